@@ -1,0 +1,147 @@
+// The local upstream: control plane, runtime plane and x402, composed from independent modules on two listeners.
+import { createServer, type Server } from "node:http";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { Hono } from "hono";
+import { getRequestListener } from "@hono/node-server";
+import type { ChainHandle, EmulatorContext, EmulatorModule } from "./types.js";
+import { createSandboxModule } from "./sandboxes/index.js";
+import { createSessionModule } from "./sessions/index.js";
+import { createX402Module, type X402Prices } from "./x402/index.js";
+import { startChain } from "./chain/index.js";
+
+export interface EmulatorOptions {
+  host?: string;
+  controlPort?: number;
+  runtimePort?: number;
+  apiKey?: string;
+  runtimeTokenTtlSeconds?: number;
+  /** Start the local chain (needed for /x402). A chain handle may be passed instead to share one. */
+  chain?: boolean | ChainHandle;
+  /** Which halves to run; all by default. Tests of one half skip the others to start faster. */
+  modules?: Array<"sandboxes" | "sessions" | "x402">;
+  prices?: Partial<X402Prices>;
+  log?: (event: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface EmulatorHandle {
+  controlUrl: string;
+  runtimeUrl: string;
+  apiKey: string;
+  chain?: ChainHandle;
+  modules: EmulatorModule[];
+  close(): Promise<void>;
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      const addr = server.address();
+      resolve(typeof addr === "object" && addr ? addr.port : port);
+    });
+  });
+}
+
+function jsonError(status: number, message: string, code: string) {
+  return new Response(JSON.stringify({ message, code }), { status, headers: { "content-type": "application/json" } });
+}
+
+export async function startEmulator(opts: EmulatorOptions = {}): Promise<EmulatorHandle> {
+  const host = opts.host ?? "127.0.0.1";
+  const apiKey = opts.apiKey ?? `emu_${randomBytes(18).toString("base64url")}`;
+  const stateDir = await mkdtemp(join(tmpdir(), "tollgate-emulator-"));
+  let controlOrigin = "";
+  let runtimeOrigin = "";
+  const log = opts.log ?? (() => {});
+  const ctx: EmulatorContext = {
+    apiKey,
+    controlOrigin: () => controlOrigin,
+    runtimeOrigin: () => runtimeOrigin,
+    tokenSecret: randomBytes(32),
+    runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds ?? 900,
+    stateDir,
+    log,
+  };
+  const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402"]);
+  const modules: EmulatorModule[] = [];
+  let chain: ChainHandle | undefined;
+  let ownsChain = false;
+  const closeAll = async () => {
+    for (const m of modules.reverse()) await m.close().catch((e) => log("module.close.error", { module: m.name, error: String(e) }));
+    if (chain && ownsChain) await chain.close().catch(() => {});
+    await rm(stateDir, { recursive: true, force: true }).catch(() => {});
+  };
+  try {
+    if (wanted.has("sandboxes")) modules.push(await createSandboxModule(ctx));
+    let sessions: Awaited<ReturnType<typeof createSessionModule>> | undefined;
+    if (wanted.has("sessions") || wanted.has("x402")) {
+      sessions = await createSessionModule(ctx);
+      modules.push(sessions);
+    }
+    if (wanted.has("x402")) {
+      if (typeof opts.chain === "object") chain = opts.chain;
+      else if (opts.chain !== false) {
+        chain = await startChain({ host, log });
+        ownsChain = true;
+      }
+      if (chain) modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices }));
+    }
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+
+  const control = new Hono();
+  const runtime = new Hono();
+  for (const m of modules) {
+    if (m.control) control.route("/", m.control);
+    if (m.runtime) runtime.route("/", m.runtime);
+  }
+  for (const app of [control, runtime]) {
+    app.notFound(() => jsonError(404, "Not found", "not_found"));
+    app.onError((err) => {
+      log("emulator.error", { error: String(err?.stack ?? err) });
+      return jsonError(500, "Internal emulator error", "internal_error");
+    });
+  }
+
+  const controlServer = createServer(getRequestListener(control.fetch));
+  const runtimeServer = createServer(getRequestListener(runtime.fetch));
+  const refuseUpgrade = (socket: import("node:stream").Duplex) => {
+    socket.end("HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n" + JSON.stringify({ message: "Not found", code: "not_found" }));
+  };
+  controlServer.on("upgrade", (req, socket, head) => {
+    for (const m of modules) if (m.upgradeControl?.(req, socket, head)) return;
+    refuseUpgrade(socket);
+  });
+  runtimeServer.on("upgrade", (req, socket, head) => {
+    for (const m of modules) if (m.upgradeRuntime?.(req, socket, head)) return;
+    refuseUpgrade(socket);
+  });
+  const cp = await listen(controlServer, host, opts.controlPort ?? 0);
+  const rp = await listen(runtimeServer, host, opts.runtimePort ?? 0);
+  controlOrigin = `http://${host}:${cp}`;
+  runtimeOrigin = `http://${host}:${rp}`;
+  log("emulator.ready", { control: controlOrigin, runtime: runtimeOrigin });
+
+  let closed = false;
+  return {
+    controlUrl: controlOrigin,
+    runtimeUrl: runtimeOrigin,
+    apiKey,
+    chain,
+    modules,
+    async close() {
+      if (closed) return;
+      closed = true;
+      controlServer.closeAllConnections?.();
+      runtimeServer.closeAllConnections?.();
+      await Promise.all([new Promise((r) => controlServer.close(() => r(null))), new Promise((r) => runtimeServer.close(() => r(null)))]);
+      await closeAll();
+    },
+  };
+}
