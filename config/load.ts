@@ -1,0 +1,110 @@
+// Loads a TOML or JSON config file plus secrets from the environment, and reports every problem by its path.
+import { parse as parseToml } from "smol-toml";
+import type { z } from "zod";
+import { configSchema, type TollgateConfig } from "./schema.js";
+
+export interface Secrets {
+  /** The upstream service's API key (TOLLGATE_UPSTREAM_API_KEY). */
+  upstreamApiKey?: string;
+  /** The payer wallet's private key (TOLLGATE_WALLET_KEY), 0x + 64 hex. */
+  walletKey?: `0x${string}`;
+  /** Secret that signs Tollgate's own tokens (TOLLGATE_TOKEN_SECRET), at least 32 characters. */
+  tokenSecret?: string;
+}
+
+export const SECRET_ENV = {
+  upstreamApiKey: "TOLLGATE_UPSTREAM_API_KEY",
+  walletKey: "TOLLGATE_WALLET_KEY",
+  tokenSecret: "TOLLGATE_TOKEN_SECRET",
+} as const;
+
+/** Every problem found, one per line, each starting with the exact path of the field. */
+export class ConfigError extends Error {
+  constructor(public readonly problems: string[], source = "configuration") {
+    super(`${source} is invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const seg of path) {
+    if (typeof seg === "number") out += `[${seg}]`;
+    else out += out ? `.${String(seg)}` : String(seg);
+  }
+  return out || "(root)";
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = formatPath(issue.path);
+  if (issue.code === "unrecognized_keys") {
+    return issue.keys.map((k) => `${where === "(root)" ? k : `${where}.${k}`}: unknown option (check the spelling against config/tollgate.example.toml)`).join("\n");
+  }
+  if (issue.code === "invalid_type" && issue.input === undefined && "input" in issue) return `${where}: required, ${issue.message}`;
+  // zod's own messages for enum/union mismatches already say what was expected.
+  return `${where}: ${issue.message}`;
+}
+
+/** Cross-field rules the schema cannot say field by field. */
+function semanticProblems(cfg: TollgateConfig): string[] {
+  const problems: string[] = [];
+  const seenTenant = new Map<string, number>();
+  const seenHash = new Map<string, string>();
+  cfg.tenants.forEach((t, i) => {
+    if (seenTenant.has(t.id)) problems.push(`tenants[${i}].id: duplicate tenant id "${t.id}" (also tenants[${seenTenant.get(t.id)}])`);
+    seenTenant.set(t.id, i);
+    t.keys.forEach((k, j) => {
+      const prev = seenHash.get(k.hash);
+      if (prev) problems.push(`tenants[${i}].keys[${j}].hash: the same key is already used by ${prev}`);
+      seenHash.set(k.hash, `tenants[${i}].keys[${j}]`);
+    });
+  });
+  return problems;
+}
+
+/** Validates an already-parsed object; throws ConfigError listing every problem. */
+export function parseConfig(raw: unknown, source = "configuration"): TollgateConfig {
+  const result = configSchema.safeParse(raw, { reportInput: true });
+  if (!result.success) throw new ConfigError(result.error.issues.flatMap((i) => describeIssue(i).split("\n")), source);
+  const problems = semanticProblems(result.data);
+  if (problems.length) throw new ConfigError(problems, source);
+  return result.data;
+}
+
+/** Parses TOML (or JSON when the text starts with `{` or the name ends in .json). */
+export function parseConfigText(text: string, fileName = "config.toml"): TollgateConfig {
+  let raw: unknown;
+  try {
+    raw = fileName.endsWith(".json") || text.trimStart().startsWith("{") ? JSON.parse(text) : parseToml(text);
+  } catch (err) {
+    const msg = err instanceof Error ? err.message.split("\n")[0] : String(err);
+    throw new ConfigError([`(file): cannot parse ${fileName}: ${msg}`], fileName);
+  }
+  return parseConfig(raw, fileName);
+}
+
+export async function loadConfigFile(path: string): Promise<TollgateConfig> {
+  const { readFile } = await import("node:fs/promises");
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    throw new ConfigError([`(file): cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`], path);
+  }
+  return parseConfigText(text, path);
+}
+
+/** Reads the three secrets from an environment object (process.env on Node, `env` bindings on Workers). */
+export function secretsFromEnv(env: Record<string, string | undefined>): Secrets {
+  const problems: string[] = [];
+  const walletKey = env[SECRET_ENV.walletKey]?.trim();
+  if (walletKey && !/^0x[0-9a-fA-F]{64}$/.test(walletKey)) problems.push(`${SECRET_ENV.walletKey}: expected 0x followed by 64 hex characters`);
+  const tokenSecret = env[SECRET_ENV.tokenSecret];
+  if (tokenSecret !== undefined && tokenSecret.length < 32) problems.push(`${SECRET_ENV.tokenSecret}: expected at least 32 characters`);
+  if (problems.length) throw new ConfigError(problems, "environment");
+  return {
+    upstreamApiKey: env[SECRET_ENV.upstreamApiKey]?.trim() || undefined,
+    walletKey: (walletKey || undefined) as `0x${string}` | undefined,
+    tokenSecret: tokenSecret || undefined,
+  };
+}

@@ -1,0 +1,195 @@
+// Browser sessions as the upstream runs them: one real Chromium per session, its lifetime, its public detail shape.
+import { randomUUID } from "node:crypto";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { EmulatorContext, SessionService } from "../types.js";
+import { issueSessionToken } from "./access-token.js";
+import { launchBrowser, type BrowserProcess } from "./browser-process.js";
+import { findChromium } from "./chromium-binary.js";
+import { PageTracker } from "./page-tracker.js";
+import { SessionError } from "./session-error.js";
+import { parseCreateSessionParams, type SessionLaunchParams } from "./session-params.js";
+
+export type SessionStatus = "active" | "closed" | "close-error" | "error";
+export const SESSION_STATUSES: readonly SessionStatus[] = ["active", "closed", "close-error", "error"];
+export const TEAM_ID = "team_emulator";
+
+export type Session = {
+  id: string;
+  teamId: string;
+  status: SessionStatus;
+  startTime: number;
+  endTime?: number;
+  createdAt: string;
+  updatedAt: string;
+  sessionUrl: string;
+  launchState: null;
+  creditsUsed: number;
+  creditBreakdown: { creditsUsed: number; browserTimeCreditsUsed: number; proxyDataCreditsUsed: number };
+};
+
+export type SessionDetail = Session & { wsEndpoint: string; computerActionEndpoint: string; token: string };
+
+/** Live state of one session; the browser fields are dropped once it ends. */
+export interface SessionRecord {
+  id: string;
+  owner?: string;
+  status: SessionStatus;
+  createdAt: Date;
+  updatedAt: Date;
+  endedAt?: Date;
+  expiresAt: Date;
+  token: string;
+  params: SessionLaunchParams;
+  userDataDir: string;
+  browser?: BrowserProcess;
+  pages?: PageTracker;
+  timer?: NodeJS.Timeout;
+  ending?: Promise<void>;
+}
+
+export class BrowserSessions implements SessionService {
+  private readonly records = new Map<string, SessionRecord>();
+  private readonly endListeners = new Set<(id: string) => void>();
+  private closing = false;
+
+  constructor(private readonly ctx: EmulatorContext) {}
+
+  async create(rawParams: Record<string, unknown>, opts: { owner?: string } = {}): Promise<SessionDetail> {
+    const params = parseCreateSessionParams(rawParams);
+    if (this.closing) throw new SessionError(503, "emulator_closing", "The emulator is shutting down");
+    const binary = await findChromium();
+    const id = randomUUID();
+    const root = join(this.ctx.stateDir, "browser-sessions");
+    await mkdir(root, { recursive: true });
+    const userDataDir = await mkdtemp(join(root, `${id}-`));
+    const started = Date.now();
+    let browser: BrowserProcess | undefined;
+    let pages: PageTracker | undefined;
+    try {
+      browser = await launchBrowser({ binary, userDataDir, width: params.screen.width, height: params.screen.height });
+      pages = await PageTracker.start(browser.cdpUrl, { acceptCookies: params.acceptCookies });
+    } catch (err) {
+      pages?.close();
+      await browser?.kill().catch(() => {});
+      await rm(userDataDir, { recursive: true, force: true }).catch(() => {});
+      if (err instanceof SessionError) throw err;
+      throw new SessionError(503, "browser_unavailable", `The browser could not be started: ${(err as Error).message}`);
+    }
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + params.timeoutMinutes * 60_000);
+    const record: SessionRecord = {
+      id,
+      owner: opts.owner,
+      status: "active",
+      createdAt: now,
+      updatedAt: now,
+      expiresAt,
+      token: await issueSessionToken(this.ctx.tokenSecret, id, expiresAt),
+      params,
+      userDataDir,
+      browser,
+      pages,
+    };
+    this.records.set(id, record);
+    record.timer = setTimeout(() => void this.end(record, "closed", "timeout"), expiresAt.getTime() - now.getTime());
+    record.timer.unref();
+    browser.exited.then(() => {
+      if (record.status === "active" && !record.ending) void this.end(record, "error", "browser exited");
+    });
+    this.ctx.log("session.started", { id, pid: browser.pid, binary: binary.source, ms: Date.now() - started });
+    if (this.closing) {
+      await this.end(record, "closed", "emulator closing");
+      throw new SessionError(503, "emulator_closing", "The emulator is shutting down");
+    }
+    return this.detail(record);
+  }
+
+  get(id: string): SessionDetail | undefined {
+    const record = this.records.get(id);
+    return record && this.detail(record);
+  }
+
+  /** Ends the session; true when it exists (already ended sessions succeed too, as upstream). */
+  async stop(id: string): Promise<boolean> {
+    const record = this.records.get(id);
+    if (!record) return false;
+    await this.end(record, "closed", "stopped");
+    return true;
+  }
+
+  record(id: string): SessionRecord | undefined {
+    return this.records.get(id);
+  }
+
+  /** Sessions newest first, optionally filtered by owner (undefined = the API-key team) and status. */
+  list(filter: { owner?: string; statuses?: SessionStatus[] }): Session[] {
+    return [...this.records.values()]
+      .filter((r) => r.owner === filter.owner && (!filter.statuses?.length || filter.statuses.includes(r.status)))
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
+      .map((r) => this.summary(r));
+  }
+
+  /** Called with the session id whenever a session stops being active (stop, timeout, crash, close). */
+  onEnd(listener: (id: string) => void): () => void {
+    this.endListeners.add(listener);
+    return () => this.endListeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all([...this.records.values()].map((r) => this.end(r, "closed", "emulator closing")));
+  }
+
+  private end(record: SessionRecord, status: SessionStatus, reason: string): Promise<void> {
+    if (record.ending) return record.ending;
+    if (record.status !== "active") return Promise.resolve();
+    record.ending = (async () => {
+      clearTimeout(record.timer);
+      record.status = status;
+      record.endedAt = record.updatedAt = new Date();
+      for (const listener of this.endListeners) listener(record.id);
+      record.pages?.close();
+      try {
+        await record.browser?.kill();
+      } catch (err) {
+        record.status = "close-error";
+        this.ctx.log("session.close_error", { id: record.id, error: String(err) });
+      }
+      await rm(record.userDataDir, { recursive: true, force: true }).catch(() => {});
+      this.ctx.log("session.ended", { id: record.id, status: record.status, reason });
+      record.browser = undefined;
+      record.pages = undefined;
+    })();
+    return record.ending;
+  }
+
+  private summary(r: SessionRecord): Session {
+    const origin = this.ctx.controlOrigin();
+    const session: Session = {
+      id: r.id,
+      teamId: r.owner ? `x402:${r.owner}` : TEAM_ID,
+      status: r.status,
+      startTime: r.createdAt.getTime(),
+      createdAt: r.createdAt.toISOString(),
+      updatedAt: r.updatedAt.toISOString(),
+      sessionUrl: `${origin}/api/session/${r.id}`,
+      launchState: null,
+      creditsUsed: 0,
+      creditBreakdown: { creditsUsed: 0, browserTimeCreditsUsed: 0, proxyDataCreditsUsed: 0 },
+    };
+    if (r.endedAt) session.endTime = r.endedAt.getTime();
+    return session;
+  }
+
+  private detail(r: SessionRecord): SessionDetail {
+    const origin = this.ctx.controlOrigin();
+    const wsOrigin = origin.replace(/^http/, "ws");
+    return {
+      ...this.summary(r),
+      wsEndpoint: `${wsOrigin}/devtools/browser/${r.id}?token=${encodeURIComponent(r.token)}`,
+      computerActionEndpoint: `${origin}/api/session/${r.id}/computer-action`,
+      token: r.token,
+    };
+  }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One-time set-up on a fresh Debian machine: system packages (apt-get), then node modules (npm ci). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+
+# chromium: browser sessions; bubblewrap: sandbox isolation; redis-server: the shared-state backend and its tests.
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+if ((${#need[@]})); then
+  echo "setup: installing ${need[*]} with apt-get…"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+
+# Never --omit=optional: workerd, anvil, esbuild and node-pty ship their binaries as optional platform packages.
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: npm ci…"
+  npm ci --no-audit --no-fund
+fi
+echo "setup: done"

@@ -1,0 +1,160 @@
+// `tollgate` command line: dev (embedded default), start (real upstream), emulator, config check, keys create.
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
+import { generateTenantKey, hashTenantKey } from "./tenants.js";
+
+const USAGE = `tollgate — an x402-paying, credential-holding gateway
+
+Usage:
+  tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
+  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
+  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain]
+  tollgate config check FILE                validate a config file, listing every problem
+  tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
+`;
+
+function fail(msg: string, code = 1): never {
+  process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
+  process.exit(code);
+}
+
+/** Stops `close` on the first Ctrl-C or SIGTERM; a second one forces the exit. */
+function onShutdown(close: () => Promise<void>, quiet = false) {
+  let closing = false;
+  const handler = (sig: string) => {
+    if (closing) process.exit(130);
+    closing = true;
+    if (!quiet) process.stderr.write(`\n${sig}: shutting down…\n`);
+    close().then(
+      () => process.exit(0),
+      (e) => fail(`shutdown failed: ${e}`),
+    );
+  };
+  process.on("SIGINT", () => handler("SIGINT"));
+  process.on("SIGTERM", () => handler("SIGTERM"));
+}
+
+async function cmdDev(args: string[]) {
+  const { values } = parseArgs({ args, options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" } } });
+  const { startDevStack } = await import("./dev-stack.js");
+  const json = !!values.json;
+  const started = Date.now();
+  const stack = await startDevStack({
+    host: values.host,
+    port: values.port !== undefined ? Number(values.port) : json ? 0 : 8787,
+    logLevel: json ? "silent" : "info",
+    logSink: (line) => process.stderr.write(line + "\n"),
+    progress: json ? undefined : (m) => process.stderr.write(m + "\n"),
+  });
+  onShutdown(() => stack.close(), json);
+  const g = stack.gateway.url;
+  if (json) {
+    process.stdout.write(
+      JSON.stringify({ gateway: g, upstream: stack.emulator.controlUrl, runtime: stack.emulator.runtimeUrl, chain: stack.emulator.chain?.rpcUrl ?? null, tenants: stack.tenants }) + "\n",
+    );
+    return;
+  }
+  const k = stack.tenants.acme;
+  process.stdout.write(`
+Tollgate is running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
+
+  gateway   ${g}
+  upstream  ${stack.emulator.controlUrl}   (local emulator)
+  chain     ${stack.emulator.chain?.rpcUrl ?? "-"}   (anvil, payer ${stack.payer})
+
+Demo tenants (keys are new on every start):
+  acme    ${stack.tenants.acme}   search, sessions, sandboxes; $5.00/day
+  globex  ${stack.tenants.globex}   search only; $0.05/day
+  ops     ${stack.tenants.ops}   admin
+
+Try it:
+  curl -s ${g}/x402/web/search -H 'x-api-key: ${k}' -H 'content-type: application/json' -d '{"query":"edge proxy"}'
+  curl -s ${g}/_tollgate/usage -H 'x-api-key: ${k}'
+
+  // SDK (npm i @hyperbrowser/sdk)
+  import { Hyperbrowser } from "@hyperbrowser/sdk";
+  const client = new Hyperbrowser({ apiKey: "${k}", baseUrl: "${g}" });
+  const sbx = await client.sandboxes.create({ imageName: "node" });
+  console.log((await sbx.exec("echo hello from the sandbox")).stdout);
+
+Ctrl-C stops everything.
+`);
+}
+
+async function cmdStart(args: string[]) {
+  const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
+  if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
+  const config = await loadConfigFile(values.config);
+  const secrets = secretsFromEnv(process.env);
+  if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
+  if (!secrets.tokenSecret) fail("tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) to sign the gateway's tokens.");
+  const { startNodeGateway } = await import("./node.js");
+  const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
+  process.stderr.write(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}\n`);
+  onShutdown(() => running.close());
+}
+
+async function cmdEmulator(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: "boolean" }, "control-port": { type: "string" }, "runtime-port": { type: "string" }, "no-chain": { type: "boolean" }, host: { type: "string" } },
+  });
+  const { startEmulator } = await import("../emulator/index.js");
+  const emu = await startEmulator({
+    host: values.host,
+    controlPort: values["control-port"] ? Number(values["control-port"]) : 0,
+    runtimePort: values["runtime-port"] ? Number(values["runtime-port"]) : 0,
+    chain: !values["no-chain"],
+    modules: values["no-chain"] ? ["sandboxes", "sessions"] : undefined,
+    log: values.json ? undefined : (event, fields) => process.stderr.write(JSON.stringify({ event, ...fields }) + "\n"),
+  });
+  onShutdown(() => emu.close(), !!values.json);
+  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: emu.chain?.rpcUrl ?? null };
+  if (values.json) process.stdout.write(JSON.stringify(info) + "\n");
+  else process.stdout.write(`emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`);
+}
+
+async function cmdConfigCheck(args: string[]) {
+  const file = args[0];
+  if (!file) fail("tollgate config check FILE");
+  try {
+    const cfg = await loadConfigFile(file);
+    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"})\n`);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
+async function cmdKeysCreate(args: string[]) {
+  const { values } = parseArgs({ args, options: { tenant: { type: "string" }, expires: { type: "string" }, label: { type: "string" } } });
+  if (!values.tenant) fail("tollgate keys create --tenant ID");
+  if (values.expires && Number.isNaN(Date.parse(values.expires))) fail(`--expires: expected an ISO-8601 date like "2027-01-31T00:00:00Z"`);
+  const key = generateTenantKey();
+  const hash = await hashTenantKey(key);
+  const fields = [`hash = "${hash}"`];
+  if (values.label) fields.push(`label = ${JSON.stringify(values.label)}`);
+  if (values.expires) fields.push(`expiresAt = "${new Date(values.expires).toISOString()}"`);
+  process.stdout.write(
+    `New key for tenant "${values.tenant}" (shown once; only its hash is kept):\n\n  ${key}\n\n` +
+      `Paste into that tenant's keys in your config:\n\n  keys = [{ ${fields.join(", ")} }]\n`,
+  );
+}
+
+export async function main(argv: string[]) {
+  const [cmd, sub, ...rest] = argv;
+  try {
+    if (cmd === "dev") return await cmdDev(argv.slice(1));
+    if (cmd === "start") return await cmdStart(argv.slice(1));
+    if (cmd === "emulator") return await cmdEmulator(argv.slice(1));
+    if (cmd === "config" && sub === "check") return await cmdConfigCheck(rest);
+    if (cmd === "keys" && sub === "create") return await cmdKeysCreate(rest);
+    if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
+    fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    fail(`tollgate: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+await main(process.argv.slice(2));

@@ -1,0 +1,65 @@
+// Node entry: serves createGateway() with @hono/node-server v2, the undici transport and the `ws` relay.
+import { serve, type ServerType } from "@hono/node-server";
+import { WebSocketServer } from "ws";
+import type { AddressInfo } from "node:net";
+import type { TollgateConfig } from "../config/schema.js";
+import type { Secrets } from "../config/load.js";
+import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
+import { undiciTransport } from "./node/undici-transport.js";
+import { nodeWebSocketRelay } from "./node/ws-relay.js";
+
+export interface NodeGatewayOptions {
+  config: TollgateConfig;
+  secrets: Secrets;
+  logSink?: GatewayDeps["logSink"];
+  host?: string;
+  port?: number;
+  /** Extra deps (state stores, clock) forwarded to createGateway. */
+  deps?: Partial<GatewayDeps>;
+}
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  gateway: Gateway;
+  server: ServerType;
+  close(): Promise<void>;
+}
+
+export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
+  const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
+  const gateway = createGateway(opts.config, {
+    secrets: opts.secrets,
+    transport,
+    logSink: opts.logSink,
+    webSocketRelay: nodeWebSocketRelay(),
+    ...opts.deps,
+  });
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 });
+  const host = opts.host ?? opts.config.server.host;
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve(
+      { fetch: gateway.app.fetch, hostname: host, port: opts.port ?? opts.config.server.port, websocket: { server: wss } },
+      () => resolve(s),
+    );
+    s.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  let closed = false;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    gateway,
+    server,
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+      (server as import("node:http").Server).closeAllConnections?.();
+      await new Promise((r) => server.close(() => r(null)));
+      await gateway.close();
+      await transport.close();
+    },
+  };
+}

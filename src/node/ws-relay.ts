@@ -1,0 +1,69 @@
+// Node WebSocket relay: connects upstream with `ws` first, then accepts the client and pipes frames both ways.
+import WebSocket from "ws";
+import { upgradeWebSocket } from "@hono/node-server";
+import type { WebSocketRelay } from "../websocket.js";
+
+interface Handshake {
+  socket?: WebSocket;
+  status?: number;
+  body?: string;
+}
+
+function connectUpstream(url: string, headers: Record<string, string>, timeoutMs: number): Promise<Handshake> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 256 * 1024 * 1024 });
+    ws.once("open", () => resolve({ socket: ws }));
+    ws.once("unexpected-response", (_req, res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (d: Buffer) => chunks.push(d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 502, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", () => resolve({ status: res.statusCode ?? 502 }));
+    });
+    ws.once("error", () => resolve({ status: 502 }));
+  });
+}
+
+export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number } = {}): WebSocketRelay {
+  return async (c, target) => {
+    const hs = await connectUpstream(target.url, target.headers, opts.handshakeTimeoutMs ?? 15_000);
+    if (!hs.socket) {
+      let body = hs.body;
+      try {
+        if (body) JSON.parse(body);
+      } catch {
+        body = undefined;
+      }
+      body ??= JSON.stringify({ message: "The upstream refused the WebSocket connection.", code: "upstream_ws_refused" });
+      return new Response(body, { status: hs.status === 101 ? 502 : hs.status ?? 502, headers: { "content-type": "application/json" } });
+    }
+    const up = hs.socket;
+    const handler = upgradeWebSocket(() => ({
+      onOpen(_evt, client) {
+        const raw = client.raw as import("@hono/node-server").WebSocketLike;
+        up.on("message", (data, isBinary) => {
+          if (client.readyState === 1) client.send(isBinary ? (data as any) : data.toString());
+        });
+        up.on("close", (code, reason) => {
+          try { client.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000, reason.toString()); } catch { /* gone */ }
+        });
+        up.on("error", () => { try { client.close(1011, "upstream error"); } catch { /* gone */ } });
+        void raw;
+      },
+      onMessage(evt) {
+        if (up.readyState !== WebSocket.OPEN) return;
+        const d = evt.data;
+        if (typeof d === "string") up.send(d);
+        else if (d instanceof ArrayBuffer) up.send(Buffer.from(d), { binary: true });
+        else up.send(d as any, { binary: true });
+      },
+      onClose() {
+        if (up.readyState === WebSocket.OPEN || up.readyState === WebSocket.CONNECTING) up.close();
+      },
+      onError() {
+        up.terminate();
+      },
+    }));
+    const res = await handler(c, async () => {});
+    return res ?? new Response(null, { status: 500 });
+  };
+}

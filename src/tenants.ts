@@ -1,0 +1,72 @@
+// Tenants and their keys: keys are stored only as SHA-256 hashes and looked up by hash.
+import type { Scope, TenantConfig } from "../config/schema.js";
+import { GatewayError, errors } from "./errors.js";
+
+export type Tenant = TenantConfig;
+
+const hex = (buf: ArrayBuffer) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+/** `sha256:<hex>` of a key, the only form in which keys are kept. */
+export async function hashTenantKey(key: string): Promise<string> {
+  return `sha256:${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)))}`;
+}
+
+/** A new random tenant key: `tg_` + 32 random bytes, base64url. */
+export function generateTenantKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return `tg_${btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+}
+
+/** Reads the key a client presents, the way the SDK sends it (`x-api-key`) or as a bearer token. */
+export function presentedKey(headers: Headers): string | undefined {
+  const k = headers.get("x-api-key")?.trim();
+  if (k) return k;
+  const auth = headers.get("authorization");
+  const m = auth?.match(/^bearer\s+(.+)$/i);
+  return m ? m[1].trim() : undefined;
+}
+
+interface KeyEntry {
+  tenant: Tenant;
+  expiresAt?: number;
+}
+
+export class TenantDirectory {
+  private readonly byHash = new Map<string, KeyEntry>();
+  private readonly byId = new Map<string, Tenant>();
+
+  constructor(tenants: Tenant[], private readonly now: () => number = Date.now) {
+    for (const t of tenants) {
+      this.byId.set(t.id, t);
+      for (const k of t.keys) this.byHash.set(k.hash, { tenant: t, expiresAt: k.expiresAt ? Date.parse(k.expiresAt) : undefined });
+    }
+  }
+
+  get(id: string): Tenant | undefined {
+    return this.byId.get(id);
+  }
+
+  list(): Tenant[] {
+    return [...this.byId.values()];
+  }
+
+  /** Resolves a presented key to its tenant, or throws 401 saying why (unknown, expired, disabled). */
+  async authenticate(key: string | undefined): Promise<Tenant> {
+    if (!key) throw errors.unauthorized();
+    const entry = this.byHash.get(await hashTenantKey(key));
+    if (!entry) throw errors.unauthorized("Invalid API key.", "invalid_api_key");
+    if (entry.expiresAt !== undefined && entry.expiresAt <= this.now()) {
+      throw errors.unauthorized("This API key has expired; ask your gateway admin for a new one.", "api_key_expired");
+    }
+    if (!entry.tenant.enabled) throw errors.unauthorized("This tenant is disabled.", "tenant_disabled");
+    return entry.tenant;
+  }
+}
+
+export function requireScope(tenant: Tenant, scope: Scope): void {
+  if (!tenant.scopes.includes(scope)) {
+    throw new GatewayError(403, "missing_scope", `This key lacks the "${scope}" scope needed for this route.`, { requiredScope: scope });
+  }
+}

@@ -1,0 +1,102 @@
+// The gateway's side of the upstream: builds control-plane requests with the gateway's API key and maps failures.
+import type { Context } from "hono";
+import type { TollgateConfig } from "../config/schema.js";
+import type { GatewayEnv } from "./context.js";
+import { GatewayError, errors } from "./errors.js";
+import { forwardableRequestHeaders, forwardableResponseHeaders, type UpstreamTransport } from "./transport.js";
+
+export interface UpstreamCall {
+  method?: string;
+  /** Path on the upstream, with query, e.g. `/api/sandbox/abc?x=1`. */
+  path: string;
+  headers?: Headers;
+  body?: ReadableStream<Uint8Array> | Uint8Array | string | null;
+  /** Send the API key (control plane) or not (x402, runtime with its own bearer). */
+  withApiKey?: boolean;
+  timeoutMs?: number;
+}
+
+export class Upstream {
+  readonly origin: string;
+  readonly allowedHosts: Set<string>;
+
+  constructor(
+    private readonly config: TollgateConfig["upstream"],
+    readonly transport: UpstreamTransport,
+    private readonly apiKey: string | undefined,
+  ) {
+    this.origin = config.baseUrl.replace(/\/+$/, "");
+    const base = new URL(this.origin);
+    this.allowedHosts = new Set([base.host, ...config.allowedHosts.map((h) => h.toLowerCase())]);
+  }
+
+  /** True when an upstream-provided URL points at a host the gateway is configured to follow. */
+  isAllowedUrl(url: string): boolean {
+    try {
+      const u = new URL(url);
+      return ["http:", "https:", "ws:", "wss:"].includes(u.protocol) && (this.allowedHosts.has(u.host.toLowerCase()) || this.allowedHosts.has(u.hostname.toLowerCase()));
+    } catch {
+      return false;
+    }
+  }
+
+  controlHeaders(requestId: string, from?: Headers): Headers {
+    const h = from ? forwardableRequestHeaders(from) : new Headers();
+    if (!this.apiKey) throw new GatewayError(503, "upstream_not_configured", "The gateway has no upstream API key; set TOLLGATE_UPSTREAM_API_KEY.");
+    h.set("x-api-key", this.apiKey);
+    h.set("x-request-id", requestId);
+    return h;
+  }
+
+  /** Calls the upstream; network failures become 502/504 JSON errors. */
+  async call(c: Context<GatewayEnv>, call: UpstreamCall): Promise<Response> {
+    const requestId = c.get("requestId");
+    let headers: Headers;
+    if (call.withApiKey === false) {
+      headers = call.headers ?? new Headers();
+      headers.set("x-request-id", requestId);
+    } else {
+      headers = this.controlHeaders(requestId, call.headers);
+    }
+    const timeout = call.timeoutMs ?? this.config.timeoutMs;
+    const ctrl = new AbortController();
+    const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), timeout);
+    const clientSignal = c.req.raw.signal;
+    const onClientAbort = () => ctrl.abort(new Error("client went away"));
+    clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
+    try {
+      return await this.transport.request({ url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body, signal: ctrl.signal });
+    } catch (err) {
+      if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
+      throw errors.upstreamUnavailable();
+    } finally {
+      // The timer covers only the wait for response headers; streamed bodies are not cut.
+      clearTimeout(timer);
+      clientSignal?.removeEventListener?.("abort", onClientAbort);
+    }
+  }
+
+  /** Passes an upstream response back to the client (streaming), minus hop-by-hop headers. */
+  static relay(res: Response, extraHeaders?: Record<string, string>): Response {
+    const headers = forwardableResponseHeaders(res.headers);
+    if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
+}
+
+/** Reads a JSON body from an upstream response; a non-JSON body becomes a 502 that says so. */
+export async function upstreamJson<T = any>(res: Response): Promise<T> {
+  const text = await res.text();
+  if (!text) return {} as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new GatewayError(502, "upstream_bad_response", "The upstream answered with something that is not JSON.");
+  }
+}
+
+/** Path plus query string of the client's request. */
+export function pathAndQuery(c: Context): string {
+  const u = new URL(c.req.url);
+  return u.pathname + u.search;
+}

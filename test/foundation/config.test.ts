@@ -1,0 +1,102 @@
+import { describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { ConfigError, parseConfigText, secretsFromEnv } from "../../config/load.js";
+
+const run = promisify(execFile);
+const HASH = "sha256:" + "ab".repeat(32);
+
+function problemsOf(text: string, name = "t.toml"): string[] {
+  try {
+    parseConfigText(text, name);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("configuration", () => {
+  it("lists every problem at once, each with its exact path and what was expected", () => {
+    const problems = problemsOf(`
+[server]
+port = "eighty"
+[[tenants]]
+id = "a"
+keys = [{ hash = "${HASH}" }]
+[[tenants]]
+id = "b"
+keys = [{ hash = "md5:nope" }]
+budget = { daily = 5 }
+scopes = ["search", "root"]
+`);
+    expect(problems).toContain("server.port: expected a port number");
+    expect(problems).toContain('tenants[1].budget.daily: expected a USD amount like "5.00"');
+    expect(problems.some((p) => p.startsWith("tenants[1].keys[0].hash: expected \"sha256:"))).toBe(true);
+    expect(problems.some((p) => p.startsWith("tenants[1].scopes[1]:"))).toBe(true);
+    expect(problems).toHaveLength(4);
+  });
+
+  it("names unknown options by path instead of ignoring them", () => {
+    expect(problemsOf(`[cache]\nttl = 5\n`)).toEqual(["cache.ttl: unknown option (check the spelling against config/tollgate.example.toml)"]);
+  });
+
+  it("rejects duplicate tenant ids and a key shared by two tenants", () => {
+    const p = problemsOf(`[[tenants]]\nid="a"\nkeys=[{hash="${HASH}"}]\n[[tenants]]\nid="a"\nkeys=[{hash="${HASH}"}]\n`);
+    expect(p).toContain('tenants[1].id: duplicate tenant id "a" (also tenants[0])');
+    expect(p).toContain("tenants[1].keys[0].hash: the same key is already used by tenants[0].keys[0]");
+  });
+
+  it("requires redisUrl when the redis backend is chosen", () => {
+    expect(problemsOf(`[state]\nbackend = "redis"\n`)[0]).toMatch(/^state\.redisUrl:/);
+  });
+
+  it("accepts JSON as well as TOML, with defaults filled in", () => {
+    const cfg = parseConfigText(JSON.stringify({ tenants: [{ id: "a", keys: [{ hash: HASH }] }] }), "c.json");
+    expect(cfg.tenants[0].scopes).toEqual(["search", "sessions", "sandboxes"]);
+    expect(cfg.server.port).toBe(8787);
+    expect(cfg.cache.scope).toBe("tenant");
+  });
+
+  it("reports a TOML syntax error without a stack trace", () => {
+    expect(problemsOf("[server\nport=1")[0]).toMatch(/^\(file\): cannot parse t\.toml/);
+  });
+
+  it("validates secrets from the environment by variable name", () => {
+    expect(() => secretsFromEnv({ TOLLGATE_WALLET_KEY: "0x1234", TOLLGATE_TOKEN_SECRET: "short" })).toThrowError(
+      /TOLLGATE_WALLET_KEY: expected 0x followed by 64 hex characters[\s\S]*TOLLGATE_TOKEN_SECRET: expected at least 32 characters/,
+    );
+  });
+
+  it("ships an example that covers the schema and passes `tollgate config check`", async () => {
+    const { stdout } = await run("npx", ["tsx", "src/cli.ts", "config", "check", "config/tollgate.example.toml"]);
+    expect(stdout).toMatch(/OK \(2 tenants\)/);
+  });
+
+  it("`tollgate config check` exits non-zero and prints every problem, no stack trace", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "tg-cfg-"));
+    const f = join(dir, "bad.toml");
+    await writeFile(f, `[server]\nport = -1\n[[tenants]]\nid = "X"\nkeys = []\n`);
+    const err = await run("npx", ["tsx", "src/cli.ts", "config", "check", f]).catch((e) => e);
+    expect(err.code).toBe(1);
+    expect(err.stderr).toContain("server.port:");
+    expect(err.stderr).toContain("tenants[0].id:");
+    expect(err.stderr).toContain("tenants[0].keys: expected at least one key");
+    expect(err.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("`tollgate keys create` prints a key once and a config line holding only its hash", async () => {
+    const { stdout } = await run("npx", ["tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"]);
+    const key = stdout.match(/\n  (tg_[A-Za-z0-9_-]+)\n/)![1];
+    const hash = stdout.match(/hash = "(sha256:[0-9a-f]{64})"/)![1];
+    const { hashTenantKey } = await import("../../src/tenants.js");
+    expect(await hashTenantKey(key)).toBe(hash);
+    const pasted = stdout.slice(stdout.indexOf("keys = ")).trim();
+    expect(pasted).not.toContain(key);
+    const cfg = parseConfigText(`[[tenants]]\nid = "acme"\n${pasted}\n`);
+    expect(cfg.tenants[0].keys[0].hash).toBe(hash);
+  });
+});

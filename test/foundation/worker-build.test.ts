@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+describe("Workers bundle", () => {
+  it("builds offline with `wrangler deploy --dry-run` and reports its gzip size", async () => {
+    const out = await mkdtemp(join(tmpdir(), "tg-worker-"));
+    const { stdout, stderr } = await run("npx", ["wrangler", "deploy", "--dry-run", "--outdir", out], {
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+      timeout: 120_000,
+    });
+    const text = stdout + stderr;
+    const m = text.match(/Total Upload:\s*([\d.]+) KiB \/ gzip:\s*([\d.]+) KiB/);
+    expect(m, text).not.toBeNull();
+    console.log(`[worker bundle] total ${m![1]} KiB, gzip ${m![2]} KiB`);
+    expect(Number(m![2])).toBeLessThan(1024); // the free plan's compressed limit is 3 MiB; stay far below
+    expect((await readdir(out)).some((f) => f.endsWith(".js"))).toBe(true);
+  }, 180_000);
+});
