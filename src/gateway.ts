@@ -1,7 +1,10 @@
-// createGateway(config, deps): the runtime-agnostic Hono app. The whole request path, in the order it runs, is here.
+// createGateway(config, deps): the runtime-agnostic Hono app. The whole request path, in the order it runs:
 //
-//   request-id → access-log → [/_tollgate own routes]
-//              → authenticate (tenant key) → scope → surface route → forward → rewrite
+//   request-id → access-log → /_tollgate (own endpoints)
+//     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
+//     → /sandbox/<id>/…  runtime plane                            gateway token → upstream runtime token injected
+//     → /devtools/…      CDP relay                                gateway token → upstream wsEndpoint
+//     → /api/*, /x402/*  tenant surfaces                          tenant key → scope → quota → cache → pay → forward → rewrite
 import { Hono } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
@@ -16,6 +19,10 @@ import { accessLog } from "../middleware/access-log/index.js";
 import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
 import { scopeForPath } from "./routes/scopes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
+import { memoryStores } from "./state/memory.js";
+import type { StateStores } from "./state/types.js";
+import { TokenService } from "./tokens.js";
+import type { GatewayServices } from "./services.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -23,17 +30,26 @@ export interface GatewayDeps {
   transport?: UpstreamTransport;
   /** WebSocket relay; the Node entry passes the `ws` relay, Workers hand sockets through with fetch. */
   webSocketRelay?: WebSocketRelay;
+  /** Shared state; memory by default, Redis or Durable Objects for fleets. */
+  stores?: StateStores;
   logSink?: LogSink;
   now?: () => number;
+  instanceId?: string;
 }
 
 export interface Gateway {
   app: Hono<GatewayEnv>;
+  services: GatewayServices;
   logger: Logger;
   upstream: Upstream;
   directory: TenantDirectory;
+  stores: StateStores;
   /** Releases timers and connections held by the gateway's state. */
   close(): Promise<void>;
+}
+
+function randomSecret(): string {
+  return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gateway {
@@ -42,6 +58,23 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey);
+  const stores = deps.stores ?? memoryStores(now);
+  if (!deps.secrets.tokenSecret) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
+  const tokens = new TokenService(deps.secrets.tokenSecret ?? randomSecret(), stores.kv, now);
+  const closers: Array<() => Promise<void> | void> = [() => stores.close()];
+  const services: GatewayServices = {
+    config,
+    secrets: deps.secrets,
+    logger,
+    directory,
+    upstream,
+    stores,
+    tokens,
+    webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
+    now,
+    instanceId: deps.instanceId ?? crypto.randomUUID(),
+    onClose: (fn) => closers.push(fn),
+  };
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
@@ -53,8 +86,15 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(requestId());
   app.use(accessLog(logger));
   app.route(OWN_PREFIX, ownRoutes(directory));
+  // [mount: exposed ports by Host]
+  // [mount: runtime plane /sandbox/:id/*]
+  // [mount: CDP relay and computer actions]
+  // [mount: keyless tokens and usage under /_tollgate]
+  // [mount: x402 and search]
+  // [mount: sandboxes control plane]
+  // [mount: sessions control plane]
 
-  // Everything else is the upstream's surface, fronted for authenticated tenants.
+  // Remaining upstream surfaces, fronted for authenticated tenants and forwarded as they are.
   app.all("*", async (c) => {
     const path = new URL(c.req.url).pathname;
     const scope = scopeForPath(path);
@@ -63,23 +103,19 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     c.set("tenant", tenant);
     c.get("logFields").tenant = tenant.id;
     requireScope(tenant, scope);
-    const res = await upstream.call(c, {
-      method: c.req.method,
-      path: pathAndQuery(c),
-      headers: c.req.raw.headers,
-      body: c.req.raw.body,
-    });
+    const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: c.req.raw.headers, body: c.req.raw.body });
     return Upstream.relay(res);
   });
 
-  const closers: Array<() => Promise<void> | void> = [];
   return {
     app,
+    services,
     logger,
     upstream,
     directory,
+    stores,
     async close() {
-      for (const c of closers.reverse()) await c();
+      for (const fn of closers.reverse()) await fn();
     },
   };
 }

@@ -1,0 +1,25 @@
+// Everything a route module needs, built once per gateway and passed down (no globals).
+import type { TollgateConfig } from "../config/schema.js";
+import type { Secrets } from "../config/load.js";
+import type { Logger } from "./log.js";
+import type { TenantDirectory } from "./tenants.js";
+import type { Upstream } from "./upstream.js";
+import type { StateStores } from "./state/types.js";
+import type { TokenService } from "./tokens.js";
+import type { WebSocketRelay } from "./websocket.js";
+
+export interface GatewayServices {
+  config: TollgateConfig;
+  secrets: Secrets;
+  logger: Logger;
+  directory: TenantDirectory;
+  upstream: Upstream;
+  stores: StateStores;
+  tokens: TokenService;
+  webSocketRelay: WebSocketRelay;
+  now: () => number;
+  /** Identifies this gateway process in the ledger (crash recovery). */
+  instanceId: string;
+  /** Registers cleanup run when the gateway closes. */
+  onClose(fn: () => Promise<void> | void): void;
+}

@@ -1,0 +1,178 @@
+// In-process state backend: correct for one gateway process (the default); fleets use Redis or Durable Objects.
+import type {
+  BudgetLedger, BudgetLimits, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerState, NewLedgerEntry,
+  OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, StateStores, StoredResponse, Usage,
+} from "./types.js";
+import { COUNTED, dayOf, firstExceeded, monthOf, resetAt, windowKeys } from "./windows.js";
+
+export class MemoryLedger implements BudgetLedger {
+  private readonly entries = new Map<string, LedgerEntry>();
+  private readonly counters = new Map<string, bigint>();
+
+  private add(key: string, by: bigint) {
+    this.counters.set(key, (this.counters.get(key) ?? 0n) + by);
+  }
+
+  private usageAt(tenant: string, day: string, month: string): Usage {
+    const k = windowKeys(tenant, day, month);
+    return { daily: this.counters.get(k.daily) ?? 0n, monthly: this.counters.get(k.monthly) ?? 0n, total: this.counters.get(k.total) ?? 0n };
+  }
+
+  async reserve(e: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult> {
+    const day = dayOf(now);
+    const month = monthOf(now);
+    const usage = this.usageAt(e.tenant, day, month);
+    const amount = BigInt(e.amount);
+    const over = firstExceeded(usage, amount, limits);
+    if (over) return { ok: false, window: over, limit: limits[over]!, spent: usage[over], resetAt: resetAt(over, now) };
+    const k = windowKeys(e.tenant, day, month);
+    this.add(k.daily, amount);
+    this.add(k.monthly, amount);
+    this.add(k.total, amount);
+    const entry: LedgerEntry = { ...e, state: "reserved", day, month, createdAt: now, updatedAt: now };
+    this.entries.set(e.id, entry);
+    return { ok: true, entry: { ...entry } };
+  }
+
+  private transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry> = {}) {
+    const e = this.entries.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    if (e.state === "committed" || e.state === "released") {
+      if (e.state === to) return; // idempotent
+      throw new Error(`ledger entry ${id} is ${e.state}, cannot become ${to}`);
+    }
+    if (COUNTED.has(e.state) && !COUNTED.has(to)) {
+      const k = windowKeys(e.tenant, e.day, e.month);
+      const amount = BigInt(e.amount);
+      this.add(k.daily, -amount);
+      this.add(k.monthly, -amount);
+      this.add(k.total, -amount);
+    }
+    Object.assign(e, patch, { state: to, updatedAt: now });
+  }
+
+  async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
+    const e = this.entries.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    Object.assign(e, f, { updatedAt: now });
+  }
+  async commit(id: string, transaction: string | undefined, now: number) {
+    this.transition(id, "committed", now, transaction ? { transaction } : {});
+  }
+  async release(id: string, reason: string, now: number) {
+    this.transition(id, "released", now, { reason });
+  }
+  async markUncertain(id: string, reason: string, now: number) {
+    this.transition(id, "uncertain", now, { reason });
+  }
+  async get(id: string) {
+    const e = this.entries.get(id);
+    return e ? { ...e } : undefined;
+  }
+  async list(f: { tenant?: string; state?: LedgerState; limit?: number }) {
+    const out: LedgerEntry[] = [];
+    for (const e of [...this.entries.values()].reverse()) {
+      if (f.tenant && e.tenant !== f.tenant) continue;
+      if (f.state && e.state !== f.state) continue;
+      out.push({ ...e });
+      if (f.limit && out.length >= f.limit) break;
+    }
+    return out;
+  }
+  async usage(tenant: string, now: number) {
+    return this.usageAt(tenant, dayOf(now), monthOf(now));
+  }
+}
+
+export class MemoryOwnership implements OwnershipRegistry {
+  private readonly owners = new Map<string, { tenant: string; active: boolean; at: number }>();
+  private seq = 0;
+  async claim(kind: ResourceKind, id: string, tenant: string) {
+    this.owners.set(`${kind}:${id}`, { tenant, active: true, at: ++this.seq });
+  }
+  async owner(kind: ResourceKind, id: string) {
+    return this.owners.get(`${kind}:${id}`)?.tenant;
+  }
+  async list(kind: ResourceKind, tenant: string) {
+    return [...this.owners.entries()]
+      .filter(([k, v]) => k.startsWith(`${kind}:`) && v.tenant === tenant)
+      .sort((a, b) => b[1].at - a[1].at)
+      .map(([k]) => k.slice(kind.length + 1));
+  }
+  async setActive(kind: ResourceKind, id: string, active: boolean) {
+    const o = this.owners.get(`${kind}:${id}`);
+    if (o) o.active = active;
+  }
+  async activeCount(kind: ResourceKind, tenant: string) {
+    let n = 0;
+    for (const [k, v] of this.owners) if (k.startsWith(`${kind}:`) && v.tenant === tenant && v.active) n++;
+    return n;
+  }
+}
+
+export class MemoryKeyValue implements KeyValueStore {
+  private readonly map = new Map<string, { v: string; exp: number }>();
+  constructor(private readonly now: () => number = Date.now) {}
+  private live(key: string) {
+    const e = this.map.get(key);
+    if (e && e.exp <= this.now()) {
+      this.map.delete(key);
+      return undefined;
+    }
+    return e;
+  }
+  async get(key: string) {
+    return this.live(key)?.v;
+  }
+  async set(key: string, value: string, ttlMs: number) {
+    this.map.set(key, { v: value, exp: this.now() + ttlMs });
+  }
+  async delete(key: string) {
+    this.map.delete(key);
+  }
+  async incrBy(key: string, by: number, ttlMs: number) {
+    const e = this.live(key);
+    const n = (e ? Number(e.v) : 0) + by;
+    this.map.set(key, { v: String(n), exp: e?.exp ?? this.now() + ttlMs });
+    return n;
+  }
+}
+
+export class MemoryIdempotency implements IdempotencyStore {
+  private readonly map = new Map<string, { state: "pending" | "done"; exp: number; response?: StoredResponse }>();
+  constructor(private readonly now: () => number = Date.now) {}
+  async begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
+    const e = this.map.get(key);
+    if (e && e.exp > this.now()) return e.state === "done" ? { state: "done", response: e.response! } : { state: "pending" };
+    this.map.set(key, { state: "pending", exp: this.now() + leaseMs });
+    return { state: "new" };
+  }
+  async complete(key: string, response: StoredResponse, ttlMs: number) {
+    this.map.set(key, { state: "done", exp: this.now() + ttlMs, response });
+  }
+  async abandon(key: string) {
+    this.map.delete(key);
+  }
+}
+
+/** Fixed-window counter per key. */
+export class MemoryRateLimiter implements RateLimiter {
+  constructor(private readonly kv: KeyValueStore) {}
+  async hit(key: string, limit: number, windowMs: number, now: number) {
+    const windowStart = Math.floor(now / windowMs) * windowMs;
+    const n = await this.kv.incrBy(`rl:${key}:${windowStart}`, 1, windowMs + 1000);
+    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
+  }
+}
+
+export function memoryStores(now: () => number = Date.now): StateStores {
+  const kv = new MemoryKeyValue(now);
+  return {
+    ledger: new MemoryLedger(),
+    ownership: new MemoryOwnership(),
+    kv,
+    idempotency: new MemoryIdempotency(now),
+    rateLimiter: new MemoryRateLimiter(kv),
+    async close() {},
+  };
+}

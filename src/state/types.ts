@@ -1,0 +1,138 @@
+// The shared-state interfaces. Each has three backends (memory, Redis, Durable Objects) and one contract test suite.
+
+/** What a paid call's reservation is at any moment. */
+export type LedgerState = "reserved" | "committed" | "released" | "uncertain";
+
+/** One signed (or about to be signed) authorization. Amounts are atomic units as decimal strings. */
+export interface LedgerEntry {
+  id: string;
+  tenant: string;
+  route: string;
+  /** Hash of the canonical request, so an entry can be matched with the call that caused it. */
+  fingerprint: string;
+  amount: string;
+  asset: string;
+  network: string;
+  payee: string;
+  /** Filled in once signed. */
+  payer?: string;
+  nonce?: string;
+  /** Unix seconds; after it the authorization can no longer be settled. */
+  validBefore?: number;
+  /** Settlement transaction hash from PAYMENT-RESPONSE (or found on chain on reconciliation). */
+  transaction?: string;
+  state: LedgerState;
+  /** Why it was released or held uncertain. */
+  reason?: string;
+  /** Which gateway instance holds the reservation (crash recovery). */
+  instance?: string;
+  /** Day and month windows the amount counts against (UTC), fixed at reservation. */
+  day: string;
+  month: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface BudgetLimits {
+  daily?: bigint;
+  monthly?: bigint;
+  total?: bigint;
+}
+
+export type BudgetWindow = "daily" | "monthly" | "total";
+
+export interface Usage {
+  daily: bigint;
+  monthly: bigint;
+  total: bigint;
+}
+
+export type ReserveResult =
+  | { ok: true; entry: LedgerEntry }
+  | { ok: false; window: BudgetWindow; limit: bigint; spent: bigint; resetAt: string | null };
+
+export type NewLedgerEntry = Omit<LedgerEntry, "state" | "day" | "month" | "createdAt" | "updatedAt">;
+
+/**
+ * Per-tenant budgets and the ledger of every authorization. `reserve` is atomic: it checks every window and
+ * counts the amount in all of them, or in none. Reserved, uncertain and committed amounts all count as spent.
+ */
+export interface BudgetLedger {
+  reserve(entry: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult>;
+  /** Records what was signed (nonce, validBefore, payer) before the signature leaves the gateway. */
+  signed(id: string, fields: { nonce: string; validBefore: number; payer: string }, now: number): Promise<void>;
+  /** The upstream confirmed settlement. */
+  commit(id: string, transaction: string | undefined, now: number): Promise<void>;
+  /** The upstream definitely did not take the money: the amount is returned to the budget. */
+  release(id: string, reason: string, now: number): Promise<void>;
+  /** Outcome unknown: keep the amount counted until validBefore passes and the chain says what happened. */
+  markUncertain(id: string, reason: string, now: number): Promise<void>;
+  get(id: string): Promise<LedgerEntry | undefined>;
+  list(filter: { tenant?: string; state?: LedgerState; limit?: number }): Promise<LedgerEntry[]>;
+  usage(tenant: string, now: number): Promise<Usage>;
+}
+
+/** Which tenant owns an upstream resource (sandbox, session). */
+export type ResourceKind = "sandbox" | "session";
+
+export interface OwnershipRegistry {
+  claim(kind: ResourceKind, id: string, tenant: string): Promise<void>;
+  owner(kind: ResourceKind, id: string): Promise<string | undefined>;
+  /** Ids the tenant owns, newest first. */
+  list(kind: ResourceKind, tenant: string): Promise<string[]>;
+  /** Marks a resource inactive (stopped) without forgetting its owner. */
+  setActive(kind: ResourceKind, id: string, active: boolean): Promise<void>;
+  activeCount(kind: ResourceKind, tenant: string): Promise<number>;
+}
+
+/** Small expiring values: upstream runtime tokens, revoked token ids, cached upstream details. */
+export interface KeyValueStore {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string, ttlMs: number): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Adds `by` to a counter (created at 0 with the ttl if absent) and returns the new value. */
+  incrBy(key: string, by: number, ttlMs: number): Promise<number>;
+}
+
+export type IdempotencyBegin =
+  | { state: "new" }
+  | { state: "pending" }
+  | { state: "done"; response: StoredResponse };
+
+export interface StoredResponse {
+  status: number;
+  headers: Record<string, string>;
+  /** Body as base64. */
+  body: string;
+  /** Fingerprint of the request the key was first used with. */
+  fingerprint: string;
+}
+
+export interface IdempotencyStore {
+  /** Claims the key if unused; otherwise says whether its first request is still running or done. */
+  begin(key: string, fingerprint: string, leaseMs: number): Promise<IdempotencyBegin>;
+  complete(key: string, response: StoredResponse, ttlMs: number): Promise<void>;
+  /** The first request failed before paying: let a retry run it again. */
+  abandon(key: string): Promise<void>;
+}
+
+export interface RateLimitResult {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Epoch ms when the window resets. */
+  resetAt: number;
+}
+
+export interface RateLimiter {
+  hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult>;
+}
+
+export interface StateStores {
+  ledger: BudgetLedger;
+  ownership: OwnershipRegistry;
+  kv: KeyValueStore;
+  idempotency: IdempotencyStore;
+  rateLimiter: RateLimiter;
+  close(): Promise<void>;
+}

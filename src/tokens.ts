@@ -1,0 +1,102 @@
+// Tollgate's own short-lived, scoped tokens (HS256 JWTs): what clients hold instead of upstream credentials.
+import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
+import { GatewayError } from "./errors.js";
+import type { KeyValueStore } from "./state/types.js";
+
+/** What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer; search: search. */
+export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "search";
+export type TokenKind = "sandbox" | "session" | "search";
+
+export interface GatewayToken {
+  tenant: string;
+  kind: TokenKind;
+  /** Sandbox or session id the token is bound to (none for search tokens). */
+  resource?: string;
+  scopes: TokenScope[];
+  /** Spend cap in atomic units for search tokens. */
+  cap?: bigint;
+  jti: string;
+  /** Epoch seconds. */
+  exp: number;
+  /** Minted by a tenant for an untrusted client (as opposed to handed out in a rewritten response). */
+  keyless?: boolean;
+}
+
+const ISSUER = "tollgate";
+
+export class TokenService {
+  private readonly key: Uint8Array;
+
+  constructor(secret: string, private readonly kv: KeyValueStore, private readonly now: () => number = Date.now) {
+    this.key = new TextEncoder().encode(secret);
+  }
+
+  async mint(t: Omit<GatewayToken, "jti" | "exp"> & { ttlSeconds: number }): Promise<{ token: string; jti: string; expiresAt: string }> {
+    const jti = crypto.randomUUID();
+    const iat = Math.floor(this.now() / 1000);
+    const exp = iat + t.ttlSeconds;
+    const token = await new SignJWT({
+      k: t.kind,
+      ...(t.resource ? { r: t.resource } : {}),
+      s: t.scopes,
+      ...(t.cap !== undefined ? { cap: t.cap.toString() } : {}),
+      ...(t.keyless ? { kl: 1 } : {}),
+    })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setIssuer(ISSUER)
+      .setSubject(t.tenant)
+      .setJti(jti)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(this.key);
+    return { token, jti, expiresAt: new Date(exp * 1000).toISOString() };
+  }
+
+  /** Verifies signature, expiry and revocation; throws 401 with a code that says which. */
+  async verify(token: string | undefined): Promise<GatewayToken> {
+    if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
+    let payload: Record<string, any>;
+    try {
+      ({ payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
+    } catch (err) {
+      if (err instanceof joseErrors.JWTExpired) throw new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
+      throw new GatewayError(401, "token_invalid", "Invalid gateway token.");
+    }
+    const t: GatewayToken = {
+      tenant: String(payload.sub),
+      kind: payload.k,
+      resource: payload.r,
+      scopes: Array.isArray(payload.s) ? payload.s : [],
+      cap: payload.cap !== undefined ? BigInt(payload.cap) : undefined,
+      jti: String(payload.jti),
+      exp: Number(payload.exp),
+      keyless: payload.kl === 1,
+    };
+    if (await this.kv.get(`revoked:${t.jti}`)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
+    return t;
+  }
+
+  /** Revokes a token until it would have expired anyway. */
+  async revoke(jti: string, exp: number): Promise<void> {
+    const ttl = Math.max(1000, exp * 1000 - this.now() + 60_000);
+    await this.kv.set(`revoked:${jti}`, "1", ttl);
+  }
+
+  /** Decodes a token this service signed, without checking expiry (to learn its jti/exp for revocation). */
+  async inspect(token: string): Promise<GatewayToken | undefined> {
+    try {
+      const { payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(0) });
+      return { tenant: String(payload.sub), kind: payload.k as TokenKind, resource: payload.r as string, scopes: (payload.s as TokenScope[]) ?? [], jti: String(payload.jti), exp: Number(payload.exp) };
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Requires a scope on a verified token, and (for bound tokens) the resource it names. */
+export function requireTokenScope(t: GatewayToken, scope: TokenScope, resource?: string): void {
+  if (resource !== undefined && t.resource !== resource) throw new GatewayError(404, "not_found", "Not found");
+  if (!t.scopes.includes(scope)) {
+    throw new GatewayError(403, "token_scope", `This token does not allow "${scope}" (it allows: ${t.scopes.join(", ") || "nothing"}).`, { requiredScope: scope });
+  }
+}
