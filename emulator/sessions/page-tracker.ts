@@ -33,6 +33,16 @@ export class PageTracker {
     return [...this.pages];
   }
 
+  /** The open tabs with their current titles (title changes are not always announced as events). */
+  async refreshed(): Promise<TrackedPage[]> {
+    const { targetInfos } = await this.cdp.send<{ targetInfos: any[] }>("Target.getTargets");
+    for (const info of targetInfos) {
+      const page = this.pages.find((p) => p.targetId === info.targetId);
+      if (page) Object.assign(page, { title: info.title ?? page.title, url: info.url ?? page.url });
+    }
+    return this.list();
+  }
+
   /** The tab in front: the most recently opened one that is still open. */
   active(): TrackedPage | undefined {
     return this.pages[this.pages.length - 1];
@@ -86,6 +96,8 @@ export class PageTracker {
   private async installConsentClicker(targetId: string): Promise<void> {
     try {
       const sessionId = await this.sessionFor(targetId);
+      // Scripts for new documents only run on a session with the Page domain enabled.
+      await this.cdp.send("Page.enable", {}, sessionId);
       await this.cdp.send("Page.addScriptToEvaluateOnNewDocument", { source: CONSENT_SCRIPT }, sessionId);
       await this.cdp.send("Runtime.evaluate", { expression: CONSENT_SCRIPT }, sessionId);
     } catch {
