@@ -1,0 +1,44 @@
+// The x402 library's own facilitator, in process, settling on the local chain; wrapped as a resource server.
+import { createWalletClient, defineChain, http, publicActions } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { x402Facilitator } from "@x402/core/facilitator";
+import { x402ResourceServer, type FacilitatorClient } from "@x402/core/server";
+import type { SupportedResponse } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { toFacilitatorEvmSigner } from "@x402/evm";
+import { EVM_NETWORK_CHAIN_ID_MAP } from "@x402/evm/v1";
+import type { ChainHandle } from "../types.js";
+
+export interface LocalFacilitator {
+  facilitator: x402Facilitator;
+  resourceServer: x402ResourceServer;
+  /** The v1 network name of the chain (`base-sepolia` for 84532), or undefined when v1 has no name for it. */
+  v1Network?: string;
+}
+
+export async function createLocalFacilitator(chain: ChainHandle): Promise<LocalFacilitator> {
+  const account = privateKeyToAccount(chain.facilitatorKey);
+  const viemChain = defineChain({
+    id: chain.chainId,
+    name: `local ${chain.chainId}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [chain.rpcUrl] } },
+  });
+  // A short polling interval: anvil mines on receipt, so waiting 4 s (viem's default) would only add latency.
+  const client = createWalletClient({ account, chain: viemChain, transport: http(chain.rpcUrl, { retryCount: 0 }), pollingInterval: 20 }).extend(publicActions);
+  const signer = toFacilitatorEvmSigner({ ...client, address: account.address } as unknown as Parameters<typeof toFacilitatorEvmSigner>[0], {
+    confirmationTimeoutMs: 30_000,
+  });
+  const facilitator = new x402Facilitator();
+  registerExactEvmScheme(facilitator, { signer, networks: [chain.network] });
+  const asClient: FacilitatorClient = {
+    verify: (payload, requirements) => facilitator.verify(payload, requirements),
+    settle: (payload, requirements) => facilitator.settle(payload, requirements),
+    getSupported: async () => facilitator.getSupported() as SupportedResponse,
+  };
+  const resourceServer = new x402ResourceServer(asClient).register(chain.network, new ExactEvmScheme());
+  await resourceServer.initialize();
+  const v1Network = Object.entries(EVM_NETWORK_CHAIN_ID_MAP).find(([, id]) => id === chain.chainId)?.[0];
+  return { facilitator, resourceServer, v1Network };
+}

@@ -1,0 +1,160 @@
+// Charges one request over x402: 402 challenge, then verify → run the work → settle → answer, v2 and v1 alike.
+import type { Context } from "hono";
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from "@x402/core/http";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { PaymentPayloadV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
+import type { ChainHandle, EmulatorContext } from "../types.js";
+import type { LocalFacilitator } from "./facilitator.js";
+
+/** What paid work returns. `charge: false` (a failed job) answers without settling: nothing delivered, nothing paid. */
+export interface WorkResult {
+  status: number;
+  body: unknown;
+  charge: boolean;
+  /** Called when settlement fails after the work was done (e.g. stop the session that was started). */
+  undo?: () => Promise<void>;
+}
+
+export interface ChargeOptions {
+  amount: bigint;
+  description: string;
+  run: (payment: { payer: `0x${string}` }) => Promise<WorkResult>;
+}
+
+/** Request header a client sends to be served as an x402 v1-only server would (no PAYMENT-REQUIRED header). */
+export const V1_ONLY_HEADER = "x402-version";
+
+type AnyPayload = PaymentPayload | PaymentPayloadV1;
+
+export interface PaywallOptions {
+  ctx: EmulatorContext;
+  chain: ChainHandle;
+  local: LocalFacilitator;
+  maxTimeoutSeconds: number;
+}
+
+export class Paywall {
+  /** Authorizations being verified, worked on or settled right now: a concurrent replay is refused at once. */
+  private readonly inFlight = new Set<string>();
+
+  constructor(private readonly opts: PaywallOptions) {}
+
+  async charge(c: Context, o: ChargeOptions): Promise<Response> {
+    const { chain, local, ctx } = this.opts;
+    const url = new URL(c.req.path, ctx.controlOrigin() || c.req.url).toString();
+    const resource = { url, description: o.description, mimeType: "application/json" };
+    const [v2] = await local.resourceServer.buildPaymentRequirements({
+      scheme: "exact",
+      network: chain.network,
+      payTo: chain.payee,
+      price: { amount: o.amount.toString(), asset: chain.token.address, extra: { name: chain.token.name, version: chain.token.version } },
+      maxTimeoutSeconds: this.opts.maxTimeoutSeconds,
+    });
+    const v1: PaymentRequirementsV1 | undefined = local.v1Network
+      ? {
+          scheme: "exact",
+          network: local.v1Network as PaymentRequirementsV1["network"],
+          maxAmountRequired: o.amount.toString(),
+          resource: url,
+          description: o.description,
+          mimeType: "application/json",
+          outputSchema: {},
+          payTo: chain.payee,
+          maxTimeoutSeconds: this.opts.maxTimeoutSeconds,
+          asset: chain.token.address,
+          extra: { name: chain.token.name, version: chain.token.version },
+        }
+      : undefined;
+    const v1Only = c.req.header(V1_ONLY_HEADER) === "1" && !!v1;
+
+    const challenge = async (code: string, message: string, error: string, extraHeaders: Record<string, string> = {}) => {
+      const headers: Record<string, string> = { "content-type": "application/json", "cache-control": "no-store", ...extraHeaders };
+      if (!v1Only) {
+        const pr = await local.resourceServer.createPaymentRequiredResponse([v2], resource, error);
+        headers["PAYMENT-REQUIRED"] = encodePaymentRequiredHeader(pr);
+      }
+      // The body carries the v1 challenge so v1 clients (which read the body) can pay; v2 clients read the header.
+      const body = v1 ? { message, code, x402Version: 1, error, accepts: [v1] } : { message, code, x402Version: 2, error, resource, accepts: [v2] };
+      return new Response(JSON.stringify(body), { status: 402, headers });
+    };
+
+    const header = c.req.header("payment-signature") ?? c.req.header("x-payment");
+    if (!header) return challenge("payment_required", `Payment required: ${o.amount} atomic units of ${chain.token.symbol}`, "Payment required");
+
+    let payload: AnyPayload;
+    try {
+      payload = decodePaymentSignatureHeader(header) as AnyPayload;
+    } catch {
+      return challenge("invalid_payment_header", "The payment header is not base64-encoded JSON", "invalid_payment_header");
+    }
+
+    let requirements: PaymentRequirements | PaymentRequirementsV1 | undefined;
+    if (payload?.x402Version === 2) {
+      requirements = local.resourceServer.findMatchingRequirements([v2], payload as PaymentPayload);
+    } else if (payload?.x402Version === 1 && v1) {
+      const p = payload as PaymentPayloadV1;
+      requirements = p.scheme === v1.scheme && p.network === v1.network ? v1 : undefined;
+    }
+    if (!requirements) {
+      return challenge(
+        "no_matching_payment_requirements",
+        "The payment does not match what this request costs (scheme, network, asset, amount or payee); pay the offered requirements",
+        "No matching payment requirements",
+      );
+    }
+
+    const auth = (payload.payload as { authorization?: { from?: string; nonce?: string } })?.authorization;
+    const key = auth?.from && auth?.nonce ? `${auth.from.toLowerCase()}:${auth.nonce.toLowerCase()}` : header;
+    if (this.inFlight.has(key)) {
+      return challenge("payment_in_progress", "This authorization is already being processed by another request", "payment_in_progress");
+    }
+    this.inFlight.add(key);
+    try {
+      let verify;
+      try {
+        verify = await local.resourceServer.verifyPayment(payload as PaymentPayload, requirements as PaymentRequirements);
+      } catch (err) {
+        ctx.log("x402.verify.error", { error: String((err as Error)?.message ?? err).slice(0, 200) });
+        return challenge("verification_error", "The payment could not be verified", "verification_error");
+      }
+      if (!verify.isValid) {
+        const reason = verify.invalidReason ?? "invalid_payment";
+        ctx.log("x402.verify.invalid", { reason, payer: verify.payer, path: c.req.path });
+        return challenge(reason, `Payment verification failed: ${reason}`, reason);
+      }
+      const payer = (verify.payer ?? auth?.from) as `0x${string}`;
+
+      const work = await o.run({ payer });
+      if (!work.charge) {
+        return new Response(JSON.stringify(work.body), { status: work.status, headers: { "content-type": "application/json" } });
+      }
+
+      let settle: SettleResponse;
+      try {
+        settle = await local.resourceServer.settlePayment(payload as PaymentPayload, requirements as PaymentRequirements);
+      } catch (err) {
+        settle = { success: false, errorReason: "settlement_error", transaction: "", network: requirements.network as SettleResponse["network"], payer };
+        ctx.log("x402.settle.error", { error: String((err as Error)?.message ?? err).slice(0, 200) });
+      }
+      const responseHeader = payload.x402Version === 1 ? "X-PAYMENT-RESPONSE" : "PAYMENT-RESPONSE";
+      const encoded = encodePaymentResponseHeader(settle);
+      if (!settle.success) {
+        await work.undo?.().catch(() => {});
+        const reason = settle.errorReason ?? "settlement_failed";
+        ctx.log("x402.settle.failed", { reason, payer });
+        return challenge(reason, `Payment settlement failed: ${reason}`, reason, { [responseHeader]: encoded });
+      }
+      ctx.log("x402.settled", { path: c.req.path, amount: o.amount.toString(), payer, transaction: settle.transaction });
+      return new Response(JSON.stringify(work.body), {
+        status: work.status,
+        headers: { "content-type": "application/json", [responseHeader]: encoded, "access-control-expose-headers": responseHeader },
+      });
+    } finally {
+      this.inFlight.delete(key);
+    }
+  }
+}
