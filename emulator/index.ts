@@ -138,10 +138,13 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     async close() {
       if (closed) return;
       closed = true;
+      // server.close() stays pending while upgraded (WebSocket) sockets are open, and only the modules can end those:
+      // stop accepting, close the modules, then wait for the servers.
+      const serversClosed = Promise.all([new Promise((r) => controlServer.close(() => r(null))), new Promise((r) => runtimeServer.close(() => r(null)))]);
       controlServer.closeAllConnections?.();
       runtimeServer.closeAllConnections?.();
-      await Promise.all([new Promise((r) => controlServer.close(() => r(null))), new Promise((r) => runtimeServer.close(() => r(null)))]);
       await closeAll();
+      await serversClosed;
     },
   };
 }
