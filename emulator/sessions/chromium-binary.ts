@@ -33,22 +33,31 @@ export const CHROMIUM_MISSING_HINT =
   "No Chromium found to run browser sessions: install one with `apt-get install -y chromium`, " +
   "set CHROMIUM_PATH to a Chromium/Chrome binary, or keep the `@sparticuz/chromium` dev dependency installed (npm ci).";
 
+export interface LocateOptions {
+  env?: NodeJS.ProcessEnv;
+  /** System paths tried in order; tests pass [] to exercise the npm fallback. */
+  systemCandidates?: string[];
+}
+
+/** Looks the binary up without caching. */
+export async function locateChromium(opts: LocateOptions = {}): Promise<ChromiumBinary> {
+  const explicit = (opts.env ?? process.env).CHROMIUM_PATH;
+  if (explicit) {
+    if (await executable(explicit)) return { path: explicit, source: "CHROMIUM_PATH" };
+    throw new SessionError(503, "browser_unavailable", `CHROMIUM_PATH=${explicit} is not an executable file. ${CHROMIUM_MISSING_HINT}`);
+  }
+  for (const candidate of opts.systemCandidates ?? SYSTEM_CANDIDATES) if (await executable(candidate)) return { path: candidate, source: "system" };
+  const npmPath = await fromSparticuz();
+  if (npmPath) return { path: npmPath, source: "@sparticuz/chromium" };
+  throw new SessionError(503, "browser_unavailable", CHROMIUM_MISSING_HINT);
+}
+
 let cached: Promise<ChromiumBinary> | undefined;
 
 /** Resolves once per process; a failed lookup is not cached so an install can fix it without a restart. */
-export function findChromium(env: NodeJS.ProcessEnv = process.env): Promise<ChromiumBinary> {
+export function findChromium(): Promise<ChromiumBinary> {
   if (cached) return cached;
-  const lookup = (async (): Promise<ChromiumBinary> => {
-    const explicit = env.CHROMIUM_PATH;
-    if (explicit) {
-      if (await executable(explicit)) return { path: explicit, source: "CHROMIUM_PATH" };
-      throw new SessionError(503, "browser_unavailable", `CHROMIUM_PATH=${explicit} is not an executable file. ${CHROMIUM_MISSING_HINT}`);
-    }
-    for (const candidate of SYSTEM_CANDIDATES) if (await executable(candidate)) return { path: candidate, source: "system" };
-    const npmPath = await fromSparticuz();
-    if (npmPath) return { path: npmPath, source: "@sparticuz/chromium" };
-    throw new SessionError(503, "browser_unavailable", CHROMIUM_MISSING_HINT);
-  })();
+  const lookup = locateChromium();
   cached = lookup;
   lookup.catch(() => {
     if (cached === lookup) cached = undefined;

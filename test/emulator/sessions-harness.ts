@@ -63,9 +63,11 @@ export async function startSessionsEmulator(): Promise<SessionsEmulator> {
     apiKey: ctx.apiKey,
     sessions: mod.sessions,
     async close() {
+      // Upgraded (WebSocket) sockets keep server.close() pending until the module ends them, so close both together.
+      const serverClosed = new Promise((r) => server.close(r));
       server.closeAllConnections();
-      await new Promise((r) => server.close(r));
       await mod.close();
+      await serverClosed;
       await rm(stateDir, { recursive: true, force: true });
     },
   };

@@ -104,6 +104,28 @@ describe("browser sessions", () => {
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("other");
   });
 
+  it("puts text into the selection, copies it with ctrl+c and reads the clipboard back", async () => {
+    await client.computerAction.click(session.id, 100, 115);
+    await client.computerAction.pressKeys(session.id, ["ctrl+a"]);
+    await client.computerAction.putSelectionText(session.id, "from selection");
+    expect(await page.$eval("#field", (el) => (el as HTMLInputElement).value)).toBe("from selection");
+    await client.computerAction.pressKeys(session.id, ["ctrl+a", "ctrl+c"]);
+    const res = await client.computerAction.getClipboardText(session.id);
+    expect(res).toMatchObject({ success: true, data: { clipboardText: "from selection" } });
+  });
+
+  it("holds a key down for the given duration", async () => {
+    await page.evaluate(() => {
+      const s = (window as any).state;
+      document.getElementById("field")!.addEventListener("keyup", (e) => (s.held = { key: e.key, at: performance.now() - s.downAt }));
+      document.getElementById("field")!.addEventListener("keydown", (e) => e.key === "Shift" && (s.downAt = performance.now()));
+    });
+    await client.computerAction.holdKey(session.id, "shift", 0.3);
+    const held = (await pageState()).held;
+    expect(held.key).toBe("Shift");
+    expect(held.at).toBeGreaterThanOrEqual(250);
+  });
+
   it("drags along a path and moves the mouse with mouse_down / mouse_up", async () => {
     await client.computerAction.drag(session.id, [{ x: 450, y: 50 }, { x: 550, y: 100 }, { x: 600, y: 150 }]);
     let drag = (await pageState()).drag as Array<[string, number, number]>;

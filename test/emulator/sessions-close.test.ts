@@ -1,0 +1,26 @@
+// Closing the emulator ends every session browser it started.
+import { describe, expect, it } from "vitest";
+import { existsSync } from "node:fs";
+import { Hyperbrowser } from "@hyperbrowser/sdk";
+import puppeteer from "puppeteer-core";
+import { livingGroupMembers } from "../../emulator/sessions/browser-process.js";
+import { startSessionsEmulator } from "./sessions-harness.js";
+
+describe("closing the sessions emulator", () => {
+  it("kills every session's process group and removes the profiles, even with a client connected", async () => {
+    const emu = await startSessionsEmulator();
+    const client = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });
+    const [a, b] = await Promise.all([client.sessions.create(), client.sessions.create({ timeoutMinutes: 5 })]);
+    const records = [a, b].map((s) => emu.sessions.record(s.id)!);
+    const pids = records.map((r) => r.browser!.pid);
+    const browser = await puppeteer.connect({ browserWSEndpoint: a.wsEndpoint, defaultViewport: null });
+    const disconnected = new Promise((r) => browser.once("disconnected", r));
+    await emu.close();
+    await disconnected;
+    for (const pid of pids) expect(await livingGroupMembers(pid)).toEqual([]);
+    for (const r of records) {
+      expect(r.status).toBe("closed");
+      expect(existsSync(r.userDataDir)).toBe(false);
+    }
+  });
+});
