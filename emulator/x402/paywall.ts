@@ -116,7 +116,12 @@ export class Paywall {
     try {
       let verify;
       try {
-        verify = await local.resourceServer.verifyPayment(payload as PaymentPayload, requirements as PaymentRequirements);
+        // v2 goes through the resource server (its hooks and matching); v1 straight to the same facilitator,
+        // because the resource server only knows CAIP-2 networks and v1 names them ("base-sepolia").
+        verify =
+          payload.x402Version === 1
+            ? await local.facilitator.verify(payload as unknown as PaymentPayload, requirements as unknown as PaymentRequirements)
+            : await local.resourceServer.verifyPayment(payload as PaymentPayload, requirements as PaymentRequirements);
       } catch (err) {
         ctx.log("x402.verify.error", { error: String((err as Error)?.message ?? err).slice(0, 200) });
         return challenge("verification_error", "The payment could not be verified", "verification_error");
@@ -135,7 +140,10 @@ export class Paywall {
 
       let settle: SettleResponse;
       try {
-        settle = await local.resourceServer.settlePayment(payload as PaymentPayload, requirements as PaymentRequirements);
+        settle =
+          payload.x402Version === 1
+            ? await local.facilitator.settle(payload as unknown as PaymentPayload, requirements as unknown as PaymentRequirements)
+            : await local.resourceServer.settlePayment(payload as PaymentPayload, requirements as PaymentRequirements);
       } catch (err) {
         settle = { success: false, errorReason: "settlement_error", transaction: "", network: requirements.network as SettleResponse["network"], payer };
         ctx.log("x402.settle.error", { error: String((err as Error)?.message ?? err).slice(0, 200) });
