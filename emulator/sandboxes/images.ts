@@ -1,0 +1,103 @@
+// The named base environments sandboxes start from, and the per-image root skeleton laid over the host's /usr.
+import { mkdir, writeFile, chown, chmod, cp, symlink } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+
+export const SANDBOX_UID = 1000;
+export const SANDBOX_GID = 1000;
+export const SANDBOX_USER = "user";
+export const SANDBOX_HOME = "/home/user";
+
+export interface Image {
+  id: string;
+  imageName: string;
+  namespace: string;
+  source: "public";
+  imageInit: null;
+  uploaded: true;
+  createdAt: string;
+  updatedAt: string;
+  /** What /etc/os-release says inside; all images share the host's read-only /usr (see README). */
+  prettyName: string;
+  /** Host directory holding this image's writable-root skeleton (etc, home, tmp, var...). */
+  skeleton: string;
+}
+
+const CATALOG: Array<{ imageName: string; prettyName: string }> = [
+  { imageName: "node", prettyName: "Debian GNU/Linux 12 (bookworm) with Node.js 20" },
+  { imageName: "debian", prettyName: "Debian GNU/Linux 12 (bookworm)" },
+  { imageName: "ubuntu", prettyName: "Debian GNU/Linux 12 (bookworm), served under the name ubuntu" },
+];
+
+/** Host /etc entries an image copies; everything else in /etc is synthesized so no host secret leaks in. */
+const HOST_ETC = [
+  "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "bash.bashrc", "profile", "localtime", "timezone",
+  "protocols", "services", "host.conf", "inputrc", "ssl", "ca-certificates", "ca-certificates.conf", "mime.types",
+  "environment", "shells", "login.defs", "skel",
+];
+
+async function buildSkeleton(dir: string, prettyName: string): Promise<void> {
+  const etc = join(dir, "etc");
+  await mkdir(etc, { recursive: true });
+  for (const name of HOST_ETC) {
+    const src = join("/etc", name);
+    if (existsSync(src)) await cp(src, join(etc, name), { recursive: true, verbatimSymlinks: true, force: true }).catch(() => {});
+  }
+  const files: Record<string, string> = {
+    passwd: `root:x:0:0:root:/root:/bin/bash\n${SANDBOX_USER}:x:${SANDBOX_UID}:${SANDBOX_GID}:Sandbox user:${SANDBOX_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `root:x:0:\n${SANDBOX_USER}:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`,
+    hosts: "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    "resolv.conf": "# no external network inside emulator sandboxes\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+    "os-release": `PRETTY_NAME="${prettyName}"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n`,
+  };
+  for (const [name, body] of Object.entries(files)) await writeFile(join(etc, name), body);
+  for (const d of ["home", "root", "tmp", "var/tmp", "var/log", "opt", "srv", "mnt", "run"]) await mkdir(join(dir, d), { recursive: true });
+  await mkdir(join(dir, SANDBOX_HOME), { recursive: true });
+  await writeFile(join(dir, SANDBOX_HOME, ".bashrc"), 'PS1="\\u@\\h:\\w\\$ "\n');
+  await chown(join(dir, SANDBOX_HOME), SANDBOX_UID, SANDBOX_GID);
+  await chown(join(dir, SANDBOX_HOME, ".bashrc"), SANDBOX_UID, SANDBOX_GID);
+  await chmod(join(dir, "tmp"), 0o1777);
+  await chmod(join(dir, "var/tmp"), 0o1777);
+  await chmod(join(dir, "root"), 0o700);
+  // Debian 12 is merged-/usr: these are symlinks in the image, and bwrap mounts the real /usr under them.
+  for (const [link, target] of [["bin", "usr/bin"], ["sbin", "usr/sbin"], ["lib", "usr/lib"], ["lib64", "usr/lib64"]]) {
+    if (existsSync(join("/", target))) await symlink(target, join(dir, link)).catch(() => {});
+  }
+}
+
+export class ImageCatalog {
+  readonly images: Image[] = [];
+
+  static async create(stateDir: string): Promise<ImageCatalog> {
+    const cat = new ImageCatalog();
+    const now = new Date().toISOString();
+    for (const entry of CATALOG) {
+      const skeleton = join(stateDir, "images", entry.imageName);
+      await buildSkeleton(skeleton, entry.prettyName);
+      cat.images.push({
+        id: `img_${randomUUID().replace(/-/g, "").slice(0, 16)}`,
+        imageName: entry.imageName,
+        namespace: "public",
+        source: "public",
+        imageInit: null,
+        uploaded: true,
+        createdAt: now,
+        updatedAt: now,
+        prettyName: entry.prettyName,
+        skeleton,
+      });
+    }
+    return cat;
+  }
+
+  find(imageName: string): Image | undefined {
+    return this.images.find((i) => i.imageName === imageName);
+  }
+
+  wire(image: Image) {
+    const { prettyName: _p, skeleton: _s, ...rest } = image;
+    return rest;
+  }
+}

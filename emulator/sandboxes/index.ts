@@ -1,0 +1,56 @@
+// The sandbox half of the emulator: real bubblewrap sandboxes behind the upstream's control and runtime planes.
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { EmulatorContext, EmulatorModule } from "../types.js";
+import { sandboxControlRoutes } from "./control.js";
+import { ImageCatalog } from "./images.js";
+import { probeIsolation } from "./jail.js";
+import { PortRouter } from "./ports.js";
+import { SandboxService } from "./registry.js";
+import { sandboxRuntimeRoutes } from "./runtime.js";
+import { SnapshotStore } from "./snapshots.js";
+import { TokenIssuer } from "./tokens.js";
+import { runtimeUpgrades } from "./upgrades.js";
+
+export { RUNTIME_PORT } from "./registry.js";
+
+/**
+ * Builds the sandbox module: `/api/sandbox*`, `/api/images`, `/api/snapshots*` on the control listener, and
+ * `/sandbox/<id>/...` plus `<port>-<id>.<runtime-host>` on the runtime listener.
+ *
+ * @example
+ * const emu = await startEmulator({ modules: ["sandboxes"] });
+ * const hb = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });
+ * const sbx = await hb.sandboxes.create({ imageName: "node" });
+ */
+export async function createSandboxModule(ctx: EmulatorContext): Promise<EmulatorModule> {
+  const isolation = probeIsolation();
+  if (!isolation.available) ctx.log("sandbox.isolation.unavailable", { level: "warn", reason: isolation.reason, effect: "POST /api/sandbox answers 503" });
+  else if (!isolation.privateNetwork) ctx.log("sandbox.isolation.degraded", { level: "warn", reason: isolation.reason, effect: "sandboxes share the host loopback; two cannot listen on one port" });
+  if (!isolation.available || !isolation.privateNetwork) console.warn(`[tollgate emulator] sandbox isolation degraded: ${isolation.reason}`);
+  await mkdir(join(ctx.stateDir, "sandboxes"), { recursive: true });
+  const images = await ImageCatalog.create(ctx.stateDir);
+  const tokens = new TokenIssuer(ctx.tokenSecret);
+  const snapshots = new SnapshotStore(join(ctx.stateDir, "snapshots"));
+  const agentPath = fileURLToPath(new URL("./agent.mjs", import.meta.url));
+  const service = new SandboxService(ctx, images, snapshots, tokens, agentPath, isolation);
+  const ports = new PortRouter(service, tokens);
+  const upgrades = runtimeUpgrades(service, tokens, ports);
+  return {
+    name: "sandboxes",
+    control: sandboxControlRoutes(ctx, service, images),
+    runtime: sandboxRuntimeRoutes(ctx, service, tokens, ports),
+    upgradeRuntime: upgrades.handle,
+    /** Test hook: the host PIDs still alive in a sandbox's PID namespace (and its bwrap), to prove stop leaves none. */
+    async hostPids(id: string): Promise<number[]> {
+      const sb = service.get(id);
+      const pids = await sb.jail.remainingPids();
+      return sb.jail.running && sb.jail.bwrap.pid ? [sb.jail.bwrap.pid, ...pids] : pids;
+    },
+    async close() {
+      upgrades.close();
+      await service.close();
+    },
+  } as EmulatorModule & { hostPids(id: string): Promise<number[]> };
+}

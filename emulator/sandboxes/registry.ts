@@ -1,0 +1,167 @@
+// The sandbox service behind the control plane: create (from image or snapshot), read, list, stop, snapshot, ports.
+import { randomBytes } from "node:crypto";
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { EmulatorContext } from "../types.js";
+import { ApiError, badRequest, notFound } from "./errors.js";
+import type { ImageCatalog } from "./images.js";
+import type { Isolation } from "./jail.js";
+import { Sandbox, type SandboxSpec } from "./sandbox.js";
+import { copyTree, type SnapshotStore } from "./snapshots.js";
+import type { TokenIssuer } from "./tokens.js";
+
+/** The port the runtime API itself listens on inside a real sandbox; never exposable. */
+export const RUNTIME_PORT = 4001;
+const DEFAULT_TIMEOUT_MINUTES = 60;
+
+export class SandboxService {
+  private readonly sandboxes = new Map<string, Sandbox>();
+
+  constructor(
+    private readonly ctx: EmulatorContext,
+    private readonly images: ImageCatalog,
+    readonly snapshots: SnapshotStore,
+    readonly tokens: TokenIssuer,
+    private readonly agentPath: string,
+    private readonly isolation: Isolation,
+  ) {}
+
+  async create(body: Record<string, any>): Promise<Sandbox> {
+    if (!this.isolation.available) throw new ApiError(503, "isolation_unavailable", `Sandboxes are unavailable on this machine: ${this.isolation.reason}`);
+    let imageName: string;
+    let imageId: string;
+    let seed: string;
+    let snapshotId: string | undefined;
+    if (typeof body.snapshotName === "string" && body.snapshotName) {
+      const snap = this.snapshots.resolve(body.snapshotName, body.snapshotId);
+      ({ imageName, imageId } = snap);
+      seed = snap.dir;
+      snapshotId = snap.id;
+    } else if (typeof body.imageName === "string" && body.imageName) {
+      const image = this.images.find(body.imageName);
+      if (!image || (typeof body.imageId === "string" && body.imageId && body.imageId !== image.id)) {
+        throw new ApiError(404, "not_found", `Image ${body.imageName}${body.imageId ? ` (${body.imageId})` : ""} not found`);
+      }
+      ({ imageName, id: imageId } = image);
+      seed = image.skeleton;
+    } else {
+      throw badRequest("imageName or snapshotName is required");
+    }
+    const timeoutMinutes = body.timeoutMinutes === undefined || body.timeoutMinutes === null ? DEFAULT_TIMEOUT_MINUTES : Number(body.timeoutMinutes);
+    if (!Number.isFinite(timeoutMinutes) || timeoutMinutes < 0) throw badRequest("timeoutMinutes must be a non-negative number");
+    const ports = Array.isArray(body.exposedPorts) ? body.exposedPorts.map((p: any) => ({ port: validPort(p?.port), auth: Boolean(p?.auth) })) : [];
+    const spec: SandboxSpec = {
+      id: `sbx_${randomBytes(10).toString("hex")}`,
+      imageName,
+      imageId,
+      snapshotId,
+      timeoutMinutes,
+      vcpus: numberOr(body.vcpus, 2),
+      memMiB: numberOr(body.memMiB, 2048),
+      diskSizeMiB: numberOr(body.diskSizeMiB, 8192),
+      region: typeof body.region === "string" ? body.region : "local",
+      network: {
+        allowInternetAccess: body.allowInternetAccess !== false,
+        allowOut: Array.isArray(body.allowOut) ? body.allowOut.map(String) : [],
+        denyOut: Array.isArray(body.denyOut) ? body.denyOut.map(String) : [],
+      },
+    };
+    const dir = join(this.ctx.stateDir, "sandboxes", spec.id);
+    await mkdir(dir, { recursive: true });
+    await copyTree(seed, join(dir, "root"));
+    const sb = await Sandbox.boot(spec, dir, this.agentPath, this.isolation);
+    for (const p of ports) sb.exposed.set(p.port, { auth: p.auth });
+    this.sandboxes.set(sb.id, sb);
+    this.ctx.log("sandbox.created", { id: sb.id, imageName, snapshotId });
+    return sb;
+  }
+
+  get(id: string): Sandbox {
+    const sb = this.sandboxes.get(id);
+    if (!sb) throw notFound(`Sandbox ${id}`);
+    return sb;
+  }
+
+  all(): Sandbox[] {
+    return [...this.sandboxes.values()];
+  }
+
+  async stop(id: string): Promise<void> {
+    await this.get(id).stop("stopped");
+  }
+
+  runtimeTarget(id: string) {
+    const host = this.ctx.runtimeOrigin();
+    return { transport: "regional_proxy" as const, host, baseUrl: `${host}/sandbox/${id}` };
+  }
+
+  /** `<scheme>://<port>-<id>.<runtime-host>:<port>/`, exactly what the SDK's getExposedUrl derives. */
+  exposedUrl(id: string, port: number): string {
+    const base = new URL(this.runtimeTarget(id).baseUrl);
+    const authority = base.port ? `${port}-${id}.${base.hostname}:${base.port}` : `${port}-${id}.${base.hostname}`;
+    return `${base.protocol}//${authority}/`;
+  }
+
+  async exposure(sb: Sandbox, port: number) {
+    const entry = sb.exposed.get(port);
+    if (!entry) return undefined;
+    const url = this.exposedUrl(sb.id, port);
+    if (!entry.auth) return { port, auth: false, url, browserUrl: url };
+    const grant = await this.tokens.sign("port-grant", sb.id, Math.max(this.ctx.runtimeTokenTtlSeconds, 60), { port });
+    return {
+      port, auth: true, url,
+      browserUrl: `${url}_hb/auth?grant=${encodeURIComponent(grant.token)}&next=%2F`,
+      browserUrlExpiresAt: new Date(grant.expiresAt).toISOString(),
+    };
+  }
+
+  async expose(sb: Sandbox, body: Record<string, unknown>) {
+    sb.assertActive();
+    const port = validPort(body.port);
+    sb.exposed.set(port, { auth: Boolean(body.auth) });
+    sb.updatedAt = new Date();
+    return (await this.exposure(sb, port))!;
+  }
+
+  unexpose(sb: Sandbox, body: Record<string, unknown>) {
+    const port = validPort(body.port);
+    sb.exposed.delete(port);
+    sb.updatedAt = new Date();
+    return { port, exposed: false };
+  }
+
+  /** The control-plane view of a sandbox; a running one carries a freshly minted runtime token every time. */
+  async detail(sb: Sandbox, withToken: boolean) {
+    const token = withToken && sb.active ? await this.tokens.sign("runtime", sb.id, this.ctx.runtimeTokenTtlSeconds) : undefined;
+    const exposedPorts = [];
+    for (const port of [...sb.exposed.keys()].sort((a, b) => a - b)) exposedPorts.push(await this.exposure(sb, port));
+    const start = sb.createdAt.getTime();
+    const summary = {
+      id: sb.id, teamId: "team_emulator", status: sb.status, endTime: sb.endTime, startTime: start,
+      createdAt: sb.createdAt.toISOString(), updatedAt: sb.updatedAt.toISOString(), closeReason: sb.closeReason,
+      dataConsumed: 0, proxyDataConsumed: 0, usageType: "sandbox", jobId: null, launchState: null, creditsUsed: 0,
+      region: sb.spec.region, sessionUrl: `${this.ctx.controlOrigin()}/sandboxes/${sb.id}`, duration: (sb.endTime ?? Date.now()) - start,
+      proxyBytesUsed: 0, vcpus: sb.spec.vcpus, memMiB: sb.spec.memMiB, diskSizeMiB: sb.spec.diskSizeMiB,
+      timeoutMinutes: sb.spec.timeoutMinutes, network: { ...sb.spec.network }, runtime: this.runtimeTarget(sb.id), exposedPorts,
+      imageName: sb.spec.imageName,
+    };
+    if (!withToken) return summary;
+    return { ...summary, token: token?.token ?? null, tokenExpiresAt: token ? new Date(token.expiresAt).toISOString() : null };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all().map((sb) => sb.stop("emulator_shutdown").catch(() => {})));
+    await Promise.all(this.all().map((sb) => rm(sb.dir, { recursive: true, force: true }).catch(() => {})));
+  }
+}
+
+function numberOr(v: unknown, fallback: number): number {
+  return typeof v === "number" && Number.isFinite(v) ? v : fallback;
+}
+
+export function validPort(v: unknown): number {
+  const port = typeof v === "string" ? Number(v) : v;
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65535) throw badRequest("port must be an integer between 1 and 65535");
+  if (port === RUNTIME_PORT) throw badRequest(`Port ${RUNTIME_PORT} is reserved for the sandbox runtime and cannot be exposed`, "reserved_port");
+  return port;
+}

@@ -1,0 +1,129 @@
+// One sandbox: its jail, agents, process/terminal/watch tables, exposed ports, and its life from start to stop.
+import { mkdir, chown, chmod, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { SandboxAgent } from "./agent-client.js";
+import { ApiError } from "./errors.js";
+import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
+import { Jail, type Isolation, type SandboxUser } from "./jail.js";
+import { ProcessTable } from "./processes.js";
+import { TerminalTable } from "./terminals.js";
+import { WatchTable } from "./watches.js";
+
+export type SandboxStatus = "active" | "closed" | "error";
+
+export interface SandboxSpec {
+  id: string;
+  imageName: string;
+  imageId: string;
+  snapshotId?: string;
+  timeoutMinutes: number;
+  vcpus: number;
+  memMiB: number;
+  diskSizeMiB: number;
+  region: string;
+  network: { allowInternetAccess: boolean; allowOut: string[]; denyOut: string[] };
+}
+
+export class Sandbox {
+  status: SandboxStatus = "active";
+  closeReason: string | null = null;
+  readonly createdAt = new Date();
+  updatedAt = new Date();
+  endTime: number | null = null;
+  readonly exposed = new Map<number, { auth: boolean }>();
+  readonly processes: ProcessTable;
+  readonly terminals: TerminalTable;
+  readonly watches = new WatchTable();
+  private readonly agents = new Map<SandboxUser, Promise<SandboxAgent>>();
+  private timer?: NodeJS.Timeout;
+  private stopping?: Promise<void>;
+
+  private constructor(
+    readonly spec: SandboxSpec,
+    readonly dir: string,
+    readonly jail: Jail,
+  ) {
+    this.processes = new ProcessTable(jail);
+    this.terminals = new TerminalTable(jail);
+  }
+
+  get id(): string {
+    return this.spec.id;
+  }
+  get rootDir(): string {
+    return join(this.dir, "root");
+  }
+  get sockDir(): string {
+    return join(this.dir, "sock");
+  }
+
+  /** Boots the jail on an already populated root dir and starts the user's agent, so files work at once. */
+  static async boot(spec: SandboxSpec, dir: string, agentPath: string, isolation: Isolation): Promise<Sandbox> {
+    const sockDir = join(dir, "sock");
+    await mkdir(sockDir, { recursive: true });
+    await chown(sockDir, SANDBOX_UID, SANDBOX_GID);
+    await chmod(sockDir, 0o770);
+    // bwrap would create missing mount points 0700, which the sandbox user could not traverse.
+    const mountDir = join(dir, "root", "run", "tollgate");
+    await mkdir(join(mountDir, "sock"), { recursive: true });
+    await chmod(mountDir, 0o755);
+    await writeFile(join(mountDir, "agent.mjs"), "");
+    const jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation });
+    const sb = new Sandbox(spec, dir, jail);
+    jail.onExit = () => void sb.stop(sb.stopping ? sb.closeReason ?? "stopped" : "crashed");
+    try {
+      await sb.agent("user");
+    } catch (err) {
+      await sb.stop("error");
+      throw err;
+    }
+    if (spec.timeoutMinutes > 0) {
+      sb.timer = setTimeout(() => void sb.stop("timeout"), spec.timeoutMinutes * 60_000);
+      sb.timer.unref();
+    }
+    return sb;
+  }
+
+  get active(): boolean {
+    return this.status === "active";
+  }
+
+  assertActive(): void {
+    if (!this.active) throw new ApiError(409, "sandbox_not_running", "Sandbox is not running");
+  }
+
+  /** The agent serving file operations as `user`, started on first use (and again if it died). */
+  agent(user: SandboxUser): Promise<SandboxAgent> {
+    this.assertActive();
+    const existing = this.agents.get(user);
+    if (existing) {
+      return existing.then((a) => {
+        if (a.alive) return a;
+        this.agents.delete(user);
+        return this.agent(user);
+      });
+    }
+    const started = SandboxAgent.start(this.jail, user, this.sockDir);
+    started.catch(() => this.agents.delete(user));
+    this.agents.set(user, started);
+    return started;
+  }
+
+  /** Stops everything inside; resolves once no process of the sandbox is left. Idempotent. */
+  stop(reason: string): Promise<void> {
+    if (this.stopping) return this.stopping;
+    this.status = "closed";
+    this.closeReason = reason;
+    this.endTime = Date.now();
+    this.updatedAt = new Date();
+    clearTimeout(this.timer);
+    this.stopping = (async () => {
+      this.watches.stopAll();
+      this.processes.killAll();
+      this.terminals.killAll();
+      for (const a of this.agents.values()) await a.then((x) => x.stop(), () => {});
+      await this.jail.stop();
+    })();
+    return this.stopping;
+  }
+}
