@@ -3,6 +3,7 @@ import type {
   BudgetLedger, BudgetLimits, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerState, NewLedgerEntry,
   OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, StateStores, StoredResponse, Usage,
 } from "./types.js";
+import { HELD, holdExpiresAt } from "./holds.js";
 import { COUNTED, dayOf, firstExceeded, monthOf, resetAt, windowKeys } from "./windows.js";
 
 export class MemoryLedger implements BudgetLedger {
@@ -19,6 +20,8 @@ export class MemoryLedger implements BudgetLedger {
   }
 
   async reserve(e: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult> {
+    const existing = this.entries.get(e.id);
+    if (existing) return { ok: true, entry: { ...existing } };
     const day = dayOf(now);
     const month = monthOf(now);
     const usage = this.usageAt(e.tenant, day, month);
@@ -81,6 +84,13 @@ export class MemoryLedger implements BudgetLedger {
   }
   async usage(tenant: string, now: number) {
     return this.usageAt(tenant, dayOf(now), monthOf(now));
+  }
+  async expiredHolds(now: number, limit: number) {
+    return [...this.entries.values()]
+      .filter((e) => HELD.has(e.state) && holdExpiresAt(e) <= now)
+      .sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b))
+      .slice(0, limit)
+      .map((e) => ({ ...e }));
   }
 }
 

@@ -56,6 +56,8 @@ export type NewLedgerEntry = Omit<LedgerEntry, "state" | "day" | "month" | "crea
 /**
  * Per-tenant budgets and the ledger of every authorization. `reserve` is atomic: it checks every window and
  * counts the amount in all of them, or in none. Reserved, uncertain and committed amounts all count as spent.
+ * Reserving an id that already exists returns the existing entry and counts nothing (safe to retry).
+ * Backends other than memory reject with StateUnavailableError (./errors.ts) when they cannot be reached.
  */
 export interface BudgetLedger {
   reserve(entry: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult>;
@@ -70,6 +72,11 @@ export interface BudgetLedger {
   get(id: string): Promise<LedgerEntry | undefined>;
   list(filter: { tenant?: string; state?: LedgerState; limit?: number }): Promise<LedgerEntry[]>;
   usage(tenant: string, now: number): Promise<Usage>;
+  /**
+   * Crash recovery: reserved or uncertain entries whose validBefore (or, if never signed, createdAt + 10 min) has
+   * passed at `now`, soonest-expired first, so a reconciler can settle them from chain truth.
+   */
+  expiredHolds(now: number, limit: number): Promise<LedgerEntry[]>;
 }
 
 /** Which tenant owns an upstream resource (sandbox, session). */

@@ -1,0 +1,13 @@
+// When a ledger hold (a reserved or uncertain entry) can be settled from chain truth by a reconciler.
+import type { LedgerEntry, LedgerState } from "./types.js";
+
+/** An entry reserved but never signed is stale after this long: the instance that held it crashed or gave up. */
+export const UNSIGNED_HOLD_MS = 10 * 60 * 1000;
+
+/** States whose amount is held pending an outcome. */
+export const HELD: ReadonlySet<LedgerState> = new Set<LedgerState>(["reserved", "uncertain"]);
+
+/** Epoch ms after which the authorization behind the entry can no longer be settled (or was never signed). */
+export function holdExpiresAt(e: Pick<LedgerEntry, "validBefore" | "createdAt">): number {
+  return e.validBefore !== undefined ? e.validBefore * 1000 : e.createdAt + UNSIGNED_HOLD_MS;
+}
