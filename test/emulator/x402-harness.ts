@@ -80,7 +80,7 @@ export async function startX402Harness(opts: {
       const wallet = await chain.createFundedWallet(amount);
       const client = new x402Client().setSpendControls({
         // v1 requirements name the network ("base-sepolia"), v2 ones use CAIP-2: allow the local token under both.
-        allowedAssets: [chain.network, "base-sepolia"].map((network) => ({ network, asset: chain.token.address, maxAmountPerPayment: "1000000" })),
+        allowedAssets: ([chain.network, "base-sepolia"] as const).map((network) => ({ network: network as `${string}:${string}`, asset: chain.token.address, maxAmountPerPayment: "1000000" })),
       });
       registerExactEvmScheme(client, { signer: privateKeyToAccount(wallet.privateKey) });
       const sent: Payer["sent"] = [];
