@@ -89,8 +89,14 @@ export const configSchema = z.strictObject({
     })
     .default({ baseUrl: "https://api.hyperbrowser.ai", allowedHosts: [], timeoutMs: 30_000 }),
   payments: paymentPolicySchema
-    .extend({ enabled: z.boolean().default(true) })
-    .default({ enabled: true }),
+    .extend({
+      enabled: z.boolean().default(true),
+      /** JSON-RPC endpoint per network, used to settle uncertain payments from the chain's truth. */
+      rpc: z.record(caip2, z.string().url({ error: 'expected an RPC URL like "https://mainnet.base.org"' })).default({}),
+      /** How often held (uncertain) payments past their validBefore are reconciled with the chain. */
+      reconcileIntervalSeconds: z.number().int().positive().default(30),
+    })
+    .default({ enabled: true, rpc: {}, reconcileIntervalSeconds: 30 }),
   cache: z
     .strictObject({
       enabled: z.boolean().default(true),

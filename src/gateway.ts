@@ -23,6 +23,9 @@ import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
 import { TokenService } from "./tokens.js";
 import type { GatewayServices } from "./services.js";
+import { usageRoutes } from "./routes/usage.js";
+import { x402Routes } from "./routes/x402.js";
+import { PaymentReconciler } from "./payments/reconcile.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -44,6 +47,8 @@ export interface Gateway {
   upstream: Upstream;
   directory: TenantDirectory;
   stores: StateStores;
+  /** Settles held payments from the chain; the Node entry runs it on a timer. */
+  reconciler: PaymentReconciler;
   /** Releases timers and connections held by the gateway's state. */
   close(): Promise<void>;
 }
@@ -90,7 +95,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   // [mount: runtime plane /sandbox/:id/*]
   // [mount: CDP relay and computer actions]
   // [mount: keyless tokens and usage under /_tollgate]
-  // [mount: x402 and search]
+  app.route(OWN_PREFIX, usageRoutes(services));
+  app.route("/", x402Routes(services));
   // [mount: sandboxes control plane]
   // [mount: sessions control plane]
 
@@ -114,6 +120,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     upstream,
     directory,
     stores,
+    reconciler: new PaymentReconciler(services),
     async close() {
       for (const fn of closers.reverse()) await fn();
     },

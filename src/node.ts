@@ -35,6 +35,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     webSocketRelay: nodeWebSocketRelay(),
     ...opts.deps,
   });
+  const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 });
   const host = opts.host ?? opts.config.server.host;
   const server = await new Promise<ServerType>((resolve, reject) => {
@@ -54,6 +55,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     async close() {
       if (closed) return;
       closed = true;
+      stopReconciler();
       for (const client of wss.clients) client.terminate();
       wss.close();
       (server as import("node:http").Server).closeAllConnections?.();

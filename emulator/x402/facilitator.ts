@@ -32,6 +32,15 @@ export async function createLocalFacilitator(chain: ChainHandle): Promise<LocalF
   });
   const facilitator = new x402Facilitator();
   registerExactEvmScheme(facilitator, { signer, networks: [chain.network] });
+  // One account sends every settlement: concurrent sends would race for the same account nonce and fail, so they
+  // queue (as a real facilitator's per-account sender does).
+  let queue: Promise<unknown> = Promise.resolve();
+  const settleNow = facilitator.settle.bind(facilitator);
+  facilitator.settle = ((payload: Parameters<typeof settleNow>[0], requirements: Parameters<typeof settleNow>[1]) => {
+    const run = queue.then(() => settleNow(payload, requirements));
+    queue = run.catch(() => undefined);
+    return run;
+  }) as typeof facilitator.settle;
   const asClient: FacilitatorClient = {
     verify: (payload, requirements) => facilitator.verify(payload, requirements),
     settle: (payload, requirements) => facilitator.settle(payload, requirements),

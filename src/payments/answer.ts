@@ -1,0 +1,43 @@
+// A fully read upstream answer: what the cache, coalescing and idempotency keep and replay.
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+  /** Atomic units paid for it (by the request that fetched it). */
+  paid: bigint;
+  storedAt: number;
+}
+
+/** Headers of an upstream answer worth replaying (content type and the like; never payment or hop-by-hop). */
+const KEEP = new Set(["content-type", "content-language", "x-request-id"]);
+
+export async function readAnswer(res: Response, paid: bigint, now: number): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  res.headers.forEach((v, k) => {
+    if (KEEP.has(k)) headers[k] = v;
+  });
+  return { status: res.status, headers, body: new Uint8Array(await res.arrayBuffer()), paid, storedAt: now };
+}
+
+export function answerResponse(a: Answer, extra: Record<string, string>): Response {
+  return new Response(a.body.byteLength ? (a.body as BodyInit) : null, { status: a.status, headers: { ...a.headers, ...extra } });
+}
+
+/** Canonical JSON: keys sorted at every depth, so equal requests have equal text whatever their key order. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (v && typeof v === "object") {
+    return `{${Object.keys(v as object)
+      .filter((k) => (v as any)[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as any)[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+export async function sha256Hex(text: string): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

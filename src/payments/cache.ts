@@ -1,0 +1,55 @@
+// Paid answers kept for reuse (bounded in bytes), and in-flight calls shared by identical concurrent requests.
+import { LRUCache } from "lru-cache";
+import type { Answer } from "./answer.js";
+
+export class AnswerCache {
+  private readonly lru: LRUCache<string, Answer>;
+
+  constructor(opts: { maxBytes: number; ttlSeconds: number }) {
+    this.lru = new LRUCache<string, Answer>({
+      maxSize: opts.maxBytes,
+      sizeCalculation: (a) => Math.max(1, a.body.byteLength + 256),
+      ttl: Math.max(1, opts.ttlSeconds) * 1000,
+      // Entries larger than a quarter of the cache would evict everything else.
+      maxEntrySize: Math.max(1, Math.floor(opts.maxBytes / 4)),
+    });
+  }
+
+  /** A cached answer no older than maxAgeMs (when given). */
+  get(key: string, now: number, maxAgeMs?: number): Answer | undefined {
+    const a = this.lru.get(key);
+    if (!a) return undefined;
+    if (maxAgeMs !== undefined && now - a.storedAt > maxAgeMs) return undefined;
+    return a;
+  }
+
+  set(key: string, a: Answer): void {
+    this.lru.set(key, a);
+  }
+
+  get bytes(): number {
+    return this.lru.calculatedSize;
+  }
+}
+
+/** Runs one call per key at a time; concurrent callers with the same key get the leader's result. */
+export class Coalescer<T> {
+  private readonly inflight = new Map<string, Promise<T>>();
+
+  /** `leader` is true for the caller whose `run` actually executed. */
+  async run(key: string, run: () => Promise<T>): Promise<{ value: T; leader: boolean }> {
+    const existing = this.inflight.get(key);
+    if (existing) return { value: await existing, leader: false };
+    const p = run();
+    this.inflight.set(key, p);
+    try {
+      return { value: await p, leader: true };
+    } finally {
+      this.inflight.delete(key);
+    }
+  }
+
+  get size(): number {
+    return this.inflight.size;
+  }
+}

@@ -1,0 +1,64 @@
+// Payment policy: the global one narrowed by the tenant's, and the choice of the cheapest option it allows.
+import type { PaymentPolicyConfig, TenantConfig, TollgateConfig } from "../../config/schema.js";
+import { atomicToUsd, minBigint, usdToAtomic } from "./money.js";
+import type { PaymentOption } from "./requirements.js";
+
+export interface EffectivePolicy {
+  networks?: Set<string>;
+  assets?: Set<string>;
+  payees?: Set<string>;
+  maxPerRequest?: bigint;
+  maxAuthorizationSeconds: number;
+}
+
+const lower = (xs?: string[]) => (xs ? new Set(xs.map((x) => x.toLowerCase())) : undefined);
+
+function intersect(a?: Set<string>, b?: Set<string>): Set<string> | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return new Set([...a].filter((x) => b.has(x)));
+}
+
+/** Tenant settings can only narrow the global policy, never widen it. */
+export function effectivePolicy(global: TollgateConfig["payments"], tenant?: PaymentPolicyConfig): EffectivePolicy {
+  return {
+    networks: intersect(lower(global.networks), lower(tenant?.networks)),
+    assets: intersect(lower(global.assets), lower(tenant?.assets)),
+    payees: intersect(lower(global.payees?.length ? global.payees : undefined), lower(tenant?.payees?.length ? tenant.payees : undefined)),
+    maxPerRequest: minBigint(
+      global.maxPerRequest ? usdToAtomic(global.maxPerRequest) : undefined,
+      tenant?.maxPerRequest ? usdToAtomic(tenant.maxPerRequest) : undefined,
+    ),
+    maxAuthorizationSeconds: Math.min(global.maxAuthorizationSeconds ?? 300, tenant?.maxAuthorizationSeconds ?? Infinity),
+  };
+}
+
+export type Choice =
+  | { ok: true; option: PaymentOption }
+  | { ok: false; code: "price_above_policy"; message: string; price: string; limit: string }
+  | { ok: false; code: "no_allowed_payment_option"; message: string; offered: Array<{ network: string; asset: string; payTo: string; price: string }> };
+
+/** Filters options by scheme, network, asset and payee, then takes the cheapest within the per-request maximum. */
+export function chooseOption(options: PaymentOption[], policy: EffectivePolicy): Choice {
+  const allowed = options
+    .filter((o) => o.scheme === "exact")
+    .filter((o) => !policy.networks || policy.networks.has(o.network.toLowerCase()))
+    .filter((o) => !policy.assets || policy.assets.has(o.asset.toLowerCase()))
+    .filter((o) => !policy.payees || policy.payees.has(o.payTo.toLowerCase()))
+    .sort((a, b) => (a.amount < b.amount ? -1 : a.amount > b.amount ? 1 : 0));
+  if (!allowed.length) {
+    return {
+      ok: false,
+      code: "no_allowed_payment_option",
+      message: "The upstream asked for payment in a way the payment policy does not allow (network, asset, payee or scheme).",
+      offered: options.map((o) => ({ network: o.network, asset: o.asset, payTo: o.payTo, price: atomicToUsd(o.amount) })),
+    };
+  }
+  const cheapest = allowed[0];
+  if (policy.maxPerRequest !== undefined && cheapest.amount > policy.maxPerRequest) {
+    const price = atomicToUsd(cheapest.amount);
+    const limit = atomicToUsd(policy.maxPerRequest);
+    return { ok: false, code: "price_above_policy", message: `The upstream asks $${price} for this request, above the $${limit} per-request limit; nothing was paid.`, price, limit };
+  }
+  return { ok: true, option: cheapest };
+}

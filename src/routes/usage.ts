@@ -1,0 +1,67 @@
+// Spend visibility: a tenant reads its own usage, budget and ledger; an admin reads everyone's.
+import { Hono, type Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { presentedKey, requireScope, type Tenant } from "../tenants.js";
+import type { LedgerEntry, LedgerState } from "../state/types.js";
+import { atomicToUsd } from "../payments/money.js";
+import { tenantLimits } from "../payments/paid-call.js";
+import { resetAt } from "../state/windows.js";
+
+const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
+
+async function usageOf(services: GatewayServices, tenant: Tenant) {
+  const now = services.now();
+  const limits = tenantLimits(tenant);
+  const used = await services.stores.ledger.usage(tenant.id, now);
+  const windows = {} as Record<string, { limit: string | null; spent: string; remaining: string | null; resetsAt: string | null }>;
+  for (const w of ["daily", "monthly", "total"] as const) {
+    const l = limits[w];
+    windows[w] = {
+      limit: l === undefined ? null : atomicToUsd(l),
+      spent: atomicToUsd(used[w]),
+      remaining: l === undefined ? null : atomicToUsd(l - used[w] > 0n ? l - used[w] : 0n),
+      resetsAt: resetAt(w, now),
+    };
+  }
+  return { tenant: tenant.id, currency: "USD", ...windows };
+}
+
+export function ledgerView(e: LedgerEntry) {
+  return { ...e, amountUsd: atomicToUsd(BigInt(e.amount)), validBefore: e.validBefore ? new Date(e.validBefore * 1000).toISOString() : undefined };
+}
+
+function listFilter(c: Context) {
+  const state = c.req.query("state") as LedgerState | undefined;
+  if (state && !STATES.has(state)) throw new GatewayError(400, "invalid_state", `state must be one of ${[...STATES].join(", ")}`);
+  const limit = Math.min(1000, Math.max(1, Number(c.req.query("limit") ?? 100) || 100));
+  return { state, limit };
+}
+
+export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  const auth = async (c: Context<GatewayEnv>) => {
+    const tenant = await services.directory.authenticate(presentedKey(c.req.raw.headers));
+    c.set("tenant", tenant);
+    c.get("logFields").tenant = tenant.id;
+    return tenant;
+  };
+
+  app.get("/usage", async (c) => c.json(await usageOf(services, await auth(c))));
+  app.get("/ledger", async (c) => {
+    const tenant = await auth(c);
+    const entries = await services.stores.ledger.list({ tenant: tenant.id, ...listFilter(c) });
+    return c.json({ entries: entries.map(ledgerView) });
+  });
+  app.get("/admin/usage", async (c) => {
+    requireScope(await auth(c), "admin");
+    return c.json({ tenants: await Promise.all(services.directory.list().map((t) => usageOf(services, t))) });
+  });
+  app.get("/admin/ledger", async (c) => {
+    requireScope(await auth(c), "admin");
+    const entries = await services.stores.ledger.list({ tenant: c.req.query("tenant") || undefined, ...listFilter(c) });
+    return c.json({ entries: entries.map(ledgerView) });
+  });
+  return app;
+}
