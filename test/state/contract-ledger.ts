@@ -1,0 +1,194 @@
+// BudgetLedger contract: budget windows, atomic reserve, state transitions, listing and crash-recovery holds.
+import { describe, expect, it } from "vitest";
+import type { BudgetLedger, NewLedgerEntry } from "../../src/state/types.js";
+import { opener, type ContractBackend } from "./contract-backend.js";
+
+/** 2026-01-31 23:00 UTC: two hours later is a new day and a new month. */
+const T0 = Date.UTC(2026, 0, 31, 23, 0, 0);
+const HOUR = 3_600_000;
+const MIN = 60_000;
+
+let seq = 0;
+function entry(tenant: string, amount: bigint | string, over: Partial<NewLedgerEntry> = {}): NewLedgerEntry {
+  return {
+    id: `e-${++seq}-${Math.random().toString(36).slice(2, 8)}`,
+    tenant,
+    route: "/api/web/search",
+    fingerprint: "fp",
+    amount: amount.toString(),
+    asset: "0xUSDC",
+    network: "eip155:31337",
+    payee: "0xPayee",
+    instance: "gw-1",
+    ...over,
+  };
+}
+
+async function reserveOk(ledger: BudgetLedger, e: NewLedgerEntry, now = T0, limits = {}) {
+  const r = await ledger.reserve(e, limits, now);
+  expect(r.ok).toBe(true);
+  return e.id;
+}
+
+export function ledgerContract(b: ContractBackend) {
+  describe(`BudgetLedger (${b.name})`, () => {
+    const open = opener(b);
+
+    it("counts a reservation in the daily, monthly and total windows", async () => {
+      const { ledger } = await open.fresh();
+      await reserveOk(ledger, entry("t1", 1500n));
+      await reserveOk(ledger, entry("t1", 500n));
+      expect(await ledger.usage("t1", T0)).toEqual({ daily: 2000n, monthly: 2000n, total: 2000n });
+      expect(await ledger.usage("t2", T0)).toEqual({ daily: 0n, monthly: 0n, total: 0n });
+    });
+
+    it("refuses a reservation that would overflow any window, naming it, and counts nothing", async () => {
+      const { ledger } = await open.fresh();
+      await reserveOk(ledger, entry("t1", 700n), T0, { daily: 1000n, monthly: 800n });
+      const r = await ledger.reserve(entry("t1", 200n), { daily: 1000n, monthly: 800n, total: 10_000n }, T0);
+      expect(r).toEqual({ ok: false, window: "monthly", limit: 800n, spent: 700n, resetAt: "2026-02-01T00:00:00.000Z" });
+      const d = await ledger.reserve(entry("t1", 400n), { daily: 1000n }, T0);
+      expect(d).toEqual({ ok: false, window: "daily", limit: 1000n, spent: 700n, resetAt: "2026-02-01T00:00:00.000Z" });
+      const t = await ledger.reserve(entry("t1", 400n), { total: 1000n }, T0);
+      expect(t).toMatchObject({ ok: false, window: "total", resetAt: null });
+      expect(await ledger.usage("t1", T0)).toEqual({ daily: 700n, monthly: 700n, total: 700n });
+      await reserveOk(ledger, entry("t1", 100n), T0, { daily: 1000n, monthly: 800n });
+      expect((await ledger.usage("t1", T0)).total).toBe(800n);
+    });
+
+    it("resets the daily window at UTC midnight, the monthly on the 1st, and never the total", async () => {
+      const { ledger } = await open.fresh();
+      await reserveOk(ledger, entry("t1", 900n), T0 - 24 * HOUR); // Jan 30
+      await reserveOk(ledger, entry("t1", 100n), T0); // Jan 31
+      expect(await ledger.usage("t1", T0)).toEqual({ daily: 100n, monthly: 1000n, total: 1000n });
+      const feb1 = T0 + 2 * HOUR;
+      expect(await ledger.usage("t1", feb1)).toEqual({ daily: 0n, monthly: 0n, total: 1000n });
+      expect((await ledger.reserve(entry("t1", 500n), { daily: 500n, monthly: 500n }, feb1)).ok).toBe(true);
+      expect(await ledger.reserve(entry("t1", 1n), { total: 1500n }, feb1)).toMatchObject({ ok: false, window: "total", spent: 1500n });
+    });
+
+    it("keeps committed and uncertain amounts counted, returns released ones", async () => {
+      const { ledger } = await open.fresh();
+      const a = await reserveOk(ledger, entry("t1", 100n));
+      const c = await reserveOk(ledger, entry("t1", 20n));
+      const u = await reserveOk(ledger, entry("t1", 3n));
+      await ledger.release(a, "upstream answered 402", T0 + 1);
+      await ledger.commit(c, "0xtx", T0 + 1);
+      await ledger.markUncertain(u, "timeout", T0 + 1);
+      expect(await ledger.usage("t1", T0)).toEqual({ daily: 23n, monthly: 23n, total: 23n });
+      await ledger.release(u, "authorization expired unused", T0 + 2);
+      expect((await ledger.usage("t1", T0)).total).toBe(20n);
+      const u2 = await reserveOk(ledger, entry("t1", 5n));
+      await ledger.markUncertain(u2, "timeout", T0 + 1);
+      await ledger.commit(u2, "0xfound", T0 + 2);
+      expect((await ledger.usage("t1", T0)).total).toBe(25n);
+      expect(await ledger.get(u2)).toMatchObject({ state: "committed", transaction: "0xfound" });
+      expect(await ledger.get(a)).toMatchObject({ state: "released", reason: "upstream answered 402", updatedAt: T0 + 1 });
+    });
+
+    it("treats a repeated final transition as a no-op and refuses to change a final state", async () => {
+      const { ledger } = await open.fresh();
+      const a = await reserveOk(ledger, entry("t1", 100n));
+      await ledger.release(a, "first", T0 + 1);
+      await ledger.release(a, "again", T0 + 2);
+      expect((await ledger.usage("t1", T0)).total).toBe(0n);
+      await expect(ledger.commit(a, "0xtx", T0 + 3)).rejects.toThrow(/cannot become committed/);
+      const c = await reserveOk(ledger, entry("t1", 50n));
+      await ledger.commit(c, "0xtx", T0 + 1);
+      await ledger.commit(c, "0xtx", T0 + 2);
+      await expect(ledger.release(c, "late", T0 + 3)).rejects.toThrow(/cannot become released/);
+      await expect(ledger.markUncertain(c, "late", T0 + 3)).rejects.toThrow(/cannot become uncertain/);
+      expect((await ledger.usage("t1", T0)).total).toBe(50n);
+      await expect(ledger.commit("no-such-entry", undefined, T0)).rejects.toThrow(/not found/);
+      await expect(ledger.signed("no-such-entry", { nonce: "0x1", validBefore: 1, payer: "0xp" }, T0)).rejects.toThrow(/not found/);
+    });
+
+    it("returns the amount to the window it was reserved in, even when released on a later day", async () => {
+      const { ledger } = await open.fresh();
+      const a = await reserveOk(ledger, entry("t1", 100n));
+      await reserveOk(ledger, entry("t1", 7n), T0 + 2 * HOUR);
+      await ledger.release(a, "late", T0 + 3 * HOUR);
+      expect(await ledger.usage("t1", T0)).toEqual({ daily: 0n, monthly: 0n, total: 7n });
+      expect(await ledger.usage("t1", T0 + 3 * HOUR)).toEqual({ daily: 7n, monthly: 7n, total: 7n });
+    });
+
+    it("treats a second reserve of the same id as a retry: same entry, counted once", async () => {
+      const { ledger } = await open.fresh();
+      const e = entry("t1", 100n);
+      const first = await ledger.reserve(e, { total: 150n }, T0);
+      const again = await ledger.reserve(e, { total: 150n }, T0 + 5);
+      expect(again).toEqual(first);
+      expect((await ledger.usage("t1", T0)).total).toBe(100n);
+    });
+
+    it("stores every field of the entry, the signature details and the settlement", async () => {
+      const { ledger } = await open.fresh();
+      const e = entry("t1", "123456789012345678", { payer: undefined });
+      const r = await ledger.reserve(e, {}, T0);
+      expect(r.ok && r.entry).toEqual({ ...e, state: "reserved", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 });
+      expect((await ledger.usage("t1", T0)).total).toBe(123456789012345678n);
+      await ledger.signed(e.id, { nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer" }, T0 + 10);
+      await ledger.commit(e.id, undefined, T0 + 20);
+      expect(await ledger.get(e.id)).toEqual({
+        ...e, state: "committed", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 + 20,
+        nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer",
+      });
+      expect(await ledger.get("missing")).toBeUndefined();
+    });
+
+    it("lists entries newest first, by tenant and by state, up to a limit", async () => {
+      const { ledger } = await open.fresh();
+      const a1 = await reserveOk(ledger, entry("ta", 1n), T0);
+      const b1 = await reserveOk(ledger, entry("tb", 1n), T0 + 1);
+      const a2 = await reserveOk(ledger, entry("ta", 1n), T0 + 2);
+      const a3 = await reserveOk(ledger, entry("ta", 1n), T0 + 3);
+      await ledger.commit(a2, "0x2", T0 + 4);
+      const ids = (l: { id: string }[]) => l.map((e) => e.id);
+      expect(ids(await ledger.list({ tenant: "ta" }))).toEqual([a3, a2, a1]);
+      expect(ids(await ledger.list({ tenant: "ta", limit: 2 }))).toEqual([a3, a2]);
+      expect(ids(await ledger.list({ tenant: "ta", state: "reserved" }))).toEqual([a3, a1]);
+      expect(ids(await ledger.list({ state: "committed" }))).toEqual([a2]);
+      expect(ids(await ledger.list({}))).toEqual([a3, a2, b1, a1]);
+      expect(ids(await ledger.list({ limit: 3 }))).toEqual([a3, a2, b1]);
+      expect(await ledger.list({ tenant: "nobody" })).toEqual([]);
+      expect((await ledger.list({ tenant: "tb" }))[0]).toMatchObject({ id: b1, tenant: "tb", state: "reserved", amount: "1" });
+    });
+
+    it("hands a reconciler the reserved and uncertain entries whose authorization can no longer settle", async () => {
+      const { ledger } = await open.fresh();
+      const vb = Math.floor((T0 + 5 * MIN) / 1000);
+      const unsigned = await reserveOk(ledger, entry("t1", 1n), T0);
+      const signedHeld = await reserveOk(ledger, entry("t2", 1n), T0);
+      await ledger.signed(signedHeld, { nonce: "0x1", validBefore: vb, payer: "0xp" }, T0);
+      const uncertain = await reserveOk(ledger, entry("t1", 1n), T0 + 1);
+      await ledger.signed(uncertain, { nonce: "0x2", validBefore: vb + 60, payer: "0xp" }, T0 + 1);
+      await ledger.markUncertain(uncertain, "timeout", T0 + 2);
+      const done = await reserveOk(ledger, entry("t1", 1n), T0);
+      await ledger.signed(done, { nonce: "0x3", validBefore: vb, payer: "0xp" }, T0);
+      await ledger.commit(done, "0xtx", T0 + 3);
+      const gone = await reserveOk(ledger, entry("t1", 1n), T0);
+      await ledger.release(gone, "402", T0 + 3);
+      const ids = async (now: number, limit = 100) => (await ledger.expiredHolds(now, limit)).map((e) => e.id);
+      expect(await ids(T0 + 4 * MIN)).toEqual([]);
+      expect(await ids(vb * 1000)).toEqual([signedHeld]);
+      expect(await ids(T0 + 10 * MIN)).toEqual([signedHeld, uncertain, unsigned]);
+      expect(await ids(T0 + 10 * MIN, 2)).toEqual([signedHeld, uncertain]);
+      const [first] = await ledger.expiredHolds(T0 + 10 * MIN, 1);
+      expect(first).toMatchObject({ tenant: "t2", state: "reserved", nonce: "0x1", validBefore: vb, instance: "gw-1" });
+      await ledger.commit(uncertain, "0xchain", T0 + 11 * MIN);
+      expect(await ids(T0 + 11 * MIN)).toEqual([signedHeld, unsigned]);
+    });
+
+    it("never overspends under 200 concurrent reserves from two instances (budget for 20)", async () => {
+      const [one, two] = await open.pair();
+      const limits = { daily: 20_000n, monthly: 1_000_000n, total: 10_000_000n };
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => (i % 2 ? one : two).ledger.reserve(entry("race", 1000n), limits, T0)),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(20);
+      expect(results.filter((r) => !r.ok && r.window === "daily")).toHaveLength(180);
+      expect(await two.ledger.usage("race", T0)).toEqual({ daily: 20_000n, monthly: 20_000n, total: 20_000n });
+      expect(await one.ledger.list({ tenant: "race", state: "reserved", limit: 500 })).toHaveLength(20);
+    });
+  });
+}

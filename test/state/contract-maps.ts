@@ -1,0 +1,158 @@
+// Contracts for the keyed stores: ownership registry, expiring key-values, idempotency keys and the rate limiter.
+import { describe, expect, it } from "vitest";
+import { opener, sleep, type ContractBackend } from "./contract-backend.js";
+
+export function ownershipContract(b: ContractBackend) {
+  describe(`OwnershipRegistry (${b.name})`, () => {
+    const open = opener(b);
+
+    it("records who owns a resource, per kind", async () => {
+      const { ownership } = await open.fresh();
+      await ownership.claim("sandbox", "sb-1", "t1");
+      expect(await ownership.owner("sandbox", "sb-1")).toBe("t1");
+      expect(await ownership.owner("session", "sb-1")).toBeUndefined();
+      expect(await ownership.owner("sandbox", "unknown")).toBeUndefined();
+    });
+
+    it("lists a tenant's resources newest first and counts the active ones", async () => {
+      const { ownership } = await open.fresh();
+      await ownership.claim("sandbox", "a", "t1");
+      await ownership.claim("sandbox", "b", "t2");
+      await ownership.claim("sandbox", "c", "t1");
+      await ownership.claim("session", "s", "t1");
+      expect(await ownership.list("sandbox", "t1")).toEqual(["c", "a"]);
+      expect(await ownership.list("session", "t1")).toEqual(["s"]);
+      expect(await ownership.list("sandbox", "nobody")).toEqual([]);
+      expect(await ownership.activeCount("sandbox", "t1")).toBe(2);
+      await ownership.setActive("sandbox", "a", false);
+      await ownership.setActive("sandbox", "a", false);
+      expect(await ownership.activeCount("sandbox", "t1")).toBe(1);
+      expect(await ownership.owner("sandbox", "a")).toBe("t1");
+      expect(await ownership.list("sandbox", "t1")).toEqual(["c", "a"]);
+      await ownership.setActive("sandbox", "a", true);
+      expect(await ownership.activeCount("sandbox", "t1")).toBe(2);
+      await ownership.setActive("sandbox", "missing", true);
+      expect(await ownership.activeCount("sandbox", "t2")).toBe(1);
+    });
+
+    it("moves a resource claimed again to its new owner, as newest and active", async () => {
+      const { ownership } = await open.fresh();
+      await ownership.claim("session", "x", "t1");
+      await ownership.claim("session", "y", "t2");
+      await ownership.setActive("session", "x", false);
+      await ownership.claim("session", "x", "t2");
+      expect(await ownership.owner("session", "x")).toBe("t2");
+      expect(await ownership.list("session", "t1")).toEqual([]);
+      expect(await ownership.list("session", "t2")).toEqual(["x", "y"]);
+      expect(await ownership.activeCount("session", "t1")).toBe(0);
+      expect(await ownership.activeCount("session", "t2")).toBe(2);
+    });
+  });
+}
+
+export function kvContract(b: ContractBackend) {
+  describe(`KeyValueStore (${b.name})`, () => {
+    const open = opener(b);
+
+    it("stores, overwrites and deletes values", async () => {
+      const { kv } = await open.fresh();
+      expect(await kv.get("k")).toBeUndefined();
+      await kv.set("k", "v1", 60_000);
+      await kv.set("k", "v2", 60_000);
+      expect(await kv.get("k")).toBe("v2");
+      await kv.delete("k");
+      await kv.delete("never-set");
+      expect(await kv.get("k")).toBeUndefined();
+    });
+
+    it("forgets a value once its ttl has passed", async () => {
+      const { kv } = await open.fresh();
+      await kv.set("short", "x", 150);
+      await kv.set("long", "y", 60_000);
+      expect(await kv.get("short")).toBe("x");
+      await sleep(400);
+      expect(await kv.get("short")).toBeUndefined();
+      expect(await kv.get("long")).toBe("y");
+    });
+
+    it("counts with incrBy from zero, keeping the ttl set when the counter was created", async () => {
+      const { kv } = await open.fresh();
+      expect(await kv.incrBy("n", 5, 300)).toBe(5);
+      expect(await kv.incrBy("n", -2, 60_000)).toBe(3);
+      expect(await kv.get("n")).toBe("3");
+      await sleep(550);
+      expect(await kv.get("n")).toBeUndefined();
+      expect(await kv.incrBy("n", 1, 60_000)).toBe(1);
+    });
+
+    it("loses no increment under concurrency", async () => {
+      const { kv } = await open.fresh();
+      await Promise.all(Array.from({ length: 100 }, () => kv.incrBy("c", 1, 60_000)));
+      expect(await kv.get("c")).toBe("100");
+    });
+  });
+}
+
+export function idempotencyContract(b: ContractBackend) {
+  const response = { status: 200, headers: { "content-type": "application/json" }, body: btoa('{"ok":true}'), fingerprint: "fp-1" };
+  describe(`IdempotencyStore (${b.name})`, () => {
+    const open = opener(b);
+
+    it("claims a new key once; later callers see it pending, then its stored response", async () => {
+      const { idempotency } = await open.fresh();
+      expect(await idempotency.begin("k1", "fp-1", 60_000)).toEqual({ state: "new" });
+      expect(await idempotency.begin("k1", "fp-1", 60_000)).toEqual({ state: "pending" });
+      expect(await idempotency.begin("k2", "fp-1", 60_000)).toEqual({ state: "new" });
+      await idempotency.complete("k1", response, 60_000);
+      expect(await idempotency.begin("k1", "fp-2", 60_000)).toEqual({ state: "done", response });
+    });
+
+    it("gives exactly one of many concurrent callers the key", async () => {
+      const { idempotency } = await open.fresh();
+      const r = await Promise.all(Array.from({ length: 50 }, () => idempotency.begin("race", "fp", 60_000)));
+      expect(r.filter((x) => x.state === "new")).toHaveLength(1);
+      expect(r.filter((x) => x.state === "pending")).toHaveLength(49);
+    });
+
+    it("lets a retry run again after abandon or once the lease lapses", async () => {
+      const { idempotency } = await open.fresh();
+      await idempotency.begin("a", "fp", 60_000);
+      await idempotency.abandon("a");
+      expect(await idempotency.begin("a", "fp", 60_000)).toEqual({ state: "new" });
+      await idempotency.begin("lease", "fp", 150);
+      await sleep(400);
+      expect(await idempotency.begin("lease", "fp", 60_000)).toEqual({ state: "new" });
+    });
+
+    it("forgets a stored response after its ttl", async () => {
+      const { idempotency } = await open.fresh();
+      await idempotency.begin("d", "fp", 60_000);
+      await idempotency.complete("d", response, 150);
+      await sleep(400);
+      expect(await idempotency.begin("d", "fp", 60_000)).toEqual({ state: "new" });
+    });
+  });
+}
+
+export function rateLimiterContract(b: ContractBackend) {
+  describe(`RateLimiter (${b.name})`, () => {
+    const open = opener(b);
+    const W0 = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+    it("allows `limit` hits per fixed window, then refuses until the next window", async () => {
+      const { rateLimiter } = await open.fresh();
+      const hits = [];
+      for (let i = 0; i < 4; i++) hits.push(await rateLimiter.hit("t1", 3, 1000, W0 + 100 + i));
+      expect(hits.map((h) => [h.allowed, h.remaining])).toEqual([[true, 2], [true, 1], [true, 0], [false, 0]]);
+      expect(hits[0]).toMatchObject({ limit: 3, resetAt: W0 + 1000 });
+      expect(await rateLimiter.hit("t2", 3, 1000, W0 + 500)).toMatchObject({ allowed: true, remaining: 2 });
+      expect(await rateLimiter.hit("t1", 3, 1000, W0 + 1000)).toEqual({ allowed: true, limit: 3, remaining: 2, resetAt: W0 + 2000 });
+    });
+
+    it("allows exactly `limit` of many concurrent hits", async () => {
+      const [one, two] = await open.pair();
+      const r = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? one : two).rateLimiter.hit("burst", 10, 60_000, W0)));
+      expect(r.filter((x) => x.allowed)).toHaveLength(10);
+    });
+  });
+}

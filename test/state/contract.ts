@@ -1,0 +1,17 @@
+// The state contract: one suite per interface that every backend (memory, Redis, Durable Objects) must pass.
+// Imports nothing Node-only: the same module runs in Node and inside workerd.
+import type { ContractBackend } from "./contract-backend.js";
+import { ledgerContract } from "./contract-ledger.js";
+import { idempotencyContract, kvContract, ownershipContract, rateLimiterContract } from "./contract-maps.js";
+
+/** Every interface's suite. */
+export function stateContract(b: ContractBackend) {
+  ledgerContract(b);
+  ownershipContract(b);
+  kvContract(b);
+  idempotencyContract(b);
+  rateLimiterContract(b);
+}
+
+export type { ContractBackend };
+export { ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract };
