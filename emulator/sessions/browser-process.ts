@@ -70,6 +70,19 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// Browsers outlive their parent unless told otherwise: if this process exits without closing the emulator (a test
+// worker torn down on a timeout, process.exit()), the groups still running are killed on the way out.
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+function trackGroup(pgid: number): void {
+  liveGroups.add(pgid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once("exit", () => {
+    for (const g of liveGroups) signalGroup(g, "SIGKILL");
+  });
+}
+
 export async function launchBrowser(opts: BrowserLaunchOptions): Promise<BrowserProcess> {
   const child: ChildProcess = spawn(opts.binary.path, launchArgs(opts), {
     detached: true,
@@ -81,15 +94,20 @@ export async function launchBrowser(opts: BrowserLaunchOptions): Promise<Browser
     child.once("error", () => resolve({ code: -1, signal: null }));
   });
   const pid = child.pid;
+  if (pid !== undefined) trackGroup(pid);
+  let mainExited = false;
+  void exited.then(() => (mainExited = true));
   const kill = async () => {
     if (pid === undefined) return;
-    signalGroup(pid, "SIGTERM");
+    // Without the browser process to coordinate shutdown, its orphans only go away reliably with SIGKILL.
+    signalGroup(pid, mainExited ? "SIGKILL" : "SIGTERM");
     const deadline = Date.now() + 3000;
     while (Date.now() < deadline && (await livingGroupMembers(pid)).length > 0) await sleep(50);
     if ((await livingGroupMembers(pid)).length > 0) signalGroup(pid, "SIGKILL");
     while ((await livingGroupMembers(pid)).length > 0 && Date.now() < deadline + 3000) await sleep(50);
     await Promise.race([exited, sleep(1000)]);
     const left = await livingGroupMembers(pid);
+    if (left.length === 0) liveGroups.delete(pid);
     if (left.length > 0) throw new Error(`browser process group ${pid} still has members: ${left.join(", ")}`);
   };
 

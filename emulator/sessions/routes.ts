@@ -1,6 +1,7 @@
 // Control-plane routes of browser sessions: /api/session, /api/sessions and the computer-action endpoint.
 import { Hono, type Context } from "hono";
-import { requireApiKey } from "../auth.js";
+import { presentedApiKey, requireApiKey } from "../auth.js";
+import { verifySessionToken } from "./access-token.js";
 import type { EmulatorContext } from "../types.js";
 import { parseComputerAction } from "./computer-action-schema.js";
 import { performComputerAction, type InputState } from "./computer-actions.js";
@@ -40,7 +41,15 @@ export function sessionRoutes(ctx: EmulatorContext, sessions: BrowserSessions): 
     return record;
   }
 
-  app.use("/api/session/*", requireApiKey(ctx));
+  const apiKey = requireApiKey(ctx);
+  // Computer actions take the API key like every control call; paid x402 sessions, whose holders have no API key,
+  // may present the session's own token as a Bearer instead.
+  app.use("/api/session/*", async function sessionOrApiKey(c, next) {
+    const match = /^\/api\/session\/([^/]+)\/computer-action$/.exec(c.req.path);
+    const presented = presentedApiKey(c.req.raw.headers);
+    if (match && presented && presented !== ctx.apiKey && (await verifySessionToken(ctx.tokenSecret, match[1], presented))) return next();
+    return apiKey(c, next);
+  });
   app.use("/api/session", requireApiKey(ctx));
   app.use("/api/sessions", requireApiKey(ctx));
   app.onError((err, c) => respondWithError(c, err));

@@ -7,6 +7,21 @@ import { livingGroupMembers } from "../../emulator/sessions/browser-process.js";
 import { startSessionsEmulator } from "./sessions-harness.js";
 
 describe("closing the sessions emulator", () => {
+  it("marks a session whose browser died as error and reaps the rest of its process group", async () => {
+    const emu = await startSessionsEmulator();
+    try {
+      const client = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });
+      const s = await client.sessions.create();
+      const pid = emu.sessions.record(s.id)!.browser!.pid;
+      process.kill(pid, "SIGKILL");
+      await expect.poll(async () => (await client.sessions.get(s.id)).status, { timeout: 5000 }).toBe("error");
+      await expect.poll(() => livingGroupMembers(pid), { timeout: 5000 }).toEqual([]);
+      expect((await client.sessions.list({ status: "error" })).totalCount).toBe(1);
+    } finally {
+      await emu.close();
+    }
+  });
+
   it("kills every session's process group and removes the profiles, even with a client connected", async () => {
     const emu = await startSessionsEmulator();
     const client = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });

@@ -174,6 +174,15 @@ describe("browser sessions", () => {
     }
     const noKey = await fetch(session.computerActionEndpoint!, { method: "POST", body: JSON.stringify({ action: "screenshot" }) });
     expect(noKey.status).toBe(401);
+    expect(await noKey.json()).toMatchObject({ code: "unauthorized" });
+  });
+
+  it("accepts the session's own token as a Bearer for computer actions, but not for other sessions' calls", async () => {
+    const bearer = { authorization: `Bearer ${session.token}`, "content-type": "application/json" };
+    const ok = await fetch(session.computerActionEndpoint!, { method: "POST", headers: bearer, body: JSON.stringify({ action: "move_mouse", x: 1, y: 1 }) });
+    expect(await ok.json()).toEqual({ success: true });
+    const detail = await fetch(`${emu.controlUrl}/api/session/${session.id}`, { headers: bearer });
+    expect(detail.status).toBe(401);
   });
 
   it("lets playwright-core connect over CDP with the same wsEndpoint", async () => {
