@@ -132,6 +132,15 @@ describe("x402 payment", () => {
     expect(await h.chain.balanceOf(payer.address)).toBe(100_000n - 5000n);
   });
 
+  it("settles many payers at once, each for exactly the price", async () => {
+    const payers = await Promise.all([1, 2, 3, 4, 5].map(() => h.payer(20_000n)));
+    const payeeBefore = await h.chain.balanceOf(h.chain.payee);
+    const responses = await Promise.all(payers.map((p, i) => p.pay(h.origin + "/x402/web/search", json({ query: `coral reefs ${i}` }))));
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    for (const p of payers) expect(await h.chain.balanceOf(p.address)).toBe(15_000n);
+    expect(await h.chain.balanceOf(h.chain.payee)).toBe(payeeBefore + 25_000n);
+  });
+
   it("answers an unfunded payer with 402 and the facilitator's insufficient-balance reason", async () => {
     const payer = await h.payer(0n);
     const res = await payer.pay(h.origin + "/x402/web/search", json({ query: "mars rovers" }));
