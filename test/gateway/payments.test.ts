@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EmulatorHandle } from "../../emulator/index.js";
+import { x402Client, wrapFetchWithPayment } from "@x402/fetch";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { privateKeyToAccount } from "viem/accounts";
 import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 
 const SEARCH_PRICE = 5000n; // $0.005, the emulator's default
@@ -215,6 +218,45 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
       const r = await search(s.gateway.url, s.keys.acme, { query: "version one upstream" }, { "x402-version": "1" });
       expect(r.status).toBe(200);
       expect(before - (await emu.chain!.balanceOf(s.wallet.address))).toBe(SEARCH_PRICE);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("lets a tenant configured to pay for itself pass its own PAYMENT-SIGNATURE through, charging nothing to it", async () => {
+    const s = await startPaidGateway(emu, [{ id: "selfpay", paysForItself: true, budget: { daily: "0.001" } }]);
+    try {
+      const chain = emu.chain!;
+      const own = await chain.createFundedWallet(1_000_000n);
+      const client = new x402Client().setSpendControls({ allowedAssets: [{ network: chain.network, asset: chain.token.address, maxAmountPerPayment: "100000" }] });
+      registerExactEvmScheme(client, { signer: privateKeyToAccount(own.privateKey) });
+      const pay = wrapFetchWithPayment(fetch, client);
+      const gwBefore = await chain.balanceOf(s.wallet.address);
+      const unpaid = await search(s.gateway.url, s.keys.selfpay, { query: "self paid" });
+      expect(unpaid.status).toBe(402);
+      expect(unpaid.headers.get("payment-required")).toBeTruthy();
+      const r = await pay(`${s.gateway.url}/x402/web/search`, {
+        method: "POST",
+        headers: { "x-api-key": s.keys.selfpay, "content-type": "application/json" },
+        body: JSON.stringify({ query: "self paid" }),
+      });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("payment-response")).toBeTruthy();
+      expect(1_000_000n - (await chain.balanceOf(own.address))).toBe(SEARCH_PRICE);
+      expect(await chain.balanceOf(s.wallet.address)).toBe(gwBefore);
+      const ledger = await (await fetch(`${s.gateway.url}/_tollgate/ledger`, { headers: { "x-api-key": s.keys.selfpay } })).json();
+      expect(ledger.entries).toHaveLength(0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("strips payment headers a normal tenant sends, and pays with the gateway's wallet", async () => {
+    const s = await startPaidGateway(emu, [{ id: "acme" }]);
+    try {
+      const r = await search(s.gateway.url, s.keys.acme, { query: "stripped header" }, { "payment-signature": "bogus", "x-payment": "bogus" });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("x-tollgate-paid")).toBe("0.005");
     } finally {
       await s.close();
     }
