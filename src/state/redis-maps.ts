@@ -1,0 +1,81 @@
+// The keyed stores on Redis: ownership (hash + per-tenant sorted set and active set), expiring values (PX ttl),
+// idempotency keys (a leased pending marker, then the stored response) and the fixed-window rate limiter.
+import type { RedisConnection } from "./redis.js";
+import type {
+  IdempotencyBegin, IdempotencyStore, KeyValueStore, OwnershipRegistry, RateLimiter, RateLimitResult, ResourceKind, StoredResponse,
+} from "./types.js";
+
+/** Redis refuses a PX of 0 or less. */
+const ttl = (ms: number) => Math.max(1, Math.ceil(ms));
+
+export class RedisOwnership implements OwnershipRegistry {
+  constructor(private readonly r: RedisConnection) {}
+
+  private owner_(kind: ResourceKind, id: string) {
+    return this.r.key("own", kind, id);
+  }
+
+  async claim(kind: ResourceKind, id: string, tenant: string) {
+    await this.r.run(() => this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.r.prefix, kind, id, tenant));
+  }
+  async owner(kind: ResourceKind, id: string) {
+    return (await this.r.run(() => this.r.client.hget(this.owner_(kind, id), "tenant"))) ?? undefined;
+  }
+  async list(kind: ResourceKind, tenant: string) {
+    return this.r.run(() => this.r.client.zrevrange(this.r.key("own", "list", kind, "t", tenant), 0, -1));
+  }
+  async setActive(kind: ResourceKind, id: string, active: boolean) {
+    await this.r.run(() => this.r.client.tgSetActive(this.owner_(kind, id), this.r.prefix, kind, id, active ? "1" : "0"));
+  }
+  async activeCount(kind: ResourceKind, tenant: string) {
+    return this.r.run(() => this.r.client.scard(this.r.key("own", "active", kind, "t", tenant)));
+  }
+}
+
+export class RedisKeyValue implements KeyValueStore {
+  constructor(private readonly r: RedisConnection) {}
+
+  async get(key: string) {
+    return (await this.r.run(() => this.r.client.get(this.r.key("kv", key)))) ?? undefined;
+  }
+  async set(key: string, value: string, ttlMs: number) {
+    await this.r.run(() => this.r.client.set(this.r.key("kv", key), value, "PX", ttl(ttlMs)));
+  }
+  async delete(key: string) {
+    await this.r.run(() => this.r.client.del(this.r.key("kv", key)));
+  }
+  async incrBy(key: string, by: number, ttlMs: number) {
+    return Number(await this.r.run(() => this.r.client.tgIncrBy(this.r.key("kv", key), by, ttl(ttlMs))));
+  }
+}
+
+const PENDING = "pending";
+
+export class RedisIdempotency implements IdempotencyStore {
+  constructor(private readonly r: RedisConnection) {}
+
+  async begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
+    const v = (await this.r.run(() => this.r.client.tgBegin(this.r.key("idem", key), PENDING, ttl(leaseMs)))) as string | null;
+    if (v === null || v === undefined) return { state: "new" };
+    if (v === PENDING) return { state: "pending" };
+    return { state: "done", response: JSON.parse(v) as StoredResponse };
+  }
+  async complete(key: string, response: StoredResponse, ttlMs: number) {
+    await this.r.run(() => this.r.client.set(this.r.key("idem", key), JSON.stringify(response), "PX", ttl(ttlMs)));
+  }
+  async abandon(key: string) {
+    await this.r.run(() => this.r.client.del(this.r.key("idem", key)));
+  }
+}
+
+/** Fixed window: one counter per key and window start, created with a ttl just past the window's end. */
+export class RedisRateLimiter implements RateLimiter {
+  constructor(private readonly r: RedisConnection) {}
+
+  async hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult> {
+    const windowStart = Math.floor(now / windowMs) * windowMs;
+    const counter = this.r.key("rl", key, String(windowStart));
+    const n = Number(await this.r.run(() => this.r.client.tgIncrBy(counter, 1, windowMs + 1000)));
+    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
+  }
+}

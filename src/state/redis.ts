@@ -1,0 +1,147 @@
+// Redis state backend, for several Node gateway instances sharing budgets, ownership, tokens and rate limits.
+// Every operation that reads then writes is one Lua script (./redis-scripts.ts). An outage fails closed: calls reject
+// with StateUnavailableError at once instead of queueing, hanging or pretending to succeed.
+import { Redis } from "ioredis";
+import { StateUnavailableError } from "./errors.js";
+import { RedisLedger } from "./redis-ledger.js";
+import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
+import { SCRIPTS, type ScriptCommands } from "./redis-scripts.js";
+import type { StateStores } from "./types.js";
+
+export interface RedisStoresOptions {
+  /** Prepended to every key, so several gateways (or tests) can share one Redis. Default "tollgate:". */
+  prefix?: string;
+  /** A command that gets no answer within this long rejects (default 2000 ms). */
+  commandTimeoutMs?: number;
+  /** How long the first calls wait for the initial connection (default 2000 ms). */
+  connectTimeoutMs?: number;
+  /** Told about connection errors (ioredis would otherwise print them as unhandled). */
+  onError?: (err: Error) => void;
+}
+
+export type RedisClient = Redis & ScriptCommands;
+
+/** Replies that mean "Redis is there but cannot serve now", as opposed to a bug in the request. */
+const UNAVAILABLE_REPLY = /^(LOADING|READONLY|MASTERDOWN|BUSY|OOM|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/;
+
+/** Where it connects, without the password that a redis:// URL may carry. */
+function describe(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 6379}`;
+  } catch {
+    return "the configured Redis";
+  }
+}
+
+/** The connection shared by every Redis store, with the fail-closed guard each call goes through. */
+export class RedisConnection {
+  readonly client: RedisClient;
+  readonly prefix: string;
+  private everReady = false;
+  private lastError: Error | undefined;
+  private firstConnect: Promise<void> | undefined;
+  private readonly where: string;
+  private readonly connectTimeoutMs: number;
+
+  constructor(url: string, opts: RedisStoresOptions = {}) {
+    this.prefix = opts.prefix ?? "tollgate:";
+    this.where = describe(url);
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? 2000;
+    const client = new Redis(url, {
+      lazyConnect: true,
+      // Fail fast: no offline queue, no retry or resend of a command whose connection dropped (a resent reserve
+      // could run twice), and a deadline on every command.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      commandTimeout: opts.commandTimeoutMs ?? 2000,
+      connectTimeout: this.connectTimeoutMs,
+      retryStrategy: (times) => Math.min(times * 100, 1000),
+    });
+    for (const [name, s] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+    client.on("ready", () => {
+      this.everReady = true;
+      this.lastError = undefined;
+    });
+    client.on("error", (err: Error) => {
+      this.lastError = err;
+      opts.onError?.(err);
+    });
+    client.connect().catch(() => {}); // failures surface through `error` events and the guard below
+    this.client = client as RedisClient;
+  }
+
+  key(...parts: string[]): string {
+    return this.prefix + parts.join(":");
+  }
+
+  /** Resolves once connected; rejects with StateUnavailableError after connectTimeoutMs. */
+  async ready(): Promise<void> {
+    if (this.client.status === "ready") return;
+    // Only the first connection is waited for; after that, an unreachable Redis fails the call at once.
+    if (!this.everReady && this.client.status !== "end") {
+      this.firstConnect ??= new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.client.off("ready", done);
+          resolve();
+        };
+        const timer = setTimeout(done, this.connectTimeoutMs);
+        this.client.once("ready", done);
+      });
+      await this.firstConnect;
+      if ((this.client.status as string) === "ready") return; // changed while we waited
+    }
+    throw this.unavailable(this.lastError);
+  }
+
+  private unavailable(cause: unknown): StateUnavailableError {
+    const why = (cause as Error | undefined)?.message ?? `connection ${this.client.status}`;
+    return new StateUnavailableError(`Redis at ${this.where} is unavailable (${why}); the operation was not applied`, { cause });
+  }
+
+  /** Runs one operation: waits for the first connection, then fails at once while Redis is unreachable. */
+  async run<T>(op: () => Promise<T>): Promise<T> {
+    await this.ready();
+    try {
+      return await op();
+    } catch (err) {
+      const e = err as Error;
+      if (e?.name === "ReplyError" && !UNAVAILABLE_REPLY.test(e.message)) throw err;
+      throw this.unavailable(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.client.status === "end") return;
+    if (this.client.status === "ready") {
+      await this.client.quit().catch(() => this.client.disconnect());
+    } else {
+      this.client.disconnect();
+    }
+  }
+}
+
+export interface RedisStores extends StateStores {
+  connection: RedisConnection;
+}
+
+/**
+ * State stores on one Redis. Several gateway instances pointed at the same Redis (and prefix) share budgets exactly.
+ * @example
+ *   const stores = redisStores("redis://127.0.0.1:6379", { prefix: "tollgate:" });
+ *   createGateway(config, { secrets, stores });
+ */
+export function redisStores(url: string, opts: RedisStoresOptions = {}): RedisStores {
+  const connection = new RedisConnection(url, opts);
+  return {
+    connection,
+    ledger: new RedisLedger(connection),
+    ownership: new RedisOwnership(connection),
+    kv: new RedisKeyValue(connection),
+    idempotency: new RedisIdempotency(connection),
+    rateLimiter: new RedisRateLimiter(connection),
+    close: () => connection.close(),
+  };
+}
