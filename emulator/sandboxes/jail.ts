@@ -1,6 +1,6 @@
 // One sandbox's isolation: a bubblewrap process holding fresh pid/net/mount/ipc/uts namespaces, entered with nsenter.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readdir, readlink } from "node:fs/promises";
+import { readdir, readFile, readlink } from "node:fs/promises";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
 
 export const BWRAP = "/usr/bin/bwrap";
@@ -95,6 +95,12 @@ export class Jail {
     });
     const initPid = info["child-pid"];
     const pidNamespace = await readlink(`/proc/${initPid}/ns/pid`);
+    // bwrap reports the pid before it has built the mounts; its init forks the command only once they are ready.
+    const deadline = Date.now() + 10_000;
+    while (!(await readFile(`/proc/${initPid}/task/${initPid}/children`, "utf8").catch(() => "")).trim()) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`sandbox ${opts.id} did not finish setting up: ${stderr.trim()}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
     return new Jail(child, initPid, pidNamespace);
   }
 
@@ -128,11 +134,12 @@ export class Jail {
 
   /** Kills the namespace init (the kernel then kills every process in the PID namespace) and waits until none is left. */
   async stop(): Promise<void> {
-    for (const pgid of this.groups) signalGroup(pgid, "SIGKILL");
     if (this.bwrap.pid) signalGroup(this.bwrap.pid, "SIGKILL");
     await this.exited;
     const deadline = Date.now() + 5000;
-    while (Date.now() < deadline && (await this.remainingPids()).length > 0) await new Promise((r) => setTimeout(r, 20));
+    while (Date.now() < deadline && (await this.remainingPids()).length > 0) await new Promise((r) => setTimeout(r, 10));
+    // Whatever nsenter parent is still around has nothing left to wait for.
+    for (const pgid of this.groups) signalGroup(pgid, "SIGKILL");
     this.groups.clear();
   }
 
@@ -142,7 +149,9 @@ export class Jail {
     for (const name of await readdir("/proc").catch(() => [] as string[])) {
       if (!/^\d+$/.test(name)) continue;
       const ns = await readlink(`/proc/${name}/ns/pid`).catch(() => "");
-      if (ns === this.pidNamespace) out.push(Number(name));
+      if (ns !== this.pidNamespace) continue;
+      const stat = await readFile(`/proc/${name}/stat`, "utf8").catch(() => "");
+      if (stat && !/\) Z /.test(stat)) out.push(Number(name));
     }
     return out;
   }

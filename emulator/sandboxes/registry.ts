@@ -90,8 +90,19 @@ export class SandboxService {
     await this.get(id).stop("stopped");
   }
 
+  /**
+   * The runtime origin sandboxes advertise. A loopback IP is swapped for `localhost`: exposed-port hosts are
+   * `<port>-<id>.<runtime-host>`, and a WHATWG URL host ending in a number must be an IPv4 address, so the SDK's
+   * getExposedUrl would throw on `3000-sbx_x.127.0.0.1`.
+   */
+  runtimeOrigin(): string {
+    const u = new URL(this.ctx.runtimeOrigin());
+    if (u.hostname === "127.0.0.1" || u.hostname === "[::1]") u.hostname = "localhost";
+    return u.origin;
+  }
+
   runtimeTarget(id: string) {
-    const host = this.ctx.runtimeOrigin();
+    const host = this.runtimeOrigin();
     return { transport: "regional_proxy" as const, host, baseUrl: `${host}/sandbox/${id}` };
   }
 

@@ -32,7 +32,7 @@ export function sandboxRuntimeRoutes(ctx: EmulatorContext, service: SandboxServi
     if (target) return ports.http(c, target);
     await next();
   });
-  const files = fileRoutes(tokens, () => ctx.runtimeOrigin());
+  const files = fileRoutes(tokens, () => service.runtimeOrigin());
   app.on(["GET", "PUT"], "/sandbox/:id/files/presigned", (c) => files.presigned(c, service.get(c.req.param("id"))));
   const auth = requireRuntimeToken(service, tokens);
   app.use("/sandbox/:id/*", async (c, next) => (c.req.path.endsWith("/files/presigned") ? next() : auth(c, next)));

@@ -119,10 +119,10 @@ export class Sandbox {
     clearTimeout(this.timer);
     this.stopping = (async () => {
       this.watches.stopAll();
-      this.processes.killAll();
-      this.terminals.killAll();
-      for (const a of this.agents.values()) await a.then((x) => x.stop(), () => {});
+      // Killing the namespace first lets each nsenter parent reap its child; killing both at once leaves zombies
+      // for the host's init to collect.
       await this.jail.stop();
+      for (const a of this.agents.values()) await a.then((x) => x.stop(), () => {});
     })();
     return this.stopping;
   }

@@ -12,7 +12,11 @@ export interface SandboxHarness {
 }
 
 export async function startSandboxHarness(opts: EmulatorOptions = {}): Promise<SandboxHarness> {
-  const emu = await startEmulator({ ...opts, modules: ["sandboxes"] });
+  // Errors and warnings only: a failing test then shows why the emulator answered 500.
+  const log = (event: string, fields?: Record<string, unknown>) => {
+    if (/error|warn|unavailable|degraded/.test(event) || fields?.level === "warn") console.error(event, fields);
+  };
+  const emu = await startEmulator({ log, ...opts, modules: ["sandboxes"] });
   const hb = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });
   const mod = emu.modules.find((m) => m.name === "sandboxes") as unknown as { hostPids(id: string): Promise<number[]> };
   return { emu, hb, hostPids: (id) => mod.hostPids(id), close: () => emu.close() };
