@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import type { EmulatorHandle } from "../../emulator/index.js";
+import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { startEmulatorWithChain, search } from "../helpers/paid-stack.js";
+import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
+import { startStallingProxy } from "../helpers/stalling-proxy.js";
+import { startRedisServer, type RedisServer } from "../state/redis-server.js";
+
+const PRICE = 5000n;
+
+describe("a fleet of gateway processes sharing Redis", () => {
+  let emu: EmulatorHandle;
+  let redis: RedisServer;
+  const procs: GatewayProcess[] = [];
+  const keys = { acme: generateTenantKey(), ops: generateTenantKey() };
+
+  async function fleetConfig(prefix: string, extra: { upstream?: string; payments?: Record<string, unknown>; budget?: string } = {}) {
+    const chain = emu.chain!;
+    return {
+      server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+      upstream: { baseUrl: extra.upstream ?? emu.controlUrl, timeoutMs: 60_000 },
+      payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl }, ...extra.payments },
+      cache: { enabled: false },
+      state: { backend: "redis", redisUrl: `${redis.url}/${prefix}` },
+      tenants: [
+        { id: "acme", keys: [{ hash: await hashTenantKey(keys.acme) }], budget: { daily: extra.budget ?? "0.10" } },
+        { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops) }] },
+      ],
+    };
+  }
+
+  beforeAll(async () => {
+    [emu, redis] = await Promise.all([startEmulatorWithChain(), startRedisServer()]);
+  });
+  afterAll(async () => {
+    for (const p of procs) await p.stop().catch(() => {});
+    await emu?.close();
+    await redis?.stop();
+  });
+
+  const adminLedger = async (url: string) =>
+    (await (await fetch(`${url}/_tollgate/admin/ledger?tenant=acme&limit=1000`, { headers: { "x-api-key": keys.ops } })).json()).entries as any[];
+
+  it("200 concurrent paid searches over two instances with budget for 20 → exactly 20 payments, on-chain spend = ledger", async () => {
+    const wallet = await emu.chain!.createFundedWallet(10_000_000n);
+    const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+    const cfg = await fleetConfig("1");
+    const [a, b] = await Promise.all([startGatewayProcess(cfg, env), startGatewayProcess(cfg, env)]);
+    procs.push(a, b);
+    const before = await emu.chain!.balanceOf(wallet.address);
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => search(i % 2 ? a.url : b.url, keys.acme, { query: `fleet query ${i}` })),
+    );
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 402);
+    expect(ok).toHaveLength(20);
+    expect(refused).toHaveLength(180);
+    // Both instances paid some: the budget really is one budget.
+    expect(new Set(ok.map((r) => results.indexOf(r) % 2)).size).toBe(2);
+    for (const r of refused.slice(0, 5)) expect((await r.json()).code).toBe("budget_exceeded");
+    const spent = before - (await emu.chain!.balanceOf(wallet.address));
+    expect(spent).toBe(20n * PRICE);
+    const entries = await adminLedger(a.url);
+    const committed = entries.filter((e) => e.state === "committed");
+    expect(committed).toHaveLength(20);
+    expect(committed.reduce((s, e) => s + BigInt(e.amount), 0n)).toBe(spent);
+    expect(new Set(committed.map((e) => e.instance)).size).toBe(2);
+    await Promise.all([a.stop(), b.stop()]);
+  }, 180_000);
+
+  it("a gateway killed with SIGKILL mid-payment leaves a ledger that reconciles with the chain after restart", async () => {
+    const wallet = await emu.chain!.createFundedWallet(10_000_000n);
+    const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+    const proxy = await startStallingProxy(emu.controlUrl, "forward-then-stall");
+    const cfg = await fleetConfig("2", { upstream: proxy.url, payments: { maxAuthorizationSeconds: 12, reconcileIntervalSeconds: 1 } });
+    const victim = await startGatewayProcess(cfg, env);
+    procs.push(victim);
+    const before = await emu.chain!.balanceOf(wallet.address);
+    const pending = search(victim.url, keys.acme, { query: "killed mid payment" }).catch((e) => e);
+    // Wait until the upstream has settled the payment, then kill the gateway before it hears back.
+    const deadline = Date.now() + 20_000;
+    while (before - (await emu.chain!.balanceOf(wallet.address)) !== PRICE) {
+      if (Date.now() > deadline) throw new Error("payment never settled");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await victim.kill();
+    expect(await pending).toBeInstanceOf(Error);
+
+    const survivor = await startGatewayProcess(cfg, env);
+    procs.push(survivor);
+    let entries = await adminLedger(survivor.url);
+    expect(entries).toHaveLength(1);
+    expect(["reserved", "uncertain"]).toContain(entries[0].state);
+    expect(entries[0].nonce).toMatch(/^0x[0-9a-f]{64}$/);
+    // Held until validBefore: still counted against the budget.
+    const usage = await (await fetch(`${survivor.url}/_tollgate/usage`, { headers: { "x-api-key": keys.acme } })).json();
+    expect(usage.daily.spent).toBe("0.005");
+    // After validBefore the survivor's reconciler settles it from the chain.
+    const until = Date.now() + 40_000;
+    while ((entries = await adminLedger(survivor.url))[0].state !== "committed") {
+      if (Date.now() > until) throw new Error(`not reconciled: ${JSON.stringify(entries[0])}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const spent = before - (await emu.chain!.balanceOf(wallet.address));
+    expect(spent).toBe(BigInt(entries[0].amount));
+    await survivor.stop();
+    await proxy.close();
+  }, 120_000);
+});

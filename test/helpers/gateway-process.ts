@@ -1,0 +1,71 @@
+// Runs `tollgate start --config FILE` as a real separate process (its own process group), for fleet and crash tests.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface GatewayProcess {
+  url: string;
+  pid: number;
+  output: () => string;
+  /** SIGTERM to the process group, SIGKILL after 5 s. */
+  stop(): Promise<void>;
+  /** SIGKILL the whole group at once (a crash). */
+  kill(): Promise<void>;
+}
+
+export async function startGatewayProcess(config: Record<string, unknown>, env: Record<string, string>): Promise<GatewayProcess> {
+  const dir = await mkdtemp(join(tmpdir(), "tg-proc-"));
+  const file = join(dir, "tollgate.json");
+  await writeFile(file, JSON.stringify(config));
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "start", "--config", file], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 30_000);
+    const check = () => {
+      const m = out.match(/listening on (http:\/\/[\d.:]+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout!.on("data", check);
+    child.stderr!.on("data", check);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${out}`));
+    });
+  });
+  const pid = child.pid!;
+  const signalGroup = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      /* already gone */
+    }
+  };
+  return {
+    url,
+    pid,
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      signalGroup("SIGTERM");
+      const t = setTimeout(() => signalGroup("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      signalGroup("SIGKILL");
+      await exited;
+    },
+  };
+}
