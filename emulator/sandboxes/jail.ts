@@ -134,8 +134,16 @@ export class Jail {
 
   /** Kills the namespace init (the kernel then kills every process in the PID namespace) and waits until none is left. */
   async stop(): Promise<void> {
-    if (this.bwrap.pid) signalGroup(this.bwrap.pid, "SIGKILL");
+    // Kill the namespace init, not bwrap: bwrap then reaps it and exits by itself, so no zombie is handed to the
+    // host's init. bwrap itself is only killed if it does not follow within a second.
+    try {
+      process.kill(this.initPid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+    const fallback = setTimeout(() => this.bwrap.pid && signalGroup(this.bwrap.pid, "SIGKILL"), 1000);
     await this.exited;
+    clearTimeout(fallback);
     const deadline = Date.now() + 5000;
     while (Date.now() < deadline && (await this.remainingPids()).length > 0) await new Promise((r) => setTimeout(r, 10));
     // Whatever nsenter parent is still around has nothing left to wait for.

@@ -58,7 +58,6 @@ export class PortRouter {
         method: incoming.method,
         path: incoming.url,
         headers,
-        agent: false,
         createConnection: () => agent.connectPort(target.port) as any,
       });
       upstream.on("response", (res) => {
