@@ -1,6 +1,10 @@
-// Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch.
+// Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch and the
+// Durable Object class that holds shared state.
 import { parseConfig, secretsFromEnv } from "../config/load.js";
+import type { TollgateConfig } from "../config/schema.js";
 import { createGateway, type Gateway } from "./gateway.js";
+import { doStores, hasStateBinding } from "./state/durable-client.js";
+import type { StateStores } from "./state/types.js";
 import { fetchTransport } from "./transport.js";
 import { fetchWebSocketRelay } from "./websocket.js";
 
@@ -13,6 +17,18 @@ export interface WorkerEnv {
   [binding: string]: unknown;
 }
 
+export { TollgateState } from "./state/durable-object.js";
+
+/**
+ * Durable Objects when asked for, and also when merely bound: on Workers the "memory" default would give every isolate
+ * its own budgets. Redis needs the Node entry.
+ */
+function storesFor(config: TollgateConfig, env: WorkerEnv): StateStores | undefined {
+  if (config.state.backend === "durable-objects") return doStores(env);
+  if (config.state.backend === "redis") throw new Error('state.backend "redis" is for the Node entry; on Workers use "durable-objects"');
+  return hasStateBinding(env) ? doStores(env) : undefined;
+}
+
 let cached: { source: string; gateway: Gateway } | undefined;
 
 function gatewayFor(env: WorkerEnv): Gateway {
@@ -20,7 +36,12 @@ function gatewayFor(env: WorkerEnv): Gateway {
   if (cached?.source === source) return cached.gateway;
   const config = parseConfig(JSON.parse(source), "TOLLGATE_CONFIG");
   const secrets = secretsFromEnv(env as Record<string, string | undefined>);
-  const gateway = createGateway(config, { secrets, transport: fetchTransport, webSocketRelay: fetchWebSocketRelay });
+  const gateway = createGateway(config, {
+    secrets,
+    transport: fetchTransport,
+    webSocketRelay: fetchWebSocketRelay,
+    stores: storesFor(config, env),
+  });
   cached = { source, gateway };
   return gateway;
 }

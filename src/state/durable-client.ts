@@ -1,0 +1,221 @@
+// The state interfaces over TollgateState Durable Object stubs (Workers RPC). See ./durable-object.ts for which object
+// holds what. Calls that fail for any reason but the ledger's own refusals reject with StateUnavailableError.
+import { StateUnavailableError } from "./errors.js";
+import type { TollgateStateStub } from "./durable-object.js";
+import type { SequencedEntry, WireLimits } from "./durable-ledger.js";
+import { holdExpiresAt } from "./holds.js";
+import type {
+  BudgetLedger, BudgetLimits, BudgetWindow, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerState,
+  NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, StateStores, StoredResponse, Usage,
+} from "./types.js";
+
+/** The Durable Object namespace binding (`[[durable_objects.bindings]]` in wrangler.toml). */
+export interface StateNamespace {
+  idFromName(name: string): unknown;
+  get(id: unknown): TollgateStateStub;
+}
+
+export const DEFAULT_BINDING = "TOLLGATE_STATE";
+const INDEX_SHARDS = 16;
+const KEY_SHARDS = 32;
+const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
+
+/** FNV-1a: a stable shard for a name, the same in every isolate. */
+function shard(s: string, n: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % n;
+}
+
+function decimal(name: string, v: bigint | string): string {
+  const s = v.toString();
+  if (!/^(0|[1-9]\d*)$/.test(s)) throw new RangeError(`${name} must be a non-negative integer in atomic units, got "${s}"`);
+  return s;
+}
+
+/** Resolves object names (under an optional namespace) to stubs, and maps transport failures to outages. */
+class Objects {
+  constructor(private readonly ns: StateNamespace, private readonly prefix: string) {}
+
+  /** A fresh stub per call: stubs are cheap, and the gateway outlives any one request. */
+  async call<T>(name: string, fn: (stub: TollgateStateStub) => Promise<T>): Promise<T> {
+    try {
+      return await fn(this.ns.get(this.ns.idFromName(this.prefix + name)));
+    } catch (err) {
+      throw new StateUnavailableError(`Durable Object "${name}" is unavailable (${(err as Error)?.message ?? err}); the operation may not have been applied`, { cause: err });
+    }
+  }
+}
+
+function refused(r: { refused: string } | undefined) {
+  if (r) throw new Error(r.refused);
+}
+
+const strip = ({ seq: _seq, ...e }: SequencedEntry): LedgerEntry => e;
+
+export class DurableLedger implements BudgetLedger {
+  /** id -> tenant, learnt at reserve time: the calls that follow a reserve usually come from the same isolate. */
+  private readonly tenants = new Map<string, string>();
+  constructor(private readonly o: Objects) {}
+
+  private remember(id: string, tenant: string) {
+    if (this.tenants.size >= 10_000) this.tenants.clear();
+    this.tenants.set(id, tenant);
+  }
+  private async tenantOf(id: string): Promise<string | undefined> {
+    const known = this.tenants.get(id);
+    if (known !== undefined) return known;
+    const t = await this.o.call(`ledger-index:${shard(id, INDEX_SHARDS)}`, (s) => s.indexTenantOf(id));
+    if (t !== undefined) this.remember(id, t);
+    return t;
+  }
+  private async ledgerOf(id: string) {
+    const t = await this.tenantOf(id);
+    if (t === undefined) throw new Error(`ledger entry ${id} not found`);
+    return `ledger:${t}`;
+  }
+  private async allTenants(): Promise<string[]> {
+    const shards = await Promise.all(
+      Array.from({ length: INDEX_SHARDS }, (_, i) => this.o.call(`ledger-index:${i}`, (s) => s.indexTenants())),
+    );
+    return [...new Set(shards.flat())];
+  }
+
+  async reserve(e: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult> {
+    const amount = decimal("amount", e.amount);
+    const wire: WireLimits = {};
+    for (const w of WINDOWS) if (limits[w] !== undefined) wire[w] = decimal(`${w} limit`, limits[w]!);
+    // The index first: an entry must never exist that commit/release cannot find by its id.
+    await this.o.call(`ledger-index:${shard(e.id, INDEX_SHARDS)}`, (s) => s.indexPut(e.id, e.tenant));
+    this.remember(e.id, e.tenant);
+    const r = await this.o.call(`ledger:${e.tenant}`, (s) => s.ledgerReserve({ ...e, amount }, wire, now));
+    if (r.ok) return r;
+    return { ok: false, window: r.window, limit: BigInt(r.limit), spent: BigInt(r.spent), resetAt: r.resetAt };
+  }
+  async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
+    refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerSigned(id, f, now)));
+  }
+  private async transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>) {
+    refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerTransition(id, to, now, patch)));
+  }
+  commit(id: string, transaction: string | undefined, now: number) {
+    return this.transition(id, "committed", now, transaction ? { transaction } : {});
+  }
+  release(id: string, reason: string, now: number) {
+    return this.transition(id, "released", now, { reason });
+  }
+  markUncertain(id: string, reason: string, now: number) {
+    return this.transition(id, "uncertain", now, { reason });
+  }
+  async get(id: string) {
+    const t = await this.tenantOf(id);
+    return t === undefined ? undefined : this.o.call(`ledger:${t}`, (s) => s.ledgerGet(id));
+  }
+  async list(f: { tenant?: string; state?: LedgerState; limit?: number }) {
+    if (f.tenant !== undefined) return (await this.o.call(`ledger:${f.tenant}`, (s) => s.ledgerList(f.state, f.limit))).map(strip);
+    // Across tenants: each object's newest, merged. Sequences are per object, so ties on createdAt order arbitrarily.
+    const tenants = await this.allTenants();
+    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerList(f.state, f.limit))));
+    const merged = lists.flat().sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq);
+    return (f.limit ? merged.slice(0, f.limit) : merged).map(strip);
+  }
+  async usage(tenant: string, now: number): Promise<Usage> {
+    const u = await this.o.call(`ledger:${tenant}`, (s) => s.ledgerUsage(tenant, now));
+    return { daily: BigInt(u.daily), monthly: BigInt(u.monthly), total: BigInt(u.total) };
+  }
+  async expiredHolds(now: number, limit: number) {
+    const tenants = await this.allTenants();
+    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(now, limit))));
+    return lists.flat().sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b)).slice(0, limit);
+  }
+}
+
+export class DurableOwnership implements OwnershipRegistry {
+  constructor(private readonly o: Objects) {}
+  async claim(kind: ResourceKind, id: string, tenant: string) {
+    await this.o.call("ownership", (s) => s.ownClaim(kind, id, tenant));
+  }
+  owner(kind: ResourceKind, id: string) {
+    return this.o.call("ownership", (s) => s.ownOwner(kind, id));
+  }
+  list(kind: ResourceKind, tenant: string) {
+    return this.o.call("ownership", (s) => s.ownList(kind, tenant));
+  }
+  async setActive(kind: ResourceKind, id: string, active: boolean) {
+    await this.o.call("ownership", (s) => s.ownSetActive(kind, id, active));
+  }
+  activeCount(kind: ResourceKind, tenant: string) {
+    return this.o.call("ownership", (s) => s.ownActiveCount(kind, tenant));
+  }
+}
+
+const keyObject = (key: string) => `keys:${shard(key, KEY_SHARDS)}`;
+
+export class DurableKeyValue implements KeyValueStore {
+  constructor(private readonly o: Objects) {}
+  get(key: string) {
+    return this.o.call(keyObject(key), (s) => s.kvGet(key));
+  }
+  async set(key: string, value: string, ttlMs: number) {
+    await this.o.call(keyObject(key), (s) => s.kvSet(key, value, ttlMs));
+  }
+  async delete(key: string) {
+    await this.o.call(keyObject(key), (s) => s.kvDelete(key));
+  }
+  incrBy(key: string, by: number, ttlMs: number) {
+    return this.o.call(keyObject(key), (s) => s.kvIncrBy(key, by, ttlMs));
+  }
+}
+
+export class DurableIdempotency implements IdempotencyStore {
+  constructor(private readonly o: Objects) {}
+  begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
+    return this.o.call(keyObject(`idem:${key}`), (s) => s.idemBegin(key, leaseMs));
+  }
+  async complete(key: string, response: StoredResponse, ttlMs: number) {
+    await this.o.call(keyObject(`idem:${key}`), (s) => s.idemComplete(key, response, ttlMs));
+  }
+  async abandon(key: string) {
+    await this.o.call(keyObject(`idem:${key}`), (s) => s.idemAbandon(key));
+  }
+}
+
+export class DurableRateLimiter implements RateLimiter {
+  constructor(private readonly kv: KeyValueStore) {}
+  async hit(key: string, limit: number, windowMs: number, now: number) {
+    const windowStart = Math.floor(now / windowMs) * windowMs;
+    const n = await this.kv.incrBy(`rl:${key}:${windowStart}`, 1, windowMs + 1000);
+    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
+  }
+}
+
+export interface DurableStoresOptions {
+  /** The binding's name in env (default TOLLGATE_STATE). */
+  binding?: string;
+  /** Prepended to every object name, so several deployments (or tests) can share one namespace. */
+  namespace?: string;
+}
+
+/** True when env carries the TollgateState binding. */
+export function hasStateBinding(env: Record<string, unknown>, binding = DEFAULT_BINDING): boolean {
+  const ns = env[binding] as Partial<StateNamespace> | undefined;
+  return typeof ns?.idFromName === "function" && typeof ns?.get === "function";
+}
+
+/** State stores on TollgateState Durable Objects; several isolates and colos share budgets exactly. */
+export function doStores(env: Record<string, unknown>, opts: DurableStoresOptions = {}): StateStores {
+  const binding = opts.binding ?? DEFAULT_BINDING;
+  if (!hasStateBinding(env, binding)) {
+    throw new Error(`state.backend "durable-objects" needs the Durable Object binding ${binding} (see wrangler.toml)`);
+  }
+  const o = new Objects(env[binding] as StateNamespace, opts.namespace ? `${opts.namespace}/` : "");
+  const kv = new DurableKeyValue(o);
+  return {
+    ledger: new DurableLedger(o),
+    ownership: new DurableOwnership(o),
+    kv,
+    idempotency: new DurableIdempotency(o),
+    rateLimiter: new DurableRateLimiter(kv),
+    async close() {},
+  };
+}

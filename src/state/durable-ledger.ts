@@ -1,0 +1,115 @@
+// One tenant's ledger inside its Durable Object: entries and window counters in SQLite. Every method is synchronous
+// and runs in one storage transaction, so nothing can interleave with it: reserve checks and counts atomically.
+import { HELD, holdExpiresAt } from "./holds.js";
+import type { BudgetWindow, LedgerEntry, LedgerState, NewLedgerEntry } from "./types.js";
+import { COUNTED, dayOf, firstExceeded, monthOf, resetAt, windowKeys } from "./windows.js";
+
+/** The part of a SQLite-backed Durable Object's storage this backend uses. */
+export interface SqlLike {
+  exec(query: string, ...bindings: unknown[]): { toArray(): Record<string, unknown>[] };
+}
+
+/** Limits travel as decimal strings: bigint is not guaranteed across every RPC boundary. */
+export type WireLimits = Partial<Record<BudgetWindow, string>>;
+export type WireUsage = Record<BudgetWindow, string>;
+export type WireReserveResult =
+  | { ok: true; entry: LedgerEntry }
+  | { ok: false; window: BudgetWindow; limit: string; spent: string; resetAt: string | null };
+/** An entry with the position it was written at, so lists from several tenants' objects can be merged. */
+export type SequencedEntry = LedgerEntry & { seq: number };
+
+export const LEDGER_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, state TEXT NOT NULL,
+     hold_until INTEGER, body TEXT NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS ledger_by_state ON ledger (state, seq)`,
+  `CREATE INDEX IF NOT EXISTS ledger_holds ON ledger (hold_until) WHERE hold_until IS NOT NULL`,
+  `CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+];
+
+export class LedgerTables {
+  constructor(private readonly sql: SqlLike) {
+    for (const q of LEDGER_SCHEMA) sql.exec(q);
+  }
+
+  private counter(key: string): bigint {
+    const row = this.sql.exec("SELECT value FROM counters WHERE key = ?", key).toArray()[0];
+    return row ? BigInt(row.value as string) : 0n;
+  }
+  private add(key: string, by: bigint) {
+    this.sql.exec(
+      "INSERT INTO counters (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = ?",
+      key, by.toString(), (this.counter(key) + by).toString(),
+    );
+  }
+  private addAll(e: Pick<LedgerEntry, "tenant" | "day" | "month">, by: bigint) {
+    const k = windowKeys(e.tenant, e.day, e.month);
+    this.add(k.daily, by);
+    this.add(k.monthly, by);
+    this.add(k.total, by);
+  }
+  private write(e: LedgerEntry) {
+    const hold = HELD.has(e.state) ? holdExpiresAt(e) : null;
+    this.sql.exec("UPDATE ledger SET state = ?, hold_until = ?, body = ? WHERE id = ?", e.state, hold, JSON.stringify(e), e.id);
+  }
+  private rows(query: string, ...bindings: unknown[]): SequencedEntry[] {
+    return this.sql.exec(query, ...bindings).toArray().map((r) => ({ ...(JSON.parse(r.body as string) as LedgerEntry), seq: r.seq as number }));
+  }
+
+  usage(tenant: string, now: number): WireUsage {
+    const k = windowKeys(tenant, dayOf(now), monthOf(now));
+    return { daily: this.counter(k.daily).toString(), monthly: this.counter(k.monthly).toString(), total: this.counter(k.total).toString() };
+  }
+
+  get(id: string): LedgerEntry | undefined {
+    const e = this.rows("SELECT seq, body FROM ledger WHERE id = ?", id)[0];
+    if (!e) return undefined;
+    const { seq: _seq, ...entry } = e;
+    return entry;
+  }
+
+  reserve(e: NewLedgerEntry, limits: WireLimits, now: number): WireReserveResult {
+    const existing = this.get(e.id);
+    if (existing) return { ok: true, entry: existing };
+    const day = dayOf(now);
+    const month = monthOf(now);
+    const usage = this.usage(e.tenant, now);
+    const big = { daily: BigInt(usage.daily), monthly: BigInt(usage.monthly), total: BigInt(usage.total) };
+    const lim = Object.fromEntries(Object.entries(limits).map(([w, v]) => [w, BigInt(v!)]));
+    const amount = BigInt(e.amount);
+    const over = firstExceeded(big, amount, lim);
+    if (over) return { ok: false, window: over, limit: limits[over]!, spent: usage[over], resetAt: resetAt(over, now) };
+    const entry: LedgerEntry = { ...e, state: "reserved", day, month, createdAt: now, updatedAt: now };
+    this.addAll(entry, amount);
+    this.sql.exec("INSERT INTO ledger (id, state, hold_until, body) VALUES (?, ?, ?, ?)", e.id, entry.state, holdExpiresAt(entry), JSON.stringify(entry));
+    return { ok: true, entry };
+  }
+
+  signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
+    const e = this.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    this.write({ ...e, ...f, updatedAt: now });
+  }
+
+  transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>) {
+    const e = this.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    if (e.state === "committed" || e.state === "released") {
+      if (e.state === to) return;
+      throw new Error(`ledger entry ${id} is ${e.state}, cannot become ${to}`);
+    }
+    if (COUNTED.has(e.state) && !COUNTED.has(to)) this.addAll(e, -BigInt(e.amount));
+    const clean = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+    this.write({ ...e, ...clean, state: to, updatedAt: now });
+  }
+
+  list(state: LedgerState | undefined, limit: number | undefined): SequencedEntry[] {
+    const n = limit && limit > 0 ? limit : -1;
+    return state
+      ? this.rows("SELECT seq, body FROM ledger WHERE state = ? ORDER BY seq DESC LIMIT ?", state, n)
+      : this.rows("SELECT seq, body FROM ledger ORDER BY seq DESC LIMIT ?", n);
+  }
+
+  expiredHolds(now: number, limit: number): LedgerEntry[] {
+    return this.rows("SELECT seq, body FROM ledger WHERE hold_until <= ? ORDER BY hold_until, seq LIMIT ?", now, limit).map(({ seq: _s, ...e }) => e);
+  }
+}

@@ -1,0 +1,205 @@
+// The TollgateState Durable Object: shared state for Tollgate on Workers, in SQLite-backed storage.
+//
+// Partitioning (names are built by ./durable-client.ts):
+//   ledger:<tenant>      one object per tenant: its entries and window counters. A reserve touches only its tenant, so
+//                        budgets are exact (one object serialises its own calls) and tenants never wait for each other.
+//   ledger-index:<0-15>  id -> tenant, sharded by id: commit/release/get name only the id. Also the set of tenants, for
+//                        the rare cross-tenant reads (an operator's list, the reconciler's expired holds).
+//   ownership            one object: claims are rare (a sandbox or session start) and need lookups by id and by tenant.
+//   keys:<0-31>          expiring values, idempotency keys and rate-limit counters, sharded by key: no operation spans
+//                        two keys, so shards scale them out; an alarm deletes expired rows.
+// Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
+import { DurableObject } from "cloudflare:workers";
+import { LedgerTables, type SqlLike, type WireLimits } from "./durable-ledger.js";
+import type { IdempotencyBegin, LedgerEntry, LedgerState, NewLedgerEntry, ResourceKind, StoredResponse } from "./types.js";
+
+interface StorageLike {
+  sql: SqlLike;
+  transactionSync<T>(fn: () => T): T;
+  getAlarm(): Promise<number | null>;
+  setAlarm(at: number): Promise<void>;
+}
+
+/**
+ * The ledger's refusals (unknown id, illegal transition) travel back as values: an exception thrown across RPC is
+ * logged by the runtime as uncaught, and would be indistinguishable from an outage.
+ */
+function refusal(fn: () => void): { refused: string } | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith("ledger entry ")) return { refused: err.message };
+    throw err;
+  }
+}
+
+const SWEEP_MS = 5 * 60_000;
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS ledger_index (id TEXT PRIMARY KEY, tenant TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS tenants (tenant TEXT PRIMARY KEY)`,
+  `CREATE TABLE IF NOT EXISTS owners (kind TEXT NOT NULL, id TEXT NOT NULL, tenant TEXT NOT NULL, active INTEGER NOT NULL,
+     seq INTEGER NOT NULL, PRIMARY KEY (kind, id))`,
+  `CREATE INDEX IF NOT EXISTS owners_by_tenant ON owners (kind, tenant, seq)`,
+  `CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS idem (key TEXT PRIMARY KEY, pending INTEGER NOT NULL, response TEXT, expires_at INTEGER NOT NULL)`,
+];
+
+export class TollgateState extends DurableObject {
+  private readonly storage: StorageLike;
+  private readonly sql: SqlLike;
+  private readonly ledger: LedgerTables;
+  private sweepArmed = false;
+
+  constructor(ctx: unknown, env: unknown) {
+    super(ctx, env);
+    this.storage = (this.ctx as { storage: StorageLike }).storage;
+    this.sql = this.storage.sql;
+    for (const q of SCHEMA) this.sql.exec(q);
+    this.ledger = new LedgerTables(this.sql);
+  }
+
+  private tx<T>(fn: () => T): T {
+    return this.storage.transactionSync(fn);
+  }
+  private rows(query: string, ...bindings: unknown[]) {
+    return this.sql.exec(query, ...bindings).toArray();
+  }
+
+  // ledger:<tenant>
+  ledgerReserve(e: NewLedgerEntry, limits: WireLimits, now: number) {
+    return this.tx(() => this.ledger.reserve(e, limits, now));
+  }
+  ledgerSigned(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
+    return refusal(() => this.tx(() => this.ledger.signed(id, f, now)));
+  }
+  ledgerTransition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>) {
+    return refusal(() => this.tx(() => this.ledger.transition(id, to, now, patch)));
+  }
+  ledgerGet(id: string) {
+    return this.ledger.get(id);
+  }
+  ledgerList(state: LedgerState | undefined, limit: number | undefined) {
+    return this.ledger.list(state, limit);
+  }
+  ledgerUsage(tenant: string, now: number) {
+    return this.ledger.usage(tenant, now);
+  }
+  ledgerExpiredHolds(now: number, limit: number) {
+    return this.ledger.expiredHolds(now, limit);
+  }
+
+  // ledger-index:<n>
+  indexPut(id: string, tenant: string) {
+    this.tx(() => {
+      this.sql.exec("INSERT INTO ledger_index (id, tenant) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", id, tenant);
+      this.sql.exec("INSERT INTO tenants (tenant) VALUES (?) ON CONFLICT (tenant) DO NOTHING", tenant);
+    });
+  }
+  indexTenantOf(id: string): string | undefined {
+    return this.rows("SELECT tenant FROM ledger_index WHERE id = ?", id)[0]?.tenant as string | undefined;
+  }
+  indexTenants(): string[] {
+    return this.rows("SELECT tenant FROM tenants ORDER BY tenant").map((r) => r.tenant as string);
+  }
+
+  // ownership
+  ownClaim(kind: ResourceKind, id: string, tenant: string) {
+    this.tx(() => {
+      const seq = ((this.rows("SELECT MAX(seq) AS s FROM owners")[0]?.s as number | null) ?? 0) + 1;
+      this.sql.exec(
+        "INSERT INTO owners (kind, id, tenant, active, seq) VALUES (?, ?, ?, 1, ?) ON CONFLICT (kind, id) DO UPDATE SET tenant = ?, active = 1, seq = ?",
+        kind, id, tenant, seq, tenant, seq,
+      );
+    });
+  }
+  ownOwner(kind: ResourceKind, id: string): string | undefined {
+    return this.rows("SELECT tenant FROM owners WHERE kind = ? AND id = ?", kind, id)[0]?.tenant as string | undefined;
+  }
+  ownList(kind: ResourceKind, tenant: string): string[] {
+    return this.rows("SELECT id FROM owners WHERE kind = ? AND tenant = ? ORDER BY seq DESC", kind, tenant).map((r) => r.id as string);
+  }
+  ownSetActive(kind: ResourceKind, id: string, active: boolean) {
+    this.sql.exec("UPDATE owners SET active = ? WHERE kind = ? AND id = ?", active ? 1 : 0, kind, id);
+  }
+  ownActiveCount(kind: ResourceKind, tenant: string): number {
+    return this.rows("SELECT COUNT(*) AS n FROM owners WHERE kind = ? AND tenant = ? AND active = 1", kind, tenant)[0].n as number;
+  }
+
+  // keys:<n>
+  private live(table: "kv" | "idem", key: string) {
+    const row = this.rows(`SELECT * FROM ${table} WHERE key = ?`, key)[0];
+    if (row && (row.expires_at as number) <= Date.now()) {
+      this.sql.exec(`DELETE FROM ${table} WHERE key = ?`, key);
+      return undefined;
+    }
+    return row;
+  }
+  private armSweep() {
+    if (this.sweepArmed) return;
+    this.sweepArmed = true;
+    void this.storage.getAlarm().then((at) => (at === null ? this.storage.setAlarm(Date.now() + SWEEP_MS) : undefined));
+  }
+  async alarm() {
+    const now = Date.now();
+    this.sql.exec("DELETE FROM kv WHERE expires_at <= ?", now);
+    this.sql.exec("DELETE FROM idem WHERE expires_at <= ?", now);
+    const left = (this.rows("SELECT (SELECT COUNT(*) FROM kv) + (SELECT COUNT(*) FROM idem) AS n")[0].n as number) > 0;
+    this.sweepArmed = left;
+    if (left) await this.storage.setAlarm(now + SWEEP_MS);
+  }
+
+  kvGet(key: string): string | undefined {
+    return this.tx(() => this.live("kv", key)?.value as string | undefined);
+  }
+  kvSet(key: string, value: string, ttlMs: number) {
+    const exp = Date.now() + ttlMs;
+    this.sql.exec("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = ?, expires_at = ?", key, value, exp, value, exp);
+    this.armSweep();
+  }
+  kvDelete(key: string) {
+    this.sql.exec("DELETE FROM kv WHERE key = ?", key);
+  }
+  kvIncrBy(key: string, by: number, ttlMs: number): number {
+    const n = this.tx(() => {
+      const row = this.live("kv", key);
+      const next = (row ? Number(row.value) : 0) + by;
+      if (row) this.sql.exec("UPDATE kv SET value = ? WHERE key = ?", String(next), key);
+      else this.sql.exec("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?)", key, String(next), Date.now() + ttlMs);
+      return next;
+    });
+    this.armSweep();
+    return n;
+  }
+
+  idemBegin(key: string, leaseMs: number): IdempotencyBegin {
+    const r = this.tx((): IdempotencyBegin => {
+      const row = this.live("idem", key);
+      if (row) return row.pending ? { state: "pending" } : { state: "done", response: JSON.parse(row.response as string) as StoredResponse };
+      this.sql.exec("INSERT INTO idem (key, pending, response, expires_at) VALUES (?, 1, NULL, ?)", key, Date.now() + leaseMs);
+      return { state: "new" };
+    });
+    this.armSweep();
+    return r;
+  }
+  idemComplete(key: string, response: StoredResponse, ttlMs: number) {
+    const exp = Date.now() + ttlMs;
+    const body = JSON.stringify(response);
+    this.sql.exec(
+      "INSERT INTO idem (key, pending, response, expires_at) VALUES (?, 0, ?, ?) ON CONFLICT (key) DO UPDATE SET pending = 0, response = ?, expires_at = ?",
+      key, body, exp, body, exp,
+    );
+    this.armSweep();
+  }
+  idemAbandon(key: string) {
+    this.sql.exec("DELETE FROM idem WHERE key = ?", key);
+  }
+}
+
+/** The methods a client calls on a TollgateState stub; each returns a promise across the RPC boundary. */
+export type TollgateStateStub = {
+  [K in keyof TollgateState as TollgateState[K] extends (...a: any[]) => any ? K : never]: TollgateState[K] extends (...a: infer A) => infer R
+    ? (...a: A) => Promise<Awaited<R>>
+    : never;
+};
