@@ -68,7 +68,7 @@ Demo tenants (keys are new on every start):
   ops     ${stack.tenants.ops}   admin
 
 Try it:
-  curl -s ${g}/x402/web/search -H 'x-api-key: ${k}' -H 'content-type: application/json' -d '{"query":"edge proxy"}'
+  curl -s ${g}/x402/web/search -H 'x-api-key: ${k}' -H 'content-type: application/json' -d '{"query":"electric vehicle charging"}'
   curl -s ${g}/_tollgate/usage -H 'x-api-key: ${k}'
 
   // SDK (npm i @hyperbrowser/sdk)
