@@ -24,6 +24,11 @@ import type { StateStores } from "./state/types.js";
 import { TokenService } from "./tokens.js";
 import type { GatewayServices } from "./services.js";
 import { usageRoutes } from "./routes/usage.js";
+import { cdpRoutes } from "./routes/cdp.js";
+import { sessionRoutes } from "./routes/sessions.js";
+import { tokenRoutes } from "./routes/tokens.js";
+import { quotas } from "../middleware/quota/index.js";
+import { rateLimit } from "../middleware/rate-limit/index.js";
 import { x402Routes } from "./routes/x402.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
 
@@ -90,15 +95,18 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   app.use(requestId());
   app.use(accessLog(logger));
+  const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
+  for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);
   app.route(OWN_PREFIX, ownRoutes(directory));
   // [mount: exposed ports by Host]
   // [mount: runtime plane /sandbox/:id/*]
-  // [mount: CDP relay and computer actions]
-  // [mount: keyless tokens and usage under /_tollgate]
+  app.route("/", cdpRoutes(services));
+  app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
+  app.use(quotas(services)); // [mount: quotas, before every creation route below]
   app.route(OWN_PREFIX, usageRoutes(services));
   app.route("/", x402Routes(services));
   // [mount: sandboxes control plane]
-  // [mount: sessions control plane]
+  app.route("/", sessionRoutes(services));
 
   // Remaining upstream surfaces, fronted for authenticated tenants and forwarded as they are.
   app.all("*", async (c) => {

@@ -1,0 +1,62 @@
+// Pure rewriting of the upstream's session responses so that CDP, computer actions and links point at the gateway.
+
+/** The upstream endpoints of one session, kept server-side (never shown to a client). */
+export interface SessionEndpoints {
+  wsEndpoint?: string;
+  computerActionEndpoint?: string;
+}
+
+export interface SessionRewriteContext {
+  /** Origin clients reach the gateway at, e.g. `https://gw.example.com` (no trailing slash). */
+  publicOrigin: string;
+  /** Gateway token (kind session, scopes cdp + computer) that replaces the upstream session token. */
+  sessionToken: string;
+}
+
+/**
+ * Fields that carry upstream access and that the gateway cannot relay: the live view (its own token, served by the
+ * upstream's live-view host) and WebDriver. They are dropped rather than leaked; see docs/sessions.md.
+ */
+export const DROPPED_SESSION_FIELDS = ["liveUrl", "liveDomain", "webdriverEndpoint"] as const;
+
+/** `ws(s)://<gateway>/devtools/browser/<id>?token=<gateway token>`: what puppeteer and playwright connect to. */
+export function gatewayWsEndpoint(publicOrigin: string, sessionId: string, token: string): string {
+  const ws = publicOrigin.replace(/^http/, "ws");
+  return `${ws}/devtools/browser/${encodeURIComponent(sessionId)}?token=${encodeURIComponent(token)}`;
+}
+
+/** `<gateway>/_tollgate/computer-action/<id>`: the SDK posts here with the tenant key (or a session token). */
+export function gatewayComputerActionEndpoint(publicOrigin: string, sessionId: string): string {
+  return `${publicOrigin}/_tollgate/computer-action/${encodeURIComponent(sessionId)}`;
+}
+
+export function gatewaySessionUrl(publicOrigin: string, sessionId: string): string {
+  return `${publicOrigin}/api/session/${encodeURIComponent(sessionId)}`;
+}
+
+/** The upstream endpoints to keep server-side, read from a detail response. */
+export function sessionEndpointsOf(detail: Record<string, unknown>): SessionEndpoints {
+  const str = (v: unknown) => (typeof v === "string" && v ? v : undefined);
+  return { wsEndpoint: str(detail.wsEndpoint), computerActionEndpoint: str(detail.computerActionEndpoint) };
+}
+
+/** A `Session` list entry: only `sessionUrl` points anywhere. */
+export function rewriteSessionSummary<T extends Record<string, any>>(s: T, publicOrigin: string): T {
+  const out: Record<string, any> = { ...s };
+  if ("sessionUrl" in s) out.sessionUrl = gatewaySessionUrl(publicOrigin, String(s.id));
+  for (const f of DROPPED_SESSION_FIELDS) delete out[f];
+  return out as T;
+}
+
+/**
+ * A `SessionDetail` as the gateway shows it: wsEndpoint and computerActionEndpoint on the gateway, the upstream
+ * session token replaced by a gateway token, and URLs the gateway cannot relay removed.
+ */
+export function rewriteSessionDetail<T extends Record<string, any>>(detail: T, ctx: SessionRewriteContext): T {
+  const id = String(detail.id);
+  const out: Record<string, any> = rewriteSessionSummary(detail, ctx.publicOrigin);
+  if (detail.wsEndpoint) out.wsEndpoint = gatewayWsEndpoint(ctx.publicOrigin, id, ctx.sessionToken);
+  if (detail.computerActionEndpoint) out.computerActionEndpoint = gatewayComputerActionEndpoint(ctx.publicOrigin, id);
+  if ("token" in detail) out.token = detail.token ? ctx.sessionToken : detail.token;
+  return out as T;
+}

@@ -1,0 +1,63 @@
+// Browser traffic of a session through the gateway: the CDP WebSocket relay and the computer-action endpoint.
+import { Hono, type Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError, errors } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { Upstream } from "../upstream.js";
+import { isWebSocketUpgrade } from "../websocket.js";
+import { OWN_PREFIX } from "./own.js";
+import { authenticateSessionCaller, sessionEndpoints } from "./session-access.js";
+
+const MAX_ACTION_BODY = 64 * 1024;
+
+/** The upstream URL, once checked against the hosts the gateway may follow. */
+function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
+  if (!url) throw new GatewayError(409, "session_endpoint_unavailable", `Session ${id} has no ${what} upstream (is it still active?).`);
+  if (!services.upstream.isAllowedUrl(url)) {
+    services.logger.error("session endpoint outside upstream.allowedHosts", { sessionId: id, what, host: new URL(url).host });
+    throw new GatewayError(502, "upstream_host_not_allowed", `The upstream's ${what} for this session is on a host the gateway is not configured to follow (upstream.allowedHosts).`);
+  }
+  return url;
+}
+
+export function cdpRoutes(services: GatewayServices): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+
+  // wsEndpoint: ws(s)://<gateway>/devtools/browser/<id>?token=… → the upstream wsEndpoint, kept server-side.
+  app.get("/devtools/browser/:id", async (c) => {
+    const id = c.req.param("id");
+    await authenticateSessionCaller(c, services, id, "cdp");
+    if (!isWebSocketUpgrade(c.req.raw)) {
+      throw new GatewayError(426, "upgrade_required", "This is a CDP WebSocket endpoint; connect with puppeteer.connect({browserWSEndpoint}) or chromium.connectOverCDP().");
+    }
+    const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
+    c.get("logFields").route = "/devtools/browser/:id";
+    return services.webSocketRelay(c, { url, headers: {} });
+  });
+
+  // computerActionEndpoint: the SDK posts here verbatim with x-api-key; keyless clients use a session token.
+  app.post(`${OWN_PREFIX}/computer-action/:id`, async (c) => {
+    const id = c.req.param("id");
+    await authenticateSessionCaller(c, services, id, "computer");
+    const body = await c.req.text();
+    if (body.length > MAX_ACTION_BODY) throw new GatewayError(413, "body_too_large", `Computer-action bodies are limited to ${MAX_ACTION_BODY} bytes.`);
+    const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).computerActionEndpoint, "computerActionEndpoint", id);
+    c.get("logFields").route = "/_tollgate/computer-action/:id";
+    return Upstream.relay(await postAbsolute(c, services, url, body));
+  });
+
+  return app;
+}
+
+/** POSTs to an absolute upstream URL with the API key (computer actions live outside `/api`). */
+async function postAbsolute(c: Context<GatewayEnv>, services: GatewayServices, url: string, body: string): Promise<Response> {
+  const headers = services.upstream.controlHeaders(c.get("requestId"));
+  headers.set("content-type", "application/json");
+  // Screenshots and held keys can take a while; the configured upstream timeout bounds the wait for headers.
+  const signal = AbortSignal.timeout(services.config.upstream.timeoutMs);
+  try {
+    return await services.upstream.transport.request({ url, method: "POST", headers, body, signal });
+  } catch {
+    throw signal.aborted ? errors.upstreamTimeout() : errors.upstreamUnavailable();
+  }
+}

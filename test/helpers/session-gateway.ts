@@ -1,0 +1,61 @@
+// The emulator (sessions half, optionally sandboxes) and a Node gateway in front of it, with tenants and their keys.
+import { randomBytes } from "node:crypto";
+import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
+import { parseConfig } from "../../config/load.js";
+import { startNodeGateway, type RunningGateway } from "../../src/node.js";
+import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+
+export interface TenantSpec {
+  id: string;
+  scopes?: string[];
+  quotas?: Record<string, unknown>;
+}
+
+export interface SessionGateway {
+  emulator: EmulatorHandle;
+  gateway: RunningGateway;
+  keys: Record<string, string>;
+  logs: string[];
+  close(): Promise<void>;
+}
+
+export async function startSessionGateway(
+  tenants: TenantSpec[],
+  opts: { modules?: Array<"sandboxes" | "sessions">; tokens?: { ttlSeconds: number } } = {},
+): Promise<SessionGateway> {
+  const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"] });
+  try {
+    const keys: Record<string, string> = {};
+    const tenantConfigs = [];
+    for (const t of tenants) {
+      keys[t.id] = generateTenantKey();
+      tenantConfigs.push({ scopes: ["search", "sessions", "sandboxes"], ...t, keys: [{ hash: await hashTenantKey(keys[t.id]!) }] });
+    }
+    const hostOf = (u: string) => new URL(u).host;
+    const config = parseConfig({
+      server: { host: "127.0.0.1", port: 0, logLevel: "info" },
+      upstream: { baseUrl: emulator.controlUrl, allowedHosts: [hostOf(emulator.controlUrl), hostOf(emulator.runtimeUrl)] },
+      tokens: opts.tokens,
+      tenants: tenantConfigs,
+    });
+    const logs: string[] = [];
+    const gateway = await startNodeGateway({
+      config,
+      secrets: { upstreamApiKey: emulator.apiKey, tokenSecret: randomBytes(32).toString("hex") },
+      logSink: (l) => logs.push(l),
+    });
+    return {
+      emulator,
+      gateway,
+      keys,
+      logs,
+      async close() {
+        await gateway.close();
+        await emulator.close();
+      },
+    };
+  } catch (err) {
+    await emulator.close();
+    throw err;
+  }
+}
