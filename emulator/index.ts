@@ -76,7 +76,22 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     await rm(stateDir, { recursive: true, force: true }).catch(() => {});
   };
   try {
-    if (wanted.has("sandboxes")) modules.push(await createSandboxModule(ctx));
+    // The sandbox images and the chain take the longest to prepare: start them side by side.
+    const startingChain =
+      wanted.has("x402") && typeof opts.chain !== "object" && opts.chain !== false
+        ? startChain({ host, log }).then((c) => ((chain = c), (ownsChain = true), c))
+        : undefined;
+    const sandboxes = wanted.has("sandboxes") ? createSandboxModule(ctx) : undefined;
+    const [sbx] = await Promise.allSettled([sandboxes, startingChain]).then((rs) => {
+      const failed = rs.find((r) => r.status === "rejected");
+      if (failed) {
+        // Whichever half did start is closed by closeAll below.
+        if (rs[0].status === "fulfilled" && rs[0].value) modules.push(rs[0].value);
+        throw (failed as PromiseRejectedResult).reason;
+      }
+      return rs.map((r) => (r as PromiseFulfilledResult<any>).value);
+    });
+    if (sbx) modules.push(sbx);
     let sessions: Awaited<ReturnType<typeof createSessionModule>> | undefined;
     if (wanted.has("sessions") || wanted.has("x402")) {
       sessions = await createSessionModule(ctx);
@@ -84,10 +99,6 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     }
     if (wanted.has("x402")) {
       if (typeof opts.chain === "object") chain = opts.chain;
-      else if (opts.chain !== false) {
-        chain = await startChain({ host, log });
-        ownsChain = true;
-      }
       if (chain) modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices }));
     }
   } catch (err) {
