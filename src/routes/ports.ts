@@ -1,0 +1,121 @@
+// Exposed ports by Host `<port>-<id>.<gateway host>`: HTTP and WebSocket relayed to the upstream's port host; auth:true
+// ports admitted with the gateway token (Bearer) or the cookie its browserUrl bootstrap sets, then the upstream bearer.
+import type { Context, MiddlewareHandler } from "hono";
+import { decodeJwt } from "jose";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import type { GatewayToken } from "../tokens.js";
+import { forwardableRequestHeaders, forwardableResponseHeaders } from "../transport.js";
+import { isWebSocketUpgrade } from "../websocket.js";
+import { parseExposedHost, upstreamExposedHost } from "../rewrite/sandbox.js";
+import { sandboxCustody, sandboxNotFound } from "../sandbox/custody.js";
+import { isPublicHostFor } from "../sandbox/public-origin.js";
+import { sendUpstream } from "../sandbox/runtime-forward.js";
+
+export const PORT_COOKIE = "tollgate_port";
+const BOOTSTRAP_PATH = "/_hb/auth";
+const WS_OWN_HEADERS = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"];
+
+function bearerOf(headers: Headers): string | undefined {
+  const m = headers.get("authorization")?.match(/^bearer\s+(.+)$/i);
+  return m ? m[1]!.trim() : undefined;
+}
+
+/** A bearer the gateway issued (to be verified and replaced) as opposed to the app's own (passed through). */
+function issuedByGateway(token: string): boolean {
+  try {
+    return decodeJwt(token).iss === "tollgate";
+  } catch {
+    return false;
+  }
+}
+
+function cookieValue(header: string | null, name: string): string | undefined {
+  for (const part of header?.split(/;\s*/) ?? []) if (part.startsWith(`${name}=`)) return decodeURIComponent(part.slice(name.length + 1));
+  return undefined;
+}
+
+/** The client's headers for the app behind the port: its own Authorization and cookies kept, the gateway's removed. */
+function appHeaders(incoming: Headers, dropAuthorization: boolean): Headers {
+  const out = forwardableRequestHeaders(incoming);
+  const auth = incoming.get("authorization");
+  if (auth && !dropAuthorization) out.set("authorization", auth);
+  const cookies = (incoming.get("cookie") ?? "").split(/;\s*/).filter((p) => p && !p.startsWith(`${PORT_COOKIE}=`));
+  if (cookies.length) out.set("cookie", cookies.join("; "));
+  return out;
+}
+
+export function exposedPorts(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
+  const custody = sandboxCustody(services);
+  const { ownership } = services.stores;
+
+  /** A gateway token good for this sandbox's ports, minted for the sandbox's owner. */
+  const verifyPortToken = async (token: string, id: string, owner: string): Promise<GatewayToken> => {
+    const t = await services.tokens.verify(token);
+    if (t.kind !== "sandbox" || t.resource !== id || t.tenant !== owner) throw sandboxNotFound(id);
+    if (!t.scopes.includes("ports")) throw new GatewayError(403, "token_scope", 'This token does not allow "ports".');
+    if (!services.directory.get(t.tenant)?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+    return t;
+  };
+
+  const bootstrap = async (c: Context<GatewayEnv>, id: string, owner: string): Promise<Response> => {
+    const url = new URL(c.req.url);
+    const grant = await verifyPortToken(url.searchParams.get("grant") ?? "", id, owner);
+    const ttl = services.config.tokens.ttlSeconds;
+    const cookie = await services.tokens.mint({ tenant: grant.tenant, kind: "sandbox", resource: id, scopes: ["ports"], ttlSeconds: ttl });
+    const secure = (services.config.server.publicOrigin ?? url.origin).startsWith("https:") ? "; Secure" : "";
+    const next = url.searchParams.get("next") ?? "/";
+    const location = next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
+    return new Response(null, {
+      status: 302,
+      headers: { location, "set-cookie": `${PORT_COOKIE}=${encodeURIComponent(cookie.token)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${ttl}${secure}`, "cache-control": "no-store" },
+    });
+  };
+
+  return async function exposedPortsMiddleware(c, next) {
+    const target = parseExposedHost(c.req.header("host"));
+    if (!target) return next();
+    // A port-shaped Host is either exactly one the gateway handed out, or nothing at all: never path routing.
+    if (!(await isPublicHostFor(services, target.id, target.rest))) throw new GatewayError(404, "not_found", "No such host on this gateway.");
+    const owner = await ownership.owner("sandbox", target.id);
+    if (!owner) throw sandboxNotFound(target.id);
+    c.get("logFields").route = "sandbox.port";
+    const url = new URL(c.req.url);
+    if (url.pathname === BOOTSTRAP_PATH) return bootstrap(c, target.id, owner);
+
+    const headers = c.req.raw.headers;
+    const bearer = bearerOf(headers);
+    const bearerIsOurs = !!bearer && issuedByGateway(bearer);
+    let admitted = false;
+    if (bearerIsOurs) admitted = !!(await verifyPortToken(bearer, target.id, owner));
+    else {
+      const cookie = cookieValue(headers.get("cookie"), PORT_COOKIE);
+      // A stale cookie must not break a public port: it just admits nothing, and an auth port answers 401 upstream.
+      if (cookie) admitted = !!(await verifyPortToken(cookie, target.id, owner).catch(() => undefined));
+    }
+    c.get("logFields").tenant = owner;
+
+    const cred = await custody.current(c, target.id);
+    const base = new URL(cred.baseUrl);
+    const out = appHeaders(headers, bearerIsOurs);
+    if (admitted) out.set("authorization", `Bearer ${cred.token}`);
+    out.set("host", upstreamExposedHost({ baseUrl: cred.baseUrl, host: cred.host }, target.port));
+    out.set("x-request-id", c.get("requestId"));
+    const upstreamUrl = `${base.protocol}//${base.host}${url.pathname}${url.search}`;
+
+    if (isWebSocketUpgrade(c.req.raw)) {
+      const wsHeaders: Record<string, string> = {};
+      out.forEach((v, k) => {
+        if (!WS_OWN_HEADERS.includes(k)) wsHeaders[k] = v;
+      });
+      return services.webSocketRelay(c, { url: upstreamUrl.replace(/^http/, "ws"), headers: wsHeaders });
+    }
+    const m = c.req.method;
+    const body = m === "GET" || m === "HEAD" ? null : c.req.raw.body;
+    const res = await sendUpstream(c, services, { url: upstreamUrl, method: m, headers: out, body });
+    const resHeaders = forwardableResponseHeaders(res.headers);
+    for (const sc of res.headers.getSetCookie?.() ?? []) resHeaders.append("set-cookie", sc);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: resHeaders });
+  };
+}

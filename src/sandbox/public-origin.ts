@@ -1,0 +1,30 @@
+// Where clients reach the gateway (config.server.publicOrigin, or the request's own origin) and which hosts it handed out.
+import type { Context } from "hono";
+import type { GatewayServices } from "../services.js";
+import { hostOfOrigin } from "../rewrite/sandbox.js";
+
+const HANDED_OUT_TTL_MS = 7 * 24 * 3600 * 1000;
+const KEY = (id: string, host: string) => `sandbox-public-host:${id}:${host}`;
+
+export function publicOriginOf(c: Context<any>, services: GatewayServices): string {
+  const configured = services.config.server.publicOrigin;
+  return (configured ?? new URL(c.req.url).origin).replace(/\/+$/, "");
+}
+
+/**
+ * Without a configured publicOrigin the gateway's host is whatever the client called it by; remembering which host an
+ * exposed-port URL was handed out under lets the port router refuse every other (spoofed) host.
+ */
+export async function rememberPublicHost(services: GatewayServices, sandboxId: string, publicOrigin: string): Promise<void> {
+  if (services.config.server.publicOrigin) return;
+  const host = hostOfOrigin(publicOrigin);
+  if (host.length <= 255) await services.stores.kv.set(KEY(sandboxId, host), "1", HANDED_OUT_TTL_MS);
+}
+
+/** True when `<port>-<id>.<rest>` names this gateway: `rest` is the public host (or one handed out for `id`). */
+export async function isPublicHostFor(services: GatewayServices, sandboxId: string, rest: string): Promise<boolean> {
+  const configured = services.config.server.publicOrigin;
+  if (configured) return hostOfOrigin(configured) === rest;
+  if (rest.length > 255) return false;
+  return (await services.stores.kv.get(KEY(sandboxId, rest))) === "1";
+}

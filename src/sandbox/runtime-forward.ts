@@ -1,0 +1,81 @@
+// Sends one runtime call upstream with the kept runtime token: streams both ways, renews and replays once on a 401.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError, errors } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { upstreamRuntimeUrl } from "../rewrite/sandbox.js";
+import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
+
+/** Bodies up to this size are buffered so a 401 can be replayed after renewal; larger ones stream and are not replayed. */
+export const REPLAYABLE_BODY_BYTES = 1024 * 1024;
+
+export interface RuntimeCall {
+  sandboxId: string;
+  method: string;
+  /** What follows `/sandbox/<id>` on the gateway, with query. */
+  rest: string;
+  headers: Headers;
+}
+
+/** Reads the client's body: buffered when small and of known length (replayable), otherwise the stream itself. */
+export async function clientBody(c: Context<GatewayEnv>): Promise<{ body: Uint8Array | ReadableStream<Uint8Array> | null; replayable: boolean }> {
+  const m = c.req.method;
+  if (m === "GET" || m === "HEAD" || m === "OPTIONS" || !c.req.raw.body) return { body: null, replayable: true };
+  const len = Number(c.req.header("content-length") ?? NaN);
+  if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) return { body: new Uint8Array(await c.req.arrayBuffer()), replayable: true };
+  return { body: c.req.raw.body, replayable: false };
+}
+
+export class RuntimeForwarder {
+  constructor(
+    private readonly services: GatewayServices,
+    private readonly custody: RuntimeCustody,
+  ) {}
+
+  async forward(c: Context<GatewayEnv>, call: RuntimeCall): Promise<Response> {
+    const { body, replayable } = await clientBody(c);
+    let cred = await this.custody.current(c, call.sandboxId);
+    let res = await this.send(c, cred, call, body);
+    if (res.status === 401 && replayable) {
+      await res.body?.cancel().catch(() => {});
+      cred = await this.custody.renew(c, call.sandboxId);
+      res = await this.send(c, cred, call, body);
+    }
+    return res;
+  }
+
+  /** The upstream URL for a runtime path, refused unless it is on a configured upstream host. */
+  target(cred: RuntimeCredential, rest: string): string {
+    const url = upstreamRuntimeUrl(cred.baseUrl, rest);
+    if (!this.services.upstream.isAllowedUrl(url)) throw new GatewayError(502, "upstream_url_refused", "The sandbox runtime is on a host the gateway is not configured to follow.");
+    return url;
+  }
+
+  private async send(c: Context<GatewayEnv>, cred: RuntimeCredential, call: RuntimeCall, body: Uint8Array | ReadableStream<Uint8Array> | null): Promise<Response> {
+    const headers = new Headers(call.headers);
+    headers.set("authorization", `Bearer ${cred.token}`);
+    headers.set("x-request-id", c.get("requestId"));
+    return sendUpstream(c, this.services, { url: this.target(cred, call.rest), method: call.method, headers, body });
+  }
+}
+
+/** One upstream request with a headers timeout and the client's disconnect propagated; the body is not cut. */
+export async function sendUpstream(
+  c: Context<GatewayEnv>,
+  services: GatewayServices,
+  req: { url: string; method: string; headers: Headers; body: Uint8Array | ReadableStream<Uint8Array> | null },
+): Promise<Response> {
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), services.config.upstream.timeoutMs);
+  const clientSignal = c.req.raw.signal;
+  const onAbort = () => ctrl.abort(new Error("client went away"));
+  clientSignal?.addEventListener?.("abort", onAbort, { once: true });
+  try {
+    return await services.upstream.transport.request({ ...req, signal: ctrl.signal });
+  } catch {
+    if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
+    throw errors.upstreamUnavailable("The sandbox runtime could not be reached; it may still be starting, try again shortly.");
+  } finally {
+    clearTimeout(timer);
+  }
+}
