@@ -1,7 +1,7 @@
 // Control plane of the sandbox emulator, driven through the unmodified SDK (and raw calls for status codes).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "undici";
-import { control, startSandboxHarness, type SandboxHarness } from "./sandboxes-harness.js";
+import { control, isAlive, startSandboxHarness, type SandboxHarness } from "./sandboxes-harness.js";
 
 let h: SandboxHarness;
 beforeAll(async () => {
@@ -127,13 +127,20 @@ describe("sandbox control plane", () => {
   });
 
   it("stops a sandbox when its timeoutMinutes run out, leaving no process", async () => {
-    const sbx = await h.hb.sandboxes.create({ imageName: "node", timeoutMinutes: 0.02 });
+    const sbx = await h.hb.sandboxes.create({ imageName: "node", timeoutMinutes: 0.05 }); // 3 s
     await sbx.processes.start("sleep 600");
     const pids = await h.hostPids(sbx.id);
     expect(pids.length).toBeGreaterThan(1);
-    await new Promise((r) => setTimeout(r, 1800));
-    const r = await control(h.emu, "GET", `/api/sandbox/${sbx.id}`);
+    let r = await control(h.emu, "GET", `/api/sandbox/${sbx.id}`);
+    expect(r.json.status).toBe("active");
+    for (let i = 0; i < 100 && r.json.status === "active"; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      r = await control(h.emu, "GET", `/api/sandbox/${sbx.id}`);
+    }
     expect(r.json).toMatchObject({ status: "closed", closeReason: "timeout", token: null });
+    // "closed" is reported as soon as the stop begins; the kill itself completes within moments.
+    for (let i = 0; i < 40 && (await h.hostPids(sbx.id)).length; i++) await new Promise((res) => setTimeout(res, 50));
     expect(await h.hostPids(sbx.id)).toEqual([]);
+    expect(pids.filter(isAlive)).toEqual([]);
   });
 });

@@ -3,6 +3,8 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { request } from "undici";
 import { startEmulator, type EmulatorHandle, type EmulatorOptions } from "../../emulator/index.js";
 
+export type SandboxHandle = Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
+
 export interface SandboxHarness {
   emu: EmulatorHandle;
   hb: Hyperbrowser;

@@ -2,8 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request as httpRequest } from "node:http";
 import { request } from "undici";
-import type { SandboxHandle } from "@hyperbrowser/sdk";
-import { exposedRequest, isAlive, startSandboxHarness, type SandboxHarness } from "./sandboxes-harness.js";
+import { exposedRequest, isAlive, startSandboxHarness, type SandboxHandle, type SandboxHarness } from "./sandboxes-harness.js";
 
 const SERVER = `node -e 'const h=require("http").createServer((q,s)=>s.end(process.env.NAME+" "+q.url+" auth="+(q.headers.authorization?"yes":"no")));h.on("upgrade",(q,sock)=>{sock.write("HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n");sock.pipe(sock)});h.listen(3000,"127.0.0.1",()=>console.log("up"))'`;
 

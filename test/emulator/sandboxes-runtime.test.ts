@@ -1,8 +1,7 @@
 // Runtime plane of the sandbox emulator through the unmodified SDK: processes, SSE, files, watches, presigned URLs, PTYs.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "undici";
-import type { SandboxHandle } from "@hyperbrowser/sdk";
-import { startSandboxHarness, type SandboxHarness } from "./sandboxes-harness.js";
+import { startSandboxHarness, type SandboxHandle, type SandboxHarness } from "./sandboxes-harness.js";
 
 let h: SandboxHarness;
 let sbx: SandboxHandle;
@@ -35,8 +34,8 @@ describe("processes", () => {
     expect(page1.nextCursor).toBeDefined();
     const page2 = await sbx.processes.list({ limit: 1, cursor: page1.nextCursor, createdAfter: since });
     expect(page2.data[0]!.id).not.toBe(page1.data[0]!.id);
-    expect((await sbx.processes.list({ status: "running", createdAfter: since })).data.map((x) => x.id)).toEqual([p.id]);
-    expect((await sbx.processes.list({ createdBefore: since - 1 })).data.map((x) => x.id)).not.toContain(p.id);
+    expect((await sbx.processes.list({ status: "running", createdAfter: since })).data.map((x: { id: string }) => x.id)).toEqual([p.id]);
+    expect((await sbx.processes.list({ createdBefore: since - 1 })).data.map((x: { id: string }) => x.id)).not.toContain(p.id);
     await p.signal("TERM");
     expect((await p.wait({ timeoutMs: 5000 })).status).toBe("killed");
     const k = await sbx.processes.start("sleep 30");
@@ -169,8 +168,10 @@ describe("terminals", () => {
         }
       }
     })();
+    // Type only once the shell shows its prompt, as a person would.
+    for (let i = 0; i < 200 && !seen.includes("$ "); i++) await new Promise((r) => setTimeout(r, 50));
     await conn.write("echo pty-$((6*7)); [ -t 0 ] && echo is-a-tty\r");
-    for (let i = 0; i < 60 && !seen.includes("is-a-tty\r\n"); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && !seen.includes("is-a-tty\r\n"); i++) await new Promise((r) => setTimeout(r, 50));
     expect(seen).toContain("pty-42");
     expect(seen).toContain("is-a-tty\r\n");
     await conn.resize(40, 120);
