@@ -3,38 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { chromium } from "playwright-core";
-import WebSocket from "ws";
 import { startPageServer } from "../emulator/sessions-harness.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
+import { tryUpgrade } from "../helpers/ws-probe.js";
 
 const PAGE = `<!doctype html><html><head><title>Through the gateway</title><style>
   body { margin: 0 } #btn { position: absolute; left: 20px; top: 20px; width: 120px; height: 40px }
   #field { position: absolute; left: 20px; top: 100px; width: 300px; height: 30px }
 </style></head><body><button id="btn">Click</button><input id="field">
 <script>window.clicks = 0; btn.addEventListener("click", () => window.clicks++);</script></body></html>`;
-
-/** Tries a raw WebSocket upgrade and reports the refusal status and JSON body (or "open"). */
-export function tryUpgrade(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    ws.once("open", () => {
-      ws.close();
-      resolve({ status: 101, body: null });
-    });
-    ws.once("unexpected-response", (_req, res) => {
-      let text = "";
-      res.on("data", (d) => (text += d));
-      res.on("end", () => {
-        let body: any = text;
-        try {
-          body = JSON.parse(text);
-        } catch { /* keep text */ }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    ws.once("error", () => {});
-  });
-}
 
 describe("browser sessions through Tollgate", () => {
   let stack: SessionGateway;
