@@ -13,6 +13,7 @@ import { withIdempotency } from "../payments/idempotency.js";
 import { atomicToUsd } from "../payments/money.js";
 import { paidCall, tenantLimits } from "../payments/paid-call.js";
 import { PaymentSigner } from "../payments/signer.js";
+import { x402SessionRoutes } from "./x402-session.js";
 
 const MAX_BODY = 1024 * 1024;
 
@@ -154,6 +155,7 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
   app.post("/x402/web/fetch", searchLike);
   app.post("/api/web/search", searchLike);
   app.post("/api/web/fetch", searchLike);
+  app.route("/", x402SessionRoutes(services, signer));
   return app;
 }
 

@@ -1,0 +1,99 @@
+// Paid browser sessions (/x402/session): the gateway pays, keeps the managementToken and the upstream CDP endpoint,
+// and hands the tenant gateway URLs and a gateway session token instead.
+import { Hono, type Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { presentedKey, requireScope, type Tenant } from "../tenants.js";
+import { forwardableRequestHeaders } from "../transport.js";
+import { Upstream, pathAndQuery } from "../upstream.js";
+import { canonicalJson, sha256Hex } from "../payments/answer.js";
+import { atomicToUsd } from "../payments/money.js";
+import { paidCall } from "../payments/paid-call.js";
+import type { PaymentSigner } from "../payments/signer.js";
+import { rewriteSessionDetail, sessionEndpointsOf } from "../rewrite/session.js";
+import { mintSessionToken, notFoundSession, publicOriginOf, requireSessionOwner, saveSessionEndpoints } from "./session-access.js";
+import { budgetRemaining } from "./x402.js";
+
+const MGMT_TTL_MS = 24 * 3600_000;
+const mgmtKey = (id: string) => `session:x402mgmt:${id}`;
+/** Upstream fields that are credentials for the upstream itself. */
+const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
+
+async function tenantOf(c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> {
+  const tenant = await services.directory.authenticate(presentedKey(c.req.raw.headers));
+  c.set("tenant", tenant);
+  c.get("logFields").tenant = tenant.id;
+  requireScope(tenant, "sessions");
+  return tenant;
+}
+
+export function x402SessionRoutes(services: GatewayServices, signer: PaymentSigner | undefined): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  const { upstream, stores } = services;
+
+  app.post("/x402/session", async (c) => {
+    const tenant = await tenantOf(c, services);
+    if (tenant.paysForItself) {
+      // Self-paying tenants talk to the upstream directly through the gateway, credentials and all.
+      const h = forwardableRequestHeaders(c.req.raw.headers);
+      for (const n of ["payment-signature", "x-payment"]) if (c.req.header(n)) h.set(n, c.req.header(n)!);
+      return Upstream.relay(await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: await c.req.text(), withApiKey: false }));
+    }
+    const text = (await c.req.text()) || "{}";
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new GatewayError(400, "invalid_json", "The request body is not valid JSON; nothing was paid.");
+    }
+    const route = "/x402/session";
+    c.get("logFields").route = route;
+    // Sessions are never shared: each request is its own purchase (use Idempotency-Key on /x402/web/* for retries).
+    const fingerprint = await sha256Hex(`${route}\n${canonicalJson(json)}\n${crypto.randomUUID()}`);
+    const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
+    headers.set("content-type", "application/json");
+    const send = (payment?: [string, string]) => {
+      const h = new Headers(headers);
+      if (payment) h.set(payment[0], payment[1]);
+      return upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: text, withApiKey: false });
+    };
+    const result = await paidCall({ services, signer, tenant, route, fingerprint }, send);
+    c.get("logFields").paid = result.paid;
+    const res = result.response;
+    if (!res.ok) return Upstream.relay(res);
+    const detail = (await res.json()) as Record<string, any>;
+    const id = String(detail.id ?? "");
+    if (!id) throw new GatewayError(502, "upstream_bad_response", "The upstream sold a session without an id.");
+    await stores.ownership.claim("session", id, tenant.id);
+    if (typeof detail.managementToken === "string") await stores.kv.set(mgmtKey(id), detail.managementToken, MGMT_TTL_MS);
+    await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
+    const token = await mintSessionToken(services, tenant.id, id);
+    const shown: Record<string, any> = rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });
+    for (const f of HIDDEN) delete shown[f];
+    shown.token = token.token;
+    shown.tokenExpiresAt = token.expiresAt;
+    return c.json(shown, 200, {
+      "x-tollgate-paid": atomicToUsd(result.paid),
+      "x-tollgate-budget-remaining": await budgetRemaining(services, tenant),
+    });
+  });
+
+  // Management calls: the tenant's key stands in for the managementToken the gateway keeps.
+  const manage = async (c: Context<GatewayEnv>) => {
+    const tenant = await tenantOf(c, services);
+    const id = c.req.param("id")!;
+    await requireSessionOwner(services, tenant.id, id);
+    const mgmt = await stores.kv.get(mgmtKey(id));
+    if (!mgmt) throw notFoundSession(id);
+    const h = new Headers({ authorization: `Bearer ${mgmt}` });
+    const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: h, withApiKey: false });
+    if (!res.ok) return Upstream.relay(res);
+    const body = (await res.json()) as Record<string, any>;
+    for (const f of [...HIDDEN, "wsEndpoint", "computerActionEndpoint", "token", "liveUrl"]) delete body[f];
+    return c.json(body);
+  };
+  app.get("/x402/session/:id", manage);
+  app.put("/x402/session/:id/stop", manage);
+  return app;
+}
