@@ -7,6 +7,7 @@ import type { Secrets } from "../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { nodeWebSocketRelay } from "./node/ws-relay.js";
+import { nodeStateStores } from "./node/stores.js";
 
 export interface NodeGatewayOptions {
   config: TollgateConfig;
@@ -28,12 +29,15 @@ export interface RunningGateway {
 
 export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
   const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
-  const gateway = createGateway(opts.config, {
+  let gateway: Gateway | undefined;
+  const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
+  gateway = createGateway(opts.config, {
     secrets: opts.secrets,
     transport,
     logSink: opts.logSink,
     webSocketRelay: nodeWebSocketRelay(),
     ...opts.deps,
+    stores,
   });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 });

@@ -113,13 +113,24 @@ export class RedisConnection {
     }
   }
 
+  /** Quits (or stops reconnecting) and resolves once the client has let go of its socket. */
   async close(): Promise<void> {
-    if (this.client.status === "end") return;
-    if (this.client.status === "ready") {
-      await this.client.quit().catch(() => this.client.disconnect());
-    } else {
-      this.client.disconnect();
+    const status = this.client.status;
+    if (status === "end") return;
+    if (status === "reconnecting" || status === "wait" || status === "close") {
+      this.client.disconnect(); // clears the pending reconnect; there is no socket to wait for
+      return;
     }
+    const ended = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 1000);
+      this.client.once("end", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    if (status === "ready") await this.client.quit().catch(() => this.client.disconnect());
+    else this.client.disconnect();
+    await ended;
   }
 }
 
