@@ -2,7 +2,9 @@
 // ports, snapshots, and upstream runtime tokens that expire every 4 s underneath without the client noticing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "undici";
-import type { SandboxHandle } from "@hyperbrowser/sdk";
+import type { Hyperbrowser } from "@hyperbrowser/sdk";
+
+type SandboxHandle = Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
 import { gatewayCall, portCall, startSandboxStack, type SandboxStack } from "./sandboxes-harness.js";
 import { assertNoUpstreamSecrets } from "./sandboxes-leaks.js";
 
@@ -133,7 +135,7 @@ describe("runtime plane", () => {
     const conn = await t.attach();
     let seen = "";
     const reader = (async () => {
-      for await (const e of conn.events()) if (e.type === "output") seen += e.data;
+      for await (const e of conn.events()) if (e.type === "output") seen += (e as { data: string }).data;
     })();
     await conn.write("echo pty-$((6*7))\r");
     for (let i = 0; i < 60 && !seen.includes("pty-42\r\n"); i++) await sleep(50);
@@ -190,7 +192,8 @@ describe("snapshots", () => {
     await sbx.files.writeText("/home/user/snap.txt", "kept");
     const snap = await sbx.createMemorySnapshot({ snapshotName: "alice-base" });
     expect(snap.status).toBe("created");
-    expect((await s.alice.sandboxes.getSnapshot(snap.snapshotId)).snapshot.snapshotName).toBe("alice-base");
+    expect((await s.alice.sandboxes.getSnapshot(snap.snapshotId)).snapshotName).toBe("alice-base");
+    expect((await s.alice.sandboxes.getSnapshot("alice-base")).id).toBe(snap.snapshotId);
     const restored = await s.alice.sandboxes.create({ snapshotName: "alice-base" });
     expect(await restored.files.readText("/home/user/snap.txt")).toBe("kept");
     await restored.stop();
