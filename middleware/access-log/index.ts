@@ -13,11 +13,11 @@ export function accessLog(logger: Logger, now: () => number = () => performance.
       await next();
     } finally {
       const f = c.get("logFields") ?? {};
-      const url = new URL(c.req.url);
       logger.info("request", {
         requestId: c.get("requestId"),
         method: c.req.method,
-        path: url.pathname,
+        // c.req.path, not new URL(): a Host that is no valid URL host (`3000-sbx.127.0.0.1`) must not crash the log.
+        path: c.req.path,
         ...f,
         tenant: f.tenant ?? c.get("tenant")?.id,
         status: c.res.status,
