@@ -80,7 +80,7 @@ export interface BudgetLedger {
 }
 
 /** Which tenant owns an upstream resource (sandbox, session). */
-export type ResourceKind = "sandbox" | "session";
+export type ResourceKind = "sandbox" | "session" | "snapshot";
 
 export interface OwnershipRegistry {
   claim(kind: ResourceKind, id: string, tenant: string): Promise<void>;
