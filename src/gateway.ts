@@ -23,6 +23,9 @@ import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
 import { TokenService } from "./tokens.js";
 import type { GatewayServices } from "./services.js";
+import { exposedPorts } from "./routes/ports.js";
+import { runtimeRoutes } from "./routes/runtime.js";
+import { sandboxRoutes } from "./routes/sandboxes.js";
 import { usageRoutes } from "./routes/usage.js";
 import { cdpRoutes } from "./routes/cdp.js";
 import { sessionRoutes } from "./routes/sessions.js";
@@ -98,14 +101,14 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
   for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);
   app.route(OWN_PREFIX, ownRoutes(directory));
-  // [mount: exposed ports by Host]
-  // [mount: runtime plane /sandbox/:id/*]
+  app.use(exposedPorts(services));
+  app.route("/", runtimeRoutes(services));
   app.route("/", cdpRoutes(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.use(quotas(services)); // [mount: quotas, before every creation route below]
   app.route(OWN_PREFIX, usageRoutes(services));
   app.route("/", x402Routes(services));
-  // [mount: sandboxes control plane]
+  app.route("/", sandboxRoutes(services));
   app.route("/", sessionRoutes(services));
 
   // Remaining upstream surfaces, fronted for authenticated tenants and forwarded as they are.
