@@ -32,9 +32,11 @@ export async function startSessionGateway(
       tenantConfigs.push({ scopes: ["search", "sessions", "sandboxes"], ...t, keys: [{ hash: await hashTenantKey(keys[t.id]!) }] });
     }
     const hostOf = (u: string) => new URL(u).host;
+    // The sandbox emulator advertises its runtime as localhost:<port>; both names are its.
+    const runtimeLocal = `localhost:${new URL(emulator.runtimeUrl).port}`;
     const config = parseConfig({
       server: { host: "127.0.0.1", port: 0, logLevel: "info" },
-      upstream: { baseUrl: emulator.controlUrl, allowedHosts: [hostOf(emulator.controlUrl), hostOf(emulator.runtimeUrl)] },
+      upstream: { baseUrl: emulator.controlUrl, allowedHosts: [hostOf(emulator.controlUrl), hostOf(emulator.runtimeUrl), runtimeLocal] },
       tokens: opts.tokens,
       tenants: tenantConfigs,
     });
