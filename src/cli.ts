@@ -7,6 +7,7 @@ const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
 Usage:
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
+  tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain]
   tollgate config check FILE                validate a config file, listing every problem
@@ -35,9 +36,10 @@ function onShutdown(close: () => Promise<void>, quiet = false) {
 }
 
 async function cmdDev(args: string[]) {
-  const { values } = parseArgs({ args, options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" } } });
-  const { startDevStack } = await import("./dev-stack.js");
+  const { values } = parseArgs({ args, options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" }, worker: { type: "boolean" } } });
   const json = !!values.json;
+  if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
+  const { startDevStack } = await import("./dev-stack.js");
   const started = Date.now();
   const stack = await startDevStack({
     host: values.host,
@@ -79,6 +81,15 @@ Try it:
 
 Ctrl-C stops everything.
 `);
+}
+
+async function cmdDevWorker(json: boolean, port: number | undefined, host: string | undefined) {
+  const { startWorkerDev } = await import("./dev-worker.js");
+  const dev = await startWorkerDev({ host, port, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
+  onShutdown(() => dev.close(), json);
+  const info = { gateway: dev.gateway, upstream: dev.emulator.controlUrl, runtime: dev.emulator.runtimeUrl, chain: dev.emulator.chain?.rpcUrl ?? null, tenants: dev.tenants };
+  if (json) process.stdout.write(JSON.stringify(info) + "\n");
+  else process.stdout.write(`\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`);
 }
 
 async function cmdStart(args: string[]) {

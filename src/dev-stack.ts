@@ -30,6 +30,42 @@ export interface DevStackOptions {
   progress?: (msg: string) => void;
 }
 
+export type DemoKeys = Record<"acme" | "globex" | "ops", string>;
+
+/** The demo configuration: two tenants with different budgets and scopes, and an admin, fronting the emulator. */
+export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, server: Record<string, unknown>): Promise<Record<string, any>> {
+  const chain = emulator.chain;
+  const runtimePort = new URL(emulator.runtimeUrl).port;
+  return {
+    server,
+    upstream: {
+      baseUrl: emulator.controlUrl,
+      allowedHosts: [new URL(emulator.runtimeUrl).host, `localhost:${runtimePort}`, new URL(emulator.controlUrl).host],
+    },
+    payments: chain
+      ? { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", maxAuthorizationSeconds: 300, rpc: { [chain.network]: chain.rpcUrl } }
+      : { enabled: false },
+    tenants: [
+      {
+        id: "acme",
+        scopes: ["search", "sessions", "sandboxes"],
+        keys: [{ hash: await hashTenantKey(keys.acme), label: "demo" }],
+        budget: { daily: "5.00", monthly: "50.00" },
+        quotas: { maxSandboxes: 5, maxSessions: 3, requestsPerMinute: 600 },
+      },
+      {
+        id: "globex",
+        scopes: ["search"],
+        keys: [{ hash: await hashTenantKey(keys.globex), label: "demo" }],
+        budget: { daily: "0.05" },
+        payment: { maxPerRequest: "0.01" },
+        quotas: { requestsPerMinute: 60 },
+      },
+      { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops), label: "demo" }] },
+    ],
+  };
+}
+
 export async function startDevStack(opts: DevStackOptions = {}): Promise<DevStack> {
   const progress = opts.progress ?? (() => {});
   const host = opts.host ?? "127.0.0.1";
@@ -39,31 +75,7 @@ export async function startDevStack(opts: DevStackOptions = {}): Promise<DevStac
     const chain = emulator.chain;
     const wallet = chain ? await chain.createFundedWallet(opts.walletFunds ?? 100_000_000n) : undefined;
     const keys = { acme: generateTenantKey(), globex: generateTenantKey(), ops: generateTenantKey() };
-    const raw: Record<string, any> = {
-      server: { host, port: opts.port ?? 8787, logLevel: opts.logLevel ?? "info" },
-      upstream: { baseUrl: emulator.controlUrl, allowedHosts: [new URL(emulator.runtimeUrl).host, new URL(emulator.controlUrl).host] },
-      payments: chain
-        ? { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", maxAuthorizationSeconds: 300 }
-        : { enabled: false },
-      tenants: [
-        {
-          id: "acme",
-          scopes: ["search", "sessions", "sandboxes"],
-          keys: [{ hash: await hashTenantKey(keys.acme), label: "demo" }],
-          budget: { daily: "5.00", monthly: "50.00" },
-          quotas: { maxSandboxes: 5, maxSessions: 3, requestsPerMinute: 600 },
-        },
-        {
-          id: "globex",
-          scopes: ["search"],
-          keys: [{ hash: await hashTenantKey(keys.globex), label: "demo" }],
-          budget: { daily: "0.05" },
-          payment: { maxPerRequest: "0.01" },
-          quotas: { requestsPerMinute: 60 },
-        },
-        { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops), label: "demo" }] },
-      ],
-    };
+    const raw = await demoConfig(emulator, keys, { host, port: opts.port ?? 8787, logLevel: opts.logLevel ?? "info" });
     opts.configure?.(raw);
     const config = parseConfig(raw, "demo configuration");
     progress("starting the gateway…");
