@@ -70,15 +70,15 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
   });
 
   it("injects the upstream API key and never forwards the tenant's key", async () => {
-    await get("/api/sandboxes?page=2", { "x-api-key": keys.good });
+    await get("/api/images?page=2", { "x-api-key": keys.good });
     const last = upstream.seen.at(-1)!;
-    expect(last.url).toBe("/api/sandboxes?page=2");
+    expect(last.url).toBe("/api/images?page=2");
     expect(last.headers["x-api-key"]).toBe(UPSTREAM_KEY);
     expect(JSON.stringify(last.headers)).not.toContain(keys.good);
   });
 
   it("propagates the client's x-request-id upstream and back", async () => {
-    const r = await get("/api/sandboxes", { "x-api-key": keys.good, "x-request-id": "req-abc.123" });
+    const r = await get("/api/images", { "x-api-key": keys.good, "x-request-id": "req-abc.123" });
     expect(r.headers.get("x-request-id")).toBe("req-abc.123");
     expect(upstream.seen.at(-1)!.headers["x-request-id"]).toBe("req-abc.123");
   });
