@@ -12,7 +12,9 @@ export interface ChildGateway {
 
 export async function spawnGateway(config: Record<string, unknown>, secrets: Record<string, unknown>): Promise<ChildGateway> {
   const script = fileURLToPath(new URL("./sandbox-gateway-process.ts", import.meta.url));
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", script], {
+  // TOLLGATE_CHILD_NODE_ARGS (e.g. "--cpu-prof") lets a benchmark profile the gateway process.
+  const extra = (process.env.TOLLGATE_CHILD_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...extra, "--import", "tsx", script], {
     env: { ...process.env, TOLLGATE_CHILD_CONFIG: JSON.stringify(config), TOLLGATE_CHILD_SECRETS: JSON.stringify(secrets) },
     stdio: ["ignore", "pipe", "inherit"],
     detached: true,

@@ -2,6 +2,7 @@
 // ports, snapshots, and upstream runtime tokens that expire every 4 s underneath without the client noticing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "undici";
+import WebSocket from "ws";
 import type { Hyperbrowser } from "@hyperbrowser/sdk";
 
 type SandboxHandle = Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
@@ -184,6 +185,48 @@ describe("exposed ports", () => {
     expect((await portCall(s, e.url, { headers: { cookie } })).status).toBe(200);
     await sbx.unexpose(3001);
     expect((await portCall(s, e.url, { headers: { cookie } })).status).toBe(403);
+  });
+});
+
+describe("exposed port WebSockets", () => {
+  // A dependency-free WebSocket echo server for inside the sandbox (small text frames only).
+  const wsServer = `const http=require("http"),crypto=require("crypto");
+const s=http.createServer((q,r)=>r.end("http"));
+s.on("upgrade",(req,sock)=>{
+  const acc=crypto.createHash("sha1").update(req.headers["sec-websocket-key"]+"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+  sock.write("HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: "+acc+"\\r\\n\\r\\n");
+  sock.on("data",(b)=>{
+    if((b[0]&15)===8) return sock.end();
+    const len=b[1]&127,mask=b.subarray(2,6),d=Buffer.alloc(len);
+    for(let i=0;i<len;i++) d[i]=b[6+i]^mask[i%4];
+    const out=Buffer.from("echo:"+d+":"+(req.headers.authorization?"auth":"none"));
+    sock.write(Buffer.concat([Buffer.from([0x81,out.length]),out]));
+  });
+});
+s.listen(3002);`;
+
+  const open = (host: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; socket?: WebSocket }>((resolve) => {
+      const sock = new WebSocket(`ws://127.0.0.1:${s.gw.port}/`, { headers: { host, ...headers } });
+      sock.once("open", () => resolve({ status: 101, socket: sock }));
+      sock.once("unexpected-response", (_q, res) => resolve({ status: res.statusCode ?? 0 }));
+      sock.once("error", () => resolve({ status: 0 }));
+    });
+
+  it("relays a WebSocket to an auth port with the gateway token, and refuses it without", async () => {
+    await sbx.files.writeText("/home/user/ws.js", wsServer);
+    await sbx.processes.start("node /home/user/ws.js");
+    const e = await sbx.expose({ port: 3002, auth: true });
+    const host = new URL(e.url).host;
+    const token = (await gatewayCall(s, "GET", `/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.keys.alice } })).json.token;
+    let conn = await open(host, { authorization: `Bearer ${token}` });
+    for (let i = 0; i < 40 && conn.status !== 101; i++) (await sleep(100), (conn = await open(host, { authorization: `Bearer ${token}` })));
+    expect(conn.status).toBe(101);
+    const reply = new Promise<string>((r) => conn.socket!.once("message", (d) => r(d.toString())));
+    conn.socket!.send("hi");
+    expect(await reply).toBe("echo:hi:none");
+    conn.socket!.close();
+    expect((await open(host)).status).toBe(401);
   });
 });
 
