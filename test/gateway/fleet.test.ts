@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
-import { startEmulatorWithChain, search } from "../helpers/paid-stack.js";
+import { Hyperbrowser } from "@hyperbrowser/sdk";
+import { startEmulator } from "../../emulator/index.js";
+import { search } from "../helpers/paid-stack.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
@@ -19,7 +21,7 @@ describe("a fleet of gateway processes sharing Redis", () => {
     const chain = emu.chain!;
     return {
       server: { host: "127.0.0.1", port: 0, logLevel: "error" },
-      upstream: { baseUrl: extra.upstream ?? emu.controlUrl, timeoutMs: 60_000 },
+      upstream: { baseUrl: extra.upstream ?? emu.controlUrl, timeoutMs: 60_000, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
       payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl }, ...extra.payments },
       cache: { enabled: false },
       state: { backend: "redis", redisUrl: `${redis.url}/${prefix}` },
@@ -31,7 +33,7 @@ describe("a fleet of gateway processes sharing Redis", () => {
   }
 
   beforeAll(async () => {
-    [emu, redis] = await Promise.all([startEmulatorWithChain(), startRedisServer()]);
+    [emu, redis] = await Promise.all([startEmulator({ modules: ["x402", "sandboxes"] }), startRedisServer()]);
   });
   afterAll(async () => {
     for (const p of procs) await p.stop().catch(() => {});
@@ -106,5 +108,25 @@ describe("a fleet of gateway processes sharing Redis", () => {
     expect(spent).toBe(BigInt(entries[0].amount));
     await survivor.stop();
     await proxy.close();
+  }, 120_000);
+
+  it("a sandbox created through one instance is usable through the other", async () => {
+    const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+    const cfg = await fleetConfig("3");
+    const [a, b] = await Promise.all([startGatewayProcess(cfg, env), startGatewayProcess(cfg, env)]);
+    procs.push(a, b);
+    const viaA = new Hyperbrowser({ apiKey: keys.acme, baseUrl: a.url.replace("127.0.0.1", "localhost") });
+    const viaB = new Hyperbrowser({ apiKey: keys.acme, baseUrl: b.url.replace("127.0.0.1", "localhost") });
+    const created = await viaA.sandboxes.create({ imageName: "node" });
+    try {
+      const onB = await viaB.sandboxes.connect(created.id);
+      const r = await onB.exec("echo served-by-b");
+      expect(r.stdout.trim()).toBe("served-by-b");
+      const listed = await viaB.sandboxes.list();
+      expect(listed.sandboxes.map((x: { id: string }) => x.id)).toContain(created.id);
+    } finally {
+      await viaB.sandboxes.stop(created.id);
+      await Promise.all([a.stop(), b.stop()]);
+    }
   }, 120_000);
 });
