@@ -13,7 +13,7 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
   // Private keys and 32-byte hex blobs (signatures are longer and caught too).
   [/0x[0-9a-fA-F]{64,}/g, "0x[REDACTED]"],
   // Token-bearing query parameters.
-  [/([?&](?:token|access_token|grant|apiKey|api_key|key|signature|sig)=)[^&\s"']+/gi, "$1[REDACTED]"],
+  [/([?&](?:token|access_token|grant|ticket|apiKey|api_key|key|signature|sig)=)[^&\s"']+/gi, "$1[REDACTED]"],
   // JWT-looking strings.
   [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, "[REDACTED_JWT]"],
   // Tollgate's own keys and tokens.
