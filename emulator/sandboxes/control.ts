@@ -5,18 +5,9 @@ import { requireApiKey } from "../auth.js";
 import { ApiError, badRequest, errorResponse } from "./errors.js";
 import type { ImageCatalog } from "./images.js";
 import type { SandboxService } from "./registry.js";
+import { body } from "./runtime-env.js";
 
-async function jsonBody(c: Context): Promise<Record<string, any>> {
-  const text = await c.req.text();
-  if (!text.trim()) return {};
-  try {
-    const v = JSON.parse(text);
-    if (v && typeof v === "object" && !Array.isArray(v)) return v;
-  } catch {
-    /* fall through */
-  }
-  throw badRequest("Request body must be a JSON object");
-}
+const jsonBody = body;
 
 function paging(c: Context) {
   const page = Math.max(1, Number.parseInt(c.req.query("page") ?? "1", 10) || 1);
