@@ -93,6 +93,9 @@ export function quotas(services: GatewayServices): MiddlewareHandler<GatewayEnv>
     const tenant = await services.directory.authenticate(presentedKey(c.req.raw.headers)).catch(() => undefined);
     if (!tenant) return next();
     const q = tenant.quotas;
+    const limit = limitOf(q, kind);
+    const shapesBody = q.maxTimeoutMinutes !== undefined || q.regions !== undefined || (kind === "sandbox" && q.images !== undefined);
+    if (limit === undefined && !shapesBody) return next();
     const body = await readObject(c);
     if (body === undefined) {
       throw new GatewayError(400, "invalid_json", "The request body must be a JSON object.");
@@ -104,7 +107,6 @@ export function quotas(services: GatewayServices): MiddlewareHandler<GatewayEnv>
     headers.delete("content-length");
     c.req.raw = new Request(c.req.raw.url, { method: c.req.method, headers, body: JSON.stringify(forwarded), signal: c.req.raw.signal });
 
-    const limit = limitOf(q, kind);
     if (limit === undefined) return next();
     let slot = await slots.reserve(kind, tenant.id, limit);
     if (!slot.ok) {

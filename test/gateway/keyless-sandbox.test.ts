@@ -1,11 +1,11 @@
 // Keyless access to one sandbox: tokens minted for its terminal or its auth port work with no key, and nothing else.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import type { SandboxHandle } from "@hyperbrowser/sdk";
+import type { Hyperbrowser } from "@hyperbrowser/sdk";
 import { gatewayCall, portCall, startSandboxStack, type SandboxStack } from "./sandboxes-harness.js";
 
 let s: SandboxStack;
-let sbx: SandboxHandle;
+let sbx: Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
