@@ -82,11 +82,34 @@ export class TokenService {
     await this.kv.set(`revoked:${jti}`, "1", ttl);
   }
 
+  /**
+   * Whether an open connection admitted with this token may go on: not once revoked; past expiry only for tokens
+   * handed out with a resource (the SDK cannot refresh an open socket), never for keyless tokens.
+   */
+  async stillValid(token: string | undefined): Promise<boolean> {
+    try {
+      await this.verify(token);
+      return true;
+    } catch (err) {
+      if (!(err instanceof GatewayError) || err.code !== "token_expired" || !token) return false;
+      const t = await this.inspect(token);
+      return !!t && !t.keyless && !(await this.kv.get(`revoked:${t.jti}`));
+    }
+  }
+
   /** Decodes a token this service signed, without checking expiry (to learn its jti/exp for revocation). */
   async inspect(token: string): Promise<GatewayToken | undefined> {
     try {
       const { payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(0) });
-      return { tenant: String(payload.sub), kind: payload.k as TokenKind, resource: payload.r as string, scopes: (payload.s as TokenScope[]) ?? [], jti: String(payload.jti), exp: Number(payload.exp) };
+      return {
+        tenant: String(payload.sub),
+        kind: payload.k as TokenKind,
+        resource: payload.r as string,
+        scopes: (payload.s as TokenScope[]) ?? [],
+        jti: String(payload.jti),
+        exp: Number(payload.exp),
+        keyless: payload.kl === 1,
+      };
     } catch {
       return undefined;
     }

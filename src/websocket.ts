@@ -6,6 +6,11 @@ export interface WebSocketRelayTarget {
   url: string;
   /** Headers for the upstream handshake (e.g. the injected runtime bearer). */
   headers: Record<string, string>;
+  /**
+   * Re-checked while the connection is open (Node relay): once it answers false (token revoked or expired), both
+   * sides are closed with code 4401. Workers hand the socket through and cannot cut it; there, tokens should be short.
+   */
+  stillValid?: () => Promise<boolean>;
 }
 
 /**

@@ -23,7 +23,7 @@ function connectUpstream(url: string, headers: Record<string, string>, timeoutMs
   });
 }
 
-export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number } = {}): WebSocketRelay {
+export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckMs?: number } = {}): WebSocketRelay {
   return async (c, target) => {
     const hs = await connectUpstream(target.url, target.headers, opts.handshakeTimeoutMs ?? 15_000);
     if (!hs.socket) {
@@ -37,13 +37,30 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number } = {}): 
       return new Response(body, { status: hs.status === 101 ? 502 : hs.status ?? 502, headers: { "content-type": "application/json" } });
     }
     const up = hs.socket;
+    let recheck: ReturnType<typeof setInterval> | undefined;
     const handler = upgradeWebSocket(() => ({
       onOpen(_evt, client) {
+        if (target.stillValid) {
+          const stillValid = target.stillValid;
+          recheck = setInterval(() => {
+            stillValid().then(
+              (ok) => {
+                if (ok) return;
+                clearInterval(recheck);
+                try { client.close(4401, "token revoked or expired"); } catch { /* gone */ }
+                up.close(1000);
+              },
+              () => { /* state store unreachable: keep the connection, check again next time */ },
+            );
+          }, opts.recheckMs ?? 2000);
+          (recheck as any).unref?.();
+        }
         const raw = client.raw as import("@hono/node-server").WebSocketLike;
         up.on("message", (data, isBinary) => {
           if (client.readyState === 1) client.send(isBinary ? (data as any) : data.toString());
         });
         up.on("close", (code, reason) => {
+          clearInterval(recheck);
           try { client.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000, reason.toString()); } catch { /* gone */ }
         });
         up.on("error", () => { try { client.close(1011, "upstream error"); } catch { /* gone */ } });
@@ -57,6 +74,7 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number } = {}): 
         else up.send(d as any, { binary: true });
       },
       onClose() {
+        clearInterval(recheck);
         if (up.readyState === WebSocket.OPEN || up.readyState === WebSocket.CONNECTING) up.close();
       },
       onError() {

@@ -26,13 +26,18 @@ export function cdpRoutes(services: GatewayServices): Hono<GatewayEnv> {
   // wsEndpoint: ws(s)://<gateway>/devtools/browser/<id>?token=… → the upstream wsEndpoint, kept server-side.
   app.get("/devtools/browser/:id", async (c) => {
     const id = c.req.param("id");
-    await authenticateSessionCaller(c, services, id, "cdp");
+    const caller = await authenticateSessionCaller(c, services, id, "cdp");
     if (!isWebSocketUpgrade(c.req.raw)) {
       throw new GatewayError(426, "upgrade_required", "This is a CDP WebSocket endpoint; connect with puppeteer.connect({browserWSEndpoint}) or chromium.connectOverCDP().");
     }
     const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
     c.get("logFields").route = "/devtools/browser/:id";
-    return services.webSocketRelay(c, { url, headers: {} });
+    const presented = c.req.query("token");
+    // A token revoked (or a keyless one expiring) while the connection is open ends it; a tenant key is checked on ownership.
+    const stillValid = caller.token && presented
+      ? () => services.tokens.stillValid(presented)
+      : async () => (await services.stores.ownership.owner("session", id)) === caller.tenant.id;
+    return services.webSocketRelay(c, { url, headers: {}, stillValid });
   });
 
   // computerActionEndpoint: the SDK posts here verbatim with x-api-key; keyless clients use a session token.

@@ -67,10 +67,13 @@ export function runtimeRoutes(services: GatewayServices): Hono<GatewayEnv> {
     if (isWebSocketUpgrade(c.req.raw)) {
       // Browsers cannot set headers on a WebSocket: `?token=` is accepted there (and never forwarded).
       const { id, rest } = runtimePath(url, ["token"]);
-      await admit(c, id, rest, bearerOf(c.req.raw.headers) ?? url.searchParams.get("token") ?? undefined);
+      const presented = bearerOf(c.req.raw.headers) ?? url.searchParams.get("token") ?? undefined;
+      await admit(c, id, rest, presented);
       const cred = await custody.current(c, id);
       const target = forwarder.target(cred, rest).replace(/^http/, "ws");
-      return services.webSocketRelay(c, { url: target, headers: { authorization: `Bearer ${cred.token}` } });
+      // The connection ends when its token is revoked (or, for a keyless token, expires) while it is open.
+      const stillValid = () => services.tokens.stillValid(presented);
+      return services.webSocketRelay(c, { url: target, headers: { authorization: `Bearer ${cred.token}` }, stillValid });
     }
     const { id, rest } = runtimePath(url);
     await admit(c, id, rest, bearerOf(c.req.raw.headers));

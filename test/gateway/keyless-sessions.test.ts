@@ -90,6 +90,19 @@ describe("keyless session tokens", () => {
     expect((await action(b.token)).status).toBe(401);
   });
 
+  it("cuts an open CDP connection when its token is revoked", async () => {
+    const t = await (await mint({ kind: "session", sessionId, scopes: ["cdp"] })).json();
+    const browser = await puppeteer.connect({ browserWSEndpoint: t.wsEndpoint, defaultViewport: null });
+    const disconnected = new Promise<number>((resolve) => browser.once("disconnected", () => resolve(Date.now())));
+    const page = await browser.newPage();
+    expect(await page.evaluate(() => 1 + 1)).toBe(2);
+    const revokedAt = Date.now();
+    await fetch(`${stack.gateway.url}/_tollgate/tokens/${t.jti}`, { method: "DELETE", headers: { "x-api-key": stack.keys.acme! } });
+    const at = await Promise.race([disconnected, new Promise<number>((r) => setTimeout(() => r(-1), 10_000))]);
+    expect(at).toBeGreaterThan(0);
+    expect(at - revokedAt).toBeLessThan(5_000);
+  });
+
   it("lets only the minting tenant revoke a token", async () => {
     const t = await (await mint({ kind: "session", sessionId })).json();
     const r = await fetch(`${stack.gateway.url}/_tollgate/tokens/${t.jti}`, { method: "DELETE", headers: { "x-api-key": stack.keys.rival! } });
