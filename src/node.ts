@@ -2,6 +2,7 @@
 import { serve, type ServerType } from "@hono/node-server";
 import { WebSocketServer } from "ws";
 import type { AddressInfo } from "node:net";
+import { STATUS_CODES } from "node:http";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
@@ -27,6 +28,29 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
+/**
+ * A refused WebSocket upgrade keeps its JSON body (`{message, code}`), which the SDK reads from a failed handshake;
+ * @hono/node-server would otherwise send the status alone.
+ */
+function withUpgradeErrorBodies(fetch: (req: Request, env: any) => Response | Promise<Response>) {
+  return async (req: Request, env: any) => {
+    const symbolsBefore = env ? Object.getOwnPropertySymbols(env).length : 0;
+    const res = await fetch(req, env);
+    const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;
+    if (!socket || (req.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return res;
+    // upgradeWebSocket() marks the env with its connection symbol: then the upgrade goes ahead as usual.
+    if (res.status === 101 || Object.getOwnPropertySymbols(env).length > symbolsBefore) return res;
+    const body = Buffer.from(await res.arrayBuffer());
+    let head = `HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? ""}\r\n`;
+    res.headers.forEach((v, k) => {
+      if (!["content-length", "connection", "transfer-encoding"].includes(k)) head += `${k}: ${v}\r\n`;
+    });
+    head += `content-length: ${body.length}\r\nconnection: close\r\n\r\n`;
+    socket.end(Buffer.concat([Buffer.from(head), body]));
+    return res;
+  };
+}
+
 export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
   const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
   let gateway: Gateway | undefined;
@@ -44,7 +68,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const host = opts.host ?? opts.config.server.host;
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
-      { fetch: gateway.app.fetch, hostname: host, port: opts.port ?? opts.config.server.port, websocket: { server: wss } },
+      { fetch: withUpgradeErrorBodies(gateway.app.fetch), hostname: host, port: opts.port ?? opts.config.server.port, websocket: { server: wss } },
       () => resolve(s),
     );
     s.once("error", reject);

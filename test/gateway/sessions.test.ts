@@ -98,11 +98,14 @@ describe("browser sessions through Tollgate", () => {
     expect((await acme.sessions.get(session.id)).status).toBe("active");
   });
 
-  // @hono/node-server writes only the status line of a refused upgrade; the same URL over plain HTTP shows the JSON.
+  // A refused upgrade carries the same JSON error as the same URL over plain HTTP.
   async function refusal(url: string, headers: Record<string, string> = {}) {
     const ws = await tryUpgrade(url.replace("http", "ws"), headers);
     const plain = await fetch(url, { headers });
-    return { status: ws.status, plainStatus: plain.status, code: (await plain.json()).code };
+    const code = (await plain.json()).code;
+    expect(ws.body?.code).toBe(code);
+    expect(typeof ws.body?.message).toBe("string");
+    return { status: ws.status, plainStatus: plain.status, code };
   }
 
   it("refuses a CDP connection with a missing, wrong or expired token, or another tenant's key or session", async () => {
