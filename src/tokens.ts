@@ -1,5 +1,6 @@
 // Tollgate's own short-lived, scoped tokens (HS256 JWTs): what clients hold instead of upstream credentials.
 import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
+import { LRUCache } from "lru-cache";
 import { GatewayError } from "./errors.js";
 import type { KeyValueStore } from "./state/types.js";
 
@@ -25,10 +26,13 @@ export interface GatewayToken {
 const ISSUER = "tollgate";
 
 export class TokenService {
-  private readonly key: Uint8Array;
+  /** The HMAC key, imported once (jose would import raw bytes again on every call). */
+  private readonly key: Promise<CryptoKey>;
+  /** Signatures already checked, by token: the hot path then costs a map lookup (expiry and revocation still checked). */
+  private readonly verified = new LRUCache<string, GatewayToken>({ max: 10_000 });
 
   constructor(secret: string, private readonly kv: KeyValueStore, private readonly now: () => number = Date.now) {
-    this.key = new TextEncoder().encode(secret);
+    this.key = crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
   }
 
   async mint(t: Omit<GatewayToken, "jti" | "exp"> & { ttlSeconds: number }): Promise<{ token: string; jti: string; expiresAt: string }> {
@@ -48,30 +52,26 @@ export class TokenService {
       .setJti(jti)
       .setIssuedAt(iat)
       .setExpirationTime(exp)
-      .sign(this.key);
+      .sign(await this.key);
     return { token, jti, expiresAt: new Date(exp * 1000).toISOString() };
   }
 
   /** Verifies signature, expiry and revocation; throws 401 with a code that says which. */
   async verify(token: string | undefined): Promise<GatewayToken> {
     if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
-    let payload: Record<string, any>;
-    try {
-      ({ payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
-    } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) throw new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
-      throw new GatewayError(401, "token_invalid", "Invalid gateway token.");
+    let t = this.verified.get(token);
+    if (!t) {
+      let payload: Record<string, any>;
+      try {
+        ({ payload } = await jwtVerify(token, await this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
+      } catch (err) {
+        if (err instanceof joseErrors.JWTExpired) throw expired();
+        throw new GatewayError(401, "token_invalid", "Invalid gateway token.");
+      }
+      t = fromPayload(payload);
+      this.verified.set(token, t);
     }
-    const t: GatewayToken = {
-      tenant: String(payload.sub),
-      kind: payload.k,
-      resource: payload.r,
-      scopes: Array.isArray(payload.s) ? payload.s : [],
-      cap: payload.cap !== undefined ? BigInt(payload.cap) : undefined,
-      jti: String(payload.jti),
-      exp: Number(payload.exp),
-      keyless: payload.kl === 1,
-    };
+    if (t.exp * 1000 <= this.now()) throw expired();
     if (await this.kv.get(`revoked:${t.jti}`)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
     return t;
   }
@@ -100,20 +100,27 @@ export class TokenService {
   /** Decodes a token this service signed, without checking expiry (to learn its jti/exp for revocation). */
   async inspect(token: string): Promise<GatewayToken | undefined> {
     try {
-      const { payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(0) });
-      return {
-        tenant: String(payload.sub),
-        kind: payload.k as TokenKind,
-        resource: payload.r as string,
-        scopes: (payload.s as TokenScope[]) ?? [],
-        jti: String(payload.jti),
-        exp: Number(payload.exp),
-        keyless: payload.kl === 1,
-      };
+      const { payload } = await jwtVerify(token, await this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(0) });
+      return fromPayload(payload);
     } catch {
       return undefined;
     }
   }
+}
+
+const expired = () => new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
+
+function fromPayload(payload: Record<string, any>): GatewayToken {
+  return {
+    tenant: String(payload.sub),
+    kind: payload.k,
+    resource: payload.r,
+    scopes: Array.isArray(payload.s) ? payload.s : [],
+    cap: payload.cap !== undefined ? BigInt(payload.cap) : undefined,
+    jti: String(payload.jti),
+    exp: Number(payload.exp),
+    keyless: payload.kl === 1,
+  };
 }
 
 /** Requires a scope on a verified token, and (for bound tokens) the resource it names. */
