@@ -10,6 +10,7 @@ import { Upstream, pathAndQuery } from "../upstream.js";
 import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "../payments/answer.js";
 import { AnswerCache, Coalescer } from "../payments/cache.js";
 import { withIdempotency } from "../payments/idempotency.js";
+import { fleetCoalesce, type FleetResult } from "../payments/fleet-coalesce.js";
 import { atomicToUsd } from "../payments/money.js";
 import { paidCall, tenantLimits } from "../payments/paid-call.js";
 import { PaymentSigner } from "../payments/signer.js";
@@ -72,7 +73,8 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   const { config, upstream } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
-  const coalescer = new Coalescer<Answer>();
+  const coalescer = new Coalescer<FleetResult>();
+  const shareable = (a: Answer) => config.cache.enabled && a.status === 200 && isCompletedJob(a);
   const signer = services.secrets.walletKey ? new PaymentSigner(services.secrets.walletKey) : undefined;
 
   const searchLike = async (c: Context<GatewayEnv>) => {
@@ -115,13 +117,21 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
       return answer;
     };
 
+    const started = services.now();
     const produce = async (): Promise<{ answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" }> => {
       if (bypass) return { answer: await fetchFresh(), how: "bypass" };
       const hit = cache.get(cacheKey, services.now(), maxAgeMs);
       if (hit) return { answer: { ...hit, paid: 0n }, how: "hit" };
       // A client bounding the age joins only calls started now, which are fresh by definition.
-      const { value, leader } = await coalescer.run(cacheKey, fetchFresh);
-      return leader ? { answer: value, how: "miss" } : { answer: { ...value, paid: 0n }, how: "coalesced" };
+      // One call per key in this process, and (through shared state) one per key across the fleet.
+      const { value, leader } = await coalescer.run(cacheKey, () =>
+        fleetCoalesce(services, cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs, share: shareable }, fetchFresh),
+      );
+      if (leader && value.fetched) return { answer: value.answer, how: "miss" };
+      if (!value.fetched) cache.set(cacheKey, { ...value.answer });
+      // Published by another instance before this request came: that is a (fleet-wide) cache hit.
+      const how = !value.fetched && value.answer.storedAt < started ? "hit" : "coalesced";
+      return { answer: { ...value.answer, paid: 0n }, how };
     };
 
     const idemKey = c.req.header("idempotency-key");

@@ -120,8 +120,23 @@ export class MemoryOwnership implements OwnershipRegistry {
   }
 }
 
+/** A Map whose entries carry an expiry; expired entries are swept now and then, so a long-lived process stays flat. */
+class ExpiringMap<V extends { exp: number }> extends Map<string, V> {
+  private writes = 0;
+  constructor(private readonly clock: () => number) {
+    super();
+  }
+  override set(key: string, value: V): this {
+    if (++this.writes % 1024 === 0) {
+      const now = this.clock();
+      for (const [k, v] of this) if (v.exp <= now) this.delete(k);
+    }
+    return super.set(key, value);
+  }
+}
+
 export class MemoryKeyValue implements KeyValueStore {
-  private readonly map = new Map<string, { v: string; exp: number }>();
+  private readonly map = new ExpiringMap<{ v: string; exp: number }>(() => this.now());
   constructor(private readonly now: () => number = Date.now) {}
   private live(key: string) {
     const e = this.map.get(key);
@@ -149,7 +164,7 @@ export class MemoryKeyValue implements KeyValueStore {
 }
 
 export class MemoryIdempotency implements IdempotencyStore {
-  private readonly map = new Map<string, { state: "pending" | "done"; exp: number; response?: StoredResponse }>();
+  private readonly map = new ExpiringMap<{ state: "pending" | "done"; exp: number; response?: StoredResponse }>(() => this.now());
   constructor(private readonly now: () => number = Date.now) {}
   async begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
     const e = this.map.get(key);

@@ -1,0 +1,68 @@
+// Coalescing across gateway instances: the first instance to claim a request's key pays and publishes the answer in
+// shared state; the others wait for it instead of paying again. It doubles as a cache shared by the fleet.
+import type { GatewayServices } from "../services.js";
+import type { Answer } from "./answer.js";
+
+const LEASE_MS = 60_000;
+const POLL_MS = 25;
+const STORED_AT = "x-tollgate-stored-at";
+
+const b64 = (u: Uint8Array) => {
+  let s = "";
+  for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode(...u.subarray(i, i + 0x8000));
+  return btoa(s);
+};
+const unb64 = (s: string) => Uint8Array.from(atob(s), (ch) => ch.charCodeAt(0));
+
+export interface FleetResult {
+  answer: Answer;
+  /** True when this instance fetched (and paid for) the answer. */
+  fetched: boolean;
+}
+
+/**
+ * Runs `fetch` once per key across every instance sharing `services.stores`. Answers worth sharing (`share` true) stay
+ * published for `ttlMs`; a published answer older than `maxAgeMs` is not used.
+ */
+export async function fleetCoalesce(
+  services: GatewayServices,
+  key: string,
+  opts: { ttlMs: number; maxAgeMs?: number; share: (a: Answer) => boolean },
+  fetch: () => Promise<Answer>,
+): Promise<FleetResult> {
+  const store = services.stores.idempotency;
+  const k = `coalesce:${key}`;
+  const deadline = services.now() + LEASE_MS;
+  for (;;) {
+    const begun = await store.begin(k, key, LEASE_MS);
+    if (begun.state === "done") {
+      const r = begun.response;
+      const storedAt = Number(r.headers[STORED_AT] ?? 0);
+      if (opts.maxAgeMs !== undefined && services.now() - storedAt > opts.maxAgeMs) {
+        // Too old for this client: fetch afresh without replacing what others may still use.
+        return { answer: await fetch(), fetched: true };
+      }
+      const { [STORED_AT]: _, ...headers } = r.headers;
+      return { answer: { status: r.status, headers, body: unb64(r.body), paid: 0n, storedAt }, fetched: false };
+    }
+    if (begun.state === "new") break;
+    // Another instance is fetching it: wait for its answer (or for its lease to lapse if it died).
+    if (services.now() > deadline) return { answer: await fetch(), fetched: true };
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  let answer: Answer;
+  try {
+    answer = await fetch();
+  } catch (err) {
+    await store.abandon(k).catch(() => {});
+    throw err;
+  }
+  if (opts.share(answer) && opts.ttlMs > 0) {
+    await store
+      .complete(k, { status: answer.status, headers: { ...answer.headers, [STORED_AT]: String(answer.storedAt) }, body: b64(answer.body), fingerprint: key }, opts.ttlMs)
+      .catch(() => store.abandon(k).catch(() => {}));
+  } else {
+    await store.abandon(k).catch(() => {});
+  }
+  return { answer, fetched: true };
+}
