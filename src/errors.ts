@@ -1,4 +1,5 @@
 // The one error type, and the one place that turns it into the `{message, code}` JSON a client sees.
+import { isStateUnavailable } from "./state/errors.js";
 
 export class GatewayError extends Error {
   constructor(
@@ -34,6 +35,9 @@ export function errorResponse(err: unknown, requestId?: string): Response {
   const headers: Record<string, string> = requestId ? { "x-request-id": requestId } : {};
   if (err instanceof GatewayError) {
     return jsonResponse(err.status, { message: err.message, code: err.code, ...err.details }, { ...err.headers, ...headers });
+  }
+  if (isStateUnavailable(err)) {
+    return jsonResponse(503, { message: "The gateway's shared state store is unreachable; nothing was paid. Try again shortly.", code: "state_unavailable" }, { "retry-after": "5", ...headers });
   }
   return jsonResponse(500, { message: "Internal gateway error; the request id identifies it in the gateway's log.", code: "internal_error" }, headers);
 }

@@ -23,6 +23,7 @@ import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
 import { TokenService } from "./tokens.js";
 import type { GatewayServices } from "./services.js";
+import { isStateUnavailable } from "./state/errors.js";
 import { exposedPorts } from "./routes/ports.js";
 import { runtimeRoutes } from "./routes/runtime.js";
 import { sandboxRoutes } from "./routes/sandboxes.js";
@@ -91,7 +92,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
-    if (!(err instanceof GatewayError)) logger.error("unhandled", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
+    if (isStateUnavailable(err)) logger.error("state store unavailable", { requestId: c.get("requestId"), error: String((err as Error).message) });
+    else if (!(err instanceof GatewayError)) logger.error("unhandled", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
     return errorResponse(err, c.get("requestId"));
   });
   app.notFound((c) => errorResponse(new GatewayError(404, "not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), c.get("requestId")));

@@ -148,4 +148,30 @@ describe("a fleet of gateway processes sharing Redis", () => {
     expect(later.headers.get("x-tollgate-cache")).toBe("hit");
     await Promise.all([a.stop(), b.stop()]);
   }, 120_000);
+
+  it("fails closed when Redis is down: no reservation, no signature, a clear 503", async () => {
+    const own = await startRedisServer();
+    try {
+      const wallet = await emu.chain!.createFundedWallet(10_000_000n);
+      const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+      const cfg = await fleetConfig("0");
+      cfg.state.redisUrl = own.url;
+      const gw = await startGatewayProcess(cfg, env);
+      procs.push(gw);
+      expect((await search(gw.url, keys.acme, { query: "before the outage" })).status).toBe(200);
+      const before = await emu.chain!.balanceOf(wallet.address);
+      await own.stop();
+      const r = await search(gw.url, keys.acme, { query: "during the outage" });
+      expect(r.status).toBe(503);
+      const body = await r.json();
+      expect(body.code).toBe("state_unavailable");
+      expect(body.message).toMatch(/will not pay/);
+      expect(await emu.chain!.balanceOf(wallet.address)).toBe(before);
+      // The process is still up and answers its health check.
+      expect((await fetch(`${gw.url}/_tollgate/health`)).status).toBe(200);
+      await gw.stop();
+    } finally {
+      await own.stop();
+    }
+  }, 60_000);
 });
