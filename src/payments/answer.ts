@@ -41,3 +41,14 @@ export async function sha256Hex(text: string): Promise<string> {
   const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/** Bytes ↔ base64 for answers kept in shared state (Web-standard btoa/atob, so it runs on Workers too). */
+export function toBase64(u: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode(...u.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+export function fromBase64(s: string): Uint8Array {
+  return Uint8Array.from(atob(s), (ch) => ch.charCodeAt(0));
+}

@@ -1,18 +1,12 @@
 // Coalescing across gateway instances: the first instance to claim a request's key pays and publishes the answer in
 // shared state; the others wait for it instead of paying again. It doubles as a cache shared by the fleet.
 import type { GatewayServices } from "../services.js";
-import type { Answer } from "./answer.js";
+import { fromBase64 as unb64, toBase64 as b64, type Answer } from "./answer.js";
 
 const LEASE_MS = 60_000;
 const POLL_MS = 25;
 const STORED_AT = "x-tollgate-stored-at";
 
-const b64 = (u: Uint8Array) => {
-  let s = "";
-  for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode(...u.subarray(i, i + 0x8000));
-  return btoa(s);
-};
-const unb64 = (s: string) => Uint8Array.from(atob(s), (ch) => ch.charCodeAt(0));
 
 export interface FleetResult {
   answer: Answer;

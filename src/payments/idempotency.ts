@@ -1,18 +1,12 @@
 // Idempotency-Key: a request is paid at most once; repeats within 24 h get the stored answer, concurrent ones wait.
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Answer } from "./answer.js";
+import { fromBase64 as unb64, toBase64 as b64, type Answer } from "./answer.js";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const LEASE_MS = 120_000;
 const WAIT_MS = 60_000;
 
-const b64 = (u: Uint8Array) => {
-  let s = "";
-  for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode(...u.subarray(i, i + 0x8000));
-  return btoa(s);
-};
-const unb64 = (s: string) => Uint8Array.from(atob(s), (ch) => ch.charCodeAt(0));
 
 export function validIdempotencyKey(key: string): boolean {
   return /^[\x21-\x7e]{1,255}$/.test(key);
