@@ -3,7 +3,8 @@ import { Hono, type Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, requireScope, type Tenant } from "../tenants.js";
+import type { Tenant } from "../tenants.js";
+import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
 import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from "../rewrite/session.js";
 import { mintSessionToken, notFoundSession, publicOriginOf, requireSessionOwner, saveSessionEndpoints } from "./session-access.js";
@@ -11,13 +12,7 @@ import { mintSessionToken, notFoundSession, publicOriginOf, requireSessionOwner,
 /** Upstream list pages read to build one tenant's list (100 sessions each). */
 const MAX_LIST_PAGES = 50;
 
-async function tenantOf(c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> {
-  const tenant = c.get("tenant") ?? (await services.directory.authenticate(presentedKey(c.req.raw.headers)));
-  c.set("tenant", tenant);
-  c.get("logFields").tenant = tenant.id;
-  requireScope(tenant, "sessions");
-  return tenant;
-}
+const tenantOf = (c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> => authenticateTenant(c, services.directory, "sessions");
 
 function positiveInt(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined || raw === "") return fallback;

@@ -3,7 +3,8 @@ import { Hono, type Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, requireScope, type Tenant } from "../tenants.js";
+import { requireScope, type Tenant } from "../tenants.js";
+import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import type { LedgerEntry, LedgerState } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";
 import { tenantLimits } from "../payments/paid-call.js";
@@ -41,12 +42,7 @@ function listFilter(c: Context) {
 
 export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
-  const auth = async (c: Context<GatewayEnv>) => {
-    const tenant = await services.directory.authenticate(presentedKey(c.req.raw.headers));
-    c.set("tenant", tenant);
-    c.get("logFields").tenant = tenant.id;
-    return tenant;
-  };
+  const auth = (c: Context<GatewayEnv>) => authenticateTenant(c, services.directory);
 
   app.get("/usage", async (c) => c.json(await usageOf(services, await auth(c))));
   app.get("/ledger", async (c) => {

@@ -4,7 +4,8 @@ import { Hono, type Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, requireScope, type Tenant } from "../tenants.js";
+import type { Tenant } from "../tenants.js";
+import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { Upstream, pathAndQuery } from "../upstream.js";
 import { canonicalJson, sha256Hex } from "../payments/answer.js";
@@ -20,13 +21,7 @@ const mgmtKey = (id: string) => `session:x402mgmt:${id}`;
 /** Upstream fields that are credentials for the upstream itself. */
 const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
 
-async function tenantOf(c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> {
-  const tenant = await services.directory.authenticate(presentedKey(c.req.raw.headers));
-  c.set("tenant", tenant);
-  c.get("logFields").tenant = tenant.id;
-  requireScope(tenant, "sessions");
-  return tenant;
-}
+const tenantOf = (c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> => authenticateTenant(c, services.directory, "sessions");
 
 export function x402SessionRoutes(services: GatewayServices, signer: PaymentSigner | undefined): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();

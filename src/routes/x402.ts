@@ -3,7 +3,8 @@ import { Hono, type Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, requireScope, type Tenant } from "../tenants.js";
+import { presentedKey, type Tenant } from "../tenants.js";
+import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import { requireTokenScope } from "../tokens.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { Upstream, pathAndQuery } from "../upstream.js";
@@ -36,11 +37,7 @@ export async function authenticateSearchCaller(c: Context<GatewayEnv>, services:
     c.get("logFields").tenant = tenant.id;
     return { tenant, cap: token.cap !== undefined ? { id: token.jti, amount: token.cap } : undefined };
   }
-  const tenant = await services.directory.authenticate(key);
-  c.set("tenant", tenant);
-  c.get("logFields").tenant = tenant.id;
-  requireScope(tenant, "search");
-  return { tenant };
+  return { tenant: await authenticateTenant(c, services.directory, "search") };
 }
 
 async function readJsonBody(c: Context): Promise<{ text: string; json: Record<string, unknown> }> {
