@@ -75,7 +75,7 @@ Try it:
 
   // SDK (npm i @hyperbrowser/sdk)
   import { Hyperbrowser } from "@hyperbrowser/sdk";
-  const client = new Hyperbrowser({ apiKey: "${k}", baseUrl: "${g}" });
+  const client = new Hyperbrowser({ apiKey: "${k}", baseUrl: "${g.replace("127.0.0.1", "localhost")}" });
   const sbx = await client.sandboxes.create({ imageName: "node" });
   console.log((await sbx.exec("echo hello from the sandbox")).stdout);
 
