@@ -58,19 +58,29 @@ export class Upstream {
     } else {
       headers = this.controlHeaders(requestId, call.headers);
     }
-    const timeout = call.timeoutMs ?? this.config.timeoutMs;
+    return this.send(c, { url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body }, { timeoutMs: call.timeoutMs });
+  }
+
+  /**
+   * Sends one request to an absolute upstream URL. The timeout covers only the wait for response headers (streamed
+   * bodies are not cut); a client that goes away aborts it; failures become 502/504 JSON errors.
+   */
+  async send(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { timeoutMs?: number; unavailableMessage?: string } = {},
+  ): Promise<Response> {
     const ctrl = new AbortController();
-    const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), timeout);
+    const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), opts.timeoutMs ?? this.config.timeoutMs);
     const clientSignal = c.req.raw.signal;
     const onClientAbort = () => ctrl.abort(new Error("client went away"));
     clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
     try {
-      return await this.transport.request({ url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body, signal: ctrl.signal });
-    } catch (err) {
+      return await this.transport.request({ ...req, signal: ctrl.signal });
+    } catch {
       if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
-      throw errors.upstreamUnavailable();
+      throw errors.upstreamUnavailable(opts.unavailableMessage);
     } finally {
-      // The timer covers only the wait for response headers; streamed bodies are not cut.
       clearTimeout(timer);
       clientSignal?.removeEventListener?.("abort", onClientAbort);
     }

@@ -1,5 +1,5 @@
 // Payment policy: the global one narrowed by the tenant's, and the choice of the cheapest option it allows.
-import type { PaymentPolicyConfig, TenantConfig, TollgateConfig } from "../../config/schema.js";
+import type { PaymentPolicyConfig, TollgateConfig } from "../../config/schema.js";
 import { atomicToUsd, minBigint, usdToAtomic } from "./money.js";
 import type { PaymentOption } from "./requirements.js";
 

@@ -1,7 +1,7 @@
 // Sends one runtime call upstream with the kept runtime token: streams both ways, renews and replays once on a 401.
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
-import { GatewayError, errors } from "../errors.js";
+import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { upstreamRuntimeUrl } from "../rewrite/sandbox.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
@@ -59,23 +59,11 @@ export class RuntimeForwarder {
   }
 }
 
-/** One upstream request with a headers timeout and the client's disconnect propagated; the body is not cut. */
-export async function sendUpstream(
+/** One upstream runtime request (headers timeout, client disconnect propagated, body not cut). */
+export function sendUpstream(
   c: Context<GatewayEnv>,
   services: GatewayServices,
   req: { url: string; method: string; headers: Headers; body: Uint8Array | ReadableStream<Uint8Array> | null },
 ): Promise<Response> {
-  const ctrl = new AbortController();
-  const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), services.config.upstream.timeoutMs);
-  const clientSignal = c.req.raw.signal;
-  const onAbort = () => ctrl.abort(new Error("client went away"));
-  clientSignal?.addEventListener?.("abort", onAbort, { once: true });
-  try {
-    return await services.upstream.transport.request({ ...req, signal: ctrl.signal });
-  } catch {
-    if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
-    throw errors.upstreamUnavailable("The sandbox runtime could not be reached; it may still be starting, try again shortly.");
-  } finally {
-    clearTimeout(timer);
-  }
+  return services.upstream.send(c, req, { unavailableMessage: "The sandbox runtime could not be reached; it may still be starting, try again shortly." });
 }
