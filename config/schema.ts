@@ -86,8 +86,14 @@ export const configSchema = z.strictObject({
       /** Hosts (hostname or hostname:port) the gateway may follow upstream-provided URLs to (runtime, CDP). */
       allowedHosts: z.array(z.string()).default([]),
       timeoutMs: z.number().int().positive().default(30_000),
+      /**
+       * How exposed-port traffic reaches the upstream: "dns" connects to `<port>-<id>.<runtime host>` itself (production,
+       * Workers), "host-header" connects to the runtime host and names the port host in `Host` (a local emulator, whose
+       * wildcard names do not resolve); "auto" picks "host-header" for localhost and IP runtime hosts, else "dns".
+       */
+      exposedPorts: z.enum(["auto", "dns", "host-header"]).default("auto"),
     })
-    .default({ baseUrl: "https://api.hyperbrowser.ai", allowedHosts: [], timeoutMs: 30_000 }),
+    .default({ baseUrl: "https://api.hyperbrowser.ai", allowedHosts: [], timeoutMs: 30_000, exposedPorts: "auto" }),
   payments: paymentPolicySchema
     .extend({
       enabled: z.boolean().default(true),

@@ -100,9 +100,11 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     const base = new URL(cred.baseUrl);
     const out = appHeaders(headers, bearerIsOurs);
     if (admitted) out.set("authorization", `Bearer ${cred.token}`);
-    out.set("host", upstreamExposedHost({ baseUrl: cred.baseUrl, host: cred.host }, target.port));
+    const portHost = upstreamExposedHost({ baseUrl: cred.baseUrl, host: cred.host }, target.port);
     out.set("x-request-id", c.get("requestId"));
-    const upstreamUrl = `${base.protocol}//${base.host}${url.pathname}${url.search}`;
+    const viaDns = exposedPortsViaDns(services.config.upstream.exposedPorts, base.hostname);
+    if (!viaDns) out.set("host", portHost);
+    const upstreamUrl = `${base.protocol}//${viaDns ? portHost : base.host}${url.pathname}${url.search}`;
 
     if (isWebSocketUpgrade(c.req.raw)) {
       const wsHeaders: Record<string, string> = {};
@@ -119,3 +121,12 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers: resHeaders });
   };
 }
+
+/** Whether to reach `<port>-<id>.<runtime host>` by its own name, or through the runtime host with a Host header. */
+export function exposedPortsViaDns(mode: "auto" | "dns" | "host-header", runtimeHostname: string): boolean {
+  if (mode !== "auto") return mode === "dns";
+  const h = runtimeHostname.toLowerCase().replace(/^\[|\]$/g, "");
+  const local = h === "localhost" || h.endsWith(".localhost") || /^\d{1,3}(\.\d{1,3}){3}$/.test(h) || h.includes(":");
+  return !local;
+}
+
