@@ -2,7 +2,9 @@
 import type { Scope } from "../../config/schema.js";
 
 const RULES: Array<[RegExp, Scope]> = [
-  [/^\/api\/(sandbox|sandboxes|images|snapshots|volume)(\/|$)/, "sandboxes"],
+  // Volumes are not tracked per tenant yet: until they are, only admins may touch them (never one tenant's by another).
+  [/^\/api\/volume(\/|$)/, "admin"],
+  [/^\/api\/(sandbox|sandboxes|images|snapshots)(\/|$)/, "sandboxes"],
   [/^\/api\/(session|sessions)(\/|$)/, "sessions"],
   [/^\/x402\/session(\/|$)/, "sessions"],
   [/^\/api\/web\//, "search"],

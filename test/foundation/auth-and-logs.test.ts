@@ -69,6 +69,12 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
     expect(await r.json()).toMatchObject({ code: "missing_scope", requiredScope: "sandboxes" });
   });
 
+  it("keeps volumes (not tracked per tenant) to admins", async () => {
+    const r = await get("/api/volume", { "x-api-key": keys.good });
+    expect(r.status).toBe(403);
+    expect(await r.json()).toMatchObject({ code: "missing_scope", requiredScope: "admin" });
+  });
+
   it("injects the upstream API key and never forwards the tenant's key", async () => {
     await get("/api/images?page=2", { "x-api-key": keys.good });
     const last = upstream.seen.at(-1)!;
