@@ -26,6 +26,11 @@ function onShutdown(close: () => Promise<void>, quiet = false) {
     if (closing) process.exit(130);
     closing = true;
     if (!quiet) process.stderr.write(`\n${sig}: shutting down…\n`);
+    // Never hang on the way out: whatever is still open after 15 s is abandoned.
+    setTimeout(() => {
+      process.stderr.write("shutdown took too long; exiting anyway\n");
+      process.exit(1);
+    }, 15_000).unref();
     close().then(
       () => process.exit(0),
       (e) => fail(`shutdown failed: ${e}`),
