@@ -1,4 +1,5 @@
 // Tenants and their keys: keys are stored only as SHA-256 hashes and looked up by hash.
+import { LRUCache } from "lru-cache";
 import type { Scope, TenantConfig } from "../config/schema.js";
 import { GatewayError, errors } from "./errors.js";
 
@@ -35,6 +36,8 @@ interface KeyEntry {
 
 export class TenantDirectory {
   private readonly byHash = new Map<string, KeyEntry>();
+  /** Hashes of keys seen recently: a repeat caller costs a map lookup, not a SHA-256 (expiry/enabled still checked). */
+  private readonly hashes = new LRUCache<string, string>({ max: 4096 });
   private readonly byId = new Map<string, Tenant>();
 
   constructor(tenants: Tenant[], private readonly now: () => number = Date.now) {
@@ -55,7 +58,13 @@ export class TenantDirectory {
   /** Resolves a presented key to its tenant, or throws 401 saying why (unknown, expired, disabled). */
   async authenticate(key: string | undefined): Promise<Tenant> {
     if (!key) throw errors.unauthorized();
-    const entry = this.byHash.get(await hashTenantKey(key));
+    let hash = this.hashes.get(key);
+    if (!hash) {
+      hash = await hashTenantKey(key);
+      // Only keys that exist are remembered, so junk keys cannot flush real ones out.
+      if (this.byHash.has(hash)) this.hashes.set(key, hash);
+    }
+    const entry = this.byHash.get(hash);
     if (!entry) throw errors.unauthorized("Invalid API key.", "invalid_api_key");
     if (entry.expiresAt !== undefined && entry.expiresAt <= this.now()) {
       throw errors.unauthorized("This API key has expired; ask your gateway admin for a new one.", "api_key_expired");

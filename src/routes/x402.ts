@@ -1,5 +1,6 @@
 // Paid surfaces: /x402/web/{search,fetch} (+ /api/web/*): authenticate → idempotency → cache → coalesce → pay → answer.
 import { Hono, type Context } from "hono";
+import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
@@ -71,6 +72,7 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
   const { config, upstream } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
   const coalescer = new Coalescer<FleetResult>();
+  const fingerprints = new RequestFingerprints();
   const shareable = (a: Answer) => config.cache.enabled && a.status === 200 && isCompletedJob(a);
   const signer = services.secrets.walletKey ? new PaymentSigner(services.secrets.walletKey) : undefined;
 
@@ -81,8 +83,6 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
     c.get("logFields").route = route;
     const { text, json } = await readJsonBody(c);
     const path = pathAndQuery(c);
-    const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
-    headers.set("content-type", "application/json");
 
     if (tenant.paysForItself) {
       // The client pays the upstream itself: its payment headers pass through untouched, nothing is charged here.
@@ -96,13 +96,15 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
     }
 
     const { maxAgeSeconds, ...keyed } = json;
-    const fingerprint = await sha256Hex(`${route}\n${canonicalJson(keyed)}`);
+    const fingerprint = await fingerprints.of(route, text, keyed);
     const cacheKey = `${config.cache.scope === "shared" ? "*" : tenant.id}:${fingerprint}`;
     const cc = (c.req.header("cache-control") ?? "").toLowerCase();
     const bypass = !config.cache.enabled || cc.includes("no-cache") || cc.includes("no-store");
     const maxAgeMs = typeof maxAgeSeconds === "number" && maxAgeSeconds >= 0 ? maxAgeSeconds * 1000 : undefined;
 
     const fetchFresh = async (): Promise<Answer> => {
+      const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
+      headers.set("content-type", "application/json");
       const send = (payment?: [string, string]) => {
         const h = new Headers(headers);
         if (payment) h.set(payment[0], payment[1]);
@@ -174,3 +176,19 @@ function isCompletedJob(a: Answer): boolean {
     return false;
   }
 }
+
+/** Hash of a request's canonical body (key order and maxAgeSeconds do not matter), remembered for repeated bodies. */
+class RequestFingerprints {
+  private readonly seen = new LRUCache<string, string>({ max: 4096, maxSize: 4 * 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
+
+  async of(route: string, text: string, keyed: Record<string, unknown>): Promise<string> {
+    const k = `${route}\n${text}`;
+    let fp = this.seen.get(k);
+    if (!fp) {
+      fp = await sha256Hex(`${route}\n${canonicalJson(keyed)}`);
+      this.seen.set(k, fp);
+    }
+    return fp;
+  }
+}
+
