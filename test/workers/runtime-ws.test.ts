@@ -41,11 +41,12 @@ describe("the Worker relays sandbox runtime WebSockets", () => {
 
       const res = await call(`/sandbox/${sbx.id}/pty/${ptyId}/ws?sessionId=${sbx.id}`, { headers: { Upgrade: "websocket", authorization: `Bearer ${sbx.token}` } });
       expect(res.status).toBe(101);
-      const ws = res.webSocket!;
+      // workerd hands the client end of the socket back on the 101 response.
+      const ws = (res as Response & { webSocket: (WebSocket & { accept(): void }) | null }).webSocket!;
       ws.accept();
       let text = "";
       const seen = new Promise<void>((resolve) => {
-        ws.addEventListener("message", (m) => {
+        ws.addEventListener("message", (m: MessageEvent) => {
           const f = JSON.parse(String(m.data));
           if (f.type === "output") text += atob(f.data);
           if (text.includes("tollgate-in-workerd")) resolve();
