@@ -1,13 +1,12 @@
 // Node entry: serves createGateway() with @hono/node-server v2, the undici transport and the `ws` relay.
 import { serve, type ServerType } from "@hono/node-server";
-import { WebSocketServer } from "ws";
 import type { AddressInfo } from "node:net";
 import { STATUS_CODES } from "node:http";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
-import { nodeWebSocketRelay } from "./node/ws-relay.js";
+import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 
 export interface NodeGatewayOptions {
@@ -64,7 +63,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     stores,
   });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
-  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 });
+  const wss = relayWebSocketServer();
   const host = opts.host ?? opts.config.server.host;
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(

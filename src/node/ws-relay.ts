@@ -1,7 +1,24 @@
 // Node WebSocket relay: connects upstream with `ws` first, then accepts the client and pipes frames both ways.
-import WebSocket from "ws";
+import WebSocket, { WebSocketServer } from "ws";
+import type { IncomingMessage } from "node:http";
 import { upgradeWebSocket } from "@hono/node-server";
 import type { WebSocketRelay } from "../websocket.js";
+
+/** The subprotocol the upstream chose, left on the client's request so our handshake answers the same one. */
+const CHOSEN_PROTOCOL = Symbol("tollgate.chosenProtocol");
+
+/**
+ * The server side of the relay: answers the client's handshake with the subprotocol the upstream accepted (none if it
+ * accepted none), so both ends of the relay agree.
+ */
+export function relayWebSocketServer(): WebSocketServer {
+  return new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: 256 * 1024 * 1024,
+    handleProtocols: (_offered, req) => (req as IncomingMessage & { [CHOSEN_PROTOCOL]?: string })[CHOSEN_PROTOCOL] || false,
+  });
+}
 
 interface Handshake {
   socket?: WebSocket;
@@ -9,9 +26,9 @@ interface Handshake {
   body?: string;
 }
 
-function connectUpstream(url: string, headers: Record<string, string>, timeoutMs: number): Promise<Handshake> {
+function connectUpstream(url: string, headers: Record<string, string>, timeoutMs: number, protocols: string[]): Promise<Handshake> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers, perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 256 * 1024 * 1024 });
+    const ws = new WebSocket(url, protocols.length ? protocols : undefined, { headers, perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 256 * 1024 * 1024 });
     ws.once("open", () => resolve({ socket: ws }));
     ws.once("unexpected-response", (_req, res) => {
       const chunks: Buffer[] = [];
@@ -25,7 +42,8 @@ function connectUpstream(url: string, headers: Record<string, string>, timeoutMs
 
 export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckMs?: number } = {}): WebSocketRelay {
   return async (c, target) => {
-    const hs = await connectUpstream(target.url, target.headers, opts.handshakeTimeoutMs ?? 15_000);
+    const protocols = (c.req.header("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(Boolean);
+    const hs = await connectUpstream(target.url, target.headers, opts.handshakeTimeoutMs ?? 15_000, protocols);
     if (!hs.socket) {
       let body = hs.body;
       try {
@@ -37,6 +55,8 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
       return new Response(body, { status: hs.status === 101 ? 502 : hs.status ?? 502, headers: { "content-type": "application/json" } });
     }
     const up = hs.socket;
+    const incoming = (c.env as { incoming?: IncomingMessage & { [CHOSEN_PROTOCOL]?: string } } | undefined)?.incoming;
+    if (incoming) incoming[CHOSEN_PROTOCOL] = up.protocol;
     let recheck: ReturnType<typeof setInterval> | undefined;
     const handler = upgradeWebSocket(() => ({
       onOpen(_evt, client) {
