@@ -74,4 +74,27 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ }
     }
   }, 120_000);
+
+  it("`tollgate emulator --json` runs the emulator alone and prints its URLs and API key once ready", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "emulator", "--json", "--no-chain"], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error("emulator not ready in 30 s")), 30_000);
+        child.stdout.on("data", () => out.includes("\n") && (clearTimeout(t), resolve()));
+      });
+      const info = JSON.parse(out.trim());
+      expect(Object.keys(info).sort()).toEqual(["apiKey", "chain", "runtime", "upstream"]);
+      const images = await fetch(`${info.upstream}/api/images`, { headers: { "x-api-key": info.apiKey } });
+      expect(images.status).toBe(200);
+      expect((await fetch(`${info.upstream}/api/images`)).status).toBe(401);
+      process.kill(child.pid!, "SIGINT");
+      expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 15_000))])).toBe(0);
+    } finally {
+      try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ }
+    }
+  }, 60_000);
 });
+
