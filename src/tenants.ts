@@ -20,13 +20,15 @@ export function generateTenantKey(): string {
   return `tg_${btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
 }
 
+/** The token of an `Authorization: Bearer <token>` header. */
+export function bearerToken(headers: Headers): string | undefined {
+  const m = headers.get("authorization")?.match(/^bearer\s+(.+)$/i);
+  return m ? m[1]!.trim() : undefined;
+}
+
 /** Reads the key a client presents, the way the SDK sends it (`x-api-key`) or as a bearer token. */
 export function presentedKey(headers: Headers): string | undefined {
-  const k = headers.get("x-api-key")?.trim();
-  if (k) return k;
-  const auth = headers.get("authorization");
-  const m = auth?.match(/^bearer\s+(.+)$/i);
-  return m ? m[1].trim() : undefined;
+  return headers.get("x-api-key")?.trim() || bearerToken(headers);
 }
 
 interface KeyEntry {

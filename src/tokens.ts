@@ -123,6 +123,11 @@ function fromPayload(payload: Record<string, any>): GatewayToken {
   };
 }
 
+/** Gateway tokens are JWTs; tenant keys (`tg_…`) never start like one. */
+export function looksLikeGatewayToken(s: string | undefined): s is string {
+  return !!s && s.startsWith("eyJ");
+}
+
 /** Requires a scope on a verified token, and (for bound tokens) the resource it names. */
 export function requireTokenScope(t: GatewayToken, scope: TokenScope, resource?: string): void {
   if (resource !== undefined && t.resource !== resource) throw new GatewayError(404, "not_found", "Not found");

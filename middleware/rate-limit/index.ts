@@ -4,6 +4,7 @@ import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import { presentedKey, type Tenant } from "../../src/tenants.js";
+import { looksLikeGatewayToken } from "../../src/tokens.js";
 
 const WINDOW_MS = 60_000;
 
@@ -18,7 +19,7 @@ export function rateLimit(services: GatewayServices): MiddlewareHandler<GatewayE
   async function tenantOf(presented: string | undefined): Promise<Tenant | undefined> {
     if (!presented) return undefined;
     try {
-      if (presented.startsWith("eyJ")) return services.directory.get((await services.tokens.verify(presented)).tenant);
+      if (looksLikeGatewayToken(presented)) return services.directory.get((await services.tokens.verify(presented)).tenant);
       return await services.directory.authenticate(presented);
     } catch {
       return undefined;

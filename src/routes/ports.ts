@@ -5,6 +5,7 @@ import { decodeJwt } from "jose";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
+import { bearerToken } from "../tenants.js";
 import type { GatewayToken } from "../tokens.js";
 import { forwardableRequestHeaders, forwardableResponseHeaders } from "../transport.js";
 import { isWebSocketUpgrade } from "../websocket.js";
@@ -16,11 +17,6 @@ import { sendUpstream } from "../sandbox/runtime-forward.js";
 export const PORT_COOKIE = "tollgate_port";
 const BOOTSTRAP_PATH = "/_hb/auth";
 const WS_OWN_HEADERS = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"];
-
-function bearerOf(headers: Headers): string | undefined {
-  const m = headers.get("authorization")?.match(/^bearer\s+(.+)$/i);
-  return m ? m[1]!.trim() : undefined;
-}
 
 /** A bearer the gateway issued (to be verified and replaced) as opposed to the app's own (passed through). */
 function issuedByGateway(token: string): boolean {
@@ -85,7 +81,7 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     if (url.pathname === BOOTSTRAP_PATH) return bootstrap(c, target.id, owner);
 
     const headers = c.req.raw.headers;
-    const bearer = bearerOf(headers);
+    const bearer = bearerToken(headers);
     const bearerIsOurs = !!bearer && issuedByGateway(bearer);
     let admitted = false;
     if (bearerIsOurs) admitted = !!(await verifyPortToken(bearer, target.id, owner));

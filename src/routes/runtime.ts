@@ -4,21 +4,17 @@ import { Hono, type Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
+import { bearerToken } from "../tenants.js";
 import { requireTokenScope, type GatewayToken } from "../tokens.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { Upstream, upstreamJson } from "../upstream.js";
 import { isWebSocketUpgrade } from "../websocket.js";
 import { sandboxCustody } from "../sandbox/custody.js";
 import { presignTarget, rewritePresign } from "../sandbox/presign.js";
-import { publicOriginOf } from "../sandbox/public-origin.js";
+import { publicOriginOf } from "../public-origin.js";
 import { RuntimeForwarder, clientBody, sendUpstream } from "../sandbox/runtime-forward.js";
 
 const PRESIGN = /^\/files\/presign-(upload|download)$/;
-
-function bearerOf(headers: Headers): string | undefined {
-  const m = headers.get("authorization")?.match(/^bearer\s+(.+)$/i);
-  return m ? m[1]!.trim() : undefined;
-}
 
 /** Splits `/sandbox/<id><rest>?q` into the id and what the upstream gets after its own base URL. */
 function runtimePath(url: URL, dropQuery: string[] = []): { id: string; rest: string } {
@@ -67,7 +63,7 @@ export function runtimeRoutes(services: GatewayServices): Hono<GatewayEnv> {
     if (isWebSocketUpgrade(c.req.raw)) {
       // Browsers cannot set headers on a WebSocket: `?token=` is accepted there (and never forwarded).
       const { id, rest } = runtimePath(url, ["token"]);
-      const presented = bearerOf(c.req.raw.headers) ?? url.searchParams.get("token") ?? undefined;
+      const presented = bearerToken(c.req.raw.headers) ?? url.searchParams.get("token") ?? undefined;
       await admit(c, id, rest, presented);
       const cred = await custody.current(c, id);
       const target = forwarder.target(cred, rest).replace(/^http/, "ws");
@@ -76,7 +72,7 @@ export function runtimeRoutes(services: GatewayServices): Hono<GatewayEnv> {
       return services.webSocketRelay(c, { url: target, headers: { authorization: `Bearer ${cred.token}` }, stillValid });
     }
     const { id, rest } = runtimePath(url);
-    await admit(c, id, rest, bearerOf(c.req.raw.headers));
+    await admit(c, id, rest, bearerToken(c.req.raw.headers));
     const res = await forwarder.forward(c, { sandboxId: id, method: c.req.method, rest, headers: forwardableRequestHeaders(c.req.raw.headers) });
     if (res.ok && c.req.method === "POST" && PRESIGN.test(rest.split("?")[0]!)) {
       const body = await rewritePresign(services, publicOriginOf(c, services), id, await upstreamJson(res));

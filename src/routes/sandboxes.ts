@@ -126,14 +126,12 @@ export function sandboxRoutes(services: GatewayServices): Hono<GatewayEnv> {
   });
 
   // Images are the operator's shared catalog: every tenant may read it; changing it needs the admin scope.
-  app.all("/api/images/*", async (c, next) => {
-    if (c.req.method !== "GET" && c.req.method !== "HEAD") requireScope(tenantOf(c), "admin");
-    await next();
-  });
-  app.all("/api/images", async (c, next) => {
-    if (c.req.method !== "GET" && c.req.method !== "HEAD") requireScope(tenantOf(c), "admin");
-    await next();
-  });
+  for (const p of ["/api/images", "/api/images/*"]) {
+    app.all(p, async (c, next) => {
+      if (c.req.method !== "GET" && c.req.method !== "HEAD") requireScope(tenantOf(c), "admin");
+      await next();
+    });
+  }
 
   app.get("/api/snapshots", async (c) => {
     const page = await ownedPage(c, services, tenantOf(c), { path: "/api/snapshots", field: "snapshots", kind: "snapshot" });

@@ -4,23 +4,13 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { presentedKey, requireScope, type Tenant } from "../tenants.js";
-import { requireTokenScope, type GatewayToken, type TokenScope } from "../tokens.js";
+import { looksLikeGatewayToken, requireTokenScope, type GatewayToken, type TokenScope } from "../tokens.js";
 import { upstreamJson } from "../upstream.js";
 import { sessionEndpointsOf, type SessionEndpoints } from "../rewrite/session.js";
 
 export const SESSION_TOKEN_SCOPES: TokenScope[] = ["cdp", "computer"];
 /** Upstream endpoints are kept this long at most; a miss refetches the session detail. */
 const ENDPOINTS_TTL_MS = 24 * 3600_000;
-
-/** Origin clients reach the gateway at: the configured public origin, else the origin of this request. */
-export function publicOriginOf(c: Context, services: GatewayServices): string {
-  return (services.config.server.publicOrigin ?? new URL(c.req.url).origin).replace(/\/+$/, "");
-}
-
-/** Gateway tokens are JWTs; tenant keys (`tg_…`) never start like one. */
-export function looksLikeGatewayToken(s: string | undefined): s is string {
-  return !!s && s.startsWith("eyJ");
-}
 
 export function notFoundSession(id: string): GatewayError {
   return new GatewayError(404, "not_found", `Session ${id} not found`);

@@ -7,7 +7,8 @@ import type { Tenant } from "../tenants.js";
 import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
 import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from "../rewrite/session.js";
-import { mintSessionToken, notFoundSession, publicOriginOf, requireSessionOwner, saveSessionEndpoints } from "./session-access.js";
+import { mintSessionToken, notFoundSession, requireSessionOwner, saveSessionEndpoints } from "./session-access.js";
+import { publicOriginOf } from "../public-origin.js";
 
 /** Upstream list pages read to build one tenant's list (100 sessions each). */
 const MAX_LIST_PAGES = 50;

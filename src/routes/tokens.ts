@@ -6,13 +6,13 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { presentedKey, requireScope, type Tenant } from "../tenants.js";
-import type { TokenScope } from "../tokens.js";
+import { looksLikeGatewayToken, type TokenScope } from "../tokens.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../rewrite/session.js";
 import { gatewayRuntime } from "../rewrite/sandbox.js";
-import { looksLikeGatewayToken, publicOriginOf } from "./session-access.js";
+import { publicOriginOf } from "../public-origin.js";
+import { usdAmount } from "../../config/schema.js";
 
-const usd = z.string().regex(/^\d{1,12}(\.\d{1,6})?$/, { error: 'expected a USD amount like "0.05"' });
 const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
   z.array(z.enum(values)).min(1).refine((a) => new Set(a).size === a.length, { error: "scopes must not repeat" });
@@ -20,7 +20,7 @@ const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
 const mintRequest = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("sandbox"), sandboxId: z.string().min(1), scopes: nonEmptyUnique(["runtime", "terminal", "ports"] as const), ttlSeconds: ttl }),
   z.strictObject({ kind: z.literal("session"), sessionId: z.string().min(1), scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(), ttlSeconds: ttl }),
-  z.strictObject({ kind: z.literal("search"), cap: usd, ttlSeconds: ttl }),
+  z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl }),
 ]);
 type MintRequest = z.infer<typeof mintRequest>;
 

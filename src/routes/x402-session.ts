@@ -13,7 +13,8 @@ import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "../payments/paid-call.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../rewrite/session.js";
-import { mintSessionToken, notFoundSession, publicOriginOf, requireSessionOwner, saveSessionEndpoints } from "./session-access.js";
+import { mintSessionToken, notFoundSession, requireSessionOwner, saveSessionEndpoints } from "./session-access.js";
+import { publicOriginOf } from "../public-origin.js";
 import { budgetRemaining } from "./x402.js";
 
 const MGMT_TTL_MS = 24 * 3600_000;

@@ -6,7 +6,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { presentedKey, type Tenant } from "../tenants.js";
 import { authenticateTenant } from "../../middleware/authenticate/index.js";
-import { requireTokenScope } from "../tokens.js";
+import { looksLikeGatewayToken, requireTokenScope } from "../tokens.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { Upstream, pathAndQuery } from "../upstream.js";
 import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "../payments/answer.js";
@@ -29,7 +29,7 @@ export interface Caller {
 /** A tenant key, or a keyless search token (a gateway JWT with the "search" scope). */
 export async function authenticateSearchCaller(c: Context<GatewayEnv>, services: GatewayServices): Promise<Caller> {
   const key = presentedKey(c.req.raw.headers);
-  if (key && key.startsWith("eyJ")) {
+  if (looksLikeGatewayToken(key)) {
     const token = await services.tokens.verify(key);
     requireTokenScope(token, "search");
     const tenant = services.directory.get(token.tenant);

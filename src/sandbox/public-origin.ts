@@ -1,15 +1,9 @@
-// Where clients reach the gateway (config.server.publicOrigin, or the request's own origin) and which hosts it handed out.
-import type { Context } from "hono";
+// Which gateway hosts exposed-port URLs were handed out under, so a spoofed Host reaches nothing.
 import type { GatewayServices } from "../services.js";
 import { hostOfOrigin } from "../rewrite/sandbox.js";
 
 const HANDED_OUT_TTL_MS = 7 * 24 * 3600 * 1000;
 const KEY = (id: string, host: string) => `sandbox-public-host:${id}:${host}`;
-
-export function publicOriginOf(c: Context<any>, services: GatewayServices): string {
-  const configured = services.config.server.publicOrigin;
-  return (configured ?? new URL(c.req.url).origin).replace(/\/+$/, "");
-}
 
 /**
  * Without a configured publicOrigin the gateway's host is whatever the client called it by; remembering which host an

@@ -3,21 +3,16 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
-import type { ResourceKind } from "../state/types.js";
 import type { SandboxRewriteContext } from "../rewrite/sandbox.js";
 import { sandboxNotFound } from "./custody.js";
 import { GatewayError } from "../errors.js";
-import { publicOriginOf } from "./public-origin.js";
+import { publicOriginOf } from "../public-origin.js";
 
 export const snapshotNotFound = (idOrName: string) => new GatewayError(404, "not_found", `Snapshot ${idOrName} not found`);
 
 /** A sandbox id another tenant (or nobody here) created is answered exactly like a missing one. */
 export async function requireOwnedSandbox(services: GatewayServices, tenant: Tenant, id: string): Promise<void> {
   if ((await services.stores.ownership.owner("sandbox", id)) !== tenant.id) throw sandboxNotFound(id);
-}
-
-export async function ownsResource(services: GatewayServices, tenant: Tenant, kind: ResourceKind, id: string): Promise<boolean> {
-  return (await services.stores.ownership.owner(kind, id)) === tenant.id;
 }
 
 /** Mints the tenant's gateway tokens for a sandbox: runtime+terminal+ports for `token`, ports only for browser links. */
