@@ -14,6 +14,8 @@ export interface UpstreamCall {
   /** Send the API key (control plane) or not (x402, runtime with its own bearer). */
   withApiKey?: boolean;
   timeoutMs?: number;
+  /** Keep going when the client goes away (work other requests wait on, such as a shared token renewal). */
+  detachFromClient?: boolean;
 }
 
 export class Upstream {
@@ -58,7 +60,7 @@ export class Upstream {
     } else {
       headers = this.controlHeaders(requestId, call.headers);
     }
-    return this.send(c, { url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body }, { timeoutMs: call.timeoutMs });
+    return this.send(c, { url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body }, { timeoutMs: call.timeoutMs, detachFromClient: call.detachFromClient });
   }
 
   /**
@@ -68,11 +70,11 @@ export class Upstream {
   async send(
     c: Context<GatewayEnv>,
     req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
-    opts: { timeoutMs?: number; unavailableMessage?: string } = {},
+    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
   ): Promise<Response> {
     const ctrl = new AbortController();
     const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), opts.timeoutMs ?? this.config.timeoutMs);
-    const clientSignal = c.req.raw.signal;
+    const clientSignal = opts.detachFromClient ? undefined : c.req.raw.signal;
     const onClientAbort = () => ctrl.abort(new Error("client went away"));
     clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
     try {

@@ -82,8 +82,7 @@ export class RuntimeCustody {
 
   private async fetchFresh(c: Context<GatewayEnv>, id: string): Promise<RuntimeCredential> {
     // Detached from the calling client's abort signal: other requests may be waiting on this renewal.
-    const detached = { get: (k: string) => (k === "requestId" ? c.get("requestId") : undefined), req: { raw: { signal: undefined } } } as unknown as Context<GatewayEnv>;
-    const res = await this.services.upstream.call(detached, { method: "GET", path: `/api/sandbox/${encodeURIComponent(id)}` });
+    const res = await this.services.upstream.call(c, { method: "GET", path: `/api/sandbox/${encodeURIComponent(id)}`, detachFromClient: true });
     if (res.status === 404) {
       await res.body?.cancel();
       throw sandboxNotFound(id);
