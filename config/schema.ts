@@ -24,7 +24,8 @@ const origin = z
 const caip2 = z.string().regex(/^[a-z0-9-]+:[A-Za-z0-9-]+$/, { error: 'expected a CAIP-2 network like "eip155:8453"' });
 const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: "expected a 0x-prefixed 20-byte hex address" });
 
-export const SCOPES = ["search", "sessions", "sandboxes", "admin"] as const;
+/** What a tenant key may do; each route-table row names one (src/routing/table.ts). */
+export const SCOPES = ["search", "sessions", "sandboxes", "jobs", "agents", "admin"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export const tenantKeySchema = z.strictObject({
@@ -60,7 +61,7 @@ export const quotaSchema = z.strictObject({
 export const tenantSchema = z.strictObject({
   id: z.string({ error: "expected a tenant id" }).regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected a lowercase id of letters, digits, '-' or '_'" }),
   enabled: z.boolean().default(true),
-  scopes: z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` })).default(["search", "sessions", "sandboxes"]),
+  scopes: z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` })).default(["search", "sessions", "sandboxes", "jobs", "agents"]),
   keys: z.array(tenantKeySchema).min(1, { error: "expected at least one key (run `tollgate keys create --tenant ID`)" }),
   budget: budgetSchema.default({}),
   payment: paymentPolicySchema.default({}),
@@ -68,6 +69,23 @@ export const tenantSchema = z.strictObject({
   paysForItself: z.boolean().default(false),
   quotas: quotaSchema.default({}),
 });
+
+/** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
+export const CREDIT_PRICE_DEFAULTS = {
+  webSearch: "0.005",
+  webFetch: "0.001",
+  webPage: "0.001",
+  scrape: "0.001",
+  scrapePage: "0.001",
+  crawlPage: "0.001",
+  extract: "0.01",
+  agentStep: "0.01",
+  sessionMinute: "0.0017",
+  sandboxMinute: "0.0017",
+};
+const creditPriceShape = Object.fromEntries(
+  Object.entries(CREDIT_PRICE_DEFAULTS).map(([k, v]) => [k, usdAmount.default(v)]),
+) as { [K in keyof typeof CREDIT_PRICE_DEFAULTS]: z.ZodDefault<typeof usdAmount> };
 
 export const configSchema = z.strictObject({
   server: z
@@ -78,8 +96,14 @@ export const configSchema = z.strictObject({
       publicOrigin: origin.optional(),
       /** Log level: "info" logs one line per request; "debug" adds upstream detail; "silent" none. */
       logLevel: z.enum(["silent", "error", "info", "debug"]).default("info"),
+      /**
+       * Forward `/api/*` requests that match no route-table row for tenants with the "admin" scope. Off by default:
+       * Tollgate refuses what it does not front (404 route_not_fronted), so turn it on only to reach a new upstream
+       * operation before Tollgate has a row for it.
+       */
+      adminPassthrough: z.boolean().default(false),
     })
-    .default({ host: "127.0.0.1", port: 8787, logLevel: "info" }),
+    .default({ host: "127.0.0.1", port: 8787, logLevel: "info", adminPassthrough: false }),
   upstream: z
     .strictObject({
       baseUrl: origin.default("https://api.hyperbrowser.ai"),
@@ -124,6 +148,21 @@ export const configSchema = z.strictObject({
     })
     .default({ backend: "memory" })
     .refine((s) => s.backend !== "redis" || !!s.redisUrl, { error: 'state.redisUrl: expected a URL like "redis://127.0.0.1:6379" when backend is "redis"', path: ["redisUrl"] }),
+  /**
+   * What the operator's upstream credits cost, in USD, for the rows billed to them (src/routing/table.ts). These are
+   * estimates the operator sets to match their plan; every credit-billed call is reserved at this price against the
+   * tenant's budget before it is forwarded (the same budgets as x402 payments).
+   */
+  credits: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      prices: z.strictObject(creditPriceShape).default(CREDIT_PRICE_DEFAULTS),
+      /** timeoutMinutes the gateway sets on a session or sandbox created without one (its reservation is timeout × rate). */
+      defaultTimeoutMinutes: z.number().int().positive().max(24 * 60).default(30),
+      /** How long a job's reservation may stay open before it is committed at its maximum. */
+      jobHoldMinutes: z.number().int().positive().default(24 * 60),
+    })
+    .default({ enabled: true, prices: CREDIT_PRICE_DEFAULTS, defaultTimeoutMinutes: 30, jobHoldMinutes: 24 * 60 }),
   tenants: z.array(tenantSchema).default([]),
 });
 

@@ -1,11 +1,12 @@
 // createGateway(config, deps): the runtime-agnostic Hono app. The whole request path, in the order it runs:
 //
-//   request-id → access-log → /_tollgate (own endpoints)
+//   normalise the path (refuse what could be read two ways) → request-id → access-log
+//     → /_tollgate (own endpoints: health, tokens, usage)
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
-//     → /sandbox/<id>/…  runtime plane                            gateway token → upstream runtime token injected
-//     → /devtools/…      CDP relay                                gateway token → upstream wsEndpoint
-//     → /api/*, /x402/*  tenant surfaces                          tenant key → scope → quota → cache → pay → forward → rewrite
-import { Hono } from "hono";
+//     → the route table (src/routing/table.ts), every row mounted by src/routing/chain.ts:
+//         identify → scope → rate limit → quota → meter → owner → handler (forward, pay, rewrite)
+//     → anything else: 404 route_not_fronted
+import { Hono, type Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import type { GatewayEnv } from "./context.js";
@@ -18,7 +19,6 @@ import { Upstream, pathAndQuery } from "./upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
 import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
-import { scopeForPath } from "./routes/scopes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
@@ -26,16 +26,20 @@ import { TokenService } from "./tokens.js";
 import type { GatewayServices } from "./services.js";
 import { isStateUnavailable } from "./state/errors.js";
 import { exposedPorts } from "./routes/ports.js";
-import { runtimeRoutes } from "./routes/runtime.js";
-import { sandboxRoutes } from "./routes/sandboxes.js";
+import { runtimeHandlers } from "./routes/runtime.js";
+import { sandboxHandlers } from "./routes/sandboxes.js";
 import { usageRoutes } from "./routes/usage.js";
-import { cdpRoutes } from "./routes/cdp.js";
-import { sessionRoutes } from "./routes/sessions.js";
+import { cdpHandlers } from "./routes/cdp.js";
+import { sessionHandlers } from "./routes/sessions.js";
 import { tokenRoutes } from "./routes/tokens.js";
-import { quotas } from "../middleware/quota/index.js";
 import { rateLimit } from "../middleware/rate-limit/index.js";
-import { x402Routes } from "./routes/x402.js";
+import { paidSearchHandlers } from "./routes/x402.js";
+import { x402SessionHandlers } from "./routes/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
+import { PaymentSigner } from "./payments/signer.js";
+import { normalisePath, splitRequestUrl } from "./routing/normalize.js";
+import { mountRouteTable, routeNotFronted } from "./routing/chain.js";
+import { commonHandlers } from "./routing/handlers.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -97,32 +101,59 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     else if (!(err instanceof GatewayError)) logger.error("unhandled", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
     return errorResponse(err, c.get("requestId"));
   });
-  app.notFound((c) => errorResponse(new GatewayError(404, "not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), c.get("requestId")));
+  app.notFound((c) => {
+    const { path } = splitRequestUrl(c.req.url);
+    // An operator may open a passthrough for admins (off by default): everything else is refused, never forwarded.
+    if (config.server.adminPassthrough && path.startsWith("/api/")) return adminPassthrough(c);
+    return errorResponse(routeNotFronted(c.req.method, path), c.get("requestId"));
+  });
+  const adminPassthrough = async (c: Context<GatewayEnv>) => {
+    try {
+      await authenticateTenant(c, directory, "admin");
+      const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: c.req.raw.headers, body: c.req.raw.body });
+      logger.info("admin passthrough", { requestId: c.get("requestId"), tenant: c.get("tenant")?.id, method: c.req.method });
+      return Upstream.relay(res);
+    } catch (err) {
+      return errorResponse(err, c.get("requestId"));
+    }
+  };
 
   app.use(requestId());
   app.use(accessLog(logger));
-  const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
-  for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);
+  app.use(`${OWN_PREFIX}/*`, rateLimit(services));
   app.route(OWN_PREFIX, ownRoutes(directory));
   app.use(exposedPorts(services));
-  app.route("/", runtimeRoutes(services));
-  app.route("/", cdpRoutes(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
-  app.use(quotas(services)); // [mount: quotas, before every creation route below]
   app.route(OWN_PREFIX, usageRoutes(services));
-  app.route("/", x402Routes(services));
-  app.route("/", sandboxRoutes(services));
-  app.route("/", sessionRoutes(services));
-
-  // Remaining upstream surfaces, fronted for authenticated tenants and forwarded as they are.
-  app.all("*", async (c) => {
-    const path = new URL(c.req.url).pathname;
-    const scope = scopeForPath(path);
-    if (!scope) throw new GatewayError(404, "not_found", `No route for ${c.req.method} ${path}`);
-    await authenticateTenant(c, directory, scope);
-    const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: c.req.raw.headers, body: c.req.raw.body });
-    return Upstream.relay(res);
+  const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
+  mountRouteTable(app, services, {
+    ...commonHandlers(services),
+    ...paidSearchHandlers(services, signer),
+    ...x402SessionHandlers(services, signer),
+    ...sessionHandlers(services),
+    ...cdpHandlers(services),
+    ...sandboxHandlers(services),
+    ...runtimeHandlers(services),
   });
+
+  // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
+  const dispatch = app.fetch;
+  app.fetch = (request: Request, env?: unknown, executionCtx?: any) => {
+    const { origin, path, query } = splitRequestUrl(request.url);
+    const n = normalisePath(path);
+    if (!n.ok) {
+      return errorResponse(new GatewayError(400, "invalid_path", `The request path cannot be accepted: ${n.reason}.`), request.headers.get("x-request-id") ?? undefined);
+    }
+    if (!n.changed) return dispatch(request, env, executionCtx);
+    const init: RequestInit & { duplex?: "half" } = { method: request.method, headers: request.headers, body: request.body, signal: request.signal, duplex: "half" };
+    let normalised: Request;
+    try {
+      normalised = new Request(origin + n.path + query, init);
+    } catch {
+      return errorResponse(new GatewayError(400, "invalid_host", "The request's Host cannot be used in a URL."));
+    }
+    return dispatch(normalised, env, executionCtx);
+  };
 
   return {
     app,

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { GatewayEnv } from "./context.js";
 import { GatewayError, errors } from "./errors.js";
+import { splitRequestUrl } from "./routing/normalize.js";
 import { forwardableRequestHeaders, forwardableResponseHeaders, type UpstreamTransport } from "./transport.js";
 
 export interface UpstreamCall {
@@ -109,6 +110,6 @@ export async function upstreamJson<T = any>(res: Response): Promise<T> {
 
 /** Path plus query string of the client's request. */
 export function pathAndQuery(c: Context): string {
-  const u = new URL(c.req.url);
-  return u.pathname + u.search;
+  const u = splitRequestUrl(c.req.url);
+  return u.path + u.query;
 }

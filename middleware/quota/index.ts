@@ -4,17 +4,12 @@ import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
-import { presentedKey, type Tenant } from "../../src/tenants.js";
+import type { Tenant } from "../../src/tenants.js";
+import { callerTenant } from "../../src/routing/caller.js";
+import { jsonBody, setJsonBody } from "../../src/routing/body.js";
 import { upstreamJson } from "../../src/upstream.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
-
-/** The creations a quota applies to, by method and path. */
-const CREATIONS: Record<string, ResourceKind> = {
-  "POST /api/sandbox": "sandbox",
-  "POST /api/session": "session",
-  "POST /x402/session": "session",
-};
 
 type Quotas = Tenant["quotas"];
 
@@ -60,53 +55,22 @@ async function imageOfSnapshot(c: Context<GatewayEnv>, services: GatewayServices
   return typeof image === "string" ? image : undefined;
 }
 
-async function readObject(c: Context): Promise<Record<string, any> | undefined> {
-  // Read from the raw request (not c.req.text(), which would cache this copy for the route downstream).
-  const text = await c.req.raw.text();
-  if (!text.trim()) return {};
-  try {
-    const v = JSON.parse(text);
-    return v && typeof v === "object" && !Array.isArray(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * Checks a tenant's quotas before a sandbox or session is created, and holds a slot while it is.
- * Requests without a valid tenant key pass untouched (the route refuses them).
- * @example app.use(quotas(services))
+ * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is.
+ * The caller is the chain's (src/routing/caller.ts); the body is the chain's one JSON copy, completed here with the
+ * defaults a quota imposes.
+ * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, "sandbox"), handler)
  */
-export function quotas(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
+export function quota(services: GatewayServices, kind: "sandbox" | "session"): MiddlewareHandler<GatewayEnv> {
   const slots = new CreationSlots(services.stores.kv, services.stores.ownership, services.now);
-  const limitOf = (q: Quotas, kind: ResourceKind) => (kind === "sandbox" ? q.maxSandboxes : q.maxSessions);
 
   return async function quotaMiddleware(c, next) {
-    const path = new URL(c.req.url).pathname.replace(/\/+$/, "");
-    const stop = c.req.method === "PUT" && /^\/x402\/session\/[^/]+\/stop$/.test(path);
-    const kind = CREATIONS[`${c.req.method} ${path}`];
-    if (!kind) {
-      await next();
-      if (stop && c.res.ok) await services.stores.ownership.setActive("session", decodeURIComponent(path.split("/")[3]!), false);
-      return;
-    }
-    const tenant = await services.directory.authenticate(presentedKey(c.req.raw.headers)).catch(() => undefined);
-    if (!tenant) return next();
+    const tenant = callerTenant(c);
     const q = tenant.quotas;
-    const limit = limitOf(q, kind);
+    const limit = kind === "sandbox" ? q.maxSandboxes : q.maxSessions;
     const shapesBody = q.maxTimeoutMinutes !== undefined || q.regions !== undefined || (kind === "sandbox" && q.images !== undefined);
     if (limit === undefined && !shapesBody) return next();
-    const body = await readObject(c);
-    if (body === undefined) {
-      throw new GatewayError(400, "invalid_json", "The request body must be a JSON object.");
-    }
-    const forwarded = await checkBody(c, services, kind, q, body);
-    // The body was read here; the route downstream reads the (possibly completed) copy.
-    const headers = new Headers(c.req.raw.headers);
-    headers.set("content-type", "application/json");
-    headers.delete("content-length");
-    c.req.raw = new Request(c.req.raw.url, { method: c.req.method, headers, body: JSON.stringify(forwarded), signal: c.req.raw.signal });
-
+    if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c)).json }));
     if (limit === undefined) return next();
     let slot = await slots.reserve(kind, tenant.id, limit);
     if (!slot.ok) {
@@ -124,7 +88,7 @@ export function quotas(services: GatewayServices): MiddlewareHandler<GatewayEnv>
     }
     try {
       await next();
-      if (c.res.ok) await claimCreated(c, services, kind, tenant.id, path.startsWith("/x402/"));
+      if (c.res.ok) await claimCreated(c, services, kind, tenant.id, c.req.path.startsWith("/x402/"));
     } finally {
       await slot.release();
     }

@@ -5,6 +5,7 @@ import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import { presentedKey, type Tenant } from "../../src/tenants.js";
 import { looksLikeGatewayToken } from "../../src/tokens.js";
+import "../../src/routing/caller.js";
 
 const WINDOW_MS = 60_000;
 
@@ -27,7 +28,9 @@ export function rateLimit(services: GatewayServices): MiddlewareHandler<GatewayE
   }
 
   return async function rateLimitMiddleware(c, next) {
-    const tenant = await tenantOf(presentedKey(c.req.raw.headers) ?? c.req.query("token"));
+    // Route-table rows identified their caller already; the gateway's own endpoints are counted from their credentials.
+    const caller = c.get("caller");
+    const tenant = caller ? (caller.via === "ticket" ? undefined : caller.tenant) : await tenantOf(presentedKey(c.req.raw.headers) ?? c.req.query("token"));
     const limit = tenant?.quotas.requestsPerMinute;
     if (!tenant || limit === undefined) return next();
     const now = services.now();

@@ -1,12 +1,14 @@
 // Browser traffic of a session through the gateway: the CDP WebSocket relay and the computer-action endpoint.
-import { Hono, type Context } from "hono";
+import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, errors } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream } from "../upstream.js";
 import { isWebSocketUpgrade } from "../websocket.js";
-import { OWN_PREFIX } from "./own.js";
-import { authenticateSessionCaller, sessionEndpoints } from "./session-access.js";
+import { sessionEndpoints } from "./session-access.js";
+import { callerTenant } from "../routing/caller.js";
+import { readBoundedText } from "../routing/body.js";
+import type { RowHandler } from "../routing/handlers.js";
 
 const MAX_ACTION_BODY = 64 * 1024;
 
@@ -20,38 +22,31 @@ function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, 
   return url;
 }
 
-export function cdpRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
+export function cdpHandlers(services: GatewayServices): Record<string, RowHandler> {
+  return {
+    // wsEndpoint: ws(s)://<gateway>/devtools/browser/<id>?token=… → the upstream wsEndpoint, kept server-side.
+    "cdp.connect": async (c) => {
+      const id = c.req.param("id")!;
+      const caller = c.get("caller");
+      if (!isWebSocketUpgrade(c.req.raw)) {
+        throw new GatewayError(426, "upgrade_required", "This is a CDP WebSocket endpoint; connect with puppeteer.connect({browserWSEndpoint}) or chromium.connectOverCDP().");
+      }
+      const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
+      const tenantId = callerTenant(c).id;
+      // A token revoked (or a keyless one expiring) while the connection is open ends it; a tenant key is checked on ownership.
+      const stillValid =
+        caller.via === "token" ? () => services.tokens.stillValid(caller.presented) : async () => (await services.stores.ownership.owner("session", id)) === tenantId;
+      return services.webSocketRelay(c, { url, headers: {}, stillValid });
+    },
 
-  // wsEndpoint: ws(s)://<gateway>/devtools/browser/<id>?token=… → the upstream wsEndpoint, kept server-side.
-  app.get("/devtools/browser/:id", async (c) => {
-    const id = c.req.param("id");
-    const caller = await authenticateSessionCaller(c, services, id, "cdp");
-    if (!isWebSocketUpgrade(c.req.raw)) {
-      throw new GatewayError(426, "upgrade_required", "This is a CDP WebSocket endpoint; connect with puppeteer.connect({browserWSEndpoint}) or chromium.connectOverCDP().");
-    }
-    const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
-    c.get("logFields").route = "/devtools/browser/:id";
-    const presented = c.req.query("token");
-    // A token revoked (or a keyless one expiring) while the connection is open ends it; a tenant key is checked on ownership.
-    const stillValid = caller.token && presented
-      ? () => services.tokens.stillValid(presented)
-      : async () => (await services.stores.ownership.owner("session", id)) === caller.tenant.id;
-    return services.webSocketRelay(c, { url, headers: {}, stillValid });
-  });
-
-  // computerActionEndpoint: the SDK posts here verbatim with x-api-key; keyless clients use a session token.
-  app.post(`${OWN_PREFIX}/computer-action/:id`, async (c) => {
-    const id = c.req.param("id");
-    await authenticateSessionCaller(c, services, id, "computer");
-    const body = await c.req.text();
-    if (body.length > MAX_ACTION_BODY) throw new GatewayError(413, "body_too_large", `Computer-action bodies are limited to ${MAX_ACTION_BODY} bytes.`);
-    const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).computerActionEndpoint, "computerActionEndpoint", id);
-    c.get("logFields").route = "/_tollgate/computer-action/:id";
-    return Upstream.relay(await postAbsolute(c, services, url, body));
-  });
-
-  return app;
+    // computerActionEndpoint: the SDK posts here verbatim with x-api-key; keyless clients use a session token.
+    "cdp.computerAction": async (c) => {
+      const id = c.req.param("id")!;
+      const body = await readBoundedText(c.req.raw, MAX_ACTION_BODY);
+      const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).computerActionEndpoint, "computerActionEndpoint", id);
+      return Upstream.relay(await postAbsolute(c, services, url, body));
+    },
+  };
 }
 
 /** POSTs to an absolute upstream URL with the API key (computer actions live outside `/api`). */

@@ -1,50 +1,43 @@
 // Paid browser sessions (/x402/session): the gateway pays, keeps the managementToken and the upstream CDP endpoint,
 // and hands the tenant gateway URLs and a gateway session token instead.
-import { Hono, type Context } from "hono";
+import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../tenants.js";
-import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { Upstream, pathAndQuery } from "../upstream.js";
+import { jsonBody } from "../routing/body.js";
 import { canonicalJson, sha256Hex } from "../payments/answer.js";
 import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "../payments/paid-call.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../rewrite/session.js";
-import { mintSessionToken, notFoundSession, requireSessionOwner, saveSessionEndpoints } from "./session-access.js";
+import { mintSessionToken, notFoundSession, saveSessionEndpoints } from "./session-access.js";
 import { publicOriginOf } from "../public-origin.js";
-import { budgetRemaining } from "./x402.js";
+import { budgetRemaining } from "../payments/budget-remaining.js";
+import { callerTenant } from "../routing/caller.js";
+import type { RowHandler } from "../routing/handlers.js";
 
 const MGMT_TTL_MS = 24 * 3600_000;
 const mgmtKey = (id: string) => `session:x402mgmt:${id}`;
 /** Upstream fields that are credentials for the upstream itself. */
 const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
 
-const tenantOf = (c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> => authenticateTenant(c, services.directory, "sessions");
-
-export function x402SessionRoutes(services: GatewayServices, signer: PaymentSigner | undefined): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
+export function x402SessionHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Record<string, RowHandler> {
   const { upstream, stores } = services;
 
-  app.post("/x402/session", async (c) => {
-    const tenant = await tenantOf(c, services);
+  const create = async (c: Context<GatewayEnv>) => {
+    const tenant = callerTenant(c);
     if (tenant.paysForItself) {
       // Self-paying tenants talk to the upstream directly through the gateway, credentials and all.
       const h = forwardableRequestHeaders(c.req.raw.headers);
       for (const n of ["payment-signature", "x-payment"]) if (c.req.header(n)) h.set(n, c.req.header(n)!);
-      return Upstream.relay(await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: await c.req.text(), withApiKey: false }));
+      return Upstream.relay(await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: (await jsonBody(c)).text, withApiKey: false }));
     }
-    const text = (await c.req.text()) || "{}";
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new GatewayError(400, "invalid_json", "The request body is not valid JSON; nothing was paid.");
-    }
+    const body = await jsonBody(c);
+    const text = body.text.trim() ? body.text : "{}";
+    const json = body.json;
     const route = "/x402/session";
-    c.get("logFields").route = route;
     // Sessions are never shared: each request is its own purchase (use Idempotency-Key on /x402/web/* for retries).
     const fingerprint = await sha256Hex(`${route}\n${canonicalJson(json)}\n${crypto.randomUUID()}`);
     const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
@@ -73,23 +66,20 @@ export function x402SessionRoutes(services: GatewayServices, signer: PaymentSign
       "x-tollgate-paid": atomicToUsd(result.paid),
       "x-tollgate-budget-remaining": await budgetRemaining(services, tenant),
     });
-  });
+  };
 
   // Management calls: the tenant's key stands in for the managementToken the gateway keeps.
   const manage = async (c: Context<GatewayEnv>) => {
-    const tenant = await tenantOf(c, services);
     const id = c.req.param("id")!;
-    await requireSessionOwner(services, tenant.id, id);
     const mgmt = await stores.kv.get(mgmtKey(id));
     if (!mgmt) throw notFoundSession(id);
     const h = new Headers({ authorization: `Bearer ${mgmt}` });
     const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: h, withApiKey: false });
     if (!res.ok) return Upstream.relay(res);
+    if (c.req.method === "PUT") await stores.ownership.setActive("session", id, false);
     const body = (await res.json()) as Record<string, any>;
     for (const f of [...HIDDEN, "wsEndpoint", "computerActionEndpoint", "token", "liveUrl"]) delete body[f];
     return c.json(body);
   };
-  app.get("/x402/session/:id", manage);
-  app.put("/x402/session/:id/stop", manage);
-  return app;
+  return { "x402session.create": create, "x402session.get": manage, "x402session.stop": manage };
 }

@@ -1,12 +1,10 @@
-// Paid surfaces: /x402/web/{search,fetch} (+ /api/web/*): authenticate → idempotency → cache → coalesce → pay → answer.
-import { Hono, type Context } from "hono";
+// Paid search and fetch: /x402/web/{search,fetch} paid with x402, /api/web/{search,fetch} billed to credits. The
+// caller is the chain's; the steps read in order: idempotency → cache → coalesce → pay (or meter) → forward → answer.
+import type { Context } from "hono";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
-import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, type Tenant } from "../tenants.js";
-import { authenticateTenant } from "../../middleware/authenticate/index.js";
-import { looksLikeGatewayToken, requireTokenScope } from "../tokens.js";
+import type { Tenant } from "../tenants.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { Upstream, pathAndQuery } from "../upstream.js";
 import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "../payments/answer.js";
@@ -14,74 +12,28 @@ import { AnswerCache, Coalescer } from "../payments/cache.js";
 import { withIdempotency } from "../payments/idempotency.js";
 import { fleetCoalesce, type FleetResult } from "../payments/fleet-coalesce.js";
 import { atomicToUsd } from "../payments/money.js";
-import { paidCall, tenantLimits } from "../payments/paid-call.js";
-import { PaymentSigner } from "../payments/signer.js";
-import { x402SessionRoutes } from "./x402-session.js";
+import { paidCall } from "../payments/paid-call.js";
+import { budgetRemaining } from "../payments/budget-remaining.js";
+import type { PaymentSigner } from "../payments/signer.js";
+import { callerCap, callerTenant } from "../routing/caller.js";
+import { jsonBody } from "../routing/body.js";
+import { priceOf } from "../routing/credits.js";
+import { releaseSpend, reserveSpend, settleSpend } from "../routing/credit-ledger.js";
+import type { RouteRow } from "../routing/table.js";
+import type { RowHandler } from "../routing/handlers.js";
 
-const MAX_BODY = 1024 * 1024;
-
-export interface Caller {
-  tenant: Tenant;
-  /** Set when the caller is a keyless search token with a spend cap. */
-  cap?: { id: string; amount: bigint };
-}
-
-/** A tenant key, or a keyless search token (a gateway JWT with the "search" scope). */
-export async function authenticateSearchCaller(c: Context<GatewayEnv>, services: GatewayServices): Promise<Caller> {
-  const key = presentedKey(c.req.raw.headers);
-  if (looksLikeGatewayToken(key)) {
-    const token = await services.tokens.verify(key);
-    requireTokenScope(token, "search");
-    const tenant = services.directory.get(token.tenant);
-    if (!tenant || !tenant.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant that minted this token is disabled.");
-    c.set("tenant", tenant);
-    c.get("logFields").tenant = tenant.id;
-    return { tenant, cap: token.cap !== undefined ? { id: token.jti, amount: token.cap } : undefined };
-  }
-  return { tenant: await authenticateTenant(c, services.directory, "search") };
-}
-
-async function readJsonBody(c: Context): Promise<{ text: string; json: Record<string, unknown> }> {
-  const text = await c.req.text();
-  if (text.length > MAX_BODY) throw new GatewayError(413, "body_too_large", `Request bodies are limited to ${MAX_BODY} bytes.`);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new GatewayError(400, "invalid_json", "The request body is not valid JSON; nothing was paid.");
-  }
-  if (!json || typeof json !== "object" || Array.isArray(json)) throw new GatewayError(400, "invalid_body", "The request body must be a JSON object; nothing was paid.");
-  return { text, json: json as Record<string, unknown> };
-}
-
-export async function budgetRemaining(services: GatewayServices, tenant: Tenant): Promise<string> {
-  const limits = tenantLimits(tenant);
-  const usage = await services.stores.ledger.usage(tenant.id, services.now());
-  let rem: bigint | undefined;
-  for (const w of ["daily", "monthly", "total"] as const) {
-    const l = limits[w];
-    if (l === undefined) continue;
-    const left = l - usage[w];
-    if (rem === undefined || left < rem) rem = left;
-  }
-  return rem === undefined ? "unlimited" : atomicToUsd(rem < 0n ? 0n : rem);
-}
-
-export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
+export function paidSearchHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Record<string, RowHandler> {
   const { config, upstream } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
   const coalescer = new Coalescer<FleetResult>();
   const fingerprints = new RequestFingerprints();
   const shareable = (a: Answer) => config.cache.enabled && a.status === 200 && isCompletedJob(a);
-  const signer = services.secrets.walletKey ? new PaymentSigner(services.secrets.walletKey) : undefined;
 
-  const searchLike = async (c: Context<GatewayEnv>) => {
-    const caller = await authenticateSearchCaller(c, services);
-    const { tenant } = caller;
-    const route = new URL(c.req.url).pathname;
-    c.get("logFields").route = route;
-    const { text, json } = await readJsonBody(c);
+  const searchLike = async (c: Context<GatewayEnv>, row: RouteRow) => {
+    const tenant = callerTenant(c);
+    const cap = callerCap(c);
+    const route = row.path;
+    const { text, json } = await jsonBody(c);
     const path = pathAndQuery(c);
 
     if (tenant.paysForItself) {
@@ -110,7 +62,7 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
         if (payment) h.set(payment[0], payment[1]);
         return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
       };
-      const result = await paidCall({ services, signer, tenant, route, fingerprint, cap: caller.cap }, send);
+      const result = row.pay === "credits" ? await creditCall(c, row, tenant, cap, send) : await paidCall({ services, signer, tenant, route, fingerprint, cap }, send);
       const answer = await readAnswer(result.response, result.paid, services.now());
       if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(cacheKey, answer);
       return answer;
@@ -160,12 +112,28 @@ export function x402Routes(services: GatewayServices): Hono<GatewayEnv> {
     });
   };
 
-  app.post("/x402/web/search", searchLike);
-  app.post("/x402/web/fetch", searchLike);
-  app.post("/api/web/search", searchLike);
-  app.post("/api/web/fetch", searchLike);
-  app.route("/", x402SessionRoutes(services, signer));
-  return app;
+  /** A credit-billed call: its price reserved before it is sent, committed if the upstream did the work. */
+  const creditCall = async (c: Context<GatewayEnv>, row: RouteRow, tenant: Tenant, cap: { id: string; amount: bigint } | undefined, send: () => Promise<Response>) => {
+    if (!config.credits.enabled || !row.meter) return { response: await send(), paid: 0n };
+    const amount = priceOf(services, row.meter.price);
+    const hold = await reserveSpend(services, c, { tenant, cap, route: row.name, amount, meter: "call", validBefore: services.now() + 3600_000 });
+    let response: Response;
+    try {
+      response = await send();
+    } catch (err) {
+      await releaseSpend(services, hold, "no answer from the upstream");
+      throw err;
+    }
+    if (!response.ok) {
+      await releaseSpend(services, hold, `upstream answered ${response.status}`);
+      return { response, paid: 0n };
+    }
+    await settleSpend(services, hold);
+    c.get("logFields").credits = amount;
+    return { response, paid: amount };
+  };
+
+  return { "paid.search": searchLike };
 }
 
 function isCompletedJob(a: Answer): boolean {

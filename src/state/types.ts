@@ -79,8 +79,9 @@ export interface BudgetLedger {
   expiredHolds(now: number, limit: number): Promise<LedgerEntry[]>;
 }
 
-/** Which tenant owns an upstream resource (sandbox, session). */
-export type ResourceKind = "sandbox" | "session" | "snapshot";
+/** Which tenant owns an upstream resource: every kind a route-table row creates or addresses (src/routing/table.ts). */
+export const RESOURCE_KINDS = ["sandbox", "session", "snapshot", "volume", "profile", "extension", "job", "task"] as const;
+export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
 export interface OwnershipRegistry {
   claim(kind: ResourceKind, id: string, tenant: string): Promise<void>;

@@ -46,7 +46,7 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
 
   it("accepts a valid key as Authorization: Bearer", async () => {
     const r = await get("/_tollgate/whoami", { authorization: `Bearer ${keys.good}` });
-    expect(await r.json()).toEqual({ tenant: "acme", scopes: ["search", "sessions", "sandboxes"] });
+    expect(await r.json()).toEqual({ tenant: "acme", scopes: ["search", "sessions", "sandboxes", "jobs", "agents"] });
   });
 
   it.each([
@@ -69,8 +69,8 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
     expect(await r.json()).toMatchObject({ code: "missing_scope", requiredScope: "sandboxes" });
   });
 
-  it("keeps volumes (not tracked per tenant) to admins", async () => {
-    const r = await get("/api/volume", { "x-api-key": keys.good });
+  it("keeps the operator's team credit balance and image catalog changes to admins", async () => {
+    const r = await get("/api/team/credit-info", { "x-api-key": keys.good });
     expect(r.status).toBe(403);
     expect(await r.json()).toMatchObject({ code: "missing_scope", requiredScope: "admin" });
   });
@@ -95,10 +95,14 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
     expect(r.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it("answers unknown paths with a JSON 404", async () => {
-    const r = await get("/nope", { "x-api-key": keys.good });
-    expect(r.status).toBe(404);
-    expect((await r.json()).code).toBe("not_found");
+  it("answers paths it does not front with a JSON 404 route_not_fronted naming method and path, and forwards nothing", async () => {
+    const before = upstream.seen.length;
+    for (const path of ["/nope", "/api/not-a-thing", "/api/snapshots/x/y"]) {
+      const r = await get(path, { "x-api-key": keys.good });
+      expect(r.status).toBe(404);
+      expect(await r.json()).toMatchObject({ code: "route_not_fronted", method: "GET", path });
+    }
+    expect(upstream.seen.length).toBe(before);
   });
 
   it("writes one structured line per request with tenant, route, status and duration", async () => {

@@ -56,7 +56,7 @@ scopes = ["search", "root"]
 
   it("accepts JSON as well as TOML, with defaults filled in", () => {
     const cfg = parseConfigText(JSON.stringify({ tenants: [{ id: "a", keys: [{ hash: HASH }] }] }), "c.json");
-    expect(cfg.tenants[0].scopes).toEqual(["search", "sessions", "sandboxes"]);
+    expect(cfg.tenants[0].scopes).toEqual(["search", "sessions", "sandboxes", "jobs", "agents"]);
     expect(cfg.server.port).toBe(8787);
     expect(cfg.cache.scope).toBe("tenant");
   });

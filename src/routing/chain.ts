@@ -1,0 +1,61 @@
+// Mounts the route table (./table.ts) on the app. One line per step, in the order every row runs them:
+//   identify → scope (in identify) → rate limit → quota → meter → owner → handler.
+// A request that matches no row is answered 404 route_not_fronted; nothing reaches the upstream without a row.
+import type { Hono, MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import type { ResourceKind } from "../state/types.js";
+import { quota } from "../../middleware/quota/index.js";
+import { rateLimit } from "../../middleware/rate-limit/index.js";
+import { identify } from "./caller.js";
+import { meterCredits } from "./credits.js";
+import type { RowHandler } from "./handlers.js";
+import { methodsOf, ROUTES, type RouteRow } from "./table.js";
+
+const NOUN: Record<ResourceKind, string> = {
+  sandbox: "Sandbox", session: "Session", snapshot: "Snapshot", volume: "Volume", profile: "Profile", extension: "Extension", job: "Job", task: "Task",
+};
+
+export const notOwned = (kind: ResourceKind, id: string) => new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`);
+
+/**
+ * Another tenant's id (or an id nobody here created) answers exactly like a missing one. On the runtime plane (the hot
+ * path) a sandbox token bound to the sandbox was minted for its owner and is trusted without a lookup.
+ */
+export function requireOwner(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+  const owns = row.owns;
+  if (!owns) return undefined;
+  const boundTokenSuffices = row.auth.length === 1 && row.auth[0] === "sandbox-token";
+  return async function requireOwnerMiddleware(c, next) {
+    const id = c.req.param(owns.param) ?? "";
+    const caller = c.get("caller");
+    if (caller.via === "ticket") throw notOwned(owns.kind, id);
+    if (!(boundTokenSuffices && caller.via === "token" && caller.token.resource === id)) {
+      if ((await services.stores.ownership.owner(owns.kind, id)) !== caller.tenant.id) throw notOwned(owns.kind, id);
+    }
+    return next();
+  };
+}
+
+export function mountRouteTable(app: Hono<GatewayEnv>, services: GatewayServices, handlers: Record<string, RowHandler>, rows: readonly RouteRow[] = ROUTES): void {
+  const limited = rateLimit(services);
+  for (const row of rows) {
+    const handler = handlers[row.handler];
+    if (!handler) throw new Error(`route table: row ${row.name} names handler "${row.handler}", which does not exist`);
+    const chain: MiddlewareHandler<GatewayEnv>[] = [identify(services, row)];
+    // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
+    if (!row.path.startsWith("/sandbox/")) chain.push(limited);
+    if (row.quota) chain.push(quota(services, row.quota));
+    const meter = meterCredits(services, row);
+    if (meter) chain.push(meter);
+    const owner = requireOwner(services, row);
+    if (owner) chain.push(owner);
+    app.on(methodsOf(row), [row.path], ...chain, (c) => handler(c, row));
+  }
+}
+
+/** The refusal for a request no row matches: names the method and the (normalised) path. */
+export function routeNotFronted(method: string, path: string): GatewayError {
+  return new GatewayError(404, "route_not_fronted", `Tollgate does not front ${method} ${path}. See the route table in the README for what it does.`, { method, path });
+}

@@ -1,0 +1,161 @@
+// Credits metered into the tenants' budgets: a credit-billed row reserves its price before it is forwarded, and the
+// reservation is committed or released from the answer (per call), when the job ends (per unit) or when the resource
+// stops (per minute). The same ledger and windows as x402 payments, so one budget covers both kinds of spend.
+import type { MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { usdToAtomic } from "../payments/money.js";
+import { releaseSpend, reserveSpend, settleSpend, type SpendHold } from "./credit-ledger.js";
+import { callerCap, callerTenant } from "./caller.js";
+import { jsonBody, setJsonBody } from "./body.js";
+import type { Meter, PriceName, RouteRow } from "./table.js";
+
+/** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
+interface KeptHold extends SpendHold {
+  /** Price per unit or minute, atomic. */
+  rate: string;
+  startedAt: number;
+  meter: Meter["per"];
+}
+
+const holdKey = (kind: string, id: string) => `credits:hold:${kind}:${id}`;
+/** Units a request may ask for at most; above it the request is refused rather than reserved. */
+const MAX_UNITS = 10_000;
+
+export function priceOf(services: GatewayServices, name: PriceName): bigint {
+  return usdToAtomic(services.config.credits.prices[name]);
+}
+
+function unitsOf(meter: Extract<Meter, { per: "units" }>, body: Record<string, unknown>): number {
+  const v = body[meter.units];
+  const n = Array.isArray(v) ? v.length : typeof v === "number" && Number.isFinite(v) ? Math.ceil(v) : meter.default;
+  if (n < 1) return 1;
+  if (n > MAX_UNITS) throw new GatewayError(400, "invalid_params", `${meter.units} may ask for at most ${MAX_UNITS}.`, { field: meter.units, limit: MAX_UNITS });
+  return n;
+}
+
+async function keep(services: GatewayServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
+  await services.stores.kv.set(holdKey(kind, id), JSON.stringify({ ...hold, amount: hold.amount.toString() }), ttlMs);
+}
+
+async function kept(services: GatewayServices, kind: string, id: string): Promise<KeptHold | undefined> {
+  const raw = await services.stores.kv.get(holdKey(kind, id));
+  if (!raw) return undefined;
+  const h = JSON.parse(raw) as KeptHold & { amount: string };
+  return { ...h, amount: BigInt(h.amount) };
+}
+
+/** The id a creation answer names (`id`, or `jobId` for jobs). */
+async function createdId(res: Response): Promise<string | undefined> {
+  try {
+    const j = (await res.clone().json()) as { id?: unknown; jobId?: unknown };
+    const id = j?.jobId ?? j?.id;
+    return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reserves a credit-billed row's price before it is forwarded; 402 budget_exceeded (or token_cap_exceeded) when the
+ * tenant's budget cannot cover it. Rows whose handler meters itself (cached search) get no middleware.
+ * @example app.on("POST", "/api/scrape", identify(...), meterCredits(services, row), handler)
+ */
+export function meterCredits(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+  const meter = row.meter;
+  if (!meter || row.handler === "paid.search") return undefined;
+  return async function meterCreditsMiddleware(c, next) {
+    if (!services.config.credits.enabled) return next();
+    const tenant = callerTenant(c);
+    const rate = priceOf(services, meter.price);
+    const now = services.now();
+    let amount: bigint;
+    let validBefore: number;
+    if (meter.per === "call") {
+      amount = rate;
+      validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
+    } else if (meter.per === "units") {
+      amount = rate * BigInt(unitsOf(meter, (await jsonBody(c)).json));
+      validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
+    } else if (meter.per === "extension") {
+      const minutes = Number((await jsonBody(c)).json.durationMinutes);
+      if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60) throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
+      amount = rate * BigInt(minutes);
+      validBefore = now + minutes * 60_000;
+    } else {
+      // The gateway names the timeout itself, so the reservation is the resource's true maximum.
+      const body = (await jsonBody(c)).json;
+      const asked = body.timeoutMinutes;
+      const minutes = typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : services.config.credits.defaultTimeoutMinutes;
+      if (minutes !== asked) setJsonBody(c, { ...body, timeoutMinutes: minutes });
+      amount = rate * BigInt(Math.ceil(minutes));
+      validBefore = now + Math.ceil(minutes + 5) * 60_000;
+    }
+    const hold = await reserveSpend(services, c, { tenant, cap: callerCap(c), route: row.name, amount, meter: meter.per, validBefore });
+    c.get("logFields").credits = amount;
+    try {
+      await next();
+    } catch (err) {
+      await releaseSpend(services, hold, `not forwarded: ${String((err as Error)?.message ?? err).slice(0, 120)}`);
+      throw err;
+    }
+    const res = c.res;
+    if (!res.ok) {
+      await releaseSpend(services, hold, `upstream answered ${res.status}`);
+      return;
+    }
+    if (meter.per === "call" || meter.per === "extension") {
+      await settleSpend(services, hold);
+      return;
+    }
+    const id = await createdId(res);
+    if (!id) {
+      // Nothing to settle against later: the full reservation is the charge.
+      await settleSpend(services, hold);
+      return;
+    }
+    const kind = meter.per === "minutes" ? meter.resource : "job";
+    await keep(services, kind, id, { ...hold, rate: rate.toString(), startedAt: now, meter: meter.per }, validBefore - now + 24 * 3600_000);
+  };
+}
+
+/**
+ * A time-metered resource ended (stop, or the upstream says it is closed): commit the minutes it ran, at most its
+ * reservation. Safe to call more than once; only the first call settles.
+ */
+export async function settleResource(services: GatewayServices, kind: "sandbox" | "session", id: string): Promise<void> {
+  const hold = await kept(services, kind, id);
+  if (!hold) return;
+  await services.stores.kv.delete(holdKey(kind, id));
+  const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
+  const used = minutes * BigInt(hold.rate);
+  await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
+}
+
+const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
+const COUNTS = ["totalCrawledPages", "totalScrapedPages", "totalPages", "pagesCount"];
+
+/** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
+export async function settleJobFrom(services: GatewayServices, id: string, res: Response): Promise<void> {
+  if (!res.ok) return;
+  let body: Record<string, unknown>;
+  try {
+    body = (await res.clone().json()) as Record<string, unknown>;
+  } catch {
+    return;
+  }
+  const status = typeof body.status === "string" ? body.status : undefined;
+  if (!status || !TERMINAL.has(status)) return;
+  const hold = await kept(services, "job", id);
+  if (!hold) return;
+  await services.stores.kv.delete(holdKey("job", id));
+  if (status === "failed" || status === "error") {
+    await releaseSpend(services, hold, `job ${status}`);
+    return;
+  }
+  const counted = COUNTS.map((k) => body[k]).find((v) => typeof v === "number") as number | undefined;
+  const used = counted !== undefined ? BigInt(Math.max(0, counted)) * BigInt(hold.rate) : hold.amount;
+  await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
+}
+

@@ -1,0 +1,94 @@
+// Route handlers shared by many rows: forward as it is, refuse on purpose, create-and-claim, owned lists, jobs.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError, jsonResponse } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
+import { ownedPage } from "../sandbox/owned-list.js";
+import { callerTenant } from "./caller.js";
+import { settleJobFrom } from "./credits.js";
+import type { RouteRow } from "./table.js";
+
+export type RowHandler = (c: Context<GatewayEnv>, row: RouteRow) => Promise<Response> | Response;
+
+/** The body to forward: the chain's JSON copy when one was read (and maybe completed), else the client's stream. */
+export function forwardBody(c: Context<GatewayEnv>): { headers: Headers; body: string | ReadableStream<Uint8Array> | null } {
+  const kept = c.get("jsonBody");
+  const headers = new Headers(c.req.raw.headers);
+  if (kept) {
+    headers.set("content-type", "application/json");
+    headers.delete("content-length");
+    return { headers, body: kept.text };
+  }
+  const hasBody = c.req.method !== "GET" && c.req.method !== "HEAD";
+  return { headers, body: hasBody ? c.req.raw.body : null };
+}
+
+/** Sends the row's request upstream with the operator's key. */
+export function forwardUpstream(c: Context<GatewayEnv>, services: GatewayServices): Promise<Response> {
+  const { headers, body } = forwardBody(c);
+  return services.upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers, body });
+}
+
+async function claimFrom(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, res: Response): Promise<void> {
+  if (!row.creates || !res.ok) return;
+  let created: Record<string, unknown>;
+  try {
+    created = (await res.clone().json()) as Record<string, unknown>;
+  } catch {
+    throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not answer with JSON.");
+  }
+  const id = created?.jobId ?? created?.id;
+  if (typeof id !== "string" && typeof id !== "number") throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
+  const tenant = callerTenant(c);
+  await services.stores.ownership.claim(row.creates, String(id), tenant.id);
+  // Volumes are addressed by name too (DELETE /api/volume/<name>): the name is claimed with the id.
+  if (row.creates === "volume" && typeof created.name === "string" && created.name) await services.stores.ownership.claim("volume", created.name, tenant.id);
+  services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id: String(id), route: row.name });
+}
+
+export function commonHandlers(services: GatewayServices): Record<string, RowHandler> {
+  return {
+    forward: async (c) => Upstream.relay(await forwardUpstream(c, services)),
+
+    refuse: (_c, row) => {
+      const r = row.refuse!;
+      throw new GatewayError(r.status, r.code, r.message);
+    },
+
+    "owned.create": async (c, row) => {
+      const res = await forwardUpstream(c, services);
+      await claimFrom(services, c, row, res);
+      return Upstream.relay(res);
+    },
+
+    "owned.list": async (c, row) => {
+      const spec = row.list!;
+      const tenant = callerTenant(c);
+      if (spec.field === null) {
+        // A bare array (extensions): filtered, no paging.
+        const res = await forwardUpstream(c, services);
+        if (!res.ok) return Upstream.relay(res);
+        const all = await upstreamJson<unknown>(res);
+        const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
+        const mine = Array.isArray(all) ? all.filter((x) => owned.has(String((x as { id?: unknown })?.id))) : [];
+        return jsonResponse(200, mine);
+      }
+      const page = await ownedPage(c, services, tenant, { path: new URL(c.req.url).pathname, field: spec.field, kind: spec.kind });
+      if ("passthrough" in page) return page.passthrough;
+      return jsonResponse(200, { [spec.field]: page.items, totalCount: page.totalCount, page: page.page, perPage: page.perPage });
+    },
+
+    "job.start": async (c, row) => {
+      const res = await forwardUpstream(c, services);
+      await claimFrom(services, c, row, res);
+      return Upstream.relay(res);
+    },
+
+    "job.read": async (c, row) => {
+      const res = await forwardUpstream(c, services);
+      await settleJobFrom(services, c.req.param(row.owns!.param)!, res);
+      return Upstream.relay(res);
+    },
+  };
+}

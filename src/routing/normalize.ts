@@ -1,0 +1,59 @@
+// Path normalisation before routing, the way the upstream will read the path: the route the gateway picks is the one
+// the upstream serves. Unreserved escapes are decoded, dot segments resolved, repeated slashes merged; anything that
+// could be read two ways (an encoded `/` or `\`, NUL or control characters, an invalid escape) is refused.
+
+export type NormalisedPath = { ok: true; path: string; changed: boolean } | { ok: false; reason: string };
+
+const HEX = /^[0-9A-Fa-f]{2}$/;
+
+/** RFC 3986 unreserved characters: decoding them never changes what a path means. */
+function isUnreserved(code: number): boolean {
+  return (
+    (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a) || (code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x2e || code === 0x5f || code === 0x7e
+  );
+}
+
+/** Normalises the path part of a request target (no query). */
+export function normalisePath(raw: string): NormalisedPath {
+  if (!raw.startsWith("/")) return { ok: false, reason: "the path must start with /" };
+  let decoded = "";
+  for (let i = 0; i < raw.length; i++) {
+    const ch = raw.charCodeAt(i);
+    if (ch < 0x21 || ch === 0x7f) return { ok: false, reason: "control characters and spaces are not allowed in paths" };
+    if (ch === 0x5c) return { ok: false, reason: "backslashes are not allowed in paths" };
+    if (ch !== 0x25) {
+      decoded += raw[i];
+      continue;
+    }
+    const hex = raw.slice(i + 1, i + 3);
+    if (!HEX.test(hex)) return { ok: false, reason: `invalid percent-escape "${raw.slice(i, i + 3)}"` };
+    const code = Number.parseInt(hex, 16);
+    if (code === 0x2f || code === 0x5c) return { ok: false, reason: "encoded slashes and backslashes are not allowed in paths" };
+    if (code < 0x20 || code === 0x7f) return { ok: false, reason: "encoded control characters are not allowed in paths" };
+    decoded += isUnreserved(code) ? String.fromCharCode(code) : `%${hex.toUpperCase()}`;
+    i += 2;
+  }
+  const out: string[] = [];
+  for (const seg of decoded.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === "..") {
+      if (out.length === 0) return { ok: false, reason: "the path climbs above the root" };
+      out.pop();
+      continue;
+    }
+    out.push(seg);
+  }
+  const path = `/${out.join("/")}`;
+  return { ok: true, path, changed: path !== raw };
+}
+
+/** Splits an absolute request URL string into origin, path and query without a URL parser (which may throw). */
+export function splitRequestUrl(url: string): { origin: string; path: string; query: string } {
+  const schemeEnd = url.indexOf("://");
+  const hostStart = schemeEnd < 0 ? 0 : schemeEnd + 3;
+  let pathStart = url.indexOf("/", hostStart);
+  const q = url.indexOf("?", hostStart);
+  if (pathStart < 0 || (q >= 0 && q < pathStart)) pathStart = q >= 0 ? q : url.length;
+  const queryStart = q >= 0 ? q : url.length;
+  return { origin: url.slice(0, pathStart), path: url.slice(pathStart, queryStart) || "/", query: url.slice(queryStart) };
+}

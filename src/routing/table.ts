@@ -1,0 +1,194 @@
+// The route table: every upstream operation Tollgate fronts, one row each. What is not here is refused
+// (404 route_not_fronted). The chain (./chain.ts) mounts every row: identify → scope → rate limit → quota → meter →
+// owner → handler. Paths are matched after normalisation (./normalize.ts), so a row sees what the upstream will.
+import type { Scope } from "../../config/schema.js";
+import type { ResourceKind } from "../state/types.js";
+import type { TokenScope } from "../tokens.js";
+
+export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** Who may call a row: a tenant key, or one of the gateway's own tokens. */
+export type Credential = "key" | "search-token" | "sandbox-token" | "session-token" | "ticket" | "none";
+
+/** Credit prices an operator sets (config `credits.prices`); USD per unit. */
+export type PriceName =
+  | "webSearch" | "webFetch" | "webPage" | "scrape" | "scrapePage" | "crawlPage" | "extract" | "agentStep" | "sessionMinute" | "sandboxMinute";
+
+/**
+ * How a credit-billed row is metered. `call`: one price per call, committed on success, released on failure.
+ * `units`: price × the count the request asks for at most (its `urls`, `maxPages`, `maxSteps`…), settled when the job
+ * ends. `minutes`: price × `timeoutMinutes` reserved at creation, settled at stop, expiry or an upstream stop.
+ */
+export type Meter =
+  | { per: "call"; price: PriceName }
+  | { per: "units"; price: PriceName; units: "urls" | "maxPages" | "maxSteps"; default: number }
+  | { per: "minutes"; price: PriceName; resource: "sandbox" | "session" }
+  | { per: "extension"; price: PriceName };
+
+export interface RouteRow {
+  /** Unique name: logs, metrics and the audit speak of rows by it. */
+  name: string;
+  method: Method | readonly Method[];
+  /** Hono pattern on the normalised path. */
+  path: string;
+  auth: readonly Credential[];
+  /** Scope a tenant key needs (tokens carry their own scopes, `tokenScope`). */
+  scope: Scope;
+  tokenScope?: TokenScope;
+  /** The caller must own the resource named by this path parameter (another tenant's id answers 404). */
+  owns?: { kind: ResourceKind; param: string };
+  /** The answer's id (`id` or `jobId`) becomes the caller's. */
+  creates?: ResourceKind;
+  /** A list of `field` filtered to the caller's `kind`. */
+  list?: { kind: ResourceKind; field: string | null };
+  pay: "free" | "x402" | "credits";
+  meter?: Meter;
+  /** Creation counted against the tenant's active-resource quota and body limits. */
+  quota?: "sandbox" | "session";
+  /** Route handler; "forward" relays the request to the upstream with the operator's key. */
+  handler: string;
+  /** Deliberately not fronted: answered with this refusal, never forwarded. */
+  refuse?: { status: 403 | 404 | 410; code: string; message: string };
+}
+
+const KEY = ["key"] as const;
+const GET = "GET" as const, POST = "POST" as const, PUT = "PUT" as const, DELETE = "DELETE" as const;
+
+/** The job families the SDK polls: start, get, status (and stop for agent tasks). */
+function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKind; meter: Meter; stop?: boolean }): RouteRow[] {
+  const own = { kind: o.kind, param: "id" };
+  const rows: RouteRow[] = [
+    { name: `${o.name}.start`, method: POST, path: o.path, auth: KEY, scope: o.scope, creates: o.kind, pay: "credits", meter: o.meter, handler: "job.start" },
+    { name: `${o.name}.get`, method: GET, path: `${o.path}/:id`, auth: KEY, scope: o.scope, owns: own, pay: "free", handler: "job.read" },
+    { name: `${o.name}.status`, method: GET, path: `${o.path}/:id/status`, auth: KEY, scope: o.scope, owns: own, pay: "free", handler: "job.read" },
+  ];
+  if (o.stop) rows.push({ name: `${o.name}.stop`, method: PUT, path: `${o.path}/:id/stop`, auth: KEY, scope: o.scope, owns: own, pay: "free", handler: "job.read" });
+  return rows;
+}
+
+const AGENTS = ["browser-use", "claude-computer-use", "gemini-computer-use", "grok-computer-use", "meta-computer-use", "cua", "hyper-agent"] as const;
+
+/** Runtime plane rows: `/sandbox/<id>/…` with a gateway sandbox token bound to `<id>`. */
+function runtime(name: string, method: Method | readonly Method[], rest: string, handler = "runtime.forward", tokenScope: TokenScope = "runtime"): RouteRow {
+  return { name: `runtime.${name}`, method, path: `/sandbox/:id${rest}`, auth: ["sandbox-token"], scope: "sandboxes", tokenScope, owns: { kind: "sandbox", param: "id" }, pay: "free", handler };
+}
+
+export const ROUTES: readonly RouteRow[] = [
+  // ── Web search and fetch: x402 (the gateway pays) or the operator's credits; cached and coalesced either way ──
+  { name: "x402.web.search", method: POST, path: "/x402/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", handler: "paid.search" },
+  { name: "x402.web.fetch", method: POST, path: "/x402/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", handler: "paid.search" },
+  { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch" }, handler: "paid.search" },
+  { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch" }, handler: "paid.search" },
+  ...jobRows({ name: "web.batchFetch", path: "/api/web/batch-fetch", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "urls", default: 1 } }),
+  ...jobRows({ name: "web.crawl", path: "/api/web/crawl", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "maxPages", default: 10 } }),
+
+  // ── Jobs billed to credits ──
+  ...jobRows({ name: "scrape.batch", path: "/api/scrape/batch", scope: "jobs", kind: "job", meter: { per: "units", price: "scrapePage", units: "urls", default: 1 } }),
+  ...jobRows({ name: "scrape", path: "/api/scrape", scope: "jobs", kind: "job", meter: { per: "call", price: "scrape" } }),
+  ...jobRows({ name: "crawl", path: "/api/crawl", scope: "jobs", kind: "job", meter: { per: "units", price: "crawlPage", units: "maxPages", default: 10 } }),
+  ...jobRows({ name: "extract", path: "/api/extract", scope: "jobs", kind: "job", meter: { per: "units", price: "extract", units: "urls", default: 1 } }),
+  ...AGENTS.flatMap((a) =>
+    jobRows({ name: `task.${a}`, path: `/api/task/${a}`, scope: "agents", kind: "task", stop: true, meter: { per: "units", price: "agentStep", units: "maxSteps", default: 20 } }),
+  ),
+
+  // ── Browser sessions (credits by the minute) ──
+  { name: "session.create", method: POST, path: "/api/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "credits", meter: { per: "minutes", price: "sessionMinute", resource: "session" }, handler: "session.create" },
+  { name: "session.list", method: GET, path: "/api/sessions", auth: KEY, scope: "sessions", list: { kind: "session", field: "sessions" }, pay: "free", handler: "session.list" },
+  { name: "session.activeCount", method: GET, path: "/api/sessions/active-count", auth: KEY, scope: "sessions", pay: "free", handler: "session.activeCount" },
+  { name: "session.get", method: GET, path: "/api/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.get" },
+  { name: "session.stop", method: PUT, path: "/api/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.stop" },
+  { name: "session.extend", method: PUT, path: "/api/session/:id/extend-session", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "credits", meter: { per: "extension", price: "sessionMinute" }, handler: "forward" },
+  ...(
+    [
+      ["snapshot", POST, "/snapshot"],
+      ["captcha", POST, "/captcha/evaluate"],
+      ["recording", GET, "/recording"],
+      ["recordingUrl", GET, "/recording-url"],
+      ["videoRecordingUrl", GET, "/video-recording-url"],
+      ["downloadsUrl", GET, "/downloads-url"],
+      ["eventLogs", GET, "/event-logs"],
+      ["uploads", POST, "/uploads"],
+      ["update", PUT, "/update"],
+    ] as const
+  ).map(([n, m, rest]): RouteRow => ({ name: `session.${n}`, method: m, path: `/api/session/:id${rest}`, auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "forward" })),
+  {
+    name: "session.computerAction.upstream", method: ["GET", "POST", "PUT"], path: "/api/session/:id/computer-action", auth: ["none"], scope: "sessions", pay: "free", handler: "refuse",
+    refuse: { status: 404, code: "route_not_fronted", message: "Computer actions go to the session's computerActionEndpoint on the gateway." },
+  },
+  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", handler: "cdp.computerAction" },
+  { name: "session.cdp", method: GET, path: "/devtools/browser/:id", auth: ["session-token", "key"], scope: "sessions", tokenScope: "cdp", owns: { kind: "session", param: "id" }, pay: "free", handler: "cdp.connect" },
+  { name: "x402.session.create", method: POST, path: "/x402/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "x402", handler: "x402session.create" },
+  { name: "x402.session.get", method: GET, path: "/x402/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "x402session.get" },
+  { name: "x402.session.stop", method: PUT, path: "/x402/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "x402session.stop" },
+
+  // ── Profiles and extensions (used by sessions) ──
+  { name: "profile.create", method: POST, path: "/api/profile", auth: KEY, scope: "sessions", creates: "profile", pay: "free", handler: "owned.create" },
+  { name: "profile.list", method: GET, path: "/api/profiles", auth: KEY, scope: "sessions", list: { kind: "profile", field: "profiles" }, pay: "free", handler: "owned.list" },
+  { name: "profile.get", method: GET, path: "/api/profile/:id", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, pay: "free", handler: "forward" },
+  { name: "profile.delete", method: DELETE, path: "/api/profile/:id", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, pay: "free", handler: "forward" },
+  { name: "profile.fork", method: POST, path: "/api/profile/:id/fork", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, creates: "profile", pay: "free", handler: "owned.create" },
+  { name: "extension.add", method: POST, path: "/api/extensions/add", auth: KEY, scope: "sessions", creates: "extension", pay: "free", handler: "owned.create" },
+  { name: "extension.list", method: GET, path: "/api/extensions/list", auth: KEY, scope: "sessions", list: { kind: "extension", field: null }, pay: "free", handler: "owned.list" },
+
+  // ── Sandboxes (credits by the minute), images, snapshots, volumes ──
+  { name: "sandbox.create", method: POST, path: "/api/sandbox", auth: KEY, scope: "sandboxes", creates: "sandbox", quota: "sandbox", pay: "credits", meter: { per: "minutes", price: "sandboxMinute", resource: "sandbox" }, handler: "sandbox.create" },
+  { name: "sandbox.list", method: GET, path: "/api/sandboxes", auth: KEY, scope: "sandboxes", list: { kind: "sandbox", field: "sandboxes" }, pay: "free", handler: "sandbox.list" },
+  { name: "sandbox.get", method: GET, path: "/api/sandbox/:id", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.get" },
+  { name: "sandbox.stop", method: PUT, path: "/api/sandbox/:id/stop", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.stop" },
+  { name: "sandbox.snapshot", method: POST, path: "/api/sandbox/:id/snapshot", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.snapshot" },
+  { name: "sandbox.expose", method: POST, path: "/api/sandbox/:id/expose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.expose" },
+  { name: "sandbox.unexpose", method: POST, path: "/api/sandbox/:id/unexpose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "forward" },
+  { name: "sandbox.network", method: PUT, path: "/api/sandbox/:id/network", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "forward" },
+  { name: "image.list", method: GET, path: "/api/images", auth: KEY, scope: "sandboxes", pay: "free", handler: "forward" },
+  // The image catalog is the operator's, shared by every tenant: changing it is for admins.
+  { name: "image.delete", method: DELETE, path: "/api/images/:name", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+  { name: "image.build.create", method: POST, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+  { name: "image.build.list", method: GET, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+  { name: "image.build.get", method: GET, path: "/api/images/builds/:id", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+  { name: "image.build.complete", method: POST, path: "/api/images/builds/:id/complete", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+  { name: "image.build.cancel", method: POST, path: "/api/images/builds/:id/cancel", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+  { name: "snapshot.list", method: GET, path: "/api/snapshots", auth: KEY, scope: "sandboxes", list: { kind: "snapshot", field: "snapshots" }, pay: "free", handler: "snapshot.list" },
+  { name: "snapshot.get", method: GET, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", handler: "snapshot.byIdOrName" },
+  { name: "snapshot.delete", method: DELETE, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", handler: "snapshot.byIdOrName" },
+  { name: "volume.create", method: POST, path: "/api/volume", auth: KEY, scope: "sandboxes", creates: "volume", pay: "free", handler: "owned.create" },
+  { name: "volume.list", method: GET, path: "/api/volume", auth: KEY, scope: "sandboxes", list: { kind: "volume", field: "volumes" }, pay: "free", handler: "owned.list" },
+  { name: "volume.get", method: GET, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", handler: "forward" },
+  { name: "volume.delete", method: DELETE, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", handler: "forward" },
+  // The operator's credit balance is the operator's business.
+  { name: "team.creditInfo", method: GET, path: "/api/team/credit-info", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+
+  // ── Sandbox runtime plane (gateway token bound to the sandbox; the upstream runtime token is injected) ──
+  runtime("exec", POST, "/exec"),
+  runtime("processes.list", GET, "/processes"),
+  runtime("processes.start", POST, "/processes"),
+  runtime("processes.get", GET, "/processes/:pid"),
+  runtime("processes.delete", DELETE, "/processes/:pid"),
+  runtime("processes.signal", POST, "/processes/:pid/signal"),
+  runtime("processes.stdin", POST, "/processes/:pid/stdin"),
+  runtime("processes.wait", POST, "/processes/:pid/wait"),
+  runtime("processes.stream", GET, "/processes/:pid/stream"),
+  runtime("files.list", GET, "/files"),
+  runtime("files.stat", GET, "/files/stat"),
+  runtime("files.download", GET, "/files/download"),
+  runtime("files.upload", PUT, "/files/upload"),
+  ...(["read", "write", "mkdir", "move", "delete", "copy", "chmod", "chown", "watch"] as const).map((op) => runtime(`files.${op}`, POST, `/files/${op}`)),
+  runtime("files.watch.stop", DELETE, "/files/watch/:wid"),
+  runtime("files.watch.events", GET, "/files/watch/:wid/ws", "runtime.websocket"),
+  runtime("files.presignUpload", POST, "/files/presign-upload", "runtime.presign"),
+  runtime("files.presignDownload", POST, "/files/presign-download", "runtime.presign"),
+  { name: "runtime.files.presigned", method: ["GET", "HEAD", "PUT"], path: "/sandbox/:id/files/presigned", auth: ["ticket"], scope: "sandboxes", pay: "free", handler: "runtime.presigned" },
+  runtime("pty.create", POST, "/pty", "runtime.forward", "terminal"),
+  runtime("pty.get", GET, "/pty/:tid", "runtime.forward", "terminal"),
+  runtime("pty.wait", POST, "/pty/:tid/wait", "runtime.forward", "terminal"),
+  runtime("pty.kill", POST, "/pty/:tid/kill", "runtime.forward", "terminal"),
+  runtime("pty.resize", POST, "/pty/:tid/resize", "runtime.forward", "terminal"),
+  runtime("pty.attach", GET, "/pty/:tid/ws", "runtime.websocket", "terminal"),
+];
+
+/**
+ * Exposed ports are not path routes: `<port>-<id>.<gateway host>` forwards any method and path to that port of the
+ * sandbox (src/routes/ports.ts), for a gateway token with the "ports" scope or the browser cookie it grants.
+ */
+export const EXPOSED_PORT_ROW = { name: "port.proxy", host: "<port>-<sandbox id>.<gateway host>", auth: ["sandbox-token", "port-cookie", "none (public ports)"] } as const;
+
+export const methodsOf = (row: RouteRow): Method[] => (typeof row.method === "string" ? [row.method] : [...row.method]);
