@@ -130,6 +130,8 @@ export async function rewriteSandboxDetail<T extends Record<string, any>>(detail
   const out: Record<string, any> = { ...detail };
   if (detail.runtime && typeof detail.runtime === "object") out.runtime = gatewayRuntime(ctx.publicOrigin, id, detail.runtime.transport ?? "regional_proxy");
   if (Array.isArray(detail.exposedPorts)) out.exposedPorts = await Promise.all(detail.exposedPorts.map((e: UpstreamExposure) => rewriteExposure(e, id, ctx)));
+  // The upstream's own page for the sandbox: the gateway's control-plane URL for it stands in (never the upstream host).
+  if ("sessionUrl" in detail) out.sessionUrl = detail.sessionUrl ? `${ctx.publicOrigin}/api/sandbox/${encodeURIComponent(id)}` : detail.sessionUrl;
   if ("token" in detail) {
     if (detail.token) {
       const t = await ctx.mintRuntimeToken(id);

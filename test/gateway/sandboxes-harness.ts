@@ -91,7 +91,8 @@ export async function startSandboxStack(opts: { runtimeTokenTtlSeconds?: number;
     alice: new Hyperbrowser({ apiKey: keys.alice, baseUrl: gatewayUrl }),
     bob: new Hyperbrowser({ apiKey: keys.bob, baseUrl: gatewayUrl }),
     logs,
-    upstreamSecrets: () => [emu.apiKey, ...runtimeHosts, ...seen],
+    // The control plane's host is the upstream's address too (sandbox details name it in sessionUrl).
+    upstreamSecrets: () => [emu.apiKey, ...runtimeHosts, new URL(emu.controlUrl).host, `localhost:${new URL(emu.controlUrl).port}`, ...seen],
     clientBytes: () => Buffer.concat(captured).toString("latin1"),
     async close() {
       await gw.close();
