@@ -4,7 +4,7 @@
 //     → /_tollgate (own endpoints: health, tokens, usage)
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
 //     → the route table (src/routing/table.ts), every row mounted by src/routing/chain.ts:
-//         identify → scope → rate limit → quota → meter → owner → handler (forward, pay, rewrite)
+//         identify → scope → rate limit → owner → quota → meter → handler (forward, pay, rewrite)
 //     → anything else: 404 route_not_fronted
 import { Hono, type Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";

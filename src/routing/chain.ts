@@ -1,5 +1,5 @@
 // Mounts the route table (./table.ts) on the app. One line per step, in the order every row runs them:
-//   identify → scope (in identify) → rate limit → quota → meter → owner → handler.
+//   identify → scope (in identify) → rate limit → owner → quota → meter → handler.
 // A request that matches no row is answered 404 route_not_fronted; nothing reaches the upstream without a row.
 import type { Hono, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
@@ -46,11 +46,11 @@ export function mountRouteTable(app: Hono<GatewayEnv>, services: GatewayServices
     const chain: MiddlewareHandler<GatewayEnv>[] = [identify(services, row)];
     // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
     if (!row.path.startsWith("/sandbox/")) chain.push(limited);
+    const owner = requireOwner(services, row);
+    if (owner) chain.push(owner);
     if (row.quota) chain.push(quota(services, row.quota));
     const meter = meterCredits(services, row);
     if (meter) chain.push(meter);
-    const owner = requireOwner(services, row);
-    if (owner) chain.push(owner);
     app.on(methodsOf(row), [row.path], ...chain, (c) => handler(c, row));
   }
 }
