@@ -6,6 +6,7 @@ import { createGateway } from "../../src/gateway.js";
 import { GatewayError } from "../../src/errors.js";
 import { capEntryId, holdSpend, releaseSpend, reserveSpend, settleSpend } from "../../src/payments/spend.js";
 import { memoryStores } from "../../src/state/memory.js";
+import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 
 /** 2026-03-10 12:00 UTC. */
 const T0 = Date.UTC(2026, 2, 10, 12, 0, 0);
@@ -115,5 +116,44 @@ describe("the reconciler and credits holds", () => {
     expect(await ledger.get(live.entry.id)).toMatchObject({ state: "reserved" });
     expect(await ledger.get(stopped.entry.id)).toMatchObject({ state: "committed", amount: "1000" });
     expect((await ledger.usage("acme", T0)).byKind.credits.total).toBe(7000n);
+  });
+});
+
+describe("/_tollgate/usage and /_tollgate/ledger with both kinds", () => {
+  it("shows each window's spend summed and by kind, and lists entries with their kind, filtered by kind or resource", async () => {
+    const key = generateTenantKey();
+    const config = parseConfig({
+      server: { logLevel: "error" },
+      tenants: [{ id: "acme", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "0.05" } }],
+    });
+    const now = () => T0;
+    const g = createGateway(config, { secrets: {}, stores: memoryStores(now), now, logSink: () => {} });
+    const acme = g.directory.get("acme")!;
+    const paid = await reserveSpend(g.services, { tenant: acme, entry: { kind: "x402", route: "/x402/web/search", fingerprint: "f", amount: "5000", asset: "0xA", network: "eip155:1", payee: "0xP" } });
+    await settleSpend(g.services, paid, undefined, "0xtx");
+    const sandbox = await reserveSpend(g.services, { tenant: acme, entry: scrape(20_000n, { route: "/api/sandbox", meter: "minute", resource: "sandbox:sb-1" }) });
+    await settleSpend(g.services, sandbox, 3000n);
+    await reserveSpend(g.services, { tenant: acme, entry: scrape(1000n, { meter: "page" }) });
+    const get = async (path: string) => {
+      const r = await g.app.fetch(new Request(`http://gateway.test/_tollgate${path}`, { headers: { "x-api-key": key } }));
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const usage = await get("/usage");
+    expect(usage.status).toBe(200);
+    expect(usage.body.daily).toEqual({
+      limit: "0.05", spent: "0.009", byKind: { x402: "0.005", credits: "0.004" }, remaining: "0.041", resetsAt: "2026-03-11T00:00:00.000Z",
+    });
+    expect(usage.body.total.byKind).toEqual({ x402: "0.005", credits: "0.004" });
+    const credits = (await get("/ledger?kind=credits")).body.entries;
+    expect(credits.map((e: any) => [e.kind, e.meter, e.state, e.amountUsd])).toEqual([
+      ["credits", "page", "reserved", "0.001"],
+      ["credits", "minute", "committed", "0.003"],
+    ]);
+    expect(credits[1]).toMatchObject({ resource: "sandbox:sb-1", reservedAmountUsd: "0.02" });
+    expect((await get("/ledger?kind=x402")).body.entries.map((e: any) => [e.kind, e.transaction])).toEqual([["x402", "0xtx"]]);
+    expect((await get("/ledger?resource=sandbox:sb-1")).body.entries).toHaveLength(1);
+    const bad = await get("/ledger?kind=card");
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe("invalid_kind");
   });
 });
