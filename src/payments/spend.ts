@@ -3,6 +3,7 @@
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
+import { HELD } from "../state/holds.js";
 import type { BudgetLimits, LedgerEntry, NewLedgerEntry } from "../state/types.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";
 
@@ -124,4 +125,25 @@ export async function holdSpend(services: GatewayServices, spend: SpendHold | Le
 export async function signedSpend(services: GatewayServices, spend: SpendHold, fields: { nonce: string; validBefore: number; payer: string }): Promise<void> {
   const now = services.now();
   for (const id of spend.ids) await services.stores.ledger.signed(id, fields, now);
+}
+
+/**
+ * Names what a time-metered hold is for once the upstream answered the create call ("sandbox:<id>"), on the cap entry
+ * too, and optionally moves its end time (unix seconds) to the resource's own.
+ */
+export async function attachSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, fields: { resource?: string; validBefore?: number }): Promise<void> {
+  const now = services.now();
+  for (const id of await idsOf(services, spend)) await services.stores.ledger.attach(id, fields, now);
+}
+
+/** A resource's credits hold still open (reserved or uncertain), newest first: what its stop or expiry settles. */
+export async function openHoldOf(services: GatewayServices, tenant: string, resource: string): Promise<LedgerEntry | undefined> {
+  const entries = await services.stores.ledger.list({ tenant, kind: "credits", resource });
+  return entries.find((e) => HELD.has(e.state));
+}
+
+/** What `ms` of a time-metered resource costs at `ratePerMinute` atomic units, each started minute counted whole. */
+export function meteredCost(ratePerMinute: bigint, ms: number): bigint {
+  if (ms <= 0) return 0n;
+  return ratePerMinute * BigInt(Math.ceil(ms / 60_000));
 }

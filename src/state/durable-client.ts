@@ -97,6 +97,12 @@ export class DurableLedger implements BudgetLedger {
   async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
     refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerSigned(id, f, now)));
   }
+  async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    const fields: { resource?: string; validBefore?: number } = {};
+    if (f.resource !== undefined) fields.resource = f.resource;
+    if (f.validBefore !== undefined) fields.validBefore = f.validBefore;
+    refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerAttach(id, fields, now)));
+  }
   private async transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
     refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerTransition(id, to, now, patch, finalAmount)));
   }

@@ -71,7 +71,10 @@ export class LedgerTables {
   }
   private write(e: LedgerEntry) {
     const hold = HELD.has(e.state) ? holdExpiresAt(e) : null;
-    this.sql.exec("UPDATE ledger SET state = ?, hold_until = ?, body = ? WHERE id = ?", e.state, hold, JSON.stringify(e), e.id);
+    this.sql.exec(
+      "UPDATE ledger SET state = ?, hold_until = ?, body = ?, resource = ? WHERE id = ?",
+      e.state, hold, JSON.stringify(e), e.resource ?? null, e.id,
+    );
   }
   private rows(query: string, ...bindings: unknown[]): SequencedEntry[] {
     return this.sql.exec(query, ...bindings).toArray().map((r) => {
@@ -120,6 +123,13 @@ export class LedgerTables {
     const e = this.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);
     this.write({ ...e, ...f, updatedAt: now });
+  }
+
+  attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    const e = this.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    const fields = Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined));
+    this.write({ ...e, ...fields, updatedAt: now });
   }
 
   /** `finalAmount` (a decimal string) only counts for a commit: see BudgetLedger.commit. */

@@ -74,6 +74,9 @@ export class TollgateState extends DurableObject {
   ledgerSigned(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
     return refusal(() => this.tx(() => this.ledger.signed(id, f, now)));
   }
+  ledgerAttach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    return refusal(() => this.tx(() => this.ledger.attach(id, f, now)));
+  }
   ledgerTransition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
     return refusal(() => this.tx(() => this.ledger.transition(id, to, now, patch, finalAmount)));
   }

@@ -7,6 +7,8 @@ import type {
 import { HELD, holdExpiresAt, matches } from "./holds.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
 
+const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
 export class MemoryLedger implements BudgetLedger {
   private readonly entries = new Map<string, LedgerEntry>();
   private readonly counters = new Map<string, bigint>();
@@ -69,6 +71,11 @@ export class MemoryLedger implements BudgetLedger {
     const e = this.entries.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);
     Object.assign(e, f, { updatedAt: now });
+  }
+  async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    const e = this.entries.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    Object.assign(e, definedOnly(f), { updatedAt: now });
   }
   async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
     this.transition(id, "committed", now, transaction ? { transaction } : {}, finalAmount);

@@ -119,6 +119,19 @@ export class RedisLedger implements BudgetLedger {
       throw err;
     }
   }
+  async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    const holdUntil = f.validBefore === undefined ? "" : holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
+    try {
+      await this.r.run(() =>
+        this.r.client.tgAttach(
+          this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), this.r.prefix, id, now, f.resource ?? "", f.validBefore ?? "", holdUntil,
+        ),
+      );
+    } catch (err) {
+      if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);
+      throw err;
+    }
+  }
   commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
     if (finalAmount !== undefined && finalAmount < 0n) return Promise.reject(new RangeError(`final amount must not be negative, got ${finalAmount}`));
     return this.transition(id, "committed", now, { transaction }, finalAmount);

@@ -133,6 +133,29 @@ if state == 'reserved' or state == 'uncertain' then redis.call('ZADD', holds, AR
 return 1
 `;
 
+/**
+ * KEYS: entry, x402 holds, credits holds. ARGV: prefix, id, now, resource ('' = unchanged), validBefore ('' =
+ * unchanged), hold expiry (ms). Moves the entry to its resource's index, and its hold to the new end time.
+ */
+export const ATTACH = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'seq', 'kind', 'resource')
+local state, p, id = cur[1], ARGV[1], ARGV[2]
+if not state then return redis.error_reply('TG_NOT_FOUND') end
+if ARGV[4] ~= '' then
+  if cur[4] then redis.call('ZREM', p .. 'ledger:idx:res:' .. cur[4], id) end
+  redis.call('ZADD', p .. 'ledger:idx:res:' .. ARGV[4], cur[2], id)
+  redis.call('HSET', KEYS[1], 'resource', ARGV[4])
+end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'validBefore', ARGV[5])
+  if state == 'reserved' or state == 'uncertain' then
+    redis.call('ZADD', cur[3] == 'credits' and KEYS[3] or KEYS[2], ARGV[6], id)
+  end
+end
+redis.call('HSET', KEYS[1], 'updatedAt', ARGV[3])
+return 1
+`;
+
 /** KEYS: owner hash, seq. ARGV: prefix, kind, id, tenant. A claim makes the resource its tenant's newest, active. */
 export const CLAIM = `
 local p, kind, id, tenant = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -177,6 +200,7 @@ export const SCRIPTS = {
   tgReserve: { numberOfKeys: 16, lua: RESERVE },
   tgTransition: { numberOfKeys: 3, lua: TRANSITION },
   tgSigned: { numberOfKeys: 3, lua: SIGNED },
+  tgAttach: { numberOfKeys: 3, lua: ATTACH },
   tgClaim: { numberOfKeys: 2, lua: CLAIM },
   tgSetActive: { numberOfKeys: 1, lua: SET_ACTIVE },
   tgIncrBy: { numberOfKeys: 1, lua: INCR_BY },

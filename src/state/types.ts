@@ -104,6 +104,11 @@ export interface BudgetLedger {
   /** Records what was signed (nonce, validBefore, payer) before the signature leaves the gateway. */
   signed(id: string, fields: { nonce: string; validBefore: number; payer: string }, now: number): Promise<void>;
   /**
+   * Names what a hold is for once that is known: a time-metered hold is reserved before the create call, and its
+   * resource id ("sandbox:<id>") comes in the answer. `validBefore` (unix seconds) moves the hold's end time.
+   */
+  attach(id: string, fields: { resource?: string; validBefore?: number }, now: number): Promise<void>;
+  /**
    * The spend happened. With `finalAmount` below the reserved amount the difference goes back to every window the
    * entry counts in and `amount` becomes the final figure (`reservedAmount` keeps the reservation); a final amount
    * above the reservation is held to it. Committing a committed entry again changes nothing.

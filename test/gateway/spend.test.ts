@@ -4,7 +4,9 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { createGateway } from "../../src/gateway.js";
 import { GatewayError } from "../../src/errors.js";
-import { capEntryId, holdSpend, releaseSpend, reserveSpend, settleSpend } from "../../src/payments/spend.js";
+import {
+  attachSpend, capEntryId, holdSpend, meteredCost, openHoldOf, releaseSpend, reserveSpend, settleSpend,
+} from "../../src/payments/spend.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 
@@ -72,6 +74,30 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     for (const id of hold.ids) expect(await ledger.get(id)).toMatchObject({ state: "committed", amount: "7000", reservedAmount: "30000" });
     expect((await ledger.usage("free", T0)).total).toBe(7000n);
     expect((await ledger.usage("token:tok-1", T0)).total).toBe(7000n);
+  });
+
+  it("reserves a sandbox's maximum before its id exists, attaches the id from the answer, and settles the minutes it ran", async () => {
+    const clock = { now: T0 };
+    const { services, tenant, ledger } = gatewayAt(clock);
+    const rate = 1000n; // $0.001 a minute
+    const timeoutMs = 15 * MIN;
+    const hold = await reserveSpend(services, {
+      tenant: tenant("free"),
+      cap: { id: "tok-4", amount: 1_000_000n },
+      entry: scrape(meteredCost(rate, timeoutMs), { route: "/api/sandbox", meter: "minute", validBefore: Math.floor((T0 + timeoutMs) / 1000) }),
+    });
+    await attachSpend(services, hold, { resource: "sandbox:sb-42" });
+    expect(await openHoldOf(services, "free", "sandbox:sb-42")).toMatchObject({ id: hold.entry.id, amount: "15000" });
+    expect(await openHoldOf(services, "token:tok-4", "sandbox:sb-42")).toMatchObject({ id: capEntryId(hold.entry.id) });
+    clock.now = T0 + 4 * MIN + 10_000; // stopped during its fifth minute
+    const open = (await openHoldOf(services, "free", "sandbox:sb-42"))!;
+    await settleSpend(services, open, meteredCost(rate, clock.now - open.createdAt));
+    expect(await ledger.get(hold.entry.id)).toMatchObject({ state: "committed", amount: "5000", reservedAmount: "15000" });
+    expect(await ledger.get(capEntryId(hold.entry.id))).toMatchObject({ state: "committed", amount: "5000" });
+    expect(await openHoldOf(services, "free", "sandbox:sb-42")).toBeUndefined();
+    expect(meteredCost(rate, 0)).toBe(0n);
+    expect(meteredCost(rate, 60_000)).toBe(1000n);
+    expect(meteredCost(rate, 60_001)).toBe(2000n);
   });
 
   it("refuses over a keyless token's cap before touching the tenant's budget, and releases both entries", async () => {

@@ -334,6 +334,29 @@ export function ledgerContract(b: ContractBackend) {
       expect(await ids("expiredCreditHolds", T0 + 11 * MIN)).toEqual([sandbox, lost]);
     });
 
+    it("attaches a resource and an end time to a hold reserved before the resource existed", async () => {
+      const { ledger } = await open.fresh();
+      const s = (ms: number) => Math.floor(ms / 1000);
+      const hold = await reserveOk(ledger, credit("t1", 900n, { meter: "minute" }), T0);
+      const other = await reserveOk(ledger, credit("t1", 900n, { meter: "minute", resource: "sandbox:old" }), T0);
+      await ledger.attach(hold, { resource: "sandbox:sb-7", validBefore: s(T0 + 30 * MIN) }, T0 + 5);
+      expect(await ledger.get(hold)).toMatchObject({ resource: "sandbox:sb-7", validBefore: s(T0 + 30 * MIN), updatedAt: T0 + 5, state: "reserved" });
+      expect((await ledger.list({ resource: "sandbox:sb-7" })).map((e) => e.id)).toEqual([hold]);
+      // Its hold now ends at the new end time, not 10 minutes after it was made.
+      expect((await ledger.expiredCreditHolds(T0 + 10 * MIN, 10)).map((e) => e.id)).toEqual([other]);
+      expect((await ledger.expiredCreditHolds(T0 + 30 * MIN, 10)).map((e) => e.id)).toEqual([other, hold]);
+      // Re-attaching moves it; an end time alone leaves the resource.
+      await ledger.attach(other, { resource: "sandbox:new" }, T0 + 6);
+      expect(await ledger.list({ resource: "sandbox:old" })).toEqual([]);
+      expect((await ledger.list({ resource: "sandbox:new", tenant: "t1" })).map((e) => e.id)).toEqual([other]);
+      await ledger.attach(other, { validBefore: s(T0 + 60 * MIN) }, T0 + 7);
+      expect(await ledger.get(other)).toMatchObject({ resource: "sandbox:new", validBefore: s(T0 + 60 * MIN) });
+      expect((await ledger.expiredCreditHolds(T0 + 30 * MIN, 10)).map((e) => e.id)).toEqual([hold]);
+      await ledger.commit(hold, undefined, T0 + 8, 100n);
+      expect(await ledger.expiredCreditHolds(T0 + 30 * MIN, 10)).toEqual([]);
+      await expect(ledger.attach("no-such-entry", { resource: "x" }, T0)).rejects.toThrow(/not found/);
+    });
+
     it("never overspends under 100 concurrent credit reserves from two instances (budget for 10)", async () => {
       const [one, two] = await open.pair();
       const limits = { daily: 10_000n };
