@@ -1,5 +1,5 @@
-// Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch and the
-// Durable Object class that holds shared state.
+// Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch, the cron
+// handler that reconciles held spend, and the Durable Object class that holds shared state.
 import { parseConfig, secretsFromEnv } from "../config/load.js";
 import type { TollgateConfig } from "../config/schema.js";
 import { createGateway, type Gateway } from "./gateway.js";
@@ -46,8 +46,27 @@ function gatewayFor(env: WorkerEnv): Gateway {
   return gateway;
 }
 
+interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
 export default {
   fetch(request: Request, env: WorkerEnv, ctx: unknown): Response | Promise<Response> {
     return gatewayFor(env).app.fetch(request, env, ctx as any);
+  },
+
+  /**
+   * The cron trigger (`[triggers] crons` in wrangler.toml): one reconciler pass, as the Node entry runs on a timer.
+   * x402 holds past validBefore are settled from the chain through payments.rpc (JSON-RPC over fetch); credits holds
+   * past their end time are committed at their maximum. Holds live in the Durable Objects, so any invocation sees all.
+   */
+  async scheduled(_controller: unknown, env: WorkerEnv, ctx: WaitUntil): Promise<void> {
+    const gateway = gatewayFor(env);
+    const pass = gateway.reconciler.runOnce().then(
+      (report) => gateway.logger.info("reconciler pass", { ...report }),
+      (err) => gateway.logger.error("reconciler error", { error: String(err) }),
+    );
+    ctx.waitUntil(pass);
+    await pass;
   },
 };

@@ -3,11 +3,14 @@ import { x402HTTPClient, x402Client } from "@x402/core/client";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
-import type { BudgetLimits, LedgerEntry } from "../state/types.js";
-import { atomicToUsd, usdToAtomic } from "./money.js";
+import type { LedgerEntry } from "../state/types.js";
+import { atomicToUsd } from "./money.js";
 import { chooseOption, effectivePolicy } from "./policy.js";
-import { paymentOptions, type PaymentOption } from "./requirements.js";
+import { paymentOptions } from "./requirements.js";
 import type { PaymentSigner } from "./signer.js";
+import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "./spend.js";
+
+export { tenantLimits } from "./spend.js";
 
 export interface PaidCallContext {
   services: GatewayServices;
@@ -16,7 +19,7 @@ export interface PaidCallContext {
   route: string;
   fingerprint: string;
   /** A keyless search token's own spend cap, checked with the tenant's budget. */
-  cap?: { id: string; amount: bigint };
+  cap?: SpendCap;
 }
 
 /** Sends the request upstream, with the payment header when given. */
@@ -30,15 +33,6 @@ export interface PaidResult {
 }
 
 const parser = new x402HTTPClient(new x402Client());
-
-export function tenantLimits(tenant: Tenant): BudgetLimits {
-  const b = tenant.budget;
-  return {
-    daily: b.daily ? usdToAtomic(b.daily) : undefined,
-    monthly: b.monthly ? usdToAtomic(b.monthly) : undefined,
-    total: b.total ? usdToAtomic(b.total) : undefined,
-  };
-}
 
 async function readPaymentRequired(res: Response): Promise<Record<string, any>> {
   let body: unknown;
@@ -64,53 +58,6 @@ function settlement(res: Response): { success: boolean; transaction?: string; er
   }
 }
 
-async function reserve(ctx: PaidCallContext, option: PaymentOption, id: string): Promise<LedgerEntry> {
-  const { services, tenant } = ctx;
-  const now = services.now();
-  const base = {
-    route: ctx.route,
-    fingerprint: ctx.fingerprint,
-    amount: option.amount.toString(),
-    asset: option.asset,
-    network: option.network,
-    payee: option.payTo,
-    instance: services.instanceId,
-  };
-  let capEntryId: string | undefined;
-  try {
-    if (ctx.cap) {
-      capEntryId = `${id}:cap`;
-      const r = await services.stores.ledger.reserve({ ...base, id: capEntryId, tenant: `token:${ctx.cap.id}` }, { total: ctx.cap.amount }, now);
-      if (!r.ok) {
-        throw new GatewayError(402, "token_cap_exceeded", `This token's spend cap of $${atomicToUsd(ctx.cap.amount)} would be exceeded ($${atomicToUsd(r.spent)} spent, this call costs $${atomicToUsd(option.amount)}).`, {
-          limit: atomicToUsd(r.limit),
-          spent: atomicToUsd(r.spent),
-          price: atomicToUsd(option.amount),
-        });
-      }
-    }
-    const r = await services.stores.ledger.reserve({ ...base, id, tenant: tenant.id }, tenantLimits(tenant), now);
-    if (!r.ok) {
-      if (capEntryId) await services.stores.ledger.release(capEntryId, "tenant budget exceeded", now);
-      throw new GatewayError(
-        402,
-        "budget_exceeded",
-        `The ${r.window} budget of tenant "${tenant.id}" cannot cover this call: $${atomicToUsd(r.spent)} of $${atomicToUsd(r.limit)} spent, this call costs $${atomicToUsd(option.amount)}.${r.resetAt ? ` It resets at ${r.resetAt}.` : ""}`,
-        { window: r.window, limit: atomicToUsd(r.limit), spent: atomicToUsd(r.spent), price: atomicToUsd(option.amount), resetAt: r.resetAt },
-      );
-    }
-    return r.entry;
-  } catch (err) {
-    if (err instanceof GatewayError) throw err;
-    // Fail closed: no reservation, no signature.
-    services.logger.error("ledger unavailable", { error: String(err) });
-    throw new GatewayError(503, "state_unavailable", "The gateway cannot reach its budget store, so it will not pay; try again shortly.");
-  }
-}
-
-/** All ledger ids touched by one call (the tenant's and, for capped tokens, the token's). */
-const idsOf = (ctx: PaidCallContext, id: string) => (ctx.cap ? [id, `${id}:cap`] : [id]);
-
 export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promise<PaidResult> {
   const { services } = ctx;
   const first = await send();
@@ -124,21 +71,28 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
     throw new GatewayError(402, code, message, figures);
   }
   const option = choice.option;
-  const id = crypto.randomUUID();
-  const entry = await reserve(ctx, option, id);
-  const ledger = services.stores.ledger;
-  const ids = idsOf(ctx, id);
-  const each = async (fn: (id: string) => Promise<void>) => {
-    for (const x of ids) await fn(x);
-  };
+  const hold = await reserveSpend(services, {
+    tenant: ctx.tenant,
+    cap: ctx.cap,
+    entry: {
+      kind: "x402",
+      route: ctx.route,
+      fingerprint: ctx.fingerprint,
+      amount: option.amount.toString(),
+      asset: option.asset,
+      network: option.network,
+      payee: option.payTo,
+    },
+  });
+  const entry = hold.entry;
 
   let signed;
   try {
     signed = await ctx.signer.sign(paymentRequired, option, effectivePolicy(services.config.payments, ctx.tenant.payment).maxAuthorizationSeconds);
     // The ledger learns of the authorization before it leaves the gateway.
-    await each((x) => ledger.signed(x, { nonce: signed!.nonce, validBefore: signed!.validBefore, payer: signed!.payer }, services.now()));
+    await signedSpend(services, hold, { nonce: signed.nonce, validBefore: signed.validBefore, payer: signed.payer });
   } catch (err) {
-    await each((x) => ledger.release(x, `not sent: ${String((err as Error)?.message ?? err).slice(0, 200)}`, services.now())).catch(() => {});
+    await releaseSpend(services, hold, `not sent: ${String((err as Error)?.message ?? err).slice(0, 200)}`).catch(() => {});
     if (err instanceof GatewayError) throw err;
     throw new GatewayError(502, "payment_signing_failed", "The gateway could not sign the payment; nothing was paid.");
   }
@@ -147,7 +101,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   try {
     res = await send(signed.header);
   } catch (err) {
-    await each((x) => ledger.markUncertain(x, "no answer after the signature was sent", services.now()));
+    await holdSpend(services, hold, "no answer after the signature was sent");
     throw new GatewayError(
       504,
       "payment_outcome_unknown",
@@ -157,15 +111,14 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   }
 
   const settled = settlement(res);
-  const now = services.now();
   if (res.ok && settled?.success) {
-    await each((x) => ledger.commit(x, settled.transaction, now));
+    await settleSpend(services, hold, undefined, settled.transaction);
     return { response: res, paid: option.amount, entry: { ...entry, state: "committed", transaction: settled.transaction } };
   }
   if (res.status === 402 || (res.status >= 400 && res.status < 500) || settled?.success === false) {
     // The upstream verifies before it works and settles after: a 4xx (or a failed settlement) took no money.
     const reason = settled?.errorReason ?? `upstream answered ${res.status}`;
-    await each((x) => ledger.release(x, reason, now));
+    await releaseSpend(services, hold, reason);
     if (res.status === 402) {
       const body = await res.text().catch(() => "");
       let detail = "";
@@ -178,6 +131,6 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
     return { response: res, paid: 0n };
   }
   // 5xx, or a success without a settlement receipt: the money may or may not have moved.
-  await each((x) => ledger.markUncertain(x, settled ? "settlement not confirmed" : `upstream answered ${res.status} without a settlement receipt`, now));
+  await holdSpend(services, hold, settled ? "settlement not confirmed" : `upstream answered ${res.status} without a settlement receipt`);
   return { response: res, paid: option.amount, entry: { ...entry, state: "uncertain" } };
 }

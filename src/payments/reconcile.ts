@@ -1,7 +1,8 @@
-// Settles held payments from the chain's truth once their authorization has expired: used → committed, unused → released.
+// Settles holds nobody settled. x402: from the chain's truth once the authorization has expired (used → committed,
+// unused → released). Credits: once the resource's end time has passed it ran to its maximum, so the hold is committed
+// at the reserved amount. Runs on a timer in Node and from the Worker's cron trigger (src/worker.ts).
 import { createPublicClient, http, type PublicClient } from "viem";
 import type { GatewayServices } from "../services.js";
-import type { LedgerEntry } from "../state/types.js";
 
 const AUTHORIZATION_STATE_ABI = [
   {
@@ -18,13 +19,18 @@ const AUTHORIZATION_STATE_ABI = [
 
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
 const GRACE_SECONDS = 5;
-/** An entry reserved but never signed is stale after this long (the process that held it died before signing). */
-const UNSIGNED_STALE_MS = 10 * 60 * 1000;
+/** How many holds of each kind one pass looks at. */
+const BATCH = 500;
 
 export interface ReconcileReport {
+  /** x402 holds found used on chain. */
   committed: number;
+  /** x402 holds found unused on chain, or never signed. */
   released: number;
+  /** x402 holds that could not be decided this time (no RPC for the network, RPC error). */
   stillHeld: number;
+  /** Credits holds past their end time, committed at the reserved amount. */
+  creditsCommitted: number;
 }
 
 export class PaymentReconciler {
@@ -43,30 +49,20 @@ export class PaymentReconciler {
     return c;
   }
 
-  /** Entries whose outcome can now be decided. */
-  private async due(now: number): Promise<LedgerEntry[]> {
-    const ledger = this.services.stores.ledger as any;
-    if (typeof ledger.expiredHolds === "function") return ledger.expiredHolds(now, 500);
-    const held = [
-      ...(await this.services.stores.ledger.list({ state: "uncertain", limit: 1000 })),
-      ...(await this.services.stores.ledger.list({ state: "reserved", limit: 1000 })),
-    ];
-    return held.filter((e) => (e.validBefore ? (e.validBefore + GRACE_SECONDS) * 1000 <= now : e.createdAt + UNSIGNED_STALE_MS <= now));
-  }
-
   async runOnce(): Promise<ReconcileReport> {
     const { stores, logger } = this.services;
     const now = this.services.now();
-    const report: ReconcileReport = { committed: 0, released: 0, stillHeld: 0 };
-    for (const e of await this.due(now)) {
+    const report: ReconcileReport = { committed: 0, released: 0, stillHeld: 0, creditsCommitted: 0 };
+    await this.settleCredits(now, report);
+    for (const e of await stores.ledger.expiredHolds(now, BATCH)) {
       if (e.validBefore && (e.validBefore + GRACE_SECONDS) * 1000 > now) continue;
       if (!e.nonce || !e.payer) {
         await stores.ledger.release(e.id, "never signed (reservation abandoned)", now);
         report.released++;
         continue;
       }
-      const client = this.client(e.network);
-      if (!client) {
+      const client = e.network ? this.client(e.network) : undefined;
+      if (!client || !e.asset) {
         report.stillHeld++;
         logger.error("cannot reconcile a held payment: no RPC for its network", { entry: e.id, network: e.network });
         continue;
@@ -92,6 +88,20 @@ export class PaymentReconciler {
       }
     }
     return report;
+  }
+
+  /** Credits holds whose resource can no longer be running: the upstream billed it up to its maximum. */
+  private async settleCredits(now: number, report: ReconcileReport) {
+    const { stores, logger } = this.services;
+    for (const e of await stores.ledger.expiredCreditHolds(now - GRACE_SECONDS * 1000, BATCH)) {
+      try {
+        await stores.ledger.commit(e.id, undefined, now);
+        report.creditsCommitted++;
+        logger.info("credits hold expired; committed at its maximum", { entry: e.id, tenant: e.tenant, amount: e.amount, resource: e.resource });
+      } catch (err) {
+        logger.error("credits reconciliation failed; will retry", { entry: e.id, error: String(err) });
+      }
+    }
   }
 
   /** Runs periodically until the gateway closes (Node). */

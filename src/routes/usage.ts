@@ -1,13 +1,14 @@
-// Spend visibility: a tenant reads its own usage, budget and ledger; an admin reads everyone's.
+// Spend visibility: a tenant reads its own usage, budget and ledger; an admin reads everyone's. Both kinds of spend
+// (x402 payments and credit-billed calls) count in one budget; each window also shows them apart.
 import { Hono, type Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { requireScope, type Tenant } from "../tenants.js";
 import { authenticateTenant } from "../../middleware/authenticate/index.js";
-import type { LedgerEntry, LedgerState } from "../state/types.js";
+import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";
-import { tenantLimits } from "../payments/paid-call.js";
+import { tenantLimits } from "../payments/spend.js";
 import { resetAt } from "../state/windows.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
@@ -16,12 +17,14 @@ async function usageOf(services: GatewayServices, tenant: Tenant) {
   const now = services.now();
   const limits = tenantLimits(tenant);
   const used = await services.stores.ledger.usage(tenant.id, now);
-  const windows = {} as Record<string, { limit: string | null; spent: string; remaining: string | null; resetsAt: string | null }>;
+  type Window = { limit: string | null; spent: string; byKind: Record<SpendKind, string>; remaining: string | null; resetsAt: string | null };
+  const windows = {} as Record<string, Window>;
   for (const w of ["daily", "monthly", "total"] as const) {
     const l = limits[w];
     windows[w] = {
       limit: l === undefined ? null : atomicToUsd(l),
       spent: atomicToUsd(used[w]),
+      byKind: { x402: atomicToUsd(used.byKind.x402[w]), credits: atomicToUsd(used.byKind.credits[w]) },
       remaining: l === undefined ? null : atomicToUsd(l - used[w] > 0n ? l - used[w] : 0n),
       resetsAt: resetAt(w, now),
     };
@@ -30,14 +33,24 @@ async function usageOf(services: GatewayServices, tenant: Tenant) {
 }
 
 export function ledgerView(e: LedgerEntry) {
-  return { ...e, amountUsd: atomicToUsd(BigInt(e.amount)), validBefore: e.validBefore ? new Date(e.validBefore * 1000).toISOString() : undefined };
+  return {
+    ...e,
+    kind: e.kind ?? "x402",
+    amountUsd: atomicToUsd(BigInt(e.amount)),
+    reservedAmountUsd: e.reservedAmount ? atomicToUsd(BigInt(e.reservedAmount)) : undefined,
+    validBefore: e.validBefore ? new Date(e.validBefore * 1000).toISOString() : undefined,
+  };
 }
 
+/** ?state=, ?kind=x402|credits, ?resource=sandbox:<id>, ?limit= (1–1000, default 100). */
 function listFilter(c: Context) {
   const state = c.req.query("state") as LedgerState | undefined;
   if (state && !STATES.has(state)) throw new GatewayError(400, "invalid_state", `state must be one of ${[...STATES].join(", ")}`);
+  const kind = c.req.query("kind") as SpendKind | undefined;
+  if (kind && !SPEND_KINDS.includes(kind)) throw new GatewayError(400, "invalid_kind", `kind must be one of ${SPEND_KINDS.join(", ")}`);
+  const resource = c.req.query("resource") || undefined;
   const limit = Math.min(1000, Math.max(1, Number(c.req.query("limit") ?? 100) || 100));
-  return { state, limit };
+  return { state, kind: kind || undefined, resource, limit };
 }
 
 export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {

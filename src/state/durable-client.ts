@@ -2,12 +2,14 @@
 // holds what. Calls that fail for any reason but the ledger's own refusals reject with StateUnavailableError.
 import { StateUnavailableError } from "./errors.js";
 import type { TollgateStateStub } from "./durable-object.js";
-import type { SequencedEntry, WireLimits } from "./durable-ledger.js";
+import type { SequencedEntry, WireFilter, WireLimits } from "./durable-ledger.js";
 import { holdExpiresAt } from "./holds.js";
 import type {
-  BudgetLedger, BudgetLimits, BudgetWindow, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerState,
-  NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, StateStores, StoredResponse, Usage,
+  BudgetLedger, BudgetLimits, BudgetWindow, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter,
+  LedgerState, NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse,
+  Usage,
 } from "./types.js";
+import { usageOf } from "./windows.js";
 
 /** The Durable Object namespace binding (`[[durable_objects.bindings]]` in wrangler.toml). */
 export interface StateNamespace {
@@ -95,11 +97,19 @@ export class DurableLedger implements BudgetLedger {
   async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
     refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerSigned(id, f, now)));
   }
-  private async transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>) {
-    refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerTransition(id, to, now, patch)));
+  async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    const fields: { resource?: string; validBefore?: number } = {};
+    if (f.resource !== undefined) fields.resource = f.resource;
+    if (f.validBefore !== undefined) fields.validBefore = f.validBefore;
+    refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerAttach(id, fields, now)));
   }
-  commit(id: string, transaction: string | undefined, now: number) {
-    return this.transition(id, "committed", now, transaction ? { transaction } : {});
+  private async transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
+    refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerTransition(id, to, now, patch, finalAmount)));
+  }
+  async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
+    if (finalAmount !== undefined && finalAmount < 0n) throw new RangeError(`final amount must not be negative, got ${finalAmount}`);
+    const final = finalAmount === undefined ? undefined : decimal("final amount", finalAmount);
+    return this.transition(id, "committed", now, transaction ? { transaction } : {}, final);
   }
   release(id: string, reason: string, now: number) {
     return this.transition(id, "released", now, { reason });
@@ -111,22 +121,34 @@ export class DurableLedger implements BudgetLedger {
     const t = await this.tenantOf(id);
     return t === undefined ? undefined : this.o.call(`ledger:${t}`, (s) => s.ledgerGet(id));
   }
-  async list(f: { tenant?: string; state?: LedgerState; limit?: number }) {
-    if (f.tenant !== undefined) return (await this.o.call(`ledger:${f.tenant}`, (s) => s.ledgerList(f.state, f.limit))).map(strip);
+  async list(f: LedgerFilter) {
+    const wire: WireFilter = {};
+    if (f.state !== undefined) wire.state = f.state;
+    if (f.kind !== undefined) wire.kind = f.kind;
+    if (f.resource !== undefined) wire.resource = f.resource;
+    if (f.tenant !== undefined) return (await this.o.call(`ledger:${f.tenant}`, (s) => s.ledgerList(wire, f.limit))).map(strip);
     // Across tenants: each object's newest, merged. Sequences are per object, so ties on createdAt order arbitrarily.
     const tenants = await this.allTenants();
-    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerList(f.state, f.limit))));
+    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerList(wire, f.limit))));
     const merged = lists.flat().sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq);
     return (f.limit ? merged.slice(0, f.limit) : merged).map(strip);
   }
   async usage(tenant: string, now: number): Promise<Usage> {
     const u = await this.o.call(`ledger:${tenant}`, (s) => s.ledgerUsage(tenant, now));
-    return { daily: BigInt(u.daily), monthly: BigInt(u.monthly), total: BigInt(u.total) };
+    const big = (w: Record<BudgetWindow, string>) => ({ daily: BigInt(w.daily), monthly: BigInt(w.monthly), total: BigInt(w.total) });
+    return usageOf(big(u), big(u.credits));
   }
-  async expiredHolds(now: number, limit: number) {
+  /** Every tenant's object is asked (they are listed in the index shards): meant for a periodic reconciler. */
+  private async holds(kind: SpendKind, now: number, limit: number) {
     const tenants = await this.allTenants();
-    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(now, limit))));
+    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(kind, now, limit))));
     return lists.flat().sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b)).slice(0, limit);
+  }
+  expiredHolds(now: number, limit: number) {
+    return this.holds("x402", now, limit);
+  }
+  expiredCreditHolds(now: number, limit: number) {
+    return this.holds("credits", now, limit);
   }
 }
 

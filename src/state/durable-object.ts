@@ -10,8 +10,8 @@
 //                        two keys, so shards scale them out; an alarm deletes expired rows.
 // Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
 import { DurableObject } from "cloudflare:workers";
-import { LedgerTables, type SqlLike, type WireLimits } from "./durable-ledger.js";
-import type { IdempotencyBegin, LedgerEntry, LedgerState, NewLedgerEntry, ResourceKind, StoredResponse } from "./types.js";
+import { LedgerTables, type SqlLike, type WireFilter, type WireLimits } from "./durable-ledger.js";
+import type { IdempotencyBegin, LedgerEntry, LedgerState, NewLedgerEntry, ResourceKind, SpendKind, StoredResponse } from "./types.js";
 
 interface StorageLike {
   sql: SqlLike;
@@ -74,20 +74,23 @@ export class TollgateState extends DurableObject {
   ledgerSigned(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
     return refusal(() => this.tx(() => this.ledger.signed(id, f, now)));
   }
-  ledgerTransition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>) {
-    return refusal(() => this.tx(() => this.ledger.transition(id, to, now, patch)));
+  ledgerAttach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    return refusal(() => this.tx(() => this.ledger.attach(id, f, now)));
+  }
+  ledgerTransition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
+    return refusal(() => this.tx(() => this.ledger.transition(id, to, now, patch, finalAmount)));
   }
   ledgerGet(id: string) {
     return this.ledger.get(id);
   }
-  ledgerList(state: LedgerState | undefined, limit: number | undefined) {
-    return this.ledger.list(state, limit);
+  ledgerList(filter: WireFilter, limit: number | undefined) {
+    return this.ledger.list(filter, limit);
   }
   ledgerUsage(tenant: string, now: number) {
     return this.ledger.usage(tenant, now);
   }
-  ledgerExpiredHolds(now: number, limit: number) {
-    return this.ledger.expiredHolds(now, limit);
+  ledgerExpiredHolds(kind: SpendKind, now: number, limit: number) {
+    return this.ledger.expiredHolds(kind, now, limit);
   }
 
   // ledger-index:<n>

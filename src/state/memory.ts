@@ -1,10 +1,13 @@
 // In-process state backend: correct for one gateway process (the default); fleets use Redis or Durable Objects.
 import type {
-  BudgetLedger, BudgetLimits, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerState, NewLedgerEntry,
-  OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, StateStores, StoredResponse, Usage,
+  BudgetLedger, BudgetLimits, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter, LedgerState,
+  NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse, Usage,
+  WindowAmounts,
 } from "./types.js";
-import { HELD, holdExpiresAt } from "./holds.js";
-import { COUNTED, dayOf, firstExceeded, monthOf, resetAt, windowKeys } from "./windows.js";
+import { HELD, holdExpiresAt, matches } from "./holds.js";
+import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
+
+const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 export class MemoryLedger implements BudgetLedger {
   private readonly entries = new Map<string, LedgerEntry>();
@@ -13,10 +16,21 @@ export class MemoryLedger implements BudgetLedger {
   private add(key: string, by: bigint) {
     this.counters.set(key, (this.counters.get(key) ?? 0n) + by);
   }
-
-  private usageAt(tenant: string, day: string, month: string): Usage {
-    const k = windowKeys(tenant, day, month);
+  /** Adds `by` to every window the entry counts in: the summed counters, and the credits ones for credits. */
+  private count(e: Pick<LedgerEntry, "tenant" | "day" | "month" | "kind">, by: bigint) {
+    const keys = [windowKeys(e.tenant, e.day, e.month)];
+    if (kindOf(e) === "credits") keys.push(creditKeys(e.tenant, e.day, e.month));
+    for (const k of keys) {
+      this.add(k.daily, by);
+      this.add(k.monthly, by);
+      this.add(k.total, by);
+    }
+  }
+  private amounts(k: { daily: string; monthly: string; total: string }): WindowAmounts {
     return { daily: this.counters.get(k.daily) ?? 0n, monthly: this.counters.get(k.monthly) ?? 0n, total: this.counters.get(k.total) ?? 0n };
+  }
+  private usageAt(tenant: string, day: string, month: string): Usage {
+    return usageOf(this.amounts(windowKeys(tenant, day, month)), this.amounts(creditKeys(tenant, day, month)));
   }
 
   async reserve(e: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult> {
@@ -28,28 +42,27 @@ export class MemoryLedger implements BudgetLedger {
     const amount = BigInt(e.amount);
     const over = firstExceeded(usage, amount, limits);
     if (over) return { ok: false, window: over, limit: limits[over]!, spent: usage[over], resetAt: resetAt(over, now) };
-    const k = windowKeys(e.tenant, day, month);
-    this.add(k.daily, amount);
-    this.add(k.monthly, amount);
-    this.add(k.total, amount);
-    const entry: LedgerEntry = { ...e, state: "reserved", day, month, createdAt: now, updatedAt: now };
+    const entry: LedgerEntry = { ...e, kind: kindOf(e), state: "reserved", day, month, createdAt: now, updatedAt: now };
+    this.count(entry, amount);
     this.entries.set(e.id, entry);
     return { ok: true, entry: { ...entry } };
   }
 
-  private transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry> = {}) {
+  private transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry> = {}, finalAmount?: bigint) {
     const e = this.entries.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);
     if (e.state === "committed" || e.state === "released") {
       if (e.state === to) return; // idempotent
       throw new Error(`ledger entry ${id} is ${e.state}, cannot become ${to}`);
     }
-    if (COUNTED.has(e.state) && !COUNTED.has(to)) {
-      const k = windowKeys(e.tenant, e.day, e.month);
-      const amount = BigInt(e.amount);
-      this.add(k.daily, -amount);
-      this.add(k.monthly, -amount);
-      this.add(k.total, -amount);
+    const reserved = BigInt(e.amount);
+    if (COUNTED.has(e.state) && !COUNTED.has(to)) this.count(e, -reserved);
+    if (to === "committed") {
+      const final = settledAmount(e, finalAmount);
+      if (final < reserved) {
+        this.count(e, final - reserved);
+        patch = { ...patch, amount: final.toString(), reservedAmount: e.amount };
+      }
     }
     Object.assign(e, patch, { state: to, updatedAt: now });
   }
@@ -59,8 +72,13 @@ export class MemoryLedger implements BudgetLedger {
     if (!e) throw new Error(`ledger entry ${id} not found`);
     Object.assign(e, f, { updatedAt: now });
   }
-  async commit(id: string, transaction: string | undefined, now: number) {
-    this.transition(id, "committed", now, transaction ? { transaction } : {});
+  async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    const e = this.entries.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    Object.assign(e, definedOnly(f), { updatedAt: now });
+  }
+  async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
+    this.transition(id, "committed", now, transaction ? { transaction } : {}, finalAmount);
   }
   async release(id: string, reason: string, now: number) {
     this.transition(id, "released", now, { reason });
@@ -72,11 +90,10 @@ export class MemoryLedger implements BudgetLedger {
     const e = this.entries.get(id);
     return e ? { ...e } : undefined;
   }
-  async list(f: { tenant?: string; state?: LedgerState; limit?: number }) {
+  async list(f: LedgerFilter) {
     const out: LedgerEntry[] = [];
     for (const e of [...this.entries.values()].reverse()) {
-      if (f.tenant && e.tenant !== f.tenant) continue;
-      if (f.state && e.state !== f.state) continue;
+      if (!matches(e, f)) continue;
       out.push({ ...e });
       if (f.limit && out.length >= f.limit) break;
     }
@@ -85,12 +102,18 @@ export class MemoryLedger implements BudgetLedger {
   async usage(tenant: string, now: number) {
     return this.usageAt(tenant, dayOf(now), monthOf(now));
   }
-  async expiredHolds(now: number, limit: number) {
+  private holds(kind: SpendKind, now: number, limit: number) {
     return [...this.entries.values()]
-      .filter((e) => HELD.has(e.state) && holdExpiresAt(e) <= now)
+      .filter((e) => e.kind === kind && HELD.has(e.state) && holdExpiresAt(e) <= now)
       .sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b))
       .slice(0, limit)
       .map((e) => ({ ...e }));
+  }
+  async expiredHolds(now: number, limit: number) {
+    return this.holds("x402", now, limit);
+  }
+  async expiredCreditHolds(now: number, limit: number) {
+    return this.holds("credits", now, limit);
   }
 }
 

@@ -1,17 +1,19 @@
 // BudgetLedger on Redis: entries as hashes, per-tenant and per-state sorted-set indexes (score = a global sequence,
-// so newest first is a ZREVRANGE), window counters under the same keys as windowKeys(), and a sorted set of holds
-// scored by when they expire, for the reconciler.
+// so newest first is a ZREVRANGE) plus credits and per-resource indexes, window counters under the same keys as
+// windowKeys() and creditKeys(), and one sorted set of holds per kind scored by when they expire, for the reconciler.
 import type { RedisConnection } from "./redis.js";
-import { HELD, holdExpiresAt } from "./holds.js";
-import type { BudgetLedger, BudgetLimits, BudgetWindow, LedgerEntry, LedgerState, NewLedgerEntry, ReserveResult, Usage } from "./types.js";
-import { dayOf, monthOf, resetAt, windowKeys } from "./windows.js";
+import { HELD, holdExpiresAt, matches } from "./holds.js";
+import type {
+  BudgetLedger, BudgetLimits, BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, ReserveResult, SpendKind, Usage,
+} from "./types.js";
+import { creditKeys, dayOf, kindOf, monthOf, resetAt, usageOf, windowKeys } from "./windows.js";
 
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
 /** Day counters outlive their day, month counters their month, long enough for late releases; totals never expire. */
 const DAY_TTL_MS = 40 * 24 * 3_600_000;
 const MONTH_TTL_MS = 400 * 24 * 3_600_000;
 const NUMERIC = new Set(["validBefore", "createdAt", "updatedAt"]);
-const INTERNAL = new Set(["seq", "kd", "km", "kt"]);
+const INTERNAL = new Set(["seq", "kd", "km", "kt", "cd", "cm", "ct"]);
 
 function toEntry(h: Record<string, string>): LedgerEntry | undefined {
   if (!h || !h.id) return undefined;
@@ -20,6 +22,7 @@ function toEntry(h: Record<string, string>): LedgerEntry | undefined {
     if (INTERNAL.has(k)) continue;
     e[k] = NUMERIC.has(k) ? Number(v) : v;
   }
+  e.kind = kindOf(e); // entries written before kinds existed
   return e as unknown as LedgerEntry;
 }
 
@@ -44,12 +47,22 @@ export class RedisLedger implements BudgetLedger {
   private idx(state: LedgerState | "all", tenant?: string) {
     return tenant === undefined ? this.r.key("ledger", "idx", state, "g") : this.r.key("ledger", "idx", state, "t", tenant);
   }
-  private get holds() {
-    return this.r.key("ledger", "holds");
+  /** Credits entries of a tenant (or all), every state. */
+  private creditsIdx(tenant?: string) {
+    return tenant === undefined ? this.r.key("ledger", "idx", "credits", "g") : this.r.key("ledger", "idx", "credits", "t", tenant);
+  }
+  private resourceIdx(resource: string) {
+    return this.r.key("ledger", "idx", "res", resource);
+  }
+  /** x402 holds keep the key they had before kinds existed. */
+  private holdsOf(kind: SpendKind) {
+    return kind === "credits" ? this.r.key("ledger", "creditholds") : this.r.key("ledger", "holds");
+  }
+  private prefixed(k: { daily: string; monthly: string; total: string }) {
+    return { daily: this.r.prefix + k.daily, monthly: this.r.prefix + k.monthly, total: this.r.prefix + k.total };
   }
   private windowKeys(tenant: string, day: string, month: string) {
-    const k = windowKeys(tenant, day, month);
-    return { daily: this.r.prefix + k.daily, monthly: this.r.prefix + k.monthly, total: this.r.prefix + k.total };
+    return this.prefixed(windowKeys(tenant, day, month));
   }
 
   async reserve(e: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult> {
@@ -57,13 +70,19 @@ export class RedisLedger implements BudgetLedger {
     const lim = WINDOWS.map((w) => (limits[w] === undefined ? "" : decimal(`${w} limit`, limits[w]!)));
     const day = dayOf(now);
     const month = monthOf(now);
-    const entry: LedgerEntry = { ...e, amount, state: "reserved", day, month, createdAt: now, updatedAt: now };
+    const kind = kindOf(e);
+    const entry: LedgerEntry = { ...e, kind, amount, state: "reserved", day, month, createdAt: now, updatedAt: now };
     const k = this.windowKeys(e.tenant, day, month);
+    const c = this.prefixed(creditKeys(e.tenant, day, month));
     const keys = [
       this.entryKey(e.id), k.daily, k.monthly, k.total, this.r.key("ledger", "seq"),
-      this.idx("all", e.tenant), this.idx("reserved", e.tenant), this.idx("all"), this.idx("reserved"), this.holds,
+      this.idx("all", e.tenant), this.idx("reserved", e.tenant), this.idx("all"), this.idx("reserved"), this.holdsOf(kind),
+      c.daily, c.monthly, c.total, this.creditsIdx(e.tenant), this.creditsIdx(), this.resourceIdx(e.resource ?? ""),
     ];
-    const args = [amount, ...lim, holdExpiresAt(entry), DAY_TTL_MS, MONTH_TTL_MS, e.id, ...fieldsOf(entry)];
+    const args = [
+      amount, ...lim, holdExpiresAt(entry), DAY_TTL_MS, MONTH_TTL_MS, e.id, kind === "credits" ? "1" : "", e.resource ? "1" : "",
+      ...fieldsOf(entry),
+    ];
     const res = (await this.r.run(() => this.r.client.tgReserve(...keys, ...args))) as [number, number?, string?];
     if (res[0] === 1) return { ok: true, entry };
     if (res[0] === 2) {
@@ -75,9 +94,12 @@ export class RedisLedger implements BudgetLedger {
     return { ok: false, window, limit: limits[window]!, spent: BigInt(res[2] ?? "0"), resetAt: resetAt(window, now) };
   }
 
-  private async transition(id: string, to: LedgerState, now: number, patch: Record<string, string | undefined>) {
+  private async transition(id: string, to: LedgerState, now: number, patch: Record<string, string | undefined>, finalAmount?: bigint) {
+    const final = finalAmount === undefined ? "" : decimal("final amount", finalAmount);
     try {
-      await this.r.run(() => this.r.client.tgTransition(this.entryKey(id), this.holds, this.r.prefix, to, now, id, ...fieldsOf(patch)));
+      await this.r.run(() =>
+        this.r.client.tgTransition(this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), this.r.prefix, to, now, id, final, ...fieldsOf(patch)),
+      );
     } catch (err) {
       const m = /\bTG_(NOT_FOUND|ILLEGAL)(?: (\w+))?/.exec((err as Error)?.message ?? "");
       if (m?.[1] === "NOT_FOUND") throw new Error(`ledger entry ${id} not found`);
@@ -89,14 +111,30 @@ export class RedisLedger implements BudgetLedger {
   async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
     const holdUntil = holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
     try {
-      await this.r.run(() => this.r.client.tgSigned(this.entryKey(id), this.holds, id, now, f.nonce, f.validBefore, f.payer, holdUntil));
+      await this.r.run(() =>
+        this.r.client.tgSigned(this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), id, now, f.nonce, f.validBefore, f.payer, holdUntil),
+      );
     } catch (err) {
       if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);
       throw err;
     }
   }
-  commit(id: string, transaction: string | undefined, now: number) {
-    return this.transition(id, "committed", now, { transaction });
+  async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
+    const holdUntil = f.validBefore === undefined ? "" : holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
+    try {
+      await this.r.run(() =>
+        this.r.client.tgAttach(
+          this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), this.r.prefix, id, now, f.resource ?? "", f.validBefore ?? "", holdUntil,
+        ),
+      );
+    } catch (err) {
+      if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);
+      throw err;
+    }
+  }
+  commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
+    if (finalAmount !== undefined && finalAmount < 0n) return Promise.reject(new RangeError(`final amount must not be negative, got ${finalAmount}`));
+    return this.transition(id, "committed", now, { transaction }, finalAmount);
   }
   release(id: string, reason: string, now: number) {
     return this.transition(id, "released", now, { reason });
@@ -123,20 +161,51 @@ export class RedisLedger implements BudgetLedger {
     return out;
   }
 
-  async list(f: { tenant?: string; state?: LedgerState; limit?: number }) {
-    const stop = f.limit ? f.limit - 1 : -1;
-    const ids = await this.r.run(() => this.r.client.zrevrange(this.idx(f.state ?? "all", f.tenant), 0, stop));
-    return this.load(ids);
+  /**
+   * Newest first. Reads the narrowest index for the filter (a resource's, the credits one, or the state/tenant one)
+   * and checks the rest of the filter entry by entry, a page at a time.
+   */
+  async list(f: LedgerFilter) {
+    let index: string;
+    if (f.resource !== undefined) index = this.resourceIdx(f.resource);
+    else if (f.kind === "credits" && f.state === undefined) index = this.creditsIdx(f.tenant);
+    else index = this.idx(f.state ?? "all", f.tenant);
+    const exact = f.resource === undefined && (f.kind === undefined || (f.kind === "credits" && f.state === undefined));
+    if (exact) {
+      const stop = f.limit ? f.limit - 1 : -1;
+      return this.load(await this.r.run(() => this.r.client.zrevrange(index, 0, stop)));
+    }
+    const out: LedgerEntry[] = [];
+    const page = Math.max(f.limit ?? 0, 200);
+    for (let start = 0; ; start += page) {
+      const ids = await this.r.run(() => this.r.client.zrevrange(index, start, start + page - 1));
+      for (const e of await this.load(ids)) {
+        if (!matches(e, f)) continue;
+        out.push(e);
+        if (f.limit && out.length >= f.limit) return out;
+      }
+      if (ids.length < page) return out;
+    }
   }
 
   async usage(tenant: string, now: number): Promise<Usage> {
-    const k = this.windowKeys(tenant, dayOf(now), monthOf(now));
-    const [d, m, t] = await this.r.run(() => this.r.client.mget(k.daily, k.monthly, k.total));
-    return { daily: BigInt(d ?? "0"), monthly: BigInt(m ?? "0"), total: BigInt(t ?? "0") };
+    const day = dayOf(now);
+    const month = monthOf(now);
+    const k = this.windowKeys(tenant, day, month);
+    const c = this.prefixed(creditKeys(tenant, day, month));
+    const v = await this.r.run(() => this.r.client.mget(k.daily, k.monthly, k.total, c.daily, c.monthly, c.total));
+    const [d, m, t, cd, cm, ct] = v.map((x) => BigInt(x ?? "0"));
+    return usageOf({ daily: d, monthly: m, total: t }, { daily: cd, monthly: cm, total: ct });
   }
 
-  async expiredHolds(now: number, limit: number) {
-    const ids = await this.r.run(() => this.r.client.zrangebyscore(this.holds, "-inf", now, "LIMIT", 0, limit));
-    return (await this.load(ids)).filter((e) => HELD.has(e.state));
+  private async holds(kind: SpendKind, now: number, limit: number) {
+    const ids = await this.r.run(() => this.r.client.zrangebyscore(this.holdsOf(kind), "-inf", now, "LIMIT", 0, limit));
+    return (await this.load(ids)).filter((e) => HELD.has(e.state) && e.kind === kind);
+  }
+  expiredHolds(now: number, limit: number) {
+    return this.holds("x402", now, limit);
+  }
+  expiredCreditHolds(now: number, limit: number) {
+    return this.holds("credits", now, limit);
   }
 }

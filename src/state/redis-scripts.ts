@@ -22,12 +22,29 @@ local function gt(a, b)
   if #a ~= #b then return #a > #b end
   return a > b
 end
+local function sub(a, b) -- a >= b
+  local r, borrow, i, j = {}, 0, #a, #b
+  while i > 0 do
+    local d = tonumber(a:sub(i, i)) - borrow - (j > 0 and tonumber(b:sub(j, j)) or 0)
+    if d < 0 then d = d + 10; borrow = 1 else borrow = 0 end
+    table.insert(r, 1, d)
+    i = i - 1
+    j = j - 1
+  end
+  local out = (table.concat(r):gsub('^0+', ''))
+  if out == '' then return '0' end
+  return out
+end
 `;
 
 /**
- * KEYS: entry, daily, monthly, total, seq, idx all/tenant, idx reserved/tenant, idx all/global, idx reserved/global, holds
- * ARGV: amount, daily limit, monthly limit, total limit ('' = none), hold expiry, day ttl, month ttl, id, field/value…
+ * KEYS: entry, daily, monthly, total, seq, idx all/tenant, idx reserved/tenant, idx all/global, idx reserved/global,
+ *       holds (of the entry's kind), credits daily, credits monthly, credits total, idx credits/tenant,
+ *       idx credits/global, idx resource
+ * ARGV: amount, daily limit, monthly limit, total limit ('' = none), hold expiry, day ttl, month ttl, id,
+ *       '1' if credits, '1' if it names a resource, field/value…
  * Returns {2} if the id exists (a retry), {0, window, spent} if a window would overflow, {1} once counted everywhere.
+ * The window counters hold both kinds; a credits entry is also counted in the credits counters.
  */
 export const RESERVE = `${DECIMAL}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
@@ -41,36 +58,57 @@ for w = 1, 3 do
     if gt(add(counted, amount), limit) then return {0, w, spent} end
   end
 end
-redis.call('INCRBY', KEYS[2], amount)
-redis.call('PEXPIRE', KEYS[2], ARGV[6])
-redis.call('INCRBY', KEYS[3], amount)
-redis.call('PEXPIRE', KEYS[3], ARGV[7])
-redis.call('INCRBY', KEYS[4], amount)
+local credits = ARGV[9] == '1'
+local function count(key, ttl)
+  redis.call('INCRBY', key, amount)
+  if ttl then redis.call('PEXPIRE', key, ttl) end
+end
+count(KEYS[2], ARGV[6])
+count(KEYS[3], ARGV[7])
+count(KEYS[4])
+if credits then
+  count(KEYS[11], ARGV[6])
+  count(KEYS[12], ARGV[7])
+  count(KEYS[13])
+end
 local seq = redis.call('INCR', KEYS[5])
 local id = ARGV[8]
-redis.call('HSET', KEYS[1], 'seq', seq, 'kd', KEYS[2], 'km', KEYS[3], 'kt', KEYS[4], unpack(ARGV, 9))
+redis.call('HSET', KEYS[1], 'seq', seq, 'kd', KEYS[2], 'km', KEYS[3], 'kt', KEYS[4], unpack(ARGV, 11))
+if credits then redis.call('HSET', KEYS[1], 'cd', KEYS[11], 'cm', KEYS[12], 'ct', KEYS[13]) end
 for k = 6, 9 do redis.call('ZADD', KEYS[k], seq, id) end
+if credits then
+  redis.call('ZADD', KEYS[14], seq, id)
+  redis.call('ZADD', KEYS[15], seq, id)
+end
+if ARGV[10] == '1' then redis.call('ZADD', KEYS[16], seq, id) end
 redis.call('ZADD', KEYS[10], ARGV[5], id)
 return {1}
 `;
 
 /**
- * KEYS: entry, holds. ARGV: prefix, to, now, id, field/value…
- * Moves the entry to `to`, returning its amount to the windows it was counted in when it leaves a counted state.
+ * KEYS: entry, x402 holds, credits holds. ARGV: prefix, to, now, id, final amount ('' = the reserved one), field/value…
+ * Moves the entry to `to`, returning its amount to the windows it was counted in when it leaves a counted state, and
+ * on a commit for less than was reserved returning the difference.
  */
-export const TRANSITION = `
-local cur = redis.call('HMGET', KEYS[1], 'state', 'tenant', 'seq', 'amount', 'kd', 'km', 'kt')
+export const TRANSITION = `${DECIMAL}
+local cur = redis.call('HMGET', KEYS[1], 'state', 'tenant', 'seq', 'amount', 'kd', 'km', 'kt', 'cd', 'cm', 'ct', 'kind')
 local state, to = cur[1], ARGV[2]
 if not state then return redis.error_reply('TG_NOT_FOUND') end
 if state == 'committed' or state == 'released' then
   if state == to then return 0 end
   return redis.error_reply('TG_ILLEGAL ' .. state)
 end
-local counted = { reserved = true, uncertain = true, committed = true }
-if counted[state] and not counted[to] then
-  for k = 5, 7 do
-    if redis.call('EXISTS', cur[k]) == 1 then redis.call('DECRBY', cur[k], cur[4]) end
+local function uncount(by)
+  for k = 5, 10 do
+    if cur[k] and redis.call('EXISTS', cur[k]) == 1 then redis.call('DECRBY', cur[k], by) end
   end
+end
+local counted = { reserved = true, uncertain = true, committed = true }
+if counted[state] and not counted[to] then uncount(cur[4]) end
+local final = ARGV[5]
+if to == 'committed' and final ~= '' and gt(cur[4], final) then
+  uncount(sub(cur[4], final))
+  redis.call('HSET', KEYS[1], 'amount', final, 'reservedAmount', cur[4])
 end
 local p, tenant, id = ARGV[1], cur[2], ARGV[4]
 if state ~= to then
@@ -79,17 +117,42 @@ if state ~= to then
   redis.call('ZADD', p .. 'ledger:idx:' .. to .. ':t:' .. tenant, cur[3], id)
   redis.call('ZADD', p .. 'ledger:idx:' .. to .. ':g', cur[3], id)
 end
-if to ~= 'reserved' and to ~= 'uncertain' then redis.call('ZREM', KEYS[2], id) end
-redis.call('HSET', KEYS[1], 'state', to, 'updatedAt', ARGV[3], unpack(ARGV, 5))
+if to ~= 'reserved' and to ~= 'uncertain' then redis.call('ZREM', cur[11] == 'credits' and KEYS[3] or KEYS[2], id) end
+redis.call('HSET', KEYS[1], 'state', to, 'updatedAt', ARGV[3], unpack(ARGV, 6))
 return 1
 `;
 
-/** KEYS: entry, holds. ARGV: id, now, nonce, validBefore, payer, hold expiry (ms). */
+/** KEYS: entry, x402 holds, credits holds. ARGV: id, now, nonce, validBefore, payer, hold expiry (ms). */
 export const SIGNED = `
-local state = redis.call('HGET', KEYS[1], 'state')
+local cur = redis.call('HMGET', KEYS[1], 'state', 'kind')
+local state = cur[1]
 if not state then return redis.error_reply('TG_NOT_FOUND') end
 redis.call('HSET', KEYS[1], 'nonce', ARGV[3], 'validBefore', ARGV[4], 'payer', ARGV[5], 'updatedAt', ARGV[2])
-if state == 'reserved' or state == 'uncertain' then redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1]) end
+local holds = cur[2] == 'credits' and KEYS[3] or KEYS[2]
+if state == 'reserved' or state == 'uncertain' then redis.call('ZADD', holds, ARGV[6], ARGV[1]) end
+return 1
+`;
+
+/**
+ * KEYS: entry, x402 holds, credits holds. ARGV: prefix, id, now, resource ('' = unchanged), validBefore ('' =
+ * unchanged), hold expiry (ms). Moves the entry to its resource's index, and its hold to the new end time.
+ */
+export const ATTACH = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'seq', 'kind', 'resource')
+local state, p, id = cur[1], ARGV[1], ARGV[2]
+if not state then return redis.error_reply('TG_NOT_FOUND') end
+if ARGV[4] ~= '' then
+  if cur[4] then redis.call('ZREM', p .. 'ledger:idx:res:' .. cur[4], id) end
+  redis.call('ZADD', p .. 'ledger:idx:res:' .. ARGV[4], cur[2], id)
+  redis.call('HSET', KEYS[1], 'resource', ARGV[4])
+end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'validBefore', ARGV[5])
+  if state == 'reserved' or state == 'uncertain' then
+    redis.call('ZADD', cur[3] == 'credits' and KEYS[3] or KEYS[2], ARGV[6], id)
+  end
+end
+redis.call('HSET', KEYS[1], 'updatedAt', ARGV[3])
 return 1
 `;
 
@@ -134,9 +197,10 @@ return false
 `;
 
 export const SCRIPTS = {
-  tgReserve: { numberOfKeys: 10, lua: RESERVE },
-  tgTransition: { numberOfKeys: 2, lua: TRANSITION },
-  tgSigned: { numberOfKeys: 2, lua: SIGNED },
+  tgReserve: { numberOfKeys: 16, lua: RESERVE },
+  tgTransition: { numberOfKeys: 3, lua: TRANSITION },
+  tgSigned: { numberOfKeys: 3, lua: SIGNED },
+  tgAttach: { numberOfKeys: 3, lua: ATTACH },
   tgClaim: { numberOfKeys: 2, lua: CLAIM },
   tgSetActive: { numberOfKeys: 1, lua: SET_ACTIVE },
   tgIncrBy: { numberOfKeys: 1, lua: INCR_BY },

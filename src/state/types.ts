@@ -3,24 +3,47 @@
 /** What a paid call's reservation is at any moment. */
 export type LedgerState = "reserved" | "committed" | "released" | "uncertain";
 
-/** One signed (or about to be signed) authorization. Amounts are atomic units as decimal strings. */
+/**
+ * What kind of spend an entry records: an x402 payment the gateway signs (on-chain USDC), or a call billed to the
+ * operator's upstream credits at a price from config. Both count against the same budgets, in the same atomic units
+ * (USD with 6 decimals).
+ */
+export type SpendKind = "x402" | "credits";
+
+export const SPEND_KINDS: readonly SpendKind[] = ["x402", "credits"];
+
+/** One reservation of spend. Amounts are atomic units (USD, 6 decimals) as decimal strings. */
 export interface LedgerEntry {
   id: string;
+  /** Entries written before kinds existed read back as "x402". */
+  kind: SpendKind;
   tenant: string;
   route: string;
   /** Hash of the canonical request, so an entry can be matched with the call that caused it. */
   fingerprint: string;
+  /** What counts against the budget: the reservation, or after a partial commit the final amount. */
   amount: string;
-  asset: string;
-  network: string;
-  payee: string;
-  /** Filled in once signed. */
+  /** The amount first reserved, when a commit settled for less (see BudgetLedger.commit). */
+  reservedAmount?: string;
+  /** x402: the token contract, its CAIP-2 network and the payee. Absent for credits. */
+  asset?: string;
+  network?: string;
+  payee?: string;
+  /** x402, filled in once signed. */
   payer?: string;
   nonce?: string;
-  /** Unix seconds; after it the authorization can no longer be settled. */
+  /**
+   * Unix seconds. x402: after it the authorization can no longer be settled. Credits: set by the caller at reserve time
+   * to when the resource ends at the latest (creation + timeout for a session or sandbox); after it the reconciler
+   * commits the hold in full. Without it a hold goes stale 10 minutes after createdAt.
+   */
   validBefore?: number;
   /** Settlement transaction hash from PAYMENT-RESPONSE (or found on chain on reconciliation). */
   transaction?: string;
+  /** Credits: the unit the price is per ("call", "result", "page", "minute"). */
+  meter?: string;
+  /** Credits: the upstream resource a time-metered hold belongs to, e.g. "sandbox:<id>" or "session:<id>". */
+  resource?: string;
   state: LedgerState;
   /** Why it was released or held uncertain. */
   reason?: string;
@@ -41,42 +64,74 @@ export interface BudgetLimits {
 
 export type BudgetWindow = "daily" | "monthly" | "total";
 
-export interface Usage {
+/** An amount per budget window. */
+export interface WindowAmounts {
   daily: bigint;
   monthly: bigint;
   total: bigint;
+}
+
+/** A tenant's spend per window: both kinds summed (what budgets check), and each kind apart. */
+export interface Usage extends WindowAmounts {
+  byKind: Record<SpendKind, WindowAmounts>;
 }
 
 export type ReserveResult =
   | { ok: true; entry: LedgerEntry }
   | { ok: false; window: BudgetWindow; limit: bigint; spent: bigint; resetAt: string | null };
 
-export type NewLedgerEntry = Omit<LedgerEntry, "state" | "day" | "month" | "createdAt" | "updatedAt">;
+/** What a caller gives `reserve`; `kind` defaults to "x402". */
+export type NewLedgerEntry = Omit<LedgerEntry, "kind" | "state" | "day" | "month" | "createdAt" | "updatedAt" | "reservedAmount"> & {
+  kind?: SpendKind;
+};
+
+export interface LedgerFilter {
+  tenant?: string;
+  state?: LedgerState;
+  kind?: SpendKind;
+  resource?: string;
+  limit?: number;
+}
 
 /**
- * Per-tenant budgets and the ledger of every authorization. `reserve` is atomic: it checks every window and
- * counts the amount in all of them, or in none. Reserved, uncertain and committed amounts all count as spent.
- * Reserving an id that already exists returns the existing entry and counts nothing (safe to retry).
- * Backends other than memory reject with StateUnavailableError (./errors.ts) when they cannot be reached.
+ * Per-tenant budgets and the ledger of every reservation, of both kinds. `reserve` is atomic: it checks every window
+ * (against the sum of both kinds) and counts the amount in all of them, or in none. Reserved, uncertain and committed
+ * amounts all count as spent. Reserving an id that already exists returns the existing entry and counts nothing (safe
+ * to retry). Backends other than memory reject with StateUnavailableError (./errors.ts) when they cannot be reached.
  */
 export interface BudgetLedger {
   reserve(entry: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult>;
   /** Records what was signed (nonce, validBefore, payer) before the signature leaves the gateway. */
   signed(id: string, fields: { nonce: string; validBefore: number; payer: string }, now: number): Promise<void>;
-  /** The upstream confirmed settlement. */
-  commit(id: string, transaction: string | undefined, now: number): Promise<void>;
+  /**
+   * Names what a hold is for once that is known: a time-metered hold is reserved before the create call, and its
+   * resource id ("sandbox:<id>") comes in the answer. `validBefore` (unix seconds) moves the hold's end time.
+   */
+  attach(id: string, fields: { resource?: string; validBefore?: number }, now: number): Promise<void>;
+  /**
+   * The spend happened. With `finalAmount` below the reserved amount the difference goes back to every window the
+   * entry counts in and `amount` becomes the final figure (`reservedAmount` keeps the reservation); a final amount
+   * above the reservation is held to it. Committing a committed entry again changes nothing.
+   */
+  commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint): Promise<void>;
   /** The upstream definitely did not take the money: the amount is returned to the budget. */
   release(id: string, reason: string, now: number): Promise<void>;
-  /** Outcome unknown: keep the amount counted until validBefore passes and the chain says what happened. */
+  /** Outcome unknown: keep the amount counted until validBefore passes and the chain (or the clock) says what happened. */
   markUncertain(id: string, reason: string, now: number): Promise<void>;
   get(id: string): Promise<LedgerEntry | undefined>;
-  list(filter: { tenant?: string; state?: LedgerState; limit?: number }): Promise<LedgerEntry[]>;
+  /** Newest first. */
+  list(filter: LedgerFilter): Promise<LedgerEntry[]>;
   usage(tenant: string, now: number): Promise<Usage>;
   /**
-   * Crash recovery: reserved or uncertain entries whose validBefore (or, if never signed, createdAt + 10 min) has
-   * passed at `now`, soonest-expired first, so a reconciler can settle them from chain truth.
+   * Crash recovery for x402: reserved or uncertain x402 entries whose validBefore (or, if never signed, createdAt +
+   * 10 min) has passed at `now`, soonest-expired first, so a reconciler can settle them from chain truth.
    */
   expiredHolds(now: number, limit: number): Promise<LedgerEntry[]>;
+  /**
+   * Credits holds nobody settled: reserved or uncertain credits entries whose validBefore (or, without one, createdAt
+   * + 10 min) has passed at `now`, soonest-expired first. The reconciler commits them at the reserved amount.
+   */
+  expiredCreditHolds(now: number, limit: number): Promise<LedgerEntry[]>;
 }
 
 /** Which tenant owns an upstream resource: every kind a route-table row creates or addresses (src/routing/table.ts). */

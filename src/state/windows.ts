@@ -1,5 +1,5 @@
 // UTC budget windows: which day and month an instant belongs to, and when each window resets.
-import type { BudgetLimits, BudgetWindow, Usage } from "./types.js";
+import type { BudgetLimits, BudgetWindow, LedgerEntry, SpendKind, Usage, WindowAmounts } from "./types.js";
 
 export function dayOf(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
@@ -17,7 +17,7 @@ export function resetAt(window: BudgetWindow, now: number): string | null {
 }
 
 /** The first window the extra amount would overflow, if any. */
-export function firstExceeded(usage: Usage, amount: bigint, limits: BudgetLimits): BudgetWindow | undefined {
+export function firstExceeded(usage: WindowAmounts, amount: bigint, limits: BudgetLimits): BudgetWindow | undefined {
   for (const w of ["daily", "monthly", "total"] as const) {
     const limit = limits[w];
     if (limit !== undefined && usage[w] + amount > limit) return w;
@@ -28,6 +28,36 @@ export function firstExceeded(usage: Usage, amount: bigint, limits: BudgetLimits
 /** Counter keys for a tenant's usage in each window. */
 export function windowKeys(tenant: string, day: string, month: string) {
   return { daily: `budget:${tenant}:d:${day}`, monthly: `budget:${tenant}:m:${month}`, total: `budget:${tenant}:t` };
+}
+
+/**
+ * Counter keys for the credits part of a tenant's usage. The windowKeys counters hold both kinds (what budgets check);
+ * the x402 part is their difference, so entries written before kinds existed need no migration.
+ */
+export function creditKeys(tenant: string, day: string, month: string) {
+  return { daily: `credits:${tenant}:d:${day}`, monthly: `credits:${tenant}:m:${month}`, total: `credits:${tenant}:t` };
+}
+
+/** An entry's kind; entries stored before kinds existed are x402. */
+export function kindOf(e: { kind?: SpendKind | string }): SpendKind {
+  return e.kind === "credits" ? "credits" : "x402";
+}
+
+/** The Usage of a tenant from its summed counters and its credits counters. */
+export function usageOf(sum: WindowAmounts, credits: WindowAmounts): Usage {
+  const x402 = { daily: sum.daily - credits.daily, monthly: sum.monthly - credits.monthly, total: sum.total - credits.total };
+  return { daily: sum.daily, monthly: sum.monthly, total: sum.total, byKind: { x402, credits: { ...credits } } };
+}
+
+/**
+ * What a commit counts: the final amount when given, never more than the reservation.
+ * @throws RangeError for a negative final amount.
+ */
+export function settledAmount(e: Pick<LedgerEntry, "amount">, finalAmount: bigint | undefined): bigint {
+  const reserved = BigInt(e.amount);
+  if (finalAmount === undefined) return reserved;
+  if (finalAmount < 0n) throw new RangeError(`final amount must not be negative, got ${finalAmount}`);
+  return finalAmount < reserved ? finalAmount : reserved;
 }
 
 /** States whose amount counts as spent. */

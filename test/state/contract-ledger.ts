@@ -9,6 +9,21 @@ const HOUR = 3_600_000;
 const MIN = 60_000;
 
 let seq = 0;
+/** A credits-billed reservation: no chain fields, a meter, and for time-metered resources a resource and end time. */
+function credit(tenant: string, amount: bigint | string, over: Partial<NewLedgerEntry> = {}): NewLedgerEntry {
+  return {
+    id: `c-${++seq}-${Math.random().toString(36).slice(2, 8)}`,
+    kind: "credits",
+    tenant,
+    route: "/api/scrape",
+    fingerprint: "fp",
+    amount: amount.toString(),
+    meter: "call",
+    instance: "gw-1",
+    ...over,
+  };
+}
+
 function entry(tenant: string, amount: bigint | string, over: Partial<NewLedgerEntry> = {}): NewLedgerEntry {
   return {
     id: `e-${++seq}-${Math.random().toString(36).slice(2, 8)}`,
@@ -38,8 +53,8 @@ export function ledgerContract(b: ContractBackend) {
       const { ledger } = await open.fresh();
       await reserveOk(ledger, entry("t1", 1500n));
       await reserveOk(ledger, entry("t1", 500n));
-      expect(await ledger.usage("t1", T0)).toEqual({ daily: 2000n, monthly: 2000n, total: 2000n });
-      expect(await ledger.usage("t2", T0)).toEqual({ daily: 0n, monthly: 0n, total: 0n });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 2000n, monthly: 2000n, total: 2000n });
+      expect(await ledger.usage("t2", T0)).toMatchObject({ daily: 0n, monthly: 0n, total: 0n });
     });
 
     it("refuses a reservation that would overflow any window, naming it, and counts nothing", async () => {
@@ -51,7 +66,7 @@ export function ledgerContract(b: ContractBackend) {
       expect(d).toEqual({ ok: false, window: "daily", limit: 1000n, spent: 700n, resetAt: "2026-02-01T00:00:00.000Z" });
       const t = await ledger.reserve(entry("t1", 400n), { total: 1000n }, T0);
       expect(t).toMatchObject({ ok: false, window: "total", resetAt: null });
-      expect(await ledger.usage("t1", T0)).toEqual({ daily: 700n, monthly: 700n, total: 700n });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 700n, monthly: 700n, total: 700n });
       await reserveOk(ledger, entry("t1", 100n), T0, { daily: 1000n, monthly: 800n });
       expect((await ledger.usage("t1", T0)).total).toBe(800n);
     });
@@ -60,9 +75,9 @@ export function ledgerContract(b: ContractBackend) {
       const { ledger } = await open.fresh();
       await reserveOk(ledger, entry("t1", 900n), T0 - 24 * HOUR); // Jan 30
       await reserveOk(ledger, entry("t1", 100n), T0); // Jan 31
-      expect(await ledger.usage("t1", T0)).toEqual({ daily: 100n, monthly: 1000n, total: 1000n });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 100n, monthly: 1000n, total: 1000n });
       const feb1 = T0 + 2 * HOUR;
-      expect(await ledger.usage("t1", feb1)).toEqual({ daily: 0n, monthly: 0n, total: 1000n });
+      expect(await ledger.usage("t1", feb1)).toMatchObject({ daily: 0n, monthly: 0n, total: 1000n });
       expect((await ledger.reserve(entry("t1", 500n), { daily: 500n, monthly: 500n }, feb1)).ok).toBe(true);
       expect(await ledger.reserve(entry("t1", 1n), { total: 1500n }, feb1)).toMatchObject({ ok: false, window: "total", spent: 1500n });
     });
@@ -75,7 +90,7 @@ export function ledgerContract(b: ContractBackend) {
       await ledger.release(a, "upstream answered 402", T0 + 1);
       await ledger.commit(c, "0xtx", T0 + 1);
       await ledger.markUncertain(u, "timeout", T0 + 1);
-      expect(await ledger.usage("t1", T0)).toEqual({ daily: 23n, monthly: 23n, total: 23n });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 23n, monthly: 23n, total: 23n });
       await ledger.release(u, "authorization expired unused", T0 + 2);
       expect((await ledger.usage("t1", T0)).total).toBe(20n);
       const u2 = await reserveOk(ledger, entry("t1", 5n));
@@ -108,8 +123,8 @@ export function ledgerContract(b: ContractBackend) {
       const a = await reserveOk(ledger, entry("t1", 100n));
       await reserveOk(ledger, entry("t1", 7n), T0 + 2 * HOUR);
       await ledger.release(a, "late", T0 + 3 * HOUR);
-      expect(await ledger.usage("t1", T0)).toEqual({ daily: 0n, monthly: 0n, total: 7n });
-      expect(await ledger.usage("t1", T0 + 3 * HOUR)).toEqual({ daily: 7n, monthly: 7n, total: 7n });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 0n, monthly: 0n, total: 7n });
+      expect(await ledger.usage("t1", T0 + 3 * HOUR)).toMatchObject({ daily: 7n, monthly: 7n, total: 7n });
     });
 
     it("treats a second reserve of the same id as a retry: same entry, counted once", async () => {
@@ -125,12 +140,12 @@ export function ledgerContract(b: ContractBackend) {
       const { ledger } = await open.fresh();
       const e = entry("t1", "123456789012345678", { payer: undefined });
       const r = await ledger.reserve(e, {}, T0);
-      expect(r.ok && r.entry).toEqual({ ...e, state: "reserved", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 });
+      expect(r.ok && r.entry).toEqual({ ...e, kind: "x402", state: "reserved", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 });
       expect((await ledger.usage("t1", T0)).total).toBe(123456789012345678n);
       await ledger.signed(e.id, { nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer" }, T0 + 10);
       await ledger.commit(e.id, undefined, T0 + 20);
       expect(await ledger.get(e.id)).toEqual({
-        ...e, state: "committed", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 + 20,
+        ...e, kind: "x402", state: "committed", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 + 20,
         nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer",
       });
       expect(await ledger.get("missing")).toBeUndefined();
@@ -187,8 +202,171 @@ export function ledgerContract(b: ContractBackend) {
       );
       expect(results.filter((r) => r.ok)).toHaveLength(20);
       expect(results.filter((r) => !r.ok && r.window === "daily")).toHaveLength(180);
-      expect(await two.ledger.usage("race", T0)).toEqual({ daily: 20_000n, monthly: 20_000n, total: 20_000n });
+      expect(await two.ledger.usage("race", T0)).toMatchObject({ daily: 20_000n, monthly: 20_000n, total: 20_000n });
       expect(await one.ledger.list({ tenant: "race", state: "reserved", limit: 500 })).toHaveLength(20);
+    });
+
+    it("reserves, commits and releases credits entries, which carry no chain fields", async () => {
+      const { ledger } = await open.fresh();
+      const e = credit("t1", 2000n);
+      const r = await ledger.reserve(e, { daily: 10_000n }, T0);
+      expect(r.ok && r.entry).toEqual({ ...e, state: "reserved", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 });
+      const gone = await reserveOk(ledger, credit("t1", 300n));
+      await ledger.commit(e.id, undefined, T0 + 1);
+      await ledger.release(gone, "upstream answered 400", T0 + 1);
+      const got = await ledger.get(e.id);
+      expect(got).toMatchObject({ kind: "credits", state: "committed", amount: "2000", meter: "call", updatedAt: T0 + 1 });
+      expect(got).not.toHaveProperty("asset");
+      expect(got).not.toHaveProperty("reservedAmount");
+      expect(await ledger.get(gone)).toMatchObject({ kind: "credits", state: "released", reason: "upstream answered 400" });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 2000n, monthly: 2000n, total: 2000n });
+    });
+
+    it("commits a smaller final amount, returning the rest to every window, and never more than was reserved", async () => {
+      const { ledger } = await open.fresh();
+      const sandbox = await reserveOk(ledger, credit("t1", 6000n, { meter: "minute", resource: "sandbox:sb-1", validBefore: Math.floor(T0 / 1000) + 3600 }));
+      await reserveOk(ledger, entry("t1", 100n));
+      expect((await ledger.usage("t1", T0)).total).toBe(6100n);
+      await ledger.commit(sandbox, undefined, T0 + 20 * MIN, 1500n);
+      expect(await ledger.get(sandbox)).toMatchObject({ state: "committed", amount: "1500", reservedAmount: "6000", resource: "sandbox:sb-1" });
+      expect(await ledger.usage("t1", T0)).toEqual({
+        daily: 1600n, monthly: 1600n, total: 1600n,
+        byKind: { x402: { daily: 100n, monthly: 100n, total: 100n }, credits: { daily: 1500n, monthly: 1500n, total: 1500n } },
+      });
+      // A repeated commit is a no-op, whatever amount it names.
+      await ledger.commit(sandbox, undefined, T0 + 21 * MIN, 10n);
+      expect((await ledger.get(sandbox))?.amount).toBe("1500");
+      // Above the reservation: held to it.
+      const over = await reserveOk(ledger, credit("t1", 500n));
+      await ledger.commit(over, undefined, T0 + 1, 9_999n);
+      expect(await ledger.get(over)).toMatchObject({ state: "committed", amount: "500" });
+      expect(await ledger.get(over)).not.toHaveProperty("reservedAmount");
+      // From uncertain, to zero.
+      const zero = await reserveOk(ledger, credit("t1", 700n));
+      await ledger.markUncertain(zero, "no answer", T0 + 1);
+      await ledger.commit(zero, undefined, T0 + 2, 0n);
+      expect(await ledger.get(zero)).toMatchObject({ state: "committed", amount: "0", reservedAmount: "700" });
+      expect((await ledger.usage("t1", T0)).byKind.credits.total).toBe(2000n);
+      // The smaller x402 commit works the same way.
+      const paid = await reserveOk(ledger, entry("t1", 80n));
+      await ledger.commit(paid, "0xtx", T0 + 1, 50n);
+      expect((await ledger.usage("t1", T0)).byKind.x402.total).toBe(150n);
+      // The refund goes to the windows of the reservation, even on a later day.
+      const late = await reserveOk(ledger, credit("t1", 1000n));
+      await ledger.commit(late, undefined, T0 + 3 * HOUR, 400n);
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 2550n, total: 2550n });
+      expect(await ledger.usage("t1", T0 + 3 * HOUR)).toMatchObject({ daily: 0n, monthly: 0n, total: 2550n });
+    });
+
+    it("checks every window against the sum of both kinds", async () => {
+      const { ledger } = await open.fresh();
+      const limits = { daily: 1000n, monthly: 5000n, total: 20_000n };
+      await reserveOk(ledger, entry("t1", 600n), T0, limits);
+      expect(await ledger.reserve(credit("t1", 500n), limits, T0)).toEqual({
+        ok: false, window: "daily", limit: 1000n, spent: 600n, resetAt: "2026-02-01T00:00:00.000Z",
+      });
+      await reserveOk(ledger, credit("t1", 400n), T0, limits);
+      expect(await ledger.reserve(entry("t1", 1n), limits, T0)).toMatchObject({ ok: false, window: "daily", spent: 1000n });
+      expect(await ledger.reserve(credit("t1", 1n), limits, T0)).toMatchObject({ ok: false, window: "daily", spent: 1000n });
+      // A credits release makes room for an x402 payment, and the other way round.
+      const c = await reserveOk(ledger, credit("t1", 0n), T0, limits);
+      await ledger.release(c, "nothing", T0);
+      const [held] = await ledger.list({ tenant: "t1", kind: "credits", state: "reserved" });
+      await ledger.release(held.id, "upstream refused", T0 + 1);
+      await reserveOk(ledger, entry("t1", 400n), T0, limits);
+      expect(await ledger.usage("t1", T0)).toEqual({
+        daily: 1000n, monthly: 1000n, total: 1000n,
+        byKind: { x402: { daily: 1000n, monthly: 1000n, total: 1000n }, credits: { daily: 0n, monthly: 0n, total: 0n } },
+      });
+      // Credits spent yesterday count in the month and total, not today.
+      await reserveOk(ledger, credit("t2", 4000n), T0 - 24 * HOUR, { monthly: 5000n });
+      expect(await ledger.reserve(credit("t2", 1001n), { monthly: 5000n }, T0)).toMatchObject({ ok: false, window: "monthly", spent: 4000n });
+      await reserveOk(ledger, entry("t2", 1000n), T0, limits);
+      expect(await ledger.usage("t2", T0)).toEqual({
+        daily: 1000n, monthly: 5000n, total: 5000n,
+        byKind: { x402: { daily: 1000n, monthly: 1000n, total: 1000n }, credits: { daily: 0n, monthly: 4000n, total: 4000n } },
+      });
+    });
+
+    it("lists by kind and by resource, with tenant and state", async () => {
+      const { ledger } = await open.fresh();
+      const x1 = await reserveOk(ledger, entry("ta", 1n), T0);
+      const c1 = await reserveOk(ledger, credit("ta", 1n, { meter: "minute", resource: "sandbox:a" }), T0 + 1);
+      const c2 = await reserveOk(ledger, credit("tb", 1n, { meter: "page" }), T0 + 2);
+      const c3 = await reserveOk(ledger, credit("ta", 1n, { meter: "minute", resource: "sandbox:a" }), T0 + 3);
+      const x2 = await reserveOk(ledger, entry("ta", 1n), T0 + 4);
+      await ledger.commit(c1, undefined, T0 + 5, 0n);
+      const ids = (l: { id: string }[]) => l.map((e) => e.id);
+      expect(ids(await ledger.list({ kind: "credits" }))).toEqual([c3, c2, c1]);
+      expect(ids(await ledger.list({ kind: "x402" }))).toEqual([x2, x1]);
+      expect(ids(await ledger.list({ kind: "credits", tenant: "ta" }))).toEqual([c3, c1]);
+      expect(ids(await ledger.list({ kind: "credits", limit: 2 }))).toEqual([c3, c2]);
+      expect(ids(await ledger.list({ kind: "credits", state: "reserved" }))).toEqual([c3, c2]);
+      expect(ids(await ledger.list({ resource: "sandbox:a" }))).toEqual([c3, c1]);
+      expect(ids(await ledger.list({ resource: "sandbox:a", state: "committed" }))).toEqual([c1]);
+      expect(ids(await ledger.list({ resource: "sandbox:a", tenant: "tb" }))).toEqual([]);
+      expect(ids(await ledger.list({ resource: "sandbox:none" }))).toEqual([]);
+      expect(ids(await ledger.list({ kind: "x402", tenant: "tb" }))).toEqual([]);
+    });
+
+    it("hands a reconciler x402 holds and credits holds apart, credits by the end time the caller set", async () => {
+      const { ledger } = await open.fresh();
+      const s = (ms: number) => Math.floor(ms / 1000);
+      const x = await reserveOk(ledger, entry("t1", 1n), T0);
+      await ledger.signed(x, { nonce: "0x1", validBefore: s(T0 + 2 * MIN), payer: "0xp" }, T0);
+      const sandbox = await reserveOk(ledger, credit("t1", 900n, { meter: "minute", resource: "sandbox:1", validBefore: s(T0 + 3 * MIN) }), T0);
+      const session = await reserveOk(ledger, credit("t2", 900n, { meter: "minute", resource: "session:1", validBefore: s(T0 + 1 * MIN) }), T0);
+      const call = await reserveOk(ledger, credit("t1", 5n), T0); // no end time: stale after 10 min
+      const stopped = await reserveOk(ledger, credit("t1", 900n, { meter: "minute", resource: "sandbox:2", validBefore: s(T0 + MIN) }), T0);
+      await ledger.commit(stopped, undefined, T0 + 30_000, 100n);
+      const lost = await reserveOk(ledger, credit("t1", 7n, { validBefore: s(T0 + 4 * MIN) }), T0);
+      await ledger.markUncertain(lost, "no answer", T0 + 1);
+      const ids = async (fn: "expiredHolds" | "expiredCreditHolds", now: number, limit = 100) => (await ledger[fn](now, limit)).map((e) => e.id);
+      expect(await ids("expiredCreditHolds", T0 + 30_000)).toEqual([]);
+      expect(await ids("expiredCreditHolds", T0 + MIN)).toEqual([session]);
+      expect(await ids("expiredCreditHolds", T0 + 10 * MIN)).toEqual([session, sandbox, lost, call]);
+      expect(await ids("expiredCreditHolds", T0 + 10 * MIN, 2)).toEqual([session, sandbox]);
+      expect(await ids("expiredHolds", T0 + 10 * MIN)).toEqual([x]);
+      const [first] = await ledger.expiredCreditHolds(T0 + 10 * MIN, 1);
+      expect(first).toMatchObject({ kind: "credits", tenant: "t2", state: "reserved", amount: "900", resource: "session:1" });
+      await ledger.commit(session, undefined, T0 + 11 * MIN);
+      await ledger.release(call, "answered 400", T0 + 11 * MIN);
+      expect(await ids("expiredCreditHolds", T0 + 11 * MIN)).toEqual([sandbox, lost]);
+    });
+
+    it("attaches a resource and an end time to a hold reserved before the resource existed", async () => {
+      const { ledger } = await open.fresh();
+      const s = (ms: number) => Math.floor(ms / 1000);
+      const hold = await reserveOk(ledger, credit("t1", 900n, { meter: "minute" }), T0);
+      const other = await reserveOk(ledger, credit("t1", 900n, { meter: "minute", resource: "sandbox:old" }), T0);
+      await ledger.attach(hold, { resource: "sandbox:sb-7", validBefore: s(T0 + 30 * MIN) }, T0 + 5);
+      expect(await ledger.get(hold)).toMatchObject({ resource: "sandbox:sb-7", validBefore: s(T0 + 30 * MIN), updatedAt: T0 + 5, state: "reserved" });
+      expect((await ledger.list({ resource: "sandbox:sb-7" })).map((e) => e.id)).toEqual([hold]);
+      // Its hold now ends at the new end time, not 10 minutes after it was made.
+      expect((await ledger.expiredCreditHolds(T0 + 10 * MIN, 10)).map((e) => e.id)).toEqual([other]);
+      expect((await ledger.expiredCreditHolds(T0 + 30 * MIN, 10)).map((e) => e.id)).toEqual([other, hold]);
+      // Re-attaching moves it; an end time alone leaves the resource.
+      await ledger.attach(other, { resource: "sandbox:new" }, T0 + 6);
+      expect(await ledger.list({ resource: "sandbox:old" })).toEqual([]);
+      expect((await ledger.list({ resource: "sandbox:new", tenant: "t1" })).map((e) => e.id)).toEqual([other]);
+      await ledger.attach(other, { validBefore: s(T0 + 60 * MIN) }, T0 + 7);
+      expect(await ledger.get(other)).toMatchObject({ resource: "sandbox:new", validBefore: s(T0 + 60 * MIN) });
+      expect((await ledger.expiredCreditHolds(T0 + 30 * MIN, 10)).map((e) => e.id)).toEqual([hold]);
+      await ledger.commit(hold, undefined, T0 + 8, 100n);
+      expect(await ledger.expiredCreditHolds(T0 + 30 * MIN, 10)).toEqual([]);
+      await expect(ledger.attach("no-such-entry", { resource: "x" }, T0)).rejects.toThrow(/not found/);
+    });
+
+    it("never overspends under 100 concurrent credit reserves from two instances (budget for 10)", async () => {
+      const [one, two] = await open.pair();
+      const limits = { daily: 10_000n };
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => (i % 2 ? one : two).ledger.reserve(credit("race-c", 1000n, { meter: "page" }), limits, T0)),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(10);
+      expect(results.filter((r) => !r.ok && r.window === "daily" && r.spent === 10_000n)).toHaveLength(90);
+      expect(await two.ledger.usage("race-c", T0)).toMatchObject({ daily: 10_000n, byKind: { credits: { daily: 10_000n }, x402: { daily: 0n } } });
+      expect(await one.ledger.list({ tenant: "race-c", kind: "credits", limit: 500 })).toHaveLength(10);
     });
   });
 }

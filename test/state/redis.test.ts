@@ -87,3 +87,26 @@ describe("Redis backend outages", () => {
     }
   });
 });
+
+describe("Redis ledger written before spend kinds existed", () => {
+  it("reads an entry without a kind as x402: get, list by kind, usage and reconciler holds", async () => {
+    const stores = redisStores(server.url, { prefix: prefix() });
+    try {
+      const now = Date.now();
+      expect((await stores.ledger.reserve(entry("old"), {}, now)).ok).toBe(true);
+      await stores.ledger.signed("old", { nonce: "0x1", validBefore: Math.floor(now / 1000) - 1, payer: "0xp" }, now);
+      await stores.connection.client.hdel(stores.connection.key("ledger", "e", "old"), "kind");
+      expect(await stores.ledger.get("old")).toMatchObject({ id: "old", kind: "x402", state: "reserved" });
+      expect((await stores.ledger.list({ kind: "x402" })).map((e) => e.id)).toEqual(["old"]);
+      expect(await stores.ledger.list({ kind: "credits" })).toEqual([]);
+      expect((await stores.ledger.usage("t1", now)).byKind.x402.total).toBe(1000n);
+      expect((await stores.ledger.expiredHolds(now, 10)).map((e) => e.id)).toEqual(["old"]);
+      expect(await stores.ledger.expiredCreditHolds(now + 3_600_000, 10)).toEqual([]);
+      await stores.ledger.commit("old", "0xtx", now, 400n);
+      expect(await stores.ledger.get("old")).toMatchObject({ kind: "x402", state: "committed", amount: "400", reservedAmount: "1000" });
+      expect(await stores.ledger.usage("t1", now)).toMatchObject({ total: 400n, byKind: { x402: { total: 400n }, credits: { total: 0n } } });
+    } finally {
+      await stores.close();
+    }
+  });
+});

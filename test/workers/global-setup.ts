@@ -1,7 +1,10 @@
 // Runs in Node before the Workers tests: starts the emulator (x402 + sandboxes) and the local chain on 127.0.0.1 and
-// hands their addresses, plus a funded wallet for the Worker, to the tests running inside workerd.
+// hands their addresses, plus a funded wallet for the Worker, to the tests running inside workerd. Two stalling proxies
+// in front of the emulator lose the answer to a paid request (after the upstream settled it, or before it arrived),
+// so the Worker is left with an uncertain hold; they only drop traffic, they decide nothing.
 import type { TestProject } from "vitest/node";
 import { startEmulator } from "../../emulator/index.js";
+import { startStallingProxy } from "../helpers/stalling-proxy.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -15,6 +18,13 @@ declare module "vitest" {
       payee: string;
       walletKey: string;
       wallet: string;
+      /** A second funded wallet, for tests whose payments must not disturb another file's balance checks. */
+      reconcileWalletKey: string;
+      reconcileWallet: string;
+      /** Forwards a paid request (the upstream settles it on chain) and never answers. */
+      settledButLostUrl: string;
+      /** Swallows a paid request (nothing settles) and never answers. */
+      neverArrivedUrl: string;
     };
   }
 }
@@ -23,6 +33,11 @@ export default async function setup(project: TestProject) {
   const emu = await startEmulator({ modules: ["x402", "sandboxes"] });
   const chain = emu.chain!;
   const wallet = await chain.createFundedWallet(10_000_000n);
+  const reconcileWallet = await chain.createFundedWallet(10_000_000n);
+  const [settledButLost, neverArrived] = await Promise.all([
+    startStallingProxy(emu.controlUrl, "forward-then-stall"),
+    startStallingProxy(emu.controlUrl, "swallow"),
+  ]);
   project.provide("stack", {
     controlUrl: emu.controlUrl,
     runtimeUrl: emu.runtimeUrl,
@@ -33,8 +48,13 @@ export default async function setup(project: TestProject) {
     payee: chain.payee,
     walletKey: wallet.privateKey,
     wallet: wallet.address,
+    reconcileWalletKey: reconcileWallet.privateKey,
+    reconcileWallet: reconcileWallet.address,
+    settledButLostUrl: settledButLost.url,
+    neverArrivedUrl: neverArrived.url,
   });
   return async () => {
+    await Promise.all([settledButLost.close(), neverArrived.close()]);
     await emu.close();
   };
 }

@@ -1,0 +1,149 @@
+// Spend against budgets, for both kinds (x402 payments and credit-billed calls): reserve in the tenant's windows and a
+// keyless token's cap at once, then settle, release or hold every entry the spend counts under.
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import type { Tenant } from "../tenants.js";
+import { HELD } from "../state/holds.js";
+import type { BudgetLimits, LedgerEntry, NewLedgerEntry } from "../state/types.js";
+import { atomicToUsd, usdToAtomic } from "./money.js";
+
+/** A tenant's budget windows in atomic units. */
+export function tenantLimits(tenant: Tenant): BudgetLimits {
+  const b = tenant.budget;
+  return {
+    daily: b.daily ? usdToAtomic(b.daily) : undefined,
+    monthly: b.monthly ? usdToAtomic(b.monthly) : undefined,
+    total: b.total ? usdToAtomic(b.total) : undefined,
+  };
+}
+
+/** A keyless token's own spend cap, checked with the tenant's budget. */
+export interface SpendCap {
+  id: string;
+  amount: bigint;
+}
+
+export interface SpendRequest {
+  tenant: Tenant;
+  cap?: SpendCap;
+  /**
+   * What to reserve. `id` defaults to a fresh UUID and `instance` to this gateway's; `tenant` comes from above.
+   * Credits: `kind: "credits"`, `meter`, and for time-metered resources `resource` and `validBefore` (unix seconds when
+   * the resource ends at the latest), with `amount` the most it can cost (timeout × rate).
+   */
+  entry: Omit<NewLedgerEntry, "id" | "tenant"> & { id?: string };
+}
+
+/** A reservation: the tenant's entry, and every ledger id the spend counts under (a capped token's entry too). */
+export interface SpendHold {
+  entry: LedgerEntry;
+  ids: string[];
+}
+
+/** The ledger id of a capped token's entry for a tenant entry. */
+export const capEntryId = (id: string) => `${id}:cap`;
+/** The ledger tenant a keyless token's cap is counted under. */
+export const capTenant = (tokenId: string) => `token:${tokenId}`;
+
+/**
+ * Reserves `entry.amount` in the token's cap (if any) and the tenant's budget windows, atomically each, or neither.
+ * @throws GatewayError 402 `token_cap_exceeded` or `budget_exceeded` (naming the window, its figures and reset), or
+ *   503 `state_unavailable` when the ledger cannot be reached (fail closed: nothing may be spent).
+ */
+export async function reserveSpend(services: GatewayServices, req: SpendRequest): Promise<SpendHold> {
+  const { tenant, cap } = req;
+  const ledger = services.stores.ledger;
+  const now = services.now();
+  const id = req.entry.id ?? crypto.randomUUID();
+  const base = { instance: services.instanceId, ...req.entry, id };
+  const price = BigInt(base.amount);
+  let capId: string | undefined;
+  try {
+    if (cap) {
+      capId = capEntryId(id);
+      const r = await ledger.reserve({ ...base, id: capId, tenant: capTenant(cap.id) }, { total: cap.amount }, now);
+      if (!r.ok) {
+        throw new GatewayError(402, "token_cap_exceeded", `This token's spend cap of $${atomicToUsd(cap.amount)} would be exceeded ($${atomicToUsd(r.spent)} spent, this call costs $${atomicToUsd(price)}).`, {
+          limit: atomicToUsd(r.limit),
+          spent: atomicToUsd(r.spent),
+          price: atomicToUsd(price),
+        });
+      }
+    }
+    const r = await ledger.reserve({ ...base, tenant: tenant.id }, tenantLimits(tenant), now);
+    if (!r.ok) {
+      if (capId) await ledger.release(capId, "tenant budget exceeded", now);
+      throw new GatewayError(
+        402,
+        "budget_exceeded",
+        `The ${r.window} budget of tenant "${tenant.id}" cannot cover this call: $${atomicToUsd(r.spent)} of $${atomicToUsd(r.limit)} spent, this call costs $${atomicToUsd(price)}.${r.resetAt ? ` It resets at ${r.resetAt}.` : ""}`,
+        { window: r.window, limit: atomicToUsd(r.limit), spent: atomicToUsd(r.spent), price: atomicToUsd(price), resetAt: r.resetAt },
+      );
+    }
+    return { entry: r.entry, ids: capId ? [id, capId] : [id] };
+  } catch (err) {
+    if (err instanceof GatewayError) throw err;
+    // Fail closed: no reservation, no spend.
+    services.logger.error("ledger unavailable", { error: String(err) });
+    throw new GatewayError(503, "state_unavailable", "The gateway cannot reach its budget store, so it will not pay; try again shortly.");
+  }
+}
+
+/**
+ * Every id a spend counts under. From a ledger entry alone (a time-metered hold found again by its resource, maybe
+ * in another process) a capped token's entry is looked up by its id.
+ */
+async function idsOf(services: GatewayServices, spend: SpendHold | LedgerEntry): Promise<string[]> {
+  if ("ids" in spend && Array.isArray(spend.ids)) return spend.ids;
+  const id = (spend as LedgerEntry).id;
+  const cap = await services.stores.ledger.get(capEntryId(id));
+  return cap ? [id, cap.id] : [id];
+}
+
+/**
+ * The spend happened: commits every entry, at `finalAmount` when given (a time-metered resource's minutes × rate, or
+ * results × price), which returns the rest of the reservation to the budget; never more than was reserved.
+ */
+export async function settleSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, finalAmount?: bigint, transaction?: string): Promise<void> {
+  const now = services.now();
+  for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount);
+}
+
+/** Nothing was spent: every entry's amount goes back to the budget. */
+export async function releaseSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, reason: string): Promise<void> {
+  const now = services.now();
+  for (const id of await idsOf(services, spend)) await services.stores.ledger.release(id, reason, now);
+}
+
+/** The outcome is unknown: every entry stays counted until its validBefore, then the reconciler decides. */
+export async function holdSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, reason: string): Promise<void> {
+  const now = services.now();
+  for (const id of await idsOf(services, spend)) await services.stores.ledger.markUncertain(id, reason, now);
+}
+
+/** x402: records the signed authorization on every entry before it leaves the gateway. */
+export async function signedSpend(services: GatewayServices, spend: SpendHold, fields: { nonce: string; validBefore: number; payer: string }): Promise<void> {
+  const now = services.now();
+  for (const id of spend.ids) await services.stores.ledger.signed(id, fields, now);
+}
+
+/**
+ * Names what a time-metered hold is for once the upstream answered the create call ("sandbox:<id>"), on the cap entry
+ * too, and optionally moves its end time (unix seconds) to the resource's own.
+ */
+export async function attachSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, fields: { resource?: string; validBefore?: number }): Promise<void> {
+  const now = services.now();
+  for (const id of await idsOf(services, spend)) await services.stores.ledger.attach(id, fields, now);
+}
+
+/** A resource's credits hold still open (reserved or uncertain), newest first: what its stop or expiry settles. */
+export async function openHoldOf(services: GatewayServices, tenant: string, resource: string): Promise<LedgerEntry | undefined> {
+  const entries = await services.stores.ledger.list({ tenant, kind: "credits", resource });
+  return entries.find((e) => HELD.has(e.state));
+}
+
+/** What `ms` of a time-metered resource costs at `ratePerMinute` atomic units, each started minute counted whole. */
+export function meteredCost(ratePerMinute: bigint, ms: number): bigint {
+  if (ms <= 0) return 0n;
+  return ratePerMinute * BigInt(Math.ceil(ms / 60_000));
+}
