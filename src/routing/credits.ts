@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { usdToAtomic } from "../payments/money.js";
-import { releaseSpend, reserveSpend, settleSpend, type SpendHold } from "./credit-ledger.js";
+import { attachResource, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "./credit-ledger.js";
 import { callerCap, callerTenant } from "./caller.js";
 import { jsonBody, setJsonBody } from "./body.js";
 import type { Meter, PriceName, RouteRow } from "./table.js";
@@ -116,6 +116,7 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       return;
     }
     const kind = meter.per === "minutes" ? meter.resource : "job";
+    await attachResource(services, hold, `${kind}:${id}`);
     await keep(services, kind, id, { ...hold, rate: rate.toString(), startedAt: now, meter: meter.per }, validBefore - now + 24 * 3600_000);
   };
 }
