@@ -1,8 +1,10 @@
-// Uploaded browser extensions: the zip kept per extension, listed for the team, checked when a session names them.
+// Uploaded browser extensions: each zip unpacked into its own directory, listed for the team, and loaded into the
+// browsers of sessions that name them.
 import { randomUUID } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { SessionError } from "./session-error.js";
+import { unpackZip } from "./zip-reader.js";
 
 export interface Extension {
   id: string;
@@ -10,6 +12,8 @@ export interface Extension {
   createdAt: string;
   updatedAt: string;
   zipPath: string;
+  /** The unpacked extension: the directory holding its manifest.json, as `--load-extension` wants it. */
+  dir: string;
 }
 
 /** The emulator's cap on one extension archive. */
@@ -29,9 +33,23 @@ export class ExtensionStore {
     await mkdir(this.root, { recursive: true });
     const id = randomUUID();
     const zipPath = join(this.root, `${id}.zip`);
+    const unpacked = join(this.root, id);
+    let dir: string;
+    try {
+      const files = await unpackZip(Buffer.from(zip), unpacked, 4 * MAX_EXTENSION_BYTES);
+      // The manifest sits at the top, or one folder down when a folder was zipped; the shallowest one wins.
+      const manifest = files.filter((f) => f === "manifest.json" || /^[^/]+\/manifest\.json$/.test(f)).sort((a, b) => a.length - b.length)[0];
+      if (!manifest) throw new SessionError(400, "invalid_extension", "The extension archive has no manifest.json at its top");
+      dir = dirname(join(unpacked, manifest));
+      JSON.parse(await readFile(join(dir, "manifest.json"), "utf8"));
+    } catch (err) {
+      await rm(unpacked, { recursive: true, force: true });
+      if (err instanceof SessionError) throw err;
+      throw new SessionError(400, "invalid_extension", `The extension archive is not usable: ${(err as Error).message}`);
+    }
     await writeFile(zipPath, zip);
     const now = new Date().toISOString();
-    const extension = { id, name: name?.trim() || fileName.replace(/\.zip$/i, ""), createdAt: now, updatedAt: now, zipPath };
+    const extension = { id, name: name?.trim() || fileName.replace(/\.zip$/i, ""), createdAt: now, updatedAt: now, zipPath, dir };
     this.extensions.push(extension);
     return extension;
   }

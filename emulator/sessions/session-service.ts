@@ -79,7 +79,7 @@ export class BrowserSessions implements SessionService {
       : params.profile
         ? this.stores.profiles.get(params.profile.id).dir
         : undefined;
-    this.stores.extensions.require(params.extensionIds);
+    const extensionDirs = this.stores.extensions.require(params.extensionIds).map((e) => e.dir);
     const binary = await findChromium();
     const id = randomUUID();
     const root = join(this.ctx.stateDir, "browser-sessions");
@@ -94,7 +94,7 @@ export class BrowserSessions implements SessionService {
     let pages: PageTracker | undefined;
     try {
       if (seed) await copyUserData(seed, userDataDir);
-      browser = await launchBrowser({ binary, userDataDir, width: params.screen.width, height: params.screen.height });
+      browser = await launchBrowser({ binary, userDataDir, width: params.screen.width, height: params.screen.height, extensionDirs });
       pages = await PageTracker.start(browser.cdpUrl, { acceptCookies: params.acceptCookies });
       if (seed) await restoreCookies(pages.cdp, seed);
       await collectDownloads(pages.cdp, join(filesDir, "downloads"), events);

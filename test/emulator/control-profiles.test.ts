@@ -1,7 +1,7 @@
 // Profiles, extensions and team credit info on the emulator, driven by the unmodified SDK (and puppeteer-core for
 // what a profile carries from one session to the next).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
@@ -112,11 +112,12 @@ describe("profiles", () => {
 });
 
 describe("extensions", () => {
-  it("uploads a zipped extension and lists it", async () => {
+  it("uploads a zipped extension, lists it, and loads it into the browser of a session that names it", async () => {
     const dir = join(work, "ext");
-    const { mkdirSync } = await import("node:fs");
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, "manifest.json"), JSON.stringify({ manifest_version: 3, name: "Hello", version: "1.0" }));
+    const manifest = { manifest_version: 3, name: "Hello", version: "1.0", content_scripts: [{ matches: ["<all_urls>"], js: ["mark.js"], run_at: "document_start" }] };
+    writeFileSync(join(dir, "manifest.json"), JSON.stringify(manifest));
+    writeFileSync(join(dir, "mark.js"), 'document.documentElement.dataset.ext = "loaded";');
     const zipPath = join(work, "hello-ext.zip");
     await writeZip(dir, zipPath);
     const named = await hb.extensions.create({ filePath: zipPath, name: "Hello extension" });
@@ -124,12 +125,26 @@ describe("extensions", () => {
     const unnamed = await hb.extensions.create({ filePath: zipPath });
     expect(unnamed.name).toBe("hello-ext");
     expect((await hb.extensions.list()).map((e) => e.id)).toEqual([named.id, unnamed.id]);
+    const mark = await inSession({ extensionIds: [named.id] }, async (page) => {
+      await page.reload();
+      return page.evaluate(() => document.documentElement.dataset.ext);
+    });
+    expect(mark).toBe("loaded");
+    expect(await inSession({}, (page) => page.evaluate(() => document.documentElement.dataset.ext ?? null))).toBeNull();
   });
 
   it("refuses a file that is not a zip archive with 400, and a session naming an unknown extension with 404", async () => {
     const fake = join(work, "fake.zip");
     writeFileSync(fake, "not a zip");
     expect(await statusOf(hb.extensions.create({ filePath: fake }))).toBe(400);
+    const empty = join(work, "empty");
+    mkdirSync(empty, { recursive: true });
+    writeFileSync(join(empty, "readme.txt"), "no manifest here");
+    const noManifest = join(work, "no-manifest.zip");
+    await writeZip(empty, noManifest);
+    const err = await hb.extensions.create({ filePath: noManifest }).then(() => undefined, (e: HyperbrowserError) => e);
+    expect(err?.statusCode).toBe(400);
+    expect(err?.details).toMatchObject({ code: "invalid_extension" });
     expect(await statusOf(hb.sessions.create({ extensionIds: ["nope"] }))).toBe(404);
   });
 });
