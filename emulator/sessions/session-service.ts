@@ -150,7 +150,7 @@ export class BrowserSessions implements SessionService {
     return true;
   }
 
-  /** Pushes the session's end back by `minutes` (and reissues its token to match); false when it is not active. */
+  /** Pushes the session's end back by `minutes` and reissues its token to match; 409 when it is not active. */
   async extend(record: SessionRecord, minutes: number): Promise<void> {
     if (record.status !== "active" || record.ending) throw new SessionError(409, "session_not_active", `Session ${record.id} is ${record.status}`);
     record.expiresAt = new Date(record.expiresAt.getTime() + minutes * 60_000);

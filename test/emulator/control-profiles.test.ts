@@ -149,12 +149,14 @@ describe("extensions", () => {
   });
 });
 
-describe("team", () => {
-  it("reports credit usage, limit and what remains", async () => {
+describe("team and authentication", () => {
+  it("reports credit usage, limit and what remains; these routes refuse calls without the API key", async () => {
     const info = await hb.team.getCreditInfo();
     expect(info).toEqual({ usage: 0, limit: expect.any(Number), remaining: info.limit });
-    const none = await request(`${emu.controlUrl}/api/team/credit-info`);
-    expect(none.statusCode).toBe(401);
-    await none.body.dump();
+    for (const path of ["/api/team/credit-info", "/api/profiles", "/api/extensions/list", "/api/sessions/active-count"]) {
+      const none = await request(`${emu.controlUrl}${path}`);
+      expect(none.statusCode, path).toBe(401);
+      expect(await none.body.json()).toMatchObject({ code: "unauthorized" });
+    }
   });
 });

@@ -176,6 +176,19 @@ describe("image builds", () => {
   });
 });
 
+describe("authentication", () => {
+  it("refuses the new control routes without the API key, and accepts it as a Bearer token", async () => {
+    for (const path of ["/api/volume", "/api/images/builds", "/api/volume/vol_x"]) {
+      const none = await request(`${h.emu.controlUrl}${path}`);
+      expect(none.statusCode, path).toBe(401);
+      expect(await none.body.json()).toMatchObject({ code: "unauthorized" });
+    }
+    const bearer = await request(`${h.emu.controlUrl}/api/volume`, { headers: { authorization: `Bearer ${h.emu.apiKey}` } });
+    expect(bearer.statusCode).toBe(200);
+    await bearer.body.dump();
+  });
+});
+
 describe("snapshot deletion", () => {
   it("deletes a snapshot by name; it can no longer be read or started from", async () => {
     const sbx = await h.hb.sandboxes.create({ imageName: "debian" });
