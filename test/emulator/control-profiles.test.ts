@@ -68,26 +68,36 @@ describe("profiles", () => {
     expect(await statusOf(hb.profiles.get(b.id))).toBe(404);
   });
 
-  it("carries cookies to the next session with persistChanges, and only then", async () => {
+  // Each of these starts several browsers one after another: minutes, not seconds, on a loaded 2-core machine.
+  const SESSIONS_TIMEOUT = 180_000;
+
+  it("carries cookies to the next session with persistChanges", async () => {
     const { id } = await hb.profiles.create({ name: "persisted" });
     await inSession({ profile: { id, persistChanges: true } }, setCookie("first"));
     expect(await inSession({ profile: { id } }, readCookie)).toContain("who=first");
-    // Without persistChanges the session starts from the profile but leaves it as it was.
+  }, SESSIONS_TIMEOUT);
+
+  it("leaves the profile as it was when the session does not persist changes", async () => {
+    const { id } = await hb.profiles.create({ name: "kept" });
+    await inSession({ profile: { id, persistChanges: true } }, setCookie("first"));
     await inSession({ profile: { id, persistChanges: false } }, setCookie("discarded"));
     expect(await inSession({ profile: { id } }, readCookie)).toContain("who=first");
-    // updateProfileParams turns persistence on during a session.
+  }, SESSIONS_TIMEOUT);
+
+  it("persists once updateProfileParams turns persistence on, and keeps an in-use profile from deletion (409)", async () => {
+    const { id } = await hb.profiles.create({ name: "updated" });
     const s = await hb.sessions.create({ profile: { id } });
     const browser = await puppeteer.connect({ browserWSEndpoint: s.wsEndpoint, defaultViewport: null });
     const [page] = await browser.pages();
     await page.goto(`${site.url}/`);
     await setCookie("updated")(page);
     expect(await hb.sessions.updateProfileParams(s.id, { persistChanges: true })).toEqual({ success: true });
-    // A profile in use by an active session cannot be deleted.
     expect(await statusOf(hb.profiles.delete(id))).toBe(409);
     await browser.disconnect();
     await hb.sessions.stop(s.id);
     expect(await inSession({ profile: { id } }, readCookie)).toContain("who=updated");
-  });
+    expect(await hb.profiles.delete(id)).toEqual({ success: true });
+  }, SESSIONS_TIMEOUT);
 
   it("forks a profile: the fork starts with its data, and the two then differ", async () => {
     const { id } = await hb.profiles.create({ name: "origin" });
@@ -99,7 +109,7 @@ describe("profiles", () => {
     await inSession({ profile: { id: fork.id, persistChanges: true } }, setCookie("branch"));
     expect(await inSession({ profile: { id } }, readCookie)).toContain("who=origin");
     expect(await inSession({ profile: { id: fork.id } }, readCookie)).toContain("who=branch");
-  });
+  }, SESSIONS_TIMEOUT);
 
   it("answers unknown profiles with 404 {message, code}, also when a session names one", async () => {
     const id = "00000000-0000-0000-0000-000000000000";
@@ -131,7 +141,7 @@ describe("extensions", () => {
     });
     expect(mark).toBe("loaded");
     expect(await inSession({}, (page) => page.evaluate(() => document.documentElement.dataset.ext ?? null))).toBeNull();
-  });
+  }, 120_000);
 
   it("refuses a file that is not a zip archive with 400, and a session naming an unknown extension with 404", async () => {
     const fake = join(work, "fake.zip");

@@ -42,7 +42,7 @@ function rootfsTarball(name: string): { path: string; bytes: Buffer; sha256: str
   return { path, bytes, sha256: createHash("sha256").update(bytes).digest("hex") };
 }
 
-describe("volumes", () => {
+describe("volumes", { timeout: 120_000 }, () => {
   it("creates, reads, lists with search and paging, and deletes by id", async () => {
     const a = await h.hb.volumes.create({ name: "alpha-data" });
     expect(a).toMatchObject({ name: "alpha-data", size: 0 });
@@ -101,7 +101,7 @@ describe("volumes", () => {
   });
 });
 
-describe("image builds", () => {
+describe("image builds", { timeout: 120_000 }, () => {
   it("uploads a checked tarball, completes into a team image whose files sandboxes see, lists and deletes it", async () => {
     const tar = rootfsTarball("app-image");
     const { build, upload } = await h.hb.sandboxes.createImageBuild({
@@ -189,7 +189,7 @@ describe("authentication", () => {
   });
 });
 
-describe("snapshot deletion", () => {
+describe("snapshot deletion", { timeout: 120_000 }, () => {
   it("deletes a snapshot by name; it can no longer be read or started from", async () => {
     const sbx = await h.hb.sandboxes.create({ imageName: "debian" });
     const snap = await sbx.createMemorySnapshot({ snapshotName: "to-delete" });

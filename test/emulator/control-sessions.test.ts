@@ -1,6 +1,9 @@
 // Session operations beyond create/get/stop on the emulator, driven by the unmodified SDK and puppeteer-core.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer } from "node:http";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { request } from "undici";
 import { Hyperbrowser, HyperbrowserError } from "@hyperbrowser/sdk";
 import puppeteer, { type Browser } from "puppeteer-core";
@@ -52,7 +55,8 @@ async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 10_0
   }
 }
 
-describe("session operations", () => {
+// Several tests start browsers of their own; on a loaded 2-core machine that takes tens of seconds.
+describe("session operations", { timeout: 120_000 }, () => {
   let emu: SessionsEmulator;
   let site: { url: string; close(): Promise<void> };
   let hb: Hyperbrowser;
@@ -90,6 +94,13 @@ describe("session operations", () => {
     const text = await page.$eval("#f", (el) => (el as HTMLInputElement).files![0].text());
     expect(text).toBe("uploaded bytes");
     await page.close();
+    // A path is sent as a stream (chunked multipart), and keeps its own base name.
+    const dir = mkdtempSync(join(tmpdir(), "upload-"));
+    writeFileSync(join(dir, "big.bin"), Buffer.alloc(300_000, 7));
+    const streamed = await hb.sessions.uploadFile(session.id, { fileInput: join(dir, "big.bin") });
+    expect(streamed.fileName).toBe("big.bin");
+    expect(statSync(streamed.filePath!).size).toBe(300_000);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("resizes the screen of a live session: viewport, screen and screenshots follow, new tabs too", async () => {
