@@ -2,7 +2,8 @@
 import { Hono } from "hono";
 import { requireApiKey } from "../auth.js";
 import type { EmulatorContext } from "../types.js";
-import type { ExtensionStore } from "./extensions.js";
+import { MAX_EXTENSION_BYTES, type ExtensionStore } from "./extensions.js";
+import { limitDeclaredLength } from "./request-params.js";
 import { SessionError, respondWithError } from "./session-error.js";
 
 export function extensionRoutes(ctx: EmulatorContext, extensions: ExtensionStore): Hono {
@@ -11,6 +12,7 @@ export function extensionRoutes(ctx: EmulatorContext, extensions: ExtensionStore
   app.onError((err, c) => respondWithError(c, err));
 
   app.post("/api/extensions/add", async (c) => {
+    limitDeclaredLength(c, MAX_EXTENSION_BYTES, "Extensions");
     const form = await c.req.formData().catch(() => {
       throw new SessionError(400, "invalid_params", "Expected a multipart/form-data body with a file field");
     });

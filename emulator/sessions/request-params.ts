@@ -34,3 +34,10 @@ export function timestampParam(raw: string | undefined, name: string): number | 
   if (!Number.isFinite(n) || n < 0) throw new SessionError(400, "invalid_params", `${name} must be a timestamp in milliseconds`);
   return n;
 }
+
+/** Refuses a body whose declared length is over `max` before any of it is read (multipart bodies are buffered). */
+export function limitDeclaredLength(c: Context, max: number, what: string): void {
+  const declared = Number(c.req.header("content-length"));
+  // Multipart framing adds a little around the file itself.
+  if (Number.isFinite(declared) && declared > max + 64 * 1024) throw new SessionError(413, "payload_too_large", `${what} are limited to ${max} bytes`);
+}

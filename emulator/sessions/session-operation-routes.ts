@@ -10,7 +10,7 @@ import { requireApiKey } from "../auth.js";
 import type { EmulatorContext } from "../types.js";
 import { CAPTCHA_TYPES, evaluateCaptchas, type CaptchaType } from "./captcha-check.js";
 import { writeZip } from "./zip-writer.js";
-import { pageParam, readJsonObject, timestampParam } from "./request-params.js";
+import { limitDeclaredLength, pageParam, readJsonObject, timestampParam } from "./request-params.js";
 import { SessionError, respondWithError } from "./session-error.js";
 import { MAX_TIMEOUT_MINUTES } from "./session-params.js";
 import type { BrowserSessions, SessionRecord } from "./session-service.js";
@@ -120,6 +120,7 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
 
   app.post("/api/session/:id/uploads", async (c) => {
     const record = liveSession(c.req.param("id"));
+    limitDeclaredLength(c, MAX_UPLOAD_BYTES, "Uploads");
     const form = await c.req.formData().catch(() => {
       throw new SessionError(400, "invalid_params", "Expected a multipart/form-data body with a file field");
     });
