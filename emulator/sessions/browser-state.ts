@@ -37,6 +37,14 @@ export async function restoreCookies(cdp: CdpConnection, dir: string): Promise<n
   const text = await readFile(join(dir, COOKIE_FILE), "utf8").catch(() => undefined);
   if (!text) return 0;
   const cookies = JSON.parse(text) as unknown[];
-  if (cookies.length) await cdp.send("Storage.setCookies", { cookies }, undefined, 5000);
-  return cookies.length;
+  if (!cookies.length) return 0;
+  try {
+    await cdp.send("Storage.setCookies", { cookies }, undefined, 5000);
+    return cookies.length;
+  } catch {
+    // One cookie this Chromium will not take must not cost the others (or the session): set them one by one.
+    let set = 0;
+    for (const cookie of cookies) set += await cdp.send("Storage.setCookies", { cookies: [cookie] }, undefined, 5000).then(() => 1, () => 0);
+    return set;
+  }
 }
