@@ -14,6 +14,7 @@ export class PageTracker {
   private readonly attached = new Map<string, Promise<string>>();
   /** Screen size set after launch (`update {type: "screen"}`); applied to every tab, present and future. */
   private screen?: { width: number; height: number };
+  private readonly pageListeners: Array<(targetId: string) => void> = [];
 
   private constructor(
     readonly cdp: CdpConnection,
@@ -70,6 +71,12 @@ export class PageTracker {
     return this.active()!;
   }
 
+  /** Calls `listener` for every open tab now and for every tab opened later. */
+  onPage(listener: (targetId: string) => void): void {
+    this.pageListeners.push(listener);
+    for (const p of this.pages) listener(p.targetId);
+  }
+
   /**
    * Resizes the session's screen after launch. The virtual screen is fixed when Chromium starts, so each tab gets a
    * device-metrics override of the new size (viewport, `screen.*` and screenshots all follow), new tabs included.
@@ -114,6 +121,7 @@ export class PageTracker {
     this.pages.push({ targetId: info.targetId, title: info.title ?? "", url: info.url ?? "" });
     if (this.acceptCookies) void this.installConsentClicker(info.targetId);
     if (this.screen) void this.applyScreen(info.targetId);
+    for (const listener of this.pageListeners) listener(info.targetId);
   }
 
   private async installConsentClicker(targetId: string): Promise<void> {

@@ -174,7 +174,7 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
       }
       case "solveCaptchas": {
         const enabled = params.enabled !== false;
-        record.live.solveCaptchas = enabled;
+        sessions.setCaptchaSolving(record, enabled);
         record.updatedAt = new Date();
         return c.json({ success: true, solveCaptchas: enabled, sessionId: record.id, telemetryReady: false });
       }

@@ -11,6 +11,7 @@ import { restoreCookies, saveCookies, copyUserData } from "./browser-state.js";
 import type { ExtensionStore } from "./extensions.js";
 import { PageTracker } from "./page-tracker.js";
 import type { ProfileStore } from "./profiles.js";
+import { watchCaptchas } from "./captcha-check.js";
 import { collectDownloads } from "./session-downloads.js";
 import { SessionEventLogs } from "./session-events.js";
 import type { SessionSnapshotStore } from "./session-snapshots.js";
@@ -54,6 +55,8 @@ export interface SessionRecord {
   events: SessionEventLogs;
   /** Settings changed after launch with `PUT /api/session/{id}/update`. */
   live: { solveCaptchas: boolean; proxy: Record<string, unknown> | null; screen: { width: number; height: number } };
+  /** Whether tabs are being watched for captchas (from the first time solving was on). */
+  watchingCaptchas?: boolean;
   browser?: BrowserProcess;
   pages?: PageTracker;
   timer?: NodeJS.Timeout;
@@ -126,6 +129,7 @@ export class BrowserSessions implements SessionService {
     };
     this.records.set(id, record);
     this.schedule(record);
+    this.setCaptchaSolving(record, params.solveCaptchas);
     browser.exited.then(() => {
       if (record.status === "active" && !record.ending) void this.end(record, "error", "browser exited");
     });
@@ -157,6 +161,14 @@ export class BrowserSessions implements SessionService {
     record.token = await issueSessionToken(this.ctx.tokenSecret, record.id, record.expiresAt);
     record.updatedAt = new Date();
     this.schedule(record);
+  }
+
+  /** Turns captcha solving on or off; while on, every page load is checked for captchas and what is met is logged. */
+  setCaptchaSolving(record: SessionRecord, enabled: boolean): void {
+    record.live.solveCaptchas = enabled;
+    if (!enabled || record.watchingCaptchas || !record.pages) return;
+    record.watchingCaptchas = true;
+    watchCaptchas(record.pages, record.events, () => record.live.solveCaptchas);
   }
 
   record(id: string): SessionRecord | undefined {

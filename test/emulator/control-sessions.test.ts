@@ -24,8 +24,9 @@ function startSite(): Promise<{ url: string; close(): Promise<void> }> {
       "/captcha": `<!doctype html><form><div class="g-recaptcha" data-sitekey="x"></div></form>`,
       "/": `<!doctype html><title>home</title>`,
     };
-    res.writeHead(pages[req.url ?? ""] ? 200 : 404, { "content-type": "text/html" });
-    res.end(pages[req.url ?? ""] ?? "not found");
+    const body = pages[new URL(req.url ?? "/", "http://site").pathname];
+    res.writeHead(body ? 200 : 404, { "content-type": "text/html" });
+    res.end(body ?? "not found");
   });
   return new Promise((resolve) =>
     server.listen(0, "127.0.0.1", () =>
@@ -158,6 +159,22 @@ describe("session operations", { timeout: 120_000 }, () => {
     ]);
     await page.close();
     expect(await statusOf(hb.sessions.evaluateCaptcha(session.id, { captcha: "nope" as never }))).toBe(400);
+  });
+
+  it("while captcha solving is on, logs the captchas each page load meets; off, it stays quiet", async () => {
+    const solving = await hb.sessions.create({ solveCaptchas: true });
+    const b = await puppeteer.connect({ browserWSEndpoint: solving.wsEndpoint, defaultViewport: null });
+    const [page] = await b.pages();
+    await page.goto(`${site.url}/captcha`);
+    const met = await until(() => hb.sessions.eventLogs.list(solving.id, { types: ["captcha_detected"] }), (r) => r.totalCount > 0);
+    expect(met.data).toEqual([expect.objectContaining({ type: "captcha_detected", pageUrl: `${site.url}/captcha`, metadata: { captcha: "recaptcha" } })]);
+    await hb.sessions.stopCaptchaSolving(solving.id);
+    await page.goto(`${site.url}/`);
+    await page.goto(`${site.url}/captcha?again`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await hb.sessions.eventLogs.list(solving.id, { types: ["captcha_detected"] })).totalCount).toBe(1);
+    await b.disconnect();
+    await hb.sessions.stop(solving.id);
   });
 
   it("lists event logs with type, target, time filters and paging", async () => {
