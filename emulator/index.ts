@@ -11,6 +11,7 @@ import { createSandboxModule } from "./sandboxes/index.js";
 import { createSessionModule } from "./sessions/index.js";
 import { createX402Module, type X402Prices } from "./x402/index.js";
 import { startChain } from "./chain/index.js";
+import { createTeamModule } from "./team.js";
 
 export interface EmulatorOptions {
   host?: string;
@@ -75,6 +76,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     if (chain && ownsChain) await chain.close().catch(() => {});
     await rm(stateDir, { recursive: true, force: true }).catch(() => {});
   };
+  // The team's own routes (credit info) cost nothing to start and come with every half.
+  modules.push(createTeamModule(ctx));
   try {
     // The sandbox images and the chain take the longest to prepare: start them side by side.
     const startingChain =

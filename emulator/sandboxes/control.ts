@@ -96,5 +96,10 @@ export function sandboxControlRoutes(ctx: EmulatorContext, service: SandboxServi
 
   app.get("/api/snapshots/:idOrName", (c) => c.json({ snapshot: service.snapshots.wire(service.snapshots.get(c.req.param("idOrName"))) }));
 
+  app.delete("/api/snapshots/:idOrName", async (c) => {
+    await service.snapshots.remove(c.req.param("idOrName"));
+    return c.json({ deleted: true });
+  });
+
   return app;
 }

@@ -13,8 +13,8 @@ export interface Image {
   id: string;
   imageName: string;
   namespace: string;
-  source: "public";
-  imageInit: null;
+  source: "public" | "team";
+  imageInit: Record<string, unknown> | null;
   uploaded: true;
   createdAt: string;
   updatedAt: string;
@@ -37,7 +37,7 @@ const HOST_ETC = [
   "environment", "shells", "login.defs", "skel",
 ];
 
-async function buildSkeleton(dir: string, prettyName: string): Promise<void> {
+export async function buildSkeleton(dir: string, prettyName: string): Promise<void> {
   const etc = join(dir, "etc");
   await mkdir(etc, { recursive: true });
   for (const name of HOST_ETC) {
@@ -94,6 +94,25 @@ export class ImageCatalog {
 
   find(imageName: string): Image | undefined {
     return this.images.find((i) => i.imageName === imageName);
+  }
+
+  /** Adds (or replaces) a team image whose skeleton is already built, e.g. by a completed image build. */
+  addTeamImage(imageName: string, skeleton: string, imageInit: Record<string, unknown> | null): Image {
+    const now = new Date().toISOString();
+    const image: Image = {
+      id: `img_${randomUUID().replace(/-/g, "").slice(0, 16)}`,
+      imageName, namespace: "team", source: "team", imageInit, uploaded: true, createdAt: now, updatedAt: now,
+      prettyName: `Debian GNU/Linux 12 (bookworm) with the files of team image ${imageName}`, skeleton,
+    };
+    this.remove(imageName);
+    this.images.push(image);
+    return image;
+  }
+
+  /** Drops an image from the catalog; sandboxes already started from it keep their own copy of its root. */
+  remove(imageName: string): Image | undefined {
+    const i = this.images.findIndex((x) => x.imageName === imageName);
+    return i < 0 ? undefined : this.images.splice(i, 1)[0];
   }
 
   wire(image: Image) {

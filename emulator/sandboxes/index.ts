@@ -1,9 +1,12 @@
 // The sandbox half of the emulator: real bubblewrap sandboxes behind the upstream's control and runtime planes.
 import { mkdir } from "node:fs/promises";
+import { Hono } from "hono";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EmulatorContext, EmulatorModule } from "../types.js";
 import { sandboxControlRoutes } from "./control.js";
+import { ImageBuildStore } from "./image-builds.js";
+import { imageRoutes } from "./image-routes.js";
 import { ImageCatalog } from "./images.js";
 import { probeIsolation } from "./jail.js";
 import { PortRouter } from "./ports.js";
@@ -12,11 +15,14 @@ import { sandboxRuntimeRoutes } from "./runtime.js";
 import { SnapshotStore } from "./snapshots.js";
 import { TokenIssuer } from "./tokens.js";
 import { runtimeUpgrades } from "./upgrades.js";
+import { volumeRoutes } from "./volume-routes.js";
+import { VolumeStore } from "./volumes.js";
 
 export { RUNTIME_PORT } from "./registry.js";
 
 /**
- * Builds the sandbox module: `/api/sandbox*`, `/api/images`, `/api/snapshots*` on the control listener, and
+ * Builds the sandbox module: `/api/sandbox*`, `/api/images*` (with builds and their upload URL), `/api/snapshots*`
+ * and `/api/volume*` on the control listener, and
  * `/sandbox/<id>/...` plus `<port>-<id>.<runtime-host>` on the runtime listener.
  *
  * @example
@@ -34,12 +40,17 @@ export async function createSandboxModule(ctx: EmulatorContext): Promise<Emulato
   const tokens = new TokenIssuer(ctx.tokenSecret);
   const snapshots = new SnapshotStore(join(ctx.stateDir, "snapshots"));
   const agentPath = fileURLToPath(new URL("./agent.mjs", import.meta.url));
-  const service = new SandboxService(ctx, images, snapshots, tokens, agentPath, isolation);
+  const volumes = new VolumeStore(join(ctx.stateDir, "volumes"));
+  const builds = new ImageBuildStore(join(ctx.stateDir, "image-builds"), images);
+  const service = new SandboxService(ctx, images, snapshots, tokens, agentPath, isolation, volumes);
   const ports = new PortRouter(service, tokens);
   const upgrades = runtimeUpgrades(service, tokens, ports);
   return {
     name: "sandboxes",
-    control: sandboxControlRoutes(ctx, service, images),
+    control: new Hono()
+      .route("/", sandboxControlRoutes(ctx, service, images))
+      .route("/", imageRoutes(ctx, images, builds, tokens))
+      .route("/", volumeRoutes(ctx, service)),
     runtime: sandboxRuntimeRoutes(ctx, service, tokens, ports),
     upgradeRuntime: upgrades.handle,
     /** Test hook: the host PIDs still alive in a sandbox's PID namespace (and its bwrap), to prove stop leaves none. */

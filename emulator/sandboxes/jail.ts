@@ -38,6 +38,8 @@ export interface JailOptions {
   /** The agent script, mounted read-only at /run/tollgate/agent.mjs. */
   agentPath: string;
   isolation: Isolation;
+  /** Host directories bound inside (volumes); each mount point must already exist under rootDir. */
+  mounts?: Array<{ hostDir: string; path: string; readOnly: boolean }>;
 }
 
 export const AGENT_IN_SANDBOX = "/run/tollgate/agent.mjs";
@@ -66,6 +68,7 @@ export class Jail {
       "--info-fd", "3",
       "--bind", opts.rootDir, "/",
       "--ro-bind", "/usr", "/usr",
+      ...(opts.mounts ?? []).flatMap((m) => [m.readOnly ? "--ro-bind" : "--bind", m.hostDir, m.path]),
       "--proc", "/proc", "--dev", "/dev",
       "--ro-bind", opts.agentPath, AGENT_IN_SANDBOX,
       "--bind", opts.sockDir, "/run/tollgate/sock",

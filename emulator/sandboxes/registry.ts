@@ -9,6 +9,7 @@ import type { Isolation } from "./jail.js";
 import { Sandbox, type SandboxSpec } from "./sandbox.js";
 import { copyTree, type SnapshotStore } from "./snapshots.js";
 import type { TokenIssuer } from "./tokens.js";
+import type { VolumeStore } from "./volumes.js";
 
 /** The port the runtime API itself listens on inside a real sandbox; never exposable. */
 export const RUNTIME_PORT = 4001;
@@ -24,6 +25,7 @@ export class SandboxService {
     readonly tokens: TokenIssuer,
     private readonly agentPath: string,
     private readonly isolation: Isolation,
+    readonly volumes: VolumeStore,
   ) {}
 
   async create(body: Record<string, any>): Promise<Sandbox> {
@@ -49,6 +51,7 @@ export class SandboxService {
     }
     const timeoutMinutes = body.timeoutMinutes === undefined || body.timeoutMinutes === null ? DEFAULT_TIMEOUT_MINUTES : Number(body.timeoutMinutes);
     if (!Number.isFinite(timeoutMinutes) || timeoutMinutes < 0) throw badRequest("timeoutMinutes must be a non-negative number");
+    const mounts = this.volumes.mountsFor(body.mounts);
     const ports = Array.isArray(body.exposedPorts) ? body.exposedPorts.map((p: any) => ({ port: validPort(p?.port), auth: Boolean(p?.auth) })) : [];
     const spec: SandboxSpec = {
       id: `sbx_${randomBytes(10).toString("hex")}`,
@@ -65,6 +68,7 @@ export class SandboxService {
         allowOut: Array.isArray(body.allowOut) ? body.allowOut.map(String) : [],
         denyOut: Array.isArray(body.denyOut) ? body.denyOut.map(String) : [],
       },
+      mounts,
     };
     const dir = join(this.ctx.stateDir, "sandboxes", spec.id);
     await mkdir(dir, { recursive: true });
@@ -84,6 +88,11 @@ export class SandboxService {
 
   all(): Sandbox[] {
     return [...this.sandboxes.values()];
+  }
+
+  /** Active sandboxes that have this volume mounted. */
+  mountingVolume(volumeId: string): Sandbox[] {
+    return this.all().filter((sb) => sb.active && sb.spec.mounts.some((m) => m.volumeId === volumeId));
   }
 
   async stop(id: string): Promise<void> {

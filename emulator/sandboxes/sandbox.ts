@@ -1,5 +1,5 @@
 // One sandbox: its jail, agents, process/terminal/watch tables, exposed ports, and its life from start to stop.
-import { mkdir, chown, chmod, writeFile } from "node:fs/promises";
+import { mkdir, chown, chmod, lstat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { SandboxAgent } from "./agent-client.js";
 import { ApiError } from "./errors.js";
@@ -7,6 +7,7 @@ import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
 import { Jail, type Isolation, type SandboxUser } from "./jail.js";
 import { ProcessTable } from "./processes.js";
 import { TerminalTable } from "./terminals.js";
+import type { VolumeMount } from "./volumes.js";
 import { WatchTable } from "./watches.js";
 
 export type SandboxStatus = "active" | "closed" | "error";
@@ -22,6 +23,25 @@ export interface SandboxSpec {
   diskSizeMiB: number;
   region: string;
   network: { allowInternetAccess: boolean; allowOut: string[]; denyOut: string[] };
+  mounts: VolumeMount[];
+}
+
+/**
+ * Creates a volume's mount point inside the sandbox root, component by component, refusing symlinks: the root may
+ * come from a snapshot, and a link there must not steer the host-side mkdir out of it.
+ */
+async function ensureMountPoint(rootDir: string, path: string): Promise<void> {
+  let at = rootDir;
+  for (const part of path.split("/").filter(Boolean)) {
+    at = join(at, part);
+    const st = await lstat(at).catch(() => undefined);
+    if (st?.isSymbolicLink()) throw new ApiError(400, "invalid_mount_path", `mount path ${path} crosses a symbolic link in the image`);
+    if (st && !st.isDirectory()) throw new ApiError(400, "invalid_mount_path", `mount path ${path} is a file in the image`);
+    if (!st) {
+      await mkdir(at);
+      await chmod(at, 0o755);
+    }
+  }
 }
 
 export class Sandbox {
@@ -68,7 +88,8 @@ export class Sandbox {
     await mkdir(join(mountDir, "sock"), { recursive: true });
     await chmod(mountDir, 0o755);
     await writeFile(join(mountDir, "agent.mjs"), "");
-    const jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation });
+    for (const m of spec.mounts) await ensureMountPoint(join(dir, "root"), m.path);
+    const jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation, mounts: spec.mounts });
     const sb = new Sandbox(spec, dir, jail);
     jail.onExit = () => void sb.stop(sb.stopping ? sb.closeReason ?? "stopped" : "crashed");
     try {

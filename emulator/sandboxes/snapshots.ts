@@ -1,6 +1,6 @@
 // Memory snapshots: a sandbox's writable root copied aside under a name, from which new sandboxes can start.
 import { execFile } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -74,6 +74,13 @@ export class SnapshotStore {
     const found = [...this.snapshots].reverse().find((s) => s.snapshotName === idOrName || s.id === idOrName);
     if (!found) throw notFound(`Snapshot ${idOrName}`);
     return found;
+  }
+
+  /** Forgets a snapshot and frees its files; sandboxes started from it keep their own copies. */
+  async remove(idOrName: string): Promise<void> {
+    const snap = this.get(idOrName);
+    this.snapshots.splice(this.snapshots.indexOf(snap), 1);
+    await rm(snap.dir, { recursive: true, force: true });
   }
 
   list(q: { status?: string[]; imageName?: string; search?: string }): Snapshot[] {

@@ -1,9 +1,9 @@
-// Short-lived HS256 tokens the emulator signs: sandbox runtime tokens, presigned file URLs and exposed-port grants.
+// Short-lived HS256 tokens the emulator signs: sandbox runtime tokens, presigned file URLs, exposed-port grants and image uploads.
 import { SignJWT, jwtVerify } from "jose";
 import { randomBytes } from "node:crypto";
 import { ApiError } from "./errors.js";
 
-export type TokenKind = "runtime" | "presign" | "port-grant" | "port-cookie";
+export type TokenKind = "runtime" | "presign" | "port-grant" | "port-cookie" | "image-upload";
 
 export interface TokenClaims {
   sub: string;

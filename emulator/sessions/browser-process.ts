@@ -9,6 +9,8 @@ export interface BrowserLaunchOptions {
   userDataDir: string;
   width: number;
   height: number;
+  /** Unpacked extensions to load (each a directory with a manifest.json). */
+  extensionDirs?: string[];
   /** Fails the launch when DevTools has not answered by then. */
   startTimeoutMs?: number;
 }
@@ -39,6 +41,11 @@ function launchArgs(opts: BrowserLaunchOptions): string[] {
     `--user-data-dir=${opts.userDataDir}`,
     `--window-size=${opts.width},${opts.height}`,
   ];
+  if (opts.extensionDirs?.length) {
+    const dirs = opts.extensionDirs.join(",");
+    // Chromium 137+ ignores --load-extension unless this feature is turned off.
+    args.push(`--load-extension=${dirs}`, `--disable-extensions-except=${dirs}`, "--disable-features=DisableLoadExtensionCommandLineSwitch");
+  }
   // Full Chromium's new headless mode draws window UI; kiosk mode on a virtual screen of the requested size makes
   // the page viewport equal the screen, as on the upstream's virtual display. headless-shell has no UI to remove.
   if (opts.binary.source !== "@sparticuz/chromium") args.push("--kiosk", `--screen-info={${opts.width}x${opts.height}}`);

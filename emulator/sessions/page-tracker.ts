@@ -12,6 +12,9 @@ export class PageTracker {
   /** Open tabs in the order they were opened; the newest is in front, as in a browser window. */
   private readonly pages: TrackedPage[] = [];
   private readonly attached = new Map<string, Promise<string>>();
+  /** Screen size set after launch (`update {type: "screen"}`); applied to every tab, present and future. */
+  private screen?: { width: number; height: number };
+  private readonly pageListeners: Array<(targetId: string) => void> = [];
 
   private constructor(
     readonly cdp: CdpConnection,
@@ -68,8 +71,34 @@ export class PageTracker {
     return this.active()!;
   }
 
+  /** Calls `listener` for every open tab now and for every tab opened later. */
+  onPage(listener: (targetId: string) => void): void {
+    this.pageListeners.push(listener);
+    for (const p of this.pages) listener(p.targetId);
+  }
+
+  /**
+   * Resizes the session's screen after launch. The virtual screen is fixed when Chromium starts, so each tab gets a
+   * device-metrics override of the new size (viewport, `screen.*` and screenshots all follow), new tabs included.
+   */
+  async resize(width: number, height: number): Promise<void> {
+    this.screen = { width, height };
+    await Promise.all(this.pages.map((p) => this.applyScreen(p.targetId)));
+  }
+
   close(): void {
     this.cdp.close();
+  }
+
+  private async applyScreen(targetId: string): Promise<void> {
+    if (!this.screen) return;
+    const { width, height } = this.screen;
+    try {
+      const sessionId = await this.sessionFor(targetId);
+      await this.cdp.send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile: false, screenWidth: width, screenHeight: height }, sessionId);
+    } catch {
+      // The tab may already be gone.
+    }
   }
 
   private onEvent(e: CdpEvent): void {
@@ -91,6 +120,8 @@ export class PageTracker {
     if (info.type !== "page" || this.pages.some((p) => p.targetId === info.targetId)) return;
     this.pages.push({ targetId: info.targetId, title: info.title ?? "", url: info.url ?? "" });
     if (this.acceptCookies) void this.installConsentClicker(info.targetId);
+    if (this.screen) void this.applyScreen(info.targetId);
+    for (const listener of this.pageListeners) listener(info.targetId);
   }
 
   private async installConsentClicker(targetId: string): Promise<void> {

@@ -1,4 +1,4 @@
-// Validates the few CreateSessionParams the emulator acts on; every other key is accepted and ignored.
+// Validates the CreateSessionParams the emulator acts on; every other key is accepted and ignored.
 import { z } from "zod";
 import { SessionError } from "./session-error.js";
 
@@ -18,6 +18,13 @@ const createSessionParams = z
     // Fractions are allowed so tests can ask for a lifetime of a few seconds.
     timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES).optional(),
     acceptCookies: z.boolean().optional(),
+    profile: z.object({ id: z.string().min(1).optional(), persistChanges: z.boolean().optional() }).loose().optional(),
+    startFromSnapshot: z.object({ snapshotId: z.string().min(1) }).loose().optional(),
+    extensionIds: z.array(z.string()).optional(),
+    saveDownloads: z.boolean().optional(),
+    enableWebRecording: z.boolean().optional(),
+    enableVideoWebRecording: z.boolean().optional(),
+    solveCaptchas: z.boolean().optional(),
   })
   .loose();
 
@@ -25,6 +32,14 @@ export interface SessionLaunchParams {
   screen: { width: number; height: number };
   timeoutMinutes: number;
   acceptCookies: boolean;
+  /** The profile the session starts from; with persistChanges its user data is written back when the session ends. */
+  profile?: { id: string; persistChanges: boolean };
+  startFromSnapshotId?: string;
+  extensionIds: string[];
+  saveDownloads: boolean;
+  enableWebRecording: boolean;
+  enableVideoWebRecording: boolean;
+  solveCaptchas: boolean;
 }
 
 /** First issue as `field: problem`, so the client sees which field to fix. */
@@ -43,5 +58,12 @@ export function parseCreateSessionParams(body: unknown): SessionLaunchParams {
     screen: parsed.data.screen ?? { ...DEFAULT_SCREEN },
     timeoutMinutes: parsed.data.timeoutMinutes ?? DEFAULT_TIMEOUT_MINUTES,
     acceptCookies: parsed.data.acceptCookies ?? false,
+    profile: parsed.data.profile?.id ? { id: parsed.data.profile.id, persistChanges: parsed.data.profile.persistChanges ?? false } : undefined,
+    startFromSnapshotId: parsed.data.startFromSnapshot?.snapshotId,
+    extensionIds: parsed.data.extensionIds ?? [],
+    saveDownloads: parsed.data.saveDownloads ?? false,
+    enableWebRecording: parsed.data.enableWebRecording ?? false,
+    enableVideoWebRecording: parsed.data.enableVideoWebRecording ?? false,
+    solveCaptchas: parsed.data.solveCaptchas ?? false,
   };
 }

@@ -3,16 +3,24 @@ import { randomUUID } from "node:crypto";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { EmulatorContext, SessionService } from "../types.js";
+import { TEAM_ID } from "../team.js";
 import { issueSessionToken } from "./access-token.js";
 import { launchBrowser, type BrowserProcess } from "./browser-process.js";
 import { findChromium } from "./chromium-binary.js";
+import { restoreCookies, saveCookies, copyUserData } from "./browser-state.js";
+import type { ExtensionStore } from "./extensions.js";
 import { PageTracker } from "./page-tracker.js";
+import type { ProfileStore } from "./profiles.js";
+import { watchCaptchas } from "./captcha-check.js";
+import { collectDownloads } from "./session-downloads.js";
+import { SessionEventLogs } from "./session-events.js";
+import type { SessionSnapshotStore } from "./session-snapshots.js";
 import { SessionError } from "./session-error.js";
 import { parseCreateSessionParams, type SessionLaunchParams } from "./session-params.js";
 
 export type SessionStatus = "active" | "closed" | "close-error" | "error";
 export const SESSION_STATUSES: readonly SessionStatus[] = ["active", "closed", "close-error", "error"];
-export const TEAM_ID = "team_emulator";
+export { TEAM_ID };
 
 export type Session = {
   id: string;
@@ -42,6 +50,13 @@ export interface SessionRecord {
   token: string;
   params: SessionLaunchParams;
   userDataDir: string;
+  /** Uploads (`uploads/`) and downloads (`downloads/`) of the session, on the host the browser runs on. */
+  filesDir: string;
+  events: SessionEventLogs;
+  /** Settings changed after launch with `PUT /api/session/{id}/update`. */
+  live: { solveCaptchas: boolean; proxy: Record<string, unknown> | null; screen: { width: number; height: number } };
+  /** Whether tabs are being watched for captchas (from the first time solving was on). */
+  watchingCaptchas?: boolean;
   browser?: BrowserProcess;
   pages?: PageTracker;
   timer?: NodeJS.Timeout;
@@ -53,26 +68,44 @@ export class BrowserSessions implements SessionService {
   private readonly endListeners = new Set<(id: string) => void>();
   private closing = false;
 
-  constructor(private readonly ctx: EmulatorContext) {}
+  constructor(
+    private readonly ctx: EmulatorContext,
+    readonly stores: { profiles: ProfileStore; snapshots: SessionSnapshotStore; extensions: ExtensionStore },
+  ) {}
 
   async create(rawParams: Record<string, unknown>, opts: { owner?: string } = {}): Promise<SessionDetail> {
     const params = parseCreateSessionParams(rawParams);
     if (this.closing) throw new SessionError(503, "emulator_closing", "The emulator is shutting down");
+    // What the browser starts from: a profile's or a snapshot's saved user data, else nothing.
+    const seed = params.startFromSnapshotId
+      ? this.stores.snapshots.get(params.startFromSnapshotId).dir
+      : params.profile
+        ? this.stores.profiles.get(params.profile.id).dir
+        : undefined;
+    const extensionDirs = this.stores.extensions.require(params.extensionIds).map((e) => e.dir);
     const binary = await findChromium();
     const id = randomUUID();
     const root = join(this.ctx.stateDir, "browser-sessions");
     await mkdir(root, { recursive: true });
     const userDataDir = await mkdtemp(join(root, `${id}-`));
+    const filesDir = join(root, `${id}.files`);
+    await mkdir(join(filesDir, "uploads"), { recursive: true });
+    await mkdir(join(filesDir, "downloads"), { recursive: true });
+    const events = new SessionEventLogs(id);
     const started = Date.now();
     let browser: BrowserProcess | undefined;
     let pages: PageTracker | undefined;
     try {
-      browser = await launchBrowser({ binary, userDataDir, width: params.screen.width, height: params.screen.height });
+      if (seed) await copyUserData(seed, userDataDir);
+      browser = await launchBrowser({ binary, userDataDir, width: params.screen.width, height: params.screen.height, extensionDirs });
       pages = await PageTracker.start(browser.cdpUrl, { acceptCookies: params.acceptCookies });
+      if (seed) await restoreCookies(pages.cdp, seed);
+      await collectDownloads(pages.cdp, join(filesDir, "downloads"), events);
     } catch (err) {
       pages?.close();
       await browser?.kill().catch(() => {});
       await rm(userDataDir, { recursive: true, force: true }).catch(() => {});
+      await rm(filesDir, { recursive: true, force: true }).catch(() => {});
       if (err instanceof SessionError) throw err;
       throw new SessionError(503, "browser_unavailable", `The browser could not be started: ${(err as Error).message}`);
     }
@@ -88,12 +121,15 @@ export class BrowserSessions implements SessionService {
       token: await issueSessionToken(this.ctx.tokenSecret, id, expiresAt),
       params,
       userDataDir,
+      filesDir,
+      events,
+      live: { solveCaptchas: params.solveCaptchas, proxy: null, screen: { ...params.screen } },
       browser,
       pages,
     };
     this.records.set(id, record);
-    record.timer = setTimeout(() => void this.end(record, "closed", "timeout"), expiresAt.getTime() - now.getTime());
-    record.timer.unref();
+    this.schedule(record);
+    this.setCaptchaSolving(record, params.solveCaptchas);
     browser.exited.then(() => {
       if (record.status === "active" && !record.ending) void this.end(record, "error", "browser exited");
     });
@@ -116,6 +152,23 @@ export class BrowserSessions implements SessionService {
     if (!record) return false;
     await this.end(record, "closed", "stopped");
     return true;
+  }
+
+  /** Pushes the session's end back by `minutes` and reissues its token to match; 409 when it is not active. */
+  async extend(record: SessionRecord, minutes: number): Promise<void> {
+    if (record.status !== "active" || record.ending) throw new SessionError(409, "session_not_active", `Session ${record.id} is ${record.status}`);
+    record.expiresAt = new Date(record.expiresAt.getTime() + minutes * 60_000);
+    record.token = await issueSessionToken(this.ctx.tokenSecret, record.id, record.expiresAt);
+    record.updatedAt = new Date();
+    this.schedule(record);
+  }
+
+  /** Turns captcha solving on or off; while on, every page load is checked for captchas and what is met is logged. */
+  setCaptchaSolving(record: SessionRecord, enabled: boolean): void {
+    record.live.solveCaptchas = enabled;
+    if (!enabled || record.watchingCaptchas || !record.pages) return;
+    record.watchingCaptchas = true;
+    watchCaptchas(record.pages, record.events, () => record.live.solveCaptchas);
   }
 
   record(id: string): SessionRecord | undefined {
@@ -141,6 +194,13 @@ export class BrowserSessions implements SessionService {
     await Promise.all([...this.records.values()].map((r) => this.end(r, "closed", "emulator closing")));
   }
 
+  private schedule(record: SessionRecord): void {
+    clearTimeout(record.timer);
+    // setTimeout holds at most ~24.8 days; sessions are capped far below that.
+    record.timer = setTimeout(() => void this.end(record, "closed", "timeout"), Math.max(0, record.expiresAt.getTime() - Date.now()));
+    record.timer.unref();
+  }
+
   private end(record: SessionRecord, status: SessionStatus, reason: string): Promise<void> {
     if (record.ending) return record.ending;
     if (record.status !== "active") return Promise.resolve();
@@ -149,6 +209,8 @@ export class BrowserSessions implements SessionService {
       record.status = status;
       record.endedAt = record.updatedAt = new Date();
       for (const listener of this.endListeners) listener(record.id);
+      const persist = record.params.profile?.persistChanges ? record.params.profile.id : undefined;
+      if (persist && record.pages) await saveCookies(record.pages.cdp, record.userDataDir).catch((err) => this.ctx.log("session.cookies.unsaved", { id: record.id, error: String(err) }));
       record.pages?.close();
       try {
         await record.browser?.kill();
@@ -156,7 +218,11 @@ export class BrowserSessions implements SessionService {
         record.status = "close-error";
         this.ctx.log("session.close_error", { id: record.id, error: String(err) });
       }
+      // Written back only once the browser is gone, so the copy is what it left on disk.
+      if (persist) await this.stores.profiles.saveFrom(persist, record.userDataDir).catch((err) => this.ctx.log("session.profile.unsaved", { id: record.id, error: String(err) }));
       await rm(record.userDataDir, { recursive: true, force: true }).catch(() => {});
+      // Saved downloads stay for `downloads-url` until the emulator closes; everything else of the session goes.
+      await rm(record.params.saveDownloads ? join(record.filesDir, "uploads") : record.filesDir, { recursive: true, force: true }).catch(() => {});
       this.ctx.log("session.ended", { id: record.id, status: record.status, reason });
       record.browser = undefined;
       record.pages = undefined;

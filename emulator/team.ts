@@ -1,0 +1,29 @@
+// The team behind the emulator's API key: its id, and its credit balance at /api/team/credit-info.
+import { Hono } from "hono";
+import { requireApiKey } from "./auth.js";
+import type { EmulatorContext, EmulatorModule } from "./types.js";
+
+/** The one team the emulator's API key belongs to. */
+export const TEAM_ID = "team_emulator";
+
+/** Credits the team may use; nothing in the emulator charges credits yet (every `creditsUsed` is 0). */
+export const TEAM_CREDIT_LIMIT = 1_000_000;
+
+export interface TeamCreditInfo {
+  usage: number;
+  limit: number;
+  remaining: number;
+}
+
+/** The `team` module: control-plane routes only. `usage()` lets a future credit-charging half report what it used. */
+export function createTeamModule(ctx: EmulatorContext, opts: { limit?: number; usage?: () => number } = {}): EmulatorModule {
+  const limit = opts.limit ?? TEAM_CREDIT_LIMIT;
+  const usage = opts.usage ?? (() => 0);
+  const control = new Hono();
+  control.use("/api/team/*", requireApiKey(ctx));
+  control.get("/api/team/credit-info", (c) => {
+    const used = usage();
+    return c.json({ usage: used, limit, remaining: Math.max(0, limit - used) } satisfies TeamCreditInfo);
+  });
+  return { name: "team", control, async close() {} };
+}
