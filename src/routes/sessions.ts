@@ -3,6 +3,7 @@
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
+const FILE_FIELDS: Record<string, string> = { "session.recordingUrl": "recordingUrl", "session.videoRecordingUrl": "recordingUrl", "session.downloadsUrl": "downloadsUrl" };
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
@@ -11,7 +12,11 @@ import { mintSessionToken, notFoundSession, saveSessionEndpoints } from "./sessi
 import { publicOriginOf } from "../public-origin.js";
 import { callerTenant } from "../routing/caller.js";
 import { settleResource } from "../routing/credits.js";
-import { forwardBody, type RowHandler } from "../routing/handlers.js";
+import { forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
+import { presignTarget, rewriteSessionFileUrl } from "../sandbox/presign.js";
+import { sendUpstream } from "../sandbox/runtime-forward.js";
+import { forwardableRequestHeaders } from "../transport.js";
+import { jsonResponse } from "../errors.js";
 
 /** Upstream list pages read to build one tenant's list (100 sessions each). */
 const MAX_LIST_PAGES = 50;
@@ -51,6 +56,22 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       if (!detail?.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
       await stores.ownership.claim("session", String(detail.id), tenant.id);
       return c.json(await presentDetail(c, tenant, detail));
+    },
+
+    "session.fileUrl": async (c, row) => {
+      const res = await forwardUpstream(c, services);
+      if (!res.ok) return Upstream.relay(res);
+      const body = await upstreamJson(res);
+      return jsonResponse(res.status, await rewriteSessionFileUrl(services, publicOriginOf(c, services), c.req.param("id")!, body, FILE_FIELDS[row.name]!));
+    },
+
+    // The ticket is the credential, as the upstream's signature is on its own link.
+    "session.file": async (c) => {
+      const rec = await presignTarget(services, `session:${c.req.param("id")}`, c.req.query("ticket") ?? undefined);
+      if (!rec) throw new GatewayError(401, "unauthorized", "This file link is invalid or has expired; ask for a new one.");
+      const headers = forwardableRequestHeaders(c.req.raw.headers);
+      headers.set("x-request-id", c.get("requestId"));
+      return Upstream.relay(await sendUpstream(c, services, { url: rec.url, method: c.req.method, headers, body: null }));
     },
 
     "session.activeCount": async (c) => c.json({ activeSessionsCount: await stores.ownership.activeCount("session", callerTenant(c).id) }),

@@ -103,14 +103,16 @@ export const ROUTES: readonly RouteRow[] = [
       ["snapshot", POST, "/snapshot"],
       ["captcha", POST, "/captcha/evaluate"],
       ["recording", GET, "/recording"],
-      ["recordingUrl", GET, "/recording-url"],
-      ["videoRecordingUrl", GET, "/video-recording-url"],
-      ["downloadsUrl", GET, "/downloads-url"],
       ["eventLogs", GET, "/event-logs"],
       ["uploads", POST, "/uploads"],
       ["update", PUT, "/update"],
     ] as const
   ).map(([n, m, rest]): RouteRow => ({ name: `session.${n}`, method: m, path: `/api/session/:id${rest}`, auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "forward" })),
+  // File links the upstream signs on its own host are handed out as gateway links (a ticket), never as the upstream's.
+  { name: "session.recordingUrl", method: GET, path: "/api/session/:id/recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.fileUrl" },
+  { name: "session.videoRecordingUrl", method: GET, path: "/api/session/:id/video-recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.fileUrl" },
+  { name: "session.downloadsUrl", method: GET, path: "/api/session/:id/downloads-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.fileUrl" },
+  { name: "session.file", method: ["GET", "HEAD"], path: "/_tollgate/session-files/:id", auth: ["ticket"], scope: "sessions", pay: "free", handler: "session.file" },
   {
     name: "session.computerAction.upstream", method: ["GET", "POST", "PUT"], path: "/api/session/:id/computer-action", auth: ["none"], scope: "sessions", pay: "free", handler: "refuse",
     refuse: { status: 404, code: "route_not_fronted", message: "Computer actions go to the session's computerActionEndpoint on the gateway." },

@@ -44,3 +44,16 @@ export async function presignTarget(services: GatewayServices, sandboxId: string
   const rec = JSON.parse(raw) as PresignRecord;
   return rec.sandboxId === sandboxId ? rec : undefined;
 }
+
+/**
+ * A session's file link (downloads zip, recording) on the upstream's own host becomes a gateway URL behind a ticket,
+ * fetched without auth like the upstream's signed link. Links to other hosts (object storage) are left as they are.
+ */
+export async function rewriteSessionFileUrl(services: GatewayServices, publicOrigin: string, sessionId: string, body: Record<string, any>, field: string): Promise<Record<string, any>> {
+  const url = body[field];
+  if (typeof url !== "string" || !services.upstream.isAllowedUrl(url)) return body;
+  const ticket = newTicket();
+  const record: PresignRecord = { url, sandboxId: `session:${sessionId}`, method: "GET" };
+  await services.stores.kv.set(KEY(ticket), JSON.stringify(record), FALLBACK_TTL_MS);
+  return { ...body, [field]: `${publicOrigin}/_tollgate/session-files/${encodeURIComponent(sessionId)}?ticket=${encodeURIComponent(ticket)}` };
+}
