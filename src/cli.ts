@@ -70,7 +70,8 @@ Tollgate is running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
   chain     ${stack.emulator.chain?.rpcUrl ?? "-"}   (anvil, payer ${stack.payer})
 
 Demo tenants (keys are new on every start):
-  acme    ${stack.tenants.acme}   search, sessions, sandboxes; $5.00/day
+  acme    ${stack.tenants.acme}   everything but admin; $5.00/day
+  initech ${stack.tenants.initech}   the same, to see isolation: acme's ids answer 404 here
   globex  ${stack.tenants.globex}   search only; $0.05/day
   ops     ${stack.tenants.ops}   admin
 
@@ -94,7 +95,7 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
   onShutdown(() => dev.close(), json);
   const info = { gateway: dev.gateway, upstream: dev.emulator.controlUrl, runtime: dev.emulator.runtimeUrl, chain: dev.emulator.chain?.rpcUrl ?? null, tenants: dev.tenants };
   if (json) process.stdout.write(JSON.stringify(info) + "\n");
-  else process.stdout.write(`\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`);
+  else process.stdout.write(`\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  initech ${dev.tenants.initech}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`);
 }
 
 async function cmdStart(args: string[]) {

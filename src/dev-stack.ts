@@ -30,9 +30,12 @@ export interface DevStackOptions {
   progress?: (msg: string) => void;
 }
 
-export type DemoKeys = Record<"acme" | "globex" | "ops", string>;
+export type DemoKeys = Record<"acme" | "initech" | "globex" | "ops", string>;
 
-/** The demo configuration: two tenants with different budgets and scopes, and an admin, fronting the emulator. */
+/**
+ * The demo configuration fronting the emulator: two full tenants (acme, initech: isolation can be seen live), a
+ * search-only one with a small budget (globex), and an admin (ops).
+ */
 export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, server: Record<string, unknown>): Promise<Record<string, any>> {
   const chain = emulator.chain;
   const runtimePort = new URL(emulator.runtimeUrl).port;
@@ -48,8 +51,15 @@ export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, serve
     tenants: [
       {
         id: "acme",
-        scopes: ["search", "sessions", "sandboxes"],
+        scopes: ["search", "sessions", "sandboxes", "jobs", "agents"],
         keys: [{ hash: await hashTenantKey(keys.acme), label: "demo" }],
+        budget: { daily: "5.00", monthly: "50.00" },
+        quotas: { maxSandboxes: 5, maxSessions: 3, requestsPerMinute: 600 },
+      },
+      {
+        id: "initech",
+        scopes: ["search", "sessions", "sandboxes", "jobs", "agents"],
+        keys: [{ hash: await hashTenantKey(keys.initech), label: "demo" }],
         budget: { daily: "5.00", monthly: "50.00" },
         quotas: { maxSandboxes: 5, maxSessions: 3, requestsPerMinute: 600 },
       },
@@ -74,7 +84,7 @@ export async function startDevStack(opts: DevStackOptions = {}): Promise<DevStac
   try {
     const chain = emulator.chain;
     const wallet = chain ? await chain.createFundedWallet(opts.walletFunds ?? 100_000_000n) : undefined;
-    const keys = { acme: generateTenantKey(), globex: generateTenantKey(), ops: generateTenantKey() };
+    const keys = { acme: generateTenantKey(), initech: generateTenantKey(), globex: generateTenantKey(), ops: generateTenantKey() };
     const raw = await demoConfig(emulator, keys, { host, port: opts.port ?? 8787, logLevel: opts.logLevel ?? "info" });
     opts.configure?.(raw);
     const config = parseConfig(raw, "demo configuration");

@@ -53,7 +53,7 @@ export async function startWorkerDev(opts: { host?: string; port?: number; progr
   };
   try {
     const wallet = await emulator.chain!.createFundedWallet(100_000_000n);
-    const tenants = { acme: generateTenantKey(), globex: generateTenantKey(), ops: generateTenantKey() };
+    const tenants = { acme: generateTenantKey(), initech: generateTenantKey(), globex: generateTenantKey(), ops: generateTenantKey() };
     const port = opts.port || (await freePort(host));
     const config = await demoConfig(emulator, tenants, { logLevel: "info" });
     config.state = { backend: "durable-objects" };

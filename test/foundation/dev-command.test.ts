@@ -49,7 +49,7 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       expect(lines).toHaveLength(1);
       const info = JSON.parse(lines[0]);
       expect(Object.keys(info).sort()).toEqual(["chain", "gateway", "runtime", "tenants", "upstream"]);
-      expect(Object.keys(info.tenants).sort()).toEqual(["acme", "globex", "ops"]);
+      expect(Object.keys(info.tenants).sort()).toEqual(["acme", "globex", "initech", "ops"]);
 
       const r = await fetch(`${info.gateway}/x402/web/search`, {
         method: "POST",
