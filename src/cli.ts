@@ -12,6 +12,7 @@ Usage:
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain]
   tollgate config check FILE                validate a config file, listing every problem
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
+  tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
 `;
 
 function fail(msg: string, code = 1): never {
@@ -165,6 +166,7 @@ export async function main(argv: string[]) {
     if (cmd === "start") return await cmdStart(argv.slice(1));
     if (cmd === "emulator") return await cmdEmulator(argv.slice(1));
     if (cmd === "config" && sub === "check") return await cmdConfigCheck(rest);
+    if (cmd === "routes") return void process.stdout.write((await import("./routing/describe.js")).routeTableMarkdown());
     if (cmd === "keys" && sub === "create") return await cmdKeysCreate(rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);

@@ -176,3 +176,10 @@ describe("every row checks its scope and its owner", () => {
     for (const row of ROUTES) expect(rowsFor(methodsOf(row)[0]!, concrete(row))[0]?.name, row.name).toBeDefined();
   });
 });
+
+describe("docs/routes.md", () => {
+  it("is the table as `tollgate routes` prints it", async () => {
+    const { routeTableMarkdown } = await import("../../src/routing/describe.js");
+    expect(readFileSync(join(process.cwd(), "docs/routes.md"), "utf8")).toContain(routeTableMarkdown());
+  });
+});

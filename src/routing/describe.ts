@@ -1,0 +1,36 @@
+// The route table as a reader sees it: one markdown line per row (`tollgate routes`, docs/routes.md).
+import { methodsOf, ROUTES, type Meter, type RouteRow } from "./table.js";
+
+function meterText(m: Meter | undefined): string {
+  if (!m) return "";
+  if (m.per === "call") return `${m.price} per call`;
+  if (m.per === "units") return `${m.price} × ${m.units} (default ${m.default})`;
+  if (m.per === "minutes") return `${m.price} × timeoutMinutes, settled at stop`;
+  return `${m.price} × durationMinutes`;
+}
+
+function paid(row: RouteRow): string {
+  if (row.refuse) return `refused: ${row.refuse.status} ${row.refuse.code}`;
+  if (row.pay === "x402") return "x402 (the gateway pays)";
+  if (row.pay === "credits") return `credits: ${meterText(row.meter)}`;
+  return "free";
+}
+
+function owner(row: RouteRow): string {
+  const parts: string[] = [];
+  if (row.owns) parts.push(`owns ${row.owns.kind} :${row.owns.param}`);
+  if (row.creates) parts.push(`creates ${row.creates}`);
+  if (row.list) parts.push(`lists own ${row.list.kind}`);
+  if (row.quota) parts.push(`quota ${row.quota}`);
+  return parts.join(", ");
+}
+
+/** The whole table as markdown, in mount order. */
+export function routeTableMarkdown(rows: readonly RouteRow[] = ROUTES): string {
+  const lines = [
+    "| row | method | path | caller | scope | resource | paid |",
+    "|---|---|---|---|---|---|---|",
+    ...rows.map((r) => `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : r.scope} | ${owner(r)} | ${paid(r)} |`),
+  ];
+  return `${lines.join("\n")}\n`;
+}
