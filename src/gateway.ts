@@ -17,6 +17,7 @@ import { fetchTransport, type UpstreamTransport } from "./transport.js";
 import { Upstream, pathAndQuery } from "./upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
+import { validHost } from "../middleware/valid-host/index.js";
 import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
 import { scopeForPath } from "./routes/scopes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
@@ -43,6 +44,8 @@ export interface GatewayDeps {
   transport?: UpstreamTransport;
   /** WebSocket relay; the Node entry passes the `ws` relay, Workers hand sockets through with fetch. */
   webSocketRelay?: WebSocketRelay;
+  /** The TCP peer's address, for `server.trustedProxies`; the Node entry passes it, Workers have none. */
+  peerAddress?: GatewayServices["peerAddress"];
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
@@ -86,6 +89,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
+    peerAddress: deps.peerAddress,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     onClose: (fn) => closers.push(fn),
@@ -101,6 +105,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   app.use(requestId());
   app.use(accessLog(logger));
+  app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
   for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);
   app.route(OWN_PREFIX, ownRoutes(directory));

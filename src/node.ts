@@ -59,6 +59,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     transport,
     logSink: opts.logSink,
     webSocketRelay: nodeWebSocketRelay(),
+    peerAddress: (c) => (c.env as { incoming?: import("node:http").IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
     ...opts.deps,
     stores,
   });

@@ -4,6 +4,7 @@ import type { TollgateConfig } from "../config/schema.js";
 import type { GatewayEnv } from "./context.js";
 import { GatewayError, errors } from "./errors.js";
 import { forwardableRequestHeaders, forwardableResponseHeaders, type UpstreamTransport } from "./transport.js";
+import { requestUrl } from "./request-url.js";
 
 export interface UpstreamCall {
   method?: string;
@@ -109,6 +110,6 @@ export async function upstreamJson<T = any>(res: Response): Promise<T> {
 
 /** Path plus query string of the client's request. */
 export function pathAndQuery(c: Context): string {
-  const u = new URL(c.req.url);
+  const u = requestUrl(c);
   return u.pathname + u.search;
 }

@@ -8,6 +8,7 @@ import { presentedKey, type Tenant } from "../../src/tenants.js";
 import { upstreamJson } from "../../src/upstream.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
+import { requestUrl } from "../../src/request-url.js";
 
 /** The creations a quota applies to, by method and path. */
 const CREATIONS: Record<string, ResourceKind> = {
@@ -82,7 +83,7 @@ export function quotas(services: GatewayServices): MiddlewareHandler<GatewayEnv>
   const limitOf = (q: Quotas, kind: ResourceKind) => (kind === "sandbox" ? q.maxSandboxes : q.maxSessions);
 
   return async function quotaMiddleware(c, next) {
-    const path = new URL(c.req.url).pathname.replace(/\/+$/, "");
+    const path = requestUrl(c).pathname.replace(/\/+$/, "");
     const stop = c.req.method === "PUT" && /^\/x402\/session\/[^/]+\/stop$/.test(path);
     const kind = CREATIONS[`${c.req.method} ${path}`];
     if (!kind) {
