@@ -103,7 +103,7 @@ async function cmdStart(args: string[]) {
   const config = await loadConfigFile(values.config);
   const secrets = secretsFromEnv(process.env);
   if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
-  if (!secrets.tokenSecret) fail("tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) to sign the gateway's tokens.");
+  if (!secrets.tokenSecret && !secrets.tokenSecrets) fail("tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.");
   const { startNodeGateway } = await import("./node.js");
   const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
   process.stderr.write(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}\n`);

@@ -72,13 +72,14 @@ function randomSecret(): string {
 
 export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gateway {
   const now = deps.now ?? Date.now;
-  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret);
+  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret, ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret));
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey);
   const stores = deps.stores ?? memoryStores(now);
-  if (!deps.secrets.tokenSecret) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
-  const tokens = new TokenService(deps.secrets.tokenSecret ?? randomSecret(), stores.kv, now);
+  const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
+  if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
+  const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now);
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
   const services: GatewayServices = {
     config,
