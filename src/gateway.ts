@@ -18,6 +18,7 @@ import { Upstream, pathAndQuery } from "./upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
+import { gatewayCors } from "../middleware/cors/index.js";
 import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
 import { scopeForPath } from "./routes/scopes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
@@ -107,6 +108,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(requestId());
   app.use(accessLog(logger));
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
+  if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
   const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
   for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);
   app.route(OWN_PREFIX, ownRoutes(directory));
