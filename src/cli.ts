@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
+import { LOOPBACK_HOSTS } from "./public-origin.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -104,6 +105,11 @@ async function cmdStart(args: string[]) {
   const secrets = secretsFromEnv(process.env);
   if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
   if (!secrets.tokenSecret && !secrets.tokenSecrets) fail("tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.");
+  if (!config.server.publicOrigin && !config.server.publicHosts) {
+    // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
+    config.server.publicHosts = [...LOOPBACK_HOSTS];
+    process.stderr.write(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}\n`);
+  }
   const { startNodeGateway } = await import("./node.js");
   const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
   process.stderr.write(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}\n`);

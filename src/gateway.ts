@@ -19,6 +19,8 @@ import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
+import { publicHostsOnly } from "../middleware/public-host/index.js";
+import { clientAddress } from "../middleware/client-address/index.js";
 import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
 import { scopeForPath } from "./routes/scopes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
@@ -108,6 +110,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(requestId());
   app.use(accessLog(logger));
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
+  app.use(clientAddress(services)); // [mount: the client address for the log, X-Forwarded-For from trusted proxies only]
+  app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
   const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
   for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);

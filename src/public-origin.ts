@@ -4,6 +4,9 @@ import { GatewayError } from "./errors.js";
 import { clientView } from "./forwarded.js";
 import type { GatewayServices } from "./services.js";
 
+/** What `tollgate start` answers to when neither server.publicOrigin nor server.publicHosts is configured. */
+export const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"] as const;
+
 /** Whether `host` (`name` or `name:port`) is one of `server.publicHosts` (an entry without a port allows any port). */
 export function isListedPublicHost(host: string, listed: readonly string[]): boolean {
   const h = host.toLowerCase();
@@ -23,8 +26,9 @@ export function publicOriginOf(c: Context<any>, services: GatewayServices): stri
   const { publicOrigin, publicHosts } = services.config.server;
   if (publicOrigin) return publicOrigin.replace(/\/+$/, "");
   const view = clientView(c, services);
+  // publicHostsOnly() refuses such requests up front; this keeps a route mounted outside it from echoing the host.
   if (publicHosts && !isListedPublicHost(view.host, publicHosts)) {
-    throw new GatewayError(421, "host_not_allowed", "This gateway hands out URLs only on its public host; call it by that name (server.publicOrigin or server.publicHosts).");
+    throw new GatewayError(421, "host_not_allowed", "This gateway answers only to its public host names (server.publicHosts); call it by one of them.");
   }
   return `${view.protocol}//${view.host}`;
 }
