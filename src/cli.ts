@@ -20,18 +20,18 @@ function fail(msg: string, code = 1): never {
   process.exit(code);
 }
 
-/** Stops `close` on the first Ctrl-C or SIGTERM; a second one forces the exit. */
-function onShutdown(close: () => Promise<void>, quiet = false) {
+/** Runs `close` on the first Ctrl-C or SIGTERM; a second one exits at once. Whatever hangs past `limitMs` is abandoned. */
+function onShutdown(close: () => Promise<void>, quiet = false, limitMs = 15_000) {
   let closing = false;
   const handler = (sig: string) => {
     if (closing) process.exit(130);
     closing = true;
     if (!quiet) process.stderr.write(`\n${sig}: shutting down…\n`);
-    // Never hang on the way out: whatever is still open after 15 s is abandoned.
+    // Never hang on the way out: whatever is still open after the limit is abandoned.
     setTimeout(() => {
       process.stderr.write("shutdown took too long; exiting anyway\n");
       process.exit(1);
-    }, 15_000).unref();
+    }, limitMs).unref();
     close().then(
       () => process.exit(0),
       (e) => fail(`shutdown failed: ${e}`),
@@ -113,7 +113,16 @@ async function cmdStart(args: string[]) {
   const { startNodeGateway } = await import("./node.js");
   const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
   process.stderr.write(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}\n`);
-  onShutdown(() => running.close());
+  const drainSeconds = config.server.drainSeconds;
+  onShutdown(
+    async () => {
+      process.stderr.write(`draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once\n`);
+      const r = await running.drain(drainSeconds);
+      process.stderr.write(`drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)\n`);
+    },
+    false,
+    drainSeconds * 1000 + 10_000,
+  );
 }
 
 async function cmdEmulator(args: string[]) {

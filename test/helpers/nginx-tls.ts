@@ -1,5 +1,6 @@
 // A real nginx (Debian's package) terminating TLS in front of the gateway, with a certificate made at test time.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -77,7 +78,8 @@ http {
 }
 `;
   await writeFile(join(dir, "nginx.conf"), conf);
-  const child: ChildProcess = spawn("nginx", ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], { stdio: ["ignore", "pipe", "pipe"] });
+  const nginxBin = existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx";
+  const child: ChildProcess = spawn(nginxBin, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
