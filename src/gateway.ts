@@ -1,6 +1,6 @@
 // createGateway(config, deps): the runtime-agnostic Hono app. The whole request path, in the order it runs:
 //
-//   request-id → access-log → /_tollgate (own endpoints)
+//   request-id → access-log → valid Host (400) → client address → public hosts (421) → CORS → /_tollgate (own endpoints)
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
 //     → /sandbox/<id>/…  runtime plane                            gateway token → upstream runtime token injected
 //     → /devtools/…      CDP relay                                gateway token → upstream wsEndpoint
