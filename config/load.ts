@@ -8,15 +8,39 @@ export interface Secrets {
   upstreamApiKey?: string;
   /** The payer wallet's private key (TOLLGATE_WALLET_KEY), 0x + 64 hex. */
   walletKey?: `0x${string}`;
-  /** Secret that signs Tollgate's own tokens (TOLLGATE_TOKEN_SECRET), at least 32 characters. */
+  /** Secret that signs Tollgate's own tokens (TOLLGATE_TOKEN_SECRET), at least 32 characters; its kid is "default". */
   tokenSecret?: string;
+  /**
+   * Several token secrets with ids (TOLLGATE_TOKEN_SECRETS="kid1:secret1,kid2:secret2"): the first signs, the rest
+   * still verify the tokens they signed until removed. Takes the place of tokenSecret.
+   */
+  tokenSecrets?: Array<{ kid: string; secret: string }>;
 }
 
 export const SECRET_ENV = {
   upstreamApiKey: "TOLLGATE_UPSTREAM_API_KEY",
   walletKey: "TOLLGATE_WALLET_KEY",
   tokenSecret: "TOLLGATE_TOKEN_SECRET",
+  tokenSecrets: "TOLLGATE_TOKEN_SECRETS",
 } as const;
+
+const KID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** `kid1:secret1,kid2:secret2` → entries, with every problem named (never the secret itself). */
+function parseTokenSecrets(raw: string, problems: string[]): Array<{ kid: string; secret: string }> | undefined {
+  const name = SECRET_ENV.tokenSecrets;
+  const out: Array<{ kid: string; secret: string }> = [];
+  raw.split(",").forEach((entry, i) => {
+    const at = entry.indexOf(":");
+    const kid = at > 0 ? entry.slice(0, at).trim() : "";
+    const secret = at > 0 ? entry.slice(at + 1).trim() : "";
+    if (!KID.test(kid)) return void problems.push(`${name}[${i}]: expected "kid:secret" with a kid of letters, digits, '.', '_' or '-'`);
+    if (secret.length < 32) return void problems.push(`${name}[${i}] (kid "${kid}"): expected a secret of at least 32 characters`);
+    if (out.some((e) => e.kid === kid)) return void problems.push(`${name}[${i}]: duplicate kid "${kid}"`);
+    out.push({ kid, secret });
+  });
+  return out.length ? out : undefined;
+}
 
 /** Every problem found, one per line, each starting with the exact path of the field. */
 export class ConfigError extends Error {
@@ -94,17 +118,23 @@ export async function loadConfigFile(path: string): Promise<TollgateConfig> {
   return parseConfigText(text, path);
 }
 
-/** Reads the three secrets from an environment object (process.env on Node, `env` bindings on Workers). */
+/** Reads the secrets from an environment object (process.env on Node, `env` bindings on Workers). */
 export function secretsFromEnv(env: Record<string, string | undefined>): Secrets {
   const problems: string[] = [];
   const walletKey = env[SECRET_ENV.walletKey]?.trim();
   if (walletKey && !/^0x[0-9a-fA-F]{64}$/.test(walletKey)) problems.push(`${SECRET_ENV.walletKey}: expected 0x followed by 64 hex characters`);
   const tokenSecret = env[SECRET_ENV.tokenSecret];
   if (tokenSecret !== undefined && tokenSecret.length < 32) problems.push(`${SECRET_ENV.tokenSecret}: expected at least 32 characters`);
+  const rawSecrets = env[SECRET_ENV.tokenSecrets]?.trim();
+  const tokenSecrets = rawSecrets ? parseTokenSecrets(rawSecrets, problems) : undefined;
+  if (rawSecrets && tokenSecret) {
+    problems.push(`${SECRET_ENV.tokenSecrets}: set either it or ${SECRET_ENV.tokenSecret}, not both (list the old secret as "default:<secret>" to keep its tokens valid)`);
+  }
   if (problems.length) throw new ConfigError(problems, "environment");
   return {
     upstreamApiKey: env[SECRET_ENV.upstreamApiKey]?.trim() || undefined,
     walletKey: (walletKey || undefined) as `0x${string}` | undefined,
     tokenSecret: tokenSecret || undefined,
+    ...(tokenSecrets ? { tokenSecrets } : {}),
   };
 }

@@ -1,5 +1,6 @@
 // The configuration file's schema: every option, its default, and the message a wrong value gets.
 import { z } from "zod";
+import { isCidr } from "../src/cidr.js";
 
 /** A USD amount such as "5.00" or "0.005" (at most 6 decimals, the precision of USDC). */
 export const usdAmount = z
@@ -20,6 +21,20 @@ const origin = z
       return false;
     }
   }, { error: 'expected an origin like "https://gateway.example.com" (scheme and host, no path)' });
+
+/** An address or CIDR range such as "10.0.0.0/8" or "::1". */
+const cidr = z.string({ error: 'expected an address or CIDR range like "10.0.0.0/8"' }).refine(isCidr, { error: 'expected an address or CIDR range like "10.0.0.0/8" or "::1"' });
+
+/** A host name with an optional port, as clients put it in Host: "gateway.example.com", "localhost:8787", "[::1]". */
+const hostName = z
+  .string({ error: 'expected a host like "gateway.example.com" or "localhost:8787"' })
+  .refine((s) => {
+    try {
+      return new URL(`http://${s}`).host === s.toLowerCase() || new URL(`http://${s}`).hostname === s.toLowerCase();
+    } catch {
+      return false;
+    }
+  }, { error: 'expected a host like "gateway.example.com" or "localhost:8787" (no scheme, no path)' });
 
 const caip2 = z.string().regex(/^[a-z0-9-]+:[A-Za-z0-9-]+$/, { error: 'expected a CAIP-2 network like "eip155:8453"' });
 const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: "expected a 0x-prefixed 20-byte hex address" });
@@ -94,6 +109,23 @@ export const configSchema = z.strictObject({
       port: z.number({ error: "expected a port number" }).int().min(0).max(65535).default(8787),
       /** Origin clients reach the gateway at; exposed ports live at `<port>-<id>.<host of this origin>`. */
       publicOrigin: origin.optional(),
+      /**
+       * Hosts (`name` or `name:port`) whose requests may build the URLs handed out when publicOrigin is unset; a request
+       * by any other Host that needs one is refused (421). Unset: any Host (`tollgate start` narrows it to loopback names).
+       */
+      publicHosts: z.array(hostName).optional(),
+      /** Peers (addresses or CIDR ranges) whose X-Forwarded-Proto/Host/For are believed; everyone else's are ignored. */
+      trustedProxies: z.array(cidr).default([]),
+      /** On SIGTERM/SIGINT, how long in-flight requests may take to finish before the gateway exits anyway. */
+      drainSeconds: z.number({ error: "expected a number of seconds" }).int().nonnegative().max(3600).default(15),
+      /** Browser origins allowed to call the gateway (CORS); preflights from them are answered without credentials. */
+      cors: z
+        .strictObject({
+          origins: z.array(origin).default([]),
+          /** How long a browser may cache a preflight answer. */
+          maxAgeSeconds: z.number().int().nonnegative().max(86_400).default(600),
+        })
+        .default({ origins: [], maxAgeSeconds: 600 }),
       /** Log level: "info" logs one line per request; "debug" adds upstream detail; "silent" none. */
       logLevel: z.enum(["silent", "error", "info", "debug"]).default("info"),
       /**
@@ -103,7 +135,7 @@ export const configSchema = z.strictObject({
        */
       adminPassthrough: z.boolean().default(false),
     })
-    .default({ host: "127.0.0.1", port: 8787, logLevel: "info", adminPassthrough: false }),
+    .default({ host: "127.0.0.1", port: 8787, trustedProxies: [], drainSeconds: 15, cors: { origins: [], maxAgeSeconds: 600 }, logLevel: "info", adminPassthrough: false }),
   upstream: z
     .strictObject({
       baseUrl: origin.default("https://api.hyperbrowser.ai"),

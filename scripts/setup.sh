@@ -10,6 +10,9 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# nginx + openssl: the TLS-terminating proxy test (test/gateway/tls-proxy.test.ts) and its certificate made at test time.
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} with apt-get…"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

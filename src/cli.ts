@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
+import { LOOPBACK_HOSTS } from "./public-origin.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -20,18 +21,18 @@ function fail(msg: string, code = 1): never {
   process.exit(code);
 }
 
-/** Stops `close` on the first Ctrl-C or SIGTERM; a second one forces the exit. */
-function onShutdown(close: () => Promise<void>, quiet = false) {
+/** Runs `close` on the first Ctrl-C or SIGTERM; a second one exits at once. Whatever hangs past `limitMs` is abandoned. */
+function onShutdown(close: () => Promise<void>, quiet = false, limitMs = 15_000) {
   let closing = false;
   const handler = (sig: string) => {
     if (closing) process.exit(130);
     closing = true;
     if (!quiet) process.stderr.write(`\n${sig}: shutting down…\n`);
-    // Never hang on the way out: whatever is still open after 15 s is abandoned.
+    // Never hang on the way out: whatever is still open after the limit is abandoned.
     setTimeout(() => {
       process.stderr.write("shutdown took too long; exiting anyway\n");
       process.exit(1);
-    }, 15_000).unref();
+    }, limitMs).unref();
     close().then(
       () => process.exit(0),
       (e) => fail(`shutdown failed: ${e}`),
@@ -105,11 +106,25 @@ async function cmdStart(args: string[]) {
   const config = await loadConfigFile(values.config);
   const secrets = secretsFromEnv(process.env);
   if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
-  if (!secrets.tokenSecret) fail("tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) to sign the gateway's tokens.");
+  if (!secrets.tokenSecret && !secrets.tokenSecrets) fail("tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.");
+  if (!config.server.publicOrigin && !config.server.publicHosts) {
+    // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
+    config.server.publicHosts = [...LOOPBACK_HOSTS];
+    process.stderr.write(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}\n`);
+  }
   const { startNodeGateway } = await import("./node.js");
   const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
   process.stderr.write(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}\n`);
-  onShutdown(() => running.close());
+  const drainSeconds = config.server.drainSeconds;
+  onShutdown(
+    async () => {
+      process.stderr.write(`draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once\n`);
+      const r = await running.drain(drainSeconds);
+      process.stderr.write(`drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)\n`);
+    },
+    false,
+    drainSeconds * 1000 + 10_000,
+  );
 }
 
 async function cmdEmulator(args: string[]) {

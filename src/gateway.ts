@@ -1,7 +1,7 @@
 // createGateway(config, deps): the runtime-agnostic Hono app. The whole request path, in the order it runs:
 //
-//   normalise the path (refuse what could be read two ways) → request-id → access-log
-//     → /_tollgate (own endpoints: health, tokens, usage)
+//   normalise the path (refuse what could be read two ways) → request-id → access-log → valid Host (400)
+//     → client address → public hosts (421) → CORS → /_tollgate (own endpoints: health, tokens, usage)
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
 //     → the route table (src/routing/table.ts), every row mounted by src/routing/chain.ts:
 //         identify → scope → rate limit → owner → quota → meter → handler (forward, pay, rewrite)
@@ -18,6 +18,10 @@ import { fetchTransport, type UpstreamTransport } from "./transport.js";
 import { Upstream, pathAndQuery } from "./upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
+import { validHost } from "../middleware/valid-host/index.js";
+import { gatewayCors } from "../middleware/cors/index.js";
+import { publicHostsOnly } from "../middleware/public-host/index.js";
+import { clientAddress } from "../middleware/client-address/index.js";
 import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
 import { memoryStores } from "./state/memory.js";
@@ -47,6 +51,8 @@ export interface GatewayDeps {
   transport?: UpstreamTransport;
   /** WebSocket relay; the Node entry passes the `ws` relay, Workers hand sockets through with fetch. */
   webSocketRelay?: WebSocketRelay;
+  /** The TCP peer's address, for `server.trustedProxies`; the Node entry passes it, Workers have none. */
+  peerAddress?: GatewayServices["peerAddress"];
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
@@ -73,13 +79,14 @@ function randomSecret(): string {
 
 export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gateway {
   const now = deps.now ?? Date.now;
-  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret);
+  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret, ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret));
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey);
   const stores = deps.stores ?? memoryStores(now);
-  if (!deps.secrets.tokenSecret) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
-  const tokens = new TokenService(deps.secrets.tokenSecret ?? randomSecret(), stores.kv, now);
+  const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
+  if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
+  const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now);
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
   const services: GatewayServices = {
     config,
@@ -90,6 +97,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
+    peerAddress: deps.peerAddress,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     onClose: (fn) => closers.push(fn),
@@ -120,7 +128,11 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   app.use(requestId());
   app.use(accessLog(logger));
-  app.use(`${OWN_PREFIX}/*`, rateLimit(services));
+  app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
+  app.use(clientAddress(services)); // [mount: the client address for the log, X-Forwarded-For from trusted proxies only]
+  app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
+  if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
+  app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
   app.route(OWN_PREFIX, ownRoutes(directory));
   app.use(exposedPorts(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));

@@ -8,6 +8,7 @@ import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
+import { drainable, type DrainReport } from "./node/drain.js";
 
 export interface NodeGatewayOptions {
   config: TollgateConfig;
@@ -24,7 +25,13 @@ export interface RunningGateway {
   port: number;
   gateway: Gateway;
   server: ServerType;
+  /** Closes everything at once: connections, WebSockets, state, transport. */
   close(): Promise<void>;
+  /**
+   * Graceful stop (SIGTERM/SIGINT): refuses new connections, lets in-flight requests finish for up to `seconds`
+   * (server.drainSeconds), closes WebSockets with 1001, then releases everything close() does.
+   */
+  drain(seconds?: number): Promise<DrainReport>;
 }
 
 /**
@@ -59,6 +66,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     transport,
     logSink: opts.logSink,
     webSocketRelay: nodeWebSocketRelay(),
+    peerAddress: (c) => (c.env as { incoming?: import("node:http").IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
     ...opts.deps,
     stores,
   });
@@ -73,7 +81,13 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     s.once("error", reject);
   });
   const port = (server.address() as AddressInfo).port;
+  const drainer = drainable(server as import("node:http").Server, wss);
   let closed = false;
+  const release = async () => {
+    stopReconciler();
+    await gateway.close();
+    await transport.close();
+  };
   return {
     url: `http://${host}:${port}`,
     port,
@@ -82,13 +96,19 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     async close() {
       if (closed) return;
       closed = true;
-      stopReconciler();
       for (const client of wss.clients) client.terminate();
       wss.close();
       (server as import("node:http").Server).closeAllConnections?.();
       await new Promise((r) => server.close(() => r(null)));
-      await gateway.close();
-      await transport.close();
+      await release();
+    },
+    async drain(seconds = opts.config.server.drainSeconds) {
+      if (closed) return { inFlight: 0, cut: 0, webSockets: 0 };
+      closed = true;
+      const report = await drainer.drain(seconds * 1000);
+      wss.close();
+      await release();
+      return report;
     },
   };
 }

@@ -1,7 +1,34 @@
-// Where clients reach the gateway: the configured public origin, else the origin of the request itself.
+// Where clients reach the gateway: the configured public origin, else the origin the client called (via trusted proxies).
 import type { Context } from "hono";
+import { GatewayError } from "./errors.js";
+import { clientView } from "./forwarded.js";
 import type { GatewayServices } from "./services.js";
 
+/** What `tollgate start` answers to when neither server.publicOrigin nor server.publicHosts is configured. */
+export const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"] as const;
+
+/** Whether `host` (`name` or `name:port`) is one of `server.publicHosts` (an entry without a port allows any port). */
+export function isListedPublicHost(host: string, listed: readonly string[]): boolean {
+  const h = host.toLowerCase();
+  const name = h.replace(/:\d+$/, "");
+  return listed.some((e) => {
+    const entry = e.toLowerCase();
+    return entry === h || entry === name;
+  });
+}
+
+/**
+ * The origin handed-out URLs are built on. With `server.publicOrigin` set it is that, whatever the Host says. Without,
+ * it is the scheme and host the client used (X-Forwarded-* only from trusted proxies), and when `server.publicHosts`
+ * lists hosts, any other host is refused (421) rather than echoed into URLs.
+ */
 export function publicOriginOf(c: Context<any>, services: GatewayServices): string {
-  return (services.config.server.publicOrigin ?? new URL(c.req.url).origin).replace(/\/+$/, "");
+  const { publicOrigin, publicHosts } = services.config.server;
+  if (publicOrigin) return publicOrigin.replace(/\/+$/, "");
+  const view = clientView(c, services);
+  // publicHostsOnly() refuses such requests up front; this keeps a route mounted outside it from echoing the host.
+  if (publicHosts && !isListedPublicHost(view.host, publicHosts)) {
+    throw new GatewayError(421, "host_not_allowed", "This gateway answers only to its public host names (server.publicHosts); call it by one of them.");
+  }
+  return `${view.protocol}//${view.host}`;
 }

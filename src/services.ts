@@ -1,4 +1,5 @@
 // Everything a route module needs, built once per gateway and passed down (no globals).
+import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import type { Logger } from "./log.js";
@@ -17,6 +18,8 @@ export interface GatewayServices {
   stores: StateStores;
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
+  /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
+  peerAddress?: (c: Context<any>) => string | undefined;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;

@@ -25,15 +25,42 @@ export interface GatewayToken {
 
 const ISSUER = "tollgate";
 
+/** One signing secret and the id (`kid`) tokens signed with it carry. */
+export interface TokenSecret {
+  kid: string;
+  secret: string;
+}
+
+/** The id a lone TOLLGATE_TOKEN_SECRET signs under (so it can be listed, retired, in TOLLGATE_TOKEN_SECRETS later). */
+export const DEFAULT_KID = "default";
+
+/**
+ * Mints and verifies gateway tokens. Several secrets may be held at once: the first signs (its id in the token's `kid`
+ * header), the others only verify, so a rotated-out secret keeps its outstanding tokens valid until it is removed.
+ */
 export class TokenService {
-  /** The HMAC key, imported once (jose would import raw bytes again on every call). */
-  private readonly key: Promise<CryptoKey>;
+  /** HMAC keys by kid, imported once (jose would import raw bytes again on every call). The first one signs. */
+  private readonly keys: Map<string, Promise<CryptoKey>>;
+  private readonly signer: string;
   /** Signatures already checked, by token: the hot path then costs a map lookup (expiry and revocation still checked). */
   private readonly verified = new LRUCache<string, GatewayToken>({ max: 10_000 });
 
-  constructor(secret: string, private readonly kv: KeyValueStore, private readonly now: () => number = Date.now) {
-    this.key = crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+  constructor(secrets: string | readonly TokenSecret[], private readonly kv: KeyValueStore, private readonly now: () => number = Date.now) {
+    const list = typeof secrets === "string" ? [{ kid: DEFAULT_KID, secret: secrets }] : secrets;
+    if (list.length === 0) throw new TypeError("TokenService needs at least one secret");
+    this.keys = new Map(list.map(({ kid, secret }) => [kid, crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"])]));
+    this.signer = list[0]!.kid;
   }
+
+  /**
+   * The key a token names in its `kid`. A token without one was minted before rotation existed, by the lone
+   * TOLLGATE_TOKEN_SECRET: the "default" key. An unknown kid (a removed secret) verifies with none.
+   */
+  private keyFor = (header: { kid?: string }): Promise<CryptoKey> => {
+    const key = this.keys.get(header.kid ?? DEFAULT_KID);
+    if (!key) throw new joseErrors.JWSSignatureVerificationFailed("no key for this token's kid");
+    return key;
+  };
 
   async mint(t: Omit<GatewayToken, "jti" | "exp"> & { ttlSeconds: number }): Promise<{ token: string; jti: string; expiresAt: string }> {
     const jti = crypto.randomUUID();
@@ -46,13 +73,13 @@ export class TokenService {
       ...(t.cap !== undefined ? { cap: t.cap.toString() } : {}),
       ...(t.keyless ? { kl: 1 } : {}),
     })
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
       .setIssuer(ISSUER)
       .setSubject(t.tenant)
       .setJti(jti)
       .setIssuedAt(iat)
       .setExpirationTime(exp)
-      .sign(await this.key);
+      .sign(await this.keys.get(this.signer)!);
     return { token, jti, expiresAt: new Date(exp * 1000).toISOString() };
   }
 
@@ -63,7 +90,7 @@ export class TokenService {
     if (!t) {
       let payload: Record<string, any>;
       try {
-        ({ payload } = await jwtVerify(token, await this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
+        ({ payload } = await jwtVerify(token, this.keyFor, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
       } catch (err) {
         if (err instanceof joseErrors.JWTExpired) throw expired();
         throw new GatewayError(401, "token_invalid", "Invalid gateway token.");
@@ -100,7 +127,7 @@ export class TokenService {
   /** Decodes a token this service signed, without checking expiry (to learn its jti/exp for revocation). */
   async inspect(token: string): Promise<GatewayToken | undefined> {
     try {
-      const { payload } = await jwtVerify(token, await this.key, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(0) });
+      const { payload } = await jwtVerify(token, this.keyFor, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(0) });
       return fromPayload(payload);
     } catch {
       return undefined;

@@ -13,6 +13,8 @@ import { parseExposedHost, upstreamExposedHost } from "../rewrite/sandbox.js";
 import { sandboxCustody, sandboxNotFound } from "../sandbox/custody.js";
 import { isPublicHostFor } from "../sandbox/public-origin.js";
 import { sendUpstream } from "../sandbox/runtime-forward.js";
+import { requestUrl } from "../request-url.js";
+import { clientView } from "../forwarded.js";
 
 export const PORT_COOKIE = "tollgate_port";
 const BOOTSTRAP_PATH = "/_hb/auth";
@@ -28,8 +30,32 @@ function issuedByGateway(token: string): boolean {
 }
 
 function cookieValue(header: string | null, name: string): string | undefined {
-  for (const part of header?.split(/;\s*/) ?? []) if (part.startsWith(`${name}=`)) return decodeURIComponent(part.slice(name.length + 1));
+  for (const part of header?.split(/;\s*/) ?? []) {
+    if (!part.startsWith(`${name}=`)) continue;
+    try {
+      return decodeURIComponent(part.slice(name.length + 1));
+    } catch {
+      return undefined; // `tollgate_port=%`: not a token we set, so it admits nothing
+    }
+  }
   return undefined;
+}
+
+/**
+ * `next` of the bootstrap as a path on this same port host, or undefined. Resolved the way a browser would (tabs and
+ * newlines dropped, `\` read as `/`), so `/%09/evil.example/` or `/\evil` cannot become `//evil.example/`.
+ */
+export function sameHostPath(next: string): string | undefined {
+  if (!next.startsWith("/") || /[\x00-\x1f\x7f]/.test(next)) return undefined;
+  const base = "http://port.invalid";
+  let u: URL;
+  try {
+    u = new URL(next, base);
+  } catch {
+    return undefined;
+  }
+  const path = u.pathname + u.search + u.hash;
+  return u.origin === base && !path.startsWith("//") ? path : undefined;
 }
 
 /** The client's headers for the app behind the port: its own Authorization and cookies kept, the gateway's removed. */
@@ -56,13 +82,13 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
   };
 
   const bootstrap = async (c: Context<GatewayEnv>, id: string, owner: string): Promise<Response> => {
-    const url = new URL(c.req.url);
+    const url = requestUrl(c);
     const grant = await verifyPortToken(url.searchParams.get("grant") ?? "", id, owner);
     const ttl = services.config.tokens.ttlSeconds;
     const cookie = await services.tokens.mint({ tenant: grant.tenant, kind: "sandbox", resource: id, scopes: ["ports"], ttlSeconds: ttl });
-    const secure = (services.config.server.publicOrigin ?? url.origin).startsWith("https:") ? "; Secure" : "";
-    const next = url.searchParams.get("next") ?? "/";
-    const location = next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
+    const secure = (services.config.server.publicOrigin ?? clientView(c, services).protocol).startsWith("https:") ? "; Secure" : "";
+    const location = sameHostPath(url.searchParams.get("next") ?? "/");
+    if (!location) throw new GatewayError(400, "invalid_next", "`next` must be a path on this host, such as /app/.");
     return new Response(null, {
       status: 302,
       headers: { location, "set-cookie": `${PORT_COOKIE}=${encodeURIComponent(cookie.token)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${ttl}${secure}`, "cache-control": "no-store" },
@@ -70,14 +96,14 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
   };
 
   return async function exposedPortsMiddleware(c, next) {
-    const target = parseExposedHost(c.req.header("host"));
+    const target = parseExposedHost(clientView(c, services).host);
     if (!target) return next();
     // A port-shaped Host is either exactly one the gateway handed out, or nothing at all: never path routing.
     if (!(await isPublicHostFor(services, target.id, target.rest))) throw new GatewayError(404, "not_found", "No such host on this gateway.");
     const owner = await ownership.owner("sandbox", target.id);
     if (!owner) throw sandboxNotFound(target.id);
     c.get("logFields").route = "sandbox.port";
-    const url = new URL(c.req.url);
+    const url = requestUrl(c);
     if (url.pathname === BOOTSTRAP_PATH) return bootstrap(c, target.id, owner);
 
     const headers = c.req.raw.headers;

@@ -6,6 +6,7 @@ import type { GatewayServices } from "../services.js";
 import type { ResourceKind } from "../state/types.js";
 import type { Tenant } from "../tenants.js";
 import { Upstream, upstreamJson } from "../upstream.js";
+import { requestUrl } from "../request-url.js";
 
 const SCAN_PAGE = 100;
 const MAX_SCAN_PAGES = 200;
@@ -32,7 +33,7 @@ export function requestedPage(query: URLSearchParams): { page: number; perPage: 
  * items, then pages those. Costs one upstream call per 100 upstream items; fine for the fleets a gateway fronts.
  */
 export async function ownedPage(c: Context<GatewayEnv>, services: GatewayServices, tenant: Tenant, spec: OwnedListSpec): Promise<OwnedPage> {
-  const query = new URL(c.req.url).searchParams;
+  const query = requestUrl(c).searchParams;
   const { page, perPage } = requestedPage(query);
   const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
   const mine: Record<string, any>[] = [];

@@ -40,6 +40,23 @@ scopes = ["search", "root"]
     expect(problems).toHaveLength(4);
   });
 
+  it("names the exact field of a wrong proxy, host, CORS or drain option", () => {
+    const problems = problemsOf(`
+[server]
+trustedProxies = ["10.0.0.0/8", "10.0.0.0/33", "proxy.local"]
+publicHosts = ["gateway.example.com", "https://gateway.example.com"]
+drainSeconds = -1
+[server.cors]
+origins = ["https://app.example.com", "app.example.com"]
+`);
+    expect(problems).toContain('server.trustedProxies[1]: expected an address or CIDR range like "10.0.0.0/8" or "::1"');
+    expect(problems).toContain('server.trustedProxies[2]: expected an address or CIDR range like "10.0.0.0/8" or "::1"');
+    expect(problems.some((p) => p.startsWith("server.publicHosts[1]: expected a host like"))).toBe(true);
+    expect(problems.some((p) => p.startsWith("server.drainSeconds:"))).toBe(true);
+    expect(problems.some((p) => p.startsWith("server.cors.origins[1]: expected an origin like"))).toBe(true);
+    expect(problems).toHaveLength(5);
+  });
+
   it("names unknown options by path instead of ignoring them", () => {
     expect(problemsOf(`[cache]\nttl = 5\n`)).toEqual(["cache.ttl: unknown option (check the spelling against config/tollgate.example.toml)"]);
   });

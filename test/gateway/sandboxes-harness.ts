@@ -45,14 +45,16 @@ function recordingTransport(inner: UpstreamTransport, seen: Set<string>): Upstre
   };
 }
 
-export async function startSandboxStack(opts: { runtimeTokenTtlSeconds?: number; tokenTtlSeconds?: number } = {}): Promise<SandboxStack> {
+export async function startSandboxStack(
+  opts: { runtimeTokenTtlSeconds?: number; tokenTtlSeconds?: number; server?: Record<string, unknown> } = {},
+): Promise<SandboxStack> {
   const emu = await startEmulator({ modules: ["sandboxes"], runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds });
   const keys = { alice: generateTenantKey(), bob: generateTenantKey() };
   // The emulator names its runtime `localhost:<port>` (a named host, so exposed-port URLs parse); both forms are its.
   const runtimePort = new URL(emu.runtimeUrl).port;
   const runtimeHosts = [`127.0.0.1:${runtimePort}`, `localhost:${runtimePort}`];
   const config = parseConfig({
-    server: { host: "127.0.0.1", port: 0, logLevel: "debug" },
+    server: { host: "127.0.0.1", port: 0, logLevel: "debug", ...opts.server },
     upstream: { baseUrl: emu.controlUrl, allowedHosts: runtimeHosts },
     tokens: { ttlSeconds: opts.tokenTtlSeconds ?? 900 },
     tenants: [

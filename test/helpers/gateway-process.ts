@@ -12,6 +12,10 @@ export interface GatewayProcess {
   stop(): Promise<void>;
   /** SIGKILL the whole group at once (a crash). */
   kill(): Promise<void>;
+  /** Sends one signal to the gateway process itself (not its group), e.g. to watch a drain. */
+  signal(sig: NodeJS.Signals): void;
+  /** Settles when the process has exited, with its exit code (or the signal that ended it). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export async function startGatewayProcess(config: Record<string, unknown>, env: Record<string, string>): Promise<GatewayProcess> {
@@ -26,7 +30,8 @@ export async function startGatewayProcess(config: Record<string, unknown>, env: 
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const exitedWith = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
+  const exited = exitedWith.then(() => {});
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 30_000);
     const check = () => {
@@ -55,6 +60,10 @@ export async function startGatewayProcess(config: Record<string, unknown>, env: 
     url,
     pid,
     output: () => out,
+    exited: exitedWith,
+    signal(sig) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       signalGroup("SIGTERM");

@@ -1,0 +1,32 @@
+// Answers only to the gateway's public hosts when they are listed (server.publicHosts): any other Host is refused 421.
+import type { MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../../src/context.js";
+import { GatewayError } from "../../src/errors.js";
+import { clientView } from "../../src/forwarded.js";
+import { isListedPublicHost } from "../../src/public-origin.js";
+import { parseExposedHost } from "../../src/rewrite/sandbox.js";
+import type { GatewayServices } from "../../src/services.js";
+
+export const HEALTH_PATH = "/_tollgate/health";
+
+export const hostNotAllowed = () =>
+  new GatewayError(421, "host_not_allowed", "This gateway answers only to its public host names (server.publicHosts); call it by one of them.");
+
+/**
+ * Without a configured publicOrigin the gateway builds the URLs it hands out from the host the client called (through
+ * trusted proxies, X-Forwarded-Host). With `server.publicHosts` listed, a request by any other host (or a port host
+ * `<port>-<id>.<other>`) is refused before it reaches a route, so a spoofed Host can never end up in a URL, nor half a
+ * request run first. The health check answers any host (load balancers call it by address).
+ *
+ * @example app.use(publicHostsOnly(services))
+ */
+export function publicHostsOnly(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
+  const { publicOrigin, publicHosts } = services.config.server;
+  return async function publicHostsMiddleware(c, next) {
+    if (publicOrigin || !publicHosts || c.req.path === HEALTH_PATH) return next();
+    const host = clientView(c, services).host;
+    const port = parseExposedHost(host);
+    if (!isListedPublicHost(host, publicHosts) && !(port && isListedPublicHost(port.rest, publicHosts))) throw hostNotAllowed();
+    return next();
+  };
+}
