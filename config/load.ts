@@ -10,12 +10,15 @@ export interface Secrets {
   walletKey?: `0x${string}`;
   /** Secret that signs Tollgate's own tokens (TOLLGATE_TOKEN_SECRET), at least 32 characters. */
   tokenSecret?: string;
+  /** Bearer token that may read /_tollgate/metrics without a tenant key (TOLLGATE_METRICS_TOKEN), at least 16 characters. */
+  metricsToken?: string;
 }
 
 export const SECRET_ENV = {
   upstreamApiKey: "TOLLGATE_UPSTREAM_API_KEY",
   walletKey: "TOLLGATE_WALLET_KEY",
   tokenSecret: "TOLLGATE_TOKEN_SECRET",
+  metricsToken: "TOLLGATE_METRICS_TOKEN",
 } as const;
 
 /** Every problem found, one per line, each starting with the exact path of the field. */
@@ -94,17 +97,20 @@ export async function loadConfigFile(path: string): Promise<TollgateConfig> {
   return parseConfigText(text, path);
 }
 
-/** Reads the three secrets from an environment object (process.env on Node, `env` bindings on Workers). */
+/** Reads the secrets from an environment object (process.env on Node, `env` bindings on Workers). */
 export function secretsFromEnv(env: Record<string, string | undefined>): Secrets {
   const problems: string[] = [];
   const walletKey = env[SECRET_ENV.walletKey]?.trim();
   if (walletKey && !/^0x[0-9a-fA-F]{64}$/.test(walletKey)) problems.push(`${SECRET_ENV.walletKey}: expected 0x followed by 64 hex characters`);
   const tokenSecret = env[SECRET_ENV.tokenSecret];
   if (tokenSecret !== undefined && tokenSecret.length < 32) problems.push(`${SECRET_ENV.tokenSecret}: expected at least 32 characters`);
+  const metricsToken = env[SECRET_ENV.metricsToken]?.trim();
+  if (metricsToken && metricsToken.length < 16) problems.push(`${SECRET_ENV.metricsToken}: expected at least 16 characters`);
   if (problems.length) throw new ConfigError(problems, "environment");
   return {
     upstreamApiKey: env[SECRET_ENV.upstreamApiKey]?.trim() || undefined,
     walletKey: (walletKey || undefined) as `0x${string}` | undefined,
     tokenSecret: tokenSecret || undefined,
+    metricsToken: metricsToken || undefined,
   };
 }

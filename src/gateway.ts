@@ -36,6 +36,12 @@ import { quotas } from "../middleware/quota/index.js";
 import { rateLimit } from "../middleware/rate-limit/index.js";
 import { x402Routes } from "./routes/x402.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
+import { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import { withMeteredLedger } from "./metrics/metered-ledger.js";
+import { clientAddress, workersPeerAddress, type PeerAddress } from "./client-address.js";
+import { metricsRoutes } from "./routes/metrics.js";
+import { readyRoutes } from "./routes/ready.js";
+import { Readiness } from "./readiness.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -46,6 +52,10 @@ export interface GatewayDeps {
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
+  /** Metrics; the Node entry passes prom-client's, Workers keep in-process counters (src/metrics/text-registry.ts). */
+  metrics?: GatewayMetrics;
+  /** The socket peer's address; the Node entry reads the socket, Workers cf-connecting-ip. */
+  peerAddress?: PeerAddress;
   now?: () => number;
   instanceId?: string;
 }
@@ -69,11 +79,12 @@ function randomSecret(): string {
 
 export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gateway {
   const now = deps.now ?? Date.now;
-  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret);
+  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret, deps.secrets.metricsToken);
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
-  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey);
-  const stores = deps.stores ?? memoryStores(now);
+  const metrics = deps.metrics ?? new GatewayMetrics();
+  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
+  const stores = withMeteredLedger(deps.stores ?? memoryStores(now), metrics);
   if (!deps.secrets.tokenSecret) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(deps.secrets.tokenSecret ?? randomSecret(), stores.kv, now);
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
@@ -86,6 +97,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
+    metrics,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     onClose: (fn) => closers.push(fn),
@@ -93,6 +105,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
+    if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
     if (isStateUnavailable(err)) logger.error("state store unavailable", { requestId: c.get("requestId"), error: String((err as Error).message) });
     else if (!(err instanceof GatewayError)) logger.error("unhandled", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
     return errorResponse(err, c.get("requestId"));
@@ -100,10 +113,13 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.notFound((c) => errorResponse(new GatewayError(404, "not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`), c.get("requestId")));
 
   app.use(requestId());
-  app.use(accessLog(logger));
+  // [merge: pass the server.trustedProxies predicate as clientAddress's second argument]
+  app.use(accessLog(logger, { metrics, clientAddress: clientAddress(deps.peerAddress ?? workersPeerAddress) }));
   const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
   for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);
   app.route(OWN_PREFIX, ownRoutes(directory));
+  app.route(OWN_PREFIX, readyRoutes(new Readiness(services)));
+  app.route(OWN_PREFIX, metricsRoutes(services, metrics));
   app.use(exposedPorts(services));
   app.route("/", runtimeRoutes(services));
   app.route("/", cdpRoutes(services));

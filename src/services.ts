@@ -7,6 +7,7 @@ import type { Upstream } from "./upstream.js";
 import type { StateStores } from "./state/types.js";
 import type { TokenService } from "./tokens.js";
 import type { WebSocketRelay } from "./websocket.js";
+import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 
 export interface GatewayServices {
   config: TollgateConfig;
@@ -17,6 +18,7 @@ export interface GatewayServices {
   stores: StateStores;
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
+  metrics: GatewayMetrics;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;

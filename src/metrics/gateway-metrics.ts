@@ -12,6 +12,13 @@ const HELD_SCAN_LIMIT = 1000;
 /** What a WebSocket relay carries: a browser's CDP, a sandbox runtime stream, or an exposed port. */
 export type WebSocketKind = "cdp" | "runtime" | "port";
 
+/** The kind of a relayed WebSocket, from its path: /devtools → cdp, /sandbox/<id> → runtime, anything else (a port host). */
+export function webSocketKindOf(path: string): WebSocketKind {
+  if (path.startsWith("/devtools/")) return "cdp";
+  if (path.startsWith("/sandbox/")) return "runtime";
+  return "port";
+}
+
 /** Caps the distinct values one label may take; past the cap a value is reported as "other". */
 export class BoundedLabel {
   private readonly seen = new Set<string>();
