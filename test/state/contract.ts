@@ -27,4 +27,4 @@ export function pingContract(b: ContractBackend) {
 }
 
 export type { ContractBackend };
-export { pingContract, ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract };
+export { ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract };
