@@ -39,7 +39,7 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
       expect(tenant.status).toBe(403);
       const wrong = await get({ authorization: "Bearer not-the-metrics-token-at-all" });
       expect(wrong.status).toBe(401);
-      for (const headers of [{ authorization: `Bearer ${METRICS_TOKEN}` }, { "x-api-key": s.keys.ops }]) {
+      for (const headers of [{ authorization: `Bearer ${METRICS_TOKEN}` }, { "x-api-key": s.keys.ops }] as Array<Record<string, string>>) {
         const ok = await get(headers);
         expect(ok.status).toBe(200);
         expect(ok.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
