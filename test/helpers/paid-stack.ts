@@ -11,6 +11,7 @@ export interface TenantSpec {
   payment?: Record<string, unknown>;
   paysForItself?: boolean;
   scopes?: string[];
+  quotas?: Record<string, unknown>;
 }
 
 export interface PaidStack {
