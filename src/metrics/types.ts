@@ -1,5 +1,5 @@
 // The metrics interface the request chain writes to: labelled counters, gauges and histograms, rendered as Prometheus
-// text. Node uses prom-client (src/node/prom-registry.ts); Workers and tests the in-process TextRegistry.
+// text by the in-process TextRegistry (Workers, tests); Node adds prom-client's process metrics (src/node/prom-registry.ts).
 
 export interface CounterChild {
   inc(by?: number): void;
