@@ -142,6 +142,7 @@ export class GatewayMetrics {
     } catch {
       this.stateUp.labels().set(0);
       this.stateError();
+      this.resetLedgerGauges(); // no figure rather than a stale one
       return;
     }
     try {
@@ -163,10 +164,7 @@ export class GatewayMetrics {
         h.count++;
         held.set(e.tenant, h);
       }
-      this.budgetSpent.reset();
-      this.budgetRemaining.reset();
-      this.heldUsd.reset();
-      this.heldCount.reset();
+      this.resetLedgerGauges();
       for (const [tenant, window, spent, remaining] of rows) {
         this.budgetSpent.labels(tenant, window).set(spent);
         if (remaining !== undefined) this.budgetRemaining.labels(tenant, window).set(remaining);
@@ -177,7 +175,15 @@ export class GatewayMetrics {
       }
     } catch {
       this.stateError();
+      this.resetLedgerGauges();
     }
+  }
+
+  private resetLedgerGauges(): void {
+    this.budgetSpent.reset();
+    this.budgetRemaining.reset();
+    this.heldUsd.reset();
+    this.heldCount.reset();
   }
 
   render(): Promise<string> {

@@ -7,6 +7,8 @@ import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/pai
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startTestGateway } from "../helpers/gateway.js";
 import { startRedisServer } from "../state/redis-server.js";
+import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { sampleSum, scrape } from "./prometheus.js";
 
 const ready = async (url: string) => {
   const r = await fetch(`${url}/_tollgate/ready`);
@@ -105,13 +107,20 @@ describe("/_tollgate/ready", () => {
     }
   });
 
-  it("is not ready (503) while Redis is down, and ready again once it is back", async () => {
+  it("is not ready (503) while Redis is down (metrics still answer and count the outage), and ready again once it is back", async () => {
     const upstream = await startEchoUpstream();
     const redis = await startRedisServer();
+    const opsKey = generateTenantKey();
     const gw = await startTestGateway(
-      { upstream: { baseUrl: upstream.url }, state: { backend: "redis", redisUrl: redis.url }, payments: { enabled: false } },
+      {
+        upstream: { baseUrl: upstream.url },
+        state: { backend: "redis", redisUrl: redis.url },
+        payments: { enabled: false },
+        tenants: [{ id: "ops", scopes: ["admin"], budget: { daily: "5.00" }, keys: [{ hash: await hashTenantKey(opsKey) }] }],
+      },
       { upstreamApiKey: "up_live_" + "k".repeat(24) },
     );
+    const ops = { "x-api-key": opsKey };
     let back: Awaited<ReturnType<typeof startRedisServer>> | undefined;
     try {
       expect((await ready(gw.url)).body.status).toBe("ready");
@@ -122,6 +131,13 @@ describe("/_tollgate/ready", () => {
       expect(down.body.checks.state).toMatchObject({ ok: false, backend: "redis", error: "the state backend did not answer" });
       expect(JSON.stringify(down.body)).not.toContain(String(redis.port));
       expect((await fetch(`${gw.url}/_tollgate/health`)).status).toBe(200);
+      // Metrics still answer during the outage: the state is down, the outage is counted, no stale budget figure.
+      expect((await fetch(`${gw.url}/_tollgate/usage`, { headers: ops })).status).toBe(503);
+      const { families } = await scrape(gw.url, ops);
+      expect(sampleSum(families, "tollgate_state_up")).toBe(0);
+      expect(sampleSum(families, "tollgate_state_errors_total")).toBeGreaterThanOrEqual(2);
+      expect(sampleSum(families, "tollgate_budget_remaining_usd", { tenant: "ops" })).toBe(0);
+      expect(families.find((f) => f.name === "tollgate_budget_remaining_usd")?.metrics ?? []).toHaveLength(0);
 
       back = await startRedisServer(redis.port);
       let again = down;
@@ -131,6 +147,9 @@ describe("/_tollgate/ready", () => {
       }
       expect(again.status).toBe(200);
       expect(again.body.checks.signer).toMatchObject({ ok: true, payments: "disabled" });
+      const after = (await scrape(gw.url, ops)).families;
+      expect(sampleSum(after, "tollgate_state_up")).toBe(1);
+      expect(sampleSum(after, "tollgate_budget_remaining_usd", { tenant: "ops", window: "daily" })).toBe(5);
     } finally {
       await gw.close();
       await back?.stop();
