@@ -147,14 +147,16 @@ export class GatewayMetrics {
     }
     try {
       const rows: Array<[string, string, number, number | undefined]> = [];
-      for (const t of directory.list()) {
-        const used = await stores.ledger.usage(t.id, now);
+      const tenants = directory.list();
+      const usages = await Promise.all(tenants.map((t) => stores.ledger.usage(t.id, now)));
+      tenants.forEach((t, i) => {
+        const used = usages[i]!;
         const limits = tenantLimits(t);
         for (const w of WINDOWS) {
           const l = limits[w];
           rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(l > used[w] ? l - used[w] : 0n)]);
         }
-      }
+      });
       const held = new Map<string, { amount: bigint; count: number }>();
       for (const t of directory.list()) held.set(t.id, { amount: 0n, count: 0 });
       for (const e of await stores.ledger.list({ state: "uncertain", limit: HELD_SCAN_LIMIT })) {

@@ -10,6 +10,8 @@ import type { GatewayMetrics } from "./gateway-metrics.js";
  */
 export function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): BudgetLedger {
   const known = new Map<string, { tenant: string; amount: bigint }>();
+  /** Entries settled by another instance never come back here: forget the oldest past this many. */
+  const MAX_KNOWN = 10_000;
 
   async function count(id: string, state: LedgerState, terminal: boolean): Promise<void> {
     let e = known.get(id);
@@ -27,6 +29,7 @@ export function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): Bu
       const r = await ledger.reserve(entry, limits, now);
       if (r.ok && !known.has(entry.id) && r.entry.state === "reserved" && r.entry.createdAt === r.entry.updatedAt) {
         known.set(entry.id, { tenant: entry.tenant, amount: BigInt(entry.amount) });
+        if (known.size > MAX_KNOWN) known.delete(known.keys().next().value!);
         if (!entry.tenant.startsWith("token:")) metrics.payment(entry.tenant, "reserved", BigInt(entry.amount));
       }
       return r;
