@@ -37,6 +37,8 @@ export async function startPaidGateway(
     upstreamUrl?: string;
     timeoutMs?: number;
     walletFunds?: bigint;
+    /** Shared state, e.g. `{ backend: "redis", redisUrl }` (memory by default). */
+    state?: Record<string, unknown>;
     /** Extra secrets (a metrics token) beside the generated ones. */
     secrets?: Partial<Secrets>;
   } = {},
@@ -54,6 +56,7 @@ export async function startPaidGateway(
     upstream: { baseUrl: opts.upstreamUrl ?? emulator.controlUrl, timeoutMs: opts.timeoutMs ?? 30_000 },
     payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl }, ...opts.payments },
     cache: opts.cache,
+    state: opts.state,
     tenants: tenantConfigs,
   });
   const logs: string[] = [];

@@ -5,6 +5,8 @@ import type { EmulatorHandle } from "../../emulator/index.js";
 import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { histogram, sampleSum, scrape } from "./prometheus.js";
+import { startNodeGateway } from "../../src/node.js";
+import { startRedisServer } from "../state/redis-server.js";
 
 const METRICS_TOKEN = "metrics-" + "m".repeat(32);
 const usd = (atomic: bigint) => Number(atomic) / 1e6;
@@ -156,6 +158,35 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
     } finally {
       await s.close();
       await proxy.close();
+    }
+  }, 60_000);
+
+  it("in a fleet on one Redis, the instances' payment counters add up to the shared ledger, and both report its budgets", async () => {
+    const redis = await startRedisServer();
+    const a = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" } }, { id: "ops", scopes: ["admin"] }], {
+      state: { backend: "redis", redisUrl: redis.url },
+      secrets: { metricsToken: METRICS_TOKEN },
+    });
+    const b = await startNodeGateway({ config: a.gateway.gateway.services.config, secrets: a.gateway.gateway.services.secrets, logSink: () => {} });
+    try {
+      const auth = { authorization: `Bearer ${METRICS_TOKEN}` };
+      const urls = [a.gateway.url, b.url];
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => search(urls[i % 2]!, a.keys.acme, { query: `fleet metrics ${i}` })));
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      const [fa, fb] = [(await scrape(a.gateway.url, auth)).families, (await scrape(b.url, auth)).families];
+      const ledger = await adminLedger(a.gateway.url, a.keys.ops);
+      const committed = ledgerTotals(ledger, "acme", "committed");
+      expect(committed.count).toBe(6);
+      const count = (f: typeof fa) => sampleSum(f, "tollgate_payments_total", { tenant: "acme", state: "committed" });
+      expect(count(fa)).toBe(3);
+      expect(count(fa) + count(fb)).toBe(committed.count);
+      const amount = (f: typeof fa) => sampleSum(f, "tollgate_payments_usd_total", { tenant: "acme", state: "committed" });
+      expect(amount(fa) + amount(fb)).toBeCloseTo(committed.usd, 9);
+      for (const f of [fa, fb]) expect(sampleSum(f, "tollgate_budget_remaining_usd", { tenant: "acme", window: "daily" })).toBeCloseTo(1 - committed.usd, 9);
+    } finally {
+      await b.close();
+      await a.close();
+      await redis.stop();
     }
   }, 60_000);
 });
