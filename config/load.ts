@@ -15,6 +15,8 @@ export interface Secrets {
    * still verify the tokens they signed until removed. Takes the place of tokenSecret.
    */
   tokenSecrets?: Array<{ kid: string; secret: string }>;
+  /** Bearer token that may read /_tollgate/metrics without a tenant key (TOLLGATE_METRICS_TOKEN), at least 16 characters. */
+  metricsToken?: string;
 }
 
 export const SECRET_ENV = {
@@ -22,6 +24,7 @@ export const SECRET_ENV = {
   walletKey: "TOLLGATE_WALLET_KEY",
   tokenSecret: "TOLLGATE_TOKEN_SECRET",
   tokenSecrets: "TOLLGATE_TOKEN_SECRETS",
+  metricsToken: "TOLLGATE_METRICS_TOKEN",
 } as const;
 
 const KID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -130,11 +133,14 @@ export function secretsFromEnv(env: Record<string, string | undefined>): Secrets
   if (rawSecrets && tokenSecret) {
     problems.push(`${SECRET_ENV.tokenSecrets}: set either it or ${SECRET_ENV.tokenSecret}, not both (list the old secret as "default:<secret>" to keep its tokens valid)`);
   }
+  const metricsToken = env[SECRET_ENV.metricsToken]?.trim();
+  if (metricsToken && metricsToken.length < 16) problems.push(`${SECRET_ENV.metricsToken}: expected at least 16 characters`);
   if (problems.length) throw new ConfigError(problems, "environment");
   return {
     upstreamApiKey: env[SECRET_ENV.upstreamApiKey]?.trim() || undefined,
     walletKey: (walletKey || undefined) as `0x${string}` | undefined,
     tokenSecret: tokenSecret || undefined,
     ...(tokenSecrets ? { tokenSecrets } : {}),
+    metricsToken: metricsToken || undefined,
   };
 }

@@ -157,8 +157,13 @@ export const configSchema = z.strictObject({
       rpc: z.record(caip2, z.string().url({ error: 'expected an RPC URL like "https://mainnet.base.org"' })).default({}),
       /** How often held (uncertain) payments past their validBefore are reconciled with the chain. */
       reconcileIntervalSeconds: z.number().int().positive().default(30),
+      /**
+       * Readiness reports "degraded" (still 200) while the wallet holds less than this much of the payment asset, read
+       * with balanceOf through `rpc`. "0" turns the check off.
+       */
+      minWalletBalance: usdAmount.default("1.00"),
     })
-    .default({ enabled: true, rpc: {}, reconcileIntervalSeconds: 30 }),
+    .default({ enabled: true, rpc: {}, reconcileIntervalSeconds: 30, minWalletBalance: "1.00" }),
   cache: z
     .strictObject({
       enabled: z.boolean().default(true),

@@ -8,6 +8,14 @@ export interface RequestLogFields {
   /** Atomic units paid upstream for this request. */
   paid?: bigint;
   cache?: string;
+  /** Atomic units a cached or coalesced answer saved (its price when it was first paid). */
+  saved?: bigint;
+  /** Time to response headers of the upstream call(s), summed, in ms (src/upstream.ts). */
+  upstreamMs?: number;
+  /** Bytes sent upstream in request bodies, when known. */
+  upstreamBytesOut?: number;
+  /** Bytes the upstream announced in its response bodies (Content-Length), when known. */
+  upstreamBytesIn?: number;
   [k: string]: unknown;
 }
 

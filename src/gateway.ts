@@ -21,7 +21,6 @@ import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
-import { clientAddress } from "../middleware/client-address/index.js";
 import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
 import { memoryStores } from "./state/memory.js";
@@ -44,6 +43,13 @@ import { PaymentSigner } from "./payments/signer.js";
 import { normalisePath, splitRequestUrl } from "./routing/normalize.js";
 import { mountRouteTable, routeNotFronted } from "./routing/chain.js";
 import { commonHandlers } from "./routing/handlers.js";
+import { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import { withMeteredLedger } from "./metrics/metered-ledger.js";
+import { workersPeerAddress } from "./client-address.js";
+import { clientView } from "./forwarded.js";
+import { metricsRoutes } from "./routes/metrics.js";
+import { readyRoutes } from "./routes/ready.js";
+import { Readiness } from "./readiness.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -56,6 +62,8 @@ export interface GatewayDeps {
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
+  /** Metrics; the Node entry passes prom-client's, Workers keep in-process counters (src/metrics/text-registry.ts). */
+  metrics?: GatewayMetrics;
   now?: () => number;
   instanceId?: string;
 }
@@ -79,11 +87,18 @@ function randomSecret(): string {
 
 export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gateway {
   const now = deps.now ?? Date.now;
-  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret, ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret));
+  const redactor = new Redactor().add(
+    deps.secrets.upstreamApiKey,
+    deps.secrets.walletKey,
+    deps.secrets.tokenSecret,
+    deps.secrets.metricsToken,
+    ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
+  );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
-  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey);
-  const stores = deps.stores ?? memoryStores(now);
+  const metrics = deps.metrics ?? new GatewayMetrics();
+  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
+  const stores = withMeteredLedger(deps.stores ?? memoryStores(now), metrics);
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now);
@@ -97,7 +112,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
-    peerAddress: deps.peerAddress,
+    peerAddress: deps.peerAddress ?? workersPeerAddress,
+    metrics,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     onClose: (fn) => closers.push(fn),
@@ -105,6 +121,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
+    if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
     if (isStateUnavailable(err)) logger.error("state store unavailable", { requestId: c.get("requestId"), error: String((err as Error).message) });
     else if (!(err instanceof GatewayError)) logger.error("unhandled", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
     return errorResponse(err, c.get("requestId"));
@@ -127,13 +144,14 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   };
 
   app.use(requestId());
-  app.use(accessLog(logger));
+  app.use(accessLog(logger, { metrics, clientAddress: (c) => clientView(c, services).address }));
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
-  app.use(clientAddress(services)); // [mount: the client address for the log, X-Forwarded-For from trusted proxies only]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
   app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
   app.route(OWN_PREFIX, ownRoutes(directory));
+  app.route(OWN_PREFIX, readyRoutes(new Readiness(services)));
+  app.route(OWN_PREFIX, metricsRoutes(services, metrics));
   app.use(exposedPorts(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.route(OWN_PREFIX, usageRoutes(services));

@@ -9,6 +9,19 @@ import { undiciTransport } from "./node/undici-transport.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
+import { getConnInfo } from "@hono/node-server/conninfo";
+import { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import { promRegistry } from "./node/prom-registry.js";
+import type { PeerAddress } from "./client-address.js";
+
+/** The TCP peer of the request's socket. */
+const nodePeerAddress: PeerAddress = (c) => {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    return undefined; // not served by @hono/node-server (app.request in a test)
+  }
+};
 
 export interface NodeGatewayOptions {
   config: TollgateConfig;
@@ -60,14 +73,16 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: any) => Response | Pr
 export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
   const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
   let gateway: Gateway | undefined;
+  const metrics = opts.deps?.metrics ?? new GatewayMetrics(promRegistry());
   const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
   gateway = createGateway(opts.config, {
     secrets: opts.secrets,
     transport,
     logSink: opts.logSink,
-    webSocketRelay: nodeWebSocketRelay(),
-    peerAddress: (c) => (c.env as { incoming?: import("node:http").IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress,
+    webSocketRelay: nodeWebSocketRelay({ metrics }),
+    peerAddress: nodePeerAddress,
     ...opts.deps,
+    metrics,
     stores,
   });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);

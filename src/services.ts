@@ -8,6 +8,7 @@ import type { Upstream } from "./upstream.js";
 import type { StateStores } from "./state/types.js";
 import type { TokenService } from "./tokens.js";
 import type { WebSocketRelay } from "./websocket.js";
+import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 
 export interface GatewayServices {
   config: TollgateConfig;
@@ -20,6 +21,7 @@ export interface GatewayServices {
   webSocketRelay: WebSocketRelay;
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context<any>) => string | undefined;
+  metrics: GatewayMetrics;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;

@@ -5,6 +5,8 @@ import type { GatewayEnv } from "./context.js";
 import { GatewayError, errors } from "./errors.js";
 import { splitRequestUrl } from "./routing/normalize.js";
 import { forwardableRequestHeaders, forwardableResponseHeaders, type UpstreamTransport } from "./transport.js";
+import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import { routeLabel } from "./metrics/route-label.js";
 
 export interface UpstreamCall {
   method?: string;
@@ -27,6 +29,7 @@ export class Upstream {
     private readonly config: TollgateConfig["upstream"],
     readonly transport: UpstreamTransport,
     private readonly apiKey: string | undefined,
+    private readonly metrics?: GatewayMetrics,
   ) {
     this.origin = config.baseUrl.replace(/\/+$/, "");
     const base = new URL(this.origin);
@@ -78,8 +81,11 @@ export class Upstream {
     const clientSignal = opts.detachFromClient ? undefined : c.req.raw.signal;
     const onClientAbort = () => ctrl.abort(new Error("client went away"));
     clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
+    const started = performance.now();
     try {
-      return await this.transport.request({ ...req, signal: ctrl.signal });
+      const res = await this.transport.request({ ...req, signal: ctrl.signal });
+      this.observe(c, req.body, res, performance.now() - started);
+      return res;
     } catch {
       if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
       throw errors.upstreamUnavailable(opts.unavailableMessage);
@@ -89,12 +95,36 @@ export class Upstream {
     }
   }
 
+  /** Upstream latency and bytes into the request's log line, and the latency into the upstream histogram. */
+  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], res: Response, ms: number): void {
+    const f = c.get("logFields");
+    if (f) {
+      f.upstreamMs = Math.round(((f.upstreamMs ?? 0) + ms) * 10) / 10;
+      const out = bodyBytes(body, c);
+      if (out !== undefined) f.upstreamBytesOut = (f.upstreamBytesOut ?? 0) + out;
+      const len = res.headers.get("content-length");
+      if (len !== null && len !== "") f.upstreamBytesIn = (f.upstreamBytesIn ?? 0) + Number(len);
+    }
+    this.metrics?.upstream(routeLabel(c), ms / 1000);
+  }
+
   /** Passes an upstream response back to the client (streaming), minus hop-by-hop headers. */
   static relay(res: Response, extraHeaders?: Record<string, string>): Response {
     const headers = forwardableResponseHeaders(res.headers);
     if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
     return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
   }
+}
+
+const utf8 = new TextEncoder();
+
+/** Bytes of a request body: counted when in hand, the client's Content-Length when it streams through. */
+function bodyBytes(body: UpstreamCall["body"], c: Context): number | undefined {
+  if (body == null) return 0;
+  if (typeof body === "string") return utf8.encode(body).byteLength;
+  if (body instanceof Uint8Array) return body.byteLength;
+  const len = c.req.header("content-length");
+  return len ? Number(len) : undefined;
 }
 
 /** Reads a JSON body from an upstream response; a non-JSON body becomes a 502 that says so. */

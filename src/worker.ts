@@ -14,6 +14,7 @@ export interface WorkerEnv {
   TOLLGATE_UPSTREAM_API_KEY?: string;
   TOLLGATE_WALLET_KEY?: string;
   TOLLGATE_TOKEN_SECRET?: string;
+  TOLLGATE_METRICS_TOKEN?: string;
   [binding: string]: unknown;
 }
 

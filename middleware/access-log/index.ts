@@ -1,29 +1,58 @@
-// Writes one structured line per request: tenant, route, status, duration, paid amount. Secrets never reach it.
-import type { MiddlewareHandler } from "hono";
+// Writes one structured line per request (tenant, route, status, client, user agent, duration, upstream latency and
+// bytes, paid amount) and counts it in the metrics. Secrets never reach it.
+import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import type { Logger } from "../../src/log.js";
+import type { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
+import { routeLabel } from "../../src/metrics/route-label.js";
+
+export interface AccessLogOptions {
+  /** Counts each request (tollgate_requests_total, the latency histogram, cache outcomes). */
+  metrics?: GatewayMetrics;
+  /** The client's address (socket peer, or X-Forwarded-For behind a trusted proxy); see src/client-address.ts. */
+  clientAddress?: (c: Context<GatewayEnv>) => string | undefined;
+  now?: () => number;
+}
+
+const MAX_USER_AGENT = 256;
 
 /**
- * @example app.use(accessLog(logger))
+ * @example app.use(accessLog(logger, { metrics, clientAddress: clientAddress(peer) }))
  */
-export function accessLog(logger: Logger, now: () => number = () => performance.now()): MiddlewareHandler<GatewayEnv> {
+export function accessLog(logger: Logger, opts: AccessLogOptions = {}): MiddlewareHandler<GatewayEnv> {
+  const now = opts.now ?? (() => performance.now());
+  const { metrics, clientAddress } = opts;
+  const logging = logger.enabled("info");
   return async function accessLogMiddleware(c, next) {
     const start = now();
     try {
       await next();
     } finally {
+      const seconds = (now() - start) / 1000;
       const f = c.get("logFields") ?? {};
-      logger.info("request", {
-        requestId: c.get("requestId"),
-        method: c.req.method,
-        // c.req.path, not new URL(): a Host that is no valid URL host (`3000-sbx.127.0.0.1`) must not crash the log.
-        path: c.req.path,
-        ...f,
-        tenant: f.tenant ?? c.get("tenant")?.id,
-        status: c.res.status,
-        durationMs: Math.round((now() - start) * 10) / 10,
-        paid: f.paid !== undefined ? f.paid.toString() : undefined,
-      });
+      const tenant = f.tenant ?? c.get("tenant")?.id;
+      const status = c.res.status;
+      if (metrics) {
+        metrics.request(routeLabel(c), status, tenant ?? "", seconds);
+        if (f.cache) metrics.cache(f.cache, f.saved);
+      }
+      if (logging) {
+        const ua = c.req.header("user-agent");
+        logger.info("request", {
+          requestId: c.get("requestId"),
+          method: c.req.method,
+          // c.req.path, not new URL(): a Host that is no valid URL host (`3000-sbx.127.0.0.1`) must not crash the log.
+          path: c.req.path,
+          ...f,
+          tenant,
+          status,
+          client: clientAddress?.(c),
+          userAgent: ua && ua.length > MAX_USER_AGENT ? ua.slice(0, MAX_USER_AGENT) : ua,
+          durationMs: Math.round(seconds * 10_000) / 10,
+          paid: f.paid !== undefined ? f.paid.toString() : undefined,
+          saved: f.saved !== undefined ? f.saved.toString() : undefined,
+        });
+      }
     }
   };
 }

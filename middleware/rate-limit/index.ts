@@ -33,6 +33,7 @@ export function rateLimit(services: GatewayServices): MiddlewareHandler<GatewayE
     const tenant = caller ? (caller.via === "ticket" ? undefined : caller.tenant) : await tenantOf(presentedKey(c.req.raw.headers) ?? c.req.query("token"));
     const limit = tenant?.quotas.requestsPerMinute;
     if (!tenant || limit === undefined) return next();
+    c.get("logFields").tenant = tenant.id; // a refusal's log line names whom it refused
     const now = services.now();
     const r = await services.stores.rateLimiter.hit(`tenant:${tenant.id}`, limit, WINDOW_MS, now);
     if (!r.allowed) {

@@ -3,6 +3,7 @@ import WebSocket, { WebSocketServer } from "ws";
 import type { IncomingMessage } from "node:http";
 import { upgradeWebSocket } from "@hono/node-server";
 import type { WebSocketRelay } from "../websocket.js";
+import { webSocketKindOf, type GatewayMetrics } from "../metrics/gateway-metrics.js";
 
 /** The subprotocol the upstream chose, left on the client's request so our handshake answers the same one. */
 const CHOSEN_PROTOCOL = Symbol("tollgate.chosenProtocol");
@@ -40,7 +41,7 @@ function connectUpstream(url: string, headers: Record<string, string>, timeoutMs
   });
 }
 
-export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckMs?: number } = {}): WebSocketRelay {
+export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckMs?: number; metrics?: GatewayMetrics } = {}): WebSocketRelay {
   return async (c, target) => {
     const protocols = (c.req.header("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(Boolean);
     const hs = await connectUpstream(target.url, target.headers, opts.handshakeTimeoutMs ?? 15_000, protocols);
@@ -58,8 +59,10 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
     const incoming = (c.env as { incoming?: IncomingMessage & { [CHOSEN_PROTOCOL]?: string } } | undefined)?.incoming;
     if (incoming) incoming[CHOSEN_PROTOCOL] = up.protocol;
     let recheck: ReturnType<typeof setInterval> | undefined;
+    let closed: (() => void) | undefined;
     const handler = upgradeWebSocket(() => ({
       onOpen(_evt, client) {
+        closed = opts.metrics?.webSocketOpened(webSocketKindOf(c.req.path));
         if (target.stillValid) {
           const stillValid = target.stillValid;
           recheck = setInterval(() => {
@@ -94,10 +97,12 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
         else up.send(d as any, { binary: true });
       },
       onClose() {
+        closed?.();
         clearInterval(recheck);
         if (up.readyState === WebSocket.OPEN || up.readyState === WebSocket.CONNECTING) up.close();
       },
       onError() {
+        closed?.();
         up.terminate();
       },
     }));

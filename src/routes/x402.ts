@@ -69,10 +69,14 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     };
 
     const started = services.now();
+    const f = c.get("logFields");
     const produce = async (): Promise<{ answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" }> => {
       if (bypass) return { answer: await fetchFresh(), how: "bypass" };
       const hit = cache.get(cacheKey, services.now(), maxAgeMs);
-      if (hit) return { answer: { ...hit, paid: 0n }, how: "hit" };
+      if (hit) {
+        f.saved = hit.paid; // [metrics: USD saved]
+        return { answer: { ...hit, paid: 0n }, how: "hit" };
+      }
       // A client bounding the age joins only calls started now, which are fresh by definition.
       // One call per key in this process, and (through shared state) one per key across the fleet.
       const { value, leader } = await coalescer.run(cacheKey, () =>
@@ -82,6 +86,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       if (!value.fetched) cache.set(cacheKey, { ...value.answer });
       // Published by another instance before this request came: that is a (fleet-wide) cache hit.
       const how = !value.fetched && value.answer.storedAt < started ? "hit" : "coalesced";
+      f.saved = value.answer.paid; // [metrics: USD saved]
       return { answer: { ...value.answer, paid: 0n }, how };
     };
 
@@ -101,7 +106,6 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       ({ answer, how } = await produce());
     }
 
-    const f = c.get("logFields");
     f.paid = answer.paid;
     f.cache = how;
     return answerResponse(answer, {

@@ -238,6 +238,8 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     kv,
     idempotency: new DurableIdempotency(o),
     rateLimiter: new DurableRateLimiter(kv),
+    // A read of one key object: a real round trip to a Durable Object, with no side effect.
+    ping: async () => void (await kv.get("tollgate:ping")),
     async close() {},
   };
 }

@@ -221,6 +221,7 @@ export function memoryStores(now: () => number = Date.now): StateStores {
     kv,
     idempotency: new MemoryIdempotency(now),
     rateLimiter: new MemoryRateLimiter(kv),
+    async ping() {},
     async close() {},
   };
 }

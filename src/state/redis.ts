@@ -153,6 +153,7 @@ export function redisStores(url: string, opts: RedisStoresOptions = {}): RedisSt
     kv: new RedisKeyValue(connection),
     idempotency: new RedisIdempotency(connection),
     rateLimiter: new RedisRateLimiter(connection),
+    ping: () => connection.run(async () => void (await connection.client.ping())),
     close: () => connection.close(),
   };
 }

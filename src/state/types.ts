@@ -197,5 +197,7 @@ export interface StateStores {
   kv: KeyValueStore;
   idempotency: IdempotencyStore;
   rateLimiter: RateLimiter;
+  /** Resolves once the backend answers a round trip; rejects with StateUnavailableError when it cannot (readiness). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 // Emulator (x402 half + local chain) and a Node gateway in front of it, with a funded gateway wallet.
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
-import { parseConfig } from "../../config/load.js";
+import { parseConfig, type Secrets } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 
@@ -11,6 +11,7 @@ export interface TenantSpec {
   payment?: Record<string, unknown>;
   paysForItself?: boolean;
   scopes?: string[];
+  quotas?: Record<string, unknown>;
 }
 
 export interface PaidStack {
@@ -30,7 +31,17 @@ export async function startEmulatorWithChain(): Promise<EmulatorHandle> {
 export async function startPaidGateway(
   emulator: EmulatorHandle,
   tenants: TenantSpec[],
-  opts: { payments?: Record<string, unknown>; cache?: Record<string, unknown>; upstreamUrl?: string; timeoutMs?: number; walletFunds?: bigint } = {},
+  opts: {
+    payments?: Record<string, unknown>;
+    cache?: Record<string, unknown>;
+    upstreamUrl?: string;
+    timeoutMs?: number;
+    walletFunds?: bigint;
+    /** Shared state, e.g. `{ backend: "redis", redisUrl }` (memory by default). */
+    state?: Record<string, unknown>;
+    /** Extra secrets (a metrics token) beside the generated ones. */
+    secrets?: Partial<Secrets>;
+  } = {},
 ): Promise<Omit<PaidStack, "emulator">> {
   const chain = emulator.chain!;
   const wallet = await chain.createFundedWallet(opts.walletFunds ?? 10_000_000n);
@@ -45,12 +56,13 @@ export async function startPaidGateway(
     upstream: { baseUrl: opts.upstreamUrl ?? emulator.controlUrl, timeoutMs: opts.timeoutMs ?? 30_000 },
     payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl }, ...opts.payments },
     cache: opts.cache,
+    state: opts.state,
     tenants: tenantConfigs,
   });
   const logs: string[] = [];
   const gateway = await startNodeGateway({
     config,
-    secrets: { upstreamApiKey: emulator.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex") },
+    secrets: { upstreamApiKey: emulator.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex"), ...opts.secrets },
     logSink: (l) => logs.push(l),
   });
   return { gateway, keys, wallet, logs, close: () => gateway.close() };

@@ -1,6 +1,7 @@
 // The state contract: one suite per interface that every backend (memory, Redis, Durable Objects) must pass.
 // Imports nothing Node-only: the same module runs in Node and inside workerd.
-import type { ContractBackend } from "./contract-backend.js";
+import { describe, expect, it } from "vitest";
+import { opener, type ContractBackend } from "./contract-backend.js";
 import { ledgerContract } from "./contract-ledger.js";
 import { idempotencyContract, kvContract, ownershipContract, rateLimiterContract } from "./contract-maps.js";
 
@@ -11,6 +12,18 @@ export function stateContract(b: ContractBackend) {
   kvContract(b);
   idempotencyContract(b);
   rateLimiterContract(b);
+  pingContract(b);
+}
+
+/** Readiness asks the backend for a round trip. */
+export function pingContract(b: ContractBackend) {
+  describe(`StateStores.ping (${b.name})`, () => {
+    const open = opener(b);
+    it("resolves while the backend answers", async () => {
+      const stores = await open.fresh();
+      await expect(stores.ping()).resolves.toBeUndefined();
+    });
+  });
 }
 
 export type { ContractBackend };

@@ -69,6 +69,7 @@ describe("Redis backend outages", () => {
       const t0 = performance.now();
       await expect(stores.ledger.reserve(entry("x"), {}, Date.now())).rejects.toBeInstanceOf(StateUnavailableError);
       expect(performance.now() - t0).toBeLessThan(1500);
+      await expect(stores.ping()).rejects.toBeInstanceOf(StateUnavailableError);
     } finally {
       await stores.close();
     }

@@ -1,0 +1,34 @@
+// The client's address for logs and limits: the socket's peer, or, behind a trusted proxy, the X-Forwarded-For hop.
+import type { Context } from "hono";
+
+/** The address of the connection's other end, as the runtime knows it. */
+export type PeerAddress = (c: Context<any>) => string | undefined;
+
+/**
+ * Workers: Cloudflare's edge sets `cf-connecting-ip`, and no client can forge it there (the request carries `cf`).
+ * Elsewhere (no `cf` object) the header is ignored: anyone could send it.
+ */
+export const workersPeerAddress: PeerAddress = (c) => ((c.req.raw as { cf?: unknown }).cf ? c.req.header("cf-connecting-ip") : undefined);
+
+/** `::ffff:127.0.0.1` → `127.0.0.1`. */
+export function normaliseAddress(a: string): string {
+  return a.startsWith("::ffff:") && a.includes(".") ? a.slice(7) : a;
+}
+
+/**
+ * Resolves the client address of a request. Without `isTrustedProxy` it is the peer. With it, when the peer is a trusted
+ * proxy, X-Forwarded-For is read from the right: the first hop that is not itself a trusted proxy is the client.
+ * @example const clientOf = clientAddress(nodePeerAddress, (a) => cidrs.some((c) => c.contains(a)));
+ */
+export function clientAddress(peer: PeerAddress, isTrustedProxy?: (address: string) => boolean): (c: Context<any>) => string | undefined {
+  return function clientAddressOf(c) {
+    const raw = peer(c);
+    const p = raw ? normaliseAddress(raw) : undefined;
+    if (!p || !isTrustedProxy?.(p)) return p;
+    const xff = c.req.header("x-forwarded-for");
+    if (!xff) return p;
+    const hops = xff.split(",").map((h) => normaliseAddress(h.trim())).filter(Boolean);
+    for (let i = hops.length - 1; i >= 0; i--) if (!isTrustedProxy(hops[i]!)) return hops[i];
+    return hops[0] ?? p;
+  };
+}

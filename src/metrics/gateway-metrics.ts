@@ -1,0 +1,195 @@
+// The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
+import type { TenantDirectory } from "../tenants.js";
+import type { LedgerState, StateStores } from "../state/types.js";
+import { tenantLimits } from "../payments/paid-call.js";
+import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
+import { TextRegistry } from "./text-registry.js";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
+const WINDOWS = ["daily", "monthly", "total"] as const;
+const HELD_SCAN_LIMIT = 1000;
+
+/** What a WebSocket relay carries: a browser's CDP, a sandbox runtime stream, or an exposed port. */
+export type WebSocketKind = "cdp" | "runtime" | "port";
+
+/** The kind of a relayed WebSocket, from its path: /devtools → cdp, /sandbox/<id> → runtime, anything else (a port host). */
+export function webSocketKindOf(path: string): WebSocketKind {
+  if (path.startsWith("/devtools/")) return "cdp";
+  if (path.startsWith("/sandbox/")) return "runtime";
+  return "port";
+}
+
+/** Caps the distinct values one label may take; past the cap a value is reported as "other". */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+  of(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return "other";
+    this.seen.add(value);
+    return value;
+  }
+}
+
+const usd = (atomic: bigint) => Number(atomic) / 1e6;
+
+/** A family's children by label values (both registries cache them, so a repeated label set is one Map lookup). */
+const children =
+  <C>(family: MetricFamily<C>) =>
+  (...values: string[]): C =>
+    family.labels(...values);
+
+export class GatewayMetrics {
+  private readonly routes = new BoundedLabel(256);
+  private readonly requestChildren = new Map<string, { seconds: HistogramChild; byTenant: Map<string, Map<number, CounterChild>> }>();
+  private readonly tenants = new BoundedLabel(1024);
+
+  private readonly requestsTotal: (route: string, status: string, tenant: string) => CounterChild;
+  private readonly requestSeconds: (route: string) => HistogramChild;
+  private readonly upstreamSeconds: (route: string) => HistogramChild;
+  private readonly paymentsTotal: (tenant: string, state: string) => CounterChild;
+  private readonly paymentsUsd: (tenant: string, state: string) => CounterChild;
+  private readonly cacheTotal: (outcome: string) => CounterChild;
+  private readonly cacheSaved: CounterChild;
+  private readonly wsOpen: (kind: string) => GaugeChild;
+  private readonly wsTotal: (kind: string) => CounterChild;
+  private readonly stateErrors: CounterChild;
+  private readonly budgetRemaining: MetricFamily<GaugeChild>;
+  private readonly budgetSpent: MetricFamily<GaugeChild>;
+  private readonly heldUsd: MetricFamily<GaugeChild>;
+  private readonly heldCount: MetricFamily<GaugeChild>;
+  private readonly stateUp: MetricFamily<GaugeChild>;
+
+  constructor(readonly registry: MetricsRegistry = new TextRegistry()) {
+    const r = registry;
+    this.requestsTotal = children(r.counter({ name: "tollgate_requests_total", help: "Requests answered, by route, status and tenant.", labelNames: ["route", "status", "tenant"] }));
+    this.requestSeconds = children(
+      r.histogram({ name: "tollgate_request_duration_seconds", help: "Time from request to response headers at the gateway.", labelNames: ["route"], buckets: LATENCY_BUCKETS }),
+    );
+    this.upstreamSeconds = children(
+      r.histogram({ name: "tollgate_upstream_duration_seconds", help: "Time from sending an upstream request to its response headers.", labelNames: ["route"], buckets: LATENCY_BUCKETS }),
+    );
+    this.paymentsTotal = children(
+      r.counter({ name: "tollgate_payments_total", help: "Ledger entries that reached each state (reserved, committed, released, uncertain), by tenant.", labelNames: ["tenant", "state"] }),
+    );
+    this.paymentsUsd = children(r.counter({ name: "tollgate_payments_usd_total", help: "USD amount of the ledger entries that reached each state, by tenant.", labelNames: ["tenant", "state"] }));
+    this.cacheTotal = children(r.counter({ name: "tollgate_cache_requests_total", help: "Paid-answer lookups by outcome (hit, miss, coalesced, bypass, idempotent-replay).", labelNames: ["outcome"] }));
+    this.cacheSaved = r.counter({ name: "tollgate_cache_saved_usd_total", help: "USD not paid because a cached or coalesced answer was served.", labelNames: [] }).labels();
+    this.wsOpen = children(r.gauge({ name: "tollgate_websockets_open", help: "WebSocket relays open now, by kind (cdp, runtime, port).", labelNames: ["kind"] }));
+    this.wsTotal = children(r.counter({ name: "tollgate_websockets_total", help: "WebSocket relays opened, by kind.", labelNames: ["kind"] }));
+    this.stateErrors = r.counter({ name: "tollgate_state_errors_total", help: "Requests and scrapes that failed because the state backend was unavailable.", labelNames: [] }).labels();
+    this.budgetRemaining = r.gauge({ name: "tollgate_budget_remaining_usd", help: "Budget left per tenant and window (only windows with a limit), read from the ledger at scrape time.", labelNames: ["tenant", "window"] });
+    this.budgetSpent = r.gauge({ name: "tollgate_budget_spent_usd", help: "Reserved, held and committed spend per tenant and window, read from the ledger at scrape time.", labelNames: ["tenant", "window"] });
+    this.heldUsd = r.gauge({ name: "tollgate_payments_held_usd", help: "USD held in uncertain payments (outcome unknown until the chain says), per tenant, at scrape time.", labelNames: ["tenant"] });
+    this.heldCount = r.gauge({ name: "tollgate_payments_held", help: "Uncertain payments held, per tenant, at scrape time.", labelNames: ["tenant"] });
+    this.stateUp = r.gauge({ name: "tollgate_state_up", help: "1 when the state backend answered the scrape's ping, else 0.", labelNames: [] });
+  }
+
+  /** One answered request (the access log calls this once per request): nested lookups, no allocation once warm. */
+  request(route: string, status: number, tenant: string, seconds: number): void {
+    const r = this.routes.of(route);
+    let perRoute = this.requestChildren.get(r);
+    if (!perRoute) this.requestChildren.set(r, (perRoute = { seconds: this.requestSeconds(r), byTenant: new Map() }));
+    const t = this.tenants.of(tenant);
+    let byStatus = perRoute.byTenant.get(t);
+    if (!byStatus) perRoute.byTenant.set(t, (byStatus = new Map()));
+    let counter = byStatus.get(status);
+    if (!counter) byStatus.set(status, (counter = this.requestsTotal(r, String(status), t)));
+    counter.inc();
+    perRoute.seconds.observe(seconds);
+  }
+
+  /** One upstream call, timed to its response headers. */
+  upstream(route: string, seconds: number): void {
+    this.upstreamSeconds(this.routes.of(route)).observe(seconds);
+  }
+
+  /** A ledger entry reached `state` (called by the metered ledger, ./metered-ledger.ts). */
+  payment(tenant: string, state: LedgerState, atomic: bigint): void {
+    const t = this.tenants.of(tenant);
+    this.paymentsTotal(t, state).inc();
+    if (atomic > 0n) this.paymentsUsd(t, state).inc(usd(atomic));
+  }
+
+  /** A paid-answer lookup; `savedAtomic` is the price of the answer served without paying. */
+  cache(outcome: string, savedAtomic: bigint | undefined): void {
+    this.cacheTotal(outcome).inc();
+    if (savedAtomic && savedAtomic > 0n) this.cacheSaved.inc(usd(savedAtomic));
+  }
+
+  /** A relay opened; the returned function (call it once) records its close. */
+  webSocketOpened(kind: WebSocketKind): () => void {
+    this.wsTotal(kind).inc();
+    const open = this.wsOpen(kind);
+    open.inc();
+    let closed = false;
+    return () => {
+      if (closed) return;
+      closed = true;
+      open.dec();
+    };
+  }
+
+  stateError(): void {
+    this.stateErrors.inc();
+  }
+
+  /** Refreshes the scrape-time gauges from the ledger: budget spent and remaining per window, held amounts. */
+  async collectLedger(stores: StateStores, directory: TenantDirectory, now: number): Promise<void> {
+    try {
+      await stores.ping();
+      this.stateUp.labels().set(1);
+    } catch {
+      this.stateUp.labels().set(0);
+      this.stateError();
+      this.resetLedgerGauges(); // no figure rather than a stale one
+      return;
+    }
+    try {
+      const rows: Array<[string, string, number, number | undefined]> = [];
+      const tenants = directory.list();
+      const usages = await Promise.all(tenants.map((t) => stores.ledger.usage(t.id, now)));
+      tenants.forEach((t, i) => {
+        const used = usages[i]!;
+        const limits = tenantLimits(t);
+        for (const w of WINDOWS) {
+          const l = limits[w];
+          rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(l > used[w] ? l - used[w] : 0n)]);
+        }
+      });
+      const held = new Map<string, { amount: bigint; count: number }>();
+      for (const t of directory.list()) held.set(t.id, { amount: 0n, count: 0 });
+      for (const e of await stores.ledger.list({ state: "uncertain", limit: HELD_SCAN_LIMIT })) {
+        if (e.tenant.startsWith("token:")) continue; // a keyless token's own cap entry mirrors its tenant's
+        const h = held.get(e.tenant) ?? { amount: 0n, count: 0 };
+        h.amount += BigInt(e.amount);
+        h.count++;
+        held.set(e.tenant, h);
+      }
+      this.resetLedgerGauges();
+      for (const [tenant, window, spent, remaining] of rows) {
+        this.budgetSpent.labels(tenant, window).set(spent);
+        if (remaining !== undefined) this.budgetRemaining.labels(tenant, window).set(remaining);
+      }
+      for (const [tenant, h] of held) {
+        this.heldUsd.labels(tenant).set(usd(h.amount));
+        this.heldCount.labels(tenant).set(h.count);
+      }
+    } catch {
+      this.stateError();
+      this.resetLedgerGauges();
+    }
+  }
+
+  private resetLedgerGauges(): void {
+    this.budgetSpent.reset();
+    this.budgetRemaining.reset();
+    this.heldUsd.reset();
+    this.heldCount.reset();
+  }
+
+  render(): Promise<string> {
+    return this.registry.render();
+  }
+}
+

@@ -1,0 +1,53 @@
+// The in-process registry Workers use writes Prometheus text a real parser reads back, escaping included.
+import { describe, expect, it } from "vitest";
+import { TextRegistry } from "../../src/metrics/text-registry.js";
+import { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
+import { histogram, parseExposition, sampleSum } from "./prometheus.js";
+
+describe("TextRegistry (Workers and default metrics)", () => {
+  it("renders counters, gauges and cumulative histogram buckets that parse back to the same values", async () => {
+    const r = new TextRegistry();
+    const c = r.counter({ name: "t_requests_total", help: "Requests.", labelNames: ["route", "status"] });
+    c.labels("/a", "200").inc();
+    c.labels("/a", "200").inc(2);
+    c.labels("/b", "404").inc();
+    const g = r.gauge({ name: "t_open", help: "Open.", labelNames: ["kind"] });
+    g.labels("cdp").inc();
+    g.labels("cdp").inc();
+    g.labels("cdp").dec();
+    const h = r.histogram({ name: "t_seconds", help: "Latency.", labelNames: ["route"], buckets: [1, 0.1] });
+    for (const v of [0.05, 0.5, 0.1, 3]) h.labels("/a").observe(v);
+    const text = await r.render();
+    const families = parseExposition(text);
+    expect(families.find((f) => f.name === "t_requests_total")!.type).toBe("COUNTER");
+    expect(sampleSum(families, "t_requests_total", { route: "/a", status: "200" })).toBe(3);
+    expect(sampleSum(families, "t_requests_total", { route: "/b" })).toBe(1);
+    expect(sampleSum(families, "t_open", { kind: "cdp" })).toBe(1);
+    const [series] = histogram(text, "t_seconds", { route: "/a" });
+    expect(series).toMatchObject({ count: 4, buckets: { "0.1": 2, "1": 3, "+Inf": 4 } });
+    expect(series!.sum).toBeCloseTo(3.65, 9);
+  });
+
+  it("escapes quotes, backslashes and newlines in label values and help text", async () => {
+    const r = new TextRegistry();
+    r.counter({ name: "t_odd_total", help: 'A "help"\\ with\na newline.', labelNames: ["v"] }).labels('say "hi"\\\nbye').inc();
+    const [f] = parseExposition(await r.render());
+    expect(f!.help).toBe('A "help"\\ with\na newline.');
+    expect(f!.metrics[0]!.labels).toEqual({ v: 'say "hi"\\\nbye' });
+  });
+
+  it("refuses to define one metric twice", () => {
+    const r = new TextRegistry();
+    r.counter({ name: "t_x_total", help: "x", labelNames: [] });
+    expect(() => r.gauge({ name: "t_x_total", help: "x", labelNames: [] })).toThrow(/defined twice/);
+  });
+
+  it("keeps route and tenant labels bounded: past the cap, values become \"other\"", async () => {
+    const m = new GatewayMetrics(new TextRegistry());
+    for (let i = 0; i < 300; i++) m.request(`/route/${i}`, 200, "acme", 0.001);
+    const families = parseExposition(await m.render());
+    const routes = new Set(families.find((f) => f.name === "tollgate_requests_total")!.metrics.map((x) => x.labels!.route));
+    expect(routes.size).toBe(257);
+    expect(sampleSum(families, "tollgate_requests_total", { route: "other" })).toBe(44);
+  });
+});
