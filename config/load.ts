@@ -10,12 +10,15 @@ export interface Secrets {
   walletKey?: `0x${string}`;
   /** Secret that signs Tollgate's own tokens (TOLLGATE_TOKEN_SECRET), at least 32 characters. */
   tokenSecret?: string;
+  /** Secret that signs alert webhooks (TOLLGATE_WEBHOOK_SECRET); receivers check the `tollgate-signature` header. */
+  webhookSecret?: string;
 }
 
 export const SECRET_ENV = {
   upstreamApiKey: "TOLLGATE_UPSTREAM_API_KEY",
   walletKey: "TOLLGATE_WALLET_KEY",
   tokenSecret: "TOLLGATE_TOKEN_SECRET",
+  webhookSecret: "TOLLGATE_WEBHOOK_SECRET",
 } as const;
 
 /** Every problem found, one per line, each starting with the exact path of the field. */
@@ -106,5 +109,6 @@ export function secretsFromEnv(env: Record<string, string | undefined>): Secrets
     upstreamApiKey: env[SECRET_ENV.upstreamApiKey]?.trim() || undefined,
     walletKey: (walletKey || undefined) as `0x${string}` | undefined,
     tokenSecret: tokenSecret || undefined,
+    webhookSecret: env[SECRET_ENV.webhookSecret] || undefined,
   };
 }

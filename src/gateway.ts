@@ -36,6 +36,8 @@ import { quotas } from "../middleware/quota/index.js";
 import { rateLimit } from "../middleware/rate-limit/index.js";
 import { x402Routes } from "./routes/x402.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
+import { TenantSync } from "./operators/tenant-sync.js";
+import { operatorRoutes } from "./routes/admin/index.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -69,11 +71,13 @@ function randomSecret(): string {
 
 export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gateway {
   const now = deps.now ?? Date.now;
-  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret);
+  const redactor = new Redactor().add(deps.secrets.upstreamApiKey, deps.secrets.walletKey, deps.secrets.tokenSecret, deps.secrets.webhookSecret);
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey);
   const stores = deps.stores ?? memoryStores(now);
+  const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
+  directory.setRefresher(() => tenantSync.fresh());
   if (!deps.secrets.tokenSecret) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(deps.secrets.tokenSecret ?? randomSecret(), stores.kv, now);
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
@@ -82,6 +86,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     secrets: deps.secrets,
     logger,
     directory,
+    tenantSync,
     upstream,
     stores,
     tokens,
@@ -104,6 +109,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const perTenantRate = rateLimit(services); // [mount: rate limit on every tenant request]
   for (const p of ["/api/*", "/x402/*", `${OWN_PREFIX}/*`, "/devtools/*"]) app.use(p, perTenantRate);
   app.route(OWN_PREFIX, ownRoutes(directory));
+  app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
   app.use(exposedPorts(services));
   app.route("/", runtimeRoutes(services));
   app.route("/", cdpRoutes(services));

@@ -8,6 +8,8 @@ import { atomicToUsd, usdToAtomic } from "./money.js";
 import { chooseOption, effectivePolicy } from "./policy.js";
 import { paymentOptions, type PaymentOption } from "./requirements.js";
 import type { PaymentSigner } from "./signer.js";
+import { checkBudgetAlerts } from "../operators/alerts.js";
+import { onBudgetExhausted } from "../operators/kill-switch.js";
 
 export interface PaidCallContext {
   services: GatewayServices;
@@ -92,6 +94,7 @@ async function reserve(ctx: PaidCallContext, option: PaymentOption, id: string):
     const r = await services.stores.ledger.reserve({ ...base, id, tenant: tenant.id }, tenantLimits(tenant), now);
     if (!r.ok) {
       if (capEntryId) await services.stores.ledger.release(capEntryId, "tenant budget exceeded", now);
+      void onBudgetExhausted(services, tenant.id, r.window); // alert, and the kill switch for onExhausted = "stop"
       throw new GatewayError(
         402,
         "budget_exceeded",
@@ -160,6 +163,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   const now = services.now();
   if (res.ok && settled?.success) {
     await each((x) => ledger.commit(x, settled.transaction, now));
+    void checkBudgetAlerts(services, ctx.tenant.id);
     return { response: res, paid: option.amount, entry: { ...entry, state: "committed", transaction: settled.transaction } };
   }
   if (res.status === 402 || (res.status >= 400 && res.status < 500) || settled?.success === false) {

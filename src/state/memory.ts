@@ -4,6 +4,7 @@ import type {
   OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, StateStores, StoredResponse, Usage,
 } from "./types.js";
 import { HELD, holdExpiresAt } from "./holds.js";
+import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, dayOf, firstExceeded, monthOf, resetAt, windowKeys } from "./windows.js";
 
 export class MemoryLedger implements BudgetLedger {
@@ -161,6 +162,11 @@ export class MemoryKeyValue implements KeyValueStore {
     this.map.set(key, { v: String(n), exp: e?.exp ?? this.now() + ttlMs });
     return n;
   }
+  async setIfAbsent(key: string, value: string, ttlMs: number) {
+    if (this.live(key)) return false;
+    this.map.set(key, { v: value, exp: this.now() + ttlMs });
+    return true;
+  }
 }
 
 export class MemoryIdempotency implements IdempotencyStore {
@@ -198,6 +204,8 @@ export function memoryStores(now: () => number = Date.now): StateStores {
     kv,
     idempotency: new MemoryIdempotency(now),
     rateLimiter: new MemoryRateLimiter(kv),
+    tenants: new MemoryTenantStore(),
+    audit: new MemoryAuditLog(),
     async close() {},
   };
 }

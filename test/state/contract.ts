@@ -3,6 +3,7 @@
 import type { ContractBackend } from "./contract-backend.js";
 import { ledgerContract } from "./contract-ledger.js";
 import { idempotencyContract, kvContract, ownershipContract, rateLimiterContract } from "./contract-maps.js";
+import { auditLogContract, setIfAbsentContract, tenantStoreContract } from "./contract-tenants.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -11,7 +12,10 @@ export function stateContract(b: ContractBackend) {
   kvContract(b);
   idempotencyContract(b);
   rateLimiterContract(b);
+  setIfAbsentContract(b);
+  tenantStoreContract(b);
+  auditLogContract(b);
 }
 
 export type { ContractBackend };
-export { ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract };
+export { ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract, tenantStoreContract, auditLogContract, setIfAbsentContract };
