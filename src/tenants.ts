@@ -71,11 +71,14 @@ export class TenantDirectory {
     this.refresher = fn;
   }
 
+  /** The snapshot's tenant; a stale snapshot is refreshed in the background (callers holding a token never wait). */
   get(id: string): Tenant | undefined {
+    void this.refresher?.();
     return this.byId.get(id);
   }
 
   list(): Tenant[] {
+    void this.refresher?.();
     return [...this.byId.values()];
   }
 
