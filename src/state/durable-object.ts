@@ -47,7 +47,7 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS idem (key TEXT PRIMARY KEY, pending INTEGER NOT NULL, response TEXT, expires_at INTEGER NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS tenant_records (id TEXT PRIMARY KEY, record TEXT NOT NULL, source TEXT NOT NULL, body TEXT NOT NULL)`,
-  `CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS record_versions (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)`,
 ];
 
@@ -134,7 +134,7 @@ export class TollgateState extends DurableObject {
 
   // tenant-records
   tenantsVersion(): number {
-    return (this.rows("SELECT value FROM counters WHERE name = 'tenants'")[0]?.value as number | undefined) ?? 0;
+    return (this.rows("SELECT value FROM record_versions WHERE name = 'tenants'")[0]?.value as number | undefined) ?? 0;
   }
   tenantsList(): string[] {
     return this.rows("SELECT record FROM tenant_records ORDER BY id").map((r) => r.record as string);
@@ -152,7 +152,7 @@ export class TollgateState extends DurableObject {
         "INSERT INTO tenant_records (id, record, source, body) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET record = ?, source = ?, body = ?",
         id, record, source, body, record, source, body,
       );
-      this.sql.exec("INSERT INTO counters (name, value) VALUES ('tenants', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1");
+      this.sql.exec("INSERT INTO record_versions (name, value) VALUES ('tenants', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1");
       return true;
     });
   }
