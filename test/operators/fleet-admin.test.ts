@@ -100,3 +100,29 @@ fleetSuite("redis", async () => {
   const s = secrets();
   return Promise.all([startNodeGateway({ config, secrets: s }), startNodeGateway({ config, secrets: s })]) as Promise<[RunningGateway, RunningGateway]>;
 });
+
+describe("config file and state: which wins across a restart (Redis)", () => {
+  it("re-seeds tenants that only the config file ever changed, and keeps what the admin API changed", async () => {
+    const redisUrl = `${redis.url}/3`;
+    const s = secrets();
+    const first = await startNodeGateway({ config: await fleetConfig({ backend: "redis", redisUrl }), secrets: s });
+    try {
+      expect((await admin(first.url, "PATCH", "/tenants/acme", { budget: { daily: "1.00" } })).status).toBe(200);
+    } finally {
+      await first.close();
+    }
+    // The next start's file gives acme a different budget and ops a new scope list.
+    const edited = await fleetConfig({ backend: "redis", redisUrl });
+    edited.tenants[0]!.scopes = ["admin", "search"];
+    edited.tenants[1]!.budget = { daily: "9.00" };
+    const second = await startNodeGateway({ config: edited, secrets: s });
+    try {
+      const acme = (await admin(second.url, "GET", "/tenants/acme")).json;
+      expect(acme).toMatchObject({ source: "api", budget: { daily: "1.00" } });
+      const ops = (await admin(second.url, "GET", "/tenants/ops")).json;
+      expect(ops).toMatchObject({ source: "config", scopes: ["admin", "search"] });
+    } finally {
+      await second.close();
+    }
+  });
+});
