@@ -51,6 +51,8 @@ describe("admin API", () => {
     expect(acme).toMatchObject({ source: "config", enabled: true, budget: { daily: "5.00" }, onExhausted: "block" });
     expect(acme.keys).toEqual([{ id: (await hashTenantKey(keys.acme)).slice(7, 23), label: "from config" }]);
     expect(r.text).not.toContain("sha256:");
+    const usage = await call("GET", "/_tollgate/admin/usage");
+    expect(usage.json.tenants.map((t: any) => t.tenant).sort()).toEqual(["acme", "ops"]);
   });
 
   it("creates a tenant whose first key is in the answer once and works at once", async () => {
