@@ -20,21 +20,29 @@ const settings = {
   alerts: tenantAlertsSchema,
 };
 
+/** The same settings, each optional: what a PATCH may carry, and what a creation may set beyond the defaults. */
+const optionalSettings = {
+  enabled: settings.enabled.optional(),
+  scopes: settings.scopes.optional(),
+  budget: settings.budget.optional(),
+  payment: settings.payment.optional(),
+  paysForItself: settings.paysForItself.optional(),
+  quotas: settings.quotas.optional(),
+  onExhausted: settings.onExhausted.optional(),
+  alerts: settings.alerts.optional(),
+};
+
 export const tenantCreateBody = z
   .strictObject({
     id: tenantSchema.shape.id,
-    ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, v.optional()])),
+    ...optionalSettings,
     /** Label and expiry of the first key, which the answer carries once. */
     keyLabel: z.string().max(200).optional(),
     keyExpiresAt: isoDate.optional(),
   })
-  .meta({ id: "TenantCreate" }) as z.ZodType<{
-    id: string; keyLabel?: string; keyExpiresAt?: string;
-  } & Partial<{ [K in keyof typeof settings]: z.infer<(typeof settings)[K]> }>>;
+  .meta({ id: "TenantCreate" });
 
-export const tenantPatchBody = z.strictObject(Object.fromEntries(Object.entries(settings).map(([k, v]) => [k, v.optional()])) as {
-  [K in keyof typeof settings]: z.ZodOptional<(typeof settings)[K]>;
-}).meta({ id: "TenantPatch" });
+export const tenantPatchBody = z.strictObject(optionalSettings).meta({ id: "TenantPatch" });
 
 /** PUT /tenants/{id}/{section}: one section replaced whole. */
 export const SECTIONS = { scopes: settings.scopes, budget: settings.budget, payment: settings.payment, quotas: settings.quotas, alerts: settings.alerts } as const;
