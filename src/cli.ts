@@ -90,6 +90,7 @@ Demo tenants (keys are new on every start):
 Try it:
   curl -s ${g}/x402/web/search -H 'x-api-key: ${k}' -H 'content-type: application/json' -d '{"query":"electric vehicle charging"}'
   curl -s ${g}/_tollgate/usage -H 'x-api-key: ${k}'
+  npx tollgate tenants list --gateway ${g} --admin-key ${stack.tenants.ops}
 
   // SDK (npm i @hyperbrowser/sdk)
   import { Hyperbrowser } from "@hyperbrowser/sdk";
