@@ -17,6 +17,8 @@ export interface Secrets {
   tokenSecrets?: Array<{ kid: string; secret: string }>;
   /** Bearer token that may read /_tollgate/metrics without a tenant key (TOLLGATE_METRICS_TOKEN), at least 16 characters. */
   metricsToken?: string;
+  /** Secret that signs alert webhooks (TOLLGATE_WEBHOOK_SECRET); receivers check the `tollgate-signature` header. */
+  webhookSecret?: string;
 }
 
 export const SECRET_ENV = {
@@ -25,6 +27,7 @@ export const SECRET_ENV = {
   tokenSecret: "TOLLGATE_TOKEN_SECRET",
   tokenSecrets: "TOLLGATE_TOKEN_SECRETS",
   metricsToken: "TOLLGATE_METRICS_TOKEN",
+  webhookSecret: "TOLLGATE_WEBHOOK_SECRET",
 } as const;
 
 const KID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -142,5 +145,6 @@ export function secretsFromEnv(env: Record<string, string | undefined>): Secrets
     tokenSecret: tokenSecret || undefined,
     ...(tokenSecrets ? { tokenSecrets } : {}),
     metricsToken: metricsToken || undefined,
+    webhookSecret: env[SECRET_ENV.webhookSecret] || undefined,
   };
 }

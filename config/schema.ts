@@ -73,6 +73,15 @@ export const quotaSchema = z.strictObject({
   requestsPerMinute: z.number().int().positive().optional(),
 });
 
+const percent = z.number({ error: "expected a percentage like 80" }).positive().max(1000);
+const webhookUrl = z.string().url({ error: 'expected a webhook URL like "https://ops.example.com/tollgate"' });
+
+/** Budget alerts of one tenant: at which percentages of each budget window, and where (besides the global webhooks). */
+export const tenantAlertsSchema = z.strictObject({
+  thresholds: z.array(percent).optional(),
+  webhooks: z.array(webhookUrl).optional(),
+});
+
 export const tenantSchema = z.strictObject({
   id: z.string({ error: "expected a tenant id" }).regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected a lowercase id of letters, digits, '-' or '_'" }),
   enabled: z.boolean().default(true),
@@ -83,6 +92,12 @@ export const tenantSchema = z.strictObject({
   /** Pass the client's own PAYMENT-SIGNATURE through and charge nothing to the tenant. */
   paysForItself: z.boolean().default(false),
   quotas: quotaSchema.default({}),
+  /**
+   * When a budget window is exhausted: "block" refuses further paid calls; "stop" also stops the tenant's open
+   * sandboxes and sessions, closes its WebSockets and revokes its gateway tokens (the kill switch).
+   */
+  onExhausted: z.enum(["block", "stop"], { error: 'expected "block" or "stop"' }).default("block"),
+  alerts: tenantAlertsSchema.default({}),
 });
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
@@ -200,6 +215,17 @@ export const configSchema = z.strictObject({
       jobHoldMinutes: z.number().int().positive().default(24 * 60),
     })
     .default({ enabled: true, prices: CREDIT_PRICE_DEFAULTS, defaultTimeoutMinutes: 30, jobHoldMinutes: 24 * 60 }),
+  alerts: z
+    .strictObject({
+      /** Percentages of each budget window at which an alert is sent, once per window. */
+      thresholds: z.array(percent).default([50, 80, 100]),
+      /** Receivers of every tenant's alerts; signed with TOLLGATE_WEBHOOK_SECRET (header tollgate-signature). */
+      webhooks: z.array(webhookUrl).default([]),
+      /** Deliveries that fail are retried with exponential backoff, up to this many attempts in all. */
+      maxAttempts: z.number().int().positive().max(20).default(6),
+      initialBackoffMs: z.number().int().positive().default(500),
+    })
+    .default({ thresholds: [50, 80, 100], webhooks: [], maxAttempts: 6, initialBackoffMs: 500 }),
   tenants: z.array(tenantSchema).default([]),
 });
 

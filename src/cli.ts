@@ -1,8 +1,9 @@
-// `tollgate` command line: dev (embedded default), start (real upstream), emulator, config check, keys create.
+// `tollgate` command line: dev (embedded default), start (real upstream), emulator, config check, keys and tenants.
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
 import { LOOPBACK_HOSTS } from "./public-origin.js";
+import { AdminCliError, cmdKeysRemote, cmdTenants } from "./cli-admin.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -14,6 +15,18 @@ Usage:
   tollgate config check FILE                validate a config file, listing every problem
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
+                                            offline: prints a key and the hash line for the config file
+
+Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
+  tollgate tenants list|get ID|audit
+  tollgate tenants create ID [--scopes a,b] [--daily USD] [--monthly USD] [--total USD] [--on-exhausted block|stop]
+                             [--rpm N] [--max-sandboxes N] [--max-sessions N] [--set JSON] [--label TEXT] [--expires ISO]
+  tollgate tenants update ID [the same settings flags]
+  tollgate tenants disable|enable|delete ID
+  tollgate keys create --tenant ID [--label TEXT] [--expires ISO]
+  tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS]
+  tollgate keys revoke --tenant ID --key KEY_ID
+  tollgate keys expire --tenant ID --key KEY_ID --expires ISO
 `;
 
 function fail(msg: string, code = 1): never {
@@ -80,6 +93,7 @@ Demo tenants (keys are new on every start):
 Try it:
   curl -s ${g}/x402/web/search -H 'x-api-key: ${k}' -H 'content-type: application/json' -d '{"query":"electric vehicle charging"}'
   curl -s ${g}/_tollgate/usage -H 'x-api-key: ${k}'
+  npx tollgate tenants list --gateway ${g} --admin-key ${stack.tenants.ops}
 
   // SDK (npm i @hyperbrowser/sdk)
   import { Hyperbrowser } from "@hyperbrowser/sdk";
@@ -181,12 +195,14 @@ export async function main(argv: string[]) {
     if (cmd === "start") return await cmdStart(argv.slice(1));
     if (cmd === "emulator") return await cmdEmulator(argv.slice(1));
     if (cmd === "config" && sub === "check") return await cmdConfigCheck(rest);
-    if (cmd === "routes") return void process.stdout.write((await import("./routing/describe.js")).routeTableMarkdown());
-    if (cmd === "keys" && sub === "create") return await cmdKeysCreate(rest);
+    const remote = rest.some((a) => a === "--gateway" || a.startsWith("--gateway=")) || !!process.env.TOLLGATE_GATEWAY;
+    if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
+    if (cmd === "keys") return await cmdKeysRemote(sub, rest);
+    if (cmd === "tenants") return await cmdTenants(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
+    if (err instanceof ConfigError || err instanceof AdminCliError) fail(err.message);
     fail(`tollgate: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

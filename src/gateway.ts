@@ -50,6 +50,8 @@ import { clientView } from "./forwarded.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { readyRoutes } from "./routes/ready.js";
 import { Readiness } from "./readiness.js";
+import { TenantSync } from "./operators/tenant-sync.js";
+import { operatorRoutes } from "./routes/admin/index.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -92,6 +94,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     deps.secrets.walletKey,
     deps.secrets.tokenSecret,
     deps.secrets.metricsToken,
+    deps.secrets.webhookSecret,
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
@@ -99,6 +102,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const metrics = deps.metrics ?? new GatewayMetrics();
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
   const stores = withMeteredLedger(deps.stores ?? memoryStores(now), metrics);
+  const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
+  directory.setRefresher(() => tenantSync.fresh());
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now);
@@ -108,6 +113,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     secrets: deps.secrets,
     logger,
     directory,
+    tenantSync,
     upstream,
     stores,
     tokens,
@@ -150,6 +156,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
   app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
   app.route(OWN_PREFIX, ownRoutes(directory));
+  app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
   app.route(OWN_PREFIX, readyRoutes(new Readiness(services)));
   app.route(OWN_PREFIX, metricsRoutes(services, metrics));
   app.use(exposedPorts(services));

@@ -9,12 +9,15 @@ import type { StateStores } from "./state/types.js";
 import type { TokenService } from "./tokens.js";
 import type { WebSocketRelay } from "./websocket.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import type { TenantSync } from "./operators/tenant-sync.js";
 
 export interface GatewayServices {
   config: TollgateConfig;
   secrets: Secrets;
   logger: Logger;
   directory: TenantDirectory;
+  /** Keeps `directory` in step with the shared tenant store (admin API changes made on any instance). */
+  tenantSync: TenantSync;
   upstream: Upstream;
   stores: StateStores;
   tokens: TokenService;

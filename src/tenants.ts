@@ -36,30 +36,56 @@ interface KeyEntry {
   expiresAt?: number;
 }
 
+/** The short id of a key in the admin API: the first 16 hex digits of its hash (the key itself is never kept). */
+export const keyIdOf = (hash: string) => hash.slice("sha256:".length, "sha256:".length + 16);
+
+/**
+ * The tenants as this instance sees them: a local snapshot read synchronously on the hot path. With a shared
+ * TenantStore behind it (./operators/tenant-sync.ts), `authenticate` first makes sure the snapshot is recent.
+ */
 export class TenantDirectory {
-  private readonly byHash = new Map<string, KeyEntry>();
+  private byHash = new Map<string, KeyEntry>();
   /** Hashes of keys seen recently: a repeat caller costs a map lookup, not a SHA-256 (expiry/enabled still checked). */
   private readonly hashes = new LRUCache<string, string>({ max: 4096 });
-  private readonly byId = new Map<string, Tenant>();
+  private byId = new Map<string, Tenant>();
+  private refresher: (() => Promise<void>) | undefined;
 
   constructor(tenants: Tenant[], private readonly now: () => number = Date.now) {
-    for (const t of tenants) {
-      this.byId.set(t.id, t);
-      for (const k of t.keys) this.byHash.set(k.hash, { tenant: t, expiresAt: k.expiresAt ? Date.parse(k.expiresAt) : undefined });
-    }
+    this.replace(tenants);
   }
 
+  /** Swaps in a new snapshot at once (a revoked key or a disabled tenant stops working from the next lookup). */
+  replace(tenants: Tenant[]): void {
+    const byId = new Map<string, Tenant>();
+    const byHash = new Map<string, KeyEntry>();
+    for (const t of tenants) {
+      byId.set(t.id, t);
+      for (const k of t.keys) byHash.set(k.hash, { tenant: t, expiresAt: k.expiresAt ? Date.parse(k.expiresAt) : undefined });
+    }
+    this.byId = byId;
+    this.byHash = byHash;
+  }
+
+  /** Called before each key lookup; it returns at once while the snapshot is recent. */
+  setRefresher(fn: () => Promise<void>): void {
+    this.refresher = fn;
+  }
+
+  /** The snapshot's tenant; a stale snapshot is refreshed in the background (callers holding a token never wait). */
   get(id: string): Tenant | undefined {
+    void this.refresher?.();
     return this.byId.get(id);
   }
 
   list(): Tenant[] {
+    void this.refresher?.();
     return [...this.byId.values()];
   }
 
   /** Resolves a presented key to its tenant, or throws 401 saying why (unknown, expired, disabled). */
   async authenticate(key: string | undefined): Promise<Tenant> {
     if (!key) throw errors.unauthorized();
+    if (this.refresher) await this.refresher();
     let hash = this.hashes.get(key);
     if (!hash) {
       hash = await hashTenantKey(key);

@@ -19,6 +19,8 @@ export interface GatewayToken {
   jti: string;
   /** Epoch seconds. */
   exp: number;
+  /** Epoch seconds it was minted at (tenant-wide revocation revokes every token minted up to a moment). */
+  iat: number;
   /** Minted by a tenant for an untrusted client (as opposed to handed out in a rewritten response). */
   keyless?: boolean;
 }
@@ -62,7 +64,7 @@ export class TokenService {
     return key;
   };
 
-  async mint(t: Omit<GatewayToken, "jti" | "exp"> & { ttlSeconds: number }): Promise<{ token: string; jti: string; expiresAt: string }> {
+  async mint(t: Omit<GatewayToken, "jti" | "exp" | "iat"> & { ttlSeconds: number }): Promise<{ token: string; jti: string; expiresAt: string }> {
     const jti = crypto.randomUUID();
     const iat = Math.floor(this.now() / 1000);
     const exp = iat + t.ttlSeconds;
@@ -99,8 +101,19 @@ export class TokenService {
       this.verified.set(token, t);
     }
     if (t.exp * 1000 <= this.now()) throw expired();
-    if (await this.kv.get(`revoked:${t.jti}`)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
+    if (await this.isRevoked(t)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
     return t;
+  }
+
+  /** Revoked by its id, or with every token of its tenant (the kill switch). */
+  private async isRevoked(t: GatewayToken): Promise<boolean> {
+    const [one, all] = await Promise.all([this.kv.get(`revoked:${t.jti}`), this.kv.get(tenantRevocationKey(t.tenant))]);
+    return !!one || (all !== undefined && t.iat <= Number(all));
+  }
+
+  /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */
+  async revokeTenant(tenant: string): Promise<void> {
+    await this.kv.set(tenantRevocationKey(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
   }
 
   /** Revokes a token until it would have expired anyway. */
@@ -120,7 +133,7 @@ export class TokenService {
     } catch (err) {
       if (!(err instanceof GatewayError) || err.code !== "token_expired" || !token) return false;
       const t = await this.inspect(token);
-      return !!t && !t.keyless && !(await this.kv.get(`revoked:${t.jti}`));
+      return !!t && !t.keyless && !(await this.isRevoked(t));
     }
   }
 
@@ -135,6 +148,10 @@ export class TokenService {
   }
 }
 
+/** Longer than any token lives (tokens.ttlSeconds is at most a day), so the revocation outlives every token it covers. */
+const TENANT_REVOCATION_TTL_MS = 2 * 86_400_000;
+const tenantRevocationKey = (tenant: string) => `revoked-tenant:${tenant}`;
+
 const expired = () => new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
 
 function fromPayload(payload: Record<string, any>): GatewayToken {
@@ -146,6 +163,7 @@ function fromPayload(payload: Record<string, any>): GatewayToken {
     cap: payload.cap !== undefined ? BigInt(payload.cap) : undefined,
     jti: String(payload.jti),
     exp: Number(payload.exp),
+    iat: Number(payload.iat ?? 0),
     keyless: payload.kl === 1,
   };
 }

@@ -1,7 +1,7 @@
 // The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
 import type { TenantDirectory } from "../tenants.js";
 import type { LedgerState, StateStores } from "../state/types.js";
-import { tenantLimits } from "../payments/paid-call.js";
+import { tenantLimits } from "../payments/limits.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
 import { TextRegistry } from "./text-registry.js";
 

@@ -2,7 +2,7 @@
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { atomicToUsd } from "./money.js";
-import { tenantLimits } from "./paid-call.js";
+import { tenantLimits } from "./limits.js";
 
 export async function budgetRemaining(services: GatewayServices, tenant: Tenant): Promise<string> {
   const limits = tenantLimits(tenant);

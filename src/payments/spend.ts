@@ -1,21 +1,15 @@
 // Spend against budgets, for both kinds (x402 payments and credit-billed calls): reserve in the tenant's windows and a
 // keyless token's cap at once, then settle, release or hold every entry the spend counts under.
+import { tenantLimits } from "./limits.js";
+import { checkBudgetAlerts } from "../operators/alerts.js";
+import { onBudgetExhausted } from "../operators/kill-switch.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { HELD } from "../state/holds.js";
-import type { BudgetLimits, LedgerEntry, NewLedgerEntry } from "../state/types.js";
-import { atomicToUsd, usdToAtomic } from "./money.js";
-
-/** A tenant's budget windows in atomic units. */
-export function tenantLimits(tenant: Tenant): BudgetLimits {
-  const b = tenant.budget;
-  return {
-    daily: b.daily ? usdToAtomic(b.daily) : undefined,
-    monthly: b.monthly ? usdToAtomic(b.monthly) : undefined,
-    total: b.total ? usdToAtomic(b.total) : undefined,
-  };
-}
+import type { LedgerEntry, NewLedgerEntry } from "../state/types.js";
+import { atomicToUsd } from "./money.js";
+export { tenantLimits };
 
 /** A keyless token's own spend cap, checked with the tenant's budget. */
 export interface SpendCap {
@@ -73,6 +67,7 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
     const r = await ledger.reserve({ ...base, tenant: tenant.id }, tenantLimits(tenant), now);
     if (!r.ok) {
       if (capId) await ledger.release(capId, "tenant budget exceeded", now);
+      void onBudgetExhausted(services, tenant.id, r.window); // the alert, and the kill switch for onExhausted = "stop"
       throw new GatewayError(
         402,
         "budget_exceeded",
@@ -107,6 +102,8 @@ async function idsOf(services: GatewayServices, spend: SpendHold | LedgerEntry):
 export async function settleSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, finalAmount?: bigint, transaction?: string): Promise<void> {
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount);
+  const tenant = "entry" in spend ? spend.entry.tenant : spend.tenant;
+  if (!tenant.startsWith("token:")) void checkBudgetAlerts(services, tenant); // thresholds crossed by this spend
 }
 
 /** Nothing was spent: every entry's amount goes back to the budget. */

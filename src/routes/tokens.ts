@@ -17,7 +17,7 @@ const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
   z.array(z.enum(values)).min(1).refine((a) => new Set(a).size === a.length, { error: "scopes must not repeat" });
 
-const mintRequest = z.discriminatedUnion("kind", [
+export const mintRequest = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("sandbox"), sandboxId: z.string().min(1), scopes: nonEmptyUnique(["runtime", "terminal", "ports"] as const), ttlSeconds: ttl }),
   z.strictObject({ kind: z.literal("session"), sessionId: z.string().min(1), scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(), ttlSeconds: ttl }),
   z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl }),

@@ -8,7 +8,7 @@ import { requireScope, type Tenant } from "../tenants.js";
 import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";
-import { tenantLimits } from "../payments/spend.js";
+import { tenantLimits } from "../payments/limits.js";
 import { resetAt } from "../state/windows.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);

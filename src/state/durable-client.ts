@@ -6,6 +6,7 @@ import type { SequencedEntry, WireFilter, WireLimits } from "./durable-ledger.js
 import { holdExpiresAt } from "./holds.js";
 import type {
   BudgetLedger, BudgetLimits, BudgetWindow, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter,
+  AuditEntry, AuditLog, StoredTenant, TenantStore,
   LedgerState, NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse,
   Usage,
 } from "./types.js";
@@ -187,6 +188,48 @@ export class DurableKeyValue implements KeyValueStore {
   incrBy(key: string, by: number, ttlMs: number) {
     return this.o.call(keyObject(key), (s) => s.kvIncrBy(key, by, ttlMs));
   }
+  setIfAbsent(key: string, value: string, ttlMs: number) {
+    return this.o.call(keyObject(key), (s) => s.kvSetIfAbsent(key, value, ttlMs));
+  }
+}
+
+export class DurableTenantStore implements TenantStore {
+  constructor(private readonly o: Objects) {}
+  private write(mode: "put" | "create" | "seed", rec: StoredTenant) {
+    const source = rec.deleted ? "deleted" : rec.source;
+    return this.o.call("tenant-records", (s) => s.tenantsWrite(mode, rec.tenant.id, JSON.stringify(rec), source, JSON.stringify(rec.tenant)));
+  }
+  version() {
+    return this.o.call("tenant-records", (s) => s.tenantsVersion());
+  }
+  async list() {
+    return (await this.o.call("tenant-records", (s) => s.tenantsList())).map((r) => JSON.parse(r) as StoredTenant);
+  }
+  async get(id: string) {
+    const r = await this.o.call("tenant-records", (s) => s.tenantsGet(id));
+    return r === undefined ? undefined : (JSON.parse(r) as StoredTenant);
+  }
+  async put(rec: StoredTenant) {
+    await this.write("put", rec);
+  }
+  create(rec: StoredTenant) {
+    return this.write("create", rec);
+  }
+  seed(rec: StoredTenant) {
+    return this.write("seed", rec);
+  }
+}
+
+export class DurableAuditLog implements AuditLog {
+  constructor(private readonly o: Objects) {}
+  async append(entry: Omit<AuditEntry, "seq">) {
+    const seq = await this.o.call("audit", (s) => s.auditAppend(JSON.stringify(entry)));
+    return { ...entry, seq };
+  }
+  async list(q: { limit: number; before?: number }) {
+    const rows = await this.o.call("audit", (s) => s.auditList(q.limit, q.before));
+    return rows.map((r) => ({ ...(JSON.parse(r.entry) as Omit<AuditEntry, "seq">), seq: r.seq }));
+  }
 }
 
 export class DurableIdempotency implements IdempotencyStore {
@@ -240,6 +283,8 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     rateLimiter: new DurableRateLimiter(kv),
     // A read of one key object: a real round trip to a Durable Object, with no side effect.
     ping: async () => void (await kv.get("tollgate:ping")),
+    tenants: new DurableTenantStore(o),
+    audit: new DurableAuditLog(o),
     async close() {},
   };
 }

@@ -6,6 +6,8 @@
 //   ledger-index:<0-15>  id -> tenant, sharded by id: commit/release/get name only the id. Also the set of tenants, for
 //                        the rare cross-tenant reads (an operator's list, the reconciler's expired holds).
 //   ownership            one object: claims are rare (a sandbox or session start) and need lookups by id and by tenant.
+//   tenant-records       one object: tenant records and their version counter (rare writes, polled reads).
+//   audit                one object: the audit log, in sequence.
 //   keys:<0-31>          expiring values, idempotency keys and rate-limit counters, sharded by key: no operation spans
 //                        two keys, so shards scale them out; an alarm deletes expired rows.
 // Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
@@ -44,6 +46,9 @@ const SCHEMA = [
   `CREATE INDEX IF NOT EXISTS owners_by_tenant ON owners (kind, tenant, seq)`,
   `CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS idem (key TEXT PRIMARY KEY, pending INTEGER NOT NULL, response TEXT, expires_at INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS tenant_records (id TEXT PRIMARY KEY, record TEXT NOT NULL, source TEXT NOT NULL, body TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS record_versions (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)`,
 ];
 
 export class TollgateState extends DurableObject {
@@ -130,6 +135,45 @@ export class TollgateState extends DurableObject {
     return this.rows("SELECT COUNT(*) AS n FROM owners WHERE kind = ? AND tenant = ? AND active = 1", kind, tenant)[0].n as number;
   }
 
+  // tenant-records
+  tenantsVersion(): number {
+    return (this.rows("SELECT value FROM record_versions WHERE name = 'tenants'")[0]?.value as number | undefined) ?? 0;
+  }
+  tenantsList(): string[] {
+    return this.rows("SELECT record FROM tenant_records ORDER BY id").map((r) => r.record as string);
+  }
+  tenantsGet(id: string): string | undefined {
+    return this.rows("SELECT record FROM tenant_records WHERE id = ?", id)[0]?.record as string | undefined;
+  }
+  /** mode "create" writes only a new id, "seed" only over an unchanged config-made record, "put" always. */
+  tenantsWrite(mode: "put" | "create" | "seed", id: string, record: string, source: string, body: string): boolean {
+    return this.tx(() => {
+      const row = this.rows("SELECT source, body FROM tenant_records WHERE id = ?", id)[0];
+      if (row && mode === "create") return false;
+      if (row && mode === "seed" && (row.source !== "config" || row.body === body)) return false;
+      this.sql.exec(
+        "INSERT INTO tenant_records (id, record, source, body) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET record = ?, source = ?, body = ?",
+        id, record, source, body, record, source, body,
+      );
+      this.sql.exec("INSERT INTO record_versions (name, value) VALUES ('tenants', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1");
+      return true;
+    });
+  }
+
+  // audit
+  auditAppend(entry: string): number {
+    return this.tx(() => {
+      this.sql.exec("INSERT INTO audit (entry) VALUES (?)", entry);
+      return this.rows("SELECT last_insert_rowid() AS seq")[0].seq as number;
+    });
+  }
+  auditList(limit: number, before: number | undefined): Array<{ seq: number; entry: string }> {
+    const rows = before === undefined
+      ? this.rows("SELECT seq, entry FROM audit ORDER BY seq DESC LIMIT ?", limit)
+      : this.rows("SELECT seq, entry FROM audit WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit);
+    return rows.map((r) => ({ seq: r.seq as number, entry: r.entry as string }));
+  }
+
   // keys:<n>
   private live(table: "kv" | "idem", key: string) {
     const row = this.rows(`SELECT * FROM ${table} WHERE key = ?`, key)[0];
@@ -160,6 +204,15 @@ export class TollgateState extends DurableObject {
     const exp = Date.now() + ttlMs;
     this.sql.exec("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = ?, expires_at = ?", key, value, exp, value, exp);
     this.armSweep();
+  }
+  kvSetIfAbsent(key: string, value: string, ttlMs: number): boolean {
+    const set = this.tx(() => {
+      if (this.live("kv", key)) return false;
+      this.sql.exec("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?)", key, value, Date.now() + ttlMs);
+      return true;
+    });
+    this.armSweep();
+    return set;
   }
   kvDelete(key: string) {
     this.sql.exec("DELETE FROM kv WHERE key = ?", key);

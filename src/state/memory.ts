@@ -5,6 +5,7 @@ import type {
   WindowAmounts,
 } from "./types.js";
 import { HELD, holdExpiresAt, matches } from "./holds.js";
+import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
 
 const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
@@ -184,6 +185,11 @@ export class MemoryKeyValue implements KeyValueStore {
     this.map.set(key, { v: String(n), exp: e?.exp ?? this.now() + ttlMs });
     return n;
   }
+  async setIfAbsent(key: string, value: string, ttlMs: number) {
+    if (this.live(key)) return false;
+    this.map.set(key, { v: value, exp: this.now() + ttlMs });
+    return true;
+  }
 }
 
 export class MemoryIdempotency implements IdempotencyStore {
@@ -222,6 +228,8 @@ export function memoryStores(now: () => number = Date.now): StateStores {
     idempotency: new MemoryIdempotency(now),
     rateLimiter: new MemoryRateLimiter(kv),
     async ping() {},
+    tenants: new MemoryTenantStore(),
+    audit: new MemoryAuditLog(),
     async close() {},
   };
 }

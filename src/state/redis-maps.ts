@@ -47,6 +47,9 @@ export class RedisKeyValue implements KeyValueStore {
   async incrBy(key: string, by: number, ttlMs: number) {
     return Number(await this.r.run(() => this.r.client.tgIncrBy(this.r.key("kv", key), by, ttl(ttlMs))));
   }
+  async setIfAbsent(key: string, value: string, ttlMs: number) {
+    return (await this.r.run(() => this.r.client.set(this.r.key("kv", key), value, "PX", ttl(ttlMs), "NX"))) === "OK";
+  }
 }
 
 const PENDING = "pending";

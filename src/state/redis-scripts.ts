@@ -196,6 +196,32 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false
 `;
 
+/**
+ * KEYS: records hash, sources hash, bodies hash, version. ARGV: mode ('put' | 'create' | 'seed'), id, record JSON,
+ * source ('config' | 'api' | 'deleted'), tenant JSON. Returns 1 when written (and the version bumped), else 0.
+ */
+export const TENANT_WRITE = `
+local mode, id = ARGV[1], ARGV[2]
+local src = redis.call('HGET', KEYS[2], id)
+if mode == 'create' and src then return 0 end
+if mode == 'seed' and src then
+  if src ~= 'config' then return 0 end
+  if redis.call('HGET', KEYS[3], id) == ARGV[5] then return 0 end
+end
+redis.call('HSET', KEYS[1], id, ARGV[3])
+redis.call('HSET', KEYS[2], id, ARGV[4])
+redis.call('HSET', KEYS[3], id, ARGV[5])
+redis.call('INCR', KEYS[4])
+return 1
+`;
+
+/** KEYS: sequence, entries sorted set. ARGV: entry JSON without its seq. Returns the seq it was stored under. */
+export const AUDIT_APPEND = `
+local seq = redis.call('INCR', KEYS[1])
+redis.call('ZADD', KEYS[2], seq, seq .. '|' .. ARGV[1])
+return seq
+`;
+
 export const SCRIPTS = {
   tgReserve: { numberOfKeys: 16, lua: RESERVE },
   tgTransition: { numberOfKeys: 3, lua: TRANSITION },
@@ -205,6 +231,8 @@ export const SCRIPTS = {
   tgSetActive: { numberOfKeys: 1, lua: SET_ACTIVE },
   tgIncrBy: { numberOfKeys: 1, lua: INCR_BY },
   tgBegin: { numberOfKeys: 1, lua: BEGIN },
+  tgTenantWrite: { numberOfKeys: 4, lua: TENANT_WRITE },
+  tgAuditAppend: { numberOfKeys: 2, lua: AUDIT_APPEND },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;

@@ -6,6 +6,7 @@ import { StateUnavailableError } from "./errors.js";
 import { RedisLedger } from "./redis-ledger.js";
 import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
 import { SCRIPTS, type ScriptCommands } from "./redis-scripts.js";
+import { RedisAuditLog, RedisTenantStore } from "./redis-operators.js";
 import type { StateStores } from "./types.js";
 
 export interface RedisStoresOptions {
@@ -154,6 +155,8 @@ export function redisStores(url: string, opts: RedisStoresOptions = {}): RedisSt
     idempotency: new RedisIdempotency(connection),
     rateLimiter: new RedisRateLimiter(connection),
     ping: () => connection.run(async () => void (await connection.client.ping())),
+    tenants: new RedisTenantStore(connection),
+    audit: new RedisAuditLog(connection),
     close: () => connection.close(),
   };
 }

@@ -1,4 +1,5 @@
 // The shared-state interfaces. Each has three backends (memory, Redis, Durable Objects) and one contract test suite.
+import type { TenantConfig } from "../../config/schema.js";
 
 /** What a paid call's reservation is at any moment. */
 export type LedgerState = "reserved" | "committed" | "released" | "uncertain";
@@ -155,6 +156,65 @@ export interface KeyValueStore {
   delete(key: string): Promise<void>;
   /** Adds `by` to a counter (created at 0 with the ttl if absent) and returns the new value. */
   incrBy(key: string, by: number, ttlMs: number): Promise<number>;
+  /**
+   * Sets the key only if it holds no live value, atomically: of several callers (across instances) exactly one gets
+   * true. Used for "exactly once across a fleet" (an alert per threshold and window, a kill per window).
+   */
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean>;
+}
+
+/** Where a stored tenant's current definition came from: the config file (re-seeded at start-up) or the admin API. */
+export type TenantSource = "config" | "api";
+
+export interface StoredTenant {
+  tenant: TenantConfig;
+  source: TenantSource;
+  /** Deleted through the admin API: kept as a tombstone so the config file does not bring it back. */
+  deleted?: boolean;
+  updatedAt: number;
+}
+
+/**
+ * The tenants and their key hashes, shared by every gateway instance. Readers keep a local snapshot and reload it
+ * when `version()` changes, so a change made on one instance applies on all within a poll interval.
+ */
+export interface TenantStore {
+  /** Grows on every write; equal versions mean equal contents. */
+  version(): Promise<number>;
+  /** Every record, tombstones included, ordered by id. */
+  list(): Promise<StoredTenant[]>;
+  get(id: string): Promise<StoredTenant | undefined>;
+  /** Creates or replaces a tenant. */
+  put(record: StoredTenant): Promise<void>;
+  /** Creates a tenant only if no record (not even a tombstone) has its id; false otherwise. Atomic. */
+  create(record: StoredTenant): Promise<boolean>;
+  /**
+   * Start-up seeding from the config file: writes the record when none exists or the existing one still comes from
+   * the config (and differs); an API-made record (or tombstone) wins. Returns whether it wrote. Atomic.
+   */
+  seed(record: StoredTenant): Promise<boolean>;
+}
+
+/** One admin action: who did what to which target, the state before and after, and when. */
+export interface AuditEntry {
+  /** Grows with each append across the fleet; the paging cursor. */
+  seq: number;
+  at: number;
+  /** The admin tenant that acted (or "system" for the kill switch acting on a budget). */
+  actor: string;
+  action: string;
+  /** What was acted on, e.g. "tenant:acme" or "key:acme/1a2b3c4d5e6f7a8b". */
+  target: string;
+  before?: unknown;
+  after?: unknown;
+  requestId?: string;
+}
+
+export interface AuditLog {
+  /** Appends an entry and returns it with its sequence number. */
+  append(entry: Omit<AuditEntry, "seq">): Promise<AuditEntry>;
+  /** Newest first; `before` (a seq from a previous page) returns only older entries. */
+  list(query: { limit: number; before?: number }): Promise<AuditEntry[]>;
 }
 
 export type IdempotencyBegin =
@@ -199,5 +259,7 @@ export interface StateStores {
   rateLimiter: RateLimiter;
   /** Resolves once the backend answers a round trip; rejects with StateUnavailableError when it cannot (readiness). */
   ping(): Promise<void>;
+  tenants: TenantStore;
+  audit: AuditLog;
   close(): Promise<void>;
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { opener, type ContractBackend } from "./contract-backend.js";
 import { ledgerContract } from "./contract-ledger.js";
 import { idempotencyContract, kvContract, ownershipContract, rateLimiterContract } from "./contract-maps.js";
+import { auditLogContract, setIfAbsentContract, tenantStoreContract } from "./contract-tenants.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -12,6 +13,9 @@ export function stateContract(b: ContractBackend) {
   kvContract(b);
   idempotencyContract(b);
   rateLimiterContract(b);
+  setIfAbsentContract(b);
+  tenantStoreContract(b);
+  auditLogContract(b);
   pingContract(b);
 }
 
@@ -27,4 +31,4 @@ export function pingContract(b: ContractBackend) {
 }
 
 export type { ContractBackend };
-export { ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract };
+export { ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract, tenantStoreContract, auditLogContract, setIfAbsentContract };

@@ -1,0 +1,82 @@
+// The kill switch: stops a tenant's open sandboxes and sessions through the upstream, revokes every gateway token it
+// holds (open WebSockets then close within 2 s, on every instance) and records it. Pulled by an admin disabling or
+// deleting a tenant, and by a budget running out for a tenant with `onExhausted = "stop"` (once per window, fleet-wide).
+import type { GatewayServices } from "../services.js";
+import type { BudgetWindow, ResourceKind } from "../state/types.js";
+import { deliverBudgetEvent } from "./alerts.js";
+import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
+
+export interface KillReport {
+  tenant: string;
+  reason: string;
+  stopped: { sandboxes: string[]; sessions: string[] };
+  /** Resources the upstream would not stop (already gone, or an error), with its status. */
+  failed: Array<{ kind: ResourceKind; id: string; status: number | string }>;
+}
+
+/** The newest resources of each kind the kill switch looks at (older ones are long stopped). */
+const MAX_RESOURCES = 200;
+const STOP_PATH: Partial<Record<ResourceKind, string>> = { sandbox: "/api/sandbox", session: "/api/session" };
+
+async function stopUpstream(services: GatewayServices, kind: ResourceKind, id: string): Promise<number | string> {
+  const { upstream } = services;
+  try {
+    const res = await upstream.transport.request({
+      url: `${upstream.origin}${STOP_PATH[kind]}/${encodeURIComponent(id)}/stop`,
+      method: "PUT",
+      headers: upstream.controlHeaders(`kill-${crypto.randomUUID()}`),
+      signal: AbortSignal.timeout(services.config.upstream.timeoutMs),
+    });
+    await res.body?.cancel().catch(() => {});
+    return res.status;
+  } catch (err) {
+    return (err as Error)?.name === "TimeoutError" ? "timeout" : "unreachable";
+  }
+}
+
+/**
+ * Stops everything the tenant has open and revokes its tokens. Safe to call again: stopping a stopped resource is
+ * harmless, and a second revocation only moves the cut-off.
+ */
+export async function killTenant(services: GatewayServices, tenantId: string, reason: string, actor = "system"): Promise<KillReport> {
+  const { stores, logger } = services;
+  await services.tokens.revokeTenant(tenantId);
+  const report: KillReport = { tenant: tenantId, reason, stopped: { sandboxes: [], sessions: [] }, failed: [] };
+  for (const kind of ["sandbox", "session"] as const) {
+    const ids = (await stores.ownership.list(kind, tenantId)).slice(0, MAX_RESOURCES);
+    const results = await Promise.all(ids.map(async (id) => ({ id, status: await stopUpstream(services, kind, id) })));
+    for (const { id, status } of results) {
+      if (status === 200) {
+        (kind === "sandbox" ? report.stopped.sandboxes : report.stopped.sessions).push(id);
+        await stores.ownership.setActive(kind, id, false);
+      } else if (status !== 404 && status !== 409) {
+        report.failed.push({ kind, id, status });
+      } else {
+        await stores.ownership.setActive(kind, id, false); // already gone upstream
+      }
+    }
+  }
+  logger.info("kill switch", { tenant: tenantId, reason, actor, sandboxes: report.stopped.sandboxes.length, sessions: report.stopped.sessions.length, failed: report.failed.length });
+  await stores.audit.append({ at: services.now(), actor, action: "tenant.kill", target: `tenant:${tenantId}`, after: report });
+  return report;
+}
+
+/**
+ * A budget window of the tenant is exhausted (a reservation was refused, or a commit reached the limit). Sends the
+ * `budget.exhausted` alert and, for `onExhausted = "stop"`, pulls the kill switch: each once per window across the
+ * fleet. Never throws (it runs beside a request that has already been answered or refused).
+ */
+export async function onBudgetExhausted(services: GatewayServices, tenantId: string, window: BudgetWindow): Promise<void> {
+  try {
+    const tenant = services.directory.get(tenantId);
+    if (!tenant) return;
+    const now = services.now();
+    const period = windowPeriod(window, now);
+    const first = await services.stores.kv.setIfAbsent(`exhausted:${tenantId}:${window}:${period}`, services.instanceId, untilWindowEndsMs(window, now));
+    if (!first) return;
+    deliverBudgetEvent(services, tenant, { type: "budget.exhausted", window, period, onExhausted: tenant.onExhausted });
+    if (tenant.onExhausted === "stop") await killTenant(services, tenantId, `${window} budget exhausted`);
+  } catch (err) {
+    services.logger.error("budget exhaustion handling failed", { tenant: tenantId, window, error: String((err as Error)?.message ?? err) });
+  }
+}

@@ -1,0 +1,68 @@
+// Every change an admin makes to a tenant goes through here: read the stored record, apply, write it back as an API
+// record (which then wins over the config file), record the before and after in the audit log, reload this instance's
+// snapshot at once, and pull the kill switch when the change disables the tenant.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { keyIdOf, type Tenant } from "../tenants.js";
+import type { StoredTenant } from "../state/types.js";
+import { killTenant } from "./kill-switch.js";
+
+/** A tenant as the admin API shows it: keys by id, never by hash. */
+export function tenantView(r: StoredTenant) {
+  const { keys, ...rest } = r.tenant;
+  return {
+    ...rest,
+    source: r.source,
+    updatedAt: new Date(r.updatedAt).toISOString(),
+    keys: keys.map((k) => ({ id: keyIdOf(k.hash), ...(k.label ? { label: k.label } : {}), ...(k.expiresAt ? { expiresAt: k.expiresAt } : {}) })),
+  };
+}
+
+/** The stored record of a live tenant, or 404. */
+export async function liveRecord(services: GatewayServices, id: string): Promise<StoredTenant> {
+  const r = await services.stores.tenants.get(id);
+  if (!r || r.deleted) throw new GatewayError(404, "tenant_not_found", `No tenant "${id}".`);
+  return r;
+}
+
+export async function audit(services: GatewayServices, c: Context<GatewayEnv>, action: string, target: string, before: unknown, after: unknown) {
+  await services.stores.audit.append({
+    at: services.now(), actor: c.get("tenant")?.id ?? "unknown", action, target, requestId: c.get("requestId"),
+    ...(before !== undefined ? { before } : {}), ...(after !== undefined ? { after } : {}),
+  });
+}
+
+/** An admin cannot lock itself out: disabling or deleting itself, or dropping its own admin scope, is refused. */
+function guardSelf(c: Context<GatewayEnv>, before: Tenant, after: Tenant | undefined) {
+  if (c.get("tenant")?.id !== before.id) return;
+  if (!after || !after.enabled || !after.scopes.includes("admin")) {
+    throw new GatewayError(409, "admin_lockout", "An admin tenant cannot disable, delete or drop the admin scope of itself; use another admin tenant.");
+  }
+}
+
+export interface ChangeOptions {
+  /** Audit action name, e.g. "tenant.update", "key.revoke". */
+  action: string;
+  target?: string;
+  /** Delete instead of update (a tombstone stays, so the config file does not bring the tenant back). */
+  remove?: boolean;
+}
+
+/** Applies `mutate` to the live tenant `id` and returns the new record. */
+export async function changeTenant(
+  services: GatewayServices, c: Context<GatewayEnv>, id: string, opts: ChangeOptions, mutate: (t: Tenant) => Tenant = (t) => t,
+): Promise<StoredTenant> {
+  const before = await liveRecord(services, id);
+  const tenant = mutate(structuredClone(before.tenant));
+  guardSelf(c, before.tenant, opts.remove ? undefined : tenant);
+  const after: StoredTenant = { tenant, source: "api", updatedAt: services.now(), ...(opts.remove ? { deleted: true } : {}) };
+  await services.stores.tenants.put(after);
+  await audit(services, c, opts.action, opts.target ?? `tenant:${id}`, tenantView(before), opts.remove ? undefined : tenantView(after));
+  await services.tenantSync.refresh();
+  if (before.tenant.enabled && (opts.remove || !tenant.enabled)) {
+    await killTenant(services, id, opts.remove ? "deleted by an admin" : "disabled by an admin", c.get("tenant")?.id);
+  }
+  return after;
+}

@@ -1,0 +1,78 @@
+// Keeps an instance's TenantDirectory in step with the shared TenantStore: config tenants are seeded at start-up,
+// then the store's version is checked at most every `pollMs` and the snapshot reloaded when it moved. A lookup waits
+// for a check only when the snapshot is older than `maxStaleMs`, so a change made anywhere applies everywhere within
+// about that long, with no timer (Workers allow none outside a request).
+import type { TenantConfig } from "../../config/schema.js";
+import type { Logger } from "../log.js";
+import type { TenantDirectory } from "../tenants.js";
+import type { TenantStore } from "../state/types.js";
+
+export interface TenantSyncOptions {
+  /** A check is started when the snapshot is older than this (default 250 ms). */
+  pollMs?: number;
+  /** A lookup waits for a check when the snapshot is older than this (default 750 ms). */
+  maxStaleMs?: number;
+}
+
+export class TenantSync {
+  private checkedAt = 0;
+  private version = -1;
+  private inflight: Promise<void> | undefined;
+  private seeded: Promise<void> | undefined;
+  private readonly pollMs: number;
+  private readonly maxStaleMs: number;
+
+  constructor(
+    private readonly store: TenantStore,
+    private readonly directory: TenantDirectory,
+    private readonly configTenants: TenantConfig[],
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+    opts: TenantSyncOptions = {},
+  ) {
+    this.pollMs = opts.pollMs ?? 250;
+    this.maxStaleMs = opts.maxStaleMs ?? 750;
+  }
+
+  /** Writes the config file's tenants into the store (an API-made record wins; see TenantStore.seed). */
+  private seed(): Promise<void> {
+    this.seeded ??= (async () => {
+      const at = this.now();
+      for (const tenant of this.configTenants) await this.store.seed({ tenant, source: "config", updatedAt: at });
+    })().catch((err) => {
+      this.seeded = undefined; // try again on the next check; the config snapshot serves meanwhile
+      throw err;
+    });
+    return this.seeded;
+  }
+
+  /** Reloads the snapshot if the store changed since the last check. */
+  refresh(): Promise<void> {
+    this.inflight ??= (async () => {
+      try {
+        await this.seed();
+        const v = await this.store.version();
+        if (v !== this.version) {
+          const records = await this.store.list();
+          this.directory.replace(records.filter((r) => !r.deleted).map((r) => r.tenant));
+          this.version = v;
+        }
+        this.checkedAt = this.now();
+      } catch (err) {
+        this.logger.error("tenant store unreachable; serving the last known tenants", { error: String((err as Error)?.message ?? err) });
+        this.checkedAt = this.now(); // do not hammer a store that is down: the next check after pollMs
+      } finally {
+        this.inflight = undefined;
+      }
+    })();
+    return this.inflight;
+  }
+
+  /** The directory's refresher: free while recent, a background check when due, a wait when stale. */
+  async fresh(): Promise<void> {
+    const age = this.now() - this.checkedAt;
+    if (age < this.pollMs) return;
+    const check = this.refresh();
+    if (age >= this.maxStaleMs) await check;
+  }
+}

@@ -1,0 +1,65 @@
+// Admin API: tenants — list, create (with a first key, shown once), read, update, replace one section, disable,
+// enable, delete. Every change is audited and applies on every instance within a second.
+import { Hono } from "hono";
+import { tenantSchema, type TenantConfig } from "../../../config/schema.js";
+import type { GatewayEnv } from "../../context.js";
+import { GatewayError } from "../../errors.js";
+import type { GatewayServices } from "../../services.js";
+import { audit, changeTenant, liveRecord, tenantView } from "../../operators/tenant-changes.js";
+import { issueKey } from "./keys.js";
+import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "./schemas.js";
+import { validBody } from "./validate.js";
+
+export function tenantAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  const { stores } = services;
+
+  app.get("/tenants", async (c) => {
+    const records = (await stores.tenants.list()).filter((r) => !r.deleted);
+    return c.json({ tenants: records.map(tenantView) });
+  });
+
+  app.post("/tenants", async (c) => {
+    const { keyLabel, keyExpiresAt, ...fields } = await validBody(c, tenantCreateBody);
+    const issued = await issueKey(keyLabel, keyExpiresAt);
+    // The config schema fills the defaults, exactly as for a tenant written in the config file.
+    const tenant: TenantConfig = tenantSchema.parse({ ...fields, keys: [issued.entry] });
+    const record = { tenant, source: "api" as const, updatedAt: services.now() };
+    if (!(await stores.tenants.create(record))) {
+      throw new GatewayError(409, "tenant_exists", `A tenant "${tenant.id}" exists (or was deleted; deleted ids are not reused).`);
+    }
+    await audit(services, c, "tenant.create", `tenant:${tenant.id}`, undefined, tenantView(record));
+    await services.tenantSync.refresh();
+    const { key, id: keyId } = issued.view(tenant.id);
+    return c.json({ tenant: tenantView(record), key, keyId }, 201);
+  });
+
+  app.get("/tenants/:id", async (c) => c.json(tenantView(await liveRecord(services, c.req.param("id")))));
+
+  app.patch("/tenants/:id", async (c) => {
+    const patch = await validBody(c, tenantPatchBody);
+    const r = await changeTenant(services, c, c.req.param("id"), { action: "tenant.update" }, (t) => ({ ...t, ...patch }) as TenantConfig);
+    return c.json(tenantView(r));
+  });
+
+  app.put("/tenants/:id/:section{scopes|budget|payment|quotas|alerts}", async (c) => {
+    const section = c.req.param("section") as Section;
+    const value = await validBody(c, SECTIONS[section]);
+    const r = await changeTenant(services, c, c.req.param("id"), { action: `tenant.${section}` }, (t) => ({ ...t, [section]: value }) as TenantConfig);
+    return c.json(tenantView(r));
+  });
+
+  for (const [verb, enabled] of [["disable", false], ["enable", true]] as const) {
+    app.post(`/tenants/:id/${verb}`, async (c) => {
+      const r = await changeTenant(services, c, c.req.param("id"), { action: `tenant.${verb}` }, (t) => ({ ...t, enabled }));
+      return c.json(tenantView(r));
+    });
+  }
+
+  app.delete("/tenants/:id", async (c) => {
+    const id = c.req.param("id");
+    await changeTenant(services, c, id, { action: "tenant.delete", remove: true });
+    return c.json({ id, deleted: true });
+  });
+  return app;
+}

@@ -1,0 +1,94 @@
+// Budget alerts from two gateway instances racing paid searches on one budget: each threshold (and the exhaustion)
+// reaches every webhook exactly once, signed, with failed deliveries retried. On memory (two instances in one
+// process) and on a real redis-server.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { parseConfig } from "../../config/load.js";
+import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
+import { startNodeGateway, type RunningGateway } from "../../src/node.js";
+import { memoryStores } from "../../src/state/memory.js";
+import { verifyWebhook } from "../../src/operators/alerts.js";
+import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { search } from "../helpers/paid-stack.js";
+import { startRedisServer, type RedisServer } from "../state/redis-server.js";
+import { startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
+
+const SECRET = "whsec_" + randomBytes(16).toString("hex");
+let emu: EmulatorHandle;
+let redis: RedisServer;
+beforeAll(async () => {
+  [emu, redis] = await Promise.all([startEmulator({ modules: ["x402"] }), startRedisServer()]);
+});
+afterAll(async () => {
+  await emu?.close();
+  await redis?.stop();
+});
+
+async function until(limitMs: number, ok: () => boolean) {
+  const t0 = Date.now();
+  while (!ok() && Date.now() - t0 < limitMs) await new Promise((r) => setTimeout(r, 50));
+}
+
+function alertSuite(name: string, state: () => { config: Record<string, unknown>; shared?: () => ReturnType<typeof memoryStores> }) {
+  describe(`budget alerts with two instances racing (${name})`, () => {
+    let gws: RunningGateway[] = [];
+    let plain: WebhookReceiver;
+    let flaky: WebhookReceiver;
+    const key = generateTenantKey();
+
+    beforeAll(async () => {
+      [plain, flaky] = await Promise.all([startWebhookReceiver(), startWebhookReceiver({ failFirst: 2 })]);
+      const chain = emu.chain!;
+      const wallet = await chain.createFundedWallet(10_000_000n);
+      const s = state();
+      const config = parseConfig({
+        server: { host: "127.0.0.1", port: 0, logLevel: "silent" },
+        upstream: { baseUrl: emu.controlUrl, timeoutMs: 60_000 },
+        payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50" },
+        cache: { enabled: false },
+        state: s.config,
+        alerts: { webhooks: [plain.url], initialBackoffMs: 50 },
+        tenants: [{ id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "0.05" }, alerts: { webhooks: [flaky.url] } }],
+      });
+      const secrets = { upstreamApiKey: emu.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex"), webhookSecret: SECRET };
+      const stores = s.shared?.();
+      gws = await Promise.all([0, 1].map(() => startNodeGateway({ config, secrets, deps: stores ? { stores } : {} })));
+    }, 60_000);
+    afterAll(async () => {
+      for (const g of gws) await g.close();
+      await plain?.close();
+      await flaky?.close();
+    });
+
+    it("delivers 50, 80 and 100 % and the exhaustion exactly once each to every webhook, signed, retrying failures", async () => {
+      // $0.005 a search, $0.05 a day: 10 are paid, the rest refused; both instances pay some.
+      const results = await Promise.all(Array.from({ length: 24 }, (_, i) => search(gws[i % 2]!.url, key, { query: `alert race ${name} ${i}` })));
+      expect(results.filter((r) => r.status === 200)).toHaveLength(10);
+      expect(results.filter((r) => r.status === 402)).toHaveLength(14);
+      const day = new Date().toISOString().slice(0, 10);
+      const expected = [`budget.threshold:acme:daily:${day}:50`, `budget.threshold:acme:daily:${day}:80`, `budget.threshold:acme:daily:${day}:100`, `budget.exhausted:acme:daily:${day}`];
+      await until(15_000, () => plain.accepted().length >= 4 && flaky.accepted().length >= 4);
+      await new Promise((r) => setTimeout(r, 500)); // anything late (a duplicate) would show up now
+
+      for (const receiver of [plain, flaky]) {
+        expect(receiver.accepted().map((d) => d.id).sort()).toEqual([...expected].sort());
+        for (const d of receiver.deliveries) {
+          expect(await verifyWebhook(SECRET, d.body, d.signature ?? null, Math.floor(Date.now() / 1000))).toBe(true);
+          expect(await verifyWebhook("wrong-secret", d.body, d.signature ?? null, Math.floor(Date.now() / 1000))).toBe(false);
+        }
+      }
+      // The flaky receiver saw each event three times (503, 503, 200); the plain one once.
+      expect(plain.deliveries).toHaveLength(4);
+      expect(flaky.deliveries).toHaveLength(12);
+      const t100 = plain.accepted().find((d) => d.json.threshold === 100)!.json;
+      expect(t100).toMatchObject({ type: "budget.threshold", tenant: "acme", window: "daily", period: day, limit: "0.05", spent: "0.05" });
+      expect(plain.accepted().find((d) => d.json.type === "budget.exhausted")!.json).toMatchObject({ onExhausted: "block", window: "daily" });
+    }, 120_000);
+  });
+}
+
+alertSuite("memory", () => {
+  const stores = memoryStores();
+  return { config: { backend: "memory" }, shared: () => stores };
+});
+alertSuite("redis", () => ({ config: { backend: "redis", redisUrl: redis.url } }));

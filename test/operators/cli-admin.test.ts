@@ -1,0 +1,62 @@
+// `tollgate tenants …` and `tollgate keys … --gateway` drive a running gateway's admin API from a terminal.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
+import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { startTestGateway } from "../helpers/gateway.js";
+
+const run = promisify(execFile);
+let gw: Awaited<ReturnType<typeof startTestGateway>>;
+const ops = generateTenantKey();
+
+const cli = (...args: string[]) =>
+  run(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { env: { ...process.env, TOLLGATE_ADMIN_KEY: ops, TOLLGATE_GATEWAY: gw.url } })
+    .then((r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }))
+    .catch((e) => ({ code: e.code as number, stdout: e.stdout as string, stderr: e.stderr as string }));
+const whoami = async (key: string) => (await fetch(`${gw.url}/_tollgate/whoami`, { headers: { "x-api-key": key } })).status;
+
+beforeAll(async () => {
+  gw = await startTestGateway({ upstream: { baseUrl: "http://127.0.0.1:9" }, tenants: [{ id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(ops) }] }] }, { tokenSecret: randomBytes(32).toString("hex") });
+});
+afterAll(async () => {
+  await gw?.close();
+});
+
+describe("tollgate tenants / keys against a running gateway", () => {
+  it("creates a tenant and prints its key once; the key works", async () => {
+    const r = await cli("tenants", "create", "cli-co", "--scopes", "search,sessions", "--daily", "3.00", "--on-exhausted", "stop", "--rpm", "120");
+    expect(r.code).toBe(0);
+    const key = r.stdout.match(/tg_[A-Za-z0-9_-]+/)![0];
+    expect(await whoami(key)).toBe(200);
+    const got = JSON.parse((await cli("tenants", "get", "cli-co")).stdout);
+    expect(got).toMatchObject({ id: "cli-co", scopes: ["search", "sessions"], budget: { daily: "3.00" }, onExhausted: "stop", quotas: { requestsPerMinute: 120 } });
+    expect((await cli("tenants", "list")).stdout).toMatch(/^cli-co\tenabled\tsearch,sessions\t1 key\(s\)\tapi$/m);
+  }, 60_000);
+
+  it("updates, rotates, revokes and disables, and says what went wrong", async () => {
+    const upd = JSON.parse((await cli("tenants", "update", "cli-co", "--monthly", "30.00")).stdout);
+    expect(upd.budget).toEqual({ daily: "3.00", monthly: "30.00" });
+    const made = await cli("keys", "create", "--tenant", "cli-co", "--label", "ci", "--json");
+    const issued = JSON.parse(made.stdout);
+    expect(await whoami(issued.key)).toBe(200);
+    const rotated = await cli("keys", "rotate", "--tenant", "cli-co", "--key", issued.id);
+    const newKey = rotated.stdout.match(/tg_[A-Za-z0-9_-]+/)![0];
+    expect(await whoami(issued.key)).toBe(401);
+    expect(await whoami(newKey)).toBe(200);
+    const newId = rotated.stdout.match(/key id: (\w+)/)![1]!;
+    expect((await cli("keys", "revoke", "--tenant", "cli-co", "--key", newId)).code).toBe(0);
+    expect(await whoami(newKey)).toBe(401);
+    expect(JSON.parse((await cli("tenants", "disable", "cli-co")).stdout).enabled).toBe(false);
+    const bad = await cli("tenants", "update", "cli-co", "--daily", "lots");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("400 invalid_body: budget.daily:");
+    const wrongKey = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "tenants", "list", "--gateway", gw.url, "--admin-key", "tg_wrong"], { env: { ...process.env, TOLLGATE_ADMIN_KEY: "", TOLLGATE_GATEWAY: "" } }).catch((e) => e);
+    expect(wrongKey.stderr).toContain("401 invalid_api_key");
+  }, 60_000);
+
+  it("keeps the offline `keys create` when no gateway is named", async () => {
+    const r = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"], { env: { ...process.env, TOLLGATE_GATEWAY: "" } });
+    expect(r.stdout).toMatch(/keys = \[\{ hash = "sha256:[0-9a-f]{64}" \}\]/);
+  }, 30_000);
+});

@@ -1,0 +1,44 @@
+// A local webhook receiver on 127.0.0.1: records every delivery (headers and body) and can fail the first attempts.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Delivery {
+  id: string;
+  signature: string | undefined;
+  body: string;
+  json: any;
+  status: number;
+}
+
+export interface WebhookReceiver {
+  url: string;
+  deliveries: Delivery[];
+  /** Deliveries answered 2xx, one per accepted event. */
+  accepted(): Delivery[];
+  close(): Promise<void>;
+}
+
+/** `failFirst`: answer 503 to the first N attempts of each event id. */
+export async function startWebhookReceiver(opts: { failFirst?: number } = {}): Promise<WebhookReceiver> {
+  const deliveries: Delivery[] = [];
+  const attempts = new Map<string, number>();
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      const id = String(req.headers["tollgate-event-id"] ?? "");
+      const n = (attempts.get(id) ?? 0) + 1;
+      attempts.set(id, n);
+      const status = n <= (opts.failFirst ?? 0) ? 503 : 200;
+      deliveries.push({ id, signature: req.headers["tollgate-signature"] as string | undefined, body, json: JSON.parse(body), status });
+      res.writeHead(status, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    deliveries,
+    accepted: () => deliveries.filter((d) => d.status === 200),
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
