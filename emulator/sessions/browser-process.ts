@@ -11,6 +11,8 @@ export interface BrowserLaunchOptions {
   height: number;
   /** Fails the launch when DevTools has not answered by then. */
   startTimeoutMs?: number;
+  /** Further switches, e.g. the job browser's host-resolver rules. */
+  extraArgs?: string[];
 }
 
 export interface BrowserProcess {
@@ -38,6 +40,7 @@ function launchArgs(opts: BrowserLaunchOptions): string[] {
     "--remote-debugging-port=0",
     `--user-data-dir=${opts.userDataDir}`,
     `--window-size=${opts.width},${opts.height}`,
+    ...(opts.extraArgs ?? []),
   ];
   // Full Chromium's new headless mode draws window UI; kiosk mode on a virtual screen of the requested size makes
   // the page viewport equal the screen, as on the upstream's virtual display. headless-shell has no UI to remove.
