@@ -70,14 +70,21 @@ function coerce(value: string | undefined, s: Schema, context: string): unknown 
   }
 }
 
-function factFor(doc: PageStructure, key: string): string | undefined {
-  return doc.facts.find(([label]) => labelMatches(label, key))?.[1];
+/** One value for `key` from one page, by the rules in the README: a fact labelled exactly so, then the key's alias
+ * (title, description, url, date), then a fact whose label contains the key's words, then a sentence naming it. */
+function primitiveFor(doc: PageStructure, key: string): string | undefined {
+  const exact = doc.facts.find(([label]) => words(label) === words(key))?.[1];
+  if (exact) return exact;
+  const alias = aliasValue(doc, key);
+  if (alias) return alias;
+  const fact = doc.facts.find(([label]) => labelMatches(label, key))?.[1];
+  if (fact) return fact;
+  const k = words(key);
+  if (k === "email") return /[\w.+-]+@[\w-]+(\.[\w-]+)+/.exec(doc.paragraphs.join(" "))?.[0];
+  return doc.paragraphs.flatMap((p) => p.split(/(?<=[.!?])\s+/)).find((s) => k.split(" ").every((w) => words(s).split(" ").includes(w)));
 }
 
-/** One value for `key` from one page, by the rules in the README (facts, then aliases, then text). */
-function primitiveFor(doc: PageStructure, key: string): string | undefined {
-  const fact = factFor(doc, key);
-  if (fact) return fact;
+function aliasValue(doc: PageStructure, key: string): string | undefined {
   switch (aliasGroup(key)) {
     case "title":
       return doc.headings[0] ?? doc.title;
@@ -88,10 +95,7 @@ function primitiveFor(doc: PageStructure, key: string): string | undefined {
     case "date":
       return doc.facts.find(([l]) => /published|date|updated/i.test(l))?.[1];
   }
-  const k = words(key);
-  if (k === "email") return /[\w.+-]+@[\w-]+(\.[\w-]+)+/.exec(doc.paragraphs.join(" "))?.[0];
-  const sentence = doc.paragraphs.flatMap((p) => p.split(/(?<=[.!?])\s+/)).find((s) => k.split(" ").every((w) => words(s).includes(w)));
-  return sentence;
+  return undefined;
 }
 
 function fillObject(s: Schema, docs: PageStructure[], root: Schema): Record<string, unknown> {

@@ -19,9 +19,6 @@ export interface PageStructure {
 function readDom(): Omit<PageStructure, "url"> {
   const text = (el: Element | null | undefined) => (el?.textContent ?? "").replace(/\s+/g, " ").trim();
   const facts: Array<[string, string]> = [];
-  for (const m of Array.from(document.querySelectorAll("meta[name][content], meta[property][content]"))) {
-    facts.push([m.getAttribute("name") ?? m.getAttribute("property") ?? "", m.getAttribute("content") ?? ""]);
-  }
   for (const dt of Array.from(document.querySelectorAll("dt"))) {
     const dd = dt.nextElementSibling;
     if (dd && dd.tagName === "DD") facts.push([text(dt), text(dd)]);
@@ -30,6 +27,10 @@ function readDom(): Omit<PageStructure, "url"> {
   for (const b of blocks) {
     const m = /^([A-Za-z][\w ()/-]{0,40}?)\s*:\s+(.+)$/.exec(text(b));
     if (m) facts.push([m[1], m[2]]);
+  }
+  // Meta tags last: what the page shows wins over what its head says.
+  for (const m of Array.from(document.querySelectorAll("meta[name][content], meta[property][content]"))) {
+    facts.push([m.getAttribute("name") ?? m.getAttribute("property") ?? "", m.getAttribute("content") ?? ""]);
   }
   const lists: Array<{ heading: string; items: string[] }> = [];
   for (const list of Array.from(document.querySelectorAll("ul, ol"))) {
