@@ -22,6 +22,8 @@ export interface Job<P = unknown> {
   pages: unknown[];
   data?: unknown;
   metadata?: Record<string, unknown>;
+  /** The browser session an agent task runs in (not on the wire: tests and the gateway's tests read it). */
+  sessionId?: string;
   /** Aborted when the job is stopped or the emulator closes; runners check it between steps. */
   signal: AbortSignal;
 }
