@@ -11,6 +11,7 @@ import { createSandboxModule } from "./sandboxes/index.js";
 import { createSessionModule } from "./sessions/index.js";
 import { createX402Module, type X402Prices } from "./x402/index.js";
 import { createJobsModule } from "./jobs/index.js";
+import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
 
 export interface EmulatorOptions {
@@ -98,11 +99,13 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       sessions = await createSessionModule(ctx);
       modules.push(sessions);
     }
+    // One search index for both: the jobs' local web serves the same corpus the search returns.
+    const engine = wanted.has("jobs") || wanted.has("x402") ? new SearchEngine() : undefined;
     // Jobs mount before x402 so that their /api/web/fetch (a real page load) answers in place of the corpus one.
-    if (wanted.has("jobs")) modules.push(await createJobsModule(ctx, { sessions: sessions!.sessions }));
+    if (wanted.has("jobs")) modules.push(await createJobsModule(ctx, { sessions: sessions!.sessions, engine }));
     if (wanted.has("x402")) {
       if (typeof opts.chain === "object") chain = opts.chain;
-      if (chain) modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices }));
+      if (chain) modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices, searchEngine: engine }));
     }
   } catch (err) {
     await closeAll();
