@@ -1,12 +1,17 @@
 // The one shared headless Chromium that runs scrape, crawl, extract and fetch jobs: launched on first use, bounded.
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import puppeteer, { type Browser, type BrowserContext, type Page } from "puppeteer-core";
 import type { EmulatorContext } from "../types.js";
 import { launchBrowser, type BrowserProcess } from "../sessions/browser-process.js";
 import { findChromium } from "../sessions/chromium-binary.js";
 import type { LocalWeb } from "../web/index.js";
 import { routeToLocalWeb, type RoutedPage } from "./local-routing.js";
+
+interface PooledPage {
+  page: Page;
+  routing: Awaited<ReturnType<typeof routeToLocalWeb>>;
+}
 import { Slots } from "./slots.js";
 
 /**
@@ -23,7 +28,8 @@ export interface JobBrowserOptions {
 }
 
 export class JobBrowser {
-  private starting?: Promise<{ proc: BrowserProcess; browser: Browser; dir: string }>;
+  private starting?: Promise<{ proc: BrowserProcess; browser: Browser; context: BrowserContext; dir: string }>;
+  private readonly idle: PooledPage[] = [];
   private readonly slots: Slots;
   private closed = false;
 
@@ -40,24 +46,44 @@ export class JobBrowser {
     return this.starting ? (await this.starting).proc.pid : undefined;
   }
 
-  /** Runs `fn` on a fresh page in its own browser context, routed to the local web; the context is closed after. */
+  /**
+   * Runs `fn` on a page of the job browser, routed to the local web. Pages are kept and reused (opening one costs a
+   * renderer process, a second or more on a loaded machine): between uses a page goes back to about:blank with the
+   * context's cookies cleared; a page whose use failed is closed instead.
+   */
   async withPage<T>(fn: (page: Page, routed: RoutedPage) => Promise<T>): Promise<T> {
     const release = await this.slots.acquire();
+    let pooled: PooledPage | undefined;
+    let healthy = false;
     try {
-      const { browser } = await this.ensure();
-      const context = await browser.createBrowserContext();
-      let routed: RoutedPage | undefined;
-      try {
-        const page = await context.newPage();
-        await page.setViewport({ width: this.opts.width ?? 1280, height: this.opts.height ?? 720 });
-        routed = await routeToLocalWeb(page, this.web);
-        return await fn(page, routed);
-      } finally {
-        routed?.abort();
-        await context.close().catch(() => {});
-      }
+      pooled = this.idle.pop() ?? (await this.openPage());
+      const result = await fn(pooled.page, pooled.routing.begin());
+      healthy = true;
+      return result;
     } finally {
-      release();
+      if (pooled) void this.recycle(pooled, healthy).finally(release);
+      else release();
+    }
+  }
+
+  private async openPage(): Promise<PooledPage> {
+    const { context } = await this.ensure();
+    const page = await context.newPage();
+    await page.setViewport({ width: this.opts.width ?? 1280, height: this.opts.height ?? 720 });
+    return { page, routing: await routeToLocalWeb(page, this.web) };
+  }
+
+  private async recycle(pooled: PooledPage, healthy: boolean): Promise<void> {
+    pooled.routing.begin();
+    try {
+      if (!healthy || this.closed) throw new Error("not reused");
+      await pooled.page.goto("about:blank", { timeout: 5000 });
+      const cdp = await pooled.page.createCDPSession();
+      await cdp.send("Network.clearBrowserCookies").catch(() => {});
+      await cdp.detach().catch(() => {});
+      this.idle.push(pooled);
+    } catch {
+      await pooled.page.close().catch(() => {});
     }
   }
 
@@ -72,8 +98,10 @@ export class JobBrowser {
         const proc = await launchBrowser({ binary, userDataDir: dir, width: this.opts.width ?? 1280, height: this.opts.height ?? 720, extraArgs: OFFLINE_BROWSER_ARGS });
         try {
           const browser = await puppeteer.connect({ browserWSEndpoint: proc.cdpUrl, defaultViewport: null });
+          // Job pages live in a context of their own, apart from the browser's default one.
+          const context = await browser.createBrowserContext();
           this.ctx.log("jobs.browser.started", { pid: proc.pid, binary: binary.source });
-          return { proc, browser, dir };
+          return { proc, browser, context, dir };
         } catch (err) {
           await proc.kill().catch(() => {});
           throw err;

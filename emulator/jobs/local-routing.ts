@@ -27,26 +27,40 @@ function pdfViewer(url: string, pdf: { title?: string; lines: string[] }): strin
     .join("")}</main></body></html>`;
 }
 
-export async function routeToLocalWeb(page: Page, web: LocalWeb): Promise<RoutedPage> {
-  const documents = new Map<string, DocumentRecord>();
-  const controller = new AbortController();
+/**
+ * Installs the interception on `page` once; each `begin()` starts a fresh record for the next use of the page (the
+ * job browser reuses its pages) and aborts whatever the previous use still had in flight.
+ */
+export async function routeToLocalWeb(page: Page, web: LocalWeb): Promise<RoutedPage & { begin(): RoutedPage }> {
+  let documents = new Map<string, DocumentRecord>();
+  let controller = new AbortController();
   await page.setRequestInterception(true);
   const handle = async (req: HTTPRequest) => {
     const url = req.url();
     if (PASS_THROUGH.test(url)) return req.continue().catch(() => {});
-    const res = await web.fetch(url, { method: req.method() === "HEAD" ? "HEAD" : "GET", signal: controller.signal }).catch(() => undefined);
-    if (controller.signal.aborted) return;
+    const [docs, signal] = [documents, controller.signal];
+    const res = await web.fetch(url, { method: req.method() === "HEAD" ? "HEAD" : "GET", signal }).catch(() => undefined);
+    if (signal.aborted) return req.abort("aborted").catch(() => {});
     if (!res) return req.abort("namenotresolved").catch(() => {});
     const contentType = res.headers["content-type"] ?? "application/octet-stream";
     const isDocument = req.isNavigationRequest() && req.frame() === page.mainFrame();
     if (isDocument && /^application\/pdf/.test(contentType)) {
       const pdf = readPdfText(res.body);
-      documents.set(url, { status: res.status, contentType, pdf });
+      docs.set(url, { status: res.status, contentType, pdf });
       return req.respond({ status: res.status, contentType: "text/html; charset=utf-8", body: pdfViewer(url, pdf) }).catch(() => {});
     }
-    if (isDocument) documents.set(url, { status: res.status, contentType });
+    if (isDocument) docs.set(url, { status: res.status, contentType });
     return req.respond({ status: res.status, contentType, body: res.body }).catch(() => {});
   };
   page.on("request", (req) => void handle(req));
-  return { documents, abort: () => controller.abort() };
+  const current = (): RoutedPage => ({ documents, abort: () => controller.abort() });
+  return {
+    ...current(),
+    begin() {
+      controller.abort();
+      documents = new Map();
+      controller = new AbortController();
+      return current();
+    },
+  };
 }
