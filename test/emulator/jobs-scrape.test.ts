@@ -1,5 +1,6 @@
 // Scrape, batch scrape and crawl jobs on the emulator, driven by the unmodified SDK against the local web.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFile } from "node:fs/promises";
 import { HyperbrowserError } from "@hyperbrowser/sdk";
 import { SearchEngine } from "../../emulator/search/engine.js";
 import { pngSize } from "./sessions-harness.js";
@@ -26,6 +27,9 @@ describe("scrape", () => {
     expect(d.html).toMatch(/^<main><h1>About Emulator Outfitters<\/h1>/);
     expect(d.links).toEqual(expect.arrayContaining([`${SITE}/products`, `${SITE}/report.pdf`]));
     expect(pngSize(d.screenshot!)).toEqual({ width: 1280, height: 720 });
+    // The browser that loaded it resolves no host name but loopback: nothing can leave the machine.
+    const cmdline = (await readFile(`/proc/${await h.jobs.browser.pid()}/cmdline`, "utf8")).split("\0");
+    expect(cmdline).toContain("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost");
   });
 
   it("returns only the formats asked for, markdown by default, and honours include/exclude tags", async () => {
