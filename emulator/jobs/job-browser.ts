@@ -108,6 +108,16 @@ export class JobBrowser {
         }
       })();
       this.starting = starting;
+      // A browser that died (crash, OOM kill) is replaced on the next job rather than failing every job after it.
+      void starting
+        .then(({ proc }) => proc.exited)
+        .then(() => {
+          if (this.starting !== starting) return;
+          this.starting = undefined;
+          this.idle.length = 0;
+          if (!this.closed) this.ctx.log("jobs.browser.exited", {});
+        })
+        .catch(() => {});
       // A failed launch is not kept: the next job tries again.
       starting.catch(() => {
         if (this.starting === starting) this.starting = undefined;

@@ -41,8 +41,11 @@ export class JobStore {
   private readonly slots: Slots;
   private closed = false;
 
-  constructor(opts: { maxRunningJobs?: number } = {}) {
+  private readonly maxKeptJobs: number;
+
+  constructor(opts: { maxRunningJobs?: number; maxKeptJobs?: number } = {}) {
     this.slots = new Slots(opts.maxRunningJobs ?? 3);
+    this.maxKeptJobs = opts.maxKeptJobs ?? 1000;
   }
 
   /** Registers a pending job and queues `run`; it starts when a slot is free. A throw fails the job with its message. */
@@ -51,6 +54,7 @@ export class JobStore {
     const job: Job<P> = { id: randomUUID(), kind, status: "pending", history: ["pending"], params, createdAt: new Date(), pages: [], signal: controller.signal };
     const entry: Entry = { job, controller };
     this.entries.set(job.id, entry);
+    this.forgetOldest();
     entry.done = (async () => {
       const release = await this.slots.acquire();
       try {
@@ -107,6 +111,15 @@ export class JobStore {
     }
     const all = Promise.all([...this.entries.values()].map((e) => e.done));
     await Promise.race([all, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  /** A long-running emulator keeps the newest `maxKeptJobs` jobs; the oldest finished ones are forgotten (then 404). */
+  private forgetOldest() {
+    if (this.entries.size <= this.maxKeptJobs) return;
+    for (const [id, e] of this.entries) {
+      if (this.entries.size <= this.maxKeptJobs) break;
+      if (e.job.finishedAt) this.entries.delete(id);
+    }
   }
 
   private move(job: Job, status: JobStatus) {
