@@ -1,6 +1,7 @@
 // Captures a loaded page in the formats a job asks for: metadata, cleaned HTML, markdown (turndown), links, screenshot.
 import type { Page } from "puppeteer-core";
 import TurndownService from "turndown";
+import { gfm } from "turndown-plugin-gfm";
 import type { DocumentRecord } from "./local-routing.js";
 import { definePageHelpers } from "./page-structure.js";
 
@@ -26,6 +27,7 @@ export interface CapturedPage {
 }
 
 const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
+turndown.use(gfm);
 turndown.remove(["script", "style", "noscript"]);
 
 /** Runs in the page: the HTML the formats are made from, after the content options are applied. */
@@ -33,6 +35,9 @@ function contentHtml(opts: { onlyMainContent: boolean; includeTags: string[]; ex
   const root = document.body.cloneNode(true) as HTMLElement;
   for (const el of Array.from(root.querySelectorAll("script, style, noscript, template"))) el.remove();
   for (const sel of opts.excludeTags) for (const el of Array.from(root.querySelectorAll(sel))) el.remove();
+  // Links and images made absolute, as a client reading the content away from the page needs them.
+  for (const a of Array.from(root.querySelectorAll("a[href]"))) a.setAttribute("href", (a as HTMLAnchorElement).href);
+  for (const img of Array.from(root.querySelectorAll("img[src]"))) img.setAttribute("src", (img as HTMLImageElement).src);
   if (opts.includeTags.length) return opts.includeTags.flatMap((sel) => Array.from(root.querySelectorAll(sel)).map((el) => el.outerHTML)).join("\n");
   if (opts.onlyMainContent) {
     for (const el of Array.from(root.querySelectorAll("nav, header, footer, aside"))) el.remove();
