@@ -1,4 +1,5 @@
 // Captures a loaded page in the formats a job asks for: metadata, cleaned HTML, markdown (turndown), links, screenshot.
+/// <reference path="./turndown-plugin-gfm.d.ts" />
 import type { Page } from "puppeteer-core";
 import TurndownService from "turndown";
 import { gfm } from "turndown-plugin-gfm";
