@@ -10,6 +10,8 @@ import type { ChainHandle, EmulatorContext, EmulatorModule } from "./types.js";
 import { createSandboxModule } from "./sandboxes/index.js";
 import { createSessionModule } from "./sessions/index.js";
 import { createX402Module, type X402Prices } from "./x402/index.js";
+import { createJobsModule } from "./jobs/index.js";
+import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
 import { createTeamModule } from "./team.js";
 
@@ -22,7 +24,7 @@ export interface EmulatorOptions {
   /** Start the local chain (needed for /x402). A chain handle may be passed instead to share one. */
   chain?: boolean | ChainHandle;
   /** Which halves to run; all by default. Tests of one half skip the others to start faster. */
-  modules?: Array<"sandboxes" | "sessions" | "x402">;
+  modules?: Array<"sandboxes" | "sessions" | "x402" | "jobs">;
   prices?: Partial<X402Prices>;
   log?: (event: string, fields?: Record<string, unknown>) => void;
 }
@@ -67,7 +69,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     stateDir,
     log,
   };
-  const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402"]);
+  const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402", "jobs"]);
   const modules: EmulatorModule[] = [];
   let chain: ChainHandle | undefined;
   let ownsChain = false;
@@ -96,13 +98,17 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     });
     if (sbx) modules.push(sbx);
     let sessions: Awaited<ReturnType<typeof createSessionModule>> | undefined;
-    if (wanted.has("sessions") || wanted.has("x402")) {
+    if (wanted.has("sessions") || wanted.has("x402") || wanted.has("jobs")) {
       sessions = await createSessionModule(ctx);
       modules.push(sessions);
     }
+    // One search index for both: the jobs' local web serves the same corpus the search returns.
+    const engine = wanted.has("jobs") || wanted.has("x402") ? new SearchEngine() : undefined;
+    // Jobs mount before x402 so that their /api/web/fetch (a real page load) answers in place of the corpus one.
+    if (wanted.has("jobs")) modules.push(await createJobsModule(ctx, { sessions: sessions!.sessions, engine }));
     if (wanted.has("x402")) {
       if (typeof opts.chain === "object") chain = opts.chain;
-      if (chain) modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices }));
+      if (chain) modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices, searchEngine: engine }));
     }
   } catch (err) {
     await closeAll();

@@ -13,6 +13,8 @@ export interface BrowserLaunchOptions {
   extensionDirs?: string[];
   /** Fails the launch when DevTools has not answered by then. */
   startTimeoutMs?: number;
+  /** Further switches, e.g. the job browser's host-resolver rules. */
+  extraArgs?: string[];
 }
 
 export interface BrowserProcess {
@@ -40,6 +42,7 @@ function launchArgs(opts: BrowserLaunchOptions): string[] {
     "--remote-debugging-port=0",
     `--user-data-dir=${opts.userDataDir}`,
     `--window-size=${opts.width},${opts.height}`,
+    ...(opts.extraArgs ?? []),
   ];
   if (opts.extensionDirs?.length) {
     const dirs = opts.extensionDirs.join(",");

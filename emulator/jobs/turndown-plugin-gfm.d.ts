@@ -1,0 +1,8 @@
+// Types for turndown-plugin-gfm, which ships none: GitHub-flavoured tables, strikethrough and task lists for turndown.
+declare module "turndown-plugin-gfm" {
+  import type TurndownService from "turndown";
+  export const gfm: TurndownService.Plugin;
+  export const tables: TurndownService.Plugin;
+  export const strikethrough: TurndownService.Plugin;
+  export const taskListItems: TurndownService.Plugin;
+}
