@@ -10,6 +10,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# sudo: the sandboxes' shared userland (/usr) gives their `ubuntu` user passwordless sudo, as the real service does.
+[ -x /usr/bin/sudo ] || need+=(sudo)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} with apt-get…"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -2,9 +2,10 @@
 import { mkdir, chown, chmod, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { SandboxAgent } from "./agent-client.js";
+import { SandboxCgroup } from "./cgroups.js";
 import { ApiError } from "./errors.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
-import { Jail, type Isolation, type SandboxUser } from "./jail.js";
+import { Jail, hostnameOf, type Isolation, type SandboxUser } from "./jail.js";
 import { ProcessTable } from "./processes.js";
 import { TerminalTable } from "./terminals.js";
 import { WatchTable } from "./watches.js";
@@ -68,7 +69,19 @@ export class Sandbox {
     await mkdir(join(mountDir, "sock"), { recursive: true });
     await chmod(mountDir, 0o755);
     await writeFile(join(mountDir, "agent.mjs"), "");
-    const jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation });
+    // sudo looks its host name up; a real machine resolves its own.
+    await writeFile(join(dir, "root", "etc", "hosts"), `127.0.0.1\tlocalhost\n127.0.1.1\t${hostnameOf(spec.id)}\n::1\tlocalhost ip6-localhost ip6-loopback\n`);
+    const cgroup = await SandboxCgroup.create(spec.id, spec, isolation.cgroups).catch((err) => {
+      console.warn(`[tollgate emulator] sandbox ${spec.id}: sizes not enforced: ${(err as Error).message}`);
+      return SandboxCgroup.none();
+    });
+    let jail: Jail;
+    try {
+      jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation, cgroup });
+    } catch (err) {
+      await cgroup.remove();
+      throw err;
+    }
     const sb = new Sandbox(spec, dir, jail);
     jail.onExit = () => void sb.stop(sb.stopping ? sb.closeReason ?? "stopped" : "crashed");
     try {
