@@ -1,4 +1,7 @@
 // `tollgate` command line: dev (embedded default), start (real upstream), emulator, config check, keys create.
+import { createWriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
@@ -13,6 +16,9 @@ Usage:
   tollgate config check FILE                validate a config file, listing every problem
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
 `;
+
+/** What the emulator's printed wallet holds: 100 tokens of 6 decimals. */
+const EMULATOR_WALLET_FUNDS = 100_000_000n;
 
 function fail(msg: string, code = 1): never {
   process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
@@ -46,18 +52,26 @@ async function cmdDev(args: string[]) {
   if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
   const { startDevStack } = await import("./dev-stack.js");
   const started = Date.now();
+  // --json keeps stdout to one line; the gateway's and the emulator's logs then go to a file named in it.
+  const logFile = json ? join(tmpdir(), `tollgate-dev-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.log`) : undefined;
+  const logStream = logFile ? createWriteStream(logFile, { flags: "a", mode: 0o600 }) : undefined;
+  const writeLog = (line: string) => (logStream ? logStream.write(line + "\n") : process.stderr.write(line + "\n"));
   const stack = await startDevStack({
     host: values.host,
     port: values.port !== undefined ? Number(values.port) : json ? 0 : 8787,
-    logLevel: json ? "silent" : "info",
-    logSink: (line) => process.stderr.write(line + "\n"),
+    logLevel: "info",
+    logSink: writeLog,
+    ...(logStream ? { emulator: { log: (event, fields) => writeLog(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })) } } : {}),
     progress: json ? undefined : (m) => process.stderr.write(m + "\n"),
   });
-  onShutdown(() => stack.close(), json);
+  onShutdown(async () => {
+    await stack.close();
+    await new Promise<void>((r) => (logStream ? logStream.end(r) : r()));
+  }, json);
   const g = stack.gateway.url;
   if (json) {
     process.stdout.write(
-      JSON.stringify({ gateway: g, upstream: stack.emulator.controlUrl, runtime: stack.emulator.runtimeUrl, chain: stack.emulator.chain?.rpcUrl ?? null, tenants: stack.tenants }) + "\n",
+      JSON.stringify({ gateway: g, upstream: stack.emulator.controlUrl, runtime: stack.emulator.runtimeUrl, chain: stack.emulator.chain?.rpcUrl ?? null, tenants: stack.tenants, logFile }) + "\n",
     );
     return;
   }
@@ -125,9 +139,18 @@ async function cmdEmulator(args: string[]) {
     log: values.json ? undefined : (event, fields) => process.stderr.write(JSON.stringify({ event, ...fields }) + "\n"),
   });
   onShutdown(() => emu.close(), !!values.json);
-  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: emu.chain?.rpcUrl ?? null };
+  // A payer for `tollgate start` against this emulator: made now, funded with 100 tokens on the local chain only.
+  const chain = emu.chain;
+  const wallet = chain ? await chain.createFundedWallet(EMULATOR_WALLET_FUNDS) : null;
+  const token = chain ? { address: chain.token.address, network: chain.network, symbol: chain.token.symbol, decimals: chain.token.decimals } : null;
+  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: chain?.rpcUrl ?? null, wallet, token };
   if (values.json) process.stdout.write(JSON.stringify(info) + "\n");
-  else process.stdout.write(`emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`);
+  else {
+    process.stdout.write(`emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`);
+    if (wallet && token) {
+      process.stdout.write(`  token    ${token.address} (${token.symbol}, ${token.network})\n  wallet   ${wallet.address} (100 ${token.symbol}; local chain only)\n  walletKey ${wallet.privateKey}\n`);
+    }
+  }
 }
 
 async function cmdConfigCheck(args: string[]) {
