@@ -46,28 +46,39 @@ function onShutdown(close: () => Promise<void>, quiet = false) {
   process.on("SIGTERM", () => handler("SIGTERM"));
 }
 
+/** `dev --json` keeps stdout to one line; the gateway's and the emulator's logs go to this file, named in that line. */
+function devLogFile() {
+  const path = join(tmpdir(), `tollgate-dev-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.log`);
+  const stream = createWriteStream(path, { flags: "a", mode: 0o600 });
+  stream.on("error", (e) => process.stderr.write(`tollgate dev: cannot write ${path}: ${e.message}\n`));
+  return {
+    path,
+    write: (line: string) => void stream.write(line + "\n"),
+    close: () => new Promise<void>((r) => stream.end(r)),
+  };
+}
+
 async function cmdDev(args: string[]) {
   const { values } = parseArgs({ args, options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" }, worker: { type: "boolean" } } });
   const json = !!values.json;
   if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
   const { startDevStack } = await import("./dev-stack.js");
   const started = Date.now();
-  // --json keeps stdout to one line; the gateway's and the emulator's logs then go to a file named in it.
-  const logFile = json ? join(tmpdir(), `tollgate-dev-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.log`) : undefined;
-  const logStream = logFile ? createWriteStream(logFile, { flags: "a", mode: 0o600 }) : undefined;
-  const writeLog = (line: string) => (logStream ? logStream.write(line + "\n") : process.stderr.write(line + "\n"));
+  const logs = json ? devLogFile() : undefined;
+  const writeLog = logs?.write ?? ((line: string) => void process.stderr.write(line + "\n"));
   const stack = await startDevStack({
     host: values.host,
     port: values.port !== undefined ? Number(values.port) : json ? 0 : 8787,
     logLevel: "info",
     logSink: writeLog,
-    ...(logStream ? { emulator: { log: (event, fields) => writeLog(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })) } } : {}),
+    ...(logs ? { emulator: { log: (event, fields) => writeLog(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })) } } : {}),
     progress: json ? undefined : (m) => process.stderr.write(m + "\n"),
   });
   onShutdown(async () => {
     await stack.close();
-    await new Promise<void>((r) => (logStream ? logStream.end(r) : r()));
+    await logs?.close();
   }, json);
+  const logFile = logs?.path;
   const g = stack.gateway.url;
   if (json) {
     process.stdout.write(
@@ -104,9 +115,13 @@ Ctrl-C stops everything.
 
 async function cmdDevWorker(json: boolean, port: number | undefined, host: string | undefined) {
   const { startWorkerDev } = await import("./dev-worker.js");
-  const dev = await startWorkerDev({ host, port, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
-  onShutdown(() => dev.close(), json);
-  const info = { gateway: dev.gateway, upstream: dev.emulator.controlUrl, runtime: dev.emulator.runtimeUrl, chain: dev.emulator.chain?.rpcUrl ?? null, tenants: dev.tenants };
+  const logs = json ? devLogFile() : undefined;
+  const dev = await startWorkerDev({ host, port, log: logs?.write, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
+  onShutdown(async () => {
+    await dev.close();
+    await logs?.close();
+  }, json);
+  const info = { gateway: dev.gateway, upstream: dev.emulator.controlUrl, runtime: dev.emulator.runtimeUrl, chain: dev.emulator.chain?.rpcUrl ?? null, tenants: dev.tenants, logFile: logs?.path };
   if (json) process.stdout.write(JSON.stringify(info) + "\n");
   else process.stdout.write(`\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`);
 }
