@@ -7,7 +7,7 @@ import net from "node:net";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 
-const SOCKET = process.argv[2] ?? "/run/tollgate/sock/agent.sock";
+const SOCKET = process.argv[2] ?? "/run/tollgate/sock/user/agent.sock";
 const HOME = process.env.HOME || "/home/ubuntu";
 
 class AgentError extends Error {

@@ -15,6 +15,11 @@ export interface Isolation {
   available: boolean;
   /** A private network namespace per sandbox (else sandboxes share the host's loopback). */
   privateNetwork: boolean;
+  /**
+   * Each sandbox gets its own user namespace, where root holds its capabilities and sudo works. Without one, root
+   * inside runs with no capability at all and setuid programs cannot elevate (sudo fails): degraded, logged.
+   */
+  userNamespace: boolean;
   /** Sizes (memMiB, vcpus) enforced through cgroups, and with which version. */
   cgroups: CgroupSupport;
   reason?: string;
@@ -31,19 +36,18 @@ const ID_MAP = "0 0 65536\n";
 /** Checks once what this machine allows, so a missing feature degrades with a logged warning instead of failing late. */
 export function probeIsolation(cgroups: CgroupSupport): Isolation {
   if (typeof process.getuid === "function" && process.getuid() !== 0) {
-    return { available: false, privateNetwork: false, cgroups, reason: "the emulator must run as root to enter sandbox namespaces (nsenter)" };
+    return { available: false, privateNetwork: false, userNamespace: false, cgroups, reason: "the emulator must run as root to enter sandbox namespaces (nsenter)" };
   }
-  const userns = spawnSync("/usr/bin/unshare", ["--user", "/usr/bin/true"], { timeout: 5000 });
-  if (userns.status !== 0) {
-    return { available: false, privateNetwork: false, cgroups, reason: `user namespaces are unavailable: ${String(userns.stderr ?? userns.error).trim()}` };
-  }
+  const probe = spawnSync("/usr/bin/unshare", ["--user", "/usr/bin/true"], { timeout: 5000 });
+  const userNamespace = probe.status === 0;
+  const noUserns = userNamespace ? "" : `no user namespaces (root inside has no capability, sudo fails): ${String(probe.stderr ?? probe.error).trim()}`;
   const base = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"];
   const full = spawnSync(BWRAP, [...base, "--unshare-net", "/usr/bin/true"], { timeout: 5000 });
-  if (full.status === 0) return { available: true, privateNetwork: true, cgroups };
+  if (full.status === 0) return { available: true, privateNetwork: true, userNamespace, cgroups, ...(noUserns ? { reason: noUserns } : {}) };
   const noNet = spawnSync(BWRAP, [...base, "/usr/bin/true"], { timeout: 5000 });
   const why = String(full.stderr ?? full.error ?? "").trim();
-  if (noNet.status === 0) return { available: true, privateNetwork: false, cgroups, reason: `no network namespace: ${why}` };
-  return { available: false, privateNetwork: false, cgroups, reason: `bubblewrap failed: ${why || String(noNet.stderr ?? noNet.error)}` };
+  if (noNet.status === 0) return { available: true, privateNetwork: false, userNamespace, cgroups, reason: [`no network namespace: ${why}`, noUserns].filter(Boolean).join("; ") };
+  return { available: false, privateNetwork: false, userNamespace, cgroups, reason: `bubblewrap failed: ${why || String(noNet.stderr ?? noNet.error)}` };
 }
 
 export type SandboxUser = "user" | "root";
@@ -78,7 +82,7 @@ export class Jail {
     /** `pid:[inode]` of the sandbox's PID namespace, used to prove nothing is left after stop. */
     readonly pidNamespace: string,
     /** Host PID of the process holding the sandbox's user namespace (it lives in the sandbox's PID namespace). */
-    readonly userNsPid: number,
+    readonly userNsPid: number | undefined,
     readonly cgroup: SandboxCgroup,
   ) {
     this.exited = new Promise((resolve) => bwrap.once("exit", () => resolve()));
@@ -130,8 +134,9 @@ export class Jail {
       await new Promise((r) => setTimeout(r, 5));
     }
     try {
-      await hardenMounts(initPid);
-      const userNsPid = await startUserNamespace(initPid, opts.cgroup);
+      // Without a user namespace, /usr stays nosuid: a setuid sudo would make the sandbox's user root on the host.
+      await hardenMounts(initPid, opts.isolation.userNamespace);
+      const userNsPid = opts.isolation.userNamespace ? await startUserNamespace(initPid, opts.cgroup) : undefined;
       return new Jail(child, initPid, pidNamespace, userNsPid, opts.cgroup);
     } catch (err) {
       signalGroup(child.pid!, "SIGKILL");
@@ -152,6 +157,14 @@ export class Jail {
   enterArgv(user: SandboxUser, cwd: string): string[] {
     const uid = user === "root" ? 0 : SANDBOX_UID;
     const gid = user === "root" ? 0 : SANDBOX_GID;
+    if (this.userNsPid === undefined) {
+      // Degraded (no user namespaces): every user, root included, without any capability or privilege gain.
+      return this.cgroup.wrap([
+        "/usr/bin/nsenter", "-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
+        "/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--init-groups", "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--",
+        "/usr/bin/env", `--chdir=${cwd}`,
+      ]);
+    }
     return this.cgroup.wrap([
       "/usr/bin/nsenter", "-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w",
       `--user=/proc/${this.userNsPid}/ns/user`, "--",
@@ -208,9 +221,9 @@ export class Jail {
  * /proc become read-only (the sandbox's root maps to host uid 0 for file permissions, see ID_MAP). The mount
  * namespace belongs to the host's user namespace, so the sandbox cannot undo either.
  */
-async function hardenMounts(initPid: number): Promise<void> {
+async function hardenMounts(initPid: number, setuidUsr: boolean): Promise<void> {
   const script = [
-    "mount -o remount,bind,ro,nodev /usr",
+    ...(setuidUsr ? ["mount -o remount,bind,ro,nodev /usr"] : []),
     // The writable kernel files whose only guard is "owned by uid 0" (bwrap already covers /proc/irq and /proc/bus).
     "for p in /proc/sys /proc/sysrq-trigger /proc/fs /proc/acpi; do",
     '  [ -e "$p" ] || continue',

@@ -61,9 +61,14 @@ export class Sandbox {
   /** Boots the jail on an already populated root dir and starts the user's agent, so files work at once. */
   static async boot(spec: SandboxSpec, dir: string, agentPath: string, isolation: Isolation): Promise<Sandbox> {
     const sockDir = join(dir, "sock");
+    // One private directory per agent: neither user can remove or replace the other's socket.
     await mkdir(sockDir, { recursive: true });
-    await chown(sockDir, SANDBOX_UID, SANDBOX_GID);
-    await chmod(sockDir, 0o770);
+    await chmod(sockDir, 0o755);
+    for (const [user, uid, gid] of [["user", SANDBOX_UID, SANDBOX_GID], ["root", 0, 0]] as const) {
+      await mkdir(join(sockDir, user), { recursive: true });
+      await chown(join(sockDir, user), uid, gid);
+      await chmod(join(sockDir, user), 0o700);
+    }
     // bwrap would create missing mount points 0700, which the sandbox user could not traverse.
     const mountDir = join(dir, "root", "run", "tollgate");
     await mkdir(join(mountDir, "sock"), { recursive: true });
