@@ -74,8 +74,19 @@ export class SandboxCgroup {
     return new SandboxCgroup([], [], {});
   }
 
+  /** Creates and configures the groups; on any failure removes what it made and throws (the caller logs it). */
   static async create(id: string, limits: { memMiB: number; vcpus: number }, support: CgroupSupport): Promise<SandboxCgroup> {
     if (support.mode === "none") return SandboxCgroup.none();
+    const made: string[] = [];
+    try {
+      return await SandboxCgroup.configure(id, limits, support, made);
+    } catch (err) {
+      await new SandboxCgroup([], made, {}).remove();
+      throw err;
+    }
+  }
+
+  private static async configure(id: string, limits: { memMiB: number; vcpus: number }, support: CgroupSupport, made: string[]): Promise<SandboxCgroup> {
     const memoryBytes = Math.max(64, Math.floor(limits.memMiB)) * 1024 * 1024;
     const host = cpus().length || 1;
     const vcpus = limits.vcpus > 0 ? limits.vcpus : host;
@@ -89,6 +100,7 @@ export class SandboxCgroup {
       await writeFile(join(parent, "cgroup.subtree_control"), "+memory +cpu" + (support.roots.cpuset ? " +cpuset" : "")).catch(() => {});
       const dir = join(parent, id);
       await mkdir(dir, { recursive: true });
+      made.push(dir);
       await writeFile(join(dir, "memory.max"), String(memoryBytes));
       await writeFile(join(dir, "memory.swap.max"), "0").catch(() => {});
       await writeFile(join(dir, "cpu.max"), `${cpuQuotaUs} ${CPU_PERIOD_US}`);
@@ -98,7 +110,7 @@ export class SandboxCgroup {
       }
       return new SandboxCgroup([join(dir, "cgroup.procs")], [dir], applied);
     }
-    const dirs: string[] = [];
+    const dirs = made;
     const memory = join(support.roots.memory!, PARENT, id);
     await mkdir(memory, { recursive: true });
     dirs.push(memory);
@@ -120,16 +132,17 @@ export class SandboxCgroup {
       const mems = (await readFile(join(base, "cpuset.mems"), "utf8").catch(() => "")).trim();
       if (cpus && mems) {
         try {
+          await mkdir(parent, { recursive: true });
+          await writeFile(join(parent, "cpuset.cpus"), (await readFile(join(base, "cpuset.cpus"), "utf8")).trim());
+          await writeFile(join(parent, "cpuset.mems"), mems);
           await mkdir(set, { recursive: true });
-          for (const d of [parent, set]) {
-            if (d === parent) await writeFile(join(d, "cpuset.cpus"), (await readFile(join(base, "cpuset.cpus"), "utf8")).trim());
-            else await writeFile(join(d, "cpuset.cpus"), cpus);
-            await writeFile(join(d, "cpuset.mems"), mems);
-          }
           dirs.push(set);
+          await writeFile(join(set, "cpuset.cpus"), cpus);
+          await writeFile(join(set, "cpuset.mems"), mems);
           applied.cpus = cpus;
         } catch {
-          /* cpuset is a refinement; quota already caps the CPU time */
+          // cpuset is a refinement (the quota already caps CPU time): drop it rather than the sandbox.
+          if (dirs.at(-1) === set) (dirs.pop(), await rmdir(set).catch(() => {}));
         }
       }
     }

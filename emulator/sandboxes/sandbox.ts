@@ -1,6 +1,8 @@
 // One sandbox: its jail, agents, process/terminal/watch tables, exposed ports, and its life from start to stop.
-import { mkdir, chown, chmod, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { mkdir, chown, chmod, lstat, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { SandboxAgent } from "./agent-client.js";
 import { SandboxCgroup } from "./cgroups.js";
 import { ApiError } from "./errors.js";
@@ -9,6 +11,21 @@ import { Jail, hostnameOf, type Isolation, type SandboxUser } from "./jail.js";
 import { ProcessTable } from "./processes.js";
 import { TerminalTable } from "./terminals.js";
 import { WatchTable } from "./watches.js";
+
+const run = promisify(execFile);
+
+/** `root/rel` as real directories, replacing any symlink or file on the way (the host must not follow them). */
+async function realDir(root: string, rel: string): Promise<string> {
+  let at = root;
+  for (const part of rel.split("/").filter(Boolean)) {
+    at = join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (st?.isDirectory()) continue;
+    if (st) await rm(at, { force: true });
+    await mkdir(at, { mode: 0o755 });
+  }
+  return at;
+}
 
 export type SandboxStatus = "active" | "closed" | "error";
 
@@ -69,13 +86,12 @@ export class Sandbox {
       await chown(join(sockDir, user), uid, gid);
       await chmod(join(sockDir, user), 0o700);
     }
-    // bwrap would create missing mount points 0700, which the sandbox user could not traverse.
-    const mountDir = join(dir, "root", "run", "tollgate");
-    await mkdir(join(mountDir, "sock"), { recursive: true });
+    // bwrap would create missing mount points 0700, which the sandbox user could not traverse. The root dir may come
+    // from a snapshot the sandbox's root shaped: never follow its symlinks on the host.
+    const mountDir = await realDir(join(dir, "root"), "run/tollgate/sock").then(() => join(dir, "root", "run", "tollgate"));
     await chmod(mountDir, 0o755);
-    await writeFile(join(mountDir, "agent.mjs"), "");
-    // sudo looks its host name up; a real machine resolves its own.
-    await writeFile(join(dir, "root", "etc", "hosts"), `127.0.0.1\tlocalhost\n127.0.1.1\t${hostnameOf(spec.id)}\n::1\tlocalhost ip6-localhost ip6-loopback\n`);
+    await rm(join(mountDir, "agent.mjs"), { recursive: true, force: true });
+    await writeFile(join(mountDir, "agent.mjs"), "", { flag: "wx" });
     const cgroup = await SandboxCgroup.create(spec.id, spec, isolation.cgroups).catch((err) => {
       console.warn(`[tollgate emulator] sandbox ${spec.id}: sizes not enforced: ${(err as Error).message}`);
       return SandboxCgroup.none();
@@ -90,6 +106,10 @@ export class Sandbox {
     const sb = new Sandbox(spec, dir, jail);
     jail.onExit = () => void sb.stop(sb.stopping ? sb.closeReason ?? "stopped" : "crashed");
     try {
+      // sudo looks its host name up, as a real machine resolves its own. Written from inside, as the sandbox's root.
+      const hosts = `127.0.0.1\tlocalhost\n127.0.1.1\t${hostnameOf(spec.id)}\n::1\tlocalhost ip6-localhost ip6-loopback\n`;
+      const argv = [...jail.enterArgv("root", "/"), "/bin/sh", "-c", 'printf "%s" "$1" > /etc/hosts', "sh", hosts];
+      await run(argv[0]!, argv.slice(1), { env: { PATH: "/usr/bin:/bin" }, timeout: 10_000 }).catch(() => {});
       await sb.agent("user");
     } catch (err) {
       await sb.stop("error");

@@ -1,6 +1,8 @@
 // Sandbox users straight against the emulator with the unmodified SDK: `ubuntu` and `root` on every runtime
 // operation, sudo, root's isolation from other sandboxes and the host, and sizes enforced through cgroups.
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeCgroups } from "../../emulator/sandboxes/cgroups.js";
 import { startSandboxHarness, type SandboxHandle, type SandboxHarness } from "./sandboxes-harness.js";
@@ -57,6 +59,25 @@ describe("root stays inside its sandbox", () => {
     expect((await a.exec("cat /proc/1/cmdline | tr '\\0' ' '", { runAs: "root" })).stdout).not.toContain("node");
     // Its capabilities are those of its own user namespace, not the host's.
     expect((await a.exec("readlink /proc/self/ns/user", { runAs: "root" })).stdout).not.toBe((await import("node:fs")).readlinkSync("/proc/self/ns/user") + "\n");
+  });
+});
+
+describe("a snapshot shaped by root", () => {
+  it("boots without the host following the sandbox's symlinks", async () => {
+    const target = join(mkdtempSync(join(tmpdir(), "tollgate-symlink-")), "host-file");
+    writeFileSync(target, "host content");
+    await b.exec(`ln -sfn ${target} /etc/hosts && mkdir -p /x && ln -sfn /x /home/ubuntu/link`, { runAs: "root" });
+    const snap = await b.createMemorySnapshot({ snapshotName: "root-shaped" });
+    const clone = await h.hb.sandboxes.create({ snapshotName: "root-shaped", snapshotId: snap.snapshotId });
+    try {
+      expect(readFileSync(target, "utf8")).toBe("host content");
+      // The clone keeps what root made (a dangling link inside: that path does not exist in the sandbox).
+      expect((await clone.exec("readlink /etc/hosts; readlink /home/ubuntu/link")).stdout).toBe(`${target}\n/x\n`);
+      expect(await clone.exec("sudo -n whoami")).toMatchObject({ exitCode: 0, stdout: "root\n" });
+    } finally {
+      await clone.stop();
+      rmSync(dirname(target), { recursive: true, force: true });
+    }
   });
 });
 
