@@ -81,10 +81,10 @@ try {
   const gwBase = `http://127.0.0.1:${s.child.port}/sandbox/${sbx.id}/files`;
   const directBase = `${runtime.origin}/sandbox/${sbx.id}/files`;
   const baseline = s.child.rssBytes();
-  const dUp = await measureTransfer(s.child, STREAM_BYTES, () => upload(`${directBase}/upload?path=/home/user/d.bin`, upHeaders));
-  const dDown = await measureTransfer(s.child, STREAM_BYTES, () => download(`${directBase}/download?path=/home/user/d.bin`, upHeaders));
-  const gUp = await measureTransfer(s.child, STREAM_BYTES, () => upload(`${gwBase}/upload?path=/home/user/g.bin`, gwHeaders));
-  const gDown = await measureTransfer(s.child, STREAM_BYTES, () => download(`${gwBase}/download?path=/home/user/g.bin`, gwHeaders));
+  const dUp = await measureTransfer(s.child, STREAM_BYTES, () => upload(`${directBase}/upload?path=/home/ubuntu/d.bin`, upHeaders));
+  const dDown = await measureTransfer(s.child, STREAM_BYTES, () => download(`${directBase}/download?path=/home/ubuntu/d.bin`, upHeaders));
+  const gUp = await measureTransfer(s.child, STREAM_BYTES, () => upload(`${gwBase}/upload?path=/home/ubuntu/g.bin`, gwHeaders));
+  const gDown = await measureTransfer(s.child, STREAM_BYTES, () => download(`${gwBase}/download?path=/home/ubuntu/g.bin`, gwHeaders));
   const mib = (b: number) => (b / 1024 / 1024).toFixed(0);
   console.log(`\n## Streaming ${mib(STREAM_BYTES)} MiB (gateway RSS before: ${mib(baseline)} MiB)\n`);
   console.log("| transfer | direct MB/s | Tollgate MB/s | ratio | gateway peak RSS MiB |\n|---|---|---|---|---|");

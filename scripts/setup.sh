@@ -13,6 +13,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # nginx + openssl: the TLS-terminating proxy test (test/gateway/tls-proxy.test.ts) and its certificate made at test time.
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# sudo: the sandboxes' shared userland (/usr) gives their `ubuntu` user passwordless sudo, as the real service does.
+[ -x /usr/bin/sudo ] || need+=(sudo)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} with apt-get…"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

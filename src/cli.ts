@@ -1,4 +1,7 @@
 // `tollgate` command line: dev (embedded default), start (real upstream), emulator, config check, keys and tenants.
+import { createWriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
@@ -29,6 +32,9 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate keys expire --tenant ID --key KEY_ID --expires ISO
 `;
 
+/** What the emulator's printed wallet holds: 100 tokens of 6 decimals. */
+const EMULATOR_WALLET_FUNDS = 100_000_000n;
+
 function fail(msg: string, code = 1): never {
   process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
   process.exit(code);
@@ -55,24 +61,43 @@ function onShutdown(close: () => Promise<void>, quiet = false, limitMs = 15_000)
   process.on("SIGTERM", () => handler("SIGTERM"));
 }
 
+/** `dev --json` keeps stdout to one line; the gateway's and the emulator's logs go to this file, named in that line. */
+function devLogFile() {
+  const path = join(tmpdir(), `tollgate-dev-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.log`);
+  const stream = createWriteStream(path, { flags: "a", mode: 0o600 });
+  stream.on("error", (e) => process.stderr.write(`tollgate dev: cannot write ${path}: ${e.message}\n`));
+  return {
+    path,
+    write: (line: string) => void stream.write(line + "\n"),
+    close: () => new Promise<void>((r) => stream.end(r)),
+  };
+}
+
 async function cmdDev(args: string[]) {
   const { values } = parseArgs({ args, options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" }, worker: { type: "boolean" } } });
   const json = !!values.json;
   if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
   const { startDevStack } = await import("./dev-stack.js");
   const started = Date.now();
+  const logs = json ? devLogFile() : undefined;
+  const writeLog = logs?.write ?? ((line: string) => void process.stderr.write(line + "\n"));
   const stack = await startDevStack({
     host: values.host,
     port: values.port !== undefined ? Number(values.port) : json ? 0 : 8787,
-    logLevel: json ? "silent" : "info",
-    logSink: (line) => process.stderr.write(line + "\n"),
+    logLevel: "info",
+    logSink: writeLog,
+    ...(logs ? { emulator: { log: (event, fields) => writeLog(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })) } } : {}),
     progress: json ? undefined : (m) => process.stderr.write(m + "\n"),
   });
-  onShutdown(() => stack.close(), json);
+  onShutdown(async () => {
+    await stack.close();
+    await logs?.close();
+  }, json);
+  const logFile = logs?.path;
   const g = stack.gateway.url;
   if (json) {
     process.stdout.write(
-      JSON.stringify({ gateway: g, upstream: stack.emulator.controlUrl, runtime: stack.emulator.runtimeUrl, chain: stack.emulator.chain?.rpcUrl ?? null, tenants: stack.tenants }) + "\n",
+      JSON.stringify({ gateway: g, upstream: stack.emulator.controlUrl, runtime: stack.emulator.runtimeUrl, chain: stack.emulator.chain?.rpcUrl ?? null, tenants: stack.tenants, logFile }) + "\n",
     );
     return;
   }
@@ -107,9 +132,13 @@ Ctrl-C stops everything.
 
 async function cmdDevWorker(json: boolean, port: number | undefined, host: string | undefined) {
   const { startWorkerDev } = await import("./dev-worker.js");
-  const dev = await startWorkerDev({ host, port, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
-  onShutdown(() => dev.close(), json);
-  const info = { gateway: dev.gateway, upstream: dev.emulator.controlUrl, runtime: dev.emulator.runtimeUrl, chain: dev.emulator.chain?.rpcUrl ?? null, tenants: dev.tenants };
+  const logs = json ? devLogFile() : undefined;
+  const dev = await startWorkerDev({ host, port, log: logs?.write, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
+  onShutdown(async () => {
+    await dev.close();
+    await logs?.close();
+  }, json);
+  const info = { gateway: dev.gateway, upstream: dev.emulator.controlUrl, runtime: dev.emulator.runtimeUrl, chain: dev.emulator.chain?.rpcUrl ?? null, tenants: dev.tenants, logFile: logs?.path };
   if (json) process.stdout.write(JSON.stringify(info) + "\n");
   else process.stdout.write(`\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  initech ${dev.tenants.initech}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`);
 }
@@ -156,9 +185,18 @@ async function cmdEmulator(args: string[]) {
     log: values.json ? undefined : (event, fields) => process.stderr.write(JSON.stringify({ event, ...fields }) + "\n"),
   });
   onShutdown(() => emu.close(), !!values.json);
-  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: emu.chain?.rpcUrl ?? null };
+  // A payer for `tollgate start` against this emulator: made now, funded with 100 tokens on the local chain only.
+  const chain = emu.chain;
+  const wallet = chain ? await chain.createFundedWallet(EMULATOR_WALLET_FUNDS) : null;
+  const token = chain ? { address: chain.token.address, network: chain.network, symbol: chain.token.symbol, decimals: chain.token.decimals } : null;
+  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: chain?.rpcUrl ?? null, wallet, token };
   if (values.json) process.stdout.write(JSON.stringify(info) + "\n");
-  else process.stdout.write(`emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`);
+  else {
+    process.stdout.write(`emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`);
+    if (wallet && token) {
+      process.stdout.write(`  token    ${token.address} (${token.symbol}, ${token.network})\n  wallet   ${wallet.address} (100 ${token.symbol}; local chain only)\n  walletKey ${wallet.privateKey}\n`);
+    }
+  }
 }
 
 async function cmdConfigCheck(args: string[]) {

@@ -33,11 +33,23 @@ const envLine = (k: string, v: string) => {
   return `${k}='${v}'`;
 };
 
-export async function startWorkerDev(opts: { host?: string; port?: number; progress?: (m: string) => void } = {}): Promise<WorkerDev> {
+export interface WorkerDevOptions {
+  host?: string;
+  port?: number;
+  progress?: (m: string) => void;
+  /** Receives log lines: the emulator's events and, once ready, wrangler's output (the Worker's own log lines). */
+  log?: (line: string) => void;
+}
+
+export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<WorkerDev> {
   const host = opts.host ?? "127.0.0.1";
   const progress = opts.progress ?? (() => {});
+  const log = opts.log;
   progress("starting the local chain and the emulator…");
-  const emulator = await startEmulator({ host });
+  const emulator = await startEmulator({
+    host,
+    log: log ? (event, fields) => log(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })) : undefined,
+  });
   const dir = await mkdtemp(join(tmpdir(), "tollgate-wrangler-"));
   let child: ChildProcess | undefined;
   const stop = async () => {
@@ -75,11 +87,22 @@ export async function startWorkerDev(opts: { host?: string; port?: number; progr
       env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
     });
     let out = "";
+    let ready = false;
+    let partial = "";
     await new Promise<void>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`wrangler dev did not become ready in 60 s:\n${out.slice(-2000)}`)), 60_000);
       const onData = (d: Buffer) => {
+        if (ready) {
+          if (!log) return;
+          const lines = (partial + d.toString()).split("\n");
+          partial = lines.pop()!;
+          for (const line of lines) if (line.trim()) log(JSON.stringify({ ts: new Date().toISOString(), source: "worker", line }));
+          return;
+        }
         out += d;
         if (/Ready on http/.test(out)) {
+          ready = true;
+          out = "";
           clearTimeout(t);
           resolve();
         }

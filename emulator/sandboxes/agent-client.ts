@@ -59,7 +59,7 @@ export class SandboxAgent {
 
   /** Starts the agent as `user` inside the jail and waits until its socket listens. */
   static async start(jail: Jail, user: SandboxUser, sockDir: string): Promise<SandboxAgent> {
-    const file = `agent-${user}.sock`;
+    const file = `${user}/agent.sock`;
     const argv = [...jail.enterArgv(user, user === "root" ? "/root" : SANDBOX_HOME), "/usr/bin/node", AGENT_IN_SANDBOX, `/run/tollgate/sock/${file}`];
     const proc = spawn(argv[0], argv.slice(1), {
       detached: true,
@@ -95,7 +95,7 @@ export class SandboxAgent {
     const sock = this.open({ ...req, op });
     try {
       const { reply } = await readReplyLine(sock);
-      if (!reply.ok) throw toError(reply, String(req.path ?? req.from ?? ""));
+      if (!reply.ok) throw toError(reply, String(req.path ?? req.from ?? (req.files as Array<{ path?: string }> | undefined)?.[0]?.path ?? ""));
       return reply.body as T;
     } finally {
       sock.destroy();

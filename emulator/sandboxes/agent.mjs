@@ -7,8 +7,8 @@ import net from "node:net";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 
-const SOCKET = process.argv[2] ?? "/run/tollgate/sock/agent.sock";
-const HOME = process.env.HOME || "/home/user";
+const SOCKET = process.argv[2] ?? "/run/tollgate/sock/user/agent.sock";
+const HOME = process.env.HOME || "/home/ubuntu";
 
 class AgentError extends Error {
   constructor(status, code, message) {
@@ -32,10 +32,19 @@ for (const [file, map] of [["/etc/passwd", names.uid], ["/etc/group", names.gid]
     }
   } catch {}
 }
+/** `ls -l`'s mode column: the type character, then rwx triplets with setuid/setgid/sticky as s/S, s/S, t/T. */
+const TYPE_CHAR = { 0o140000: "s", 0o120000: "l", 0o100000: "-", 0o060000: "b", 0o040000: "d", 0o020000: "c", 0o010000: "p" };
 const perms = (mode) => {
   const chars = "rwxrwxrwx";
-  let s = "";
+  let s = TYPE_CHAR[mode & 0o170000] ?? "?";
   for (let i = 0; i < 9; i++) s += mode & (1 << (8 - i)) ? chars[i] : "-";
+  const special = (bit, at, set, unset) => {
+    if (!(mode & bit)) return;
+    s = s.slice(0, at) + (s[at] === "x" ? set : unset) + s.slice(at + 1);
+  };
+  special(0o4000, 3, "s", "S");
+  special(0o2000, 6, "s", "S");
+  special(0o1000, 9, "t", "T");
   return s;
 };
 

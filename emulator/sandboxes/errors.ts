@@ -39,6 +39,8 @@ export function fsError(err: unknown, path: string): ApiError {
       return new ApiError(400, "is_a_directory", `${path}: is a directory`);
     case "ENOTEMPTY":
       return new ApiError(400, "directory_not_empty", `${path}: directory not empty`);
+    case "EINVAL":
+      return new ApiError(400, "invalid_argument", `${path}: invalid argument (for chown: an id the sandbox does not map)`);
     case "EROFS":
       return new ApiError(400, "read_only", `${path}: read-only file system`);
     default:

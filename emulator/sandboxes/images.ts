@@ -6,8 +6,10 @@ import { randomUUID } from "node:crypto";
 
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;
-export const SANDBOX_USER = "user";
-export const SANDBOX_HOME = "/home/user";
+export const SANDBOX_USER = "ubuntu";
+export const SANDBOX_HOME = "/home/ubuntu";
+/** Debian's `sudo` group; the default user is in it, as on the real service. */
+const SUDO_GID = 27;
 
 export interface Image {
   id: string;
@@ -34,8 +36,18 @@ const CATALOG: Array<{ imageName: string; prettyName: string }> = [
 const HOST_ETC = [
   "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "bash.bashrc", "profile", "localtime", "timezone",
   "protocols", "services", "host.conf", "inputrc", "ssl", "ca-certificates", "ca-certificates.conf", "mime.types",
-  "environment", "shells", "login.defs", "skel",
+  "environment", "shells", "login.defs", "skel", "pam.conf", "pam.d", "security", "sudo.conf",
 ];
+
+/** Debian's default sudoers plus passwordless sudo for the default user (the real service's `ubuntu` has it). */
+const SUDOERS = `Defaults\tenv_reset
+Defaults\tmail_badpass
+Defaults\tsecure_path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+Defaults\tuse_pty
+root\tALL=(ALL:ALL) ALL
+%sudo\tALL=(ALL:ALL) ALL
+@includedir /etc/sudoers.d
+`;
 
 export async function buildSkeleton(dir: string, prettyName: string): Promise<void> {
   const etc = join(dir, "etc");
@@ -45,15 +57,25 @@ export async function buildSkeleton(dir: string, prettyName: string): Promise<vo
     if (existsSync(src)) await cp(src, join(etc, name), { recursive: true, verbatimSymlinks: true, force: true }).catch(() => {});
   }
   const files: Record<string, string> = {
-    passwd: `root:x:0:0:root:/root:/bin/bash\n${SANDBOX_USER}:x:${SANDBOX_UID}:${SANDBOX_GID}:Sandbox user:${SANDBOX_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
-    group: `root:x:0:\n${SANDBOX_USER}:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`,
+    passwd: `root:x:0:0:root:/root:/bin/bash\n${SANDBOX_USER}:x:${SANDBOX_UID}:${SANDBOX_GID}:Ubuntu:${SANDBOX_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `root:x:0:\nshadow:x:42:\nsudo:x:${SUDO_GID}:${SANDBOX_USER}\n${SANDBOX_USER}:x:${SANDBOX_GID}:\nnogroup:x:65534:\n`,
     hosts: "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
     "resolv.conf": "# no external network inside emulator sandboxes\n",
     "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
     "os-release": `PRETTY_NAME="${prettyName}"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n`,
   };
   for (const [name, body] of Object.entries(files)) await writeFile(join(etc, name), body);
-  for (const d of ["home", "root", "tmp", "var/tmp", "var/log", "opt", "srv", "mnt", "run"]) await mkdir(join(dir, d), { recursive: true });
+  // No passwords: root's is locked, the default user's sudo needs none.
+  await writeFile(join(etc, "shadow"), `root:*:19700:0:99999:7:::\n${SANDBOX_USER}:!:19700:0:99999:7:::\nnobody:*:19700:0:99999:7:::\n`, { mode: 0o640 });
+  await chown(join(etc, "shadow"), 0, 42);
+  await writeFile(join(etc, "sudoers"), SUDOERS, { mode: 0o440 });
+  await mkdir(join(etc, "sudoers.d"), { recursive: true, mode: 0o755 });
+  await writeFile(join(etc, "sudoers.d", "90-ubuntu"), `${SANDBOX_USER} ALL=(ALL) NOPASSWD:ALL\n`, { mode: 0o440 });
+  await mkdir(join(etc, "pam.d"), { recursive: true });
+  if (!existsSync(join(etc, "pam.d", "sudo"))) {
+    await writeFile(join(etc, "pam.d", "sudo"), "#%PAM-1.0\n@include common-auth\n@include common-account\n@include common-session-noninteractive\n");
+  }
+  for (const d of ["home", "root", "tmp", "var/tmp", "var/log", "var/lib/sudo", "opt", "srv", "mnt", "run", "usr"]) await mkdir(join(dir, d), { recursive: true });
   await mkdir(join(dir, SANDBOX_HOME), { recursive: true });
   await writeFile(join(dir, SANDBOX_HOME, ".bashrc"), 'PS1="\\u@\\h:\\w\\$ "\n');
   await chown(join(dir, SANDBOX_HOME), SANDBOX_UID, SANDBOX_GID);

@@ -1,5 +1,5 @@
 // The sandbox half of the emulator: real bubblewrap sandboxes behind the upstream's control and runtime planes.
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { Hono } from "hono";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +8,7 @@ import { sandboxControlRoutes } from "./control.js";
 import { ImageBuildStore } from "./image-builds.js";
 import { imageRoutes } from "./image-routes.js";
 import { ImageCatalog } from "./images.js";
+import { probeCgroups } from "./cgroups.js";
 import { probeIsolation } from "./jail.js";
 import { PortRouter } from "./ports.js";
 import { SandboxService } from "./registry.js";
@@ -31,11 +32,18 @@ export { RUNTIME_PORT } from "./registry.js";
  * const sbx = await hb.sandboxes.create({ imageName: "node" });
  */
 export async function createSandboxModule(ctx: EmulatorContext): Promise<EmulatorModule> {
-  const isolation = probeIsolation();
+  const isolation = probeIsolation(probeCgroups());
+  if (isolation.available) {
+    const { mode, reason } = isolation.cgroups;
+    ctx.log("sandbox.sizes", { cgroups: mode, ...(reason ? { reason } : {}), effect: mode === "none" ? "memMiB and vcpus are echoed, not enforced" : "memMiB and vcpus are enforced" });
+  }
   if (!isolation.available) ctx.log("sandbox.isolation.unavailable", { level: "warn", reason: isolation.reason, effect: "POST /api/sandbox answers 503" });
   else if (!isolation.privateNetwork) ctx.log("sandbox.isolation.degraded", { level: "warn", reason: isolation.reason, effect: "sandboxes share the host loopback; two cannot listen on one port" });
-  if (!isolation.available || !isolation.privateNetwork) console.warn(`[tollgate emulator] sandbox isolation degraded: ${isolation.reason}`);
-  await mkdir(join(ctx.stateDir, "sandboxes"), { recursive: true });
+  else if (!isolation.userNamespace) ctx.log("sandbox.isolation.degraded", { level: "warn", reason: isolation.reason, effect: "runAs root has no capability (cannot write the user's files) and sudo fails" });
+  if (!isolation.available || !isolation.privateNetwork || !isolation.userNamespace) console.warn(`[tollgate emulator] sandbox isolation degraded: ${isolation.reason}`);
+  // Root-only: a sandbox's root owns its files as host uid 0 (see jail.ts), setuid bits included.
+  await mkdir(join(ctx.stateDir, "sandboxes"), { recursive: true, mode: 0o700 });
+  await chmod(join(ctx.stateDir, "sandboxes"), 0o700);
   const images = await ImageCatalog.create(ctx.stateDir);
   const tokens = new TokenIssuer(ctx.tokenSecret);
   const snapshots = new SnapshotStore(join(ctx.stateDir, "snapshots"));

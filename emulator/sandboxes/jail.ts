@@ -1,7 +1,12 @@
-// One sandbox's isolation: a bubblewrap process holding fresh pid/net/mount/ipc/uts namespaces, entered with nsenter.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readdir, readFile, readlink } from "node:fs/promises";
+// One sandbox's isolation: a bubblewrap process holding fresh pid/net/mount/ipc/uts namespaces, plus a user namespace
+// in which the sandbox's root holds its capabilities; everything enters with nsenter.
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readdir, readFile, readlink, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
+import { SandboxCgroup, type CgroupSupport } from "./cgroups.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
+
+const run = promisify(execFile);
 
 export const BWRAP = "/usr/bin/bwrap";
 
@@ -10,21 +15,39 @@ export interface Isolation {
   available: boolean;
   /** A private network namespace per sandbox (else sandboxes share the host's loopback). */
   privateNetwork: boolean;
+  /**
+   * Each sandbox gets its own user namespace, where root holds its capabilities and sudo works. Without one, root
+   * inside runs with no capability at all and setuid programs cannot elevate (sudo fails): degraded, logged.
+   */
+  userNamespace: boolean;
+  /** Sizes (memMiB, vcpus) enforced through cgroups, and with which version. */
+  cgroups: CgroupSupport;
   reason?: string;
 }
 
+/**
+ * The sandbox's user namespace maps its ids 0..65535 onto the same host ids: files keep the owners the sandbox shows
+ * (root's files are root's), and setuid-root `sudo` from the shared /usr works. Root inside holds its capabilities
+ * only in this namespace; every other namespace (mount, pid, net...) belongs to the host's, so it cannot mount,
+ * remount, or reach anything the jail does not show it (see README).
+ */
+const ID_MAP = "0 0 65536\n";
+
 /** Checks once what this machine allows, so a missing feature degrades with a logged warning instead of failing late. */
-export function probeIsolation(): Isolation {
+export function probeIsolation(cgroups: CgroupSupport): Isolation {
   if (typeof process.getuid === "function" && process.getuid() !== 0) {
-    return { available: false, privateNetwork: false, reason: "the emulator must run as root to enter sandbox namespaces (nsenter)" };
+    return { available: false, privateNetwork: false, userNamespace: false, cgroups, reason: "the emulator must run as root to enter sandbox namespaces (nsenter)" };
   }
+  const probe = spawnSync("/usr/bin/unshare", ["--user", "/usr/bin/true"], { timeout: 5000 });
+  const userNamespace = probe.status === 0;
+  const noUserns = userNamespace ? "" : `no user namespaces (root inside has no capability, sudo fails): ${String(probe.stderr ?? probe.error).trim()}`;
   const base = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"];
   const full = spawnSync(BWRAP, [...base, "--unshare-net", "/usr/bin/true"], { timeout: 5000 });
-  if (full.status === 0) return { available: true, privateNetwork: true };
+  if (full.status === 0) return { available: true, privateNetwork: true, userNamespace, cgroups, ...(noUserns ? { reason: noUserns } : {}) };
   const noNet = spawnSync(BWRAP, [...base, "/usr/bin/true"], { timeout: 5000 });
   const why = String(full.stderr ?? full.error ?? "").trim();
-  if (noNet.status === 0) return { available: true, privateNetwork: false, reason: `no network namespace: ${why}` };
-  return { available: false, privateNetwork: false, reason: `bubblewrap failed: ${why || String(noNet.stderr ?? noNet.error)}` };
+  if (noNet.status === 0) return { available: true, privateNetwork: false, userNamespace, cgroups, reason: [`no network namespace: ${why}`, noUserns].filter(Boolean).join("; ") };
+  return { available: false, privateNetwork: false, userNamespace, cgroups, reason: `bubblewrap failed: ${why || String(noNet.stderr ?? noNet.error)}` };
 }
 
 export type SandboxUser = "user" | "root";
@@ -40,7 +63,12 @@ export interface JailOptions {
   isolation: Isolation;
   /** Host directories bound inside (volumes); each mount point must already exist under rootDir. */
   mounts?: Array<{ hostDir: string; path: string; readOnly: boolean }>;
+  /** The sandbox's cgroups: bwrap and every process entering join them. */
+  cgroup: SandboxCgroup;
 }
+
+/** The sandbox's host name: its id as a DNS label. */
+export const hostnameOf = (id: string) => id.replace(/_/g, "-").slice(0, 63);
 
 export const AGENT_IN_SANDBOX = "/run/tollgate/agent.mjs";
 
@@ -55,6 +83,9 @@ export class Jail {
     readonly initPid: number,
     /** `pid:[inode]` of the sandbox's PID namespace, used to prove nothing is left after stop. */
     readonly pidNamespace: string,
+    /** Host PID of the process holding the sandbox's user namespace (it lives in the sandbox's PID namespace). */
+    readonly userNsPid: number | undefined,
+    readonly cgroup: SandboxCgroup,
   ) {
     this.exited = new Promise((resolve) => bwrap.once("exit", () => resolve()));
     void this.exited.then(() => this.onExit?.());
@@ -64,7 +95,7 @@ export class Jail {
     const args = [
       "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
       ...(opts.isolation.privateNetwork ? ["--unshare-net"] : []),
-      "--hostname", opts.id.replace(/_/g, "-").slice(0, 63),
+      "--hostname", hostnameOf(opts.id),
       "--info-fd", "3",
       "--bind", opts.rootDir, "/",
       "--ro-bind", "/usr", "/usr",
@@ -76,7 +107,8 @@ export class Jail {
       "--", "/usr/bin/sleep", "infinity",
     ];
     // Own process group, so stop() can signal bwrap and everything it forked in one call.
-    const child = spawn(BWRAP, args, { detached: true, stdio: ["ignore", "ignore", "pipe", "pipe"], env: { PATH: "/usr/bin:/bin" } });
+    const bwrapArgv = opts.cgroup.wrap([BWRAP, ...args]);
+    const child = spawn(bwrapArgv[0]!, bwrapArgv.slice(1), { detached: true, stdio: ["ignore", "ignore", "pipe", "pipe"], env: { PATH: "/usr/bin:/bin" } });
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr += d));
     const info = await new Promise<{ "child-pid": number }>((resolve, reject) => {
@@ -104,7 +136,15 @@ export class Jail {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`sandbox ${opts.id} did not finish setting up: ${stderr.trim()}`);
       await new Promise((r) => setTimeout(r, 5));
     }
-    return new Jail(child, initPid, pidNamespace);
+    try {
+      // Without a user namespace, /usr stays nosuid: a setuid sudo would make the sandbox's user root on the host.
+      await hardenMounts(initPid, opts.isolation.userNamespace);
+      const userNsPid = opts.isolation.userNamespace ? await startUserNamespace(initPid, opts.cgroup) : undefined;
+      return new Jail(child, initPid, pidNamespace, userNsPid, opts.cgroup);
+    } catch (err) {
+      signalGroup(child.pid!, "SIGKILL");
+      throw new Error(`sandbox ${opts.id} failed to start: ${(err as Error).message}`);
+    }
   }
 
   get running(): boolean {
@@ -112,18 +152,28 @@ export class Jail {
   }
 
   /**
-   * The argv prefix that runs a command inside the sandbox as `user`: all namespaces, the sandbox root, no
-   * capabilities, no privilege gain through setuid binaries. The command then starts in `cwd`.
+   * The argv that runs a command inside the sandbox as `user`: it joins the sandbox's cgroups, then all its
+   * namespaces (the user namespace last, so it holds capabilities there only), the sandbox root, and becomes `user`
+   * with that user's groups. Root keeps its capabilities inside; the default user has none, but may gain root's
+   * through `sudo` as on the real service. The command then starts in `cwd`.
    */
   enterArgv(user: SandboxUser, cwd: string): string[] {
     const uid = user === "root" ? 0 : SANDBOX_UID;
     const gid = user === "root" ? 0 : SANDBOX_GID;
-    return [
-      "/usr/bin/nsenter", "-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
-      "/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--no-new-privs",
-      "--bounding-set=-all", "--inh-caps=-all", "--",
+    if (this.userNsPid === undefined) {
+      // Degraded (no user namespaces): every user, root included, without any capability or privilege gain.
+      return this.cgroup.wrap([
+        "/usr/bin/nsenter", "-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
+        "/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--init-groups", "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--",
+        "/usr/bin/env", `--chdir=${cwd}`,
+      ]);
+    }
+    return this.cgroup.wrap([
+      "/usr/bin/nsenter", "-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w",
+      `--user=/proc/${this.userNsPid}/ns/user`, "--",
+      "/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--init-groups", "--inh-caps=-all", "--",
       "/usr/bin/env", `--chdir=${cwd}`,
-    ];
+    ]);
   }
 
   /** Remembers a process group started inside, so stop() can kill it even if its nsenter parent is still around. */
@@ -152,6 +202,7 @@ export class Jail {
     // Whatever nsenter parent is still around has nothing left to wait for.
     for (const pgid of this.groups) signalGroup(pgid, "SIGKILL");
     this.groups.clear();
+    await this.cgroup.remove();
   }
 
   /** Host PIDs still living in the sandbox's PID namespace (empty once stopped). */
@@ -165,6 +216,51 @@ export class Jail {
       if (stat && !/\) Z /.test(stat)) out.push(Number(name));
     }
     return out;
+  }
+}
+
+/**
+ * Mounts the host must fix after bwrap: /usr may run setuid programs (sudo), and the kernel's global knobs under
+ * /proc become read-only (the sandbox's root maps to host uid 0 for file permissions, see ID_MAP). The mount
+ * namespace belongs to the host's user namespace, so the sandbox cannot undo either.
+ */
+async function hardenMounts(initPid: number, setuidUsr: boolean): Promise<void> {
+  const script = [
+    ...(setuidUsr ? ["mount -o remount,bind,ro,nodev /usr"] : []),
+    // The writable kernel files whose only guard is "owned by uid 0" (bwrap already covers /proc/irq and /proc/bus).
+    "for p in /proc/sys /proc/sysrq-trigger /proc/fs /proc/acpi; do",
+    '  [ -e "$p" ] || continue',
+    '  mount --bind "$p" "$p" && mount -o remount,bind,ro,nosuid,nodev,noexec "$p" || exit 1',
+    "done",
+  ].join("\n");
+  await run("/usr/bin/nsenter", ["-t", String(initPid), "-m", "--", "/bin/sh", "-c", script], { timeout: 10_000 });
+}
+
+/**
+ * Starts the sandbox's user-namespace holder inside its PID namespace (so it dies with the sandbox) and writes its
+ * identity map. Returns its host PID; processes join the namespace through /proc/<pid>/ns/user.
+ */
+async function startUserNamespace(initPid: number, cgroup: SandboxCgroup): Promise<number> {
+  const argv = cgroup.wrap(["/usr/bin/nsenter", "-t", String(initPid), "-m", "-p", "-r", "-w", "--", "/usr/bin/unshare", "--user", "--", "/usr/bin/sleep", "infinity"]);
+  const holder = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: "ignore", env: { PATH: "/usr/bin:/bin" } });
+  holder.unref();
+  const own = await readlink("/proc/self/ns/user");
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (holder.exitCode !== null) throw new Error(`user namespace holder exited with ${holder.exitCode}`);
+    // nsenter forks into the PID namespace; its child becomes unshare, then sleep.
+    const kids = (await readFile(`/proc/${holder.pid}/task/${holder.pid}/children`, "utf8").catch(() => "")).trim().split(/\s+/).filter(Boolean);
+    const pid = Number(kids[0]);
+    if (pid) {
+      const ns = await readlink(`/proc/${pid}/ns/user`).catch(() => own);
+      if (ns !== own) {
+        await writeFile(`/proc/${pid}/uid_map`, ID_MAP);
+        await writeFile(`/proc/${pid}/gid_map`, ID_MAP);
+        return pid;
+      }
+    }
+    if (Date.now() > deadline) throw new Error("timed out creating the user namespace");
+    await new Promise((r) => setTimeout(r, 5));
   }
 }
 

@@ -1,14 +1,32 @@
 // One sandbox: its jail, agents, process/terminal/watch tables, exposed ports, and its life from start to stop.
-import { mkdir, chown, chmod, lstat, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { mkdir, chown, chmod, lstat, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { SandboxAgent } from "./agent-client.js";
+import { SandboxCgroup } from "./cgroups.js";
 import { ApiError } from "./errors.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
-import { Jail, type Isolation, type SandboxUser } from "./jail.js";
+import { Jail, hostnameOf, type Isolation, type SandboxUser } from "./jail.js";
 import { ProcessTable } from "./processes.js";
 import { TerminalTable } from "./terminals.js";
 import type { VolumeMount } from "./volumes.js";
 import { WatchTable } from "./watches.js";
+
+const run = promisify(execFile);
+
+/** `root/rel` as real directories, replacing any symlink or file on the way (the host must not follow them). */
+async function realDir(root: string, rel: string): Promise<string> {
+  let at = root;
+  for (const part of rel.split("/").filter(Boolean)) {
+    at = join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (st?.isDirectory()) continue;
+    if (st) await rm(at, { force: true });
+    await mkdir(at, { mode: 0o755 });
+  }
+  return at;
+}
 
 export type SandboxStatus = "active" | "closed" | "error";
 
@@ -80,19 +98,39 @@ export class Sandbox {
   /** Boots the jail on an already populated root dir and starts the user's agent, so files work at once. */
   static async boot(spec: SandboxSpec, dir: string, agentPath: string, isolation: Isolation): Promise<Sandbox> {
     const sockDir = join(dir, "sock");
+    // One private directory per agent: neither user can remove or replace the other's socket.
     await mkdir(sockDir, { recursive: true });
-    await chown(sockDir, SANDBOX_UID, SANDBOX_GID);
-    await chmod(sockDir, 0o770);
-    // bwrap would create missing mount points 0700, which the sandbox user could not traverse.
-    const mountDir = join(dir, "root", "run", "tollgate");
-    await mkdir(join(mountDir, "sock"), { recursive: true });
+    await chmod(sockDir, 0o755);
+    for (const [user, uid, gid] of [["user", SANDBOX_UID, SANDBOX_GID], ["root", 0, 0]] as const) {
+      await mkdir(join(sockDir, user), { recursive: true });
+      await chown(join(sockDir, user), uid, gid);
+      await chmod(join(sockDir, user), 0o700);
+    }
+    // bwrap would create missing mount points 0700, which the sandbox user could not traverse. The root dir may come
+    // from a snapshot the sandbox's root shaped: never follow its symlinks on the host.
+    const mountDir = await realDir(join(dir, "root"), "run/tollgate/sock").then(() => join(dir, "root", "run", "tollgate"));
     await chmod(mountDir, 0o755);
-    await writeFile(join(mountDir, "agent.mjs"), "");
+    await rm(join(mountDir, "agent.mjs"), { recursive: true, force: true });
+    await writeFile(join(mountDir, "agent.mjs"), "", { flag: "wx" });
     for (const m of spec.mounts) await ensureMountPoint(join(dir, "root"), m.path);
-    const jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation, mounts: spec.mounts });
+    const cgroup = await SandboxCgroup.create(spec.id, spec, isolation.cgroups).catch((err) => {
+      console.warn(`[tollgate emulator] sandbox ${spec.id}: sizes not enforced: ${(err as Error).message}`);
+      return SandboxCgroup.none();
+    });
+    let jail: Jail;
+    try {
+      jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation, cgroup, mounts: spec.mounts });
+    } catch (err) {
+      await cgroup.remove();
+      throw err;
+    }
     const sb = new Sandbox(spec, dir, jail);
     jail.onExit = () => void sb.stop(sb.stopping ? sb.closeReason ?? "stopped" : "crashed");
     try {
+      // sudo looks its host name up, as a real machine resolves its own. Written from inside, as the sandbox's root.
+      const hosts = `127.0.0.1\tlocalhost\n127.0.1.1\t${hostnameOf(spec.id)}\n::1\tlocalhost ip6-localhost ip6-loopback\n`;
+      const argv = [...jail.enterArgv("root", "/"), "/bin/sh", "-c", 'printf "%s" "$1" > /etc/hosts', "sh", hosts];
+      await run(argv[0]!, argv.slice(1), { env: { PATH: "/usr/bin:/bin" }, timeout: 10_000 }).catch(() => {});
       await sb.agent("user");
     } catch (err) {
       await sb.stop("error");

@@ -85,7 +85,7 @@ describe("volumes", { timeout: 120_000 }, () => {
     const writer = await h.hb.sandboxes.create({ imageName: "debian", mounts: { "/data": { id: vol.id } } });
     const wrote = await writer.exec("echo persisted > /data/note.txt && id -un && stat -c %U /data/note.txt");
     expect(wrote.exitCode).toBe(0);
-    expect(wrote.stdout).toBe("user\nuser\n");
+    expect(wrote.stdout).toBe("ubuntu\nubuntu\n");
     const reader = await h.hb.sandboxes.create({ imageName: "node", mounts: { "/mnt/in": { id: vol.id, type: "ro" } } });
     expect((await reader.exec("cat /mnt/in/note.txt")).stdout).toBe("persisted\n");
     const denied = await reader.exec("echo no > /mnt/in/other.txt");

@@ -83,7 +83,7 @@ describe("sandbox control plane", () => {
 
   it("takes a memory snapshot that preserves the filesystem, and starts new sandboxes from it", async () => {
     const sbx = await h.hb.sandboxes.create({ imageName: "node" });
-    await sbx.files.writeText("/home/user/state.txt", "kept");
+    await sbx.files.writeText("/home/ubuntu/state.txt", "kept");
     await sbx.exec("mkdir -p /tmp/deep && echo tmp > /tmp/deep/x");
     const snap = await sbx.createMemorySnapshot({ snapshotName: "ctl-snap" });
     expect(snap).toMatchObject({ snapshotName: "ctl-snap", status: "created", imageName: "node" });
@@ -91,7 +91,7 @@ describe("sandbox control plane", () => {
     const listed = await h.hb.sandboxes.listSnapshots({ status: "created" });
     expect(listed.snapshots.map((s) => s.id)).toContain(snap.snapshotId);
     const clone = await h.hb.sandboxes.create({ snapshotName: "ctl-snap", snapshotId: snap.snapshotId });
-    expect(await clone.files.readText("/home/user/state.txt")).toBe("kept");
+    expect(await clone.files.readText("/home/ubuntu/state.txt")).toBe("kept");
     expect((await clone.exec("cat /tmp/deep/x")).stdout).toBe("tmp\n");
     const wrongPin = await control(h.emu, "POST", "/api/sandbox", { snapshotName: "ctl-snap", snapshotId: "snap_other" });
     expect(wrongPin.status).toBe(404);

@@ -16,7 +16,7 @@ const raw = (url: string, init: Parameters<typeof request>[1] = {}) => request(u
 describe("processes", () => {
   it("execs a command as the non-root user, returning a non-zero exit without an HTTP error", async () => {
     const r = await sbx.exec("id -un; pwd; echo oops >&2; exit 3", { env: { FOO: "bar" } });
-    expect(r).toMatchObject({ status: "exited", exitCode: 3, stdout: "user\n/home/user\n", stderr: "oops\n" });
+    expect(r).toMatchObject({ status: "exited", exitCode: 3, stdout: "ubuntu\n/home/ubuntu\n", stderr: "oops\n" });
     expect((await sbx.exec("echo $FOO", { env: { FOO: "bar" }, cwd: "/tmp" })).stdout).toBe("bar\n");
     expect((await sbx.exec("sleep 5", { timeoutMs: 200 })).status).toBe("timed_out");
   });
@@ -73,67 +73,67 @@ describe("processes", () => {
 
 describe("files", () => {
   it("writes (single, batch, append, mode), reads with offset/length/encoding, stats and lists with depth", async () => {
-    await sbx.files.writeText("/home/user/dir/a.txt", "hello");
-    await sbx.files.writeText("/home/user/dir/a.txt", " world", { append: true });
+    await sbx.files.writeText("/home/ubuntu/dir/a.txt", "hello");
+    await sbx.files.writeText("/home/ubuntu/dir/a.txt", " world", { append: true });
     await sbx.files.write([
-      { path: "/home/user/dir/sub/b.bin", data: Buffer.from([0, 1, 2, 255]) },
-      { path: "/home/user/dir/run.sh", data: "#!/bin/sh\necho ran\n", mode: "755" },
+      { path: "/home/ubuntu/dir/sub/b.bin", data: Buffer.from([0, 1, 2, 255]) },
+      { path: "/home/ubuntu/dir/run.sh", data: "#!/bin/sh\necho ran\n", mode: "755" },
     ]);
-    expect(await sbx.files.readText("/home/user/dir/a.txt")).toBe("hello world");
-    expect(await sbx.files.readText("/home/user/dir/a.txt", { offset: 6, length: 3 })).toBe("wor");
-    expect([...(await sbx.files.readBytes("/home/user/dir/sub/b.bin"))]).toEqual([0, 1, 2, 255]);
-    expect((await sbx.exec("/home/user/dir/run.sh")).stdout).toBe("ran\n");
-    const info = await sbx.files.getInfo("/home/user/dir/run.sh");
-    expect(info).toMatchObject({ type: "file", mode: 0o755, permissions: "rwxr-xr-x", owner: "user", size: 19 });
-    expect(await sbx.files.exists("/home/user/nope")).toBe(false);
-    const shallow = await sbx.files.list("/home/user/dir");
+    expect(await sbx.files.readText("/home/ubuntu/dir/a.txt")).toBe("hello world");
+    expect(await sbx.files.readText("/home/ubuntu/dir/a.txt", { offset: 6, length: 3 })).toBe("wor");
+    expect([...(await sbx.files.readBytes("/home/ubuntu/dir/sub/b.bin"))]).toEqual([0, 1, 2, 255]);
+    expect((await sbx.exec("/home/ubuntu/dir/run.sh")).stdout).toBe("ran\n");
+    const info = await sbx.files.getInfo("/home/ubuntu/dir/run.sh");
+    expect(info).toMatchObject({ type: "file", mode: 0o755, permissions: "-rwxr-xr-x", owner: "ubuntu", size: 19 });
+    expect(await sbx.files.exists("/home/ubuntu/nope")).toBe(false);
+    const shallow = await sbx.files.list("/home/ubuntu/dir");
     expect(shallow.map((e) => e.name).sort()).toEqual(["a.txt", "run.sh", "sub"]);
-    const deep = await sbx.files.list("/home/user/dir", { depth: 2 });
+    const deep = await sbx.files.list("/home/ubuntu/dir", { depth: 2 });
     expect(deep.map((e) => e.name)).toContain("b.bin");
-    await expect(sbx.files.readText("/home/user/missing")).rejects.toMatchObject({ statusCode: 404 });
+    await expect(sbx.files.readText("/home/ubuntu/missing")).rejects.toMatchObject({ statusCode: 404 });
   });
 
   it("makes dirs, moves, copies, chmods, refuses chown to another user with 400, and deletes", async () => {
-    expect(await sbx.files.makeDir("/home/user/m/n", { parents: true })).toBe(true);
-    expect(await sbx.files.makeDir("/home/user/m/n")).toBe(false);
-    await sbx.files.writeText("/home/user/m/n/f.txt", "x");
-    expect((await sbx.files.rename("/home/user/m/n/f.txt", "/home/user/m/g.txt")).name).toBe("g.txt");
-    expect((await sbx.files.copy({ source: "/home/user/m", destination: "/home/user/m2", recursive: true })).type).toBe("dir");
-    expect(await sbx.files.readText("/home/user/m2/g.txt")).toBe("x");
-    await sbx.files.chmod({ path: "/home/user/m2/g.txt", mode: "600" });
-    expect((await sbx.files.getInfo("/home/user/m2/g.txt")).permissions).toBe("rw-------");
-    await sbx.files.chown({ path: "/home/user/m2/g.txt", uid: 1000, gid: 1000 });
-    await expect(sbx.files.chown({ path: "/home/user/m2/g.txt", uid: 0 })).rejects.toMatchObject({ statusCode: 400 });
-    await sbx.files.remove("/home/user/m2", { recursive: true });
-    await sbx.files.remove("/home/user/m2", { recursive: true }); // idempotent
-    expect(await sbx.files.exists("/home/user/m2")).toBe(false);
+    expect(await sbx.files.makeDir("/home/ubuntu/m/n", { parents: true })).toBe(true);
+    expect(await sbx.files.makeDir("/home/ubuntu/m/n")).toBe(false);
+    await sbx.files.writeText("/home/ubuntu/m/n/f.txt", "x");
+    expect((await sbx.files.rename("/home/ubuntu/m/n/f.txt", "/home/ubuntu/m/g.txt")).name).toBe("g.txt");
+    expect((await sbx.files.copy({ source: "/home/ubuntu/m", destination: "/home/ubuntu/m2", recursive: true })).type).toBe("dir");
+    expect(await sbx.files.readText("/home/ubuntu/m2/g.txt")).toBe("x");
+    await sbx.files.chmod({ path: "/home/ubuntu/m2/g.txt", mode: "600" });
+    expect((await sbx.files.getInfo("/home/ubuntu/m2/g.txt")).permissions).toBe("-rw-------");
+    await sbx.files.chown({ path: "/home/ubuntu/m2/g.txt", uid: 1000, gid: 1000 });
+    await expect(sbx.files.chown({ path: "/home/ubuntu/m2/g.txt", uid: 0 })).rejects.toMatchObject({ statusCode: 400 });
+    await sbx.files.remove("/home/ubuntu/m2", { recursive: true });
+    await sbx.files.remove("/home/ubuntu/m2", { recursive: true }); // idempotent
+    expect(await sbx.files.exists("/home/ubuntu/m2")).toBe(false);
   });
 
   it("uploads and downloads raw bodies", async () => {
     const big = Buffer.alloc(4 * 1024 * 1024, 7);
-    expect(await sbx.files.upload("/home/user/up.bin", big)).toEqual({ path: "/home/user/up.bin", bytesWritten: big.length });
-    const back = await sbx.files.download("/home/user/up.bin");
+    expect(await sbx.files.upload("/home/ubuntu/up.bin", big)).toEqual({ path: "/home/ubuntu/up.bin", bytesWritten: big.length });
+    const back = await sbx.files.download("/home/ubuntu/up.bin");
     expect(back.length).toBe(big.length);
     expect(Buffer.compare(back, big)).toBe(0);
   });
 
   it("watches a directory and delivers events over the WebSocket", async () => {
-    await sbx.files.makeDir("/home/user/w");
+    await sbx.files.makeDir("/home/ubuntu/w");
     const events: Array<{ type: string; name: string }> = [];
-    const watch = await sbx.files.watchDir("/home/user/w", (e) => void events.push(e), { recursive: true });
+    const watch = await sbx.files.watchDir("/home/ubuntu/w", (e) => void events.push(e), { recursive: true });
     await new Promise((r) => setTimeout(r, 150));
-    await sbx.files.writeText("/home/user/w/new.txt", "1");
-    await sbx.exec("rm /home/user/w/new.txt");
+    await sbx.files.writeText("/home/ubuntu/w/new.txt", "1");
+    await sbx.exec("rm /home/ubuntu/w/new.txt");
     for (let i = 0; i < 50 && !events.some((e) => e.type === "remove"); i++) await new Promise((r) => setTimeout(r, 50));
     await watch.stop();
     expect(events).toEqual(expect.arrayContaining([{ type: "create", name: "new.txt" }, { type: "remove", name: "new.txt" }]));
-    await sbx.files.writeText("/home/user/plain", "x");
-    await expect(sbx.files.watchDir("/home/user/plain", () => {})).rejects.toMatchObject({ statusCode: 400 });
-    await expect(sbx.files.watchDir("/home/user/absent", () => {})).rejects.toMatchObject({ statusCode: 404 });
+    await sbx.files.writeText("/home/ubuntu/plain", "x");
+    await expect(sbx.files.watchDir("/home/ubuntu/plain", () => {})).rejects.toMatchObject({ statusCode: 400 });
+    await expect(sbx.files.watchDir("/home/ubuntu/absent", () => {})).rejects.toMatchObject({ statusCode: 404 });
   });
 
   it("serves presigned upload/download URLs without Authorization, honouring expiry and one-time use", async () => {
-    const up = await sbx.files.uploadUrl("/home/user/pre.txt", { oneTime: true });
+    const up = await sbx.files.uploadUrl("/home/ubuntu/pre.txt", { oneTime: true });
     expect(up.method).toBe("PUT");
     const put = await raw(up.url, { method: "PUT", body: "presigned!" });
     expect(put.statusCode).toBe(200);
@@ -141,11 +141,11 @@ describe("files", () => {
     const again = await raw(up.url, { method: "PUT", body: "twice" });
     expect(again.statusCode).toBe(401);
     await again.body.dump();
-    const down = await sbx.files.downloadUrl("/home/user/pre.txt", { oneTime: true });
+    const down = await sbx.files.downloadUrl("/home/ubuntu/pre.txt", { oneTime: true });
     const [a, b] = await Promise.all([raw(down.url), raw(down.url)]);
     expect([a.statusCode, b.statusCode].sort()).toEqual([200, 401]);
     expect([await a.body.text(), await b.body.text()]).toContain("presigned!");
-    const short = await sbx.files.downloadUrl("/home/user/pre.txt", { expiresInSeconds: 1 });
+    const short = await sbx.files.downloadUrl("/home/ubuntu/pre.txt", { expiresInSeconds: 1 });
     await new Promise((r) => setTimeout(r, 1100));
     const late = await raw(short.url);
     expect(late.statusCode).toBe(401);

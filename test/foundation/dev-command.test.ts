@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync } from "node:fs";
 
 /** Every descendant of a PID, from /proc (detached children keep their parent). */
 function descendants(root: number): number[] {
@@ -48,7 +48,7 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       const lines = out.trim().split("\n");
       expect(lines).toHaveLength(1);
       const info = JSON.parse(lines[0]);
-      expect(Object.keys(info).sort()).toEqual(["chain", "gateway", "runtime", "tenants", "upstream"]);
+      expect(Object.keys(info).sort()).toEqual(["chain", "gateway", "logFile", "runtime", "tenants", "upstream"]);
       expect(Object.keys(info.tenants).sort()).toEqual(["acme", "globex", "initech", "ops"]);
 
       const r = await fetch(`${info.gateway}/x402/web/search`, {
@@ -62,6 +62,15 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       // globex is search-only: isolation is visible at once.
       const denied = await fetch(`${info.gateway}/api/sandboxes`, { headers: { "x-api-key": info.tenants.globex } });
       expect(denied.status).toBe(403);
+      // Logs (the gateway's and the emulator's) go to the file named in the JSON line, never into stdout.
+      let logs = "";
+      for (let i = 0; i < 40 && !/x402\/web\/search/.test(logs); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        logs = readFileSync(info.logFile, "utf8");
+      }
+      expect(logs).toMatch(/x402\/web\/search/);
+      expect(logs).toContain('"source":"emulator"');
+      for (const key of Object.values(info.tenants) as string[]) expect(logs).not.toContain(key);
 
       const kids = descendants(child.pid!);
       expect(kids.length).toBeGreaterThan(0);
@@ -70,6 +79,7 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       await new Promise((r) => setTimeout(r, 500));
       expect(kids.filter(alive)).toEqual([]);
       expect(out.trim().split("\n")).toHaveLength(1);
+      rmSync(info.logFile, { force: true });
     } finally {
       try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ }
     }
@@ -86,7 +96,8 @@ describe("`tollgate dev --json` (the one-command start)", () => {
         child.stdout.on("data", () => out.includes("\n") && (clearTimeout(t), resolve()));
       });
       const info = JSON.parse(out.trim());
-      expect(Object.keys(info).sort()).toEqual(["apiKey", "chain", "runtime", "upstream"]);
+      expect(Object.keys(info).sort()).toEqual(["apiKey", "chain", "runtime", "token", "upstream", "wallet"]);
+      expect(info).toMatchObject({ chain: null, wallet: null, token: null });
       const images = await fetch(`${info.upstream}/api/images`, { headers: { "x-api-key": info.apiKey } });
       expect(images.status).toBe(200);
       expect((await fetch(`${info.upstream}/api/images`)).status).toBe(401);

@@ -98,8 +98,8 @@ describe("runtime plane", () => {
   });
 
   it("serves a presigned ticket only on the sandbox it was issued for", async () => {
-    await a.files.writeText("/home/user/p.txt", "p");
-    const url = new URL((await a.files.downloadUrl("/home/user/p.txt")).url);
+    await a.files.writeText("/home/ubuntu/p.txt", "p");
+    const url = new URL((await a.files.downloadUrl("/home/ubuntu/p.txt")).url);
     expect((await gatewayCall(s, "GET", `${url.pathname}${url.search}`)).text).toBe("p");
     expect((await gatewayCall(s, "GET", `/sandbox/${b.id}/files/presigned${url.search}`)).status).toBe(401);
   });

@@ -28,7 +28,7 @@ function* chunks(total: number) {
 it("streams a 256 MiB upload and download without the gateway's memory growing", async () => {
   const baseline = s.child.rssBytes();
   const up = await measureTransfer(s.child, SIZE, async () => {
-    const res = await request(`http://127.0.0.1:${s.child.port}/sandbox/${id}/files/upload?path=/home/user/big.bin`, {
+    const res = await request(`http://127.0.0.1:${s.child.port}/sandbox/${id}/files/upload?path=/home/ubuntu/big.bin`, {
       method: "PUT",
       headers: { authorization: `Bearer ${token}`, host: `localhost:${s.child.port}` },
       body: Readable.from(chunks(SIZE)),
@@ -39,7 +39,7 @@ it("streams a 256 MiB upload and download without the gateway's memory growing",
   });
   expect(up.moved).toBe(SIZE);
   const down = await measureTransfer(s.child, SIZE, async () => {
-    const res = await request(`http://127.0.0.1:${s.child.port}/sandbox/${id}/files/download?path=/home/user/big.bin`, {
+    const res = await request(`http://127.0.0.1:${s.child.port}/sandbox/${id}/files/download?path=/home/ubuntu/big.bin`, {
       headers: { authorization: `Bearer ${token}`, host: `localhost:${s.child.port}` },
     });
     expect(res.statusCode).toBe(200);

@@ -94,27 +94,27 @@ describe("runtime plane", () => {
   });
 
   it("reads, writes, uploads and downloads files", async () => {
-    await sbx.files.writeText("/home/user/a.txt", "hello");
-    expect(await sbx.files.readText("/home/user/a.txt")).toBe("hello");
+    await sbx.files.writeText("/home/ubuntu/a.txt", "hello");
+    expect(await sbx.files.readText("/home/ubuntu/a.txt")).toBe("hello");
     const big = Buffer.alloc(3 * 1024 * 1024, 9);
-    expect(await sbx.files.upload("/home/user/big.bin", big)).toEqual({ path: "/home/user/big.bin", bytesWritten: big.length });
-    expect(Buffer.compare(await sbx.files.download("/home/user/big.bin"), big)).toBe(0);
-    await expect(sbx.files.readText("/home/user/missing")).rejects.toMatchObject({ statusCode: 404 });
+    expect(await sbx.files.upload("/home/ubuntu/big.bin", big)).toEqual({ path: "/home/ubuntu/big.bin", bytesWritten: big.length });
+    expect(Buffer.compare(await sbx.files.download("/home/ubuntu/big.bin"), big)).toBe(0);
+    await expect(sbx.files.readText("/home/ubuntu/missing")).rejects.toMatchObject({ statusCode: 404 });
   });
 
   it("watches a directory over the relayed WebSocket", async () => {
-    await sbx.files.makeDir("/home/user/w");
+    await sbx.files.makeDir("/home/ubuntu/w");
     const events: Array<{ type: string; name: string }> = [];
-    const watch = await sbx.files.watchDir("/home/user/w", (e) => void events.push(e), { recursive: true });
+    const watch = await sbx.files.watchDir("/home/ubuntu/w", (e) => void events.push(e), { recursive: true });
     await sleep(150);
-    await sbx.files.writeText("/home/user/w/new.txt", "1");
+    await sbx.files.writeText("/home/ubuntu/w/new.txt", "1");
     for (let i = 0; i < 60 && !events.length; i++) await sleep(50);
     await watch.stop();
     expect(events).toEqual(expect.arrayContaining([{ type: "create", name: "new.txt" }]));
   });
 
   it("serves presigned URLs on the gateway, fetched without auth, one-time use kept", async () => {
-    const up = await sbx.files.uploadUrl("/home/user/pre.txt", { oneTime: true });
+    const up = await sbx.files.uploadUrl("/home/ubuntu/pre.txt", { oneTime: true });
     expect(up.url.startsWith(`${s.gatewayUrl}/sandbox/${sbx.id}/files/presigned?ticket=`)).toBe(true);
     const put = await raw(up.url, { method: "PUT", body: "presigned!" });
     expect(put.statusCode).toBe(200);
@@ -122,7 +122,7 @@ describe("runtime plane", () => {
     const again = await raw(up.url, { method: "PUT", body: "twice" });
     expect(again.statusCode).toBe(401);
     await again.body.dump();
-    const down = await sbx.files.downloadUrl("/home/user/pre.txt");
+    const down = await sbx.files.downloadUrl("/home/ubuntu/pre.txt");
     const got = await raw(down.url);
     expect(got.statusCode).toBe(200);
     expect(await got.body.text()).toBe("presigned!");
@@ -214,8 +214,8 @@ s.listen(3002);`;
     });
 
   it("relays a WebSocket to an auth port with the gateway token, and refuses it without", async () => {
-    await sbx.files.writeText("/home/user/ws.js", wsServer);
-    await sbx.processes.start("node /home/user/ws.js");
+    await sbx.files.writeText("/home/ubuntu/ws.js", wsServer);
+    await sbx.processes.start("node /home/ubuntu/ws.js");
     const e = await sbx.expose({ port: 3002, auth: true });
     const host = new URL(e.url).host;
     const token = (await gatewayCall(s, "GET", `/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.keys.alice } })).json.token;
@@ -232,13 +232,13 @@ s.listen(3002);`;
 
 describe("snapshots", () => {
   it("snapshots a sandbox and starts another from it; the snapshot is its tenant's alone", async () => {
-    await sbx.files.writeText("/home/user/snap.txt", "kept");
+    await sbx.files.writeText("/home/ubuntu/snap.txt", "kept");
     const snap = await sbx.createMemorySnapshot({ snapshotName: "alice-base" });
     expect(snap.status).toBe("created");
     expect((await s.alice.sandboxes.getSnapshot(snap.snapshotId)).snapshotName).toBe("alice-base");
     expect((await s.alice.sandboxes.getSnapshot("alice-base")).id).toBe(snap.snapshotId);
     const restored = await s.alice.sandboxes.create({ snapshotName: "alice-base" });
-    expect(await restored.files.readText("/home/user/snap.txt")).toBe("kept");
+    expect(await restored.files.readText("/home/ubuntu/snap.txt")).toBe("kept");
     await restored.stop();
     expect((await s.alice.sandboxes.listSnapshots()).snapshots.map((x) => x.id)).toEqual([snap.snapshotId]);
     expect((await s.bob.sandboxes.listSnapshots()).totalCount).toBe(0);
