@@ -233,6 +233,7 @@ export async function main(argv: string[]) {
     if (cmd === "start") return await cmdStart(argv.slice(1));
     if (cmd === "emulator") return await cmdEmulator(argv.slice(1));
     if (cmd === "config" && sub === "check") return await cmdConfigCheck(rest);
+    if (cmd === "routes") return void process.stdout.write((await import("./routing/describe.js")).routeTableMarkdown());
     const remote = rest.some((a) => a === "--gateway" || a.startsWith("--gateway=")) || !!process.env.TOLLGATE_GATEWAY;
     if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
     if (cmd === "keys") return await cmdKeysRemote(sub, rest);

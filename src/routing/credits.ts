@@ -27,12 +27,33 @@ export function priceOf(services: GatewayServices, name: PriceName): bigint {
   return usdToAtomic(services.config.credits.prices[name]);
 }
 
-function unitsOf(meter: Extract<Meter, { per: "units" }>, body: Record<string, unknown>): number {
-  const v = body[meter.units];
-  const n = Array.isArray(v) ? v.length : typeof v === "number" && Number.isFinite(v) ? Math.ceil(v) : meter.default;
+/** The count a units-metered request asks for at most; a missing limit is written into the body at the default. */
+function unitsOf(c: Parameters<MiddlewareHandler<GatewayEnv>>[0], meter: Extract<Meter, { per: "units" }>, body: Record<string, unknown>): number {
+  const path = meter.units.split(".");
+  let holder: Record<string, unknown> = body;
+  for (const k of path.slice(0, -1)) {
+    const next = holder[k];
+    holder = next && typeof next === "object" && !Array.isArray(next) ? (next as Record<string, unknown>) : {};
+  }
+  const v = holder[path.at(-1)!];
+  let n: number;
+  if (Array.isArray(v)) n = v.length;
+  else if (typeof v === "number" && Number.isFinite(v)) n = Math.ceil(v);
+  else {
+    n = meter.default;
+    if (meter.units !== "urls") setJsonBody(c, withPath(body, path, n));
+  }
   if (n < 1) return 1;
   if (n > MAX_UNITS) throw new GatewayError(400, "invalid_params", `${meter.units} may ask for at most ${MAX_UNITS}.`, { field: meter.units, limit: MAX_UNITS });
   return n;
+}
+
+/** A copy of `body` with `value` at `path` (objects along the way created or copied). */
+function withPath(body: Record<string, unknown>, path: string[], value: unknown): Record<string, unknown> {
+  const [head, ...rest] = path;
+  if (!rest.length) return { ...body, [head!]: value };
+  const inner = body[head!];
+  return { ...body, [head!]: withPath(inner && typeof inner === "object" && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {}, rest, value) };
 }
 
 async function keep(services: GatewayServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
@@ -76,7 +97,7 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       amount = rate;
       validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
     } else if (meter.per === "units") {
-      amount = rate * BigInt(unitsOf(meter, (await jsonBody(c)).json));
+      amount = rate * BigInt(unitsOf(c, meter, (await jsonBody(c)).json));
       validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
     } else if (meter.per === "extension") {
       const minutes = Number((await jsonBody(c)).json.durationMinutes);

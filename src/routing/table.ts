@@ -16,12 +16,12 @@ export type PriceName =
 
 /**
  * How a credit-billed row is metered. `call`: one price per call, committed on success, released on failure.
- * `units`: price × the count the request asks for at most (its `urls`, `maxPages`, `maxSteps`…), settled when the job
- * ends. `minutes`: price × `timeoutMinutes` reserved at creation, settled at stop, expiry or an upstream stop.
+ * `units`: price × the count the request asks for at most (its `urls`, `maxPages`, `maxSteps`…; a missing limit is set
+ * to `default` so the upstream cannot run past what was reserved), settled when the job ends. `minutes`: price × `timeoutMinutes` reserved at creation, settled at stop, expiry or an upstream stop.
  */
 export type Meter =
   | { per: "call"; price: PriceName }
-  | { per: "units"; price: PriceName; units: "urls" | "maxPages" | "maxSteps"; default: number }
+  | { per: "units"; price: PriceName; units: "urls" | "maxPages" | "crawlOptions.maxPages" | "maxSteps"; default: number }
   | { per: "minutes"; price: PriceName; resource: "sandbox" | "session" }
   | { per: "extension"; price: PriceName };
 
@@ -80,7 +80,7 @@ export const ROUTES: readonly RouteRow[] = [
   { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch" }, handler: "paid.search" },
   { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch" }, handler: "paid.search" },
   ...jobRows({ name: "web.batchFetch", path: "/api/web/batch-fetch", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "urls", default: 1 } }),
-  ...jobRows({ name: "web.crawl", path: "/api/web/crawl", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "maxPages", default: 10 } }),
+  ...jobRows({ name: "web.crawl", path: "/api/web/crawl", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "crawlOptions.maxPages", default: 10 } }),
 
   // ── Jobs billed to credits ──
   ...jobRows({ name: "scrape.batch", path: "/api/scrape/batch", scope: "jobs", kind: "job", meter: { per: "units", price: "scrapePage", units: "urls", default: 1 } }),

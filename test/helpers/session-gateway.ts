@@ -21,7 +21,7 @@ export interface SessionGateway {
 
 export async function startSessionGateway(
   tenants: TenantSpec[],
-  opts: { modules?: Array<"sandboxes" | "sessions">; tokens?: { ttlSeconds: number } } = {},
+  opts: { modules?: Array<"sandboxes" | "sessions" | "jobs">; tokens?: { ttlSeconds: number } } = {},
 ): Promise<SessionGateway> {
   const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"] });
   try {
