@@ -54,7 +54,7 @@ describe("operator endpoints on the Worker (workerd + Durable Objects + local ch
     expect(committed).toHaveLength(1);
     expect(text).toContain(`tollgate_payments_total{tenant="${tenant}",state="committed"} 1\n`);
     expect(text).toContain(`tollgate_payments_usd_total{tenant="${tenant}",state="committed"} ${Number(committed[0].amount) / 1e6}\n`);
-    expect(text).toContain(`tollgate_requests_total{route="/x402/web/search",status="200",tenant="${tenant}"} 1\n`);
+    expect(text).toContain(`tollgate_requests_total{route="x402.web.search",status="200",tenant="${tenant}"} 1\n`);
     expect(text).toContain(`tollgate_budget_remaining_usd{tenant="${tenant}",window="daily"} 0.995\n`);
     expect(text).toContain("tollgate_state_up 1\n");
   });
