@@ -9,15 +9,7 @@ import { Hyperbrowser, HyperbrowserError } from "@hyperbrowser/sdk";
 import puppeteer from "puppeteer-core";
 import { writeZip } from "../../emulator/sessions/zip-writer.js";
 import { startPageServer, startSessionsEmulator, type SessionsEmulator } from "./sessions-harness.js";
-
-async function statusOf(p: Promise<unknown>): Promise<number | undefined> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    return (err as HyperbrowserError).statusCode;
-  }
-}
+import { statusOf } from "../helpers/sdk-status.js";
 
 let emu: SessionsEmulator;
 let site: { url: string; close(): Promise<void> };

@@ -6,8 +6,8 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
-import { HyperbrowserError } from "@hyperbrowser/sdk";
 import { control, startSandboxHarness, type SandboxHarness } from "./sandboxes-harness.js";
+import { statusOf } from "../helpers/sdk-status.js";
 
 let h: SandboxHarness;
 let work: string;
@@ -19,15 +19,6 @@ afterAll(async () => {
   await h?.close();
   rmSync(work, { recursive: true, force: true });
 });
-
-async function statusOf(p: Promise<unknown>): Promise<number | undefined> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    return (err as HyperbrowserError).statusCode;
-  }
-}
 
 /** A rootfs export: a few files under /opt and /etc, and a /usr the emulator must ignore. */
 function rootfsTarball(name: string): { path: string; bytes: Buffer; sha256: string } {

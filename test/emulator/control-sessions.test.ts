@@ -8,6 +8,7 @@ import { request } from "undici";
 import { Hyperbrowser, HyperbrowserError } from "@hyperbrowser/sdk";
 import puppeteer, { type Browser } from "puppeteer-core";
 import { pngSize, startSessionsEmulator, type SessionsEmulator } from "./sessions-harness.js";
+import { statusOf } from "../helpers/sdk-status.js";
 
 type SessionDetail = Awaited<ReturnType<Hyperbrowser["sessions"]["create"]>>;
 
@@ -36,15 +37,6 @@ function startSite(): Promise<{ url: string; close(): Promise<void> }> {
       }),
     ),
   );
-}
-
-async function statusOf(p: Promise<unknown>): Promise<number | undefined> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    return (err as HyperbrowserError).statusCode;
-  }
 }
 
 async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 10_000): Promise<T> {

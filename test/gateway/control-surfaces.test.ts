@@ -5,18 +5,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Hyperbrowser, type HyperbrowserError } from "@hyperbrowser/sdk";
+import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { writeZip } from "../../emulator/sessions/zip-writer.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
-
-async function statusOf(p: Promise<unknown>): Promise<number | undefined> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    return (err as HyperbrowserError).statusCode;
-  }
-}
+import { statusOf } from "../helpers/sdk-status.js";
 
 let stack: SessionGateway;
 let acme: Hyperbrowser;

@@ -2,20 +2,12 @@
 // helpers work unchanged, each job belongs to the tenant that started it (another tenant gets 404 on every id route),
 // and its credits are reserved before it runs and settled when it ends.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Hyperbrowser, type HyperbrowserError } from "@hyperbrowser/sdk";
+import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
+import { statusOf } from "../helpers/sdk-status.js";
 
 const SITE = "http://web.emulator.test";
 const ALL = ["search", "sessions", "sandboxes", "jobs", "agents"];
-
-async function statusOf(p: Promise<unknown>): Promise<number | undefined> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    return (err as HyperbrowserError).statusCode;
-  }
-}
 
 let stack: SessionGateway;
 let acme: Hyperbrowser;
