@@ -12,10 +12,13 @@ const BAR = W - LABEL - 8;
 const pct = (spent: bigint, limit: bigint) => (limit > 0n ? Number((spent * 1000n) / limit) / 10 : 0);
 
 export function SpendChart({ windows }: { windows: WindowSpend[] }) {
-  const scale = (w: WindowSpend) => (w.limit && w.limit > 0n ? w.limit : windows.reduce((m, x) => (x.spent > m ? x.spent : m), 1n));
+  // A window without a limit is drawn on the scale of the largest limit shown (or of the largest spend, if none has one).
+  const fallback = windows.reduce((m, x) => (x.limit !== undefined && x.limit > m ? x.limit : x.spent > m ? x.spent : m), 1n);
+  const scale = (w: WindowSpend) => (w.limit && w.limit > 0n ? w.limit : fallback);
   const width = (amount: bigint, w: WindowSpend) => {
-    const s = scale(w);
-    return Math.max(0, Math.min(BAR, Number((amount * BigInt(BAR * 100)) / s) / 100));
+    if (amount <= 0n) return 0;
+    // Any spend at all stays visible, however small beside its limit.
+    return Math.max(2, Math.min(BAR, Number((amount * BigInt(BAR * 100)) / scale(w)) / 100));
   };
   return (
     <svg width={W} height={windows.length * ROW + 4} viewBox={`0 0 ${W} ${windows.length * ROW + 4}`} role="img" aria-label="spend per budget window">
@@ -30,7 +33,7 @@ export function SpendChart({ windows }: { windows: WindowSpend[] }) {
             <text x={0} y={y + 13}>
               {w.window}
             </text>
-            <rect x={LABEL} y={y + 2} width={BAR} height={14} rx={3} fill={w.limit !== undefined ? "#e6eaf2" : "#f3f4f7"} />
+            <rect x={LABEL} y={y + 2} width={BAR} height={14} rx={3} fill={w.limit !== undefined ? "#e6eaf2" : "#f7f8fa"} stroke={w.limit !== undefined ? "none" : "#c9cfdb"} stroke-dasharray="4 3" />
             <rect x={LABEL} y={y + 2} width={x402} height={14} rx={3} fill={over ? "#c8323c" : "#2456c7"} />
             <rect x={LABEL + x402} y={y + 2} width={credits} height={14} fill={over ? "#e07b82" : "#7aa0f0"} />
             <text x={LABEL} y={y + 30} class="caption">

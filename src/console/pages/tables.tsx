@@ -160,6 +160,7 @@ export function AuditTable({ entries }: { entries: AuditEntry[] }) {
           <th>Actor</th>
           <th>Action</th>
           <th>Target</th>
+          <th>Detail</th>
         </tr>
       </thead>
       <tbody>
@@ -173,9 +174,22 @@ export function AuditTable({ entries }: { entries: AuditEntry[] }) {
             <td>
               <code>{e.target}</code>
             </td>
+            <td class="muted">{auditDetail(e)}</td>
           </tr>
         ))}
       </tbody>
     </table>
   );
+}
+
+/** A line about what an alert or a kill did, from the figures the entry recorded (never its before/after as a whole). */
+function auditDetail(e: AuditEntry): string {
+  const a = (e.after ?? {}) as Record<string, unknown>;
+  if (e.action === "alert.budget.threshold") return `${a.window} ${a.period}: crossed ${a.threshold}% ($${a.spent} of $${a.limit})`;
+  if (e.action === "alert.budget.exhausted") return `${a.window} ${a.period}: exhausted (then ${a.onExhausted})`;
+  if (e.action === "tenant.kill") {
+    const stopped = (a.stopped ?? {}) as { sandboxes?: unknown[]; sessions?: unknown[] };
+    return `${a.reason}: stopped ${stopped.sandboxes?.length ?? 0} sandboxes, ${stopped.sessions?.length ?? 0} sessions`;
+  }
+  return "";
 }
