@@ -3,6 +3,8 @@
 // the Stop button; a tenant signed in sees no other tenant; forms refuse a foreign Origin or a missing token; nothing
 // secret reaches a page. With CONSOLE_SCREENSHOTS=docs the main pages are photographed into docs/console-*.png.
 import { mkdtemp, mkdir, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import puppeteer, { type Browser, type BrowserContext, type Page } from "puppeteer-core";
@@ -145,6 +147,29 @@ describe("the console in a real browser", () => {
     await expectNothingSecret(admin);
   });
 
+  it("refuses a form another origin's page submits with the admin's cookie, even with the right token", async () => {
+    // 127.0.0.1 on another port is another origin but the same site: SameSite=Strict sends the cookie, the origin check refuses.
+    await admin.goto(consoleUrl("/keys"));
+    const token = await admin.$eval("input[name=_csrf]", (el) => (el as HTMLInputElement).value);
+    const target = consoleUrl("/tenants/globex/keys");
+    const evil: Server = createServer((_req, res) => {
+      res.setHeader("content-type", "text/html");
+      res.end(`<form method="post" action="${target}"><input name="_csrf" value="${token}"><input name="label" value="cross-site"></form><script>document.forms[0].submit()</script>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, "127.0.0.1", r));
+    try {
+      const page = await browser.newPage();
+      const answered = page.waitForResponse((r) => r.url() === target);
+      await page.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+      expect((await answered).status()).toBe(403);
+      await page.close();
+    } finally {
+      evil.close();
+    }
+    await admin.goto(consoleUrl("/keys"));
+    expect(await admin.content()).not.toContain("cross-site");
+  });
+
   it("lists the alert raised when a tenant's budget runs out", async () => {
     // globex may spend $0.05 a day; searches at $0.005 exhaust it within ten.
     let refused = 0;
@@ -184,6 +209,9 @@ describe("the console in a real browser", () => {
   it("shows a tenant signed in only itself: other tenants are absent or 404", async () => {
     const other = await fetch(`${base}/api/sandbox`, { method: "POST", headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" }, body: JSON.stringify({ imageName: "node" }) });
     const acmeSandbox = ((await other.json()) as { id: string }).id;
+    // An admin acts on initech: the tenant sees the change, by "admin", not by the admin tenant's id.
+    const byAdmin = await fetch(`${base}/_tollgate/admin/tenants/initech/keys`, { method: "POST", headers: { "x-api-key": stack.tenants.ops, "content-type": "application/json" }, body: JSON.stringify({ label: "by-admin" }) });
+    expect(byAdmin.status).toBe(201);
     const context = await browser.createBrowserContext();
     try {
       const page = await signIn(context, stack.tenants.initech);
@@ -194,6 +222,9 @@ describe("the console in a real browser", () => {
         expect(html).not.toContain(acmeSandbox);
         await expectNothingSecret(page);
       }
+      await page.goto(consoleUrl("/audit"));
+      expect(await page.content()).toContain("key:initech/");
+      expect(await page.$$eval('[data-table="audit"] td:nth-child(2)', (tds) => tds.map((td) => td.textContent))).toContain("admin");
       expect(await page.$("[data-revoke]")).toBeNull();
       expect(await page.$("[data-create-key]")).toBeNull();
       expect((await page.goto(consoleUrl("/tenants/acme")))!.status()).toBe(404);

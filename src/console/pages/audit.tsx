@@ -49,9 +49,9 @@ export function AuditPage(props: { viewer: Viewer; nonce: string; tenants: Tenan
         </tbody>
       </table>
       <h2>Alerts raised</h2>
-      <AuditTable entries={props.alerts} />
+      <AuditTable entries={props.alerts} viewer={props.viewer} />
       <h2>Audit log</h2>
-      <AuditTable entries={props.entries} />
+      <AuditTable entries={props.entries} viewer={props.viewer} />
       {props.next !== undefined && (
         <p>
           <a href={href(`/audit?before=${props.next}`)}>Older entries</a>

@@ -150,7 +150,10 @@ export function NewKeyForm({ tenant, viewer }: { tenant: string; viewer: Viewer 
   );
 }
 
-export function AuditTable({ entries }: { entries: AuditEntry[] }) {
+/** A tenant sees who acted on it as "admin", not the admin tenant's id. */
+const actorAs = (actor: string, viewer?: Viewer) => (!viewer || viewer.admin || actor === viewer.tenant || actor === "system" ? actor : "admin");
+
+export function AuditTable({ entries, viewer }: { entries: AuditEntry[]; viewer?: Viewer }) {
   if (!entries.length) return <p class="muted">Nothing recorded.</p>;
   return (
     <table data-table="audit">
@@ -167,7 +170,7 @@ export function AuditTable({ entries }: { entries: AuditEntry[] }) {
         {entries.map((e) => (
           <tr data-seq={e.seq}>
             <td>{when(e.at)}</td>
-            <td>{e.actor}</td>
+            <td>{actorAs(e.actor, viewer)}</td>
             <td>
               <code>{e.action}</code>
             </td>

@@ -82,7 +82,7 @@ export function TenantPage(props: {
       </h2>
       <LedgerTable entries={props.ledger} showTenant={false} />
       <h2>Recent changes and alerts</h2>
-      <AuditTable entries={props.audit} />
+      <AuditTable entries={props.audit} viewer={viewer} />
     </Page>
   );
 }
