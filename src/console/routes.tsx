@@ -27,6 +27,8 @@ import { KeysPage, LedgerPage, LoginPage, ResourcesPage, type LedgerFilters } fr
 
 type ConsoleEnv = { Variables: GatewayEnv["Variables"] & { nonce: string; session: ConsoleSession; viewer: Viewer } };
 type C = Context<ConsoleEnv>;
+/** The admin changes (../operators/tenant-changes.ts) read the acting tenant and request id, which a console context has. */
+const asGatewayContext = (c: C) => c as unknown as Context<GatewayEnv>;
 
 const STATES: LedgerState[] = ["reserved", "committed", "released", "uncertain"];
 const SURFACES = ["search", "fetch", "session", "sandbox", "other"];
@@ -226,7 +228,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const label = typeof form.label === "string" ? form.label.trim().slice(0, 200) : "";
     const issued = await issueKey(label || undefined);
     const keyId = keyIdOf(issued.entry.hash);
-    await changeTenant(services, c as unknown as Context<GatewayEnv>, id, { action: "key.create", target: `key:${id}/${keyId}` }, (t) => ({ ...t, keys: [...t.keys, issued.entry] }));
+    await changeTenant(services, asGatewayContext(c), id, { action: "key.create", target: `key:${id}/${keyId}` }, (t) => ({ ...t, keys: [...t.keys, issued.entry] }));
     const { key } = issued.view(id);
     // The plain key is in this one answer (not cached: see pageHeaders) and nowhere else.
     return render(c, <KeysPage viewer={c.get("viewer")} nonce={c.get("nonce")} tenants={visibleTenants(c)} issued={{ tenant: id, id: keyId, key }} />, 201);
@@ -236,7 +238,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     requireAdmin(c);
     const id = visibleTenant(c, c.req.param("id")).id;
     const keyId = c.req.param("keyId");
-    await changeTenant(services, c as unknown as Context<GatewayEnv>, id, { action: "key.revoke", target: `key:${id}/${keyId}` }, (t) => {
+    await changeTenant(services, asGatewayContext(c), id, { action: "key.revoke", target: `key:${id}/${keyId}` }, (t) => {
       const old = t.keys.find((k) => keyIdOf(k.hash) === keyId);
       if (!old) throw new GatewayError(404, "key_not_found", `Tenant "${id}" has no key "${keyId}".`);
       return { ...t, keys: t.keys.filter((k) => k !== old) };
