@@ -4,6 +4,7 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
+import { publicOriginOf } from "../public-origin.js";
 
 export const CONSOLE_PATH = "/_tollgate/console";
 export const SESSION_COOKIE = "tollgate_console";
@@ -27,9 +28,14 @@ const randomToken = () => {
   return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 };
 
-/** Secure when the page is served over https (directly, or as the public origin says). */
-function secureCookie(c: Context, publicOrigin: string | undefined): boolean {
-  return new URL(c.req.url).protocol === "https:" || (publicOrigin ?? "").startsWith("https:");
+/** Secure when the page is served over https: directly, behind a trusted TLS proxy, or as the public origin says. */
+function secureCookie(c: Context, services: GatewayServices): boolean {
+  if (new URL(c.req.url).protocol === "https:") return true;
+  try {
+    return publicOriginOf(c, services).startsWith("https:");
+  } catch {
+    return false;
+  }
 }
 
 export async function startSession(services: GatewayServices, c: Context, tenant: string, keyHash: string): Promise<ConsoleSession> {
@@ -40,7 +46,7 @@ export async function startSession(services: GatewayServices, c: Context, tenant
     path: CONSOLE_PATH,
     httpOnly: true,
     sameSite: "Strict",
-    secure: secureCookie(c, services.config.server.publicOrigin),
+    secure: secureCookie(c, services),
     maxAge: Math.floor(SESSION_TTL_MS / 1000),
   });
   return session;
