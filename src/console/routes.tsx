@@ -38,6 +38,15 @@ const RESOURCE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 const pick = <T extends string>(value: string | undefined, allowed: readonly T[]): T | undefined => (allowed.includes(value as T) ? (value as T) : undefined);
 
+/** The posted form's fields; a body that is no form is a 400 page, not a crash. */
+async function formOf(c: C): Promise<Record<string, unknown>> {
+  try {
+    return await c.req.parseBody();
+  } catch {
+    throw new GatewayError(400, "invalid_form", "This form could not be read; reload the page and try again.");
+  }
+}
+
 function render(c: C, node: Child, status: 200 | 201 | 400 | 401 | 403 | 404 | 409 | 502 | 503 = 200) {
   return c.html(`<!doctype html>${node}`, status);
 }
@@ -83,7 +92,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   });
 
   app.post("/login", async (c) => {
-    const form = await c.req.parseBody();
+    const form = await formOf(c);
     const key = typeof form.key === "string" ? form.key.trim() : "";
     let tenant: Tenant;
     try {
@@ -122,7 +131,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     c.set("tenant", tenant); // the admin actions below are audited under this tenant
     c.set("viewer", { tenant: tenant.id, admin: tenant.scopes.includes("admin"), csrf: session.csrf });
     if (c.req.method === "POST") {
-      const form = await c.req.parseBody();
+      const form = await formOf(c);
       if (!validFormToken(session, form._csrf)) throw new GatewayError(403, "csrf_token", "This form's token is missing or stale; reload the page and try again.");
     }
     await next();
@@ -224,7 +233,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   app.post("/tenants/:id/keys", async (c) => {
     requireAdmin(c);
     const id = visibleTenant(c, c.req.param("id")).id;
-    const form = await c.req.parseBody();
+    const form = await formOf(c);
     const label = typeof form.label === "string" ? form.label.trim().slice(0, 200) : "";
     const issued = await issueKey(label || undefined);
     const keyId = keyIdOf(issued.entry.hash);

@@ -297,6 +297,9 @@ describe("the console's forms", () => {
     expect(unknown.status).toBe(404);
     const foreignStop = await post("/resources/sandbox/..%2F..%2Fapi/stop", { cookie, origin: base }, {});
     expect(foreignStop.status).toBeLessThan(500);
+    const garbled = await fetch(consoleUrl("/logout"), { method: "POST", headers: { cookie, origin: base, "content-type": "multipart/form-data; boundary=x" }, body: "--y\r\nnot a form" });
+    expect(garbled.status).toBe(400);
+    expect(garbled.headers.get("content-type")).toContain("text/html");
   });
 
   it("ends a session when its key is revoked", async () => {
