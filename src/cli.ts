@@ -108,6 +108,7 @@ Tollgate is running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
   gateway   ${g}
   upstream  ${stack.emulator.controlUrl}   (local emulator)
   chain     ${stack.emulator.chain?.rpcUrl ?? "-"}   (anvil, payer ${stack.payer})
+  console   ${g}/_tollgate/console   (sign in with the ops key below, or a tenant's)
 
 Demo tenants (keys are new on every start):
   acme    ${stack.tenants.acme}   everything but admin; $5.00/day

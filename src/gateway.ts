@@ -52,6 +52,7 @@ import { readyRoutes } from "./routes/ready.js";
 import { Readiness } from "./readiness.js";
 import { TenantSync } from "./operators/tenant-sync.js";
 import { operatorRoutes } from "./routes/admin/index.js";
+import { consoleRoutes } from "./console/routes.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -159,6 +160,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
   app.route(OWN_PREFIX, readyRoutes(new Readiness(services)));
   app.route(OWN_PREFIX, metricsRoutes(services, metrics));
+  app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
   app.use(exposedPorts(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.route(OWN_PREFIX, usageRoutes(services));

@@ -34,7 +34,7 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
       const status = c.res.status;
       if (metrics) {
         metrics.request(routeLabel(c), status, tenant ?? "", seconds);
-        if (f.cache) metrics.cache(f.cache, f.saved);
+        if (f.cache) metrics.cache(f.cache, f.saved, tenant);
       }
       if (logging) {
         const ua = c.req.header("user-agent");

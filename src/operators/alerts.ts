@@ -65,9 +65,13 @@ async function deliver(services: GatewayServices, url: string, id: string, body:
 /** Sends an event to every receiver of the tenant, in the background. The caller has already won its once-marker. */
 export function deliverBudgetEvent(services: GatewayServices, tenant: Tenant, event: BudgetEvent): void {
   const receivers = receiversOf(services, tenant);
-  if (!receivers.length) return;
   const suffix = event.type === "budget.threshold" ? `:${event.threshold}` : "";
   const id = `${event.type}:${tenant.id}:${event.window}:${event.period}${suffix}`;
+  // Recorded once (the caller won the marker), so the console can list the alerts raised, delivered or not.
+  void services.stores.audit
+    .append({ at: services.now(), actor: "system", action: `alert.${event.type}`, target: `tenant:${tenant.id}`, after: { id, ...event, receivers: receivers.length } })
+    .catch(() => {});
+  if (!receivers.length) return;
   const body = JSON.stringify({ id, ...event, tenant: tenant.id, at: new Date(services.now()).toISOString() });
   services.logger.info("budget alert", { event: id });
   for (const url of receivers) void deliver(services, url, id, body);

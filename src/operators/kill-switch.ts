@@ -18,7 +18,8 @@ export interface KillReport {
 const MAX_RESOURCES = 200;
 const STOP_PATH: Partial<Record<ResourceKind, string>> = { sandbox: "/api/sandbox", session: "/api/session" };
 
-async function stopUpstream(services: GatewayServices, kind: ResourceKind, id: string): Promise<number | string> {
+/** Asks the upstream to stop one sandbox or session; its status, or why it could not be reached. */
+export async function stopUpstream(services: GatewayServices, kind: ResourceKind, id: string): Promise<number | string> {
   const { upstream } = services;
   try {
     const res = await upstream.transport.request({

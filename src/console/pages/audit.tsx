@@ -1,0 +1,62 @@
+/** @jsxImportSource hono/jsx */
+// Alerts (the thresholds in force, where they go, the alerts raised) and the audit log of admin actions.
+import type { Tenant } from "../../tenants.js";
+import type { AuditEntry } from "../../state/types.js";
+import { href, Page, type Viewer } from "./layout.js";
+import { AuditTable } from "./tables.js";
+
+/** A receiver by host only: a webhook URL may carry a token in its path or query. */
+const receiverHost = (url: string) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "(invalid)";
+  }
+};
+
+export function AlertSettings({ tenant, thresholds, globalWebhooks = [] }: { tenant: Tenant; thresholds: number[]; globalWebhooks?: string[] }) {
+  const own = tenant.alerts?.thresholds;
+  const receivers = [...new Set([...globalWebhooks, ...(tenant.alerts?.webhooks ?? [])])].map(receiverHost);
+  return (
+    <p data-alerts={tenant.id} style="margin:0">
+      Thresholds: {(own ?? thresholds).map((t) => `${t}%`).join(", ")} {own ? "(tenant's own)" : "(gateway default)"}
+      <br />
+      Receivers: {receivers.length ? receivers.join(", ") : <span class="muted">none — alerts are only recorded here</span>}
+    </p>
+  );
+}
+
+export function AuditPage(props: { viewer: Viewer; nonce: string; tenants: Tenant[]; thresholds: number[]; globalWebhooks: string[]; alerts: AuditEntry[]; entries: AuditEntry[]; next?: number }) {
+  return (
+    <Page title="Audit & alerts" viewer={props.viewer} active="/audit" nonce={props.nonce}>
+      <h1>Alerts</h1>
+      <table>
+        <thead>
+          <tr>
+            <th>Tenant</th>
+            <th>Alert settings</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.tenants.map((t) => (
+            <tr>
+              <td>{t.id}</td>
+              <td>
+                <AlertSettings tenant={t} thresholds={props.thresholds} globalWebhooks={props.globalWebhooks} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Alerts raised</h2>
+      <AuditTable entries={props.alerts} viewer={props.viewer} />
+      <h2>Audit log</h2>
+      <AuditTable entries={props.entries} viewer={props.viewer} />
+      {props.next !== undefined && (
+        <p>
+          <a href={href(`/audit?before=${props.next}`)}>Older entries</a>
+        </p>
+      )}
+    </Page>
+  );
+}

@@ -1,0 +1,93 @@
+/** @jsxImportSource hono/jsx */
+// The frame of every console page: head, navigation, who is signed in, and the sign-out form.
+import type { Child } from "hono/jsx";
+import { raw } from "hono/html";
+import { CONSOLE_CSS } from "../style.js";
+import { CONSOLE_PATH } from "../session.js";
+
+/** Who is looking: the tenant signed in, whether it is an admin, and the form token of its session. */
+export interface Viewer {
+  tenant: string;
+  admin: boolean;
+  csrf: string;
+}
+
+const NAV: Array<[string, string]> = [
+  ["", "Overview"],
+  ["/ledger", "Ledger"],
+  ["/resources", "Sandboxes & sessions"],
+  ["/keys", "Keys"],
+  ["/audit", "Audit & alerts"],
+];
+
+export const href = (path: string) => `${CONSOLE_PATH}${path}`;
+
+/** A form's hidden CSRF field. */
+export const FormToken = ({ viewer }: { viewer: Viewer }) => <input type="hidden" name="_csrf" value={viewer.csrf} />;
+
+export function Page(props: { title: string; viewer?: Viewer; active?: string; nonce: string; children?: Child }) {
+  const { viewer } = props;
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${props.title} · Tollgate console`}</title>
+        <style nonce={props.nonce}>{raw(CONSOLE_CSS)}</style>
+      </head>
+      <body>
+        <header>
+          <span class="brand">Tollgate</span>
+          {viewer && (
+            <nav>
+              {NAV.map(([path, label]) => (
+                <a href={href(path)} class={props.active === path ? "on" : ""}>
+                  {label}
+                </a>
+              ))}
+            </nav>
+          )}
+          {viewer && (
+            <span class="who">
+              {viewer.tenant} {viewer.admin ? "(admin)" : "(tenant)"}
+            </span>
+          )}
+          {viewer && (
+            <form method="post" action={href("/logout")}>
+              <FormToken viewer={viewer} />
+              <button type="submit">Sign out</button>
+            </form>
+          )}
+        </header>
+        <main>{props.children}</main>
+        <script nonce={props.nonce}>{raw(CLIENT_SCRIPT)}</script>
+      </body>
+    </html>
+  );
+}
+
+/** The only client script: ask before destructive buttons, and copy a newly shown key. */
+const CLIENT_SCRIPT = `
+document.addEventListener("submit", function (e) {
+  var q = e.target.getAttribute("data-confirm");
+  if (q && !window.confirm(q)) e.preventDefault();
+});
+document.addEventListener("click", function (e) {
+  var id = e.target.getAttribute && e.target.getAttribute("data-copy");
+  if (!id) return;
+  var el = document.getElementById(id);
+  if (el && navigator.clipboard) navigator.clipboard.writeText(el.textContent.trim()).then(function () { e.target.textContent = "Copied"; });
+});
+`;
+
+export function ErrorPage(props: { status: number; message: string; viewer?: Viewer; nonce: string }) {
+  return (
+    <Page title="Error" viewer={props.viewer} nonce={props.nonce}>
+      <h1>{props.status === 404 ? "Not found" : props.status === 403 ? "Refused" : "Something went wrong"}</h1>
+      <div class="notice bad">{props.message}</div>
+      <p>
+        <a href={href("")}>Back to the overview</a>
+      </p>
+    </Page>
+  );
+}

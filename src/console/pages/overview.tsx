@@ -1,0 +1,57 @@
+/** @jsxImportSource hono/jsx */
+// The overview: every visible tenant's spend against its budget windows, and what the cache and coalescing saved.
+import { atomicToUsd } from "../../payments/money.js";
+import type { CacheSavings } from "../../metrics/gateway-metrics.js";
+import type { TenantSpend } from "../spend.js";
+import { href, Page, type Viewer } from "./layout.js";
+import { ChartKey, SpendChart } from "./spend-chart.js";
+
+export function SavingsStats({ savings, live }: { savings: CacheSavings; live?: { sandboxes: number; sessions: number } }) {
+  return (
+    <div class="stats">
+      <div class="stat" data-stat="saved">
+        <b>${atomicToUsd(savings.savedAtomic)}</b>
+        <span>saved by the cache and coalescing</span>
+      </div>
+      <div class="stat">
+        <b>{savings.hits}</b>
+        <span>answers served from the cache</span>
+      </div>
+      <div class="stat">
+        <b>{savings.coalesced}</b>
+        <span>calls joined to one already paying</span>
+      </div>
+      {live && (
+        <div class="stat">
+          <b>
+            {live.sandboxes} / {live.sessions}
+          </b>
+          <span>active sandboxes / sessions</span>
+        </div>
+      )}
+    </div>
+  );
+}
+
+export function OverviewPage(props: { viewer: Viewer; nonce: string; spends: TenantSpend[]; savings: CacheSavings; live: { sandboxes: number; sessions: number } }) {
+  return (
+    <Page title="Overview" viewer={props.viewer} active="" nonce={props.nonce}>
+      <h1>{props.viewer.admin ? "All tenants" : `Tenant ${props.viewer.tenant}`}</h1>
+      <SavingsStats savings={props.savings} live={props.live} />
+      <p class="muted" style="font-size:12px">Savings are counted by this gateway instance since it started.</p>
+      <h2>Spend against budgets</h2>
+      <div class="grid">
+        {props.spends.map((s) => (
+          <div class="card" data-tenant={s.tenant.id}>
+            <h3>
+              <a href={href(`/tenants/${encodeURIComponent(s.tenant.id)}`)}>{s.tenant.id}</a>
+              <span class={`pill ${s.tenant.enabled ? "ok" : "off"}`}>{s.tenant.enabled ? "enabled" : "disabled"}</span>
+            </h3>
+            <SpendChart windows={s.windows} />
+            <ChartKey />
+          </div>
+        ))}
+      </div>
+    </Page>
+  );
+}

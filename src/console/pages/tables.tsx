@@ -1,0 +1,198 @@
+/** @jsxImportSource hono/jsx */
+// The tables several pages share: ledger entries, live resources (with Stop), a tenant's keys (with Revoke), audit.
+import { atomicToUsd } from "../../payments/money.js";
+import { keyIdOf, type Tenant } from "../../tenants.js";
+import type { AuditEntry, LedgerEntry } from "../../state/types.js";
+import { ledgerSurface } from "../../routes/admin/views.js";
+import type { LiveResource } from "../resources.js";
+import { FormToken, href, type Viewer } from "./layout.js";
+
+const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+const short = (s: string | undefined, n = 14) => (s && s.length > n ? `${s.slice(0, n)}…` : (s ?? ""));
+
+export function LedgerTable({ entries, showTenant }: { entries: LedgerEntry[]; showTenant: boolean }) {
+  if (!entries.length) return <p class="muted">No ledger entries match.</p>;
+  return (
+    <table data-table="ledger">
+      <thead>
+        <tr>
+          <th>Time (UTC)</th>
+          {showTenant && <th>Tenant</th>}
+          <th>Route</th>
+          <th>Surface</th>
+          <th>Kind</th>
+          <th>State</th>
+          <th class="num">Amount (USD)</th>
+          <th>Transaction / resource</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map((e) => (
+          <tr data-entry={e.id}>
+            <td>{when(e.createdAt)}</td>
+            {showTenant && <td>{e.tenant}</td>}
+            <td>
+              <code>{e.route}</code>
+            </td>
+            <td>{ledgerSurface(e)}</td>
+            <td>{e.kind ?? "x402"}</td>
+            <td>
+              <span class={`pill ${e.state}`}>{e.state}</span>
+              {e.reason && <div class="muted" style="font-size:12px">{short(e.reason, 60)}</div>}
+            </td>
+            <td class="num">{atomicToUsd(BigInt(e.amount))}</td>
+            <td>
+              <code>{e.transaction ? short(e.transaction, 18) : short(e.resource, 30)}</code>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function ResourceTable({ resources, viewer, showTenant }: { resources: LiveResource[]; viewer: Viewer; showTenant: boolean }) {
+  if (!resources.length) return <p class="muted">No sandboxes or sessions.</p>;
+  return (
+    <table data-table="resources">
+      <thead>
+        <tr>
+          <th>Kind</th>
+          <th>Id</th>
+          {showTenant && <th>Tenant</th>}
+          <th>Status</th>
+          <th>Created</th>
+          <th></th>
+        </tr>
+      </thead>
+      <tbody>
+        {resources.map((r) => (
+          <tr data-resource={`${r.kind}:${r.id}`}>
+            <td>{r.kind}</td>
+            <td>
+              <code>{r.id}</code>
+            </td>
+            {showTenant && <td>{r.tenant}</td>}
+            <td>
+              <span class={`pill ${r.status}`} data-status={r.status}>
+                {r.status}
+              </span>
+            </td>
+            <td>{r.createdAt ? r.createdAt.replace("T", " ").slice(0, 19) : ""}</td>
+            <td>
+              {(r.status === "active" || r.status === "unknown") && (
+                <form class="inline" method="post" action={href(`/resources/${r.kind}/${encodeURIComponent(r.id)}/stop`)} data-confirm={`Stop ${r.kind} ${r.id}?`}>
+                  <FormToken viewer={viewer} />
+                  <button class="danger" type="submit" data-stop={r.id}>
+                    Stop
+                  </button>
+                </form>
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function KeyTable({ tenant, viewer }: { tenant: Tenant; viewer: Viewer }) {
+  return (
+    <table data-table="keys" data-tenant={tenant.id}>
+      <thead>
+        <tr>
+          <th>Key id</th>
+          <th>Label</th>
+          <th>Expires</th>
+          {viewer.admin && <th></th>}
+        </tr>
+      </thead>
+      <tbody>
+        {tenant.keys.map((k) => {
+          const id = keyIdOf(k.hash);
+          return (
+            <tr data-key={id}>
+              <td>
+                <code>{id}</code>
+              </td>
+              <td>{k.label ?? ""}</td>
+              <td>{k.expiresAt ? k.expiresAt.replace("T", " ").slice(0, 19) : "never"}</td>
+              {viewer.admin && (
+                <td>
+                  <form class="inline" method="post" action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/revoke`)} data-confirm={`Revoke key ${id} of ${tenant.id}?`}>
+                    <FormToken viewer={viewer} />
+                    <button class="danger" type="submit" data-revoke={id}>
+                      Revoke
+                    </button>
+                  </form>
+                </td>
+              )}
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+export function NewKeyForm({ tenant, viewer }: { tenant: string; viewer: Viewer }) {
+  return (
+    <form class="filters" method="post" action={href(`/tenants/${encodeURIComponent(tenant)}/keys`)} data-create-key={tenant}>
+      <FormToken viewer={viewer} />
+      <label>
+        New key label
+        <input name="label" maxlength={200} placeholder="e.g. ci" />
+      </label>
+      <button class="primary" type="submit">
+        Create key
+      </button>
+    </form>
+  );
+}
+
+/** A tenant sees who acted on it as "admin", not the admin tenant's id. */
+const actorAs = (actor: string, viewer?: Viewer) => (!viewer || viewer.admin || actor === viewer.tenant || actor === "system" ? actor : "admin");
+
+export function AuditTable({ entries, viewer }: { entries: AuditEntry[]; viewer?: Viewer }) {
+  if (!entries.length) return <p class="muted">Nothing recorded.</p>;
+  return (
+    <table data-table="audit">
+      <thead>
+        <tr>
+          <th>Time (UTC)</th>
+          <th>Actor</th>
+          <th>Action</th>
+          <th>Target</th>
+          <th>Detail</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map((e) => (
+          <tr data-seq={e.seq}>
+            <td>{when(e.at)}</td>
+            <td>{actorAs(e.actor, viewer)}</td>
+            <td>
+              <code>{e.action}</code>
+            </td>
+            <td>
+              <code>{e.target}</code>
+            </td>
+            <td class="muted">{auditDetail(e)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** A line about what an alert or a kill did, from the figures the entry recorded (never its before/after as a whole). */
+function auditDetail(e: AuditEntry): string {
+  const a = (e.after ?? {}) as Record<string, unknown>;
+  if (e.action === "alert.budget.threshold") return `${a.window} ${a.period}: crossed ${a.threshold}% ($${a.spent} of $${a.limit})`;
+  if (e.action === "alert.budget.exhausted") return `${a.window} ${a.period}: exhausted (then ${a.onExhausted})`;
+  if (e.action === "tenant.kill") {
+    const stopped = (a.stopped ?? {}) as { sandboxes?: unknown[]; sessions?: unknown[] };
+    return `${a.reason}: stopped ${stopped.sandboxes?.length ?? 0} sandboxes, ${stopped.sessions?.length ?? 0} sessions`;
+  }
+  return "";
+}

@@ -1,0 +1,71 @@
+// The console's view of live sandboxes and sessions: the ownership registry says whose they are, the upstream says
+// what state each is in; Stop goes through the same steps as the gateway's own stop routes.
+import type { GatewayServices } from "../services.js";
+import { stopUpstream } from "../operators/kill-switch.js";
+import { settleResource } from "../routing/credits.js";
+import { sandboxCustody } from "../sandbox/custody.js";
+
+export type LiveKind = "sandbox" | "session";
+
+export interface LiveResource {
+  kind: LiveKind;
+  id: string;
+  tenant: string;
+  /** The upstream's status ("active", "closed"...), or "unknown" when it could not be asked. */
+  status: string;
+  createdAt?: string;
+}
+
+/** The newest resources of each kind and tenant the console asks the upstream about. */
+const PER_TENANT = 20;
+const DETAIL_PATH: Record<LiveKind, string> = { sandbox: "/api/sandbox", session: "/api/session" };
+
+async function upstreamStatus(services: GatewayServices, kind: LiveKind, id: string): Promise<{ status: string; createdAt?: string }> {
+  const { upstream } = services;
+  try {
+    const res = await upstream.transport.request({
+      url: `${upstream.origin}${DETAIL_PATH[kind]}/${encodeURIComponent(id)}`,
+      method: "GET",
+      headers: upstream.controlHeaders(`console-${crypto.randomUUID()}`),
+      signal: AbortSignal.timeout(Math.min(services.config.upstream.timeoutMs, 10_000)),
+    });
+    if (res.status === 404) {
+      await res.body?.cancel().catch(() => {});
+      return { status: "gone" };
+    }
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      return { status: "unknown" };
+    }
+    const detail = (await res.json()) as { status?: unknown; createdAt?: unknown };
+    return { status: typeof detail.status === "string" ? detail.status : "unknown", createdAt: typeof detail.createdAt === "string" ? detail.createdAt : undefined };
+  } catch {
+    return { status: "unknown" };
+  }
+}
+
+/** The tenants' sandboxes and sessions, newest first, each with the upstream's current status. */
+export async function liveResources(services: GatewayServices, tenants: string[]): Promise<LiveResource[]> {
+  const owned: Array<{ kind: LiveKind; id: string; tenant: string }> = [];
+  for (const tenant of tenants) {
+    for (const kind of ["sandbox", "session"] as const) {
+      for (const id of (await services.stores.ownership.list(kind, tenant)).slice(0, PER_TENANT)) owned.push({ kind, id, tenant });
+    }
+  }
+  return Promise.all(owned.map(async (r) => ({ ...r, ...(await upstreamStatus(services, r.kind, r.id)) })));
+}
+
+/**
+ * Stops a resource the caller may see (the owner check is the caller's): the upstream stop, then what the stop routes
+ * do after it — marked inactive, its runtime credential dropped, its metered minutes settled. Returns the upstream's
+ * answer: 200, or 404/409 for one already gone.
+ */
+export async function stopResource(services: GatewayServices, kind: LiveKind, id: string): Promise<number | string> {
+  const status = await stopUpstream(services, kind, id);
+  if (status === 200 || status === 404 || status === 409) {
+    await services.stores.ownership.setActive(kind, id, false);
+    if (kind === "sandbox") await sandboxCustody(services).forget(id);
+    await settleResource(services, kind, id);
+  }
+  return status;
+}
