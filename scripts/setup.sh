@@ -10,6 +10,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# nginx: the reference proxy bench/proxy.ts measures Tollgate against (started by the bench, never as a service).
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} with apt-get…"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
