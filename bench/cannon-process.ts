@@ -12,6 +12,8 @@ interface Job {
   connections: number;
   seconds: number;
   warmupSeconds: number;
+  /** Warm-up goes on past warmupSeconds (up to 4×) until this many requests were served. */
+  warmupRequests?: number;
   /** Processes whose CPU is the proxy's: each pid and, when `tree`, its direct children (nginx's workers). */
   pids: number[];
   tree?: boolean;
@@ -41,7 +43,12 @@ const procs = () => job.pids.flatMap((p) => (job.tree ? [p, ...childrenOf(p)] : 
 const cpuTicks = () => procs().reduce((s, p) => s + ticksOf(p), 0);
 
 const opts = { url: job.url, method: job.method ?? "GET", headers: job.headers ?? {}, body: job.body, connections: job.connections };
-if (job.warmupSeconds > 0) await autocannon({ ...opts, duration: job.warmupSeconds });
+if (job.warmupSeconds > 0) {
+  const started = Date.now();
+  let served = 0;
+  do served += (await autocannon({ ...opts, duration: 1 })).requests.total;
+  while (Date.now() - started < job.warmupSeconds * 1000 || (served < (job.warmupRequests ?? 0) && Date.now() - started < job.warmupSeconds * 4000));
+}
 const before = cpuTicks();
 const r = await autocannon({ ...opts, duration: job.seconds });
 const after = cpuTicks();
