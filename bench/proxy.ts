@@ -1,6 +1,7 @@
-// Proxy cost against nginx, all in one run: nginx (Debian's, 1 worker, keep-alive upstreams), a plain hono/proxy and
-// Tollgate, each in its own process and in front of the same upstream, on five scenarios. The load generator runs in
-// its own process; CPU per request is the proxy process's own utime+stime over the measured window.
+// Proxy cost against nginx, all in one run: nginx (Debian's, 1 worker, keep-alive upstreams), a plain hono/proxy, a
+// bare node:http pipe (on a and e: the floor for any Node proxy) and Tollgate, each in its own process and in front of
+// the same upstream, on five scenarios. The load generator runs in its own process; CPU per request is the proxy
+// process's own utime+stime over the measured window.
 //
 //   (a) runtime-get    GET  /sandbox/<id>/processes                         → emulator runtime
 //   (b) runtime-post   POST /sandbox/<id>/processes/<pid>/wait, JSON body    → emulator runtime (exec-like)
@@ -287,6 +288,10 @@ try {
     honoFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token"),
   ]);
   stops.push(() => honoRuntime.stop(), () => honoPort.stop(), () => honoFast.stop());
+  // The Node floor: a bare node:http pipe (no Hono, no Request/Response), on the runtime and fast upstreams.
+  const rawFor = (upstream: string, token: string) => spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token });
+  const [rawRuntime, rawFast] = await Promise.all([rawFor(emu.runtimeUrl, up.token), rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token")]);
+  stops.push(() => rawRuntime.stop(), () => rawFast.stop());
   const nginx = await startNginx([
     { name: "runtime", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}` } },
     { name: "port", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}`, Host: upPortHost } },
@@ -312,6 +317,7 @@ try {
       contenders: [
         { proxy: "nginx", load: { url: at(nginx.ports.runtime!, runtimeGet) }, pid: nginx.pid, tree: true },
         { proxy: "hono/proxy", load: { url: at(honoRuntime.port, runtimeGet) }, pid: honoRuntime.pid },
+        { proxy: "node raw pipe", load: { url: at(rawRuntime.port, runtimeGet) }, pid: rawRuntime.pid },
         { proxy: "tollgate", load: { url: at(tg.port, runtimeGet), headers: bearer(gwToken) }, pid: tg.pid },
         ...base(tgBase, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
       ],
@@ -351,6 +357,7 @@ try {
       contenders: [
         { proxy: "nginx", load: { url: at(nginx.ports.fast!, "/sandbox/sbx_fast/processes") }, pid: nginx.pid, tree: true },
         { proxy: "hono/proxy", load: { url: at(honoFast.port, "/sandbox/sbx_fast/processes") }, pid: honoFast.pid },
+        { proxy: "node raw pipe", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes") }, pid: rawFast.pid },
         { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
         ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
       ],
