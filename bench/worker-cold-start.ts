@@ -2,7 +2,8 @@
 // metafile, by package), and its cold start in workerd through Miniflare: instantiation until ready, then the first
 // `/_tollgate/health` answer (the script's top-level evaluation plus the first gateway build), against a trivial Worker.
 //
-// `npm run bench -- worker-cold-start`; BENCH_COLD_RUNS (5); BENCH_WORKER_DIR reuses a bundle built beforehand.
+// `npm run bench -- worker-cold-start`; BENCH_COLD_RUNS (5); BENCH_WORKER_DIR reuses a bundle built beforehand;
+// BENCH_WORKER_COMPARE_DIR adds another prebuilt bundle (e.g. an older revision's), measured in the same rounds.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -80,17 +81,22 @@ try {
   }
   const trivialPath = join(built.dir, "trivial.js");
   writeFileSync(trivialPath, TRIVIAL);
-  const rows: Array<[string, Array<{ readyMs: number; firstMs: number }>]> = [
-    ["trivial Worker (workerd baseline)", []],
-    ["Tollgate Worker", []],
+  const compare = process.env.BENCH_WORKER_COMPARE_DIR;
+  const rows: Array<[string, string, boolean, Array<{ readyMs: number; firstMs: number }>]> = [
+    ["trivial Worker (workerd baseline)", trivialPath, false, []],
+    ["Tollgate Worker", script, true, []],
+    ...(compare ? [[`Tollgate Worker from ${compare}`, join(compare, "worker.js"), true, []] as [string, string, boolean, never[]]] : []),
   ];
+  // The order rotates each round: whichever instance comes right after another one tends to start slower.
   for (let i = 0; i < RUNS; i++) {
-    rows[0]![1].push(await coldStart(trivialPath, false));
-    rows[1]![1].push(await coldStart(script, true));
+    for (let j = 0; j < rows.length; j++) {
+      const [, path, withState, xs] = rows[(i + j) % rows.length]!;
+      xs.push(await coldStart(path, withState));
+    }
   }
   console.log(`\n## Worker cold start in workerd via Miniflare (median of ${RUNS})\n`);
   console.log("| worker | instantiate → ready ms | first /_tollgate/health ms | total ms |\n|---|---|---|---|");
-  for (const [name, xs] of rows) {
+  for (const [name, , , xs] of rows) {
     const r = median(xs.map((x) => x.readyMs));
     const f = median(xs.map((x) => x.firstMs));
     console.log(`| ${name} | ${r.toFixed(0)} | ${f.toFixed(1)} | ${median(xs.map((x) => x.readyMs + x.firstMs)).toFixed(0)} |`);

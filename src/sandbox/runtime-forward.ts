@@ -21,11 +21,12 @@ export interface RuntimeCall {
 export async function clientBody(c: Context<GatewayEnv>): Promise<{ body: Uint8Array | ReadableStream<Uint8Array> | null; replayable: boolean }> {
   const m = c.req.method;
   if (m === "GET" || m === "HEAD" || m === "OPTIONS") return { body: null, replayable: true };
-  // Whether there is a body, from the framing headers: reading `c.req.raw.body` to find out costs a full Request on Node.
+  // A declared small length is read at once: looking at `c.req.raw.body` first would cost a full Request on Node.
   const declared = c.req.header("content-length");
   const len = declared === undefined ? NaN : Number(declared);
-  if (len === 0 || (declared === undefined && c.req.header("transfer-encoding") === undefined)) return { body: null, replayable: true };
   if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) return { body: new Uint8Array(await c.req.arrayBuffer()), replayable: true };
+  // No length (a chunked body, or a Request made in-process, which carries none): whether there is a body at all.
+  if (!c.req.raw.body) return { body: null, replayable: true };
   return { body: c.req.raw.body, replayable: false };
 }
 
