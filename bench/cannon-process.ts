@@ -12,7 +12,7 @@ interface Job {
   connections: number;
   seconds: number;
   warmupSeconds: number;
-  /** Warm-up goes on past warmupSeconds (up to 4×) until this many requests were served. */
+  /** Warm-up goes on past warmupSeconds (up to 2×) until this many requests were served. */
   warmupRequests?: number;
   /** Processes whose CPU is the proxy's: each pid and, when `tree`, its direct children (nginx's workers). */
   pids: number[];
@@ -47,7 +47,7 @@ if (job.warmupSeconds > 0) {
   const started = Date.now();
   let served = 0;
   do served += (await autocannon({ ...opts, duration: 1 })).requests.total;
-  while (Date.now() - started < job.warmupSeconds * 1000 || (served < (job.warmupRequests ?? 0) && Date.now() - started < job.warmupSeconds * 4000));
+  while (Date.now() - started < job.warmupSeconds * 1000 || (served < (job.warmupRequests ?? 0) && Date.now() - started < job.warmupSeconds * 2000));
 }
 const before = cpuTicks();
 const r = await autocannon({ ...opts, duration: job.seconds });

@@ -10,7 +10,7 @@
 //                      in front of the fast upstream (the emulator's search lives in its x402 module, which needs a chain)
 //   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
 //
-// `npm run bench -- proxy`; BENCH_SECONDS (6, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
+// `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
 // BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import { request } from "undici";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
@@ -32,7 +32,7 @@ const WANTED = (process.env.BENCH_SCENARIOS ?? "a,b,c,d,e").split(",").map((s) =
  * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
  */
 const NICE = Number(process.env.BENCH_NICE ?? -10);
-/** Warm-up goes on (1 s rounds, at most BENCH_WARMUP_SECONDS × 4) until this many requests: V8 optimises by call counts. */
+/** Warm-up goes on (1 s rounds, at most BENCH_WARMUP_SECONDS × 2) until this many requests: V8 optimises by call counts. */
 const WARMUP_REQUESTS = Number(process.env.BENCH_WARMUP_REQUESTS ?? 3000);
 const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
