@@ -22,7 +22,8 @@ export function accessLog(logger: Logger, now: () => number = () => performance.
         path: c.req.path,
         ...f,
         tenant: f.tenant ?? c.get("tenant")?.id,
-        status: c.res.status,
+        // A response the Node fast path wrote itself records its status here (c.res is only a marker then).
+        status: typeof f.status === "number" ? f.status : c.res.status,
         durationMs: Math.round((now() - start) * 10) / 10,
         paid: f.paid !== undefined ? f.paid.toString() : undefined,
       });
