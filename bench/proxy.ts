@@ -242,9 +242,9 @@ try {
     tenants: [{ id: "bench", keys: [{ hash: keyHash }], scopes: ["sandboxes", "search"] }],
   });
   const BASELINE = process.env.BENCH_BASELINE_DIR;
-  const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string) =>
+  const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, script?: string) =>
     spawnReady(
-      root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts"),
+      script ?? (root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts")),
       { TOLLGATE_CHILD_CONFIG: JSON.stringify(config), TOLLGATE_CHILD_SECRETS: JSON.stringify({ upstreamApiKey: apiKey, tokenSecret }) },
       profArgs(name),
     );
@@ -259,6 +259,11 @@ try {
     ? await Promise.all([spawnTollgate("base-emulator", cfg, emu.apiKey, BASELINE), spawnTollgate("base-fast", fastCfg, "fast-upstream-key", BASELINE)])
     : [undefined, undefined];
   if (tgBase && tgFastBase) stops.push(() => tgBase.stop(), () => tgFastBase.stop());
+  const fpScript = here("./fast-path-gateway-process.ts");
+  const [tgFp, tgFpFast] = process.env.BENCH_FAST_PATH
+    ? await Promise.all([spawnTollgate("fastpath-emulator", cfg, emu.apiKey, undefined, fpScript), spawnTollgate("fastpath-fast", fastCfg, "fast-upstream-key", undefined, fpScript)])
+    : [undefined, undefined];
+  if (tgFp && tgFpFast) stops.push(() => tgFp.stop(), () => tgFpFast.stop());
 
   // A sandbox through Tollgate (so the tenant owns it), a finished process, an app on an auth:true exposed port.
   const gw = `http://localhost:${tg.port}`;
@@ -310,6 +315,7 @@ try {
 
   type Contender = { proxy: string; load: Load; pid: number; tree?: boolean };
   const base = (p: Proc | undefined, load: (port: number) => Load): Contender[] => (p ? [{ proxy: "tollgate@base", load: load(p.port), pid: p.pid }] : []);
+  const fastPath = (p: Proc | undefined, load: (port: number) => Load): Contender[] => (p ? [{ proxy: "tollgate fast path", load: load(p.port), pid: p.pid }] : []);
   const scenarios: Array<{ id: string; name: string; contenders: Contender[] }> = [
     {
       id: "a",
@@ -320,6 +326,7 @@ try {
         { proxy: "node raw pipe", load: { url: at(rawRuntime.port, runtimeGet) }, pid: rawRuntime.pid },
         { proxy: "tollgate", load: { url: at(tg.port, runtimeGet), headers: bearer(gwToken) }, pid: tg.pid },
         ...base(tgBase, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
+        ...fastPath(tgFp, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
       ],
     },
     {
@@ -330,6 +337,7 @@ try {
         { proxy: "hono/proxy", load: { url: at(honoRuntime.port, runtimePost), method: "POST", headers: json, body: waitBody }, pid: honoRuntime.pid },
         { proxy: "tollgate", load: { url: at(tg.port, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody }, pid: tg.pid },
         ...base(tgBase, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
+        ...fastPath(tgFp, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
       ],
     },
     {
@@ -360,6 +368,7 @@ try {
         { proxy: "node raw pipe", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes") }, pid: rawFast.pid },
         { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
         ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
+        ...fastPath(tgFpFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
       ],
     },
   ];
@@ -391,6 +400,8 @@ try {
     console.log(`p99 tollgate÷nginx ${s.name}: ${(t.p99 / n.p99).toFixed(2)}`);
     const b = get(s.name, "tollgate@base");
     if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
+    const fp = get(s.name, "tollgate fast path");
+    if (fp) console.log(`cpu/request tollgate-fast-path÷nginx ${s.name}: ${(fp.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
     const h = get(s.name, "health");
     if (h) console.log(`req/s tollgate÷health ${s.name}: ${(t.rps / h.rps).toFixed(2)}`);
   }
