@@ -1,5 +1,5 @@
 // The configuration file's schema: every option, its default, and the message a wrong value gets.
-import { z } from "zod";
+import * as z from "zod";
 import { isCidr } from "../src/cidr.js";
 
 /** A USD amount such as "5.00" or "0.005" (at most 6 decimals, the precision of USDC). */

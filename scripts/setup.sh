@@ -10,7 +10,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
-# nginx + openssl: the TLS-terminating proxy test (test/gateway/tls-proxy.test.ts) and its certificate made at test time.
+# nginx + openssl: the TLS-terminating proxy test (test/gateway/tls-proxy.test.ts, certificate made at test time) and
+# the reference proxy bench/proxy.ts measures Tollgate against (started by the test or bench, never as a service).
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # sudo: the sandboxes' shared userland (/usr) gives their `ubuntu` user passwordless sudo, as the real service does.

@@ -6,11 +6,49 @@ export interface UpstreamRequest {
   headers: Headers;
   body?: ReadableStream<Uint8Array> | Uint8Array | string | null;
   signal?: AbortSignal;
+  /** Wait for the response headers at most this long (only read by transports with `enforcesHeadersTimeout`). */
+  headersTimeoutMs?: number;
 }
 
 export interface UpstreamTransport {
   /** Sends one request; never follows redirects; the response body streams. */
   request(req: UpstreamRequest): Promise<Response>;
+  /**
+   * The transport enforces `headersTimeoutMs` itself and rejects with UpstreamHeadersTimeout past it, so the caller
+   * needs no timer of its own (the Node transport: undici's per-request headersTimeout).
+   */
+  readonly enforcesHeadersTimeout?: boolean;
+}
+
+/** What a transport with `enforcesHeadersTimeout` rejects with when the upstream sent no headers in time. */
+export class UpstreamHeadersTimeout extends Error {
+  constructor() {
+    super("upstream headers timeout");
+    this.name = "UpstreamHeadersTimeout";
+  }
+}
+
+/**
+ * Bodies a transport already holds whole (small, of known length), by the Response it made for them: relaying such a
+ * response hands the bytes on as they are instead of going through a Web stream, and it has no status text to
+ * read. Responses from elsewhere (fetch on Workers) are not in it and are relayed the standard way.
+ */
+const heldBodies = new WeakMap<Response, Uint8Array | null>();
+
+/** Makes a Response for bytes a transport read whole (see heldBodies). */
+export function heldBodyResponse(body: Uint8Array | null, init: { status: number; headers: Headers }): Response {
+  const res = new Response(body as BodyInit | null, init);
+  heldBodies.set(res, body);
+  return res;
+}
+
+/**
+ * A response's body to pass on: the transport's bytes when it held them whole, else the stream. (Not `res.bodyUsed`:
+ * on Node that getter alone builds a full Response; the held bytes stay intact when the Response is read anyway.)
+ */
+export function relayableBody(res: Response): { body: Uint8Array | ReadableStream<Uint8Array> | null; held: boolean } {
+  if (heldBodies.has(res)) return { body: heldBodies.get(res)!, held: true };
+  return { body: res.body, held: false };
 }
 
 /** Web-standard transport, used on Workers (and as the reference elsewhere). */
@@ -28,7 +66,7 @@ export const fetchTransport: UpstreamTransport = {
   },
 };
 
-const HOP_BY_HOP = [
+const HOP_BY_HOP_LIST = [
   "connection",
   "keep-alive",
   "proxy-connection",
@@ -42,24 +80,27 @@ const HOP_BY_HOP = [
   "content-length",
 ];
 
+// Built once: these run on every proxied request. Lookups are by lower-case name (Headers iterate lower-cased).
+// accept-encoding: the transport negotiates its own compression; an SSE or file stream must not be recompressed.
+const REQUEST_DROPPED = new Set([...HOP_BY_HOP_LIST, "x-api-key", "authorization", "cookie", "payment-signature", "x-payment", "accept-encoding"]);
+export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== "content-length"), "set-cookie"]);
+
 /** Request headers to forward upstream: the client's, minus hop-by-hop and the client's own credentials. */
 export function forwardableRequestHeaders(incoming: Headers, drop: string[] = []): Headers {
   const out = new Headers();
-  const dropped = new Set([...HOP_BY_HOP, "x-api-key", "authorization", "cookie", "payment-signature", "x-payment", ...drop]);
+  const extra = drop.length ? new Set(drop.map((d) => d.toLowerCase())) : undefined;
   incoming.forEach((v, k) => {
-    if (!dropped.has(k)) out.set(k, v);
+    if (!REQUEST_DROPPED.has(k) && !extra?.has(k)) out.set(k, v);
   });
-  // Let the transport negotiate its own compression; an SSE or file stream must not be recompressed.
-  out.delete("accept-encoding");
   return out;
 }
 
 /** Response headers to return to the client, minus hop-by-hop ones (content-length kept when known). */
 export function forwardableResponseHeaders(upstream: Headers, drop: string[] = []): Headers {
   const out = new Headers();
-  const dropped = new Set([...HOP_BY_HOP.filter((h) => h !== "content-length"), "set-cookie", ...drop]);
+  const extra = drop.length ? new Set(drop.map((d) => d.toLowerCase())) : undefined;
   upstream.forEach((v, k) => {
-    if (!dropped.has(k)) out.append(k, v);
+    if (!RESPONSE_DROPPED.has(k) && !extra?.has(k)) out.append(k, v);
   });
   return out;
 }

@@ -4,7 +4,7 @@ import type { TollgateConfig } from "../config/schema.js";
 import type { GatewayEnv } from "./context.js";
 import { GatewayError, errors } from "./errors.js";
 import { splitRequestUrl } from "./routing/normalize.js";
-import { forwardableRequestHeaders, forwardableResponseHeaders, type UpstreamTransport } from "./transport.js";
+import { forwardableRequestHeaders, forwardableResponseHeaders, relayableBody, UpstreamHeadersTimeout, type UpstreamTransport } from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { routeLabel } from "./metrics/route-label.js";
 
@@ -76,8 +76,18 @@ export class Upstream {
     req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
   ): Promise<Response> {
+    const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
+    if (this.transport.enforcesHeadersTimeout) {
+      // No timer and no controller of our own: the transport times the headers, the client's signal aborts it.
+      try {
+        return await this.transport.request({ ...req, signal: opts.detachFromClient ? undefined : c.req.raw.signal, headersTimeoutMs: timeoutMs });
+      } catch (err) {
+        if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
+        throw errors.upstreamUnavailable(opts.unavailableMessage);
+      }
+    }
     const ctrl = new AbortController();
-    const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), opts.timeoutMs ?? this.config.timeoutMs);
+    const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), timeoutMs);
     const clientSignal = opts.detachFromClient ? undefined : c.req.raw.signal;
     const onClientAbort = () => ctrl.abort(new Error("client went away"));
     clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
@@ -112,7 +122,9 @@ export class Upstream {
   static relay(res: Response, extraHeaders?: Record<string, string>): Response {
     const headers = forwardableResponseHeaders(res.headers);
     if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
-    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+    const { body, held } = relayableBody(res);
+    // A transport's own response has no status text worth reading (and reading it costs a full Response on Node).
+    return new Response(body as BodyInit | null, held ? { status: res.status, headers } : { status: res.status, statusText: res.statusText, headers });
   }
 }
 

@@ -24,6 +24,8 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
   const { metrics, clientAddress } = opts;
   const logging = logger.enabled("info");
   return async function accessLogMiddleware(c, next) {
+    // Nothing to build when the level drops request lines and nobody counts requests.
+    if (!logging && !metrics) return next();
     const start = now();
     try {
       await next();
@@ -31,7 +33,8 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
       const seconds = (now() - start) / 1000;
       const f = c.get("logFields") ?? {};
       const tenant = f.tenant ?? c.get("tenant")?.id;
-      const status = c.res.status;
+      // A response the Node fast path wrote itself records its status here (c.res is only a marker then).
+      const status = typeof f.status === "number" ? f.status : c.res.status;
       if (metrics) {
         metrics.request(routeLabel(c), status, tenant ?? "", seconds);
         if (f.cache) metrics.cache(f.cache, f.saved, tenant);

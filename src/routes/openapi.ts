@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document of Tollgate's own endpoints (/_tollgate/*), generated from the zod schemas the routes
 // validate with. The upstream's surfaces (/api, /x402, /sandbox) are the upstream's own API and are not repeated here.
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { VERSION } from "./own.js";
 import { mintRequest } from "./tokens.js";
 import {

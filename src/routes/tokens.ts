@@ -1,7 +1,7 @@
 // Keyless access: a tenant mints short-lived tokens scoped to one sandbox, one session or a capped search budget,
 // hands them to an untrusted client, and can revoke them at once. Mounted under /_tollgate/tokens.
 import { Hono, type Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";

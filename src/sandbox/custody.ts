@@ -28,6 +28,8 @@ export function needsRenewal(cred: RuntimeCredential, now: number): boolean {
 
 export class RuntimeCustody {
   private readonly inflight = new Map<string, Promise<RuntimeCredential>>();
+  /** The last stored text parsed, per sandbox: the hot path reads the same credential on every call. */
+  private readonly parsed = new Map<string, { raw: string; cred: RuntimeCredential }>();
 
   constructor(private readonly services: GatewayServices) {}
 
@@ -60,7 +62,16 @@ export class RuntimeCustody {
 
   async peek(id: string): Promise<RuntimeCredential | undefined> {
     const raw = await this.services.stores.kv.get(KEY(id));
-    return raw ? (JSON.parse(raw) as RuntimeCredential) : undefined;
+    if (!raw) {
+      this.parsed.delete(id);
+      return undefined;
+    }
+    const seen = this.parsed.get(id);
+    if (seen?.raw === raw) return { ...seen.cred };
+    const cred = JSON.parse(raw) as RuntimeCredential;
+    if (this.parsed.size >= 10_000) this.parsed.clear();
+    this.parsed.set(id, { raw, cred });
+    return { ...cred };
   }
 
   /** A usable credential: the kept one, or a renewed one when it is missing or about to expire. */

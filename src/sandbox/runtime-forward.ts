@@ -20,13 +20,20 @@ export interface RuntimeCall {
 /** Reads the client's body: buffered when small and of known length (replayable), otherwise the stream itself. */
 export async function clientBody(c: Context<GatewayEnv>): Promise<{ body: Uint8Array | ReadableStream<Uint8Array> | null; replayable: boolean }> {
   const m = c.req.method;
-  if (m === "GET" || m === "HEAD" || m === "OPTIONS" || !c.req.raw.body) return { body: null, replayable: true };
-  const len = Number(c.req.header("content-length") ?? NaN);
+  if (m === "GET" || m === "HEAD" || m === "OPTIONS") return { body: null, replayable: true };
+  // A declared small length is read at once: looking at `c.req.raw.body` first would cost a full Request on Node.
+  const declared = c.req.header("content-length");
+  const len = declared === undefined ? NaN : Number(declared);
   if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) return { body: new Uint8Array(await c.req.arrayBuffer()), replayable: true };
+  // No length (a chunked body, or a Request made in-process, which carries none): whether there is a body at all.
+  if (!c.req.raw.body) return { body: null, replayable: true };
   return { body: c.req.raw.body, replayable: false };
 }
 
 export class RuntimeForwarder {
+  /** Per runtime base URL seen: what every runtime path is appended to, and whether its host is allowed. */
+  private readonly bases = new Map<string, { head: string; allowed: boolean }>();
+
   constructor(
     private readonly services: GatewayServices,
     private readonly custody: RuntimeCustody,
@@ -46,13 +53,22 @@ export class RuntimeForwarder {
 
   /** The upstream URL for a runtime path, refused unless it is on a configured upstream host. */
   target(cred: RuntimeCredential, rest: string): string {
-    const url = upstreamRuntimeUrl(cred.baseUrl, rest);
-    if (!this.services.upstream.isAllowedUrl(url)) throw new GatewayError(502, "upstream_url_refused", "The sandbox runtime is on a host the gateway is not configured to follow.");
-    return url;
+    let base = this.bases.get(cred.baseUrl);
+    if (!base) {
+      // What follows the base can never change its host, so one check (and one URL parse) per base URL is enough.
+      const probe = upstreamRuntimeUrl(cred.baseUrl, "/_");
+      base = { head: probe.slice(0, -2), allowed: this.services.upstream.isAllowedUrl(probe) };
+      if (this.bases.size >= 1024) this.bases.clear();
+      this.bases.set(cred.baseUrl, base);
+    }
+    if (!base.allowed) throw new GatewayError(502, "upstream_url_refused", "The sandbox runtime is on a host the gateway is not configured to follow.");
+    const path = rest.startsWith("/") ? rest : `/${rest}`;
+    return path === "/" ? upstreamRuntimeUrl(cred.baseUrl, path) : base.head + path;
   }
 
   private async send(c: Context<GatewayEnv>, cred: RuntimeCredential, call: RuntimeCall, body: Uint8Array | ReadableStream<Uint8Array> | null): Promise<Response> {
-    const headers = new Headers(call.headers);
+    // Set on the call's own headers (a replay sets the same two again): no copy per request.
+    const headers = call.headers;
     headers.set("authorization", `Bearer ${cred.token}`);
     headers.set("x-request-id", c.get("requestId"));
     return sendUpstream(c, this.services, { url: this.target(cred, call.rest), method: call.method, headers, body });

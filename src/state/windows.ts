@@ -1,12 +1,24 @@
 // UTC budget windows: which day and month an instant belongs to, and when each window resets.
 import type { BudgetLimits, BudgetWindow, LedgerEntry, SpendKind, Usage, WindowAmounts } from "./types.js";
 
+/** The UTC day last asked about ([from, to) in epoch ms): every request of a day asks about the same one. */
+let lastDay = { from: 0, to: 0, day: "", month: "" };
+
+function windowOf(now: number): { day: string; month: string } {
+  if (now >= lastDay.from && now < lastDay.to) return lastDay;
+  const iso = new Date(now).toISOString();
+  const from = Date.UTC(Number(iso.slice(0, 4)), Number(iso.slice(5, 7)) - 1, Number(iso.slice(8, 10)));
+  // Only ordinary dates are remembered (Date.UTC reads years 0–99 as 19xx; past 9999 the ISO form is longer).
+  if (now >= 0 && iso.length === 24) lastDay = { from, to: from + 86_400_000, day: iso.slice(0, 10), month: iso.slice(0, 7) };
+  return { day: iso.slice(0, 10), month: iso.slice(0, 7) };
+}
+
 export function dayOf(now: number): string {
-  return new Date(now).toISOString().slice(0, 10);
+  return windowOf(now).day;
 }
 
 export function monthOf(now: number): string {
-  return new Date(now).toISOString().slice(0, 7);
+  return windowOf(now).month;
 }
 
 export function resetAt(window: BudgetWindow, now: number): string | null {

@@ -1,6 +1,6 @@
 // The admin API's wire shapes (zod): request bodies it validates and the answers it gives. The OpenAPI document is
 // generated from these (../openapi.ts), so what is validated and what is documented cannot drift apart.
-import { z } from "zod";
+import * as z from "zod";
 import {
   budgetSchema, paymentPolicySchema, quotaSchema, SCOPES, tenantAlertsSchema, tenantSchema,
 } from "../../../config/schema.js";

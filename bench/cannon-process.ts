@@ -1,0 +1,65 @@
+// One load run for bench/proxy.ts, in its own process so the load generator never shares the proxy's or the upstream's
+// event loop. Reads a JSON job from argv[2]: warm-up, then the measured run bracketed by the CPU ticks (utime+stime
+// from /proc/<pid>/stat) of the proxy's processes. Prints one JSON line with req/s, latencies and CPU.
+import autocannon from "autocannon";
+import { readFileSync } from "node:fs";
+
+interface Job {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  connections: number;
+  seconds: number;
+  warmupSeconds: number;
+  /** Warm-up goes on past warmupSeconds (up to 2×) until this many requests were served. */
+  warmupRequests?: number;
+  /** Processes whose CPU is the proxy's: each pid and, when `tree`, its direct children (nginx's workers). */
+  pids: number[];
+  tree?: boolean;
+}
+
+const job = JSON.parse(process.argv[2]!) as Job;
+
+function ticksOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return Number(f[11]) + Number(f[12]); // fields 14 and 15: utime, stime
+  } catch {
+    return 0;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+const procs = () => job.pids.flatMap((p) => (job.tree ? [p, ...childrenOf(p)] : [p]));
+const cpuTicks = () => procs().reduce((s, p) => s + ticksOf(p), 0);
+
+const opts = { url: job.url, method: job.method ?? "GET", headers: job.headers ?? {}, body: job.body, connections: job.connections };
+if (job.warmupSeconds > 0) {
+  const started = Date.now();
+  let served = 0;
+  do served += (await autocannon({ ...opts, duration: 1 })).requests.total;
+  while (Date.now() - started < job.warmupSeconds * 1000 || (served < (job.warmupRequests ?? 0) && Date.now() - started < job.warmupSeconds * 2000));
+}
+const before = cpuTicks();
+const r = await autocannon({ ...opts, duration: job.seconds });
+const after = cpuTicks();
+process.stdout.write(
+  JSON.stringify({
+    rps: r.requests.average,
+    total: r.requests.total,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    cpuTicks: after - before,
+  }) + "\n",
+);

@@ -1,0 +1,411 @@
+// Proxy cost against nginx, all in one run: nginx (Debian's, 1 worker, keep-alive upstreams), a plain hono/proxy, a
+// bare node:http pipe (on a and e: the floor for any Node proxy) and Tollgate, each in its own process and in front of
+// the same upstream, on five scenarios. The load generator runs in its own process; CPU per request is the proxy
+// process's own utime+stime over the measured window.
+//
+//   (a) runtime-get    GET  /sandbox/<id>/processes                         → emulator runtime
+//   (b) runtime-post   POST /sandbox/<id>/processes/<pid>/wait, JSON body    → emulator runtime (exec-like)
+//   (c) port-get       GET  / on Host 3000-<id>.…, an auth:true exposed port → emulator → app in the sandbox
+//   (d) cache-hit      POST /api/web/search, a cached answer (baseline: Tollgate's /_tollgate/health; nginx proxy_cache)
+//                      in front of the fast upstream (the emulator's search lives in its x402 module, which needs a chain)
+//   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
+//
+// `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
+// BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate process there), BENCH_BASELINE_DIR (a checkout of an older
+// Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir, cpus, setPriority } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { randomBytes } from "node:crypto";
+import { request } from "undici";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+const WANTED = (process.env.BENCH_SCENARIOS ?? "a,b,c,d,e").split(",").map((s) => s.trim());
+/**
+ * Niceness of every process of the run (this one, which hosts the emulator, the proxies, the upstream, the load): a
+ * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
+ */
+const NICE = Number(process.env.BENCH_NICE ?? -10);
+/** Warm-up goes on (1 s rounds, at most BENCH_WARMUP_SECONDS × 2) until this many requests: V8 optimises by call counts. */
+const WARMUP_REQUESTS = Number(process.env.BENCH_WARMUP_REQUESTS ?? 3000);
+const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
+
+interface Proc {
+  pid: number;
+  port: number;
+  stop(): Promise<void>;
+}
+
+/** Starts a node script (through tsx) in its own process group and waits for its `READY <port>`. */
+function niced(cmd: string, args: string[]): [string, string[]] {
+  return NICE ? ["nice", ["-n", String(NICE), cmd, ...args]] : [cmd, args];
+}
+
+async function spawnReady(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
+  const child = spawn(...niced(process.execPath, [...nodeArgs, "--import", "tsx", script]), {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+    detached: true,
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const m = /READY (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once("exit", (c) => reject(new Error(`${script} exited with ${c}`)));
+  });
+  return { pid: child.pid!, port, stop: () => stopChild(child, "SIGTERM") };
+}
+
+async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  try {
+    process.kill(child.pid!, signal);
+  } catch {
+    return;
+  }
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  if (child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+interface NginxSite {
+  name: string;
+  upstream: string; // host:port
+  headers: Record<string, string>;
+  cache?: boolean;
+}
+
+/** Debian's nginx with a config written now: master + 1 worker, one server per site, stopped by its PID. */
+async function startNginx(sites: NginxSite[]): Promise<Proc & { ports: Record<string, number> }> {
+  const bin = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => spawnSync(p, ["-v"]).status === 0);
+  if (!bin) throw new Error("nginx is not installed: run scripts/setup.sh (apt-get install nginx)");
+  const dir = mkdtempSync(join(tmpdir(), "tollgate-bench-nginx-"));
+  for (const d of ["body", "proxy", "fastcgi", "uwsgi", "scgi", "cache"]) mkdirSync(join(dir, d));
+  const ports: Record<string, number> = {};
+  const blocks: string[] = [];
+  for (const [i, s] of sites.entries()) {
+    ports[s.name] = await freePort();
+    const sets = Object.entries(s.headers).map(([k, v]) => `      proxy_set_header ${k} "${v}";`).join("\n");
+    const cache = s.cache
+      ? `      proxy_cache answers;
+      proxy_cache_methods POST;
+      proxy_cache_key "$request_uri|$request_body";
+      proxy_cache_valid 200 10m;
+      proxy_ignore_headers Cache-Control Expires Set-Cookie;
+      proxy_buffering on;
+      client_body_buffer_size 64k;`
+      : `      proxy_buffering off;
+      proxy_request_buffering off;`;
+    blocks.push(`  upstream u${i} { server ${s.upstream}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${ports[s.name]};
+    location / {
+      proxy_pass http://u${i};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+${sets}
+${cache}
+    }
+  }`);
+  }
+  const conf = `daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  proxy_cache_path ${dir}/cache keys_zone=answers:4m;
+  keepalive_requests 100000;
+${blocks.join("\n")}
+}
+`;
+  writeFileSync(join(dir, "nginx.conf"), conf);
+  const child = spawn(...niced(bin, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")]), { stdio: ["ignore", "ignore", "inherit"], detached: true });
+  const first = Object.values(ports)[0]!;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`nginx exited: ${readFileSync(join(dir, "error.log"), "utf8")}`);
+    const ok = await request(`http://127.0.0.1:${first}/`).then((r) => (r.body.dump(), true), () => false);
+    if (ok) break;
+    if (i > 100) throw new Error("nginx did not answer");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    pid: child.pid!,
+    port: first,
+    ports,
+    async stop() {
+      await stopChild(child, "SIGQUIT");
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Load {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuUsPerReq: number;
+  bad: number;
+}
+
+/** autocannon in its own process, with the proxy's CPU read over the measured window. */
+async function measure(load: Load, pid: number, tree = false): Promise<Measured> {
+  const job = { ...load, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP, warmupRequests: WARMUP_REQUESTS, pids: [pid], tree };
+  // Asynchronous: the emulator serves from this process's event loop meanwhile.
+  const child = spawn(...niced(process.execPath, ["--import", "tsx", here("./cannon-process.ts"), JSON.stringify(job)]), { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  const status = await new Promise<number | null>((r) => child.once("exit", r));
+  if (status !== 0) throw new Error(`load run failed (${status})`);
+  const j = JSON.parse(out.trim().split("\n").pop()!);
+  return { rps: j.rps, p50: j.p50, p99: j.p99, cpuUsPerReq: j.total ? ((j.cpuTicks / CLK_TCK) * 1e6) / j.total : NaN, bad: j.non2xx + j.errors };
+}
+
+async function expectOk(load: Load, what: string): Promise<string> {
+  const r = await request(load.url, { method: (load.method ?? "GET") as any, headers: load.headers, body: load.body });
+  const text = await r.body.text();
+  if (r.statusCode !== 200) throw new Error(`${what}: ${r.statusCode} ${text.slice(0, 200)}`);
+  return text;
+}
+
+// ---- the stack -------------------------------------------------------------------------------------------------
+if (NICE) {
+  try {
+    setPriority(NICE);
+  } catch {
+    /* not allowed: the run goes on at the default priority */
+  }
+}
+const { startEmulator } = await import("../emulator/index.js");
+const { generateTenantKey, hashTenantKey } = await import("../src/tenants.js");
+const { TokenService } = await import("../src/tokens.js");
+const { memoryStores } = await import("../src/state/memory.js");
+const { upstreamExposedHost } = await import("../src/rewrite/sandbox.js");
+const { Hyperbrowser } = await import("@hyperbrowser/sdk");
+
+const stops: Array<() => Promise<void>> = [];
+const emu = await startEmulator({ modules: ["sandboxes"] });
+stops.push(() => emu.close());
+let stopSandbox = async () => {};
+const results: Array<{ scenario: string; proxy: string; m: Measured }> = [];
+try {
+  const key = generateTenantKey();
+  const keyHash = await hashTenantKey(key);
+  const tokenSecret = randomBytes(32).toString("hex");
+  const rport = new URL(emu.runtimeUrl).port;
+  const profArgs = (name: string) => (PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : []);
+  const gatewayConfig = (baseUrl: string, allowedHosts: string[]) => ({
+    server: { host: "127.0.0.1", port: 0, logLevel: "silent" },
+    upstream: { baseUrl, allowedHosts },
+    tenants: [{ id: "bench", keys: [{ hash: keyHash }], scopes: ["sandboxes", "search"] }],
+  });
+  const BASELINE = process.env.BENCH_BASELINE_DIR;
+  const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, script?: string) =>
+    spawnReady(
+      script ?? (root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts")),
+      { TOLLGATE_CHILD_CONFIG: JSON.stringify(config), TOLLGATE_CHILD_SECRETS: JSON.stringify({ upstreamApiKey: apiKey, tokenSecret }) },
+      profArgs(name),
+    );
+
+  const cfg = gatewayConfig(emu.controlUrl, [`127.0.0.1:${rport}`, `localhost:${rport}`]);
+  const fast = await spawnReady(here("./fast-upstream-process.ts"), {});
+  stops.push(() => fast.stop());
+  const fastCfg = gatewayConfig(`http://127.0.0.1:${fast.port}`, []);
+  const [tg, tgFast] = await Promise.all([spawnTollgate("tollgate-emulator", cfg, emu.apiKey), spawnTollgate("tollgate-fast", fastCfg, "fast-upstream-key")]);
+  stops.push(() => tg.stop(), () => tgFast.stop());
+  const [tgBase, tgFastBase] = BASELINE
+    ? await Promise.all([spawnTollgate("base-emulator", cfg, emu.apiKey, BASELINE), spawnTollgate("base-fast", fastCfg, "fast-upstream-key", BASELINE)])
+    : [undefined, undefined];
+  if (tgBase && tgFastBase) stops.push(() => tgBase.stop(), () => tgFastBase.stop());
+  const fpScript = here("./fast-path-gateway-process.ts");
+  const [tgFp, tgFpFast] = process.env.BENCH_FAST_PATH
+    ? await Promise.all([spawnTollgate("fastpath-emulator", cfg, emu.apiKey, undefined, fpScript), spawnTollgate("fastpath-fast", fastCfg, "fast-upstream-key", undefined, fpScript)])
+    : [undefined, undefined];
+  if (tgFp && tgFpFast) stops.push(() => tgFp.stop(), () => tgFpFast.stop());
+
+  // A sandbox through Tollgate (so the tenant owns it), a finished process, an app on an auth:true exposed port.
+  const gw = `http://localhost:${tg.port}`;
+  const hb = new Hyperbrowser({ apiKey: key, baseUrl: gw });
+  const sbx = await hb.sandboxes.create({ imageName: "node" });
+  stopSandbox = () => sbx.stop().then(() => undefined, () => undefined);
+  const proc = await sbx.exec("true");
+  const pid = (proc as any).id as string;
+  await sbx.files.writeText("/home/user/app.js", `require("http").createServer((q,r)=>{r.setHeader("content-type","application/json");r.end('{"ok":true}')}).listen(3000)`);
+  await sbx.processes.start("node /home/user/app.js");
+  const exposed = await sbx.expose({ port: 3000, auth: true });
+  const gwDetail = JSON.parse(await expectOk({ url: `${gw}/api/sandbox/${sbx.id}`, headers: { "x-api-key": key } }, "gateway detail"));
+  const up = JSON.parse(await expectOk({ url: `${emu.controlUrl}/api/sandbox/${sbx.id}`, headers: { "x-api-key": emu.apiKey } }, "upstream detail"));
+  const gwToken = gwDetail.token as string;
+  const upPortHost = upstreamExposedHost({ baseUrl: up.runtime.baseUrl, host: up.runtime.host }, 3000);
+  const gwPortHost = new URL(exposed.url).host;
+  const runtimeHostPort = `127.0.0.1:${rport}`;
+
+  // The fast upstream's sandbox: a gateway token minted with the fast gateway's secret (custody asks the upstream).
+  const minter = new TokenService(tokenSecret, memoryStores().kv);
+  const fastToken = (await minter.mint({ tenant: "bench", kind: "sandbox", resource: "sbx_fast", scopes: ["runtime"], ttlSeconds: 3600 })).token;
+
+  const honoFor = (upstream: string, token: string, host = "") => spawnReady(here("./hono-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token, PROXY_HOST: host });
+  const [honoRuntime, honoPort, honoFast] = await Promise.all([
+    honoFor(emu.runtimeUrl, up.token),
+    honoFor(emu.runtimeUrl, up.token, upPortHost),
+    honoFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token"),
+  ]);
+  stops.push(() => honoRuntime.stop(), () => honoPort.stop(), () => honoFast.stop());
+  // The Node floor: a bare node:http pipe (no Hono, no Request/Response), on the runtime and fast upstreams.
+  const rawFor = (upstream: string, token: string) => spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token });
+  const [rawRuntime, rawFast] = await Promise.all([rawFor(emu.runtimeUrl, up.token), rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token")]);
+  stops.push(() => rawRuntime.stop(), () => rawFast.stop());
+  const nginx = await startNginx([
+    { name: "runtime", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}` } },
+    { name: "port", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}`, Host: upPortHost } },
+    { name: "search", upstream: `127.0.0.1:${fast.port}`, headers: { "x-api-key": "fast-upstream-key" }, cache: true },
+    { name: "fast", upstream: `127.0.0.1:${fast.port}`, headers: { Authorization: "Bearer fast-upstream-runtime-token" } },
+  ]);
+  stops.push(() => nginx.stop());
+
+  const at = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
+  const json = { "content-type": "application/json" };
+  const runtimeGet = `/sandbox/${sbx.id}/processes`;
+  const runtimePost = `/sandbox/${sbx.id}/processes/${pid}/wait`;
+  const waitBody = JSON.stringify({ timeoutMs: 1000 });
+  const searchBody = JSON.stringify({ query: "hot cached query" });
+  const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
+
+  type Contender = { proxy: string; load: Load; pid: number; tree?: boolean };
+  const base = (p: Proc | undefined, load: (port: number) => Load): Contender[] => (p ? [{ proxy: "tollgate@base", load: load(p.port), pid: p.pid }] : []);
+  const fastPath = (p: Proc | undefined, load: (port: number) => Load): Contender[] => (p ? [{ proxy: "tollgate fast path", load: load(p.port), pid: p.pid }] : []);
+  const scenarios: Array<{ id: string; name: string; contenders: Contender[] }> = [
+    {
+      id: "a",
+      name: "runtime-get",
+      contenders: [
+        { proxy: "nginx", load: { url: at(nginx.ports.runtime!, runtimeGet) }, pid: nginx.pid, tree: true },
+        { proxy: "hono/proxy", load: { url: at(honoRuntime.port, runtimeGet) }, pid: honoRuntime.pid },
+        { proxy: "node raw pipe", load: { url: at(rawRuntime.port, runtimeGet) }, pid: rawRuntime.pid },
+        { proxy: "tollgate", load: { url: at(tg.port, runtimeGet), headers: bearer(gwToken) }, pid: tg.pid },
+        ...base(tgBase, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
+        ...fastPath(tgFp, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
+      ],
+    },
+    {
+      id: "b",
+      name: "runtime-post",
+      contenders: [
+        { proxy: "nginx", load: { url: at(nginx.ports.runtime!, runtimePost), method: "POST", headers: json, body: waitBody }, pid: nginx.pid, tree: true },
+        { proxy: "hono/proxy", load: { url: at(honoRuntime.port, runtimePost), method: "POST", headers: json, body: waitBody }, pid: honoRuntime.pid },
+        { proxy: "tollgate", load: { url: at(tg.port, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody }, pid: tg.pid },
+        ...base(tgBase, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
+        ...fastPath(tgFp, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
+      ],
+    },
+    {
+      id: "c",
+      name: "port-get",
+      contenders: [
+        { proxy: "nginx", load: { url: at(nginx.ports.port!, "/") }, pid: nginx.pid, tree: true },
+        { proxy: "hono/proxy", load: { url: at(honoPort.port, "/") }, pid: honoPort.pid },
+        { proxy: "tollgate", load: { url: at(tg.port, "/"), headers: { host: gwPortHost, ...bearer(gwToken) } }, pid: tg.pid },
+      ],
+    },
+    {
+      id: "d",
+      name: "cache-hit",
+      contenders: [
+        { proxy: "nginx", load: { url: at(nginx.ports.search!, "/api/web/search"), method: "POST", headers: json, body: searchBody }, pid: nginx.pid, tree: true },
+        { proxy: "health", load: { url: at(tgFast.port, "/_tollgate/health") }, pid: tgFast.pid },
+        { proxy: "tollgate", load: { url: at(tgFast.port, "/api/web/search"), method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody }, pid: tgFast.pid },
+        ...base(tgFastBase, (p) => ({ url: at(p, "/api/web/search"), method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody })),
+      ],
+    },
+    {
+      id: "e",
+      name: "fast-get",
+      contenders: [
+        { proxy: "nginx", load: { url: at(nginx.ports.fast!, "/sandbox/sbx_fast/processes") }, pid: nginx.pid, tree: true },
+        { proxy: "hono/proxy", load: { url: at(honoFast.port, "/sandbox/sbx_fast/processes") }, pid: honoFast.pid },
+        { proxy: "node raw pipe", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes") }, pid: rawFast.pid },
+        { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
+        ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
+        ...fastPath(tgFpFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
+      ],
+    },
+  ];
+
+  // Every contender answers 200 before it is measured (and the caches are warm).
+  for (const s of scenarios) for (const c of s.contenders) await expectOk(c.load, `${s.name} via ${c.proxy}`);
+  const hit = await request(scenarios[3]!.contenders[2]!.load.url, { method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody });
+  await hit.body.dump();
+  if (hit.headers["x-tollgate-cache"] !== "hit") throw new Error(`expected a cache hit, got ${hit.headers["x-tollgate-cache"]}`);
+
+  console.log(`\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${process.versions.node}, ${cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)})\n`);
+  console.log("| scenario | proxy | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
+  for (const s of scenarios) {
+    if (!WANTED.includes(s.id) && !WANTED.includes(s.name)) continue;
+    for (const c of s.contenders) {
+      const m = await measure(c.load, c.pid, c.tree);
+      results.push({ scenario: s.name, proxy: c.proxy, m });
+      console.log(`| (${s.id}) ${s.name} | ${c.proxy} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`);
+    }
+  }
+  console.log("");
+  const get = (scenario: string, proxy: string) => results.find((r) => r.scenario === scenario && r.proxy === proxy)?.m;
+  for (const s of scenarios) {
+    const t = get(s.name, "tollgate");
+    const n = get(s.name, "nginx");
+    if (!t || !n) continue;
+    console.log(`cpu/request tollgate÷nginx ${s.name}: ${(t.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
+    console.log(`req/s tollgate÷nginx ${s.name}: ${(t.rps / n.rps).toFixed(2)}`);
+    console.log(`p99 tollgate÷nginx ${s.name}: ${(t.p99 / n.p99).toFixed(2)}`);
+    const b = get(s.name, "tollgate@base");
+    if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
+    const fp = get(s.name, "tollgate fast path");
+    if (fp) console.log(`cpu/request tollgate-fast-path÷nginx ${s.name}: ${(fp.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
+    const h = get(s.name, "health");
+    if (h) console.log(`req/s tollgate÷health ${s.name}: ${(t.rps / h.rps).toFixed(2)}`);
+  }
+} finally {
+  await stopSandbox();
+  for (const stop of stops.reverse()) await stop().catch((e) => console.error("stop:", e));
+}
