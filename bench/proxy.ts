@@ -272,8 +272,8 @@ try {
   stopSandbox = () => sbx.stop().then(() => undefined, () => undefined);
   const proc = await sbx.exec("true");
   const pid = (proc as any).id as string;
-  await sbx.files.writeText("/home/user/app.js", `require("http").createServer((q,r)=>{r.setHeader("content-type","application/json");r.end('{"ok":true}')}).listen(3000)`);
-  await sbx.processes.start("node /home/user/app.js");
+  await sbx.files.writeText("/home/ubuntu/app.js", `require("http").createServer((q,r)=>{r.setHeader("content-type","application/json");r.end('{"ok":true}')}).listen(3000)`);
+  await sbx.processes.start("node /home/ubuntu/app.js");
   const exposed = await sbx.expose({ port: 3000, auth: true });
   const gwDetail = JSON.parse(await expectOk({ url: `${gw}/api/sandbox/${sbx.id}`, headers: { "x-api-key": key } }, "gateway detail"));
   const up = JSON.parse(await expectOk({ url: `${emu.controlUrl}/api/sandbox/${sbx.id}`, headers: { "x-api-key": emu.apiKey } }, "upstream detail"));

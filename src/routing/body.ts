@@ -28,6 +28,9 @@ export async function readBoundedText(req: Request, limit: number): Promise<stri
     await req.body?.cancel().catch(() => {});
     throw tooLarge(limit);
   }
+  // A declared length within the limit bounds what the HTTP parser will deliver: read it whole. (On Node this also
+  // skips building a Web stream over the socket, which costs more than the rest of a cache hit.)
+  if (declared !== null && /^\d+$/.test(declared)) return req.text();
   if (!req.body) return "";
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
