@@ -3,7 +3,7 @@
 // deleting a tenant, and by a budget running out for a tenant with `onExhausted = "stop"` (once per window, fleet-wide).
 import type { GatewayServices } from "../services.js";
 import type { BudgetWindow, ResourceKind } from "../state/types.js";
-import { deliverBudgetEvent } from "./alerts.js";
+import { deliverBudgetEvent } from "./webhooks.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 
 export interface KillReport {

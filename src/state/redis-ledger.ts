@@ -1,7 +1,7 @@
 // BudgetLedger on Redis: entries as hashes, per-tenant and per-state sorted-set indexes (score = a global sequence,
 // so newest first is a ZREVRANGE) plus credits and per-resource indexes, window counters under the same keys as
 // windowKeys() and creditKeys(), and one sorted set of holds per kind scored by when they expire, for the reconciler.
-import type { RedisConnection } from "./redis.js";
+import type { RedisConnection } from "./redis-connection.js";
 import { HELD, holdExpiresAt, matches } from "./holds.js";
 import type {
   BudgetLedger, BudgetLimits, BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, ReserveResult, SpendKind, Usage,
