@@ -1,6 +1,5 @@
 // Answers only to the gateway's public hosts when they are listed (server.publicHosts): any other Host is refused 421.
 import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import { clientView } from "../../src/forwarded.js";
 import { isListedPublicHost } from "../../src/public-origin.js";
@@ -20,7 +19,7 @@ export const hostNotAllowed = () =>
  *
  * @example app.use(publicHostsOnly(services))
  */
-export function publicHostsOnly(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
+export function publicHostsOnly(services: GatewayServices): MiddlewareHandler {
   const { publicOrigin, publicHosts } = services.config.server;
   return async function publicHostsMiddleware(c, next) {
     if (publicOrigin || !publicHosts || c.req.path === HEALTH_PATH) return next();

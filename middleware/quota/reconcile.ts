@@ -1,6 +1,5 @@
 // Frees quota held by resources that ended upstream without the gateway seeing it (timeouts, crashes, stops elsewhere).
 import type { Context } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
 
@@ -15,7 +14,7 @@ export async function rememberPaidSession(services: GatewayServices, id: string,
   await services.stores.kv.set(`session:paid:${id}`, String(exp), Math.max(1000, exp - services.now() + 3600_000));
 }
 
-async function stillActive(c: Context<GatewayEnv>, services: GatewayServices, kind: ResourceKind, id: string): Promise<boolean> {
+async function stillActive(c: Context, services: GatewayServices, kind: ResourceKind, id: string): Promise<boolean> {
   if (kind === "session") {
     const paidUntil = await services.stores.kv.get(`session:paid:${id}`);
     if (paidUntil) return Number(paidUntil) > services.now();
@@ -40,7 +39,7 @@ async function stillActive(c: Context<GatewayEnv>, services: GatewayServices, ki
 }
 
 /** Re-checks the tenant's newest resources upstream and marks the ended ones inactive; returns the new active count. */
-export async function refreshActive(c: Context<GatewayEnv>, services: GatewayServices, kind: ResourceKind, tenant: string): Promise<number> {
+export async function refreshActive(c: Context, services: GatewayServices, kind: ResourceKind, tenant: string): Promise<number> {
   const { ownership } = services.stores;
   const ids = (await ownership.list(kind, tenant)).slice(0, RECHECK_LIMIT);
   await Promise.all(
