@@ -11,7 +11,7 @@ export type PeerAddress = (c: Context<any>) => string | undefined;
 export const workersPeerAddress: PeerAddress = (c) => ((c.req.raw as { cf?: unknown }).cf ? c.req.header("cf-connecting-ip") : undefined);
 
 /** `::ffff:127.0.0.1` → `127.0.0.1`. */
-export function normaliseAddress(a: string): string {
+function normaliseAddress(a: string): string {
   return a.startsWith("::ffff:") && a.includes(".") ? a.slice(7) : a;
 }
 

@@ -6,7 +6,7 @@ import type { KeyValueStore } from "./state/types.js";
 
 /** What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer; search: search. */
 export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "search";
-export type TokenKind = "sandbox" | "session" | "search";
+type TokenKind = "sandbox" | "session" | "search";
 
 export interface GatewayToken {
   tenant: string;
@@ -34,7 +34,7 @@ export interface TokenSecret {
 }
 
 /** The id a lone TOLLGATE_TOKEN_SECRET signs under (so it can be listed, retired, in TOLLGATE_TOKEN_SECRETS later). */
-export const DEFAULT_KID = "default";
+const DEFAULT_KID = "default";
 
 /**
  * Mints and verifies gateway tokens. Several secrets may be held at once: the first signs (its id in the token's `kid`

@@ -1,7 +1,7 @@
 // WebSocket relaying behind one small interface: Node relays frames with `ws`, Workers hand the upstream socket through.
 import type { Context } from "hono";
 
-export interface WebSocketRelayTarget {
+interface WebSocketRelayTarget {
   /** ws:// or wss:// URL of the upstream socket (already checked against the allowed hosts). */
   url: string;
   /** Headers for the upstream handshake (e.g. the injected runtime bearer). */

@@ -16,7 +16,7 @@ export interface AccessLogOptions {
 const MAX_USER_AGENT = 256;
 
 /** Fields the access log writes for a request, filled in along the chain. */
-export interface RequestLogFields {
+interface RequestLogFields {
   tenant?: string;
   route?: string;
   /** Atomic units paid upstream for this request. */

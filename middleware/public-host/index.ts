@@ -6,9 +6,9 @@ import { isListedPublicHost } from "../../src/public-origin.js";
 import { parseExposedHost } from "../../src/rewrite/sandbox.js";
 import type { GatewayServices } from "../../src/services.js";
 
-export const HEALTH_PATH = "/_tollgate/health";
+const HEALTH_PATH = "/_tollgate/health";
 
-export const hostNotAllowed = () =>
+const hostNotAllowed = () =>
   new GatewayError(421, "host_not_allowed", "This gateway answers only to its public host names (server.publicHosts); call it by one of them.");
 
 /**

@@ -9,7 +9,7 @@ import type { KeyValueStore, OwnershipRegistry, ResourceKind } from "../../src/s
 const BUCKET_MS = 5 * 60_000;
 const BUCKET_TTL_MS = 3 * BUCKET_MS;
 
-export interface SlotFigures {
+interface SlotFigures {
   limit: number;
   /** Active resources the registry counts for the tenant. */
   active: number;

@@ -11,7 +11,7 @@ export type BudgetEvent =
   | { type: "budget.exhausted"; window: BudgetWindow; period: string; onExhausted: string };
 
 /** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, as Stripe signs its webhooks. */
-export async function signWebhook(secret: string, body: string, t: number): Promise<string> {
+async function signWebhook(secret: string, body: string, t: number): Promise<string> {
   const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(`${t}.${body}`)));
   return `t=${t},v1=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;

@@ -1,7 +1,5 @@
 // Money at the edges: USD decimal strings in config and display, bigint atomic units (6 decimals) everywhere else.
 
-export const USD_DECIMALS = 6;
-
 /** "0.005" → 5000n. Accepts what config/schema.ts's usdAmount accepts. */
 export function usdToAtomic(usd: string): bigint {
   const m = /^(\d+)(?:\.(\d{1,6}))?$/.exec(usd.trim());

@@ -10,7 +10,6 @@ import { paymentOptions } from "./requirements.js";
 import type { PaymentSigner } from "./signer.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "./spend.js";
 
-export { tenantLimits } from "./spend.js";
 
 export interface PaidCallContext {
   services: GatewayServices;

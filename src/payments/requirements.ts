@@ -14,7 +14,7 @@ export interface PaymentOption {
   raw: Record<string, any>;
 }
 
-export function toCaip2(network: string): string {
+function toCaip2(network: string): string {
   if (network.includes(":")) return network;
   const id = (EVM_NETWORK_CHAIN_ID_MAP as Record<string, number>)[network];
   return id ? `eip155:${id}` : `unknown:${network}`;

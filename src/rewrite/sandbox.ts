@@ -8,7 +8,7 @@ export interface SandboxRuntime {
 }
 
 /** A credential the gateway mints in place of an upstream one. */
-export interface MintedToken {
+interface MintedToken {
   token: string;
   expiresAt: string;
 }
@@ -23,7 +23,7 @@ export interface SandboxRewriteContext {
 }
 
 /** Mirrors the SDK's runtimeSessionIdFromPath: `/sandbox/<id>[/…]` → id. */
-export function sandboxIdFromPath(path: string): string | null {
+function sandboxIdFromPath(path: string): string | null {
   const segs = path.trim().replace(/^\/+|\/+$/g, "").split("/").filter(Boolean);
   return segs.length >= 2 && segs[0] === "sandbox" && segs[1]!.trim() ? segs[1]!.trim() : null;
 }
@@ -42,7 +42,7 @@ export function exposedUrlFor(runtime: SandboxRuntime, port: number): string {
 }
 
 /** `<port>-<session host>[:<port of baseUrl>]`, the authority of an exposed port. */
-export function exposedAuthority(runtime: SandboxRuntime, port: number): string {
+function exposedAuthority(runtime: SandboxRuntime, port: number): string {
   const base = new URL(runtime.baseUrl);
   const host = sessionHostOf(runtime, base).toLowerCase();
   return base.port ? `${port}-${host}:${base.port}` : `${port}-${host}`;

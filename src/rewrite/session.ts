@@ -17,7 +17,7 @@ export interface SessionRewriteContext {
  * Fields that carry upstream access and that the gateway cannot relay: the live view (its own token, served by the
  * upstream's live-view host) and WebDriver. They are dropped rather than leaked; see docs/sessions.md.
  */
-export const DROPPED_SESSION_FIELDS = ["liveUrl", "liveDomain", "webdriverEndpoint"] as const;
+const DROPPED_SESSION_FIELDS = ["liveUrl", "liveDomain", "webdriverEndpoint"] as const;
 
 /** `ws(s)://<gateway>/devtools/browser/<id>?token=<gateway token>`: what puppeteer and playwright connect to. */
 export function gatewayWsEndpoint(publicOrigin: string, sessionId: string, token: string): string {
@@ -30,7 +30,7 @@ export function gatewayComputerActionEndpoint(publicOrigin: string, sessionId: s
   return `${publicOrigin}/_tollgate/computer-action/${encodeURIComponent(sessionId)}`;
 }
 
-export function gatewaySessionUrl(publicOrigin: string, sessionId: string): string {
+function gatewaySessionUrl(publicOrigin: string, sessionId: string): string {
   return `${publicOrigin}/api/session/${encodeURIComponent(sessionId)}`;
 }
 

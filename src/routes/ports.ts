@@ -16,7 +16,7 @@ import { sendUpstream } from "../sandbox/runtime-forward.js";
 import { requestUrl } from "../request-url.js";
 import { clientView } from "../forwarded.js";
 
-export const PORT_COOKIE = "tollgate_port";
+const PORT_COOKIE = "tollgate_port";
 const BOOTSTRAP_PATH = "/_hb/auth";
 const WS_OWN_HEADERS = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"];
 

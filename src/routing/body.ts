@@ -5,8 +5,8 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
-export const JSON_BODY_LIMIT = 1024 * 1024;
-export const JSON_MAX_DEPTH = 64;
+const JSON_BODY_LIMIT = 1024 * 1024;
+const JSON_MAX_DEPTH = 64;
 
 export interface JsonBody {
   text: string;
@@ -52,7 +52,7 @@ export async function readBoundedText(req: Request, limit: number): Promise<stri
 }
 
 /** Deepest nesting of arrays and objects in a JSON text, counted without parsing (strings skipped). */
-export function jsonDepth(text: string, stopAt: number): number {
+function jsonDepth(text: string, stopAt: number): number {
   let depth = 0;
   let max = 0;
   let inString = false;
@@ -75,7 +75,7 @@ export function jsonDepth(text: string, stopAt: number): number {
 }
 
 /** Parses a JSON object body with the limits above; an empty body is `{}`. */
-export function parseJsonObject(text: string, what = "The request body"): Record<string, unknown> {
+function parseJsonObject(text: string, what = "The request body"): Record<string, unknown> {
   if (!text.trim()) return {};
   if (jsonDepth(text, JSON_MAX_DEPTH) > JSON_MAX_DEPTH) {
     throw new GatewayError(400, "invalid_json", `${what} nests deeper than ${JSON_MAX_DEPTH} levels.`, { maxDepth: JSON_MAX_DEPTH });

@@ -18,7 +18,7 @@ const KEY = (id: string) => `sandbox-runtime:${id}`;
 const RENEW_MAX_MS = 60_000;
 
 export const sandboxNotFound = (id: string) => new GatewayError(404, "not_found", `Sandbox ${id} not found`);
-export const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
+const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
 
 /** Renew when ≤60 s are left, or ≤half the lifetime for short-lived tokens (so a 5 s token is not renewed per call). */
 export function needsRenewal(cred: RuntimeCredential, now: number): boolean {

@@ -22,7 +22,7 @@ export interface OwnedListSpec {
 export type OwnedPage = { items: Record<string, any>[]; totalCount: number; page: number; perPage: number } | { passthrough: Response };
 
 /** The client's page and limit, clamped like the upstream (page ≥ 1, 1 ≤ limit ≤ 100, default 20). */
-export function requestedPage(query: URLSearchParams): { page: number; perPage: number } {
+function requestedPage(query: URLSearchParams): { page: number; perPage: number } {
   const page = Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1);
   const perPage = Math.min(100, Math.max(1, Number.parseInt(query.get("limit") ?? "20", 10) || 20));
   return { page, perPage };

@@ -13,12 +13,12 @@ import type {
 import { usageOf } from "./windows.js";
 
 /** The Durable Object namespace binding (`[[durable_objects.bindings]]` in wrangler.toml). */
-export interface StateNamespace {
+interface StateNamespace {
   idFromName(name: string): unknown;
   get(id: unknown): TollgateStateStub;
 }
 
-export const DEFAULT_BINDING = "TOLLGATE_STATE";
+const DEFAULT_BINDING = "TOLLGATE_STATE";
 const INDEX_SHARDS = 16;
 const KEY_SHARDS = 32;
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
@@ -56,7 +56,7 @@ function refused(r: { refused: string } | undefined) {
 
 const strip = ({ seq: _seq, ...e }: SequencedEntry): LedgerEntry => e;
 
-export class DurableLedger implements BudgetLedger {
+class DurableLedger implements BudgetLedger {
   /** id -> tenant, learnt at reserve time: the calls that follow a reserve usually come from the same isolate. */
   private readonly tenants = new Map<string, string>();
   constructor(private readonly o: Objects) {}
@@ -153,7 +153,7 @@ export class DurableLedger implements BudgetLedger {
   }
 }
 
-export class DurableOwnership implements OwnershipRegistry {
+class DurableOwnership implements OwnershipRegistry {
   constructor(private readonly o: Objects) {}
   async claim(kind: ResourceKind, id: string, tenant: string) {
     await this.o.call("ownership", (s) => s.ownClaim(kind, id, tenant));
@@ -174,7 +174,7 @@ export class DurableOwnership implements OwnershipRegistry {
 
 const keyObject = (key: string) => `keys:${shard(key, KEY_SHARDS)}`;
 
-export class DurableKeyValue implements KeyValueStore {
+class DurableKeyValue implements KeyValueStore {
   constructor(private readonly o: Objects) {}
   get(key: string) {
     return this.o.call(keyObject(key), (s) => s.kvGet(key));
@@ -193,7 +193,7 @@ export class DurableKeyValue implements KeyValueStore {
   }
 }
 
-export class DurableTenantStore implements TenantStore {
+class DurableTenantStore implements TenantStore {
   constructor(private readonly o: Objects) {}
   private write(mode: "put" | "create" | "seed", rec: StoredTenant) {
     const source = rec.deleted ? "deleted" : rec.source;
@@ -220,7 +220,7 @@ export class DurableTenantStore implements TenantStore {
   }
 }
 
-export class DurableAuditLog implements AuditLog {
+class DurableAuditLog implements AuditLog {
   constructor(private readonly o: Objects) {}
   async append(entry: Omit<AuditEntry, "seq">) {
     const seq = await this.o.call("audit", (s) => s.auditAppend(JSON.stringify(entry)));
@@ -232,7 +232,7 @@ export class DurableAuditLog implements AuditLog {
   }
 }
 
-export class DurableIdempotency implements IdempotencyStore {
+class DurableIdempotency implements IdempotencyStore {
   constructor(private readonly o: Objects) {}
   begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
     return this.o.call(keyObject(`idem:${key}`), (s) => s.idemBegin(key, leaseMs));
@@ -245,7 +245,7 @@ export class DurableIdempotency implements IdempotencyStore {
   }
 }
 
-export class DurableRateLimiter implements RateLimiter {
+class DurableRateLimiter implements RateLimiter {
   constructor(private readonly kv: KeyValueStore) {}
   async hit(key: string, limit: number, windowMs: number, now: number) {
     const windowStart = Math.floor(now / windowMs) * windowMs;

@@ -10,7 +10,7 @@ import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, se
 
 const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
-export class MemoryLedger implements BudgetLedger {
+class MemoryLedger implements BudgetLedger {
   private readonly entries = new Map<string, LedgerEntry>();
   private readonly counters = new Map<string, bigint>();
 
@@ -118,7 +118,7 @@ export class MemoryLedger implements BudgetLedger {
   }
 }
 
-export class MemoryOwnership implements OwnershipRegistry {
+class MemoryOwnership implements OwnershipRegistry {
   private readonly owners = new Map<string, { tenant: string; active: boolean; at: number }>();
   private seq = 0;
   async claim(kind: ResourceKind, id: string, tenant: string) {
@@ -192,7 +192,7 @@ export class MemoryKeyValue implements KeyValueStore {
   }
 }
 
-export class MemoryIdempotency implements IdempotencyStore {
+class MemoryIdempotency implements IdempotencyStore {
   private readonly map = new ExpiringMap<{ state: "pending" | "done"; exp: number; response?: StoredResponse }>(() => this.now());
   constructor(private readonly now: () => number = Date.now) {}
   async begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
@@ -210,7 +210,7 @@ export class MemoryIdempotency implements IdempotencyStore {
 }
 
 /** Fixed-window counter per key. */
-export class MemoryRateLimiter implements RateLimiter {
+class MemoryRateLimiter implements RateLimiter {
   constructor(private readonly kv: KeyValueStore) {}
   async hit(key: string, limit: number, windowMs: number, now: number) {
     const windowStart = Math.floor(now / windowMs) * windowMs;

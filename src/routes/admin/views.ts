@@ -8,7 +8,7 @@ import { ledgerQuery, pageQuery } from "./schemas.js";
 import { validQuery } from "./validate.js";
 
 /** What a ledger entry paid for, read from its route (its `kind` says how: x402 or credits). */
-export function ledgerSurface(e: LedgerEntry): string {
+function ledgerSurface(e: LedgerEntry): string {
   if (/session/.test(e.route)) return "session";
   if (/sandbox/.test(e.route)) return "sandbox";
   if (/fetch/.test(e.route)) return "fetch";
