@@ -1,4 +1,4 @@
-// The tenant's view of its sandboxes: ownership checks (foreign ids look missing) and the rewrite context it gets.
+// The tenant's view of its sandboxes: the 404 a foreign snapshot gets, and the rewrite context (gateway tokens) it sees.
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
