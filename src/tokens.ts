@@ -1,5 +1,5 @@
 // Tollgate's own short-lived, scoped tokens (HS256 JWTs): what clients hold instead of upstream credentials.
-import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
+import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
 import { GatewayError } from "./errors.js";
 import type { KeyValueStore } from "./state/types.js";
@@ -90,7 +90,7 @@ export class TokenService {
     if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
     let t = this.verified.get(token);
     if (!t) {
-      let payload: Record<string, any>;
+      let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, this.keyFor, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
       } catch (err) {
@@ -154,13 +154,14 @@ const tenantRevocationKey = (tenant: string) => `revoked-tenant:${tenant}`;
 
 const expired = () => new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
 
-function fromPayload(payload: Record<string, any>): GatewayToken {
+/** The claims of a token this gateway signed (verified first, so their shapes are its own). */
+function fromPayload(payload: JWTPayload): GatewayToken {
   return {
     tenant: String(payload.sub),
-    kind: payload.k,
-    resource: payload.r,
-    scopes: Array.isArray(payload.s) ? payload.s : [],
-    cap: payload.cap !== undefined ? BigInt(payload.cap) : undefined,
+    kind: payload.k as GatewayToken["kind"],
+    resource: payload.r as string,
+    scopes: Array.isArray(payload.s) ? (payload.s as TokenScope[]) : [],
+    cap: payload.cap !== undefined ? BigInt(payload.cap as string) : undefined,
     jti: String(payload.jti),
     exp: Number(payload.exp),
     iat: Number(payload.iat ?? 0),

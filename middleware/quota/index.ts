@@ -7,6 +7,9 @@ import type { Tenant } from "../../src/tenants.js";
 import { callerTenant } from "../../src/routing/caller.js";
 import { jsonBody, setJsonBody } from "../../src/routing/body.js";
 import { upstreamJson } from "../../src/upstream.js";
+import { SnapshotAnswer } from "../../src/wire/sandbox.js";
+import { readWire, type WireRecord } from "../../src/wire/read.js";
+import { CreatedAnswer } from "../../src/wire/created.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
 
@@ -17,7 +20,7 @@ function refuse(status: number, code: string, message: string, figures: Record<s
 }
 
 /** Applies timeout, image and region limits to a creation body; returns the body to forward (defaults filled in). */
-async function checkBody(c: Context, services: GatewayServices, kind: ResourceKind, q: Quotas, body: Record<string, any>): Promise<Record<string, any>> {
+async function checkBody(c: Context, services: GatewayServices, kind: ResourceKind, q: Quotas, body: WireRecord): Promise<WireRecord> {
   const out = { ...body };
   if (q.maxTimeoutMinutes !== undefined) {
     if (out.timeoutMinutes === undefined) out.timeoutMinutes = q.maxTimeoutMinutes; // the upstream default may be longer
@@ -49,8 +52,8 @@ async function imageOfSnapshot(c: Context, services: GatewayServices, name: unkn
     await res.body?.cancel();
     return undefined;
   }
-  const body = await upstreamJson(res);
-  const image = body?.snapshot?.imageName ?? body?.imageName;
+  const body = await upstreamJson(res, SnapshotAnswer);
+  const image = body.snapshot?.imageName ?? body.imageName;
   return typeof image === "string" ? image : undefined;
 }
 
@@ -96,13 +99,13 @@ export function quota(services: GatewayServices, kind: "sandbox" | "session"): M
 
 /** Makes sure a created resource counts against the tenant even when the route downstream did not claim it. */
 async function claimCreated(c: Context, services: GatewayServices, kind: ResourceKind, tenant: string, paid: boolean) {
-  let created: Record<string, any>;
+  let created: CreatedAnswer;
   try {
-    created = await c.res.clone().json();
+    created = readWire(CreatedAnswer, await c.res.clone().json());
   } catch {
     return;
   }
-  if (!created?.id) return;
+  if (!created.id) return;
   const id = String(created.id);
   if (paid) await rememberPaidSession(services, id, created.expiresAt);
   if ((await services.stores.ownership.owner(kind, id)) === undefined) await services.stores.ownership.claim(kind, id, tenant);

@@ -10,6 +10,8 @@ import { attachResource, releaseSpend, reserveSpend, settleSpend, type SpendHold
 import { callerCap, callerTenant } from "./caller.js";
 import { jsonBody, setJsonBody } from "./body.js";
 import type { Meter, PriceName, RouteRow } from "./table.js";
+import { readWire } from "../wire/read.js";
+import { CreatedAnswer } from "../wire/created.js";
 
 /** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
 interface KeptHold extends SpendHold {
@@ -49,8 +51,8 @@ async function kept(services: GatewayServices, kind: string, id: string): Promis
 /** The id a creation answer names (`id`, or `jobId` for jobs). */
 async function createdId(res: Response): Promise<string | undefined> {
   try {
-    const j = (await res.clone().json()) as { id?: unknown; jobId?: unknown };
-    const id = j?.jobId ?? j?.id;
+    const j = readWire(CreatedAnswer, await res.clone().json());
+    const id = j.jobId ?? j.id;
     return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
   } catch {
     return undefined;

@@ -4,6 +4,8 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { upstreamJson } from "../upstream.js";
+import { readWire } from "../wire/read.js";
+import { SandboxDetail } from "../wire/sandbox.js";
 
 /** What the gateway keeps per running sandbox. Times are epoch ms. */
 export interface RuntimeCredential {
@@ -32,11 +34,12 @@ export class RuntimeCustody {
   constructor(private readonly services: GatewayServices) {}
 
   /** Records the runtime credential from an upstream sandbox detail; a detail without a token forgets it. */
-  async keep(detail: Record<string, any>): Promise<RuntimeCredential | undefined> {
+  async keep(record: unknown): Promise<RuntimeCredential | undefined> {
+    const detail = readWire(SandboxDetail, record);
     const id = String(detail.id);
     const token = typeof detail.token === "string" && detail.token ? detail.token : undefined;
     const baseUrl = detail.runtime?.baseUrl;
-    const closed = ["closed", "close-error", "error"].includes(detail.status);
+    const closed = ["closed", "close-error", "error"].includes(detail.status ?? "");
     if (!token || closed || typeof baseUrl !== "string") {
       await this.forget(id);
       if (closed) await this.services.stores.ownership.setActive("sandbox", id, false);
@@ -47,7 +50,7 @@ export class RuntimeCustody {
       throw new GatewayError(502, "upstream_url_refused", "The upstream named a runtime host the gateway is not configured to follow (upstream.allowedHosts).");
     }
     const now = this.services.now();
-    const parsed = Date.parse(detail.tokenExpiresAt);
+    const parsed = Date.parse(detail.tokenExpiresAt ?? "");
     const expiresAt = Number.isFinite(parsed) ? parsed : now + 60_000;
     const cred: RuntimeCredential = { token, baseUrl, host: detail.runtime?.host ?? undefined, expiresAt, receivedAt: now };
     if (expiresAt > now) await this.services.stores.kv.set(KEY(id), JSON.stringify(cred), expiresAt - now);

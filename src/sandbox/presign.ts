@@ -1,6 +1,8 @@
 // Presigned file URLs: the upstream URL stays server-side behind a random ticket; clients fetch the gateway URL unauthenticated.
 import type { GatewayServices } from "../services.js";
 import { presignedGatewayUrl } from "../rewrite/sandbox.js";
+import { readWire, WireRecord } from "../wire/read.js";
+import { PresignAnswer } from "../wire/presign.js";
 
 interface PresignRecord {
   url: string;
@@ -21,7 +23,8 @@ function newTicket(): string {
  * Rewrites a presign-upload/-download answer: `url` becomes a gateway URL, `token` the gateway's ticket. The mapping
  * lives as long as the upstream URL does; one-time semantics stay the upstream's (a reused URL still gets its 401).
  */
-export async function rewritePresign(services: GatewayServices, publicOrigin: string, sandboxId: string, body: Record<string, any>): Promise<Record<string, any>> {
+export async function rewritePresign(services: GatewayServices, publicOrigin: string, sandboxId: string, answer: unknown): Promise<PresignAnswer> {
+  const body = readWire(PresignAnswer, answer);
   if (typeof body.url !== "string") return body;
   if (!services.upstream.isAllowedUrl(body.url)) {
     const { url: _u, token: _t, ...rest } = body;
@@ -49,7 +52,8 @@ export async function presignTarget(services: GatewayServices, sandboxId: string
  * A session's file link (downloads zip, recording) on the upstream's own host becomes a gateway URL behind a ticket,
  * fetched without auth like the upstream's signed link. Links to other hosts (object storage) are left as they are.
  */
-export async function rewriteSessionFileUrl(services: GatewayServices, publicOrigin: string, sessionId: string, body: Record<string, any>, field: string): Promise<Record<string, any>> {
+export async function rewriteSessionFileUrl(services: GatewayServices, publicOrigin: string, sessionId: string, answer: unknown, field: string): Promise<WireRecord> {
+  const body = readWire(WireRecord, answer);
   const url = body[field];
   if (typeof url !== "string" || !services.upstream.isAllowedUrl(url)) return body;
   const ticket = newTicket();

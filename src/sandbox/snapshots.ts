@@ -1,4 +1,5 @@
 // Snapshot ownership: a snapshot belongs to the tenant whose sandbox took it; names resolve within that tenant only.
+import type { WireRecord } from "../wire/read.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { snapshotNotFound } from "./tenant-view.js";
@@ -24,7 +25,7 @@ export async function resolveOwnedSnapshot(services: GatewayServices, tenant: Te
  * A create-from-snapshot body, pinned to the tenant's own snapshot: `snapshotId` must be theirs, and a bare name is
  * pinned to the id of their newest snapshot with that name.
  */
-export async function pinSnapshotSource(services: GatewayServices, tenant: Tenant, body: Record<string, any>): Promise<void> {
+export async function pinSnapshotSource(services: GatewayServices, tenant: Tenant, body: WireRecord): Promise<void> {
   if (typeof body.snapshotName !== "string" || !body.snapshotName) return;
   if (typeof body.snapshotId === "string" && body.snapshotId) {
     if ((await services.stores.ownership.owner("snapshot", body.snapshotId)) !== tenant.id) throw snapshotNotFound(`${body.snapshotName} (${body.snapshotId})`);
