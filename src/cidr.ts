@@ -63,7 +63,7 @@ function parseRange(cidr: string): Range | undefined {
   if (extra !== undefined || !addr) return undefined;
   const a = parseAddress(addr);
   if (!a) return undefined;
-  let [base, width] = a;
+  const [base, width] = a;
   let prefix = bits === undefined ? width : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
   // `::ffff:10.0.0.0/104` is the IPv4 range 10.0.0.0/8.
   if (width === 32 && parseIPv4(addr) === undefined) prefix -= 96;

@@ -17,7 +17,7 @@ interface WebSocketRelayTarget {
  * Relays the client's WebSocket upgrade at `c` to the upstream target. When the upstream refuses the handshake,
  * its status and JSON error are returned to the client as an ordinary HTTP response.
  */
-export type WebSocketRelay = (c: Context<any>, target: WebSocketRelayTarget) => Promise<Response>;
+export type WebSocketRelay = (c: Context, target: WebSocketRelayTarget) => Promise<Response>;
 
 export function isWebSocketUpgrade(req: Request): boolean {
   return (req.headers.get("upgrade") ?? "").toLowerCase() === "websocket";

@@ -13,7 +13,9 @@ export interface KeyDefinition {
 }
 
 const NAMED: Record<string, KeyDefinition> = {};
-const alias = (names: string[], def: KeyDefinition) => names.forEach((n) => (NAMED[n.toLowerCase()] = def));
+const alias = (names: string[], def: KeyDefinition) => {
+  for (const n of names) NAMED[n.toLowerCase()] = def;
+};
 
 alias(["ctrl", "control", "control_l", "ctrl_l"], { key: "Control", code: "ControlLeft", keyCode: 17, modifier: 2, location: 1 });
 alias(["control_r", "ctrl_r"], { key: "Control", code: "ControlRight", keyCode: 17, modifier: 2, location: 2 });

@@ -1,5 +1,6 @@
 // Node's fast upstream transport: undici.request with a keep-alive pool, ~2x global fetch on the hot path.
-import { Agent, request } from "undici";
+import { Agent, type Dispatcher, request } from "undici";
+import { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { Readable } from "node:stream";
 import type { UpstreamTransport } from "../transport.js";
 
@@ -15,12 +16,14 @@ export function undiciTransport(opts: { connections?: number; headersTimeoutMs?:
   return {
     async request(req) {
       const headers: Record<string, string> = {};
-      req.headers.forEach((v, k) => (headers[k] = v));
+      req.headers.forEach((v, k) => {
+        headers[k] = v;
+      });
       let body: Readable | string | Uint8Array | undefined;
       if (req.body instanceof ReadableStream) body = Readable.fromWeb(req.body as import("node:stream/web").ReadableStream);
       else if (req.body != null) body = req.body;
       const res = await request(req.url, {
-        method: req.method as any,
+        method: req.method as Dispatcher.HttpMethod,
         headers,
         body,
         signal: req.signal,
@@ -35,7 +38,7 @@ export function undiciTransport(opts: { connections?: number; headersTimeoutMs?:
       const empty = NULL_BODY.has(res.statusCode) || req.method === "HEAD";
       if (empty) res.body.resume();
       // ReadableStream.from survives clients that disconnect mid-body (Readable.toWeb does not on Node 20).
-      return new Response(empty ? null : ((ReadableStream as any).from(res.body) as ReadableStream<Uint8Array>), {
+      return new Response(empty ? null : (NodeReadableStream.from(res.body) as ReadableStream<Uint8Array>), {
         status: res.statusCode,
         headers: outHeaders,
       });

@@ -8,6 +8,7 @@ import { atomicToUsd } from "./money.js";
 import { chooseOption, effectivePolicy } from "./policy.js";
 import { paymentOptions } from "./requirements.js";
 import type { PaymentSigner } from "./signer.js";
+import type { SignedPayment } from "./schemes/types.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "./spend.js";
 import { readWire } from "../wire/read.js";
 import { PaymentRequired, SettleResponse } from "../wire/payment.js";
@@ -88,7 +89,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   });
   const entry = hold.entry;
 
-  let signed;
+  let signed: SignedPayment;
   try {
     signed = await ctx.signer.sign(paymentRequired, option, effectivePolicy(services.config.payments, ctx.tenant.payment).maxAuthorizationSeconds);
     // The ledger learns of the authorization before it leaves the gateway.
@@ -102,7 +103,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   let res: Response;
   try {
     res = await send(signed.header);
-  } catch (err) {
+  } catch {
     await holdSpend(services, hold, "no answer after the signature was sent");
     throw new GatewayError(
       504,

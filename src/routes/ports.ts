@@ -46,6 +46,7 @@ function cookieValue(header: string | null, name: string): string | undefined {
  * newlines dropped, `\` read as `/`), so `/%09/evil.example/` or `/\evil` cannot become `//evil.example/`.
  */
 export function sameHostPath(next: string): string | undefined {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what a `next` may not carry
   if (!next.startsWith("/") || /[\x00-\x1f\x7f]/.test(next)) return undefined;
   const base = "http://port.invalid";
   let u: URL;

@@ -16,7 +16,7 @@ const NUMERIC = new Set(["validBefore", "createdAt", "updatedAt"]);
 const INTERNAL = new Set(["seq", "kd", "km", "kt", "cd", "cm", "ct"]);
 
 function toEntry(h: Record<string, string>): LedgerEntry | undefined {
-  if (!h || !h.id) return undefined;
+  if (!h?.id) return undefined;
   const e: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(h)) {
     if (INTERNAL.has(k)) continue;

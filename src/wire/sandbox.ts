@@ -11,7 +11,7 @@ export const Exposure = z.looseObject({
 });
 export type Exposure = z.infer<typeof Exposure>;
 
-export const SandboxRuntime = z.looseObject({
+const SandboxRuntime = z.looseObject({
   transport: lenient(z.string()),
   host: lenient(z.string().nullable()),
   baseUrl: lenient(z.string()),

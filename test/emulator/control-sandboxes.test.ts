@@ -6,7 +6,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
-import { HyperbrowserError } from "@hyperbrowser/sdk";
+import type { HyperbrowserError } from "@hyperbrowser/sdk";
 import { control, startSandboxHarness, type SandboxHarness } from "./sandboxes-harness.js";
 
 let h: SandboxHarness;

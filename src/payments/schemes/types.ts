@@ -12,7 +12,7 @@ export type WalletKey = `0x${string}`;
  * What the ledger records of a signature before it leaves the gateway (BudgetLedger.signed): an id of the
  * authorization that is unique per signature, the unix second after which it can no longer be settled, and who pays.
  */
-export interface SignedFields {
+interface SignedFields {
   nonce: string;
   validBefore: number;
   payer: string;
