@@ -3,6 +3,7 @@ import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload } from "jose"
 import { LRUCache } from "lru-cache";
 import { GatewayError } from "./errors.js";
 import type { KeyValueStore } from "./state/types.js";
+import { stateKeys } from "./state/keys.js";
 
 /** What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer; search: search. */
 export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "search";
@@ -107,19 +108,19 @@ export class TokenService {
 
   /** Revoked by its id, or with every token of its tenant (the kill switch). */
   private async isRevoked(t: GatewayToken): Promise<boolean> {
-    const [one, all] = await Promise.all([this.kv.get(`revoked:${t.jti}`), this.kv.get(tenantRevocationKey(t.tenant))]);
+    const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
     return !!one || (all !== undefined && t.iat <= Number(all));
   }
 
   /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */
   async revokeTenant(tenant: string): Promise<void> {
-    await this.kv.set(tenantRevocationKey(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
+    await this.kv.set(stateKeys.revokedTenant(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
   }
 
   /** Revokes a token until it would have expired anyway. */
   async revoke(jti: string, exp: number): Promise<void> {
     const ttl = Math.max(1000, exp * 1000 - this.now() + 60_000);
-    await this.kv.set(`revoked:${jti}`, "1", ttl);
+    await this.kv.set(stateKeys.revokedToken(jti), "1", ttl);
   }
 
   /**
@@ -150,7 +151,6 @@ export class TokenService {
 
 /** Longer than any token lives (tokens.ttlSeconds is at most a day), so the revocation outlives every token it covers. */
 const TENANT_REVOCATION_TTL_MS = 2 * 86_400_000;
-const tenantRevocationKey = (tenant: string) => `revoked-tenant:${tenant}`;
 
 const expired = () => new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
 

@@ -1,5 +1,6 @@
 // Atomic reservation of a creation slot (sandbox or session) against a tenant's limit, across gateway instances.
 import type { KeyValueStore, OwnershipRegistry, ResourceKind } from "../../src/state/types.js";
+import { stateKeys } from "../../src/state/keys.js";
 
 /**
  * Creations in flight are counted in a pending counter (kv.incrBy, atomic on every backend) kept in 5-minute
@@ -27,7 +28,7 @@ export class CreationSlots {
   ) {}
 
   private key(kind: ResourceKind, tenant: string, bucket: number) {
-    return `quota:pending:${kind}:${tenant}:${bucket}`;
+    return stateKeys.quotaPending(kind, tenant, bucket);
   }
 
   /**

@@ -9,6 +9,7 @@ import { atomicToUsd } from "../payments/money.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 import { onBudgetExhausted } from "./kill-switch.js";
 import { deliverBudgetEvent, receiversOf } from "./webhooks.js";
+import { stateKeys } from "../state/keys.js";
 
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
 
@@ -35,7 +36,7 @@ export async function checkBudgetAlerts(services: GatewayServices, tenantId: str
       if (alerting) {
         for (const threshold of thresholds) {
           if (hundredths < BigInt(Math.round(threshold * 100))) continue;
-          const won = await services.stores.kv.setIfAbsent(`alert:${tenantId}:${window}:${period}:${threshold}`, services.instanceId, untilWindowEndsMs(window, now));
+          const won = await services.stores.kv.setIfAbsent(stateKeys.budgetAlert(tenantId, window, period, threshold), services.instanceId, untilWindowEndsMs(window, now));
           if (won) deliverBudgetEvent(services, tenant, { type: "budget.threshold", window, period, threshold, spent: atomicToUsd(used[window]), limit: atomicToUsd(limit) });
         }
       }

@@ -6,6 +6,7 @@ import type { GatewayServices } from "../services.js";
 import type { TokenScope } from "../tokens.js";
 import { upstreamJson } from "../upstream.js";
 import { sessionEndpointsOf, type SessionEndpoints } from "../rewrite/session.js";
+import { stateKeys } from "../state/keys.js";
 
 const SESSION_TOKEN_SCOPES: TokenScope[] = ["cdp", "computer"];
 /** Upstream endpoints are kept this long at most; a miss refetches the session detail. */
@@ -27,12 +28,12 @@ export async function mintSessionToken(services: GatewayServices, tenantId: stri
 }
 
 export async function saveSessionEndpoints(services: GatewayServices, id: string, e: SessionEndpoints): Promise<void> {
-  if (e.wsEndpoint || e.computerActionEndpoint) await services.stores.kv.set(`session:upstream:${id}`, JSON.stringify(e), ENDPOINTS_TTL_MS);
+  if (e.wsEndpoint || e.computerActionEndpoint) await services.stores.kv.set(stateKeys.sessionEndpoints(id), JSON.stringify(e), ENDPOINTS_TTL_MS);
 }
 
 /** The session's upstream endpoints: from the store, or from a fresh upstream detail when they are not there. */
 export async function sessionEndpoints(c: Context<GatewayEnv>, services: GatewayServices, id: string): Promise<SessionEndpoints> {
-  const kept = await services.stores.kv.get(`session:upstream:${id}`);
+  const kept = await services.stores.kv.get(stateKeys.sessionEndpoints(id));
   if (kept) return JSON.parse(kept) as SessionEndpoints;
   const res = await services.upstream.call(c, { method: "GET", path: `/api/session/${encodeURIComponent(id)}` });
   if (res.status === 404) throw notFoundSession(id);

@@ -12,6 +12,7 @@ import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../rewrite/ses
 import { gatewayRuntime } from "../rewrite/sandbox.js";
 import { publicOriginOf } from "../public-origin.js";
 import { usdAmount } from "../../config/schema.js";
+import { stateKeys } from "../state/keys.js";
 
 const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
@@ -96,7 +97,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
     }
     const exp = Math.floor(Date.parse(minted.expiresAt) / 1000);
     const record: MintRecord = { tenant: tenant.id, exp };
-    await kv.set(`token:minted:${minted.jti}`, JSON.stringify(record), Math.max(1000, exp * 1000 - services.now() + 60_000));
+    await kv.set(stateKeys.mintedToken(minted.jti), JSON.stringify(record), Math.max(1000, exp * 1000 - services.now() + 60_000));
     services.logger.info("token minted", { requestId: c.get("requestId"), tenant: tenant.id, kind: req.kind, jti: minted.jti, ttlSeconds });
     return c.json({ token: minted.token, jti: minted.jti, expiresAt: minted.expiresAt, kind: req.kind, ...extra }, 201);
   });
@@ -110,7 +111,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   app.delete("/:jti", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
     const jti = c.req.param("jti");
-    const raw = await kv.get(`token:minted:${jti}`);
+    const raw = await kv.get(stateKeys.mintedToken(jti));
     const record = raw ? (JSON.parse(raw) as MintRecord) : undefined;
     if (!record || record.tenant !== tenant.id) throw new GatewayError(404, "not_found", `No live token ${jti} minted by this tenant.`);
     return revoke(c, tenant, jti, record.exp);

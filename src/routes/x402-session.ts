@@ -19,9 +19,9 @@ import { publicOriginOf } from "../public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import { callerTenant } from "../routing/caller.js";
 import type { RowHandler } from "../routing/handlers.js";
+import { stateKeys } from "../state/keys.js";
 
 const MGMT_TTL_MS = 24 * 3600_000;
-const mgmtKey = (id: string) => `session:x402mgmt:${id}`;
 /** Upstream fields that are credentials for the upstream itself. */
 const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
 
@@ -57,7 +57,7 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
     const id = String(detail.id ?? "");
     if (!id) throw new GatewayError(502, "upstream_bad_response", "The upstream sold a session without an id.");
     await stores.ownership.claim("session", id, tenant.id);
-    if (typeof detail.managementToken === "string") await stores.kv.set(mgmtKey(id), detail.managementToken, MGMT_TTL_MS);
+    if (typeof detail.managementToken === "string") await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
     const token = await mintSessionToken(services, tenant.id, id);
     const shown: WireRecord = rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });
@@ -73,7 +73,7 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
   // Management calls: the tenant's key stands in for the managementToken the gateway keeps.
   const manage = async (c: Context<GatewayEnv>) => {
     const id = c.req.param("id")!;
-    const mgmt = await stores.kv.get(mgmtKey(id));
+    const mgmt = await stores.kv.get(stateKeys.x402SessionManagement(id));
     if (!mgmt) throw notFoundSession(id);
     const h = new Headers({ authorization: `Bearer ${mgmt}` });
     const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: h, withApiKey: false });

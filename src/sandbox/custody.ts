@@ -6,6 +6,7 @@ import type { GatewayServices } from "../services.js";
 import { upstreamJson } from "../upstream.js";
 import { readWire } from "../wire/read.js";
 import { SandboxDetail } from "../wire/sandbox.js";
+import { stateKeys } from "../state/keys.js";
 
 /** What the gateway keeps per running sandbox. Times are epoch ms. */
 export interface RuntimeCredential {
@@ -16,7 +17,6 @@ export interface RuntimeCredential {
   receivedAt: number;
 }
 
-const KEY = (id: string) => `sandbox-runtime:${id}`;
 const RENEW_MAX_MS = 60_000;
 
 export const sandboxNotFound = (id: string) => new GatewayError(404, "not_found", `Sandbox ${id} not found`);
@@ -53,16 +53,16 @@ export class RuntimeCustody {
     const parsed = Date.parse(detail.tokenExpiresAt ?? "");
     const expiresAt = Number.isFinite(parsed) ? parsed : now + 60_000;
     const cred: RuntimeCredential = { token, baseUrl, host: detail.runtime?.host ?? undefined, expiresAt, receivedAt: now };
-    if (expiresAt > now) await this.services.stores.kv.set(KEY(id), JSON.stringify(cred), expiresAt - now);
+    if (expiresAt > now) await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), JSON.stringify(cred), expiresAt - now);
     return cred;
   }
 
   async forget(id: string): Promise<void> {
-    await this.services.stores.kv.delete(KEY(id));
+    await this.services.stores.kv.delete(stateKeys.sandboxRuntime(id));
   }
 
   async peek(id: string): Promise<RuntimeCredential | undefined> {
-    const raw = await this.services.stores.kv.get(KEY(id));
+    const raw = await this.services.stores.kv.get(stateKeys.sandboxRuntime(id));
     return raw ? (JSON.parse(raw) as RuntimeCredential) : undefined;
   }
 

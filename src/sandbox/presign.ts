@@ -3,6 +3,7 @@ import type { GatewayServices } from "../services.js";
 import { presignedGatewayUrl } from "../rewrite/sandbox.js";
 import { readWire, WireRecord } from "../wire/read.js";
 import { PresignAnswer } from "../wire/presign.js";
+import { stateKeys } from "../state/keys.js";
 
 interface PresignRecord {
   url: string;
@@ -10,7 +11,6 @@ interface PresignRecord {
   method: string;
 }
 
-const KEY = (ticket: string) => `sandbox-presign:${ticket}`;
 const FALLBACK_TTL_MS = 15 * 60 * 1000;
 
 function newTicket(): string {
@@ -35,14 +35,14 @@ export async function rewritePresign(services: GatewayServices, publicOrigin: st
   const ttl = Number.isFinite(exp) && exp > now ? exp - now : FALLBACK_TTL_MS;
   const ticket = newTicket();
   const record: PresignRecord = { url: body.url, sandboxId, method: String(body.method ?? "GET").toUpperCase() };
-  await services.stores.kv.set(KEY(ticket), JSON.stringify(record), ttl);
+  await services.stores.kv.set(stateKeys.presignTicket(ticket), JSON.stringify(record), ttl);
   return { ...body, token: ticket, url: presignedGatewayUrl(publicOrigin, sandboxId, ticket) };
 }
 
 /** The upstream URL behind a ticket, if the ticket is live and was issued for this sandbox. */
 export async function presignTarget(services: GatewayServices, sandboxId: string, ticket: string | undefined): Promise<PresignRecord | undefined> {
   if (!ticket || ticket.length > 128) return undefined;
-  const raw = await services.stores.kv.get(KEY(ticket));
+  const raw = await services.stores.kv.get(stateKeys.presignTicket(ticket));
   if (!raw) return undefined;
   const rec = JSON.parse(raw) as PresignRecord;
   return rec.sandboxId === sandboxId ? rec : undefined;
@@ -58,6 +58,6 @@ export async function rewriteSessionFileUrl(services: GatewayServices, publicOri
   if (typeof url !== "string" || !services.upstream.isAllowedUrl(url)) return body;
   const ticket = newTicket();
   const record: PresignRecord = { url, sandboxId: `session:${sessionId}`, method: "GET" };
-  await services.stores.kv.set(KEY(ticket), JSON.stringify(record), FALLBACK_TTL_MS);
+  await services.stores.kv.set(stateKeys.presignTicket(ticket), JSON.stringify(record), FALLBACK_TTL_MS);
   return { ...body, [field]: `${publicOrigin}/_tollgate/session-files/${encodeURIComponent(sessionId)}?ticket=${encodeURIComponent(ticket)}` };
 }

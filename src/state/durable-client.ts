@@ -7,10 +7,12 @@ import { holdExpiresAt } from "./holds.js";
 import type {
   BudgetLedger, BudgetLimits, BudgetWindow, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter,
   AuditEntry, AuditLog, StoredTenant, TenantStore,
-  LedgerState, NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse,
+  LedgerState, NewLedgerEntry, OwnershipRegistry, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse,
   Usage,
 } from "./types.js";
 import { usageOf } from "./windows.js";
+import { stateKeys } from "./keys.js";
+import { FixedWindowRateLimiter } from "./fixed-window.js";
 
 /** The Durable Object namespace binding (`[[durable_objects.bindings]]` in wrangler.toml). */
 interface StateNamespace {
@@ -245,15 +247,6 @@ class DurableIdempotency implements IdempotencyStore {
   }
 }
 
-class DurableRateLimiter implements RateLimiter {
-  constructor(private readonly kv: KeyValueStore) {}
-  async hit(key: string, limit: number, windowMs: number, now: number) {
-    const windowStart = Math.floor(now / windowMs) * windowMs;
-    const n = await this.kv.incrBy(`rl:${key}:${windowStart}`, 1, windowMs + 1000);
-    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
-  }
-}
-
 export interface DurableStoresOptions {
   /** The binding's name in env (default TOLLGATE_STATE). */
   binding?: string;
@@ -280,9 +273,9 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     ownership: new DurableOwnership(o),
     kv,
     idempotency: new DurableIdempotency(o),
-    rateLimiter: new DurableRateLimiter(kv),
+    rateLimiter: new FixedWindowRateLimiter(kv),
     // A read of one key object: a real round trip to a Durable Object, with no side effect.
-    ping: async () => void (await kv.get("tollgate:ping")),
+    ping: async () => void (await kv.get(stateKeys.ping)),
     tenants: new DurableTenantStore(o),
     audit: new DurableAuditLog(o),
     async close() {},

@@ -1,12 +1,13 @@
 // In-process state backend: correct for one gateway process (the default); fleets use Redis or Durable Objects.
 import type {
   BudgetLedger, BudgetLimits, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter, LedgerState,
-  NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse, Usage,
+  NewLedgerEntry, OwnershipRegistry, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse, Usage,
   WindowAmounts,
 } from "./types.js";
 import { HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
+import { FixedWindowRateLimiter } from "./fixed-window.js";
 
 const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
@@ -209,16 +210,6 @@ class MemoryIdempotency implements IdempotencyStore {
   }
 }
 
-/** Fixed-window counter per key. */
-class MemoryRateLimiter implements RateLimiter {
-  constructor(private readonly kv: KeyValueStore) {}
-  async hit(key: string, limit: number, windowMs: number, now: number) {
-    const windowStart = Math.floor(now / windowMs) * windowMs;
-    const n = await this.kv.incrBy(`rl:${key}:${windowStart}`, 1, windowMs + 1000);
-    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
-  }
-}
-
 export function memoryStores(now: () => number = Date.now): StateStores {
   const kv = new MemoryKeyValue(now);
   return {
@@ -226,7 +217,7 @@ export function memoryStores(now: () => number = Date.now): StateStores {
     ownership: new MemoryOwnership(),
     kv,
     idempotency: new MemoryIdempotency(now),
-    rateLimiter: new MemoryRateLimiter(kv),
+    rateLimiter: new FixedWindowRateLimiter(kv),
     async ping() {},
     tenants: new MemoryTenantStore(),
     audit: new MemoryAuditLog(),
