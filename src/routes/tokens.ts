@@ -13,6 +13,7 @@ import { gatewayRuntime } from "../rewrite/sandbox.js";
 import { publicOriginOf } from "../public-origin.js";
 import { usdAmount } from "../../config/schema.js";
 import { stateKeys } from "../state/keys.js";
+import { jsonBody } from "../routing/body.js";
 
 const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
@@ -40,13 +41,7 @@ async function tenantKeyCaller(c: Context<GatewayEnv>, services: GatewayServices
 }
 
 async function readMintRequest(c: Context): Promise<MintRequest> {
-  let json: unknown;
-  try {
-    json = JSON.parse(await c.req.text());
-  } catch {
-    throw new GatewayError(400, "invalid_json", "The request body is not valid JSON.");
-  }
-  const parsed = mintRequest.safeParse(json);
+  const parsed = mintRequest.safeParse((await jsonBody(c)).json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".") || "body";
@@ -120,12 +115,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
   app.post("/revoke", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
-    let token: unknown;
-    try {
-      token = (JSON.parse(await c.req.text()) as { token?: unknown }).token;
-    } catch {
-      throw new GatewayError(400, "invalid_json", "The request body is not valid JSON.");
-    }
+    const token = (await jsonBody(c)).json.token;
     if (typeof token !== "string" || !token) throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
     const t = await services.tokens.inspect(token);
     if (!t || t.tenant !== tenant.id) throw new GatewayError(404, "not_found", "No token of this tenant matches.");
