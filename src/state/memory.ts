@@ -8,6 +8,7 @@ import { HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
+import { LRUCache } from "lru-cache";
 
 const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
@@ -145,18 +146,27 @@ class MemoryOwnership implements OwnershipRegistry {
   }
 }
 
-/** A Map whose entries carry an expiry; expired entries are swept now and then, so a long-lived process stays flat. */
-class ExpiringMap<V extends { exp: number }> extends Map<string, V> {
-  private writes = 0;
+/** Timers past this (about 24.8 days) overflow; entries that live longer are only checked when read. */
+const LONGEST_TIMER_MS = 2 ** 31 - 2;
+
+/**
+ * Entries that carry their own expiry, kept in lru-cache with that ttl on the store's clock, so an expired entry reads
+ * as absent and is purged on time: a long-lived process stays flat. No size bound: nothing here may be evicted early.
+ */
+class ExpiringMap<V extends { exp: number }> {
+  private readonly cache: LRUCache<string, V>;
   constructor(private readonly clock: () => number) {
-    super();
+    this.cache = new LRUCache<string, V>({ ttl: LONGEST_TIMER_MS, ttlAutopurge: true, ttlResolution: 0, perf: { now: clock } });
   }
-  override set(key: string, value: V): this {
-    if (++this.writes % 1024 === 0) {
-      const now = this.clock();
-      for (const [k, v] of this) if (v.exp <= now) this.delete(k);
-    }
-    return super.set(key, value);
+  get(key: string): V | undefined {
+    return this.cache.get(key);
+  }
+  set(key: string, value: V): void {
+    const ttl = Math.max(1, Math.ceil(value.exp - this.clock()));
+    this.cache.set(key, value, { ttl: ttl > LONGEST_TIMER_MS ? 0 : ttl });
+  }
+  delete(key: string): void {
+    this.cache.delete(key);
   }
 }
 
