@@ -48,7 +48,9 @@ app.on(["GET", "POST"], "/sandbox/:id/*", async (c, next) => {
   const decide = async (renew: boolean): Promise<ForwardDecision> => {
     const cred = renew ? await custody.renew(c, id) : await custody.current(c, id);
     const headers: Record<string, string> = {};
-    forwardableRequestHeaders(c.req.raw.headers).forEach((v, k) => (headers[k] = v));
+    forwardableRequestHeaders(c.req.raw.headers).forEach((v, k) => {
+      headers[k] = v;
+    });
     headers.authorization = `Bearer ${cred.token}`;
     headers["x-request-id"] = c.get("requestId");
     if (len !== undefined) headers["content-length"] = len;

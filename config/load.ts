@@ -36,15 +36,16 @@ const KID = /^[A-Za-z0-9._-]{1,64}$/;
 function parseTokenSecrets(raw: string, problems: string[]): Array<{ kid: string; secret: string }> | undefined {
   const name = SECRET_ENV.tokenSecrets;
   const out: Array<{ kid: string; secret: string }> = [];
-  raw.split(",").forEach((entry, i) => {
+  for (const [i, entry] of raw.split(",").entries()) {
     const at = entry.indexOf(":");
     const kid = at > 0 ? entry.slice(0, at).trim() : "";
     const secret = at > 0 ? entry.slice(at + 1).trim() : "";
-    if (!KID.test(kid)) return void problems.push(`${name}[${i}]: expected "kid:secret" with a kid of letters, digits, '.', '_' or '-'`);
-    if (secret.length < 32) return void problems.push(`${name}[${i}] (kid "${kid}"): expected a secret of at least 32 characters`);
-    if (out.some((e) => e.kid === kid)) return void problems.push(`${name}[${i}]: duplicate kid "${kid}"`);
-    out.push({ kid, secret });
-  });
+    if (!KID.test(kid)) problems.push(`${name}[${i}]: expected "kid:secret" with a kid of letters, digits, '.', '_' or '-'`);
+    else if (secret.length < 32) problems.push(`${name}[${i}] (kid "${kid}"): expected a secret of at least 32 characters`);
+    else if (out.some((e) => e.kid === kid)) problems.push(`${name}[${i}]: duplicate kid "${kid}"`);
+    else out.push({ kid, secret });
+  }
+
   return out.length ? out : undefined;
 }
 

@@ -43,7 +43,7 @@ function parseIPv6(s: string): bigint | undefined {
 
 
 /** An address as [bits, width]; IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how Node reports IPv4 peers on `::`) as IPv4. */
-export function parseAddress(s: string): [bigint, 32 | 128] | undefined {
+function parseAddress(s: string): [bigint, 32 | 128] | undefined {
   const v4 = parseIPv4(s);
   if (v4 !== undefined) return [v4, 32];
   const v6 = parseIPv6(s);
@@ -63,7 +63,7 @@ function parseRange(cidr: string): Range | undefined {
   if (extra !== undefined || !addr) return undefined;
   const a = parseAddress(addr);
   if (!a) return undefined;
-  let [base, width] = a;
+  const [base, width] = a;
   let prefix = bits === undefined ? width : /^\d{1,3}$/.test(bits) ? Number(bits) : NaN;
   // `::ffff:10.0.0.0/104` is the IPv4 range 10.0.0.0/8.
   if (width === 32 && parseIPv4(addr) === undefined) prefix -= 96;

@@ -22,7 +22,8 @@ function target(values: { gateway?: string; "admin-key"?: string }): Target {
   return { gateway: gateway.replace(/\/+$/, ""), key };
 }
 
-async function api(t: Target, method: string, path: string, body?: unknown): Promise<any> {
+/** One admin API call; T is the answer's shape (src/routes/admin/schemas.ts), printed or read by the command. */
+async function api<T = Record<string, unknown>>(t: Target, method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
     res = await fetch(`${t.gateway}/_tollgate/admin${path}`, {
@@ -34,14 +35,14 @@ async function api(t: Target, method: string, path: string, body?: unknown): Pro
     throw new AdminCliError(`cannot reach ${t.gateway}: ${(err as Error).message}`);
   }
   const text = await res.text();
-  let json: any;
+  let json: Record<string, unknown>;
   try {
     json = text ? JSON.parse(text) : {};
   } catch {
     throw new AdminCliError(`${method} ${path}: ${res.status}, not JSON (is ${t.gateway} a Tollgate gateway?)`);
   }
   if (!res.ok) throw new AdminCliError(`${method} ${path}: ${res.status} ${json.code ?? ""}: ${json.message ?? text}`);
-  return json;
+  return json as T;
 }
 
 const out = (v: unknown): void => void process.stdout.write(JSON.stringify(v, null, 2) + "\n");
@@ -66,7 +67,7 @@ const settingFlags = {
   set: { type: "string" },
 } as const;
 
-function settingsPatch(v: Record<string, string | boolean | undefined>, current?: any): Record<string, unknown> {
+function settingsPatch(v: Record<string, string | boolean | undefined>, current?: { budget?: object; quotas?: object }): Record<string, unknown> {
   const patch: Record<string, unknown> = v.set ? JSON.parse(String(v.set)) : {};
   if (v.scopes !== undefined) patch.scopes = list(String(v.scopes));
   if (v.daily !== undefined || v.monthly !== undefined || v.total !== undefined) {
@@ -92,7 +93,7 @@ export async function cmdTenants(sub: string | undefined, args: string[]): Promi
   };
   switch (sub) {
     case "list": {
-      const r = await api(t, "GET", "/tenants");
+      const r = await api<{ tenants: Array<{ id: string; enabled: boolean; scopes: string[]; keys: unknown[]; source: string }> }>(t, "GET", "/tenants");
       if (values.json) return out(r);
       for (const x of r.tenants) process.stdout.write(`${x.id}\t${x.enabled ? "enabled" : "disabled"}\t${x.scopes.join(",")}\t${x.keys.length} key(s)\t${x.source}\n`);
       return;
@@ -102,7 +103,7 @@ export async function cmdTenants(sub: string | undefined, args: string[]): Promi
     case "create": {
       const body = { id, ...settingsPatch(values), ...(values.label ? { keyLabel: values.label } : {}), ...(values.expires ? { keyExpiresAt: values.expires } : {}) };
       need();
-      const r = await api(t, "POST", "/tenants", body);
+      const r = await api<{ tenant: { id: string }; key: string; keyId: string }>(t, "POST", "/tenants", body);
       if (values.json) return out(r);
       process.stdout.write(`Tenant "${r.tenant.id}" created. Its key (shown once; only its hash is kept):\n\n  ${r.key}\n\nkey id: ${r.keyId}\n`);
       return;
@@ -133,7 +134,7 @@ export async function cmdKeysRemote(sub: string | undefined, args: string[]): Pr
     if (!values.key) throw new AdminCliError(`tollgate keys ${sub} --tenant ID --key KEY_ID (the id shown by \`tollgate tenants get\`)`);
     return encodeURIComponent(values.key);
   };
-  const issued = (r: any) => (values.json ? out(r) : process.stdout.write(`New key for tenant "${r.tenant}" (shown once; only its hash is kept):\n\n  ${r.key}\n\nkey id: ${r.id}\n`));
+  const issued = (r: { tenant: string; key: string; id: string }) => (values.json ? out(r) : process.stdout.write(`New key for tenant "${r.tenant}" (shown once; only its hash is kept):\n\n  ${r.key}\n\nkey id: ${r.id}\n`));
   switch (sub) {
     case "create":
       return void issued(await api(t, "POST", base, { ...(values.label ? { label: values.label } : {}), ...(values.expires ? { expiresAt: values.expires } : {}) }));

@@ -2,7 +2,7 @@
 import type { Context } from "hono";
 
 /** The address of the connection's other end, as the runtime knows it. */
-export type PeerAddress = (c: Context<any>) => string | undefined;
+export type PeerAddress = (c: Context) => string | undefined;
 
 /**
  * Workers: Cloudflare's edge sets `cf-connecting-ip`, and no client can forge it there (the request carries `cf`).
@@ -11,7 +11,7 @@ export type PeerAddress = (c: Context<any>) => string | undefined;
 export const workersPeerAddress: PeerAddress = (c) => ((c.req.raw as { cf?: unknown }).cf ? c.req.header("cf-connecting-ip") : undefined);
 
 /** `::ffff:127.0.0.1` → `127.0.0.1`. */
-export function normaliseAddress(a: string): string {
+function normaliseAddress(a: string): string {
   return a.startsWith("::ffff:") && a.includes(".") ? a.slice(7) : a;
 }
 
@@ -20,7 +20,7 @@ export function normaliseAddress(a: string): string {
  * proxy, X-Forwarded-For is read from the right: the first hop that is not itself a trusted proxy is the client.
  * @example const clientOf = clientAddress(nodePeerAddress, (a) => cidrs.some((c) => c.contains(a)));
  */
-export function clientAddress(peer: PeerAddress, isTrustedProxy?: (address: string) => boolean): (c: Context<any>) => string | undefined {
+export function clientAddress(peer: PeerAddress, isTrustedProxy?: (address: string) => boolean): (c: Context) => string | undefined {
   return function clientAddressOf(c) {
     const raw = peer(c);
     const p = raw ? normaliseAddress(raw) : undefined;

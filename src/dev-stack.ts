@@ -1,6 +1,7 @@
 // The embedded default: local chain + emulator + gateway with a demo configuration, no credentials needed.
 import { randomBytes } from "node:crypto";
-import type { TollgateConfig } from "../config/schema.js";
+import type { configSchema, TollgateConfig } from "../config/schema.js";
+import type { z } from "zod";
 import { parseConfig } from "../config/load.js";
 import { startEmulator, type EmulatorHandle, type EmulatorOptions } from "../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
@@ -26,9 +27,12 @@ export interface DevStackOptions {
   /** Starting token balance of the gateway's wallet, in atomic units (default 100 USDC). */
   walletFunds?: bigint;
   /** Adjust the demo config before the gateway starts (tests use it). */
-  configure?: (raw: Record<string, any>) => void;
+  configure?: (raw: DemoConfig) => void;
   progress?: (msg: string) => void;
 }
+
+/** The demo configuration as written, before config/schema.ts fills in its defaults. */
+type DemoConfig = z.input<typeof configSchema>;
 
 export type DemoKeys = Record<"acme" | "initech" | "globex" | "ops", string>;
 
@@ -36,7 +40,7 @@ export type DemoKeys = Record<"acme" | "initech" | "globex" | "ops", string>;
  * The demo configuration fronting the emulator: two full tenants (acme, initech: isolation can be seen live), a
  * search-only one with a small budget (globex), and an admin (ops).
  */
-export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, server: Record<string, unknown>): Promise<Record<string, any>> {
+export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, server: Record<string, unknown>): Promise<DemoConfig> {
   const chain = emulator.chain;
   const runtimePort = new URL(emulator.runtimeUrl).port;
   return {

@@ -45,7 +45,7 @@ function normaliseHost(raw: string, protocol: string): string {
  * `server.trustedProxies` may say, in X-Forwarded-Proto/Host/For, that the client used TLS, which host it called, and
  * from where. Anyone else's forwarded headers are ignored, so a client cannot make the gateway hand out its host.
  */
-export function clientView(c: Context<any>, services: GatewayServices): ClientView {
+export function clientView(c: Context, services: GatewayServices): ClientView {
   const known = views.get(c.req.raw);
   if (known) return known;
   const url = requestUrl(c);

@@ -6,7 +6,7 @@
 //     → the route table (src/routing/table.ts), every row mounted by src/routing/chain.ts:
 //         identify → scope → rate limit → owner → quota → meter → handler (forward, pay, rewrite)
 //     → anything else: 404 route_not_fronted
-import { Hono, type Context } from "hono";
+import { Hono, type Context, type ExecutionContext } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import type { GatewayEnv } from "./context.js";
@@ -177,7 +177,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
   const dispatch = app.fetch;
-  app.fetch = (request: Request, env?: unknown, executionCtx?: any) => {
+  app.fetch = (request: Request, env?: unknown, executionCtx?: ExecutionContext) => {
     const { origin, path, query } = splitRequestUrl(request.url);
     const n = normalisePath(path);
     if (!n.ok) {

@@ -51,8 +51,11 @@ export interface RunningGateway {
  * A refused WebSocket upgrade keeps its JSON body (`{message, code}`), which the SDK reads from a failed handshake;
  * @hono/node-server would otherwise send the status alone.
  */
-function withUpgradeErrorBodies(fetch: (req: Request, env: any) => Response | Promise<Response>) {
-  return async (req: Request, env: any) => {
+/** What @hono/node-server passes as `env`: the Node request and response (and the upgrade marker symbol). */
+type NodeBindings = import("@hono/node-server").HttpBindings | import("@hono/node-server").Http2Bindings | undefined;
+
+function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Response | Promise<Response>) {
+  return async (req: Request, env: NodeBindings) => {
     const symbolsBefore = env ? Object.getOwnPropertySymbols(env).length : 0;
     const res = await fetch(req, env);
     const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;

@@ -22,7 +22,7 @@ export function isListedPublicHost(host: string, listed: readonly string[]): boo
  * it is the scheme and host the client used (X-Forwarded-* only from trusted proxies), and when `server.publicHosts`
  * lists hosts, any other host is refused (421) rather than echoed into URLs.
  */
-export function publicOriginOf(c: Context<any>, services: GatewayServices): string {
+export function publicOriginOf(c: Context, services: GatewayServices): string {
   const { publicOrigin, publicHosts } = services.config.server;
   if (publicOrigin) return publicOrigin.replace(/\/+$/, "");
   const view = clientView(c, services);

@@ -10,7 +10,7 @@ export const invalidHost = () => new GatewayError(400, "invalid_host", "The Host
  * The request URL as a URL object (shared per request: read it, do not change it). Runtimes build `c.req.url` from the
  * Host header without always checking it, so `new URL(c.req.url)` can throw; this answers 400 `invalid_host` instead.
  */
-export function requestUrl(c: Context<any>): URL {
+export function requestUrl(c: Context): URL {
   let url = parsed.get(c.req.raw);
   if (!url) {
     try {

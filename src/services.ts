@@ -23,7 +23,7 @@ export interface GatewayServices {
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
-  peerAddress?: (c: Context<any>) => string | undefined;
+  peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */

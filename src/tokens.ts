@@ -1,12 +1,13 @@
 // Tollgate's own short-lived, scoped tokens (HS256 JWTs): what clients hold instead of upstream credentials.
-import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
+import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
 import { GatewayError } from "./errors.js";
 import type { KeyValueStore } from "./state/types.js";
+import { stateKeys } from "./state/keys.js";
 
 /** What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer; search: search. */
 export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "search";
-export type TokenKind = "sandbox" | "session" | "search";
+type TokenKind = "sandbox" | "session" | "search";
 
 export interface GatewayToken {
   tenant: string;
@@ -34,7 +35,7 @@ export interface TokenSecret {
 }
 
 /** The id a lone TOLLGATE_TOKEN_SECRET signs under (so it can be listed, retired, in TOLLGATE_TOKEN_SECRETS later). */
-export const DEFAULT_KID = "default";
+const DEFAULT_KID = "default";
 
 /**
  * Mints and verifies gateway tokens. Several secrets may be held at once: the first signs (its id in the token's `kid`
@@ -90,7 +91,7 @@ export class TokenService {
     if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
     let t = this.verified.get(token);
     if (!t) {
-      let payload: Record<string, any>;
+      let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, this.keyFor, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
       } catch (err) {
@@ -107,19 +108,19 @@ export class TokenService {
 
   /** Revoked by its id, or with every token of its tenant (the kill switch). */
   private async isRevoked(t: GatewayToken): Promise<boolean> {
-    const [one, all] = await Promise.all([this.kv.get(`revoked:${t.jti}`), this.kv.get(tenantRevocationKey(t.tenant))]);
+    const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
     return !!one || (all !== undefined && t.iat <= Number(all));
   }
 
   /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */
   async revokeTenant(tenant: string): Promise<void> {
-    await this.kv.set(tenantRevocationKey(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
+    await this.kv.set(stateKeys.revokedTenant(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
   }
 
   /** Revokes a token until it would have expired anyway. */
   async revoke(jti: string, exp: number): Promise<void> {
     const ttl = Math.max(1000, exp * 1000 - this.now() + 60_000);
-    await this.kv.set(`revoked:${jti}`, "1", ttl);
+    await this.kv.set(stateKeys.revokedToken(jti), "1", ttl);
   }
 
   /**
@@ -150,17 +151,17 @@ export class TokenService {
 
 /** Longer than any token lives (tokens.ttlSeconds is at most a day), so the revocation outlives every token it covers. */
 const TENANT_REVOCATION_TTL_MS = 2 * 86_400_000;
-const tenantRevocationKey = (tenant: string) => `revoked-tenant:${tenant}`;
 
 const expired = () => new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
 
-function fromPayload(payload: Record<string, any>): GatewayToken {
+/** The claims of a token this gateway signed (verified first, so their shapes are its own). */
+function fromPayload(payload: JWTPayload): GatewayToken {
   return {
     tenant: String(payload.sub),
-    kind: payload.k,
-    resource: payload.r,
-    scopes: Array.isArray(payload.s) ? payload.s : [],
-    cap: payload.cap !== undefined ? BigInt(payload.cap) : undefined,
+    kind: payload.k as GatewayToken["kind"],
+    resource: payload.r as string,
+    scopes: Array.isArray(payload.s) ? (payload.s as TokenScope[]) : [],
+    cap: payload.cap !== undefined ? BigInt(payload.cap as string) : undefined,
     jti: String(payload.jti),
     exp: Number(payload.exp),
     iat: Number(payload.iat ?? 0),

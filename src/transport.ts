@@ -1,6 +1,6 @@
 // How the core reaches the upstream: a small interface, Web `fetch` by default, a faster one picked by the Node entry.
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   url: string;
   method: string;
   headers: Headers;

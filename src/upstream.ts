@@ -7,6 +7,8 @@ import { splitRequestUrl } from "./routing/normalize.js";
 import { forwardableRequestHeaders, forwardableResponseHeaders, relayableBody, UpstreamHeadersTimeout, type UpstreamTransport } from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { routeLabel } from "./metrics/route-label.js";
+import type { z } from "zod";
+import { readWire } from "./wire/read.js";
 
 export interface UpstreamCall {
   method?: string;
@@ -139,15 +141,23 @@ function bodyBytes(body: UpstreamCall["body"], c: Context): number | undefined {
   return len ? Number(len) : undefined;
 }
 
-/** Reads a JSON body from an upstream response; a non-JSON body becomes a 502 that says so. */
-export async function upstreamJson<T = any>(res: Response): Promise<T> {
+/**
+ * Reads a JSON body from an upstream response, typed by its wire schema (src/wire/*, lenient: see readWire); a
+ * non-JSON body becomes a 502 that says so. An empty body reads as an empty record; without a schema, the value as parsed.
+ */
+export async function upstreamJson(res: Response): Promise<unknown>;
+export async function upstreamJson<S extends z.ZodType<object>>(res: Response, schema: S): Promise<z.output<S>>;
+export async function upstreamJson(res: Response, schema?: z.ZodType<object>): Promise<unknown> {
   const text = await res.text();
-  if (!text) return {} as T;
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    throw new GatewayError(502, "upstream_bad_response", "The upstream answered with something that is not JSON.");
+  let value: unknown = {};
+  if (text) {
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new GatewayError(502, "upstream_bad_response", "The upstream answered with something that is not JSON.");
+    }
   }
+  return schema ? readWire(schema, value) : value;
 }
 
 /** Path plus query string of the client's request. */

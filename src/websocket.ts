@@ -1,7 +1,7 @@
 // WebSocket relaying behind one small interface: Node relays frames with `ws`, Workers hand the upstream socket through.
 import type { Context } from "hono";
 
-export interface WebSocketRelayTarget {
+interface WebSocketRelayTarget {
   /** ws:// or wss:// URL of the upstream socket (already checked against the allowed hosts). */
   url: string;
   /** Headers for the upstream handshake (e.g. the injected runtime bearer). */
@@ -17,7 +17,7 @@ export interface WebSocketRelayTarget {
  * Relays the client's WebSocket upgrade at `c` to the upstream target. When the upstream refuses the handshake,
  * its status and JSON error are returned to the client as an ordinary HTTP response.
  */
-export type WebSocketRelay = (c: Context<any>, target: WebSocketRelayTarget) => Promise<Response>;
+export type WebSocketRelay = (c: Context, target: WebSocketRelayTarget) => Promise<Response>;
 
 export function isWebSocketUpgrade(req: Request): boolean {
   return (req.headers.get("upgrade") ?? "").toLowerCase() === "websocket";

@@ -2,6 +2,7 @@
 // handler that reconciles held spend, and the Durable Object class that holds shared state.
 import { parseConfig, secretsFromEnv } from "../config/load.js";
 import type { TollgateConfig } from "../config/schema.js";
+import type { ExecutionContext } from "hono";
 import { createGateway, type Gateway } from "./gateway.js";
 import { doStores, hasStateBinding } from "./state/durable-client.js";
 import type { StateStores } from "./state/types.js";
@@ -53,7 +54,7 @@ interface WaitUntil {
 
 export default {
   fetch(request: Request, env: WorkerEnv, ctx: unknown): Response | Promise<Response> {
-    return gatewayFor(env).app.fetch(request, env, ctx as any);
+    return gatewayFor(env).app.fetch(request, env, ctx as ExecutionContext);
   },
 
   /**

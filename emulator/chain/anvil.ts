@@ -42,7 +42,7 @@ export function anvilBinary(): string {
   return found;
 }
 
-const LISTENING = /Listening on ([\d.:\[\]a-fA-F]+):(\d+)/;
+const LISTENING = /Listening on ([\d.:[\]a-fA-F]+):(\d+)/;
 
 /**
  * Starts anvil. With port 0 anvil must print its banner to say which port it took, so `--silent` is only used when

@@ -33,7 +33,7 @@ export function crawlFilter(start: string, limits: CrawlLimits): (url: string) =
 
 async function sitemapUrls(web: LocalWeb, start: string, signal: AbortSignal): Promise<string[]> {
   const res = await web.fetch(new URL("/sitemap.xml", start).toString(), { signal }).catch(() => undefined);
-  if (!res || res.status !== 200) return [];
+  if (res?.status !== 200) return [];
   return [...res.body.toString("utf8").matchAll(/<loc>([^<]+)<\/loc>/g)].map((m) => m[1].replace(/&amp;/g, "&"));
 }
 

@@ -60,7 +60,7 @@ export function agentRunner(family: AgentFamily, deps: AgentDeps) {
     job.signal.addEventListener("abort", onStop);
     try {
       const record = deps.sessions.record(sessionId);
-      if (!record || record.status !== "active" || !record.browser) throw new Error(`Session ${sessionId} is not active`);
+      if (record?.status !== "active" || !record.browser) throw new Error(`Session ${sessionId} is not active`);
       browser = await puppeteer.connect({ browserWSEndpoint: record.browser.cdpUrl, defaultViewport: null });
       page = await browser.newPage();
       const routed = await routeToLocalWeb(page, deps.web);

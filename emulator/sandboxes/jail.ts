@@ -3,7 +3,7 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdir, readFile, readlink, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
-import { SandboxCgroup, type CgroupSupport } from "./cgroups.js";
+import type { SandboxCgroup, CgroupSupport } from "./cgroups.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
 
 const run = promisify(execFile);

@@ -61,7 +61,10 @@ function attachWatch(ws: WebSocket, sb: Sandbox, watchId: string, cursor: number
     send({ type: "done", status: w.error ? "failed" : "stopped" });
     ws.close(1000, "done");
   };
-  if (!w.active) return finish();
+  if (!w.active) {
+    finish();
+    return;
+  }
   const unsubscribe = w.subscribe((s) => (s.type === "event" ? send(s) : finish()));
   ws.on("close", unsubscribe);
 }

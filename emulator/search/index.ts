@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { randomUUID } from "node:crypto";
 import type { EmulatorContext } from "../types.js";
 import { requireApiKey } from "../auth.js";
-import { SearchEngine } from "./engine.js";
+import type { SearchEngine } from "./engine.js";
 import { describeIssues, fetchParams, webSearchParams, type FetchParams, type WebSearchParams } from "./schema.js";
 
 export { SearchEngine, PAGE_SIZE } from "./engine.js";

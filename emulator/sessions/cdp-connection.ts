@@ -1,12 +1,9 @@
-// A minimal Chrome DevTools Protocol client over one `ws` socket, with flattened target sessions.
+// The emulator's own Chrome DevTools Protocol client: puppeteer-core's Connection over its Node WebSocket transport, with
+// every flattened target session's events re-emitted on one stream (CdpEvent, tagged with its sessionId).
 import { EventEmitter } from "node:events";
-import WebSocket from "ws";
-
-interface Pending {
-  resolve(result: any): void;
-  reject(err: Error): void;
-  method: string;
-}
+import { type CDPSession, CDPSessionEvent } from "puppeteer-core/internal/api/CDPSession.js";
+import { Connection } from "puppeteer-core/internal/cdp/Connection.js";
+import { NodeWebSocketTransport } from "puppeteer-core/internal/node/NodeWebSocketTransport.js";
 
 export interface CdpEvent {
   method: string;
@@ -14,24 +11,29 @@ export interface CdpEvent {
   sessionId?: string;
 }
 
+/** mitt's wildcard listener, which puppeteer's emitters pass through: every event, by its type. */
+type AnyEvent = (type: unknown, params: unknown) => void;
+type Wildcard = { on(type: "*", handler: AnyEvent): unknown };
+
 export class CdpConnection extends EventEmitter {
-  private nextId = 0;
-  private readonly pending = new Map<number, Pending>();
   private closed = false;
 
-  private constructor(private readonly socket: WebSocket) {
+  private constructor(private readonly connection: Connection) {
     super();
-    socket.on("message", (data) => this.onMessage(data.toString()));
-    socket.on("close", () => this.onClose());
-    socket.on("error", () => this.onClose());
+    const forward = (sessionId?: string): AnyEvent => (type, params) => {
+      if (typeof type === "string") this.emit("event", { method: type, params: params ?? {}, sessionId } satisfies CdpEvent);
+    };
+    (connection as unknown as Wildcard).on("*", forward());
+    connection.on(CDPSessionEvent.SessionAttached, (session: CDPSession) => (session as unknown as Wildcard).on("*", forward(session.id())));
+    connection.on(CDPSessionEvent.Disconnected, () => this.onClose());
   }
 
-  static open(url: string, timeoutMs = 10_000): Promise<CdpConnection> {
-    return new Promise((resolve, reject) => {
-      const socket = new WebSocket(url, { perMessageDeflate: false, maxPayload: 256 * 1024 * 1024, handshakeTimeout: timeoutMs });
-      socket.once("open", () => resolve(new CdpConnection(socket)));
-      socket.once("error", reject);
-    });
+  static async open(url: string, timeoutMs = 10_000): Promise<CdpConnection> {
+    const transport = await Promise.race([
+      NodeWebSocketTransport.create(url),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`CDP connection to ${url} timed out`)), timeoutMs).unref()),
+    ]);
+    return new CdpConnection(new Connection(url, transport, 0, 30_000));
   }
 
   get isOpen(): boolean {
@@ -40,49 +42,21 @@ export class CdpConnection extends EventEmitter {
 
   send<T = any>(method: string, params: Record<string, unknown> = {}, sessionId?: string, timeoutMs = 30_000): Promise<T> {
     if (this.closed) return Promise.reject(new Error(`CDP connection closed (${method})`));
-    const id = ++this.nextId;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new Error(`CDP ${method} timed out after ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending.set(id, {
-        method,
-        resolve: (r) => (clearTimeout(timer), resolve(r)),
-        reject: (e) => (clearTimeout(timer), reject(e)),
-      });
-      this.socket.send(JSON.stringify(sessionId ? { id, method, params, sessionId } : { id, method, params }));
+    const target = sessionId ? this.connection.session(sessionId) : this.connection;
+    if (!target) return Promise.reject(new Error(`CDP ${method}: no session ${sessionId}`));
+    return (target.send(method as never, params as never, { timeout: timeoutMs }) as Promise<T>).catch((err: Error) => {
+      throw new Error(`CDP ${method}: ${err.message}`);
     });
   }
 
   close(): void {
-    if (!this.closed) this.socket.close();
+    if (!this.closed) this.connection.dispose();
     this.onClose();
-  }
-
-  private onMessage(text: string): void {
-    let msg: any;
-    try {
-      msg = JSON.parse(text);
-    } catch {
-      return;
-    }
-    if (typeof msg.id === "number") {
-      const p = this.pending.get(msg.id);
-      if (!p) return;
-      this.pending.delete(msg.id);
-      if (msg.error) p.reject(new Error(`CDP ${p.method}: ${msg.error.message ?? "error"}`));
-      else p.resolve(msg.result ?? {});
-      return;
-    }
-    if (typeof msg.method === "string") this.emit("event", { method: msg.method, params: msg.params ?? {}, sessionId: msg.sessionId } satisfies CdpEvent);
   }
 
   private onClose(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const p of this.pending.values()) p.reject(new Error(`CDP connection closed (${p.method})`));
-    this.pending.clear();
     this.emit("close");
   }
 }

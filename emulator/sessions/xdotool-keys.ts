@@ -1,4 +1,7 @@
-// xdotool key names (`ctrl+a`, `Return`, `shift+Tab`) and typed characters, translated to CDP key definitions (US layout).
+// xdotool key names (`ctrl+a`, `Return`, `shift+Tab`) and typed characters, translated to CDP key definitions from
+// puppeteer-core's US keyboard layout.
+import type { KeyInput } from "puppeteer-core";
+import { _keyDefinitions as US } from "puppeteer-core/internal/common/USKeyboardLayout.js";
 import { SessionError } from "./session-error.js";
 
 export interface KeyDefinition {
@@ -12,54 +15,63 @@ export interface KeyDefinition {
   location?: number;
 }
 
-const NAMED: Record<string, KeyDefinition> = {};
-const alias = (names: string[], def: KeyDefinition) => names.forEach((n) => (NAMED[n.toLowerCase()] = def));
+/** CDP modifier bits (Input.dispatchKeyEvent `modifiers`) of the modifier keys. */
+const MODIFIER_BITS: Record<string, number> = { Alt: 1, Control: 2, Meta: 4, Shift: 8 };
 
-alias(["ctrl", "control", "control_l", "ctrl_l"], { key: "Control", code: "ControlLeft", keyCode: 17, modifier: 2, location: 1 });
-alias(["control_r", "ctrl_r"], { key: "Control", code: "ControlRight", keyCode: 17, modifier: 2, location: 2 });
-alias(["shift", "shift_l"], { key: "Shift", code: "ShiftLeft", keyCode: 16, modifier: 8, location: 1 });
-alias(["shift_r"], { key: "Shift", code: "ShiftRight", keyCode: 16, modifier: 8, location: 2 });
-alias(["alt", "alt_l", "option"], { key: "Alt", code: "AltLeft", keyCode: 18, modifier: 1, location: 1 });
-alias(["alt_r", "altgr", "iso_level3_shift"], { key: "Alt", code: "AltRight", keyCode: 18, modifier: 1, location: 2 });
-alias(["super", "super_l", "meta", "meta_l", "cmd", "command", "win", "windows"], { key: "Meta", code: "MetaLeft", keyCode: 91, modifier: 4, location: 1 });
-alias(["super_r", "meta_r"], { key: "Meta", code: "MetaRight", keyCode: 92, modifier: 4, location: 2 });
-alias(["return", "enter", "kp_enter"], { key: "Enter", code: "Enter", keyCode: 13, text: "\r" });
-alias(["tab", "iso_left_tab"], { key: "Tab", code: "Tab", keyCode: 9 });
-alias(["escape", "esc"], { key: "Escape", code: "Escape", keyCode: 27 });
-alias(["backspace"], { key: "Backspace", code: "Backspace", keyCode: 8 });
-alias(["delete", "del", "kp_delete"], { key: "Delete", code: "Delete", keyCode: 46 });
-alias(["insert", "ins"], { key: "Insert", code: "Insert", keyCode: 45 });
-alias(["home", "kp_home"], { key: "Home", code: "Home", keyCode: 36 });
-alias(["end", "kp_end"], { key: "End", code: "End", keyCode: 35 });
-alias(["prior", "page_up", "pageup", "kp_prior"], { key: "PageUp", code: "PageUp", keyCode: 33 });
-alias(["next", "page_down", "pagedown", "kp_next"], { key: "PageDown", code: "PageDown", keyCode: 34 });
-alias(["left", "kp_left"], { key: "ArrowLeft", code: "ArrowLeft", keyCode: 37 });
-alias(["up", "kp_up"], { key: "ArrowUp", code: "ArrowUp", keyCode: 38 });
-alias(["right", "kp_right"], { key: "ArrowRight", code: "ArrowRight", keyCode: 39 });
-alias(["down", "kp_down"], { key: "ArrowDown", code: "ArrowDown", keyCode: 40 });
-alias(["space"], { key: " ", code: "Space", keyCode: 32, text: " " });
-alias(["caps_lock", "capslock"], { key: "CapsLock", code: "CapsLock", keyCode: 20 });
-alias(["menu"], { key: "ContextMenu", code: "ContextMenu", keyCode: 93 });
-for (let i = 1; i <= 12; i++) alias([`f${i}`], { key: `F${i}`, code: `F${i}`, keyCode: 111 + i });
+type LayoutKey = (typeof US)[KeyInput];
 
-// Printable characters of a US keyboard: [unshifted, shifted, code, keyCode].
-const PRINTABLE: Array<[string, string, string, number]> = [
-  ["`", "~", "Backquote", 192], ["-", "_", "Minus", 189], ["=", "+", "Equal", 187], ["[", "{", "BracketLeft", 219],
-  ["]", "}", "BracketRight", 221], ["\\", "|", "Backslash", 220], [";", ":", "Semicolon", 186], ["'", '"', "Quote", 222],
-  [",", "<", "Comma", 188], [".", ">", "Period", 190], ["/", "?", "Slash", 191],
-  ["1", "!", "Digit1", 49], ["2", "@", "Digit2", 50], ["3", "#", "Digit3", 51], ["4", "$", "Digit4", 52], ["5", "%", "Digit5", 53],
-  ["6", "^", "Digit6", 54], ["7", "&", "Digit7", 55], ["8", "*", "Digit8", 56], ["9", "(", "Digit9", 57], ["0", ")", "Digit0", 48],
-];
-const CHARS = new Map<string, KeyDefinition>();
-for (const [plain, shifted, code, keyCode] of PRINTABLE) {
-  CHARS.set(plain, { key: plain, code, keyCode, text: plain });
-  CHARS.set(shifted, { key: shifted, code, keyCode, text: shifted });
+/** A key of puppeteer-core's US layout (the one its Keyboard types with), as a definition; `key` overrides for shifted. */
+function fromLayout(d: LayoutKey, key = d.key ?? ""): KeyDefinition {
+  const text = d.text ?? (key.length === 1 ? key : undefined);
+  return {
+    key,
+    code: d.code ?? "",
+    keyCode: d.keyCode ?? 0,
+    ...(text !== undefined ? { text } : {}),
+    ...(MODIFIER_BITS[key] ? { modifier: MODIFIER_BITS[key] } : {}),
+    ...(d.location ? { location: d.location } : {}),
+  };
 }
-for (let c = 97; c <= 122; c++) {
-  const lower = String.fromCharCode(c);
-  const upper = lower.toUpperCase();
-  CHARS.set(lower, { key: lower, code: `Key${upper}`, keyCode: c - 32, text: lower });
-  CHARS.set(upper, { key: upper, code: `Key${upper}`, keyCode: c - 32, text: upper });
+const us = (code: KeyInput) => fromLayout(US[code]);
+
+const NAMED: Record<string, KeyDefinition> = {};
+const alias = (names: string[], def: KeyDefinition) => {
+  for (const n of names) NAMED[n.toLowerCase()] = def;
+};
+
+alias(["ctrl", "control", "control_l", "ctrl_l"], us("ControlLeft"));
+alias(["control_r", "ctrl_r"], us("ControlRight"));
+alias(["shift", "shift_l"], us("ShiftLeft"));
+alias(["shift_r"], us("ShiftRight"));
+alias(["alt", "alt_l", "option"], us("AltLeft"));
+alias(["alt_r", "altgr", "iso_level3_shift"], us("AltRight"));
+alias(["super", "super_l", "meta", "meta_l", "cmd", "command", "win", "windows"], us("MetaLeft"));
+alias(["super_r", "meta_r"], us("MetaRight"));
+alias(["return", "enter", "kp_enter"], us("Enter"));
+alias(["tab", "iso_left_tab"], us("Tab"));
+alias(["escape", "esc"], us("Escape"));
+alias(["backspace"], us("Backspace"));
+alias(["delete", "del", "kp_delete"], us("Delete"));
+alias(["insert", "ins"], us("Insert"));
+alias(["home", "kp_home"], us("Home"));
+alias(["end", "kp_end"], us("End"));
+alias(["prior", "page_up", "pageup", "kp_prior"], us("PageUp"));
+alias(["next", "page_down", "pagedown", "kp_next"], us("PageDown"));
+alias(["left", "kp_left"], us("ArrowLeft"));
+alias(["up", "kp_up"], us("ArrowUp"));
+alias(["right", "kp_right"], us("ArrowRight"));
+alias(["down", "kp_down"], us("ArrowDown"));
+alias(["space"], us("Space"));
+alias(["caps_lock", "capslock"], us("CapsLock"));
+alias(["menu"], us("ContextMenu"));
+for (let i = 1; i <= 12; i++) alias([`f${i}`], us(`F${i}` as KeyInput));
+
+// Printable characters: the main block of the layout (entries named by their code, no numpad location), plain and shifted.
+const CHARS = new Map<string, KeyDefinition>();
+for (const [name, d] of Object.entries(US) as Array<[string, LayoutKey]>) {
+  if (name !== d.code || d.location || d.key?.length !== 1) continue;
+  CHARS.set(d.key, fromLayout(d));
+  if (d.shiftKey) CHARS.set(d.shiftKey, fromLayout(d, d.shiftKey));
 }
 CHARS.set(" ", NAMED.space);
 CHARS.set("\n", NAMED.return);

@@ -6,7 +6,7 @@ const escapePdfText = (s: string) => s.replace(/\\/g, "\\\\").replace(/\(/g, "\\
 export function writePdf(title: string, lines: string[]): Buffer {
   const wrapped = lines.flatMap((l) => wrap(l, 90));
   const ops = [`BT /F1 16 Tf 50 790 Td (${escapePdfText(title)}) Tj ET`];
-  wrapped.slice(0, 60).forEach((l, i) => ops.push(`BT /F1 10 Tf 50 ${760 - i * 12} Td (${escapePdfText(l)}) Tj ET`));
+  for (const [i, l] of wrapped.slice(0, 60).entries()) ops.push(`BT /F1 10 Tf 50 ${760 - i * 12} Td (${escapePdfText(l)}) Tj ET`);
   const stream = ops.join("\n");
   const objects = [
     "<< /Type /Catalog /Pages 2 0 R >>",
@@ -48,8 +48,8 @@ function wrap(line: string, width: number): string[] {
  */
 export function readPdfText(bytes: Uint8Array): { title?: string; lines: string[] } {
   const src = Buffer.from(bytes).toString("latin1");
-  const unescape = (s: string) => s.replace(/\\([\\()])/g, "$1");
-  const lines = [...src.matchAll(/\(((?:\\.|[^\\)])*)\)\s*Tj/g)].map((m) => unescape(m[1]));
+  const unescapePdf = (s: string) => s.replace(/\\([\\()])/g, "$1");
+  const lines = [...src.matchAll(/\(((?:\\.|[^\\)])*)\)\s*Tj/g)].map((m) => unescapePdf(m[1]));
   const title = /\/Title\s*\(((?:\\.|[^\\)])*)\)/.exec(src)?.[1];
-  return { title: title === undefined ? undefined : unescape(title), lines };
+  return { title: title === undefined ? undefined : unescapePdf(title), lines };
 }

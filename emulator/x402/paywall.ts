@@ -114,7 +114,7 @@ export class Paywall {
     }
     this.inFlight.add(key);
     try {
-      let verify;
+      let verify: Awaited<ReturnType<typeof local.facilitator.verify>>;
       try {
         // v2 goes through the resource server (its hooks and matching); v1 straight to the same facilitator,
         // because the resource server only knows CAIP-2 networks and v1 names them ("base-sepolia").

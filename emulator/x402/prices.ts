@@ -83,6 +83,7 @@ export function resolvePrices(overrides: Partial<X402Prices> = {}): PriceList {
       if (p.stealth === "ultra") price += table.fetchUltraStealth;
       if (p.browser?.location && Object.keys(p.browser.location).length > 0) price += table.fetchProxy;
       if (p.outputs?.formats?.some((f) => typeof f === "object" && f.type === "json")) price += table.fetchJson;
+      // biome-ignore lint/complexity/useMathMinMax: bigint prices, which Math.min does not take
       return price > table.fetchMax ? table.fetchMax : price;
     },
     session: (minutes) => (tiers.find(([m]) => m >= minutes) ?? tiers[tiers.length - 1])[1],

@@ -1,7 +1,6 @@
 // Writes one structured line per request (tenant, route, status, client, user agent, duration, upstream latency and
 // bytes, paid amount) and counts it in the metrics. Secrets never reach it.
 import type { Context, MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import type { Logger } from "../../src/log.js";
 import type { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
 import { routeLabel } from "../../src/metrics/route-label.js";
@@ -10,16 +9,41 @@ export interface AccessLogOptions {
   /** Counts each request (tollgate_requests_total, the latency histogram, cache outcomes). */
   metrics?: GatewayMetrics;
   /** The client's address (socket peer, or X-Forwarded-For behind a trusted proxy); see src/client-address.ts. */
-  clientAddress?: (c: Context<GatewayEnv>) => string | undefined;
+  clientAddress?: (c: Context) => string | undefined;
   now?: () => number;
 }
 
 const MAX_USER_AGENT = 256;
 
+/** Fields the access log writes for a request, filled in along the chain. */
+interface RequestLogFields {
+  tenant?: string;
+  route?: string;
+  /** Atomic units paid upstream for this request. */
+  paid?: bigint;
+  cache?: string;
+  /** Atomic units a cached or coalesced answer saved (its price when it was first paid). */
+  saved?: bigint;
+  /** Time to response headers of the upstream call(s), summed, in ms (src/upstream.ts). */
+  upstreamMs?: number;
+  /** Bytes sent upstream in request bodies, when known. */
+  upstreamBytesOut?: number;
+  /** Bytes the upstream announced in its response bodies (Content-Length), when known. */
+  upstreamBytesIn?: number;
+  [k: string]: unknown;
+}
+
+declare module "hono" {
+  interface ContextVariableMap {
+    /** Filled in along the chain, written once by the access log. */
+    logFields: RequestLogFields;
+  }
+}
+
 /**
  * @example app.use(accessLog(logger, { metrics, clientAddress: clientAddress(peer) }))
  */
-export function accessLog(logger: Logger, opts: AccessLogOptions = {}): MiddlewareHandler<GatewayEnv> {
+export function accessLog(logger: Logger, opts: AccessLogOptions = {}): MiddlewareHandler {
   const now = opts.now ?? (() => performance.now());
   const { metrics, clientAddress } = opts;
   const logging = logger.enabled("info");
@@ -27,6 +51,7 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
     // Nothing to build when the level drops request lines and nobody counts requests.
     if (!logging && !metrics) return next();
     const start = now();
+    c.set("logFields", {});
     try {
       await next();
     } finally {

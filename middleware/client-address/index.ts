@@ -1,6 +1,5 @@
 // Puts the client's address in the access log: the peer, or through trusted proxies the nearest untrusted X-Forwarded-For hop.
 import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import { clientView } from "../../src/forwarded.js";
 import type { GatewayServices } from "../../src/services.js";
 
@@ -10,7 +9,7 @@ import type { GatewayServices } from "../../src/services.js";
  *
  * @example app.use(clientAddress(services))
  */
-export function clientAddress(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
+export function clientAddress(services: GatewayServices): MiddlewareHandler {
   return async function clientAddressMiddleware(c, next) {
     const address = clientView(c, services).address;
     if (address !== undefined) c.get("logFields").client = address;

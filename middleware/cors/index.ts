@@ -1,7 +1,6 @@
 // CORS for browser front-ends on `server.cors.origins`: preflights answered before any credential check, others untouched.
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
-import type { GatewayEnv } from "../../src/context.js";
 import { parseExposedHost } from "../../src/rewrite/sandbox.js";
 import { isWebSocketUpgrade } from "../../src/websocket.js";
 
@@ -20,7 +19,7 @@ export interface GatewayCorsOptions {
  *
  * @example app.use(gatewayCors({ origins: ["https://app.example.com"], maxAgeSeconds: 600 }))
  */
-export function gatewayCors(opts: GatewayCorsOptions): MiddlewareHandler<GatewayEnv> {
+export function gatewayCors(opts: GatewayCorsOptions): MiddlewareHandler {
   const origins = new Set(opts.origins.map((o) => new URL(o).origin));
   const allow = cors({
     origin: (origin) => (origins.has(origin) ? origin : null),

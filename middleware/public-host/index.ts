@@ -1,15 +1,14 @@
 // Answers only to the gateway's public hosts when they are listed (server.publicHosts): any other Host is refused 421.
 import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import { clientView } from "../../src/forwarded.js";
 import { isListedPublicHost } from "../../src/public-origin.js";
 import { parseExposedHost } from "../../src/rewrite/sandbox.js";
 import type { GatewayServices } from "../../src/services.js";
 
-export const HEALTH_PATH = "/_tollgate/health";
+const HEALTH_PATH = "/_tollgate/health";
 
-export const hostNotAllowed = () =>
+const hostNotAllowed = () =>
   new GatewayError(421, "host_not_allowed", "This gateway answers only to its public host names (server.publicHosts); call it by one of them.");
 
 /**
@@ -20,7 +19,7 @@ export const hostNotAllowed = () =>
  *
  * @example app.use(publicHostsOnly(services))
  */
-export function publicHostsOnly(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
+export function publicHostsOnly(services: GatewayServices): MiddlewareHandler {
   const { publicOrigin, publicHosts } = services.config.server;
   return async function publicHostsMiddleware(c, next) {
     if (publicOrigin || !publicHosts || c.req.path === HEALTH_PATH) return next();

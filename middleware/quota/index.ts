@@ -1,6 +1,5 @@
 // Per-tenant quotas on creations: active sandboxes and sessions, timeoutMinutes, allowed images and regions.
 import type { Context, MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
@@ -8,6 +7,9 @@ import type { Tenant } from "../../src/tenants.js";
 import { callerTenant } from "../../src/routing/caller.js";
 import { jsonBody, setJsonBody } from "../../src/routing/body.js";
 import { upstreamJson } from "../../src/upstream.js";
+import { SnapshotAnswer } from "../../src/wire/sandbox.js";
+import { readWire, type WireRecord } from "../../src/wire/read.js";
+import { CreatedAnswer } from "../../src/wire/created.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
 
@@ -18,7 +20,7 @@ function refuse(status: number, code: string, message: string, figures: Record<s
 }
 
 /** Applies timeout, image and region limits to a creation body; returns the body to forward (defaults filled in). */
-async function checkBody(c: Context<GatewayEnv>, services: GatewayServices, kind: ResourceKind, q: Quotas, body: Record<string, any>): Promise<Record<string, any>> {
+async function checkBody(c: Context, services: GatewayServices, kind: ResourceKind, q: Quotas, body: WireRecord): Promise<WireRecord> {
   const out = { ...body };
   if (q.maxTimeoutMinutes !== undefined) {
     if (out.timeoutMinutes === undefined) out.timeoutMinutes = q.maxTimeoutMinutes; // the upstream default may be longer
@@ -43,15 +45,15 @@ async function checkBody(c: Context<GatewayEnv>, services: GatewayServices, kind
 }
 
 /** A sandbox started from a snapshot runs the snapshot's image; unknown snapshots are left to the upstream's 404. */
-async function imageOfSnapshot(c: Context<GatewayEnv>, services: GatewayServices, name: unknown): Promise<string | undefined> {
+async function imageOfSnapshot(c: Context, services: GatewayServices, name: unknown): Promise<string | undefined> {
   if (typeof name !== "string" || !name) return undefined;
   const res = await services.upstream.call(c, { method: "GET", path: `/api/snapshots/${encodeURIComponent(name)}` });
   if (!res.ok) {
     await res.body?.cancel();
     return undefined;
   }
-  const body = await upstreamJson(res);
-  const image = body?.snapshot?.imageName ?? body?.imageName;
+  const body = await upstreamJson(res, SnapshotAnswer);
+  const image = body.snapshot?.imageName ?? body.imageName;
   return typeof image === "string" ? image : undefined;
 }
 
@@ -61,7 +63,7 @@ async function imageOfSnapshot(c: Context<GatewayEnv>, services: GatewayServices
  * defaults a quota imposes.
  * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, "sandbox"), handler)
  */
-export function quota(services: GatewayServices, kind: "sandbox" | "session"): MiddlewareHandler<GatewayEnv> {
+export function quota(services: GatewayServices, kind: "sandbox" | "session"): MiddlewareHandler {
   const slots = new CreationSlots(services.stores.kv, services.stores.ownership, services.now);
 
   return async function quotaMiddleware(c, next) {
@@ -96,14 +98,14 @@ export function quota(services: GatewayServices, kind: "sandbox" | "session"): M
 }
 
 /** Makes sure a created resource counts against the tenant even when the route downstream did not claim it. */
-async function claimCreated(c: Context<GatewayEnv>, services: GatewayServices, kind: ResourceKind, tenant: string, paid: boolean) {
-  let created: Record<string, any>;
+async function claimCreated(c: Context, services: GatewayServices, kind: ResourceKind, tenant: string, paid: boolean) {
+  let created: CreatedAnswer;
   try {
-    created = await c.res.clone().json();
+    created = readWire(CreatedAnswer, await c.res.clone().json());
   } catch {
     return;
   }
-  if (!created?.id) return;
+  if (!created.id) return;
   const id = String(created.id);
   if (paid) await rememberPaidSession(services, id, created.expiresAt);
   if ((await services.stores.ownership.owner(kind, id)) === undefined) await services.stores.ownership.claim(kind, id, tenant);

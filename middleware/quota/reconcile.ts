@@ -1,8 +1,8 @@
 // Frees quota held by resources that ended upstream without the gateway seeing it (timeouts, crashes, stops elsewhere).
 import type { Context } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
+import { stateKeys } from "../../src/state/keys.js";
 
 /** How many of a tenant's newest resources are re-checked before a creation is refused. */
 const RECHECK_LIMIT = 50;
@@ -12,12 +12,12 @@ const ACTIVE = new Set(["active", "pending", "starting", "running"]);
 export async function rememberPaidSession(services: GatewayServices, id: string, expiresAt: string | undefined): Promise<void> {
   const at = expiresAt ? Date.parse(expiresAt) : NaN;
   const exp = Number.isNaN(at) ? services.now() + 60 * 60_000 : at;
-  await services.stores.kv.set(`session:paid:${id}`, String(exp), Math.max(1000, exp - services.now() + 3600_000));
+  await services.stores.kv.set(stateKeys.paidSession(id), String(exp), Math.max(1000, exp - services.now() + 3600_000));
 }
 
-async function stillActive(c: Context<GatewayEnv>, services: GatewayServices, kind: ResourceKind, id: string): Promise<boolean> {
+async function stillActive(c: Context, services: GatewayServices, kind: ResourceKind, id: string): Promise<boolean> {
   if (kind === "session") {
-    const paidUntil = await services.stores.kv.get(`session:paid:${id}`);
+    const paidUntil = await services.stores.kv.get(stateKeys.paidSession(id));
     if (paidUntil) return Number(paidUntil) > services.now();
   }
   let res: Response;
@@ -40,7 +40,7 @@ async function stillActive(c: Context<GatewayEnv>, services: GatewayServices, ki
 }
 
 /** Re-checks the tenant's newest resources upstream and marks the ended ones inactive; returns the new active count. */
-export async function refreshActive(c: Context<GatewayEnv>, services: GatewayServices, kind: ResourceKind, tenant: string): Promise<number> {
+export async function refreshActive(c: Context, services: GatewayServices, kind: ResourceKind, tenant: string): Promise<number> {
   const { ownership } = services.stores;
   const ids = (await ownership.list(kind, tenant)).slice(0, RECHECK_LIMIT);
   await Promise.all(

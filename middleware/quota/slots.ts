@@ -1,5 +1,6 @@
 // Atomic reservation of a creation slot (sandbox or session) against a tenant's limit, across gateway instances.
 import type { KeyValueStore, OwnershipRegistry, ResourceKind } from "../../src/state/types.js";
+import { stateKeys } from "../../src/state/keys.js";
 
 /**
  * Creations in flight are counted in a pending counter (kv.incrBy, atomic on every backend) kept in 5-minute
@@ -9,7 +10,7 @@ import type { KeyValueStore, OwnershipRegistry, ResourceKind } from "../../src/s
 const BUCKET_MS = 5 * 60_000;
 const BUCKET_TTL_MS = 3 * BUCKET_MS;
 
-export interface SlotFigures {
+interface SlotFigures {
   limit: number;
   /** Active resources the registry counts for the tenant. */
   active: number;
@@ -27,7 +28,7 @@ export class CreationSlots {
   ) {}
 
   private key(kind: ResourceKind, tenant: string, bucket: number) {
-    return `quota:pending:${kind}:${tenant}:${bucket}`;
+    return stateKeys.quotaPending(kind, tenant, bucket);
   }
 
   /**

@@ -1,6 +1,5 @@
 // Per-tenant request rate limit (quotas.requestsPerMinute) on every request that carries a tenant key or gateway token.
 import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import { presentedKey, type Tenant } from "../../src/tenants.js";
@@ -16,7 +15,7 @@ const WINDOW_MS = 60_000;
  * against the tenant that minted them.
  * @example app.use("/api/*", rateLimit(services))
  */
-export function rateLimit(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
+export function rateLimit(services: GatewayServices): MiddlewareHandler {
   async function tenantOf(presented: string | undefined): Promise<Tenant | undefined> {
     if (!presented) return undefined;
     try {

@@ -1,6 +1,5 @@
 // Refuses, before any route runs, a request whose Host makes no valid URL: 400 invalid_host, never a 500 further on.
 import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../../src/context.js";
 import { requestUrl } from "../../src/request-url.js";
 
 /**
@@ -9,7 +8,7 @@ import { requestUrl } from "../../src/request-url.js";
  *
  * @example app.use(validHost())
  */
-export function validHost(): MiddlewareHandler<GatewayEnv> {
+export function validHost(): MiddlewareHandler {
   return async function validHostMiddleware(c, next) {
     requestUrl(c);
     await next();

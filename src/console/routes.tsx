@@ -25,7 +25,7 @@ import { TenantPage } from "./pages/tenant.js";
 import { AuditPage } from "./pages/audit.js";
 import { KeysPage, LedgerPage, LoginPage, ResourcesPage, type LedgerFilters } from "./pages/lists.js";
 
-type ConsoleEnv = { Variables: GatewayEnv["Variables"] & { nonce: string; session: ConsoleSession; viewer: Viewer } };
+type ConsoleEnv = { Variables: { nonce: string; session: ConsoleSession; viewer: Viewer } };
 type C = Context<ConsoleEnv>;
 /** The admin changes (../operators/tenant-changes.ts) read the acting tenant and request id, which a console context has. */
 const asGatewayContext = (c: C) => c as unknown as Context<GatewayEnv>;
@@ -112,7 +112,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const tenant = directory.get(session.tenant);
     const now = services.now();
     const keyLive = tenant?.keys.some((k) => k.hash === session.keyHash && (!k.expiresAt || Date.parse(k.expiresAt) > now));
-    if (!tenant || !tenant.enabled || !keyLive) {
+    if (!tenant?.enabled || !keyLive) {
       await endSession(services, c, session);
       return undefined;
     }

@@ -7,9 +7,9 @@ import type { GatewayServices } from "../services.js";
 import { publicOriginOf } from "../public-origin.js";
 
 export const CONSOLE_PATH = "/_tollgate/console";
-export const SESSION_COOKIE = "tollgate_console";
+const SESSION_COOKIE = "tollgate_console";
 /** A console session lasts this long from sign-in. */
-export const SESSION_TTL_MS = 8 * 3600_000;
+const SESSION_TTL_MS = 8 * 3600_000;
 
 export interface ConsoleSession {
   id: string;

@@ -20,7 +20,7 @@ export function webSocketKindOf(path: string): WebSocketKind {
 }
 
 /** Caps the distinct values one label may take; past the cap a value is reported as "other". */
-export class BoundedLabel {
+class BoundedLabel {
   private readonly seen = new Set<string>();
   constructor(private readonly max: number) {}
   of(value: string): string {

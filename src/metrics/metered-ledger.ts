@@ -8,7 +8,7 @@ import type { GatewayMetrics } from "./gateway-metrics.js";
  * (`token:<id>`) mirror their tenant's entry and are not counted twice. Tenant and amount are remembered from the
  * reservation; an entry reserved by another instance (the reconciler settling it after a crash) is read back once.
  */
-export function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): BudgetLedger {
+function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): BudgetLedger {
   const known = new Map<string, { tenant: string; amount: bigint }>();
   /** Entries settled by another instance never come back here: forget the oldest past this many. */
   const MAX_KNOWN = 10_000;

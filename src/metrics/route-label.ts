@@ -16,7 +16,7 @@ const SURFACES: Array<[RegExp, string]> = [
 ];
 
 /** A fixed surface name for a path no route named. */
-export function surfaceOf(path: string): string {
+function surfaceOf(path: string): string {
   for (const [re, name] of SURFACES) if (re.test(path)) return name;
   return "unmatched";
 }

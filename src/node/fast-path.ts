@@ -61,6 +61,7 @@ function upstreamResponse(d: ForwardDecision, incoming: IncomingMessage, outgoin
  * upstream answered are GatewayErrors (502/504), which the chain turns into JSON as usual; afterwards the response is
  * already on its way and the returned marker tells @hono/node-server so. `c.get("logFields").status` gets the status.
  */
+// biome-ignore lint/suspicious/noExplicitAny: called from handlers of every route module, each with its own Hono env type
 export async function nodeForward(c: Context<any>, decision: ForwardDecision): Promise<Response> {
   const env = c.env as { incoming: IncomingMessage; outgoing: ServerResponse };
   let d = decision;

@@ -1,12 +1,13 @@
 // Node's fast upstream transport: undici.request with a keep-alive pool, ~2x global fetch on the hot path. Small bodies
 // of known length are read whole and handed on as bytes (no Web stream per response); undici enforces the headers timeout.
-import { Agent, request, errors as undiciErrors } from "undici";
+import { Agent, type Dispatcher, request, errors as undiciErrors } from "undici";
+import { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { Readable } from "node:stream";
 import { heldBodyResponse, UpstreamHeadersTimeout, type UpstreamTransport } from "../transport.js";
 
 const NULL_BODY = new Set([101, 204, 205, 304]);
 /** Responses up to this size with a Content-Length are read whole before they are relayed; larger ones stream. */
-export const HELD_BODY_BYTES = 64 * 1024;
+const HELD_BODY_BYTES = 64 * 1024;
 
 export function undiciTransport(opts: { connections?: number; headersTimeoutMs?: number } = {}): UpstreamTransport & { close(): Promise<void> } {
   const dispatcher = new Agent({
@@ -19,14 +20,16 @@ export function undiciTransport(opts: { connections?: number; headersTimeoutMs?:
     enforcesHeadersTimeout: true,
     async request(req) {
       const headers: Record<string, string> = {};
-      req.headers.forEach((v, k) => (headers[k] = v));
+      req.headers.forEach((v, k) => {
+        headers[k] = v;
+      });
       let body: Readable | string | Uint8Array | undefined;
       if (req.body instanceof ReadableStream) body = Readable.fromWeb(req.body as import("node:stream/web").ReadableStream);
       else if (req.body != null) body = req.body;
       let res: Awaited<ReturnType<typeof request>>;
       try {
         res = await request(req.url, {
-          method: req.method as any,
+          method: req.method as Dispatcher.HttpMethod,
           headers,
           body,
           signal: req.signal,
@@ -52,7 +55,7 @@ export function undiciTransport(opts: { connections?: number; headersTimeoutMs?:
       const length = Number(res.headers["content-length"] ?? NaN);
       if (length <= HELD_BODY_BYTES) return heldBodyResponse(new Uint8Array(await res.body.arrayBuffer()), init);
       // ReadableStream.from survives clients that disconnect mid-body (Readable.toWeb does not on Node 20).
-      return new Response((ReadableStream as any).from(res.body) as ReadableStream<Uint8Array>, init);
+      return new Response(NodeReadableStream.from(res.body) as ReadableStream<Uint8Array>, init);
     },
     close: () => dispatcher.close(),
   };

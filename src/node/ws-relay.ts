@@ -76,11 +76,11 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
               () => { /* state store unreachable: keep the connection, check again next time */ },
             );
           }, opts.recheckMs ?? 2000);
-          (recheck as any).unref?.();
+          recheck.unref?.();
         }
         const raw = client.raw as import("@hono/node-server").WebSocketLike;
         up.on("message", (data, isBinary) => {
-          if (client.readyState === 1) client.send(isBinary ? (data as any) : data.toString());
+          if (client.readyState === 1) client.send(isBinary ? (data as Uint8Array<ArrayBuffer>) : data.toString());
         });
         up.on("close", (code, reason) => {
           clearInterval(recheck);
@@ -94,7 +94,7 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
         const d = evt.data;
         if (typeof d === "string") up.send(d);
         else if (d instanceof ArrayBuffer) up.send(Buffer.from(d), { binary: true });
-        else up.send(d as any, { binary: true });
+        else up.send(d, { binary: true });
       },
       onClose() {
         closed?.();

@@ -3,79 +3,15 @@
 // state decides which instance sends), retried with exponential backoff. An instance that dies mid-retry loses that
 // delivery: at most once on a crash, exactly once otherwise. Receivers dedupe on the `tollgate-event-id` header.
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../tenants.js";
 import type { BudgetWindow } from "../state/types.js";
 import { tenantLimits } from "../payments/limits.js";
 import { atomicToUsd } from "../payments/money.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 import { onBudgetExhausted } from "./kill-switch.js";
+import { deliverBudgetEvent, receiversOf } from "./webhooks.js";
+import { stateKeys } from "../state/keys.js";
 
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
-const enc = new TextEncoder();
-
-export type BudgetEvent =
-  | { type: "budget.threshold"; window: BudgetWindow; period: string; threshold: number; spent: string; limit: string }
-  | { type: "budget.exhausted"; window: BudgetWindow; period: string; onExhausted: string };
-
-/** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, as Stripe signs its webhooks. */
-export async function signWebhook(secret: string, body: string, t: number): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(`${t}.${body}`)));
-  return `t=${t},v1=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-
-/** What a receiver does: recompute the signature and refuse one older than `toleranceSeconds`. */
-export async function verifyWebhook(secret: string, body: string, header: string | null, nowSeconds: number, toleranceSeconds = 300): Promise<boolean> {
-  const t = Number(header?.match(/(?:^|,)t=(\d+)/)?.[1]);
-  if (!Number.isFinite(t) || Math.abs(nowSeconds - t) > toleranceSeconds) return false;
-  return (await signWebhook(secret, body, t)) === header;
-}
-
-const receiversOf = (services: GatewayServices, tenant: Tenant) => [...new Set([...services.config.alerts.webhooks, ...(tenant.alerts?.webhooks ?? [])])];
-
-async function post(services: GatewayServices, url: string, id: string, body: string): Promise<number | string> {
-  const headers = new Headers({ "content-type": "application/json", "user-agent": "tollgate-alerts", "tollgate-event-id": id });
-  const secret = services.secrets.webhookSecret;
-  if (secret) headers.set("tollgate-signature", await signWebhook(secret, body, Math.floor(services.now() / 1000)));
-  try {
-    const res = await services.upstream.transport.request({ url, method: "POST", headers, body, signal: AbortSignal.timeout(10_000) });
-    await res.body?.cancel().catch(() => {});
-    return res.status;
-  } catch {
-    return "unreachable";
-  }
-}
-
-/** Delivers one event to one receiver, retrying failures (network errors, 5xx, 429) with exponential backoff. */
-async function deliver(services: GatewayServices, url: string, id: string, body: string): Promise<void> {
-  const { maxAttempts, initialBackoffMs } = services.config.alerts;
-  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    const status = await post(services, url, id, body);
-    if (typeof status === "number" && status < 300) return;
-    const retryable = typeof status !== "number" || status >= 500 || status === 429 || status === 408;
-    if (!retryable || attempt === maxAttempts) {
-      services.logger.error("alert webhook not delivered", { event: id, status, attempts: attempt, receiver: new URL(url).host });
-      return;
-    }
-    const delay = initialBackoffMs * 2 ** (attempt - 1);
-    await new Promise((r) => setTimeout(r, delay * (0.8 + Math.random() * 0.4)));
-  }
-}
-
-/** Sends an event to every receiver of the tenant, in the background. The caller has already won its once-marker. */
-export function deliverBudgetEvent(services: GatewayServices, tenant: Tenant, event: BudgetEvent): void {
-  const receivers = receiversOf(services, tenant);
-  const suffix = event.type === "budget.threshold" ? `:${event.threshold}` : "";
-  const id = `${event.type}:${tenant.id}:${event.window}:${event.period}${suffix}`;
-  // Recorded once (the caller won the marker), so the console can list the alerts raised, delivered or not.
-  void services.stores.audit
-    .append({ at: services.now(), actor: "system", action: `alert.${event.type}`, target: `tenant:${tenant.id}`, after: { id, ...event, receivers: receivers.length } })
-    .catch(() => {});
-  if (!receivers.length) return;
-  const body = JSON.stringify({ id, ...event, tenant: tenant.id, at: new Date(services.now()).toISOString() });
-  services.logger.info("budget alert", { event: id });
-  for (const url of receivers) void deliver(services, url, id, body);
-}
 
 /**
  * Called after a payment is committed: sends each threshold the tenant's spending has now crossed, once per window
@@ -100,7 +36,7 @@ export async function checkBudgetAlerts(services: GatewayServices, tenantId: str
       if (alerting) {
         for (const threshold of thresholds) {
           if (hundredths < BigInt(Math.round(threshold * 100))) continue;
-          const won = await services.stores.kv.setIfAbsent(`alert:${tenantId}:${window}:${period}:${threshold}`, services.instanceId, untilWindowEndsMs(window, now));
+          const won = await services.stores.kv.setIfAbsent(stateKeys.budgetAlert(tenantId, window, period, threshold), services.instanceId, untilWindowEndsMs(window, now));
           if (won) deliverBudgetEvent(services, tenant, { type: "budget.threshold", window, period, threshold, spent: atomicToUsd(used[window]), limit: atomicToUsd(limit) });
         }
       }

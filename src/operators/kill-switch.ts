@@ -3,8 +3,9 @@
 // deleting a tenant, and by a budget running out for a tenant with `onExhausted = "stop"` (once per window, fleet-wide).
 import type { GatewayServices } from "../services.js";
 import type { BudgetWindow, ResourceKind } from "../state/types.js";
-import { deliverBudgetEvent } from "./alerts.js";
+import { deliverBudgetEvent } from "./webhooks.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
+import { stateKeys } from "../state/keys.js";
 
 export interface KillReport {
   tenant: string;
@@ -73,7 +74,7 @@ export async function onBudgetExhausted(services: GatewayServices, tenantId: str
     if (!tenant) return;
     const now = services.now();
     const period = windowPeriod(window, now);
-    const first = await services.stores.kv.setIfAbsent(`exhausted:${tenantId}:${window}:${period}`, services.instanceId, untilWindowEndsMs(window, now));
+    const first = await services.stores.kv.setIfAbsent(stateKeys.budgetExhausted(tenantId, window, period), services.instanceId, untilWindowEndsMs(window, now));
     if (!first) return;
     deliverBudgetEvent(services, tenant, { type: "budget.exhausted", window, period, onExhausted: tenant.onExhausted });
     if (tenant.onExhausted === "stop") await killTenant(services, tenantId, `${window} budget exhausted`);

@@ -37,7 +37,7 @@ export async function audit(services: GatewayServices, c: Context<GatewayEnv>, a
 /** An admin cannot lock itself out: disabling or deleting itself, or dropping its own admin scope, is refused. */
 function guardSelf(c: Context<GatewayEnv>, before: Tenant, after: Tenant | undefined) {
   if (c.get("tenant")?.id !== before.id) return;
-  if (!after || !after.enabled || !after.scopes.includes("admin")) {
+  if (!after?.enabled || !after.scopes.includes("admin")) {
     throw new GatewayError(409, "admin_lockout", "An admin tenant cannot disable, delete or drop the admin scope of itself; use another admin tenant.");
   }
 }

@@ -28,10 +28,11 @@ export function answerResponse(a: Answer, extra: Record<string, string>): Respon
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
   if (v && typeof v === "object") {
-    return `{${Object.keys(v as object)
-      .filter((k) => (v as any)[k] !== undefined)
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as any)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
       .join(",")}}`;
   }
   return JSON.stringify(v);

@@ -3,12 +3,12 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { fromBase64 as unb64, toBase64 as b64, type Answer } from "./answer.js";
 
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const LEASE_MS = 120_000;
 const WAIT_MS = 60_000;
 
 
-export function validIdempotencyKey(key: string): boolean {
+function validIdempotencyKey(key: string): boolean {
   return /^[\x21-\x7e]{1,255}$/.test(key);
 }
 

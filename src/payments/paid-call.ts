@@ -8,9 +8,10 @@ import { atomicToUsd } from "./money.js";
 import { chooseOption, effectivePolicy } from "./policy.js";
 import { paymentOptions } from "./requirements.js";
 import type { PaymentSigner } from "./signer.js";
+import type { SignedPayment } from "./schemes/types.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "./spend.js";
-
-export { tenantLimits } from "./spend.js";
+import { readWire } from "../wire/read.js";
+import { PaymentRequired, SettleResponse } from "../wire/payment.js";
 
 export interface PaidCallContext {
   services: GatewayServices;
@@ -34,7 +35,7 @@ export interface PaidResult {
 
 const parser = new x402HTTPClient(new x402Client());
 
-async function readPaymentRequired(res: Response): Promise<Record<string, any>> {
+async function readPaymentRequired(res: Response): Promise<PaymentRequired> {
   let body: unknown;
   try {
     const text = await res.text();
@@ -43,16 +44,18 @@ async function readPaymentRequired(res: Response): Promise<Record<string, any>> 
     body = undefined;
   }
   try {
-    return parser.getPaymentRequiredResponse((n) => res.headers.get(n), body) as unknown as Record<string, any>;
+    return readWire(PaymentRequired, parser.getPaymentRequiredResponse((n) => res.headers.get(n), body));
   } catch {
     throw new GatewayError(502, "upstream_bad_payment_request", "The upstream answered 402 without a payment request the gateway can read.");
   }
 }
 
-function settlement(res: Response): { success: boolean; transaction?: string; errorReason?: string } | undefined {
+function settlement(res: Response): SettleResponse | undefined {
   try {
-    const s = parser.getPaymentSettleResponse((n) => res.headers.get(n)) as any;
-    return s ? { success: !!s.success, transaction: s.transaction || undefined, errorReason: s.errorReason } : undefined;
+    const answer = parser.getPaymentSettleResponse((n) => res.headers.get(n));
+    if (!answer) return undefined;
+    const s = readWire(SettleResponse, answer);
+    return { success: s.success, transaction: s.transaction || undefined, errorReason: s.errorReason };
   } catch {
     return undefined;
   }
@@ -65,7 +68,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   if (!ctx.signer) throw new GatewayError(503, "payments_not_configured", "The upstream asks for payment but the gateway has no wallet; set TOLLGATE_WALLET_KEY.");
 
   const paymentRequired = await readPaymentRequired(first);
-  const choice = chooseOption(paymentOptions(paymentRequired as any), effectivePolicy(services.config.payments, ctx.tenant.payment));
+  const choice = chooseOption(paymentOptions(paymentRequired), effectivePolicy(services.config.payments, ctx.tenant.payment));
   if (!choice.ok) {
     const { ok: _ok, code, message, ...figures } = choice;
     throw new GatewayError(402, code, message, figures);
@@ -86,7 +89,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   });
   const entry = hold.entry;
 
-  let signed;
+  let signed: SignedPayment;
   try {
     signed = await ctx.signer.sign(paymentRequired, option, effectivePolicy(services.config.payments, ctx.tenant.payment).maxAuthorizationSeconds);
     // The ledger learns of the authorization before it leaves the gateway.
@@ -100,7 +103,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   let res: Response;
   try {
     res = await send(signed.header);
-  } catch (err) {
+  } catch {
     await holdSpend(services, hold, "no answer after the signature was sent");
     throw new GatewayError(
       504,

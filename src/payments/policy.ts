@@ -2,6 +2,7 @@
 import type { PaymentPolicyConfig, TollgateConfig } from "../../config/schema.js";
 import { atomicToUsd, minBigint, usdToAtomic } from "./money.js";
 import type { PaymentOption } from "./requirements.js";
+import { schemeFor } from "./schemes/index.js";
 
 export interface EffectivePolicy {
   networks?: Set<string>;
@@ -38,10 +39,10 @@ export type Choice =
   | { ok: false; code: "price_above_policy"; message: string; price: string; limit: string }
   | { ok: false; code: "no_allowed_payment_option"; message: string; offered: Array<{ network: string; asset: string; payTo: string; price: string }> };
 
-/** Filters options by scheme, network, asset and payee, then takes the cheapest within the per-request maximum. */
+/** Filters options by scheme (one the gateway can pay), network, asset and payee, then takes the cheapest within the per-request maximum. */
 export function chooseOption(options: PaymentOption[], policy: EffectivePolicy): Choice {
   const allowed = options
-    .filter((o) => o.scheme === "exact")
+    .filter((o) => schemeFor(o) !== undefined)
     .filter((o) => !policy.networks || policy.networks.has(o.network.toLowerCase()))
     .filter((o) => !policy.assets || policy.assets.has(o.asset.toLowerCase()))
     .filter((o) => !policy.payees || policy.payees.has(o.payTo.toLowerCase()))

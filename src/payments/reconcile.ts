@@ -1,21 +1,9 @@
 // Settles holds nobody settled. x402: from the chain's truth once the authorization has expired (used → committed,
 // unused → released). Credits: once the resource's end time has passed it ran to its maximum, so the hold is committed
-// at the reserved amount. Runs on a timer in Node and from the Worker's cron trigger (src/worker.ts).
-import { createPublicClient, http, type PublicClient } from "viem";
+// at the reserved amount. The chain is asked through the entry's payment scheme (src/payments/schemes/). Runs on a
+// timer in Node and from the Worker's cron trigger (src/worker.ts).
 import type { GatewayServices } from "../services.js";
-
-const AUTHORIZATION_STATE_ABI = [
-  {
-    type: "function",
-    name: "authorizationState",
-    stateMutability: "view",
-    inputs: [
-      { name: "authorizer", type: "address" },
-      { name: "nonce", type: "bytes32" },
-    ],
-    outputs: [{ type: "bool" }],
-  },
-] as const;
+import { schemeOfEntry } from "./schemes/index.js";
 
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
 const GRACE_SECONDS = 5;
@@ -34,20 +22,7 @@ export interface ReconcileReport {
 }
 
 export class PaymentReconciler {
-  private readonly clients = new Map<string, PublicClient>();
-
   constructor(private readonly services: GatewayServices) {}
-
-  private client(network: string): PublicClient | undefined {
-    const url = this.services.config.payments.rpc[network];
-    if (!url) return undefined;
-    let c = this.clients.get(network);
-    if (!c) {
-      c = createPublicClient({ transport: http(url, { retryCount: 1, timeout: 10_000 }) }) as PublicClient;
-      this.clients.set(network, c);
-    }
-    return c;
-  }
 
   async runOnce(): Promise<ReconcileReport> {
     const { stores, logger } = this.services;
@@ -61,19 +36,15 @@ export class PaymentReconciler {
         report.released++;
         continue;
       }
-      const client = e.network ? this.client(e.network) : undefined;
-      if (!client || !e.asset) {
-        report.stillHeld++;
-        logger.error("cannot reconcile a held payment: no RPC for its network", { entry: e.id, network: e.network });
-        continue;
-      }
+      const scheme = schemeOfEntry(e);
       try {
-        const used = await client.readContract({
-          address: e.asset as `0x${string}`,
-          abi: AUTHORIZATION_STATE_ABI,
-          functionName: "authorizationState",
-          args: [e.payer as `0x${string}`, e.nonce as `0x${string}`],
-        });
+        const verdict = scheme ? await scheme.verdict(e, this.services.config.payments.rpc) : "no-rpc";
+        if (verdict === "no-rpc") {
+          report.stillHeld++;
+          logger.error("cannot reconcile a held payment: no RPC for its network", { entry: e.id, network: e.network });
+          continue;
+        }
+        const used = verdict === "used";
         if (used) {
           await stores.ledger.commit(e.id, e.transaction, now);
           report.committed++;
@@ -114,7 +85,7 @@ export class PaymentReconciler {
         .catch((err) => this.services.logger.error("reconciler error", { error: String(err) }))
         .finally(() => (running = false));
     }, intervalMs);
-    (timer as any).unref?.();
+    (timer as { unref?: () => void }).unref?.(); // Node timers; Workers have none
     return () => clearInterval(timer);
   }
 }

@@ -1,5 +1,7 @@
 // One view of an x402 payment option, whether the upstream speaks v2 (`amount`, CAIP-2) or v1 (`maxAmountRequired`).
 import { EVM_NETWORK_CHAIN_ID_MAP } from "@x402/evm/v1";
+import { readWire } from "../wire/read.js";
+import { type PaymentRequired, PaymentRequirements } from "../wire/payment.js";
 
 export interface PaymentOption {
   x402Version: number;
@@ -11,21 +13,21 @@ export interface PaymentOption {
   payTo: string;
   maxTimeoutSeconds: number;
   /** The option exactly as the upstream sent it (what must be echoed back). */
-  raw: Record<string, any>;
+  raw: PaymentRequirements;
 }
 
-export function toCaip2(network: string): string {
+function toCaip2(network: string): string {
   if (network.includes(":")) return network;
   const id = (EVM_NETWORK_CHAIN_ID_MAP as Record<string, number>)[network];
   return id ? `eip155:${id}` : `unknown:${network}`;
 }
 
 /** Reads every option of a PaymentRequired; malformed options are skipped, never guessed. */
-export function paymentOptions(paymentRequired: { x402Version: number; accepts?: unknown[] }): PaymentOption[] {
+export function paymentOptions(paymentRequired: PaymentRequired): PaymentOption[] {
   const out: PaymentOption[] = [];
-  for (const a of paymentRequired.accepts ?? []) {
+  for (const a of paymentRequired.accepts) {
     if (!a || typeof a !== "object") continue;
-    const r = a as Record<string, any>;
+    const r = readWire(PaymentRequirements, a);
     const amountStr = paymentRequired.x402Version === 1 ? r.maxAmountRequired : r.amount;
     if (typeof amountStr !== "string" || !/^\d+$/.test(amountStr)) continue;
     if (typeof r.network !== "string" || typeof r.asset !== "string" || typeof r.payTo !== "string") continue;

@@ -9,7 +9,6 @@ import type { Tenant } from "../tenants.js";
 import { HELD } from "../state/holds.js";
 import type { LedgerEntry, NewLedgerEntry } from "../state/types.js";
 import { atomicToUsd } from "./money.js";
-export { tenantLimits };
 
 /** A keyless token's own spend cap, checked with the tenant's budget. */
 export interface SpendCap {
@@ -37,7 +36,7 @@ export interface SpendHold {
 /** The ledger id of a capped token's entry for a tenant entry. */
 export const capEntryId = (id: string) => `${id}:cap`;
 /** The ledger tenant a keyless token's cap is counted under. */
-export const capTenant = (tokenId: string) => `token:${tokenId}`;
+const capTenant = (tokenId: string) => `token:${tokenId}`;
 
 /**
  * Reserves `entry.amount` in the token's cap (if any) and the tenant's budget windows, atomically each, or neither.

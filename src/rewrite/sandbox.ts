@@ -1,4 +1,6 @@
 // Pure rewriting of the upstream's sandbox responses so that every runtime, port and file URL points at the gateway.
+import { readWire } from "../wire/read.js";
+import { Exposure, SandboxDetail } from "../wire/sandbox.js";
 
 /** `runtime` as the upstream and the SDK describe it. */
 export interface SandboxRuntime {
@@ -8,7 +10,7 @@ export interface SandboxRuntime {
 }
 
 /** A credential the gateway mints in place of an upstream one. */
-export interface MintedToken {
+interface MintedToken {
   token: string;
   expiresAt: string;
 }
@@ -23,7 +25,7 @@ export interface SandboxRewriteContext {
 }
 
 /** Mirrors the SDK's runtimeSessionIdFromPath: `/sandbox/<id>[/…]` → id. */
-export function sandboxIdFromPath(path: string): string | null {
+function sandboxIdFromPath(path: string): string | null {
   const segs = path.trim().replace(/^\/+|\/+$/g, "").split("/").filter(Boolean);
   return segs.length >= 2 && segs[0] === "sandbox" && segs[1]!.trim() ? segs[1]!.trim() : null;
 }
@@ -42,7 +44,7 @@ export function exposedUrlFor(runtime: SandboxRuntime, port: number): string {
 }
 
 /** `<port>-<session host>[:<port of baseUrl>]`, the authority of an exposed port. */
-export function exposedAuthority(runtime: SandboxRuntime, port: number): string {
+function exposedAuthority(runtime: SandboxRuntime, port: number): string {
   const base = new URL(runtime.baseUrl);
   const host = sessionHostOf(runtime, base).toLowerCase();
   return base.port ? `${port}-${host}:${base.port}` : `${port}-${host}`;
@@ -103,18 +105,10 @@ export function hostOfOrigin(origin: string): string {
   return new URL(origin).host.toLowerCase();
 }
 
-interface UpstreamExposure {
-  port: number;
-  auth?: boolean;
-  url?: string;
-  browserUrl?: string;
-  browserUrlExpiresAt?: string;
-  [k: string]: unknown;
-}
-
 /** One exposed port as the gateway shows it: its own URL and, for auth:true, its own bootstrap grant. */
-export async function rewriteExposure(e: UpstreamExposure, sandboxId: string, ctx: SandboxRewriteContext): Promise<UpstreamExposure> {
-  const url = exposedUrlFor(gatewayRuntime(ctx.publicOrigin, sandboxId), e.port);
+export async function rewriteExposure(exposure: unknown, sandboxId: string, ctx: SandboxRewriteContext): Promise<Exposure> {
+  const e = readWire(Exposure, exposure);
+  const url = exposedUrlFor(gatewayRuntime(ctx.publicOrigin, sandboxId), e.port ?? Number.NaN);
   const { browserUrl: _b, browserUrlExpiresAt: _x, ...rest } = e;
   if (!e.auth) return { ...rest, url, browserUrl: url };
   const grant = await ctx.mintPortGrant(sandboxId);
@@ -125,11 +119,12 @@ export async function rewriteExposure(e: UpstreamExposure, sandboxId: string, ct
  * A sandbox (detail or list entry) as the gateway shows it: runtime and exposed ports on the gateway, and the
  * upstream runtime token replaced by a gateway token (or null when the upstream has none: sandbox not running).
  */
-export async function rewriteSandboxDetail<T extends Record<string, any>>(detail: T, ctx: SandboxRewriteContext): Promise<T> {
+export async function rewriteSandboxDetail<T extends object>(record: T, ctx: SandboxRewriteContext): Promise<T & SandboxDetail> {
+  const detail = readWire(SandboxDetail, record);
   const id = String(detail.id);
-  const out: Record<string, any> = { ...detail };
+  const out: SandboxDetail = { ...detail };
   if (detail.runtime && typeof detail.runtime === "object") out.runtime = gatewayRuntime(ctx.publicOrigin, id, detail.runtime.transport ?? "regional_proxy");
-  if (Array.isArray(detail.exposedPorts)) out.exposedPorts = await Promise.all(detail.exposedPorts.map((e: UpstreamExposure) => rewriteExposure(e, id, ctx)));
+  if (Array.isArray(detail.exposedPorts)) out.exposedPorts = await Promise.all(detail.exposedPorts.map((e) => rewriteExposure(e, id, ctx)));
   // The upstream's own page for the sandbox: the gateway's control-plane URL for it stands in (never the upstream host).
   if ("sessionUrl" in detail) out.sessionUrl = detail.sessionUrl ? `${ctx.publicOrigin}/api/sandbox/${encodeURIComponent(id)}` : detail.sessionUrl;
   if ("token" in detail) {
@@ -142,7 +137,7 @@ export async function rewriteSandboxDetail<T extends Record<string, any>>(detail
       out.tokenExpiresAt = null;
     }
   }
-  return out as T;
+  return out as T & SandboxDetail; // the record's own fields, kept, with the rewritten ones
 }
 
 /** The gateway URL a presigned file URL becomes: fetched without auth, mapped server-side to the upstream URL. */

@@ -1,4 +1,6 @@
 // Pure rewriting of the upstream's session responses so that CDP, computer actions and links point at the gateway.
+import { readWire } from "../wire/read.js";
+import { SessionDetail } from "../wire/session.js";
 
 /** The upstream endpoints of one session, kept server-side (never shown to a client). */
 export interface SessionEndpoints {
@@ -17,7 +19,7 @@ export interface SessionRewriteContext {
  * Fields that carry upstream access and that the gateway cannot relay: the live view (its own token, served by the
  * upstream's live-view host) and WebDriver. They are dropped rather than leaked; see docs/sessions.md.
  */
-export const DROPPED_SESSION_FIELDS = ["liveUrl", "liveDomain", "webdriverEndpoint"] as const;
+const DROPPED_SESSION_FIELDS = ["liveUrl", "liveDomain", "webdriverEndpoint"] as const;
 
 /** `ws(s)://<gateway>/devtools/browser/<id>?token=<gateway token>`: what puppeteer and playwright connect to. */
 export function gatewayWsEndpoint(publicOrigin: string, sessionId: string, token: string): string {
@@ -30,33 +32,36 @@ export function gatewayComputerActionEndpoint(publicOrigin: string, sessionId: s
   return `${publicOrigin}/_tollgate/computer-action/${encodeURIComponent(sessionId)}`;
 }
 
-export function gatewaySessionUrl(publicOrigin: string, sessionId: string): string {
+function gatewaySessionUrl(publicOrigin: string, sessionId: string): string {
   return `${publicOrigin}/api/session/${encodeURIComponent(sessionId)}`;
 }
 
 /** The upstream endpoints to keep server-side, read from a detail response. */
-export function sessionEndpointsOf(detail: Record<string, unknown>): SessionEndpoints {
+export function sessionEndpointsOf(record: unknown): SessionEndpoints {
+  const detail = readWire(SessionDetail, record);
   const str = (v: unknown) => (typeof v === "string" && v ? v : undefined);
   return { wsEndpoint: str(detail.wsEndpoint), computerActionEndpoint: str(detail.computerActionEndpoint) };
 }
 
 /** A `Session` list entry: only `sessionUrl` points anywhere. */
-export function rewriteSessionSummary<T extends Record<string, any>>(s: T, publicOrigin: string): T {
-  const out: Record<string, any> = { ...s };
+export function rewriteSessionSummary<T extends object>(record: T, publicOrigin: string): T & SessionDetail {
+  const s = readWire(SessionDetail, record);
+  const out: SessionDetail = { ...s };
   if ("sessionUrl" in s) out.sessionUrl = gatewaySessionUrl(publicOrigin, String(s.id));
   for (const f of DROPPED_SESSION_FIELDS) delete out[f];
-  return out as T;
+  return out as T & SessionDetail; // the record's own fields, kept, with the rewritten ones
 }
 
 /**
  * A `SessionDetail` as the gateway shows it: wsEndpoint and computerActionEndpoint on the gateway, the upstream
  * session token replaced by a gateway token, and URLs the gateway cannot relay removed.
  */
-export function rewriteSessionDetail<T extends Record<string, any>>(detail: T, ctx: SessionRewriteContext): T {
+export function rewriteSessionDetail<T extends object>(record: T, ctx: SessionRewriteContext): T & SessionDetail {
+  const detail = readWire(SessionDetail, record);
   const id = String(detail.id);
-  const out: Record<string, any> = rewriteSessionSummary(detail, ctx.publicOrigin);
+  const out = rewriteSessionSummary(detail, ctx.publicOrigin);
   if (detail.wsEndpoint) out.wsEndpoint = gatewayWsEndpoint(ctx.publicOrigin, id, ctx.sessionToken);
   if (detail.computerActionEndpoint) out.computerActionEndpoint = gatewayComputerActionEndpoint(ctx.publicOrigin, id);
   if ("token" in detail) out.token = detail.token ? ctx.sessionToken : detail.token;
-  return out as T;
+  return out as T & SessionDetail;
 }

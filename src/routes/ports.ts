@@ -15,8 +15,9 @@ import { isPublicHostFor } from "../sandbox/public-origin.js";
 import { sendUpstream } from "../sandbox/runtime-forward.js";
 import { requestUrl } from "../request-url.js";
 import { clientView } from "../forwarded.js";
+import { generateCookie, getCookie } from "hono/cookie";
 
-export const PORT_COOKIE = "tollgate_port";
+const PORT_COOKIE = "tollgate_port";
 const BOOTSTRAP_PATH = "/_hb/auth";
 const WS_OWN_HEADERS = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"];
 
@@ -29,23 +30,12 @@ function issuedByGateway(token: string): boolean {
   }
 }
 
-function cookieValue(header: string | null, name: string): string | undefined {
-  for (const part of header?.split(/;\s*/) ?? []) {
-    if (!part.startsWith(`${name}=`)) continue;
-    try {
-      return decodeURIComponent(part.slice(name.length + 1));
-    } catch {
-      return undefined; // `tollgate_port=%`: not a token we set, so it admits nothing
-    }
-  }
-  return undefined;
-}
-
 /**
  * `next` of the bootstrap as a path on this same port host, or undefined. Resolved the way a browser would (tabs and
  * newlines dropped, `\` read as `/`), so `/%09/evil.example/` or `/\evil` cannot become `//evil.example/`.
  */
 export function sameHostPath(next: string): string | undefined {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what a `next` may not carry
   if (!next.startsWith("/") || /[\x00-\x1f\x7f]/.test(next)) return undefined;
   const base = "http://port.invalid";
   let u: URL;
@@ -86,12 +76,16 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     const grant = await verifyPortToken(url.searchParams.get("grant") ?? "", id, owner);
     const ttl = services.config.tokens.ttlSeconds;
     const cookie = await services.tokens.mint({ tenant: grant.tenant, kind: "sandbox", resource: id, scopes: ["ports"], ttlSeconds: ttl });
-    const secure = (services.config.server.publicOrigin ?? clientView(c, services).protocol).startsWith("https:") ? "; Secure" : "";
+    const secure = (services.config.server.publicOrigin ?? clientView(c, services).protocol).startsWith("https:");
     const location = sameHostPath(url.searchParams.get("next") ?? "/");
     if (!location) throw new GatewayError(400, "invalid_next", "`next` must be a path on this host, such as /app/.");
     return new Response(null, {
       status: 302,
-      headers: { location, "set-cookie": `${PORT_COOKIE}=${encodeURIComponent(cookie.token)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${ttl}${secure}`, "cache-control": "no-store" },
+      headers: {
+        location,
+        "set-cookie": generateCookie(PORT_COOKIE, cookie.token, { path: "/", httpOnly: true, sameSite: "Lax", maxAge: ttl, secure }),
+        "cache-control": "no-store",
+      },
     });
   };
 
@@ -112,7 +106,7 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     let admitted = false;
     if (bearerIsOurs) admitted = !!(await verifyPortToken(bearer, target.id, owner));
     else {
-      const cookie = cookieValue(headers.get("cookie"), PORT_COOKIE);
+      const cookie = getCookie(c, PORT_COOKIE);
       // A stale cookie must not break a public port: it just admits nothing, and an auth port answers 401 upstream.
       if (cookie) admitted = !!(await verifyPortToken(cookie, target.id, owner).catch(() => undefined));
     }

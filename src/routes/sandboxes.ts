@@ -6,6 +6,8 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
+import { SandboxDetail, SnapshotAnswer } from "../wire/sandbox.js";
+import { readWire } from "../wire/read.js";
 import { rewriteExposure, rewriteSandboxDetail } from "../rewrite/sandbox.js";
 import { sandboxCustody } from "../sandbox/custody.js";
 import { ownedPage } from "../sandbox/owned-list.js";
@@ -33,11 +35,12 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
   const custody = sandboxCustody(services);
 
   /** Rewrites one upstream sandbox for the tenant, keeping the upstream runtime credential server-side. */
-  const present = async (c: Context<GatewayEnv>, detail: Record<string, any>) => {
+  const present = async (c: Context<GatewayEnv>, record: object) => {
+    const detail = readWire(SandboxDetail, record);
     const ctx = tenantRewriteContext(c, services, callerTenant(c));
     await rememberPublicHost(services, String(detail.id), ctx.publicOrigin);
     if ("token" in detail && detail.token) await custody.keep(detail);
-    if (ENDED.has(detail.status)) {
+    if (ENDED.has(detail.status ?? "")) {
       await services.stores.ownership.setActive("sandbox", String(detail.id), false);
       await settleResource(services, "sandbox", String(detail.id));
     }
@@ -53,8 +56,8 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
       await pinSnapshotSource(services, tenant, body);
       const res = await upstream.call(c, { method: "POST", path: "/api/sandbox", headers: JSON_HEADERS(), body: JSON.stringify(body) });
       if (!res.ok) return Upstream.relay(res);
-      const detail = await upstreamJson(res);
-      if (!detail?.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
+      const detail = await upstreamJson(res, SandboxDetail);
+      if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
       await services.stores.ownership.claim("sandbox", String(detail.id), tenant.id);
       services.logger.info("sandbox.created", { tenant: tenant.id, sandbox: detail.id });
       // The meter reads the created id from the answer: it is the upstream's id, kept in the rewritten body.
@@ -71,7 +74,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
     "sandbox.get": async (c) => {
       const res = await upstream.call(c, { method: "GET", path: pathAndQuery(c) });
       if (!res.ok) return Upstream.relay(res);
-      return answer(res, await present(c, await upstreamJson(res)));
+      return answer(res, await present(c, await upstreamJson(res, SandboxDetail)));
     },
 
     "sandbox.stop": async (c) => {
@@ -88,8 +91,8 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
     "sandbox.snapshot": async (c) => {
       const res = await forwardJson(c, (await jsonBody(c)).text || "{}");
       if (!res.ok) return Upstream.relay(res);
-      const snap = await upstreamJson(res);
-      if (snap?.snapshotId) await claimSnapshot(services, callerTenant(c), String(snap.snapshotId), snap.snapshotName);
+      const snap = await upstreamJson(res, SnapshotAnswer);
+      if (snap.snapshotId) await claimSnapshot(services, callerTenant(c), String(snap.snapshotId), snap.snapshotName);
       return answer(res, snap);
     },
 

@@ -17,6 +17,8 @@ import { presignTarget, rewriteSessionFileUrl } from "../sandbox/presign.js";
 import { sendUpstream } from "../sandbox/runtime-forward.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { jsonResponse } from "../errors.js";
+import { SessionDetail } from "../wire/session.js";
+import { listItems, WireRecord } from "../wire/read.js";
 
 /** Upstream list pages read to build one tenant's list (100 sessions each). */
 const MAX_LIST_PAGES = 50;
@@ -32,7 +34,7 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
   const { upstream, stores } = services;
 
   /** Shows a detail on the gateway: records its endpoints and status, mints the gateway token that replaces the upstream's. */
-  async function presentDetail(c: Context<GatewayEnv>, tenant: Tenant, detail: Record<string, any>) {
+  async function presentDetail(c: Context<GatewayEnv>, tenant: Tenant, detail: SessionDetail) {
     const id = String(detail.id);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
     if (typeof detail.status === "string") {
@@ -52,8 +54,8 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       const { headers, body } = forwardBody(c);
       const res = await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers, body });
       if (!res.ok) return passError(res);
-      const detail = await upstreamJson(res);
-      if (!detail?.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
+      const detail = await upstreamJson(res, SessionDetail);
+      if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
       await stores.ownership.claim("session", String(detail.id), tenant.id);
       return c.json(await presentDetail(c, tenant, detail));
     },
@@ -83,13 +85,13 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       const perPage = positiveInt(c.req.query("limit"), "limit", 10, 100);
       const owned = new Set(await stores.ownership.list("session", tenant.id));
       const statuses = c.req.queries("status") ?? [];
-      const mine: Record<string, any>[] = [];
+      const mine: SessionDetail[] = [];
       for (let p = 1; owned.size > 0 && p <= MAX_LIST_PAGES; p++) {
         const q = new URLSearchParams([...statuses.map((s) => ["status", s]), ["page", String(p)], ["limit", "100"]]);
         const res = await upstream.call(c, { method: "GET", path: `/api/sessions?${q}` });
         if (!res.ok) return passError(res);
-        const body = await upstreamJson(res);
-        const batch: Record<string, any>[] = Array.isArray(body.sessions) ? body.sessions : [];
+        const body = await upstreamJson(res, WireRecord);
+        const batch = listItems(SessionDetail, body, "sessions", { topLevelOnly: true });
         for (const s of batch) {
           if (!owned.has(String(s.id))) continue;
           mine.push(rewriteSessionSummary(s, publicOriginOf(c, services)));
@@ -109,7 +111,7 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       const res = await upstream.call(c, { method: "GET", path: pathAndQuery(c) });
       if (res.status === 404) throw notFoundSession(id);
       if (!res.ok) return passError(res);
-      return c.json(await presentDetail(c, callerTenant(c), await upstreamJson(res)));
+      return c.json(await presentDetail(c, callerTenant(c), await upstreamJson(res, SessionDetail)));
     },
 
     "session.stop": async (c) => {

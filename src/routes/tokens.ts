@@ -12,6 +12,8 @@ import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../rewrite/ses
 import { gatewayRuntime } from "../rewrite/sandbox.js";
 import { publicOriginOf } from "../public-origin.js";
 import { usdAmount } from "../../config/schema.js";
+import { stateKeys } from "../state/keys.js";
+import { jsonBody } from "../routing/body.js";
 
 const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
@@ -39,13 +41,7 @@ async function tenantKeyCaller(c: Context<GatewayEnv>, services: GatewayServices
 }
 
 async function readMintRequest(c: Context): Promise<MintRequest> {
-  let json: unknown;
-  try {
-    json = JSON.parse(await c.req.text());
-  } catch {
-    throw new GatewayError(400, "invalid_json", "The request body is not valid JSON.");
-  }
-  const parsed = mintRequest.safeParse(json);
+  const parsed = mintRequest.safeParse((await jsonBody(c)).json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".") || "body";
@@ -96,7 +92,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
     }
     const exp = Math.floor(Date.parse(minted.expiresAt) / 1000);
     const record: MintRecord = { tenant: tenant.id, exp };
-    await kv.set(`token:minted:${minted.jti}`, JSON.stringify(record), Math.max(1000, exp * 1000 - services.now() + 60_000));
+    await kv.set(stateKeys.mintedToken(minted.jti), JSON.stringify(record), Math.max(1000, exp * 1000 - services.now() + 60_000));
     services.logger.info("token minted", { requestId: c.get("requestId"), tenant: tenant.id, kind: req.kind, jti: minted.jti, ttlSeconds });
     return c.json({ token: minted.token, jti: minted.jti, expiresAt: minted.expiresAt, kind: req.kind, ...extra }, 201);
   });
@@ -110,7 +106,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   app.delete("/:jti", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
     const jti = c.req.param("jti");
-    const raw = await kv.get(`token:minted:${jti}`);
+    const raw = await kv.get(stateKeys.mintedToken(jti));
     const record = raw ? (JSON.parse(raw) as MintRecord) : undefined;
     if (!record || record.tenant !== tenant.id) throw new GatewayError(404, "not_found", `No live token ${jti} minted by this tenant.`);
     return revoke(c, tenant, jti, record.exp);
@@ -119,12 +115,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
   app.post("/revoke", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
-    let token: unknown;
-    try {
-      token = (JSON.parse(await c.req.text()) as { token?: unknown }).token;
-    } catch {
-      throw new GatewayError(400, "invalid_json", "The request body is not valid JSON.");
-    }
+    const token = (await jsonBody(c)).json.token;
     if (typeof token !== "string" || !token) throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
     const t = await services.tokens.inspect(token);
     if (!t || t.tenant !== tenant.id) throw new GatewayError(404, "not_found", "No token of this tenant matches.");

@@ -12,14 +12,16 @@ import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "../payments/paid-call.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../rewrite/session.js";
+import { readWire, WireRecord } from "../wire/read.js";
+import { X402SessionAnswer } from "../wire/session.js";
 import { mintSessionToken, notFoundSession, saveSessionEndpoints } from "./session-access.js";
 import { publicOriginOf } from "../public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import { callerTenant } from "../routing/caller.js";
 import type { RowHandler } from "../routing/handlers.js";
+import { stateKeys } from "../state/keys.js";
 
 const MGMT_TTL_MS = 24 * 3600_000;
-const mgmtKey = (id: string) => `session:x402mgmt:${id}`;
 /** Upstream fields that are credentials for the upstream itself. */
 const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
 
@@ -51,14 +53,14 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
     c.get("logFields").paid = result.paid;
     const res = result.response;
     if (!res.ok) return Upstream.relay(res);
-    const detail = (await res.json()) as Record<string, any>;
+    const detail = readWire(X402SessionAnswer, await res.json());
     const id = String(detail.id ?? "");
     if (!id) throw new GatewayError(502, "upstream_bad_response", "The upstream sold a session without an id.");
     await stores.ownership.claim("session", id, tenant.id);
-    if (typeof detail.managementToken === "string") await stores.kv.set(mgmtKey(id), detail.managementToken, MGMT_TTL_MS);
+    if (typeof detail.managementToken === "string") await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
     const token = await mintSessionToken(services, tenant.id, id);
-    const shown: Record<string, any> = rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });
+    const shown: WireRecord = rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });
     for (const f of HIDDEN) delete shown[f];
     shown.token = token.token;
     shown.tokenExpiresAt = token.expiresAt;
@@ -71,13 +73,13 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
   // Management calls: the tenant's key stands in for the managementToken the gateway keeps.
   const manage = async (c: Context<GatewayEnv>) => {
     const id = c.req.param("id")!;
-    const mgmt = await stores.kv.get(mgmtKey(id));
+    const mgmt = await stores.kv.get(stateKeys.x402SessionManagement(id));
     if (!mgmt) throw notFoundSession(id);
     const h = new Headers({ authorization: `Bearer ${mgmt}` });
     const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: h, withApiKey: false });
     if (!res.ok) return Upstream.relay(res);
     if (c.req.method === "PUT") await stores.ownership.setActive("session", id, false);
-    const body = (await res.json()) as Record<string, any>;
+    const body = readWire(WireRecord, await res.json());
     for (const f of [...HIDDEN, "wsEndpoint", "computerActionEndpoint", "token", "liveUrl"]) delete body[f];
     return c.json(body);
   };

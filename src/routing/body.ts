@@ -5,8 +5,8 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
-export const JSON_BODY_LIMIT = 1024 * 1024;
-export const JSON_MAX_DEPTH = 64;
+const JSON_BODY_LIMIT = 1024 * 1024;
+const JSON_MAX_DEPTH = 64;
 
 export interface JsonBody {
   text: string;
@@ -55,7 +55,7 @@ export async function readBoundedText(req: Request, limit: number): Promise<stri
 }
 
 /** Deepest nesting of arrays and objects in a JSON text, counted without parsing (strings skipped). */
-export function jsonDepth(text: string, stopAt: number): number {
+function jsonDepth(text: string, stopAt: number): number {
   let depth = 0;
   let max = 0;
   let inString = false;
@@ -77,8 +77,8 @@ export function jsonDepth(text: string, stopAt: number): number {
   return max;
 }
 
-/** Parses a JSON object body with the limits above; an empty body is `{}`. */
-export function parseJsonObject(text: string, what = "The request body"): Record<string, unknown> {
+/** Parses a JSON body with the limits above; an empty body is `{}`. */
+function parseJson(text: string, what: string): unknown {
   if (!text.trim()) return {};
   if (jsonDepth(text, JSON_MAX_DEPTH) > JSON_MAX_DEPTH) {
     throw new GatewayError(400, "invalid_json", `${what} nests deeper than ${JSON_MAX_DEPTH} levels.`, { maxDepth: JSON_MAX_DEPTH });
@@ -89,6 +89,12 @@ export function parseJsonObject(text: string, what = "The request body"): Record
   } catch {
     throw new GatewayError(400, "invalid_json", `${what} is not valid JSON.`);
   }
+  return json;
+}
+
+/** Parses a JSON object body with the limits above; an empty body is `{}`. */
+function parseJsonObject(text: string, what = "The request body"): Record<string, unknown> {
+  const json = parseJson(text, what);
   if (!json || typeof json !== "object" || Array.isArray(json)) throw new GatewayError(400, "invalid_json", `${what} must be a JSON object.`);
   return json as Record<string, unknown>;
 }
@@ -101,6 +107,11 @@ export async function jsonBody(c: Context<GatewayEnv>, limit = JSON_BODY_LIMIT):
   const body = { text, json: parseJsonObject(text) };
   c.set("jsonBody", body);
   return body;
+}
+
+/** A JSON body of any shape (the admin API takes arrays too), read with the same limits and errors; not kept. */
+export async function jsonValue(c: Context<GatewayEnv>, limit = JSON_BODY_LIMIT): Promise<unknown> {
+  return parseJson(await readBoundedText(c.req.raw, limit), "The request body");
 }
 
 /** Replaces the body the chain forwards (a quota filled in defaults, a meter fixed a timeout). */

@@ -8,7 +8,7 @@ import { bearerToken, presentedKey, requireScope, type Tenant } from "../tenants
 import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "../tokens.js";
 import type { RouteRow } from "./table.js";
 
-export type Caller =
+type Caller =
   | { via: "key"; tenant: Tenant }
   | { via: "token"; tenant: Tenant; token: GatewayToken; /** The token as presented, for checks while a socket is open. */ presented: string }
   | { via: "ticket" };

@@ -17,13 +17,13 @@ const NOUN: Record<ResourceKind, string> = {
   sandbox: "Sandbox", session: "Session", snapshot: "Snapshot", volume: "Volume", profile: "Profile", extension: "Extension", job: "Job", task: "Task",
 };
 
-export const notOwned = (kind: ResourceKind, id: string) => new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`);
+const notOwned = (kind: ResourceKind, id: string) => new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`);
 
 /**
  * Another tenant's id (or an id nobody here created) answers exactly like a missing one. On the runtime plane (the hot
  * path) a sandbox token bound to the sandbox was minted for its owner and is trusted without a lookup.
  */
-export function requireOwner(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+function requireOwner(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
   const owns = row.owns;
   if (!owns) return undefined;
   const boundTokenSuffices = row.auth.length === 1 && row.auth[0] === "sandbox-token";

@@ -10,6 +10,9 @@ import { attachResource, releaseSpend, reserveSpend, settleSpend, type SpendHold
 import { callerCap, callerTenant } from "./caller.js";
 import { jsonBody, setJsonBody } from "./body.js";
 import type { Meter, PriceName, RouteRow } from "./table.js";
+import { readWire } from "../wire/read.js";
+import { CreatedAnswer } from "../wire/created.js";
+import { stateKeys } from "../state/keys.js";
 
 /** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
 interface KeptHold extends SpendHold {
@@ -19,7 +22,6 @@ interface KeptHold extends SpendHold {
   meter: Meter["per"];
 }
 
-const holdKey = (kind: string, id: string) => `credits:hold:${kind}:${id}`;
 /** Units a request may ask for at most; above it the request is refused rather than reserved. */
 const MAX_UNITS = 10_000;
 
@@ -57,11 +59,11 @@ function withPath(body: Record<string, unknown>, path: string[], value: unknown)
 }
 
 async function keep(services: GatewayServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
-  await services.stores.kv.set(holdKey(kind, id), JSON.stringify({ ...hold, amount: hold.amount.toString() }), ttlMs);
+  await services.stores.kv.set(stateKeys.creditsHold(kind, id), JSON.stringify({ ...hold, amount: hold.amount.toString() }), ttlMs);
 }
 
 async function kept(services: GatewayServices, kind: string, id: string): Promise<KeptHold | undefined> {
-  const raw = await services.stores.kv.get(holdKey(kind, id));
+  const raw = await services.stores.kv.get(stateKeys.creditsHold(kind, id));
   if (!raw) return undefined;
   const h = JSON.parse(raw) as KeptHold & { amount: string };
   return { ...h, amount: BigInt(h.amount) };
@@ -70,8 +72,8 @@ async function kept(services: GatewayServices, kind: string, id: string): Promis
 /** The id a creation answer names (`id`, or `jobId` for jobs). */
 async function createdId(res: Response): Promise<string | undefined> {
   try {
-    const j = (await res.clone().json()) as { id?: unknown; jobId?: unknown };
-    const id = j?.jobId ?? j?.id;
+    const j = readWire(CreatedAnswer, await res.clone().json());
+    const id = j.jobId ?? j.id;
     return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
   } catch {
     return undefined;
@@ -149,7 +151,7 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
 export async function settleResource(services: GatewayServices, kind: "sandbox" | "session", id: string): Promise<void> {
   const hold = await kept(services, kind, id);
   if (!hold) return;
-  await services.stores.kv.delete(holdKey(kind, id));
+  await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
   const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
   const used = minutes * BigInt(hold.rate);
   await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
@@ -171,7 +173,7 @@ export async function settleJobFrom(services: GatewayServices, id: string, res: 
   if (!status || !TERMINAL.has(status)) return;
   const hold = await kept(services, "job", id);
   if (!hold) return;
-  await services.stores.kv.delete(holdKey("job", id));
+  await services.stores.kv.delete(stateKeys.creditsHold("job", id));
   if (status === "failed" || status === "error") {
     await releaseSpend(services, hold, `job ${status}`);
     return;

@@ -8,6 +8,8 @@ import { ownedPage } from "../sandbox/owned-list.js";
 import { callerTenant } from "./caller.js";
 import { settleJobFrom } from "./credits.js";
 import type { RouteRow } from "./table.js";
+import { readWire } from "../wire/read.js";
+import { CreatedAnswer } from "../wire/created.js";
 
 export type RowHandler = (c: Context<GatewayEnv>, row: RouteRow) => Promise<Response> | Response;
 
@@ -32,13 +34,13 @@ export function forwardUpstream(c: Context<GatewayEnv>, services: GatewayService
 
 async function claimFrom(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, res: Response): Promise<void> {
   if (!row.creates || !res.ok) return;
-  let created: Record<string, unknown>;
+  let created: CreatedAnswer;
   try {
-    created = (await res.clone().json()) as Record<string, unknown>;
+    created = readWire(CreatedAnswer, await res.clone().json());
   } catch {
     throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not answer with JSON.");
   }
-  const id = created?.jobId ?? created?.id;
+  const id = created.jobId ?? created.id;
   if (typeof id !== "string" && typeof id !== "number") throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
   const tenant = callerTenant(c);
   await services.stores.ownership.claim(row.creates, String(id), tenant.id);
@@ -69,7 +71,7 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
         // A bare array (extensions): filtered, no paging.
         const res = await forwardUpstream(c, services);
         if (!res.ok) return Upstream.relay(res);
-        const all = await upstreamJson<unknown>(res);
+        const all = await upstreamJson(res);
         const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
         const mine = Array.isArray(all) ? all.filter((x) => owned.has(String((x as { id?: unknown })?.id))) : [];
         return jsonResponse(200, mine);

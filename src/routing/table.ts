@@ -8,7 +8,7 @@ import type { TokenScope } from "../tokens.js";
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /** Who may call a row: a tenant key, or one of the gateway's own tokens. */
-export type Credential = "key" | "search-token" | "sandbox-token" | "session-token" | "ticket" | "none";
+type Credential = "key" | "search-token" | "sandbox-token" | "session-token" | "ticket" | "none";
 
 /** Credit prices an operator sets (config `credits.prices`); USD per unit. */
 export type PriceName =
@@ -187,10 +187,7 @@ export const ROUTES: readonly RouteRow[] = [
   runtime("pty.attach", GET, "/pty/:tid/ws", "runtime.websocket", "terminal"),
 ];
 
-/**
- * Exposed ports are not path routes: `<port>-<id>.<gateway host>` forwards any method and path to that port of the
- * sandbox (src/routes/ports.ts), for a gateway token with the "ports" scope or the browser cookie it grants.
- */
-export const EXPOSED_PORT_ROW = { name: "port.proxy", host: "<port>-<sandbox id>.<gateway host>", auth: ["sandbox-token", "port-cookie", "none (public ports)"] } as const;
+// Exposed ports are not path routes: `<port>-<id>.<gateway host>` forwards any method and path to that port of the
+// sandbox (src/routes/ports.ts), for a gateway token with the "ports" scope or the browser cookie it grants.
 
 export const methodsOf = (row: RouteRow): Method[] => (typeof row.method === "string" ? [row.method] : [...row.method]);

@@ -4,6 +4,9 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { upstreamJson } from "../upstream.js";
+import { readWire } from "../wire/read.js";
+import { SandboxDetail } from "../wire/sandbox.js";
+import { stateKeys } from "../state/keys.js";
 
 /** What the gateway keeps per running sandbox. Times are epoch ms. */
 export interface RuntimeCredential {
@@ -14,11 +17,10 @@ export interface RuntimeCredential {
   receivedAt: number;
 }
 
-const KEY = (id: string) => `sandbox-runtime:${id}`;
 const RENEW_MAX_MS = 60_000;
 
 export const sandboxNotFound = (id: string) => new GatewayError(404, "not_found", `Sandbox ${id} not found`);
-export const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
+const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
 
 /** Renew when ≤60 s are left, or ≤half the lifetime for short-lived tokens (so a 5 s token is not renewed per call). */
 export function needsRenewal(cred: RuntimeCredential, now: number): boolean {
@@ -34,11 +36,12 @@ export class RuntimeCustody {
   constructor(private readonly services: GatewayServices) {}
 
   /** Records the runtime credential from an upstream sandbox detail; a detail without a token forgets it. */
-  async keep(detail: Record<string, any>): Promise<RuntimeCredential | undefined> {
+  async keep(record: unknown): Promise<RuntimeCredential | undefined> {
+    const detail = readWire(SandboxDetail, record);
     const id = String(detail.id);
     const token = typeof detail.token === "string" && detail.token ? detail.token : undefined;
     const baseUrl = detail.runtime?.baseUrl;
-    const closed = ["closed", "close-error", "error"].includes(detail.status);
+    const closed = ["closed", "close-error", "error"].includes(detail.status ?? "");
     if (!token || closed || typeof baseUrl !== "string") {
       await this.forget(id);
       if (closed) await this.services.stores.ownership.setActive("sandbox", id, false);
@@ -49,19 +52,19 @@ export class RuntimeCustody {
       throw new GatewayError(502, "upstream_url_refused", "The upstream named a runtime host the gateway is not configured to follow (upstream.allowedHosts).");
     }
     const now = this.services.now();
-    const parsed = Date.parse(detail.tokenExpiresAt);
+    const parsed = Date.parse(detail.tokenExpiresAt ?? "");
     const expiresAt = Number.isFinite(parsed) ? parsed : now + 60_000;
     const cred: RuntimeCredential = { token, baseUrl, host: detail.runtime?.host ?? undefined, expiresAt, receivedAt: now };
-    if (expiresAt > now) await this.services.stores.kv.set(KEY(id), JSON.stringify(cred), expiresAt - now);
+    if (expiresAt > now) await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), JSON.stringify(cred), expiresAt - now);
     return cred;
   }
 
   async forget(id: string): Promise<void> {
-    await this.services.stores.kv.delete(KEY(id));
+    await this.services.stores.kv.delete(stateKeys.sandboxRuntime(id));
   }
 
   async peek(id: string): Promise<RuntimeCredential | undefined> {
-    const raw = await this.services.stores.kv.get(KEY(id));
+    const raw = await this.services.stores.kv.get(stateKeys.sandboxRuntime(id));
     if (!raw) {
       this.parsed.delete(id);
       return undefined;

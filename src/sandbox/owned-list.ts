@@ -7,6 +7,7 @@ import type { ResourceKind } from "../state/types.js";
 import type { Tenant } from "../tenants.js";
 import { Upstream, upstreamJson } from "../upstream.js";
 import { requestUrl } from "../request-url.js";
+import { listItems, WireRecord } from "../wire/read.js";
 
 const SCAN_PAGE = 100;
 const MAX_SCAN_PAGES = 200;
@@ -19,10 +20,10 @@ export interface OwnedListSpec {
   kind: ResourceKind;
 }
 
-export type OwnedPage = { items: Record<string, any>[]; totalCount: number; page: number; perPage: number } | { passthrough: Response };
+export type OwnedPage = { items: WireRecord[]; totalCount: number; page: number; perPage: number } | { passthrough: Response };
 
 /** The client's page and limit, clamped like the upstream (page ≥ 1, 1 ≤ limit ≤ 100, default 20). */
-export function requestedPage(query: URLSearchParams): { page: number; perPage: number } {
+function requestedPage(query: URLSearchParams): { page: number; perPage: number } {
   const page = Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1);
   const perPage = Math.min(100, Math.max(1, Number.parseInt(query.get("limit") ?? "20", 10) || 20));
   return { page, perPage };
@@ -36,7 +37,7 @@ export async function ownedPage(c: Context<GatewayEnv>, services: GatewayService
   const query = requestUrl(c).searchParams;
   const { page, perPage } = requestedPage(query);
   const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
-  const mine: Record<string, any>[] = [];
+  const mine: WireRecord[] = [];
   if (owned.size > 0) {
     const filters = new URLSearchParams(query);
     filters.delete("page");
@@ -47,8 +48,8 @@ export async function ownedPage(c: Context<GatewayEnv>, services: GatewayService
       filters.set("page", String(p));
       const res = await services.upstream.call(c, { method: "GET", path: `${spec.path}?${filters}` });
       if (!res.ok) return { passthrough: Upstream.relay(res) };
-      const body = await upstreamJson(res);
-      const items: Record<string, any>[] = Array.isArray(body[spec.field]) ? body[spec.field] : Array.isArray(body.data?.[spec.field]) ? body.data[spec.field] : [];
+      const body = await upstreamJson(res, WireRecord);
+      const items = listItems(WireRecord, body, spec.field);
       for (const item of items) if (owned.has(String(item.id))) mine.push(item);
       seen += items.length;
       const total = typeof body.totalCount === "number" ? body.totalCount : undefined;

@@ -7,7 +7,7 @@ import { upstreamRuntimeUrl } from "../rewrite/sandbox.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
 
 /** Bodies up to this size are buffered so a 401 can be replayed after renewal; larger ones stream and are not replayed. */
-export const REPLAYABLE_BODY_BYTES = 1024 * 1024;
+const REPLAYABLE_BODY_BYTES = 1024 * 1024;
 
 export interface RuntimeCall {
   sandboxId: string;

@@ -1,21 +1,22 @@
 // Snapshot ownership: a snapshot belongs to the tenant whose sandbox took it; names resolve within that tenant only.
+import type { WireRecord } from "../wire/read.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { snapshotNotFound } from "./tenant-view.js";
+import { stateKeys } from "../state/keys.js";
 
 const NAME_TTL_MS = 365 * 24 * 3600 * 1000;
-const NAME_KEY = (tenant: string, name: string) => `snapshot-name:${tenant}:${name}`;
 
 /** Records a snapshot the tenant just took (its id, and its name as the tenant's newest with that name). */
 export async function claimSnapshot(services: GatewayServices, tenant: Tenant, snapshotId: string, snapshotName?: string): Promise<void> {
   await services.stores.ownership.claim("snapshot", snapshotId, tenant.id);
-  if (snapshotName) await services.stores.kv.set(NAME_KEY(tenant.id, snapshotName), snapshotId, NAME_TTL_MS);
+  if (snapshotName) await services.stores.kv.set(stateKeys.snapshotName(tenant.id, snapshotName), snapshotId, NAME_TTL_MS);
 }
 
 /** The id of the tenant's snapshot named or numbered `idOrName`; anything else is "not found". */
 export async function resolveOwnedSnapshot(services: GatewayServices, tenant: Tenant, idOrName: string): Promise<string> {
   if ((await services.stores.ownership.owner("snapshot", idOrName)) === tenant.id) return idOrName;
-  const byName = await services.stores.kv.get(NAME_KEY(tenant.id, idOrName));
+  const byName = await services.stores.kv.get(stateKeys.snapshotName(tenant.id, idOrName));
   if (byName && (await services.stores.ownership.owner("snapshot", byName)) === tenant.id) return byName;
   throw snapshotNotFound(idOrName);
 }
@@ -24,7 +25,7 @@ export async function resolveOwnedSnapshot(services: GatewayServices, tenant: Te
  * A create-from-snapshot body, pinned to the tenant's own snapshot: `snapshotId` must be theirs, and a bare name is
  * pinned to the id of their newest snapshot with that name.
  */
-export async function pinSnapshotSource(services: GatewayServices, tenant: Tenant, body: Record<string, any>): Promise<void> {
+export async function pinSnapshotSource(services: GatewayServices, tenant: Tenant, body: WireRecord): Promise<void> {
   if (typeof body.snapshotName !== "string" || !body.snapshotName) return;
   if (typeof body.snapshotId === "string" && body.snapshotId) {
     if ((await services.stores.ownership.owner("snapshot", body.snapshotId)) !== tenant.id) throw snapshotNotFound(`${body.snapshotName} (${body.snapshotId})`);

@@ -1,19 +1,13 @@
-// The tenant's view of its sandboxes: ownership checks (foreign ids look missing) and the rewrite context it gets.
+// The tenant's view of its sandboxes: the 404 a foreign snapshot gets, and the rewrite context (gateway tokens) it sees.
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import type { SandboxRewriteContext } from "../rewrite/sandbox.js";
-import { sandboxNotFound } from "./custody.js";
 import { GatewayError } from "../errors.js";
 import { publicOriginOf } from "../public-origin.js";
 
 export const snapshotNotFound = (idOrName: string) => new GatewayError(404, "not_found", `Snapshot ${idOrName} not found`);
-
-/** A sandbox id another tenant (or nobody here) created is answered exactly like a missing one. */
-export async function requireOwnedSandbox(services: GatewayServices, tenant: Tenant, id: string): Promise<void> {
-  if ((await services.stores.ownership.owner("sandbox", id)) !== tenant.id) throw sandboxNotFound(id);
-}
 
 /** Mints the tenant's gateway tokens for a sandbox: runtime+terminal+ports for `token`, ports only for browser links. */
 export function tenantRewriteContext(c: Context<GatewayEnv>, services: GatewayServices, tenant: Tenant): SandboxRewriteContext {

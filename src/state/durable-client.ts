@@ -7,18 +7,20 @@ import { holdExpiresAt } from "./holds.js";
 import type {
   BudgetLedger, BudgetLimits, BudgetWindow, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter,
   AuditEntry, AuditLog, StoredTenant, TenantStore,
-  LedgerState, NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse,
+  LedgerState, NewLedgerEntry, OwnershipRegistry, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse,
   Usage,
 } from "./types.js";
 import { usageOf } from "./windows.js";
+import { stateKeys } from "./keys.js";
+import { FixedWindowRateLimiter } from "./fixed-window.js";
 
 /** The Durable Object namespace binding (`[[durable_objects.bindings]]` in wrangler.toml). */
-export interface StateNamespace {
+interface StateNamespace {
   idFromName(name: string): unknown;
   get(id: unknown): TollgateStateStub;
 }
 
-export const DEFAULT_BINDING = "TOLLGATE_STATE";
+const DEFAULT_BINDING = "TOLLGATE_STATE";
 const INDEX_SHARDS = 16;
 const KEY_SHARDS = 32;
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
@@ -56,7 +58,7 @@ function refused(r: { refused: string } | undefined) {
 
 const strip = ({ seq: _seq, ...e }: SequencedEntry): LedgerEntry => e;
 
-export class DurableLedger implements BudgetLedger {
+class DurableLedger implements BudgetLedger {
   /** id -> tenant, learnt at reserve time: the calls that follow a reserve usually come from the same isolate. */
   private readonly tenants = new Map<string, string>();
   constructor(private readonly o: Objects) {}
@@ -153,7 +155,7 @@ export class DurableLedger implements BudgetLedger {
   }
 }
 
-export class DurableOwnership implements OwnershipRegistry {
+class DurableOwnership implements OwnershipRegistry {
   constructor(private readonly o: Objects) {}
   async claim(kind: ResourceKind, id: string, tenant: string) {
     await this.o.call("ownership", (s) => s.ownClaim(kind, id, tenant));
@@ -174,7 +176,7 @@ export class DurableOwnership implements OwnershipRegistry {
 
 const keyObject = (key: string) => `keys:${shard(key, KEY_SHARDS)}`;
 
-export class DurableKeyValue implements KeyValueStore {
+class DurableKeyValue implements KeyValueStore {
   constructor(private readonly o: Objects) {}
   get(key: string) {
     return this.o.call(keyObject(key), (s) => s.kvGet(key));
@@ -193,7 +195,7 @@ export class DurableKeyValue implements KeyValueStore {
   }
 }
 
-export class DurableTenantStore implements TenantStore {
+class DurableTenantStore implements TenantStore {
   constructor(private readonly o: Objects) {}
   private write(mode: "put" | "create" | "seed", rec: StoredTenant) {
     const source = rec.deleted ? "deleted" : rec.source;
@@ -220,7 +222,7 @@ export class DurableTenantStore implements TenantStore {
   }
 }
 
-export class DurableAuditLog implements AuditLog {
+class DurableAuditLog implements AuditLog {
   constructor(private readonly o: Objects) {}
   async append(entry: Omit<AuditEntry, "seq">) {
     const seq = await this.o.call("audit", (s) => s.auditAppend(JSON.stringify(entry)));
@@ -232,7 +234,7 @@ export class DurableAuditLog implements AuditLog {
   }
 }
 
-export class DurableIdempotency implements IdempotencyStore {
+class DurableIdempotency implements IdempotencyStore {
   constructor(private readonly o: Objects) {}
   begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
     return this.o.call(keyObject(`idem:${key}`), (s) => s.idemBegin(key, leaseMs));
@@ -242,15 +244,6 @@ export class DurableIdempotency implements IdempotencyStore {
   }
   async abandon(key: string) {
     await this.o.call(keyObject(`idem:${key}`), (s) => s.idemAbandon(key));
-  }
-}
-
-export class DurableRateLimiter implements RateLimiter {
-  constructor(private readonly kv: KeyValueStore) {}
-  async hit(key: string, limit: number, windowMs: number, now: number) {
-    const windowStart = Math.floor(now / windowMs) * windowMs;
-    const n = await this.kv.incrBy(`rl:${key}:${windowStart}`, 1, windowMs + 1000);
-    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
   }
 }
 
@@ -280,9 +273,9 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     ownership: new DurableOwnership(o),
     kv,
     idempotency: new DurableIdempotency(o),
-    rateLimiter: new DurableRateLimiter(kv),
+    rateLimiter: new FixedWindowRateLimiter(kv),
     // A read of one key object: a real round trip to a Durable Object, with no side effect.
-    ping: async () => void (await kv.get("tollgate:ping")),
+    ping: async () => void (await kv.get(stateKeys.ping)),
     tenants: new DurableTenantStore(o),
     audit: new DurableAuditLog(o),
     async close() {},

@@ -21,7 +21,7 @@ export type WireReserveResult =
 /** An entry with the position it was written at, so lists from several tenants' objects can be merged. */
 export type SequencedEntry = LedgerEntry & { seq: number };
 
-export const LEDGER_SCHEMA = [
+const LEDGER_SCHEMA = [
   `CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, state TEXT NOT NULL,
      hold_until INTEGER, body TEXT NOT NULL, kind TEXT NOT NULL DEFAULT 'x402', resource TEXT)`,
   `CREATE INDEX IF NOT EXISTS ledger_by_state ON ledger (state, seq)`,

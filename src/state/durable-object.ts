@@ -255,7 +255,8 @@ export class TollgateState extends DurableObject {
 
 /** The methods a client calls on a TollgateState stub; each returns a promise across the RPC boundary. */
 export type TollgateStateStub = {
-  [K in keyof TollgateState as TollgateState[K] extends (...a: any[]) => any ? K : never]: TollgateState[K] extends (...a: infer A) => infer R
+  // biome-ignore lint/suspicious/noExplicitAny: the widest function type, to pick methods; `unknown[]` parameters would not match them
+  [K in keyof TollgateState as TollgateState[K] extends (...a: any[]) => unknown ? K : never]: TollgateState[K] extends (...a: infer A) => infer R
     ? (...a: A) => Promise<Awaited<R>>
     : never;
 };

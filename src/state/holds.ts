@@ -2,7 +2,7 @@
 import type { LedgerEntry, LedgerFilter, LedgerState } from "./types.js";
 
 /** An entry reserved but never signed is stale after this long: the instance that held it crashed or gave up. */
-export const UNSIGNED_HOLD_MS = 10 * 60 * 1000;
+const UNSIGNED_HOLD_MS = 10 * 60 * 1000;
 
 /** States whose amount is held pending an outcome. */
 export const HELD: ReadonlySet<LedgerState> = new Set<LedgerState>(["reserved", "uncertain"]);

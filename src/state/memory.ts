@@ -1,16 +1,18 @@
 // In-process state backend: correct for one gateway process (the default); fleets use Redis or Durable Objects.
 import type {
   BudgetLedger, BudgetLimits, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter, LedgerState,
-  NewLedgerEntry, OwnershipRegistry, RateLimiter, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse, Usage,
+  NewLedgerEntry, OwnershipRegistry, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse, Usage,
   WindowAmounts,
 } from "./types.js";
 import { HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
+import { FixedWindowRateLimiter } from "./fixed-window.js";
+import { LRUCache } from "lru-cache";
 
 const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
-export class MemoryLedger implements BudgetLedger {
+class MemoryLedger implements BudgetLedger {
   private readonly entries = new Map<string, LedgerEntry>();
   private readonly counters = new Map<string, bigint>();
 
@@ -118,7 +120,7 @@ export class MemoryLedger implements BudgetLedger {
   }
 }
 
-export class MemoryOwnership implements OwnershipRegistry {
+class MemoryOwnership implements OwnershipRegistry {
   private readonly owners = new Map<string, { tenant: string; active: boolean; at: number }>();
   private seq = 0;
   async claim(kind: ResourceKind, id: string, tenant: string) {
@@ -144,18 +146,27 @@ export class MemoryOwnership implements OwnershipRegistry {
   }
 }
 
-/** A Map whose entries carry an expiry; expired entries are swept now and then, so a long-lived process stays flat. */
-class ExpiringMap<V extends { exp: number }> extends Map<string, V> {
-  private writes = 0;
+/** Timers past this (about 24.8 days) overflow; entries that live longer are only checked when read. */
+const LONGEST_TIMER_MS = 2 ** 31 - 2;
+
+/**
+ * Entries that carry their own expiry, kept in lru-cache with that ttl on the store's clock, so an expired entry reads
+ * as absent and is purged on time: a long-lived process stays flat. No size bound: nothing here may be evicted early.
+ */
+class ExpiringMap<V extends { exp: number }> {
+  private readonly cache: LRUCache<string, V>;
   constructor(private readonly clock: () => number) {
-    super();
+    this.cache = new LRUCache<string, V>({ ttl: LONGEST_TIMER_MS, ttlAutopurge: true, ttlResolution: 0, perf: { now: clock } });
   }
-  override set(key: string, value: V): this {
-    if (++this.writes % 1024 === 0) {
-      const now = this.clock();
-      for (const [k, v] of this) if (v.exp <= now) this.delete(k);
-    }
-    return super.set(key, value);
+  get(key: string): V | undefined {
+    return this.cache.get(key);
+  }
+  set(key: string, value: V): void {
+    const ttl = Math.max(1, Math.ceil(value.exp - this.clock()));
+    this.cache.set(key, value, { ttl: ttl > LONGEST_TIMER_MS ? 0 : ttl });
+  }
+  delete(key: string): void {
+    this.cache.delete(key);
   }
 }
 
@@ -192,7 +203,7 @@ export class MemoryKeyValue implements KeyValueStore {
   }
 }
 
-export class MemoryIdempotency implements IdempotencyStore {
+class MemoryIdempotency implements IdempotencyStore {
   private readonly map = new ExpiringMap<{ state: "pending" | "done"; exp: number; response?: StoredResponse }>(() => this.now());
   constructor(private readonly now: () => number = Date.now) {}
   async begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
@@ -209,16 +220,6 @@ export class MemoryIdempotency implements IdempotencyStore {
   }
 }
 
-/** Fixed-window counter per key. */
-export class MemoryRateLimiter implements RateLimiter {
-  constructor(private readonly kv: KeyValueStore) {}
-  async hit(key: string, limit: number, windowMs: number, now: number) {
-    const windowStart = Math.floor(now / windowMs) * windowMs;
-    const n = await this.kv.incrBy(`rl:${key}:${windowStart}`, 1, windowMs + 1000);
-    return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
-  }
-}
-
 export function memoryStores(now: () => number = Date.now): StateStores {
   const kv = new MemoryKeyValue(now);
   return {
@@ -226,7 +227,7 @@ export function memoryStores(now: () => number = Date.now): StateStores {
     ownership: new MemoryOwnership(),
     kv,
     idempotency: new MemoryIdempotency(now),
-    rateLimiter: new MemoryRateLimiter(kv),
+    rateLimiter: new FixedWindowRateLimiter(kv),
     async ping() {},
     tenants: new MemoryTenantStore(),
     audit: new MemoryAuditLog(),

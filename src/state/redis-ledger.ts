@@ -1,7 +1,7 @@
 // BudgetLedger on Redis: entries as hashes, per-tenant and per-state sorted-set indexes (score = a global sequence,
 // so newest first is a ZREVRANGE) plus credits and per-resource indexes, window counters under the same keys as
 // windowKeys() and creditKeys(), and one sorted set of holds per kind scored by when they expire, for the reconciler.
-import type { RedisConnection } from "./redis.js";
+import type { RedisConnection } from "./redis-connection.js";
 import { HELD, holdExpiresAt, matches } from "./holds.js";
 import type {
   BudgetLedger, BudgetLimits, BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, ReserveResult, SpendKind, Usage,
@@ -16,7 +16,7 @@ const NUMERIC = new Set(["validBefore", "createdAt", "updatedAt"]);
 const INTERNAL = new Set(["seq", "kd", "km", "kt", "cd", "cm", "ct"]);
 
 function toEntry(h: Record<string, string>): LedgerEntry | undefined {
-  if (!h || !h.id) return undefined;
+  if (!h?.id) return undefined;
   const e: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(h)) {
     if (INTERNAL.has(k)) continue;

@@ -1,6 +1,6 @@
 // The keyed stores on Redis: ownership (hash + per-tenant sorted set and active set), expiring values (PX ttl),
 // idempotency keys (a leased pending marker, then the stored response) and the fixed-window rate limiter.
-import type { RedisConnection } from "./redis.js";
+import type { RedisConnection } from "./redis-connection.js";
 import type {
   IdempotencyBegin, IdempotencyStore, KeyValueStore, OwnershipRegistry, RateLimiter, RateLimitResult, ResourceKind, StoredResponse,
 } from "./types.js";

@@ -1,6 +1,6 @@
 // Tenant records and the audit log on Redis: a hash of records with a version counter readers poll, and a sorted set
 // of audit entries keyed by a fleet-wide sequence. Each write is one Lua script (./redis-scripts.ts).
-import type { RedisConnection } from "./redis.js";
+import type { RedisConnection } from "./redis-connection.js";
 import type { AuditEntry, AuditLog, StoredTenant, TenantStore } from "./types.js";
 
 export class RedisTenantStore implements TenantStore {

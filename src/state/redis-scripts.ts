@@ -46,7 +46,7 @@ end
  * Returns {2} if the id exists (a retry), {0, window, spent} if a window would overflow, {1} once counted everywhere.
  * The window counters hold both kinds; a credits entry is also counted in the credits counters.
  */
-export const RESERVE = `${DECIMAL}
+const RESERVE = `${DECIMAL}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
 local amount = ARGV[1]
 for w = 1, 3 do
@@ -90,7 +90,7 @@ return {1}
  * Moves the entry to `to`, returning its amount to the windows it was counted in when it leaves a counted state, and
  * on a commit for less than was reserved returning the difference.
  */
-export const TRANSITION = `${DECIMAL}
+const TRANSITION = `${DECIMAL}
 local cur = redis.call('HMGET', KEYS[1], 'state', 'tenant', 'seq', 'amount', 'kd', 'km', 'kt', 'cd', 'cm', 'ct', 'kind')
 local state, to = cur[1], ARGV[2]
 if not state then return redis.error_reply('TG_NOT_FOUND') end
@@ -123,7 +123,7 @@ return 1
 `;
 
 /** KEYS: entry, x402 holds, credits holds. ARGV: id, now, nonce, validBefore, payer, hold expiry (ms). */
-export const SIGNED = `
+const SIGNED = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'kind')
 local state = cur[1]
 if not state then return redis.error_reply('TG_NOT_FOUND') end
@@ -137,7 +137,7 @@ return 1
  * KEYS: entry, x402 holds, credits holds. ARGV: prefix, id, now, resource ('' = unchanged), validBefore ('' =
  * unchanged), hold expiry (ms). Moves the entry to its resource's index, and its hold to the new end time.
  */
-export const ATTACH = `
+const ATTACH = `
 local cur = redis.call('HMGET', KEYS[1], 'state', 'seq', 'kind', 'resource')
 local state, p, id = cur[1], ARGV[1], ARGV[2]
 if not state then return redis.error_reply('TG_NOT_FOUND') end
@@ -157,7 +157,7 @@ return 1
 `;
 
 /** KEYS: owner hash, seq. ARGV: prefix, kind, id, tenant. A claim makes the resource its tenant's newest, active. */
-export const CLAIM = `
+const CLAIM = `
 local p, kind, id, tenant = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local old = redis.call('HGET', KEYS[1], 'tenant')
 if old and old ~= tenant then
@@ -172,7 +172,7 @@ return 1
 `;
 
 /** KEYS: owner hash. ARGV: prefix, kind, id, '1' | '0'. Unknown resources are left alone. */
-export const SET_ACTIVE = `
+const SET_ACTIVE = `
 local tenant = redis.call('HGET', KEYS[1], 'tenant')
 if not tenant then return 0 end
 local set = ARGV[1] .. 'own:active:' .. ARGV[2] .. ':t:' .. tenant
@@ -182,14 +182,14 @@ return 1
 `;
 
 /** KEYS: counter. ARGV: by, ttl ms. The ttl is set only when the counter is created. */
-export const INCR_BY = `
+const INCR_BY = `
 local n = redis.call('INCRBY', KEYS[1], ARGV[1])
 if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return n
 `;
 
 /** KEYS: key. ARGV: pending marker, lease ms. Returns the current value, or nil once the key was claimed. */
-export const BEGIN = `
+const BEGIN = `
 local v = redis.call('GET', KEYS[1])
 if v then return v end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -200,7 +200,7 @@ return false
  * KEYS: records hash, sources hash, bodies hash, version. ARGV: mode ('put' | 'create' | 'seed'), id, record JSON,
  * source ('config' | 'api' | 'deleted'), tenant JSON. Returns 1 when written (and the version bumped), else 0.
  */
-export const TENANT_WRITE = `
+const TENANT_WRITE = `
 local mode, id = ARGV[1], ARGV[2]
 local src = redis.call('HGET', KEYS[2], id)
 if mode == 'create' and src then return 0 end
@@ -216,7 +216,7 @@ return 1
 `;
 
 /** KEYS: sequence, entries sorted set. ARGV: entry JSON without its seq. Returns the seq it was stored under. */
-export const AUDIT_APPEND = `
+const AUDIT_APPEND = `
 local seq = redis.call('INCR', KEYS[1])
 redis.call('ZADD', KEYS[2], seq, seq .. '|' .. ARGV[1])
 return seq

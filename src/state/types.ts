@@ -136,7 +136,7 @@ export interface BudgetLedger {
 }
 
 /** Which tenant owns an upstream resource: every kind a route-table row creates or addresses (src/routing/table.ts). */
-export const RESOURCE_KINDS = ["sandbox", "session", "snapshot", "volume", "profile", "extension", "job", "task"] as const;
+const RESOURCE_KINDS = ["sandbox", "session", "snapshot", "volume", "profile", "extension", "job", "task"] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
 export interface OwnershipRegistry {
@@ -164,7 +164,7 @@ export interface KeyValueStore {
 }
 
 /** Where a stored tenant's current definition came from: the config file (re-seeded at start-up) or the admin API. */
-export type TenantSource = "config" | "api";
+type TenantSource = "config" | "api";
 
 export interface StoredTenant {
   tenant: TenantConfig;

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
-import { Hyperbrowser, HyperbrowserError } from "@hyperbrowser/sdk";
+import { Hyperbrowser, type HyperbrowserError } from "@hyperbrowser/sdk";
 import puppeteer from "puppeteer-core";
 import { writeZip } from "../../emulator/sessions/zip-writer.js";
 import { startPageServer, startSessionsEmulator, type SessionsEmulator } from "./sessions-harness.js";

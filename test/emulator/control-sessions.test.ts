@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
-import { Hyperbrowser, HyperbrowserError } from "@hyperbrowser/sdk";
+import { Hyperbrowser, type HyperbrowserError } from "@hyperbrowser/sdk";
 import puppeteer, { type Browser } from "puppeteer-core";
 import { pngSize, startSessionsEmulator, type SessionsEmulator } from "./sessions-harness.js";
 import { statusOf } from "../helpers/sdk-status.js";

@@ -56,8 +56,8 @@ describe("zip writer and reader", () => {
   });
 
   it("refuses entries that leave the target directory, and archives that unpack too large", async () => {
-    const escape = renamed(await zipOf({ "abcevil.txt": "x" }), "abcevil.txt", "../evil.txt");
-    await expect(unpackZip(escape, join(work, "esc"), 1000)).rejects.toMatchObject({ status: 400, code: "invalid_extension" });
+    const escaping = renamed(await zipOf({ "abcevil.txt": "x" }), "abcevil.txt", "../evil.txt");
+    await expect(unpackZip(escaping, join(work, "esc"), 1000)).rejects.toMatchObject({ status: 400, code: "invalid_extension" });
     expect(existsSync(join(work, "evil.txt"))).toBe(false);
     const absolute = renamed(await zipOf({ "xtmp-evil": "x" }), "xtmp-evil", "/tmp-evil");
     await expect(unpackZip(absolute, join(work, "abs"), 1000)).rejects.toMatchObject({ status: 400 });

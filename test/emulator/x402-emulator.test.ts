@@ -34,7 +34,7 @@ describe("startEmulator({ modules: ['x402'] })", () => {
     expect(s.status).toBe(200);
     expect(decodePaymentResponseHeader(s.headers.get("payment-response")!).success).toBe(true);
     const session = await s.json();
-    expect(session.wsEndpoint).toMatch(new RegExp(`^ws://127\\.0\\.0\\.1:\\d+/`));
+    expect(session.wsEndpoint).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\//);
     const stop = await fetch(`${emu.controlUrl}/x402/session/${session.id}/stop`, { method: "PUT", headers: { authorization: `Bearer ${session.managementToken}` } });
     expect(await stop.json()).toEqual({ success: true });
 

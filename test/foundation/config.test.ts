@@ -107,7 +107,7 @@ origins = ["https://app.example.com", "app.example.com"]
 
   it("`tollgate keys create` prints a key once and a config line holding only its hash", async () => {
     const { stdout } = await run("npx", ["tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"]);
-    const key = stdout.match(/\n  (tg_[A-Za-z0-9_-]+)\n/)![1];
+    const key = stdout.match(/\n {2}(tg_[A-Za-z0-9_-]+)\n/)![1];
     const hash = stdout.match(/hash = "(sha256:[0-9a-f]{64})"/)![1];
     const { hashTenantKey } = await import("../../src/tenants.js");
     expect(await hashTenantKey(key)).toBe(hash);

@@ -7,7 +7,7 @@ import { parseConfig } from "../../config/load.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { startNodeGateway, type RunningGateway } from "../../src/node.js";
 import { memoryStores } from "../../src/state/memory.js";
-import { verifyWebhook } from "../../src/operators/alerts.js";
+import { verifyWebhook } from "../../src/operators/webhooks.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 import { search } from "../helpers/paid-stack.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";

@@ -19,7 +19,7 @@ export async function scrape(url: string, headers: Record<string, string>): Prom
   return { text, families: parseExposition(text) };
 }
 
-const matches = (have: Record<string, string> | undefined, want: Record<string, string>) => Object.entries(want).every(([k, v]) => (have ?? {})[k] === v);
+const matches = (have: Record<string, string> | undefined, want: Record<string, string>) => Object.entries(want).every(([k, v]) => have?.[k] === v);
 
 /** The sum of the samples of `name` whose labels include `labels` (0 when none). */
 export function sampleSum(families: Family[], name: string, labels: Record<string, string> = {}): number {

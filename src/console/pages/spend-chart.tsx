@@ -13,7 +13,8 @@ const pct = (spent: bigint, limit: bigint) => (limit > 0n ? Number((spent * 1000
 
 export function SpendChart({ windows }: { windows: WindowSpend[] }) {
   // A window without a limit is drawn on the scale of the largest limit shown (or of the largest spend, if none has one).
-  const fallback = windows.reduce((m, x) => (x.limit !== undefined && x.limit > m ? x.limit : x.spent > m ? x.spent : m), 1n);
+  const bigger = (a: bigint, b: bigint) => (a > b ? a : b); // Math.max does not take bigints
+  const fallback = windows.reduce((m, x) => (x.limit !== undefined && x.limit > m ? x.limit : bigger(x.spent, m)), 1n);
   const scale = (w: WindowSpend) => (w.limit && w.limit > 0n ? w.limit : fallback);
   const width = (amount: bigint, w: WindowSpend) => {
     if (amount <= 0n) return 0;
@@ -49,11 +50,11 @@ export function SpendChart({ windows }: { windows: WindowSpend[] }) {
 export function ChartKey() {
   return (
     <p class="muted" style="font-size:12px;margin:4px 0 0">
-      <svg width="10" height="10">
+      <svg width="10" height="10" aria-hidden="true">
         <rect width="10" height="10" fill="#2456c7" />
       </svg>{" "}
       x402 payments{" "}
-      <svg width="10" height="10">
+      <svg width="10" height="10" aria-hidden="true">
         <rect width="10" height="10" fill="#7aa0f0" />
       </svg>{" "}
       upstream credits

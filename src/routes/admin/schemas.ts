@@ -6,7 +6,7 @@ import {
 } from "../../../config/schema.js";
 
 const isoDate = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { error: 'expected an ISO-8601 date like "2027-01-31T00:00:00Z"' });
-export const scopesSchema = z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }));
+const scopesSchema = z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }));
 
 /** Everything about a tenant an admin may change (keys have their own routes). */
 const settings = {
@@ -58,7 +58,7 @@ export const keyRotateBody = z
   .meta({ id: "KeyRotate" });
 export const keyExpireBody = z.strictObject({ expiresAt: isoDate }).meta({ id: "KeyExpire" });
 
-export const keyView = z.object({ id: z.string(), label: z.string().optional(), expiresAt: z.string().optional() }).meta({ id: "Key" });
+const keyView = z.object({ id: z.string(), label: z.string().optional(), expiresAt: z.string().optional() }).meta({ id: "Key" });
 export const tenantView = z
   .object({
     id: z.string(),

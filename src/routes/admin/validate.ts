@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { GatewayError } from "../../errors.js";
+import { jsonValue } from "../../routing/body.js";
 
 function describe(error: z.ZodError): { message: string; fields: Array<{ field: string; problem: string }> } {
   const fields = error.issues.map((i) => ({ field: i.path.map(String).join(".") || "(body)", problem: i.message }));
@@ -9,14 +10,7 @@ function describe(error: z.ZodError): { message: string; fields: Array<{ field: 
 }
 
 export async function validBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
-  let json: unknown;
-  try {
-    const text = await c.req.text();
-    json = text ? JSON.parse(text) : {};
-  } catch {
-    throw new GatewayError(400, "invalid_json", "The request body is not valid JSON.");
-  }
-  const r = schema.safeParse(json);
+  const r = schema.safeParse(await jsonValue(c));
   if (!r.success) {
     const { message, fields } = describe(r.error);
     throw new GatewayError(400, "invalid_body", message, { fields });

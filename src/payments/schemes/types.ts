@@ -1,0 +1,40 @@
+// The seam a payment scheme plugs into: how its options are recognised, how the gateway signs one, what the ledger keeps
+// of the signature, and how the chain says whether a held authorization was used. One folder per scheme (exact-evm/),
+// each passing test/payments/scheme-contract.ts.
+import type { LedgerEntry } from "../../state/types.js";
+import type { PaymentRequired } from "../../wire/payment.js";
+import type { PaymentOption } from "../requirements.js";
+
+/** The gateway's wallet: a hex private key; each scheme derives the account it signs with. */
+export type WalletKey = `0x${string}`;
+
+/**
+ * What the ledger records of a signature before it leaves the gateway (BudgetLedger.signed): an id of the
+ * authorization that is unique per signature, the unix second after which it can no longer be settled, and who pays.
+ */
+interface SignedFields {
+  nonce: string;
+  validBefore: number;
+  payer: string;
+}
+
+export interface SignedPayment extends SignedFields {
+  /** Header name and value to send upstream (PAYMENT-SIGNATURE for v2, X-PAYMENT for v1). */
+  header: [string, string];
+}
+
+/** Where a held authorization stands on chain: used (commit), unused and expired (release), or no RPC to ask (keep held). */
+export type ChainVerdict = "used" | "unused" | "no-rpc";
+
+export interface PaymentScheme {
+  /** The x402 `scheme` of the options it pays (`exact`). */
+  readonly scheme: string;
+  /** Whether it can pay an option (its scheme, and a network it knows how to sign for). */
+  accepts(option: PaymentOption): boolean;
+  /** Signs exactly `option`, with an authorization that lives at most `maxLifetimeSeconds`. */
+  sign(wallet: WalletKey, paymentRequired: PaymentRequired, option: PaymentOption, maxLifetimeSeconds: number): Promise<SignedPayment>;
+  /** Whether a ledger entry (signed fields, network, asset) is one of this scheme's authorizations. */
+  owns(entry: LedgerEntry): boolean;
+  /** Asks the chain about a signed entry through the RPC URL configured for its network (`rpc[network]`); throws when the RPC fails. */
+  verdict(entry: LedgerEntry, rpc: Record<string, string>): Promise<ChainVerdict>;
+}

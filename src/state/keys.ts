@@ -1,0 +1,37 @@
+// The keys of the shared key-value store (KeyValueStore), named in one place: every prefix the gateway writes, so two
+// features never collide and an operator reading Redis can tell what a key holds. Backends add their own namespace.
+
+export const stateKeys = {
+  /** Fixed-window rate-limit counter of one key, for the window starting at `windowStart` (ms). */
+  rateWindow: (key: string, windowStart: number) => `rl:${key}:${windowStart}`,
+  /** Creations of a kind in flight for a tenant, per time bucket (middleware/quota/slots.ts). */
+  quotaPending: (kind: string, tenant: string, bucket: number) => `quota:pending:${kind}:${tenant}:${bucket}`,
+  /** The upstream runtime credential of a sandbox (src/sandbox/custody.ts). */
+  sandboxRuntime: (id: string) => `sandbox-runtime:${id}`,
+  /** A presigned file URL behind a gateway ticket (src/sandbox/presign.ts). */
+  presignTicket: (ticket: string) => `sandbox-presign:${ticket}`,
+  /** A public host the gateway handed out for a sandbox's ports (src/sandbox/public-origin.ts). */
+  sandboxPublicHost: (id: string, host: string) => `sandbox-public-host:${id}:${host}`,
+  /** A tenant's snapshot name → its newest snapshot id (src/sandbox/snapshots.ts). */
+  snapshotName: (tenant: string, name: string) => `snapshot-name:${tenant}:${name}`,
+  /** A session's upstream endpoints (wsEndpoint, computerActionEndpoint), kept server-side. */
+  sessionEndpoints: (id: string) => `session:upstream:${id}`,
+  /** The managementToken of a session bought over x402. */
+  x402SessionManagement: (id: string) => `session:x402mgmt:${id}`,
+  /** When a paid (x402) session ends, for its quota slot. */
+  paidSession: (id: string) => `session:paid:${id}`,
+  /** A credits hold of a running resource or job (src/routing/credits.ts). */
+  creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,
+  /** A gateway token minted by POST /_tollgate/tokens, for its later revocation. */
+  mintedToken: (jti: string) => `token:minted:${jti}`,
+  /** One revoked gateway token. */
+  revokedToken: (jti: string) => `revoked:${jti}`,
+  /** Every token of a tenant issued before the stored second is revoked. */
+  revokedTenant: (tenant: string) => `revoked-tenant:${tenant}`,
+  /** Once-per-window marker of a budget alert threshold sent (src/operators/alerts.ts). */
+  budgetAlert: (tenant: string, window: string, period: string, threshold: number) => `alert:${tenant}:${window}:${period}:${threshold}`,
+  /** Once-per-window marker of a budget exhaustion handled (src/operators/kill-switch.ts). */
+  budgetExhausted: (tenant: string, window: string, period: string) => `exhausted:${tenant}:${window}:${period}`,
+  /** Read by a readiness probe of the Durable Object backend. */
+  ping: "tollgate:ping",
+} as const;
