@@ -1,6 +1,6 @@
 // Loads a TOML or JSON config file plus secrets from the environment, and reports every problem by its path.
 import { parse as parseToml } from "smol-toml";
-import type { z } from "zod";
+import type * as z from "zod";
 import { configSchema, type TollgateConfig } from "./schema.js";
 
 export interface Secrets {

@@ -1,7 +1,7 @@
 // The embedded default: local chain + emulator + gateway with a demo configuration, no credentials needed.
 import { randomBytes } from "node:crypto";
 import type { configSchema, TollgateConfig } from "../config/schema.js";
-import type { z } from "zod";
+import type * as z from "zod";
 import { parseConfig } from "../config/load.js";
 import { startEmulator, type EmulatorHandle, type EmulatorOptions } from "../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";

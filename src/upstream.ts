@@ -7,7 +7,7 @@ import { splitRequestUrl } from "./routing/normalize.js";
 import { forwardableRequestHeaders, forwardableResponseHeaders, relayableBody, UpstreamHeadersTimeout, type UpstreamTransport } from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { routeLabel } from "./metrics/route-label.js";
-import type { z } from "zod";
+import type * as z from "zod";
 import { readWire } from "./wire/read.js";
 
 export interface UpstreamCall {
@@ -81,8 +81,11 @@ export class Upstream {
     const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
     if (this.transport.enforcesHeadersTimeout) {
       // No timer and no controller of our own: the transport times the headers, the client's signal aborts it.
+      const begun = performance.now();
       try {
-        return await this.transport.request({ ...req, signal: opts.detachFromClient ? undefined : c.req.raw.signal, headersTimeoutMs: timeoutMs });
+        const res = await this.transport.request({ ...req, signal: opts.detachFromClient ? undefined : c.req.raw.signal, headersTimeoutMs: timeoutMs });
+        this.observe(c, req.body, res, performance.now() - begun);
+        return res;
       } catch (err) {
         if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
         throw errors.upstreamUnavailable(opts.unavailableMessage);

@@ -1,5 +1,5 @@
 // Request bodies of the job surfaces (the SDK's Start*Params), checked before a job is created; unknown keys pass.
-import { z } from "zod";
+import * as z from "zod";
 import { fetchParams } from "../search/schema.js";
 
 const url = z.string().trim().url("expected an absolute http(s) URL").refine((u) => /^https?:\/\//i.test(u), "expected an http(s) URL");

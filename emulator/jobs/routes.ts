@@ -1,6 +1,6 @@
 // The job surfaces on the control plane: /api/scrape, /api/crawl, /api/extract, /api/task/<agent>, /api/web/*.
 import { Hono, type Context } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 import type { EmulatorContext } from "../types.js";
 import { requireApiKey } from "../auth.js";
 import { describeIssues, fetchParams, readJsonBody } from "../search/index.js";

@@ -1,5 +1,5 @@
 // Request bodies of web search and fetch (the SDK's WebSearchParams / FetchParams), checked before any work or payment.
-import { z } from "zod";
+import * as z from "zod";
 
 const FILETYPES = ["pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "html"] as const;
 

@@ -1,5 +1,5 @@
 // The computer-action request bodies of the upstream (one object, discriminated by `action`), validated.
-import { z } from "zod";
+import * as z from "zod";
 import { SessionError } from "./session-error.js";
 import { describeIssue } from "./session-params.js";
 

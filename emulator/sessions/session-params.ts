@@ -1,5 +1,5 @@
 // Validates the CreateSessionParams the emulator acts on; every other key is accepted and ignored.
-import { z } from "zod";
+import * as z from "zod";
 import { SessionError } from "./session-error.js";
 
 export const DEFAULT_SCREEN = { width: 1280, height: 720 } as const;

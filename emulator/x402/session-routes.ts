@@ -1,6 +1,6 @@
 // Paid browser sessions: POST /x402/session (x402), and GET / PUT stop with the session's managementToken.
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { ChainHandle, EmulatorContext, SessionService } from "../types.js";
 import { describeIssues, readJsonBody } from "../search/index.js";
 import type { Paywall } from "./paywall.js";

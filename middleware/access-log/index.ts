@@ -48,10 +48,11 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
   const { metrics, clientAddress } = opts;
   const logging = logger.enabled("info");
   return async function accessLogMiddleware(c, next) {
-    // Nothing to build when the level drops request lines and nobody counts requests.
+    // The chain records what it decided here whether or not a line is written.
+    c.set("logFields", {});
+    // Nothing more to do when the level drops request lines and nobody counts requests.
     if (!logging && !metrics) return next();
     const start = now();
-    c.set("logFields", {});
     try {
       await next();
     } finally {

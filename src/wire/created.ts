@@ -1,6 +1,6 @@
 // Creation answers: what a create call (sandbox, session, credit-billed job) names: `id`, or `jobId` for jobs, the job's
 // status, and when a paid session ends.
-import { z } from "zod";
+import * as z from "zod";
 import { lenient } from "./read.js";
 
 export const CreatedAnswer = z.looseObject({

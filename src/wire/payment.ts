@@ -1,6 +1,6 @@
 // x402 records as the upstream sends them: PaymentRequired (v2 `amount` + CAIP-2, v1 `maxAmountRequired` + names), its
 // options, and the settlement answer. The x402 library decodes the headers; these type what the gateway reads.
-import { z } from "zod";
+import * as z from "zod";
 import { lenient } from "./read.js";
 
 export const PaymentRequirements = z.looseObject({

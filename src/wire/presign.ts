@@ -1,5 +1,5 @@
 // The runtime's presign-upload/-download answer: `{ token, path, method, expiresAt, url }`.
-import { z } from "zod";
+import * as z from "zod";
 import { lenient } from "./read.js";
 
 export const PresignAnswer = z.looseObject({

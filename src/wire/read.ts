@@ -1,6 +1,6 @@
 // Reading the upstream's records: lenient zod schemas (unknown fields pass through untouched, the gateway forwards what it
 // does not rewrite), parsed on the control plane only; the runtime plane streams bodies and never parses them.
-import { z } from "zod";
+import * as z from "zod";
 
 /** A field read leniently: typed when the upstream sent that type; absent, or read as undefined, when it did not. */
 export const lenient = <T extends z.ZodType>(type: T) => type.optional().catch(undefined);

@@ -1,5 +1,5 @@
 // The upstream's sandbox records: SandboxDetail (create, get, list entries), its runtime and exposed ports.
-import { z } from "zod";
+import * as z from "zod";
 import { lenient } from "./read.js";
 
 export const Exposure = z.looseObject({

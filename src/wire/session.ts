@@ -1,5 +1,5 @@
 // The upstream's browser session records: Session (list entries) and SessionDetail (with its endpoints and token).
-import { z } from "zod";
+import * as z from "zod";
 import { lenient } from "./read.js";
 
 export const SessionDetail = z.looseObject({

@@ -1,6 +1,6 @@
 // Extract jobs (the rule-based schema filler) and web fetch / batch fetch / crawl, driven by the unmodified SDK.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { HyperbrowserError } from "@hyperbrowser/sdk";
 import { livingGroupMembers } from "../../emulator/sessions/browser-process.js";
 import { SITE, startJobsEmulator, type JobsEmulator } from "./jobs-harness.js";

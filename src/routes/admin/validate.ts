@@ -1,6 +1,6 @@
 // Reads and validates an admin request with zod; every problem is named by its field in one 400 `{message, code}`.
 import type { Context } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 import { GatewayError } from "../../errors.js";
 import { jsonValue } from "../../routing/body.js";
 
