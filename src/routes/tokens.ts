@@ -12,6 +12,10 @@ import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../rewrite/ses
 import { gatewayRuntime } from "../rewrite/sandbox.js";
 import { publicOriginOf } from "../public-origin.js";
 import { usdAmount } from "../../config/schema.js";
+import { parseJsonObject, readBoundedText } from "../routing/body.js";
+
+/** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
+const TOKEN_BODY_LIMIT = 16 * 1024;
 
 const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
@@ -39,12 +43,7 @@ async function tenantKeyCaller(c: Context<GatewayEnv>, services: GatewayServices
 }
 
 async function readMintRequest(c: Context): Promise<MintRequest> {
-  let json: unknown;
-  try {
-    json = JSON.parse(await c.req.text());
-  } catch {
-    throw new GatewayError(400, "invalid_json", "The request body is not valid JSON.");
-  }
+  const json = parseJsonObject(await readBoundedText(c.req.raw, TOKEN_BODY_LIMIT));
   const parsed = mintRequest.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -119,12 +118,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
   app.post("/revoke", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
-    let token: unknown;
-    try {
-      token = (JSON.parse(await c.req.text()) as { token?: unknown }).token;
-    } catch {
-      throw new GatewayError(400, "invalid_json", "The request body is not valid JSON.");
-    }
+    const token = parseJsonObject(await readBoundedText(c.req.raw, TOKEN_BODY_LIMIT)).token;
     if (typeof token !== "string" || !token) throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
     const t = await services.tokens.inspect(token);
     if (!t || t.tenant !== tenant.id) throw new GatewayError(404, "not_found", "No token of this tenant matches.");
