@@ -22,7 +22,12 @@ export async function clientBody(c: Context<GatewayEnv>): Promise<{ body: Uint8A
   const m = c.req.method;
   if (m === "GET" || m === "HEAD" || m === "OPTIONS" || !c.req.raw.body) return { body: null, replayable: true };
   const len = Number(c.req.header("content-length") ?? NaN);
-  if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) return { body: new Uint8Array(await c.req.arrayBuffer()), replayable: true };
+  if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) {
+    const bytes = await c.req.arrayBuffer().catch(() => {
+      throw new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");
+    });
+    return { body: new Uint8Array(bytes), replayable: true };
+  }
   return { body: c.req.raw.body, replayable: false };
 }
 

@@ -1,0 +1,63 @@
+// The fuzzer: 10,000 seeded requests (bodies, headers, paths, Hosts, methods, encodings, raw-socket framing attacks)
+// against a gateway process in front of the emulator. Never a 500, every 5xx a JSON 502/503/504, no crash, no smuggled
+// request upstream, RSS growth within 64 MiB. FUZZ_REQUESTS and FUZZ_SEED change the run (`npm run soak` runs longer).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fuzzCases } from "./fuzz-cases.js";
+import { runFuzz, type FuzzReport } from "./fuzz-run.js";
+import { Prng } from "./prng.js";
+import { rssMiB, sampleRss } from "./process-memory.js";
+import { startReliabilityStack, type ReliabilityStack } from "./stack.js";
+
+const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
+const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
+const WARMUP = 1000;
+const RSS_GROWTH_LIMIT_MIB = 64;
+
+describe(`the fuzzer (${REQUESTS} requests, seed ${SEED})`, () => {
+  let s: ReliabilityStack;
+  let report: FuzzReport;
+  let rss: { start: number; warm: number; end: number; peak: number };
+
+  beforeAll(async () => {
+    s = await startReliabilityStack({ sessions: false });
+  }, 120_000);
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it("answers every request without a 500, every 5xx as JSON 502/503/504, and keeps its memory", async () => {
+    const target = { host: new URL(s.gw.url).host, keys: s.keys, tokens: s.tokens, sandboxId: s.sandboxId, sessionId: s.sessionId };
+    const opts = { url: s.gw.url, concurrency: 16, timeoutMs: 20_000, secrets: s.secrets };
+    const start = rssMiB(s.gw.pid);
+    // A warm-up with another seed: the code paths are compiled and the pools filled before the baseline is taken.
+    const warmup = await runFuzz(opts, fuzzCases(new Prng(SEED ^ 0x5eed), target, WARMUP));
+    const warm = rssMiB(s.gw.pid);
+    const sampler = sampleRss(s.gw.pid, 100);
+    report = await runFuzz(opts, fuzzCases(new Prng(SEED), target, REQUESTS));
+    const peak = sampler.stop();
+    rss = { start, warm, end: rssMiB(s.gw.pid), peak };
+
+    const histogram = Object.entries(report.statuses).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}:${v}`).join(" ");
+    console.log(
+      `[fuzz] ${report.requests} requests (${report.raw} raw-socket) in ${(report.durationMs / 1000).toFixed(1)} s ` +
+        `(${Math.round(report.requests / (report.durationMs / 1000))}/s), seed ${SEED}\n[fuzz] statuses ${histogram}\n` +
+        `[fuzz] RSS start ${start.toFixed(0)} MiB, after warm-up ${warm.toFixed(0)}, end ${rss.end.toFixed(0)}, peak ${peak.toFixed(0)} (growth ${(rss.end - warm).toFixed(0)} MiB)` +
+        (report.failures.length ? `\n[fuzz] failures:\n  ${report.failures.join("\n  ")}` : ""),
+    );
+    expect(warmup.failures).toEqual([]);
+    expect(report.failures).toEqual([]);
+    expect(report.requests).toBe(REQUESTS);
+    expect(rss.end - rss.warm).toBeLessThanOrEqual(RSS_GROWTH_LIMIT_MIB);
+  }, 240_000);
+
+  it("is still the same process, healthy, and logged nothing unhandled", async () => {
+    expect((await fetch(`${s.gw.url}/_tollgate/health`)).status).toBe(200);
+    expect(s.gw.output()).not.toMatch(/"unhandled"|internal_error|FATAL|heap out of memory/);
+  });
+
+  it("let no request smuggled in an ambiguous framing reach the upstream", () => {
+    const upstream = s.proxy.forwarded().join("\n");
+    expect(report.smuggleMarkers.length).toBeGreaterThan(0);
+    for (const m of report.smuggleMarkers) expect(upstream).not.toContain(m);
+  });
+});
