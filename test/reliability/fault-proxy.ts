@@ -15,10 +15,18 @@ export type Fault =
   /** Accept and destroy the connection at once (ECONNRESET before any answer). */
   | { kind: "reset" };
 
+/** Which requests a fault applies to: a path pattern, and/or only those carrying a payment signature. */
+export interface FaultScope {
+  path?: RegExp;
+  paid?: boolean;
+}
+
 export interface FaultProxy {
   url: string;
-  /** Sets the fault for requests whose path matches `only` (all when unset) from now on. */
-  set(fault: Fault, only?: RegExp): void;
+  /** Sets the fault for the requests in `scope` (all when unset) from now on. */
+  set(fault: Fault, scope?: FaultScope): void;
+  /** Nonces of every payment authorization that came through (signed by the gateway), forwarded or not. */
+  nonces(): Set<string>;
   /** Paths forwarded to the upstream, oldest first (capped). */
   forwarded(): string[];
   /** Requests the current fault has been applied to. */
@@ -28,11 +36,28 @@ export interface FaultProxy {
 
 const KEEP_PATHS = 50_000;
 
+function paymentHeader(req: IncomingMessage): string | undefined {
+  const h = req.headers["payment-signature"] ?? req.headers["x-payment"];
+  return Array.isArray(h) ? h[0] : h;
+}
+
+/** The EIP-3009 nonce inside an x402 payment header (base64 JSON, v1 or v2). */
+function nonceOf(header: string): string | undefined {
+  try {
+    const p = JSON.parse(Buffer.from(header, "base64").toString("utf8"));
+    const n = p?.payload?.authorization?.nonce;
+    return typeof n === "string" ? n.toLowerCase() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const t = new URL(target);
   let fault: Fault = { kind: "none" };
-  let only: RegExp | undefined;
+  let scope: FaultScope = {};
   let faulted = 0;
+  const nonces = new Set<string>();
   const paths: string[] = [];
   const sockets = new Set<Socket>();
 
@@ -44,7 +69,10 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   };
 
   const server = createServer((req, res) => {
-    const applies = fault.kind !== "none" && (!only || only.test(req.url ?? ""));
+    const signature = paymentHeader(req);
+    const nonce = signature ? nonceOf(signature) : undefined;
+    if (nonce) nonces.add(nonce);
+    const applies = fault.kind !== "none" && (!scope.path || scope.path.test(req.url ?? "")) && (!scope.paid || !!signature);
     const f = applies ? fault : { kind: "none" as const };
     if (applies) faulted++;
     switch (f.kind) {
@@ -92,11 +120,12 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    set(next, match) {
+    set(next, within = {}) {
       fault = next;
-      only = match;
+      scope = within;
       faulted = 0;
     },
+    nonces: () => new Set(nonces),
     forwarded: () => [...paths],
     faulted: () => faulted,
     close: () =>

@@ -2,6 +2,7 @@
 // gateway *process* in front (so its memory can be read and a crash seen), with three tenants and a few live resources.
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
+import type { ChainHandle } from "../../emulator/types.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.js";
@@ -26,7 +27,10 @@ export interface ReliabilityStack {
 
 export interface StackOptions {
   sessions?: boolean;
+  /** Start the sandbox module and create one sandbox (default true). */
   sandbox?: boolean;
+  /** A chain started by the test (to stop it by PID); the emulator starts its own otherwise. */
+  chain?: ChainHandle;
   /** Shared state (`{ backend: "redis", redisUrl }`); memory when unset. */
   state?: Record<string, unknown>;
   payments?: Record<string, unknown>;
@@ -42,14 +46,15 @@ async function json(res: Response, what: string): Promise<any> {
 }
 
 export async function startReliabilityStack(o: StackOptions = {}): Promise<ReliabilityStack> {
-  const modules: Array<"x402" | "sandboxes" | "sessions"> = ["x402", "sandboxes"];
+  const modules: Array<"x402" | "sandboxes" | "sessions"> = ["x402"];
+  if (o.sandbox !== false) modules.push("sandboxes");
   if (o.sessions) modules.push("sessions");
-  const emu = await startEmulator({ modules });
+  const emu = await startEmulator({ modules, chain: o.chain });
   const chain = emu.chain!;
   const proxy = await startFaultProxy(emu.controlUrl);
   const wallet = await chain.createFundedWallet(100_000_000n);
   const keys = { acme: generateTenantKey(), rival: generateTenantKey(), ops: generateTenantKey() };
-  const runtimePort = new URL(emu.runtimeUrl).port;
+  const runtimePort = new URL(emu.runtimeUrl).port || "1";
   const config = {
     server: { host: "127.0.0.1", port: 0, logLevel: o.logLevel ?? "error" },
     upstream: {
