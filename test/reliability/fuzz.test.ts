@@ -48,7 +48,7 @@ describe(`the fuzzer (${REQUESTS} requests, seed ${SEED})`, () => {
     expect(report.failures).toEqual([]);
     expect(report.requests).toBe(REQUESTS);
     expect(rss.end - rss.warm).toBeLessThanOrEqual(RSS_GROWTH_LIMIT_MIB);
-  }, 240_000);
+  }, Math.max(240_000, REQUESTS * 10));
 
   it("is still the same process, healthy, and logged nothing unhandled", async () => {
     expect((await fetch(`${s.gw.url}/_tollgate/health`)).status).toBe(200);
