@@ -14,6 +14,8 @@ export interface FuzzReport {
   failureCount: number;
   /** Markers of ambiguous raw cases, to look for upstream. */
   smuggleMarkers: string[];
+  /** Cases the gateway hung up on without answering (first 20): legitimate for some (a 413 cut short), worth a look. */
+  unanswered: string[];
   durationMs: number;
 }
 
@@ -36,16 +38,23 @@ function describeCase(c: FuzzCase): string {
 export class FuzzChecker {
   readonly statuses: Record<string, number> = {};
   readonly failures: string[] = [];
+  readonly unanswered: string[] = [];
   failureCount = 0;
+  private readonly started = Date.now();
   constructor(private readonly secrets: string[]) {}
 
   count(status: string | number): void {
     this.statuses[status] = (this.statuses[status] ?? 0) + 1;
   }
 
+  hungUp(c: FuzzCase, how: string): void {
+    this.count(how);
+    if (this.unanswered.length < 20) this.unanswered.push(`${how}: ${describeCase(c)}`);
+  }
+
   fail(c: FuzzCase, why: string): void {
     this.failureCount++;
-    if (this.failures.length < 50) this.failures.push(`${why} — ${describeCase(c)}`);
+    if (this.failures.length < 50) this.failures.push(`[+${((Date.now() - this.started) / 1000).toFixed(1)} s] ${why} — ${describeCase(c)}`);
   }
 
   /** One answer: status, content type and the start of its body. */
@@ -116,7 +125,7 @@ function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecke
     });
     req.on("error", () => {
       if (finished) return;
-      checker.count("reset");
+      checker.hungUp(c, "reset");
       done();
     });
     if (c.body) req.end(c.body);
@@ -150,7 +159,7 @@ function sendRaw(o: FuzzOptions, c: RawCase, checker: FuzzChecker): Promise<void
         const body = after.startsWith("{") ? after.slice(0, after.indexOf("}") + 1 || undefined) : after;
         checker.check(c, "RAW", status, ct, status >= 500 ? body : after);
       }
-      if (!answers) checker.count("closed");
+      if (!answers) checker.hungUp(c, "closed");
       resolve();
     });
     sock.write(c.payload, () => sock.end());
@@ -183,5 +192,5 @@ export async function runFuzz(o: FuzzOptions, cases: Iterable<FuzzCase>, onProgr
   };
   await Promise.all(Array.from({ length: o.concurrency ?? 16 }, worker));
   agent.destroy();
-  return { requests, raw, statuses: checker.statuses, failures: checker.failures, failureCount: checker.failureCount, smuggleMarkers: markers, durationMs: Date.now() - started };
+  return { requests, raw, statuses: checker.statuses, failures: checker.failures, failureCount: checker.failureCount, smuggleMarkers: markers, unanswered: checker.unanswered, durationMs: Date.now() - started };
 }
