@@ -38,7 +38,10 @@ export function answerResponse(a: Answer, extra: Record<string, string>): Respon
   return new Response(a.body.byteLength ? (a.body as BodyInit) : null, { status: a.status, headers: { ...a.headers, ...extra } });
 }
 
-/** Canonical JSON: keys sorted at every depth, so equal requests have equal text whatever their key order. */
+/**
+ * Canonical JSON: keys sorted at every depth, so equal requests have equal text whatever their key order. Recursive:
+ * its callers pass bodies read by src/routing/body.ts, whose depth check (JSON_MAX_DEPTH) runs before parsing.
+ */
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
   if (v && typeof v === "object") {
