@@ -41,7 +41,7 @@ describe(`the fuzzer (${REQUESTS} requests, seed ${SEED})`, () => {
     const histogram = Object.entries(report.statuses).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}:${v}`).join(" ");
     console.log(
       `[fuzz] ${report.requests} requests (${report.raw} raw-socket) in ${(report.durationMs / 1000).toFixed(1)} s ` +
-        `(${Math.round(report.requests / (report.durationMs / 1000))}/s), seed ${SEED}\n[fuzz] statuses ${histogram}\n` +
+        `(${Math.round(report.requests / (report.durationMs / 1000))}/s), seed ${SEED}, client loop stalled ${report.clientStallMs} ms\n[fuzz] statuses ${histogram}\n` +
         `[fuzz] RSS start ${start.toFixed(0)} MiB, after warm-up ${warm.toFixed(0)}, end ${rss.end.toFixed(0)}, peak ${peak.toFixed(0)} (growth ${(rss.end - warm).toFixed(0)} MiB)` +
         (report.failures.length ? `\n[fuzz] failures:\n  ${report.failures.join("\n  ")}` : "") +
         (process.env.FUZZ_VERBOSE ? `\n[fuzz] unanswered (sample):\n  ${report.unanswered.join("\n  ")}` : ""),
