@@ -27,6 +27,8 @@ export interface FuzzOptions {
   /** A request not answered by then counts as "timeout". */
   timeoutMs?: number;
   secrets: string[];
+  /** Called once, when a request first goes unanswered (to probe what else still answers). */
+  onFirstTimeout?: (c: HttpCase) => void;
 }
 
 const BODY_KEEP = 256 * 1024;
@@ -121,6 +123,7 @@ function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecke
       return done();
     }
     const limit = o.timeoutMs ?? 20_000;
+    let headersSeen: number | undefined;
     let stalledAtStart = stalls.now();
     let rearmed = 0;
     const onTimeout = () => {
@@ -131,12 +134,14 @@ function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecke
         return;
       }
       checker.count("timeout");
-      checker.fail(c, `no answer within ${limit} ms`);
+      if (o.onFirstTimeout && checker.statuses.timeout === 1) o.onFirstTimeout(c);
+      checker.fail(c, `no answer within ${limit} ms (${headersSeen ? `headers ${headersSeen} came, the body did not end` : "no headers"})`);
       req.destroy();
       done();
     };
     let timer = setTimeout(onTimeout, limit);
     req.on("response", (res) => {
+      headersSeen = res.statusCode;
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (d: Buffer) => {
@@ -202,7 +207,7 @@ function sendRaw(o: FuzzOptions, c: RawCase, checker: FuzzChecker): Promise<void
 
 export async function runFuzz(o: FuzzOptions, cases: Iterable<FuzzCase>, onProgress?: (done: number) => void): Promise<FuzzReport> {
   const checker = new FuzzChecker(o.secrets);
-  const agent = new Agent({ keepAlive: true, maxSockets: o.concurrency ?? 16 });
+  const agent = new Agent({ keepAlive: process.env.FUZZ_KEEPALIVE !== "0", maxSockets: o.concurrency ?? 16 });
   const it = cases[Symbol.iterator]();
   const markers: string[] = [];
   const stalls = new LoopStalls();
