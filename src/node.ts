@@ -9,6 +9,7 @@ import { undiciTransport } from "./node/undici-transport.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
+import { gateUpgrades } from "./node/upgrade-gate.js";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
@@ -98,6 +99,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     );
     s.once("error", reject);
   });
+  gateUpgrades(server as import("node:http").Server);
   const port = (server.address() as AddressInfo).port;
   const drainer = drainable(server as import("node:http").Server, wss);
   let closed = false;

@@ -1,4 +1,6 @@
 // A fully read upstream answer: what the cache, coalescing and idempotency keep and replay.
+import { GatewayError } from "../errors.js";
+import { atomicToUsd } from "./money.js";
 
 export interface Answer {
   status: number;
@@ -17,14 +19,29 @@ export async function readAnswer(res: Response, paid: bigint, now: number): Prom
   res.headers.forEach((v, k) => {
     if (KEEP.has(k)) headers[k] = v;
   });
-  return { status: res.status, headers, body: new Uint8Array(await res.arrayBuffer()), paid, storedAt: now };
+  let body: Uint8Array;
+  try {
+    body = new Uint8Array(await res.arrayBuffer());
+  } catch {
+    // The upstream (or the network) cut the answer off; whatever was paid for it stays paid, and the ledger says so.
+    throw new GatewayError(
+      502,
+      "upstream_answer_incomplete",
+      `The upstream's answer broke off before it was complete${paid > 0n ? ` (the call was paid, $${atomicToUsd(paid)})` : ""}. Retry with the same Idempotency-Key to avoid paying twice.`,
+      paid > 0n ? { paid: atomicToUsd(paid) } : {},
+    );
+  }
+  return { status: res.status, headers, body, paid, storedAt: now };
 }
 
 export function answerResponse(a: Answer, extra: Record<string, string>): Response {
   return new Response(a.body.byteLength ? (a.body as BodyInit) : null, { status: a.status, headers: { ...a.headers, ...extra } });
 }
 
-/** Canonical JSON: keys sorted at every depth, so equal requests have equal text whatever their key order. */
+/**
+ * Canonical JSON: keys sorted at every depth, so equal requests have equal text whatever their key order. Recursive:
+ * its callers pass bodies read by src/routing/body.ts, whose depth check (JSON_MAX_DEPTH) runs before parsing.
+ */
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
   if (v && typeof v === "object") {

@@ -15,6 +15,9 @@ import { usdAmount } from "../../config/schema.js";
 import { stateKeys } from "../state/keys.js";
 import { jsonBody } from "../routing/body.js";
 
+/** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
+const TOKEN_BODY_LIMIT = 16 * 1024;
+
 const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
   z.array(z.enum(values)).min(1).refine((a) => new Set(a).size === a.length, { error: "scopes must not repeat" });
@@ -41,7 +44,7 @@ async function tenantKeyCaller(c: Context<GatewayEnv>, services: GatewayServices
 }
 
 async function readMintRequest(c: Context): Promise<MintRequest> {
-  const parsed = mintRequest.safeParse((await jsonBody(c)).json);
+  const parsed = mintRequest.safeParse((await jsonBody(c, TOKEN_BODY_LIMIT)).json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".") || "body";
@@ -115,7 +118,7 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
   app.post("/revoke", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
-    const token = (await jsonBody(c)).json.token;
+    const token = (await jsonBody(c, TOKEN_BODY_LIMIT)).json.token;
     if (typeof token !== "string" || !token) throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
     const t = await services.tokens.inspect(token);
     if (!t || t.tenant !== tenant.id) throw new GatewayError(404, "not_found", "No token of this tenant matches.");

@@ -19,6 +19,7 @@ declare module "hono" {
   }
 }
 
+const incomplete = () => new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");
 const tooLarge = (limit: number) => new GatewayError(413, "body_too_large", `Request bodies on this route are limited to ${limit} bytes.`, { limit });
 
 /** Reads the raw body as text, refusing (and cancelling the stream) as soon as it passes `limit` bytes. */
@@ -30,13 +31,19 @@ export async function readBoundedText(req: Request, limit: number): Promise<stri
   }
   // A declared length within the limit bounds what the HTTP parser will deliver: read it whole. (On Node this also
   // skips building a Web stream over the socket, which costs more than the rest of a cache hit.)
-  if (declared !== null && /^\d+$/.test(declared)) return req.text();
+  if (declared !== null && /^\d+$/.test(declared)) {
+    return req.text().catch(() => {
+      throw incomplete();
+    });
+  }
   if (!req.body) return "";
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await reader.read().catch(() => {
+      throw incomplete();
+    });
     if (done) break;
     size += value.byteLength;
     if (size > limit) {

@@ -24,7 +24,12 @@ export async function clientBody(c: Context<GatewayEnv>): Promise<{ body: Uint8A
   // A declared small length is read at once: looking at `c.req.raw.body` first would cost a full Request on Node.
   const declared = c.req.header("content-length");
   const len = declared === undefined ? NaN : Number(declared);
-  if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) return { body: new Uint8Array(await c.req.arrayBuffer()), replayable: true };
+  if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) {
+    const bytes = await c.req.arrayBuffer().catch(() => {
+      throw new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");
+    });
+    return { body: new Uint8Array(bytes), replayable: true };
+  }
   // No length (a chunked body, or a Request made in-process, which carries none): whether there is a body at all.
   if (!c.req.raw.body) return { body: null, replayable: true };
   return { body: c.req.raw.body, replayable: false };

@@ -4,13 +4,16 @@ import type * as z from "zod";
 import { GatewayError } from "../../errors.js";
 import { jsonValue } from "../../routing/body.js";
 
+/** A whole tenant (settings, quotas, alert rules) fits in a few kilobytes; this is generous. */
+const ADMIN_BODY_LIMIT = 256 * 1024;
+
 function describe(error: z.ZodError): { message: string; fields: Array<{ field: string; problem: string }> } {
   const fields = error.issues.map((i) => ({ field: i.path.map(String).join(".") || "(body)", problem: i.message }));
   return { message: fields.map((f) => `${f.field}: ${f.problem}`).join("; "), fields };
 }
 
 export async function validBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
-  const r = schema.safeParse(await jsonValue(c));
+  const r = schema.safeParse(await jsonValue(c, ADMIN_BODY_LIMIT));
   if (!r.success) {
     const { message, fields } = describe(r.error);
     throw new GatewayError(400, "invalid_body", message, { fields });
