@@ -47,7 +47,10 @@ if (job.warmupSeconds > 0) {
   const started = Date.now();
   let served = 0;
   do served += (await autocannon({ ...opts, duration: 1 })).requests.total;
-  while (Date.now() - started < job.warmupSeconds * 1000 || (served < (job.warmupRequests ?? 0) && Date.now() - started < job.warmupSeconds * 2000));
+  while (
+    Date.now() - started < job.warmupSeconds * 1000 ||
+    (served < (job.warmupRequests ?? 0) && Date.now() - started < job.warmupSeconds * 2000)
+  );
 }
 const before = cpuTicks();
 const r = await autocannon({ ...opts, duration: job.seconds });

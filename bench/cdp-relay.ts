@@ -20,7 +20,7 @@ class Cdp {
     ws.on("message", (data) => {
       const m = JSON.parse(String(data));
       const w = m.id !== undefined ? this.waiting.get(m.id) : undefined;
-      if (w) (this.waiting.delete(m.id), w(m));
+      if (w) this.waiting.delete(m.id), w(m);
     });
   }
   static open(url: string): Promise<Cdp> {
@@ -101,7 +101,9 @@ const gw = await startGatewayProcess(
 try {
   const hb = new Hyperbrowser({ apiKey: key, baseUrl: gw.url });
   const session = await hb.sessions.create();
-  const upstream = await fetch(`${emulator.controlUrl}/api/session/${session.id}`, { headers: { "x-api-key": emulator.apiKey } }).then((r) => r.json());
+  const upstream = await fetch(`${emulator.controlUrl}/api/session/${session.id}`, { headers: { "x-api-key": emulator.apiKey } }).then(
+    (r) => r.json(),
+  );
   const direct: Array<Awaited<ReturnType<typeof measure>>> = [];
   const gateway: typeof direct = [];
   // Interleaved rounds so that drift in the machine's load hits both paths alike.

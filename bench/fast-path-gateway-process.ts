@@ -35,7 +35,8 @@ app.use(accessLog(gw.logger));
 app.on(["GET", "POST"], "/sandbox/:id/*", async (c, next) => {
   const url = new URL(c.req.url);
   const len = c.req.header("content-length");
-  if ((c.req.header("upgrade") ?? "") !== "" || url.pathname.includes("/files/presign") || (c.req.method === "POST" && len === undefined)) return next();
+  if ((c.req.header("upgrade") ?? "") !== "" || url.pathname.includes("/files/presign") || (c.req.method === "POST" && len === undefined))
+    return next();
   const raw = url.pathname.split("/")[2] ?? "";
   const id = decodeURIComponent(raw);
   const rest = (url.pathname.slice(`/sandbox/${raw}`.length) || "/") + url.search;

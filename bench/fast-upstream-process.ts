@@ -11,7 +11,11 @@ const SEARCH = Buffer.from(
     status: "completed",
     data: {
       query: "hot cached query",
-      results: Array.from({ length: 10 }, (_, i) => ({ title: `Result ${i + 1} about hot cached queries`, url: `https://example.com/docs/${i + 1}`, description: "A page of the local corpus that mentions the query terms, long enough to look like a real snippet of text." })),
+      results: Array.from({ length: 10 }, (_, i) => ({
+        title: `Result ${i + 1} about hot cached queries`,
+        url: `https://example.com/docs/${i + 1}`,
+        description: "A page of the local corpus that mentions the query terms, long enough to look like a real snippet of text.",
+      })),
     },
   }),
 );

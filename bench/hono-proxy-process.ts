@@ -24,7 +24,10 @@ if (host) {
 const app = new Hono();
 app.all("*", (c) => {
   const u = new URL(c.req.url);
-  return proxy(`${upstream}${u.pathname}${u.search}`, { raw: c.req.raw, headers: { ...c.req.header(), host: undefined, authorization: `Bearer ${token}` } });
+  return proxy(`${upstream}${u.pathname}${u.search}`, {
+    raw: c.req.raw,
+    headers: { ...c.req.header(), host: undefined, authorization: `Bearer ${token}` },
+  });
 });
 const server = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => {
   process.stdout.write(`READY ${(server.address() as AddressInfo).port}\n`);

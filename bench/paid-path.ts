@@ -35,26 +35,45 @@ const s = await startPaidGateway(emu, [{ id: "bench", budget: { daily: "100.00" 
 try {
   const chain = emu.chain!;
   const own = await chain.createFundedWallet(1_000_000_000n);
-  const client = new x402Client().setSpendControls({ allowedAssets: [{ network: chain.network, asset: chain.token.address, maxAmountPerPayment: "100000" }] });
+  const client = new x402Client().setSpendControls({
+    allowedAssets: [{ network: chain.network, asset: chain.token.address, maxAmountPerPayment: "100000" }],
+  });
   registerExactEvmScheme(client, { signer: privateKeyToAccount(own.privateKey) });
   const pay = wrapFetchWithPayment(fetch, client);
 
   // Warm both paths.
-  await pay(`${emu.controlUrl}/x402/web/search`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"warm"}' }).then((r) => r.arrayBuffer());
+  await pay(`${emu.controlUrl}/x402/web/search`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"query":"warm"}',
+  }).then((r) => r.arrayBuffer());
   await search(s.gateway.url, s.keys.bench, { query: "warm" }).then((r) => r.arrayBuffer());
 
   const direct = await timeSeq(N, (i) =>
-    pay(`${emu.controlUrl}/x402/web/search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: `direct ${i}` }) }),
+    pay(`${emu.controlUrl}/x402/web/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: `direct ${i}` }),
+    }),
   );
   const viaGateway = await timeSeq(N, (i) => search(s.gateway.url, s.keys.bench, { query: `gateway ${i}` }));
 
   const body = JSON.stringify({ query: "hot cached query" });
   await search(s.gateway.url, s.keys.bench, { query: "hot cached query" }).then((r) => r.arrayBuffer());
-  const hits = await cannon(`${s.gateway.url}/x402/web/search`, { method: "POST", body, headers: { "x-api-key": s.keys.bench, "content-type": "application/json" } });
+  const hits = await cannon(`${s.gateway.url}/x402/web/search`, {
+    method: "POST",
+    body,
+    headers: { "x-api-key": s.keys.bench, "content-type": "application/json" },
+  });
   const health = await cannon(`${s.gateway.url}/_tollgate/health`, {});
-  const freeDirect = await cannon(`${emu.controlUrl}/api/web/search`, { method: "POST", body, headers: { "x-api-key": emu.apiKey, "content-type": "application/json" } });
+  const freeDirect = await cannon(`${emu.controlUrl}/api/web/search`, {
+    method: "POST",
+    body,
+    headers: { "x-api-key": emu.apiKey, "content-type": "application/json" },
+  });
 
-  const row = (name: string, xs: number[]) => `| ${name} | ${pct(xs, 50).toFixed(1)} | ${pct(xs, 99).toFixed(1)} | ${(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(1)} |`;
+  const row = (name: string, xs: number[]) =>
+    `| ${name} | ${pct(xs, 50).toFixed(1)} | ${pct(xs, 99).toFixed(1)} | ${(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(1)} |`;
   console.log(`\n## Paid search latency (${N} sequential paid calls each, ms)\n`);
   console.log("| path | p50 | p99 | mean |\n|---|---|---|---|");
   console.log(row("bare @x402/fetch → emulator (baseline)", direct));
@@ -64,8 +83,12 @@ try {
   console.log("| path | req/s | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|");
   console.log(`| Tollgate cache hit (/x402/web/search) | ${hits.rps.toFixed(0)} | ${hits.p50} | ${hits.p99} | ${hits.non2xx} |`);
   console.log(`| Tollgate /_tollgate/health (baseline) | ${health.rps.toFixed(0)} | ${health.p50} | ${health.p99} | ${health.non2xx} |`);
-  console.log(`| emulator free search, direct (baseline) | ${freeDirect.rps.toFixed(0)} | ${freeDirect.p50} | ${freeDirect.p99} | ${freeDirect.non2xx} |`);
-  console.log(`\ncache hit / health: ${(hits.rps / health.rps).toFixed(2)}; cache hit / direct free search: ${(hits.rps / freeDirect.rps).toFixed(2)}`);
+  console.log(
+    `| emulator free search, direct (baseline) | ${freeDirect.rps.toFixed(0)} | ${freeDirect.p50} | ${freeDirect.p99} | ${freeDirect.non2xx} |`,
+  );
+  console.log(
+    `\ncache hit / health: ${(hits.rps / health.rps).toFixed(2)}; cache hit / direct free search: ${(hits.rps / freeDirect.rps).toFixed(2)}`,
+  );
 } finally {
   await s.close();
   await emu.close();

@@ -16,7 +16,8 @@ const at: number[] = [];
 for (let i = 0, t = 0; i < prof.samples.length; i++) at.push((t += prof.timeDeltas[i] ?? 0));
 const from = lastUs ? at[at.length - 1]! - lastUs : -Infinity;
 const self = new Map<number, number>();
-for (let i = 0; i < prof.samples.length; i++) if (at[i]! >= from) self.set(prof.samples[i]!, (self.get(prof.samples[i]!) ?? 0) + (prof.timeDeltas[i] ?? 0));
+for (let i = 0; i < prof.samples.length; i++)
+  if (at[i]! >= from) self.set(prof.samples[i]!, (self.get(prof.samples[i]!) ?? 0) + (prof.timeDeltas[i] ?? 0));
 // Idle time is dropped: percentages are of the time the process was busy.
 for (const n of prof.nodes) if (n.callFrame.functionName === "(idle)") self.delete(n.id);
 const total = [...self.values()].reduce((a, b) => a + b, 0);
@@ -28,7 +29,10 @@ const where = (url: string) => {
     return p[0]!.startsWith("@") ? `${p[0]}/${p[1]}` : p[0]!;
   }
   if (url.startsWith("node:")) return url;
-  const i = url.indexOf("/bench/") >= 0 ? url.indexOf("/bench/") : Math.max(url.indexOf("/src/"), url.indexOf("/middleware/"), url.indexOf("/config/"));
+  const i =
+    url.indexOf("/bench/") >= 0
+      ? url.indexOf("/bench/")
+      : Math.max(url.indexOf("/src/"), url.indexOf("/middleware/"), url.indexOf("/config/"));
   return i >= 0 ? url.slice(i + 1) : url;
 };
 const byFn = new Map<string, number>();

@@ -112,7 +112,9 @@ async function startNginx(sites: NginxSite[]): Promise<Proc & { ports: Record<st
   const blocks: string[] = [];
   for (const [i, s] of sites.entries()) {
     ports[s.name] = await freePort();
-    const sets = Object.entries(s.headers).map(([k, v]) => `      proxy_set_header ${k} "${v}";`).join("\n");
+    const sets = Object.entries(s.headers)
+      .map(([k, v]) => `      proxy_set_header ${k} "${v}";`)
+      .join("\n");
     const cache = s.cache
       ? `      proxy_cache answers;
       proxy_cache_methods POST;
@@ -155,11 +157,17 @@ ${blocks.join("\n")}
 }
 `;
   writeFileSync(join(dir, "nginx.conf"), conf);
-  const child = spawn(...niced(bin, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")]), { stdio: ["ignore", "ignore", "inherit"], detached: true });
+  const child = spawn(...niced(bin, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")]), {
+    stdio: ["ignore", "ignore", "inherit"],
+    detached: true,
+  });
   const first = Object.values(ports)[0]!;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`nginx exited: ${readFileSync(join(dir, "error.log"), "utf8")}`);
-    const ok = await request(`http://127.0.0.1:${first}/`).then((r) => (r.body.dump(), true), () => false);
+    const ok = await request(`http://127.0.0.1:${first}/`).then(
+      (r) => (r.body.dump(), true),
+      () => false,
+    );
     if (ok) break;
     if (i > 100) throw new Error("nginx did not answer");
     await new Promise((r) => setTimeout(r, 50));
@@ -192,15 +200,31 @@ interface Measured {
 
 /** autocannon in its own process, with the proxy's CPU read over the measured window. */
 async function measure(load: Load, pid: number, tree = false): Promise<Measured> {
-  const job = { ...load, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP, warmupRequests: WARMUP_REQUESTS, pids: [pid], tree };
+  const job = {
+    ...load,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP,
+    warmupRequests: WARMUP_REQUESTS,
+    pids: [pid],
+    tree,
+  };
   // Asynchronous: the emulator serves from this process's event loop meanwhile.
-  const child = spawn(...niced(process.execPath, ["--import", "tsx", here("./cannon-process.ts"), JSON.stringify(job)]), { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(...niced(process.execPath, ["--import", "tsx", here("./cannon-process.ts"), JSON.stringify(job)]), {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   const status = await new Promise<number | null>((r) => child.once("exit", r));
   if (status !== 0) throw new Error(`load run failed (${status})`);
   const j = JSON.parse(out.trim().split("\n").pop()!);
-  return { rps: j.rps, p50: j.p50, p99: j.p99, cpuUsPerReq: j.total ? ((j.cpuTicks / CLK_TCK) * 1e6) / j.total : NaN, bad: j.non2xx + j.errors };
+  return {
+    rps: j.rps,
+    p50: j.p50,
+    p99: j.p99,
+    cpuUsPerReq: j.total ? ((j.cpuTicks / CLK_TCK) * 1e6) / j.total : NaN,
+    bad: j.non2xx + j.errors,
+  };
 }
 
 async function expectOk(load: Load, what: string): Promise<string> {
@@ -253,30 +277,59 @@ try {
   const fast = await spawnReady(here("./fast-upstream-process.ts"), {});
   stops.push(() => fast.stop());
   const fastCfg = gatewayConfig(`http://127.0.0.1:${fast.port}`, []);
-  const [tg, tgFast] = await Promise.all([spawnTollgate("tollgate-emulator", cfg, emu.apiKey), spawnTollgate("tollgate-fast", fastCfg, "fast-upstream-key")]);
-  stops.push(() => tg.stop(), () => tgFast.stop());
+  const [tg, tgFast] = await Promise.all([
+    spawnTollgate("tollgate-emulator", cfg, emu.apiKey),
+    spawnTollgate("tollgate-fast", fastCfg, "fast-upstream-key"),
+  ]);
+  stops.push(
+    () => tg.stop(),
+    () => tgFast.stop(),
+  );
   const [tgBase, tgFastBase] = BASELINE
-    ? await Promise.all([spawnTollgate("base-emulator", cfg, emu.apiKey, BASELINE), spawnTollgate("base-fast", fastCfg, "fast-upstream-key", BASELINE)])
+    ? await Promise.all([
+        spawnTollgate("base-emulator", cfg, emu.apiKey, BASELINE),
+        spawnTollgate("base-fast", fastCfg, "fast-upstream-key", BASELINE),
+      ])
     : [undefined, undefined];
-  if (tgBase && tgFastBase) stops.push(() => tgBase.stop(), () => tgFastBase.stop());
+  if (tgBase && tgFastBase)
+    stops.push(
+      () => tgBase.stop(),
+      () => tgFastBase.stop(),
+    );
   const fpScript = here("./fast-path-gateway-process.ts");
   const [tgFp, tgFpFast] = process.env.BENCH_FAST_PATH
-    ? await Promise.all([spawnTollgate("fastpath-emulator", cfg, emu.apiKey, undefined, fpScript), spawnTollgate("fastpath-fast", fastCfg, "fast-upstream-key", undefined, fpScript)])
+    ? await Promise.all([
+        spawnTollgate("fastpath-emulator", cfg, emu.apiKey, undefined, fpScript),
+        spawnTollgate("fastpath-fast", fastCfg, "fast-upstream-key", undefined, fpScript),
+      ])
     : [undefined, undefined];
-  if (tgFp && tgFpFast) stops.push(() => tgFp.stop(), () => tgFpFast.stop());
+  if (tgFp && tgFpFast)
+    stops.push(
+      () => tgFp.stop(),
+      () => tgFpFast.stop(),
+    );
 
   // A sandbox through Tollgate (so the tenant owns it), a finished process, an app on an auth:true exposed port.
   const gw = `http://localhost:${tg.port}`;
   const hb = new Hyperbrowser({ apiKey: key, baseUrl: gw });
   const sbx = await hb.sandboxes.create({ imageName: "node" });
-  stopSandbox = () => sbx.stop().then(() => undefined, () => undefined);
+  stopSandbox = () =>
+    sbx.stop().then(
+      () => undefined,
+      () => undefined,
+    );
   const proc = await sbx.exec("true");
   const pid = (proc as any).id as string;
-  await sbx.files.writeText("/home/ubuntu/app.js", `require("http").createServer((q,r)=>{r.setHeader("content-type","application/json");r.end('{"ok":true}')}).listen(3000)`);
+  await sbx.files.writeText(
+    "/home/ubuntu/app.js",
+    `require("http").createServer((q,r)=>{r.setHeader("content-type","application/json");r.end('{"ok":true}')}).listen(3000)`,
+  );
   await sbx.processes.start("node /home/ubuntu/app.js");
   const exposed = await sbx.expose({ port: 3000, auth: true });
   const gwDetail = JSON.parse(await expectOk({ url: `${gw}/api/sandbox/${sbx.id}`, headers: { "x-api-key": key } }, "gateway detail"));
-  const up = JSON.parse(await expectOk({ url: `${emu.controlUrl}/api/sandbox/${sbx.id}`, headers: { "x-api-key": emu.apiKey } }, "upstream detail"));
+  const up = JSON.parse(
+    await expectOk({ url: `${emu.controlUrl}/api/sandbox/${sbx.id}`, headers: { "x-api-key": emu.apiKey } }, "upstream detail"),
+  );
   const gwToken = gwDetail.token as string;
   const upPortHost = upstreamExposedHost({ baseUrl: up.runtime.baseUrl, host: up.runtime.host }, 3000);
   const gwPortHost = new URL(exposed.url).host;
@@ -284,19 +337,32 @@ try {
 
   // The fast upstream's sandbox: a gateway token minted with the fast gateway's secret (custody asks the upstream).
   const minter = new TokenService(tokenSecret, memoryStores().kv);
-  const fastToken = (await minter.mint({ tenant: "bench", kind: "sandbox", resource: "sbx_fast", scopes: ["runtime"], ttlSeconds: 3600 })).token;
+  const fastToken = (await minter.mint({ tenant: "bench", kind: "sandbox", resource: "sbx_fast", scopes: ["runtime"], ttlSeconds: 3600 }))
+    .token;
 
-  const honoFor = (upstream: string, token: string, host = "") => spawnReady(here("./hono-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token, PROXY_HOST: host });
+  const honoFor = (upstream: string, token: string, host = "") =>
+    spawnReady(here("./hono-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token, PROXY_HOST: host });
   const [honoRuntime, honoPort, honoFast] = await Promise.all([
     honoFor(emu.runtimeUrl, up.token),
     honoFor(emu.runtimeUrl, up.token, upPortHost),
     honoFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token"),
   ]);
-  stops.push(() => honoRuntime.stop(), () => honoPort.stop(), () => honoFast.stop());
+  stops.push(
+    () => honoRuntime.stop(),
+    () => honoPort.stop(),
+    () => honoFast.stop(),
+  );
   // The Node floor: a bare node:http pipe (no Hono, no Request/Response), on the runtime and fast upstreams.
-  const rawFor = (upstream: string, token: string) => spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token });
-  const [rawRuntime, rawFast] = await Promise.all([rawFor(emu.runtimeUrl, up.token), rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token")]);
-  stops.push(() => rawRuntime.stop(), () => rawFast.stop());
+  const rawFor = (upstream: string, token: string) =>
+    spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token });
+  const [rawRuntime, rawFast] = await Promise.all([
+    rawFor(emu.runtimeUrl, up.token),
+    rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token"),
+  ]);
+  stops.push(
+    () => rawRuntime.stop(),
+    () => rawFast.stop(),
+  );
   const nginx = await startNginx([
     { name: "runtime", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}` } },
     { name: "port", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}`, Host: upPortHost } },
@@ -314,8 +380,10 @@ try {
   const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
   type Contender = { proxy: string; load: Load; pid: number; tree?: boolean };
-  const base = (p: Proc | undefined, load: (port: number) => Load): Contender[] => (p ? [{ proxy: "tollgate@base", load: load(p.port), pid: p.pid }] : []);
-  const fastPath = (p: Proc | undefined, load: (port: number) => Load): Contender[] => (p ? [{ proxy: "tollgate fast path", load: load(p.port), pid: p.pid }] : []);
+  const base = (p: Proc | undefined, load: (port: number) => Load): Contender[] =>
+    p ? [{ proxy: "tollgate@base", load: load(p.port), pid: p.pid }] : [];
+  const fastPath = (p: Proc | undefined, load: (port: number) => Load): Contender[] =>
+    p ? [{ proxy: "tollgate fast path", load: load(p.port), pid: p.pid }] : [];
   const scenarios: Array<{ id: string; name: string; contenders: Contender[] }> = [
     {
       id: "a",
@@ -333,9 +401,22 @@ try {
       id: "b",
       name: "runtime-post",
       contenders: [
-        { proxy: "nginx", load: { url: at(nginx.ports.runtime!, runtimePost), method: "POST", headers: json, body: waitBody }, pid: nginx.pid, tree: true },
-        { proxy: "hono/proxy", load: { url: at(honoRuntime.port, runtimePost), method: "POST", headers: json, body: waitBody }, pid: honoRuntime.pid },
-        { proxy: "tollgate", load: { url: at(tg.port, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody }, pid: tg.pid },
+        {
+          proxy: "nginx",
+          load: { url: at(nginx.ports.runtime!, runtimePost), method: "POST", headers: json, body: waitBody },
+          pid: nginx.pid,
+          tree: true,
+        },
+        {
+          proxy: "hono/proxy",
+          load: { url: at(honoRuntime.port, runtimePost), method: "POST", headers: json, body: waitBody },
+          pid: honoRuntime.pid,
+        },
+        {
+          proxy: "tollgate",
+          load: { url: at(tg.port, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody },
+          pid: tg.pid,
+        },
         ...base(tgBase, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
         ...fastPath(tgFp, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
       ],
@@ -353,10 +434,24 @@ try {
       id: "d",
       name: "cache-hit",
       contenders: [
-        { proxy: "nginx", load: { url: at(nginx.ports.search!, "/api/web/search"), method: "POST", headers: json, body: searchBody }, pid: nginx.pid, tree: true },
+        {
+          proxy: "nginx",
+          load: { url: at(nginx.ports.search!, "/api/web/search"), method: "POST", headers: json, body: searchBody },
+          pid: nginx.pid,
+          tree: true,
+        },
         { proxy: "health", load: { url: at(tgFast.port, "/_tollgate/health") }, pid: tgFast.pid },
-        { proxy: "tollgate", load: { url: at(tgFast.port, "/api/web/search"), method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody }, pid: tgFast.pid },
-        ...base(tgFastBase, (p) => ({ url: at(p, "/api/web/search"), method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody })),
+        {
+          proxy: "tollgate",
+          load: { url: at(tgFast.port, "/api/web/search"), method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody },
+          pid: tgFast.pid,
+        },
+        ...base(tgFastBase, (p) => ({
+          url: at(p, "/api/web/search"),
+          method: "POST",
+          headers: { ...json, "x-api-key": key },
+          body: searchBody,
+        })),
       ],
     },
     {
@@ -375,18 +470,26 @@ try {
 
   // Every contender answers 200 before it is measured (and the caches are warm).
   for (const s of scenarios) for (const c of s.contenders) await expectOk(c.load, `${s.name} via ${c.proxy}`);
-  const hit = await request(scenarios[3]!.contenders[2]!.load.url, { method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody });
+  const hit = await request(scenarios[3]!.contenders[2]!.load.url, {
+    method: "POST",
+    headers: { ...json, "x-api-key": key },
+    body: searchBody,
+  });
   await hit.body.dump();
   if (hit.headers["x-tollgate-cache"] !== "hit") throw new Error(`expected a cache hit, got ${hit.headers["x-tollgate-cache"]}`);
 
-  console.log(`\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${process.versions.node}, ${cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)})\n`);
+  console.log(
+    `\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${process.versions.node}, ${cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)})\n`,
+  );
   console.log("| scenario | proxy | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
   for (const s of scenarios) {
     if (!WANTED.includes(s.id) && !WANTED.includes(s.name)) continue;
     for (const c of s.contenders) {
       const m = await measure(c.load, c.pid, c.tree);
       results.push({ scenario: s.name, proxy: c.proxy, m });
-      console.log(`| (${s.id}) ${s.name} | ${c.proxy} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`);
+      console.log(
+        `| (${s.id}) ${s.name} | ${c.proxy} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`,
+      );
     }
   }
   console.log("");

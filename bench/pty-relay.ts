@@ -23,7 +23,7 @@ async function measure(hb: Hyperbrowser, sandboxId: string) {
       if (e.type !== "output") continue;
       received += e.data.length;
       tail = (tail + e.data).slice(-64);
-      if (waiter?.test()) (waiter.resolve(), (waiter = undefined));
+      if (waiter?.test()) waiter.resolve(), (waiter = undefined);
     }
   })();
   const until = (test: () => boolean) => new Promise<void>((resolve) => (test() ? resolve() : (waiter = { test, resolve })));
@@ -81,7 +81,11 @@ try {
     d.push(await measure(direct, sbx.id));
     g.push(await measure(viaGateway, sbx.id));
   }
-  const best = (xs: typeof d) => ({ p50: Math.min(...xs.map((x) => x.p50)), p99: Math.min(...xs.map((x) => x.p99)), mbps: Math.max(...xs.map((x) => x.mbps)) });
+  const best = (xs: typeof d) => ({
+    p50: Math.min(...xs.map((x) => x.p50)),
+    p99: Math.min(...xs.map((x) => x.p99)),
+    mbps: Math.max(...xs.map((x) => x.mbps)),
+  });
   const [bd, bg] = [best(d), best(g)];
   const f = (n: number, digits = 2) => n.toFixed(digits);
   console.log(`\n## PTY relay (${KEYS} keystroke echoes one at a time, ${BYTES / 1e6} MB of output; best of ${ROUNDS} rounds)\n`);

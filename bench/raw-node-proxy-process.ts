@@ -8,7 +8,17 @@ const upstream = new URL(process.env.PROXY_UPSTREAM!);
 const token = process.env.PROXY_TOKEN!;
 const host = process.env.PROXY_HOST || upstream.host;
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-const HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "host", "authorization"]);
+const HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "host",
+  "authorization",
+]);
 
 function forwardable(h: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

@@ -4,7 +4,8 @@ import { spawnSync } from "node:child_process";
 const BENCHES = ["paid-path.ts", "sandbox-proxy.ts", "proxy.ts", "cdp-relay.ts", "pty-relay.ts", "worker-cold-start.ts"];
 const only = process.argv.slice(2);
 // A name that is exactly a bench (`proxy` → proxy.ts) picks that one alone; otherwise any bench containing it.
-const picks = (o: string) => (BENCHES.includes(`${o}.ts`) || BENCHES.includes(o) ? (x: string) => x === o || x === `${o}.ts` : (x: string) => x.includes(o));
+const picks = (o: string) =>
+  BENCHES.includes(`${o}.ts`) || BENCHES.includes(o) ? (x: string) => x === o || x === `${o}.ts` : (x: string) => x.includes(o);
 for (const b of BENCHES.filter((x) => !only.length || only.some((o) => picks(o)(x)))) {
   console.log(`\n# bench/${b}`);
   const r = spawnSync(process.execPath, ["--import", "tsx", `bench/${b}`], { stdio: "inherit" });

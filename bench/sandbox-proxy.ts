@@ -30,7 +30,16 @@ async function spawnHonoProxy(upstream: string, token: string) {
     child.stdout!.on("data", (d) => ((out += d), /READY (\d+)/.test(out) && resolve(Number(/READY (\d+)/.exec(out)![1]))));
     child.once("exit", (c) => reject(new Error(`hono proxy exited ${c}`)));
   });
-  return { port, stop: () => { try { process.kill(-child.pid!, "SIGTERM"); } catch { /* gone */ } } };
+  return {
+    port,
+    stop: () => {
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {
+        /* gone */
+      }
+    },
+  };
 }
 
 function* chunks(total: number) {
@@ -57,19 +66,30 @@ let honoProxy: Awaited<ReturnType<typeof spawnHonoProxy>> | undefined;
 try {
   const sbx = await s.hb.sandboxes.create({ imageName: "node" });
   await sbx.exec("true");
-  const gwToken = ((await (await request(`http://127.0.0.1:${s.child.port}/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.key } })).body.json()) as any).token;
-  const up = (await (await request(`${s.emu.controlUrl}/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.emu.apiKey } })).body.json()) as any;
+  const gwToken = (
+    (await (
+      await request(`http://127.0.0.1:${s.child.port}/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.key } })
+    ).body.json()) as any
+  ).token;
+  const up = (await (
+    await request(`${s.emu.controlUrl}/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.emu.apiKey } })
+  ).body.json()) as any;
   const runtime = new URL(s.emu.runtimeUrl);
   honoProxy = await spawnHonoProxy(s.emu.runtimeUrl, up.token);
 
   const path = `/sandbox/${sbx.id}/processes`;
   const direct = await cannon(`${s.emu.runtimeUrl}${path}`, { authorization: `Bearer ${up.token}` });
   const viaHono = await cannon(`http://127.0.0.1:${honoProxy.port}${path}`, {});
-  const viaGateway = await cannon(`http://127.0.0.1:${s.child.port}${path}`, { authorization: `Bearer ${gwToken}`, host: `localhost:${s.child.port}` });
+  const viaGateway = await cannon(`http://127.0.0.1:${s.child.port}${path}`, {
+    authorization: `Bearer ${gwToken}`,
+    host: `localhost:${s.child.port}`,
+  });
 
   const row = (name: string, r: typeof direct) =>
     `| ${name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${(r.rps / direct.rps).toFixed(2)} | ${r.bad} |`;
-  console.log(`\n## Runtime proxy: GET ${"/sandbox/<id>/processes"} (${CONNECTIONS} connections, ${DURATION} s, Node ${process.versions.node})\n`);
+  console.log(
+    `\n## Runtime proxy: GET ${"/sandbox/<id>/processes"} (${CONNECTIONS} connections, ${DURATION} s, Node ${process.versions.node})\n`,
+  );
   console.log("| path | req/s | p50 ms | p99 ms | vs direct | non-2xx/errors |\n|---|---|---|---|---|---|");
   console.log(row("direct to emulator runtime (baseline)", direct));
   console.log(row("plain hono/proxy pass-through", viaHono));
@@ -88,8 +108,12 @@ try {
   const mib = (b: number) => (b / 1024 / 1024).toFixed(0);
   console.log(`\n## Streaming ${mib(STREAM_BYTES)} MiB (gateway RSS before: ${mib(baseline)} MiB)\n`);
   console.log("| transfer | direct MB/s | Tollgate MB/s | ratio | gateway peak RSS MiB |\n|---|---|---|---|---|");
-  console.log(`| upload (PUT files/upload) | ${dUp.mbPerSec.toFixed(0)} | ${gUp.mbPerSec.toFixed(0)} | ${(gUp.mbPerSec / dUp.mbPerSec).toFixed(2)} | ${mib(gUp.peakRss)} |`);
-  console.log(`| download (GET files/download) | ${dDown.mbPerSec.toFixed(0)} | ${gDown.mbPerSec.toFixed(0)} | ${(gDown.mbPerSec / dDown.mbPerSec).toFixed(2)} | ${mib(gDown.peakRss)} |`);
+  console.log(
+    `| upload (PUT files/upload) | ${dUp.mbPerSec.toFixed(0)} | ${gUp.mbPerSec.toFixed(0)} | ${(gUp.mbPerSec / dUp.mbPerSec).toFixed(2)} | ${mib(gUp.peakRss)} |`,
+  );
+  console.log(
+    `| download (GET files/download) | ${dDown.mbPerSec.toFixed(0)} | ${gDown.mbPerSec.toFixed(0)} | ${(gDown.mbPerSec / dDown.mbPerSec).toFixed(2)} | ${mib(gDown.peakRss)} |`,
+  );
   await sbx.stop();
 } finally {
   honoProxy?.stop();

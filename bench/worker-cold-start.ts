@@ -26,7 +26,9 @@ function build(): { dir: string; line: string } {
 /** Bytes in the bundle per package (or per source directory), from the esbuild metafile. */
 function composition(metaPath: string): Array<[string, number]> {
   const meta = JSON.parse(readFileSync(metaPath, "utf8"));
-  const out = Object.values(meta.outputs as Record<string, { inputs: Record<string, { bytesInOutput: number }> }>).find((o) => Object.keys(o.inputs).length > 1)!;
+  const out = Object.values(meta.outputs as Record<string, { inputs: Record<string, { bytesInOutput: number }> }>).find(
+    (o) => Object.keys(o.inputs).length > 1,
+  )!;
   const by = new Map<string, number>();
   for (const [file, v] of Object.entries(out.inputs)) {
     let key: string;
@@ -34,7 +36,9 @@ function composition(metaPath: string): Array<[string, number]> {
     if (nm >= 0) {
       const parts = file.slice(nm + 13).split("/");
       const pkg = parts[0]!.startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0]!;
-      const nested = file.slice(0, nm).includes("node_modules/") ? ` (under ${file.slice(file.indexOf("node_modules/") + 13, nm - 1)})` : "";
+      const nested = file.slice(0, nm).includes("node_modules/")
+        ? ` (under ${file.slice(file.indexOf("node_modules/") + 13, nm - 1)})`
+        : "";
       key = pkg + nested;
     } else key = file.split("/").slice(0, 2).join("/");
     by.set(key, (by.get(key) ?? 0) + v.bytesInOutput);

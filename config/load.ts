@@ -51,7 +51,10 @@ function parseTokenSecrets(raw: string, problems: string[]): Array<{ kid: string
 
 /** Every problem found, one per line, each starting with the exact path of the field. */
 export class ConfigError extends Error {
-  constructor(public readonly problems: string[], source = "configuration") {
+  constructor(
+    public readonly problems: string[],
+    source = "configuration",
+  ) {
     super(`${source} is invalid:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     this.name = "ConfigError";
   }
@@ -69,7 +72,9 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
 function describeIssue(issue: z.core.$ZodIssue): string {
   const where = formatPath(issue.path);
   if (issue.code === "unrecognized_keys") {
-    return issue.keys.map((k) => `${where === "(root)" ? k : `${where}.${k}`}: unknown option (check the spelling against config/tollgate.example.toml)`).join("\n");
+    return issue.keys
+      .map((k) => `${where === "(root)" ? k : `${where}.${k}`}: unknown option (check the spelling against config/tollgate.example.toml)`)
+      .join("\n");
   }
   if (issue.code === "invalid_type" && issue.input === undefined && "input" in issue) return `${where}: required, ${issue.message}`;
   // zod's own messages for enum/union mismatches already say what was expected.
@@ -96,7 +101,11 @@ function semanticProblems(cfg: TollgateConfig): string[] {
 /** Validates an already-parsed object; throws ConfigError listing every problem. */
 export function parseConfig(raw: unknown, source = "configuration"): TollgateConfig {
   const result = configSchema.safeParse(raw, { reportInput: true });
-  if (!result.success) throw new ConfigError(result.error.issues.flatMap((i) => describeIssue(i).split("\n")), source);
+  if (!result.success)
+    throw new ConfigError(
+      result.error.issues.flatMap((i) => describeIssue(i).split("\n")),
+      source,
+    );
   const problems = semanticProblems(result.data);
   if (problems.length) throw new ConfigError(problems, source);
   return result.data;
@@ -129,13 +138,16 @@ export async function loadConfigFile(path: string): Promise<TollgateConfig> {
 export function secretsFromEnv(env: Record<string, string | undefined>): Secrets {
   const problems: string[] = [];
   const walletKey = env[SECRET_ENV.walletKey]?.trim();
-  if (walletKey && !/^0x[0-9a-fA-F]{64}$/.test(walletKey)) problems.push(`${SECRET_ENV.walletKey}: expected 0x followed by 64 hex characters`);
+  if (walletKey && !/^0x[0-9a-fA-F]{64}$/.test(walletKey))
+    problems.push(`${SECRET_ENV.walletKey}: expected 0x followed by 64 hex characters`);
   const tokenSecret = env[SECRET_ENV.tokenSecret];
   if (tokenSecret !== undefined && tokenSecret.length < 32) problems.push(`${SECRET_ENV.tokenSecret}: expected at least 32 characters`);
   const rawSecrets = env[SECRET_ENV.tokenSecrets]?.trim();
   const tokenSecrets = rawSecrets ? parseTokenSecrets(rawSecrets, problems) : undefined;
   if (rawSecrets && tokenSecret) {
-    problems.push(`${SECRET_ENV.tokenSecrets}: set either it or ${SECRET_ENV.tokenSecret}, not both (list the old secret as "default:<secret>" to keep its tokens valid)`);
+    problems.push(
+      `${SECRET_ENV.tokenSecrets}: set either it or ${SECRET_ENV.tokenSecret}, not both (list the old secret as "default:<secret>" to keep its tokens valid)`,
+    );
   }
   const metricsToken = env[SECRET_ENV.metricsToken]?.trim();
   if (metricsToken && metricsToken.length < 16) problems.push(`${SECRET_ENV.metricsToken}: expected at least 16 characters`);

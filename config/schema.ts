@@ -11,30 +11,34 @@ const isoDate = z
   .string({ error: 'expected an ISO-8601 date like "2027-01-31T00:00:00Z"' })
   .refine((s) => !Number.isNaN(Date.parse(s)), { error: 'expected an ISO-8601 date like "2027-01-31T00:00:00Z"' });
 
-const origin = z
-  .string({ error: 'expected an origin like "https://gateway.example.com"' })
-  .refine((s) => {
+const origin = z.string({ error: 'expected an origin like "https://gateway.example.com"' }).refine(
+  (s) => {
     try {
       const u = new URL(s);
       return (u.protocol === "http:" || u.protocol === "https:") && (u.pathname === "/" || u.pathname === "");
     } catch {
       return false;
     }
-  }, { error: 'expected an origin like "https://gateway.example.com" (scheme and host, no path)' });
+  },
+  { error: 'expected an origin like "https://gateway.example.com" (scheme and host, no path)' },
+);
 
 /** An address or CIDR range such as "10.0.0.0/8" or "::1". */
-const cidr = z.string({ error: 'expected an address or CIDR range like "10.0.0.0/8"' }).refine(isCidr, { error: 'expected an address or CIDR range like "10.0.0.0/8" or "::1"' });
+const cidr = z
+  .string({ error: 'expected an address or CIDR range like "10.0.0.0/8"' })
+  .refine(isCidr, { error: 'expected an address or CIDR range like "10.0.0.0/8" or "::1"' });
 
 /** A host name with an optional port, as clients put it in Host: "gateway.example.com", "localhost:8787", "[::1]". */
-const hostName = z
-  .string({ error: 'expected a host like "gateway.example.com" or "localhost:8787"' })
-  .refine((s) => {
+const hostName = z.string({ error: 'expected a host like "gateway.example.com" or "localhost:8787"' }).refine(
+  (s) => {
     try {
       return new URL(`http://${s}`).host === s.toLowerCase() || new URL(`http://${s}`).hostname === s.toLowerCase();
     } catch {
       return false;
     }
-  }, { error: 'expected a host like "gateway.example.com" or "localhost:8787" (no scheme, no path)' });
+  },
+  { error: 'expected a host like "gateway.example.com" or "localhost:8787" (no scheme, no path)' },
+);
 
 const caip2 = z.string().regex(/^[a-z0-9-]+:[A-Za-z0-9-]+$/, { error: 'expected a CAIP-2 network like "eip155:8453"' });
 const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: "expected a 0x-prefixed 20-byte hex address" });
@@ -83,9 +87,13 @@ export const tenantAlertsSchema = z.strictObject({
 });
 
 export const tenantSchema = z.strictObject({
-  id: z.string({ error: "expected a tenant id" }).regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected a lowercase id of letters, digits, '-' or '_'" }),
+  id: z
+    .string({ error: "expected a tenant id" })
+    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected a lowercase id of letters, digits, '-' or '_'" }),
   enabled: z.boolean().default(true),
-  scopes: z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` })).default(["search", "sessions", "sandboxes", "jobs", "agents"]),
+  scopes: z
+    .array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }))
+    .default(["search", "sessions", "sandboxes", "jobs", "agents"]),
   keys: z.array(tenantKeySchema).min(1, { error: "expected at least one key (run `tollgate keys create --tenant ID`)" }),
   budget: budgetSchema.default({}),
   payment: paymentPolicySchema.default({}),
@@ -113,9 +121,9 @@ export const CREDIT_PRICE_DEFAULTS = {
   sessionMinute: "0.0017",
   sandboxMinute: "0.0017",
 };
-const creditPriceShape = Object.fromEntries(
-  Object.entries(CREDIT_PRICE_DEFAULTS).map(([k, v]) => [k, usdAmount.default(v)]),
-) as { [K in keyof typeof CREDIT_PRICE_DEFAULTS]: z.ZodDefault<typeof usdAmount> };
+const creditPriceShape = Object.fromEntries(Object.entries(CREDIT_PRICE_DEFAULTS).map(([k, v]) => [k, usdAmount.default(v)])) as {
+  [K in keyof typeof CREDIT_PRICE_DEFAULTS]: z.ZodDefault<typeof usdAmount>;
+};
 
 export const configSchema = z.strictObject({
   server: z
@@ -150,7 +158,15 @@ export const configSchema = z.strictObject({
        */
       adminPassthrough: z.boolean().default(false),
     })
-    .default({ host: "127.0.0.1", port: 8787, trustedProxies: [], drainSeconds: 15, cors: { origins: [], maxAgeSeconds: 600 }, logLevel: "info", adminPassthrough: false }),
+    .default({
+      host: "127.0.0.1",
+      port: 8787,
+      trustedProxies: [],
+      drainSeconds: 15,
+      cors: { origins: [], maxAgeSeconds: 600 },
+      logLevel: "info",
+      adminPassthrough: false,
+    }),
   upstream: z
     .strictObject({
       baseUrl: origin.default("https://api.hyperbrowser.ai"),
@@ -184,7 +200,11 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(true),
       scope: z.enum(["tenant", "shared"], { error: 'expected "tenant" or "shared"' }).default("tenant"),
       ttlSeconds: z.number().int().nonnegative().default(300),
-      maxBytes: z.number().int().positive().default(64 * 1024 * 1024),
+      maxBytes: z
+        .number()
+        .int()
+        .positive()
+        .default(64 * 1024 * 1024),
     })
     .default({ enabled: true, scope: "tenant", ttlSeconds: 300, maxBytes: 64 * 1024 * 1024 }),
   tokens: z
@@ -195,11 +215,16 @@ export const configSchema = z.strictObject({
     .default({ ttlSeconds: 900 }),
   state: z
     .strictObject({
-      backend: z.enum(["memory", "redis", "durable-objects"], { error: 'expected "memory", "redis" or "durable-objects"' }).default("memory"),
+      backend: z
+        .enum(["memory", "redis", "durable-objects"], { error: 'expected "memory", "redis" or "durable-objects"' })
+        .default("memory"),
       redisUrl: z.string().optional(),
     })
     .default({ backend: "memory" })
-    .refine((s) => s.backend !== "redis" || !!s.redisUrl, { error: 'state.redisUrl: expected a URL like "redis://127.0.0.1:6379" when backend is "redis"', path: ["redisUrl"] }),
+    .refine((s) => s.backend !== "redis" || !!s.redisUrl, {
+      error: 'state.redisUrl: expected a URL like "redis://127.0.0.1:6379" when backend is "redis"',
+      path: ["redisUrl"],
+    }),
   /**
    * What the operator's upstream credits cost, in USD, for the rows billed to them (src/routing/table.ts). These are
    * estimates the operator sets to match their plan; every credit-billed call is reserved at this price against the
@@ -210,9 +235,18 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(true),
       prices: z.strictObject(creditPriceShape).default(CREDIT_PRICE_DEFAULTS),
       /** timeoutMinutes the gateway sets on a session or sandbox created without one (its reservation is timeout × rate). */
-      defaultTimeoutMinutes: z.number().int().positive().max(24 * 60).default(30),
+      defaultTimeoutMinutes: z
+        .number()
+        .int()
+        .positive()
+        .max(24 * 60)
+        .default(30),
       /** How long a job's reservation may stay open before it is committed at its maximum. */
-      jobHoldMinutes: z.number().int().positive().default(24 * 60),
+      jobHoldMinutes: z
+        .number()
+        .int()
+        .positive()
+        .default(24 * 60),
     })
     .default({ enabled: true, prices: CREDIT_PRICE_DEFAULTS, defaultTimeoutMinutes: 30, jobHoldMinutes: 24 * 60 }),
   alerts: z

@@ -108,7 +108,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     if (wanted.has("jobs")) modules.push(await createJobsModule(ctx, { sessions: sessions!.sessions, engine }));
     if (wanted.has("x402")) {
       if (typeof opts.chain === "object") chain = opts.chain;
-      if (chain) modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices, searchEngine: engine }));
+      if (chain)
+        modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices, searchEngine: engine }));
     }
   } catch (err) {
     await closeAll();
@@ -132,7 +133,10 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const controlServer = createServer(getRequestListener(control.fetch));
   const runtimeServer = createServer(getRequestListener(runtime.fetch));
   const refuseUpgrade = (socket: import("node:stream").Duplex) => {
-    socket.end("HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n" + JSON.stringify({ message: "Not found", code: "not_found" }));
+    socket.end(
+      "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n" +
+        JSON.stringify({ message: "Not found", code: "not_found" }),
+    );
   };
   controlServer.on("upgrade", (req, socket, head) => {
     for (const m of modules) if (m.upgradeControl?.(req, socket, head)) return;
@@ -160,7 +164,10 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       closed = true;
       // server.close() stays pending while upgraded (WebSocket) sockets are open, and only the modules can end those:
       // stop accepting, close the modules, then wait for the servers.
-      const serversClosed = Promise.all([new Promise((r) => controlServer.close(() => r(null))), new Promise((r) => runtimeServer.close(() => r(null)))]);
+      const serversClosed = Promise.all([
+        new Promise((r) => controlServer.close(() => r(null))),
+        new Promise((r) => runtimeServer.close(() => r(null))),
+      ]);
       controlServer.closeAllConnections?.();
       runtimeServer.closeAllConnections?.();
       await closeAll();

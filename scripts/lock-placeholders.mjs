@@ -7,7 +7,12 @@ import { readFileSync, writeFileSync } from "node:fs";
 const file = new URL("../package-lock.json", import.meta.url);
 const lock = JSON.parse(readFileSync(file, "utf8"));
 const anvil = lock.packages["node_modules/@foundry-rs/anvil"];
-const platforms = { "darwin-amd64": ["darwin", "x64"], "darwin-arm64": ["darwin", "arm64"], "linux-arm64": ["linux", "arm64"], "win32-amd64": ["win32", "x64"] };
+const platforms = {
+  "darwin-amd64": ["darwin", "x64"],
+  "darwin-arm64": ["darwin", "arm64"],
+  "linux-arm64": ["linux", "arm64"],
+  "win32-amd64": ["win32", "x64"],
+};
 let added = 0;
 for (const [name, [os, cpu]] of Object.entries(platforms)) {
   const key = `node_modules/@foundry-rs/anvil-${name}`;

@@ -31,7 +31,8 @@ describe("cidrMatcher", () => {
   });
 
   it("refuses what is not an address or range", () => {
-    for (const bad of ["10.0.0.0/33", "10.0.0.256", "010.0.0.1", "proxy.local", "::1/129", "1:2:3:4:5:6:7:8:9", "10.0.0.0/8/1", ""]) expect(isCidr(bad), bad).toBe(false);
+    for (const bad of ["10.0.0.0/33", "10.0.0.256", "010.0.0.1", "proxy.local", "::1/129", "1:2:3:4:5:6:7:8:9", "10.0.0.0/8/1", ""])
+      expect(isCidr(bad), bad).toBe(false);
     expect(() => cidrMatcher(["nope"])).toThrow(/not an address or CIDR range: nope/);
   });
 });

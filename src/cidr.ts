@@ -41,7 +41,6 @@ function parseIPv6(s: string): bigint | undefined {
   return n;
 }
 
-
 /** An address as [bits, width]; IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how Node reports IPv4 peers on `::`) as IPv4. */
 function parseAddress(s: string): [bigint, 32 | 128] | undefined {
   const v4 = parseIPv4(s);

@@ -46,7 +46,13 @@ async function api<T = Record<string, unknown>>(t: Target, method: string, path:
 }
 
 const out = (v: unknown): void => void process.stdout.write(JSON.stringify(v, null, 2) + "\n");
-const list = (s: string | undefined) => (s === undefined ? undefined : s.split(",").map((x) => x.trim()).filter(Boolean));
+const list = (s: string | undefined) =>
+  s === undefined
+    ? undefined
+    : s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean);
 const int = (name: string, s: string | undefined) => {
   if (s === undefined) return undefined;
   const n = Number(s);
@@ -67,11 +73,19 @@ const settingFlags = {
   set: { type: "string" },
 } as const;
 
-function settingsPatch(v: Record<string, string | boolean | undefined>, current?: { budget?: object; quotas?: object }): Record<string, unknown> {
+function settingsPatch(
+  v: Record<string, string | boolean | undefined>,
+  current?: { budget?: object; quotas?: object },
+): Record<string, unknown> {
   const patch: Record<string, unknown> = v.set ? JSON.parse(String(v.set)) : {};
   if (v.scopes !== undefined) patch.scopes = list(String(v.scopes));
   if (v.daily !== undefined || v.monthly !== undefined || v.total !== undefined) {
-    patch.budget = { ...(current?.budget ?? {}), ...(v.daily !== undefined ? { daily: v.daily } : {}), ...(v.monthly !== undefined ? { monthly: v.monthly } : {}), ...(v.total !== undefined ? { total: v.total } : {}) };
+    patch.budget = {
+      ...(current?.budget ?? {}),
+      ...(v.daily !== undefined ? { daily: v.daily } : {}),
+      ...(v.monthly !== undefined ? { monthly: v.monthly } : {}),
+      ...(v.total !== undefined ? { total: v.total } : {}),
+    };
   }
   if (v["on-exhausted"] !== undefined) patch.onExhausted = v["on-exhausted"];
   const quotas = {
@@ -84,7 +98,11 @@ function settingsPatch(v: Record<string, string | boolean | undefined>, current?
 }
 
 export async function cmdTenants(sub: string | undefined, args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { ...common, ...settingFlags, label: { type: "string" }, expires: { type: "string" }, limit: { type: "string" } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...common, ...settingFlags, label: { type: "string" }, expires: { type: "string" }, limit: { type: "string" } },
+  });
   const t = target(values);
   const id = positionals[0];
   const need = () => {
@@ -93,19 +111,33 @@ export async function cmdTenants(sub: string | undefined, args: string[]): Promi
   };
   switch (sub) {
     case "list": {
-      const r = await api<{ tenants: Array<{ id: string; enabled: boolean; scopes: string[]; keys: unknown[]; source: string }> }>(t, "GET", "/tenants");
+      const r = await api<{ tenants: Array<{ id: string; enabled: boolean; scopes: string[]; keys: unknown[]; source: string }> }>(
+        t,
+        "GET",
+        "/tenants",
+      );
       if (values.json) return out(r);
-      for (const x of r.tenants) process.stdout.write(`${x.id}\t${x.enabled ? "enabled" : "disabled"}\t${x.scopes.join(",")}\t${x.keys.length} key(s)\t${x.source}\n`);
+      for (const x of r.tenants)
+        process.stdout.write(
+          `${x.id}\t${x.enabled ? "enabled" : "disabled"}\t${x.scopes.join(",")}\t${x.keys.length} key(s)\t${x.source}\n`,
+        );
       return;
     }
     case "get":
       return out(await api(t, "GET", `/tenants/${need()}`));
     case "create": {
-      const body = { id, ...settingsPatch(values), ...(values.label ? { keyLabel: values.label } : {}), ...(values.expires ? { keyExpiresAt: values.expires } : {}) };
+      const body = {
+        id,
+        ...settingsPatch(values),
+        ...(values.label ? { keyLabel: values.label } : {}),
+        ...(values.expires ? { keyExpiresAt: values.expires } : {}),
+      };
       need();
       const r = await api<{ tenant: { id: string }; key: string; keyId: string }>(t, "POST", "/tenants", body);
       if (values.json) return out(r);
-      process.stdout.write(`Tenant "${r.tenant.id}" created. Its key (shown once; only its hash is kept):\n\n  ${r.key}\n\nkey id: ${r.keyId}\n`);
+      process.stdout.write(
+        `Tenant "${r.tenant.id}" created. Its key (shown once; only its hash is kept):\n\n  ${r.key}\n\nkey id: ${r.keyId}\n`,
+      );
       return;
     }
     case "update": {
@@ -126,7 +158,17 @@ export async function cmdTenants(sub: string | undefined, args: string[]): Promi
 
 /** `keys create|rotate|revoke|expire` against a running gateway (`keys create` without --gateway stays offline). */
 export async function cmdKeysRemote(sub: string | undefined, args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { ...common, tenant: { type: "string" }, key: { type: "string" }, label: { type: "string" }, expires: { type: "string" }, grace: { type: "string" } } });
+  const { values } = parseArgs({
+    args,
+    options: {
+      ...common,
+      tenant: { type: "string" },
+      key: { type: "string" },
+      label: { type: "string" },
+      expires: { type: "string" },
+      grace: { type: "string" },
+    },
+  });
   const t = target(values);
   if (!values.tenant) throw new AdminCliError(`tollgate keys ${sub} --tenant ID …`);
   const base = `/tenants/${encodeURIComponent(values.tenant)}/keys`;
@@ -134,12 +176,25 @@ export async function cmdKeysRemote(sub: string | undefined, args: string[]): Pr
     if (!values.key) throw new AdminCliError(`tollgate keys ${sub} --tenant ID --key KEY_ID (the id shown by \`tollgate tenants get\`)`);
     return encodeURIComponent(values.key);
   };
-  const issued = (r: { tenant: string; key: string; id: string }) => (values.json ? out(r) : process.stdout.write(`New key for tenant "${r.tenant}" (shown once; only its hash is kept):\n\n  ${r.key}\n\nkey id: ${r.id}\n`));
+  const issued = (r: { tenant: string; key: string; id: string }) =>
+    values.json
+      ? out(r)
+      : process.stdout.write(`New key for tenant "${r.tenant}" (shown once; only its hash is kept):\n\n  ${r.key}\n\nkey id: ${r.id}\n`);
   switch (sub) {
     case "create":
-      return void issued(await api(t, "POST", base, { ...(values.label ? { label: values.label } : {}), ...(values.expires ? { expiresAt: values.expires } : {}) }));
+      return void issued(
+        await api(t, "POST", base, {
+          ...(values.label ? { label: values.label } : {}),
+          ...(values.expires ? { expiresAt: values.expires } : {}),
+        }),
+      );
     case "rotate":
-      return void issued(await api(t, "POST", `${base}/${keyId()}/rotate`, { ...(values.label ? { label: values.label } : {}), graceSeconds: int("grace", values.grace) ?? 0 }));
+      return void issued(
+        await api(t, "POST", `${base}/${keyId()}/rotate`, {
+          ...(values.label ? { label: values.label } : {}),
+          graceSeconds: int("grace", values.grace) ?? 0,
+        }),
+      );
     case "revoke":
       return out(await api(t, "DELETE", `${base}/${keyId()}`));
     case "expire":

@@ -74,7 +74,10 @@ function devLogFile() {
 }
 
 async function cmdDev(args: string[]) {
-  const { values } = parseArgs({ args, options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" }, worker: { type: "boolean" } } });
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" }, worker: { type: "boolean" } },
+  });
   const json = !!values.json;
   if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
   const { startDevStack } = await import("./dev-stack.js");
@@ -86,7 +89,13 @@ async function cmdDev(args: string[]) {
     port: values.port !== undefined ? Number(values.port) : json ? 0 : 8787,
     logLevel: "info",
     logSink: writeLog,
-    ...(logs ? { emulator: { log: (event, fields) => writeLog(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })) } } : {}),
+    ...(logs
+      ? {
+          emulator: {
+            log: (event, fields) => writeLog(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })),
+          },
+        }
+      : {}),
     progress: json ? undefined : (m) => process.stderr.write(m + "\n"),
   });
   onShutdown(async () => {
@@ -97,7 +106,14 @@ async function cmdDev(args: string[]) {
   const g = stack.gateway.url;
   if (json) {
     process.stdout.write(
-      JSON.stringify({ gateway: g, upstream: stack.emulator.controlUrl, runtime: stack.emulator.runtimeUrl, chain: stack.emulator.chain?.rpcUrl ?? null, tenants: stack.tenants, logFile }) + "\n",
+      JSON.stringify({
+        gateway: g,
+        upstream: stack.emulator.controlUrl,
+        runtime: stack.emulator.runtimeUrl,
+        chain: stack.emulator.chain?.rpcUrl ?? null,
+        tenants: stack.tenants,
+        logFile,
+      }) + "\n",
     );
     return;
   }
@@ -139,9 +155,19 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
     await dev.close();
     await logs?.close();
   }, json);
-  const info = { gateway: dev.gateway, upstream: dev.emulator.controlUrl, runtime: dev.emulator.runtimeUrl, chain: dev.emulator.chain?.rpcUrl ?? null, tenants: dev.tenants, logFile: logs?.path };
+  const info = {
+    gateway: dev.gateway,
+    upstream: dev.emulator.controlUrl,
+    runtime: dev.emulator.runtimeUrl,
+    chain: dev.emulator.chain?.rpcUrl ?? null,
+    tenants: dev.tenants,
+    logFile: logs?.path,
+  };
   if (json) process.stdout.write(JSON.stringify(info) + "\n");
-  else process.stdout.write(`\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  initech ${dev.tenants.initech}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`);
+  else
+    process.stdout.write(
+      `\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  initech ${dev.tenants.initech}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`,
+    );
 }
 
 async function cmdStart(args: string[]) {
@@ -150,11 +176,16 @@ async function cmdStart(args: string[]) {
   const config = await loadConfigFile(values.config);
   const secrets = secretsFromEnv(process.env);
   if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
-  if (!secrets.tokenSecret && !secrets.tokenSecrets) fail("tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.");
+  if (!secrets.tokenSecret && !secrets.tokenSecrets)
+    fail(
+      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.",
+    );
   if (!config.server.publicOrigin && !config.server.publicHosts) {
     // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
     config.server.publicHosts = [...LOOPBACK_HOSTS];
-    process.stderr.write(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}\n`);
+    process.stderr.write(
+      `tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}\n`,
+    );
   }
   const { startNodeGateway } = await import("./node.js");
   const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
@@ -162,9 +193,13 @@ async function cmdStart(args: string[]) {
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
     async () => {
-      process.stderr.write(`draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once\n`);
+      process.stderr.write(
+        `draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once\n`,
+      );
       const r = await running.drain(drainSeconds);
-      process.stderr.write(`drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)\n`);
+      process.stderr.write(
+        `drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)\n`,
+      );
     },
     false,
     drainSeconds * 1000 + 10_000,
@@ -174,7 +209,13 @@ async function cmdStart(args: string[]) {
 async function cmdEmulator(args: string[]) {
   const { values } = parseArgs({
     args,
-    options: { json: { type: "boolean" }, "control-port": { type: "string" }, "runtime-port": { type: "string" }, "no-chain": { type: "boolean" }, host: { type: "string" } },
+    options: {
+      json: { type: "boolean" },
+      "control-port": { type: "string" },
+      "runtime-port": { type: "string" },
+      "no-chain": { type: "boolean" },
+      host: { type: "string" },
+    },
   });
   const { startEmulator } = await import("../emulator/index.js");
   const emu = await startEmulator({
@@ -189,13 +230,19 @@ async function cmdEmulator(args: string[]) {
   // A payer for `tollgate start` against this emulator: made now, funded with 100 tokens on the local chain only.
   const chain = emu.chain;
   const wallet = chain ? await chain.createFundedWallet(EMULATOR_WALLET_FUNDS) : null;
-  const token = chain ? { address: chain.token.address, network: chain.network, symbol: chain.token.symbol, decimals: chain.token.decimals } : null;
+  const token = chain
+    ? { address: chain.token.address, network: chain.network, symbol: chain.token.symbol, decimals: chain.token.decimals }
+    : null;
   const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: chain?.rpcUrl ?? null, wallet, token };
   if (values.json) process.stdout.write(JSON.stringify(info) + "\n");
   else {
-    process.stdout.write(`emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`);
+    process.stdout.write(
+      `emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`,
+    );
     if (wallet && token) {
-      process.stdout.write(`  token    ${token.address} (${token.symbol}, ${token.network})\n  wallet   ${wallet.address} (100 ${token.symbol}; local chain only)\n  walletKey ${wallet.privateKey}\n`);
+      process.stdout.write(
+        `  token    ${token.address} (${token.symbol}, ${token.network})\n  wallet   ${wallet.address} (100 ${token.symbol}; local chain only)\n  walletKey ${wallet.privateKey}\n`,
+      );
     }
   }
 }

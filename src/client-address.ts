@@ -27,7 +27,10 @@ export function clientAddress(peer: PeerAddress, isTrustedProxy?: (address: stri
     if (!p || !isTrustedProxy?.(p)) return p;
     const xff = c.req.header("x-forwarded-for");
     if (!xff) return p;
-    const hops = xff.split(",").map((h) => normaliseAddress(h.trim())).filter(Boolean);
+    const hops = xff
+      .split(",")
+      .map((h) => normaliseAddress(h.trim()))
+      .filter(Boolean);
     for (let i = hops.length - 1; i >= 0; i--) if (!isTrustedProxy(hops[i]!)) return hops[i];
     return hops[0] ?? p;
   };

@@ -50,7 +50,13 @@ export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, serve
       allowedHosts: [new URL(emulator.runtimeUrl).host, `localhost:${runtimePort}`, new URL(emulator.controlUrl).host],
     },
     payments: chain
-      ? { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", maxAuthorizationSeconds: 300, rpc: { [chain.network]: chain.rpcUrl } }
+      ? {
+          networks: [chain.network],
+          assets: [chain.token.address],
+          maxPerRequest: "0.50",
+          maxAuthorizationSeconds: 300,
+          rpc: { [chain.network]: chain.rpcUrl },
+        }
       : { enabled: false },
     tenants: [
       {

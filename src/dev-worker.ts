@@ -55,8 +55,18 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<Worke
   const stop = async () => {
     if (child && child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child!.once("exit", r));
-      try { process.kill(-child.pid!, "SIGTERM"); } catch { /* gone */ }
-      const t = setTimeout(() => { try { process.kill(-child!.pid!, "SIGKILL"); } catch { /* gone */ } }, 5000);
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {
+        /* gone */
+      }
+      const t = setTimeout(() => {
+        try {
+          process.kill(-child!.pid!, "SIGKILL");
+        } catch {
+          /* gone */
+        }
+      }, 5000);
       await exited;
       clearTimeout(t);
     }
@@ -81,11 +91,15 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<Worke
       { mode: 0o600 },
     );
     progress("starting the Worker with wrangler dev…");
-    child = spawn("npx", ["wrangler", "dev", "--local", "--ip", host, "--port", String(port), "--env-file", envFile, "--persist-to", join(dir, "state")], {
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
-    });
+    child = spawn(
+      "npx",
+      ["wrangler", "dev", "--local", "--ip", host, "--port", String(port), "--env-file", envFile, "--persist-to", join(dir, "state")],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+        env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+      },
+    );
     let out = "";
     let ready = false;
     let partial = "";

@@ -17,13 +17,16 @@ export class GatewayError extends Error {
 
 export const errors = {
   badRequest: (message: string, code = "bad_request", details?: Record<string, unknown>) => new GatewayError(400, code, message, details),
-  unauthorized: (message = "Missing or invalid API key. Send it as `x-api-key: <key>` or `Authorization: Bearer <key>`.", code = "unauthorized") =>
-    new GatewayError(401, code, message),
+  unauthorized: (
+    message = "Missing or invalid API key. Send it as `x-api-key: <key>` or `Authorization: Bearer <key>`.",
+    code = "unauthorized",
+  ) => new GatewayError(401, code, message),
   forbidden: (message: string, code = "forbidden", details?: Record<string, unknown>) => new GatewayError(403, code, message, details),
   notFound: (message = "Not found", code = "not_found") => new GatewayError(404, code, message),
   upstreamUnavailable: (message = "The upstream service could not be reached; try again shortly.", code = "upstream_unavailable") =>
     new GatewayError(502, code, message),
-  upstreamTimeout: (message = "The upstream service did not answer in time; try again shortly.") => new GatewayError(504, "upstream_timeout", message),
+  upstreamTimeout: (message = "The upstream service did not answer in time; try again shortly.") =>
+    new GatewayError(504, "upstream_timeout", message),
 };
 
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -37,7 +40,15 @@ export function errorResponse(err: unknown, requestId?: string): Response {
     return jsonResponse(err.status, { message: err.message, code: err.code, ...err.details }, { ...err.headers, ...headers });
   }
   if (isStateUnavailable(err)) {
-    return jsonResponse(503, { message: "The gateway's shared state store is unreachable; nothing was paid. Try again shortly.", code: "state_unavailable" }, { "retry-after": "5", ...headers });
+    return jsonResponse(
+      503,
+      { message: "The gateway's shared state store is unreachable; nothing was paid. Try again shortly.", code: "state_unavailable" },
+      { "retry-after": "5", ...headers },
+    );
   }
-  return jsonResponse(500, { message: "Internal gateway error; the request id identifies it in the gateway's log.", code: "internal_error" }, headers);
+  return jsonResponse(
+    500,
+    { message: "Internal gateway error; the request id identifies it in the gateway's log.", code: "internal_error" },
+    headers,
+  );
 }

@@ -58,7 +58,10 @@ export function clientView(c: Context, services: GatewayServices): ClientView {
     const fwdHost = firstValue(c.req.header("x-forwarded-host"));
     const host = fwdHost ? normaliseHost(fwdHost, protocol) : normaliseHost(url.host, protocol);
     // X-Forwarded-For lists client, proxy1, proxy2…; the client is the right-most hop that is not one of ours.
-    const hops = (c.req.header("x-forwarded-for") ?? "").split(",").map((h) => h.trim()).filter(Boolean);
+    const hops = (c.req.header("x-forwarded-for") ?? "")
+      .split(",")
+      .map((h) => h.trim())
+      .filter(Boolean);
     let address: string | undefined = peer;
     while (hops.length && isTrusted(address)) address = hops.pop();
     view = { protocol, host, address };

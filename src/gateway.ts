@@ -129,8 +129,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
     if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
-    if (isStateUnavailable(err)) logger.error("state store unavailable", { requestId: c.get("requestId"), error: String((err as Error).message) });
-    else if (!(err instanceof GatewayError)) logger.error("unhandled", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
+    if (isStateUnavailable(err))
+      logger.error("state store unavailable", { requestId: c.get("requestId"), error: String((err as Error).message) });
+    else if (!(err instanceof GatewayError))
+      logger.error("unhandled", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
     return errorResponse(err, c.get("requestId"));
   });
   app.notFound((c) => {
@@ -181,10 +183,19 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     const { origin, path, query } = splitRequestUrl(request.url);
     const n = normalisePath(path);
     if (!n.ok) {
-      return errorResponse(new GatewayError(400, "invalid_path", `The request path cannot be accepted: ${n.reason}.`), request.headers.get("x-request-id") ?? undefined);
+      return errorResponse(
+        new GatewayError(400, "invalid_path", `The request path cannot be accepted: ${n.reason}.`),
+        request.headers.get("x-request-id") ?? undefined,
+      );
     }
     if (!n.changed) return dispatch(request, env, executionCtx);
-    const init: RequestInit & { duplex?: "half" } = { method: request.method, headers: request.headers, body: request.body, signal: request.signal, duplex: "half" };
+    const init: RequestInit & { duplex?: "half" } = {
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      signal: request.signal,
+      duplex: "half",
+    };
     let normalised: Request;
     try {
       normalised = new Request(origin + n.path + query, init);

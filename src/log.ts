@@ -20,7 +20,8 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
   [/\btg[a-z]?_[A-Za-z0-9_-]{16,}/g, "[REDACTED_KEY]"],
 ];
 
-const SECRET_FIELDS = /^(x-api-key|authorization|payment-signature|x-payment|cookie|set-cookie|apikey|api_key|token|managementtoken|privatekey|walletkey|secret|password|signature)$/i;
+const SECRET_FIELDS =
+  /^(x-api-key|authorization|payment-signature|x-payment|cookie|set-cookie|apikey|api_key|token|managementtoken|privatekey|walletkey|secret|password|signature)$/i;
 
 /** Scrubs known secret values and secret-looking patterns from any value about to be logged. */
 export class Redactor {
@@ -67,9 +68,15 @@ export class Logger {
     this.sink(this.redactor.text(JSON.stringify(entry, (_k, v) => (typeof v === "bigint" ? v.toString() : v))));
   }
 
-  info(msg: string, fields?: Record<string, unknown>) { this.log("info", msg, fields); }
-  error(msg: string, fields?: Record<string, unknown>) { this.log("error", msg, fields); }
-  debug(msg: string, fields?: Record<string, unknown>) { this.log("debug", msg, fields); }
+  info(msg: string, fields?: Record<string, unknown>) {
+    this.log("info", msg, fields);
+  }
+  error(msg: string, fields?: Record<string, unknown>) {
+    this.log("error", msg, fields);
+  }
+  debug(msg: string, fields?: Record<string, unknown>) {
+    this.log("debug", msg, fields);
+  }
 }
 
 export const stdoutSink: LogSink = (line) => console.log(line);

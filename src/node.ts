@@ -94,7 +94,12 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const host = opts.host ?? opts.config.server.host;
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
-      { fetch: withUpgradeErrorBodies(gateway.app.fetch), hostname: host, port: opts.port ?? opts.config.server.port, websocket: { server: wss } },
+      {
+        fetch: withUpgradeErrorBodies(gateway.app.fetch),
+        hostname: host,
+        port: opts.port ?? opts.config.server.port,
+        websocket: { server: wss },
+      },
       () => resolve(s),
     );
     s.once("error", reject);

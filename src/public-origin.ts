@@ -28,7 +28,11 @@ export function publicOriginOf(c: Context, services: GatewayServices): string {
   const view = clientView(c, services);
   // publicHostsOnly() refuses such requests up front; this keeps a route mounted outside it from echoing the host.
   if (publicHosts && !isListedPublicHost(view.host, publicHosts)) {
-    throw new GatewayError(421, "host_not_allowed", "This gateway answers only to its public host names (server.publicHosts); call it by one of them.");
+    throw new GatewayError(
+      421,
+      "host_not_allowed",
+      "This gateway answers only to its public host names (server.publicHosts); call it by one of them.",
+    );
   }
   return `${view.protocol}//${view.host}`;
 }

@@ -5,7 +5,13 @@ import type { GatewayServices } from "./services.js";
 import { atomicToUsd, usdToAtomic } from "./payments/money.js";
 
 const BALANCE_OF_ABI = [
-  { type: "function", name: "balanceOf", stateMutability: "view", inputs: [{ name: "account", type: "address" }], outputs: [{ type: "uint256" }] },
+  {
+    type: "function",
+    name: "balanceOf",
+    stateMutability: "view",
+    inputs: [{ name: "account", type: "address" }],
+    outputs: [{ type: "uint256" }],
+  },
 ] as const;
 
 export interface CheckResult {
@@ -31,7 +37,10 @@ export interface ReadinessOptions {
 class Cached<T> {
   private value: { at: number; v: T } | undefined;
   private inflight: Promise<T> | undefined;
-  constructor(private readonly ttlMs: number, private readonly compute: () => Promise<T>) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly compute: () => Promise<T>,
+  ) {}
   get(now: number): Promise<T> {
     if (this.value && now - this.value.at < this.ttlMs) return Promise.resolve(this.value.v);
     this.inflight ??= this.compute()
@@ -46,7 +55,10 @@ class Cached<T> {
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 export class Readiness {
@@ -55,7 +67,10 @@ export class Readiness {
   private readonly walletProbe: Cached<CheckResult>;
   private readonly clients = new Map<string, PublicClient>();
 
-  constructor(private readonly services: GatewayServices, opts: ReadinessOptions = {}) {
+  constructor(
+    private readonly services: GatewayServices,
+    opts: ReadinessOptions = {},
+  ) {
     this.timeoutMs = opts.timeoutMs ?? 2000;
     this.upstreamProbe = new Cached(opts.upstreamCacheMs ?? 5000, () => this.probeUpstream());
     this.walletProbe = new Cached(opts.walletCacheMs ?? 30_000, () => this.probeWallet());
@@ -86,11 +101,20 @@ export class Readiness {
     const ctrl = new AbortController();
     const timer = setTimeout(() => ctrl.abort(new Error("timeout")), this.timeoutMs);
     try {
-      const res = await this.services.upstream.transport.request({ url: `${this.services.upstream.origin}/`, method: "GET", headers: new Headers(), signal: ctrl.signal });
+      const res = await this.services.upstream.transport.request({
+        url: `${this.services.upstream.origin}/`,
+        method: "GET",
+        headers: new Headers(),
+        signal: ctrl.signal,
+      });
       await res.body?.cancel().catch(() => {});
       return { ok: true, status: res.status, ms: ms(started) };
     } catch {
-      return { ok: false, ms: ms(started), error: ctrl.signal.aborted ? `no answer within ${this.timeoutMs} ms` : "the upstream could not be reached" };
+      return {
+        ok: false,
+        ms: ms(started),
+        error: ctrl.signal.aborted ? `no answer within ${this.timeoutMs} ms` : "the upstream could not be reached",
+      };
     } finally {
       clearTimeout(timer);
     }
@@ -120,7 +144,12 @@ export class Readiness {
       for (const network of networks) {
         for (const asset of assets) {
           const b = await withTimeout(
-            this.client(network).readContract({ address: asset as `0x${string}`, abi: BALANCE_OF_ABI, functionName: "balanceOf", args: [address] }),
+            this.client(network).readContract({
+              address: asset as `0x${string}`,
+              abi: BALANCE_OF_ABI,
+              functionName: "balanceOf",
+              args: [address],
+            }),
             this.timeoutMs,
             "balanceOf",
           );
@@ -132,13 +161,21 @@ export class Readiness {
       return { ok: false, floor: atomicToUsd(floor), balances, error: "the wallet balance could not be read from the RPC" };
     }
     const ok = lowest! >= floor;
-    return { ok, balance: atomicToUsd(lowest!), floor: atomicToUsd(floor), balances, ...(ok ? {} : { error: `wallet balance $${atomicToUsd(lowest!)} is below the floor of $${atomicToUsd(floor)}` }) };
+    return {
+      ok,
+      balance: atomicToUsd(lowest!),
+      floor: atomicToUsd(floor),
+      balances,
+      ...(ok ? {} : { error: `wallet balance $${atomicToUsd(lowest!)} is below the floor of $${atomicToUsd(floor)}` }),
+    };
   }
 
   private client(network: string): PublicClient {
     let c = this.clients.get(network);
     if (!c) {
-      c = createPublicClient({ transport: http(this.services.config.payments.rpc[network], { retryCount: 0, timeout: this.timeoutMs }) }) as PublicClient;
+      c = createPublicClient({
+        transport: http(this.services.config.payments.rpc[network], { retryCount: 0, timeout: this.timeoutMs }),
+      }) as PublicClient;
       this.clients.set(network, c);
     }
     return c;

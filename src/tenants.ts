@@ -50,7 +50,10 @@ export class TenantDirectory {
   private byId = new Map<string, Tenant>();
   private refresher: (() => Promise<void>) | undefined;
 
-  constructor(tenants: Tenant[], private readonly now: () => number = Date.now) {
+  constructor(
+    tenants: Tenant[],
+    private readonly now: () => number = Date.now,
+  ) {
     this.replace(tenants);
   }
 

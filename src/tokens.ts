@@ -48,10 +48,19 @@ export class TokenService {
   /** Signatures already checked, by token: the hot path then costs a map lookup (expiry and revocation still checked). */
   private readonly verified = new LRUCache<string, GatewayToken>({ max: 10_000 });
 
-  constructor(secrets: string | readonly TokenSecret[], private readonly kv: KeyValueStore, private readonly now: () => number = Date.now) {
+  constructor(
+    secrets: string | readonly TokenSecret[],
+    private readonly kv: KeyValueStore,
+    private readonly now: () => number = Date.now,
+  ) {
     const list = typeof secrets === "string" ? [{ kid: DEFAULT_KID, secret: secrets }] : secrets;
     if (list.length === 0) throw new TypeError("TokenService needs at least one secret");
-    this.keys = new Map(list.map(({ kid, secret }) => [kid, crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"])]));
+    this.keys = new Map(
+      list.map(({ kid, secret }) => [
+        kid,
+        crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]),
+      ]),
+    );
     this.signer = list[0]!.kid;
   }
 
@@ -65,7 +74,9 @@ export class TokenService {
     return key;
   };
 
-  async mint(t: Omit<GatewayToken, "jti" | "exp" | "iat"> & { ttlSeconds: number }): Promise<{ token: string; jti: string; expiresAt: string }> {
+  async mint(
+    t: Omit<GatewayToken, "jti" | "exp" | "iat"> & { ttlSeconds: number },
+  ): Promise<{ token: string; jti: string; expiresAt: string }> {
     const jti = crypto.randomUUID();
     const iat = Math.floor(this.now() / 1000);
     const exp = iat + t.ttlSeconds;
@@ -178,6 +189,8 @@ export function looksLikeGatewayToken(s: string | undefined): s is string {
 export function requireTokenScope(t: GatewayToken, scope: TokenScope, resource?: string): void {
   if (resource !== undefined && t.resource !== resource) throw new GatewayError(404, "not_found", "Not found");
   if (!t.scopes.includes(scope)) {
-    throw new GatewayError(403, "token_scope", `This token does not allow "${scope}" (it allows: ${t.scopes.join(", ") || "nothing"}).`, { requiredScope: scope });
+    throw new GatewayError(403, "token_scope", `This token does not allow "${scope}" (it allows: ${t.scopes.join(", ") || "nothing"}).`, {
+      requiredScope: scope,
+    });
   }
 }

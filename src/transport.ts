@@ -82,7 +82,15 @@ const HOP_BY_HOP_LIST = [
 
 // Built once: these run on every proxied request. Lookups are by lower-case name (Headers iterate lower-cased).
 // accept-encoding: the transport negotiates its own compression; an SSE or file stream must not be recompressed.
-const REQUEST_DROPPED = new Set([...HOP_BY_HOP_LIST, "x-api-key", "authorization", "cookie", "payment-signature", "x-payment", "accept-encoding"]);
+const REQUEST_DROPPED = new Set([
+  ...HOP_BY_HOP_LIST,
+  "x-api-key",
+  "authorization",
+  "cookie",
+  "payment-signature",
+  "x-payment",
+  "accept-encoding",
+]);
 export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== "content-length"), "set-cookie"]);
 
 /** Request headers to forward upstream: the client's, minus hop-by-hop and the client's own credentials. */

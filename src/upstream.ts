@@ -4,7 +4,13 @@ import type { TollgateConfig } from "../config/schema.js";
 import type { GatewayEnv } from "./context.js";
 import { GatewayError, errors } from "./errors.js";
 import { splitRequestUrl } from "./routing/normalize.js";
-import { forwardableRequestHeaders, forwardableResponseHeaders, relayableBody, UpstreamHeadersTimeout, type UpstreamTransport } from "./transport.js";
+import {
+  forwardableRequestHeaders,
+  forwardableResponseHeaders,
+  relayableBody,
+  UpstreamHeadersTimeout,
+  type UpstreamTransport,
+} from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { routeLabel } from "./metrics/route-label.js";
 import type * as z from "zod";
@@ -42,7 +48,10 @@ export class Upstream {
   isAllowedUrl(url: string): boolean {
     try {
       const u = new URL(url);
-      return ["http:", "https:", "ws:", "wss:"].includes(u.protocol) && (this.allowedHosts.has(u.host.toLowerCase()) || this.allowedHosts.has(u.hostname.toLowerCase()));
+      return (
+        ["http:", "https:", "ws:", "wss:"].includes(u.protocol) &&
+        (this.allowedHosts.has(u.host.toLowerCase()) || this.allowedHosts.has(u.hostname.toLowerCase()))
+      );
     } catch {
       return false;
     }
@@ -50,7 +59,8 @@ export class Upstream {
 
   controlHeaders(requestId: string, from?: Headers): Headers {
     const h = from ? forwardableRequestHeaders(from) : new Headers();
-    if (!this.apiKey) throw new GatewayError(503, "upstream_not_configured", "The gateway has no upstream API key; set TOLLGATE_UPSTREAM_API_KEY.");
+    if (!this.apiKey)
+      throw new GatewayError(503, "upstream_not_configured", "The gateway has no upstream API key; set TOLLGATE_UPSTREAM_API_KEY.");
     h.set("x-api-key", this.apiKey);
     h.set("x-request-id", requestId);
     return h;
@@ -66,7 +76,11 @@ export class Upstream {
     } else {
       headers = this.controlHeaders(requestId, call.headers);
     }
-    return this.send(c, { url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body }, { timeoutMs: call.timeoutMs, detachFromClient: call.detachFromClient });
+    return this.send(
+      c,
+      { url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body },
+      { timeoutMs: call.timeoutMs, detachFromClient: call.detachFromClient },
+    );
   }
 
   /**
@@ -83,7 +97,11 @@ export class Upstream {
       // No timer and no controller of our own: the transport times the headers, the client's signal aborts it.
       const begun = performance.now();
       try {
-        const res = await this.transport.request({ ...req, signal: opts.detachFromClient ? undefined : c.req.raw.signal, headersTimeoutMs: timeoutMs });
+        const res = await this.transport.request({
+          ...req,
+          signal: opts.detachFromClient ? undefined : c.req.raw.signal,
+          headersTimeoutMs: timeoutMs,
+        });
         this.observe(c, req.body, res, performance.now() - begun);
         return res;
       } catch (err) {
@@ -129,7 +147,10 @@ export class Upstream {
     if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
     const { body, held } = relayableBody(res);
     // A transport's own response has no status text worth reading (and reading it costs a full Response on Node).
-    return new Response(body as BodyInit | null, held ? { status: res.status, headers } : { status: res.status, statusText: res.statusText, headers });
+    return new Response(
+      body as BodyInit | null,
+      held ? { status: res.status, headers } : { status: res.status, statusText: res.statusText, headers },
+    );
   }
 }
 

@@ -35,9 +35,7 @@ export function anvilBinary(): string {
   }
   const found = candidates.find((p) => existsSync(p));
   if (!found) {
-    throw new Error(
-      `anvil binary not found (looked in ${platformPkg} and @foundry-rs/anvil). Run \`npm ci\` without --omit=optional.`,
-    );
+    throw new Error(`anvil binary not found (looked in ${platformPkg} and @foundry-rs/anvil). Run \`npm ci\` without --omit=optional.`);
   }
   return found;
 }
@@ -73,7 +71,10 @@ export async function startAnvil(opts: AnvilOptions): Promise<AnvilProcess> {
 
   try {
     const boundPort = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`anvil did not start within ${opts.startTimeoutMs ?? 15000} ms`)), opts.startTimeoutMs ?? 15000);
+      const timer = setTimeout(
+        () => reject(new Error(`anvil did not start within ${opts.startTimeoutMs ?? 15000} ms`)),
+        opts.startTimeoutMs ?? 15000,
+      );
       const fail = (why: string) => {
         clearTimeout(timer);
         reject(new Error(`anvil ${why}${stderr ? `: ${stderr.trim()}` : ""}`));

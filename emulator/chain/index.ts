@@ -71,8 +71,7 @@ export async function startChain(opts: StartChainOptions = {}): Promise<LocalCha
     });
     const transport = http(anvil.rpcUrl, { batch: false, retryCount: 0 });
     const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 }) as PublicClient;
-    const rpc = (method: string, params: unknown[]) =>
-      publicClient.request({ method: method as never, params: params as never });
+    const rpc = (method: string, params: unknown[]) => publicClient.request({ method: method as never, params: params as never });
 
     // Keys are made here and now, never committed: the deployer mints, the facilitator pays settlement gas.
     const deployer = privateKeyToAccount(generatePrivateKey());

@@ -1,6 +1,14 @@
 // The scripted agent's steps written in each agent family's own step shape (browser-use history, Claude messages, ...).
 
-export const AGENT_FAMILIES = ["browser-use", "claude-computer-use", "gemini-computer-use", "grok-computer-use", "meta-computer-use", "cua", "hyper-agent"] as const;
+export const AGENT_FAMILIES = [
+  "browser-use",
+  "claude-computer-use",
+  "gemini-computer-use",
+  "grok-computer-use",
+  "meta-computer-use",
+  "cua",
+  "hyper-agent",
+] as const;
 export type AgentFamily = (typeof AGENT_FAMILIES)[number];
 
 /** One thing the agent did: open a URL (with what it found there) or finish with its answer. */
@@ -36,9 +44,30 @@ export function formatStep(family: AgentFamily, s: AgentStep, opts: { llm?: stri
   switch (family) {
     case "browser-use":
       return {
-        model_output: { current_state: { evaluation_previous_goal: s.number === 1 ? "Unknown - just started" : "Success", memory: s.text, next_goal: goal(s) }, action: [action] },
-        result: [{ is_done: s.action === "done", success: s.action === "done" ? true : s.ok, extracted_content: s.text, error: s.ok ? null : s.text, include_in_memory: true }],
-        state: { url: s.url, title: s.title, tabs: [{ page_id: 0, url: s.url, title: s.title }], interacted_element: [null], screenshot: null },
+        model_output: {
+          current_state: {
+            evaluation_previous_goal: s.number === 1 ? "Unknown - just started" : "Success",
+            memory: s.text,
+            next_goal: goal(s),
+          },
+          action: [action],
+        },
+        result: [
+          {
+            is_done: s.action === "done",
+            success: s.action === "done" ? true : s.ok,
+            extracted_content: s.text,
+            error: s.ok ? null : s.text,
+            include_in_memory: true,
+          },
+        ],
+        state: {
+          url: s.url,
+          title: s.title,
+          tabs: [{ page_id: 0, url: s.url, title: s.title }],
+          interacted_element: [null],
+          screenshot: null,
+        },
         metadata: { step_start_time: s.startedAt / 1000, step_end_time: s.endedAt / 1000, input_tokens: 0, step_number: s.number },
       };
     case "claude-computer-use":
@@ -60,7 +89,13 @@ export function formatStep(family: AgentFamily, s: AgentStep, opts: { llm?: stri
       return {
         candidates: [
           {
-            content: { role: "model", parts: s.action === "done" ? [{ text: s.text }] : [{ text: s.text }, { functionCall: { name: "navigate", args: { url: s.url, title: s.title } } }] },
+            content: {
+              role: "model",
+              parts:
+                s.action === "done"
+                  ? [{ text: s.text }]
+                  : [{ text: s.text }, { functionCall: { name: "navigate", args: { url: s.url, title: s.title } } }],
+            },
             finishReason: "STOP",
           },
         ],
@@ -68,9 +103,17 @@ export function formatStep(family: AgentFamily, s: AgentStep, opts: { llm?: stri
       };
     case "hyper-agent": {
       const actionOutput = { success: s.ok, message: s.text };
-      const act = s.action === "done" ? { type: "complete", params: { success: true, text: s.text } } : { type: "goToUrl", params: { url: s.url, title: s.title } };
-      if (opts.version === "1.1.0") return { idx: s.number - 1, agentOutput: { thoughts: goal(s), memory: s.text, action: act }, actionOutput };
-      return { idx: s.number - 1, agentOutput: { thoughts: goal(s), memory: s.text, nextGoal: goal(s), actions: [act] }, actionOutputs: [actionOutput] };
+      const act =
+        s.action === "done"
+          ? { type: "complete", params: { success: true, text: s.text } }
+          : { type: "goToUrl", params: { url: s.url, title: s.title } };
+      if (opts.version === "1.1.0")
+        return { idx: s.number - 1, agentOutput: { thoughts: goal(s), memory: s.text, action: act }, actionOutput };
+      return {
+        idx: s.number - 1,
+        agentOutput: { thoughts: goal(s), memory: s.text, nextGoal: goal(s), actions: [act] },
+        actionOutputs: [actionOutput],
+      };
     }
     default: {
       // cua, grok and meta report OpenAI-responses-like steps; grok writes its times as ISO strings.
@@ -79,7 +122,15 @@ export function formatStep(family: AgentFamily, s: AgentStep, opts: { llm?: stri
       const output =
         s.action === "done"
           ? [{ type: "message", role: "assistant", content: [{ type: "output_text", text: s.text }] }]
-          : [{ type: "computer_call", call_id: `call_${s.number}`, action: { type: "navigate", url: s.url }, status: "completed", title: s.title }];
+          : [
+              {
+                type: "computer_call",
+                call_id: `call_${s.number}`,
+                action: { type: "navigate", url: s.url },
+                status: "completed",
+                title: s.title,
+              },
+            ];
       return {
         created_at: created,
         ...(family === "cua" ? {} : { completed_at: completed }),
@@ -88,7 +139,8 @@ export function formatStep(family: AgentFamily, s: AgentStep, opts: { llm?: stri
         incomplete_details: null,
         model,
         output,
-        reasoning: family === "grok-computer-use" ? null : { effort: null, ...(family === "cua" ? { generate_summary: null } : { summary: null }) },
+        reasoning:
+          family === "grok-computer-use" ? null : { effort: null, ...(family === "cua" ? { generate_summary: null } : { summary: null }) },
         status: "completed",
       };
     }

@@ -7,7 +7,14 @@ export const DEFAULT_MAX_PAGES = 10;
 /** A pattern is a regular expression when it looks like one (`^`, `$`, `(`, `\`), else a glob where `*` is anything. */
 export function patternMatcher(pattern: string): RegExp {
   if (/[\^$()\\|]/.test(pattern)) return new RegExp(pattern);
-  return new RegExp("^" + pattern.split("*").map((p) => p.replace(/[.+?{}[\]]/g, "\\$&")).join(".*") + "$");
+  return new RegExp(
+    "^" +
+      pattern
+        .split("*")
+        .map((p) => p.replace(/[.+?{}[\]]/g, "\\$&"))
+        .join(".*") +
+      "$",
+  );
 }
 
 const canonical = (u: string) => {
@@ -41,7 +48,13 @@ async function sitemapUrls(web: LocalWeb, start: string, signal: AbortSignal): P
  * Visits pages from `start` until `maxPages` have been visited or nothing is left. `visit` loads one page and returns
  * the links it found; the start page is always visited, whatever the patterns say.
  */
-export async function crawlSite(opts: { web: LocalWeb; start: string; limits: CrawlLimits; signal: AbortSignal; visit(url: string): Promise<{ links?: string[] }> }): Promise<number> {
+export async function crawlSite(opts: {
+  web: LocalWeb;
+  start: string;
+  limits: CrawlLimits;
+  signal: AbortSignal;
+  visit(url: string): Promise<{ links?: string[] }>;
+}): Promise<number> {
   const { limits, signal } = opts;
   const maxPages = limits.maxPages ?? DEFAULT_MAX_PAGES;
   const allowed = crawlFilter(opts.start, limits);

@@ -44,7 +44,10 @@ function resolve(schema: Schema | undefined, root: Schema): Schema {
   return s;
 }
 
-const typeOf = (s: Schema): string => (Array.isArray(s.type) ? (s.type.find((t: string) => t !== "null") ?? "string") : (s.type ?? (s.properties ? "object" : s.items ? "array" : "string")));
+const typeOf = (s: Schema): string =>
+  Array.isArray(s.type)
+    ? (s.type.find((t: string) => t !== "null") ?? "string")
+    : (s.type ?? (s.properties ? "object" : s.items ? "array" : "string"));
 
 /** Turns found text into the schema's type; undefined when it cannot. */
 function coerce(value: string | undefined, s: Schema, context: string): unknown {
@@ -110,7 +113,11 @@ function rowObjects(items: Schema, docs: PageStructure[], root: Schema): Record<
     for (const table of doc.tables) {
       const cols = props.map(([k]) => table.headers.findIndex((h) => labelMatches(h, k) || labelMatches(k, h)));
       if (!cols.some((c) => c >= 0)) continue;
-      return table.rows.map((row) => Object.fromEntries(props.map(([k, sub], i) => [k, cols[i] >= 0 ? (coerce(row[cols[i]], resolve(sub, root), row.join(" ")) ?? null) : null])));
+      return table.rows.map((row) =>
+        Object.fromEntries(
+          props.map(([k, sub], i) => [k, cols[i] >= 0 ? (coerce(row[cols[i]], resolve(sub, root), row.join(" ")) ?? null) : null]),
+        ),
+      );
     }
   }
   return undefined;
@@ -132,7 +139,10 @@ function fillArray(s: Schema, key: string, docs: PageStructure[], root: Schema):
   else if (/^(titles|names|pages)$/.test(k) && docs.length > 1) found = docs.map((d) => d.headings[0] ?? d.title);
   else {
     const list = docs.flatMap((d) => d.lists).find((l) => l.heading && (labelMatches(l.heading, key) || labelMatches(key, l.heading)));
-    const column = docs.flatMap((d) => d.tables).map((t) => ({ t, i: t.headers.findIndex((h) => labelMatches(key.replace(/s$/, ""), h) || labelMatches(h, key)) })).find((x) => x.i >= 0);
+    const column = docs
+      .flatMap((d) => d.tables)
+      .map((t) => ({ t, i: t.headers.findIndex((h) => labelMatches(key.replace(/s$/, ""), h) || labelMatches(h, key)) }))
+      .find((x) => x.i >= 0);
     found = list?.items ?? column?.t.rows.map((r) => r[column.i]) ?? docs.flatMap((d) => d.lists.flatMap((l) => l.items));
   }
   return found

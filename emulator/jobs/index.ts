@@ -36,7 +36,10 @@ async function fetchNow(browser: JobBrowser, params: FetchParams) {
   const jobId = randomUUID();
   if (rec.status === "failed") {
     const missing = rec.metadata?.statusCode === 404 || /could not be resolved/.test(rec.error ?? "");
-    return { httpStatus: missing ? (404 as const) : (200 as const), body: { jobId, status: "failed", error: rec.error, ...(missing ? { code: "page_not_found" } : {}) } };
+    return {
+      httpStatus: missing ? (404 as const) : (200 as const),
+      body: { jobId, status: "failed", error: rec.error, ...(missing ? { code: "page_not_found" } : {}) },
+    };
   }
   const { url: _u, status: _s, error: _e, ...data } = rec;
   return { httpStatus: 200 as const, body: { jobId, status: "completed", data } };

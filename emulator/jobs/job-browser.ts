@@ -18,7 +18,11 @@ import { Slots } from "./slots.js";
  * No name resolves except loopback: the local web is reached by request interception, so DNS prefetching and
  * any request that slips past interception fail on this machine instead of leaving it.
  */
-export const OFFLINE_BROWSER_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost", "--dns-prefetch-disable", "--disable-features=NetworkPrediction"];
+export const OFFLINE_BROWSER_ARGS = [
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
+  "--dns-prefetch-disable",
+  "--disable-features=NetworkPrediction",
+];
 
 export interface JobBrowserOptions {
   /** Pages open at once across all jobs. */
@@ -95,7 +99,13 @@ export class JobBrowser {
         const root = join(this.ctx.stateDir, "job-browser");
         await mkdir(root, { recursive: true });
         const dir = await mkdtemp(join(root, "profile-"));
-        const proc = await launchBrowser({ binary, userDataDir: dir, width: this.opts.width ?? 1280, height: this.opts.height ?? 720, extraArgs: OFFLINE_BROWSER_ARGS });
+        const proc = await launchBrowser({
+          binary,
+          userDataDir: dir,
+          width: this.opts.width ?? 1280,
+          height: this.opts.height ?? 720,
+          extraArgs: OFFLINE_BROWSER_ARGS,
+        });
         try {
           const browser = await puppeteer.connect({ browserWSEndpoint: proc.cdpUrl, defaultViewport: null });
           // Job pages live in a context of their own, apart from the browser's default one.

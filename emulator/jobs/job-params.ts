@@ -2,7 +2,11 @@
 import * as z from "zod";
 import { fetchParams } from "../search/schema.js";
 
-const url = z.string().trim().url("expected an absolute http(s) URL").refine((u) => /^https?:\/\//i.test(u), "expected an http(s) URL");
+const url = z
+  .string()
+  .trim()
+  .url("expected an absolute http(s) URL")
+  .refine((u) => /^https?:\/\//i.test(u), "expected an http(s) URL");
 
 export const MAX_BATCH_URLS = 100;
 export const MAX_CRAWL_PAGES = 100;
@@ -11,7 +15,10 @@ const screenshotOptions = z.object({ fullPage: z.boolean().optional(), format: z
 
 export const scrapeOptions = z
   .object({
-    formats: z.array(z.enum(["markdown", "html", "links", "screenshot"])).max(4).optional(),
+    formats: z
+      .array(z.enum(["markdown", "html", "links", "screenshot"]))
+      .max(4)
+      .optional(),
     includeTags: z.array(z.string()).optional(),
     excludeTags: z.array(z.string()).optional(),
     onlyMainContent: z.boolean().optional(),
@@ -27,7 +34,11 @@ const session = z.record(z.string(), z.unknown()).optional();
 
 export const startScrape = z.object({ url, sessionOptions: session, scrapeOptions: scrapeOptions.optional() }).loose();
 export const startBatchScrape = z
-  .object({ urls: z.array(url).min(1, "urls must not be empty").max(MAX_BATCH_URLS, `at most ${MAX_BATCH_URLS} urls per batch`), sessionOptions: session, scrapeOptions: scrapeOptions.optional() })
+  .object({
+    urls: z.array(url).min(1, "urls must not be empty").max(MAX_BATCH_URLS, `at most ${MAX_BATCH_URLS} urls per batch`),
+    sessionOptions: session,
+    scrapeOptions: scrapeOptions.optional(),
+  })
   .loose();
 
 const crawlLimits = {
@@ -38,12 +49,26 @@ const crawlLimits = {
   includePatterns: z.array(z.string().max(500)).max(50).optional(),
 };
 export const startCrawl = z.object({ url, ...crawlLimits, sessionOptions: session, scrapeOptions: scrapeOptions.optional() }).loose();
-export type CrawlLimits = { maxPages?: number; followLinks?: boolean; ignoreSitemap?: boolean; excludePatterns?: string[]; includePatterns?: string[] };
+export type CrawlLimits = {
+  maxPages?: number;
+  followLinks?: boolean;
+  ignoreSitemap?: boolean;
+  excludePatterns?: string[];
+  includePatterns?: string[];
+};
 
 export const startExtract = z
   .object({
     // A URL may end in `/*`: the site below it is crawled for up to maxLinks pages.
-    urls: z.array(z.string().trim().refine((u) => /^https?:\/\/\S+$/i.test(u), "expected an http(s) URL")).min(1).max(MAX_BATCH_URLS),
+    urls: z
+      .array(
+        z
+          .string()
+          .trim()
+          .refine((u) => /^https?:\/\/\S+$/i.test(u), "expected an http(s) URL"),
+      )
+      .min(1)
+      .max(MAX_BATCH_URLS),
     systemPrompt: z.string().optional(),
     prompt: z.string().optional(),
     schema: z.record(z.string(), z.unknown()).optional(),

@@ -51,7 +51,16 @@ export class JobStore {
   /** Registers a pending job and queues `run`; it starts when a slot is free. A throw fails the job with its message. */
   start<P>(kind: JobKind, params: P, run: JobRunner<P>): Job<P> {
     const controller = new AbortController();
-    const job: Job<P> = { id: randomUUID(), kind, status: "pending", history: ["pending"], params, createdAt: new Date(), pages: [], signal: controller.signal };
+    const job: Job<P> = {
+      id: randomUUID(),
+      kind,
+      status: "pending",
+      history: ["pending"],
+      params,
+      createdAt: new Date(),
+      pages: [],
+      signal: controller.signal,
+    };
     const entry: Entry = { job, controller };
     this.entries.set(job.id, entry);
     this.forgetOldest();

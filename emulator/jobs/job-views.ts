@@ -14,7 +14,14 @@ export function singleView(job: Job): Record<string, unknown> {
 
 /** Agent tasks: steps so far while running, `finalResult` once done, `liveUrl` null (no live view). */
 export function taskView(job: Job): Record<string, unknown> {
-  return { jobId: job.id, status: job.status, data: job.data ?? null, metadata: job.metadata ?? null, error: job.error ?? null, liveUrl: null };
+  return {
+    jobId: job.id,
+    status: job.status,
+    data: job.data ?? null,
+    metadata: job.metadata ?? null,
+    error: job.error ?? null,
+    liveUrl: null,
+  };
 }
 
 /**

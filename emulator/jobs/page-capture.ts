@@ -39,7 +39,8 @@ function contentHtml(opts: { onlyMainContent: boolean; includeTags: string[]; ex
   // Links and images made absolute, as a client reading the content away from the page needs them.
   for (const a of Array.from(root.querySelectorAll("a[href]"))) a.setAttribute("href", (a as HTMLAnchorElement).href);
   for (const img of Array.from(root.querySelectorAll("img[src]"))) img.setAttribute("src", (img as HTMLImageElement).src);
-  if (opts.includeTags.length) return opts.includeTags.flatMap((sel) => Array.from(root.querySelectorAll(sel)).map((el) => el.outerHTML)).join("\n");
+  if (opts.includeTags.length)
+    return opts.includeTags.flatMap((sel) => Array.from(root.querySelectorAll(sel)).map((el) => el.outerHTML)).join("\n");
   if (opts.onlyMainContent) {
     for (const el of Array.from(root.querySelectorAll("nav, header, footer, aside"))) el.remove();
     const main = root.querySelector("main, article, [role=main]");
@@ -60,7 +61,13 @@ function pageMeta(): Record<string, string> {
 }
 
 function pageLinks(): string[] {
-  return Array.from(new Set(Array.from(document.querySelectorAll("a[href]")).map((a) => (a as HTMLAnchorElement).href).filter((h) => /^https?:/.test(h))));
+  return Array.from(
+    new Set(
+      Array.from(document.querySelectorAll("a[href]"))
+        .map((a) => (a as HTMLAnchorElement).href)
+        .filter((h) => /^https?:/.test(h)),
+    ),
+  );
 }
 
 export async function capturePage(page: Page, sourceURL: string, doc: DocumentRecord, opts: CaptureOptions): Promise<CapturedPage> {
@@ -69,7 +76,11 @@ export async function capturePage(page: Page, sourceURL: string, doc: DocumentRe
   const out: CapturedPage = {
     metadata: { ...meta, sourceURL, url: page.url(), statusCode: doc.status, contentType: doc.contentType.split(";")[0] },
   };
-  const content = { onlyMainContent: opts.onlyMainContent ?? true, includeTags: opts.includeTags ?? [], excludeTags: opts.excludeTags ?? [] };
+  const content = {
+    onlyMainContent: opts.onlyMainContent ?? true,
+    includeTags: opts.includeTags ?? [],
+    excludeTags: opts.excludeTags ?? [],
+  };
   if (opts.formats.has("html") || opts.formats.has("markdown")) {
     const html = await page.evaluate(contentHtml, content);
     if (opts.formats.has("html")) out.html = html;

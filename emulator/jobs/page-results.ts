@@ -32,19 +32,30 @@ export function fromScrapeOptions(o: ScrapeOptions = {}): { capture: CaptureOpti
 }
 
 /** web fetch / batch fetch / web crawl: `outputs`, `navigation`; a json format carries its schema. */
-export function fromFetchOptions(p: Omit<FetchParams, "url">): { capture: CaptureOptions; nav: NavigationOptions; json?: { schema?: Record<string, unknown> } } {
+export function fromFetchOptions(p: Omit<FetchParams, "url">): {
+  capture: CaptureOptions;
+  nav: NavigationOptions;
+  json?: { schema?: Record<string, unknown> };
+} {
   const formats = new Set<CaptureFormat>();
   let json: { schema?: Record<string, unknown> } | undefined;
   let screenshot: CaptureOptions["screenshot"];
   for (const f of p.outputs?.formats ?? ["markdown"]) {
     const type = typeof f === "string" ? f : f.type;
-    if (type === "json") json = { schema: typeof f === "object" ? ((f as { schema?: Record<string, unknown> }).schema ?? undefined) : undefined };
+    if (type === "json")
+      json = { schema: typeof f === "object" ? ((f as { schema?: Record<string, unknown> }).schema ?? undefined) : undefined };
     else if (type === "markdown" || type === "html" || type === "links" || type === "screenshot") formats.add(type);
     if (type === "screenshot" && typeof f === "object") screenshot = f as CaptureOptions["screenshot"];
   }
   if (formats.size === 0 && !json) formats.add("markdown");
   return {
-    capture: { formats, includeTags: p.outputs?.includeSelectors, excludeTags: p.outputs?.excludeSelectors, onlyMainContent: p.outputs?.sanitize !== "none", screenshot },
+    capture: {
+      formats,
+      includeTags: p.outputs?.includeSelectors,
+      excludeTags: p.outputs?.excludeSelectors,
+      onlyMainContent: p.outputs?.sanitize !== "none",
+      screenshot,
+    },
     nav: { waitUntil: p.navigation?.waitUntil, timeoutMs: p.navigation?.timeoutMs, waitFor: p.navigation?.waitFor },
     json,
   };
@@ -52,14 +63,19 @@ export function fromFetchOptions(p: Omit<FetchParams, "url">): { capture: Captur
 
 /** The page record clients see; links are dropped unless asked for (crawls capture them to follow them). */
 export function pageRecord(outcome: PageOutcome, formats: Set<CaptureFormat>, json?: { schema?: Record<string, unknown> }): PageRecord {
-  if (!outcome.ok) return { url: outcome.url, status: "failed", error: outcome.error, ...(outcome.metadata ? { metadata: outcome.metadata } : {}) };
+  if (!outcome.ok)
+    return { url: outcome.url, status: "failed", error: outcome.error, ...(outcome.metadata ? { metadata: outcome.metadata } : {}) };
   const rec: PageRecord = { url: outcome.url, status: "completed", error: null, metadata: outcome.metadata };
   if (outcome.markdown !== undefined && formats.has("markdown")) rec.markdown = outcome.markdown;
   if (outcome.html !== undefined && formats.has("html")) rec.html = outcome.html;
   if (outcome.links !== undefined && formats.has("links")) rec.links = outcome.links;
   if (outcome.screenshot !== undefined) rec.screenshot = outcome.screenshot;
   if (json && outcome.structure) {
-    rec.json = (json.schema ? extractWithSchema(json.schema, [outcome.structure]) : { title: outcome.structure.headings[0] ?? outcome.structure.title, description: outcome.structure.description ?? null }) as Record<string, unknown>;
+    rec.json = (
+      json.schema
+        ? extractWithSchema(json.schema, [outcome.structure])
+        : { title: outcome.structure.headings[0] ?? outcome.structure.title, description: outcome.structure.description ?? null }
+    ) as Record<string, unknown>;
   }
   return rec;
 }

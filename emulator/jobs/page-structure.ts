@@ -42,7 +42,12 @@ function readDom(): Omit<PageStructure, "url"> {
         break;
       }
     }
-    lists.push({ heading, items: Array.from(list.children).map((li) => text(li)).filter(Boolean) });
+    lists.push({
+      heading,
+      items: Array.from(list.children)
+        .map((li) => text(li))
+        .filter(Boolean),
+    });
   }
   const tables = Array.from(document.querySelectorAll("table")).map((t) => {
     const headers = Array.from(t.querySelectorAll("thead th, tr:first-child th")).map((th) => text(th));
@@ -51,12 +56,23 @@ function readDom(): Omit<PageStructure, "url"> {
       .map((tr) => Array.from(tr.querySelectorAll("td")).map((td) => text(td)));
     return { headers, rows };
   });
-  const links = Array.from(new Set(Array.from(document.querySelectorAll("a[href]")).map((a) => (a as HTMLAnchorElement).href).filter((h) => /^https?:/.test(h))));
+  const links = Array.from(
+    new Set(
+      Array.from(document.querySelectorAll("a[href]"))
+        .map((a) => (a as HTMLAnchorElement).href)
+        .filter((h) => /^https?:/.test(h)),
+    ),
+  );
   return {
     title: document.title || text(document.querySelector("h1")),
     description: document.querySelector('meta[name="description"]')?.getAttribute("content") ?? undefined,
-    headings: Array.from(document.querySelectorAll("main h1, main h2, main h3, article h1, article h2, body > h1, body > h2")).map((h) => text(h)),
-    paragraphs: Array.from(document.querySelectorAll("p")).filter((p) => !p.closest("nav, footer")).map((p) => text(p)).filter(Boolean),
+    headings: Array.from(document.querySelectorAll("main h1, main h2, main h3, article h1, article h2, body > h1, body > h2")).map((h) =>
+      text(h),
+    ),
+    paragraphs: Array.from(document.querySelectorAll("p"))
+      .filter((p) => !p.closest("nav, footer"))
+      .map((p) => text(p))
+      .filter(Boolean),
     lists,
     facts,
     tables,

@@ -5,7 +5,16 @@ import type { EmulatorContext } from "../types.js";
 import { requireApiKey } from "../auth.js";
 import { describeIssues, fetchParams, readJsonBody } from "../search/index.js";
 import { AGENT_FAMILIES } from "./agent-steps.js";
-import { pageQuery, startBatchFetch, startBatchScrape, startCrawl, startExtract, startScrape, startTask, startWebCrawl } from "./job-params.js";
+import {
+  pageQuery,
+  startBatchFetch,
+  startBatchScrape,
+  startCrawl,
+  startExtract,
+  startScrape,
+  startTask,
+  startWebCrawl,
+} from "./job-params.js";
 import type { JobKind, JobRunner, JobStore } from "./job-store.js";
 import { pagedView, singleView, taskView } from "./job-views.js";
 import type { Job } from "./job-store.js";
@@ -26,7 +35,10 @@ export interface JobRunners {
 
 const notFound = (c: Context, what: string) => c.json({ message: `${what} not found`, code: "not_found" }, 404);
 
-async function parseBody<S extends z.ZodType>(c: Context, schema: S): Promise<{ ok: true; value: z.infer<S> } | { ok: false; res: Response }> {
+async function parseBody<S extends z.ZodType>(
+  c: Context,
+  schema: S,
+): Promise<{ ok: true; value: z.infer<S> } | { ok: false; res: Response }> {
   const body = await readJsonBody(c.req.raw);
   if (!body.ok) return { ok: false, res: c.json({ message: body.message, code: "invalid_json" }, 400) };
   const parsed = schema.safeParse(body.value);
@@ -36,13 +48,28 @@ async function parseBody<S extends z.ZodType>(c: Context, schema: S): Promise<{ 
 
 export function jobRoutes(ctx: EmulatorContext, store: JobStore, runners: JobRunners): Hono {
   const app = new Hono();
-  for (const prefix of ["/api/scrape", "/api/crawl", "/api/extract", "/api/task", "/api/web/fetch", "/api/web/batch-fetch", "/api/web/crawl"]) {
+  for (const prefix of [
+    "/api/scrape",
+    "/api/crawl",
+    "/api/extract",
+    "/api/task",
+    "/api/web/fetch",
+    "/api/web/batch-fetch",
+    "/api/web/crawl",
+  ]) {
     app.use(prefix, requireApiKey(ctx));
     app.use(`${prefix}/*`, requireApiKey(ctx));
   }
 
   /** POST start, GET detail, GET status for one job family. */
-  const surface = (base: string, kind: JobKind, what: string, schema: z.ZodType, runner: JobRunner<any>, view: (job: Job, c: Context) => Response | Record<string, unknown>) => {
+  const surface = (
+    base: string,
+    kind: JobKind,
+    what: string,
+    schema: z.ZodType,
+    runner: JobRunner<any>,
+    view: (job: Job, c: Context) => Response | Record<string, unknown>,
+  ) => {
     app.post(base, async (c) => {
       const params = await parseBody(c, schema);
       if (!params.ok) return params.res;
@@ -78,7 +105,17 @@ export function jobRoutes(ctx: EmulatorContext, store: JobStore, runners: JobRun
   for (const family of AGENT_FAMILIES) {
     const base = `/api/task/${family}`;
     const kind: JobKind = `task/${family}`;
-    surface(base, kind, "Task", startTask.refine((p) => !p.sessionId || runners.sessionActive(p.sessionId), { message: "sessionId: no active session with this id", path: ["sessionId"] }), runners.task(family), taskView);
+    surface(
+      base,
+      kind,
+      "Task",
+      startTask.refine((p) => !p.sessionId || runners.sessionActive(p.sessionId), {
+        message: "sessionId: no active session with this id",
+        path: ["sessionId"],
+      }),
+      runners.task(family),
+      taskView,
+    );
     app.put(`${base}/:id/stop`, (c) => (store.stop(kind, c.req.param("id")) ? c.json({ success: true }) : notFound(c, "Task")));
   }
 

@@ -48,24 +48,37 @@ async function runBatch(job: Job, deps: RunnerDeps, urls: string[], load: (url: 
     }
   };
   await Promise.all(Array.from({ length: Math.min(deps.pagesPerJob ?? 2, urls.length) }, worker));
-  if (!job.signal.aborted && pages.every((p) => p.status === "failed")) throw new Error(`All ${pages.length} pages failed; the first: ${pages[0].error}`);
+  if (!job.signal.aborted && pages.every((p) => p.status === "failed"))
+    throw new Error(`All ${pages.length} pages failed; the first: ${pages[0].error}`);
 }
 
 export function batchScrapeRunner(deps: RunnerDeps) {
   return (job: Job<BatchParams>) => {
     const { capture, nav } = fromScrapeOptions(job.params.scrapeOptions);
-    return runBatch(job, deps, job.params.urls, async (url) => pageRecord(await capturePageJob(deps.browser, url, capture, nav), capture.formats));
+    return runBatch(job, deps, job.params.urls, async (url) =>
+      pageRecord(await capturePageJob(deps.browser, url, capture, nav), capture.formats),
+    );
   };
 }
 
 export function batchFetchRunner(deps: RunnerDeps) {
   return (job: Job<BatchFetchParams>) => {
     const { capture, nav, json } = fromFetchOptions(job.params);
-    return runBatch(job, deps, job.params.urls, async (url) => pageRecord(await capturePageJob(deps.browser, url, capture, nav, !!json), capture.formats, json));
+    return runBatch(job, deps, job.params.urls, async (url) =>
+      pageRecord(await capturePageJob(deps.browser, url, capture, nav, !!json), capture.formats, json),
+    );
   };
 }
 
-async function runCrawl(job: Job, deps: RunnerDeps, start: string, limits: CrawlLimits, capture: CaptureOptions, nav: NavigationOptions, json?: { schema?: Record<string, unknown> }) {
+async function runCrawl(
+  job: Job,
+  deps: RunnerDeps,
+  start: string,
+  limits: CrawlLimits,
+  capture: CaptureOptions,
+  nav: NavigationOptions,
+  json?: { schema?: Record<string, unknown> },
+) {
   const pages: PageRecord[] = [];
   job.pages = pages;
   await crawlSite({
@@ -79,7 +92,8 @@ async function runCrawl(job: Job, deps: RunnerDeps, start: string, limits: Crawl
       return { links: outcome.ok ? outcome.links : [] };
     },
   });
-  if (!job.signal.aborted && pages[0]?.status === "failed" && pages.length === 1) throw new Error(pages[0].error ?? "The start page could not be loaded");
+  if (!job.signal.aborted && pages[0]?.status === "failed" && pages.length === 1)
+    throw new Error(pages[0].error ?? "The start page could not be loaded");
 }
 
 export function crawlRunner(deps: RunnerDeps) {
@@ -112,7 +126,13 @@ export function extractRunner(deps: RunnerDeps) {
       if (job.signal.aborted) return;
       if (url.endsWith("/*")) {
         const start = url.slice(0, -1);
-        await crawlSite({ web: deps.web, start, limits: { maxPages: job.params.maxLinks ?? DEFAULT_MAX_PAGES, includePatterns: [`${new URL(start).pathname}*`] }, signal: job.signal, visit });
+        await crawlSite({
+          web: deps.web,
+          start,
+          limits: { maxPages: job.params.maxLinks ?? DEFAULT_MAX_PAGES, includePatterns: [`${new URL(start).pathname}*`] },
+          signal: job.signal,
+          visit,
+        });
       } else await visit(url);
     }
     if (docs.length === 0) throw new Error(errors[0] ?? "No page could be loaded");

@@ -31,7 +31,8 @@ export function urlsInTask(task: string, web: LocalWeb, engine: SearchEngine): s
   };
   for (const m of task.matchAll(/https?:\/\/[^\s"'<>]+/g)) add(m[0]);
   const rest = task.replace(/https?:\/\/[^\s"'<>]+/g, " ");
-  for (const m of rest.matchAll(/\b((?:[a-z0-9-]+\.)+[a-z]{2,})(\/[^\s"'<>]*)?/gi)) if (web.site.knows(m[1])) add(`https://${m[1]}${m[2] ?? "/"}`.replace("https://web.emulator.test", "http://web.emulator.test"));
+  for (const m of rest.matchAll(/\b((?:[a-z0-9-]+\.)+[a-z]{2,})(\/[^\s"'<>]*)?/gi))
+    if (web.site.knows(m[1])) add(`https://${m[1]}${m[2] ?? "/"}`.replace("https://web.emulator.test", "http://web.emulator.test"));
   if (found.length) return found;
   const hits = engine.search({ query: task.slice(0, 500) });
   return hits.ok ? hits.results.slice(0, 3).map((r) => r.url) : [];
@@ -46,7 +47,10 @@ export function agentRunner(family: AgentFamily, deps: AgentDeps) {
     const steps: AgentStep[] = [];
     const publish = (finalResult: string | null) => {
       job.data = { steps: steps.map((s) => formatStep(family, s, { llm: p.llm, version: p.version })), finalResult };
-      job.metadata = family === "hyper-agent" ? { numTaskStepsCompleted: steps.length } : { inputTokens: null, outputTokens: null, numTaskStepsCompleted: steps.length };
+      job.metadata =
+        family === "hyper-agent"
+          ? { numTaskStepsCompleted: steps.length }
+          : { inputTokens: null, outputTokens: null, numTaskStepsCompleted: steps.length };
     };
     publish(null);
 
@@ -76,7 +80,16 @@ export function agentRunner(family: AgentFamily, deps: AgentDeps) {
           visited.push(s);
           title = s.headings[0] ?? s.title;
         }
-        steps.push({ number: steps.length + 1, action: "go_to_url", url, title, ok: loaded.ok, text: loaded.ok ? `Opened "${title}"` : loaded.error, startedAt, endedAt: Date.now() });
+        steps.push({
+          number: steps.length + 1,
+          action: "go_to_url",
+          url,
+          title,
+          ok: loaded.ok,
+          text: loaded.ok ? `Opened "${title}"` : loaded.error,
+          startedAt,
+          endedAt: Date.now(),
+        });
         publish(null);
       }
       const answer = p.outputModelSchema
@@ -85,7 +98,16 @@ export function agentRunner(family: AgentFamily, deps: AgentDeps) {
           ? `Visited ${visited.length} page${visited.length === 1 ? "" : "s"}: ${visited.map((v) => `"${v.headings[0] ?? v.title}" (${v.url})`).join("; ")}`
           : "None of the pages named in the task could be opened.";
       const now = Date.now();
-      steps.push({ number: steps.length + 1, action: "done", url: page.url(), title: await page.title().catch(() => ""), ok: true, text: answer, startedAt: now, endedAt: now });
+      steps.push({
+        number: steps.length + 1,
+        action: "done",
+        url: page.url(),
+        title: await page.title().catch(() => ""),
+        ok: true,
+        text: answer,
+        startedAt: now,
+        endedAt: now,
+      });
       publish(answer);
     } finally {
       job.signal.removeEventListener("abort", onStop);

@@ -60,7 +60,12 @@ export class SandboxAgent {
   /** Starts the agent as `user` inside the jail and waits until its socket listens. */
   static async start(jail: Jail, user: SandboxUser, sockDir: string): Promise<SandboxAgent> {
     const file = `${user}/agent.sock`;
-    const argv = [...jail.enterArgv(user, user === "root" ? "/root" : SANDBOX_HOME), "/usr/bin/node", AGENT_IN_SANDBOX, `/run/tollgate/sock/${file}`];
+    const argv = [
+      ...jail.enterArgv(user, user === "root" ? "/root" : SANDBOX_HOME),
+      "/usr/bin/node",
+      AGENT_IN_SANDBOX,
+      `/run/tollgate/sock/${file}`,
+    ];
     const proc = spawn(argv[0], argv.slice(1), {
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
@@ -73,7 +78,7 @@ export class SandboxAgent {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`sandbox agent did not start: ${stderr}`)), 15_000);
       proc.stdout!.on("data", (d: Buffer) => {
-        if (d.toString().includes("ready")) (clearTimeout(timer), resolve());
+        if (d.toString().includes("ready")) clearTimeout(timer), resolve();
       });
       proc.once("exit", (code) => (clearTimeout(timer), reject(new Error(`sandbox agent exited with ${code}: ${stderr}`))));
     });
@@ -95,7 +100,8 @@ export class SandboxAgent {
     const sock = this.open({ ...req, op });
     try {
       const { reply } = await readReplyLine(sock);
-      if (!reply.ok) throw toError(reply, String(req.path ?? req.from ?? (req.files as Array<{ path?: string }> | undefined)?.[0]?.path ?? ""));
+      if (!reply.ok)
+        throw toError(reply, String(req.path ?? req.from ?? (req.files as Array<{ path?: string }> | undefined)?.[0]?.path ?? ""));
       return reply.body as T;
     } finally {
       sock.destroy();
@@ -137,7 +143,12 @@ export class SandboxAgent {
   }
 
   /** Starts watching a directory; events arrive as parsed objects until close(). */
-  async watch(path: string, recursive: boolean, onEvent: (e: { path: string; op: string; timestamp: number }) => void, onEnd: (error?: string) => void) {
+  async watch(
+    path: string,
+    recursive: boolean,
+    onEvent: (e: { path: string; op: string; timestamp: number }) => void,
+    onEnd: (error?: string) => void,
+  ) {
     const sock = this.open({ op: "watch", path, recursive });
     const { reply, rest } = await readReplyLine(sock);
     if (!reply.ok) {

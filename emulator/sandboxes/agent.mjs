@@ -22,9 +22,13 @@ const abs = (p) => {
   if (typeof p !== "string" || p === "") throw new AgentError(400, "invalid_request", "path is required");
   return path.resolve(HOME, p);
 };
-const parseMode = (m, fallback) => (m === undefined || m === null || m === "" ? fallback : typeof m === "number" ? m : parseInt(String(m), 8));
+const parseMode = (m, fallback) =>
+  m === undefined || m === null || m === "" ? fallback : typeof m === "number" ? m : parseInt(String(m), 8);
 const names = { uid: new Map(), gid: new Map() };
-for (const [file, map] of [["/etc/passwd", names.uid], ["/etc/group", names.gid]]) {
+for (const [file, map] of [
+  ["/etc/passwd", names.uid],
+  ["/etc/group", names.gid],
+]) {
   try {
     for (const line of fs.readFileSync(file, "utf8").split("\n")) {
       const f = line.split(":");
@@ -52,8 +56,15 @@ async function info(p) {
   const st = await fsp.lstat(p);
   const type = st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "file";
   const out = {
-    path: p, name: path.basename(p) || "/", type, size: st.size, mode: st.mode & 0o7777, permissions: perms(st.mode),
-    owner: names.uid.get(st.uid) ?? String(st.uid), group: names.gid.get(st.gid) ?? String(st.gid), modifiedTime: Math.floor(st.mtimeMs),
+    path: p,
+    name: path.basename(p) || "/",
+    type,
+    size: st.size,
+    mode: st.mode & 0o7777,
+    permissions: perms(st.mode),
+    owner: names.uid.get(st.uid) ?? String(st.uid),
+    group: names.gid.get(st.gid) ?? String(st.gid),
+    modifiedTime: Math.floor(st.mtimeMs),
   };
   if (type === "symlink") out.symlinkTarget = await fsp.readlink(p).catch(() => undefined);
   return out;
@@ -120,7 +131,10 @@ const ops = {
   write: async (r) => ({ files: await Promise.all((Array.isArray(r.files) ? r.files : [r]).map(writeOne)) }),
   mkdir: async (r) => {
     const p = abs(r.path);
-    const existed = await fsp.stat(p).then((s) => s.isDirectory(), () => false);
+    const existed = await fsp.stat(p).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
     if (existed) return { path: p, created: false };
     await fsp.mkdir(p, { recursive: r.parents !== false, mode: parseMode(r.mode, 0o755) });
     return { path: p, created: true };
@@ -143,7 +157,12 @@ const ops = {
     const to = abs(r.to);
     const st = await fsp.lstat(from);
     if (st.isDirectory() && !r.recursive) throw new AgentError(400, "is_a_directory", `${from}: is a directory (use recursive)`);
-    await fsp.cp(from, to, { recursive: Boolean(r.recursive), force: r.overwrite !== false, errorOnExist: r.overwrite === false, verbatimSymlinks: true });
+    await fsp.cp(from, to, {
+      recursive: Boolean(r.recursive),
+      force: r.overwrite !== false,
+      errorOnExist: r.overwrite === false,
+      verbatimSymlinks: true,
+    });
     return { entry: await info(to) };
   },
   chmod: async (r) => {
@@ -166,7 +185,10 @@ const ops = {
 
 const reply = (sock, obj) => sock.write(JSON.stringify(obj) + "\n");
 const fail = (sock, err) => {
-  const body = err instanceof AgentError ? { ok: false, status: err.status, code: err.code, message: err.message } : { ok: false, errno: err?.code, message: String(err?.message ?? err) };
+  const body =
+    err instanceof AgentError
+      ? { ok: false, status: err.status, code: err.code, message: err.message }
+      : { ok: false, errno: err?.code, message: String(err?.message ?? err) };
   if (!sock.destroyed) sock.end(JSON.stringify(body) + "\n");
 };
 
@@ -187,7 +209,7 @@ async function stream(sock, req, rest) {
     await new Promise((res, rej) => (out.once("open", res), out.once("error", rej)));
     if (rest.length) out.write(rest);
     await pipeline(sock, out, { end: true });
-    return reply(sock, { ok: true, body: { path: p, bytesWritten: out.bytesWritten } }), sock.end();
+    return (reply(sock, { ok: true, body: { path: p, bytesWritten: out.bytesWritten } }), sock.end());
   }
   if (req.op === "download") {
     const p = abs(req.path);

@@ -16,10 +16,13 @@ const CPU_PERIOD_US = 100_000;
 
 function mounts(): Array<{ dir: string; type: string; options: string[] }> {
   try {
-    return readFileSync("/proc/mounts", "utf8").split("\n").filter(Boolean).map((line) => {
-      const f = line.split(" ");
-      return { dir: f[1]!, type: f[2]!, options: (f[3] ?? "").split(",") };
-    });
+    return readFileSync("/proc/mounts", "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => {
+        const f = line.split(" ");
+        return { dir: f[1]!, type: f[2]!, options: (f[3] ?? "").split(",") };
+      });
   } catch {
     return [];
   }
@@ -86,7 +89,12 @@ export class SandboxCgroup {
     }
   }
 
-  private static async configure(id: string, limits: { memMiB: number; vcpus: number }, support: CgroupSupport, made: string[]): Promise<SandboxCgroup> {
+  private static async configure(
+    id: string,
+    limits: { memMiB: number; vcpus: number },
+    support: CgroupSupport,
+    made: string[],
+  ): Promise<SandboxCgroup> {
     const memoryBytes = Math.max(64, Math.floor(limits.memMiB)) * 1024 * 1024;
     const host = cpus().length || 1;
     const vcpus = limits.vcpus > 0 ? limits.vcpus : host;
@@ -106,7 +114,7 @@ export class SandboxCgroup {
       await writeFile(join(dir, "cpu.max"), `${cpuQuotaUs} ${CPU_PERIOD_US}`);
       if (support.roots.cpuset) {
         const cpus = await pickCpus(join(root, "cpuset.cpus.effective"), vcpus);
-        if (cpus) (await writeFile(join(dir, "cpuset.cpus"), cpus).catch(() => {}), (applied.cpus = cpus));
+        if (cpus) await writeFile(join(dir, "cpuset.cpus"), cpus).catch(() => {}), (applied.cpus = cpus);
       }
       return new SandboxCgroup([join(dir, "cgroup.procs")], [dir], applied);
     }
@@ -142,11 +150,15 @@ export class SandboxCgroup {
           applied.cpus = cpus;
         } catch {
           // cpuset is a refinement (the quota already caps CPU time): drop it rather than the sandbox.
-          if (dirs.at(-1) === set) (dirs.pop(), await rmdir(set).catch(() => {}));
+          if (dirs.at(-1) === set) dirs.pop(), await rmdir(set).catch(() => {});
         }
       }
     }
-    return new SandboxCgroup(dirs.map((d) => join(d, "cgroup.procs")), dirs, applied);
+    return new SandboxCgroup(
+      dirs.map((d) => join(d, "cgroup.procs")),
+      dirs,
+      applied,
+    );
   }
 
   /**
@@ -155,14 +167,28 @@ export class SandboxCgroup {
    */
   wrap(argv: string[]): string[] {
     if (!this.procFiles.length) return argv;
-    return ["/bin/sh", "-c", 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"', "tollgate-cgroup", ...this.procFiles, "--", ...argv];
+    return [
+      "/bin/sh",
+      "-c",
+      'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"',
+      "tollgate-cgroup",
+      ...this.procFiles,
+      "--",
+      ...argv,
+    ];
   }
 
   /** Removes the groups once their processes are gone (a few tries: the kernel frees them asynchronously). */
   async remove(): Promise<void> {
     for (const dir of this.dirs) {
       for (let i = 0; i < 50 && existsSync(dir); i++) {
-        if (await rmdir(dir).then(() => true, () => false)) break;
+        if (
+          await rmdir(dir).then(
+            () => true,
+            () => false,
+          )
+        )
+          break;
         await new Promise((r) => setTimeout(r, 20));
       }
     }
@@ -176,5 +202,7 @@ async function pickCpus(file: string, vcpus: number): Promise<string | undefined
   const n = Math.min(all.length, Math.max(1, Math.ceil(vcpus)));
   if (n === all.length) return all.join(",");
   const start = nextCpu++ % all.length;
-  return Array.from({ length: n }, (_, i) => all[(start + i) % all.length]).sort((a, b) => a! - b!).join(",");
+  return Array.from({ length: n }, (_, i) => all[(start + i) % all.length])
+    .sort((a, b) => a! - b!)
+    .join(",");
 }

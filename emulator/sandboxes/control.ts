@@ -60,7 +60,15 @@ export function sandboxControlRoutes(ctx: EmulatorContext, service: SandboxServi
     const body = await jsonBody(c);
     const snap = await service.snapshots.capture(sb.rootDir, { ...sb.spec, snapshotName: body.snapshotName, sandboxId: sb.id });
     if (snap.status === "failed") throw new ApiError(500, "snapshot_failed", `Snapshot failed: ${String(snap.metadata.error)}`);
-    return c.json({ snapshotName: snap.snapshotName, snapshotId: snap.id, namespace: snap.namespace, status: snap.status, imageName: snap.imageName, imageId: snap.imageId, imageNamespace: snap.imageNamespace });
+    return c.json({
+      snapshotName: snap.snapshotName,
+      snapshotId: snap.id,
+      namespace: snap.namespace,
+      status: snap.status,
+      imageName: snap.imageName,
+      imageId: snap.imageId,
+      imageNamespace: snap.imageNamespace,
+    });
   });
 
   app.post("/api/sandbox/:id/expose", async (c) => c.json(await service.expose(service.get(c.req.param("id")), await jsonBody(c))));
@@ -83,13 +91,19 @@ export function sandboxControlRoutes(ctx: EmulatorContext, service: SandboxServi
   app.get("/api/images", (c) => {
     const sources = c.req.queries("source") ?? [];
     const search = c.req.query("search");
-    const matching = images.images.filter((i) => (!sources.length || sources.includes(i.source)) && (!search || i.imageName.includes(search)));
+    const matching = images.images.filter(
+      (i) => (!sources.length || sources.includes(i.source)) && (!search || i.imageName.includes(search)),
+    );
     const { page, perPage, slice } = paging(c);
     return c.json({ images: slice(matching).map((i) => images.wire(i)), totalCount: matching.length, page, perPage });
   });
 
   app.get("/api/snapshots", (c) => {
-    const matching = service.snapshots.list({ status: c.req.queries("status"), imageName: c.req.query("imageName"), search: c.req.query("search") });
+    const matching = service.snapshots.list({
+      status: c.req.queries("status"),
+      imageName: c.req.query("imageName"),
+      search: c.req.query("search"),
+    });
     const { page, perPage, slice } = paging(c);
     return c.json({ snapshots: slice(matching).map((s) => service.snapshots.wire(s)), totalCount: matching.length, page, perPage });
   });

@@ -53,7 +53,8 @@ export function fileRoutes(tokens: TokenIssuer, runtimeOrigin: () => string) {
   app.post("/files/write", async (c) => {
     const b = await body(c);
     const files = Array.isArray(b.files) ? b.files : [b];
-    for (const f of files) if (!f || typeof f.path !== "string" || typeof f.data !== "string") throw badRequest("each file needs a path and string data");
+    for (const f of files)
+      if (!f || typeof f.path !== "string" || typeof f.data !== "string") throw badRequest("each file needs a path and string data");
     return c.json(await (await agentFor(c, b.runAs)).call("write", { files }));
   });
   for (const op of ["mkdir", "move", "delete", "copy", "chmod", "chown"]) app.post(`/files/${op}`, simple(op));
@@ -72,15 +73,24 @@ export function fileRoutes(tokens: TokenIssuer, runtimeOrigin: () => string) {
     return c.json({ success: true });
   });
 
-  for (const [route, method] of [["presign-upload", "PUT"], ["presign-download", "GET"]] as const) {
+  for (const [route, method] of [
+    ["presign-upload", "PUT"],
+    ["presign-download", "GET"],
+  ] as const) {
     app.post(`/files/${route}`, async (c) => {
       const b = await body(c);
       if (typeof b.path !== "string" || !b.path) throw badRequest("path is required");
       resolveUser(b.runAs);
       const seconds = b.expiresInSeconds === undefined ? DEFAULT_PRESIGN_SECONDS : Number(b.expiresInSeconds);
-      if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_PRESIGN_SECONDS) throw badRequest(`expiresInSeconds must be between 1 and ${MAX_PRESIGN_SECONDS}`);
+      if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_PRESIGN_SECONDS)
+        throw badRequest(`expiresInSeconds must be between 1 and ${MAX_PRESIGN_SECONDS}`);
       const sb = c.var.sandbox;
-      const { token, expiresAt } = await tokens.sign("presign", sb.id, seconds, { path: b.path, method, oneTime: Boolean(b.oneTime), runAs: b.runAs ?? null });
+      const { token, expiresAt } = await tokens.sign("presign", sb.id, seconds, {
+        path: b.path,
+        method,
+        oneTime: Boolean(b.oneTime),
+        runAs: b.runAs ?? null,
+      });
       const url = `${runtimeOrigin()}/sandbox/${sb.id}/files/presigned?token=${encodeURIComponent(token)}`;
       return c.json({ token, path: b.path, method, expiresAt, url });
     });

@@ -11,8 +11,25 @@ import { buildSkeleton, type ImageCatalog } from "./images.js";
 
 const run = promisify(execFile);
 
-export type ImageBuildStatus = "awaiting_upload" | "upload_verified" | "dispatching" | "building" | "verifying" | "completed" | "failed" | "canceled";
-export const IMAGE_BUILD_STATUSES: readonly ImageBuildStatus[] = ["awaiting_upload", "upload_verified", "dispatching", "building", "verifying", "completed", "failed", "canceled"];
+export type ImageBuildStatus =
+  | "awaiting_upload"
+  | "upload_verified"
+  | "dispatching"
+  | "building"
+  | "verifying"
+  | "completed"
+  | "failed"
+  | "canceled";
+export const IMAGE_BUILD_STATUSES: readonly ImageBuildStatus[] = [
+  "awaiting_upload",
+  "upload_verified",
+  "dispatching",
+  "building",
+  "verifying",
+  "completed",
+  "failed",
+  "canceled",
+];
 
 /** The emulator's cap on one tarball; a declared size above it is refused at create. */
 export const MAX_UPLOAD_BYTES = 512 * 1024 * 1024;
@@ -64,27 +81,46 @@ export class ImageBuildStore {
 
   create(body: Record<string, any>): ImageBuild {
     const imageName = body.imageName;
-    if (typeof imageName !== "string" || !IMAGE_NAME.test(imageName)) throw badRequest("imageName must be 1-63 characters of a-z, 0-9, '.', '_' or '-'");
-    if (typeof body.inputSha256 !== "string" || !SHA256.test(body.inputSha256)) throw badRequest("inputSha256 must be a lowercase hex SHA-256");
+    if (typeof imageName !== "string" || !IMAGE_NAME.test(imageName))
+      throw badRequest("imageName must be 1-63 characters of a-z, 0-9, '.', '_' or '-'");
+    if (typeof body.inputSha256 !== "string" || !SHA256.test(body.inputSha256))
+      throw badRequest("inputSha256 must be a lowercase hex SHA-256");
     const size = body.inputSizeBytes;
     if (typeof size !== "number" || !Number.isInteger(size) || size < 1) throw badRequest("inputSizeBytes must be a positive integer");
-    if (size > MAX_UPLOAD_BYTES) throw new ApiError(413, "upload_too_large", `inputSizeBytes exceeds the limit of ${MAX_UPLOAD_BYTES} bytes`);
-    if (body.inputFormat !== undefined && body.inputFormat !== "rootfs_export_tar_gz") throw badRequest("inputFormat must be rootfs_export_tar_gz");
+    if (size > MAX_UPLOAD_BYTES)
+      throw new ApiError(413, "upload_too_large", `inputSizeBytes exceeds the limit of ${MAX_UPLOAD_BYTES} bytes`);
+    if (body.inputFormat !== undefined && body.inputFormat !== "rootfs_export_tar_gz")
+      throw badRequest("inputFormat must be rootfs_export_tar_gz");
     if (body.sourcePlatform !== undefined && body.sourcePlatform !== "linux/amd64") throw badRequest("sourcePlatform must be linux/amd64");
     const existing = this.images.find(imageName);
     if (existing && existing.source === "public") throw new ApiError(409, "image_name_taken", `${imageName} is a public image name`);
     const id = `ibld_${randomBytes(10).toString("hex")}`;
     const now = new Date().toISOString();
     const record: BuildRecord = {
-      id, teamId: "team_emulator", userId: null, namespace: "team", imageName, imageId: null, status: "awaiting_upload",
-      inputBucket: INPUT_BUCKET, inputKey: `team_emulator/${id}/rootfs.tar.gz`, inputSha256: body.inputSha256, inputSizeBytes: size,
-      outputBucket: null, outputKey: null, vmId: null, errorCode: null, errorMessage: null,
+      id,
+      teamId: "team_emulator",
+      userId: null,
+      namespace: "team",
+      imageName,
+      imageId: null,
+      status: "awaiting_upload",
+      inputBucket: INPUT_BUCKET,
+      inputKey: `team_emulator/${id}/rootfs.tar.gz`,
+      inputSha256: body.inputSha256,
+      inputSizeBytes: size,
+      outputBucket: null,
+      outputKey: null,
+      vmId: null,
+      errorCode: null,
+      errorMessage: null,
       metadata: {
         inputFormat: body.inputFormat ?? "rootfs_export_tar_gz",
         sourcePlatform: body.sourcePlatform ?? "linux/amd64",
         imageConfigUser: typeof body.imageConfigUser === "string" ? body.imageConfigUser : null,
       },
-      completedAt: null, createdAt: now, updatedAt: now,
+      completedAt: null,
+      createdAt: now,
+      updatedAt: now,
       uploadPath: join(this.dir, id, "rootfs.tar.gz"),
       imageInit: body.imageInit && typeof body.imageInit === "object" ? body.imageInit : null,
     };
@@ -97,7 +133,8 @@ export class ImageBuildStore {
   }
 
   list(q: { status?: string; limit?: number }): ImageBuild[] {
-    if (q.status && !IMAGE_BUILD_STATUSES.includes(q.status as ImageBuildStatus)) throw badRequest(`status must be one of ${IMAGE_BUILD_STATUSES.join(", ")}`);
+    if (q.status && !IMAGE_BUILD_STATUSES.includes(q.status as ImageBuildStatus))
+      throw badRequest(`status must be one of ${IMAGE_BUILD_STATUSES.join(", ")}`);
     const limit = q.limit === undefined ? 20 : q.limit;
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw badRequest("limit must be an integer from 1 to 100");
     return [...this.builds]
@@ -122,15 +159,18 @@ export class ImageBuildStore {
       if (body) {
         for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
           size += chunk.byteLength;
-          if (size > record.inputSizeBytes) throw new ApiError(400, "size_mismatch", `Upload is larger than the declared ${record.inputSizeBytes} bytes`);
+          if (size > record.inputSizeBytes)
+            throw new ApiError(400, "size_mismatch", `Upload is larger than the declared ${record.inputSizeBytes} bytes`);
           hash.update(chunk);
           if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
         }
       }
       await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-      if (size !== record.inputSizeBytes) throw new ApiError(400, "size_mismatch", `Upload is ${size} bytes, the build declared ${record.inputSizeBytes}`);
+      if (size !== record.inputSizeBytes)
+        throw new ApiError(400, "size_mismatch", `Upload is ${size} bytes, the build declared ${record.inputSizeBytes}`);
       const digest = hash.digest("hex");
-      if (digest !== record.inputSha256) throw new ApiError(400, "checksum_mismatch", "Upload SHA-256 does not match the build's inputSha256");
+      if (digest !== record.inputSha256)
+        throw new ApiError(400, "checksum_mismatch", "Upload SHA-256 does not match the build's inputSha256");
       record.uploaded = { sha256: digest, size };
       record.updatedAt = new Date().toISOString();
     } catch (err) {
@@ -154,7 +194,9 @@ export class ImageBuildStore {
     try {
       await buildSkeleton(skeleton, `Debian GNU/Linux 12 (bookworm) with the files of team image ${record.imageName}`);
       const excludes = IGNORED_ROOTFS_PATHS.flatMap((p) => [`--exclude=${p}`, `--exclude=./${p}`]);
-      await run("/usr/bin/tar", ["-xzf", record.uploadPath, "-C", skeleton, "--anchored", ...excludes, "--no-overwrite-dir"], { timeout: 120_000 });
+      await run("/usr/bin/tar", ["-xzf", record.uploadPath, "-C", skeleton, "--anchored", ...excludes, "--no-overwrite-dir"], {
+        timeout: 120_000,
+      });
       this.advance(record, "verifying");
       const image = this.images.addTeamImage(record.imageName, skeleton, record.imageInit);
       record.imageId = image.id;
@@ -164,7 +206,9 @@ export class ImageBuildStore {
       this.advance(record, "completed");
     } catch (err) {
       record.errorCode = "unpack_failed";
-      record.errorMessage = String((err as { stderr?: string }).stderr || (err as Error).message).trim().slice(0, 500);
+      record.errorMessage = String((err as { stderr?: string }).stderr || (err as Error).message)
+        .trim()
+        .slice(0, 500);
       this.advance(record, "failed");
       await rm(skeleton, { recursive: true, force: true }).catch(() => {});
     }

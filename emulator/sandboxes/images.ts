@@ -34,9 +34,30 @@ const CATALOG: Array<{ imageName: string; prettyName: string }> = [
 
 /** Host /etc entries an image copies; everything else in /etc is synthesized so no host secret leaks in. */
 const HOST_ETC = [
-  "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "bash.bashrc", "profile", "localtime", "timezone",
-  "protocols", "services", "host.conf", "inputrc", "ssl", "ca-certificates", "ca-certificates.conf", "mime.types",
-  "environment", "shells", "login.defs", "skel", "pam.conf", "pam.d", "security", "sudo.conf",
+  "alternatives",
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "bash.bashrc",
+  "profile",
+  "localtime",
+  "timezone",
+  "protocols",
+  "services",
+  "host.conf",
+  "inputrc",
+  "ssl",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "mime.types",
+  "environment",
+  "shells",
+  "login.defs",
+  "skel",
+  "pam.conf",
+  "pam.d",
+  "security",
+  "sudo.conf",
 ];
 
 /** Debian's default sudoers plus passwordless sudo for the default user (the real service's `ubuntu` has it). */
@@ -66,16 +87,22 @@ export async function buildSkeleton(dir: string, prettyName: string): Promise<vo
   };
   for (const [name, body] of Object.entries(files)) await writeFile(join(etc, name), body);
   // No passwords: root's is locked, the default user's sudo needs none.
-  await writeFile(join(etc, "shadow"), `root:*:19700:0:99999:7:::\n${SANDBOX_USER}:!:19700:0:99999:7:::\nnobody:*:19700:0:99999:7:::\n`, { mode: 0o640 });
+  await writeFile(join(etc, "shadow"), `root:*:19700:0:99999:7:::\n${SANDBOX_USER}:!:19700:0:99999:7:::\nnobody:*:19700:0:99999:7:::\n`, {
+    mode: 0o640,
+  });
   await chown(join(etc, "shadow"), 0, 42);
   await writeFile(join(etc, "sudoers"), SUDOERS, { mode: 0o440 });
   await mkdir(join(etc, "sudoers.d"), { recursive: true, mode: 0o755 });
   await writeFile(join(etc, "sudoers.d", "90-ubuntu"), `${SANDBOX_USER} ALL=(ALL) NOPASSWD:ALL\n`, { mode: 0o440 });
   await mkdir(join(etc, "pam.d"), { recursive: true });
   if (!existsSync(join(etc, "pam.d", "sudo"))) {
-    await writeFile(join(etc, "pam.d", "sudo"), "#%PAM-1.0\n@include common-auth\n@include common-account\n@include common-session-noninteractive\n");
+    await writeFile(
+      join(etc, "pam.d", "sudo"),
+      "#%PAM-1.0\n@include common-auth\n@include common-account\n@include common-session-noninteractive\n",
+    );
   }
-  for (const d of ["home", "root", "tmp", "var/tmp", "var/log", "var/lib/sudo", "opt", "srv", "mnt", "run", "usr"]) await mkdir(join(dir, d), { recursive: true });
+  for (const d of ["home", "root", "tmp", "var/tmp", "var/log", "var/lib/sudo", "opt", "srv", "mnt", "run", "usr"])
+    await mkdir(join(dir, d), { recursive: true });
   await mkdir(join(dir, SANDBOX_HOME), { recursive: true });
   await writeFile(join(dir, SANDBOX_HOME, ".bashrc"), 'PS1="\\u@\\h:\\w\\$ "\n');
   await chown(join(dir, SANDBOX_HOME), SANDBOX_UID, SANDBOX_GID);
@@ -84,7 +111,12 @@ export async function buildSkeleton(dir: string, prettyName: string): Promise<vo
   await chmod(join(dir, "var/tmp"), 0o1777);
   await chmod(join(dir, "root"), 0o700);
   // Debian 12 is merged-/usr: these are symlinks in the image, and bwrap mounts the real /usr under them.
-  for (const [link, target] of [["bin", "usr/bin"], ["sbin", "usr/sbin"], ["lib", "usr/lib"], ["lib64", "usr/lib64"]]) {
+  for (const [link, target] of [
+    ["bin", "usr/bin"],
+    ["sbin", "usr/sbin"],
+    ["lib", "usr/lib"],
+    ["lib64", "usr/lib64"],
+  ]) {
     if (existsSync(join("/", target))) await symlink(target, join(dir, link)).catch(() => {});
   }
 }
@@ -123,8 +155,15 @@ export class ImageCatalog {
     const now = new Date().toISOString();
     const image: Image = {
       id: `img_${randomUUID().replace(/-/g, "").slice(0, 16)}`,
-      imageName, namespace: "team", source: "team", imageInit, uploaded: true, createdAt: now, updatedAt: now,
-      prettyName: `Debian GNU/Linux 12 (bookworm) with the files of team image ${imageName}`, skeleton,
+      imageName,
+      namespace: "team",
+      source: "team",
+      imageInit,
+      uploaded: true,
+      createdAt: now,
+      updatedAt: now,
+      prettyName: `Debian GNU/Linux 12 (bookworm) with the files of team image ${imageName}`,
+      skeleton,
     };
     this.remove(imageName);
     this.images.push(image);

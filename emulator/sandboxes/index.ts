@@ -35,12 +35,28 @@ export async function createSandboxModule(ctx: EmulatorContext): Promise<Emulato
   const isolation = probeIsolation(probeCgroups());
   if (isolation.available) {
     const { mode, reason } = isolation.cgroups;
-    ctx.log("sandbox.sizes", { cgroups: mode, ...(reason ? { reason } : {}), effect: mode === "none" ? "memMiB and vcpus are echoed, not enforced" : "memMiB and vcpus are enforced" });
+    ctx.log("sandbox.sizes", {
+      cgroups: mode,
+      ...(reason ? { reason } : {}),
+      effect: mode === "none" ? "memMiB and vcpus are echoed, not enforced" : "memMiB and vcpus are enforced",
+    });
   }
-  if (!isolation.available) ctx.log("sandbox.isolation.unavailable", { level: "warn", reason: isolation.reason, effect: "POST /api/sandbox answers 503" });
-  else if (!isolation.privateNetwork) ctx.log("sandbox.isolation.degraded", { level: "warn", reason: isolation.reason, effect: "sandboxes share the host loopback; two cannot listen on one port" });
-  else if (!isolation.userNamespace) ctx.log("sandbox.isolation.degraded", { level: "warn", reason: isolation.reason, effect: "runAs root has no capability (cannot write the user's files) and sudo fails" });
-  if (!isolation.available || !isolation.privateNetwork || !isolation.userNamespace) console.warn(`[tollgate emulator] sandbox isolation degraded: ${isolation.reason}`);
+  if (!isolation.available)
+    ctx.log("sandbox.isolation.unavailable", { level: "warn", reason: isolation.reason, effect: "POST /api/sandbox answers 503" });
+  else if (!isolation.privateNetwork)
+    ctx.log("sandbox.isolation.degraded", {
+      level: "warn",
+      reason: isolation.reason,
+      effect: "sandboxes share the host loopback; two cannot listen on one port",
+    });
+  else if (!isolation.userNamespace)
+    ctx.log("sandbox.isolation.degraded", {
+      level: "warn",
+      reason: isolation.reason,
+      effect: "runAs root has no capability (cannot write the user's files) and sudo fails",
+    });
+  if (!isolation.available || !isolation.privateNetwork || !isolation.userNamespace)
+    console.warn(`[tollgate emulator] sandbox isolation degraded: ${isolation.reason}`);
   // Root-only: a sandbox's root owns its files as host uid 0 (see jail.ts), setuid bits included.
   await mkdir(join(ctx.stateDir, "sandboxes"), { recursive: true, mode: 0o700 });
   await chmod(join(ctx.stateDir, "sandboxes"), 0o700);

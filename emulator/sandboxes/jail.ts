@@ -36,18 +36,40 @@ const ID_MAP = "0 0 65536\n";
 /** Checks once what this machine allows, so a missing feature degrades with a logged warning instead of failing late. */
 export function probeIsolation(cgroups: CgroupSupport): Isolation {
   if (typeof process.getuid === "function" && process.getuid() !== 0) {
-    return { available: false, privateNetwork: false, userNamespace: false, cgroups, reason: "the emulator must run as root to enter sandbox namespaces (nsenter)" };
+    return {
+      available: false,
+      privateNetwork: false,
+      userNamespace: false,
+      cgroups,
+      reason: "the emulator must run as root to enter sandbox namespaces (nsenter)",
+    };
   }
   const probe = spawnSync("/usr/bin/unshare", ["--user", "/usr/bin/true"], { timeout: 5000 });
   const userNamespace = probe.status === 0;
-  const noUserns = userNamespace ? "" : `no user namespaces (root inside has no capability, sudo fails): ${String(probe.stderr ?? probe.error).trim()}`;
+  const noUserns = userNamespace
+    ? ""
+    : `no user namespaces (root inside has no capability, sudo fails): ${String(probe.stderr ?? probe.error).trim()}`;
   const base = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"];
   const full = spawnSync(BWRAP, [...base, "--unshare-net", "/usr/bin/true"], { timeout: 5000 });
-  if (full.status === 0) return { available: true, privateNetwork: true, userNamespace, cgroups, ...(noUserns ? { reason: noUserns } : {}) };
+  if (full.status === 0)
+    return { available: true, privateNetwork: true, userNamespace, cgroups, ...(noUserns ? { reason: noUserns } : {}) };
   const noNet = spawnSync(BWRAP, [...base, "/usr/bin/true"], { timeout: 5000 });
   const why = String(full.stderr ?? full.error ?? "").trim();
-  if (noNet.status === 0) return { available: true, privateNetwork: false, userNamespace, cgroups, reason: [`no network namespace: ${why}`, noUserns].filter(Boolean).join("; ") };
-  return { available: false, privateNetwork: false, userNamespace, cgroups, reason: `bubblewrap failed: ${why || String(noNet.stderr ?? noNet.error)}` };
+  if (noNet.status === 0)
+    return {
+      available: true,
+      privateNetwork: false,
+      userNamespace,
+      cgroups,
+      reason: [`no network namespace: ${why}`, noUserns].filter(Boolean).join("; "),
+    };
+  return {
+    available: false,
+    privateNetwork: false,
+    userNamespace,
+    cgroups,
+    reason: `bubblewrap failed: ${why || String(noNet.stderr ?? noNet.error)}`,
+  };
 }
 
 export type SandboxUser = "user" | "root";
@@ -93,22 +115,46 @@ export class Jail {
 
   static async start(opts: JailOptions): Promise<Jail> {
     const args = [
-      "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+      "--die-with-parent",
+      "--unshare-pid",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--unshare-cgroup-try",
       ...(opts.isolation.privateNetwork ? ["--unshare-net"] : []),
-      "--hostname", hostnameOf(opts.id),
-      "--info-fd", "3",
-      "--bind", opts.rootDir, "/",
-      "--ro-bind", "/usr", "/usr",
+      "--hostname",
+      hostnameOf(opts.id),
+      "--info-fd",
+      "3",
+      "--bind",
+      opts.rootDir,
+      "/",
+      "--ro-bind",
+      "/usr",
+      "/usr",
       ...(opts.mounts ?? []).flatMap((m) => [m.readOnly ? "--ro-bind" : "--bind", m.hostDir, m.path]),
-      "--proc", "/proc", "--dev", "/dev",
-      "--ro-bind", opts.agentPath, AGENT_IN_SANDBOX,
-      "--bind", opts.sockDir, "/run/tollgate/sock",
-      "--chdir", "/",
-      "--", "/usr/bin/sleep", "infinity",
+      "--proc",
+      "/proc",
+      "--dev",
+      "/dev",
+      "--ro-bind",
+      opts.agentPath,
+      AGENT_IN_SANDBOX,
+      "--bind",
+      opts.sockDir,
+      "/run/tollgate/sock",
+      "--chdir",
+      "/",
+      "--",
+      "/usr/bin/sleep",
+      "infinity",
     ];
     // Own process group, so stop() can signal bwrap and everything it forked in one call.
     const bwrapArgv = opts.cgroup.wrap([BWRAP, ...args]);
-    const child = spawn(bwrapArgv[0]!, bwrapArgv.slice(1), { detached: true, stdio: ["ignore", "ignore", "pipe", "pipe"], env: { PATH: "/usr/bin:/bin" } });
+    const child = spawn(bwrapArgv[0]!, bwrapArgv.slice(1), {
+      detached: true,
+      stdio: ["ignore", "ignore", "pipe", "pipe"],
+      env: { PATH: "/usr/bin:/bin" },
+    });
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr += d));
     const info = await new Promise<{ "child-pid": number }>((resolve, reject) => {
@@ -133,7 +179,8 @@ export class Jail {
     // bwrap reports the pid before it has built the mounts; its init forks the command only once they are ready.
     const deadline = Date.now() + 10_000;
     while (!(await readFile(`/proc/${initPid}/task/${initPid}/children`, "utf8").catch(() => "")).trim()) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`sandbox ${opts.id} did not finish setting up: ${stderr.trim()}`);
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`sandbox ${opts.id} did not finish setting up: ${stderr.trim()}`);
       await new Promise((r) => setTimeout(r, 5));
     }
     try {
@@ -163,16 +210,50 @@ export class Jail {
     if (this.userNsPid === undefined) {
       // Degraded (no user namespaces): every user, root included, without any capability or privilege gain.
       return this.cgroup.wrap([
-        "/usr/bin/nsenter", "-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--",
-        "/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--init-groups", "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--",
-        "/usr/bin/env", `--chdir=${cwd}`,
+        "/usr/bin/nsenter",
+        "-t",
+        String(this.initPid),
+        "-m",
+        "-u",
+        "-i",
+        "-n",
+        "-p",
+        "-r",
+        "-w",
+        "--",
+        "/usr/bin/setpriv",
+        `--reuid=${uid}`,
+        `--regid=${gid}`,
+        "--init-groups",
+        "--no-new-privs",
+        "--bounding-set=-all",
+        "--inh-caps=-all",
+        "--",
+        "/usr/bin/env",
+        `--chdir=${cwd}`,
       ]);
     }
     return this.cgroup.wrap([
-      "/usr/bin/nsenter", "-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w",
-      `--user=/proc/${this.userNsPid}/ns/user`, "--",
-      "/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--init-groups", "--inh-caps=-all", "--",
-      "/usr/bin/env", `--chdir=${cwd}`,
+      "/usr/bin/nsenter",
+      "-t",
+      String(this.initPid),
+      "-m",
+      "-u",
+      "-i",
+      "-n",
+      "-p",
+      "-r",
+      "-w",
+      `--user=/proc/${this.userNsPid}/ns/user`,
+      "--",
+      "/usr/bin/setpriv",
+      `--reuid=${uid}`,
+      `--regid=${gid}`,
+      "--init-groups",
+      "--inh-caps=-all",
+      "--",
+      "/usr/bin/env",
+      `--chdir=${cwd}`,
     ]);
   }
 
@@ -241,7 +322,21 @@ async function hardenMounts(initPid: number, setuidUsr: boolean): Promise<void> 
  * identity map. Returns its host PID; processes join the namespace through /proc/<pid>/ns/user.
  */
 async function startUserNamespace(initPid: number, cgroup: SandboxCgroup): Promise<number> {
-  const argv = cgroup.wrap(["/usr/bin/nsenter", "-t", String(initPid), "-m", "-p", "-r", "-w", "--", "/usr/bin/unshare", "--user", "--", "/usr/bin/sleep", "infinity"]);
+  const argv = cgroup.wrap([
+    "/usr/bin/nsenter",
+    "-t",
+    String(initPid),
+    "-m",
+    "-p",
+    "-r",
+    "-w",
+    "--",
+    "/usr/bin/unshare",
+    "--user",
+    "--",
+    "/usr/bin/sleep",
+    "infinity",
+  ]);
   const holder = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: "ignore", env: { PATH: "/usr/bin:/bin" } });
   holder.unref();
   const own = await readlink("/proc/self/ns/user");
@@ -249,7 +344,10 @@ async function startUserNamespace(initPid: number, cgroup: SandboxCgroup): Promi
   for (;;) {
     if (holder.exitCode !== null) throw new Error(`user namespace holder exited with ${holder.exitCode}`);
     // nsenter forks into the PID namespace; its child becomes unshare, then sleep.
-    const kids = (await readFile(`/proc/${holder.pid}/task/${holder.pid}/children`, "utf8").catch(() => "")).trim().split(/\s+/).filter(Boolean);
+    const kids = (await readFile(`/proc/${holder.pid}/task/${holder.pid}/children`, "utf8").catch(() => ""))
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean);
     const pid = Number(kids[0]);
     if (pid) {
       const ns = await readlink(`/proc/${pid}/ns/user`).catch(() => own);

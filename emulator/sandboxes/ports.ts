@@ -13,7 +13,16 @@ import type { RuntimeEnv } from "./runtime-env.js";
 const EXPOSED_HOST = /^(\d{1,5})-(sbx_[a-z0-9]+)\./i;
 const cookieName = (port: number) => `hb_port_${port}`;
 /** Hop-by-hop headers a proxy must not forward. */
-const HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization"]);
+const HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "proxy-authorization",
+]);
 
 export function parseExposedHost(host: string | undefined): { port: number; id: string } | undefined {
   const m = host ? EXPOSED_HOST.exec(host) : null;
@@ -27,7 +36,11 @@ export class PortRouter {
   ) {}
 
   /** Finds the sandbox and checks exposure and credentials; returns whether the Authorization header was ours. */
-  private async admit(target: { port: number; id: string }, headers: Headers, cookie: string | undefined): Promise<{ sb: Sandbox; ownAuth: boolean }> {
+  private async admit(
+    target: { port: number; id: string },
+    headers: Headers,
+    cookie: string | undefined,
+  ): Promise<{ sb: Sandbox; ownAuth: boolean }> {
     const sb = this.service.get(target.id);
     sb.assertActive();
     const entry = sb.exposed.get(target.port);
@@ -70,7 +83,12 @@ export class PortRouter {
       });
       upstream.on("error", () => {
         if (outgoing.headersSent) return void outgoing.destroy();
-        resolve(new Response(errorBody(new ApiError(502, "port_unreachable", `Nothing answered on port ${target.port} inside sandbox ${sb.id}`)), { status: 502, headers: { "content-type": "application/json" } }));
+        resolve(
+          new Response(
+            errorBody(new ApiError(502, "port_unreachable", `Nothing answered on port ${target.port} inside sandbox ${sb.id}`)),
+            { status: 502, headers: { "content-type": "application/json" } },
+          ),
+        );
       });
       incoming.pipe(upstream);
     });
@@ -116,7 +134,10 @@ function forwardHeaders(incoming: IncomingMessage, ownAuth: boolean, port: numbe
     if (v === undefined || HOP.has(k)) continue;
     if (k === "authorization" && ownAuth) continue;
     if (k === "cookie" && typeof v === "string") {
-      const rest = v.split(/;\s*/).filter((p) => !p.startsWith(`${cookieName(port)}=`)).join("; ");
+      const rest = v
+        .split(/;\s*/)
+        .filter((p) => !p.startsWith(`${cookieName(port)}=`))
+        .join("; ");
       if (rest) out[k] = rest;
       continue;
     }
@@ -134,5 +155,7 @@ function parseCookie(header: string | undefined, name: string): string | undefin
 export function rejectUpgrade(socket: Duplex, err: unknown): void {
   const e = err instanceof ApiError ? err : new ApiError(500, "internal_error", "Internal emulator error");
   const payload = errorBody(e);
-  socket.end(`HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`);
+  socket.end(
+    `HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`,
+  );
 }

@@ -50,7 +50,17 @@ export function sandboxEnv(user: SandboxUser, extra: unknown): Record<string, st
   return env;
 }
 
-const SIGNALS: Record<string, NodeJS.Signals> = { TERM: "SIGTERM", KILL: "SIGKILL", INT: "SIGINT", HUP: "SIGHUP", QUIT: "SIGQUIT", USR1: "SIGUSR1", USR2: "SIGUSR2", STOP: "SIGSTOP", CONT: "SIGCONT" };
+const SIGNALS: Record<string, NodeJS.Signals> = {
+  TERM: "SIGTERM",
+  KILL: "SIGKILL",
+  INT: "SIGINT",
+  HUP: "SIGHUP",
+  QUIT: "SIGQUIT",
+  USR1: "SIGUSR1",
+  USR2: "SIGUSR2",
+  STOP: "SIGSTOP",
+  CONT: "SIGCONT",
+};
 export function parseSignal(sig: unknown, fallback: NodeJS.Signals): NodeJS.Signals {
   if (sig === undefined || sig === null || sig === "") return fallback;
   const name = String(sig).toUpperCase().replace(/^SIG/, "");
@@ -145,17 +155,36 @@ export class SandboxProcess {
   }
 
   writeStdin(data: Buffer | undefined, eof: boolean): void {
-    if (!this.running || !this.child.stdin || this.child.stdin.writableEnded) throw new ApiError(409, "stdin_closed", "Process stdin is closed");
+    if (!this.running || !this.child.stdin || this.child.stdin.writableEnded)
+      throw new ApiError(409, "stdin_closed", "Process stdin is closed");
     if (data?.length) this.child.stdin.write(data);
     if (eof) this.child.stdin.end();
   }
 
   summary() {
-    return { id: this.id, status: this.status, command: this.command, cwd: this.cwd, pid: this.pid, exit_code: this.exitCode, started_at: this.startedAt, completed_at: this.completedAt };
+    return {
+      id: this.id,
+      status: this.status,
+      command: this.command,
+      cwd: this.cwd,
+      pid: this.pid,
+      exit_code: this.exitCode,
+      started_at: this.startedAt,
+      completed_at: this.completedAt,
+    };
   }
 
   result() {
-    return { id: this.id, status: this.status, exit_code: this.exitCode, stdout: this.out.stdout, stderr: this.out.stderr, started_at: this.startedAt, completed_at: this.completedAt, ...(this.error ? { error: this.error } : {}) };
+    return {
+      id: this.id,
+      status: this.status,
+      exit_code: this.exitCode,
+      stdout: this.out.stdout,
+      stderr: this.out.stderr,
+      started_at: this.startedAt,
+      completed_at: this.completedAt,
+      ...(this.error ? { error: this.error } : {}),
+    };
   }
 }
 
@@ -185,11 +214,21 @@ export class ProcessTable {
   }
 
   list(q: { status?: string; limit?: string; cursor?: string; created_after?: string; created_before?: string }) {
-    const statuses = q.status ? new Set(q.status.split(",").map((s) => s.trim()).filter(Boolean)) : undefined;
+    const statuses = q.status
+      ? new Set(
+          q.status
+            .split(",")
+            .map((s) => s.trim())
+            .filter(Boolean),
+        )
+      : undefined;
     const after = q.created_after ? toMs(q.created_after) : undefined;
     const before = q.created_before ? toMs(q.created_before) : undefined;
     const all = [...this.procs.values()].filter(
-      (p) => (!statuses || statuses.has(p.status)) && (after === undefined || p.startedAt >= after) && (before === undefined || p.startedAt <= before),
+      (p) =>
+        (!statuses || statuses.has(p.status)) &&
+        (after === undefined || p.startedAt >= after) &&
+        (before === undefined || p.startedAt <= before),
     );
     const offset = q.cursor ? Number.parseInt(q.cursor, 10) || 0 : 0;
     const limit = Math.min(Math.max(Number.parseInt(q.limit ?? "50", 10) || 50, 1), 500);

@@ -29,7 +29,8 @@ export class SandboxService {
   ) {}
 
   async create(body: Record<string, any>): Promise<Sandbox> {
-    if (!this.isolation.available) throw new ApiError(503, "isolation_unavailable", `Sandboxes are unavailable on this machine: ${this.isolation.reason}`);
+    if (!this.isolation.available)
+      throw new ApiError(503, "isolation_unavailable", `Sandboxes are unavailable on this machine: ${this.isolation.reason}`);
     let imageName: string;
     let imageId: string;
     let seed: string;
@@ -49,10 +50,13 @@ export class SandboxService {
     } else {
       throw badRequest("imageName or snapshotName is required");
     }
-    const timeoutMinutes = body.timeoutMinutes === undefined || body.timeoutMinutes === null ? DEFAULT_TIMEOUT_MINUTES : Number(body.timeoutMinutes);
+    const timeoutMinutes =
+      body.timeoutMinutes === undefined || body.timeoutMinutes === null ? DEFAULT_TIMEOUT_MINUTES : Number(body.timeoutMinutes);
     if (!Number.isFinite(timeoutMinutes) || timeoutMinutes < 0) throw badRequest("timeoutMinutes must be a non-negative number");
     const mounts = this.volumes.mountsFor(body.mounts);
-    const ports = Array.isArray(body.exposedPorts) ? body.exposedPorts.map((p: any) => ({ port: validPort(p?.port), auth: Boolean(p?.auth) })) : [];
+    const ports = Array.isArray(body.exposedPorts)
+      ? body.exposedPorts.map((p: any) => ({ port: validPort(p?.port), auth: Boolean(p?.auth) }))
+      : [];
     const spec: SandboxSpec = {
       id: `sbx_${randomBytes(10).toString("hex")}`,
       imageName,
@@ -129,7 +133,9 @@ export class SandboxService {
     if (!entry.auth) return { port, auth: false, url, browserUrl: url };
     const grant = await this.tokens.sign("port-grant", sb.id, Math.max(this.ctx.runtimeTokenTtlSeconds, 60), { port });
     return {
-      port, auth: true, url,
+      port,
+      auth: true,
+      url,
       browserUrl: `${url}_hb/auth?grant=${encodeURIComponent(grant.token)}&next=%2F`,
       browserUrlExpiresAt: new Date(grant.expiresAt).toISOString(),
     };
@@ -157,12 +163,31 @@ export class SandboxService {
     for (const port of [...sb.exposed.keys()].sort((a, b) => a - b)) exposedPorts.push(await this.exposure(sb, port));
     const start = sb.createdAt.getTime();
     const summary = {
-      id: sb.id, teamId: "team_emulator", status: sb.status, endTime: sb.endTime, startTime: start,
-      createdAt: sb.createdAt.toISOString(), updatedAt: sb.updatedAt.toISOString(), closeReason: sb.closeReason,
-      dataConsumed: 0, proxyDataConsumed: 0, usageType: "sandbox", jobId: null, launchState: null, creditsUsed: 0,
-      region: sb.spec.region, sessionUrl: `${this.ctx.controlOrigin()}/sandboxes/${sb.id}`, duration: (sb.endTime ?? Date.now()) - start,
-      proxyBytesUsed: 0, vcpus: sb.spec.vcpus, memMiB: sb.spec.memMiB, diskSizeMiB: sb.spec.diskSizeMiB,
-      timeoutMinutes: sb.spec.timeoutMinutes, network: { ...sb.spec.network }, runtime: this.runtimeTarget(sb.id), exposedPorts,
+      id: sb.id,
+      teamId: "team_emulator",
+      status: sb.status,
+      endTime: sb.endTime,
+      startTime: start,
+      createdAt: sb.createdAt.toISOString(),
+      updatedAt: sb.updatedAt.toISOString(),
+      closeReason: sb.closeReason,
+      dataConsumed: 0,
+      proxyDataConsumed: 0,
+      usageType: "sandbox",
+      jobId: null,
+      launchState: null,
+      creditsUsed: 0,
+      region: sb.spec.region,
+      sessionUrl: `${this.ctx.controlOrigin()}/sandboxes/${sb.id}`,
+      duration: (sb.endTime ?? Date.now()) - start,
+      proxyBytesUsed: 0,
+      vcpus: sb.spec.vcpus,
+      memMiB: sb.spec.memMiB,
+      diskSizeMiB: sb.spec.diskSizeMiB,
+      timeoutMinutes: sb.spec.timeoutMinutes,
+      network: { ...sb.spec.network },
+      runtime: this.runtimeTarget(sb.id),
+      exposedPorts,
       imageName: sb.spec.imageName,
     };
     if (!withToken) return summary;
@@ -181,7 +206,9 @@ function numberOr(v: unknown, fallback: number): number {
 
 export function validPort(v: unknown): number {
   const port = typeof v === "string" ? Number(v) : v;
-  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65535) throw badRequest("port must be an integer between 1 and 65535");
-  if (port === RUNTIME_PORT) throw badRequest(`Port ${RUNTIME_PORT} is reserved for the sandbox runtime and cannot be exposed`, "reserved_port");
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw badRequest("port must be an integer between 1 and 65535");
+  if (port === RUNTIME_PORT)
+    throw badRequest(`Port ${RUNTIME_PORT} is reserved for the sandbox runtime and cannot be exposed`, "reserved_port");
   return port;
 }

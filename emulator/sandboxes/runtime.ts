@@ -21,7 +21,12 @@ function requireRuntimeToken(service: SandboxService, tokens: TokenIssuer): Midd
   };
 }
 
-export function sandboxRuntimeRoutes(ctx: EmulatorContext, service: SandboxService, tokens: TokenIssuer, ports: PortRouter): Hono<RuntimeEnv> {
+export function sandboxRuntimeRoutes(
+  ctx: EmulatorContext,
+  service: SandboxService,
+  tokens: TokenIssuer,
+  ports: PortRouter,
+): Hono<RuntimeEnv> {
   const app = new Hono<RuntimeEnv>();
   app.onError((err) => {
     if (!(err instanceof ApiError)) ctx.log("sandbox.runtime.error", { error: String((err as Error)?.stack ?? err) });

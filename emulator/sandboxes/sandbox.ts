@@ -101,7 +101,10 @@ export class Sandbox {
     // One private directory per agent: neither user can remove or replace the other's socket.
     await mkdir(sockDir, { recursive: true });
     await chmod(sockDir, 0o755);
-    for (const [user, uid, gid] of [["user", SANDBOX_UID, SANDBOX_GID], ["root", 0, 0]] as const) {
+    for (const [user, uid, gid] of [
+      ["user", SANDBOX_UID, SANDBOX_GID],
+      ["root", 0, 0],
+    ] as const) {
       await mkdir(join(sockDir, user), { recursive: true });
       await chown(join(sockDir, user), uid, gid);
       await chmod(join(sockDir, user), 0o700);
@@ -125,7 +128,7 @@ export class Sandbox {
       throw err;
     }
     const sb = new Sandbox(spec, dir, jail);
-    jail.onExit = () => void sb.stop(sb.stopping ? sb.closeReason ?? "stopped" : "crashed");
+    jail.onExit = () => void sb.stop(sb.stopping ? (sb.closeReason ?? "stopped") : "crashed");
     try {
       // sudo looks its host name up, as a real machine resolves its own. Written from inside, as the sandbox's root.
       const hosts = `127.0.0.1\tlocalhost\n127.0.1.1\t${hostnameOf(spec.id)}\n::1\tlocalhost ip6-localhost ip6-loopback\n`;
@@ -181,7 +184,11 @@ export class Sandbox {
       // Killing the namespace first lets each nsenter parent reap its child; killing both at once leaves zombies
       // for the host's init to collect.
       await this.jail.stop();
-      for (const a of this.agents.values()) await a.then((x) => x.stop(), () => {});
+      for (const a of this.agents.values())
+        await a.then(
+          (x) => x.stop(),
+          () => {},
+        );
     })();
     return this.stopping;
   }

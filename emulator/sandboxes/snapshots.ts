@@ -38,14 +38,39 @@ export class SnapshotStore {
 
   constructor(private readonly dir: string) {}
 
-  async capture(rootDir: string, meta: { snapshotName?: unknown; imageName: string; imageId: string; vcpus: number; memMiB: number; diskSizeMiB: number; sandboxId: string }) {
+  async capture(
+    rootDir: string,
+    meta: {
+      snapshotName?: unknown;
+      imageName: string;
+      imageId: string;
+      vcpus: number;
+      memMiB: number;
+      diskSizeMiB: number;
+      sandboxId: string;
+    },
+  ) {
     const id = `snap_${randomBytes(9).toString("base64url")}`;
-    const name = typeof meta.snapshotName === "string" && meta.snapshotName.trim() ? meta.snapshotName.trim() : `${meta.sandboxId}-${Date.now()}`;
+    const name =
+      typeof meta.snapshotName === "string" && meta.snapshotName.trim() ? meta.snapshotName.trim() : `${meta.sandboxId}-${Date.now()}`;
     const now = new Date().toISOString();
     const snap: Snapshot = {
-      id, snapshotName: name, namespace: "team", imageNamespace: "public", imageName: meta.imageName, imageId: meta.imageId,
-      status: "creating", vcpus: meta.vcpus, memMiB: meta.memMiB, diskSizeMiB: meta.diskSizeMiB, compatibilityTag: "tollgate-emulator-fs-v1",
-      metadata: { sourceSandboxId: meta.sandboxId, preserves: "filesystem" }, uploaded: true, createdAt: now, updatedAt: now, dir: join(this.dir, id),
+      id,
+      snapshotName: name,
+      namespace: "team",
+      imageNamespace: "public",
+      imageName: meta.imageName,
+      imageId: meta.imageId,
+      status: "creating",
+      vcpus: meta.vcpus,
+      memMiB: meta.memMiB,
+      diskSizeMiB: meta.diskSizeMiB,
+      compatibilityTag: "tollgate-emulator-fs-v1",
+      metadata: { sourceSandboxId: meta.sandboxId, preserves: "filesystem" },
+      uploaded: true,
+      createdAt: now,
+      updatedAt: now,
+      dir: join(this.dir, id),
     };
     this.snapshots.push(snap);
     try {

@@ -11,7 +11,13 @@ async function waitTerminal(t: Terminal, timeoutMs: number | undefined): Promise
   try {
     await Promise.race([
       t.done,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ApiError(408, "timeout", `Terminal ${t.id} wait timed out after ${timeoutMs} ms`)), timeoutMs))),
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(
+            () => reject(new ApiError(408, "timeout", `Terminal ${t.id} wait timed out after ${timeoutMs} ms`)),
+            timeoutMs,
+          )),
+      ),
     ]);
   } finally {
     clearTimeout(timer);
@@ -21,7 +27,9 @@ async function waitTerminal(t: Terminal, timeoutMs: number | undefined): Promise
 export function terminalRoutes(): Hono<RuntimeEnv> {
   const app = new Hono<RuntimeEnv>();
   app.post("/pty", async (c) => c.json({ pty: c.var.sandbox.terminals.create(await body(c)).status(false) }));
-  app.get("/pty/:tid", (c) => c.json({ pty: c.var.sandbox.terminals.get(c.req.param("tid")).status(c.req.query("includeOutput") === "true") }));
+  app.get("/pty/:tid", (c) =>
+    c.json({ pty: c.var.sandbox.terminals.get(c.req.param("tid")).status(c.req.query("includeOutput") === "true") }),
+  );
   app.post("/pty/:tid/wait", async (c) => {
     const t = c.var.sandbox.terminals.get(c.req.param("tid"));
     const b = await body(c);

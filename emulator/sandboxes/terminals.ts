@@ -98,8 +98,17 @@ export class Terminal {
 
   status(includeOutput: boolean) {
     return {
-      id: this.id, command: this.command, args: this.args, cwd: this.cwd, pid: this.pty.pid, running: this.running,
-      exitCode: this.exitCode, timedOut: this.timedOut, rows: this.rows, cols: this.cols, startedAt: this.startedAt,
+      id: this.id,
+      command: this.command,
+      args: this.args,
+      cwd: this.cwd,
+      pid: this.pty.pid,
+      running: this.running,
+      exitCode: this.exitCode,
+      timedOut: this.timedOut,
+      rows: this.rows,
+      cols: this.cols,
+      startedAt: this.startedAt,
       ...(this.finishedAt ? { finishedAt: this.finishedAt } : {}),
       ...(includeOutput ? { output: this.since(0) } : {}),
     };

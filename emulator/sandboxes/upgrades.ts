@@ -37,7 +37,8 @@ function attachPty(ws: WebSocket, sb: Sandbox, ptyId: string, cursor: number): v
     } catch {
       return send({ error: "frames must be JSON", code: "invalid_frame" });
     }
-    if (msg?.type === "input" && typeof msg.data === "string") t.write(Buffer.from(msg.data, msg.encoding === "base64" ? "base64" : "utf8"));
+    if (msg?.type === "input" && typeof msg.data === "string")
+      t.write(Buffer.from(msg.data, msg.encoding === "base64" ? "base64" : "utf8"));
     else if (msg?.type === "resize") {
       try {
         t.resize(Number(msg.rows), Number(msg.cols));
@@ -69,7 +70,11 @@ function attachWatch(ws: WebSocket, sb: Sandbox, watchId: string, cursor: number
   ws.on("close", unsubscribe);
 }
 
-export function runtimeUpgrades(service: SandboxService, tokens: TokenIssuer, ports: PortRouter): { handle: UpgradeHandler; close(): void } {
+export function runtimeUpgrades(
+  service: SandboxService,
+  tokens: TokenIssuer,
+  ports: PortRouter,
+): { handle: UpgradeHandler; close(): void } {
   const wss = new WebSocketServer({ noServer: true });
   const handle: UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const exposed = parseExposedHost(req.headers.host);

@@ -38,7 +38,8 @@ export function volumeRoutes(ctx: EmulatorContext, service: SandboxService): Hon
   app.delete("/api/volume/:key", async (c) => {
     const volume = volumes.resolve(c.req.param("key"));
     const users = service.mountingVolume(volume.id);
-    if (users.length) throw new ApiError(409, "volume_in_use", `Volume ${volume.id} is mounted by running sandbox ${users.map((s) => s.id).join(", ")}`);
+    if (users.length)
+      throw new ApiError(409, "volume_in_use", `Volume ${volume.id} is mounted by running sandbox ${users.map((s) => s.id).join(", ")}`);
     await volumes.remove(volume);
     return c.json({ deleted: true, id: volume.id, name: volume.name });
   });

@@ -41,7 +41,8 @@ export class VolumeStore {
 
   async create(body: Record<string, unknown>): Promise<VolumeRecord> {
     const name = body.name;
-    if (typeof name !== "string" || !VOLUME_NAME.test(name)) throw badRequest("name must be 1-63 characters of letters, digits, '.', '_' or '-'");
+    if (typeof name !== "string" || !VOLUME_NAME.test(name))
+      throw badRequest("name must be 1-63 characters of letters, digits, '.', '_' or '-'");
     const id = `vol_${randomBytes(10).toString("hex")}`;
     const dir = join(this.dir, id);
     await mkdir(dir, { recursive: true });
@@ -90,8 +91,10 @@ export class VolumeStore {
     const mounts: VolumeMount[] = [];
     for (const [path, spec] of Object.entries(raw as Record<string, any>)) {
       const normal = posix.normalize(path).replace(/\/+$/, "");
-      if (!path.startsWith("/") || normal === "" || normal !== path.replace(/\/+$/, "")) throw badRequest(`mount path ${path} must be an absolute, normalised path`);
-      if (RESERVED.some((r) => normal === r || normal.startsWith(`${r}/`))) throw badRequest(`mount path ${path} is reserved`, "reserved_mount_path");
+      if (!path.startsWith("/") || normal === "" || normal !== path.replace(/\/+$/, ""))
+        throw badRequest(`mount path ${path} must be an absolute, normalised path`);
+      if (RESERVED.some((r) => normal === r || normal.startsWith(`${r}/`)))
+        throw badRequest(`mount path ${path} is reserved`, "reserved_mount_path");
       if (!spec || typeof spec !== "object" || typeof spec.id !== "string") throw badRequest(`mounts["${path}"].id must be a volume id`);
       if (spec.type !== undefined && spec.type !== "rw" && spec.type !== "ro") throw badRequest(`mounts["${path}"].type must be rw or ro`);
       const volume = this.get(spec.id);

@@ -60,9 +60,16 @@ export class DirWatch {
 
   wire() {
     return {
-      id: this.id, path: this.path, recursive: this.recursive, active: this.active, createdAt: this.createdAt,
-      ...(this.error ? { error: this.error } : {}), ...(this.stoppedAt ? { stoppedAt: this.stoppedAt } : {}),
-      oldestSeq: this.events[0]?.seq ?? 0, lastSeq: this.nextSeq - 1, eventCount: this.nextSeq - 1,
+      id: this.id,
+      path: this.path,
+      recursive: this.recursive,
+      active: this.active,
+      createdAt: this.createdAt,
+      ...(this.error ? { error: this.error } : {}),
+      ...(this.stoppedAt ? { stoppedAt: this.stoppedAt } : {}),
+      oldestSeq: this.events[0]?.seq ?? 0,
+      lastSeq: this.nextSeq - 1,
+      eventCount: this.nextSeq - 1,
     };
   }
 }
@@ -74,7 +81,12 @@ export class WatchTable {
     const id = `watch_${randomBytes(9).toString("base64url")}`;
     let watch: DirWatch | undefined;
     const pending: Array<{ path: string; op: string; timestamp: number }> = [];
-    const handle = await agent.watch(path, recursive, (e) => (watch ? watch.push(e) : pending.push(e)), (err) => watch?.end(err));
+    const handle = await agent.watch(
+      path,
+      recursive,
+      (e) => (watch ? watch.push(e) : pending.push(e)),
+      (err) => watch?.end(err),
+    );
     watch = new DirWatch(id, path, recursive);
     watch.close = handle.close;
     for (const e of pending) watch.push(e);

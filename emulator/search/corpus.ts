@@ -19,7 +19,6 @@ export interface CorpusDoc {
   links: string[];
 }
 
-
 interface Angle {
   label: string;
   filetypes: Filetype[];
@@ -29,17 +28,47 @@ interface Angle {
 
 const ANGLES: Angle[] = [
   { label: "Overview", filetypes: ["html"], section: "wiki", intro: (s) => `This page gives an overview of ${s.toLowerCase()}.` },
-  { label: "A Beginner's Guide", filetypes: ["html"], section: "guides", intro: (s) => `New to ${s.toLowerCase()}? Start with the basics below.` },
-  { label: "Frequently Asked Questions", filetypes: ["html"], section: "faq", intro: (s) => `Answers to common questions about ${s.toLowerCase()}.` },
+  {
+    label: "A Beginner's Guide",
+    filetypes: ["html"],
+    section: "guides",
+    intro: (s) => `New to ${s.toLowerCase()}? Start with the basics below.`,
+  },
+  {
+    label: "Frequently Asked Questions",
+    filetypes: ["html"],
+    section: "faq",
+    intro: (s) => `Answers to common questions about ${s.toLowerCase()}.`,
+  },
   { label: "Tutorial", filetypes: ["html"], section: "tutorials", intro: (s) => `A step-by-step tutorial on ${s.toLowerCase()}.` },
   { label: "News and Analysis", filetypes: ["html"], section: "news", intro: (s) => `Latest reporting on ${s.toLowerCase()}.` },
-  { label: "Case Study", filetypes: ["html"], section: "case-studies", intro: (s) => `A case study examining ${s.toLowerCase()} in practice.` },
-  { label: "Annual Report", filetypes: ["pdf"], section: "reports", intro: (s) => `This annual report reviews developments in ${s.toLowerCase()}.` },
-  { label: "Research Paper", filetypes: ["pdf"], section: "research", intro: (s) => `Abstract: we study ${s.toLowerCase()} using new data.` },
+  {
+    label: "Case Study",
+    filetypes: ["html"],
+    section: "case-studies",
+    intro: (s) => `A case study examining ${s.toLowerCase()} in practice.`,
+  },
+  {
+    label: "Annual Report",
+    filetypes: ["pdf"],
+    section: "reports",
+    intro: (s) => `This annual report reviews developments in ${s.toLowerCase()}.`,
+  },
+  {
+    label: "Research Paper",
+    filetypes: ["pdf"],
+    section: "research",
+    intro: (s) => `Abstract: we study ${s.toLowerCase()} using new data.`,
+  },
   { label: "Technical Report", filetypes: ["pdf"], section: "publications", intro: (s) => `Technical report on ${s.toLowerCase()}.` },
   { label: "Policy Brief", filetypes: ["docx", "doc"], section: "policy", intro: (s) => `Policy brief: options for ${s.toLowerCase()}.` },
   { label: "Data Tables", filetypes: ["xlsx", "xls"], section: "data", intro: (s) => `Data tables with statistics on ${s.toLowerCase()}.` },
-  { label: "Presentation Slides", filetypes: ["pptx", "ppt"], section: "slides", intro: (s) => `Slides from a talk about ${s.toLowerCase()}.` },
+  {
+    label: "Presentation Slides",
+    filetypes: ["pptx", "ppt"],
+    section: "slides",
+    intro: (s) => `Slides from a talk about ${s.toLowerCase()}.`,
+  },
 ];
 
 const GENERIC = [
@@ -51,11 +80,32 @@ const GENERIC = [
 ];
 
 const COUNTRY_BY_SITE: Record<string, string> = {
-  "bbc.co.uk": "GB", "nhs.uk": "GB", "gov.uk": "GB", "ox.ac.uk": "GB", "theguardian.com": "GB",
-  "ec.europa.eu": "EU", "ecb.europa.eu": "EU", "esa.int": "EU",
-  "energy.gov": "US", "nrel.gov": "US", "noaa.gov": "US", "epa.gov": "US", "cdc.gov": "US", "nih.gov": "US",
-  "nasa.gov": "US", "census.gov": "US", "bls.gov": "US", "ed.gov": "US", "federalreserve.gov": "US", "usda.gov": "US",
-  "cisa.gov": "US", "nist.gov": "US", "nytimes.com": "US", "mit.edu": "US", "stanford.edu": "US", "mayoclinic.org": "US",
+  "bbc.co.uk": "GB",
+  "nhs.uk": "GB",
+  "gov.uk": "GB",
+  "ox.ac.uk": "GB",
+  "theguardian.com": "GB",
+  "ec.europa.eu": "EU",
+  "ecb.europa.eu": "EU",
+  "esa.int": "EU",
+  "energy.gov": "US",
+  "nrel.gov": "US",
+  "noaa.gov": "US",
+  "epa.gov": "US",
+  "cdc.gov": "US",
+  "nih.gov": "US",
+  "nasa.gov": "US",
+  "census.gov": "US",
+  "bls.gov": "US",
+  "ed.gov": "US",
+  "federalreserve.gov": "US",
+  "usda.gov": "US",
+  "cisa.gov": "US",
+  "nist.gov": "US",
+  "nytimes.com": "US",
+  "mit.edu": "US",
+  "stanford.edu": "US",
+  "mayoclinic.org": "US",
 };
 
 /** Small deterministic PRNG (mulberry32) so the corpus, and so search results, are the same on every run. */
@@ -70,7 +120,11 @@ function prng(seed: number): () => number {
   };
 }
 
-const slugify = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
+const slugify = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "");
 
 /** Builds the corpus: every topic × every angle, plus extra variants, about 16 documents per topic. */
 export function buildCorpus(seed = 402): CorpusDoc[] {
@@ -87,7 +141,8 @@ export function buildCorpus(seed = 402): CorpusDoc[] {
       const year = 2015 + Math.floor(rand() * 11);
       const month = 1 + Math.floor(rand() * 12);
       const day = 1 + Math.floor(rand() * 28);
-      const title = angle.label === "Annual Report" || angle.label === "Data Tables" ? `${stem}: ${angle.label} ${year}` : `${stem}: ${angle.label}`;
+      const title =
+        angle.label === "Annual Report" || angle.label === "Data Tables" ? `${stem}: ${angle.label} ${year}` : `${stem}: ${angle.label}`;
       const shuffled = [...topic.sentences].sort(() => rand() - 0.5);
       const count = 4 + Math.floor(rand() * 3);
       const body = shuffled.slice(0, count);

@@ -11,16 +11,14 @@ export interface WebSearchResult {
   description: string;
 }
 
-export type SearchOutcome =
-  | { ok: true; query: string; results: WebSearchResult[]; total: number }
-  | { ok: false; error: string };
+export type SearchOutcome = { ok: true; query: string; results: WebSearchResult[]; total: number } | { ok: false; error: string };
 
-export type FetchOutcome =
-  | { ok: true; data: Record<string, unknown> }
-  | { ok: false; status: number; error: string };
+export type FetchOutcome = { ok: true; data: Record<string, unknown> } | { ok: false; status: number; error: string };
 
 const STOPWORDS = new Set(
-  "a an and are as at be by for from has have how in is it its of on or that the this to was were what when where which who why will with".split(" "),
+  "a an and are as at be by for from has have how in is it its of on or that the this to was were what when where which who why will with".split(
+    " ",
+  ),
 );
 
 /**
@@ -48,11 +46,18 @@ const SYNONYMS: string[][] = [
   ["prices", "cost", "inflation"],
 ];
 
-const normalize = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+const normalize = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim();
 const words = (s: string) => normalize(s).split(" ").filter(Boolean);
 
 function hostMatches(host: string, url: string, spec: string): boolean {
-  const [specHost, ...rest] = spec.toLowerCase().replace(/^https?:\/\//, "").split("/");
+  const [specHost, ...rest] = spec
+    .toLowerCase()
+    .replace(/^https?:\/\//, "")
+    .split("/");
   const path = rest.length ? "/" + rest.join("/") : "";
   const hostOk = host === specHost || host.endsWith("." + specHost);
   return hostOk && (!path || new URL(url).pathname.toLowerCase().startsWith(path));
@@ -88,7 +93,13 @@ export class SearchEngine {
       this.byUrl.set(canonicalUrl(d.url), d);
       const full = [d.title, ...d.paragraphs].join(" ");
       this.text.set(d.id, { norm: ` ${normalize(full)} `, words: new Set(words(full)) });
-      rows.push({ id: d.id, title: d.title, description: d.description, content: d.paragraphs.join("\n"), urlText: d.url.replace(/[/.:_-]+/g, " ") });
+      rows.push({
+        id: d.id,
+        title: d.title,
+        description: d.description,
+        content: d.paragraphs.join("\n"),
+        urlText: d.url.replace(/[/.:_-]+/g, " "),
+      });
     }
     this.index.addAll(rows);
   }
@@ -182,7 +193,8 @@ export class SearchEngine {
       links: d.links,
     };
     if (formats.has("html")) data.html = renderHtml(d);
-    if (formats.has("json")) data.json = { title: d.title, summary: d.description, publishedAt: d.publishedAt, site: d.site, links: d.links };
+    if (formats.has("json"))
+      data.json = { title: d.title, summary: d.description, publishedAt: d.publishedAt, site: d.site, links: d.links };
     return { ok: true, data };
   }
 }
@@ -224,7 +236,9 @@ function snippet(d: CorpusDoc, focus: string[]): string {
 }
 
 function renderMarkdown(d: CorpusDoc): string {
-  return [`# ${d.title}`, "", ...d.paragraphs.flatMap((p) => [p, ""]), "## Related", "", ...d.links.map((l) => `- [${l}](${l})`), ""].join("\n");
+  return [`# ${d.title}`, "", ...d.paragraphs.flatMap((p) => [p, ""]), "## Related", "", ...d.links.map((l) => `- [${l}](${l})`), ""].join(
+    "\n",
+  );
 }
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

@@ -10,7 +10,12 @@ const location = z.object({
   city: z.string().max(128).optional(),
 });
 
-const hostLike = z.string().trim().min(1).max(253).regex(/^[A-Za-z0-9.-]+(\/\S*)?$/, "expected a host name such as example.com");
+const hostLike = z
+  .string()
+  .trim()
+  .min(1)
+  .max(253)
+  .regex(/^[A-Za-z0-9.-]+(\/\S*)?$/, "expected a host name such as example.com");
 
 export const webSearchParams = z.object({
   query: z.string().trim().min(1, "query must not be empty").max(2000),
@@ -40,7 +45,11 @@ const outputFormat = z.union([
 ]);
 
 export const fetchParams = z.object({
-  url: z.string().trim().url("url must be an absolute http(s) URL").refine((u) => /^https?:\/\//i.test(u), "url must be http or https"),
+  url: z
+    .string()
+    .trim()
+    .url("url must be an absolute http(s) URL")
+    .refine((u) => /^https?:\/\//i.test(u), "url must be http or https"),
   stealth: z.enum(["none", "auto", "ultra"]).optional(),
   outputs: z
     .object({
@@ -62,10 +71,17 @@ export const fetchParams = z.object({
     .passthrough()
     .optional(),
   navigation: z
-    .object({ waitUntil: z.enum(["load", "domcontentloaded", "networkidle"]).optional(), timeoutMs: z.number().positive().optional(), waitFor: z.number().min(0).optional() })
+    .object({
+      waitUntil: z.enum(["load", "domcontentloaded", "networkidle"]).optional(),
+      timeoutMs: z.number().positive().optional(),
+      waitFor: z.number().min(0).optional(),
+    })
     .passthrough()
     .optional(),
-  cache: z.object({ maxAgeSeconds: z.number().min(0).optional() }).passthrough().optional(),
+  cache: z
+    .object({ maxAgeSeconds: z.number().min(0).optional() })
+    .passthrough()
+    .optional(),
 });
 export type FetchParams = z.infer<typeof fetchParams>;
 

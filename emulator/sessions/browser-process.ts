@@ -47,7 +47,11 @@ function launchArgs(opts: BrowserLaunchOptions): string[] {
   if (opts.extensionDirs?.length) {
     const dirs = opts.extensionDirs.join(",");
     // Chromium 137+ ignores --load-extension unless this feature is turned off.
-    args.push(`--load-extension=${dirs}`, `--disable-extensions-except=${dirs}`, "--disable-features=DisableLoadExtensionCommandLineSwitch");
+    args.push(
+      `--load-extension=${dirs}`,
+      `--disable-extensions-except=${dirs}`,
+      "--disable-features=DisableLoadExtensionCommandLineSwitch",
+    );
   }
   // Full Chromium's new headless mode draws window UI; kiosk mode on a virtual screen of the requested size makes
   // the page viewport equal the screen, as on the upstream's virtual display. headless-shell has no UI to remove.
@@ -123,7 +127,10 @@ export async function launchBrowser(opts: BrowserLaunchOptions): Promise<Browser
 
   let stderrTail = "";
   const cdpUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => fail(`Chromium did not open DevTools within ${opts.startTimeoutMs ?? 20000} ms`), opts.startTimeoutMs ?? 20000);
+    const timer = setTimeout(
+      () => fail(`Chromium did not open DevTools within ${opts.startTimeoutMs ?? 20000} ms`),
+      opts.startTimeoutMs ?? 20000,
+    );
     const onError = (err: Error) => fail(`Chromium could not be started: ${err.message}`);
     const onExit = (code: number | null, signal: string | null) =>
       fail(`Chromium exited before DevTools was ready (code ${code}, signal ${signal})`);
@@ -131,7 +138,13 @@ export async function launchBrowser(opts: BrowserLaunchOptions): Promise<Browser
       clearTimeout(timer);
       child.stderr?.removeAllListeners("data");
       child.off("error", onError).off("exit", onExit);
-      reject(new SessionError(503, "browser_unavailable", `${why} (${opts.binary.path}). ${stderrTail.trim().split("\n").slice(-3).join(" | ")}`));
+      reject(
+        new SessionError(
+          503,
+          "browser_unavailable",
+          `${why} (${opts.binary.path}). ${stderrTail.trim().split("\n").slice(-3).join(" | ")}`,
+        ),
+      );
     }
     child.once("error", onError);
     child.once("exit", onExit);

@@ -18,7 +18,9 @@ export async function copyUserData(from: string, to: string): Promise<void> {
   await rm(to, { recursive: true, force: true });
   await mkdir(to, { recursive: true });
   await run("/usr/bin/cp", ["-a", "--reflink=auto", `${from}/.`, to]).catch(() => {});
-  await Promise.all(["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"].map((f) => rm(join(to, f), { force: true })));
+  await Promise.all(
+    ["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"].map((f) => rm(join(to, f), { force: true })),
+  );
 }
 
 /**
@@ -44,7 +46,11 @@ export async function restoreCookies(cdp: CdpConnection, dir: string): Promise<n
   } catch {
     // One cookie this Chromium will not take must not cost the others (or the session): set them one by one.
     let set = 0;
-    for (const cookie of cookies) set += await cdp.send("Storage.setCookies", { cookies: [cookie] }, undefined, 5000).then(() => 1, () => 0);
+    for (const cookie of cookies)
+      set += await cdp.send("Storage.setCookies", { cookies: [cookie] }, undefined, 5000).then(
+        () => 1,
+        () => 0,
+      );
     return set;
   }
 }

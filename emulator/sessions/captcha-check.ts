@@ -29,7 +29,12 @@ export interface CaptchaEvaluationParams {
 async function detectOn(pages: PageTracker, targetId: string, among: readonly CaptchaType[]): Promise<CaptchaType[]> {
   try {
     const sessionId = await pages.sessionFor(targetId);
-    const { result } = await pages.cdp.send<{ result: { value?: CaptchaType[] } }>("Runtime.evaluate", { expression: DETECT, returnByValue: true }, sessionId, 10_000);
+    const { result } = await pages.cdp.send<{ result: { value?: CaptchaType[] } }>(
+      "Runtime.evaluate",
+      { expression: DETECT, returnByValue: true },
+      sessionId,
+      10_000,
+    );
     return (result.value ?? []).filter((t) => among.includes(t));
   } catch {
     return [];
@@ -39,7 +44,11 @@ async function detectOn(pages: PageTracker, targetId: string, among: readonly Ca
 function logFound(events: SessionEventLogs, page: { targetId: string; url: string }, found: CaptchaType[]): void {
   for (const captcha of found) {
     events.record("captcha_detected", { targetId: page.targetId, pageUrl: page.url, metadata: { captcha } });
-    events.record("captcha_error", { targetId: page.targetId, pageUrl: page.url, metadata: { captcha, error: "The emulator does not solve captchas" } });
+    events.record("captcha_error", {
+      targetId: page.targetId,
+      pageUrl: page.url,
+      metadata: { captcha, error: "The emulator does not solve captchas" },
+    });
   }
 }
 
@@ -82,8 +91,15 @@ export async function evaluateCaptchas(pages: PageTracker, events: SessionEventL
     const found = await detectOn(pages, page.targetId, checked);
     logFound(events, page, found);
     results.push({
-      url: page.url, targetId: page.targetId, iterationsRun: 1, solved: false, solvedCaptchas: [], checkedCaptchas: checked,
-      captchaSolvedCounts: {}, lastSolveTime: {}, detectedCaptchas: found,
+      url: page.url,
+      targetId: page.targetId,
+      iterationsRun: 1,
+      solved: false,
+      solvedCaptchas: [],
+      checkedCaptchas: checked,
+      captchaSolvedCounts: {},
+      lastSolveTime: {},
+      detectedCaptchas: found,
     });
   }
   return {

@@ -20,11 +20,15 @@ export class CdpConnection extends EventEmitter {
 
   private constructor(private readonly connection: Connection) {
     super();
-    const forward = (sessionId?: string): AnyEvent => (type, params) => {
-      if (typeof type === "string") this.emit("event", { method: type, params: params ?? {}, sessionId } satisfies CdpEvent);
-    };
+    const forward =
+      (sessionId?: string): AnyEvent =>
+      (type, params) => {
+        if (typeof type === "string") this.emit("event", { method: type, params: params ?? {}, sessionId } satisfies CdpEvent);
+      };
     (connection as unknown as Wildcard).on("*", forward());
-    connection.on(CDPSessionEvent.SessionAttached, (session: CDPSession) => (session as unknown as Wildcard).on("*", forward(session.id())));
+    connection.on(CDPSessionEvent.SessionAttached, (session: CDPSession) =>
+      (session as unknown as Wildcard).on("*", forward(session.id())),
+    );
     connection.on(CDPSessionEvent.Disconnected, () => this.onClose());
   }
 

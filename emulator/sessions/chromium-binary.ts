@@ -46,7 +46,8 @@ export async function locateChromium(opts: LocateOptions = {}): Promise<Chromium
     if (await executable(explicit)) return { path: explicit, source: "CHROMIUM_PATH" };
     throw new SessionError(503, "browser_unavailable", `CHROMIUM_PATH=${explicit} is not an executable file. ${CHROMIUM_MISSING_HINT}`);
   }
-  for (const candidate of opts.systemCandidates ?? SYSTEM_CANDIDATES) if (await executable(candidate)) return { path: candidate, source: "system" };
+  for (const candidate of opts.systemCandidates ?? SYSTEM_CANDIDATES)
+    if (await executable(candidate)) return { path: candidate, source: "system" };
   const npmPath = await fromSparticuz();
   if (npmPath) return { path: npmPath, source: "@sparticuz/chromium" };
   throw new SessionError(503, "browser_unavailable", CHROMIUM_MISSING_HINT);

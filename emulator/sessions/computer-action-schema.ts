@@ -8,7 +8,14 @@ const button = z.enum(["left", "right", "middle", "back", "forward", "wheel"]).d
 const shot = { returnScreenshot: z.boolean().optional() };
 
 export const computerActionBody = z.discriminatedUnion("action", [
-  z.object({ action: z.literal("click"), x: coord.optional(), y: coord.optional(), button, numClicks: z.number().int().min(1).max(10).default(1), ...shot }),
+  z.object({
+    action: z.literal("click"),
+    x: coord.optional(),
+    y: coord.optional(),
+    button,
+    numClicks: z.number().int().min(1).max(10).default(1),
+    ...shot,
+  }),
   z.object({ action: z.literal("type_text"), text: z.string(), ...shot }),
   z.object({ action: z.literal("press_keys"), keys: z.array(z.string().min(1)).min(1), ...shot }),
   z.object({ action: z.literal("move_mouse"), x: coord, y: coord, ...shot }),

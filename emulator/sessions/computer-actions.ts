@@ -30,7 +30,11 @@ const BUTTONS: Record<MouseButtonName, { name: string; bit: number }> = {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function performComputerAction(pages: PageTracker, state: InputState, action: ComputerActionBody): Promise<ComputerActionResult> {
+export async function performComputerAction(
+  pages: PageTracker,
+  state: InputState,
+  action: ComputerActionBody,
+): Promise<ComputerActionResult> {
   const page = await pages.ensureActive();
   const sessionId = await pages.sessionFor(page.targetId);
   const cdp = pages.cdp;

@@ -13,7 +13,8 @@ const SELECTORS = [
   "button[aria-label*='accept' i]",
 ];
 
-const WORDS = "^(accept|accept all|accept all cookies|accept cookies|allow all|allow all cookies|allow cookies|i agree|agree|agree and continue|i accept)$";
+const WORDS =
+  "^(accept|accept all|accept all cookies|accept cookies|allow all|allow all cookies|allow cookies|i agree|agree|agree and continue|i accept)$";
 
 export const CONSENT_SCRIPT = `(() => {
   if (window.__emuConsent) return;

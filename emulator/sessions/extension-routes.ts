@@ -19,7 +19,11 @@ export function extensionRoutes(ctx: EmulatorContext, extensions: ExtensionStore
     const file = form.get("file");
     if (!file || typeof file === "string") throw new SessionError(400, "invalid_params", "file: a zip archive is required");
     const name = form.get("name");
-    const extension = await extensions.add(new Uint8Array(await file.arrayBuffer()), file.name || "extension.zip", typeof name === "string" ? name : undefined);
+    const extension = await extensions.add(
+      new Uint8Array(await file.arrayBuffer()),
+      file.name || "extension.zip",
+      typeof name === "string" ? name : undefined,
+    );
     return c.json(extensions.wire(extension));
   });
 

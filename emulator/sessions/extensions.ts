@@ -29,7 +29,8 @@ export class ExtensionStore {
     if (zip.byteLength < 4 || zip[0] !== 0x50 || zip[1] !== 0x4b || zip[2] !== 0x03 || zip[3] !== 0x04) {
       throw new SessionError(400, "invalid_extension", "The extension file is not a zip archive");
     }
-    if (zip.byteLength > MAX_EXTENSION_BYTES) throw new SessionError(413, "extension_too_large", `Extensions are limited to ${MAX_EXTENSION_BYTES} bytes`);
+    if (zip.byteLength > MAX_EXTENSION_BYTES)
+      throw new SessionError(413, "extension_too_large", `Extensions are limited to ${MAX_EXTENSION_BYTES} bytes`);
     await mkdir(this.root, { recursive: true });
     const id = randomUUID();
     const zipPath = join(this.root, `${id}.zip`);
@@ -38,7 +39,9 @@ export class ExtensionStore {
     try {
       const files = await unpackZip(Buffer.from(zip), unpacked, 4 * MAX_EXTENSION_BYTES);
       // The manifest sits at the top, or one folder down when a folder was zipped; the shallowest one wins.
-      const manifest = files.filter((f) => f === "manifest.json" || /^[^/]+\/manifest\.json$/.test(f)).sort((a, b) => a.length - b.length)[0];
+      const manifest = files
+        .filter((f) => f === "manifest.json" || /^[^/]+\/manifest\.json$/.test(f))
+        .sort((a, b) => a.length - b.length)[0];
       if (!manifest) throw new SessionError(400, "invalid_extension", "The extension archive has no manifest.json at its top");
       dir = dirname(join(unpacked, manifest));
       JSON.parse(await readFile(join(dir, "manifest.json"), "utf8"));

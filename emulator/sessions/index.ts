@@ -16,7 +16,9 @@ import { SessionSnapshotStore } from "./session-snapshots.js";
 export type { SessionDetail, Session, SessionStatus } from "./session-service.js";
 export { BrowserSessions } from "./session-service.js";
 
-export async function createSessionModule(ctx: EmulatorContext): Promise<EmulatorModule & { service: SessionService; sessions: BrowserSessions }> {
+export async function createSessionModule(
+  ctx: EmulatorContext,
+): Promise<EmulatorModule & { service: SessionService; sessions: BrowserSessions }> {
   const stores = {
     profiles: new ProfileStore(join(ctx.stateDir, "profiles")),
     snapshots: new SessionSnapshotStore(join(ctx.stateDir, "session-snapshots")),

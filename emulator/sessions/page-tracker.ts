@@ -95,7 +95,11 @@ export class PageTracker {
     const { width, height } = this.screen;
     try {
       const sessionId = await this.sessionFor(targetId);
-      await this.cdp.send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile: false, screenWidth: width, screenHeight: height }, sessionId);
+      await this.cdp.send(
+        "Emulation.setDeviceMetricsOverride",
+        { width, height, deviceScaleFactor: 1, mobile: false, screenWidth: width, screenHeight: height },
+        sessionId,
+      );
     } catch {
       // The tab may already be gone.
     }

@@ -26,7 +26,8 @@ export function profileRoutes(ctx: EmulatorContext, sessions: BrowserSessions): 
     const id = c.req.param("id");
     profiles.get(id);
     const users = sessions.list({ statuses: ["active"] }).filter((s) => sessions.record(s.id)?.params.profile?.id === id);
-    if (users.length) throw new SessionError(409, "profile_in_use", `Profile ${id} is used by active session ${users.map((s) => s.id).join(", ")}`);
+    if (users.length)
+      throw new SessionError(409, "profile_in_use", `Profile ${id} is used by active session ${users.map((s) => s.id).join(", ")}`);
     await profiles.remove(id);
     return c.json({ success: true });
   });
@@ -41,7 +42,12 @@ export function profileRoutes(ctx: EmulatorContext, sessions: BrowserSessions): 
     const page = pageParam(c.req.query("page"), "page", 1, 1_000_000);
     const perPage = pageParam(c.req.query("limit"), "limit", 10, 100);
     const matching = profiles.list(c.req.query("name"));
-    return c.json({ profiles: matching.slice((page - 1) * perPage, page * perPage).map((p) => profiles.wire(p)), totalCount: matching.length, page, perPage });
+    return c.json({
+      profiles: matching.slice((page - 1) * perPage, page * perPage).map((p) => profiles.wire(p)),
+      totalCount: matching.length,
+      page,
+      perPage,
+    });
   });
 
   return app;

@@ -21,7 +21,8 @@ export class ProfileStore {
   constructor(private readonly root: string) {}
 
   async create(name: unknown): Promise<Profile> {
-    if (name !== undefined && name !== null && typeof name !== "string") throw new SessionError(400, "invalid_params", "name must be a string");
+    if (name !== undefined && name !== null && typeof name !== "string")
+      throw new SessionError(400, "invalid_params", "name must be a string");
     const id = randomUUID();
     const now = new Date();
     const profile: Profile = { id, name: typeof name === "string" ? name : null, createdAt: now, updatedAt: now, dir: join(this.root, id) };

@@ -17,14 +17,16 @@ export async function readJson(c: Context): Promise<unknown> {
 export async function readJsonObject(c: Context): Promise<Record<string, any>> {
   const body = await readJson(c);
   if (body === undefined) return {};
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new SessionError(400, "invalid_params", "Request body must be a JSON object");
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw new SessionError(400, "invalid_params", "Request body must be a JSON object");
   return body as Record<string, any>;
 }
 
 export function pageParam(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new SessionError(400, "invalid_params", `${name} must be an integer from 1 to ${max}`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new SessionError(400, "invalid_params", `${name} must be an integer from 1 to ${max}`);
   return n;
 }
 
@@ -39,5 +41,6 @@ export function timestampParam(raw: string | undefined, name: string): number | 
 export function limitDeclaredLength(c: Context, max: number, what: string): void {
   const declared = Number(c.req.header("content-length"));
   // Multipart framing adds a little around the file itself.
-  if (Number.isFinite(declared) && declared > max + 64 * 1024) throw new SessionError(413, "payload_too_large", `${what} are limited to ${max} bytes`);
+  if (Number.isFinite(declared) && declared > max + 64 * 1024)
+    throw new SessionError(413, "payload_too_large", `${what} are limited to ${max} bytes`);
 }

@@ -21,7 +21,8 @@ async function jsonBody(c: Context): Promise<unknown> {
 function positiveInt(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new SessionError(400, "invalid_params", `${name} must be an integer from 1 to ${max}`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new SessionError(400, "invalid_params", `${name} must be an integer from 1 to ${max}`);
   return n;
 }
 

@@ -8,14 +8,22 @@ export async function collectDownloads(cdp: CdpConnection, dir: string, events: 
   const started = new Map<string, { url: string; fileName: string; frameId?: string }>();
   const onEvent = (e: CdpEvent) => {
     if (e.method === "Browser.downloadWillBegin") {
-      started.set(e.params.guid, { url: e.params.url, fileName: basename(e.params.suggestedFilename || "download"), frameId: e.params.frameId });
+      started.set(e.params.guid, {
+        url: e.params.url,
+        fileName: basename(e.params.suggestedFilename || "download"),
+        frameId: e.params.frameId,
+      });
     } else if (e.method === "Browser.downloadProgress" && e.params.state === "completed") {
       const d = started.get(e.params.guid);
       started.delete(e.params.guid);
       events.record("file_downloaded", {
         targetId: d?.frameId ?? null,
         pageUrl: d?.url ?? null,
-        metadata: { fileName: d?.fileName ?? e.params.guid, url: d?.url ?? null, size: e.params.receivedBytes ?? e.params.totalBytes ?? null },
+        metadata: {
+          fileName: d?.fileName ?? e.params.guid,
+          url: d?.url ?? null,
+          size: e.params.receivedBytes ?? e.params.totalBytes ?? null,
+        },
       });
     } else if (e.method === "Browser.downloadProgress" && e.params.state === "canceled") {
       started.delete(e.params.guid);

@@ -31,10 +31,19 @@ export class SessionEventLogs {
 
   constructor(private readonly sessionId: string) {}
 
-  record(type: SessionEventLogType, fields: { targetId?: string | null; pageUrl?: string | null; metadata?: Record<string, unknown> } = {}): SessionEventLog {
+  record(
+    type: SessionEventLogType,
+    fields: { targetId?: string | null; pageUrl?: string | null; metadata?: Record<string, unknown> } = {},
+  ): SessionEventLog {
     const entry: SessionEventLog = {
-      id: randomUUID(), sessionId: this.sessionId, targetId: fields.targetId ?? null, pageUrl: fields.pageUrl ?? null,
-      teamId: TEAM_ID, type, metadata: fields.metadata ?? {}, timestamp: Date.now(),
+      id: randomUUID(),
+      sessionId: this.sessionId,
+      targetId: fields.targetId ?? null,
+      pageUrl: fields.pageUrl ?? null,
+      teamId: TEAM_ID,
+      type,
+      metadata: fields.metadata ?? {},
+      timestamp: Date.now(),
     };
     this.entries.push(entry);
     return entry;
@@ -43,7 +52,8 @@ export class SessionEventLogs {
   /** Oldest first, as a log reads; `{data, totalCount, page, perPage}`. */
   list(q: EventLogQuery) {
     for (const t of q.types ?? []) {
-      if (!EVENT_LOG_TYPES.includes(t as SessionEventLogType)) throw new SessionError(400, "invalid_params", `types must be among ${EVENT_LOG_TYPES.join(", ")}`);
+      if (!EVENT_LOG_TYPES.includes(t as SessionEventLogType))
+        throw new SessionError(400, "invalid_params", `types must be among ${EVENT_LOG_TYPES.join(", ")}`);
     }
     const matching = this.entries.filter(
       (e) =>

@@ -23,7 +23,9 @@ export const MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
 
 function recordingUrl(enabled: boolean) {
   // Enabled or not, the emulator records nothing; asking for a recording it was told to make is a failed one.
-  return enabled ? { status: "failed", recordingUrl: null, error: "The emulator does not record sessions" } : { status: "not_enabled", recordingUrl: null, error: null };
+  return enabled
+    ? { status: "failed", recordingUrl: null, error: "The emulator does not record sessions" }
+    : { status: "not_enabled", recordingUrl: null, error: null };
 }
 
 function screenSize(params: any): { width: number; height: number } {
@@ -48,7 +50,8 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
   }
   function liveSession(id: string): SessionRecord & { pages: NonNullable<SessionRecord["pages"]> } {
     const record = teamSession(id);
-    if (record.status !== "active" || !record.pages || record.ending) throw new SessionError(409, "session_not_active", `Session ${id} is ${record.status}`);
+    if (record.status !== "active" || !record.pages || record.ending)
+      throw new SessionError(409, "session_not_active", `Session ${id} is ${record.status}`);
     return record as SessionRecord & { pages: NonNullable<SessionRecord["pages"]> };
   }
 
@@ -65,9 +68,11 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
   app.post("/api/session/:id/captcha/evaluate", async (c) => {
     const body = await readJsonObject(c);
     const captcha = body.captcha ?? body.captchaType ?? body.text;
-    if (captcha !== undefined && !CAPTCHA_TYPES.includes(captcha)) throw new SessionError(400, "invalid_params", `captcha must be one of ${CAPTCHA_TYPES.join(", ")}`);
+    if (captcha !== undefined && !CAPTCHA_TYPES.includes(captcha))
+      throw new SessionError(400, "invalid_params", `captcha must be one of ${CAPTCHA_TYPES.join(", ")}`);
     const iterations = body.iterations ?? body.maxIterations ?? 1;
-    if (!Number.isInteger(iterations) || iterations < 1 || iterations > 20) throw new SessionError(400, "invalid_params", "iterations must be an integer from 1 to 20");
+    if (!Number.isInteger(iterations) || iterations < 1 || iterations > 20)
+      throw new SessionError(400, "invalid_params", "iterations must be an integer from 1 to 20");
     const record = liveSession(c.req.param("id"));
     return c.json(await evaluateCaptchas(record.pages, record.events, { captcha: captcha as CaptchaType | undefined, iterations }));
   });
@@ -77,7 +82,9 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
     return c.json([]);
   });
   app.get("/api/session/:id/recording-url", (c) => c.json(recordingUrl(teamSession(c.req.param("id")).params.enableWebRecording)));
-  app.get("/api/session/:id/video-recording-url", (c) => c.json(recordingUrl(teamSession(c.req.param("id")).params.enableVideoWebRecording)));
+  app.get("/api/session/:id/video-recording-url", (c) =>
+    c.json(recordingUrl(teamSession(c.req.param("id")).params.enableVideoWebRecording)),
+  );
 
   app.get("/api/session/:id/downloads-url", async (c) => {
     const record = teamSession(c.req.param("id"));
@@ -94,13 +101,18 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
     const id = c.req.param("file").replace(/\.zip$/, "");
     const sig = Buffer.from(c.req.query("sig") ?? "");
     const expected = Buffer.from(downloadsSignature(id));
-    if (sig.length !== expected.length || !timingSafeEqual(sig, expected)) throw new SessionError(401, "unauthorized", "Invalid or missing download signature");
+    if (sig.length !== expected.length || !timingSafeEqual(sig, expected))
+      throw new SessionError(401, "unauthorized", "Invalid or missing download signature");
     const record = teamSession(id);
     const archive = join(record.filesDir, "downloads.zip");
     const st = await stat(archive).catch(() => undefined);
     if (!st) throw new SessionError(404, "not_found", `No downloads archive for session ${record.id}`);
     return new Response(Readable.toWeb(createReadStream(archive)) as ReadableStream, {
-      headers: { "content-type": "application/zip", "content-length": String(st.size), "content-disposition": `attachment; filename="${record.id}-downloads.zip"` },
+      headers: {
+        "content-type": "application/zip",
+        "content-length": String(st.size),
+        "content-disposition": `attachment; filename="${record.id}-downloads.zip"`,
+      },
     });
   });
 
@@ -129,7 +141,10 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
     if (file.size > MAX_UPLOAD_BYTES) throw new SessionError(413, "upload_too_large", `Uploads are limited to ${MAX_UPLOAD_BYTES} bytes`);
     const originalName = file.name || "upload";
     // Only a plain base name lands in the session's upload directory, whatever path the client sent.
-    const fileName = basename(originalName).replace(/^\.+/, "").replace(/[^\w.\- ]/g, "_") || "upload";
+    const fileName =
+      basename(originalName)
+        .replace(/^\.+/, "")
+        .replace(/[^\w.\- ]/g, "_") || "upload";
     const dir = join(record.filesDir, "uploads");
     await mkdir(dir, { recursive: true });
     const filePath = join(dir, fileName);
@@ -163,7 +178,8 @@ export function sessionOperationRoutes(ctx: EmulatorContext, sessions: BrowserSe
       }
       case "profile": {
         if (!record.params.profile) throw new SessionError(400, "no_profile", `Session ${record.id} was not started with a profile`);
-        if (params.persistChanges !== undefined && typeof params.persistChanges !== "boolean") throw new SessionError(400, "invalid_params", "params.persistChanges must be a boolean");
+        if (params.persistChanges !== undefined && typeof params.persistChanges !== "boolean")
+          throw new SessionError(400, "invalid_params", "params.persistChanges must be a boolean");
         if (params.persistChanges !== undefined) record.params.profile.persistChanges = params.persistChanges;
         break;
       }

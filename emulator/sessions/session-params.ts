@@ -18,8 +18,14 @@ const createSessionParams = z
     // Fractions are allowed so tests can ask for a lifetime of a few seconds.
     timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES).optional(),
     acceptCookies: z.boolean().optional(),
-    profile: z.object({ id: z.string().min(1).optional(), persistChanges: z.boolean().optional() }).loose().optional(),
-    startFromSnapshot: z.object({ snapshotId: z.string().min(1) }).loose().optional(),
+    profile: z
+      .object({ id: z.string().min(1).optional(), persistChanges: z.boolean().optional() })
+      .loose()
+      .optional(),
+    startFromSnapshot: z
+      .object({ snapshotId: z.string().min(1) })
+      .loose()
+      .optional(),
     extensionIds: z.array(z.string()).optional(),
     saveDownloads: z.boolean().optional(),
     enableWebRecording: z.boolean().optional(),
@@ -58,7 +64,9 @@ export function parseCreateSessionParams(body: unknown): SessionLaunchParams {
     screen: parsed.data.screen ?? { ...DEFAULT_SCREEN },
     timeoutMinutes: parsed.data.timeoutMinutes ?? DEFAULT_TIMEOUT_MINUTES,
     acceptCookies: parsed.data.acceptCookies ?? false,
-    profile: parsed.data.profile?.id ? { id: parsed.data.profile.id, persistChanges: parsed.data.profile.persistChanges ?? false } : undefined,
+    profile: parsed.data.profile?.id
+      ? { id: parsed.data.profile.id, persistChanges: parsed.data.profile.persistChanges ?? false }
+      : undefined,
     startFromSnapshotId: parsed.data.startFromSnapshot?.snapshotId,
     extensionIds: parsed.data.extensionIds ?? [],
     saveDownloads: parsed.data.saveDownloads ?? false,

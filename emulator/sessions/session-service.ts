@@ -156,7 +156,8 @@ export class BrowserSessions implements SessionService {
 
   /** Pushes the session's end back by `minutes` and reissues its token to match; 409 when it is not active. */
   async extend(record: SessionRecord, minutes: number): Promise<void> {
-    if (record.status !== "active" || record.ending) throw new SessionError(409, "session_not_active", `Session ${record.id} is ${record.status}`);
+    if (record.status !== "active" || record.ending)
+      throw new SessionError(409, "session_not_active", `Session ${record.id} is ${record.status}`);
     record.expiresAt = new Date(record.expiresAt.getTime() + minutes * 60_000);
     record.token = await issueSessionToken(this.ctx.tokenSecret, record.id, record.expiresAt);
     record.updatedAt = new Date();
@@ -210,7 +211,10 @@ export class BrowserSessions implements SessionService {
       record.endedAt = record.updatedAt = new Date();
       for (const listener of this.endListeners) listener(record.id);
       const persist = record.params.profile?.persistChanges ? record.params.profile.id : undefined;
-      if (persist && record.pages) await saveCookies(record.pages.cdp, record.userDataDir).catch((err) => this.ctx.log("session.cookies.unsaved", { id: record.id, error: String(err) }));
+      if (persist && record.pages)
+        await saveCookies(record.pages.cdp, record.userDataDir).catch((err) =>
+          this.ctx.log("session.cookies.unsaved", { id: record.id, error: String(err) }),
+        );
       record.pages?.close();
       try {
         await record.browser?.kill();
@@ -219,10 +223,15 @@ export class BrowserSessions implements SessionService {
         this.ctx.log("session.close_error", { id: record.id, error: String(err) });
       }
       // Written back only once the browser is gone, so the copy is what it left on disk.
-      if (persist) await this.stores.profiles.saveFrom(persist, record.userDataDir).catch((err) => this.ctx.log("session.profile.unsaved", { id: record.id, error: String(err) }));
+      if (persist)
+        await this.stores.profiles
+          .saveFrom(persist, record.userDataDir)
+          .catch((err) => this.ctx.log("session.profile.unsaved", { id: record.id, error: String(err) }));
       await rm(record.userDataDir, { recursive: true, force: true }).catch(() => {});
       // Saved downloads stay for `downloads-url` until the emulator closes; everything else of the session goes.
-      await rm(record.params.saveDownloads ? join(record.filesDir, "uploads") : record.filesDir, { recursive: true, force: true }).catch(() => {});
+      await rm(record.params.saveDownloads ? join(record.filesDir, "uploads") : record.filesDir, { recursive: true, force: true }).catch(
+        () => {},
+      );
       this.ctx.log("session.ended", { id: record.id, status: record.status, reason });
       record.browser = undefined;
       record.pages = undefined;

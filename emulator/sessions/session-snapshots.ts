@@ -38,6 +38,14 @@ export class SessionSnapshotStore {
   }
 
   wire(s: SessionSnapshot) {
-    return { snapshotName: s.snapshotName, snapshotId: s.snapshotId, namespace: "team", status: "created", uploaded: true, ready: true, ...BROWSER_IMAGE };
+    return {
+      snapshotName: s.snapshotName,
+      snapshotId: s.snapshotId,
+      namespace: "team",
+      status: "created",
+      uploaded: true,
+      ready: true,
+      ...BROWSER_IMAGE,
+    };
   }
 }

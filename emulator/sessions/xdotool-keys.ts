@@ -80,10 +80,38 @@ CHARS.set("\t", NAMED.tab);
 
 // xdotool's keysym names for punctuation.
 const KEYSYM_CHARS: Record<string, string> = {
-  minus: "-", equal: "=", plus: "+", comma: ",", period: ".", slash: "/", backslash: "\\", semicolon: ";", colon: ":",
-  apostrophe: "'", quotedbl: '"', grave: "`", asciitilde: "~", bracketleft: "[", bracketright: "]", braceleft: "{",
-  braceright: "}", parenleft: "(", parenright: ")", exclam: "!", at: "@", numbersign: "#", dollar: "$", percent: "%",
-  asciicircum: "^", ampersand: "&", asterisk: "*", underscore: "_", bar: "|", less: "<", greater: ">", question: "?",
+  minus: "-",
+  equal: "=",
+  plus: "+",
+  comma: ",",
+  period: ".",
+  slash: "/",
+  backslash: "\\",
+  semicolon: ";",
+  colon: ":",
+  apostrophe: "'",
+  quotedbl: '"',
+  grave: "`",
+  asciitilde: "~",
+  bracketleft: "[",
+  bracketright: "]",
+  braceleft: "{",
+  braceright: "}",
+  parenleft: "(",
+  parenright: ")",
+  exclam: "!",
+  at: "@",
+  numbersign: "#",
+  dollar: "$",
+  percent: "%",
+  asciicircum: "^",
+  ampersand: "&",
+  asterisk: "*",
+  underscore: "_",
+  bar: "|",
+  less: "<",
+  greater: ">",
+  question: "?",
 };
 
 /** The key a character types, or undefined when it is not on a US keyboard (then it is inserted as text). */
@@ -95,7 +123,7 @@ export function keyForChar(ch: string): KeyDefinition | undefined {
 export function keyForName(name: string): KeyDefinition {
   const named = NAMED[name.toLowerCase()];
   if (named) return named;
-  const ch = name.length === 1 ? name : KEYSYM_CHARS[name.toLowerCase()] ?? (/^kp_\d$/i.test(name) ? name.slice(3) : undefined);
+  const ch = name.length === 1 ? name : (KEYSYM_CHARS[name.toLowerCase()] ?? (/^kp_\d$/i.test(name) ? name.slice(3) : undefined));
   const def = ch === undefined ? undefined : CHARS.get(ch);
   if (!def) throw new SessionError(400, "invalid_key", `Unknown key name "${name}" (use xdotool names such as ctrl+a, Return, shift+Tab)`);
   return def;

@@ -16,7 +16,10 @@ export function crc32(data: Uint8Array): number {
 
 /** Zips the regular files directly inside `dir` (downloads are flat) into `archive`; an empty dir gives an empty zip. */
 export async function writeZip(dir: string, archive: string): Promise<void> {
-  const entries = (await readdir(dir, { withFileTypes: true }).catch(() => [])).filter((e) => e.isFile()).map((e) => e.name).sort();
+  const entries = (await readdir(dir, { withFileTypes: true }).catch(() => []))
+    .filter((e) => e.isFile())
+    .map((e) => e.name)
+    .sort();
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
   let offset = 0;

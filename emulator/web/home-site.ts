@@ -17,7 +17,9 @@ const HTML = "text/html; charset=utf-8";
 
 /** A whole HTML document; `main` is the page body, wrapped in the site's header and footer. */
 export function htmlDocument(opts: { title: string; description?: string; main: string; nav?: string; footer?: string }): string {
-  const meta = opts.description ? `<meta name="description" content="${esc(opts.description)}"><meta property="og:title" content="${esc(opts.title)}">` : "";
+  const meta = opts.description
+    ? `<meta name="description" content="${esc(opts.description)}"><meta property="og:title" content="${esc(opts.title)}">`
+    : "";
   return (
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(opts.title)}</title>${meta}` +
     `<style>body{font-family:sans-serif;margin:2em;max-width:50em}nav{border-bottom:1px solid #ccc;margin-bottom:1em}footer{color:#777;margin-top:2em}</style></head>` +
@@ -39,7 +41,11 @@ function page(title: string, description: string, main: string): SitePage {
 }
 
 /** The site's pages by path; `corpusLinks` are a few corpus pages the home page links out to. */
-export function homeSitePage(path: string, query: URLSearchParams, corpusLinks: Array<{ url: string; title: string }>): SitePage | undefined {
+export function homeSitePage(
+  path: string,
+  query: URLSearchParams,
+  corpusLinks: Array<{ url: string; title: string }>,
+): SitePage | undefined {
   switch (path) {
     case "/":
       return page(
@@ -65,7 +71,10 @@ export function homeSitePage(path: string, query: URLSearchParams, corpusLinks: 
         "Products | Emulator Outfitters",
         "The full catalogue of Emulator Outfitters, with prices.",
         `<h1>Products</h1><table><thead><tr><th>Name</th><th>Price</th><th>Category</th><th>In stock</th></tr></thead><tbody>` +
-          PRODUCTS.map((p) => `<tr><td><a href="/products/${p.slug}">${esc(p.name)}</a></td><td>${p.price.toFixed(2)}</td><td>${p.category}</td><td>${p.inStock ? "yes" : "no"}</td></tr>`).join("") +
+          PRODUCTS.map(
+            (p) =>
+              `<tr><td><a href="/products/${p.slug}">${esc(p.name)}</a></td><td>${p.price.toFixed(2)}</td><td>${p.category}</td><td>${p.inStock ? "yes" : "no"}</td></tr>`,
+          ).join("") +
           `</tbody></table>`,
       );
     case "/report.pdf":
@@ -81,7 +90,14 @@ export function homeSitePage(path: string, query: URLSearchParams, corpusLinks: 
       };
     case "/slow": {
       const ms = Math.min(Math.max(Number(query.get("ms") ?? 3000) || 0, 0), 30_000);
-      return { ...page("A Slow Page", `This page took ${ms} ms to arrive.`, `<h1>A Slow Page</h1><p>The server waited ${ms} ms before answering.</p>`), delayMs: ms };
+      return {
+        ...page(
+          "A Slow Page",
+          `This page took ${ms} ms to arrive.`,
+          `<h1>A Slow Page</h1><p>The server waited ${ms} ms before answering.</p>`,
+        ),
+        delayMs: ms,
+      };
     }
   }
   const product = /^\/products\/([a-z0-9-]+)$/.exec(path);
@@ -101,6 +117,10 @@ export function notFoundPage(host: string, path: string): SitePage {
   return {
     status: 404,
     contentType: HTML,
-    body: htmlDocument({ title: "404 Not Found", main: `<h1>Not Found</h1><p>There is no page at ${esc(path)} on ${esc(host)}.</p>`, nav: `<a href="/">Home</a>` }),
+    body: htmlDocument({
+      title: "404 Not Found",
+      main: `<h1>Not Found</h1><p>There is no page at ${esc(path)} on ${esc(host)}.</p>`,
+      nav: `<a href="/">Home</a>`,
+    }),
   };
 }

@@ -7,7 +7,11 @@ export { HOME_SITE, type SitePage } from "./home-site.js";
 
 const HTML = "text/html; charset=utf-8";
 
-const hostOf = (h: string) => h.toLowerCase().replace(/^www\./, "").replace(/:\d+$/, "");
+const hostOf = (h: string) =>
+  h
+    .toLowerCase()
+    .replace(/^www\./, "")
+    .replace(/:\d+$/, "");
 const pathKey = (p: string) => p.replace(/\/+$/, "") || "/";
 
 export class LocalSite {
@@ -41,7 +45,10 @@ export class LocalSite {
     const path = pathKey(url.pathname);
     if (path === "/sitemap.xml") return this.sitemap(url.protocol, host);
     if (host === HOME_SITE) {
-      const corpusLinks = this.docs.filter((d) => d.filetype === "html").slice(0, 3).map((d) => ({ url: d.url, title: d.title }));
+      const corpusLinks = this.docs
+        .filter((d) => d.filetype === "html")
+        .slice(0, 3)
+        .map((d) => ({ url: d.url, title: d.title }));
       return homeSitePage(path, url.searchParams, corpusLinks) ?? notFoundPage(host, path);
     }
     if (path === "/") return this.siteIndex(host);
@@ -50,14 +57,19 @@ export class LocalSite {
   }
 
   private docPage(d: CorpusDoc): SitePage {
-    if (d.filetype === "pdf") return { status: 200, contentType: "application/pdf", body: writePdf(d.title, [...d.paragraphs, `Published: ${d.publishedAt}`]) };
+    if (d.filetype === "pdf")
+      return { status: 200, contentType: "application/pdf", body: writePdf(d.title, [...d.paragraphs, `Published: ${d.publishedAt}`]) };
     // Office documents are served as HTML pages: the emulator has no office renderer (see the README).
     const related = d.links.map((l) => `<li><a href="${esc(l)}">${esc(this.titles.get(l) ?? l)}</a></li>`).join("");
     const main =
       `<article><h1>${esc(d.title)}</h1>${d.paragraphs.map((p) => `<p>${esc(p)}</p>`).join("")}` +
       `<h2>Details</h2><dl><dt>Published</dt><dd>${d.publishedAt}</dd><dt>Publisher</dt><dd>${esc(d.site)}</dd><dt>Topic</dt><dd>${esc(d.topic)}</dd></dl>` +
       `<h2>Related</h2><ul>${related}</ul></article>`;
-    return { status: 200, contentType: HTML, body: htmlDocument({ title: d.title, description: d.description, main, nav: `<a href="/">${esc(d.site)}</a>` }) };
+    return {
+      status: 200,
+      contentType: HTML,
+      body: htmlDocument({ title: d.title, description: d.description, main, nav: `<a href="/">${esc(d.site)}</a>` }),
+    };
   }
 
   private siteIndex(host: string): SitePage {

@@ -26,10 +26,18 @@ export async function createLocalFacilitator(chain: ChainHandle): Promise<LocalF
     rpcUrls: { default: { http: [chain.rpcUrl] } },
   });
   // A short polling interval: anvil mines on receipt, so waiting 4 s (viem's default) would only add latency.
-  const client = createWalletClient({ account, chain: viemChain, transport: http(chain.rpcUrl, { retryCount: 0 }), pollingInterval: 20 }).extend(publicActions);
-  const signer = toFacilitatorEvmSigner({ ...client, address: account.address } as unknown as Parameters<typeof toFacilitatorEvmSigner>[0], {
-    confirmationTimeoutMs: 30_000,
-  });
+  const client = createWalletClient({
+    account,
+    chain: viemChain,
+    transport: http(chain.rpcUrl, { retryCount: 0 }),
+    pollingInterval: 20,
+  }).extend(publicActions);
+  const signer = toFacilitatorEvmSigner(
+    { ...client, address: account.address } as unknown as Parameters<typeof toFacilitatorEvmSigner>[0],
+    {
+      confirmationTimeoutMs: 30_000,
+    },
+  );
   const facilitator = new x402Facilitator();
   registerExactEvmScheme(facilitator, { signer, networks: [chain.network] });
   // One account sends every settlement: concurrent sends would race for the same account nonce and fail, so they

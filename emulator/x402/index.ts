@@ -26,7 +26,10 @@ export interface X402ModuleOptions {
  * Builds the x402 module. It also mounts the free API-key routes `/api/web/search` and `/api/web/fetch`, which
  * share the search engine.
  */
-export async function createX402Module(ctx: EmulatorContext, opts: X402ModuleOptions): Promise<EmulatorModule & { engine: SearchEngine; prices: ReturnType<typeof resolvePrices> }> {
+export async function createX402Module(
+  ctx: EmulatorContext,
+  opts: X402ModuleOptions,
+): Promise<EmulatorModule & { engine: SearchEngine; prices: ReturnType<typeof resolvePrices> }> {
   const prices = resolvePrices(opts.prices);
   const engine = opts.searchEngine ?? new SearchEngine();
   const local = await createLocalFacilitator(opts.chain);

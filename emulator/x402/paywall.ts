@@ -1,10 +1,6 @@
 // Charges one request over x402: 402 challenge, then verify → run the work → settle → answer, v2 and v1 alike.
 import type { Context } from "hono";
-import {
-  decodePaymentSignatureHeader,
-  encodePaymentRequiredHeader,
-  encodePaymentResponseHeader,
-} from "@x402/core/http";
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { PaymentPayloadV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
 import type { ChainHandle, EmulatorContext } from "../types.js";
@@ -78,12 +74,15 @@ export class Paywall {
         headers["PAYMENT-REQUIRED"] = encodePaymentRequiredHeader(pr);
       }
       // The body carries the v1 challenge so v1 clients (which read the body) can pay; v2 clients read the header.
-      const body = v1 ? { message, code, x402Version: 1, error, accepts: [v1] } : { message, code, x402Version: 2, error, resource, accepts: [v2] };
+      const body = v1
+        ? { message, code, x402Version: 1, error, accepts: [v1] }
+        : { message, code, x402Version: 2, error, resource, accepts: [v2] };
       return new Response(JSON.stringify(body), { status: 402, headers });
     };
 
     const header = c.req.header("payment-signature") ?? c.req.header("x-payment");
-    if (!header) return challenge("payment_required", `Payment required: ${o.amount} atomic units of ${chain.token.symbol}`, "Payment required");
+    if (!header)
+      return challenge("payment_required", `Payment required: ${o.amount} atomic units of ${chain.token.symbol}`, "Payment required");
 
     let payload: AnyPayload;
     try {
@@ -145,7 +144,13 @@ export class Paywall {
             ? await local.facilitator.settle(payload as unknown as PaymentPayload, requirements as unknown as PaymentRequirements)
             : await local.resourceServer.settlePayment(payload as PaymentPayload, requirements as PaymentRequirements);
       } catch (err) {
-        settle = { success: false, errorReason: "settlement_error", transaction: "", network: requirements.network as SettleResponse["network"], payer };
+        settle = {
+          success: false,
+          errorReason: "settlement_error",
+          transaction: "",
+          network: requirements.network as SettleResponse["network"],
+          payer,
+        };
         ctx.log("x402.settle.error", { error: String((err as Error)?.message ?? err).slice(0, 200) });
       }
       const responseHeader = payload.x402Version === 1 ? "X-PAYMENT-RESPONSE" : "PAYMENT-RESPONSE";

@@ -59,13 +59,23 @@ export function createSessionRoutes(opts: {
         let detail: Record<string, unknown>;
         try {
           detail = await sessions.create(
-            { ...params, screen: params.screen ?? { width: 1280, height: 720 }, timeoutMinutes, enableWebRecording: false, enableVideoWebRecording: false },
+            {
+              ...params,
+              screen: params.screen ?? { width: 1280, height: 720 },
+              timeoutMinutes,
+              enableWebRecording: false,
+              enableVideoWebRecording: false,
+            },
             { owner: payer },
           );
         } catch (err) {
           const e = err as { status?: number; code?: string; message?: string };
           const status = typeof e.status === "number" && e.status >= 400 ? e.status : 503;
-          return { status, charge: false, body: { message: e.message ?? "The session could not be started", code: e.code ?? "session_unavailable" } };
+          return {
+            status,
+            charge: false,
+            body: { message: e.message ?? "The session could not be started", code: e.code ?? "session_unavailable" },
+          };
         }
         const id = String(detail.id);
         const expiresAt = new Date(Date.now() + timeoutMinutes * 60_000).toISOString();

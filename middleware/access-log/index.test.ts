@@ -26,7 +26,16 @@ describe("accessLog", () => {
     await app(lines).request("/paid", { headers: { "x-request-id": "log-1", "user-agent": "probe/1" } });
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0]!);
-    expect(line).toMatchObject({ requestId: "log-1", method: "GET", path: "/paid", status: 200, tenant: "acme", route: "x402.web.search", paid: "5000", userAgent: "probe/1" });
+    expect(line).toMatchObject({
+      requestId: "log-1",
+      method: "GET",
+      path: "/paid",
+      status: 200,
+      tenant: "acme",
+      route: "x402.web.search",
+      paid: "5000",
+      userAgent: "probe/1",
+    });
     expect(typeof line.durationMs).toBe("number");
   });
 

@@ -32,7 +32,10 @@ describe("gatewayCors", () => {
   });
 
   it("grants nothing to another origin, and leaves exposed-port hosts to the app behind the port", async () => {
-    const other = await app().request("http://gw.test/api/sandboxes", { method: "OPTIONS", headers: { origin: "https://evil.test", "access-control-request-method": "POST" } });
+    const other = await app().request("http://gw.test/api/sandboxes", {
+      method: "OPTIONS",
+      headers: { origin: "https://evil.test", "access-control-request-method": "POST" },
+    });
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
     expect(other.status).toBe(401);
     const port = await app().request("http://3000-sbx1.gw.test/", { headers: { origin: FRONT, host: "3000-sbx1.gw.test" } });

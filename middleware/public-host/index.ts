@@ -9,7 +9,11 @@ import type { GatewayServices } from "../../src/services.js";
 const HEALTH_PATH = "/_tollgate/health";
 
 const hostNotAllowed = () =>
-  new GatewayError(421, "host_not_allowed", "This gateway answers only to its public host names (server.publicHosts); call it by one of them.");
+  new GatewayError(
+    421,
+    "host_not_allowed",
+    "This gateway answers only to its public host names (server.publicHosts); call it by one of them.",
+  );
 
 /**
  * Without a configured publicOrigin the gateway builds the URLs it hands out from the host the client called (through

@@ -23,23 +23,34 @@ function refuse(status: number, code: string, message: string, figures: Record<s
 async function checkBody(c: Context, services: GatewayServices, kind: ResourceKind, q: Quotas, body: WireRecord): Promise<WireRecord> {
   const out = { ...body };
   if (q.maxTimeoutMinutes !== undefined) {
-    if (out.timeoutMinutes === undefined) out.timeoutMinutes = q.maxTimeoutMinutes; // the upstream default may be longer
+    if (out.timeoutMinutes === undefined)
+      out.timeoutMinutes = q.maxTimeoutMinutes; // the upstream default may be longer
     else if (typeof out.timeoutMinutes === "number" && out.timeoutMinutes > q.maxTimeoutMinutes) {
-      refuse(403, "quota_timeout", `timeoutMinutes ${out.timeoutMinutes} is above this tenant's limit of ${q.maxTimeoutMinutes}.`, { limit: q.maxTimeoutMinutes, requested: out.timeoutMinutes });
+      refuse(403, "quota_timeout", `timeoutMinutes ${out.timeoutMinutes} is above this tenant's limit of ${q.maxTimeoutMinutes}.`, {
+        limit: q.maxTimeoutMinutes,
+        requested: out.timeoutMinutes,
+      });
     }
   }
   if (q.regions) {
     if (out.region === undefined && q.regions.length > 0) out.region = q.regions[0];
     else if (!q.regions.includes(String(out.region))) {
-      refuse(403, "quota_region", `Region "${out.region}" is not allowed for this tenant (allowed: ${q.regions.join(", ") || "none"}).`, { allowed: q.regions, requested: out.region });
+      refuse(403, "quota_region", `Region "${out.region}" is not allowed for this tenant (allowed: ${q.regions.join(", ") || "none"}).`, {
+        allowed: q.regions,
+        requested: out.region,
+      });
     }
   }
   if (kind === "sandbox" && q.images) {
     const image = typeof out.imageName === "string" ? out.imageName : await imageOfSnapshot(c, services, out.snapshotName);
     if (image !== undefined && !q.images.includes(image)) {
-      refuse(403, "quota_image", `Image "${image}" is not allowed for this tenant (allowed: ${q.images.join(", ") || "none"}).`, { allowed: q.images, requested: image });
+      refuse(403, "quota_image", `Image "${image}" is not allowed for this tenant (allowed: ${q.images.join(", ") || "none"}).`, {
+        allowed: q.images,
+        requested: image,
+      });
     }
-    if (image === undefined && out.snapshotName === undefined) refuse(403, "quota_image", "imageName is required: this tenant may only use listed images.", { allowed: q.images });
+    if (image === undefined && out.snapshotName === undefined)
+      refuse(403, "quota_image", "imageName is required: this tenant may only use listed images.", { allowed: q.images });
   }
   return out;
 }
@@ -82,11 +93,16 @@ export function quota(services: GatewayServices, kind: "sandbox" | "session"): M
     }
     if (!slot.ok) {
       const noun = kind === "sandbox" ? "sandboxes" : "sessions";
-      refuse(429, `quota_${noun}`, `This tenant may have at most ${limit} active ${noun}; ${slot.active} active and ${slot.pending} being created. Stop one to free a slot.`, {
-        limit,
-        current: slot.active,
-        pending: slot.pending,
-      });
+      refuse(
+        429,
+        `quota_${noun}`,
+        `This tenant may have at most ${limit} active ${noun}; ${slot.active} active and ${slot.pending} being created. Stop one to free a slot.`,
+        {
+          limit,
+          current: slot.active,
+          pending: slot.pending,
+        },
+      );
     }
     try {
       await next();

@@ -29,7 +29,11 @@ export function rateLimit(services: GatewayServices): MiddlewareHandler {
   return async function rateLimitMiddleware(c, next) {
     // Route-table rows identified their caller already; the gateway's own endpoints are counted from their credentials.
     const caller = c.get("caller");
-    const tenant = caller ? (caller.via === "ticket" ? undefined : caller.tenant) : await tenantOf(presentedKey(c.req.raw.headers) ?? c.req.query("token"));
+    const tenant = caller
+      ? caller.via === "ticket"
+        ? undefined
+        : caller.tenant
+      : await tenantOf(presentedKey(c.req.raw.headers) ?? c.req.query("token"));
     const limit = tenant?.quotas.requestsPerMinute;
     if (!tenant || limit === undefined) return next();
     c.get("logFields").tenant = tenant.id; // a refusal's log line names whom it refused

@@ -38,7 +38,10 @@ async function upstreamStatus(services: GatewayServices, kind: LiveKind, id: str
       return { status: "unknown" };
     }
     const detail = (await res.json()) as { status?: unknown; createdAt?: unknown };
-    return { status: typeof detail.status === "string" ? detail.status : "unknown", createdAt: typeof detail.createdAt === "string" ? detail.createdAt : undefined };
+    return {
+      status: typeof detail.status === "string" ? detail.status : "unknown",
+      createdAt: typeof detail.createdAt === "string" ? detail.createdAt : undefined,
+    };
   } catch {
     return { status: "unknown" };
   }

@@ -36,7 +36,8 @@ const LEDGER_SCAN = 10_000;
 const AUDIT_SCAN = 500;
 const RESOURCE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
-const pick = <T extends string>(value: string | undefined, allowed: readonly T[]): T | undefined => (allowed.includes(value as T) ? (value as T) : undefined);
+const pick = <T extends string>(value: string | undefined, allowed: readonly T[]): T | undefined =>
+  allowed.includes(value as T) ? (value as T) : undefined;
 
 /** The posted form's fields; a body that is no form is a 400 page, not a crash. */
 async function formOf(c: C): Promise<Record<string, unknown>> {
@@ -58,7 +59,10 @@ const pageHeaders: MiddlewareHandler<ConsoleEnv> = async function consolePageHea
   const nonce = btoa(bin);
   c.set("nonce", nonce);
   await next();
-  c.header("content-security-policy", `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`);
+  c.header(
+    "content-security-policy",
+    `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+  );
   c.header("x-frame-options", "DENY");
   c.header("x-content-type-options", "nosniff");
   // Not no-referrer: under it browsers send `Origin: null` with forms, and the origin check would refuse them.
@@ -74,7 +78,8 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     let status = 503;
     let message = "The console could not complete this request; try again shortly.";
     if (err instanceof GatewayError) [status, message] = [err.status, err.message];
-    else if (err instanceof HTTPException) [status, message] = [err.status, err.status === 403 ? "This form was not sent from the console's own page." : err.message];
+    else if (err instanceof HTTPException)
+      [status, message] = [err.status, err.status === 403 ? "This form was not sent from the console's own page." : err.message];
     else if (isStateUnavailable(err)) message = "The gateway's shared state store is unreachable; try again shortly.";
     else services.logger.error("console error", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
     const code = ([400, 401, 403, 404, 409, 502, 503] as const).find((s) => s === status) ?? 503;
@@ -132,7 +137,8 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     c.set("viewer", { tenant: tenant.id, admin: tenant.scopes.includes("admin"), csrf: session.csrf });
     if (c.req.method === "POST") {
       const form = await formOf(c);
-      if (!validFormToken(session, form._csrf)) throw new GatewayError(403, "csrf_token", "This form's token is missing or stale; reload the page and try again.");
+      if (!validFormToken(session, form._csrf))
+        throw new GatewayError(403, "csrf_token", "This form's token is missing or stale; reload the page and try again.");
     }
     await next();
   });
@@ -161,7 +167,11 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   app.get("/", async (c) => {
     const tenants = visibleTenants(c);
     const viewer = c.get("viewer");
-    const spends = await Promise.all(tenants.filter((t) => !viewer.admin || !t.scopes.includes("admin") || t.budget.daily || t.budget.monthly || t.budget.total).map((t) => tenantSpend(services, t)));
+    const spends = await Promise.all(
+      tenants
+        .filter((t) => !viewer.admin || !t.scopes.includes("admin") || t.budget.daily || t.budget.monthly || t.budget.total)
+        .map((t) => tenantSpend(services, t)),
+    );
     const live = { sandboxes: 0, sessions: 0 };
     for (const t of tenants) {
       live.sandboxes += await stores.ownership.activeCount("sandbox", t.id);
@@ -182,7 +192,16 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const own = audit.filter((e) => concernsTenant(e.target, tenant.id)).slice(0, 20);
     return render(
       c,
-      <TenantPage viewer={c.get("viewer")} nonce={c.get("nonce")} spend={spend} savings={savingsOf(services, tenant.id)} thresholds={services.config.alerts.thresholds} resources={resources} ledger={ledger} audit={own} />,
+      <TenantPage
+        viewer={c.get("viewer")}
+        nonce={c.get("nonce")}
+        spend={spend}
+        savings={savingsOf(services, tenant.id)}
+        thresholds={services.config.alerts.thresholds}
+        resources={resources}
+        ledger={ledger}
+        audit={own}
+      />,
     );
   });
 
@@ -198,17 +217,28 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       limit,
     };
     if (filters.tenant && viewer.admin) visibleTenant(c, filters.tenant);
-    const all = await stores.ledger.list({ tenant: filters.tenant, state: filters.state as LedgerState | undefined, kind: filters.kind as SpendKind | undefined, limit: filters.surface || !filters.tenant ? LEDGER_SCAN : limit });
+    const all = await stores.ledger.list({
+      tenant: filters.tenant,
+      state: filters.state as LedgerState | undefined,
+      kind: filters.kind as SpendKind | undefined,
+      limit: filters.surface || !filters.tenant ? LEDGER_SCAN : limit,
+    });
     // A keyless token's cap entries mirror its tenant's; the tenant's own entry is the one shown.
-    const entries = all.filter((e) => !e.tenant.startsWith("token:") && (!filters.surface || ledgerSurface(e) === filters.surface)).slice(0, limit);
+    const entries = all
+      .filter((e) => !e.tenant.startsWith("token:") && (!filters.surface || ledgerSurface(e) === filters.surface))
+      .slice(0, limit);
     const tenants = visibleTenants(c).map((t) => t.id);
     return render(c, <LedgerPage viewer={viewer} nonce={c.get("nonce")} tenants={tenants} filters={filters} entries={entries} />);
   });
 
   app.get("/resources", async (c) => {
-    const resources = await liveResources(services, visibleTenants(c).map((t) => t.id));
+    const resources = await liveResources(
+      services,
+      visibleTenants(c).map((t) => t.id),
+    );
     const stopped = c.req.query("stopped");
-    const notice = stopped && /^(sandbox|session):/.test(stopped) && RESOURCE_ID.test(stopped) ? `Stopped ${stopped.replace(":", " ")}.` : undefined;
+    const notice =
+      stopped && /^(sandbox|session):/.test(stopped) && RESOURCE_ID.test(stopped) ? `Stopped ${stopped.replace(":", " ")}.` : undefined;
     return render(c, <ResourcesPage viewer={c.get("viewer")} nonce={c.get("nonce")} resources={resources} notice={notice} />);
   });
 
@@ -219,8 +249,16 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     if (!owner) throw new GatewayError(404, "not_found", `No ${kind} "${id}" here.`);
     visibleTenant(c, owner);
     const status = await stopResource(services, kind, id);
-    if (status !== 200 && status !== 404 && status !== 409) throw new GatewayError(502, "upstream_error", `The upstream would not stop ${kind} ${id} (${status}); try again.`);
-    services.logger.info("console stop", { requestId: c.get("requestId"), tenant: owner, actor: c.get("viewer").tenant, kind, id: id, status });
+    if (status !== 200 && status !== 404 && status !== 409)
+      throw new GatewayError(502, "upstream_error", `The upstream would not stop ${kind} ${id} (${status}); try again.`);
+    services.logger.info("console stop", {
+      requestId: c.get("requestId"),
+      tenant: owner,
+      actor: c.get("viewer").tenant,
+      kind,
+      id: id,
+      status,
+    });
     return c.redirect(href(`/resources?stopped=${kind}:${encodeURIComponent(id)}`), 303);
   });
 
@@ -237,10 +275,17 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const label = typeof form.label === "string" ? form.label.trim().slice(0, 200) : "";
     const issued = await issueKey(label || undefined);
     const keyId = keyIdOf(issued.entry.hash);
-    await changeTenant(services, asGatewayContext(c), id, { action: "key.create", target: `key:${id}/${keyId}` }, (t) => ({ ...t, keys: [...t.keys, issued.entry] }));
+    await changeTenant(services, asGatewayContext(c), id, { action: "key.create", target: `key:${id}/${keyId}` }, (t) => ({
+      ...t,
+      keys: [...t.keys, issued.entry],
+    }));
     const { key } = issued.view(id);
     // The plain key is in this one answer (not cached: see pageHeaders) and nowhere else.
-    return render(c, <KeysPage viewer={c.get("viewer")} nonce={c.get("nonce")} tenants={visibleTenants(c)} issued={{ tenant: id, id: keyId, key }} />, 201);
+    return render(
+      c,
+      <KeysPage viewer={c.get("viewer")} nonce={c.get("nonce")} tenants={visibleTenants(c)} issued={{ tenant: id, id: keyId, key }} />,
+      201,
+    );
   });
 
   app.post("/tenants/:id/keys/:keyId/revoke", async (c) => {
@@ -267,7 +312,16 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     entries = entries.filter((e) => !e.action.startsWith("alert."));
     return render(
       c,
-      <AuditPage viewer={viewer} nonce={c.get("nonce")} tenants={visibleTenants(c)} thresholds={services.config.alerts.thresholds} globalWebhooks={services.config.alerts.webhooks} alerts={alerts} entries={entries} next={next} />,
+      <AuditPage
+        viewer={viewer}
+        nonce={c.get("nonce")}
+        tenants={visibleTenants(c)}
+        thresholds={services.config.alerts.thresholds}
+        globalWebhooks={services.config.alerts.webhooks}
+        alerts={alerts}
+        entries={entries}
+        next={next}
+      />,
     );
   });
 

@@ -29,7 +29,14 @@ export async function tenantSpend(services: GatewayServices, tenant: Tenant): Pr
   const used = await services.stores.ledger.usage(tenant.id, now);
   return {
     tenant,
-    windows: WINDOWS.map((w) => ({ window: w, limit: limits[w], spent: used[w], x402: used.byKind.x402[w], credits: used.byKind.credits[w], resetsAt: resetAt(w, now) })),
+    windows: WINDOWS.map((w) => ({
+      window: w,
+      limit: limits[w],
+      spent: used[w],
+      x402: used.byKind.x402[w],
+      credits: used.byKind.credits[w],
+      resetsAt: resetAt(w, now),
+    })),
   };
 }
 

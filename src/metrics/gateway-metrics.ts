@@ -70,27 +70,95 @@ export class GatewayMetrics {
 
   constructor(readonly registry: MetricsRegistry = new TextRegistry()) {
     const r = registry;
-    this.requestsTotal = children(r.counter({ name: "tollgate_requests_total", help: "Requests answered, by route, status and tenant.", labelNames: ["route", "status", "tenant"] }));
+    this.requestsTotal = children(
+      r.counter({
+        name: "tollgate_requests_total",
+        help: "Requests answered, by route, status and tenant.",
+        labelNames: ["route", "status", "tenant"],
+      }),
+    );
     this.requestSeconds = children(
-      r.histogram({ name: "tollgate_request_duration_seconds", help: "Time from request to response headers at the gateway.", labelNames: ["route"], buckets: LATENCY_BUCKETS }),
+      r.histogram({
+        name: "tollgate_request_duration_seconds",
+        help: "Time from request to response headers at the gateway.",
+        labelNames: ["route"],
+        buckets: LATENCY_BUCKETS,
+      }),
     );
     this.upstreamSeconds = children(
-      r.histogram({ name: "tollgate_upstream_duration_seconds", help: "Time from sending an upstream request to its response headers.", labelNames: ["route"], buckets: LATENCY_BUCKETS }),
+      r.histogram({
+        name: "tollgate_upstream_duration_seconds",
+        help: "Time from sending an upstream request to its response headers.",
+        labelNames: ["route"],
+        buckets: LATENCY_BUCKETS,
+      }),
     );
     this.paymentsTotal = children(
-      r.counter({ name: "tollgate_payments_total", help: "Ledger entries that reached each state (reserved, committed, released, uncertain), by tenant.", labelNames: ["tenant", "state"] }),
+      r.counter({
+        name: "tollgate_payments_total",
+        help: "Ledger entries that reached each state (reserved, committed, released, uncertain), by tenant.",
+        labelNames: ["tenant", "state"],
+      }),
     );
-    this.paymentsUsd = children(r.counter({ name: "tollgate_payments_usd_total", help: "USD amount of the ledger entries that reached each state, by tenant.", labelNames: ["tenant", "state"] }));
-    this.cacheTotal = children(r.counter({ name: "tollgate_cache_requests_total", help: "Paid-answer lookups by outcome (hit, miss, coalesced, bypass, idempotent-replay).", labelNames: ["outcome"] }));
-    this.cacheSaved = r.counter({ name: "tollgate_cache_saved_usd_total", help: "USD not paid because a cached or coalesced answer was served.", labelNames: [] }).labels();
-    this.wsOpen = children(r.gauge({ name: "tollgate_websockets_open", help: "WebSocket relays open now, by kind (cdp, runtime, port).", labelNames: ["kind"] }));
-    this.wsTotal = children(r.counter({ name: "tollgate_websockets_total", help: "WebSocket relays opened, by kind.", labelNames: ["kind"] }));
-    this.stateErrors = r.counter({ name: "tollgate_state_errors_total", help: "Requests and scrapes that failed because the state backend was unavailable.", labelNames: [] }).labels();
-    this.budgetRemaining = r.gauge({ name: "tollgate_budget_remaining_usd", help: "Budget left per tenant and window (only windows with a limit), read from the ledger at scrape time.", labelNames: ["tenant", "window"] });
-    this.budgetSpent = r.gauge({ name: "tollgate_budget_spent_usd", help: "Reserved, held and committed spend per tenant and window, read from the ledger at scrape time.", labelNames: ["tenant", "window"] });
-    this.heldUsd = r.gauge({ name: "tollgate_payments_held_usd", help: "USD held in uncertain payments (outcome unknown until the chain says), per tenant, at scrape time.", labelNames: ["tenant"] });
-    this.heldCount = r.gauge({ name: "tollgate_payments_held", help: "Uncertain payments held, per tenant, at scrape time.", labelNames: ["tenant"] });
-    this.stateUp = r.gauge({ name: "tollgate_state_up", help: "1 when the state backend answered the scrape's ping, else 0.", labelNames: [] });
+    this.paymentsUsd = children(
+      r.counter({
+        name: "tollgate_payments_usd_total",
+        help: "USD amount of the ledger entries that reached each state, by tenant.",
+        labelNames: ["tenant", "state"],
+      }),
+    );
+    this.cacheTotal = children(
+      r.counter({
+        name: "tollgate_cache_requests_total",
+        help: "Paid-answer lookups by outcome (hit, miss, coalesced, bypass, idempotent-replay).",
+        labelNames: ["outcome"],
+      }),
+    );
+    this.cacheSaved = r
+      .counter({
+        name: "tollgate_cache_saved_usd_total",
+        help: "USD not paid because a cached or coalesced answer was served.",
+        labelNames: [],
+      })
+      .labels();
+    this.wsOpen = children(
+      r.gauge({ name: "tollgate_websockets_open", help: "WebSocket relays open now, by kind (cdp, runtime, port).", labelNames: ["kind"] }),
+    );
+    this.wsTotal = children(
+      r.counter({ name: "tollgate_websockets_total", help: "WebSocket relays opened, by kind.", labelNames: ["kind"] }),
+    );
+    this.stateErrors = r
+      .counter({
+        name: "tollgate_state_errors_total",
+        help: "Requests and scrapes that failed because the state backend was unavailable.",
+        labelNames: [],
+      })
+      .labels();
+    this.budgetRemaining = r.gauge({
+      name: "tollgate_budget_remaining_usd",
+      help: "Budget left per tenant and window (only windows with a limit), read from the ledger at scrape time.",
+      labelNames: ["tenant", "window"],
+    });
+    this.budgetSpent = r.gauge({
+      name: "tollgate_budget_spent_usd",
+      help: "Reserved, held and committed spend per tenant and window, read from the ledger at scrape time.",
+      labelNames: ["tenant", "window"],
+    });
+    this.heldUsd = r.gauge({
+      name: "tollgate_payments_held_usd",
+      help: "USD held in uncertain payments (outcome unknown until the chain says), per tenant, at scrape time.",
+      labelNames: ["tenant"],
+    });
+    this.heldCount = r.gauge({
+      name: "tollgate_payments_held",
+      help: "Uncertain payments held, per tenant, at scrape time.",
+      labelNames: ["tenant"],
+    });
+    this.stateUp = r.gauge({
+      name: "tollgate_state_up",
+      help: "1 when the state backend answered the scrape's ping, else 0.",
+      labelNames: [],
+    });
   }
 
   /** One answered request (the access log calls this once per request): nested lookups, no allocation once warm. */
@@ -212,4 +280,3 @@ export class GatewayMetrics {
     return this.registry.render();
   }
 }
-

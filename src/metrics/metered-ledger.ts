@@ -28,7 +28,13 @@ function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): BudgetLed
     async reserve(entry, limits, now) {
       const r = await ledger.reserve(entry, limits, now);
       // Payments are x402 authorizations; credit spend is in the ledger and the budget gauges, not these counters.
-      if (r.ok && (entry.kind ?? "x402") === "x402" && !known.has(entry.id) && r.entry.state === "reserved" && r.entry.createdAt === r.entry.updatedAt) {
+      if (
+        r.ok &&
+        (entry.kind ?? "x402") === "x402" &&
+        !known.has(entry.id) &&
+        r.entry.state === "reserved" &&
+        r.entry.createdAt === r.entry.updatedAt
+      ) {
         known.set(entry.id, { tenant: entry.tenant, amount: BigInt(entry.amount) });
         if (known.size > MAX_KNOWN) known.delete(known.keys().next().value!);
         if (!entry.tenant.startsWith("token:")) metrics.payment(entry.tenant, "reserved", BigInt(entry.amount));

@@ -21,7 +21,10 @@ function labelText(names: readonly string[], values: readonly string[], extra?: 
 
 abstract class Family<Child> implements MetricFamily<Child> {
   protected readonly children = new Map<string, { values: string[]; child: Child }>();
-  constructor(readonly def: MetricDefinition, readonly type: "counter" | "gauge" | "histogram") {}
+  constructor(
+    readonly def: MetricDefinition,
+    readonly type: "counter" | "gauge" | "histogram",
+  ) {}
 
   protected abstract make(values: string[]): Child;
 
@@ -57,7 +60,8 @@ class Counter extends Family<CounterChild & { value: number }> {
   }
   render(): string {
     let out = this.header();
-    for (const { values, child } of this.children.values()) out += `${this.def.name}${labelText(this.def.labelNames, values)} ${formatNumber(child.value)}\n`;
+    for (const { values, child } of this.children.values())
+      out += `${this.def.name}${labelText(this.def.labelNames, values)} ${formatNumber(child.value)}\n`;
     return out;
   }
 }
@@ -79,7 +83,8 @@ class Gauge extends Family<GaugeChild & { value: number }> {
   }
   render(): string {
     let out = this.header();
-    for (const { values, child } of this.children.values()) out += `${this.def.name}${labelText(this.def.labelNames, values)} ${formatNumber(child.value)}\n`;
+    for (const { values, child } of this.children.values())
+      out += `${this.def.name}${labelText(this.def.labelNames, values)} ${formatNumber(child.value)}\n`;
     return out;
   }
 }
@@ -91,7 +96,10 @@ interface HistogramState extends HistogramChild {
 }
 
 class Histogram extends Family<HistogramState> {
-  constructor(def: MetricDefinition, private readonly buckets: readonly number[]) {
+  constructor(
+    def: MetricDefinition,
+    private readonly buckets: readonly number[],
+  ) {
     super(def, "histogram");
   }
   protected make(): HistogramState {
@@ -139,7 +147,12 @@ export class TextRegistry implements MetricsRegistry {
     return this.add(new Gauge(def, "gauge"));
   }
   histogram(def: MetricDefinition & { buckets: readonly number[] }): MetricFamily<HistogramChild> {
-    return this.add(new Histogram(def, [...def.buckets].sort((a, b) => a - b)));
+    return this.add(
+      new Histogram(
+        def,
+        [...def.buckets].sort((a, b) => a - b),
+      ),
+    );
   }
 
   private add<F extends Counter | Gauge | Histogram>(f: F): F {

@@ -43,7 +43,9 @@ export function drainable(server: Server, wss: WebSocketServer) {
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       const sockets = [...wss.clients];
-      const socketsClosed = Promise.all(sockets.map((ws) => new Promise<void>((r) => (ws.readyState === ws.CLOSED ? r() : ws.once("close", () => r())))));
+      const socketsClosed = Promise.all(
+        sockets.map((ws) => new Promise<void>((r) => (ws.readyState === ws.CLOSED ? r() : ws.once("close", () => r())))),
+      );
       for (const ws of sockets) ws.close(1001, "gateway shutting down");
       const requestsDone = inFlight.size === 0 ? Promise.resolve() : new Promise<void>((r) => (settle = r));
       const finished = Promise.all([requestsDone, socketsClosed]);

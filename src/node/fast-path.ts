@@ -36,13 +36,24 @@ function upstreamResponse(d: ForwardDecision, incoming: IncomingMessage, outgoin
   const secure = u.protocol === "https:";
   return new Promise((resolve, reject) => {
     const req = (secure ? httpsRequest : httpRequest)(
-      { protocol: u.protocol, hostname: u.hostname, port: u.port, path: u.pathname + u.search, method: d.method, headers: d.headers, agent: secure ? agents.https : agents.http },
+      {
+        protocol: u.protocol,
+        hostname: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method: d.method,
+        headers: d.headers,
+        agent: secure ? agents.https : agents.http,
+      },
       (res) => {
         clearTimeout(timer);
         resolve(res);
       },
     );
-    const timer = setTimeout(() => req.destroy(Object.assign(new Error("upstream headers timeout"), { code: "HEADERS_TIMEOUT" })), d.headersTimeoutMs);
+    const timer = setTimeout(
+      () => req.destroy(Object.assign(new Error("upstream headers timeout"), { code: "HEADERS_TIMEOUT" })),
+      d.headersTimeoutMs,
+    );
     req.once("error", (err) => {
       clearTimeout(timer);
       reject(err);

@@ -9,7 +9,9 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
 /** Responses up to this size with a Content-Length are read whole before they are relayed; larger ones stream. */
 const HELD_BODY_BYTES = 64 * 1024;
 
-export function undiciTransport(opts: { connections?: number; headersTimeoutMs?: number } = {}): UpstreamTransport & { close(): Promise<void> } {
+export function undiciTransport(
+  opts: { connections?: number; headersTimeoutMs?: number } = {},
+): UpstreamTransport & { close(): Promise<void> } {
   const dispatcher = new Agent({
     connections: opts.connections ?? 256,
     keepAliveTimeout: 30_000,

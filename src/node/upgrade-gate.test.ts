@@ -22,7 +22,11 @@ describe("gateUpgrades", () => {
   let gw: RunningGateway;
   beforeAll(async () => {
     gw = await startNodeGateway({
-      config: parseConfig({ server: { host: "127.0.0.1", port: 0, logLevel: "error" }, upstream: { baseUrl: "http://127.0.0.1:9" }, tenants: [] }),
+      config: parseConfig({
+        server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+        upstream: { baseUrl: "http://127.0.0.1:9" },
+        tenants: [],
+      }),
       secrets: { upstreamApiKey: "k", tokenSecret: "s".repeat(40) },
     });
   });
@@ -31,26 +35,38 @@ describe("gateUpgrades", () => {
   });
 
   it("serves a bodiless request asking for h2c as the HTTP/1.1 request it also is, then closes", async () => {
-    const r = await raw(gw.port, `GET /_tollgate/health HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n`);
+    const r = await raw(
+      gw.port,
+      `GET /_tollgate/health HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n`,
+    );
     expect(r.closed).toBe(true);
     expect(r.text).toMatch(/^HTTP\/1\.1 200 /);
   });
 
   it("refuses an Upgrade to anything but WebSocket that carries a body, with a JSON 400", async () => {
-    const r = await raw(gw.port, `POST /x402/web/search HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}`);
+    const r = await raw(
+      gw.port,
+      `POST /x402/web/search HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}`,
+    );
     expect(r.closed).toBe(true);
     expect(r.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(r.text).toContain('"code":"upgrade_not_supported"');
   });
 
   it("answers a WebSocket upgrade whose Host makes no URL with 400 invalid_host (not node-server's bare 500)", async () => {
-    const r = await raw(gw.port, `GET /devtools/browser/x HTTP/1.1\r\nHost: 127.0.0.1:99999\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    const r = await raw(
+      gw.port,
+      `GET /devtools/browser/x HTTP/1.1\r\nHost: 127.0.0.1:99999\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
     expect(r.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(r.text).toContain('"code":"invalid_host"');
   });
 
   it("still relays real WebSocket upgrades to the gateway (a refusal keeps its JSON body)", async () => {
-    const r = await raw(gw.port, `GET /devtools/browser/x HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    const r = await raw(
+      gw.port,
+      `GET /devtools/browser/x HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
     expect(r.text).toMatch(/^HTTP\/1\.1 401 /);
     expect(r.text).toContain('"code"');
   });

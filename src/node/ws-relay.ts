@@ -29,7 +29,12 @@ interface Handshake {
 
 function connectUpstream(url: string, headers: Record<string, string>, timeoutMs: number, protocols: string[]): Promise<Handshake> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(url, protocols.length ? protocols : undefined, { headers, perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 256 * 1024 * 1024 });
+    const ws = new WebSocket(url, protocols.length ? protocols : undefined, {
+      headers,
+      perMessageDeflate: false,
+      handshakeTimeout: timeoutMs,
+      maxPayload: 256 * 1024 * 1024,
+    });
     ws.once("open", () => resolve({ socket: ws }));
     ws.once("unexpected-response", (_req, res) => {
       const chunks: Buffer[] = [];
@@ -41,9 +46,14 @@ function connectUpstream(url: string, headers: Record<string, string>, timeoutMs
   });
 }
 
-export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckMs?: number; metrics?: GatewayMetrics } = {}): WebSocketRelay {
+export function nodeWebSocketRelay(
+  opts: { handshakeTimeoutMs?: number; recheckMs?: number; metrics?: GatewayMetrics } = {},
+): WebSocketRelay {
   return async (c, target) => {
-    const protocols = (c.req.header("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim()).filter(Boolean);
+    const protocols = (c.req.header("sec-websocket-protocol") ?? "")
+      .split(",")
+      .map((p) => p.trim())
+      .filter(Boolean);
     const hs = await connectUpstream(target.url, target.headers, opts.handshakeTimeoutMs ?? 15_000, protocols);
     if (!hs.socket) {
       let body = hs.body;
@@ -53,7 +63,7 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
         body = undefined;
       }
       body ??= JSON.stringify({ message: "The upstream refused the WebSocket connection.", code: "upstream_ws_refused" });
-      return new Response(body, { status: hs.status === 101 ? 502 : hs.status ?? 502, headers: { "content-type": "application/json" } });
+      return new Response(body, { status: hs.status === 101 ? 502 : (hs.status ?? 502), headers: { "content-type": "application/json" } });
     }
     const up = hs.socket;
     const incoming = (c.env as { incoming?: IncomingMessage & { [CHOSEN_PROTOCOL]?: string } } | undefined)?.incoming;
@@ -70,10 +80,16 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
               (ok) => {
                 if (ok) return;
                 clearInterval(recheck);
-                try { client.close(4401, "token revoked or expired"); } catch { /* gone */ }
+                try {
+                  client.close(4401, "token revoked or expired");
+                } catch {
+                  /* gone */
+                }
                 up.close(1000);
               },
-              () => { /* state store unreachable: keep the connection, check again next time */ },
+              () => {
+                /* state store unreachable: keep the connection, check again next time */
+              },
             );
           }, opts.recheckMs ?? 2000);
           recheck.unref?.();
@@ -84,9 +100,19 @@ export function nodeWebSocketRelay(opts: { handshakeTimeoutMs?: number; recheckM
         });
         up.on("close", (code, reason) => {
           clearInterval(recheck);
-          try { client.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000, reason.toString()); } catch { /* gone */ }
+          try {
+            client.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000, reason.toString());
+          } catch {
+            /* gone */
+          }
         });
-        up.on("error", () => { try { client.close(1011, "upstream error"); } catch { /* gone */ } });
+        up.on("error", () => {
+          try {
+            client.close(1011, "upstream error");
+          } catch {
+            /* gone */
+          }
+        });
         void raw;
       },
       onMessage(evt) {

@@ -36,8 +36,20 @@ export async function checkBudgetAlerts(services: GatewayServices, tenantId: str
       if (alerting) {
         for (const threshold of thresholds) {
           if (hundredths < BigInt(Math.round(threshold * 100))) continue;
-          const won = await services.stores.kv.setIfAbsent(stateKeys.budgetAlert(tenantId, window, period, threshold), services.instanceId, untilWindowEndsMs(window, now));
-          if (won) deliverBudgetEvent(services, tenant, { type: "budget.threshold", window, period, threshold, spent: atomicToUsd(used[window]), limit: atomicToUsd(limit) });
+          const won = await services.stores.kv.setIfAbsent(
+            stateKeys.budgetAlert(tenantId, window, period, threshold),
+            services.instanceId,
+            untilWindowEndsMs(window, now),
+          );
+          if (won)
+            deliverBudgetEvent(services, tenant, {
+              type: "budget.threshold",
+              window,
+              period,
+              threshold,
+              spent: atomicToUsd(used[window]),
+              limit: atomicToUsd(limit),
+            });
         }
       }
       if (used[window] >= limit) await onBudgetExhausted(services, tenantId, window);

@@ -58,7 +58,14 @@ export async function killTenant(services: GatewayServices, tenantId: string, re
       }
     }
   }
-  logger.info("kill switch", { tenant: tenantId, reason, actor, sandboxes: report.stopped.sandboxes.length, sessions: report.stopped.sessions.length, failed: report.failed.length });
+  logger.info("kill switch", {
+    tenant: tenantId,
+    reason,
+    actor,
+    sandboxes: report.stopped.sandboxes.length,
+    sessions: report.stopped.sessions.length,
+    failed: report.failed.length,
+  });
   await stores.audit.append({ at: services.now(), actor, action: "tenant.kill", target: `tenant:${tenantId}`, after: report });
   return report;
 }
@@ -74,7 +81,11 @@ export async function onBudgetExhausted(services: GatewayServices, tenantId: str
     if (!tenant) return;
     const now = services.now();
     const period = windowPeriod(window, now);
-    const first = await services.stores.kv.setIfAbsent(stateKeys.budgetExhausted(tenantId, window, period), services.instanceId, untilWindowEndsMs(window, now));
+    const first = await services.stores.kv.setIfAbsent(
+      stateKeys.budgetExhausted(tenantId, window, period),
+      services.instanceId,
+      untilWindowEndsMs(window, now),
+    );
     if (!first) return;
     deliverBudgetEvent(services, tenant, { type: "budget.exhausted", window, period, onExhausted: tenant.onExhausted });
     if (tenant.onExhausted === "stop") await killTenant(services, tenantId, `${window} budget exhausted`);

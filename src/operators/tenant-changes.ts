@@ -16,7 +16,11 @@ export function tenantView(r: StoredTenant) {
     ...rest,
     source: r.source,
     updatedAt: new Date(r.updatedAt).toISOString(),
-    keys: keys.map((k) => ({ id: keyIdOf(k.hash), ...(k.label ? { label: k.label } : {}), ...(k.expiresAt ? { expiresAt: k.expiresAt } : {}) })),
+    keys: keys.map((k) => ({
+      id: keyIdOf(k.hash),
+      ...(k.label ? { label: k.label } : {}),
+      ...(k.expiresAt ? { expiresAt: k.expiresAt } : {}),
+    })),
   };
 }
 
@@ -27,10 +31,22 @@ export async function liveRecord(services: GatewayServices, id: string): Promise
   return r;
 }
 
-export async function audit(services: GatewayServices, c: Context<GatewayEnv>, action: string, target: string, before: unknown, after: unknown) {
+export async function audit(
+  services: GatewayServices,
+  c: Context<GatewayEnv>,
+  action: string,
+  target: string,
+  before: unknown,
+  after: unknown,
+) {
   await services.stores.audit.append({
-    at: services.now(), actor: c.get("tenant")?.id ?? "unknown", action, target, requestId: c.get("requestId"),
-    ...(before !== undefined ? { before } : {}), ...(after !== undefined ? { after } : {}),
+    at: services.now(),
+    actor: c.get("tenant")?.id ?? "unknown",
+    action,
+    target,
+    requestId: c.get("requestId"),
+    ...(before !== undefined ? { before } : {}),
+    ...(after !== undefined ? { after } : {}),
   });
 }
 
@@ -38,7 +54,11 @@ export async function audit(services: GatewayServices, c: Context<GatewayEnv>, a
 function guardSelf(c: Context<GatewayEnv>, before: Tenant, after: Tenant | undefined) {
   if (c.get("tenant")?.id !== before.id) return;
   if (!after?.enabled || !after.scopes.includes("admin")) {
-    throw new GatewayError(409, "admin_lockout", "An admin tenant cannot disable, delete or drop the admin scope of itself; use another admin tenant.");
+    throw new GatewayError(
+      409,
+      "admin_lockout",
+      "An admin tenant cannot disable, delete or drop the admin scope of itself; use another admin tenant.",
+    );
   }
 }
 
@@ -52,7 +72,11 @@ export interface ChangeOptions {
 
 /** Applies `mutate` to the live tenant `id` and returns the new record. */
 export async function changeTenant(
-  services: GatewayServices, c: Context<GatewayEnv>, id: string, opts: ChangeOptions, mutate: (t: Tenant) => Tenant = (t) => t,
+  services: GatewayServices,
+  c: Context<GatewayEnv>,
+  id: string,
+  opts: ChangeOptions,
+  mutate: (t: Tenant) => Tenant = (t) => t,
 ): Promise<StoredTenant> {
   const before = await liveRecord(services, id);
   const tenant = mutate(structuredClone(before.tenant));

@@ -18,13 +18,21 @@ async function signWebhook(secret: string, body: string, t: number): Promise<str
 }
 
 /** What a receiver does: recompute the signature and refuse one older than `toleranceSeconds`. */
-export async function verifyWebhook(secret: string, body: string, header: string | null, nowSeconds: number, toleranceSeconds = 300): Promise<boolean> {
+export async function verifyWebhook(
+  secret: string,
+  body: string,
+  header: string | null,
+  nowSeconds: number,
+  toleranceSeconds = 300,
+): Promise<boolean> {
   const t = Number(header?.match(/(?:^|,)t=(\d+)/)?.[1]);
   if (!Number.isFinite(t) || Math.abs(nowSeconds - t) > toleranceSeconds) return false;
   return (await signWebhook(secret, body, t)) === header;
 }
 
-export const receiversOf = (services: GatewayServices, tenant: Tenant) => [...new Set([...services.config.alerts.webhooks, ...(tenant.alerts?.webhooks ?? [])])];
+export const receiversOf = (services: GatewayServices, tenant: Tenant) => [
+  ...new Set([...services.config.alerts.webhooks, ...(tenant.alerts?.webhooks ?? [])]),
+];
 
 async function post(services: GatewayServices, url: string, id: string, body: string): Promise<number | string> {
   const headers = new Headers({ "content-type": "application/json", "user-agent": "tollgate-alerts", "tollgate-event-id": id });
@@ -62,7 +70,13 @@ export function deliverBudgetEvent(services: GatewayServices, tenant: Tenant, ev
   const id = `${event.type}:${tenant.id}:${event.window}:${event.period}${suffix}`;
   // Recorded once (the caller won the marker), so the console can list the alerts raised, delivered or not.
   void services.stores.audit
-    .append({ at: services.now(), actor: "system", action: `alert.${event.type}`, target: `tenant:${tenant.id}`, after: { id, ...event, receivers: receivers.length } })
+    .append({
+      at: services.now(),
+      actor: "system",
+      action: `alert.${event.type}`,
+      target: `tenant:${tenant.id}`,
+      after: { id, ...event, receivers: receivers.length },
+    })
     .catch(() => {});
   if (!receivers.length) return;
   const body = JSON.stringify({ id, ...event, tenant: tenant.id, at: new Date(services.now()).toISOString() });

@@ -7,7 +7,6 @@ const LEASE_MS = 60_000;
 const POLL_MS = 25;
 const STORED_AT = "x-tollgate-stored-at";
 
-
 export interface FleetResult {
   answer: Answer;
   /** True when this instance fetched (and paid for) the answer. */
@@ -53,7 +52,16 @@ export async function fleetCoalesce(
   }
   if (opts.share(answer) && opts.ttlMs > 0) {
     await store
-      .complete(k, { status: answer.status, headers: { ...answer.headers, [STORED_AT]: String(answer.storedAt) }, body: b64(answer.body), fingerprint: key }, opts.ttlMs)
+      .complete(
+        k,
+        {
+          status: answer.status,
+          headers: { ...answer.headers, [STORED_AT]: String(answer.storedAt) },
+          body: b64(answer.body),
+          fingerprint: key,
+        },
+        opts.ttlMs,
+      )
       .catch(() => store.abandon(k).catch(() => {}));
   } else {
     await store.abandon(k).catch(() => {});

@@ -7,7 +7,6 @@ const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const LEASE_MS = 120_000;
 const WAIT_MS = 60_000;
 
-
 function validIdempotencyKey(key: string): boolean {
   return /^[\x21-\x7e]{1,255}$/.test(key);
 }
@@ -24,7 +23,8 @@ export async function withIdempotency(
   fingerprint: string,
   run: () => Promise<Answer>,
 ): Promise<{ answer: Answer; replayed: boolean }> {
-  if (!validIdempotencyKey(key)) throw new GatewayError(400, "invalid_idempotency_key", "Idempotency-Key must be 1-255 visible ASCII characters.");
+  if (!validIdempotencyKey(key))
+    throw new GatewayError(400, "invalid_idempotency_key", "Idempotency-Key must be 1-255 visible ASCII characters.");
   const store = services.stores.idempotency;
   const k = `idem:${scope}:${key}`;
   const deadline = services.now() + WAIT_MS;
@@ -38,7 +38,8 @@ export async function withIdempotency(
       return { answer: { status: r.status, headers: r.headers, body: unb64(r.body), paid: 0n, storedAt: 0 }, replayed: true };
     }
     if (begun.state === "new") break;
-    if (services.now() > deadline) throw new GatewayError(409, "idempotency_in_progress", "A request with this Idempotency-Key is still running; retry shortly.");
+    if (services.now() > deadline)
+      throw new GatewayError(409, "idempotency_in_progress", "A request with this Idempotency-Key is still running; retry shortly.");
     await new Promise((r) => setTimeout(r, 50));
   }
   try {
@@ -49,7 +50,11 @@ export async function withIdempotency(
     if (err instanceof GatewayError && err.code === "payment_outcome_unknown") {
       // The money may have moved: remember the outcome so a retry cannot pay a second time.
       const body = new TextEncoder().encode(JSON.stringify({ message: err.message, code: err.code, ...err.details }));
-      await store.complete(k, { status: err.status, headers: { "content-type": "application/json" }, body: b64(body), fingerprint }, IDEMPOTENCY_TTL_MS);
+      await store.complete(
+        k,
+        { status: err.status, headers: { "content-type": "application/json" }, body: b64(body), fingerprint },
+        IDEMPOTENCY_TTL_MS,
+      );
     } else {
       await store.abandon(k).catch(() => {});
     }

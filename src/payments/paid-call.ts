@@ -44,9 +44,16 @@ async function readPaymentRequired(res: Response): Promise<PaymentRequired> {
     body = undefined;
   }
   try {
-    return readWire(PaymentRequired, parser.getPaymentRequiredResponse((n) => res.headers.get(n), body));
+    return readWire(
+      PaymentRequired,
+      parser.getPaymentRequiredResponse((n) => res.headers.get(n), body),
+    );
   } catch {
-    throw new GatewayError(502, "upstream_bad_payment_request", "The upstream answered 402 without a payment request the gateway can read.");
+    throw new GatewayError(
+      502,
+      "upstream_bad_payment_request",
+      "The upstream answered 402 without a payment request the gateway can read.",
+    );
   }
 }
 
@@ -65,7 +72,12 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   const { services } = ctx;
   const first = await send();
   if (first.status !== 402 || !services.config.payments.enabled) return { response: first, paid: 0n };
-  if (!ctx.signer) throw new GatewayError(503, "payments_not_configured", "The upstream asks for payment but the gateway has no wallet; set TOLLGATE_WALLET_KEY.");
+  if (!ctx.signer)
+    throw new GatewayError(
+      503,
+      "payments_not_configured",
+      "The upstream asks for payment but the gateway has no wallet; set TOLLGATE_WALLET_KEY.",
+    );
 
   const paymentRequired = await readPaymentRequired(first);
   const choice = chooseOption(paymentOptions(paymentRequired), effectivePolicy(services.config.payments, ctx.tenant.payment));
@@ -91,7 +103,11 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
 
   let signed: SignedPayment;
   try {
-    signed = await ctx.signer.sign(paymentRequired, option, effectivePolicy(services.config.payments, ctx.tenant.payment).maxAuthorizationSeconds);
+    signed = await ctx.signer.sign(
+      paymentRequired,
+      option,
+      effectivePolicy(services.config.payments, ctx.tenant.payment).maxAuthorizationSeconds,
+    );
     // The ledger learns of the authorization before it leaves the gateway.
     await signedSpend(services, hold, { nonce: signed.nonce, validBefore: signed.validBefore, payer: signed.payer });
   } catch (err) {
@@ -128,8 +144,15 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
       try {
         const j = JSON.parse(body);
         detail = j.message ?? j.error ?? "";
-      } catch { /* not JSON */ }
-      throw new GatewayError(502, "upstream_refused_payment", `The upstream refused the gateway's payment${detail ? `: ${detail}` : ""}. Nothing was charged.`, { reason: settled?.errorReason ?? detail });
+      } catch {
+        /* not JSON */
+      }
+      throw new GatewayError(
+        502,
+        "upstream_refused_payment",
+        `The upstream refused the gateway's payment${detail ? `: ${detail}` : ""}. Nothing was charged.`,
+        { reason: settled?.errorReason ?? detail },
+      );
     }
     return { response: res, paid: 0n };
   }

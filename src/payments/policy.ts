@@ -37,7 +37,12 @@ export function effectivePolicy(global: TollgateConfig["payments"], tenant?: Pay
 export type Choice =
   | { ok: true; option: PaymentOption }
   | { ok: false; code: "price_above_policy"; message: string; price: string; limit: string }
-  | { ok: false; code: "no_allowed_payment_option"; message: string; offered: Array<{ network: string; asset: string; payTo: string; price: string }> };
+  | {
+      ok: false;
+      code: "no_allowed_payment_option";
+      message: string;
+      offered: Array<{ network: string; asset: string; payTo: string; price: string }>;
+    };
 
 /** Filters options by scheme (one the gateway can pay), network, asset and payee, then takes the cheapest within the per-request maximum. */
 export function chooseOption(options: PaymentOption[], policy: EffectivePolicy): Choice {
@@ -59,7 +64,13 @@ export function chooseOption(options: PaymentOption[], policy: EffectivePolicy):
   if (policy.maxPerRequest !== undefined && cheapest.amount > policy.maxPerRequest) {
     const price = atomicToUsd(cheapest.amount);
     const limit = atomicToUsd(policy.maxPerRequest);
-    return { ok: false, code: "price_above_policy", message: `The upstream asks $${price} for this request, above the $${limit} per-request limit; nothing was paid.`, price, limit };
+    return {
+      ok: false,
+      code: "price_above_policy",
+      message: `The upstream asks $${price} for this request, above the $${limit} per-request limit; nothing was paid.`,
+      price,
+      limit,
+    };
   }
   return { ok: true, option: cheapest };
 }

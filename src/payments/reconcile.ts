@@ -68,7 +68,12 @@ export class PaymentReconciler {
       try {
         await stores.ledger.commit(e.id, undefined, now);
         report.creditsCommitted++;
-        logger.info("credits hold expired; committed at its maximum", { entry: e.id, tenant: e.tenant, amount: e.amount, resource: e.resource });
+        logger.info("credits hold expired; committed at its maximum", {
+          entry: e.id,
+          tenant: e.tenant,
+          amount: e.amount,
+          resource: e.resource,
+        });
       } catch (err) {
         logger.error("credits reconciliation failed; will retry", { entry: e.id, error: String(err) });
       }

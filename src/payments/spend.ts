@@ -56,11 +56,16 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
       capId = capEntryId(id);
       const r = await ledger.reserve({ ...base, id: capId, tenant: capTenant(cap.id) }, { total: cap.amount }, now);
       if (!r.ok) {
-        throw new GatewayError(402, "token_cap_exceeded", `This token's spend cap of $${atomicToUsd(cap.amount)} would be exceeded ($${atomicToUsd(r.spent)} spent, this call costs $${atomicToUsd(price)}).`, {
-          limit: atomicToUsd(r.limit),
-          spent: atomicToUsd(r.spent),
-          price: atomicToUsd(price),
-        });
+        throw new GatewayError(
+          402,
+          "token_cap_exceeded",
+          `This token's spend cap of $${atomicToUsd(cap.amount)} would be exceeded ($${atomicToUsd(r.spent)} spent, this call costs $${atomicToUsd(price)}).`,
+          {
+            limit: atomicToUsd(r.limit),
+            spent: atomicToUsd(r.spent),
+            price: atomicToUsd(price),
+          },
+        );
       }
     }
     const r = await ledger.reserve({ ...base, tenant: tenant.id }, tenantLimits(tenant), now);
@@ -98,7 +103,12 @@ async function idsOf(services: GatewayServices, spend: SpendHold | LedgerEntry):
  * The spend happened: commits every entry, at `finalAmount` when given (a time-metered resource's minutes × rate, or
  * results × price), which returns the rest of the reservation to the budget; never more than was reserved.
  */
-export async function settleSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, finalAmount?: bigint, transaction?: string): Promise<void> {
+export async function settleSpend(
+  services: GatewayServices,
+  spend: SpendHold | LedgerEntry,
+  finalAmount?: bigint,
+  transaction?: string,
+): Promise<void> {
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount);
   const tenant = "entry" in spend ? spend.entry.tenant : spend.tenant;
@@ -118,7 +128,11 @@ export async function holdSpend(services: GatewayServices, spend: SpendHold | Le
 }
 
 /** x402: records the signed authorization on every entry before it leaves the gateway. */
-export async function signedSpend(services: GatewayServices, spend: SpendHold, fields: { nonce: string; validBefore: number; payer: string }): Promise<void> {
+export async function signedSpend(
+  services: GatewayServices,
+  spend: SpendHold,
+  fields: { nonce: string; validBefore: number; payer: string },
+): Promise<void> {
   const now = services.now();
   for (const id of spend.ids) await services.stores.ledger.signed(id, fields, now);
 }
@@ -127,7 +141,11 @@ export async function signedSpend(services: GatewayServices, spend: SpendHold, f
  * Names what a time-metered hold is for once the upstream answered the create call ("sandbox:<id>"), on the cap entry
  * too, and optionally moves its end time (unix seconds) to the resource's own.
  */
-export async function attachSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, fields: { resource?: string; validBefore?: number }): Promise<void> {
+export async function attachSpend(
+  services: GatewayServices,
+  spend: SpendHold | LedgerEntry,
+  fields: { resource?: string; validBefore?: number },
+): Promise<void> {
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.attach(id, fields, now);
 }

@@ -26,7 +26,11 @@ export interface SandboxRewriteContext {
 
 /** Mirrors the SDK's runtimeSessionIdFromPath: `/sandbox/<id>[/…]` → id. */
 function sandboxIdFromPath(path: string): string | null {
-  const segs = path.trim().replace(/^\/+|\/+$/g, "").split("/").filter(Boolean);
+  const segs = path
+    .trim()
+    .replace(/^\/+|\/+$/g, "")
+    .split("/")
+    .filter(Boolean);
   return segs.length >= 2 && segs[0] === "sandbox" && segs[1]!.trim() ? segs[1]!.trim() : null;
 }
 
@@ -112,7 +116,12 @@ export async function rewriteExposure(exposure: unknown, sandboxId: string, ctx:
   const { browserUrl: _b, browserUrlExpiresAt: _x, ...rest } = e;
   if (!e.auth) return { ...rest, url, browserUrl: url };
   const grant = await ctx.mintPortGrant(sandboxId);
-  return { ...rest, url, browserUrl: `${url}_hb/auth?grant=${encodeURIComponent(grant.token)}&next=%2F`, browserUrlExpiresAt: grant.expiresAt };
+  return {
+    ...rest,
+    url,
+    browserUrl: `${url}_hb/auth?grant=${encodeURIComponent(grant.token)}&next=%2F`,
+    browserUrlExpiresAt: grant.expiresAt,
+  };
 }
 
 /**
@@ -123,10 +132,12 @@ export async function rewriteSandboxDetail<T extends object>(record: T, ctx: San
   const detail = readWire(SandboxDetail, record);
   const id = String(detail.id);
   const out: SandboxDetail = { ...detail };
-  if (detail.runtime && typeof detail.runtime === "object") out.runtime = gatewayRuntime(ctx.publicOrigin, id, detail.runtime.transport ?? "regional_proxy");
+  if (detail.runtime && typeof detail.runtime === "object")
+    out.runtime = gatewayRuntime(ctx.publicOrigin, id, detail.runtime.transport ?? "regional_proxy");
   if (Array.isArray(detail.exposedPorts)) out.exposedPorts = await Promise.all(detail.exposedPorts.map((e) => rewriteExposure(e, id, ctx)));
   // The upstream's own page for the sandbox: the gateway's control-plane URL for it stands in (never the upstream host).
-  if ("sessionUrl" in detail) out.sessionUrl = detail.sessionUrl ? `${ctx.publicOrigin}/api/sandbox/${encodeURIComponent(id)}` : detail.sessionUrl;
+  if ("sessionUrl" in detail)
+    out.sessionUrl = detail.sessionUrl ? `${ctx.publicOrigin}/api/sandbox/${encodeURIComponent(id)}` : detail.sessionUrl;
   if ("token" in detail) {
     if (detail.token) {
       const t = await ctx.mintRuntimeToken(id);

@@ -17,7 +17,11 @@ function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, 
   if (!url) throw new GatewayError(409, "session_endpoint_unavailable", `Session ${id} has no ${what} upstream (is it still active?).`);
   if (!services.upstream.isAllowedUrl(url)) {
     services.logger.error("session endpoint outside upstream.allowedHosts", { sessionId: id, what, host: new URL(url).host });
-    throw new GatewayError(502, "upstream_host_not_allowed", `The upstream's ${what} for this session is on a host the gateway is not configured to follow (upstream.allowedHosts).`);
+    throw new GatewayError(
+      502,
+      "upstream_host_not_allowed",
+      `The upstream's ${what} for this session is on a host the gateway is not configured to follow (upstream.allowedHosts).`,
+    );
   }
   return url;
 }
@@ -29,13 +33,19 @@ export function cdpHandlers(services: GatewayServices): Record<string, RowHandle
       const id = c.req.param("id")!;
       const caller = c.get("caller");
       if (!isWebSocketUpgrade(c.req.raw)) {
-        throw new GatewayError(426, "upgrade_required", "This is a CDP WebSocket endpoint; connect with puppeteer.connect({browserWSEndpoint}) or chromium.connectOverCDP().");
+        throw new GatewayError(
+          426,
+          "upgrade_required",
+          "This is a CDP WebSocket endpoint; connect with puppeteer.connect({browserWSEndpoint}) or chromium.connectOverCDP().",
+        );
       }
       const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
       const tenantId = callerTenant(c).id;
       // A token revoked (or a keyless one expiring) while the connection is open ends it; a tenant key is checked on ownership.
       const stillValid =
-        caller.via === "token" ? () => services.tokens.stillValid(caller.presented) : async () => (await services.stores.ownership.owner("session", id)) === tenantId;
+        caller.via === "token"
+          ? () => services.tokens.stillValid(caller.presented)
+          : async () => (await services.stores.ownership.owner("session", id)) === tenantId;
       return services.webSocketRelay(c, { url, headers: {}, stillValid });
     },
 
@@ -43,7 +53,12 @@ export function cdpHandlers(services: GatewayServices): Record<string, RowHandle
     "cdp.computerAction": async (c) => {
       const id = c.req.param("id")!;
       const body = await readBoundedText(c.req.raw, MAX_ACTION_BODY);
-      const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).computerActionEndpoint, "computerActionEndpoint", id);
+      const url = allowedUpstreamUrl(
+        services,
+        (await sessionEndpoints(c, services, id)).computerActionEndpoint,
+        "computerActionEndpoint",
+        id,
+      );
       return Upstream.relay(await postAbsolute(c, services, url, body));
     },
   };

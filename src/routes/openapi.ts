@@ -5,8 +5,18 @@ import * as z from "zod";
 import { VERSION } from "./own.js";
 import { mintRequest } from "./tokens.js";
 import {
-  auditEntryView, errorBody, issuedKey, keyCreateBody, keyExpireBody, keyRotateBody, ledgerQuery, pageQuery, SECTIONS,
-  tenantCreateBody, tenantPatchBody, tenantView,
+  auditEntryView,
+  errorBody,
+  issuedKey,
+  keyCreateBody,
+  keyExpireBody,
+  keyRotateBody,
+  ledgerQuery,
+  pageQuery,
+  SECTIONS,
+  tenantCreateBody,
+  tenantPatchBody,
+  tenantView,
 } from "./admin/schemas.js";
 
 const P = "/_tollgate";
@@ -24,50 +34,225 @@ const anyObject = z.object({}).passthrough();
 
 const ledgerEntry = z
   .object({
-    id: z.string(), tenant: z.string(), route: z.string(), kind: z.string().optional(), amount: z.string(), amountUsd: z.string(),
-    state: z.enum(["reserved", "committed", "released", "uncertain"]), transaction: z.string().optional(), createdAt: z.number(),
+    id: z.string(),
+    tenant: z.string(),
+    route: z.string(),
+    kind: z.string().optional(),
+    amount: z.string(),
+    amountUsd: z.string(),
+    state: z.enum(["reserved", "committed", "released", "uncertain"]),
+    transaction: z.string().optional(),
+    createdAt: z.number(),
   })
   .passthrough()
   .meta({ id: "LedgerEntry" });
 
 function routes(): RouteConfig[] {
   const admin = (r: Omit<RouteConfig, "security" | "tags" | "responses"> & { responses: RouteConfig["responses"] }): RouteConfig => ({
-    ...r, path: `${P}/admin${r.path}`, tags: ["admin"], security: tenantKey, responses: { ...errors, ...r.responses },
+    ...r,
+    path: `${P}/admin${r.path}`,
+    tags: ["admin"],
+    security: tenantKey,
+    responses: { ...errors, ...r.responses },
   });
   return [
-    { method: "get", path: `${P}/health`, tags: ["gateway"], summary: "Liveness", responses: { 200: json(z.object({ status: z.literal("ok"), service: z.string(), version: z.string() }), "Up") } },
-    { method: "get", path: `${P}/whoami`, tags: ["gateway"], security: tenantKey, summary: "The tenant behind a key", responses: { 200: json(z.object({ tenant: z.string(), scopes: z.array(z.string()) }), "The tenant"), ...errors } },
-    { method: "get", path: `${P}/usage`, tags: ["usage"], security: tenantKey, summary: "Budget windows: limit, spent, remaining, reset", responses: { 200: json(anyObject, "Usage"), ...errors } },
-    { method: "get", path: `${P}/ledger`, tags: ["usage"], security: tenantKey, summary: "The tenant's own payment authorizations", request: { query: z.object({ state: ledgerQuery.shape.state, limit: pageQuery.shape.limit }) }, responses: { 200: json(z.object({ entries: z.array(ledgerEntry) }), "Entries, newest first"), ...errors } },
-    { method: "post", path: `${P}/tokens`, tags: ["tokens"], security: tenantKey, summary: "Mint a keyless token for an untrusted client", request: { body: { content: { "application/json": { schema: mintRequest } } } }, responses: { 201: json(anyObject, "The token, once"), ...errors } },
-    { method: "delete", path: `${P}/tokens/{jti}`, tags: ["tokens"], security: tenantKey, summary: "Revoke a minted token", request: { params: z.object({ jti: z.string() }) }, responses: { 200: json(z.object({ revoked: z.boolean(), jti: z.string() }), "Revoked"), ...errors } },
-    { method: "post", path: `${P}/tokens/revoke`, tags: ["tokens"], security: tenantKey, summary: "Revoke a token by its value", request: { body: { content: { "application/json": { schema: z.object({ token: z.string() }) } } } }, responses: { 200: json(z.object({ revoked: z.boolean(), jti: z.string() }), "Revoked"), ...errors } },
-    { method: "post", path: `${P}/computer-action/{id}`, tags: ["sessions"], security: tenantKey, summary: "A session's computer action (the SDK's computerActionEndpoint)", request: { params: idParam }, responses: { 200: json(anyObject, "The upstream's answer"), ...errors } },
-    admin({ method: "get", path: "/usage", summary: "Every tenant's usage", responses: { 200: json(z.object({ tenants: z.array(anyObject) }), "Usage per tenant") } }),
-    admin({ method: "get", path: "/ledger", summary: "Every tenant's ledger, filtered and paged", request: { query: ledgerQuery }, responses: { 200: json(z.object({ entries: z.array(ledgerEntry), next: z.string().nullable() }), "A page, newest first") } }),
-    admin({ method: "get", path: "/audit", summary: "The audit log of admin actions, paged", request: { query: pageQuery }, responses: { 200: json(z.object({ entries: z.array(auditEntryView), next: z.string().nullable() }), "A page, newest first") } }),
-    admin({ method: "get", path: "/tenants", summary: "List tenants", responses: { 200: json(z.object({ tenants: z.array(tenantView) }), "Tenants") } }),
-    admin({ method: "post", path: "/tenants", summary: "Create a tenant and its first key (shown once)", request: { body: { content: { "application/json": { schema: tenantCreateBody } } } }, responses: { 201: json(z.object({ tenant: tenantView, key: z.string().describe("The plain key: shown once, never stored"), keyId: z.string() }), "Created"), 409: json(errorBody, "The id is taken") } }),
-    admin({ method: "get", path: "/tenants/{id}", summary: "Read a tenant", request: { params: idParam }, responses: { 200: json(tenantView, "The tenant") } }),
-    admin({ method: "patch", path: "/tenants/{id}", summary: "Update a tenant (disabling pulls the kill switch)", request: { params: idParam, body: { content: { "application/json": { schema: tenantPatchBody } } } }, responses: { 200: json(tenantView, "Updated"), 409: json(errorBody, "An admin would lock itself out") } }),
+    {
+      method: "get",
+      path: `${P}/health`,
+      tags: ["gateway"],
+      summary: "Liveness",
+      responses: { 200: json(z.object({ status: z.literal("ok"), service: z.string(), version: z.string() }), "Up") },
+    },
+    {
+      method: "get",
+      path: `${P}/whoami`,
+      tags: ["gateway"],
+      security: tenantKey,
+      summary: "The tenant behind a key",
+      responses: { 200: json(z.object({ tenant: z.string(), scopes: z.array(z.string()) }), "The tenant"), ...errors },
+    },
+    {
+      method: "get",
+      path: `${P}/usage`,
+      tags: ["usage"],
+      security: tenantKey,
+      summary: "Budget windows: limit, spent, remaining, reset",
+      responses: { 200: json(anyObject, "Usage"), ...errors },
+    },
+    {
+      method: "get",
+      path: `${P}/ledger`,
+      tags: ["usage"],
+      security: tenantKey,
+      summary: "The tenant's own payment authorizations",
+      request: { query: z.object({ state: ledgerQuery.shape.state, limit: pageQuery.shape.limit }) },
+      responses: { 200: json(z.object({ entries: z.array(ledgerEntry) }), "Entries, newest first"), ...errors },
+    },
+    {
+      method: "post",
+      path: `${P}/tokens`,
+      tags: ["tokens"],
+      security: tenantKey,
+      summary: "Mint a keyless token for an untrusted client",
+      request: { body: { content: { "application/json": { schema: mintRequest } } } },
+      responses: { 201: json(anyObject, "The token, once"), ...errors },
+    },
+    {
+      method: "delete",
+      path: `${P}/tokens/{jti}`,
+      tags: ["tokens"],
+      security: tenantKey,
+      summary: "Revoke a minted token",
+      request: { params: z.object({ jti: z.string() }) },
+      responses: { 200: json(z.object({ revoked: z.boolean(), jti: z.string() }), "Revoked"), ...errors },
+    },
+    {
+      method: "post",
+      path: `${P}/tokens/revoke`,
+      tags: ["tokens"],
+      security: tenantKey,
+      summary: "Revoke a token by its value",
+      request: { body: { content: { "application/json": { schema: z.object({ token: z.string() }) } } } },
+      responses: { 200: json(z.object({ revoked: z.boolean(), jti: z.string() }), "Revoked"), ...errors },
+    },
+    {
+      method: "post",
+      path: `${P}/computer-action/{id}`,
+      tags: ["sessions"],
+      security: tenantKey,
+      summary: "A session's computer action (the SDK's computerActionEndpoint)",
+      request: { params: idParam },
+      responses: { 200: json(anyObject, "The upstream's answer"), ...errors },
+    },
+    admin({
+      method: "get",
+      path: "/usage",
+      summary: "Every tenant's usage",
+      responses: { 200: json(z.object({ tenants: z.array(anyObject) }), "Usage per tenant") },
+    }),
+    admin({
+      method: "get",
+      path: "/ledger",
+      summary: "Every tenant's ledger, filtered and paged",
+      request: { query: ledgerQuery },
+      responses: { 200: json(z.object({ entries: z.array(ledgerEntry), next: z.string().nullable() }), "A page, newest first") },
+    }),
+    admin({
+      method: "get",
+      path: "/audit",
+      summary: "The audit log of admin actions, paged",
+      request: { query: pageQuery },
+      responses: { 200: json(z.object({ entries: z.array(auditEntryView), next: z.string().nullable() }), "A page, newest first") },
+    }),
+    admin({
+      method: "get",
+      path: "/tenants",
+      summary: "List tenants",
+      responses: { 200: json(z.object({ tenants: z.array(tenantView) }), "Tenants") },
+    }),
+    admin({
+      method: "post",
+      path: "/tenants",
+      summary: "Create a tenant and its first key (shown once)",
+      request: { body: { content: { "application/json": { schema: tenantCreateBody } } } },
+      responses: {
+        201: json(
+          z.object({ tenant: tenantView, key: z.string().describe("The plain key: shown once, never stored"), keyId: z.string() }),
+          "Created",
+        ),
+        409: json(errorBody, "The id is taken"),
+      },
+    }),
+    admin({
+      method: "get",
+      path: "/tenants/{id}",
+      summary: "Read a tenant",
+      request: { params: idParam },
+      responses: { 200: json(tenantView, "The tenant") },
+    }),
+    admin({
+      method: "patch",
+      path: "/tenants/{id}",
+      summary: "Update a tenant (disabling pulls the kill switch)",
+      request: { params: idParam, body: { content: { "application/json": { schema: tenantPatchBody } } } },
+      responses: { 200: json(tenantView, "Updated"), 409: json(errorBody, "An admin would lock itself out") },
+    }),
     ...Object.entries(SECTIONS).map(([section, schema]) =>
-      admin({ method: "put", path: `/tenants/{id}/${section}`, summary: `Replace a tenant's ${section}`, request: { params: idParam, body: { content: { "application/json": { schema } } } }, responses: { 200: json(tenantView, "Updated") } })),
-    admin({ method: "post", path: "/tenants/{id}/disable", summary: "Disable a tenant: stops its sandboxes and sessions, revokes its tokens", request: { params: idParam }, responses: { 200: json(tenantView, "Disabled") } }),
-    admin({ method: "post", path: "/tenants/{id}/enable", summary: "Enable a tenant", request: { params: idParam }, responses: { 200: json(tenantView, "Enabled") } }),
-    admin({ method: "delete", path: "/tenants/{id}", summary: "Delete a tenant (kill switch, then a tombstone)", request: { params: idParam }, responses: { 200: json(z.object({ id: z.string(), deleted: z.literal(true) }), "Deleted") } }),
-    admin({ method: "post", path: "/tenants/{id}/keys", summary: "Create a key (the plain key is in this answer only)", request: { params: idParam, body: { content: { "application/json": { schema: keyCreateBody } } } }, responses: { 201: json(issuedKey, "The new key, once") } }),
-    admin({ method: "post", path: "/tenants/{id}/keys/{keyId}/rotate", summary: "Replace a key by a new one (the old one stops now or after graceSeconds)", request: { params: keyParams, body: { content: { "application/json": { schema: keyRotateBody } } } }, responses: { 201: json(issuedKey.extend({ replaced: z.string(), replacedExpiresAt: z.string() }), "The new key, once") } }),
-    admin({ method: "post", path: "/tenants/{id}/keys/{keyId}/expire", summary: "Set a key's expiry", request: { params: keyParams, body: { content: { "application/json": { schema: keyExpireBody } } } }, responses: { 200: json(z.object({ tenant: z.string(), id: z.string(), expiresAt: z.string() }), "Expiry set") } }),
-    admin({ method: "delete", path: "/tenants/{id}/keys/{keyId}", summary: "Revoke a key", request: { params: keyParams }, responses: { 200: json(z.object({ tenant: z.string(), revoked: z.string() }), "Revoked") } }),
+      admin({
+        method: "put",
+        path: `/tenants/{id}/${section}`,
+        summary: `Replace a tenant's ${section}`,
+        request: { params: idParam, body: { content: { "application/json": { schema } } } },
+        responses: { 200: json(tenantView, "Updated") },
+      }),
+    ),
+    admin({
+      method: "post",
+      path: "/tenants/{id}/disable",
+      summary: "Disable a tenant: stops its sandboxes and sessions, revokes its tokens",
+      request: { params: idParam },
+      responses: { 200: json(tenantView, "Disabled") },
+    }),
+    admin({
+      method: "post",
+      path: "/tenants/{id}/enable",
+      summary: "Enable a tenant",
+      request: { params: idParam },
+      responses: { 200: json(tenantView, "Enabled") },
+    }),
+    admin({
+      method: "delete",
+      path: "/tenants/{id}",
+      summary: "Delete a tenant (kill switch, then a tombstone)",
+      request: { params: idParam },
+      responses: { 200: json(z.object({ id: z.string(), deleted: z.literal(true) }), "Deleted") },
+    }),
+    admin({
+      method: "post",
+      path: "/tenants/{id}/keys",
+      summary: "Create a key (the plain key is in this answer only)",
+      request: { params: idParam, body: { content: { "application/json": { schema: keyCreateBody } } } },
+      responses: { 201: json(issuedKey, "The new key, once") },
+    }),
+    admin({
+      method: "post",
+      path: "/tenants/{id}/keys/{keyId}/rotate",
+      summary: "Replace a key by a new one (the old one stops now or after graceSeconds)",
+      request: { params: keyParams, body: { content: { "application/json": { schema: keyRotateBody } } } },
+      responses: { 201: json(issuedKey.extend({ replaced: z.string(), replacedExpiresAt: z.string() }), "The new key, once") },
+    }),
+    admin({
+      method: "post",
+      path: "/tenants/{id}/keys/{keyId}/expire",
+      summary: "Set a key's expiry",
+      request: { params: keyParams, body: { content: { "application/json": { schema: keyExpireBody } } } },
+      responses: { 200: json(z.object({ tenant: z.string(), id: z.string(), expiresAt: z.string() }), "Expiry set") },
+    }),
+    admin({
+      method: "delete",
+      path: "/tenants/{id}/keys/{keyId}",
+      summary: "Revoke a key",
+      request: { params: keyParams },
+      responses: { 200: json(z.object({ tenant: z.string(), revoked: z.string() }), "Revoked") },
+    }),
   ];
 }
 
 export function openApiDocument() {
   const registry = new OpenAPIRegistry();
-  registry.registerComponent("securitySchemes", "tenantKey", { type: "apiKey", in: "header", name: "x-api-key", description: "A tenant key (`Authorization: Bearer <key>` works too); admin routes need the admin scope" });
+  registry.registerComponent("securitySchemes", "tenantKey", {
+    type: "apiKey",
+    in: "header",
+    name: "x-api-key",
+    description: "A tenant key (`Authorization: Bearer <key>` works too); admin routes need the admin scope",
+  });
   for (const r of routes()) registry.registerPath(r);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
-    info: { title: "Tollgate", version: VERSION, description: "The gateway's own endpoints. Errors are `{message, code}` with the HTTP status." },
+    info: {
+      title: "Tollgate",
+      version: VERSION,
+      description: "The gateway's own endpoints. Errors are `{message, code}` with the HTTP status.",
+    },
   });
 }

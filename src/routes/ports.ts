@@ -67,7 +67,8 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     const t = await services.tokens.verify(token);
     if (t.kind !== "sandbox" || t.resource !== id || t.tenant !== owner) throw sandboxNotFound(id);
     if (!t.scopes.includes("ports")) throw new GatewayError(403, "token_scope", 'This token does not allow "ports".');
-    if (!services.directory.get(t.tenant)?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+    if (!services.directory.get(t.tenant)?.enabled)
+      throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
     return t;
   };
 
@@ -93,7 +94,8 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     const target = parseExposedHost(clientView(c, services).host);
     if (!target) return next();
     // A port-shaped Host is either exactly one the gateway handed out, or nothing at all: never path routing.
-    if (!(await isPublicHostFor(services, target.id, target.rest))) throw new GatewayError(404, "not_found", "No such host on this gateway.");
+    if (!(await isPublicHostFor(services, target.id, target.rest)))
+      throw new GatewayError(404, "not_found", "No such host on this gateway.");
     const owner = await ownership.owner("sandbox", target.id);
     if (!owner) throw sandboxNotFound(target.id);
     c.get("logFields").route = "sandbox.port";
@@ -145,4 +147,3 @@ export function exposedPortsViaDns(mode: "auto" | "dns" | "host-header", runtime
   const local = h === "localhost" || h.endsWith(".localhost") || /^\d{1,3}(\.\d{1,3}){3}$/.test(h) || h.includes(":");
   return !local;
 }
-

@@ -35,20 +35,33 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
   return {
     "runtime.forward": async (c) => {
       const id = c.req.param("id")!;
-      return Upstream.relay(await forwarder.forward(c, { sandboxId: id, method: c.req.method, rest: runtimeRest(c), headers: forwardableRequestHeaders(c.req.raw.headers) }));
+      return Upstream.relay(
+        await forwarder.forward(c, {
+          sandboxId: id,
+          method: c.req.method,
+          rest: runtimeRest(c),
+          headers: forwardableRequestHeaders(c.req.raw.headers),
+        }),
+      );
     },
 
     // Presigned file URLs point at the gateway (a ticket it can revoke), never at the upstream's runtime host.
     "runtime.presign": async (c) => {
       const id = c.req.param("id")!;
-      const res = await forwarder.forward(c, { sandboxId: id, method: "POST", rest: runtimeRest(c), headers: forwardableRequestHeaders(c.req.raw.headers) });
+      const res = await forwarder.forward(c, {
+        sandboxId: id,
+        method: "POST",
+        rest: runtimeRest(c),
+        headers: forwardableRequestHeaders(c.req.raw.headers),
+      });
       if (!res.ok) return Upstream.relay(res);
       return jsonResponse(res.status, await rewritePresign(services, publicOriginOf(c, services), id, await upstreamJson(res)));
     },
 
     // Browsers cannot set headers on a WebSocket: `?token=` is accepted there (and never forwarded).
     "runtime.websocket": async (c) => {
-      if (!isWebSocketUpgrade(c.req.raw)) throw new GatewayError(426, "upgrade_required", "This is a WebSocket endpoint; connect with a WebSocket client.");
+      if (!isWebSocketUpgrade(c.req.raw))
+        throw new GatewayError(426, "upgrade_required", "This is a WebSocket endpoint; connect with a WebSocket client.");
       const id = c.req.param("id")!;
       const caller = c.get("caller");
       const cred = await custody.current(c, id);
@@ -64,7 +77,8 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
       const id = c.req.param("id")!;
       const rec = await presignTarget(services, id, c.req.query("ticket") ?? undefined);
       if (!rec) throw new GatewayError(401, "unauthorized", "This file URL is invalid or has expired; ask for a new one.");
-      if (!services.upstream.isAllowedUrl(rec.url)) throw new GatewayError(502, "upstream_url_refused", "The file URL points at a host the gateway is not configured to follow.");
+      if (!services.upstream.isAllowedUrl(rec.url))
+        throw new GatewayError(502, "upstream_url_refused", "The file URL points at a host the gateway is not configured to follow.");
       const { body } = await clientBody(c);
       const headers = forwardableRequestHeaders(c.req.raw.headers);
       headers.set("x-request-id", c.get("requestId"));

@@ -47,7 +47,8 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
     return rewriteSandboxDetail(detail, ctx);
   };
 
-  const forwardJson = (c: Context<GatewayEnv>, body: string) => upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: JSON_HEADERS(), body });
+  const forwardJson = (c: Context<GatewayEnv>, body: string) =>
+    upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: JSON_HEADERS(), body });
 
   return {
     "sandbox.create": async (c) => {
@@ -114,7 +115,12 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
     // Snapshots are addressed by id or by name; a name resolves within the caller's own snapshots only.
     "snapshot.byIdOrName": async (c) => {
       const id = await resolveOwnedSnapshot(services, callerTenant(c), c.req.param("idOrName")!);
-      const res = await upstream.call(c, { method: c.req.method, path: `/api/snapshots/${encodeURIComponent(id)}`, headers: c.req.raw.headers, body: null });
+      const res = await upstream.call(c, {
+        method: c.req.method,
+        path: `/api/snapshots/${encodeURIComponent(id)}`,
+        headers: c.req.raw.headers,
+        body: null,
+      });
       return Upstream.relay(res);
     },
   };

@@ -16,7 +16,12 @@ export function notFoundSession(id: string): GatewayError {
   return new GatewayError(404, "not_found", `Session ${id} not found`);
 }
 
-export async function mintSessionToken(services: GatewayServices, tenantId: string, id: string, opts: { scopes?: TokenScope[]; ttlSeconds?: number; keyless?: boolean } = {}) {
+export async function mintSessionToken(
+  services: GatewayServices,
+  tenantId: string,
+  id: string,
+  opts: { scopes?: TokenScope[]; ttlSeconds?: number; keyless?: boolean } = {},
+) {
   return services.tokens.mint({
     tenant: tenantId,
     kind: "session",
@@ -28,7 +33,8 @@ export async function mintSessionToken(services: GatewayServices, tenantId: stri
 }
 
 export async function saveSessionEndpoints(services: GatewayServices, id: string, e: SessionEndpoints): Promise<void> {
-  if (e.wsEndpoint || e.computerActionEndpoint) await services.stores.kv.set(stateKeys.sessionEndpoints(id), JSON.stringify(e), ENDPOINTS_TTL_MS);
+  if (e.wsEndpoint || e.computerActionEndpoint)
+    await services.stores.kv.set(stateKeys.sessionEndpoints(id), JSON.stringify(e), ENDPOINTS_TTL_MS);
 }
 
 /** The session's upstream endpoints: from the store, or from a fresh upstream detail when they are not there. */

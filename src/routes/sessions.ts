@@ -3,7 +3,11 @@
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
-const FILE_FIELDS: Record<string, string> = { "session.recordingUrl": "recordingUrl", "session.videoRecordingUrl": "recordingUrl", "session.downloadsUrl": "downloadsUrl" };
+const FILE_FIELDS: Record<string, string> = {
+  "session.recordingUrl": "recordingUrl",
+  "session.videoRecordingUrl": "recordingUrl",
+  "session.downloadsUrl": "downloadsUrl",
+};
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
@@ -26,7 +30,8 @@ const MAX_LIST_PAGES = 50;
 function positiveInt(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new GatewayError(400, "invalid_params", `${name} must be an integer from 1 to ${max}`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new GatewayError(400, "invalid_params", `${name} must be an integer from 1 to ${max}`);
   return n;
 }
 
@@ -64,7 +69,10 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       const res = await forwardUpstream(c, services);
       if (!res.ok) return Upstream.relay(res);
       const body = await upstreamJson(res);
-      return jsonResponse(res.status, await rewriteSessionFileUrl(services, publicOriginOf(c, services), c.req.param("id")!, body, FILE_FIELDS[row.name]!));
+      return jsonResponse(
+        res.status,
+        await rewriteSessionFileUrl(services, publicOriginOf(c, services), c.req.param("id")!, body, FILE_FIELDS[row.name]!),
+      );
     },
 
     // The ticket is the credential, as the upstream's signature is on its own link.

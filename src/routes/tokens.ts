@@ -20,11 +20,24 @@ const TOKEN_BODY_LIMIT = 16 * 1024;
 
 const ttl = z.number().int().positive().optional();
 const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
-  z.array(z.enum(values)).min(1).refine((a) => new Set(a).size === a.length, { error: "scopes must not repeat" });
+  z
+    .array(z.enum(values))
+    .min(1)
+    .refine((a) => new Set(a).size === a.length, { error: "scopes must not repeat" });
 
 export const mintRequest = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("sandbox"), sandboxId: z.string().min(1), scopes: nonEmptyUnique(["runtime", "terminal", "ports"] as const), ttlSeconds: ttl }),
-  z.strictObject({ kind: z.literal("session"), sessionId: z.string().min(1), scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(), ttlSeconds: ttl }),
+  z.strictObject({
+    kind: z.literal("sandbox"),
+    sandboxId: z.string().min(1),
+    scopes: nonEmptyUnique(["runtime", "terminal", "ports"] as const),
+    ttlSeconds: ttl,
+  }),
+  z.strictObject({
+    kind: z.literal("session"),
+    sessionId: z.string().min(1),
+    scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(),
+    ttlSeconds: ttl,
+  }),
   z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl }),
 ]);
 type MintRequest = z.infer<typeof mintRequest>;
@@ -36,7 +49,8 @@ interface MintRecord {
 
 async function tenantKeyCaller(c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> {
   const key = presentedKey(c.req.raw.headers);
-  if (looksLikeGatewayToken(key)) throw new GatewayError(403, "tenant_key_required", "Tokens are minted and revoked with a tenant key, not with a gateway token.");
+  if (looksLikeGatewayToken(key))
+    throw new GatewayError(403, "tenant_key_required", "Tokens are minted and revoked with a tenant key, not with a gateway token.");
   const tenant = await services.directory.authenticate(key);
   c.set("tenant", tenant);
   c.get("logFields").tenant = tenant.id;
@@ -59,27 +73,46 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const maxTtl = services.config.tokens.ttlSeconds;
 
   async function requireOwner(kind: "sandbox" | "session", id: string, tenant: Tenant) {
-    if ((await ownership.owner(kind, id)) !== tenant.id) throw new GatewayError(404, "not_found", `${kind === "sandbox" ? "Sandbox" : "Session"} ${id} not found`);
+    if ((await ownership.owner(kind, id)) !== tenant.id)
+      throw new GatewayError(404, "not_found", `${kind === "sandbox" ? "Sandbox" : "Session"} ${id} not found`);
   }
 
   app.post("/", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
     const req = await readMintRequest(c);
     const ttlSeconds = req.ttlSeconds ?? maxTtl;
-    if (ttlSeconds > maxTtl) throw new GatewayError(400, "token_ttl_too_long", `ttlSeconds may be at most ${maxTtl} (tokens.ttlSeconds).`, { limit: maxTtl, requested: ttlSeconds });
+    if (ttlSeconds > maxTtl)
+      throw new GatewayError(400, "token_ttl_too_long", `ttlSeconds may be at most ${maxTtl} (tokens.ttlSeconds).`, {
+        limit: maxTtl,
+        requested: ttlSeconds,
+      });
     const origin = publicOriginOf(c, services);
     let minted: Awaited<ReturnType<typeof services.tokens.mint>>;
     let extra: Record<string, unknown>;
     if (req.kind === "sandbox") {
       requireScope(tenant, "sandboxes");
       await requireOwner("sandbox", req.sandboxId, tenant);
-      minted = await services.tokens.mint({ tenant: tenant.id, kind: "sandbox", resource: req.sandboxId, scopes: req.scopes, ttlSeconds, keyless: true });
+      minted = await services.tokens.mint({
+        tenant: tenant.id,
+        kind: "sandbox",
+        resource: req.sandboxId,
+        scopes: req.scopes,
+        ttlSeconds,
+        keyless: true,
+      });
       extra = { resource: req.sandboxId, scopes: req.scopes, runtime: gatewayRuntime(origin, req.sandboxId) };
     } else if (req.kind === "session") {
       requireScope(tenant, "sessions");
       await requireOwner("session", req.sessionId, tenant);
       const scopes: TokenScope[] = req.scopes ?? ["cdp", "computer"];
-      minted = await services.tokens.mint({ tenant: tenant.id, kind: "session", resource: req.sessionId, scopes, ttlSeconds, keyless: true });
+      minted = await services.tokens.mint({
+        tenant: tenant.id,
+        kind: "session",
+        resource: req.sessionId,
+        scopes,
+        ttlSeconds,
+        keyless: true,
+      });
       extra = {
         resource: req.sessionId,
         scopes,
@@ -119,7 +152,8 @@ export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
   app.post("/revoke", async (c) => {
     const tenant = await tenantKeyCaller(c, services);
     const token = (await jsonBody(c, TOKEN_BODY_LIMIT)).json.token;
-    if (typeof token !== "string" || !token) throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
+    if (typeof token !== "string" || !token)
+      throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
     const t = await services.tokens.inspect(token);
     if (!t || t.tenant !== tenant.id) throw new GatewayError(404, "not_found", "No token of this tenant matches.");
     return revoke(c, tenant, t.jti, t.exp);

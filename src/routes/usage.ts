@@ -17,7 +17,13 @@ async function usageOf(services: GatewayServices, tenant: Tenant) {
   const now = services.now();
   const limits = tenantLimits(tenant);
   const used = await services.stores.ledger.usage(tenant.id, now);
-  type Window = { limit: string | null; spent: string; byKind: Record<SpendKind, string>; remaining: string | null; resetsAt: string | null };
+  type Window = {
+    limit: string | null;
+    spent: string;
+    byKind: Record<SpendKind, string>;
+    remaining: string | null;
+    resetsAt: string | null;
+  };
   const windows = {} as Record<string, Window>;
   for (const w of ["daily", "monthly", "total"] as const) {
     const l = limits[w];

@@ -34,7 +34,9 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
       // Self-paying tenants talk to the upstream directly through the gateway, credentials and all.
       const h = forwardableRequestHeaders(c.req.raw.headers);
       for (const n of ["payment-signature", "x-payment"]) if (c.req.header(n)) h.set(n, c.req.header(n)!);
-      return Upstream.relay(await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: (await jsonBody(c)).text, withApiKey: false }));
+      return Upstream.relay(
+        await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: (await jsonBody(c)).text, withApiKey: false }),
+      );
     }
     const body = await jsonBody(c);
     const text = body.text.trim() ? body.text : "{}";
@@ -57,7 +59,8 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
     const id = String(detail.id ?? "");
     if (!id) throw new GatewayError(502, "upstream_bad_response", "The upstream sold a session without an id.");
     await stores.ownership.claim("session", id, tenant.id);
-    if (typeof detail.managementToken === "string") await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
+    if (typeof detail.managementToken === "string")
+      await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
     const token = await mintSessionToken(services, tenant.id, id);
     const shown: WireRecord = rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });

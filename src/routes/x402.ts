@@ -62,7 +62,10 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
         if (payment) h.set(payment[0], payment[1]);
         return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
       };
-      const result = row.pay === "credits" ? await creditCall(c, row, tenant, cap, send) : await paidCall({ services, signer, tenant, route, fingerprint, cap }, send);
+      const result =
+        row.pay === "credits"
+          ? await creditCall(c, row, tenant, cap, send)
+          : await paidCall({ services, signer, tenant, route, fingerprint, cap }, send);
       const answer = await readAnswer(result.response, result.paid, services.now());
       if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(cacheKey, answer);
       return answer;
@@ -117,10 +120,23 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   };
 
   /** A credit-billed call: its price reserved before it is sent, committed if the upstream did the work. */
-  const creditCall = async (c: Context<GatewayEnv>, row: RouteRow, tenant: Tenant, cap: { id: string; amount: bigint } | undefined, send: () => Promise<Response>) => {
+  const creditCall = async (
+    c: Context<GatewayEnv>,
+    row: RouteRow,
+    tenant: Tenant,
+    cap: { id: string; amount: bigint } | undefined,
+    send: () => Promise<Response>,
+  ) => {
     if (!config.credits.enabled || !row.meter) return { response: await send(), paid: 0n };
     const amount = priceOf(services, row.meter.price);
-    const hold = await reserveSpend(services, c, { tenant, cap, route: row.name, amount, meter: "call", validBefore: services.now() + 3600_000 });
+    const hold = await reserveSpend(services, c, {
+      tenant,
+      cap,
+      route: row.name,
+      amount,
+      meter: "call",
+      validBefore: services.now() + 3600_000,
+    });
     let response: Response;
     try {
       response = await send();
@@ -163,4 +179,3 @@ class RequestFingerprints {
     return fp;
   }
 }
-

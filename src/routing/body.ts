@@ -20,7 +20,8 @@ declare module "hono" {
 }
 
 const incomplete = () => new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");
-const tooLarge = (limit: number) => new GatewayError(413, "body_too_large", `Request bodies on this route are limited to ${limit} bytes.`, { limit });
+const tooLarge = (limit: number) =>
+  new GatewayError(413, "body_too_large", `Request bodies on this route are limited to ${limit} bytes.`, { limit });
 
 /** Reads the raw body as text, refusing (and cancelling the stream) as soon as it passes `limit` bytes. */
 export async function readBoundedText(req: Request, limit: number): Promise<string> {
@@ -102,7 +103,8 @@ function parseJson(text: string, what: string): unknown {
 /** Parses a JSON object body with the limits above; an empty body is `{}`. */
 function parseJsonObject(text: string, what = "The request body"): Record<string, unknown> {
   const json = parseJson(text, what);
-  if (!json || typeof json !== "object" || Array.isArray(json)) throw new GatewayError(400, "invalid_json", `${what} must be a JSON object.`);
+  if (!json || typeof json !== "object" || Array.isArray(json))
+    throw new GatewayError(400, "invalid_json", `${what} must be a JSON object.`);
   return json as Record<string, unknown>;
 }
 

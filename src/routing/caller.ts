@@ -10,7 +10,12 @@ import type { RouteRow } from "./table.js";
 
 type Caller =
   | { via: "key"; tenant: Tenant }
-  | { via: "token"; tenant: Tenant; token: GatewayToken; /** The token as presented, for checks while a socket is open. */ presented: string }
+  | {
+      via: "token";
+      tenant: Tenant;
+      token: GatewayToken /** The token as presented, for checks while a socket is open. */;
+      presented: string;
+    }
   | { via: "ticket" };
 
 declare module "hono" {
@@ -32,7 +37,11 @@ export function callerCap(c: Context<GatewayEnv>): { id: string; amount: bigint 
   return caller?.via === "token" && caller.token.cap !== undefined ? { id: caller.token.jti, amount: caller.token.cap } : undefined;
 }
 
-const TOKEN_KIND: Record<string, GatewayToken["kind"]> = { "search-token": "search", "sandbox-token": "sandbox", "session-token": "session" };
+const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {
+  "search-token": "search",
+  "sandbox-token": "sandbox",
+  "session-token": "session",
+};
 
 /**
  * Identifies the caller of a row from the credentials the row accepts, then checks its scope and, for tokens bound to
@@ -60,14 +69,23 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
       const token = await services.tokens.verify(presented);
       if (!tokenKinds.has(token.kind)) {
         if (acceptsKey) throw new GatewayError(401, "tenant_key_required", `This route takes a tenant key, not a ${token.kind} token.`);
-        throw new GatewayError(403, "token_scope", `This is a ${token.kind} token; this route needs a ${[...tokenKinds].join(" or ")} token.`);
+        throw new GatewayError(
+          403,
+          "token_scope",
+          `This is a ${token.kind} token; this route needs a ${[...tokenKinds].join(" or ")} token.`,
+        );
       }
-      requireTokenScope(token, row.tokenScope ?? "search", token.resource !== undefined && boundParam ? c.req.param(boundParam) : undefined);
+      requireTokenScope(
+        token,
+        row.tokenScope ?? "search",
+        token.resource !== undefined && boundParam ? c.req.param(boundParam) : undefined,
+      );
       const tenant = services.directory.get(token.tenant);
       if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
       caller = { via: "token", tenant, token, presented };
     } else if (acceptsKey) {
-      if (looksLikeGatewayToken(presented)) throw new GatewayError(401, "tenant_key_required", "This route takes a tenant key, not a gateway token.");
+      if (looksLikeGatewayToken(presented))
+        throw new GatewayError(401, "tenant_key_required", "This route takes a tenant key, not a gateway token.");
       if (!presented && tokenKinds.has("session")) await services.tokens.verify(undefined); // token_missing: a CDP URL lost its token
       const tenant = await services.directory.authenticate(presented);
       requireScope(tenant, row.scope);

@@ -14,7 +14,14 @@ import type { RowHandler } from "./handlers.js";
 import { methodsOf, ROUTES, type RouteRow } from "./table.js";
 
 const NOUN: Record<ResourceKind, string> = {
-  sandbox: "Sandbox", session: "Session", snapshot: "Snapshot", volume: "Volume", profile: "Profile", extension: "Extension", job: "Job", task: "Task",
+  sandbox: "Sandbox",
+  session: "Session",
+  snapshot: "Snapshot",
+  volume: "Volume",
+  profile: "Profile",
+  extension: "Extension",
+  job: "Job",
+  task: "Task",
 };
 
 const notOwned = (kind: ResourceKind, id: string) => new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`);
@@ -38,7 +45,12 @@ function requireOwner(services: GatewayServices, row: RouteRow): MiddlewareHandl
   };
 }
 
-export function mountRouteTable(app: Hono<GatewayEnv>, services: GatewayServices, handlers: Record<string, RowHandler>, rows: readonly RouteRow[] = ROUTES): void {
+export function mountRouteTable(
+  app: Hono<GatewayEnv>,
+  services: GatewayServices,
+  handlers: Record<string, RowHandler>,
+  rows: readonly RouteRow[] = ROUTES,
+): void {
   const limited = rateLimit(services);
   for (const row of rows) {
     const handler = handlers[row.handler];
@@ -57,5 +69,10 @@ export function mountRouteTable(app: Hono<GatewayEnv>, services: GatewayServices
 
 /** The refusal for a request no row matches: names the method and the (normalised) path. */
 export function routeNotFronted(method: string, path: string): GatewayError {
-  return new GatewayError(404, "route_not_fronted", `Tollgate does not front ${method} ${path}. See the route table in the README for what it does.`, { method, path });
+  return new GatewayError(
+    404,
+    "route_not_fronted",
+    `Tollgate does not front ${method} ${path}. See the route table in the README for what it does.`,
+    { method, path },
+  );
 }

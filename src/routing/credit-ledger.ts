@@ -27,7 +27,14 @@ export async function reserveSpend(services: GatewayServices, c: Context<Gateway
   const hold = await reserve(services, {
     tenant: r.tenant,
     cap: r.cap,
-    entry: { kind: "credits", route: r.route, fingerprint: c.get("requestId"), amount: r.amount.toString(), meter: r.meter, validBefore: Math.floor(r.validBefore / 1000) },
+    entry: {
+      kind: "credits",
+      route: r.route,
+      fingerprint: c.get("requestId"),
+      amount: r.amount.toString(),
+      meter: r.meter,
+      validBefore: Math.floor(r.validBefore / 1000),
+    },
   });
   return { id: hold.entry.id, amount: r.amount };
 }

@@ -30,7 +30,11 @@ export function priceOf(services: GatewayServices, name: PriceName): bigint {
 }
 
 /** The count a units-metered request asks for at most; a missing limit is written into the body at the default. */
-function unitsOf(c: Parameters<MiddlewareHandler<GatewayEnv>>[0], meter: Extract<Meter, { per: "units" }>, body: Record<string, unknown>): number {
+function unitsOf(
+  c: Parameters<MiddlewareHandler<GatewayEnv>>[0],
+  meter: Extract<Meter, { per: "units" }>,
+  body: Record<string, unknown>,
+): number {
   const path = meter.units.split(".");
   let holder: Record<string, unknown> = body;
   for (const k of path.slice(0, -1)) {
@@ -46,7 +50,11 @@ function unitsOf(c: Parameters<MiddlewareHandler<GatewayEnv>>[0], meter: Extract
     if (meter.units !== "urls") setJsonBody(c, withPath(body, path, n));
   }
   if (n < 1) return 1;
-  if (n > MAX_UNITS) throw new GatewayError(400, "invalid_params", `${meter.units} may ask for at most ${MAX_UNITS}.`, { field: meter.units, limit: MAX_UNITS });
+  if (n > MAX_UNITS)
+    throw new GatewayError(400, "invalid_params", `${meter.units} may ask for at most ${MAX_UNITS}.`, {
+      field: meter.units,
+      limit: MAX_UNITS,
+    });
   return n;
 }
 
@@ -55,7 +63,10 @@ function withPath(body: Record<string, unknown>, path: string[], value: unknown)
   const [head, ...rest] = path;
   if (!rest.length) return { ...body, [head!]: value };
   const inner = body[head!];
-  return { ...body, [head!]: withPath(inner && typeof inner === "object" && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {}, rest, value) };
+  return {
+    ...body,
+    [head!]: withPath(inner && typeof inner === "object" && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {}, rest, value),
+  };
 }
 
 async function keep(services: GatewayServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
@@ -103,14 +114,16 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
     } else if (meter.per === "extension") {
       const minutes = Number((await jsonBody(c)).json.durationMinutes);
-      if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60) throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
+      if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60)
+        throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
       amount = rate * BigInt(minutes);
       validBefore = now + minutes * 60_000;
     } else {
       // The gateway names the timeout itself, so the reservation is the resource's true maximum.
       const body = (await jsonBody(c)).json;
       const asked = body.timeoutMinutes;
-      const minutes = typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : services.config.credits.defaultTimeoutMinutes;
+      const minutes =
+        typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : services.config.credits.defaultTimeoutMinutes;
       if (minutes !== asked) setJsonBody(c, { ...body, timeoutMinutes: minutes });
       amount = rate * BigInt(Math.ceil(minutes));
       validBefore = now + Math.ceil(minutes + 5) * 60_000;
@@ -182,4 +195,3 @@ export async function settleJobFrom(services: GatewayServices, id: string, res: 
   const used = counted !== undefined ? BigInt(Math.max(0, counted)) * BigInt(hold.rate) : hold.amount;
   await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
 }
-

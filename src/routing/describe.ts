@@ -30,7 +30,10 @@ export function routeTableMarkdown(rows: readonly RouteRow[] = ROUTES): string {
   const lines = [
     "| row | method | path | caller | scope | resource | paid |",
     "|---|---|---|---|---|---|---|",
-    ...rows.map((r) => `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : r.scope} | ${owner(r)} | ${paid(r)} |`),
+    ...rows.map(
+      (r) =>
+        `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : r.scope} | ${owner(r)} | ${paid(r)} |`,
+    ),
   ];
   return `${lines.join("\n")}\n`;
 }

@@ -41,11 +41,13 @@ async function claimFrom(services: GatewayServices, c: Context<GatewayEnv>, row:
     throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not answer with JSON.");
   }
   const id = created.jobId ?? created.id;
-  if (typeof id !== "string" && typeof id !== "number") throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
+  if (typeof id !== "string" && typeof id !== "number")
+    throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
   const tenant = callerTenant(c);
   await services.stores.ownership.claim(row.creates, String(id), tenant.id);
   // Volumes are addressed by name too (DELETE /api/volume/<name>): the name is claimed with the id.
-  if (row.creates === "volume" && typeof created.name === "string" && created.name) await services.stores.ownership.claim("volume", created.name, tenant.id);
+  if (row.creates === "volume" && typeof created.name === "string" && created.name)
+    await services.stores.ownership.claim("volume", created.name, tenant.id);
   services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id: String(id), route: row.name });
 }
 

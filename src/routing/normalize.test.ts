@@ -13,7 +13,11 @@ const refused = (raw: string) => {
 
 describe("normalisePath", () => {
   it("leaves a canonical path alone and says so", () => {
-    expect(normalisePath("/sandbox/abc/files/presign-download")).toEqual({ ok: true, path: "/sandbox/abc/files/presign-download", changed: false });
+    expect(normalisePath("/sandbox/abc/files/presign-download")).toEqual({
+      ok: true,
+      path: "/sandbox/abc/files/presign-download",
+      changed: false,
+    });
   });
 
   it("decodes escapes of unreserved characters, in either case", () => {

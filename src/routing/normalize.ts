@@ -9,7 +9,13 @@ const HEX = /^[0-9A-Fa-f]{2}$/;
 /** RFC 3986 unreserved characters: decoding them never changes what a path means. */
 function isUnreserved(code: number): boolean {
   return (
-    (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a) || (code >= 0x30 && code <= 0x39) || code === 0x2d || code === 0x2e || code === 0x5f || code === 0x7e
+    (code >= 0x41 && code <= 0x5a) ||
+    (code >= 0x61 && code <= 0x7a) ||
+    (code >= 0x30 && code <= 0x39) ||
+    code === 0x2d ||
+    code === 0x2e ||
+    code === 0x5f ||
+    code === 0x7e
   );
 }
 

@@ -49,7 +49,11 @@ export class RuntimeCustody {
     }
     if (!this.services.upstream.isAllowedUrl(baseUrl)) {
       this.services.logger.error("sandbox.runtime.refused", { sandbox: id, reason: "runtime host not in upstream.allowedHosts" });
-      throw new GatewayError(502, "upstream_url_refused", "The upstream named a runtime host the gateway is not configured to follow (upstream.allowedHosts).");
+      throw new GatewayError(
+        502,
+        "upstream_url_refused",
+        "The upstream named a runtime host the gateway is not configured to follow (upstream.allowedHosts).",
+      );
     }
     const now = this.services.now();
     const parsed = Date.parse(detail.tokenExpiresAt ?? "");
@@ -96,14 +100,22 @@ export class RuntimeCustody {
 
   private async fetchFresh(c: Context<GatewayEnv>, id: string): Promise<RuntimeCredential> {
     // Detached from the calling client's abort signal: other requests may be waiting on this renewal.
-    const res = await this.services.upstream.call(c, { method: "GET", path: `/api/sandbox/${encodeURIComponent(id)}`, detachFromClient: true });
+    const res = await this.services.upstream.call(c, {
+      method: "GET",
+      path: `/api/sandbox/${encodeURIComponent(id)}`,
+      detachFromClient: true,
+    });
     if (res.status === 404) {
       await res.body?.cancel();
       throw sandboxNotFound(id);
     }
     if (!res.ok) {
       await res.body?.cancel();
-      throw new GatewayError(502, "runtime_token_renewal_failed", `The upstream refused to renew the runtime token (status ${res.status}); try again shortly.`);
+      throw new GatewayError(
+        502,
+        "runtime_token_renewal_failed",
+        `The upstream refused to renew the runtime token (status ${res.status}); try again shortly.`,
+      );
     }
     const cred = await this.keep(await upstreamJson(res));
     if (!cred) throw sandboxNotRunning();

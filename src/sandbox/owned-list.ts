@@ -33,7 +33,12 @@ function requestedPage(query: URLSearchParams): { page: number; perPage: number 
  * Walks the upstream's pages with the client's filters (the upstream's own filter semantics apply), keeps the tenant's
  * items, then pages those. Costs one upstream call per 100 upstream items; fine for the fleets a gateway fronts.
  */
-export async function ownedPage(c: Context<GatewayEnv>, services: GatewayServices, tenant: Tenant, spec: OwnedListSpec): Promise<OwnedPage> {
+export async function ownedPage(
+  c: Context<GatewayEnv>,
+  services: GatewayServices,
+  tenant: Tenant,
+  spec: OwnedListSpec,
+): Promise<OwnedPage> {
   const query = requestUrl(c).searchParams;
   const { page, perPage } = requestedPage(query);
   const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
@@ -54,7 +59,12 @@ export async function ownedPage(c: Context<GatewayEnv>, services: GatewayService
       seen += items.length;
       const total = typeof body.totalCount === "number" ? body.totalCount : undefined;
       if (items.length === 0 || (total !== undefined ? seen >= total : items.length < SCAN_PAGE)) break;
-      if (p === MAX_SCAN_PAGES) throw new GatewayError(503, "list_too_large", `The upstream list is larger than ${MAX_SCAN_PAGES * SCAN_PAGE} items; narrow it with filters.`);
+      if (p === MAX_SCAN_PAGES)
+        throw new GatewayError(
+          503,
+          "list_too_large",
+          `The upstream list is larger than ${MAX_SCAN_PAGES * SCAN_PAGE} items; narrow it with filters.`,
+        );
     }
   }
   return { items: mine.slice((page - 1) * perPage, page * perPage), totalCount: mine.length, page, perPage };

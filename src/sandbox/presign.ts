@@ -23,7 +23,12 @@ function newTicket(): string {
  * Rewrites a presign-upload/-download answer: `url` becomes a gateway URL, `token` the gateway's ticket. The mapping
  * lives as long as the upstream URL does; one-time semantics stay the upstream's (a reused URL still gets its 401).
  */
-export async function rewritePresign(services: GatewayServices, publicOrigin: string, sandboxId: string, answer: unknown): Promise<PresignAnswer> {
+export async function rewritePresign(
+  services: GatewayServices,
+  publicOrigin: string,
+  sandboxId: string,
+  answer: unknown,
+): Promise<PresignAnswer> {
   const body = readWire(PresignAnswer, answer);
   if (typeof body.url !== "string") return body;
   if (!services.upstream.isAllowedUrl(body.url)) {
@@ -40,7 +45,11 @@ export async function rewritePresign(services: GatewayServices, publicOrigin: st
 }
 
 /** The upstream URL behind a ticket, if the ticket is live and was issued for this sandbox. */
-export async function presignTarget(services: GatewayServices, sandboxId: string, ticket: string | undefined): Promise<PresignRecord | undefined> {
+export async function presignTarget(
+  services: GatewayServices,
+  sandboxId: string,
+  ticket: string | undefined,
+): Promise<PresignRecord | undefined> {
   if (!ticket || ticket.length > 128) return undefined;
   const raw = await services.stores.kv.get(stateKeys.presignTicket(ticket));
   if (!raw) return undefined;
@@ -52,12 +61,21 @@ export async function presignTarget(services: GatewayServices, sandboxId: string
  * A session's file link (downloads zip, recording) on the upstream's own host becomes a gateway URL behind a ticket,
  * fetched without auth like the upstream's signed link. Links to other hosts (object storage) are left as they are.
  */
-export async function rewriteSessionFileUrl(services: GatewayServices, publicOrigin: string, sessionId: string, answer: unknown, field: string): Promise<WireRecord> {
+export async function rewriteSessionFileUrl(
+  services: GatewayServices,
+  publicOrigin: string,
+  sessionId: string,
+  answer: unknown,
+  field: string,
+): Promise<WireRecord> {
   const body = readWire(WireRecord, answer);
   const url = body[field];
   if (typeof url !== "string" || !services.upstream.isAllowedUrl(url)) return body;
   const ticket = newTicket();
   const record: PresignRecord = { url, sandboxId: `session:${sessionId}`, method: "GET" };
   await services.stores.kv.set(stateKeys.presignTicket(ticket), JSON.stringify(record), FALLBACK_TTL_MS);
-  return { ...body, [field]: `${publicOrigin}/_tollgate/session-files/${encodeURIComponent(sessionId)}?ticket=${encodeURIComponent(ticket)}` };
+  return {
+    ...body,
+    [field]: `${publicOrigin}/_tollgate/session-files/${encodeURIComponent(sessionId)}?ticket=${encodeURIComponent(ticket)}`,
+  };
 }

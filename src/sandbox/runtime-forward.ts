@@ -18,7 +18,9 @@ export interface RuntimeCall {
 }
 
 /** Reads the client's body: buffered when small and of known length (replayable), otherwise the stream itself. */
-export async function clientBody(c: Context<GatewayEnv>): Promise<{ body: Uint8Array | ReadableStream<Uint8Array> | null; replayable: boolean }> {
+export async function clientBody(
+  c: Context<GatewayEnv>,
+): Promise<{ body: Uint8Array | ReadableStream<Uint8Array> | null; replayable: boolean }> {
   const m = c.req.method;
   if (m === "GET" || m === "HEAD" || m === "OPTIONS") return { body: null, replayable: true };
   // A declared small length is read at once: looking at `c.req.raw.body` first would cost a full Request on Node.
@@ -66,12 +68,18 @@ export class RuntimeForwarder {
       if (this.bases.size >= 1024) this.bases.clear();
       this.bases.set(cred.baseUrl, base);
     }
-    if (!base.allowed) throw new GatewayError(502, "upstream_url_refused", "The sandbox runtime is on a host the gateway is not configured to follow.");
+    if (!base.allowed)
+      throw new GatewayError(502, "upstream_url_refused", "The sandbox runtime is on a host the gateway is not configured to follow.");
     const path = rest.startsWith("/") ? rest : `/${rest}`;
     return path === "/" ? upstreamRuntimeUrl(cred.baseUrl, path) : base.head + path;
   }
 
-  private async send(c: Context<GatewayEnv>, cred: RuntimeCredential, call: RuntimeCall, body: Uint8Array | ReadableStream<Uint8Array> | null): Promise<Response> {
+  private async send(
+    c: Context<GatewayEnv>,
+    cred: RuntimeCredential,
+    call: RuntimeCall,
+    body: Uint8Array | ReadableStream<Uint8Array> | null,
+  ): Promise<Response> {
     // Set on the call's own headers (a replay sets the same two again): no copy per request.
     const headers = call.headers;
     headers.set("authorization", `Bearer ${cred.token}`);
@@ -86,5 +94,7 @@ export function sendUpstream(
   services: GatewayServices,
   req: { url: string; method: string; headers: Headers; body: Uint8Array | ReadableStream<Uint8Array> | null },
 ): Promise<Response> {
-  return services.upstream.send(c, req, { unavailableMessage: "The sandbox runtime could not be reached; it may still be starting, try again shortly." });
+  return services.upstream.send(c, req, {
+    unavailableMessage: "The sandbox runtime could not be reached; it may still be starting, try again shortly.",
+  });
 }

@@ -28,7 +28,8 @@ export async function resolveOwnedSnapshot(services: GatewayServices, tenant: Te
 export async function pinSnapshotSource(services: GatewayServices, tenant: Tenant, body: WireRecord): Promise<void> {
   if (typeof body.snapshotName !== "string" || !body.snapshotName) return;
   if (typeof body.snapshotId === "string" && body.snapshotId) {
-    if ((await services.stores.ownership.owner("snapshot", body.snapshotId)) !== tenant.id) throw snapshotNotFound(`${body.snapshotName} (${body.snapshotId})`);
+    if ((await services.stores.ownership.owner("snapshot", body.snapshotId)) !== tenant.id)
+      throw snapshotNotFound(`${body.snapshotName} (${body.snapshotId})`);
     return;
   }
   body.snapshotId = await resolveOwnedSnapshot(services, tenant, body.snapshotName);

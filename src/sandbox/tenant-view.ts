@@ -14,7 +14,8 @@ export function tenantRewriteContext(c: Context<GatewayEnv>, services: GatewaySe
   const ttlSeconds = services.config.tokens.ttlSeconds;
   return {
     publicOrigin: publicOriginOf(c, services),
-    mintRuntimeToken: (id) => services.tokens.mint({ tenant: tenant.id, kind: "sandbox", resource: id, scopes: ["runtime", "terminal", "ports"], ttlSeconds }),
+    mintRuntimeToken: (id) =>
+      services.tokens.mint({ tenant: tenant.id, kind: "sandbox", resource: id, scopes: ["runtime", "terminal", "ports"], ttlSeconds }),
     mintPortGrant: (id) => services.tokens.mint({ tenant: tenant.id, kind: "sandbox", resource: id, scopes: ["ports"], ttlSeconds }),
   };
 }

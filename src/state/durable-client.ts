@@ -5,9 +5,26 @@ import type { TollgateStateStub } from "./durable-object.js";
 import type { SequencedEntry, WireFilter, WireLimits } from "./durable-ledger.js";
 import { holdExpiresAt } from "./holds.js";
 import type {
-  BudgetLedger, BudgetLimits, BudgetWindow, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter,
-  AuditEntry, AuditLog, StoredTenant, TenantStore,
-  LedgerState, NewLedgerEntry, OwnershipRegistry, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse,
+  BudgetLedger,
+  BudgetLimits,
+  BudgetWindow,
+  IdempotencyBegin,
+  IdempotencyStore,
+  KeyValueStore,
+  LedgerEntry,
+  LedgerFilter,
+  AuditEntry,
+  AuditLog,
+  StoredTenant,
+  TenantStore,
+  LedgerState,
+  NewLedgerEntry,
+  OwnershipRegistry,
+  ReserveResult,
+  ResourceKind,
+  SpendKind,
+  StateStores,
+  StoredResponse,
   Usage,
 } from "./types.js";
 import { usageOf } from "./windows.js";
@@ -40,14 +57,20 @@ function decimal(name: string, v: bigint | string): string {
 
 /** Resolves object names (under an optional namespace) to stubs, and maps transport failures to outages. */
 class Objects {
-  constructor(private readonly ns: StateNamespace, private readonly prefix: string) {}
+  constructor(
+    private readonly ns: StateNamespace,
+    private readonly prefix: string,
+  ) {}
 
   /** A fresh stub per call: stubs are cheap, and the gateway outlives any one request. */
   async call<T>(name: string, fn: (stub: TollgateStateStub) => Promise<T>): Promise<T> {
     try {
       return await fn(this.ns.get(this.ns.idFromName(this.prefix + name)));
     } catch (err) {
-      throw new StateUnavailableError(`Durable Object "${name}" is unavailable (${(err as Error)?.message ?? err}); the operation may not have been applied`, { cause: err });
+      throw new StateUnavailableError(
+        `Durable Object "${name}" is unavailable (${(err as Error)?.message ?? err}); the operation may not have been applied`,
+        { cause: err },
+      );
     }
   }
 }
@@ -145,7 +168,10 @@ class DurableLedger implements BudgetLedger {
   private async holds(kind: SpendKind, now: number, limit: number) {
     const tenants = await this.allTenants();
     const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(kind, now, limit))));
-    return lists.flat().sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b)).slice(0, limit);
+    return lists
+      .flat()
+      .sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b))
+      .slice(0, limit);
   }
   expiredHolds(now: number, limit: number) {
     return this.holds("x402", now, limit);
@@ -199,7 +225,9 @@ class DurableTenantStore implements TenantStore {
   constructor(private readonly o: Objects) {}
   private write(mode: "put" | "create" | "seed", rec: StoredTenant) {
     const source = rec.deleted ? "deleted" : rec.source;
-    return this.o.call("tenant-records", (s) => s.tenantsWrite(mode, rec.tenant.id, JSON.stringify(rec), source, JSON.stringify(rec.tenant)));
+    return this.o.call("tenant-records", (s) =>
+      s.tenantsWrite(mode, rec.tenant.id, JSON.stringify(rec), source, JSON.stringify(rec.tenant)),
+    );
   }
   version() {
     return this.o.call("tenant-records", (s) => s.tenantsVersion());

@@ -44,7 +44,12 @@ const LEDGER_INDEXES = [
 export class LedgerTables {
   constructor(private readonly sql: SqlLike) {
     for (const q of LEDGER_SCHEMA) sql.exec(q);
-    const have = new Set(sql.exec("SELECT name FROM pragma_table_info('ledger')").toArray().map((r) => r.name as string));
+    const have = new Set(
+      sql
+        .exec("SELECT name FROM pragma_table_info('ledger')")
+        .toArray()
+        .map((r) => r.name as string),
+    );
     for (const [name, type] of LEDGER_COLUMNS) if (!have.has(name)) sql.exec(`ALTER TABLE ledger ADD COLUMN ${name} ${type}`);
     for (const q of LEDGER_INDEXES) sql.exec(q);
   }
@@ -56,7 +61,9 @@ export class LedgerTables {
   private add(key: string, by: bigint) {
     this.sql.exec(
       "INSERT INTO counters (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = ?",
-      key, by.toString(), (this.counter(key) + by).toString(),
+      key,
+      by.toString(),
+      (this.counter(key) + by).toString(),
     );
   }
   /** Adds `by` to every window the entry counts in: the summed counters, and the credits ones for credits. */
@@ -73,21 +80,30 @@ export class LedgerTables {
     const hold = HELD.has(e.state) ? holdExpiresAt(e) : null;
     this.sql.exec(
       "UPDATE ledger SET state = ?, hold_until = ?, body = ?, resource = ? WHERE id = ?",
-      e.state, hold, JSON.stringify(e), e.resource ?? null, e.id,
+      e.state,
+      hold,
+      JSON.stringify(e),
+      e.resource ?? null,
+      e.id,
     );
   }
   private rows(query: string, ...bindings: unknown[]): SequencedEntry[] {
-    return this.sql.exec(query, ...bindings).toArray().map((r) => {
-      const e = JSON.parse(r.body as string) as LedgerEntry;
-      return { ...e, kind: kindOf(e), seq: r.seq as number };
-    });
+    return this.sql
+      .exec(query, ...bindings)
+      .toArray()
+      .map((r) => {
+        const e = JSON.parse(r.body as string) as LedgerEntry;
+        return { ...e, kind: kindOf(e), seq: r.seq as number };
+      });
   }
 
   usage(tenant: string, now: number): WireUsage {
     const day = dayOf(now);
     const month = monthOf(now);
     const read = (k: Record<BudgetWindow, string>) => ({
-      daily: this.counter(k.daily).toString(), monthly: this.counter(k.monthly).toString(), total: this.counter(k.total).toString(),
+      daily: this.counter(k.daily).toString(),
+      monthly: this.counter(k.monthly).toString(),
+      total: this.counter(k.total).toString(),
     });
     return { ...read(windowKeys(tenant, day, month)), credits: read(creditKeys(tenant, day, month)) };
   }
@@ -114,7 +130,12 @@ export class LedgerTables {
     this.addAll(entry, amount);
     this.sql.exec(
       "INSERT INTO ledger (id, state, hold_until, body, kind, resource) VALUES (?, ?, ?, ?, ?, ?)",
-      e.id, entry.state, holdExpiresAt(entry), JSON.stringify(entry), entry.kind, entry.resource ?? null,
+      e.id,
+      entry.state,
+      holdExpiresAt(entry),
+      JSON.stringify(entry),
+      entry.kind,
+      entry.resource ?? null,
     );
     return { ok: true, entry };
   }
@@ -162,11 +183,19 @@ export class LedgerTables {
       args.push(f[column]);
     }
     const n = limit && limit > 0 ? limit : -1;
-    return this.rows(`SELECT seq, body FROM ledger ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq DESC LIMIT ?`, ...args, n);
+    return this.rows(
+      `SELECT seq, body FROM ledger ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq DESC LIMIT ?`,
+      ...args,
+      n,
+    );
   }
 
   expiredHolds(kind: SpendKind, now: number, limit: number): LedgerEntry[] {
-    return this.rows("SELECT seq, body FROM ledger WHERE kind = ? AND hold_until <= ? ORDER BY hold_until, seq LIMIT ?", kind, now, limit)
-      .map(({ seq: _s, ...e }) => e);
+    return this.rows(
+      "SELECT seq, body FROM ledger WHERE kind = ? AND hold_until <= ? ORDER BY hold_until, seq LIMIT ?",
+      kind,
+      now,
+      limit,
+    ).map(({ seq: _s, ...e }) => e);
   }
 }

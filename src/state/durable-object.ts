@@ -118,7 +118,12 @@ export class TollgateState extends DurableObject {
       const seq = ((this.rows("SELECT MAX(seq) AS s FROM owners")[0]?.s as number | null) ?? 0) + 1;
       this.sql.exec(
         "INSERT INTO owners (kind, id, tenant, active, seq) VALUES (?, ?, ?, 1, ?) ON CONFLICT (kind, id) DO UPDATE SET tenant = ?, active = 1, seq = ?",
-        kind, id, tenant, seq, tenant, seq,
+        kind,
+        id,
+        tenant,
+        seq,
+        tenant,
+        seq,
       );
     });
   }
@@ -153,7 +158,13 @@ export class TollgateState extends DurableObject {
       if (row && mode === "seed" && (row.source !== "config" || row.body === body)) return false;
       this.sql.exec(
         "INSERT INTO tenant_records (id, record, source, body) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET record = ?, source = ?, body = ?",
-        id, record, source, body, record, source, body,
+        id,
+        record,
+        source,
+        body,
+        record,
+        source,
+        body,
       );
       this.sql.exec("INSERT INTO record_versions (name, value) VALUES ('tenants', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1");
       return true;
@@ -168,9 +179,10 @@ export class TollgateState extends DurableObject {
     });
   }
   auditList(limit: number, before: number | undefined): Array<{ seq: number; entry: string }> {
-    const rows = before === undefined
-      ? this.rows("SELECT seq, entry FROM audit ORDER BY seq DESC LIMIT ?", limit)
-      : this.rows("SELECT seq, entry FROM audit WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit);
+    const rows =
+      before === undefined
+        ? this.rows("SELECT seq, entry FROM audit ORDER BY seq DESC LIMIT ?", limit)
+        : this.rows("SELECT seq, entry FROM audit WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit);
     return rows.map((r) => ({ seq: r.seq as number, entry: r.entry as string }));
   }
 
@@ -202,7 +214,14 @@ export class TollgateState extends DurableObject {
   }
   kvSet(key: string, value: string, ttlMs: number) {
     const exp = Date.now() + ttlMs;
-    this.sql.exec("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = ?, expires_at = ?", key, value, exp, value, exp);
+    this.sql.exec(
+      "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = ?, expires_at = ?",
+      key,
+      value,
+      exp,
+      value,
+      exp,
+    );
     this.armSweep();
   }
   kvSetIfAbsent(key: string, value: string, ttlMs: number): boolean {
@@ -232,7 +251,8 @@ export class TollgateState extends DurableObject {
   idemBegin(key: string, leaseMs: number): IdempotencyBegin {
     const r = this.tx((): IdempotencyBegin => {
       const row = this.live("idem", key);
-      if (row) return row.pending ? { state: "pending" } : { state: "done", response: JSON.parse(row.response as string) as StoredResponse };
+      if (row)
+        return row.pending ? { state: "pending" } : { state: "done", response: JSON.parse(row.response as string) as StoredResponse };
       this.sql.exec("INSERT INTO idem (key, pending, response, expires_at) VALUES (?, 1, NULL, ?)", key, Date.now() + leaseMs);
       return { state: "new" };
     });
@@ -244,7 +264,11 @@ export class TollgateState extends DurableObject {
     const body = JSON.stringify(response);
     this.sql.exec(
       "INSERT INTO idem (key, pending, response, expires_at) VALUES (?, 0, ?, ?) ON CONFLICT (key) DO UPDATE SET pending = 0, response = ?, expires_at = ?",
-      key, body, exp, body, exp,
+      key,
+      body,
+      exp,
+      body,
+      exp,
     );
     this.armSweep();
   }
@@ -256,7 +280,9 @@ export class TollgateState extends DurableObject {
 /** The methods a client calls on a TollgateState stub; each returns a promise across the RPC boundary. */
 export type TollgateStateStub = {
   // biome-ignore lint/suspicious/noExplicitAny: the widest function type, to pick methods; `unknown[]` parameters would not match them
-  [K in keyof TollgateState as TollgateState[K] extends (...a: any[]) => unknown ? K : never]: TollgateState[K] extends (...a: infer A) => infer R
+  [K in keyof TollgateState as TollgateState[K] extends (...a: any[]) => unknown ? K : never]: TollgateState[K] extends (
+    ...a: infer A
+  ) => infer R
     ? (...a: A) => Promise<Awaited<R>>
     : never;
 };

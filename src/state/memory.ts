@@ -1,7 +1,21 @@
 // In-process state backend: correct for one gateway process (the default); fleets use Redis or Durable Objects.
 import type {
-  BudgetLedger, BudgetLimits, IdempotencyBegin, IdempotencyStore, KeyValueStore, LedgerEntry, LedgerFilter, LedgerState,
-  NewLedgerEntry, OwnershipRegistry, ReserveResult, ResourceKind, SpendKind, StateStores, StoredResponse, Usage,
+  BudgetLedger,
+  BudgetLimits,
+  IdempotencyBegin,
+  IdempotencyStore,
+  KeyValueStore,
+  LedgerEntry,
+  LedgerFilter,
+  LedgerState,
+  NewLedgerEntry,
+  OwnershipRegistry,
+  ReserveResult,
+  ResourceKind,
+  SpendKind,
+  StateStores,
+  StoredResponse,
+  Usage,
   WindowAmounts,
 } from "./types.js";
 import { HELD, holdExpiresAt, matches } from "./holds.js";
@@ -10,7 +24,8 @@ import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, se
 import { FixedWindowRateLimiter } from "./fixed-window.js";
 import { LRUCache } from "lru-cache";
 
-const definedOnly = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+const definedOnly = <T extends object>(o: T): Partial<T> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 class MemoryLedger implements BudgetLedger {
   private readonly entries = new Map<string, LedgerEntry>();
@@ -30,7 +45,11 @@ class MemoryLedger implements BudgetLedger {
     }
   }
   private amounts(k: { daily: string; monthly: string; total: string }): WindowAmounts {
-    return { daily: this.counters.get(k.daily) ?? 0n, monthly: this.counters.get(k.monthly) ?? 0n, total: this.counters.get(k.total) ?? 0n };
+    return {
+      daily: this.counters.get(k.daily) ?? 0n,
+      monthly: this.counters.get(k.monthly) ?? 0n,
+      total: this.counters.get(k.total) ?? 0n,
+    };
   }
   private usageAt(tenant: string, day: string, month: string): Usage {
     return usageOf(this.amounts(windowKeys(tenant, day, month)), this.amounts(creditKeys(tenant, day, month)));

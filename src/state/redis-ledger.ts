@@ -4,7 +4,16 @@
 import type { RedisConnection } from "./redis-connection.js";
 import { HELD, holdExpiresAt, matches } from "./holds.js";
 import type {
-  BudgetLedger, BudgetLimits, BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, ReserveResult, SpendKind, Usage,
+  BudgetLedger,
+  BudgetLimits,
+  BudgetWindow,
+  LedgerEntry,
+  LedgerFilter,
+  LedgerState,
+  NewLedgerEntry,
+  ReserveResult,
+  SpendKind,
+  Usage,
 } from "./types.js";
 import { creditKeys, dayOf, kindOf, monthOf, resetAt, usageOf, windowKeys } from "./windows.js";
 
@@ -75,12 +84,32 @@ export class RedisLedger implements BudgetLedger {
     const k = this.windowKeys(e.tenant, day, month);
     const c = this.prefixed(creditKeys(e.tenant, day, month));
     const keys = [
-      this.entryKey(e.id), k.daily, k.monthly, k.total, this.r.key("ledger", "seq"),
-      this.idx("all", e.tenant), this.idx("reserved", e.tenant), this.idx("all"), this.idx("reserved"), this.holdsOf(kind),
-      c.daily, c.monthly, c.total, this.creditsIdx(e.tenant), this.creditsIdx(), this.resourceIdx(e.resource ?? ""),
+      this.entryKey(e.id),
+      k.daily,
+      k.monthly,
+      k.total,
+      this.r.key("ledger", "seq"),
+      this.idx("all", e.tenant),
+      this.idx("reserved", e.tenant),
+      this.idx("all"),
+      this.idx("reserved"),
+      this.holdsOf(kind),
+      c.daily,
+      c.monthly,
+      c.total,
+      this.creditsIdx(e.tenant),
+      this.creditsIdx(),
+      this.resourceIdx(e.resource ?? ""),
     ];
     const args = [
-      amount, ...lim, holdExpiresAt(entry), DAY_TTL_MS, MONTH_TTL_MS, e.id, kind === "credits" ? "1" : "", e.resource ? "1" : "",
+      amount,
+      ...lim,
+      holdExpiresAt(entry),
+      DAY_TTL_MS,
+      MONTH_TTL_MS,
+      e.id,
+      kind === "credits" ? "1" : "",
+      e.resource ? "1" : "",
       ...fieldsOf(entry),
     ];
     const res = (await this.r.run(() => this.r.client.tgReserve(...keys, ...args))) as [number, number?, string?];
@@ -98,7 +127,17 @@ export class RedisLedger implements BudgetLedger {
     const final = finalAmount === undefined ? "" : decimal("final amount", finalAmount);
     try {
       await this.r.run(() =>
-        this.r.client.tgTransition(this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), this.r.prefix, to, now, id, final, ...fieldsOf(patch)),
+        this.r.client.tgTransition(
+          this.entryKey(id),
+          this.holdsOf("x402"),
+          this.holdsOf("credits"),
+          this.r.prefix,
+          to,
+          now,
+          id,
+          final,
+          ...fieldsOf(patch),
+        ),
       );
     } catch (err) {
       const m = /\bTG_(NOT_FOUND|ILLEGAL)(?: (\w+))?/.exec((err as Error)?.message ?? "");
@@ -112,7 +151,17 @@ export class RedisLedger implements BudgetLedger {
     const holdUntil = holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
     try {
       await this.r.run(() =>
-        this.r.client.tgSigned(this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), id, now, f.nonce, f.validBefore, f.payer, holdUntil),
+        this.r.client.tgSigned(
+          this.entryKey(id),
+          this.holdsOf("x402"),
+          this.holdsOf("credits"),
+          id,
+          now,
+          f.nonce,
+          f.validBefore,
+          f.payer,
+          holdUntil,
+        ),
       );
     } catch (err) {
       if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);
@@ -124,7 +173,15 @@ export class RedisLedger implements BudgetLedger {
     try {
       await this.r.run(() =>
         this.r.client.tgAttach(
-          this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), this.r.prefix, id, now, f.resource ?? "", f.validBefore ?? "", holdUntil,
+          this.entryKey(id),
+          this.holdsOf("x402"),
+          this.holdsOf("credits"),
+          this.r.prefix,
+          id,
+          now,
+          f.resource ?? "",
+          f.validBefore ?? "",
+          holdUntil,
         ),
       );
     } catch (err) {
@@ -133,7 +190,8 @@ export class RedisLedger implements BudgetLedger {
     }
   }
   commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
-    if (finalAmount !== undefined && finalAmount < 0n) return Promise.reject(new RangeError(`final amount must not be negative, got ${finalAmount}`));
+    if (finalAmount !== undefined && finalAmount < 0n)
+      return Promise.reject(new RangeError(`final amount must not be negative, got ${finalAmount}`));
     return this.transition(id, "committed", now, { transaction }, finalAmount);
   }
   release(id: string, reason: string, now: number) {

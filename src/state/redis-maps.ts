@@ -2,7 +2,14 @@
 // idempotency keys (a leased pending marker, then the stored response) and the fixed-window rate limiter.
 import type { RedisConnection } from "./redis-connection.js";
 import type {
-  IdempotencyBegin, IdempotencyStore, KeyValueStore, OwnershipRegistry, RateLimiter, RateLimitResult, ResourceKind, StoredResponse,
+  IdempotencyBegin,
+  IdempotencyStore,
+  KeyValueStore,
+  OwnershipRegistry,
+  RateLimiter,
+  RateLimitResult,
+  ResourceKind,
+  StoredResponse,
 } from "./types.js";
 
 /** Redis refuses a PX of 0 or less. */

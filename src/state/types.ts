@@ -217,10 +217,7 @@ export interface AuditLog {
   list(query: { limit: number; before?: number }): Promise<AuditEntry[]>;
 }
 
-export type IdempotencyBegin =
-  | { state: "new" }
-  | { state: "pending" }
-  | { state: "done"; response: StoredResponse };
+export type IdempotencyBegin = { state: "new" } | { state: "pending" } | { state: "done"; response: StoredResponse };
 
 export interface StoredResponse {
   status: number;

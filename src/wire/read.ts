@@ -19,7 +19,12 @@ export function readWire<S extends z.ZodType<object>>(schema: S, value: unknown)
 }
 
 /** The items of a list answer: the array field `name`, top level or (unless topLevelOnly) under `data`. */
-export function listItems<S extends z.ZodType<object>>(schema: S, body: WireRecord, name: string, opts: { topLevelOnly?: boolean } = {}): z.output<S>[] {
+export function listItems<S extends z.ZodType<object>>(
+  schema: S,
+  body: WireRecord,
+  name: string,
+  opts: { topLevelOnly?: boolean } = {},
+): z.output<S>[] {
   const data = !opts.topLevelOnly && body.data && typeof body.data === "object" ? (body.data as WireRecord) : {};
   const raw = Array.isArray(body[name]) ? body[name] : Array.isArray(data[name]) ? data[name] : [];
   return (raw as unknown[]).map((item) => readWire(schema, item));

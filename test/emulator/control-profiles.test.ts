@@ -27,7 +27,10 @@ afterAll(async () => {
 });
 
 /** Runs `fn` on the first tab of a new session with these parameters, at the test site, then stops the session. */
-async function inSession<T>(params: Parameters<Hyperbrowser["sessions"]["create"]>[0], fn: (page: import("puppeteer-core").Page) => Promise<T>): Promise<T> {
+async function inSession<T>(
+  params: Parameters<Hyperbrowser["sessions"]["create"]>[0],
+  fn: (page: import("puppeteer-core").Page) => Promise<T>,
+): Promise<T> {
   const s = await hb.sessions.create(params);
   const browser = await puppeteer.connect({ browserWSEndpoint: s.wsEndpoint, defaultViewport: null });
   try {
@@ -40,7 +43,8 @@ async function inSession<T>(params: Parameters<Hyperbrowser["sessions"]["create"
   }
 }
 
-const setCookie = (value: string) => (page: import("puppeteer-core").Page) => page.evaluate((v) => (document.cookie = `who=${v}; max-age=3600; path=/`), value);
+const setCookie = (value: string) => (page: import("puppeteer-core").Page) =>
+  page.evaluate((v) => (document.cookie = `who=${v}; max-age=3600; path=/`), value);
 const readCookie = (page: import("puppeteer-core").Page) => page.evaluate(() => document.cookie);
 
 describe("profiles", () => {
@@ -63,50 +67,69 @@ describe("profiles", () => {
   // Each of these starts several browsers one after another: minutes, not seconds, on a loaded 2-core machine.
   const SESSIONS_TIMEOUT = 180_000;
 
-  it("carries cookies to the next session with persistChanges", async () => {
-    const { id } = await hb.profiles.create({ name: "persisted" });
-    await inSession({ profile: { id, persistChanges: true } }, setCookie("first"));
-    expect(await inSession({ profile: { id } }, readCookie)).toContain("who=first");
-  }, SESSIONS_TIMEOUT);
+  it(
+    "carries cookies to the next session with persistChanges",
+    async () => {
+      const { id } = await hb.profiles.create({ name: "persisted" });
+      await inSession({ profile: { id, persistChanges: true } }, setCookie("first"));
+      expect(await inSession({ profile: { id } }, readCookie)).toContain("who=first");
+    },
+    SESSIONS_TIMEOUT,
+  );
 
-  it("leaves the profile as it was when the session does not persist changes", async () => {
-    const { id } = await hb.profiles.create({ name: "kept" });
-    await inSession({ profile: { id, persistChanges: true } }, setCookie("first"));
-    await inSession({ profile: { id, persistChanges: false } }, setCookie("discarded"));
-    expect(await inSession({ profile: { id } }, readCookie)).toContain("who=first");
-  }, SESSIONS_TIMEOUT);
+  it(
+    "leaves the profile as it was when the session does not persist changes",
+    async () => {
+      const { id } = await hb.profiles.create({ name: "kept" });
+      await inSession({ profile: { id, persistChanges: true } }, setCookie("first"));
+      await inSession({ profile: { id, persistChanges: false } }, setCookie("discarded"));
+      expect(await inSession({ profile: { id } }, readCookie)).toContain("who=first");
+    },
+    SESSIONS_TIMEOUT,
+  );
 
-  it("persists once updateProfileParams turns persistence on, and keeps an in-use profile from deletion (409)", async () => {
-    const { id } = await hb.profiles.create({ name: "updated" });
-    const s = await hb.sessions.create({ profile: { id } });
-    const browser = await puppeteer.connect({ browserWSEndpoint: s.wsEndpoint, defaultViewport: null });
-    const [page] = await browser.pages();
-    await page.goto(`${site.url}/`);
-    await setCookie("updated")(page);
-    expect(await hb.sessions.updateProfileParams(s.id, { persistChanges: true })).toEqual({ success: true });
-    expect(await statusOf(hb.profiles.delete(id))).toBe(409);
-    await browser.disconnect();
-    await hb.sessions.stop(s.id);
-    expect(await inSession({ profile: { id } }, readCookie)).toContain("who=updated");
-    expect(await hb.profiles.delete(id)).toEqual({ success: true });
-  }, SESSIONS_TIMEOUT);
+  it(
+    "persists once updateProfileParams turns persistence on, and keeps an in-use profile from deletion (409)",
+    async () => {
+      const { id } = await hb.profiles.create({ name: "updated" });
+      const s = await hb.sessions.create({ profile: { id } });
+      const browser = await puppeteer.connect({ browserWSEndpoint: s.wsEndpoint, defaultViewport: null });
+      const [page] = await browser.pages();
+      await page.goto(`${site.url}/`);
+      await setCookie("updated")(page);
+      expect(await hb.sessions.updateProfileParams(s.id, { persistChanges: true })).toEqual({ success: true });
+      expect(await statusOf(hb.profiles.delete(id))).toBe(409);
+      await browser.disconnect();
+      await hb.sessions.stop(s.id);
+      expect(await inSession({ profile: { id } }, readCookie)).toContain("who=updated");
+      expect(await hb.profiles.delete(id)).toEqual({ success: true });
+    },
+    SESSIONS_TIMEOUT,
+  );
 
-  it("forks a profile: the fork starts with its data, and the two then differ", async () => {
-    const { id } = await hb.profiles.create({ name: "origin" });
-    await inSession({ profile: { id, persistChanges: true } }, setCookie("origin"));
-    const fork = await hb.profiles.fork(id, { name: "branch" });
-    expect(fork).toEqual({ id: expect.any(String), name: "branch" });
-    expect(fork.id).not.toBe(id);
-    expect(await inSession({ profile: { id: fork.id } }, readCookie)).toContain("who=origin");
-    await inSession({ profile: { id: fork.id, persistChanges: true } }, setCookie("branch"));
-    expect(await inSession({ profile: { id } }, readCookie)).toContain("who=origin");
-    expect(await inSession({ profile: { id: fork.id } }, readCookie)).toContain("who=branch");
-  }, SESSIONS_TIMEOUT);
+  it(
+    "forks a profile: the fork starts with its data, and the two then differ",
+    async () => {
+      const { id } = await hb.profiles.create({ name: "origin" });
+      await inSession({ profile: { id, persistChanges: true } }, setCookie("origin"));
+      const fork = await hb.profiles.fork(id, { name: "branch" });
+      expect(fork).toEqual({ id: expect.any(String), name: "branch" });
+      expect(fork.id).not.toBe(id);
+      expect(await inSession({ profile: { id: fork.id } }, readCookie)).toContain("who=origin");
+      await inSession({ profile: { id: fork.id, persistChanges: true } }, setCookie("branch"));
+      expect(await inSession({ profile: { id } }, readCookie)).toContain("who=origin");
+      expect(await inSession({ profile: { id: fork.id } }, readCookie)).toContain("who=branch");
+    },
+    SESSIONS_TIMEOUT,
+  );
 
   it("answers unknown profiles with 404 {message, code}, also when a session names one", async () => {
     const id = "00000000-0000-0000-0000-000000000000";
     for (const call of [hb.profiles.get(id), hb.profiles.delete(id), hb.profiles.fork(id), hb.sessions.create({ profile: { id } })]) {
-      const err = await call.then(() => undefined, (e: HyperbrowserError) => e);
+      const err = await call.then(
+        () => undefined,
+        (e: HyperbrowserError) => e,
+      );
       expect(err?.statusCode).toBe(404);
       expect(err?.details).toEqual({ message: `Profile ${id} not found`, code: "not_found" });
     }
@@ -117,13 +140,23 @@ describe("extensions", () => {
   it("uploads a zipped extension, lists it, and loads it into the browser of a session that names it", async () => {
     const dir = join(work, "ext");
     mkdirSync(dir, { recursive: true });
-    const manifest = { manifest_version: 3, name: "Hello", version: "1.0", content_scripts: [{ matches: ["<all_urls>"], js: ["mark.js"], run_at: "document_start" }] };
+    const manifest = {
+      manifest_version: 3,
+      name: "Hello",
+      version: "1.0",
+      content_scripts: [{ matches: ["<all_urls>"], js: ["mark.js"], run_at: "document_start" }],
+    };
     writeFileSync(join(dir, "manifest.json"), JSON.stringify(manifest));
     writeFileSync(join(dir, "mark.js"), 'document.documentElement.dataset.ext = "loaded";');
     const zipPath = join(work, "hello-ext.zip");
     await writeZip(dir, zipPath);
     const named = await hb.extensions.create({ filePath: zipPath, name: "Hello extension" });
-    expect(named).toEqual({ id: expect.any(String), name: "Hello extension", createdAt: expect.any(String), updatedAt: expect.any(String) });
+    expect(named).toEqual({
+      id: expect.any(String),
+      name: "Hello extension",
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
     const unnamed = await hb.extensions.create({ filePath: zipPath });
     expect(unnamed.name).toBe("hello-ext");
     expect((await hb.extensions.list()).map((e) => e.id)).toEqual([named.id, unnamed.id]);
@@ -144,7 +177,10 @@ describe("extensions", () => {
     writeFileSync(join(empty, "readme.txt"), "no manifest here");
     const noManifest = join(work, "no-manifest.zip");
     await writeZip(empty, noManifest);
-    const err = await hb.extensions.create({ filePath: noManifest }).then(() => undefined, (e: HyperbrowserError) => e);
+    const err = await hb.extensions.create({ filePath: noManifest }).then(
+      () => undefined,
+      (e: HyperbrowserError) => e,
+    );
     expect(err?.statusCode).toBe(400);
     expect(err?.details).toMatchObject({ code: "invalid_extension" });
     expect(await statusOf(hb.sessions.create({ extensionIds: ["nope"] }))).toBe(404);

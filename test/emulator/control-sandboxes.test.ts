@@ -66,8 +66,13 @@ describe("volumes", { timeout: 120_000 }, () => {
     expect(r.json).toEqual({ message: "Volume vol_nope not found", code: "not_found" });
     expect((await control(h.emu, "DELETE", "/api/volume/nope")).status).toBe(404);
     expect((await control(h.emu, "POST", "/api/volume", {})).status).toBe(400);
-    expect((await control(h.emu, "POST", "/api/sandbox", { imageName: "debian", mounts: { "/data": { id: "vol_nope" } } })).status).toBe(404);
-    const reserved = await control(h.emu, "POST", "/api/sandbox", { imageName: "debian", mounts: { "/usr/x": { id: (await h.hb.volumes.create({ name: "r" })).id } } });
+    expect((await control(h.emu, "POST", "/api/sandbox", { imageName: "debian", mounts: { "/data": { id: "vol_nope" } } })).status).toBe(
+      404,
+    );
+    const reserved = await control(h.emu, "POST", "/api/sandbox", {
+      imageName: "debian",
+      mounts: { "/usr/x": { id: (await h.hb.volumes.create({ name: "r" })).id } },
+    });
     expect(reserved.status).toBe(400);
   });
 
@@ -96,15 +101,25 @@ describe("image builds", { timeout: 120_000 }, () => {
   it("uploads a checked tarball, completes into a team image whose files sandboxes see, lists and deletes it", async () => {
     const tar = rootfsTarball("app-image");
     const { build, upload } = await h.hb.sandboxes.createImageBuild({
-      imageName: "app-image", inputSha256: tar.sha256, inputSizeBytes: tar.bytes.length, inputFormat: "rootfs_export_tar_gz",
+      imageName: "app-image",
+      inputSha256: tar.sha256,
+      inputSizeBytes: tar.bytes.length,
+      inputFormat: "rootfs_export_tar_gz",
       imageInit: { env: { A: "1" } },
     });
-    expect(build).toMatchObject({ imageName: "app-image", status: "awaiting_upload", inputSha256: tar.sha256, inputSizeBytes: tar.bytes.length });
+    expect(build).toMatchObject({
+      imageName: "app-image",
+      status: "awaiting_upload",
+      inputSha256: tar.sha256,
+      inputSizeBytes: tar.bytes.length,
+    });
     expect(upload).toMatchObject({ method: "PUT", expiresInSeconds: 3600, objectKey: build.inputKey });
     expect(upload.maxUploadBytes).toBeGreaterThanOrEqual(tar.bytes.length);
 
     // Completing before the upload, a wrong digest, a forged token: all refused, the build still awaits its upload.
-    expect(await statusOf(h.hb.sandboxes.completeImageBuild(build.id, { inputSha256: tar.sha256, inputSizeBytes: tar.bytes.length }))).toBe(409);
+    expect(await statusOf(h.hb.sandboxes.completeImageBuild(build.id, { inputSha256: tar.sha256, inputSizeBytes: tar.bytes.length }))).toBe(
+      409,
+    );
     const corrupt = Buffer.from(tar.bytes);
     corrupt[corrupt.length - 1] ^= 0xff;
     const bad = await request(upload.url, { method: "PUT", headers: upload.headers, body: corrupt });
@@ -128,7 +143,9 @@ describe("image builds", { timeout: 120_000 }, () => {
     expect((await h.hb.sandboxes.listImageBuilds({ status: "canceled" })).builds.map((b) => b.id)).not.toContain(build.id);
 
     const teamImages = await h.hb.sandboxes.listImages({ source: "team" });
-    expect(teamImages.images).toEqual([expect.objectContaining({ imageName: "app-image", id: done.imageId, source: "team", imageInit: { env: { A: "1" } } })]);
+    expect(teamImages.images).toEqual([
+      expect.objectContaining({ imageName: "app-image", id: done.imageId, source: "team", imageInit: { env: { A: "1" } } }),
+    ]);
     const sbx = await h.hb.sandboxes.create({ imageName: "app-image", imageId: done.imageId! });
     expect((await sbx.exec("cat /opt/app/hello.txt")).stdout).toBe("hello from app-image\n");
     expect((await sbx.exec("test -e /usr/bin/should-not-appear")).exitCode).not.toBe(0);
@@ -136,13 +153,22 @@ describe("image builds", { timeout: 120_000 }, () => {
     await sbx.stop();
 
     expect(await statusOf(h.hb.sandboxes.cancelImageBuild(build.id))).toBe(409);
-    expect(await h.hb.sandboxes.deleteImage("app-image")).toEqual({ deleted: true, id: done.imageId, imageName: "app-image", uploaded: true });
+    expect(await h.hb.sandboxes.deleteImage("app-image")).toEqual({
+      deleted: true,
+      id: done.imageId,
+      imageName: "app-image",
+      uploaded: true,
+    });
     expect((await h.hb.sandboxes.listImages({ source: "team" })).images).toEqual([]);
   });
 
   it("cancels a build awaiting its upload; the upload URL then refuses the tarball", async () => {
     const tar = rootfsTarball("to-cancel");
-    const { build, upload } = await h.hb.sandboxes.createImageBuild({ imageName: "to-cancel", inputSha256: tar.sha256, inputSizeBytes: tar.bytes.length });
+    const { build, upload } = await h.hb.sandboxes.createImageBuild({
+      imageName: "to-cancel",
+      inputSha256: tar.sha256,
+      inputSizeBytes: tar.bytes.length,
+    });
     expect(await h.hb.sandboxes.cancelImageBuild(build.id)).toMatchObject({ id: build.id, status: "canceled" });
     const late = await request(upload.url, { method: "PUT", body: tar.bytes });
     expect(late.statusCode).toBe(409);
@@ -162,7 +188,9 @@ describe("image builds", { timeout: 120_000 }, () => {
     }
     expect(await statusOf(h.hb.sandboxes.deleteImage("node"))).toBe(403);
     expect(await statusOf(h.hb.sandboxes.createImageBuild({ imageName: "x", inputSha256: "nothex", inputSizeBytes: 1 }))).toBe(400);
-    expect(await statusOf(h.hb.sandboxes.createImageBuild({ imageName: "node", inputSha256: "a".repeat(64), inputSizeBytes: 1 }))).toBe(409);
+    expect(await statusOf(h.hb.sandboxes.createImageBuild({ imageName: "node", inputSha256: "a".repeat(64), inputSizeBytes: 1 }))).toBe(
+      409,
+    );
     expect(await statusOf(h.hb.sandboxes.listImageBuilds({ status: "bogus" as never }))).toBe(400);
   });
 });

@@ -103,7 +103,12 @@ describe("session operations", { timeout: 120_000 }, () => {
     const shot = await hb.computerAction.screenshot(session.id);
     expect(pngSize(shot.screenshot!)).toEqual({ width: 1000, height: 700 });
     const fresh = await browser.newPage();
-    expect(await until(() => fresh.evaluate(() => [innerWidth, innerHeight]), (v) => v[0] === 1000)).toEqual([1000, 700]);
+    expect(
+      await until(
+        () => fresh.evaluate(() => [innerWidth, innerHeight]),
+        (v) => v[0] === 1000,
+      ),
+    ).toEqual([1000, 700]);
     await fresh.close();
     expect(await statusOf(hb.sessions.updateScreenSize(session.id, { width: 10, height: 700 }))).toBe(400);
   });
@@ -115,8 +120,17 @@ describe("session operations", { timeout: 120_000 }, () => {
     const [page] = await b.pages();
     await page.goto(`${site.url}/download`);
     await page.click("#dl");
-    const logs = await until(() => hb.sessions.eventLogs.list(dl.id, { types: ["file_downloaded"] }), (r) => r.totalCount > 0);
-    expect(logs.data).toEqual([expect.objectContaining({ sessionId: dl.id, type: "file_downloaded", metadata: expect.objectContaining({ fileName: "report.csv", size: 8 }) })]);
+    const logs = await until(
+      () => hb.sessions.eventLogs.list(dl.id, { types: ["file_downloaded"] }),
+      (r) => r.totalCount > 0,
+    );
+    expect(logs.data).toEqual([
+      expect.objectContaining({
+        sessionId: dl.id,
+        type: "file_downloaded",
+        metadata: expect.objectContaining({ fileName: "report.csv", size: 8 }),
+      }),
+    ]);
     console.log(`download logged ${Date.now() - t0} ms after create`);
     expect(await hb.sessions.getDownloadsURL(dl.id)).toEqual({ status: "pending", downloadsUrl: null, error: null });
     await b.disconnect();
@@ -158,8 +172,13 @@ describe("session operations", { timeout: 120_000 }, () => {
     const b = await puppeteer.connect({ browserWSEndpoint: solving.wsEndpoint, defaultViewport: null });
     const [page] = await b.pages();
     await page.goto(`${site.url}/captcha`);
-    const met = await until(() => hb.sessions.eventLogs.list(solving.id, { types: ["captcha_detected"] }), (r) => r.totalCount > 0);
-    expect(met.data).toEqual([expect.objectContaining({ type: "captcha_detected", pageUrl: `${site.url}/captcha`, metadata: { captcha: "recaptcha" } })]);
+    const met = await until(
+      () => hb.sessions.eventLogs.list(solving.id, { types: ["captcha_detected"] }),
+      (r) => r.totalCount > 0,
+    );
+    expect(met.data).toEqual([
+      expect.objectContaining({ type: "captcha_detected", pageUrl: `${site.url}/captcha`, metadata: { captcha: "recaptcha" } }),
+    ]);
     await hb.sessions.stopCaptchaSolving(solving.id);
     await page.goto(`${site.url}/`);
     await page.goto(`${site.url}/captcha?again`);
@@ -209,7 +228,12 @@ describe("session operations", { timeout: 120_000 }, () => {
 
   it("takes updates of proxy and captcha solving, and refuses a profile update without a profile", async () => {
     expect(await hb.sessions.updateProxyParams(session.id, { enabled: true, location: { country: "US" } })).toEqual({ success: true });
-    expect(await hb.sessions.startCaptchaSolving(session.id)).toEqual({ success: true, solveCaptchas: true, sessionId: session.id, telemetryReady: false });
+    expect(await hb.sessions.startCaptchaSolving(session.id)).toEqual({
+      success: true,
+      solveCaptchas: true,
+      sessionId: session.id,
+      telemetryReady: false,
+    });
     expect(await hb.sessions.stopCaptchaSolving(session.id)).toMatchObject({ success: true, solveCaptchas: false });
     expect(await statusOf(hb.sessions.updateProfileParams(session.id, { persistChanges: true }))).toBe(400);
     const raw = await request(`${emu.controlUrl}/api/session/${session.id}/update`, {
@@ -252,7 +276,10 @@ describe("session operations", { timeout: 120_000 }, () => {
       ["update", hb.sessions.updateScreenSize(id, { width: 800, height: 600 })],
     ];
     for (const [name, call] of calls) {
-      const err = await call.then(() => undefined, (e: HyperbrowserError) => e);
+      const err = await call.then(
+        () => undefined,
+        (e: HyperbrowserError) => e,
+      );
       expect(err?.statusCode, name).toBe(404);
       expect(err?.details, name).toEqual({ message: `Session ${id} not found`, code: "not_found" });
     }

@@ -46,9 +46,12 @@ describe("zip writer and reader", () => {
     const local = stored.subarray(0, 30 + 5);
     const central = stored.subarray(30 + 5 + 1000, stored.length - 22);
     const end = Buffer.from(stored.subarray(stored.length - 22));
-    const l = Buffer.from(local), c = Buffer.from(central);
-    l.writeUInt16LE(8, 8); l.writeUInt32LE(deflated.length, 18);
-    c.writeUInt16LE(8, 10); c.writeUInt32LE(deflated.length, 20);
+    const l = Buffer.from(local),
+      c = Buffer.from(central);
+    l.writeUInt16LE(8, 8);
+    l.writeUInt32LE(deflated.length, 18);
+    c.writeUInt16LE(8, 10);
+    c.writeUInt32LE(deflated.length, 20);
     end.writeUInt32LE(l.length + deflated.length, 16);
     const out = join(work, "deflated");
     await unpackZip(Buffer.concat([l, deflated, c, end]), out, 10_000);
@@ -62,7 +65,9 @@ describe("zip writer and reader", () => {
     const absolute = renamed(await zipOf({ "xtmp-evil": "x" }), "xtmp-evil", "/tmp-evil");
     await expect(unpackZip(absolute, join(work, "abs"), 1000)).rejects.toMatchObject({ status: 400 });
     await expect(unpackZip(await zipOf({ "big.txt": "y".repeat(2000) }), join(work, "big"), 1000)).rejects.toMatchObject({ status: 400 });
-    await expect(unpackZip(Buffer.from("not a zip at all, long enough to search"), join(work, "junk"), 1000)).rejects.toMatchObject({ status: 400 });
+    await expect(unpackZip(Buffer.from("not a zip at all, long enough to search"), join(work, "junk"), 1000)).rejects.toMatchObject({
+      status: 400,
+    });
   });
 
   it("writes an empty, valid archive for an empty directory", async () => {

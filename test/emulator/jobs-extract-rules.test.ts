@@ -20,8 +20,26 @@ const obj = (properties: Record<string, unknown>) => ({ type: "object", properti
 
 describe("extractWithSchema", () => {
   it("takes a fact labelled like the key (camelCase or not), then the key's alias, then a sentence naming it", () => {
-    const doc = page({ facts: [["Published at", "2024-05-01"], ["Number of staff", "1,250"], ["og:title", "OG title"]] });
-    expect(extractWithSchema(obj({ publishedAt: { type: "string" }, staff: { type: "integer" }, title: { type: "string" }, description: { type: "string" }, url: { type: "string" }, region: { type: "string" } }), [doc])).toEqual({
+    const doc = page({
+      facts: [
+        ["Published at", "2024-05-01"],
+        ["Number of staff", "1,250"],
+        ["og:title", "OG title"],
+      ],
+    });
+    expect(
+      extractWithSchema(
+        obj({
+          publishedAt: { type: "string" },
+          staff: { type: "integer" },
+          title: { type: "string" },
+          description: { type: "string" },
+          url: { type: "string" },
+          region: { type: "string" },
+        }),
+        [doc],
+      ),
+    ).toEqual({
       publishedAt: "2024-05-01",
       staff: 1250,
       title: "Main Heading",
@@ -37,28 +55,80 @@ describe("extractWithSchema", () => {
   });
 
   it("picks the enum value the text names, reads yes/no as booleans, and follows $ref and nullable anyOf", () => {
-    const doc = page({ facts: [["Status", "Currently ACTIVE since May"], ["Open", "yes"], ["Closed", "no"]] });
+    const doc = page({
+      facts: [
+        ["Status", "Currently ACTIVE since May"],
+        ["Open", "yes"],
+        ["Closed", "no"],
+      ],
+    });
     const schema = {
       type: "object",
-      properties: { status: { enum: ["active", "retired"] }, open: { type: "boolean" }, closed: { anyOf: [{ type: "boolean" }, { type: "null" }] }, where: { $ref: "#/$defs/place" } },
+      properties: {
+        status: { enum: ["active", "retired"] },
+        open: { type: "boolean" },
+        closed: { anyOf: [{ type: "boolean" }, { type: "null" }] },
+        where: { $ref: "#/$defs/place" },
+      },
       $defs: { place: { type: "object", properties: { url: { type: "string" } } } },
     };
-    expect(extractWithSchema(schema, [doc])).toEqual({ status: "active", open: true, closed: false, where: { url: "https://example.test/a" } });
+    expect(extractWithSchema(schema, [doc])).toEqual({
+      status: "active",
+      open: true,
+      closed: false,
+      where: { url: "https://example.test/a" },
+    });
   });
 
   it("fills arrays from the list under a matching heading, a table column, links or headings", () => {
     const doc = page({
-      lists: [{ heading: "Other", items: ["x"] }, { heading: "Our values", items: ["Honesty", "Repair"] }],
-      tables: [{ headers: ["Name", "Price"], rows: [["A", "1.50"], ["B", "2"]] }],
+      lists: [
+        { heading: "Other", items: ["x"] },
+        { heading: "Our values", items: ["Honesty", "Repair"] },
+      ],
+      tables: [
+        {
+          headers: ["Name", "Price"],
+          rows: [
+            ["A", "1.50"],
+            ["B", "2"],
+          ],
+        },
+      ],
     });
-    const schema = obj({ values: { type: "array", items: { type: "string" } }, names: { type: "array", items: { type: "string" } }, links: { type: "array", items: { type: "string" } }, headings: { type: "array", items: { type: "string" }, maxItems: 1 } });
-    expect(extractWithSchema(schema, [doc])).toEqual({ values: ["Honesty", "Repair"], names: ["A", "B"], links: ["https://example.test/b"], headings: ["Main Heading"] });
+    const schema = obj({
+      values: { type: "array", items: { type: "string" } },
+      names: { type: "array", items: { type: "string" } },
+      links: { type: "array", items: { type: "string" } },
+      headings: { type: "array", items: { type: "string" }, maxItems: 1 },
+    });
+    expect(extractWithSchema(schema, [doc])).toEqual({
+      values: ["Honesty", "Repair"],
+      names: ["A", "B"],
+      links: ["https://example.test/b"],
+      headings: ["Main Heading"],
+    });
   });
 
   it("makes an array of objects from table rows, or one object per page when no table matches", () => {
-    const table = page({ tables: [{ headers: ["Product name", "Price (EUR)"], rows: [["A", "1.50"], ["B", "2"]] }] });
+    const table = page({
+      tables: [
+        {
+          headers: ["Product name", "Price (EUR)"],
+          rows: [
+            ["A", "1.50"],
+            ["B", "2"],
+          ],
+        },
+      ],
+    });
     const rows = obj({ items: { type: "array", items: obj({ name: { type: "string" }, price: { type: "number" } }) } });
-    expect(extractWithSchema(rows, [table])).toEqual({ items: [{ name: "A", price: 1.5 }, { name: "B", price: 2 }] });
+    expect(extractWithSchema(rows, [table])).toEqual({
+      items: [
+        { name: "A", price: 1.5 },
+        { name: "B", price: 2 },
+      ],
+    });
     const perPage = obj({ pages: { type: "array", items: obj({ title: { type: "string" }, url: { type: "string" } }) } });
     expect(extractWithSchema(perPage, [page(), page({ url: "https://example.test/c", headings: ["Second"] })])).toEqual({
       pages: [

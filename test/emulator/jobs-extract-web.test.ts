@@ -45,7 +45,16 @@ describe.concurrent("extract", () => {
   });
 
   it("turns a table into an array of objects, from a zod schema the SDK converts", async () => {
-    const schema = z.object({ products: z.array(z.object({ name: z.string(), price: z.number(), category: z.enum(["Footwear", "Outerwear", "Cooking", "Lighting"]), inStock: z.boolean() })) });
+    const schema = z.object({
+      products: z.array(
+        z.object({
+          name: z.string(),
+          price: z.number(),
+          category: z.enum(["Footwear", "Outerwear", "Cooking", "Lighting"]),
+          inStock: z.boolean(),
+        }),
+      ),
+    });
     const job = await h.client.extract.startAndWait({ urls: [`${SITE}/products`], schema });
     expect((job.data as any).products).toEqual([
       { name: "Trail Runner Shoe", price: 129, category: "Footwear", inStock: true },
@@ -56,7 +65,15 @@ describe.concurrent("extract", () => {
   });
 
   it("reads several pages (a trailing /* crawls up to maxLinks) into one object per page", async () => {
-    const schema = { type: "object", properties: { items: { type: "array", items: { type: "object", properties: { title: { type: "string" }, price: { type: "number" }, url: { type: "string" } } } } } };
+    const schema = {
+      type: "object",
+      properties: {
+        items: {
+          type: "array",
+          items: { type: "object", properties: { title: { type: "string" }, price: { type: "number" }, url: { type: "string" } } },
+        },
+      },
+    };
     const job = await h.client.extract.startAndWait({ urls: [`${SITE}/products/trail-runner`, `${SITE}/products/headlamp`], schema });
     expect((job.data as any).items).toEqual([
       { title: "Trail Runner Shoe", price: 129, url: `${SITE}/products/trail-runner` },
@@ -64,13 +81,20 @@ describe.concurrent("extract", () => {
     ]);
     const crawled = await h.client.extract.startAndWait({ urls: [`${SITE}/products/*`], maxLinks: 3, prompt: "List the products" });
     expect(crawled.metadata).toMatchObject({ numPagesScraped: 3 });
-    expect((crawled.data as any).pages.map((p: { title: string }) => p.title)).toEqual(["Products", "Trail Runner Shoe", "Summit Rain Jacket"]);
+    expect((crawled.data as any).pages.map((p: { title: string }) => p.title)).toEqual([
+      "Products",
+      "Trail Runner Shoe",
+      "Summit Rain Jacket",
+    ]);
   });
 
   it("fails when no page could be loaded, and refuses a body with neither schema nor prompt", async () => {
     const job = await h.client.extract.startAndWait({ urls: ["https://example.com/"], prompt: "anything" });
     expect(job).toMatchObject({ status: "failed", error: expect.stringContaining("could not be resolved") });
-    expect(await h.api("POST", "/api/extract", { urls: [`${SITE}/`] })).toMatchObject({ status: 400, body: { message: expect.stringContaining("schema or prompt") } });
+    expect(await h.api("POST", "/api/extract", { urls: [`${SITE}/`] })).toMatchObject({
+      status: 400,
+      body: { message: expect.stringContaining("schema or prompt") },
+    });
   });
 });
 
@@ -78,7 +102,14 @@ describe.concurrent("web fetch, batch fetch and crawl", () => {
   it("fetch loads the page in the browser and returns the formats asked, json filled from its schema", async () => {
     const res = await h.client.web.fetch({
       url: `${SITE}/about`,
-      outputs: { formats: ["markdown", "links", { type: "screenshot" }, { type: "json", schema: z.object({ company: z.string(), founded: z.number() }) }] },
+      outputs: {
+        formats: [
+          "markdown",
+          "links",
+          { type: "screenshot" },
+          { type: "json", schema: z.object({ company: z.string(), founded: z.number() }) },
+        ],
+      },
     });
     expect(res.status).toBe("completed");
     expect(res.jobId).toMatch(/^[0-9a-f-]{36}$/);

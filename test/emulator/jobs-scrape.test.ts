@@ -16,11 +16,21 @@ afterAll(async () => {
 
 describe("scrape", () => {
   it("returns markdown (turndown), html, links and a PNG screenshot of a local-web page, with its metadata", async () => {
-    const job = await h.client.scrape.startAndWait({ url: `${SITE}/about`, scrapeOptions: { formats: ["markdown", "html", "links", "screenshot"] } });
+    const job = await h.client.scrape.startAndWait({
+      url: `${SITE}/about`,
+      scrapeOptions: { formats: ["markdown", "html", "links", "screenshot"] },
+    });
     expect(job.status).toBe("completed");
     expect(job.jobId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     const d = job.data!;
-    expect(d.metadata).toMatchObject({ title: "About Emulator Outfitters", url: `${SITE}/about`, sourceURL: `${SITE}/about`, statusCode: 200, contentType: "text/html", language: "en" });
+    expect(d.metadata).toMatchObject({
+      title: "About Emulator Outfitters",
+      url: `${SITE}/about`,
+      sourceURL: `${SITE}/about`,
+      statusCode: 200,
+      contentType: "text/html",
+      language: "en",
+    });
     expect(d.markdown).toContain("# About Emulator Outfitters");
     expect(d.markdown).toContain("-   Repair before replace");
     expect(d.markdown).not.toContain("Served by the emulator"); // the footer is not main content
@@ -36,8 +46,13 @@ describe("scrape", () => {
     const plain = await h.client.scrape.startAndWait({ url: `${SITE}/products` });
     expect(Object.keys(plain.data!).sort()).toEqual(["markdown", "metadata"]);
     // Tables come out as GitHub-flavoured markdown, links absolute.
-    expect(plain.data!.markdown).toContain("| Name | Price | Category | In stock |\n| --- | --- | --- | --- |\n| [Trail Runner Shoe](http://web.emulator.test/products/trail-runner) | 129.00 | Footwear | yes |");
-    const links = await h.client.scrape.startAndWait({ url: `${SITE}/products`, scrapeOptions: { formats: ["links", "html"], includeTags: ["table"], excludeTags: ["thead"] } });
+    expect(plain.data!.markdown).toContain(
+      "| Name | Price | Category | In stock |\n| --- | --- | --- | --- |\n| [Trail Runner Shoe](http://web.emulator.test/products/trail-runner) | 129.00 | Footwear | yes |",
+    );
+    const links = await h.client.scrape.startAndWait({
+      url: `${SITE}/products`,
+      scrapeOptions: { formats: ["links", "html"], includeTags: ["table"], excludeTags: ["thead"] },
+    });
     expect(links.data!.markdown).toBeUndefined();
     expect(links.data!.links).toContain(`${SITE}/products/headlamp`);
     expect(links.data!.html).toMatch(/^<table><tbody>/);
@@ -78,7 +93,13 @@ describe("scrape", () => {
   });
 
   it("answers 404 for unknown ids, 400 naming the field for a bad body, 401 without the API key", async () => {
-    for (const path of ["/api/scrape/nope", "/api/scrape/nope/status", "/api/scrape/batch/nope", "/api/crawl/nope/status", "/api/extract/nope"]) {
+    for (const path of [
+      "/api/scrape/nope",
+      "/api/scrape/nope/status",
+      "/api/scrape/batch/nope",
+      "/api/crawl/nope/status",
+      "/api/extract/nope",
+    ]) {
       const res = await h.api("GET", path);
       expect(res).toEqual({ status: 404, body: { message: expect.stringContaining("not found"), code: "not_found" } });
     }
@@ -88,8 +109,14 @@ describe("scrape", () => {
     // A scrape id is not a crawl id.
     const { jobId } = await h.client.scrape.start({ url: `${SITE}/` });
     expect((await h.api("GET", `/api/crawl/${jobId}`)).status).toBe(404);
-    expect(await h.api("POST", "/api/scrape", { url: "not a url" })).toMatchObject({ status: 400, body: { code: "invalid_request", message: expect.stringContaining("url") } });
-    expect(await h.api("POST", "/api/scrape", { url: `${SITE}/`, scrapeOptions: { formats: ["pdf"] } })).toMatchObject({ status: 400, body: { message: expect.stringContaining("scrapeOptions.formats") } });
+    expect(await h.api("POST", "/api/scrape", { url: "not a url" })).toMatchObject({
+      status: 400,
+      body: { code: "invalid_request", message: expect.stringContaining("url") },
+    });
+    expect(await h.api("POST", "/api/scrape", { url: `${SITE}/`, scrapeOptions: { formats: ["pdf"] } })).toMatchObject({
+      status: 400,
+      body: { message: expect.stringContaining("scrapeOptions.formats") },
+    });
     expect((await h.api("POST", "/api/scrape", { url: `${SITE}/` }, {})).status).toBe(401);
     expect((await h.api("POST", "/api/scrape", { url: `${SITE}/` }, { authorization: `Bearer ${h.emu.apiKey}` })).status).toBe(200);
   });
@@ -113,7 +140,10 @@ describe.concurrent("batch scrape", () => {
   it("refuses an empty batch and one of more than 100 URLs", async () => {
     expect((await h.api("POST", "/api/scrape/batch", { urls: [] })).status).toBe(400);
     const many = Array.from({ length: 101 }, (_, i) => `${SITE}/p${i}`);
-    expect(await h.api("POST", "/api/scrape/batch", { urls: many })).toMatchObject({ status: 400, body: { message: expect.stringContaining("at most 100") } });
+    expect(await h.api("POST", "/api/scrape/batch", { urls: many })).toMatchObject({
+      status: 400,
+      body: { message: expect.stringContaining("at most 100") },
+    });
   });
 
   it("fails the job when every page failed", async () => {
@@ -141,7 +171,13 @@ describe.concurrent("crawl", () => {
   });
 
   it("keeps to includePatterns and skips excludePatterns", async () => {
-    const job = await h.client.crawl.startAndWait({ url: `${SITE}/products`, ignoreSitemap: true, includePatterns: ["/products/*"], excludePatterns: ["*camp*"], maxPages: 10 });
+    const job = await h.client.crawl.startAndWait({
+      url: `${SITE}/products`,
+      ignoreSitemap: true,
+      includePatterns: ["/products/*"],
+      excludePatterns: ["*camp*"],
+      maxPages: 10,
+    });
     const urls = job.data!.map((p) => p.url);
     expect(urls[0]).toBe(`${SITE}/products`);
     expect(urls.slice(1).sort()).toEqual([`${SITE}/products/headlamp`, `${SITE}/products/summit-jacket`, `${SITE}/products/trail-runner`]);

@@ -36,7 +36,11 @@ export async function control(emu: EmulatorHandle, method: string, path: string,
 }
 
 /** A request to an exposed port: connect to the runtime listener, name the sandbox host in Host. */
-export async function exposedRequest(emu: EmulatorHandle, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
+export async function exposedRequest(
+  emu: EmulatorHandle,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+) {
   const u = new URL(url);
   const res = await request(`${emu.runtimeUrl}${u.pathname}${u.search}`, {
     method: (init.method ?? "GET") as any,

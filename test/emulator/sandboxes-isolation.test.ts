@@ -29,7 +29,9 @@ describe("isolation", () => {
     expect(ua).toBe(a.getExposedUrl(3000));
     expect((await exposedRequest(h.emu, `${ua}hello?x=1`)).text).toBe("A /hello?x=1 auth=no");
     expect((await exposedRequest(h.emu, `${ub}hello`)).text).toBe("B /hello auth=no");
-    expect((await a.exec("node -e 'require(\"http\").get(\"http://127.0.0.1:3000/in\",r=>r.pipe(process.stdout))'")).stdout).toBe("A /in auth=no");
+    expect((await a.exec('node -e \'require("http").get("http://127.0.0.1:3000/in",r=>r.pipe(process.stdout))\'')).stdout).toBe(
+      "A /in auth=no",
+    );
   });
 
   it("keeps files and processes of one sandbox invisible to another, and the host unwritable", async () => {
@@ -68,7 +70,12 @@ describe("exposed ports", () => {
 
     const ub = new URL(b.getExposedUrl(3000));
     const echoed = await new Promise<string>((resolve, reject) => {
-      const req = httpRequest({ host: "127.0.0.1", port: ub.port, path: "/ws", headers: { host: ub.host, connection: "Upgrade", upgrade: "echo" } });
+      const req = httpRequest({
+        host: "127.0.0.1",
+        port: ub.port,
+        path: "/ws",
+        headers: { host: ub.host, connection: "Upgrade", upgrade: "echo" },
+      });
       req.on("upgrade", (_res, socket) => {
         socket.write("ping-through-relay");
         socket.once("data", (d) => (resolve(d.toString()), socket.destroy()));
@@ -84,7 +91,9 @@ describe("runtime tokens", () => {
   it("rejects an expired token with 401 and the SDK refreshes by itself", async () => {
     const old = (await a.info()).token!;
     await new Promise((r) => setTimeout(r, 3200));
-    const res = await request(`${a.runtime.baseUrl.replace("localhost", "127.0.0.1")}/processes`, { headers: { authorization: `Bearer ${old}` } });
+    const res = await request(`${a.runtime.baseUrl.replace("localhost", "127.0.0.1")}/processes`, {
+      headers: { authorization: `Bearer ${old}` },
+    });
     expect(res.statusCode).toBe(401);
     expect(await res.body.json()).toMatchObject({ code: "token_expired" });
     expect((await a.exec("echo refreshed")).stdout).toBe("refreshed\n");

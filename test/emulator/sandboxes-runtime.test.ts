@@ -54,7 +54,10 @@ describe("processes", () => {
     const p = await sbx.processes.start("for i in 1 2 3; do echo line$i; sleep 0.05; done; echo err >&2");
     const events: any[] = [];
     for await (const e of p.stream()) events.push(e);
-    const out = events.filter((e) => e.type === "stdout").map((e) => e.data).join("");
+    const out = events
+      .filter((e) => e.type === "stdout")
+      .map((e) => e.data)
+      .join("");
     expect(out).toBe("line1\nline2\nline3\n");
     expect(events.some((e) => e.type === "stderr" && e.data === "err\n")).toBe(true);
     expect(events.at(-1)).toMatchObject({ type: "exit", result: { exitCode: 0 } });
@@ -126,7 +129,12 @@ describe("files", () => {
     await sbx.exec("rm /home/ubuntu/w/new.txt");
     for (let i = 0; i < 50 && !events.some((e) => e.type === "remove"); i++) await new Promise((r) => setTimeout(r, 50));
     await watch.stop();
-    expect(events).toEqual(expect.arrayContaining([{ type: "create", name: "new.txt" }, { type: "remove", name: "new.txt" }]));
+    expect(events).toEqual(
+      expect.arrayContaining([
+        { type: "create", name: "new.txt" },
+        { type: "remove", name: "new.txt" },
+      ]),
+    );
     await sbx.files.writeText("/home/ubuntu/plain", "x");
     await expect(sbx.files.watchDir("/home/ubuntu/plain", () => {})).rejects.toMatchObject({ statusCode: 400 });
     await expect(sbx.files.watchDir("/home/ubuntu/absent", () => {})).rejects.toMatchObject({ statusCode: 404 });

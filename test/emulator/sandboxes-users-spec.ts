@@ -10,7 +10,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Presigned URLs name `localhost`; connect to 127.0.0.1 and keep Host. */
 const raw = (url: string, init: Parameters<typeof request>[1] = {}) => {
   const u = new URL(url);
-  return request(`http://127.0.0.1:${u.port}${u.pathname}${u.search}`, { ...init, headers: { host: u.host, ...((init.headers as any) ?? {}) } });
+  return request(`http://127.0.0.1:${u.port}${u.pathname}${u.search}`, {
+    ...init,
+    headers: { host: u.host, ...((init.headers as any) ?? {}) },
+  });
 };
 
 const USERS = [
@@ -72,7 +75,15 @@ export function sandboxUsersSpec(sandbox: () => SandboxHandle): void {
       expect(await files.readText(`${d}/a.txt`, { offset: 6, length: 3 })).toBe("wor");
       expect([...(await files.readBytes(`${d}/sub/b.bin`))]).toEqual([0, 1, 255]);
       const info = await files.getInfo(`${d}/run.sh`);
-      expect(info).toMatchObject({ name: "run.sh", type: "file", size: 19, mode: 0o750, permissions: "-rwxr-x---", owner: u.name, group: u.name });
+      expect(info).toMatchObject({
+        name: "run.sh",
+        type: "file",
+        size: 19,
+        mode: 0o750,
+        permissions: "-rwxr-x---",
+        owner: u.name,
+        group: u.name,
+      });
       expect(info.modifiedTime).toBeInstanceOf(Date);
       const dirInfo = await files.getInfo(d);
       expect(dirInfo).toMatchObject({ type: "dir", permissions: "drwxr-xr-x", owner: u.name });
@@ -86,7 +97,7 @@ export function sandboxUsersSpec(sandbox: () => SandboxHandle): void {
       expect((await files.getInfo(`${d}/m2/a.txt`)).permissions).toBe("-rw-------");
       if (u.runAs === "root") {
         await files.chown({ path: `${d}/m2`, uid: 1000, gid: 1000, recursive: true });
-        expect((await files.getInfo(`${d}/m2/a.txt`))).toMatchObject({ owner: "ubuntu", group: "ubuntu" });
+        expect(await files.getInfo(`${d}/m2/a.txt`)).toMatchObject({ owner: "ubuntu", group: "ubuntu" });
       } else {
         await expect(files.chown({ path: `${d}/m2/a.txt`, uid: 0 })).rejects.toMatchObject({ statusCode: 400 });
       }
@@ -111,7 +122,12 @@ export function sandboxUsersSpec(sandbox: () => SandboxHandle): void {
       await files.remove(`${d}/new.txt`);
       for (let i = 0; i < 60 && !events.some((e) => e.type === "remove"); i++) await sleep(50);
       await watch.stop();
-      expect(events).toEqual(expect.arrayContaining([{ type: "create", name: "new.txt" }, { type: "remove", name: "new.txt" }]));
+      expect(events).toEqual(
+        expect.arrayContaining([
+          { type: "create", name: "new.txt" },
+          { type: "remove", name: "new.txt" },
+        ]),
+      );
       const up = await files.uploadUrl(`${d}/pre.txt`);
       const put = await raw(up.url, { method: "PUT", body: `presigned by ${u.name}` });
       expect(put.statusCode).toBe(200);
@@ -131,7 +147,9 @@ export function sandboxUsersSpec(sandbox: () => SandboxHandle): void {
     expect(await root.readText("/home/ubuntu/private.txt")).toBe("mine");
     await root.writeText("/home/ubuntu/private.txt", "root was here");
     expect((await sbx.exec("cat /home/ubuntu/private.txt", { runAs: "root" })).stdout).toBe("root was here");
-    expect((await sbx.exec("echo x > /home/ubuntu/from-root-exec && stat -c %U:%G /home/ubuntu/from-root-exec", { runAs: "root" })).stdout).toBe("root:root\n");
+    expect(
+      (await sbx.exec("echo x > /home/ubuntu/from-root-exec && stat -c %U:%G /home/ubuntu/from-root-exec", { runAs: "root" })).stdout,
+    ).toBe("root:root\n");
     await root.writeText("/root/secret", "root only");
     await expect(sbx.files.readText("/root/secret")).rejects.toMatchObject({ statusCode: 400 });
     expect((await sbx.exec("cat /root/secret")).exitCode).not.toBe(0);

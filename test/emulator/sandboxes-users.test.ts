@@ -27,7 +27,9 @@ describe("root stays inside its sandbox", () => {
     await b.files.withRunAs("root").writeText("/root/b-secret", "b");
     await b.processes.start("sleep 463.25", { runAs: "root" });
     // The names are split so the command line itself (visible in ps) does not contain them.
-    const look = await a.exec("f=b-; ls /root; cat /root/${f}secret; ps -eo args; find / -xdev -name ${f}secret 2>/dev/null; echo end", { runAs: "root" });
+    const look = await a.exec("f=b-; ls /root; cat /root/${f}secret; ps -eo args; find / -xdev -name ${f}secret 2>/dev/null; echo end", {
+      runAs: "root",
+    });
     expect(look.stdout).not.toContain("b-secret");
     expect(look.stdout).not.toContain("sleep 463.25");
     expect(look.stdout).toContain("end");
@@ -58,7 +60,9 @@ describe("root stays inside its sandbox", () => {
     expect(ps.stdout.trim().split("\n").length).toBeLessThan(15);
     expect((await a.exec("cat /proc/1/cmdline | tr '\\0' ' '", { runAs: "root" })).stdout).not.toContain("node");
     // Its capabilities are those of its own user namespace, not the host's.
-    expect((await a.exec("readlink /proc/self/ns/user", { runAs: "root" })).stdout).not.toBe((await import("node:fs")).readlinkSync("/proc/self/ns/user") + "\n");
+    expect((await a.exec("readlink /proc/self/ns/user", { runAs: "root" })).stdout).not.toBe(
+      (await import("node:fs")).readlinkSync("/proc/self/ns/user") + "\n",
+    );
   });
 });
 

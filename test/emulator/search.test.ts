@@ -13,7 +13,15 @@ let origin = "";
 const apiKey = `emu_${randomBytes(8).toString("hex")}`;
 
 beforeAll(async () => {
-  const ctx = { apiKey, controlOrigin: () => origin, runtimeOrigin: () => origin, tokenSecret: randomBytes(32), runtimeTokenTtlSeconds: 60, stateDir: "/tmp", log: () => {} } as EmulatorContext;
+  const ctx = {
+    apiKey,
+    controlOrigin: () => origin,
+    runtimeOrigin: () => origin,
+    tokenSecret: randomBytes(32),
+    runtimeTokenTtlSeconds: 60,
+    stateDir: "/tmp",
+    log: () => {},
+  } as EmulatorContext;
   const app = new Hono();
   app.route("/", createWebRoutes(ctx, engine));
   server = createServer(getRequestListener(app.fetch));
@@ -26,7 +34,11 @@ afterAll(async () => {
 
 /** Searches through the HTTP route, as the SDK does, and returns the results of the completed job. */
 async function search(params: WebSearchParams) {
-  const res = await fetch(`${origin}/api/web/search`, { method: "POST", headers: { "x-api-key": apiKey, "content-type": "application/json" }, body: JSON.stringify(params) });
+  const res = await fetch(`${origin}/api/web/search`, {
+    method: "POST",
+    headers: { "x-api-key": apiKey, "content-type": "application/json" },
+    body: JSON.stringify(params),
+  });
   expect(res.status).toBe(200);
   const body = await res.json();
   expect(body.status).toBe("completed");
@@ -163,7 +175,11 @@ describe("web search", () => {
   });
 
   it("fails the job, with an error, for a query that cannot run", async () => {
-    const res = await fetch(`${origin}/api/web/search`, { method: "POST", headers: { "x-api-key": apiKey }, body: JSON.stringify({ query: "the and of" }) });
+    const res = await fetch(`${origin}/api/web/search`, {
+      method: "POST",
+      headers: { "x-api-key": apiKey },
+      body: JSON.stringify({ query: "the and of" }),
+    });
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(body).toMatchObject({ status: "failed" });
@@ -185,7 +201,11 @@ describe("web search", () => {
 
 describe("web fetch", () => {
   const fetchPage = (body: unknown) =>
-    fetch(`${origin}/api/web/fetch`, { method: "POST", headers: { "x-api-key": apiKey, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${origin}/api/web/fetch`, {
+      method: "POST",
+      headers: { "x-api-key": apiKey, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("returns a corpus page as markdown with metadata and links; html only when asked", async () => {
     const [hit] = await search({ query: "roman aqueducts" });

@@ -15,8 +15,14 @@ describe("session browser binary", () => {
   });
 
   it("prefers CHROMIUM_PATH, then the system Chromium", async () => {
-    expect(await locateChromium({ env: { CHROMIUM_PATH: "/usr/bin/chromium" } })).toEqual({ path: "/usr/bin/chromium", source: "CHROMIUM_PATH" });
-    expect(await locateChromium({ env: {}, systemCandidates: ["/nonexistent/chrome", "/usr/bin/chromium"] })).toEqual({ path: "/usr/bin/chromium", source: "system" });
+    expect(await locateChromium({ env: { CHROMIUM_PATH: "/usr/bin/chromium" } })).toEqual({
+      path: "/usr/bin/chromium",
+      source: "CHROMIUM_PATH",
+    });
+    expect(await locateChromium({ env: {}, systemCandidates: ["/nonexistent/chrome", "/usr/bin/chromium"] })).toEqual({
+      path: "/usr/bin/chromium",
+      source: "system",
+    });
   });
 
   it("falls back to @sparticuz/chromium, whose headless shell gets the requested viewport", async () => {
@@ -28,7 +34,11 @@ describe("session browser binary", () => {
     try {
       const tracker = await PageTracker.start(browser.cdpUrl, { acceptCookies: false });
       const page = await tracker.ensureActive();
-      const r = await tracker.cdp.send("Runtime.evaluate", { expression: "[innerWidth, innerHeight]", returnByValue: true }, await tracker.sessionFor(page.targetId));
+      const r = await tracker.cdp.send(
+        "Runtime.evaluate",
+        { expression: "[innerWidth, innerHeight]", returnByValue: true },
+        await tracker.sessionFor(page.targetId),
+      );
       expect(r.result.value).toEqual([900, 640]);
       tracker.close();
     } finally {

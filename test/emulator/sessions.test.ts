@@ -127,7 +127,11 @@ describe("browser sessions", () => {
   });
 
   it("drags along a path and moves the mouse with mouse_down / mouse_up", async () => {
-    await client.computerAction.drag(session.id, [{ x: 450, y: 50 }, { x: 550, y: 100 }, { x: 600, y: 150 }]);
+    await client.computerAction.drag(session.id, [
+      { x: 450, y: 50 },
+      { x: 550, y: 100 },
+      { x: 600, y: 150 },
+    ]);
     let drag = (await pageState()).drag as Array<[string, number, number]>;
     expect(drag[0]).toEqual(["down", 450, 50]);
     expect(drag.at(-1)).toEqual(["up", 600, 150]);
@@ -138,7 +142,11 @@ describe("browser sessions", () => {
     await client.computerAction.moveMouse(session.id, 480, 90);
     await client.computerAction.mouseUp(session.id);
     drag = (await pageState()).drag;
-    expect(drag).toEqual([["down", 420, 60], ["move", 480, 90], ["up", 480, 90]]);
+    expect(drag).toEqual([
+      ["down", 420, 60],
+      ["move", 480, 90],
+      ["up", 480, 90],
+    ]);
   });
 
   it("scrolls the page under the pointer", async () => {
@@ -166,8 +174,17 @@ describe("browser sessions", () => {
 
   it("refuses bad computer-action bodies and unknown keys with 400 JSON", async () => {
     const post = (body: unknown) =>
-      fetch(session.computerActionEndpoint!, { method: "POST", headers: { "x-api-key": emu.apiKey, "content-type": "application/json" }, body: JSON.stringify(body) });
-    for (const body of [{ action: "teleport" }, { action: "drag", path: [] }, { action: "click", x: "a" }, { action: "press_keys", keys: ["hyper+q"] }]) {
+      fetch(session.computerActionEndpoint!, {
+        method: "POST",
+        headers: { "x-api-key": emu.apiKey, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    for (const body of [
+      { action: "teleport" },
+      { action: "drag", path: [] },
+      { action: "click", x: "a" },
+      { action: "press_keys", keys: ["hyper+q"] },
+    ]) {
       const res = await post(body);
       expect(res.status).toBe(400);
       expect(await res.json()).toMatchObject({ message: expect.any(String), code: expect.any(String) });
@@ -179,7 +196,11 @@ describe("browser sessions", () => {
 
   it("accepts the session's own token as a Bearer for computer actions, but not for other sessions' calls", async () => {
     const bearer = { authorization: `Bearer ${session.token}`, "content-type": "application/json" };
-    const ok = await fetch(session.computerActionEndpoint!, { method: "POST", headers: bearer, body: JSON.stringify({ action: "move_mouse", x: 1, y: 1 }) });
+    const ok = await fetch(session.computerActionEndpoint!, {
+      method: "POST",
+      headers: bearer,
+      body: JSON.stringify({ action: "move_mouse", x: 1, y: 1 }),
+    });
     expect(await ok.json()).toEqual({ success: true });
     const detail = await fetch(`${emu.controlUrl}/api/session/${session.id}`, { headers: bearer });
     expect(detail.status).toBe(401);
@@ -188,7 +209,12 @@ describe("browser sessions", () => {
   it("lets playwright-core connect over CDP with the same wsEndpoint", async () => {
     const pw = await chromium.connectOverCDP(session.wsEndpoint);
     try {
-      const titles = await Promise.all(pw.contexts().flatMap((c) => c.pages()).map((p) => p.title()));
+      const titles = await Promise.all(
+        pw
+          .contexts()
+          .flatMap((c) => c.pages())
+          .map((p) => p.title()),
+      );
       expect(titles).toContain("Fixture page");
     } finally {
       await pw.close();
@@ -199,7 +225,11 @@ describe("browser sessions", () => {
 
   it("refuses a CDP upgrade with a wrong or missing token (401 with a JSON body)", async () => {
     const base = session.wsEndpoint.split("?")[0];
-    for (const url of [base, `${base}?token=nope`, `${base.replace(session.id, "00000000-0000-0000-0000-000000000000")}?token=${session.token}`]) {
+    for (const url of [
+      base,
+      `${base}?token=nope`,
+      `${base.replace(session.id, "00000000-0000-0000-0000-000000000000")}?token=${session.token}`,
+    ]) {
       const refused = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const ws = new WebSocket(url);
         ws.on("open", () => reject(new Error("upgrade was accepted")));
@@ -268,7 +298,13 @@ describe("browser sessions", () => {
   });
 
   it("rejects invalid session parameters with 400 naming the field", async () => {
-    await expect(client.sessions.create({ screen: { width: 10, height: 720 } })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/screen\.width/) });
-    await expect(client.sessions.create({ timeoutMinutes: -1 })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/timeoutMinutes/) });
+    await expect(client.sessions.create({ screen: { width: 10, height: 720 } })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/screen\.width/),
+    });
+    await expect(client.sessions.create({ timeoutMinutes: -1 })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/timeoutMinutes/),
+    });
   });
 });

@@ -22,26 +22,43 @@ describe("startEmulator({ modules: ['x402'] })", () => {
     const chain = emu.chain!;
     expect(chain.network).toBe("eip155:84532");
     const wallet = await chain.createFundedWallet(100_000n);
-    const client = new x402Client().setSpendControls({ allowedAssets: [{ network: chain.network, asset: chain.token.address, maxAmountPerPayment: "100000" }] });
+    const client = new x402Client().setSpendControls({
+      allowedAssets: [{ network: chain.network, asset: chain.token.address, maxAmountPerPayment: "100000" }],
+    });
     registerExactEvmScheme(client, { signer: privateKeyToAccount(wallet.privateKey) });
     const pay = wrapFetchWithPayment(fetch, client);
 
-    const res = await pay(`${emu.controlUrl}/x402/web/search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "inflation" }) });
+    const res = await pay(`${emu.controlUrl}/x402/web/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ query: "inflation" }),
+    });
     expect(res.status).toBe(200);
     expect((await res.json()).data.results.length).toBeGreaterThan(0);
 
-    const s = await pay(`${emu.controlUrl}/x402/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ timeoutMinutes: 5 }) });
+    const s = await pay(`${emu.controlUrl}/x402/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ timeoutMinutes: 5 }),
+    });
     expect(s.status).toBe(200);
     expect(decodePaymentResponseHeader(s.headers.get("payment-response")!).success).toBe(true);
     const session = await s.json();
     expect(session.wsEndpoint).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\//);
-    const stop = await fetch(`${emu.controlUrl}/x402/session/${session.id}/stop`, { method: "PUT", headers: { authorization: `Bearer ${session.managementToken}` } });
+    const stop = await fetch(`${emu.controlUrl}/x402/session/${session.id}/stop`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${session.managementToken}` },
+    });
     expect(await stop.json()).toEqual({ success: true });
 
     expect(await chain.balanceOf(wallet.address)).toBe(100_000n - 5_000n - 10_000n);
     expect(await chain.balanceOf(chain.payee)).toBe(15_000n);
     // Free API-key variant of the same engine:
-    const free = await fetch(`${emu.controlUrl}/api/web/search`, { method: "POST", headers: { "x-api-key": emu.apiKey }, body: JSON.stringify({ query: "inflation" }) });
+    const free = await fetch(`${emu.controlUrl}/api/web/search`, {
+      method: "POST",
+      headers: { "x-api-key": emu.apiKey },
+      body: JSON.stringify({ query: "inflation" }),
+    });
     expect(free.status).toBe(200);
     console.log(`[x402 timings] startEmulator({modules:["x402"]}) ${startMs.toFixed(0)} ms`);
     expect(startMs).toBeLessThan(10_000);

@@ -33,10 +33,12 @@ export interface Payer {
   sent: Array<Record<string, string>>;
 }
 
-export async function startX402Harness(opts: {
-  sessions?: (ctx: EmulatorContext) => Promise<{ service: SessionService; module?: EmulatorModule }>;
-  prices?: Partial<X402Prices>;
-} = {}): Promise<X402Harness> {
+export async function startX402Harness(
+  opts: {
+    sessions?: (ctx: EmulatorContext) => Promise<{ service: SessionService; module?: EmulatorModule }>;
+    prices?: Partial<X402Prices>;
+  } = {},
+): Promise<X402Harness> {
   const events: X402Harness["events"] = [];
   const stateDir = await mkdtemp(join(tmpdir(), "tollgate-x402-test-"));
   let origin = "";
@@ -80,7 +82,11 @@ export async function startX402Harness(opts: {
       const wallet = await chain.createFundedWallet(amount);
       const client = new x402Client().setSpendControls({
         // v1 requirements name the network ("base-sepolia"), v2 ones use CAIP-2: allow the local token under both.
-        allowedAssets: ([chain.network, "base-sepolia"] as const).map((network) => ({ network: network as `${string}:${string}`, asset: chain.token.address, maxAmountPerPayment: "1000000" })),
+        allowedAssets: ([chain.network, "base-sepolia"] as const).map((network) => ({
+          network: network as `${string}:${string}`,
+          asset: chain.token.address,
+          maxAmountPerPayment: "1000000",
+        })),
       });
       registerExactEvmScheme(client, { signer: privateKeyToAccount(wallet.privateKey) });
       const sent: Payer["sent"] = [];

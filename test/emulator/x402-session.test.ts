@@ -9,10 +9,12 @@ let h: X402Harness;
 
 beforeAll(async () => {
   // emulator/index.ts cannot load until every module exists, so the x402 and sessions halves are composed here.
-  h = await startX402Harness({ sessions: async (ctx) => {
-    const m = await createSessionModule(ctx);
-    return { service: m.service, module: m };
-  } });
+  h = await startX402Harness({
+    sessions: async (ctx) => {
+      const m = await createSessionModule(ctx);
+      return { service: m.service, module: m };
+    },
+  });
 });
 afterAll(async () => {
   await h?.close();
@@ -28,7 +30,9 @@ async function cdpVersion(wsEndpoint: string): Promise<string> {
       ws.once("error", reject);
     });
     ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" }));
-    const reply = await new Promise<{ result: { product: string } }>((resolve) => ws.once("message", (d) => resolve(JSON.parse(String(d)))));
+    const reply = await new Promise<{ result: { product: string } }>((resolve) =>
+      ws.once("message", (d) => resolve(JSON.parse(String(d)))),
+    );
     return reply.result.product;
   } finally {
     ws.close();
@@ -80,7 +84,10 @@ describe("x402 sessions", () => {
         [bearer(b.managementToken), 403, "forbidden"],
       ];
       for (const [headers, status, code] of cases) {
-        for (const [method, path] of [["GET", `/x402/session/${a.id}`], ["PUT", `/x402/session/${a.id}/stop`]]) {
+        for (const [method, path] of [
+          ["GET", `/x402/session/${a.id}`],
+          ["PUT", `/x402/session/${a.id}/stop`],
+        ]) {
           const res = await fetch(h.origin + path, { method, headers });
           expect(res.status, `${method} ${path} ${JSON.stringify(headers).slice(0, 30)}`).toBe(status);
           expect((await res.json()).code).toBe(code);

@@ -47,7 +47,11 @@ describe("x402 challenge", () => {
         extra: { name: "USD Coin", version: "2" },
       },
     ]);
-    expect(body).toMatchObject({ code: "payment_required", x402Version: 1, accepts: [{ scheme: "exact", network: "base-sepolia", maxAmountRequired: "5000" }] });
+    expect(body).toMatchObject({
+      code: "payment_required",
+      x402Version: 1,
+      accepts: [{ scheme: "exact", network: "base-sepolia", maxAmountRequired: "5000" }],
+    });
     expect(typeof body.message).toBe("string");
   });
 
@@ -58,9 +62,22 @@ describe("x402 challenge", () => {
     expect(await amount("/x402/web/fetch", { url: "https://example.com/", stealth: "auto" })).toBe("3000");
     expect(await amount("/x402/web/fetch", { url: "https://example.com/", outputs: { formats: [{ type: "json" }] } })).toBe("6000");
     expect(
-      await amount("/x402/web/fetch", { url: "https://example.com/", stealth: "ultra", browser: { location: { country: "DE" } }, outputs: { formats: [{ type: "json" }] } }),
+      await amount("/x402/web/fetch", {
+        url: "https://example.com/",
+        stealth: "ultra",
+        browser: { location: { country: "DE" } },
+        outputs: { formats: [{ type: "json" }] },
+      }),
     ).toBe("15000");
-    const tiers: Array<[number | undefined, string]> = [[5, "10000"], [10, "20000"], [15, "30000"], [20, "50000"], [undefined, "50000"], [45, "80000"], [60, "100000"]];
+    const tiers: Array<[number | undefined, string]> = [
+      [5, "10000"],
+      [10, "20000"],
+      [15, "30000"],
+      [20, "50000"],
+      [undefined, "50000"],
+      [45, "80000"],
+      [60, "100000"],
+    ];
     for (const [timeoutMinutes, price] of tiers) {
       expect(await amount("/x402/session", timeoutMinutes === undefined ? {} : { timeoutMinutes })).toBe(price);
     }
@@ -82,7 +99,11 @@ describe("x402 challenge", () => {
       expect(err.code).toBe("invalid_request");
       expect(err.message).toContain(field);
     }
-    const bad = await fetch(h.origin + "/x402/web/search", { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" });
+    const bad = await fetch(h.origin + "/x402/web/search", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{nope",
+    });
     expect(bad.status).toBe(400);
     expect((await bad.json()).code).toBe("invalid_json");
   });
@@ -126,7 +147,8 @@ describe("x402 payment", () => {
   it("serves one of two concurrent requests carrying the same authorization and charges once", async () => {
     const payer = await h.payer(100_000n);
     const { headers } = await signFor(payer.client, "/x402/web/search", { query: "bread" });
-    const send = () => fetch(h.origin + "/x402/web/search", { ...json({ query: "bread" }), headers: { "content-type": "application/json", ...headers } });
+    const send = () =>
+      fetch(h.origin + "/x402/web/search", { ...json({ query: "bread" }), headers: { "content-type": "application/json", ...headers } });
     const statuses = (await Promise.all([send(), send()])).map((r) => r.status).sort();
     expect(statuses).toEqual([200, 402]);
     expect(await h.chain.balanceOf(payer.address)).toBe(100_000n - 5000n);
@@ -155,7 +177,10 @@ describe("x402 payment", () => {
     const payer = await h.payer(50_000n);
     const { headers, auth } = await signFor(payer.client, "/x402/web/search", { query: "vaccines" });
     const payeeBefore = await h.chain.balanceOf(h.chain.payee);
-    const res = await fetch(h.origin + "/x402/web/search", { ...json({ query: 42 }), headers: { "content-type": "application/json", ...headers } });
+    const res = await fetch(h.origin + "/x402/web/search", {
+      ...json({ query: 42 }),
+      headers: { "content-type": "application/json", ...headers },
+    });
     expect(res.status).toBe(400);
     expect(res.headers.get("payment-response")).toBeNull();
     expect(await h.chain.balanceOf(payer.address)).toBe(50_000n);
@@ -220,7 +245,10 @@ describe("x402 payment", () => {
     expect(payload.x402Version).toBe(1);
     const headers = new x402HTTPClient(payer.client).encodePaymentSignatureHeader(payload);
     expect(Object.keys(headers)).toEqual(["X-PAYMENT"]);
-    const res = await fetch(h.origin + "/x402/web/search", { ...json({ query: "marathon" }), headers: { "content-type": "application/json", ...headers } });
+    const res = await fetch(h.origin + "/x402/web/search", {
+      ...json({ query: "marathon" }),
+      headers: { "content-type": "application/json", ...headers },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("payment-response")).toBeNull();
     expect(decodePaymentResponseHeader(res.headers.get("x-payment-response")!)).toMatchObject({ success: true, payer: payer.address });

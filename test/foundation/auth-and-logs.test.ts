@@ -18,7 +18,13 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
       {
         upstream: { baseUrl: upstream.url },
         tenants: [
-          { id: "acme", keys: [{ hash: await hashTenantKey(keys.good) }, { hash: await hashTenantKey(keys.expired), expiresAt: "2020-01-01T00:00:00Z" }] },
+          {
+            id: "acme",
+            keys: [
+              { hash: await hashTenantKey(keys.good) },
+              { hash: await hashTenantKey(keys.expired), expiresAt: "2020-01-01T00:00:00Z" },
+            ],
+          },
           { id: "off", enabled: false, keys: [{ hash: await hashTenantKey(keys.disabled) }] },
           { id: "searcher", scopes: ["search"], keys: [{ hash: await hashTenantKey(keys.searchOnly) }] },
         ],
@@ -119,9 +125,20 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
       "payment-signature": "eyJzaWduYXR1cmUiOiIweGRlYWRiZWVmIn0",
     });
     await get("/_tollgate/whoami", { authorization: `Bearer ${keys.good}` });
-    gw.gateway.logger.info("probe", { note: `key ${UPSTREAM_KEY} wallet ${WALLET_KEY} secret ${TOKEN_SECRET}`, headers: { "x-api-key": keys.good } });
+    gw.gateway.logger.info("probe", {
+      note: `key ${UPSTREAM_KEY} wallet ${WALLET_KEY} secret ${TOKEN_SECRET}`,
+      headers: { "x-api-key": keys.good },
+    });
     const all = gw.logs.join("\n");
-    for (const secret of [UPSTREAM_KEY, WALLET_KEY, TOKEN_SECRET, keys.good, "querysecret123456", "bearersecret987654321", "eyJzaWduYXR1cmUiOiIweGRlYWRiZWVmIn0"]) {
+    for (const secret of [
+      UPSTREAM_KEY,
+      WALLET_KEY,
+      TOKEN_SECRET,
+      keys.good,
+      "querysecret123456",
+      "bearersecret987654321",
+      "eyJzaWduYXR1cmUiOiIweGRlYWRiZWVmIn0",
+    ]) {
       expect(all).not.toContain(secret);
     }
     expect(all).toContain("probe");

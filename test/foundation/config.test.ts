@@ -35,7 +35,7 @@ scopes = ["search", "root"]
 `);
     expect(problems).toContain("server.port: expected a port number");
     expect(problems).toContain('tenants[1].budget.daily: expected a USD amount like "5.00"');
-    expect(problems.some((p) => p.startsWith("tenants[1].keys[0].hash: expected \"sha256:"))).toBe(true);
+    expect(problems.some((p) => p.startsWith('tenants[1].keys[0].hash: expected "sha256:'))).toBe(true);
     expect(problems.some((p) => p.startsWith("tenants[1].scopes[1]:"))).toBe(true);
     expect(problems).toHaveLength(4);
   });
@@ -58,7 +58,9 @@ origins = ["https://app.example.com", "app.example.com"]
   });
 
   it("names unknown options by path instead of ignoring them", () => {
-    expect(problemsOf(`[cache]\nttl = 5\n`)).toEqual(["cache.ttl: unknown option (check the spelling against config/tollgate.example.toml)"]);
+    expect(problemsOf(`[cache]\nttl = 5\n`)).toEqual([
+      "cache.ttl: unknown option (check the spelling against config/tollgate.example.toml)",
+    ]);
   });
 
   it("rejects duplicate tenant ids and a key shared by two tenants", () => {

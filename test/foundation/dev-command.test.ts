@@ -10,11 +10,17 @@ function descendants(root: number): number[] {
     try {
       const stat = readFileSync(`/proc/${d}/stat`, "utf8");
       parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   }
   const out: number[] = [];
   const walk = (p: number) => {
-    for (const [pid, pp] of parent) if (pp === p) { out.push(pid); walk(pid); }
+    for (const [pid, pp] of parent)
+      if (pp === p) {
+        out.push(pid);
+        walk(pid);
+      }
   };
   walk(root);
   return out;
@@ -31,7 +37,10 @@ const alive = (pid: number) => {
 
 describe("`tollgate dev --json` (the one-command start)", () => {
   it("prints exactly one JSON line once ready, serves a paid search with a demo key, and stops everything on Ctrl-C", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "dev", "--json"], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "dev", "--json"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => (out += d));
@@ -81,12 +90,19 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       expect(out.trim().split("\n")).toHaveLength(1);
       rmSync(info.logFile, { force: true });
     } finally {
-      try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        /* gone */
+      }
     }
   }, 120_000);
 
   it("`tollgate emulator --json` runs the emulator alone and prints its URLs and API key once ready", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "emulator", "--json", "--no-chain"], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "emulator", "--json", "--no-chain"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
@@ -104,8 +120,11 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       process.kill(child.pid!, "SIGINT");
       expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), 15_000))])).toBe(0);
     } finally {
-      try { process.kill(-child.pid!, "SIGKILL"); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        /* gone */
+      }
     }
   }, 60_000);
 });
-

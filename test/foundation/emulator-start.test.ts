@@ -8,11 +8,20 @@ import { describe, expect, it } from "vitest";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 
 function cli(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { stdio: ["pipe", "pipe", "pipe"], detached: true, env: { ...process.env, ...env } });
+  return spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: true,
+    env: { ...process.env, ...env },
+  });
 }
 
 /** Resolves with the first stream text matching `pattern`, or rejects after `ms` / when the process exits. */
-function waitFor(child: ChildProcessWithoutNullStreams, stream: "stdout" | "stderr", pattern: RegExp, ms: number): Promise<RegExpMatchArray> {
+function waitFor(
+  child: ChildProcessWithoutNullStreams,
+  stream: "stdout" | "stderr",
+  pattern: RegExp,
+  ms: number,
+): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     let text = "";
     let other = "";
@@ -20,7 +29,7 @@ function waitFor(child: ChildProcessWithoutNullStreams, stream: "stdout" | "stde
     child[stream].on("data", (d) => {
       text += d;
       const m = text.match(pattern);
-      if (m) (clearTimeout(t), resolve(m));
+      if (m) clearTimeout(t), resolve(m);
     });
     child[stream === "stdout" ? "stderr" : "stdout"].on("data", (d) => (other += d));
     child.once("exit", (c) => (clearTimeout(t), reject(new Error(`exited ${c}:\n${text}\n${other}`))));
@@ -51,7 +60,11 @@ describe("`tollgate start` against `tollgate emulator`", () => {
       expect(Object.keys(info).sort()).toEqual(["apiKey", "chain", "runtime", "token", "upstream", "wallet"]);
       expect(info.wallet.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
       expect(info.wallet.privateKey).toMatch(/^0x[0-9a-f]{64}$/);
-      expect(info.token).toMatchObject({ address: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/), network: expect.stringMatching(/^eip155:\d+$/), decimals: 6 });
+      expect(info.token).toMatchObject({
+        address: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/),
+        network: expect.stringMatching(/^eip155:\d+$/),
+        decimals: 6,
+      });
 
       // The config an operator writes from that line (README: emulator/README.md).
       const key = generateTenantKey();

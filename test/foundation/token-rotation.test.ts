@@ -15,13 +15,27 @@ const mint = (svc: TokenService) => svc.mint({ tenant: "acme", kind: "search", s
 
 describe("TokenService with several secrets", () => {
   it("signs with the first secret and names it in the kid header", async () => {
-    const { token } = await mint(new TokenService([{ kid: "2026-11", secret: NEW }, { kid: "2026-10", secret: OLD }], kv));
+    const { token } = await mint(
+      new TokenService(
+        [
+          { kid: "2026-11", secret: NEW },
+          { kid: "2026-10", secret: OLD },
+        ],
+        kv,
+      ),
+    );
     expect(decodeProtectedHeader(token)).toMatchObject({ alg: "HS256", kid: "2026-11" });
   });
 
   it("keeps verifying tokens of a retired secret while it is listed, and refuses them once it is removed", async () => {
     const { token } = await mint(new TokenService([{ kid: "2026-10", secret: OLD }], kv));
-    const rotated = new TokenService([{ kid: "2026-11", secret: NEW }, { kid: "2026-10", secret: OLD }], kv);
+    const rotated = new TokenService(
+      [
+        { kid: "2026-11", secret: NEW },
+        { kid: "2026-10", secret: OLD },
+      ],
+      kv,
+    );
     expect((await rotated.verify(token)).tenant).toBe("acme");
     expect(await rotated.inspect(token)).toMatchObject({ tenant: "acme" });
     const removed = new TokenService([{ kid: "2026-11", secret: NEW }], kv);
@@ -33,14 +47,28 @@ describe("TokenService with several secrets", () => {
     const { token } = await mint(new TokenService([{ kid: "a", secret: OLD }], kv));
     const [, payload, sig] = token.split(".");
     const relabelled = `${Buffer.from(JSON.stringify({ alg: "HS256", typ: "JWT", kid: "b" })).toString("base64url")}.${payload}.${sig}`;
-    await expect(new TokenService([{ kid: "b", secret: NEW }, { kid: "a", secret: OLD }], kv).verify(relabelled)).rejects.toMatchObject({ code: "token_invalid" });
+    await expect(
+      new TokenService(
+        [
+          { kid: "b", secret: NEW },
+          { kid: "a", secret: OLD },
+        ],
+        kv,
+      ).verify(relabelled),
+    ).rejects.toMatchObject({ code: "token_invalid" });
   });
 
-  it("a lone TOLLGATE_TOKEN_SECRET signs as kid \"default\", and tokens without a kid are checked with the default secret", async () => {
+  it('a lone TOLLGATE_TOKEN_SECRET signs as kid "default", and tokens without a kid are checked with the default secret', async () => {
     const single = new TokenService(OLD, kv);
     const { token } = await mint(single);
     expect(decodeProtectedHeader(token).kid).toBe("default");
-    const rotated = new TokenService([{ kid: "next", secret: NEW }, { kid: "default", secret: OLD }], kv);
+    const rotated = new TokenService(
+      [
+        { kid: "next", secret: NEW },
+        { kid: "default", secret: OLD },
+      ],
+      kv,
+    );
     expect((await rotated.verify(token)).tenant).toBe("acme");
     // A token minted before kids existed (no kid header) still verifies under the default secret.
     const { SignJWT } = await import("jose");
@@ -76,14 +104,16 @@ describe("TOLLGATE_TOKEN_SECRETS", () => {
     expect(err).toBeInstanceOf(ConfigError);
     const msg = (err as Error).message;
     expect(msg).toContain('TOLLGATE_TOKEN_SECRETS[1] (kid "short"): expected a secret of at least 32 characters');
-    expect(msg).toContain("TOLLGATE_TOKEN_SECRETS[2]: expected \"kid:secret\"");
+    expect(msg).toContain('TOLLGATE_TOKEN_SECRETS[2]: expected "kid:secret"');
     expect(msg).toContain('TOLLGATE_TOKEN_SECRETS[3]: duplicate kid "ok"');
     expect(msg).not.toContain(NEW);
     expect(msg).not.toContain(OLD);
   });
 
   it("refuses both variables at once", () => {
-    expect(() => secretsFromEnv({ TOLLGATE_TOKEN_SECRET: OLD, TOLLGATE_TOKEN_SECRETS: `new:${NEW}` })).toThrow(/set either it or TOLLGATE_TOKEN_SECRET/);
+    expect(() => secretsFromEnv({ TOLLGATE_TOKEN_SECRET: OLD, TOLLGATE_TOKEN_SECRETS: `new:${NEW}` })).toThrow(
+      /set either it or TOLLGATE_TOKEN_SECRET/,
+    );
   });
 });
 
@@ -97,7 +127,10 @@ describe("rotating a running gateway's secret", () => {
     const upstream = await startEchoUpstream();
     stops.push(() => upstream.close());
     const key = generateTenantKey();
-    const raw = { upstream: { baseUrl: upstream.url }, tenants: [{ id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }] }] };
+    const raw = {
+      upstream: { baseUrl: upstream.url },
+      tenants: [{ id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }] }],
+    };
     const start = async (env: Record<string, string>) => {
       const gw = await startTestGateway(raw, secretsFromEnv(env));
       stops.push(() => gw.close());

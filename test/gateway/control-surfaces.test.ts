@@ -41,7 +41,8 @@ afterAll(async () => {
 /** Fails if an answer names the upstream's control or runtime address, or its API key. */
 function assertClean(answer: unknown) {
   const text = JSON.stringify(answer);
-  for (const secret of [new URL(stack.emulator.controlUrl).host, new URL(stack.emulator.runtimeUrl).host, stack.emulator.apiKey]) expect(text.includes(secret), `answer names ${secret}`).toBe(false);
+  for (const secret of [new URL(stack.emulator.controlUrl).host, new URL(stack.emulator.runtimeUrl).host, stack.emulator.apiKey])
+    expect(text.includes(secret), `answer names ${secret}`).toBe(false);
 }
 
 describe("profiles", () => {

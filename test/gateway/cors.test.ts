@@ -27,7 +27,10 @@ beforeAll(async () => {
   [otherPage, other] = await pageServer();
   s = await startSandboxStack({ server: { cors: { origins: [allowed], maxAgeSeconds: 120 } } });
   sbx = await s.alice.sandboxes.create({ imageName: "node" });
-  const minted = await gatewayCall(s, "POST", "/_tollgate/tokens", { headers: { "x-api-key": s.keys.alice }, body: JSON.stringify({ kind: "sandbox", sandboxId: sbx.id, scopes: ["runtime"] }) });
+  const minted = await gatewayCall(s, "POST", "/_tollgate/tokens", {
+    headers: { "x-api-key": s.keys.alice },
+    body: JSON.stringify({ kind: "sandbox", sandboxId: sbx.id, scopes: ["runtime"] }),
+  });
   token = minted.json.token;
 });
 afterAll(async () => {
@@ -38,7 +41,9 @@ afterAll(async () => {
 });
 
 const preflight = (origin: string, path = `/sandbox/${sbx.id}/exec`) =>
-  gatewayCall(s, "OPTIONS", path, { headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" } });
+  gatewayCall(s, "OPTIONS", path, {
+    headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" },
+  });
 
 describe("preflights", () => {
   it("answers a configured origin's preflight at once, with no key or token, and allows no cookies", async () => {
@@ -82,7 +87,11 @@ describe("calls from a configured origin", () => {
 describe("a real browser", () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await puppeteer.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    browser = await puppeteer.launch({
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -96,7 +105,11 @@ describe("a real browser", () => {
       return await page.evaluate(
         async (url, bearer) => {
           try {
-            const r = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" }, body: JSON.stringify({ command: "echo from-the-browser" }) });
+            const r = await fetch(url, {
+              method: "POST",
+              headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" },
+              body: JSON.stringify({ command: "echo from-the-browser" }),
+            });
             return { status: r.status, body: await r.json() };
           } catch (e) {
             return { error: String(e) };

@@ -56,7 +56,9 @@ async function openTerminal(gwUrl: string, sbxId: string): Promise<{ ws: WebSock
     body: JSON.stringify({ command: "bash", args: ["--norc", "--noprofile"] }),
   });
   const ptyId = ((await pty.body.json()) as any).pty.id;
-  const ws = new WebSocket(`${gwUrl.replace("http", "ws")}/sandbox/${sbxId}/pty/${ptyId}/ws?sessionId=${sbxId}`, { headers: { authorization: `Bearer ${token}` } });
+  const ws = new WebSocket(`${gwUrl.replace("http", "ws")}/sandbox/${sbxId}/pty/${ptyId}/ws?sessionId=${sbxId}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   const closeCode = new Promise<number>((r) => ws.once("close", (code) => r(code)));
   ws.on("error", () => {});
   await new Promise<void>((resolve, reject) => {

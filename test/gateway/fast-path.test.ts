@@ -30,7 +30,15 @@ describe("the Node fast path for proxied planes", () => {
           return;
         }
         res.writeHead(201, { "content-type": "application/json", "set-cookie": "up=1", connection: "keep-alive", "x-upstream": "yes" });
-        res.end(JSON.stringify({ method: req.method, url: req.url, auth: req.headers.authorization ?? null, host: req.headers.host, body: Buffer.concat(chunks).toString() }));
+        res.end(
+          JSON.stringify({
+            method: req.method,
+            url: req.url,
+            auth: req.headers.authorization ?? null,
+            host: req.headers.host,
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
       });
     });
     await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
@@ -48,7 +56,11 @@ describe("the Node fast path for proxied planes", () => {
       const decision: ForwardDecision = {
         url: `${upstreamUrl}${path}`,
         method: c.req.method,
-        headers: { authorization: "Bearer old", "x-request-id": "req-1", ...(c.req.header("content-length") ? { "content-length": c.req.header("content-length")! } : {}) },
+        headers: {
+          authorization: "Bearer old",
+          "x-request-id": "req-1",
+          ...(c.req.header("content-length") ? { "content-length": c.req.header("content-length")! } : {}),
+        },
         body: c.req.method === "GET" ? null : "client",
         responseHeaders: { "x-request-id": "req-1" },
         headersTimeoutMs: 300,
@@ -73,7 +85,11 @@ describe("the Node fast path for proxied planes", () => {
   });
 
   it("sends the decided headers and the client's body, and passes the answer back minus hop-by-hop and set-cookie", async () => {
-    const res = await request(`${gatewayUrl}/run?x=1`, { method: "POST", body: '{"cmd":"ls"}', headers: { "content-type": "application/json" } });
+    const res = await request(`${gatewayUrl}/run?x=1`, {
+      method: "POST",
+      body: '{"cmd":"ls"}',
+      headers: { "content-type": "application/json" },
+    });
     expect(res.statusCode).toBe(201);
     expect(res.headers["x-upstream"]).toBe("yes");
     expect(res.headers["x-request-id"]).toBe("req-1");

@@ -17,12 +17,25 @@ describe("a fleet of gateway processes sharing Redis", () => {
   const procs: GatewayProcess[] = [];
   const keys = { acme: generateTenantKey(), ops: generateTenantKey() };
 
-  async function fleetConfig(prefix: string, extra: { upstream?: string; payments?: Record<string, unknown>; budget?: string; cache?: boolean } = {}) {
+  async function fleetConfig(
+    prefix: string,
+    extra: { upstream?: string; payments?: Record<string, unknown>; budget?: string; cache?: boolean } = {},
+  ) {
     const chain = emu.chain!;
     return {
       server: { host: "127.0.0.1", port: 0, logLevel: "error" },
-      upstream: { baseUrl: extra.upstream ?? emu.controlUrl, timeoutMs: 60_000, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
-      payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl }, ...extra.payments },
+      upstream: {
+        baseUrl: extra.upstream ?? emu.controlUrl,
+        timeoutMs: 60_000,
+        allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`],
+      },
+      payments: {
+        networks: [chain.network],
+        assets: [chain.token.address],
+        maxPerRequest: "0.50",
+        rpc: { [chain.network]: chain.rpcUrl },
+        ...extra.payments,
+      },
       cache: { enabled: extra.cache ?? false },
       state: { backend: "redis", redisUrl: `${redis.url}/${prefix}` },
       tenants: [
@@ -42,11 +55,16 @@ describe("a fleet of gateway processes sharing Redis", () => {
   });
 
   const adminLedger = async (url: string) =>
-    (await (await fetch(`${url}/_tollgate/admin/ledger?tenant=acme&limit=1000`, { headers: { "x-api-key": keys.ops } })).json()).entries as any[];
+    (await (await fetch(`${url}/_tollgate/admin/ledger?tenant=acme&limit=1000`, { headers: { "x-api-key": keys.ops } })).json())
+      .entries as any[];
 
   it("200 concurrent paid searches over two instances with budget for 20 → exactly 20 payments, on-chain spend = ledger", async () => {
     const wallet = await emu.chain!.createFundedWallet(10_000_000n);
-    const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+    const env = {
+      TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
+      TOLLGATE_WALLET_KEY: wallet.privateKey,
+      TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex"),
+    };
     const cfg = await fleetConfig("1");
     const [a, b] = await Promise.all([startGatewayProcess(cfg, env), startGatewayProcess(cfg, env)]);
     procs.push(a, b);
@@ -73,7 +91,11 @@ describe("a fleet of gateway processes sharing Redis", () => {
 
   it("a gateway killed with SIGKILL mid-payment leaves a ledger that reconciles with the chain after restart", async () => {
     const wallet = await emu.chain!.createFundedWallet(10_000_000n);
-    const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+    const env = {
+      TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
+      TOLLGATE_WALLET_KEY: wallet.privateKey,
+      TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex"),
+    };
     const proxy = await startStallingProxy(emu.controlUrl, "forward-then-stall");
     const cfg = await fleetConfig("2", { upstream: proxy.url, payments: { maxAuthorizationSeconds: 12, reconcileIntervalSeconds: 1 } });
     const victim = await startGatewayProcess(cfg, env);
@@ -132,16 +154,22 @@ describe("a fleet of gateway processes sharing Redis", () => {
 
   it("100 identical concurrent searches over two instances → one payment, 100 answers (fleet-wide coalescing)", async () => {
     const wallet = await emu.chain!.createFundedWallet(10_000_000n);
-    const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+    const env = {
+      TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
+      TOLLGATE_WALLET_KEY: wallet.privateKey,
+      TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex"),
+    };
     const cfg = await fleetConfig("4", { cache: true });
     const [a, b] = await Promise.all([startGatewayProcess(cfg, env), startGatewayProcess(cfg, env)]);
     procs.push(a, b);
     const before = await emu.chain!.balanceOf(wallet.address);
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => search(i % 2 ? a.url : b.url, keys.acme, { query: "fleet identical query" })));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => search(i % 2 ? a.url : b.url, keys.acme, { query: "fleet identical query" })),
+    );
     expect(results.every((r) => r.status === 200)).toBe(true);
     const how = results.map((r) => r.headers.get("x-tollgate-cache"));
     expect(how.filter((h) => h === "miss")).toHaveLength(1);
-    expect(new Set((await Promise.all(results.map((r) => r.text()))))).toHaveProperty("size", 1);
+    expect(new Set(await Promise.all(results.map((r) => r.text())))).toHaveProperty("size", 1);
     expect(before - (await emu.chain!.balanceOf(wallet.address))).toBe(PRICE);
     // A later request on the other instance is a hit from the fleet's shared answer.
     const later = await search(a.url, keys.acme, { query: "fleet identical query" });
@@ -153,7 +181,11 @@ describe("a fleet of gateway processes sharing Redis", () => {
     const own = await startRedisServer();
     try {
       const wallet = await emu.chain!.createFundedWallet(10_000_000n);
-      const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+      const env = {
+        TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
+        TOLLGATE_WALLET_KEY: wallet.privateKey,
+        TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex"),
+      };
       const cfg = await fleetConfig("0");
       cfg.state.redisUrl = own.url;
       const gw = await startGatewayProcess(cfg, env);

@@ -23,7 +23,15 @@ afterAll(async () => {
 describe("a Host that makes no URL", () => {
   for (const host of ["foo.123", "1.2.3.4.5", "xn--", "3000-sbx.1.2.3.4.5"]) {
     it(`answers 400 invalid_host for Host ${host} on every route, unauthenticated`, async () => {
-      for (const path of ["/", "/api/session", "/api/sandboxes", "/_tollgate/usage", "/sandbox/abc/files", "/x402/web/search", "/devtools/browser/x"]) {
+      for (const path of [
+        "/",
+        "/api/session",
+        "/api/sandboxes",
+        "/_tollgate/usage",
+        "/sandbox/abc/files",
+        "/x402/web/search",
+        "/devtools/browser/x",
+      ]) {
         const res = await gatewayCall(s, "GET", path, { host });
         expect(res.status, `${host} ${path}`).toBe(400);
         expect(res.json).toMatchObject({ code: "invalid_host" });
@@ -70,7 +78,14 @@ describe("exposed-port hosts", () => {
   });
 
   it("the bootstrap never redirects off the port host", async () => {
-    for (const next of ["/%09/evil.example/", "//evil.example/", "/%5Cevil.example", "/.//evil.example/", "https://evil.example/", "/%0d/evil.example"]) {
+    for (const next of [
+      "/%09/evil.example/",
+      "//evil.example/",
+      "/%5Cevil.example",
+      "/.//evil.example/",
+      "https://evil.example/",
+      "/%0d/evil.example",
+    ]) {
       const res = await portCall(s, browserUrl.replace("next=%2F", `next=${next}`));
       expect(res.status, next).toBe(400);
       expect(res.json).toMatchObject({ code: "invalid_next" });
@@ -85,6 +100,7 @@ describe("sameHostPath", () => {
   it("keeps paths on the host and refuses everything a browser would read as another host", () => {
     expect(sameHostPath("/")).toBe("/");
     expect(sameHostPath("/a/b?c=d")).toBe("/a/b?c=d");
-    for (const bad of ["//x", "/\\x", "/\t/x", "\\\\x", "/./\\x", "x", "", "/\r\nx", "http://x/"]) expect(sameHostPath(bad), JSON.stringify(bad)).toBeUndefined();
+    for (const bad of ["//x", "/\\x", "/\t/x", "\\\\x", "/./\\x", "x", "", "/\r\nx", "http://x/"])
+      expect(sameHostPath(bad), JSON.stringify(bad)).toBeUndefined();
   });
 });

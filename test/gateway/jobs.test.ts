@@ -14,7 +14,14 @@ let acme: Hyperbrowser;
 let initech: Hyperbrowser;
 
 beforeAll(async () => {
-  stack = await startSessionGateway([{ id: "acme", scopes: ALL }, { id: "initech", scopes: ALL }, { id: "ops", scopes: [...ALL, "admin"] }], { modules: ["sessions", "jobs"] });
+  stack = await startSessionGateway(
+    [
+      { id: "acme", scopes: ALL },
+      { id: "initech", scopes: ALL },
+      { id: "ops", scopes: [...ALL, "admin"] },
+    ],
+    { modules: ["sessions", "jobs"] },
+  );
   acme = new Hyperbrowser({ apiKey: stack.keys.acme!, baseUrl: stack.gateway.url });
   initech = new Hyperbrowser({ apiKey: stack.keys.initech!, baseUrl: stack.gateway.url });
 }, 120_000);
@@ -72,22 +79,51 @@ describe.concurrent("job families through the gateway", () => {
     await foreignGets404(initech.web.crawl, crawl.jobId);
   });
 
-  const AGENTS = ["browserUse", "claudeComputerUse", "geminiComputerUse", "grokComputerUse", "metaComputerUse", "cua", "hyperAgent"] as const;
-  it.each(AGENTS)("agent %s: startAndWait runs the task in a real session; another tenant gets 404 on get, status and stop", async (family) => {
-    const svc = (acme.agents as unknown as Record<string, { startAndWait(p: unknown): Promise<{ jobId: string; status: string; data?: { finalResult?: string } }> } & Reader>)[family]!;
-    const result = await svc.startAndWait({ task: `Open ${SITE}/about and tell me its title.`, maxSteps: 5 });
-    expect(result.status).toBe("completed");
-    expect(result.data?.finalResult).toContain("About");
-    await foreignGets404((initech.agents as unknown as Record<string, Reader>)[family]!, result.jobId);
-  });
+  const AGENTS = [
+    "browserUse",
+    "claudeComputerUse",
+    "geminiComputerUse",
+    "grokComputerUse",
+    "metaComputerUse",
+    "cua",
+    "hyperAgent",
+  ] as const;
+  it.each(AGENTS)(
+    "agent %s: startAndWait runs the task in a real session; another tenant gets 404 on get, status and stop",
+    async (family) => {
+      const svc = (
+        acme.agents as unknown as Record<
+          string,
+          { startAndWait(p: unknown): Promise<{ jobId: string; status: string; data?: { finalResult?: string } }> } & Reader
+        >
+      )[family]!;
+      const result = await svc.startAndWait({ task: `Open ${SITE}/about and tell me its title.`, maxSteps: 5 });
+      expect(result.status).toBe("completed");
+      expect(result.data?.finalResult).toContain("About");
+      await foreignGets404((initech.agents as unknown as Record<string, Reader>)[family]!, result.jobId);
+    },
+  );
 });
 
 describe("credits for jobs", () => {
   it("are in the tenant's ledger, settled once the jobs ended, and the other tenant spent nothing", async () => {
-    const ledger = await (await fetch(`${stack.gateway.url}/_tollgate/admin/ledger?tenant=acme&kind=credits&limit=1000`, { headers: { "x-api-key": stack.keys.ops! } })).json();
+    const ledger = await (
+      await fetch(`${stack.gateway.url}/_tollgate/admin/ledger?tenant=acme&kind=credits&limit=1000`, {
+        headers: { "x-api-key": stack.keys.ops! },
+      })
+    ).json();
     const entries = ledger.entries as Array<{ route: string; state: string }>;
     const routes = new Set(entries.map((e) => e.route));
-    for (const r of ["scrape.start", "scrape.batch.start", "crawl.start", "extract.start", "web.fetch", "web.batchFetch.start", "web.crawl.start", "task.browser-use.start"]) {
+    for (const r of [
+      "scrape.start",
+      "scrape.batch.start",
+      "crawl.start",
+      "extract.start",
+      "web.fetch",
+      "web.batchFetch.start",
+      "web.crawl.start",
+      "task.browser-use.start",
+    ]) {
       expect(routes.has(r), r).toBe(true);
     }
     // Every job was read to its end by startAndWait, so no reservation is left open.

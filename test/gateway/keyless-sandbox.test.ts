@@ -49,12 +49,20 @@ describe("keyless sandbox tokens", () => {
   it("mints a terminal token bound to the sandbox, with the gateway runtime URL", async () => {
     const r = await mint({ kind: "sandbox", sandboxId: sbx.id, scopes: ["terminal"], ttlSeconds: 300 });
     expect(r.status).toBe(201);
-    expect(r.json).toMatchObject({ kind: "sandbox", resource: sbx.id, scopes: ["terminal"], runtime: { baseUrl: `${s.gatewayUrl}/sandbox/${sbx.id}` } });
+    expect(r.json).toMatchObject({
+      kind: "sandbox",
+      resource: sbx.id,
+      scopes: ["terminal"],
+      runtime: { baseUrl: `${s.gatewayUrl}/sandbox/${sbx.id}` },
+    });
   });
 
   it("lets a client with only a terminal token open a terminal and type into it, but not exec or read files", async () => {
     const t = (await mint({ kind: "sandbox", sandboxId: sbx.id, scopes: ["terminal"] })).json.token as string;
-    const pty = await gatewayCall(s, "POST", `/sandbox/${sbx.id}/pty`, { headers: bearer(t), body: JSON.stringify({ command: "bash", args: ["--norc", "--noprofile"] }) });
+    const pty = await gatewayCall(s, "POST", `/sandbox/${sbx.id}/pty`, {
+      headers: bearer(t),
+      body: JSON.stringify({ command: "bash", args: ["--norc", "--noprofile"] }),
+    });
     expect(pty.status).toBe(200);
     expect(await ptyRoundTrip(pty.json.pty.id, t, "echo keyless-$((6*7))\r", "keyless-42\r\n")).toContain("keyless-42");
     const exec = await gatewayCall(s, "POST", `/sandbox/${sbx.id}/exec`, { headers: bearer(t), body: JSON.stringify({ command: "id" }) });
@@ -71,7 +79,7 @@ describe("keyless sandbox tokens", () => {
     const ports = (await mint({ kind: "sandbox", sandboxId: sbx.id, scopes: ["ports"] })).json.token as string;
     const terminal = (await mint({ kind: "sandbox", sandboxId: sbx.id, scopes: ["terminal"] })).json.token as string;
     let res = await portCall(s, e.url, { headers: bearer(ports) });
-    for (let i = 0; i < 40 && res.status !== 200; i++) (await sleep(100), (res = await portCall(s, e.url, { headers: bearer(ports) })));
+    for (let i = 0; i < 40 && res.status !== 200; i++) await sleep(100), (res = await portCall(s, e.url, { headers: bearer(ports) }));
     expect(res.status).toBe(200);
     expect(res.text).toBe("port-ok");
     expect((await portCall(s, e.url, { headers: bearer(terminal) })).status).toBeGreaterThanOrEqual(401);
@@ -80,11 +88,17 @@ describe("keyless sandbox tokens", () => {
 
   it("stops a revoked terminal token at once", async () => {
     const m = (await mint({ kind: "sandbox", sandboxId: sbx.id, scopes: ["terminal", "runtime"] })).json;
-    const ok = await gatewayCall(s, "POST", `/sandbox/${sbx.id}/exec`, { headers: bearer(m.token), body: JSON.stringify({ command: "true" }) });
+    const ok = await gatewayCall(s, "POST", `/sandbox/${sbx.id}/exec`, {
+      headers: bearer(m.token),
+      body: JSON.stringify({ command: "true" }),
+    });
     expect(ok.status).toBe(200);
     const del = await gatewayCall(s, "DELETE", `/_tollgate/tokens/${m.jti}`, { headers: { "x-api-key": s.keys.alice } });
     expect(del.json).toEqual({ revoked: true, jti: m.jti });
-    const after = await gatewayCall(s, "POST", `/sandbox/${sbx.id}/exec`, { headers: bearer(m.token), body: JSON.stringify({ command: "true" }) });
+    const after = await gatewayCall(s, "POST", `/sandbox/${sbx.id}/exec`, {
+      headers: bearer(m.token),
+      body: JSON.stringify({ command: "true" }),
+    });
     expect(after.status).toBe(401);
     expect(after.json.code).toBe("token_revoked");
   });

@@ -24,7 +24,11 @@ describe("keyless search tokens with their own spend cap", () => {
     return r.json();
   };
   const searchWith = (token: string, query: string) =>
-    fetch(`${s.gateway.url}/x402/web/search`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ query }) });
+    fetch(`${s.gateway.url}/x402/web/search`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ query }),
+    });
 
   it("pays with the tenant's wallet until the token's cap, then refuses with token_cap_exceeded", async () => {
     const t = await mint("0.012");

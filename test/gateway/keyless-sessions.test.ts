@@ -22,18 +22,34 @@ describe("keyless session tokens", () => {
   });
 
   const mint = (body: unknown, key = stack.keys.acme!) =>
-    fetch(`${stack.gateway.url}/_tollgate/tokens`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${stack.gateway.url}/_tollgate/tokens`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
   const action = (token: string, body: unknown = { action: "screenshot" }) =>
-    fetch(`${stack.gateway.url}/_tollgate/computer-action/${sessionId}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${stack.gateway.url}/_tollgate/computer-action/${sessionId}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("mints a session token with its expiry, jti and ready-to-use gateway endpoints", async () => {
     const r = await mint({ kind: "session", sessionId, scopes: ["cdp"], ttlSeconds: 120 });
     expect(r.status).toBe(201);
     const t = await r.json();
-    expect(t).toMatchObject({ kind: "session", resource: sessionId, scopes: ["cdp"], jti: expect.any(String), token: expect.stringMatching(/^eyJ/) });
+    expect(t).toMatchObject({
+      kind: "session",
+      resource: sessionId,
+      scopes: ["cdp"],
+      jti: expect.any(String),
+      token: expect.stringMatching(/^eyJ/),
+    });
     expect(Date.parse(t.expiresAt) - Date.now()).toBeGreaterThan(100_000);
     expect(Date.parse(t.expiresAt) - Date.now()).toBeLessThanOrEqual(121_000);
-    expect(t.wsEndpoint).toBe(`${stack.gateway.url.replace("http", "ws")}/devtools/browser/${sessionId}?token=${encodeURIComponent(t.token)}`);
+    expect(t.wsEndpoint).toBe(
+      `${stack.gateway.url.replace("http", "ws")}/devtools/browser/${sessionId}?token=${encodeURIComponent(t.token)}`,
+    );
     expect(t.computerActionEndpoint).toBeUndefined();
   });
 
@@ -54,7 +70,12 @@ describe("keyless session tokens", () => {
     const r = await action(t.token);
     expect(r.status).toBe(403);
     expect(await r.json()).toMatchObject({ code: "token_scope", requiredScope: "computer" });
-    for (const [method, path] of [["GET", `/api/session/${sessionId}`], ["PUT", `/api/session/${sessionId}/stop`], ["GET", "/api/sessions"], ["POST", "/api/session"]]) {
+    for (const [method, path] of [
+      ["GET", `/api/session/${sessionId}`],
+      ["PUT", `/api/session/${sessionId}/stop`],
+      ["GET", "/api/sessions"],
+      ["POST", "/api/session"],
+    ]) {
       const res = await fetch(stack.gateway.url + path, { method, headers: { authorization: `Bearer ${t.token}` } });
       expect(res.status, `${method} ${path}`).toBe(401);
     }
@@ -71,13 +92,18 @@ describe("keyless session tokens", () => {
     const r = await action(t.token);
     expect(r.status).toBe(200);
     expect((await r.json()).success).toBe(true);
-    expect((await tryUpgrade(`${stack.gateway.url.replace("http", "ws")}/devtools/browser/${sessionId}?token=${t.token}`)).status).toBe(403);
+    expect((await tryUpgrade(`${stack.gateway.url.replace("http", "ws")}/devtools/browser/${sessionId}?token=${t.token}`)).status).toBe(
+      403,
+    );
   });
 
   it("stops working at once when revoked, by jti or by the token itself, also for new CDP connections", async () => {
     const a = await (await mint({ kind: "session", sessionId })).json();
     expect((await action(a.token)).status).toBe(200);
-    const del = await fetch(`${stack.gateway.url}/_tollgate/tokens/${a.jti}`, { method: "DELETE", headers: { "x-api-key": stack.keys.acme! } });
+    const del = await fetch(`${stack.gateway.url}/_tollgate/tokens/${a.jti}`, {
+      method: "DELETE",
+      headers: { "x-api-key": stack.keys.acme! },
+    });
     expect(await del.json()).toEqual({ revoked: true, jti: a.jti });
     const after = await action(a.token);
     expect(after.status).toBe(401);
@@ -85,7 +111,11 @@ describe("keyless session tokens", () => {
     expect((await tryUpgrade(a.wsEndpoint)).status).toBe(401);
 
     const b = await (await mint({ kind: "session", sessionId })).json();
-    const byToken = await fetch(`${stack.gateway.url}/_tollgate/tokens/revoke`, { method: "POST", headers: { "x-api-key": stack.keys.acme!, "content-type": "application/json" }, body: JSON.stringify({ token: b.token }) });
+    const byToken = await fetch(`${stack.gateway.url}/_tollgate/tokens/revoke`, {
+      method: "POST",
+      headers: { "x-api-key": stack.keys.acme!, "content-type": "application/json" },
+      body: JSON.stringify({ token: b.token }),
+    });
     expect(byToken.status).toBe(200);
     expect((await action(b.token)).status).toBe(401);
   });
@@ -105,20 +135,34 @@ describe("keyless session tokens", () => {
 
   it("lets only the minting tenant revoke a token", async () => {
     const t = await (await mint({ kind: "session", sessionId })).json();
-    const r = await fetch(`${stack.gateway.url}/_tollgate/tokens/${t.jti}`, { method: "DELETE", headers: { "x-api-key": stack.keys.rival! } });
+    const r = await fetch(`${stack.gateway.url}/_tollgate/tokens/${t.jti}`, {
+      method: "DELETE",
+      headers: { "x-api-key": stack.keys.rival! },
+    });
     expect(r.status).toBe(404);
     expect((await action(t.token)).status).toBe(200);
   });
 
   it("refuses an expired token with token_expired", async () => {
-    const t = await stack.gateway.gateway.services.tokens.mint({ tenant: "acme", kind: "session", resource: sessionId, scopes: ["computer"], ttlSeconds: -5, keyless: true });
+    const t = await stack.gateway.gateway.services.tokens.mint({
+      tenant: "acme",
+      kind: "session",
+      resource: sessionId,
+      scopes: ["computer"],
+      ttlSeconds: -5,
+      keyless: true,
+    });
     const r = await action(t.token);
     expect(r.status).toBe(401);
     expect((await r.json()).code).toBe("token_expired");
   });
 
   it("refuses to mint for another tenant's session, an unknown one, or a sandbox the tenant does not own", async () => {
-    for (const body of [{ kind: "session", sessionId: rivalSessionId }, { kind: "session", sessionId: "nope" }, { kind: "sandbox", sandboxId: "sbx_nope", scopes: ["terminal"] }]) {
+    for (const body of [
+      { kind: "session", sessionId: rivalSessionId },
+      { kind: "session", sessionId: "nope" },
+      { kind: "sandbox", sandboxId: "sbx_nope", scopes: ["terminal"] },
+    ]) {
       const r = await mint(body);
       expect(r.status).toBe(404);
       expect((await r.json()).code).toBe("not_found");

@@ -3,7 +3,8 @@ import type { EmulatorHandle } from "../../emulator/index.js";
 import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 
-const ledgerOf = async (url: string, key: string) => (await (await fetch(`${url}/_tollgate/ledger`, { headers: { "x-api-key": key } })).json()).entries;
+const ledgerOf = async (url: string, key: string) =>
+  (await (await fetch(`${url}/_tollgate/ledger`, { headers: { "x-api-key": key } })).json()).entries;
 
 describe("payments whose outcome is unknown", () => {
   let emu: EmulatorHandle;

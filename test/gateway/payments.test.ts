@@ -36,7 +36,14 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
       const committed = ledger.entries.filter((e: any) => e.state === "committed");
       expect(committed).toHaveLength(1);
       const e = committed[0];
-      expect(e).toMatchObject({ tenant: "acme", route: "/x402/web/search", amount: "5000", network: chain.network, payee: chain.payee, payer: s.wallet.address });
+      expect(e).toMatchObject({
+        tenant: "acme",
+        route: "/x402/web/search",
+        amount: "5000",
+        network: chain.network,
+        payee: chain.payee,
+        payer: s.wallet.address,
+      });
       expect(e.nonce).toMatch(/^0x[0-9a-f]{64}$/);
       expect(e.transaction).toMatch(/^0x[0-9a-f]{64}$/);
       const total = committed.reduce((a: bigint, x: any) => a + BigInt(x.amount), 0n);
@@ -55,7 +62,9 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
     try {
       const chain = emu.chain!;
       const before = await chain.balanceOf(s.wallet.address);
-      const results = await Promise.all(Array.from({ length: 100 }, (_, i) => search(s.gateway.url, s.keys.acme, { query: `distinct query number ${i}` })));
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => search(s.gateway.url, s.keys.acme, { query: `distinct query number ${i}` })),
+      );
       const statuses = results.map((r) => r.status);
       const odd = results.filter((r) => r.status !== 200 && r.status !== 402);
       if (odd.length) console.log("odd", odd[0].status, await odd[0].text());
@@ -82,7 +91,9 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
     try {
       const chain = emu.chain!;
       const before = await chain.balanceOf(s.wallet.address);
-      const results = await Promise.all(Array.from({ length: 100 }, () => search(s.gateway.url, s.keys.acme, { query: "identical concurrent query" })));
+      const results = await Promise.all(
+        Array.from({ length: 100 }, () => search(s.gateway.url, s.keys.acme, { query: "identical concurrent query" })),
+      );
       expect(results.every((r) => r.status === 200)).toBe(true);
       const how = results.map((r) => r.headers.get("x-tollgate-cache"));
       expect(how.filter((h) => h === "miss")).toHaveLength(1);
@@ -200,7 +211,11 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
     const s = await startPaidGateway(emu, [{ id: "acme" }]);
     try {
       const before = await emu.chain!.balanceOf(s.wallet.address);
-      const bad = await fetch(`${s.gateway.url}/x402/web/search`, { method: "POST", headers: { "x-api-key": s.keys.acme }, body: "{not json" });
+      const bad = await fetch(`${s.gateway.url}/x402/web/search`, {
+        method: "POST",
+        headers: { "x-api-key": s.keys.acme },
+        body: "{not json",
+      });
       expect(bad.status).toBe(400);
       expect((await bad.json()).code).toBe("invalid_json");
       const missing = await search(s.gateway.url, s.keys.acme, { page: 1 });
@@ -228,7 +243,9 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
     try {
       const chain = emu.chain!;
       const own = await chain.createFundedWallet(1_000_000n);
-      const client = new x402Client().setSpendControls({ allowedAssets: [{ network: chain.network, asset: chain.token.address, maxAmountPerPayment: "100000" }] });
+      const client = new x402Client().setSpendControls({
+        allowedAssets: [{ network: chain.network, asset: chain.token.address, maxAmountPerPayment: "100000" }],
+      });
       registerExactEvmScheme(client, { signer: privateKeyToAccount(own.privateKey) });
       const pay = wrapFetchWithPayment(fetch, client);
       const gwBefore = await chain.balanceOf(s.wallet.address);
@@ -254,7 +271,12 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
   it("strips payment headers a normal tenant sends, and pays with the gateway's wallet", async () => {
     const s = await startPaidGateway(emu, [{ id: "acme" }]);
     try {
-      const r = await search(s.gateway.url, s.keys.acme, { query: "stripped header" }, { "payment-signature": "bogus", "x-payment": "bogus" });
+      const r = await search(
+        s.gateway.url,
+        s.keys.acme,
+        { query: "stripped header" },
+        { "payment-signature": "bogus", "x-payment": "bogus" },
+      );
       expect(r.status).toBe(200);
       expect(r.headers.get("x-tollgate-paid")).toBe("0.005");
     } finally {

@@ -23,7 +23,11 @@ describe("per-tenant rate limit", () => {
         { id: "calm", keys: [{ hash: await hashTenantKey(keys.calm) }] },
       ],
     });
-    gw = await startNodeGateway({ config, secrets: { upstreamApiKey: "up_" + "k".repeat(30), tokenSecret: "t".repeat(40) }, deps: { now: () => base + offset } });
+    gw = await startNodeGateway({
+      config,
+      secrets: { upstreamApiKey: "up_" + "k".repeat(30), tokenSecret: "t".repeat(40) },
+      deps: { now: () => base + offset },
+    });
   });
   afterAll(async () => {
     await gw?.close();
@@ -43,7 +47,13 @@ describe("per-tenant rate limit", () => {
     expect(r.status).toBe(429);
     expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(58);
     expect(Number(r.headers.get("retry-after"))).toBeLessThanOrEqual(60);
-    expect(await r.json()).toMatchObject({ code: "rate_limited", limit: 3, windowSeconds: 60, remaining: 0, resetAt: new Date(base - 1_000 + 60_000).toISOString() });
+    expect(await r.json()).toMatchObject({
+      code: "rate_limited",
+      limit: 3,
+      windowSeconds: 60,
+      remaining: 0,
+      resetAt: new Date(base - 1_000 + 60_000).toISOString(),
+    });
     expect((await get(keys.chatty)).status).toBe(429);
     expect(upstream.seen.length).toBe(seen);
   });

@@ -8,7 +8,9 @@ describe("sandbox quotas", () => {
   let hb: Hyperbrowser;
 
   beforeAll(async () => {
-    stack = await startSessionGateway([{ id: "team", quotas: { maxSandboxes: 1, images: ["node", "debian"], maxTimeoutMinutes: 30 } }], { modules: ["sandboxes"] });
+    stack = await startSessionGateway([{ id: "team", quotas: { maxSandboxes: 1, images: ["node", "debian"], maxTimeoutMinutes: 30 } }], {
+      modules: ["sandboxes"],
+    });
     hb = new Hyperbrowser({ apiKey: stack.keys.team!, baseUrl: stack.gateway.url });
   });
   afterAll(async () => {
@@ -16,7 +18,11 @@ describe("sandbox quotas", () => {
   });
 
   const create = (body: Record<string, unknown>) =>
-    fetch(`${stack.gateway.url}/api/sandbox`, { method: "POST", headers: { "x-api-key": stack.keys.team!, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${stack.gateway.url}/api/sandbox`, {
+      method: "POST",
+      headers: { "x-api-key": stack.keys.team!, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("refuses an image outside the tenant's list with quota_image, before the upstream sees it", async () => {
     const r = await create({ imageName: "ubuntu" });

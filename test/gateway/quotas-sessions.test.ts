@@ -19,7 +19,11 @@ describe("session quotas", () => {
   });
 
   const create = (body: Record<string, unknown>, tenant = "small", path = "/api/session") =>
-    fetch(stack.gateway.url + path, { method: "POST", headers: { "x-api-key": stack.keys[tenant]!, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(stack.gateway.url + path, {
+      method: "POST",
+      headers: { "x-api-key": stack.keys[tenant]!, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("admits exactly one of two simultaneous creations at a limit of 1", async () => {
     const [a, b] = await Promise.all([create({}), create({})]);
@@ -36,7 +40,13 @@ describe("session quotas", () => {
     const first = await small.sessions.create();
     const r = await create({});
     expect(r.status).toBe(429);
-    expect(await r.json()).toMatchObject({ code: "quota_sessions", limit: 1, current: 1, pending: 0, message: expect.stringContaining("at most 1 active sessions") });
+    expect(await r.json()).toMatchObject({
+      code: "quota_sessions",
+      limit: 1,
+      current: 1,
+      pending: 0,
+      message: expect.stringContaining("at most 1 active sessions"),
+    });
     await small.sessions.stop(first.id);
     const again = await small.sessions.create();
     expect(again.status).toBe("active");
@@ -66,7 +76,10 @@ describe("session quotas", () => {
     const theirs = await create({}, "other");
     expect(theirs.status).toBe(200);
     await small.sessions.stop(mine.id);
-    await fetch(`${stack.gateway.url}/api/session/${(await theirs.json()).id}/stop`, { method: "PUT", headers: { "x-api-key": stack.keys.other! } });
+    await fetch(`${stack.gateway.url}/api/session/${(await theirs.json()).id}/stop`, {
+      method: "PUT",
+      headers: { "x-api-key": stack.keys.other! },
+    });
   });
 
   it("refuses a timeoutMinutes above the tenant's limit with quota_timeout", async () => {
@@ -85,7 +98,11 @@ describe("session quotas", () => {
   });
 
   it("answers a body that is not a JSON object with a 400 before anything reaches the upstream", async () => {
-    const r = await fetch(`${stack.gateway.url}/api/session`, { method: "POST", headers: { "x-api-key": stack.keys.small! }, body: "[1,2]" });
+    const r = await fetch(`${stack.gateway.url}/api/session`, {
+      method: "POST",
+      headers: { "x-api-key": stack.keys.small! },
+      body: "[1,2]",
+    });
     expect(r.status).toBe(400);
     expect((await r.json()).code).toBe("invalid_json");
   });

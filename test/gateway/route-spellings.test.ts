@@ -14,22 +14,40 @@ let b: SandboxHandle;
 let aliceToken: string;
 
 /** A request whose path goes on the wire byte for byte (no client-side URL normalisation). */
-function raw(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; json: any; text: string }> {
+function raw(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; json: any; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port: s.gw.port, method, path, headers: { host: `localhost:${s.gw.port}`, ...(body ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) } : {}), ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        let json: any;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, json, text });
-      });
-    });
+    const req = httpRequest(
+      {
+        host: "127.0.0.1",
+        port: s.gw.port,
+        method,
+        path,
+        headers: {
+          host: `localhost:${s.gw.port}`,
+          ...(body ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let json: any;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, json, text });
+        });
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -61,7 +79,12 @@ describe("presigned URLs in every spelling", () => {
   it.each([...spellings("download").map((p) => ["download", p]), ...spellings("upload").map((p) => ["upload", p])])(
     "presign-%s spelled %s hands out the gateway's URL",
     async (_op, rest) => {
-      const r = await raw("POST", `/sandbox/${a.id}${rest}`, { authorization: `Bearer ${aliceToken}` }, JSON.stringify({ path: "/tmp/spelled.txt" }));
+      const r = await raw(
+        "POST",
+        `/sandbox/${a.id}${rest}`,
+        { authorization: `Bearer ${aliceToken}` },
+        JSON.stringify({ path: "/tmp/spelled.txt" }),
+      );
       expect(r.status).toBe(200);
       expect(r.json.url.startsWith(`${s.gatewayUrl}/sandbox/${a.id}/files/presigned?ticket=`)).toBe(true);
     },
@@ -74,7 +97,12 @@ describe("presigned URLs in every spelling", () => {
     ["an encoded NUL", `/sandbox/${"ID"}/files/presign-download%00`],
     ["a control character", `/sandbox/${"ID"}/files/presign-download%0D%0A`],
   ])("refuses %s with 400 invalid_path and forwards nothing", async (_what, path) => {
-    const r = await raw("POST", path.replace("ID", a.id), { authorization: `Bearer ${aliceToken}` }, JSON.stringify({ path: "/tmp/spelled.txt" }));
+    const r = await raw(
+      "POST",
+      path.replace("ID", a.id),
+      { authorization: `Bearer ${aliceToken}` },
+      JSON.stringify({ path: "/tmp/spelled.txt" }),
+    );
     expect(r.status).toBe(400);
     expect(r.json).toMatchObject({ code: "invalid_path" });
   });
@@ -96,15 +124,30 @@ describe("ownership in every spelling", () => {
       expect(r.status, path).toBe(404);
       expect(r.json.code, path).toBe("not_found");
     }
-    for (const [method, path] of [["PUT", `/api/sandbox/${enc}/stop`], ["POST", `/api/sandbox/./${b.id}/expose`], ["PUT", `/api/sandbox/${b.id}/./network`]] as const) {
+    for (const [method, path] of [
+      ["PUT", `/api/sandbox/${enc}/stop`],
+      ["POST", `/api/sandbox/./${b.id}/expose`],
+      ["PUT", `/api/sandbox/${b.id}/./network`],
+    ] as const) {
       const r = await raw(method, path, { "x-api-key": s.keys.alice }, "{}");
       expect(r.status, `${method} ${path}`).toBe(404);
     }
   });
 
   it("answers route_not_fronted for operations no row declares, whatever the method", async () => {
-    for (const [method, path] of [["PUT", `/api/snapshots/anything`], ["PATCH", `/api/snapshots/anything`], ["POST", `/api/snapshots/anything`], ["DELETE", `/api/sandbox/${a.id}`], ["GET", `/sandbox/${a.id}/not-a-runtime-route`]] as const) {
-      const r = await raw(method, path, { "x-api-key": s.keys.alice, authorization: `Bearer ${aliceToken}` }, method === "GET" ? undefined : "{}");
+    for (const [method, path] of [
+      ["PUT", `/api/snapshots/anything`],
+      ["PATCH", `/api/snapshots/anything`],
+      ["POST", `/api/snapshots/anything`],
+      ["DELETE", `/api/sandbox/${a.id}`],
+      ["GET", `/sandbox/${a.id}/not-a-runtime-route`],
+    ] as const) {
+      const r = await raw(
+        method,
+        path,
+        { "x-api-key": s.keys.alice, authorization: `Bearer ${aliceToken}` },
+        method === "GET" ? undefined : "{}",
+      );
       expect(r.status, `${method} ${path} ${r.text}`).toBe(404);
       expect(r.json, `${method} ${path}`).toMatchObject({ code: "route_not_fronted", method });
     }

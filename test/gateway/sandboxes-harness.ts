@@ -37,7 +37,12 @@ function recordingTransport(inner: UpstreamTransport, seen: Set<string>): Upstre
       const res = await inner.request(req);
       if ((res.headers.get("content-type") ?? "").includes("json") && res.body) {
         const [a, b] = res.body.tee();
-        void new Response(b).text().then((t) => { for (const m of t.match(JWT) ?? []) seen.add(m); }).catch(() => {});
+        void new Response(b)
+          .text()
+          .then((t) => {
+            for (const m of t.match(JWT) ?? []) seen.add(m);
+          })
+          .catch(() => {});
         return new Response(a, { status: res.status, statusText: res.statusText, headers: res.headers });
       }
       return res;
@@ -77,7 +82,10 @@ export async function startSandboxStack(
     const write = sock.write.bind(sock) as (...a: any[]) => boolean;
     (sock as any).write = (chunk: any, ...rest: any[]) => {
       if (capturedBytes < CAPTURE_LIMIT) {
-        const b = typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk.buffer ?? chunk, chunk.byteOffset ?? 0, chunk.byteLength ?? chunk.length);
+        const b =
+          typeof chunk === "string"
+            ? Buffer.from(chunk)
+            : Buffer.from(chunk.buffer ?? chunk, chunk.byteOffset ?? 0, chunk.byteLength ?? chunk.length);
         captured.push(Buffer.from(b));
         capturedBytes += b.length;
       }
@@ -94,7 +102,13 @@ export async function startSandboxStack(
     bob: new Hyperbrowser({ apiKey: keys.bob, baseUrl: gatewayUrl }),
     logs,
     // The control plane's host is the upstream's address too (sandbox details name it in sessionUrl).
-    upstreamSecrets: () => [emu.apiKey, ...runtimeHosts, new URL(emu.controlUrl).host, `localhost:${new URL(emu.controlUrl).port}`, ...seen],
+    upstreamSecrets: () => [
+      emu.apiKey,
+      ...runtimeHosts,
+      new URL(emu.controlUrl).host,
+      `localhost:${new URL(emu.controlUrl).port}`,
+      ...seen,
+    ],
     clientBytes: () => Buffer.concat(captured).toString("latin1"),
     async close() {
       await gw.close();
@@ -105,10 +119,19 @@ export async function startSandboxStack(
 }
 
 /** Raw call through the gateway (127.0.0.1, any Host), for status codes and headers the SDK hides. */
-export async function gatewayCall(stack: SandboxStack, method: string, path: string, init: { headers?: Record<string, string>; body?: string; host?: string } = {}) {
+export async function gatewayCall(
+  stack: SandboxStack,
+  method: string,
+  path: string,
+  init: { headers?: Record<string, string>; body?: string; host?: string } = {},
+) {
   const res = await request(`http://127.0.0.1:${stack.gw.port}${path}`, {
     method: method as any,
-    headers: { host: init.host ?? `localhost:${stack.gw.port}`, ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...(init.headers ?? {}) },
+    headers: {
+      host: init.host ?? `localhost:${stack.gw.port}`,
+      ...(init.body !== undefined ? { "content-type": "application/json" } : {}),
+      ...(init.headers ?? {}),
+    },
     body: init.body,
   });
   const text = await res.body.text();
@@ -122,7 +145,11 @@ export async function gatewayCall(stack: SandboxStack, method: string, path: str
 }
 
 /** A request to an exposed-port URL the gateway handed out: connect to 127.0.0.1, name the port host in Host. */
-export function portCall(stack: SandboxStack, url: string, init: { method?: string; headers?: Record<string, string>; host?: string } = {}) {
+export function portCall(
+  stack: SandboxStack,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; host?: string } = {},
+) {
   const u = new URL(url);
   return gatewayCall(stack, init.method ?? "GET", `${u.pathname}${u.search}`, { headers: init.headers, host: init.host ?? u.host });
 }

@@ -42,7 +42,10 @@ describe("control plane", () => {
     ["POST", "/snapshot", {}],
     ["PUT", "/network", { allowInternetAccess: false }],
   ])("answers %s /api/sandbox/<foreign id>%s with the upstream's 404", async (method, suffix, body?: object) => {
-    const res = await gatewayCall(s, method, `/api/sandbox/${a.id}${suffix}`, { headers: key(s.keys.bob), body: body ? JSON.stringify(body) : undefined });
+    const res = await gatewayCall(s, method, `/api/sandbox/${a.id}${suffix}`, {
+      headers: key(s.keys.bob),
+      body: body ? JSON.stringify(body) : undefined,
+    });
     expect(res.status).toBe(404);
     expect(res.json).toEqual({ message: `Sandbox ${a.id} not found`, code: "not_found" });
   });
@@ -63,10 +66,15 @@ describe("control plane", () => {
 
 describe("runtime plane", () => {
   it("refuses another sandbox's token as if the sandbox did not exist (HTTP and WebSocket)", async () => {
-    const res = await gatewayCall(s, "POST", `/sandbox/${a.id}/exec`, { headers: bearer(bobToken), body: JSON.stringify({ command: "id" }) });
+    const res = await gatewayCall(s, "POST", `/sandbox/${a.id}/exec`, {
+      headers: bearer(bobToken),
+      body: JSON.stringify({ command: "id" }),
+    });
     expect(res.status).toBe(404);
     const ws = await new Promise<{ status: number }>((resolve) => {
-      const sock = new WebSocket(`ws://127.0.0.1:${s.gw.port}/sandbox/${a.id}/pty/pty_x/ws?sessionId=${a.id}`, { headers: bearer(bobToken) });
+      const sock = new WebSocket(`ws://127.0.0.1:${s.gw.port}/sandbox/${a.id}/pty/pty_x/ws?sessionId=${a.id}`, {
+        headers: bearer(bobToken),
+      });
       sock.once("unexpected-response", (_req, res) => resolve({ status: res.statusCode ?? 0 }));
       sock.once("open", () => (sock.close(), resolve({ status: 101 })));
       sock.once("error", () => {});
@@ -75,25 +83,58 @@ describe("runtime plane", () => {
   });
 
   it("refuses missing, forged, tenant-key, alg:none and expired tokens with 401", async () => {
-    const exec = (headers: Record<string, string>) => gatewayCall(s, "POST", `/sandbox/${a.id}/exec`, { headers, body: JSON.stringify({ command: "id" }) });
+    const exec = (headers: Record<string, string>) =>
+      gatewayCall(s, "POST", `/sandbox/${a.id}/exec`, { headers, body: JSON.stringify({ command: "id" }) });
     expect((await exec({})).json.code).toBe("token_missing");
     const claims = { k: "sandbox", r: a.id, s: ["runtime", "terminal", "ports"] };
-    const forged = await new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuer("tollgate").setSubject("alice").setJti("x").setIssuedAt().setExpirationTime("10m").sign(new TextEncoder().encode("not-the-gateway-secret"));
+    const forged = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuer("tollgate")
+      .setSubject("alice")
+      .setJti("x")
+      .setIssuedAt()
+      .setExpirationTime("10m")
+      .sign(new TextEncoder().encode("not-the-gateway-secret"));
     expect((await exec(bearer(forged))).json.code).toBe("token_invalid");
     const none = `${Buffer.from('{"alg":"none"}').toString("base64url")}.${Buffer.from(JSON.stringify({ ...claims, iss: "tollgate", sub: "alice", exp: 9e9 })).toString("base64url")}.`;
     expect((await exec(bearer(none))).status).toBe(401);
     expect((await exec(bearer(s.keys.alice))).status).toBe(401);
-    const short = await s.gw.gateway.services.tokens.mint({ tenant: "alice", kind: "sandbox", resource: a.id, scopes: ["runtime"], ttlSeconds: 1 });
+    const short = await s.gw.gateway.services.tokens.mint({
+      tenant: "alice",
+      kind: "sandbox",
+      resource: a.id,
+      scopes: ["runtime"],
+      ttlSeconds: 1,
+    });
     expect((await exec(bearer(short.token))).status).toBe(200);
     await sleep(2100);
     expect((await exec(bearer(short.token))).json.code).toBe("token_expired");
   });
 
   it("needs the terminal scope for /pty and the runtime scope elsewhere", async () => {
-    const portsOnly = await s.gw.gateway.services.tokens.mint({ tenant: "alice", kind: "sandbox", resource: a.id, scopes: ["ports"], ttlSeconds: 60 });
+    const portsOnly = await s.gw.gateway.services.tokens.mint({
+      tenant: "alice",
+      kind: "sandbox",
+      resource: a.id,
+      scopes: ["ports"],
+      ttlSeconds: 60,
+    });
     expect((await gatewayCall(s, "GET", `/sandbox/${a.id}/processes`, { headers: bearer(portsOnly.token) })).status).toBe(403);
-    const runtimeOnly = await s.gw.gateway.services.tokens.mint({ tenant: "alice", kind: "sandbox", resource: a.id, scopes: ["runtime"], ttlSeconds: 60 });
-    expect((await gatewayCall(s, "POST", `/sandbox/${a.id}/pty`, { headers: bearer(runtimeOnly.token), body: JSON.stringify({ command: "bash" }) })).status).toBe(403);
+    const runtimeOnly = await s.gw.gateway.services.tokens.mint({
+      tenant: "alice",
+      kind: "sandbox",
+      resource: a.id,
+      scopes: ["runtime"],
+      ttlSeconds: 60,
+    });
+    expect(
+      (
+        await gatewayCall(s, "POST", `/sandbox/${a.id}/pty`, {
+          headers: bearer(runtimeOnly.token),
+          body: JSON.stringify({ command: "bash" }),
+        })
+      ).status,
+    ).toBe(403);
     expect((await gatewayCall(s, "GET", `/sandbox/${a.id}/processes`, { headers: bearer(aliceToken) })).status).toBe(200);
   });
 
@@ -110,9 +151,14 @@ describe("exposed ports", () => {
 
   it("serves the public port by Host only under the host it handed out", async () => {
     let res = await portCall(s, "http://x/", { host: host(3000, a.id) });
-    for (let i = 0; i < 40 && res.status !== 200; i++) (await sleep(100), (res = await portCall(s, "http://x/", { host: host(3000, a.id) })));
+    for (let i = 0; i < 40 && res.status !== 200; i++) await sleep(100), (res = await portCall(s, "http://x/", { host: host(3000, a.id) }));
     expect(res.text).toBe("alice-app");
-    for (const spoof of [host(3000, a.id, "evil.example"), host(3000, a.id, `127.0.0.1:${s.gw.port}`), host(3000, a.id, "localhost:1"), host(3000, a.id, `localhost:${s.gw.port}.evil.example`)]) {
+    for (const spoof of [
+      host(3000, a.id, "evil.example"),
+      host(3000, a.id, `127.0.0.1:${s.gw.port}`),
+      host(3000, a.id, "localhost:1"),
+      host(3000, a.id, `localhost:${s.gw.port}.evil.example`),
+    ]) {
       const r = await portCall(s, "http://x/api/sandboxes", { host: spoof, headers: key(s.keys.alice) });
       // 400: Node refuses a Host that is no valid host at all before any route runs.
       expect([400, 404], spoof).toContain(r.status);

@@ -3,7 +3,12 @@ import { describe, expect, test } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { createRequire } from "node:module";
 import {
-  exposedUrlFor, gatewayRuntime, parseExposedHost, rewriteSandboxDetail, upstreamExposedHost, upstreamRuntimeUrl,
+  exposedUrlFor,
+  gatewayRuntime,
+  parseExposedHost,
+  rewriteSandboxDetail,
+  upstreamExposedHost,
+  upstreamRuntimeUrl,
   type SandboxRewriteContext,
 } from "../../src/rewrite/sandbox.js";
 import { needsRenewal } from "../../src/sandbox/custody.js";
@@ -23,7 +28,13 @@ const upstreamDetail = {
   runtime: { transport: "regional_proxy", host: "https://runtime.example.com", baseUrl: "https://runtime.example.com/sandbox/sbx_123" },
   exposedPorts: [
     { port: 3000, auth: false, url: "https://3000-sbx_123.runtime.example.com/", browserUrl: "https://3000-sbx_123.runtime.example.com/" },
-    { port: 8080, auth: true, url: "https://8080-sbx_123.runtime.example.com/", browserUrl: "https://8080-sbx_123.runtime.example.com/_hb/auth?grant=UPSTREAM&next=%2F", browserUrlExpiresAt: "x" },
+    {
+      port: 8080,
+      auth: true,
+      url: "https://8080-sbx_123.runtime.example.com/",
+      browserUrl: "https://8080-sbx_123.runtime.example.com/_hb/auth?grant=UPSTREAM&next=%2F",
+      browserUrlExpiresAt: "x",
+    },
   ],
   token: "UPSTREAM_RUNTIME_TOKEN",
   tokenExpiresAt: "2029-01-01T00:00:00.000Z",
@@ -32,7 +43,11 @@ const upstreamDetail = {
 describe("rewriteSandboxDetail", () => {
   test("points runtime.baseUrl and runtime.host at the gateway", async () => {
     const out = await rewriteSandboxDetail(upstreamDetail, ctx("http://127.0.0.1:8787"));
-    expect(out.runtime).toEqual({ transport: "regional_proxy", host: "http://127.0.0.1:8787", baseUrl: "http://127.0.0.1:8787/sandbox/sbx_123" });
+    expect(out.runtime).toEqual({
+      transport: "regional_proxy",
+      host: "http://127.0.0.1:8787",
+      baseUrl: "http://127.0.0.1:8787/sandbox/sbx_123",
+    });
   });
 
   test("replaces the upstream runtime token with a gateway token and its expiry", async () => {
@@ -43,7 +58,10 @@ describe("rewriteSandboxDetail", () => {
   });
 
   test("keeps token null for a stopped sandbox", async () => {
-    const out = await rewriteSandboxDetail({ ...upstreamDetail, status: "closed", token: null, tokenExpiresAt: null }, ctx("https://gw.example.com"));
+    const out = await rewriteSandboxDetail(
+      { ...upstreamDetail, status: "closed", token: null, tokenExpiresAt: null },
+      ctx("https://gw.example.com"),
+    );
     expect(out.token).toBeNull();
     expect(out.tokenExpiresAt).toBeNull();
   });
@@ -72,14 +90,18 @@ describe("rewriteSandboxDetail", () => {
   });
 
   test("derives the example from the upstream contract", () => {
-    expect(exposedUrlFor({ baseUrl: "https://runtime.example.com/sandbox/sbx_123" }, 3000)).toBe("https://3000-sbx_123.runtime.example.com/");
+    expect(exposedUrlFor({ baseUrl: "https://runtime.example.com/sandbox/sbx_123" }, 3000)).toBe(
+      "https://3000-sbx_123.runtime.example.com/",
+    );
     expect(exposedUrlFor(gatewayRuntime("http://127.0.0.1:9000", "sbx_1"), 3000)).toBe("http://3000-sbx_1.127.0.0.1:9000/");
   });
 });
 
 describe("upstream targets", () => {
   test("region-path runtime: the rest is appended to the base path", () => {
-    expect(upstreamRuntimeUrl("https://region.example.dev/sandbox/sbx_123", "/exec?foo=bar")).toBe("https://region.example.dev/sandbox/sbx_123/exec?foo=bar");
+    expect(upstreamRuntimeUrl("https://region.example.dev/sandbox/sbx_123", "/exec?foo=bar")).toBe(
+      "https://region.example.dev/sandbox/sbx_123/exec?foo=bar",
+    );
   });
   test("session-host runtime: /sandbox is prepended", () => {
     expect(upstreamRuntimeUrl("https://session.example.dev:8443", "/exec")).toBe("https://session.example.dev:8443/sandbox/exec");
@@ -94,7 +116,8 @@ describe("parseExposedHost", () => {
     expect(parseExposedHost("3000-sbx_ab12.gw.example.com:8443")).toEqual({ port: 3000, id: "sbx_ab12", rest: "gw.example.com:8443" });
   });
   test("ignores hosts that are not port hosts", () => {
-    for (const h of ["gw.example.com", "127.0.0.1:8787", "abc-sbx_1.gw", "0-sbx_1.gw", "70000-sbx_1.gw", ""]) expect(parseExposedHost(h)).toBeUndefined();
+    for (const h of ["gw.example.com", "127.0.0.1:8787", "abc-sbx_1.gw", "0-sbx_1.gw", "70000-sbx_1.gw", ""])
+      expect(parseExposedHost(h)).toBeUndefined();
   });
 });
 

@@ -49,7 +49,9 @@ it("streams a 256 MiB upload and download without the gateway's memory growing",
   });
   expect(down.moved).toBe(SIZE);
   const mib = (b: number) => Math.round(b / 1024 / 1024);
-  console.log(`upload ${up.mbPerSec.toFixed(0)} MB/s, download ${down.mbPerSec.toFixed(0)} MB/s; gateway RSS baseline ${mib(baseline)} MiB, peak ${mib(Math.max(up.peakRss, down.peakRss))} MiB`);
+  console.log(
+    `upload ${up.mbPerSec.toFixed(0)} MB/s, download ${down.mbPerSec.toFixed(0)} MB/s; gateway RSS baseline ${mib(baseline)} MiB, peak ${mib(Math.max(up.peakRss, down.peakRss))} MiB`,
+  );
   // A buffering proxy would hold hundreds of MiB here; streaming stays within a few tens.
   expect(up.peakRss - baseline).toBeLessThan(96 * 1024 * 1024);
   expect(down.peakRss - baseline).toBeLessThan(96 * 1024 * 1024);

@@ -15,7 +15,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Presigned and port URLs name `localhost`; connect to 127.0.0.1 and keep Host.
 const raw = (url: string, init: Parameters<typeof request>[1] = {}) => {
   const u = new URL(url);
-  return request(`http://127.0.0.1:${u.port}${u.pathname}${u.search}`, { ...init, headers: { host: u.host, ...((init.headers as any) ?? {}) } });
+  return request(`http://127.0.0.1:${u.port}${u.pathname}${u.search}`, {
+    ...init,
+    headers: { host: u.host, ...((init.headers as any) ?? {}) },
+  });
 };
 
 beforeAll(async () => {
@@ -75,7 +78,11 @@ describe("runtime plane", () => {
   it("renews and replays once when the upstream answers 401", async () => {
     const key = `sandbox-runtime:${sbx.id}`;
     const cred = JSON.parse((await s.gw.gateway.stores.kv.get(key))!);
-    await s.gw.gateway.stores.kv.set(key, JSON.stringify({ ...cred, token: "revoked-upstream-token", expiresAt: Date.now() + 600_000, receivedAt: Date.now() }), 600_000);
+    await s.gw.gateway.stores.kv.set(
+      key,
+      JSON.stringify({ ...cred, token: "revoked-upstream-token", expiresAt: Date.now() + 600_000, receivedAt: Date.now() }),
+      600_000,
+    );
     expect((await sbx.exec("echo replayed")).stdout).toBe("replayed\n");
   });
 
@@ -87,7 +94,12 @@ describe("runtime plane", () => {
       events.push(e);
       times.push(Date.now());
     }
-    expect(events.filter((e) => e.type === "stdout").map((e) => e.data).join("")).toBe("line1\nline2\nline3\n");
+    expect(
+      events
+        .filter((e) => e.type === "stdout")
+        .map((e) => e.data)
+        .join(""),
+    ).toBe("line1\nline2\nline3\n");
     expect(events.at(-1)).toMatchObject({ type: "exit", result: { exitCode: 0 } });
     // Unbuffered: the lines arrive spread over time, not all at once at the end.
     expect(times[times.length - 1]! - times[0]!).toBeGreaterThan(250);
@@ -159,7 +171,7 @@ describe("exposed ports", () => {
     expect(e.url).toBe(sbx.getExposedUrl(3000));
     expect(e.url).toBe(`http://3000-${sbx.id}.localhost:${s.gw.port}/`);
     let res = await portCall(s, `${e.url}hello`);
-    for (let i = 0; i < 40 && res.status !== 200; i++) (await sleep(100), (res = await portCall(s, `${e.url}hello`)));
+    for (let i = 0; i < 40 && res.status !== 200; i++) await sleep(100), (res = await portCall(s, `${e.url}hello`));
     expect(res.status).toBe(200);
     expect(res.text).toBe("app:/hello:none");
     expect(res.headers["set-cookie"]).toBe("app=1");
@@ -171,7 +183,8 @@ describe("exposed ports", () => {
     expect(e.url).toBe(sbx.getExposedUrl(3001));
     const token = (await gatewayCall(s, "GET", `/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.keys.alice } })).json.token;
     let res = await portCall(s, e.url, { headers: { authorization: `Bearer ${token}` } });
-    for (let i = 0; i < 40 && res.status !== 200; i++) (await sleep(100), (res = await portCall(s, e.url, { headers: { authorization: `Bearer ${token}` } })));
+    for (let i = 0; i < 40 && res.status !== 200; i++)
+      await sleep(100), (res = await portCall(s, e.url, { headers: { authorization: `Bearer ${token}` } }));
     expect(res.status).toBe(200);
     // The app sees the upstream's auth, relayed; the client never held it.
     expect(res.text).toBe("app:/:none");
@@ -220,7 +233,7 @@ s.listen(3002);`;
     const host = new URL(e.url).host;
     const token = (await gatewayCall(s, "GET", `/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.keys.alice } })).json.token;
     let conn = await open(host, { authorization: `Bearer ${token}` });
-    for (let i = 0; i < 40 && conn.status !== 101; i++) (await sleep(100), (conn = await open(host, { authorization: `Bearer ${token}` })));
+    for (let i = 0; i < 40 && conn.status !== 101; i++) await sleep(100), (conn = await open(host, { authorization: `Bearer ${token}` }));
     expect(conn.status).toBe(101);
     const reply = new Promise<string>((r) => conn.socket!.once("message", (d) => r(d.toString())));
     conn.socket!.send("hi");

@@ -58,7 +58,12 @@ describe("browser sessions through Tollgate", () => {
   it("lets playwright-core connect over CDP through the same wsEndpoint", async () => {
     const pw = await chromium.connectOverCDP((await acme.sessions.get(session.id)).wsEndpoint);
     try {
-      const titles = await Promise.all(pw.contexts().flatMap((ctx) => ctx.pages()).map((p) => p.title()));
+      const titles = await Promise.all(
+        pw
+          .contexts()
+          .flatMap((ctx) => ctx.pages())
+          .map((p) => p.title()),
+      );
       expect(titles).toContain("Through the gateway");
     } finally {
       await pw.close().catch(() => {});
@@ -92,7 +97,9 @@ describe("browser sessions through Tollgate", () => {
     await expect(rival.sessions.get(session.id)).rejects.toMatchObject({ statusCode: 404 });
     await expect(rival.sessions.stop(session.id)).rejects.toMatchObject({ statusCode: 404 });
     await expect(rival.computerAction.click(session as never, 80, 40)).rejects.toMatchObject({ statusCode: 404 });
-    const other = await fetch(`${stack.gateway.url}/api/session/${session.id}/recording-url`, { headers: { "x-api-key": stack.keys.rival! } });
+    const other = await fetch(`${stack.gateway.url}/api/session/${session.id}/recording-url`, {
+      headers: { "x-api-key": stack.keys.rival! },
+    });
     expect(other.status).toBe(404);
     expect(await other.json()).toMatchObject({ code: "not_found" });
     expect((await acme.sessions.get(session.id)).status).toBe("active");
@@ -112,12 +119,30 @@ describe("browser sessions through Tollgate", () => {
     const base = `${stack.gateway.url}/devtools/browser/${session.id}`;
     expect(await refusal(base)).toEqual({ status: 401, plainStatus: 401, code: "token_missing" });
     expect(await refusal(`${base}?token=eyJhbGciOiJIUzI1NiJ9.e30.bad`)).toEqual({ status: 401, plainStatus: 401, code: "token_invalid" });
-    const expired = await stack.gateway.gateway.services.tokens.mint({ tenant: "acme", kind: "session", resource: session.id, scopes: ["cdp"], ttlSeconds: -30 });
+    const expired = await stack.gateway.gateway.services.tokens.mint({
+      tenant: "acme",
+      kind: "session",
+      resource: session.id,
+      scopes: ["cdp"],
+      ttlSeconds: -30,
+    });
     expect(await refusal(`${base}?token=${expired.token}`)).toEqual({ status: 401, plainStatus: 401, code: "token_expired" });
     expect(await refusal(base, { "x-api-key": stack.keys.rival! })).toEqual({ status: 404, plainStatus: 404, code: "not_found" });
-    const elsewhere = await stack.gateway.gateway.services.tokens.mint({ tenant: "acme", kind: "session", resource: "another-session", scopes: ["cdp"], ttlSeconds: 60 });
+    const elsewhere = await stack.gateway.gateway.services.tokens.mint({
+      tenant: "acme",
+      kind: "session",
+      resource: "another-session",
+      scopes: ["cdp"],
+      ttlSeconds: 60,
+    });
     expect(await refusal(`${base}?token=${elsewhere.token}`)).toMatchObject({ status: 404, code: "not_found" });
-    const rivalToken = await stack.gateway.gateway.services.tokens.mint({ tenant: "rival", kind: "session", resource: session.id, scopes: ["cdp"], ttlSeconds: 60 });
+    const rivalToken = await stack.gateway.gateway.services.tokens.mint({
+      tenant: "rival",
+      kind: "session",
+      resource: session.id,
+      scopes: ["cdp"],
+      ttlSeconds: 60,
+    });
     expect(await refusal(`${base}?token=${rivalToken.token}`)).toMatchObject({ status: 404, code: "not_found" });
     // A valid token over plain HTTP is told to upgrade.
     expect((await fetch(`${base}?token=${session.token}`)).status).toBe(426);

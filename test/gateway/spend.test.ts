@@ -5,7 +5,14 @@ import { parseConfig } from "../../config/load.js";
 import { createGateway } from "../../src/gateway.js";
 import { GatewayError } from "../../src/errors.js";
 import {
-  attachSpend, capEntryId, holdSpend, meteredCost, openHoldOf, releaseSpend, reserveSpend, settleSpend,
+  attachSpend,
+  capEntryId,
+  holdSpend,
+  meteredCost,
+  openHoldOf,
+  releaseSpend,
+  reserveSpend,
+  settleSpend,
 } from "../../src/payments/spend.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
@@ -28,11 +35,19 @@ function gatewayAt(clock: { now: number }) {
 }
 
 const scrape = (amount: bigint, over: Record<string, unknown> = {}) => ({
-  kind: "credits" as const, route: "/api/scrape", fingerprint: "fp", amount: amount.toString(), meter: "call", ...over,
+  kind: "credits" as const,
+  route: "/api/scrape",
+  fingerprint: "fp",
+  amount: amount.toString(),
+  meter: "call",
+  ...over,
 });
 
 async function refusal(p: Promise<unknown>): Promise<GatewayError> {
-  const err = await p.then(() => undefined, (e) => e);
+  const err = await p.then(
+    () => undefined,
+    (e) => e,
+  );
   expect(err).toBeInstanceOf(GatewayError);
   return err as GatewayError;
 }
@@ -41,14 +56,19 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
   it("refuses credits over the budget with the x402 path's 402 budget_exceeded, counting x402 and credits together", async () => {
     const clock = { now: T0 };
     const { services, tenant, ledger } = gatewayAt(clock);
-    await reserveSpend(services, { tenant: tenant("acme"), entry: { kind: "x402", route: "/x402/web/search", fingerprint: "f", amount: "5000", asset: "0xA", network: "eip155:1", payee: "0xP" } });
+    await reserveSpend(services, {
+      tenant: tenant("acme"),
+      entry: { kind: "x402", route: "/x402/web/search", fingerprint: "f", amount: "5000", asset: "0xA", network: "eip155:1", payee: "0xP" },
+    });
     const ok = await reserveSpend(services, { tenant: tenant("acme"), entry: scrape(4000n) });
     expect(ok.entry).toMatchObject({ kind: "credits", tenant: "acme", state: "reserved", amount: "4000", instance: services.instanceId });
     expect(ok.ids).toEqual([ok.entry.id]);
     const err = await refusal(reserveSpend(services, { tenant: tenant("acme"), entry: scrape(2000n) }));
     expect(err.status).toBe(402);
     expect(err.code).toBe("budget_exceeded");
-    expect(err.message).toBe('The daily budget of tenant "acme" cannot cover this call: $0.009 of $0.01 spent, this call costs $0.002. It resets at 2026-03-11T00:00:00.000Z.');
+    expect(err.message).toBe(
+      'The daily budget of tenant "acme" cannot cover this call: $0.009 of $0.01 spent, this call costs $0.002. It resets at 2026-03-11T00:00:00.000Z.',
+    );
     expect((await ledger.usage("acme", T0)).byKind).toEqual({
       x402: { daily: 5000n, monthly: 5000n, total: 5000n },
       credits: { daily: 4000n, monthly: 4000n, total: 4000n },
@@ -84,7 +104,11 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     const hold = await reserveSpend(services, {
       tenant: tenant("free"),
       cap: { id: "tok-4", amount: 1_000_000n },
-      entry: scrape(meteredCost(rate, timeoutMs), { route: "/api/sandbox", meter: "minute", validBefore: Math.floor((T0 + timeoutMs) / 1000) }),
+      entry: scrape(meteredCost(rate, timeoutMs), {
+        route: "/api/sandbox",
+        meter: "minute",
+        validBefore: Math.floor((T0 + timeoutMs) / 1000),
+      }),
     });
     await attachSpend(services, hold, { resource: "sandbox:sb-42" });
     expect(await openHoldOf(services, "free", "sandbox:sb-42")).toMatchObject({ id: hold.entry.id, amount: "15000" });
@@ -119,7 +143,9 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
   it("returns a cap reservation when the tenant's budget refuses", async () => {
     const clock = { now: T0 };
     const { services, tenant, ledger } = gatewayAt(clock);
-    const err = await refusal(reserveSpend(services, { tenant: tenant("acme"), cap: { id: "tok-3", amount: 1_000_000n }, entry: scrape(20_000n) }));
+    const err = await refusal(
+      reserveSpend(services, { tenant: tenant("acme"), cap: { id: "tok-3", amount: 1_000_000n }, entry: scrape(20_000n) }),
+    );
     expect(err.code).toBe("budget_exceeded");
     expect((await ledger.usage("token:tok-3", T0)).total).toBe(0n);
   });
@@ -130,9 +156,18 @@ describe("the reconciler and credits holds", () => {
     const clock = { now: T0 };
     const { services, tenant, ledger, reconciler } = gatewayAt(clock);
     const s = (ms: number) => Math.floor(ms / 1000);
-    const ended = await reserveSpend(services, { tenant: tenant("acme"), entry: scrape(3000n, { meter: "minute", resource: "session:s1", validBefore: s(T0 + 3 * MIN) }) });
-    const live = await reserveSpend(services, { tenant: tenant("acme"), entry: scrape(3000n, { meter: "minute", resource: "session:s2", validBefore: s(T0 + 30 * MIN) }) });
-    const stopped = await reserveSpend(services, { tenant: tenant("acme"), entry: scrape(3000n, { meter: "minute", resource: "session:s3", validBefore: s(T0 + 3 * MIN) }) });
+    const ended = await reserveSpend(services, {
+      tenant: tenant("acme"),
+      entry: scrape(3000n, { meter: "minute", resource: "session:s1", validBefore: s(T0 + 3 * MIN) }),
+    });
+    const live = await reserveSpend(services, {
+      tenant: tenant("acme"),
+      entry: scrape(3000n, { meter: "minute", resource: "session:s2", validBefore: s(T0 + 30 * MIN) }),
+    });
+    const stopped = await reserveSpend(services, {
+      tenant: tenant("acme"),
+      entry: scrape(3000n, { meter: "minute", resource: "session:s3", validBefore: s(T0 + 3 * MIN) }),
+    });
     await settleSpend(services, stopped, 1000n);
     clock.now = T0 + 3 * MIN + 1000; // within the grace
     expect((await reconciler.runOnce()).creditsCommitted).toBe(0);
@@ -155,9 +190,15 @@ describe("/_tollgate/usage and /_tollgate/ledger with both kinds", () => {
     const now = () => T0;
     const g = createGateway(config, { secrets: {}, stores: memoryStores(now), now, logSink: () => {} });
     const acme = g.directory.get("acme")!;
-    const paid = await reserveSpend(g.services, { tenant: acme, entry: { kind: "x402", route: "/x402/web/search", fingerprint: "f", amount: "5000", asset: "0xA", network: "eip155:1", payee: "0xP" } });
+    const paid = await reserveSpend(g.services, {
+      tenant: acme,
+      entry: { kind: "x402", route: "/x402/web/search", fingerprint: "f", amount: "5000", asset: "0xA", network: "eip155:1", payee: "0xP" },
+    });
     await settleSpend(g.services, paid, undefined, "0xtx");
-    const sandbox = await reserveSpend(g.services, { tenant: acme, entry: scrape(20_000n, { route: "/api/sandbox", meter: "minute", resource: "sandbox:sb-1" }) });
+    const sandbox = await reserveSpend(g.services, {
+      tenant: acme,
+      entry: scrape(20_000n, { route: "/api/sandbox", meter: "minute", resource: "sandbox:sb-1" }),
+    });
     await settleSpend(g.services, sandbox, 3000n);
     await reserveSpend(g.services, { tenant: acme, entry: scrape(1000n, { meter: "page" }) });
     const get = async (path: string) => {
@@ -167,7 +208,11 @@ describe("/_tollgate/usage and /_tollgate/ledger with both kinds", () => {
     const usage = await get("/usage");
     expect(usage.status).toBe(200);
     expect(usage.body.daily).toEqual({
-      limit: "0.05", spent: "0.009", byKind: { x402: "0.005", credits: "0.004" }, remaining: "0.041", resetsAt: "2026-03-11T00:00:00.000Z",
+      limit: "0.05",
+      spent: "0.009",
+      byKind: { x402: "0.005", credits: "0.004" },
+      remaining: "0.041",
+      resetsAt: "2026-03-11T00:00:00.000Z",
     });
     expect(usage.body.total.byKind).toEqual({ x402: "0.005", credits: "0.004" });
     const credits = (await get("/ledger?kind=credits")).body.entries;

@@ -10,14 +10,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const out: Record<string, unknown> = {};
 
 /** GET an exposed-port URL over TLS: connect to nginx on 127.0.0.1, verify its certificate as `localhost`, name the port host in Host. */
-function portGet(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+function portGet(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: "127.0.0.1", port: u.port, servername: "localhost", path: u.pathname + u.search, headers: { host: u.host, ...headers } }, (res) => {
-      let body = "";
-      res.on("data", (d) => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-    });
+    const req = httpsRequest(
+      { host: "127.0.0.1", port: u.port, servername: "localhost", path: u.pathname + u.search, headers: { host: u.host, ...headers } },
+      (res) => {
+        let body = "";
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -56,7 +62,7 @@ await step("port", async () => {
   await sbx.processes.start(`node -e 'require("http").createServer((q,r)=>r.end("port:"+q.url)).listen(3300)'`);
   const e = await sbx.expose({ port: 3300 });
   let res = await portGet(`${e.url}hi`);
-  for (let i = 0; i < 50 && res.status !== 200; i++) (await sleep(100), (res = await portGet(`${e.url}hi`)));
+  for (let i = 0; i < 50 && res.status !== 200; i++) await sleep(100), (res = await portGet(`${e.url}hi`));
   return { url: e.url, status: res.status, body: res.body };
 });
 
@@ -67,8 +73,14 @@ await step("authPort", async () => {
   const setCookie = String(boot.headers["set-cookie"] ?? "");
   const cookie = setCookie.split(";")[0]!;
   let res = await portGet(e.url, { cookie });
-  for (let i = 0; i < 50 && res.status !== 200; i++) (await sleep(100), (res = await portGet(e.url, { cookie })));
-  return { bootStatus: boot.status, location: boot.headers.location, secure: /;\s*Secure/i.test(setCookie), status: res.status, body: res.body };
+  for (let i = 0; i < 50 && res.status !== 200; i++) await sleep(100), (res = await portGet(e.url, { cookie }));
+  return {
+    bootStatus: boot.status,
+    location: boot.headers.location,
+    secure: /;\s*Secure/i.test(setCookie),
+    status: res.status,
+    body: res.body,
+  };
 });
 
 await step("session", async () => {

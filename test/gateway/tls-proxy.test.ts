@@ -22,10 +22,17 @@ beforeAll(async () => {
   const hostOf = (u: string) => new URL(u).host;
   const config = parseConfig({
     server: { host: "127.0.0.1", port: 0, logLevel: "info", trustedProxies: ["127.0.0.1", "::1"], publicHosts: ["localhost"] },
-    upstream: { baseUrl: emu.controlUrl, allowedHosts: [hostOf(emu.controlUrl), hostOf(emu.runtimeUrl), `localhost:${new URL(emu.runtimeUrl).port}`] },
+    upstream: {
+      baseUrl: emu.controlUrl,
+      allowedHosts: [hostOf(emu.controlUrl), hostOf(emu.runtimeUrl), `localhost:${new URL(emu.runtimeUrl).port}`],
+    },
     tenants: [{ id: "acme", keys: [{ hash: await hashTenantKey(key) }] }],
   });
-  gw = await startNodeGateway({ config, secrets: { upstreamApiKey: emu.apiKey, tokenSecret: randomBytes(32).toString("hex") }, logSink: () => {} });
+  gw = await startNodeGateway({
+    config,
+    secrets: { upstreamApiKey: emu.apiKey, tokenSecret: randomBytes(32).toString("hex") },
+    logSink: () => {},
+  });
   nginx = await startNginxTls(`http://127.0.0.1:${gw.port}`);
   // The client runs apart: NODE_EXTRA_CA_CERTS is read once, when a Node process starts.
   const child = spawn(process.execPath, ["--import", "tsx", "test/gateway/tls-proxy-client.ts"], {

@@ -26,13 +26,20 @@ afterAll(async () => {
 });
 
 async function call(agent: Agent, path: string, headers: Record<string, string>) {
-  const res = await request(`http://127.0.0.1:${s.gw.port}${path}`, { dispatcher: agent, headers: { host: `localhost:${s.gw.port}`, "x-api-key": s.keys.alice, ...headers } });
+  const res = await request(`http://127.0.0.1:${s.gw.port}${path}`, {
+    dispatcher: agent,
+    headers: { host: `localhost:${s.gw.port}`, "x-api-key": s.keys.alice, ...headers },
+  });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, json: text ? JSON.parse(text) : undefined };
 }
 
 const forwarded = { "x-forwarded-proto": "https", "x-forwarded-host": "gw.example.com", "x-forwarded-for": "203.0.113.9, 127.0.0.2" };
-const lastLog = (path: string) => s.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === "request" && l.path === path).at(-1);
+const lastLog = (path: string) =>
+  s.logs
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.msg === "request" && l.path === path)
+    .at(-1);
 
 describe("from a trusted proxy", () => {
   it("hands out https URLs on the forwarded host (detail and minted tokens)", async () => {
@@ -45,7 +52,7 @@ describe("from a trusted proxy", () => {
       headers: { host: `localhost:${s.gw.port}`, "x-api-key": s.keys.alice, "content-type": "application/json", ...forwarded },
       body: JSON.stringify({ kind: "sandbox", sandboxId: sbx.id, scopes: ["terminal"] }),
     });
-    expect((await minted.body.json() as any).runtime.baseUrl).toBe(`https://gw.example.com/sandbox/${sbx.id}`);
+    expect(((await minted.body.json()) as any).runtime.baseUrl).toBe(`https://gw.example.com/sandbox/${sbx.id}`);
   });
 
   it("logs the client's address from X-Forwarded-For (the nearest hop that is not a trusted proxy)", async () => {
@@ -111,7 +118,11 @@ describe("tollgate start without publicOrigin or publicHosts", () => {
     const upstream = await startEchoUpstream();
     const key = generateTenantKey();
     const gw = await startGatewayProcess(
-      { server: { host: "127.0.0.1", port: 0 }, upstream: { baseUrl: upstream.url }, tenants: [{ id: "acme", keys: [{ hash: await hashTenantKey(key) }] }] },
+      {
+        server: { host: "127.0.0.1", port: 0 },
+        upstream: { baseUrl: upstream.url },
+        tenants: [{ id: "acme", keys: [{ hash: await hashTenantKey(key) }] }],
+      },
       { TOLLGATE_UPSTREAM_API_KEY: "up_" + "k".repeat(30), TOLLGATE_TOKEN_SECRET: "s".repeat(40) },
     );
     try {

@@ -22,7 +22,9 @@ describe("the Node WebSocket relay", () => {
     });
     upstream.on("upgrade", (req, socket, head) => {
       if (req.url?.startsWith("/refuse")) {
-        socket.end('HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: 38\r\n\r\n{"message":"no entry","code":"denied"}');
+        socket.end(
+          'HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: 38\r\n\r\n{"message":"no entry","code":"denied"}',
+        );
         return;
       }
       uwss.handleUpgrade(req, socket, head, (ws) => ws.on("message", (d, bin) => ws.send(bin ? d : `echo:${d}`, { binary: bin })));
@@ -34,7 +36,9 @@ describe("the Node WebSocket relay", () => {
     const app = new Hono();
     app.get("/ws/:path", (c) => relay(c, { url: `${upstreamUrl}/${c.req.param("path")}`, headers: {} }));
     gateway = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0, websocket: { server: relayWebSocketServer() } }, () => resolve(s));
+      const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0, websocket: { server: relayWebSocketServer() } }, () =>
+        resolve(s),
+      );
     });
     gatewayUrl = `ws://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
   });
@@ -55,7 +59,9 @@ describe("the Node WebSocket relay", () => {
   it("relays text and binary frames both ways", async () => {
     const ws = await open(`${gatewayUrl}/ws/echo`);
     const got: string[] = [];
-    const done = new Promise<void>((r) => ws.on("message", (d, bin) => (got.push(bin ? `bin:${(d as Buffer).length}` : String(d)), got.length === 2 && r())));
+    const done = new Promise<void>((r) =>
+      ws.on("message", (d, bin) => (got.push(bin ? `bin:${(d as Buffer).length}` : String(d)), got.length === 2 && r())),
+    );
     ws.send("hello");
     ws.send(Buffer.alloc(70_000, 1));
     await done;

@@ -44,7 +44,10 @@ describe("paid browser sessions through the gateway (/x402/session)", () => {
     expect((await got.json()).status).toBe("active");
     const foreign = await fetch(`${s.gateway.url}/x402/session/${session.id}`, { headers: { "x-api-key": s.keys.other } });
     expect(foreign.status).toBe(404);
-    const foreignStop = await fetch(`${s.gateway.url}/x402/session/${session.id}/stop`, { method: "PUT", headers: { "x-api-key": s.keys.other } });
+    const foreignStop = await fetch(`${s.gateway.url}/x402/session/${session.id}/stop`, {
+      method: "PUT",
+      headers: { "x-api-key": s.keys.other },
+    });
     expect(foreignStop.status).toBe(404);
     const stop = await fetch(`${s.gateway.url}/x402/session/${session.id}/stop`, { method: "PUT", headers: { "x-api-key": s.keys.acme } });
     expect(await stop.json()).toEqual({ success: true });

@@ -29,6 +29,10 @@ export async function startEchoUpstream() {
   return {
     url: `http://127.0.0.1:${port}`,
     seen,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

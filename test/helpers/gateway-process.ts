@@ -30,7 +30,9 @@ export async function startGatewayProcess(config: Record<string, unknown>, env: 
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
-  const exitedWith = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
+  const exitedWith = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once("exit", (code, signal) => r({ code, signal })),
+  );
   const exited = exitedWith.then(() => {});
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 30_000);

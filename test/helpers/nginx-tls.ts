@@ -33,10 +33,23 @@ export async function startNginxTls(upstream: string): Promise<NginxTls> {
   const certFile = join(dir, "cert.pem");
   const keyFile = join(dir, "key.pem");
   await run("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-    "-keyout", keyFile, "-out", certFile,
-    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    "-addext", "basicConstraints=critical,CA:TRUE",
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=localhost",
+    "-keyout",
+    keyFile,
+    "-out",
+    certFile,
+    "-addext",
+    "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    "-addext",
+    "basicConstraints=critical,CA:TRUE",
   ]);
   const port = await freePort();
   const conf = `
@@ -79,7 +92,9 @@ http {
 `;
   await writeFile(join(dir, "nginx.conf"), conf);
   const nginxBin = existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx";
-  const child: ChildProcess = spawn(nginxBin, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], { stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(nginxBin, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));

@@ -54,7 +54,13 @@ export async function startPaidGateway(
   const config = parseConfig({
     server: { host: "127.0.0.1", port: 0, logLevel: "info" },
     upstream: { baseUrl: opts.upstreamUrl ?? emulator.controlUrl, timeoutMs: opts.timeoutMs ?? 30_000 },
-    payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl }, ...opts.payments },
+    payments: {
+      networks: [chain.network],
+      assets: [chain.token.address],
+      maxPerRequest: "0.50",
+      rpc: { [chain.network]: chain.rpcUrl },
+      ...opts.payments,
+    },
     cache: opts.cache,
     state: opts.state,
     tenants: tenantConfigs,
@@ -62,7 +68,12 @@ export async function startPaidGateway(
   const logs: string[] = [];
   const gateway = await startNodeGateway({
     config,
-    secrets: { upstreamApiKey: emulator.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex"), ...opts.secrets },
+    secrets: {
+      upstreamApiKey: emulator.apiKey,
+      walletKey: wallet.privateKey,
+      tokenSecret: randomBytes(32).toString("hex"),
+      ...opts.secrets,
+    },
     logSink: (l) => logs.push(l),
   });
   return { gateway, keys, wallet, logs, close: () => gateway.close() };

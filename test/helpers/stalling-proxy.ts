@@ -30,6 +30,10 @@ export async function startStallingProxy(target: string, mode: StallMode) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     paidSeen: () => paidSeen,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

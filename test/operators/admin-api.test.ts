@@ -56,7 +56,12 @@ describe("admin API", () => {
   });
 
   it("creates a tenant whose first key is in the answer once and works at once", async () => {
-    const r = await call("POST", "/_tollgate/admin/tenants", { id: "globex", scopes: ["search"], budget: { daily: "1.00" }, keyLabel: "ci" });
+    const r = await call("POST", "/_tollgate/admin/tenants", {
+      id: "globex",
+      scopes: ["search"],
+      budget: { daily: "1.00" },
+      keyLabel: "ci",
+    });
     expect(r.status).toBe(201);
     expect(r.json.key).toMatch(/^tg_/);
     expect(r.json.tenant).toMatchObject({ id: "globex", source: "api", scopes: ["search"], keys: [{ id: r.json.keyId, label: "ci" }] });
@@ -89,7 +94,13 @@ describe("admin API", () => {
     expect(r.json.scopes).toEqual(["search", "sandboxes"]);
     expect(await (await whoami(keys.acme)).json()).toEqual({ tenant: "acme", scopes: ["search", "sandboxes"] });
     // A restart re-seeds the config file: acme was changed through the API, so its stored version stays.
-    expect(await gw.gateway.stores.tenants.seed({ tenant: (await gw.gateway.stores.tenants.get("acme"))!.tenant, source: "config", updatedAt: 0 })).toBe(false);
+    expect(
+      await gw.gateway.stores.tenants.seed({
+        tenant: (await gw.gateway.stores.tenants.get("acme"))!.tenant,
+        source: "config",
+        updatedAt: 0,
+      }),
+    ).toBe(false);
   });
 
   it("creates, rotates, expires and revokes keys; a revoked key stops at once", async () => {
@@ -104,7 +115,9 @@ describe("admin API", () => {
     expect((await whoami(rotated.json.key)).status).toBe(200);
     expect((await whoami(created.json.key)).status).toBe(200); // still in its grace period
 
-    const expired = await call("POST", `/_tollgate/admin/tenants/acme/keys/${created.json.id}/expire`, { expiresAt: new Date(Date.now() - 1000).toISOString() });
+    const expired = await call("POST", `/_tollgate/admin/tenants/acme/keys/${created.json.id}/expire`, {
+      expiresAt: new Date(Date.now() - 1000).toISOString(),
+    });
     expect(expired.status).toBe(200);
     expect(await (await whoami(created.json.key)).json()).toMatchObject({ code: "api_key_expired" });
 
@@ -137,8 +150,18 @@ describe("admin API", () => {
     expect(first.status).toBe(200);
     expect(first.json.entries).toHaveLength(3);
     // Deleting a live tenant pulls the kill switch after the deletion is recorded.
-    expect(first.json.entries[0]).toMatchObject({ actor: "ops", action: "tenant.kill", target: "tenant:initech", after: { reason: "deleted by an admin" } });
-    expect(first.json.entries[1]).toMatchObject({ actor: "ops", action: "tenant.delete", target: "tenant:initech", before: { id: "initech" } });
+    expect(first.json.entries[0]).toMatchObject({
+      actor: "ops",
+      action: "tenant.kill",
+      target: "tenant:initech",
+      after: { reason: "deleted by an admin" },
+    });
+    expect(first.json.entries[1]).toMatchObject({
+      actor: "ops",
+      action: "tenant.delete",
+      target: "tenant:initech",
+      before: { id: "initech" },
+    });
     expect(first.json.entries[1]).not.toHaveProperty("after");
     expect(Date.parse(first.json.entries[0].at)).toBeGreaterThan(Date.now() - 60_000);
     const seen = [...first.json.entries];
@@ -149,7 +172,20 @@ describe("admin API", () => {
       next = page.json.next;
     }
     const actions = seen.map((e) => e.action);
-    expect(actions).toEqual(expect.arrayContaining(["tenant.create", "tenant.update", "tenant.quotas", "key.create", "key.rotate", "key.expire", "key.revoke", "tenant.disable", "tenant.enable", "tenant.kill"]));
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "tenant.create",
+        "tenant.update",
+        "tenant.quotas",
+        "key.create",
+        "key.rotate",
+        "key.expire",
+        "key.revoke",
+        "tenant.disable",
+        "tenant.enable",
+        "tenant.kill",
+      ]),
+    );
     expect(new Set(seen.map((e) => e.seq)).size).toBe(seen.length);
     const update = seen.find((e) => e.action === "tenant.update");
     expect(update.before.budget).toEqual({ daily: "5.00" });
@@ -168,7 +204,10 @@ describe("admin API", () => {
     const p2 = await call("GET", `/_tollgate/admin/ledger?tenant=acme&limit=2&cursor=${p1.json.next}`);
     expect(p2.json.entries.map((e: any) => e.id)).toEqual(["s2", "s1"]);
     const p3 = await call("GET", `/_tollgate/admin/ledger?tenant=acme&limit=2&cursor=${p2.json.next}`);
-    expect(p3.json).toMatchObject({ entries: [{ id: "s0", state: "committed", kind: "x402", surface: "search", amountUsd: "0.001" }], next: null });
+    expect(p3.json).toMatchObject({
+      entries: [{ id: "s0", state: "committed", kind: "x402", surface: "search", amountUsd: "0.001" }],
+      next: null,
+    });
     expect((await call("GET", "/_tollgate/admin/ledger?surface=session")).json.entries.map((e: any) => e.id)).toEqual(["x1"]);
     expect((await call("GET", "/_tollgate/admin/ledger?kind=credits")).json.entries).toEqual([]);
     expect((await call("GET", "/_tollgate/admin/ledger?state=committed")).json.entries.map((e: any) => e.id)).toEqual(["s0"]);
@@ -180,7 +219,18 @@ describe("admin API", () => {
     expect(r.status).toBe(200);
     const doc = await r.json();
     expect(doc.openapi).toBe("3.1.0");
-    for (const p of ["/_tollgate/health", "/_tollgate/usage", "/_tollgate/ledger", "/_tollgate/tokens", "/_tollgate/admin/tenants", "/_tollgate/admin/tenants/{id}", "/_tollgate/admin/tenants/{id}/keys", "/_tollgate/admin/tenants/{id}/keys/{keyId}/rotate", "/_tollgate/admin/audit", "/_tollgate/admin/ledger"]) {
+    for (const p of [
+      "/_tollgate/health",
+      "/_tollgate/usage",
+      "/_tollgate/ledger",
+      "/_tollgate/tokens",
+      "/_tollgate/admin/tenants",
+      "/_tollgate/admin/tenants/{id}",
+      "/_tollgate/admin/tenants/{id}/keys",
+      "/_tollgate/admin/tenants/{id}/keys/{keyId}/rotate",
+      "/_tollgate/admin/audit",
+      "/_tollgate/admin/ledger",
+    ]) {
       expect(Object.keys(doc.paths)).toContain(p);
     }
     expect(Object.keys(doc.paths["/_tollgate/admin/tenants/{id}"])).toEqual(expect.arrayContaining(["get", "patch", "delete"]));

@@ -48,9 +48,22 @@ function alertSuite(name: string, state: () => { config: Record<string, unknown>
         cache: { enabled: false },
         state: s.config,
         alerts: { webhooks: [plain.url], initialBackoffMs: 50 },
-        tenants: [{ id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "0.05" }, alerts: { webhooks: [flaky.url] } }],
+        tenants: [
+          {
+            id: "acme",
+            scopes: ["search"],
+            keys: [{ hash: await hashTenantKey(key) }],
+            budget: { daily: "0.05" },
+            alerts: { webhooks: [flaky.url] },
+          },
+        ],
       });
-      const secrets = { upstreamApiKey: emu.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex"), webhookSecret: SECRET };
+      const secrets = {
+        upstreamApiKey: emu.apiKey,
+        walletKey: wallet.privateKey,
+        tokenSecret: randomBytes(32).toString("hex"),
+        webhookSecret: SECRET,
+      };
       const stores = s.shared?.();
       gws = await Promise.all([0, 1].map(() => startNodeGateway({ config, secrets, deps: stores ? { stores } : {} })));
     }, 60_000);
@@ -62,16 +75,28 @@ function alertSuite(name: string, state: () => { config: Record<string, unknown>
 
     it("delivers 50, 80 and 100 % and the exhaustion exactly once each to every webhook, signed, retrying failures", async () => {
       // $0.005 a search, $0.05 a day: 10 are paid, the rest refused; both instances pay some.
-      const results = await Promise.all(Array.from({ length: 24 }, (_, i) => search(gws[i % 2]!.url, key, { query: `alert race ${name} ${i}` })));
+      const results = await Promise.all(
+        Array.from({ length: 24 }, (_, i) => search(gws[i % 2]!.url, key, { query: `alert race ${name} ${i}` })),
+      );
       expect(results.filter((r) => r.status === 200)).toHaveLength(10);
       expect(results.filter((r) => r.status === 402)).toHaveLength(14);
       const day = new Date().toISOString().slice(0, 10);
-      const expected = [`budget.threshold:acme:daily:${day}:50`, `budget.threshold:acme:daily:${day}:80`, `budget.threshold:acme:daily:${day}:100`, `budget.exhausted:acme:daily:${day}`];
+      const expected = [
+        `budget.threshold:acme:daily:${day}:50`,
+        `budget.threshold:acme:daily:${day}:80`,
+        `budget.threshold:acme:daily:${day}:100`,
+        `budget.exhausted:acme:daily:${day}`,
+      ];
       await until(15_000, () => plain.accepted().length >= 4 && flaky.accepted().length >= 4);
       await new Promise((r) => setTimeout(r, 500)); // anything late (a duplicate) would show up now
 
       for (const receiver of [plain, flaky]) {
-        expect(receiver.accepted().map((d) => d.id).sort()).toEqual([...expected].sort());
+        expect(
+          receiver
+            .accepted()
+            .map((d) => d.id)
+            .sort(),
+        ).toEqual([...expected].sort());
         for (const d of receiver.deliveries) {
           expect(await verifyWebhook(SECRET, d.body, d.signature ?? null, Math.floor(Date.now() / 1000))).toBe(true);
           expect(await verifyWebhook("wrong-secret", d.body, d.signature ?? null, Math.floor(Date.now() / 1000))).toBe(false);
@@ -82,7 +107,10 @@ function alertSuite(name: string, state: () => { config: Record<string, unknown>
       expect(flaky.deliveries).toHaveLength(12);
       const t100 = plain.accepted().find((d) => d.json.threshold === 100)!.json;
       expect(t100).toMatchObject({ type: "budget.threshold", tenant: "acme", window: "daily", period: day, limit: "0.05", spent: "0.05" });
-      expect(plain.accepted().find((d) => d.json.type === "budget.exhausted")!.json).toMatchObject({ onExhausted: "block", window: "daily" });
+      expect(plain.accepted().find((d) => d.json.type === "budget.exhausted")!.json).toMatchObject({
+        onExhausted: "block",
+        window: "daily",
+      });
     }, 120_000);
   });
 }

@@ -11,13 +11,21 @@ let gw: Awaited<ReturnType<typeof startTestGateway>>;
 const ops = generateTenantKey();
 
 const cli = (...args: string[]) =>
-  run(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { env: { ...process.env, TOLLGATE_ADMIN_KEY: ops, TOLLGATE_GATEWAY: gw.url } })
+  run(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+    env: { ...process.env, TOLLGATE_ADMIN_KEY: ops, TOLLGATE_GATEWAY: gw.url },
+  })
     .then((r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }))
     .catch((e) => ({ code: e.code as number, stdout: e.stdout as string, stderr: e.stderr as string }));
 const whoami = async (key: string) => (await fetch(`${gw.url}/_tollgate/whoami`, { headers: { "x-api-key": key } })).status;
 
 beforeAll(async () => {
-  gw = await startTestGateway({ upstream: { baseUrl: "http://127.0.0.1:9" }, tenants: [{ id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(ops) }] }] }, { tokenSecret: randomBytes(32).toString("hex") });
+  gw = await startTestGateway(
+    {
+      upstream: { baseUrl: "http://127.0.0.1:9" },
+      tenants: [{ id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(ops) }] }],
+    },
+    { tokenSecret: randomBytes(32).toString("hex") },
+  );
 });
 afterAll(async () => {
   await gw?.close();
@@ -25,12 +33,30 @@ afterAll(async () => {
 
 describe("tollgate tenants / keys against a running gateway", () => {
   it("creates a tenant and prints its key once; the key works", async () => {
-    const r = await cli("tenants", "create", "cli-co", "--scopes", "search,sessions", "--daily", "3.00", "--on-exhausted", "stop", "--rpm", "120");
+    const r = await cli(
+      "tenants",
+      "create",
+      "cli-co",
+      "--scopes",
+      "search,sessions",
+      "--daily",
+      "3.00",
+      "--on-exhausted",
+      "stop",
+      "--rpm",
+      "120",
+    );
     expect(r.code).toBe(0);
     const key = r.stdout.match(/tg_[A-Za-z0-9_-]+/)![0];
     expect(await whoami(key)).toBe(200);
     const got = JSON.parse((await cli("tenants", "get", "cli-co")).stdout);
-    expect(got).toMatchObject({ id: "cli-co", scopes: ["search", "sessions"], budget: { daily: "3.00" }, onExhausted: "stop", quotas: { requestsPerMinute: 120 } });
+    expect(got).toMatchObject({
+      id: "cli-co",
+      scopes: ["search", "sessions"],
+      budget: { daily: "3.00" },
+      onExhausted: "stop",
+      quotas: { requestsPerMinute: 120 },
+    });
     expect((await cli("tenants", "list")).stdout).toMatch(/^cli-co\tenabled\tsearch,sessions\t1 key\(s\)\tapi$/m);
   }, 60_000);
 
@@ -51,12 +77,18 @@ describe("tollgate tenants / keys against a running gateway", () => {
     const bad = await cli("tenants", "update", "cli-co", "--daily", "lots");
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("400 invalid_body: budget.daily:");
-    const wrongKey = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "tenants", "list", "--gateway", gw.url, "--admin-key", "tg_wrong"], { env: { ...process.env, TOLLGATE_ADMIN_KEY: "", TOLLGATE_GATEWAY: "" } }).catch((e) => e);
+    const wrongKey = await run(
+      process.execPath,
+      ["--import", "tsx", "src/cli.ts", "tenants", "list", "--gateway", gw.url, "--admin-key", "tg_wrong"],
+      { env: { ...process.env, TOLLGATE_ADMIN_KEY: "", TOLLGATE_GATEWAY: "" } },
+    ).catch((e) => e);
     expect(wrongKey.stderr).toContain("401 invalid_api_key");
   }, 60_000);
 
   it("keeps the offline `keys create` when no gateway is named", async () => {
-    const r = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"], { env: { ...process.env, TOLLGATE_GATEWAY: "" } });
+    const r = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"], {
+      env: { ...process.env, TOLLGATE_GATEWAY: "" },
+    });
     expect(r.stdout).toMatch(/keys = \[\{ hash = "sha256:[0-9a-f]{64}" \}\]/);
   }, 30_000);
 });

@@ -42,7 +42,8 @@ const post = (gw: RunningGateway, path: string, body: Record<string, string>, co
     headers: { origin: gw.url, "content-type": "application/x-www-form-urlencoded", ...(cookie ? { cookie } : {}) },
     body: new URLSearchParams(body),
   });
-const page = (gw: RunningGateway, path: string, cookie: string) => fetch(`${gw.url}/_tollgate/console${path}`, { redirect: "manual", headers: { cookie } });
+const page = (gw: RunningGateway, path: string, cookie: string) =>
+  fetch(`${gw.url}/_tollgate/console${path}`, { redirect: "manual", headers: { cookie } });
 
 async function signIn(gw: RunningGateway, key: string): Promise<string> {
   const r = await post(gw, "/login", { key });

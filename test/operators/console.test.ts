@@ -29,8 +29,14 @@ beforeAll(async () => {
     executablePath: "/usr/bin/chromium",
     headless: true,
     args: [
-      "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update",
-      "--disable-sync", "--no-first-run", `--user-data-dir=${join(profile, "user-data")}`,
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-dev-shm-usage",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+      `--user-data-dir=${join(profile, "user-data")}`,
     ],
   });
 }, 180_000);
@@ -44,7 +50,12 @@ afterAll(async () => {
 
 /** Every secret of the stack: none may appear in any page. */
 function secrets(): string[] {
-  return [stack.emulator.apiKey, ...Object.values(stack.tenants), new URL(stack.emulator.controlUrl).host, new URL(stack.emulator.runtimeUrl).host];
+  return [
+    stack.emulator.apiKey,
+    ...Object.values(stack.tenants),
+    new URL(stack.emulator.controlUrl).host,
+    new URL(stack.emulator.runtimeUrl).host,
+  ];
 }
 
 async function expectNothingSecret(page: Page, allowed: string[] = []) {
@@ -71,7 +82,11 @@ async function shoot(page: Page, name: string) {
 const text = (page: Page, selector: string) => page.$eval(selector, (el) => (el.textContent ?? "").trim());
 
 function search(key: string, query: string) {
-  return fetch(`${base}/x402/web/search`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ query }) });
+  return fetch(`${base}/x402/web/search`, {
+    method: "POST",
+    headers: { "x-api-key": key, "content-type": "application/json" },
+    body: JSON.stringify({ query }),
+  });
 }
 
 describe("the console in a real browser", () => {
@@ -129,7 +144,11 @@ describe("the console in a real browser", () => {
   });
 
   it("lists a live sandbox and stops it with the Stop button, upstream too", async () => {
-    const created = await fetch(`${base}/api/sandbox`, { method: "POST", headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" }, body: JSON.stringify({ imageName: "node" }) });
+    const created = await fetch(`${base}/api/sandbox`, {
+      method: "POST",
+      headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" },
+      body: JSON.stringify({ imageName: "node" }),
+    });
     expect(created.status).toBe(200);
     sandboxId = ((await created.json()) as { id: string }).id;
     await admin.goto(consoleUrl("/resources"));
@@ -140,7 +159,9 @@ describe("the console in a real browser", () => {
     expect(await text(admin, ".notice")).toContain(sandboxId);
     expect(await admin.$eval(`${row} [data-status]`, (el) => el.getAttribute("data-status"))).not.toBe("active");
     expect(await admin.$(`${row} button[data-stop]`)).toBeNull();
-    const upstream = await fetch(`${stack.emulator.controlUrl}/api/sandbox/${sandboxId}`, { headers: { "x-api-key": stack.emulator.apiKey } });
+    const upstream = await fetch(`${stack.emulator.controlUrl}/api/sandbox/${sandboxId}`, {
+      headers: { "x-api-key": stack.emulator.apiKey },
+    });
     expect(((await upstream.json()) as { status: string }).status).toBe("closed");
     await admin.goto(consoleUrl("/audit"));
     expect(await admin.$$eval('[data-table="audit"] code', (els) => els.map((e) => e.textContent))).toContain("key.create");
@@ -154,7 +175,9 @@ describe("the console in a real browser", () => {
     const target = consoleUrl("/tenants/globex/keys");
     const evil: Server = createServer((_req, res) => {
       res.setHeader("content-type", "text/html");
-      res.end(`<form method="post" action="${target}"><input name="_csrf" value="${token}"><input name="label" value="cross-site"></form><script>document.forms[0].submit()</script>`);
+      res.end(
+        `<form method="post" action="${target}"><input name="_csrf" value="${token}"><input name="label" value="cross-site"></form><script>document.forms[0].submit()</script>`,
+      );
     });
     await new Promise<void>((r) => evil.listen(0, "127.0.0.1", r));
     try {
@@ -195,11 +218,26 @@ describe("the console in a real browser", () => {
   it("photographs the main pages", async () => {
     // Some traffic first, so the pages have something to show: initech searches, acme holds a sandbox and a session.
     for (const q of ["initech one", "initech two", "initech one"]) expect((await search(stack.tenants.initech, q)).status).toBe(200);
-    const sandbox = await fetch(`${base}/api/sandbox`, { method: "POST", headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" }, body: JSON.stringify({ imageName: "node" }) });
+    const sandbox = await fetch(`${base}/api/sandbox`, {
+      method: "POST",
+      headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" },
+      body: JSON.stringify({ imageName: "node" }),
+    });
     expect(sandbox.status).toBe(200);
-    const session = await fetch(`${base}/api/session`, { method: "POST", headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" }, body: "{}" });
+    const session = await fetch(`${base}/api/session`, {
+      method: "POST",
+      headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(session.status).toBe(200);
-    for (const [name, path] of [["overview", ""], ["tenant", "/tenants/acme"], ["ledger", "/ledger"], ["resources", "/resources"], ["keys", "/keys"], ["audit", "/audit"]]) {
+    for (const [name, path] of [
+      ["overview", ""],
+      ["tenant", "/tenants/acme"],
+      ["ledger", "/ledger"],
+      ["resources", "/resources"],
+      ["keys", "/keys"],
+      ["audit", "/audit"],
+    ]) {
       await admin.goto(consoleUrl(path));
       await expectNothingSecret(admin);
       await shoot(admin, name);
@@ -207,10 +245,18 @@ describe("the console in a real browser", () => {
   });
 
   it("shows a tenant signed in only itself: other tenants are absent or 404", async () => {
-    const other = await fetch(`${base}/api/sandbox`, { method: "POST", headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" }, body: JSON.stringify({ imageName: "node" }) });
+    const other = await fetch(`${base}/api/sandbox`, {
+      method: "POST",
+      headers: { "x-api-key": stack.tenants.acme, "content-type": "application/json" },
+      body: JSON.stringify({ imageName: "node" }),
+    });
     const acmeSandbox = ((await other.json()) as { id: string }).id;
     // An admin acts on initech: the tenant sees the change, by "admin", not by the admin tenant's id.
-    const byAdmin = await fetch(`${base}/_tollgate/admin/tenants/initech/keys`, { method: "POST", headers: { "x-api-key": stack.tenants.ops, "content-type": "application/json" }, body: JSON.stringify({ label: "by-admin" }) });
+    const byAdmin = await fetch(`${base}/_tollgate/admin/tenants/initech/keys`, {
+      method: "POST",
+      headers: { "x-api-key": stack.tenants.ops, "content-type": "application/json" },
+      body: JSON.stringify({ label: "by-admin" }),
+    });
     expect(byAdmin.status).toBe(201);
     const context = await browser.createBrowserContext();
     try {
@@ -231,18 +277,23 @@ describe("the console in a real browser", () => {
       // Forging the Stop form for acme's sandbox from the tenant's own page: 404, and it keeps running.
       const [answer] = await Promise.all([
         page.waitForNavigation(),
-        page.evaluate((action) => {
-          const form = document.createElement("form");
-          form.method = "post";
-          form.action = action;
-          form.append(document.querySelector("input[name=_csrf]")!.cloneNode());
-          document.body.append(form);
-          form.submit();
-        }, consoleUrl(`/resources/sandbox/${acmeSandbox}/stop`)),
+        page.evaluate(
+          (action) => {
+            const form = document.createElement("form");
+            form.method = "post";
+            form.action = action;
+            form.append(document.querySelector("input[name=_csrf]")!.cloneNode());
+            document.body.append(form);
+            form.submit();
+          },
+          consoleUrl(`/resources/sandbox/${acmeSandbox}/stop`),
+        ),
       ]);
       const status = answer!.status();
       expect(status).toBe(404);
-      const upstream = await fetch(`${stack.emulator.controlUrl}/api/sandbox/${acmeSandbox}`, { headers: { "x-api-key": stack.emulator.apiKey } });
+      const upstream = await fetch(`${stack.emulator.controlUrl}/api/sandbox/${acmeSandbox}`, {
+        headers: { "x-api-key": stack.emulator.apiKey },
+      });
       expect(((await upstream.json()) as { status: string }).status).toBe("active");
     } finally {
       await context.close();
@@ -253,7 +304,12 @@ describe("the console in a real browser", () => {
 describe("the console's forms", () => {
   /** Signs in over HTTP and returns the session cookie and the form token from a page. */
   async function session(key: string) {
-    const r = await fetch(consoleUrl("/login"), { method: "POST", redirect: "manual", headers: { origin: base, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ key }) });
+    const r = await fetch(consoleUrl("/login"), {
+      method: "POST",
+      redirect: "manual",
+      headers: { origin: base, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ key }),
+    });
     expect(r.status).toBe(303);
     const setCookie = r.headers.get("set-cookie")!;
     expect(setCookie).toMatch(/HttpOnly/i);
@@ -266,14 +322,23 @@ describe("the console's forms", () => {
   }
 
   const post = (path: string, headers: Record<string, string>, body: Record<string, string>) =>
-    fetch(consoleUrl(path), { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(body) });
+    fetch(consoleUrl(path), {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(body),
+    });
 
   it("refuses a form without the session's token, or with a foreign Origin, and creates nothing", async () => {
     const { cookie, token } = await session(stack.tenants.ops);
     const noToken = await post("/tenants/globex/keys", { cookie, origin: base }, { label: "forged" });
     expect(noToken.status).toBe(403);
     expect(await noToken.text()).toContain("token");
-    const wrongToken = await post("/tenants/globex/keys", { cookie, origin: base }, { label: "forged", _csrf: token.replace(/.$/, (ch) => (ch === "A" ? "B" : "A")) });
+    const wrongToken = await post(
+      "/tenants/globex/keys",
+      { cookie, origin: base },
+      { label: "forged", _csrf: token.replace(/.$/, (ch) => (ch === "A" ? "B" : "A")) },
+    );
     expect(wrongToken.status).toBe(403);
     const foreign = await post("/tenants/globex/keys", { cookie, origin: "http://evil.example" }, { label: "forged", _csrf: token });
     expect(foreign.status).toBe(403);
@@ -297,7 +362,11 @@ describe("the console's forms", () => {
     expect(unknown.status).toBe(404);
     const foreignStop = await post("/resources/sandbox/..%2F..%2Fapi/stop", { cookie, origin: base }, {});
     expect(foreignStop.status).toBeLessThan(500);
-    const garbled = await fetch(consoleUrl("/logout"), { method: "POST", headers: { cookie, origin: base, "content-type": "multipart/form-data; boundary=x" }, body: "--y\r\nnot a form" });
+    const garbled = await fetch(consoleUrl("/logout"), {
+      method: "POST",
+      headers: { cookie, origin: base, "content-type": "multipart/form-data; boundary=x" },
+      body: "--y\r\nnot a form",
+    });
     expect(garbled.status).toBe(400);
     expect(garbled.headers.get("content-type")).toContain("text/html");
   });

@@ -35,7 +35,9 @@ async function within(limitMs: number, ok: () => Promise<boolean>): Promise<numb
 const whoamiStatus = async (url: string, key: string) => (await fetch(`${url}/_tollgate/whoami`, { headers: { "x-api-key": key } })).status;
 const admin = async (url: string, method: string, path: string, body?: unknown) => {
   const res = await fetch(`${url}/_tollgate/admin${path}`, {
-    method, headers: { "x-api-key": keys.ops, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { "x-api-key": keys.ops, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, json: (await res.json()) as any };
 };
@@ -84,7 +86,10 @@ fleetSuite("memory", async () => {
   const config = await fleetConfig({ backend: "memory" });
   const stores = memoryStores();
   const s = secrets();
-  return Promise.all([startNodeGateway({ config, secrets: s, deps: { stores } }), startNodeGateway({ config, secrets: s, deps: { stores } })]) as Promise<[RunningGateway, RunningGateway]>;
+  return Promise.all([
+    startNodeGateway({ config, secrets: s, deps: { stores } }),
+    startNodeGateway({ config, secrets: s, deps: { stores } }),
+  ]) as Promise<[RunningGateway, RunningGateway]>;
 });
 
 let redis: RedisServer;
@@ -98,7 +103,9 @@ afterAll(async () => {
 fleetSuite("redis", async () => {
   const config = await fleetConfig({ backend: "redis", redisUrl: redis.url });
   const s = secrets();
-  return Promise.all([startNodeGateway({ config, secrets: s }), startNodeGateway({ config, secrets: s })]) as Promise<[RunningGateway, RunningGateway]>;
+  return Promise.all([startNodeGateway({ config, secrets: s }), startNodeGateway({ config, secrets: s })]) as Promise<
+    [RunningGateway, RunningGateway]
+  >;
 });
 
 describe("config file and state: which wins across a restart (Redis)", () => {

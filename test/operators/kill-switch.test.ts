@@ -52,7 +52,9 @@ async function gateway(state: Record<string, unknown>, tokenSecret: string): Pro
 async function openTerminal(gw: RunningGateway, sandboxId: string, token: string) {
   const auth = { authorization: `Bearer ${token}`, host: `localhost:${gw.port}` };
   const res = await fetch(`http://127.0.0.1:${gw.port}/sandbox/${sandboxId}/pty`, {
-    method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ command: "bash", args: ["--norc", "--noprofile"] }),
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ command: "bash", args: ["--norc", "--noprofile"] }),
   });
   const body = (await res.json()) as any;
   if (res.status !== 200) throw new Error(`pty refused ${res.status}: ${JSON.stringify(body)} token=${String(token).slice(0, 12)}`);
@@ -68,7 +70,9 @@ async function openTerminal(gw: RunningGateway, sandboxId: string, token: string
 }
 
 const detail = async (gw: RunningGateway, key: string, path: string) =>
-  (await (await fetch(`http://127.0.0.1:${gw.port}${path}`, { headers: { "x-api-key": key, host: `localhost:${gw.port}` } })).json()) as any;
+  (await (
+    await fetch(`http://127.0.0.1:${gw.port}${path}`, { headers: { "x-api-key": key, host: `localhost:${gw.port}` } })
+  ).json()) as any;
 
 describe("kill switch", () => {
   it('stops the sandbox and session and closes the terminal of a tenant whose budget runs out with onExhausted = "stop"', async () => {
@@ -92,11 +96,17 @@ describe("kill switch", () => {
       kill = (await detail(gw, keys.ops, "/_tollgate/admin/audit?limit=10")).entries.find((e: any) => e.action === "tenant.kill");
       if (!kill) await new Promise((r) => setTimeout(r, 100));
     }
-    expect(kill).toMatchObject({ actor: "system", target: "tenant:acme", after: { reason: "daily budget exhausted", stopped: { sandboxes: [sbx.id], sessions: [session.id] }, failed: [] } });
+    expect(kill).toMatchObject({
+      actor: "system",
+      target: "tenant:acme",
+      after: { reason: "daily budget exhausted", stopped: { sandboxes: [sbx.id], sessions: [session.id] }, failed: [] },
+    });
     expect((await detail(gw, keys.acme, `/api/sandbox/${sbx.id}`)).status).toBe("closed");
     expect((await detail(gw, keys.acme, `/api/session/${session.id}`)).status).not.toBe("active");
     // The sandbox's gateway token is revoked: the runtime refuses it.
-    const runtime = await fetch(`http://127.0.0.1:${gw.port}/sandbox/${sbx.id}/processes`, { headers: { authorization: `Bearer ${token}`, host: `localhost:${gw.port}` } });
+    const runtime = await fetch(`http://127.0.0.1:${gw.port}/sandbox/${sbx.id}/processes`, {
+      headers: { authorization: `Bearer ${token}`, host: `localhost:${gw.port}` },
+    });
     expect(((await runtime.json()) as any).code).toBe("token_revoked");
     // The tenant itself is not disabled ("stop" is not "disable"): its key still reads, and further paid calls are refused.
     expect((await search(gw.url, keys.acme, { query: "after the kill" })).status).toBe(402);
@@ -115,10 +125,13 @@ describe("kill switch", () => {
     const closed = await Promise.race([term.closed, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
     expect(closed).not.toBeNull();
     console.log(`[kill switch] terminal on the other instance closed ${(closed!.at - t0).toFixed(0)} ms after the disable`);
-    expect((await detail(a, keys.ops, "/_tollgate/admin/audit?limit=5")).entries.map((e: any) => e.action)).toEqual(expect.arrayContaining(["tenant.kill", "tenant.disable"]));
+    expect((await detail(a, keys.ops, "/_tollgate/admin/audit?limit=5")).entries.map((e: any) => e.action)).toEqual(
+      expect.arrayContaining(["tenant.kill", "tenant.disable"]),
+    );
     // The tenant's key is refused on every instance within a second of the disable.
     let code = "";
-    while (performance.now() - t0 < 1500 && code !== "tenant_disabled") code = (await detail(b, keys.globex, `/api/sandbox/${sbx.id}`)).code;
+    while (performance.now() - t0 < 1500 && code !== "tenant_disabled")
+      code = (await detail(b, keys.globex, `/api/sandbox/${sbx.id}`)).code;
     expect(code).toBe("tenant_disabled");
   }, 120_000);
 });

@@ -31,7 +31,14 @@ describe("access log lines (emulator + local chain)", () => {
     expect(r.status).toBe(200);
     await r.arrayBuffer();
     const line = requestLines(s.logs).find((l) => l.requestId === "log-paid-1")!;
-    expect(line).toMatchObject({ tenant: "acme", route: "x402.web.search", status: 200, client: "127.0.0.1", userAgent: UA, cache: "miss" });
+    expect(line).toMatchObject({
+      tenant: "acme",
+      route: "x402.web.search",
+      status: 200,
+      client: "127.0.0.1",
+      userAgent: UA,
+      cache: "miss",
+    });
     expect(BigInt(line.paid)).toBeGreaterThan(0n);
     expect(line.upstreamMs).toBeGreaterThan(0);
     expect(line.upstreamMs).toBeLessThanOrEqual(line.durationMs);
@@ -41,7 +48,12 @@ describe("access log lines (emulator + local chain)", () => {
   });
 
   it("ignores X-Forwarded-For from a client that is not a trusted proxy", async () => {
-    const r = await search(s.gateway.url, s.keys.acme, { query: "log line fields" }, { "x-forwarded-for": "203.0.113.9", "x-request-id": "log-xff-1" });
+    const r = await search(
+      s.gateway.url,
+      s.keys.acme,
+      { query: "log line fields" },
+      { "x-forwarded-for": "203.0.113.9", "x-request-id": "log-xff-1" },
+    );
     expect(r.status).toBe(200);
     const line = requestLines(s.logs).find((l) => l.requestId === "log-xff-1")!;
     expect(line.client).toBe("127.0.0.1");
@@ -52,7 +64,9 @@ describe("access log lines (emulator + local chain)", () => {
   it("a 429 line names the tenant it refused", async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await fetch(`${s.gateway.url}/_tollgate/whoami`, { headers: { "x-api-key": s.keys.chatty, "x-request-id": `log-rl-${i}` } });
+      const r = await fetch(`${s.gateway.url}/_tollgate/whoami`, {
+        headers: { "x-api-key": s.keys.chatty, "x-request-id": `log-rl-${i}` },
+      });
       statuses.push(r.status);
     }
     expect(statuses).toEqual([200, 200, 429]);
@@ -65,7 +79,7 @@ describe("access log lines (emulator + local chain)", () => {
     expect(all).not.toContain(s.keys.acme);
     expect(all).not.toContain(s.keys.chatty);
     expect(all).not.toContain(s.wallet.privateKey.slice(2));
-    expect(all.toLowerCase()).not.toContain("payment-signature\":\"ey");
+    expect(all.toLowerCase()).not.toContain('payment-signature":"ey');
   });
 });
 

@@ -30,7 +30,9 @@ describe("TextRegistry (Workers and default metrics)", () => {
 
   it("escapes quotes, backslashes and newlines in label values and help text", async () => {
     const r = new TextRegistry();
-    r.counter({ name: "t_odd_total", help: 'A "help"\\ with\na newline.', labelNames: ["v"] }).labels('say "hi"\\\nbye').inc();
+    r.counter({ name: "t_odd_total", help: 'A "help"\\ with\na newline.', labelNames: ["v"] })
+      .labels('say "hi"\\\nbye')
+      .inc();
     const [f] = parseExposition(await r.render());
     expect(f!.help).toBe('A "help"\\ with\na newline.');
     expect(f!.metrics[0]!.labels).toEqual({ v: 'say "hi"\\\nbye' });
@@ -42,7 +44,7 @@ describe("TextRegistry (Workers and default metrics)", () => {
     expect(() => r.gauge({ name: "t_x_total", help: "x", labelNames: [] })).toThrow(/defined twice/);
   });
 
-  it("keeps route and tenant labels bounded: past the cap, values become \"other\"", async () => {
+  it('keeps route and tenant labels bounded: past the cap, values become "other"', async () => {
     const m = new GatewayMetrics(new TextRegistry());
     for (let i = 0; i < 300; i++) m.request(`/route/${i}`, 200, "acme", 0.001);
     const families = parseExposition(await m.render());

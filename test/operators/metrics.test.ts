@@ -67,7 +67,8 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
     try {
       const url = s.gateway.url;
       const statuses: Record<string, number[]> = { acme: [], beta: [] };
-      for (const q of ["metrics one", "metrics two", "metrics three"]) statuses.acme.push((await search(url, s.keys.acme, { query: q })).status);
+      for (const q of ["metrics one", "metrics two", "metrics three"])
+        statuses.acme.push((await search(url, s.keys.acme, { query: q })).status);
       // Repeats: served from the cache, nothing paid.
       for (let i = 0; i < 2; i++) statuses.acme.push((await search(url, s.keys.acme, { query: "metrics one" })).status);
       // beta's total budget covers two searches; the third is refused before anything is signed.
@@ -85,8 +86,12 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
         expect(sampleSum(families, "tollgate_payments_total", { tenant, state: "committed" })).toBe(committed.count);
         expect(sampleSum(families, "tollgate_payments_usd_total", { tenant, state: "committed" })).toBeCloseTo(committed.usd, 9);
         // Every entry the ledger holds was reserved once, and none is released or held here.
-        expect(sampleSum(families, "tollgate_payments_total", { tenant, state: "reserved" })).toBe(ledger.filter((e) => e.tenant === tenant).length);
-        expect(sampleSum(families, "tollgate_payments_total", { tenant, state: "released" })).toBe(ledgerTotals(ledger, tenant, "released").count);
+        expect(sampleSum(families, "tollgate_payments_total", { tenant, state: "reserved" })).toBe(
+          ledger.filter((e) => e.tenant === tenant).length,
+        );
+        expect(sampleSum(families, "tollgate_payments_total", { tenant, state: "released" })).toBe(
+          ledgerTotals(ledger, tenant, "released").count,
+        );
         expect(sampleSum(families, "tollgate_payments_held_usd", { tenant })).toBe(0);
 
         // Budget gauges equal what /_tollgate/usage answers the tenant.
@@ -94,9 +99,16 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
         for (const window of ["daily", "monthly", "total"]) {
           expect(sampleSum(families, "tollgate_budget_spent_usd", { tenant, window })).toBeCloseTo(Number(usage[window].spent), 9);
           if (usage[window].remaining !== null) {
-            expect(sampleSum(families, "tollgate_budget_remaining_usd", { tenant, window })).toBeCloseTo(Number(usage[window].remaining), 9);
+            expect(sampleSum(families, "tollgate_budget_remaining_usd", { tenant, window })).toBeCloseTo(
+              Number(usage[window].remaining),
+              9,
+            );
           } else {
-            expect(families.find((f) => f.name === "tollgate_budget_remaining_usd")!.metrics.some((m) => m.labels?.tenant === tenant && m.labels?.window === window)).toBe(false);
+            expect(
+              families
+                .find((f) => f.name === "tollgate_budget_remaining_usd")!
+                .metrics.some((m) => m.labels?.tenant === tenant && m.labels?.window === window),
+            ).toBe(false);
           }
         }
       }
@@ -163,15 +175,28 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
 
   it("in a fleet on one Redis, the instances' payment counters add up to the shared ledger, and both report its budgets", async () => {
     const redis = await startRedisServer();
-    const a = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" } }, { id: "ops", scopes: ["admin"] }], {
-      state: { backend: "redis", redisUrl: redis.url },
-      secrets: { metricsToken: METRICS_TOKEN },
+    const a = await startPaidGateway(
+      emu,
+      [
+        { id: "acme", budget: { daily: "1.00" } },
+        { id: "ops", scopes: ["admin"] },
+      ],
+      {
+        state: { backend: "redis", redisUrl: redis.url },
+        secrets: { metricsToken: METRICS_TOKEN },
+      },
+    );
+    const b = await startNodeGateway({
+      config: a.gateway.gateway.services.config,
+      secrets: a.gateway.gateway.services.secrets,
+      logSink: () => {},
     });
-    const b = await startNodeGateway({ config: a.gateway.gateway.services.config, secrets: a.gateway.gateway.services.secrets, logSink: () => {} });
     try {
       const auth = { authorization: `Bearer ${METRICS_TOKEN}` };
       const urls = [a.gateway.url, b.url];
-      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => search(urls[i % 2]!, a.keys.acme, { query: `fleet metrics ${i}` })));
+      const results = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => search(urls[i % 2]!, a.keys.acme, { query: `fleet metrics ${i}` })),
+      );
       expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
       const [fa, fb] = [(await scrape(a.gateway.url, auth)).families, (await scrape(b.url, auth)).families];
       const ledger = await adminLedger(a.gateway.url, a.keys.ops);
@@ -182,7 +207,8 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
       expect(count(fa) + count(fb)).toBe(committed.count);
       const amount = (f: typeof fa) => sampleSum(f, "tollgate_payments_usd_total", { tenant: "acme", state: "committed" });
       expect(amount(fa) + amount(fb)).toBeCloseTo(committed.usd, 9);
-      for (const f of [fa, fb]) expect(sampleSum(f, "tollgate_budget_remaining_usd", { tenant: "acme", window: "daily" })).toBeCloseTo(1 - committed.usd, 9);
+      for (const f of [fa, fb])
+        expect(sampleSum(f, "tollgate_budget_remaining_usd", { tenant: "acme", window: "daily" })).toBeCloseTo(1 - committed.usd, 9);
     } finally {
       await b.close();
       await a.close();

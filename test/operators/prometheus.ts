@@ -19,7 +19,8 @@ export async function scrape(url: string, headers: Record<string, string>): Prom
   return { text, families: parseExposition(text) };
 }
 
-const matches = (have: Record<string, string> | undefined, want: Record<string, string>) => Object.entries(want).every(([k, v]) => have?.[k] === v);
+const matches = (have: Record<string, string> | undefined, want: Record<string, string>) =>
+  Object.entries(want).every(([k, v]) => have?.[k] === v);
 
 /** The sum of the samples of `name` whose labels include `labels` (0 when none). */
 export function sampleSum(families: Family[], name: string, labels: Record<string, string> = {}): number {
@@ -41,7 +42,8 @@ export function histogram(text: string, name: string, labels: Record<string, str
     const suffix = m[1]!.slice(name.length + 1);
     if (!["bucket", "sum", "count"].includes(suffix)) continue;
     const l: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) l[k!] = v!.replace(/\\(.)/g, (_x, ch) => (ch === "n" ? "\n" : ch));
+    for (const [, k, v] of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+      l[k!] = v!.replace(/\\(.)/g, (_x, ch) => (ch === "n" ? "\n" : ch));
     const { le, ...rest } = l;
     if (!matches(rest, labels)) continue;
     const key = JSON.stringify(rest);

@@ -56,7 +56,10 @@ describe("/_tollgate/ready", () => {
   });
 
   it("is degraded (still 200) with the balance and the floor when the wallet holds less than payments.minWalletBalance", async () => {
-    const s = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" } }], { walletFunds: 10_000n, payments: { minWalletBalance: "0.008" } });
+    const s = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" } }], {
+      walletFunds: 10_000n,
+      payments: { minWalletBalance: "0.008" },
+    });
     try {
       let { status, body } = await ready(s.gateway.url);
       expect(status).toBe(200);
@@ -162,6 +165,10 @@ describe("/_tollgate/ready", () => {
 /** A second gateway on the first one's wallet: a fresh readiness cache reads the balance as it is now. */
 async function startPaidGatewayOnSameWallet(s: Awaited<ReturnType<typeof startPaidGateway>>) {
   const { startNodeGateway } = await import("../../src/node.js");
-  const running = await startNodeGateway({ config: s.gateway.gateway.services.config, secrets: s.gateway.gateway.services.secrets, logSink: () => {} });
+  const running = await startNodeGateway({
+    config: s.gateway.gateway.services.config,
+    secrets: s.gateway.gateway.services.secrets,
+    logSink: () => {},
+  });
   return running;
 }

@@ -39,6 +39,10 @@ export async function startWebhookReceiver(opts: { failFirst?: number } = {}): P
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     deliveries,
     accepted: () => deliveries.filter((d) => d.status === 200),
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

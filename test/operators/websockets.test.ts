@@ -20,7 +20,9 @@ describe("tollgate_websockets_open (Node relay)", () => {
   beforeAll(async () => {
     upstream = createServer((_req, res) => res.writeHead(404).end());
     uwss = new WebSocketServer({ noServer: true });
-    upstream.on("upgrade", (req, socket, head) => uwss.handleUpgrade(req, socket, head, (ws) => ws.on("message", (d) => ws.send(`echo:${d}`))));
+    upstream.on("upgrade", (req, socket, head) =>
+      uwss.handleUpgrade(req, socket, head, (ws) => ws.on("message", (d) => ws.send(`echo:${d}`))),
+    );
     await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
     const upstreamUrl = `ws://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
     const relay = nodeWebSocketRelay({ metrics });
@@ -29,7 +31,9 @@ describe("tollgate_websockets_open (Node relay)", () => {
     app.get("/devtools/browser/:id", (c) => relay(c, { url: `${upstreamUrl}/cdp`, headers: {} }));
     app.get("/sandbox/:id/terminal", (c) => relay(c, { url: `${upstreamUrl}/pty`, headers: {} }));
     gateway = await new Promise<ServerType>((resolve) => {
-      const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0, websocket: { server: relayWebSocketServer() } }, () => resolve(s));
+      const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0, websocket: { server: relayWebSocketServer() } }, () =>
+        resolve(s),
+      );
     });
     gatewayUrl = `ws://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
   });

@@ -17,7 +17,15 @@ paymentSchemeContract("exact-evm (x402 v2)", exactEvm, () => ({
     x402Version: 2,
     resource: { url: "https://upstream.test/x402/web/search", description: "search", mimeType: "application/json" },
     accepts: [
-      { scheme: "exact", network: "eip155:84532", amount: "5000", asset: USDC, payTo: PAYEE, maxTimeoutSeconds: 300, extra: { name: "USDC", version: "2" } },
+      {
+        scheme: "exact",
+        network: "eip155:84532",
+        amount: "5000",
+        asset: USDC,
+        payTo: PAYEE,
+        maxTimeoutSeconds: 300,
+        extra: { name: "USDC", version: "2" },
+      },
     ],
   },
   signedFor: (value) => {

@@ -24,7 +24,10 @@ describe("request bodies are bounded while they stream", () => {
     gw = await startGatewayProcess(
       {
         server: { host: "127.0.0.1", port: 0, logLevel: "error" },
-        upstream: { baseUrl: emu.controlUrl, allowedHosts: [`127.0.0.1:${runtimePort}`, `localhost:${runtimePort}`, new URL(emu.controlUrl).host] },
+        upstream: {
+          baseUrl: emu.controlUrl,
+          allowedHosts: [`127.0.0.1:${runtimePort}`, `localhost:${runtimePort}`, new URL(emu.controlUrl).host],
+        },
         tenants: [
           { id: "acme", scopes: ["search", "sessions", "sandboxes"], keys: [{ hash: await hashTenantKey(keys.acme) }] },
           { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops) }] },
@@ -32,7 +35,11 @@ describe("request bodies are bounded while they stream", () => {
       },
       { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") },
     );
-    const created = await fetch(`${gw.url}/api/session`, { method: "POST", headers: { "x-api-key": keys.acme, "content-type": "application/json" }, body: "{}" });
+    const created = await fetch(`${gw.url}/api/session`, {
+      method: "POST",
+      headers: { "x-api-key": keys.acme, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(created.status).toBe(200);
     sessionId = (await created.json()).id;
     // Warm the paths under test with small bodies, so the baseline already holds their code and buffers.
@@ -63,20 +70,35 @@ describe("request bodies are bounded while they stream", () => {
         const sampler = sampleRss(gw.pid);
         const started = Date.now();
         const answers = await Promise.all(
-          Array.from({ length: 16 }, () => sendBulkBody({ url: gw.url + r.path, headers: { "x-api-key": keys.acme }, mib: 50, declared, prefix: '{"query":"' })),
+          Array.from({ length: 16 }, () =>
+            sendBulkBody({ url: gw.url + r.path, headers: { "x-api-key": keys.acme }, mib: 50, declared, prefix: '{"query":"' }),
+          ),
         );
         const peak = sampler.stop();
-        figures.push(`  ${r.name.padEnd(26)} ${declared ? "length " : "chunked"} 16×50 MiB in ${Date.now() - started} ms, peak RSS ${peak.toFixed(0)} MiB (+${(peak - baseline).toFixed(0)})`);
-        expect(answers.map((a) => a.status), r.name).toEqual(Array(16).fill(413));
+        figures.push(
+          `  ${r.name.padEnd(26)} ${declared ? "length " : "chunked"} 16×50 MiB in ${Date.now() - started} ms, peak RSS ${peak.toFixed(0)} MiB (+${(peak - baseline).toFixed(0)})`,
+        );
+        expect(
+          answers.map((a) => a.status),
+          r.name,
+        ).toEqual(Array(16).fill(413));
         expect(JSON.parse(answers[0]!.body)).toMatchObject({ code: "body_too_large" });
-        expect(peak - baseline, `${r.name}: peak ${peak.toFixed(0)} MiB over a baseline of ${baseline.toFixed(0)} MiB`).toBeLessThanOrEqual(RSS_GROWTH_LIMIT_MIB);
+        expect(peak - baseline, `${r.name}: peak ${peak.toFixed(0)} MiB over a baseline of ${baseline.toFixed(0)} MiB`).toBeLessThanOrEqual(
+          RSS_GROWTH_LIMIT_MIB,
+        );
       }
     }, 120_000);
   }
 
   it("refuses one 600 MiB streamed body with 413, not 500, and keeps its memory", async () => {
     const sampler = sampleRss(gw.pid);
-    const a = await sendBulkBody({ url: `${gw.url}/x402/web/search`, headers: { "x-api-key": keys.acme }, mib: 600, declared: false, prefix: '{"query":"' });
+    const a = await sendBulkBody({
+      url: `${gw.url}/x402/web/search`,
+      headers: { "x-api-key": keys.acme },
+      mib: 600,
+      declared: false,
+      prefix: '{"query":"',
+    });
     const peak = sampler.stop();
     figures.push(`  one 600 MiB chunked body: ${a.status}, peak RSS ${peak.toFixed(0)} MiB (+${(peak - baseline).toFixed(0)})`);
     expect(a.status).toBe(413);
@@ -99,7 +121,11 @@ describe("request bodies are bounded while they stream", () => {
       const arrays = `${"[".repeat(depth)}${"]".repeat(depth)}`;
       for (const t of targets) {
         for (const body of [objects, arrays]) {
-          const r = await fetch(gw.url + t.path, { method: "POST", headers: { "x-api-key": t.key, "content-type": "application/json" }, body });
+          const r = await fetch(gw.url + t.path, {
+            method: "POST",
+            headers: { "x-api-key": t.key, "content-type": "application/json" },
+            body,
+          });
           const { code } = await r.json();
           // Token requests are limited to 16 KiB: 5000 levels of `{"a":` pass that before their depth is looked at.
           if (r.status === 413 && t.path.startsWith("/_tollgate/tokens") && body.length > 16 * 1024) expect(code).toBe("body_too_large");

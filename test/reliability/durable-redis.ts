@@ -33,9 +33,13 @@ export async function startDurableRedis(): Promise<DurableRedis> {
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   const launch = async () => {
-    const c = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const c = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     child = c;
     exited = new Promise<void>((r) => c.once("exit", () => r()));
     let out = "";

@@ -81,7 +81,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         return;
       case "status":
         req.resume();
-        res.writeHead(f.status, { "content-type": "application/json" }).end(JSON.stringify({ message: "injected upstream failure", code: "injected" }));
+        res
+          .writeHead(f.status, { "content-type": "application/json" })
+          .end(JSON.stringify({ message: "injected upstream failure", code: "injected" }));
         return;
       case "slow":
         forward(req, res, (up) => {

@@ -76,9 +76,23 @@ describe("faults under paid load", () => {
             signal: AbortSignal.timeout(20_000),
           });
           const text = await r.text();
-          const code = r.ok ? "" : (() => { try { return `/${JSON.parse(text).code}`; } catch { return ""; } })();
+          const code = r.ok
+            ? ""
+            : (() => {
+                try {
+                  return `/${JSON.parse(text).code}`;
+                } catch {
+                  return "";
+                }
+              })();
           tally[`${r.status}${code}`] = (tally[`${r.status}${code}`] ?? 0) + 1;
-          checker.check({ kind: "http", method: "POST", path: `/x402/web/search [${ph}]`, headers: {} }, "POST", r.status, r.headers.get("content-type") ?? "", text);
+          checker.check(
+            { kind: "http", method: "POST", path: `/x402/web/search [${ph}]`, headers: {} },
+            "POST",
+            r.status,
+            r.headers.get("content-type") ?? "",
+            text,
+          );
         } catch {
           hung++;
           tally.unanswered = (tally.unanswered ?? 0) + 1;
@@ -135,7 +149,10 @@ describe("faults under paid load", () => {
     let entries = await ledger();
     const until = Date.now() + 45_000;
     while (entries.some((e) => e.state === "reserved" || e.state === "uncertain")) {
-      if (Date.now() > until) throw new Error(`holds never settled: ${JSON.stringify(entries.filter((e) => e.state === "reserved" || e.state === "uncertain").slice(0, 3))}`);
+      if (Date.now() > until)
+        throw new Error(
+          `holds never settled: ${JSON.stringify(entries.filter((e) => e.state === "reserved" || e.state === "uncertain").slice(0, 3))}`,
+        );
       await sleep(1000);
       entries = await ledger();
     }
@@ -150,14 +167,24 @@ describe("faults under paid load", () => {
       if (used !== (e.state === "committed")) onChainMismatch++;
     }
 
-    const lines = Object.entries(perPhase).map(([p, t]) => `  ${p.padEnd(48)} ${Object.entries(t).map(([k, v]) => `${k}:${v}`).join(" ")}`);
+    const lines = Object.entries(perPhase).map(
+      ([p, t]) =>
+        `  ${p.padEnd(48)} ${Object.entries(t)
+          .map(([k, v]) => `${k}:${v}`)
+          .join(" ")}`,
+    );
     console.log(
       `[faults] ${n} paid-search requests over ${Object.keys(perPhase).length} phases of ${PHASE_MS} ms\n${lines.join("\n")}\n` +
         `[faults] ${signed.size} authorizations signed, ${entries.length} ledger entries (${committed.length} committed, ` +
         `${entries.filter((e) => e.state === "released").length} released), on-chain spend ${spent}, committed ${committedSum}, ` +
         `on-chain mismatches ${onChainMismatch}` +
         (checker.failures.length ? `\n[faults] failures:\n  ${checker.failures.slice(0, 5).join("\n  ")}` : "") +
-        `\n${s.gw.output().split("\n").filter((l) => l.includes('"unhandled"')).slice(0, 3).join("\n")}`,
+        `\n${s.gw
+          .output()
+          .split("\n")
+          .filter((l) => l.includes('"unhandled"'))
+          .slice(0, 3)
+          .join("\n")}`,
     );
     expect(entries.length).toBeLessThan(1000);
     expect(hung).toBe(0);

@@ -58,7 +58,8 @@ export class FuzzChecker {
 
   fail(c: FuzzCase, why: string): void {
     this.failureCount++;
-    if (this.failures.length < 50) this.failures.push(`[+${((Date.now() - this.started) / 1000).toFixed(1)} s] ${why} — ${describeCase(c)}`);
+    if (this.failures.length < 50)
+      this.failures.push(`[+${((Date.now() - this.started) / 1000).toFixed(1)} s] ${why} — ${describeCase(c)}`);
   }
 
   /** One answer: status, content type and the start of its body. */
@@ -233,5 +234,15 @@ export async function runFuzz(o: FuzzOptions, cases: Iterable<FuzzCase>, onProgr
   await Promise.all(Array.from({ length: o.concurrency ?? 16 }, worker));
   agent.destroy();
   stalls.stop();
-  return { requests, raw, statuses: checker.statuses, failures: checker.failures, failureCount: checker.failureCount, smuggleMarkers: markers, unanswered: checker.unanswered, clientStallMs: Math.round(stalls.total), durationMs: Date.now() - started };
+  return {
+    requests,
+    raw,
+    statuses: checker.statuses,
+    failures: checker.failures,
+    failureCount: checker.failureCount,
+    smuggleMarkers: markers,
+    unanswered: checker.unanswered,
+    clientStallMs: Math.round(stalls.total),
+    durationMs: Date.now() - started,
+  };
 }

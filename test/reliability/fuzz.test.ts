@@ -26,64 +26,79 @@ describe(`the fuzzer (${REQUESTS} requests, seed ${SEED})`, () => {
     await s?.close();
   });
 
-  it("answers every request without a 500, every 5xx as JSON 502/503/504, and keeps its memory", async () => {
-    const target = { host: new URL(s.gw.url).host, keys: s.keys, tokens: s.tokens, sandboxId: s.sandboxId, sessionId: s.sessionId };
-    const opts = { url: s.gw.url, concurrency: 16, timeoutMs: 20_000, secrets: s.secrets };
-    const start = rssMiB(s.gw.pid);
-    // A warm-up with another seed: the code paths are compiled and the pools filled before the baseline is taken.
-    const warmup = await runFuzz(opts, fuzzCases(new Prng(SEED ^ 0x5eed), target, WARMUP));
-    const warm = rssMiB(s.gw.pid);
-    const sampler = sampleRss(s.gw.pid, 100);
-    const probe = async (name: string, url: string, headers: Record<string, string> = {}) => {
-      const t = Date.now();
-      try {
-        const r = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
-        await r.text();
-        console.log(`[fuzz] probe during a stall: ${name} → ${r.status} in ${Date.now() - t} ms`);
-      } catch (e) {
-        console.log(`[fuzz] probe during a stall: ${name} → ${String(e)} after ${Date.now() - t} ms`);
-      }
-    };
-    // On the first unanswered request: what still answers, and does the same request answer on a new connection?
-    const onFirstTimeout = (c: HttpCase) => {
-      const who = Object.entries(s.keys).find(([, k]) => c.headers["x-api-key"] === k || c.headers.authorization === `Bearer ${k}`)?.[0] ?? "other";
-      console.log(`[fuzz] first unanswered case: ${c.method} ${c.path} as ${who}, headers ${Object.keys(c.headers).join(",")}`);
-      const t = Date.now();
-      void import("node:http").then(({ request }) => {
-        const u = new URL(s.gw.url);
-        const req = request({ host: u.hostname, port: u.port, method: c.method, path: c.path, headers: c.headers, setHost: false }, (res) => {
-          res.resume();
-          res.on("end", () => console.log(`[fuzz] the same case again on a new connection → ${res.statusCode} in ${Date.now() - t} ms`));
+  it(
+    "answers every request without a 500, every 5xx as JSON 502/503/504, and keeps its memory",
+    async () => {
+      const target = { host: new URL(s.gw.url).host, keys: s.keys, tokens: s.tokens, sandboxId: s.sandboxId, sessionId: s.sessionId };
+      const opts = { url: s.gw.url, concurrency: 16, timeoutMs: 20_000, secrets: s.secrets };
+      const start = rssMiB(s.gw.pid);
+      // A warm-up with another seed: the code paths are compiled and the pools filled before the baseline is taken.
+      const warmup = await runFuzz(opts, fuzzCases(new Prng(SEED ^ 0x5eed), target, WARMUP));
+      const warm = rssMiB(s.gw.pid);
+      const sampler = sampleRss(s.gw.pid, 100);
+      const probe = async (name: string, url: string, headers: Record<string, string> = {}) => {
+        const t = Date.now();
+        try {
+          const r = await fetch(url, { headers, signal: AbortSignal.timeout(60_000) });
+          await r.text();
+          console.log(`[fuzz] probe during a stall: ${name} → ${r.status} in ${Date.now() - t} ms`);
+        } catch (e) {
+          console.log(`[fuzz] probe during a stall: ${name} → ${String(e)} after ${Date.now() - t} ms`);
+        }
+      };
+      // On the first unanswered request: what still answers, and does the same request answer on a new connection?
+      const onFirstTimeout = (c: HttpCase) => {
+        const who =
+          Object.entries(s.keys).find(([, k]) => c.headers["x-api-key"] === k || c.headers.authorization === `Bearer ${k}`)?.[0] ?? "other";
+        console.log(`[fuzz] first unanswered case: ${c.method} ${c.path} as ${who}, headers ${Object.keys(c.headers).join(",")}`);
+        const t = Date.now();
+        void import("node:http").then(({ request }) => {
+          const u = new URL(s.gw.url);
+          const req = request(
+            { host: u.hostname, port: u.port, method: c.method, path: c.path, headers: c.headers, setHost: false },
+            (res) => {
+              res.resume();
+              res.on("end", () =>
+                console.log(`[fuzz] the same case again on a new connection → ${res.statusCode} in ${Date.now() - t} ms`),
+              );
+            },
+          );
+          req.on("error", (e) => console.log(`[fuzz] the same case again → ${e.message}`));
+          req.setTimeout(30_000, () => (console.log("[fuzz] the same case again: no answer in 30 s"), req.destroy()));
+          req.end(c.body);
         });
-        req.on("error", (e) => console.log(`[fuzz] the same case again → ${e.message}`));
-        req.setTimeout(30_000, () => (console.log("[fuzz] the same case again: no answer in 30 s"), req.destroy()));
-        req.end(c.body);
-      });
-      void probe("health", `${s.gw.url}/_tollgate/health`);
-      void probe("whoami (key)", `${s.gw.url}/_tollgate/whoami`, { "x-api-key": s.keys.acme });
-      void probe("usage (key)", `${s.gw.url}/_tollgate/usage`, { "x-api-key": s.keys.acme });
-      void probe("images via gateway (key)", `${s.gw.url}/api/images`, { "x-api-key": s.keys.acme });
-      void probe("images via the proxy", `${s.proxy.url}/api/images`, { "x-api-key": s.emu.apiKey });
-      void probe("images at the emulator", `${s.emu.controlUrl}/api/images`, { "x-api-key": s.emu.apiKey });
-    };
-    report = await runFuzz({ ...opts, onFirstTimeout }, fuzzCases(new Prng(SEED), target, REQUESTS));
-    const peak = sampler.stop();
-    rss = { start, warm, end: rssMiB(s.gw.pid), peak };
+        void probe("health", `${s.gw.url}/_tollgate/health`);
+        void probe("whoami (key)", `${s.gw.url}/_tollgate/whoami`, { "x-api-key": s.keys.acme });
+        void probe("usage (key)", `${s.gw.url}/_tollgate/usage`, { "x-api-key": s.keys.acme });
+        void probe("images via gateway (key)", `${s.gw.url}/api/images`, { "x-api-key": s.keys.acme });
+        void probe("images via the proxy", `${s.proxy.url}/api/images`, { "x-api-key": s.emu.apiKey });
+        void probe("images at the emulator", `${s.emu.controlUrl}/api/images`, { "x-api-key": s.emu.apiKey });
+      };
+      report = await runFuzz({ ...opts, onFirstTimeout }, fuzzCases(new Prng(SEED), target, REQUESTS));
+      const peak = sampler.stop();
+      rss = { start, warm, end: rssMiB(s.gw.pid), peak };
 
-    const histogram = Object.entries(report.statuses).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}:${v}`).join(" ");
-    console.log(
-      `[fuzz] ${report.requests} requests (${report.raw} raw-socket) in ${(report.durationMs / 1000).toFixed(1)} s ` +
-        `(${Math.round(report.requests / (report.durationMs / 1000))}/s), seed ${SEED}, client loop stalled ${report.clientStallMs} ms\n[fuzz] statuses ${histogram}\n` +
-        `[fuzz] RSS start ${start.toFixed(0)} MiB, after warm-up ${warm.toFixed(0)}, end ${rss.end.toFixed(0)}, peak ${peak.toFixed(0)} (growth ${(rss.end - warm).toFixed(0)} MiB)` +
-        (report.failures.length ? `\n[fuzz] failures:\n  ${report.failures.join("\n  ")}` : "") +
-        (process.env.FUZZ_VERBOSE ? `\n[fuzz] unanswered (sample):\n  ${report.unanswered.join("\n  ")}` : "") +
-        (report.failures.length ? `\n[fuzz] gateway log (last lines):\n${s.gw.output().split("\n").slice(-15).join("\n").slice(0, 6000)}` : ""),
-    );
-    expect(warmup.failures).toEqual([]);
-    expect(report.failures).toEqual([]);
-    expect(report.requests).toBe(REQUESTS);
-    expect(rss.end - rss.warm).toBeLessThanOrEqual(RSS_GROWTH_LIMIT_MIB);
-  }, Math.max(240_000, REQUESTS * 10));
+      const histogram = Object.entries(report.statuses)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => `${k}:${v}`)
+        .join(" ");
+      console.log(
+        `[fuzz] ${report.requests} requests (${report.raw} raw-socket) in ${(report.durationMs / 1000).toFixed(1)} s ` +
+          `(${Math.round(report.requests / (report.durationMs / 1000))}/s), seed ${SEED}, client loop stalled ${report.clientStallMs} ms\n[fuzz] statuses ${histogram}\n` +
+          `[fuzz] RSS start ${start.toFixed(0)} MiB, after warm-up ${warm.toFixed(0)}, end ${rss.end.toFixed(0)}, peak ${peak.toFixed(0)} (growth ${(rss.end - warm).toFixed(0)} MiB)` +
+          (report.failures.length ? `\n[fuzz] failures:\n  ${report.failures.join("\n  ")}` : "") +
+          (process.env.FUZZ_VERBOSE ? `\n[fuzz] unanswered (sample):\n  ${report.unanswered.join("\n  ")}` : "") +
+          (report.failures.length
+            ? `\n[fuzz] gateway log (last lines):\n${s.gw.output().split("\n").slice(-15).join("\n").slice(0, 6000)}`
+            : ""),
+      );
+      expect(warmup.failures).toEqual([]);
+      expect(report.failures).toEqual([]);
+      expect(report.requests).toBe(REQUESTS);
+      expect(rss.end - rss.warm).toBeLessThanOrEqual(RSS_GROWTH_LIMIT_MIB);
+    },
+    Math.max(240_000, REQUESTS * 10),
+  );
 
   it("is still the same process, healthy, and logged nothing unhandled", async () => {
     expect((await fetch(`${s.gw.url}/_tollgate/health`)).status).toBe(200);

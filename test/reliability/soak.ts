@@ -42,7 +42,8 @@ async function search(query: string, expectCache?: string) {
   });
   const text = await r.text();
   if (r.status !== 200) throw new Error(`search ${r.status} ${text.slice(0, 200)}`);
-  if (expectCache && r.headers.get("x-tollgate-cache") !== expectCache) throw new Error(`cache ${r.headers.get("x-tollgate-cache")}, wanted ${expectCache}`);
+  if (expectCache && r.headers.get("x-tollgate-cache") !== expectCache)
+    throw new Error(`cache ${r.headers.get("x-tollgate-cache")}, wanted ${expectCache}`);
 }
 
 const rss: Array<{ t: number; mib: number }> = [];
@@ -99,7 +100,8 @@ try {
 
 // Flat: the mean of the last fifth of the run against the mean of the second fifth (the first is warm-up).
 const fifth = (k: number) => {
-  const lo = (DURATION_S * k) / 5, hi = (DURATION_S * (k + 1)) / 5;
+  const lo = (DURATION_S * k) / 5,
+    hi = (DURATION_S * (k + 1)) / 5;
   const xs = rss.filter((s) => s.t >= lo && s.t <= hi).map((s) => s.mib);
   return xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 };
@@ -107,7 +109,8 @@ const growth = fifth(4) - fifth(1);
 const total = Object.values(counts).reduce((a, c) => a + c.ok + c.errors, 0);
 const errors = Object.values(counts).reduce((a, c) => a + c.errors, 0);
 console.log(`[soak] ${DURATION_S} s, ${total} operations, ${errors} errors`);
-for (const [name, c] of Object.entries(counts)) console.log(`  ${name.padEnd(16)} ${String(c.ok).padStart(6)} ok ${c.errors} errors${c.lastError ? ` (last: ${c.lastError})` : ""}`);
+for (const [name, c] of Object.entries(counts))
+  console.log(`  ${name.padEnd(16)} ${String(c.ok).padStart(6)} ok ${c.errors} errors${c.lastError ? ` (last: ${c.lastError})` : ""}`);
 console.log(
   `[soak] RSS start ${rss[0]!.mib.toFixed(0)} MiB, peak ${Math.max(...rss.map((s) => s.mib)).toFixed(0)}, end ${rss.at(-1)!.mib.toFixed(0)}; ` +
     `mean of the last fifth − mean of the second fifth: ${growth.toFixed(1)} MiB (limit ${FLAT_LIMIT_MIB})`,

@@ -62,7 +62,13 @@ export async function startReliabilityStack(o: StackOptions = {}): Promise<Relia
       timeoutMs: o.timeoutMs ?? 30_000,
       allowedHosts: [`127.0.0.1:${runtimePort}`, `localhost:${runtimePort}`, new URL(emu.controlUrl).host],
     },
-    payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl }, ...o.payments },
+    payments: {
+      networks: [chain.network],
+      assets: [chain.token.address],
+      maxPerRequest: "0.50",
+      rpc: { [chain.network]: chain.rpcUrl },
+      ...o.payments,
+    },
     state: o.state,
     tenants: [
       {
@@ -72,15 +78,25 @@ export async function startReliabilityStack(o: StackOptions = {}): Promise<Relia
         budget: { daily: o.dailyBudget ?? "0.50" },
         quotas: { maxSandboxes: 2, maxSessions: 1, maxTimeoutMinutes: 30 },
       },
-      { id: "rival", keys: [{ hash: await hashTenantKey(keys.rival) }], budget: { daily: "0.05" }, quotas: { maxSandboxes: 1, maxSessions: 0 } },
+      {
+        id: "rival",
+        keys: [{ hash: await hashTenantKey(keys.rival) }],
+        budget: { daily: "0.05" },
+        quotas: { maxSandboxes: 1, maxSessions: 0 },
+      },
       { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops) }] },
     ],
   };
-  const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_WALLET_KEY: wallet.privateKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+  const env = {
+    TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
+    TOLLGATE_WALLET_KEY: wallet.privateKey,
+    TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex"),
+  };
   let gw = await startGatewayProcess(config, env);
   const headers = { "x-api-key": keys.acme, "content-type": "application/json" };
   const mint = async (body: unknown) =>
-    (await json(await fetch(`${gw.url}/_tollgate/tokens`, { method: "POST", headers, body: JSON.stringify(body) }), "mint")).token as string;
+    (await json(await fetch(`${gw.url}/_tollgate/tokens`, { method: "POST", headers, body: JSON.stringify(body) }), "mint"))
+      .token as string;
 
   const stack: ReliabilityStack = {
     emu,
@@ -104,7 +120,10 @@ export async function startReliabilityStack(o: StackOptions = {}): Promise<Relia
   };
   try {
     if (o.sandbox !== false) {
-      const sbx = await json(await fetch(`${gw.url}/api/sandbox`, { method: "POST", headers, body: JSON.stringify({ imageName: "node" }) }), "sandbox");
+      const sbx = await json(
+        await fetch(`${gw.url}/api/sandbox`, { method: "POST", headers, body: JSON.stringify({ imageName: "node" }) }),
+        "sandbox",
+      );
       stack.sandboxId = sbx.id;
       stack.tokens.sandbox = await mint({ kind: "sandbox", sandboxId: sbx.id, scopes: ["runtime", "terminal", "ports"] });
     }

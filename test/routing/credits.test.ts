@@ -22,14 +22,21 @@ async function tenants() {
 }
 
 const post = (base: string, key: string, path: string, body: unknown = {}) =>
-  fetch(`${base}${path}`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) });
+  fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "x-api-key": key, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 
 describe("credits on one instance (memory)", () => {
   let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
   let gw: Awaited<ReturnType<typeof startTestGateway>>;
   beforeAll(async () => {
     upstream = await startEchoUpstream();
-    gw = await startTestGateway({ upstream: { baseUrl: upstream.url }, cache: { enabled: false }, tenants: await tenants() }, { upstreamApiKey: "upstream-key", tokenSecret: "t".repeat(64) });
+    gw = await startTestGateway(
+      { upstream: { baseUrl: upstream.url }, cache: { enabled: false }, tenants: await tenants() },
+      { upstreamApiKey: "upstream-key", tokenSecret: "t".repeat(64) },
+    );
   });
   afterAll(async () => {
     await gw?.close();
@@ -58,7 +65,12 @@ describe("credits on one instance (memory)", () => {
   });
 
   it("lets an over-budget tenant read, list and stop (they cost nothing)", async () => {
-    for (const [method, path] of [["GET", "/api/sessions/active-count"], ["GET", "/api/images"], ["GET", "/api/profiles"], ["GET", "/api/volume"]]) {
+    for (const [method, path] of [
+      ["GET", "/api/sessions/active-count"],
+      ["GET", "/api/images"],
+      ["GET", "/api/profiles"],
+      ["GET", "/api/volume"],
+    ]) {
       const r = await fetch(`${gw.url}${path}`, { method, headers: { "x-api-key": keys.poor } });
       expect(r.status, `${method} ${path}`).toBe(200);
     }
@@ -66,7 +78,9 @@ describe("credits on one instance (memory)", () => {
 
   it("forwards exactly 10 of 100 concurrent scrapes on a budget for 10, and the ledger is the usage shown", async () => {
     const before = upstream.seen.filter((s) => s.url === "/api/scrape").length;
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => post(gw.url, keys.ten, "/api/scrape", { url: `https://example.com/${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => post(gw.url, keys.ten, "/api/scrape", { url: `https://example.com/${i}` })),
+    );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
     expect(statuses.filter((s) => s === 402)).toHaveLength(90);
@@ -74,7 +88,9 @@ describe("credits on one instance (memory)", () => {
 
     const usage = await (await fetch(`${gw.url}/_tollgate/usage`, { headers: { "x-api-key": keys.ten } })).json();
     expect(usage.daily).toMatchObject({ limit: "0.01", spent: "0.01", remaining: "0.00", byKind: { credits: "0.01", x402: "0.00" } });
-    const ledger = await (await fetch(`${gw.url}/_tollgate/admin/ledger?tenant=ten&limit=1000`, { headers: { "x-api-key": keys.ops } })).json();
+    const ledger = await (
+      await fetch(`${gw.url}/_tollgate/admin/ledger?tenant=ten&limit=1000`, { headers: { "x-api-key": keys.ops } })
+    ).json();
     const committed = (ledger.entries as any[]).filter((e) => e.state === "committed");
     expect(committed).toHaveLength(10);
     expect(committed.every((e) => e.kind === "credits" && e.route === "scrape.start")).toBe(true);
@@ -105,7 +121,9 @@ describe("credits across two instances sharing Redis", () => {
     const env = { TOLLGATE_UPSTREAM_API_KEY: "upstream-key", TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
     const [a, b] = await Promise.all([startGatewayProcess(cfg, env), startGatewayProcess(cfg, env)]);
     procs.push(a, b);
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => post(i % 2 ? a.url : b.url, keys.ten, "/api/scrape", { url: `https://example.com/${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => post(i % 2 ? a.url : b.url, keys.ten, "/api/scrape", { url: `https://example.com/${i}` })),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(10);
     expect(results.filter((r) => r.status === 402)).toHaveLength(90);
     expect(upstream.seen.filter((s) => s.url === "/api/scrape")).toHaveLength(10);

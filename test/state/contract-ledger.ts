@@ -140,13 +140,29 @@ export function ledgerContract(b: ContractBackend) {
       const { ledger } = await open.fresh();
       const e = entry("t1", "123456789012345678", { payer: undefined });
       const r = await ledger.reserve(e, {}, T0);
-      expect(r.ok && r.entry).toEqual({ ...e, kind: "x402", state: "reserved", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 });
+      expect(r.ok && r.entry).toEqual({
+        ...e,
+        kind: "x402",
+        state: "reserved",
+        day: "2026-01-31",
+        month: "2026-01",
+        createdAt: T0,
+        updatedAt: T0,
+      });
       expect((await ledger.usage("t1", T0)).total).toBe(123456789012345678n);
       await ledger.signed(e.id, { nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer" }, T0 + 10);
       await ledger.commit(e.id, undefined, T0 + 20);
       expect(await ledger.get(e.id)).toEqual({
-        ...e, kind: "x402", state: "committed", day: "2026-01-31", month: "2026-01", createdAt: T0, updatedAt: T0 + 20,
-        nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer",
+        ...e,
+        kind: "x402",
+        state: "committed",
+        day: "2026-01-31",
+        month: "2026-01",
+        createdAt: T0,
+        updatedAt: T0 + 20,
+        nonce: "0xabc",
+        validBefore: 1_769_900_000,
+        payer: "0xPayer",
       });
       expect(await ledger.get("missing")).toBeUndefined();
     });
@@ -224,13 +240,23 @@ export function ledgerContract(b: ContractBackend) {
 
     it("commits a smaller final amount, returning the rest to every window, and never more than was reserved", async () => {
       const { ledger } = await open.fresh();
-      const sandbox = await reserveOk(ledger, credit("t1", 6000n, { meter: "minute", resource: "sandbox:sb-1", validBefore: Math.floor(T0 / 1000) + 3600 }));
+      const sandbox = await reserveOk(
+        ledger,
+        credit("t1", 6000n, { meter: "minute", resource: "sandbox:sb-1", validBefore: Math.floor(T0 / 1000) + 3600 }),
+      );
       await reserveOk(ledger, entry("t1", 100n));
       expect((await ledger.usage("t1", T0)).total).toBe(6100n);
       await ledger.commit(sandbox, undefined, T0 + 20 * MIN, 1500n);
-      expect(await ledger.get(sandbox)).toMatchObject({ state: "committed", amount: "1500", reservedAmount: "6000", resource: "sandbox:sb-1" });
+      expect(await ledger.get(sandbox)).toMatchObject({
+        state: "committed",
+        amount: "1500",
+        reservedAmount: "6000",
+        resource: "sandbox:sb-1",
+      });
       expect(await ledger.usage("t1", T0)).toEqual({
-        daily: 1600n, monthly: 1600n, total: 1600n,
+        daily: 1600n,
+        monthly: 1600n,
+        total: 1600n,
         byKind: { x402: { daily: 100n, monthly: 100n, total: 100n }, credits: { daily: 1500n, monthly: 1500n, total: 1500n } },
       });
       // A repeated commit is a no-op, whatever amount it names.
@@ -263,7 +289,11 @@ export function ledgerContract(b: ContractBackend) {
       const limits = { daily: 1000n, monthly: 5000n, total: 20_000n };
       await reserveOk(ledger, entry("t1", 600n), T0, limits);
       expect(await ledger.reserve(credit("t1", 500n), limits, T0)).toEqual({
-        ok: false, window: "daily", limit: 1000n, spent: 600n, resetAt: "2026-02-01T00:00:00.000Z",
+        ok: false,
+        window: "daily",
+        limit: 1000n,
+        spent: 600n,
+        resetAt: "2026-02-01T00:00:00.000Z",
       });
       await reserveOk(ledger, credit("t1", 400n), T0, limits);
       expect(await ledger.reserve(entry("t1", 1n), limits, T0)).toMatchObject({ ok: false, window: "daily", spent: 1000n });
@@ -275,15 +305,23 @@ export function ledgerContract(b: ContractBackend) {
       await ledger.release(held.id, "upstream refused", T0 + 1);
       await reserveOk(ledger, entry("t1", 400n), T0, limits);
       expect(await ledger.usage("t1", T0)).toEqual({
-        daily: 1000n, monthly: 1000n, total: 1000n,
+        daily: 1000n,
+        monthly: 1000n,
+        total: 1000n,
         byKind: { x402: { daily: 1000n, monthly: 1000n, total: 1000n }, credits: { daily: 0n, monthly: 0n, total: 0n } },
       });
       // Credits spent yesterday count in the month and total, not today.
       await reserveOk(ledger, credit("t2", 4000n), T0 - 24 * HOUR, { monthly: 5000n });
-      expect(await ledger.reserve(credit("t2", 1001n), { monthly: 5000n }, T0)).toMatchObject({ ok: false, window: "monthly", spent: 4000n });
+      expect(await ledger.reserve(credit("t2", 1001n), { monthly: 5000n }, T0)).toMatchObject({
+        ok: false,
+        window: "monthly",
+        spent: 4000n,
+      });
       await reserveOk(ledger, entry("t2", 1000n), T0, limits);
       expect(await ledger.usage("t2", T0)).toEqual({
-        daily: 1000n, monthly: 5000n, total: 5000n,
+        daily: 1000n,
+        monthly: 5000n,
+        total: 5000n,
         byKind: { x402: { daily: 1000n, monthly: 1000n, total: 1000n }, credits: { daily: 0n, monthly: 4000n, total: 4000n } },
       });
     });
@@ -314,14 +352,23 @@ export function ledgerContract(b: ContractBackend) {
       const s = (ms: number) => Math.floor(ms / 1000);
       const x = await reserveOk(ledger, entry("t1", 1n), T0);
       await ledger.signed(x, { nonce: "0x1", validBefore: s(T0 + 2 * MIN), payer: "0xp" }, T0);
-      const sandbox = await reserveOk(ledger, credit("t1", 900n, { meter: "minute", resource: "sandbox:1", validBefore: s(T0 + 3 * MIN) }), T0);
-      const session = await reserveOk(ledger, credit("t2", 900n, { meter: "minute", resource: "session:1", validBefore: s(T0 + 1 * MIN) }), T0);
+      const sandbox = await reserveOk(
+        ledger,
+        credit("t1", 900n, { meter: "minute", resource: "sandbox:1", validBefore: s(T0 + 3 * MIN) }),
+        T0,
+      );
+      const session = await reserveOk(
+        ledger,
+        credit("t2", 900n, { meter: "minute", resource: "session:1", validBefore: s(T0 + 1 * MIN) }),
+        T0,
+      );
       const call = await reserveOk(ledger, credit("t1", 5n), T0); // no end time: stale after 10 min
       const stopped = await reserveOk(ledger, credit("t1", 900n, { meter: "minute", resource: "sandbox:2", validBefore: s(T0 + MIN) }), T0);
       await ledger.commit(stopped, undefined, T0 + 30_000, 100n);
       const lost = await reserveOk(ledger, credit("t1", 7n, { validBefore: s(T0 + 4 * MIN) }), T0);
       await ledger.markUncertain(lost, "no answer", T0 + 1);
-      const ids = async (fn: "expiredHolds" | "expiredCreditHolds", now: number, limit = 100) => (await ledger[fn](now, limit)).map((e) => e.id);
+      const ids = async (fn: "expiredHolds" | "expiredCreditHolds", now: number, limit = 100) =>
+        (await ledger[fn](now, limit)).map((e) => e.id);
       expect(await ids("expiredCreditHolds", T0 + 30_000)).toEqual([]);
       expect(await ids("expiredCreditHolds", T0 + MIN)).toEqual([session]);
       expect(await ids("expiredCreditHolds", T0 + 10 * MIN)).toEqual([session, sandbox, lost, call]);
@@ -340,7 +387,12 @@ export function ledgerContract(b: ContractBackend) {
       const hold = await reserveOk(ledger, credit("t1", 900n, { meter: "minute" }), T0);
       const other = await reserveOk(ledger, credit("t1", 900n, { meter: "minute", resource: "sandbox:old" }), T0);
       await ledger.attach(hold, { resource: "sandbox:sb-7", validBefore: s(T0 + 30 * MIN) }, T0 + 5);
-      expect(await ledger.get(hold)).toMatchObject({ resource: "sandbox:sb-7", validBefore: s(T0 + 30 * MIN), updatedAt: T0 + 5, state: "reserved" });
+      expect(await ledger.get(hold)).toMatchObject({
+        resource: "sandbox:sb-7",
+        validBefore: s(T0 + 30 * MIN),
+        updatedAt: T0 + 5,
+        state: "reserved",
+      });
       expect((await ledger.list({ resource: "sandbox:sb-7" })).map((e) => e.id)).toEqual([hold]);
       // Its hold now ends at the new end time, not 10 minutes after it was made.
       expect((await ledger.expiredCreditHolds(T0 + 10 * MIN, 10)).map((e) => e.id)).toEqual([other]);
@@ -365,7 +417,10 @@ export function ledgerContract(b: ContractBackend) {
       );
       expect(results.filter((r) => r.ok)).toHaveLength(10);
       expect(results.filter((r) => !r.ok && r.window === "daily" && r.spent === 10_000n)).toHaveLength(90);
-      expect(await two.ledger.usage("race-c", T0)).toMatchObject({ daily: 10_000n, byKind: { credits: { daily: 10_000n }, x402: { daily: 0n } } });
+      expect(await two.ledger.usage("race-c", T0)).toMatchObject({
+        daily: 10_000n,
+        byKind: { credits: { daily: 10_000n }, x402: { daily: 0n } },
+      });
       expect(await one.ledger.list({ tenant: "race-c", kind: "credits", limit: 500 })).toHaveLength(10);
     });
   });

@@ -144,7 +144,12 @@ export function rateLimiterContract(b: ContractBackend) {
       const { rateLimiter } = await open.fresh();
       const hits = [];
       for (let i = 0; i < 4; i++) hits.push(await rateLimiter.hit("t1", 3, 1000, W0 + 100 + i));
-      expect(hits.map((h) => [h.allowed, h.remaining])).toEqual([[true, 2], [true, 1], [true, 0], [false, 0]]);
+      expect(hits.map((h) => [h.allowed, h.remaining])).toEqual([
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+      ]);
       expect(hits[0]).toMatchObject({ limit: 3, resetAt: W0 + 1000 });
       expect(await rateLimiter.hit("t2", 3, 1000, W0 + 500)).toMatchObject({ allowed: true, remaining: 2 });
       expect(await rateLimiter.hit("t1", 3, 1000, W0 + 1000)).toEqual({ allowed: true, limit: 3, remaining: 2, resetAt: W0 + 2000 });

@@ -5,10 +5,24 @@ import type { StoredTenant } from "../../src/state/types.js";
 import { opener, type ContractBackend } from "./contract-backend.js";
 
 const tenant = (id: string, over: Partial<TenantConfig> = {}): TenantConfig => ({
-  id, enabled: true, scopes: ["search"], keys: [{ hash: `sha256:${"a".repeat(64)}` }], budget: {}, payment: {}, paysForItself: false, quotas: {},
-  onExhausted: "block", alerts: {}, ...over,
+  id,
+  enabled: true,
+  scopes: ["search"],
+  keys: [{ hash: `sha256:${"a".repeat(64)}` }],
+  budget: {},
+  payment: {},
+  paysForItself: false,
+  quotas: {},
+  onExhausted: "block",
+  alerts: {},
+  ...over,
 });
-const rec = (t: TenantConfig, source: StoredTenant["source"], extra: Partial<StoredTenant> = {}): StoredTenant => ({ tenant: t, source, updatedAt: 1, ...extra });
+const rec = (t: TenantConfig, source: StoredTenant["source"], extra: Partial<StoredTenant> = {}): StoredTenant => ({
+  tenant: t,
+  source,
+  updatedAt: 1,
+  ...extra,
+});
 
 export function tenantStoreContract(b: ContractBackend) {
   describe(`TenantStore (${b.name})`, () => {
@@ -62,7 +76,11 @@ export function tenantStoreContract(b: ContractBackend) {
 
     it("lets exactly one of many concurrent creations of one id win", async () => {
       const [a, b2] = await open.pair();
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b2).tenants.create(rec(tenant("race", { scopes: [i % 2 ? "search" : "admin"] }), "api"))));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          (i % 2 ? a : b2).tenants.create(rec(tenant("race", { scopes: [i % 2 ? "search" : "admin"] }), "api")),
+        ),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
     });
   });
@@ -76,7 +94,14 @@ export function auditLogContract(b: ContractBackend) {
       const { audit } = await open.fresh();
       const seqs: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const e = await audit.append({ at: 1000 + i, actor: "ops", action: "tenant.update", target: `tenant:t${i}`, before: { n: i }, after: { n: i + 1 } });
+        const e = await audit.append({
+          at: 1000 + i,
+          actor: "ops",
+          action: "tenant.update",
+          target: `tenant:t${i}`,
+          before: { n: i },
+          after: { n: i + 1 },
+        });
         seqs.push(e.seq);
       }
       expect([...seqs].sort((x, y) => x - y)).toEqual(seqs);
@@ -91,7 +116,9 @@ export function auditLogContract(b: ContractBackend) {
 
     it("keeps one sequence across instances", async () => {
       const [a, b2] = await open.pair();
-      await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b2).audit.append({ at: i, actor: "x", action: "a", target: `t${i}` })));
+      await Promise.all(
+        Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b2).audit.append({ at: i, actor: "x", action: "a", target: `t${i}` })),
+      );
       const all = await a.audit.list({ limit: 100 });
       expect(all).toHaveLength(6);
       expect(new Set(all.map((e) => e.seq)).size).toBe(6);

@@ -31,4 +31,13 @@ export function pingContract(b: ContractBackend) {
 }
 
 export type { ContractBackend };
-export { ledgerContract, ownershipContract, kvContract, idempotencyContract, rateLimiterContract, tenantStoreContract, auditLogContract, setIfAbsentContract };
+export {
+  ledgerContract,
+  ownershipContract,
+  kvContract,
+  idempotencyContract,
+  rateLimiterContract,
+  tenantStoreContract,
+  auditLogContract,
+  setIfAbsentContract,
+};

@@ -27,7 +27,14 @@ stateContract({
 });
 
 const entry = (id: string): NewLedgerEntry => ({
-  id, tenant: "t1", route: "/api/web/search", fingerprint: "fp", amount: "1000", asset: "0xUSDC", network: "eip155:31337", payee: "0xP",
+  id,
+  tenant: "t1",
+  route: "/api/web/search",
+  fingerprint: "fp",
+  amount: "1000",
+  asset: "0xUSDC",
+  network: "eip155:31337",
+  payee: "0xP",
 });
 
 describe("Redis backend outages", () => {
@@ -47,7 +54,10 @@ describe("Redis backend outages", () => {
       try {
         let ok = false;
         for (let i = 0; i < 40 && !ok; i++) {
-          ok = await stores.kv.set("k", "v", 1000).then(() => true, () => false);
+          ok = await stores.kv.set("k", "v", 1000).then(
+            () => true,
+            () => false,
+          );
           if (!ok) await new Promise((r) => setTimeout(r, 100));
         }
         expect(ok).toBe(true);
@@ -105,7 +115,10 @@ describe("Redis ledger written before spend kinds existed", () => {
       expect(await stores.ledger.expiredCreditHolds(now + 3_600_000, 10)).toEqual([]);
       await stores.ledger.commit("old", "0xtx", now, 400n);
       expect(await stores.ledger.get("old")).toMatchObject({ kind: "x402", state: "committed", amount: "400", reservedAmount: "1000" });
-      expect(await stores.ledger.usage("t1", now)).toMatchObject({ total: 400n, byKind: { x402: { total: 400n }, credits: { total: 0n } } });
+      expect(await stores.ledger.usage("t1", now)).toMatchObject({
+        total: 400n,
+        byKind: { x402: { total: 400n }, credits: { total: 0n } },
+      });
     } finally {
       await stores.close();
     }

@@ -27,7 +27,9 @@ describe("admin API on Durable Objects (workerd)", () => {
     const whoami = async (key: string) => (await b.app.request("/_tollgate/whoami", { headers: { "x-api-key": key } })).status;
     expect(await whoami(ops)).toBe(200);
     const created = await a.app.request("/_tollgate/admin/tenants", {
-      method: "POST", headers: { "x-api-key": ops, "content-type": "application/json" }, body: JSON.stringify({ id: "edge", scopes: ["search"] }),
+      method: "POST",
+      headers: { "x-api-key": ops, "content-type": "application/json" },
+      body: JSON.stringify({ id: "edge", scopes: ["search"] }),
     });
     expect(created.status).toBe(201);
     const { key, keyId } = (await created.json()) as { key: string; keyId: string };

@@ -30,10 +30,18 @@ describe("console on Workers", () => {
       upstream: { baseUrl: "http://127.0.0.1:9" },
       tenants: [
         { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(ops) }] },
-        { id: "edge", scopes: ["search"], budget: { daily: "1.00" }, keys: [{ hash: await hashTenantKey(`tg_edge_${crypto.randomUUID()}`) }] },
+        {
+          id: "edge",
+          scopes: ["search"],
+          budget: { daily: "1.00" },
+          keys: [{ hash: await hashTenantKey(`tg_edge_${crypto.randomUUID()}`) }],
+        },
       ],
     });
-    const gw = createGateway(config, { secrets: { tokenSecret: "w".repeat(40) }, stores: doStores(bindings, { namespace: `console-${crypto.randomUUID()}` }) });
+    const gw = createGateway(config, {
+      secrets: { tokenSecret: "w".repeat(40) },
+      stores: doStores(bindings, { namespace: `console-${crypto.randomUUID()}` }),
+    });
     const origin = "https://gateway.test";
     const login = await gw.app.request(`${origin}/_tollgate/console/login`, {
       method: "POST",

@@ -38,18 +38,28 @@ describe("operator endpoints on the Worker (workerd + Durable Objects + local ch
     const key = `tg_worker_${crypto.randomUUID()}`;
     const e = await workerEnv(tenant, key);
     const r = await worker.fetch(
-      new Request("https://gateway.test/x402/web/search", { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ query: `worker metrics ${tenant}` }) }),
+      new Request("https://gateway.test/x402/web/search", {
+        method: "POST",
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify({ query: `worker metrics ${tenant}` }),
+      }),
       e,
       ctx,
     );
     expect(r.status).toBe(200);
     const refused = await worker.fetch(new Request("https://gateway.test/_tollgate/metrics"), e, ctx);
     expect(refused.status).toBe(401);
-    const m = await worker.fetch(new Request("https://gateway.test/_tollgate/metrics", { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }), e, ctx);
+    const m = await worker.fetch(
+      new Request("https://gateway.test/_tollgate/metrics", { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }),
+      e,
+      ctx,
+    );
     expect(m.status).toBe(200);
     expect(m.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await m.text();
-    const ledger = (await (await worker.fetch(new Request("https://gateway.test/_tollgate/ledger", { headers: { "x-api-key": key } }), e, ctx)).json()) as any;
+    const ledger = (await (
+      await worker.fetch(new Request("https://gateway.test/_tollgate/ledger", { headers: { "x-api-key": key } }), e, ctx)
+    ).json()) as any;
     const committed = ledger.entries.filter((x: any) => x.state === "committed");
     expect(committed).toHaveLength(1);
     expect(text).toContain(`tollgate_payments_total{tenant="${tenant}",state="committed"} 1\n`);

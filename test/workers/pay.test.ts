@@ -30,12 +30,22 @@ async function workerEnv(tenants: Array<{ id: string; key: string; budget?: Reco
 }
 
 const chain = createPublicClient({ transport: http(stack.rpcUrl) });
-const balance = () => chain.readContract({ address: stack.asset as `0x${string}`, abi: erc20Abi, functionName: "balanceOf", args: [stack.wallet as `0x${string}`] });
+const balance = () =>
+  chain.readContract({
+    address: stack.asset as `0x${string}`,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [stack.wallet as `0x${string}`],
+  });
 const ctx = { waitUntil() {}, passThroughOnException() {} };
 
 function search(e: Record<string, unknown>, key: string, query: string) {
   return worker.fetch(
-    new Request("https://gateway.test/x402/web/search", { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ query }) }),
+    new Request("https://gateway.test/x402/web/search", {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ query }),
+    }),
     e as any,
     ctx,
   );

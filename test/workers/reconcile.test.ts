@@ -24,7 +24,10 @@ async function workerEnv(tenant: string, key: string, upstream: string) {
     server: { logLevel: "error" },
     upstream: { baseUrl: upstream, timeoutMs: 5_000, allowedHosts: [new URL(stack.runtimeUrl).host] },
     payments: {
-      networks: [stack.network], assets: [stack.asset], maxPerRequest: "0.50", maxAuthorizationSeconds: AUTH_SECONDS,
+      networks: [stack.network],
+      assets: [stack.asset],
+      maxPerRequest: "0.50",
+      maxAuthorizationSeconds: AUTH_SECONDS,
       rpc: { [stack.network]: stack.rpcUrl },
     },
     cache: { enabled: false },
@@ -42,7 +45,12 @@ async function workerEnv(tenant: string, key: string, upstream: string) {
 
 const chain = createPublicClient({ transport: http(stack.rpcUrl) });
 const balance = () =>
-  chain.readContract({ address: stack.asset as `0x${string}`, abi: erc20Abi, functionName: "balanceOf", args: [stack.reconcileWallet as `0x${string}`] });
+  chain.readContract({
+    address: stack.asset as `0x${string}`,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [stack.reconcileWallet as `0x${string}`],
+  });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One cron tick, as Cloudflare would deliver it, waiting for what the handler left running. */
@@ -59,7 +67,9 @@ async function lostPayment(upstream: string, label: string) {
   const e = await workerEnv(tenant, key, upstream);
   const r = await worker.fetch(
     new Request("https://gateway.test/x402/web/search", {
-      method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ query: `lost answer ${label}` }),
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ query: `lost answer ${label}` }),
     }),
     e as any,
     { waitUntil() {}, passThroughOnException() {} } as any,
@@ -86,7 +96,10 @@ async function reconciled(e: Record<string, unknown>, held: LedgerEntry): Promis
 describe("the Worker's cron handler reconciles (workerd + Durable Objects + local chain)", () => {
   it("commits a payment the upstream settled on chain though its answer was lost, and releases one that never arrived", async () => {
     const before = await balance();
-    const [settled, lost] = await Promise.all([lostPayment(stack.settledButLostUrl, "settled"), lostPayment(stack.neverArrivedUrl, "unsent")]);
+    const [settled, lost] = await Promise.all([
+      lostPayment(stack.settledButLostUrl, "settled"),
+      lostPayment(stack.neverArrivedUrl, "unsent"),
+    ]);
     // Held, and counted, until validBefore: a tick now decides nothing.
     await tick(settled.e);
     expect((await ledger.get(settled.held.id))?.state).toBe("uncertain");
@@ -105,7 +118,17 @@ describe("the Worker's cron handler reconciles (workerd + Durable Objects + loca
     const now = Date.now();
     const hold = (id: string, endsInSeconds: number) =>
       ledger.reserve(
-        { id, kind: "credits", tenant, route: "/api/session", fingerprint: "f", amount: "12000", meter: "minute", resource: `session:${id}`, validBefore: Math.floor(now / 1000) + endsInSeconds },
+        {
+          id,
+          kind: "credits",
+          tenant,
+          route: "/api/session",
+          fingerprint: "f",
+          amount: "12000",
+          meter: "minute",
+          resource: `session:${id}`,
+          validBefore: Math.floor(now / 1000) + endsInSeconds,
+        },
         { daily: 1_000_000n },
         now,
       );

@@ -29,17 +29,27 @@ describe("the Worker relays sandbox runtime WebSockets", () => {
     };
     const call = (path: string, init: RequestInit = {}) => worker.fetch(new Request(`https://gateway.test${path}`, init), e as any, ctx);
 
-    const created = await call("/api/sandbox", { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ imageName: "node" }) });
+    const created = await call("/api/sandbox", {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ imageName: "node" }),
+    });
     expect(created.status).toBe(200);
     const sbx = (await created.json()) as any;
     expect(sbx.runtime.baseUrl).toBe(`https://gateway.test/sandbox/${sbx.id}`);
     const auth = { authorization: `Bearer ${sbx.token}`, "content-type": "application/json" };
     try {
-      const pty = await call(`/sandbox/${sbx.id}/pty`, { method: "POST", headers: auth, body: JSON.stringify({ command: "bash", args: ["--norc", "--noprofile"], rows: 24, cols: 80 }) });
+      const pty = await call(`/sandbox/${sbx.id}/pty`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ command: "bash", args: ["--norc", "--noprofile"], rows: 24, cols: 80 }),
+      });
       expect(pty.status).toBe(200);
       const ptyId = ((await pty.json()) as any).pty.id;
 
-      const res = await call(`/sandbox/${sbx.id}/pty/${ptyId}/ws?sessionId=${sbx.id}`, { headers: { Upgrade: "websocket", authorization: `Bearer ${sbx.token}` } });
+      const res = await call(`/sandbox/${sbx.id}/pty/${ptyId}/ws?sessionId=${sbx.id}`, {
+        headers: { Upgrade: "websocket", authorization: `Bearer ${sbx.token}` },
+      });
       expect(res.status).toBe(101);
       // workerd hands the client end of the socket back on the 101 response.
       const ws = (res as Response & { webSocket: (WebSocket & { accept(): void }) | null }).webSocket!;
@@ -57,7 +67,9 @@ describe("the Worker relays sandbox runtime WebSockets", () => {
       expect(text).toContain("tollgate-in-workerd");
       ws.close();
 
-      const refused = await call(`/sandbox/${sbx.id}/pty/${ptyId}/ws?sessionId=${sbx.id}`, { headers: { Upgrade: "websocket", authorization: "Bearer eyJub3QiOiJ2YWxpZCJ9.e30.x" } });
+      const refused = await call(`/sandbox/${sbx.id}/pty/${ptyId}/ws?sessionId=${sbx.id}`, {
+        headers: { Upgrade: "websocket", authorization: "Bearer eyJub3QiOiJ2YWxpZCJ9.e30.x" },
+      });
       expect(refused.status).toBe(401);
     } finally {
       await call(`/api/sandbox/${sbx.id}/stop`, { method: "PUT", headers: { "x-api-key": key } });

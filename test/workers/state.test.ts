@@ -32,7 +32,9 @@ describe("Durable Objects wiring", () => {
     const a = doStores(bindings, { namespace: ns });
     const b = doStores(bindings, { namespace: ns });
     const r = await a.ledger.reserve(
-      { id: "x1", tenant: "t", route: "/r", fingerprint: "f", amount: "5", asset: "a", network: "n", payee: "p" }, { total: 10n }, Date.now(),
+      { id: "x1", tenant: "t", route: "/r", fingerprint: "f", amount: "5", asset: "a", network: "n", payee: "p" },
+      { total: 10n },
+      Date.now(),
     );
     expect(r.ok).toBe(true);
     await b.ledger.commit("x1", "0xtx", Date.now());
@@ -48,8 +50,22 @@ describe("Durable Objects wiring", () => {
       sql.exec("DROP TABLE IF EXISTS ledger");
       sql.exec(`CREATE TABLE ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, state TEXT NOT NULL,
         hold_until INTEGER, body TEXT NOT NULL)`);
-      const old = { id: "old", tenant: "old", route: "/r", fingerprint: "f", amount: "5", asset: "a", network: "n", payee: "p",
-        state: "uncertain", day: "2026-01-01", month: "2026-01", createdAt: 1, updatedAt: 1, validBefore: 100 };
+      const old = {
+        id: "old",
+        tenant: "old",
+        route: "/r",
+        fingerprint: "f",
+        amount: "5",
+        asset: "a",
+        network: "n",
+        payee: "p",
+        state: "uncertain",
+        day: "2026-01-01",
+        month: "2026-01",
+        createdAt: 1,
+        updatedAt: 1,
+        validBefore: 100,
+      };
       sql.exec("INSERT INTO ledger (id, state, hold_until, body) VALUES (?, ?, ?, ?)", "old", "uncertain", 100_000, JSON.stringify(old));
       const tables = new LedgerTables(sql);
       expect(tables.get("old")).toMatchObject({ id: "old", kind: "x402", state: "uncertain" });

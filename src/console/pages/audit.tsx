@@ -14,7 +14,15 @@ const receiverHost = (url: string) => {
   }
 };
 
-export function AlertSettings({ tenant, thresholds, globalWebhooks = [] }: { tenant: Tenant; thresholds: number[]; globalWebhooks?: string[] }) {
+export function AlertSettings({
+  tenant,
+  thresholds,
+  globalWebhooks = [],
+}: {
+  tenant: Tenant;
+  thresholds: number[];
+  globalWebhooks?: string[];
+}) {
   const own = tenant.alerts?.thresholds;
   const receivers = [...new Set([...globalWebhooks, ...(tenant.alerts?.webhooks ?? [])])].map(receiverHost);
   return (
@@ -26,7 +34,16 @@ export function AlertSettings({ tenant, thresholds, globalWebhooks = [] }: { ten
   );
 }
 
-export function AuditPage(props: { viewer: Viewer; nonce: string; tenants: Tenant[]; thresholds: number[]; globalWebhooks: string[]; alerts: AuditEntry[]; entries: AuditEntry[]; next?: number }) {
+export function AuditPage(props: {
+  viewer: Viewer;
+  nonce: string;
+  tenants: Tenant[];
+  thresholds: number[];
+  globalWebhooks: string[];
+  alerts: AuditEntry[];
+  entries: AuditEntry[];
+  next?: number;
+}) {
   return (
     <Page title="Audit & alerts" viewer={props.viewer} active="/audit" nonce={props.nonce}>
       <h1>Alerts</h1>

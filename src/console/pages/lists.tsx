@@ -62,7 +62,13 @@ export function ResourcesPage(props: { viewer: Viewer; nonce: string; resources:
   );
 }
 
-export function KeysPage(props: { viewer: Viewer; nonce: string; tenants: Tenant[]; notice?: string; issued?: { tenant: string; id: string; key: string } }) {
+export function KeysPage(props: {
+  viewer: Viewer;
+  nonce: string;
+  tenants: Tenant[];
+  notice?: string;
+  issued?: { tenant: string; id: string; key: string };
+}) {
   return (
     <Page title="Keys" viewer={props.viewer} active="/keys" nonce={props.nonce}>
       <h1>Keys</h1>

@@ -33,12 +33,20 @@ export function SavingsStats({ savings, live }: { savings: CacheSavings; live?: 
   );
 }
 
-export function OverviewPage(props: { viewer: Viewer; nonce: string; spends: TenantSpend[]; savings: CacheSavings; live: { sandboxes: number; sessions: number } }) {
+export function OverviewPage(props: {
+  viewer: Viewer;
+  nonce: string;
+  spends: TenantSpend[];
+  savings: CacheSavings;
+  live: { sandboxes: number; sessions: number };
+}) {
   return (
     <Page title="Overview" viewer={props.viewer} active="" nonce={props.nonce}>
       <h1>{props.viewer.admin ? "All tenants" : `Tenant ${props.viewer.tenant}`}</h1>
       <SavingsStats savings={props.savings} live={props.live} />
-      <p class="muted" style="font-size:12px">Savings are counted by this gateway instance since it started.</p>
+      <p class="muted" style="font-size:12px">
+        Savings are counted by this gateway instance since it started.
+      </p>
       <h2>Spend against budgets</h2>
       <div class="grid">
         {props.spends.map((s) => (

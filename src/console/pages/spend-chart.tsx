@@ -22,19 +22,37 @@ export function SpendChart({ windows }: { windows: WindowSpend[] }) {
     return Math.max(2, Math.min(BAR, Number((amount * BigInt(BAR * 100)) / scale(w)) / 100));
   };
   return (
-    <svg width={W} height={windows.length * ROW + 4} viewBox={`0 0 ${W} ${windows.length * ROW + 4}`} role="img" aria-label="spend per budget window">
+    <svg
+      width={W}
+      height={windows.length * ROW + 4}
+      viewBox={`0 0 ${W} ${windows.length * ROW + 4}`}
+      role="img"
+      aria-label="spend per budget window"
+    >
       {windows.map((w, i) => {
         const y = i * ROW + 2;
         const x402 = width(w.x402, w);
         const credits = Math.min(BAR - x402, width(w.credits, w));
         const over = w.limit !== undefined && w.spent >= w.limit && w.limit > 0n;
-        const caption = w.limit !== undefined ? `$${atomicToUsd(w.spent)} of $${atomicToUsd(w.limit)} (${pct(w.spent, w.limit)}%)` : `$${atomicToUsd(w.spent)} · no limit`;
+        const caption =
+          w.limit !== undefined
+            ? `$${atomicToUsd(w.spent)} of $${atomicToUsd(w.limit)} (${pct(w.spent, w.limit)}%)`
+            : `$${atomicToUsd(w.spent)} · no limit`;
         return (
           <g data-window={w.window}>
             <text x={0} y={y + 13}>
               {w.window}
             </text>
-            <rect x={LABEL} y={y + 2} width={BAR} height={14} rx={3} fill={w.limit !== undefined ? "#e6eaf2" : "#f7f8fa"} stroke={w.limit !== undefined ? "none" : "#c9cfdb"} stroke-dasharray="4 3" />
+            <rect
+              x={LABEL}
+              y={y + 2}
+              width={BAR}
+              height={14}
+              rx={3}
+              fill={w.limit !== undefined ? "#e6eaf2" : "#f7f8fa"}
+              stroke={w.limit !== undefined ? "none" : "#c9cfdb"}
+              stroke-dasharray="4 3"
+            />
             <rect x={LABEL} y={y + 2} width={x402} height={14} rx={3} fill={over ? "#c8323c" : "#2456c7"} />
             <rect x={LABEL + x402} y={y + 2} width={credits} height={14} fill={over ? "#e07b82" : "#7aa0f0"} />
             <text x={LABEL} y={y + 30} class="caption">

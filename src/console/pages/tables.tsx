@@ -38,7 +38,11 @@ export function LedgerTable({ entries, showTenant }: { entries: LedgerEntry[]; s
             <td>{e.kind ?? "x402"}</td>
             <td>
               <span class={`pill ${e.state}`}>{e.state}</span>
-              {e.reason && <div class="muted" style="font-size:12px">{short(e.reason, 60)}</div>}
+              {e.reason && (
+                <div class="muted" style="font-size:12px">
+                  {short(e.reason, 60)}
+                </div>
+              )}
             </td>
             <td class="num">{atomicToUsd(BigInt(e.amount))}</td>
             <td>
@@ -81,7 +85,12 @@ export function ResourceTable({ resources, viewer, showTenant }: { resources: Li
             <td>{r.createdAt ? r.createdAt.replace("T", " ").slice(0, 19) : ""}</td>
             <td>
               {(r.status === "active" || r.status === "unknown") && (
-                <form class="inline" method="post" action={href(`/resources/${r.kind}/${encodeURIComponent(r.id)}/stop`)} data-confirm={`Stop ${r.kind} ${r.id}?`}>
+                <form
+                  class="inline"
+                  method="post"
+                  action={href(`/resources/${r.kind}/${encodeURIComponent(r.id)}/stop`)}
+                  data-confirm={`Stop ${r.kind} ${r.id}?`}
+                >
                   <FormToken viewer={viewer} />
                   <button class="danger" type="submit" data-stop={r.id}>
                     Stop
@@ -119,7 +128,12 @@ export function KeyTable({ tenant, viewer }: { tenant: Tenant; viewer: Viewer })
               <td>{k.expiresAt ? k.expiresAt.replace("T", " ").slice(0, 19) : "never"}</td>
               {viewer.admin && (
                 <td>
-                  <form class="inline" method="post" action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/revoke`)} data-confirm={`Revoke key ${id} of ${tenant.id}?`}>
+                  <form
+                    class="inline"
+                    method="post"
+                    action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/revoke`)}
+                    data-confirm={`Revoke key ${id} of ${tenant.id}?`}
+                  >
                     <FormToken viewer={viewer} />
                     <button class="danger" type="submit" data-revoke={id}>
                       Revoke
@@ -151,7 +165,8 @@ export function NewKeyForm({ tenant, viewer }: { tenant: string; viewer: Viewer 
 }
 
 /** A tenant sees who acted on it as "admin", not the admin tenant's id. */
-const actorAs = (actor: string, viewer?: Viewer) => (!viewer || viewer.admin || actor === viewer.tenant || actor === "system" ? actor : "admin");
+const actorAs = (actor: string, viewer?: Viewer) =>
+  !viewer || viewer.admin || actor === viewer.tenant || actor === "system" ? actor : "admin";
 
 export function AuditTable({ entries, viewer }: { entries: AuditEntry[]; viewer?: Viewer }) {
   if (!entries.length) return <p class="muted">Nothing recorded.</p>;

@@ -78,7 +78,10 @@ export function TenantPage(props: {
       <h2>Sandboxes and sessions</h2>
       <ResourceTable resources={props.resources} viewer={viewer} showTenant={false} />
       <h2>
-        Recent ledger <a href={href(`/ledger?tenant=${encodeURIComponent(tenant.id)}`)} style="font-size:13px">all entries</a>
+        Recent ledger{" "}
+        <a href={href(`/ledger?tenant=${encodeURIComponent(tenant.id)}`)} style="font-size:13px">
+          all entries
+        </a>
       </h2>
       <LedgerTable entries={props.ledger} showTenant={false} />
       <h2>Recent changes and alerts</h2>

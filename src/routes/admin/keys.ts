@@ -13,10 +13,20 @@ type KeyEntry = Tenant["keys"][number];
 /** A new key: its stored entry (hash only) and the one-off answer carrying the plain key. */
 export async function issueKey(label?: string, expiresAt?: string) {
   const key = generateTenantKey();
-  const entry: KeyEntry = { hash: await hashTenantKey(key), ...(label ? { label } : {}), ...(expiresAt ? { expiresAt: new Date(expiresAt).toISOString() } : {}) };
+  const entry: KeyEntry = {
+    hash: await hashTenantKey(key),
+    ...(label ? { label } : {}),
+    ...(expiresAt ? { expiresAt: new Date(expiresAt).toISOString() } : {}),
+  };
   return {
     entry,
-    view: (tenant: string) => ({ key, id: keyIdOf(entry.hash), tenant, ...(entry.label ? { label: entry.label } : {}), ...(entry.expiresAt ? { expiresAt: entry.expiresAt } : {}) }),
+    view: (tenant: string) => ({
+      key,
+      id: keyIdOf(entry.hash),
+      tenant,
+      ...(entry.label ? { label: entry.label } : {}),
+      ...(entry.expiresAt ? { expiresAt: entry.expiresAt } : {}),
+    }),
   };
 }
 
@@ -33,7 +43,10 @@ export function keyAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
     const id = c.req.param("id");
     const body = await validBody(c, keyCreateBody);
     const issued = await issueKey(body.label, body.expiresAt);
-    await changeTenant(services, c, id, { action: "key.create", target: `key:${id}/${keyIdOf(issued.entry.hash)}` }, (t) => ({ ...t, keys: [...t.keys, issued.entry] }));
+    await changeTenant(services, c, id, { action: "key.create", target: `key:${id}/${keyIdOf(issued.entry.hash)}` }, (t) => ({
+      ...t,
+      keys: [...t.keys, issued.entry],
+    }));
     return c.json(issued.view(id), 201);
   });
 
@@ -47,7 +60,8 @@ export function keyAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
       issued.entry.label ??= old.label;
       if (old.expiresAt) issued.entry.expiresAt = old.expiresAt; // a rotation does not extend a key's life
       oldExpiresAt = new Date(services.now() + body.graceSeconds * 1000).toISOString();
-      const keys = body.graceSeconds > 0 ? t.keys.map((k) => (k === old ? { ...k, expiresAt: oldExpiresAt } : k)) : t.keys.filter((k) => k !== old);
+      const keys =
+        body.graceSeconds > 0 ? t.keys.map((k) => (k === old ? { ...k, expiresAt: oldExpiresAt } : k)) : t.keys.filter((k) => k !== old);
       return { ...t, keys: [...keys, issued.entry] };
     });
     return c.json({ ...issued.view(id), replaced: keyId, replacedExpiresAt: oldExpiresAt }, 201);

@@ -1,9 +1,7 @@
 // The admin API's wire shapes (zod): request bodies it validates and the answers it gives. The OpenAPI document is
 // generated from these (../openapi.ts), so what is validated and what is documented cannot drift apart.
 import * as z from "zod";
-import {
-  budgetSchema, paymentPolicySchema, quotaSchema, SCOPES, tenantAlertsSchema, tenantSchema,
-} from "../../../config/schema.js";
+import { budgetSchema, paymentPolicySchema, quotaSchema, SCOPES, tenantAlertsSchema, tenantSchema } from "../../../config/schema.js";
 
 const isoDate = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { error: 'expected an ISO-8601 date like "2027-01-31T00:00:00Z"' });
 const scopesSchema = z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }));
@@ -45,15 +43,28 @@ export const tenantCreateBody = z
 export const tenantPatchBody = z.strictObject(optionalSettings).meta({ id: "TenantPatch" });
 
 /** PUT /tenants/{id}/{section}: one section replaced whole. */
-export const SECTIONS = { scopes: settings.scopes, budget: settings.budget, payment: settings.payment, quotas: settings.quotas, alerts: settings.alerts } as const;
+export const SECTIONS = {
+  scopes: settings.scopes,
+  budget: settings.budget,
+  payment: settings.payment,
+  quotas: settings.quotas,
+  alerts: settings.alerts,
+} as const;
 export type Section = keyof typeof SECTIONS;
 
-export const keyCreateBody = z.strictObject({ label: z.string().max(200).optional(), expiresAt: isoDate.optional() }).meta({ id: "KeyCreate" });
+export const keyCreateBody = z
+  .strictObject({ label: z.string().max(200).optional(), expiresAt: isoDate.optional() })
+  .meta({ id: "KeyCreate" });
 export const keyRotateBody = z
   .strictObject({
     label: z.string().max(200).optional(),
     /** How long the old key keeps working (default 0: it stops at once). */
-    graceSeconds: z.number().int().nonnegative().max(30 * 86_400).default(0),
+    graceSeconds: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(30 * 86_400)
+      .default(0),
   })
   .meta({ id: "KeyRotate" });
 export const keyExpireBody = z.strictObject({ expiresAt: isoDate }).meta({ id: "KeyExpire" });
@@ -69,11 +80,26 @@ export const tenantView = z
   })
   .meta({ id: "Tenant" });
 export const issuedKey = z
-  .object({ key: z.string().describe("The plain key: shown once, never stored"), id: z.string(), tenant: z.string(), label: z.string().optional(), expiresAt: z.string().optional() })
+  .object({
+    key: z.string().describe("The plain key: shown once, never stored"),
+    id: z.string(),
+    tenant: z.string(),
+    label: z.string().optional(),
+    expiresAt: z.string().optional(),
+  })
   .meta({ id: "IssuedKey" });
 
 export const auditEntryView = z
-  .object({ seq: z.number(), at: z.string(), actor: z.string(), action: z.string(), target: z.string(), before: z.unknown().optional(), after: z.unknown().optional(), requestId: z.string().optional() })
+  .object({
+    seq: z.number(),
+    at: z.string(),
+    actor: z.string(),
+    action: z.string(),
+    target: z.string(),
+    before: z.unknown().optional(),
+    after: z.unknown().optional(),
+    requestId: z.string().optional(),
+  })
   .meta({ id: "AuditEntry" });
 
 export const pageQuery = z.object({

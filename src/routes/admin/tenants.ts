@@ -45,11 +45,20 @@ export function tenantAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
   app.put("/tenants/:id/:section{scopes|budget|payment|quotas|alerts}", async (c) => {
     const section = c.req.param("section") as Section;
     const value = await validBody(c, SECTIONS[section]);
-    const r = await changeTenant(services, c, c.req.param("id"), { action: `tenant.${section}` }, (t) => ({ ...t, [section]: value }) as TenantConfig);
+    const r = await changeTenant(
+      services,
+      c,
+      c.req.param("id"),
+      { action: `tenant.${section}` },
+      (t) => ({ ...t, [section]: value }) as TenantConfig,
+    );
     return c.json(tenantView(r));
   });
 
-  for (const [verb, enabled] of [["disable", false], ["enable", true]] as const) {
+  for (const [verb, enabled] of [
+    ["disable", false],
+    ["enable", true],
+  ] as const) {
     app.post(`/tenants/:id/${verb}`, async (c) => {
       const r = await changeTenant(services, c, c.req.param("id"), { action: `tenant.${verb}` }, (t) => ({ ...t, enabled }));
       return c.json(tenantView(r));
