@@ -16,22 +16,28 @@ function normaliseAddress(a: string): string {
 }
 
 /**
- * Resolves the client address of a request. Without `isTrustedProxy` it is the peer. With it, when the peer is a trusted
- * proxy, X-Forwarded-For is read from the right: the first hop that is not itself a trusted proxy is the client.
+ * The client behind `peer`: the peer itself, or, when the peer is a trusted proxy, the right-most X-Forwarded-For hop
+ * that is not itself a trusted proxy (the left-most when every hop is one). Addresses come back without `::ffff:`.
+ */
+export function forwardedClient(
+  peer: string | undefined,
+  xff: string | undefined,
+  isTrustedProxy?: (address: string) => boolean,
+): string | undefined {
+  const p = peer ? normaliseAddress(peer) : undefined;
+  if (!p || !isTrustedProxy?.(p) || !xff) return p;
+  const hops = xff
+    .split(",")
+    .map((h) => normaliseAddress(h.trim()))
+    .filter(Boolean);
+  for (let i = hops.length - 1; i >= 0; i--) if (!isTrustedProxy(hops[i]!)) return hops[i];
+  return hops[0] ?? p;
+}
+
+/**
+ * Resolves the client address of a request from its peer (see forwardedClient).
  * @example const clientOf = clientAddress(nodePeerAddress, (a) => cidrs.some((c) => c.contains(a)));
  */
 export function clientAddress(peer: PeerAddress, isTrustedProxy?: (address: string) => boolean): (c: Context) => string | undefined {
-  return function clientAddressOf(c) {
-    const raw = peer(c);
-    const p = raw ? normaliseAddress(raw) : undefined;
-    if (!p || !isTrustedProxy?.(p)) return p;
-    const xff = c.req.header("x-forwarded-for");
-    if (!xff) return p;
-    const hops = xff
-      .split(",")
-      .map((h) => normaliseAddress(h.trim()))
-      .filter(Boolean);
-    for (let i = hops.length - 1; i >= 0; i--) if (!isTrustedProxy(hops[i]!)) return hops[i];
-    return hops[0] ?? p;
-  };
+  return (c) => forwardedClient(peer(c), c.req.header("x-forwarded-for"), isTrustedProxy);
 }

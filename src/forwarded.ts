@@ -1,4 +1,5 @@
 // How the client reached the gateway (scheme, host, address), believing X-Forwarded-* only from trusted proxies.
+import { forwardedClient } from "./client-address.js";
 import type { Context } from "hono";
 import { cidrMatcher } from "./cidr.js";
 import type { GatewayServices } from "./services.js";
@@ -58,13 +59,7 @@ export function clientView(c: Context, services: GatewayServices): ClientView {
     const fwdHost = firstValue(c.req.header("x-forwarded-host"));
     const host = fwdHost ? normaliseHost(fwdHost, protocol) : normaliseHost(url.host, protocol);
     // X-Forwarded-For lists client, proxy1, proxy2…; the client is the right-most hop that is not one of ours.
-    const hops = (c.req.header("x-forwarded-for") ?? "")
-      .split(",")
-      .map((h) => h.trim())
-      .filter(Boolean);
-    let address: string | undefined = peer;
-    while (hops.length && isTrusted(address)) address = hops.pop();
-    view = { protocol, host, address };
+    view = { protocol, host, address: forwardedClient(peer, c.req.header("x-forwarded-for"), isTrusted) };
   }
   views.set(c.req.raw, view);
   return view;

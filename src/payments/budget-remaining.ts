@@ -6,6 +6,8 @@ import { tenantLimits } from "./limits.js";
 
 export async function budgetRemaining(services: GatewayServices, tenant: Tenant): Promise<string> {
   const limits = tenantLimits(tenant);
+  // Without a budget there is nothing to subtract from: no ledger read (this runs on every cache hit).
+  if (limits.daily === undefined && limits.monthly === undefined && limits.total === undefined) return "unlimited";
   const usage = await services.stores.ledger.usage(tenant.id, services.now());
   let rem: bigint | undefined;
   for (const w of ["daily", "monthly", "total"] as const) {

@@ -33,6 +33,14 @@ export interface SpendHold {
   ids: string[];
 }
 
+/** A spend known by its ledger ids and tenant (a hold kept between the call that opened it and its end). */
+export interface SpendRef {
+  ids: string[];
+  tenant: string;
+}
+
+type AnySpend = SpendHold | SpendRef | LedgerEntry;
+
 /** The ledger id of a capped token's entry for a tenant entry. */
 export const capEntryId = (id: string) => `${id}:cap`;
 /** The ledger tenant a keyless token's cap is counted under. */
@@ -92,7 +100,7 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
  * Every id a spend counts under. From a ledger entry alone (a time-metered hold found again by its resource, maybe
  * in another process) a capped token's entry is looked up by its id.
  */
-async function idsOf(services: GatewayServices, spend: SpendHold | LedgerEntry): Promise<string[]> {
+async function idsOf(services: GatewayServices, spend: AnySpend): Promise<string[]> {
   if ("ids" in spend && Array.isArray(spend.ids)) return spend.ids;
   const id = (spend as LedgerEntry).id;
   const cap = await services.stores.ledger.get(capEntryId(id));
@@ -103,12 +111,7 @@ async function idsOf(services: GatewayServices, spend: SpendHold | LedgerEntry):
  * The spend happened: commits every entry, at `finalAmount` when given (a time-metered resource's minutes × rate, or
  * results × price), which returns the rest of the reservation to the budget; never more than was reserved.
  */
-export async function settleSpend(
-  services: GatewayServices,
-  spend: SpendHold | LedgerEntry,
-  finalAmount?: bigint,
-  transaction?: string,
-): Promise<void> {
+export async function settleSpend(services: GatewayServices, spend: AnySpend, finalAmount?: bigint, transaction?: string): Promise<void> {
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount);
   const tenant = "entry" in spend ? spend.entry.tenant : spend.tenant;
@@ -116,7 +119,7 @@ export async function settleSpend(
 }
 
 /** Nothing was spent: every entry's amount goes back to the budget. */
-export async function releaseSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, reason: string): Promise<void> {
+export async function releaseSpend(services: GatewayServices, spend: AnySpend, reason: string): Promise<void> {
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.release(id, reason, now);
 }
@@ -143,7 +146,7 @@ export async function signedSpend(
  */
 export async function attachSpend(
   services: GatewayServices,
-  spend: SpendHold | LedgerEntry,
+  spend: AnySpend,
   fields: { resource?: string; validBefore?: number },
 ): Promise<void> {
   const now = services.now();

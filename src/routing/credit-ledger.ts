@@ -4,12 +4,10 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
-import { releaseSpend as release, reserveSpend as reserve, settleSpend as settle, attachSpend } from "../payments/spend.js";
+import { attachSpend, releaseSpend as release, reserveSpend as reserve, type SpendRef, settleSpend as settle } from "../payments/spend.js";
 
-/** A credit reservation as kept between the call that opened it and the event that settles it. */
-export interface SpendHold {
-  /** The tenant's ledger entry; a capped token's entry is found from it. */
-  id: string;
+/** A credit reservation: its ledger ids (the tenant's entry and a capped token's), its tenant and amount. */
+export interface SpendHold extends SpendRef {
   amount: bigint;
 }
 
@@ -36,27 +34,18 @@ export async function reserveSpend(services: GatewayServices, c: Context<Gateway
       validBefore: Math.floor(r.validBefore / 1000),
     },
   });
-  return { id: hold.entry.id, amount: r.amount };
-}
-
-async function entryOf(services: GatewayServices, hold: SpendHold) {
-  const entry = await services.stores.ledger.get(hold.id);
-  if (!entry) services.logger.error("credit hold missing from the ledger", { id: hold.id });
-  return entry;
+  return { ids: hold.ids, tenant: hold.entry.tenant, amount: r.amount };
 }
 
 export async function settleSpend(services: GatewayServices, hold: SpendHold, finalAmount?: bigint): Promise<void> {
-  const entry = await entryOf(services, hold);
-  if (entry) await settle(services, entry, finalAmount);
+  await settle(services, hold, finalAmount);
 }
 
 export async function releaseSpend(services: GatewayServices, hold: SpendHold, reason: string): Promise<void> {
-  const entry = await entryOf(services, hold);
-  if (entry) await release(services, entry, reason);
+  await release(services, hold, reason);
 }
 
 /** Names the resource a hold pays for, so the ledger (and an operator) can see what is running on it. */
 export async function attachResource(services: GatewayServices, hold: SpendHold, resource: string): Promise<void> {
-  const entry = await entryOf(services, hold);
-  if (entry) await attachSpend(services, entry, { resource });
+  await attachSpend(services, hold, { resource });
 }

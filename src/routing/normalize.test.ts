@@ -20,6 +20,10 @@ describe("normalisePath", () => {
     });
   });
 
+  it("leaves names that only start like dot segments alone", () => {
+    for (const p of ["/a/.hidden", "/a/..x", "/v1.2/x", "/a/b.c"]) expect(normalisePath(p)).toEqual({ ok: true, path: p, changed: false });
+  });
+
   it("decodes escapes of unreserved characters, in either case", () => {
     expect(ok("/sandbox/abc/files/presign%2Ddownload")).toBe("/sandbox/abc/files/presign-download");
     expect(ok("/sandbox/abc/files/%70resign-download")).toBe("/sandbox/abc/files/presign-download");

@@ -19,9 +19,33 @@ function isUnreserved(code: number): boolean {
   );
 }
 
+/**
+ * Whether the loop below would change or refuse `raw`: an escape, a backslash, a control character or space, `//`, a
+ * dot segment, a trailing `/`. One scan, no string built.
+ */
+function needsWork(raw: string): boolean {
+  const at = (i: number) => raw.charCodeAt(i); // NaN past the end
+  for (let i = 0; i < raw.length; i++) {
+    const ch = at(i);
+    if (ch <= 0x20 || ch === 0x25 || ch === 0x5c || ch === 0x7f) return true;
+    if (ch !== 0x2f) continue;
+    if (i === raw.length - 1) return i > 0; // a trailing slash (not the root)
+    const next = at(i + 1);
+    if (next === 0x2f) return true;
+    if (next === 0x2e) {
+      const after = at(i + 2);
+      if (Number.isNaN(after) || after === 0x2f) return true;
+      if (after === 0x2e && (Number.isNaN(at(i + 3)) || at(i + 3) === 0x2f)) return true;
+    }
+  }
+  return false;
+}
+
 /** Normalises the path part of a request target (no query). */
 export function normalisePath(raw: string): NormalisedPath {
   if (!raw.startsWith("/")) return { ok: false, reason: "the path must start with /" };
+  // Most paths are already canonical: one regex test instead of rebuilding them character by character.
+  if (!needsWork(raw)) return { ok: true, path: raw, changed: false };
   let decoded = "";
   for (let i = 0; i < raw.length; i++) {
     const ch = raw.charCodeAt(i);
