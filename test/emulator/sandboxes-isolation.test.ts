@@ -38,8 +38,14 @@ describe("isolation", () => {
     await a.files.writeText("/tmp/secret-a", "a-only");
     expect(await b.files.exists("/tmp/secret-a")).toBe(false);
     await a.processes.start("sleep 471.5");
+    // A started process execs its command a moment later (its launcher shows first): wait until it is there.
+    let mine = "";
+    for (let i = 0; i < 50 && !mine.includes("sleep 471.5"); i++) {
+      if (i) await new Promise((r) => setTimeout(r, 100));
+      mine = (await a.exec("ps -eo args")).stdout;
+    }
     expect((await b.exec("ps -eo args")).stdout).not.toContain("sleep 471.5");
-    expect((await a.exec("ps -eo args")).stdout).toContain("sleep 471.5");
+    expect(mine).toContain("sleep 471.5");
     const marker = `/tmp/tollgate-escape-${Date.now()}`;
     const w = await a.exec(`echo x > ${marker}; touch /usr/escape; touch /etc/escape; ls /work 2>&1; echo done`);
     expect(w.stdout).toContain("done");
