@@ -60,6 +60,7 @@ function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): BudgetLed
     expiredHolds: (now, limit) => ledger.expiredHolds(now, limit),
     expiredCreditHolds: (now, limit) => ledger.expiredCreditHolds(now, limit),
     attach: (id, fields, now) => ledger.attach(id, fields, now),
+    extend: (id, by, limits, now) => ledger.extend(id, by, limits, now),
   };
 }
 

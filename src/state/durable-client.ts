@@ -8,6 +8,7 @@ import type {
   BudgetLedger,
   BudgetLimits,
   BudgetWindow,
+  HoldGrowth,
   IdempotencyBegin,
   IdempotencyStore,
   KeyValueStore,
@@ -128,6 +129,15 @@ class DurableLedger implements BudgetLedger {
     if (f.resource !== undefined) fields.resource = f.resource;
     if (f.validBefore !== undefined) fields.validBefore = f.validBefore;
     refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerAttach(id, fields, now)));
+  }
+  async extend(id: string, by: HoldGrowth, limits: BudgetLimits, now: number): Promise<ReserveResult> {
+    const amount = by.amount < 0n ? `-${decimal("amount", -by.amount)}` : decimal("amount", by.amount);
+    const wire: WireLimits = {};
+    for (const w of WINDOWS) if (limits[w] !== undefined) wire[w] = decimal(`${w} limit`, limits[w]!);
+    const r = await this.o.call(await this.ledgerOf(id), (s) => s.ledgerExtend(id, { amount, seconds: by.seconds }, wire, now));
+    if ("refused" in r) throw new Error(r.refused);
+    if (r.ok) return r;
+    return { ok: false, window: r.window, limit: BigInt(r.limit), spent: BigInt(r.spent), resetAt: r.resetAt };
   }
   private async transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
     refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerTransition(id, to, now, patch, finalAmount)));

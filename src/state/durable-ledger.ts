@@ -1,6 +1,6 @@
 // One tenant's ledger inside its Durable Object: entries and window counters in SQLite. Every method is synchronous
 // and runs in one storage transaction, so nothing can interleave with it: reserve checks and counts atomically.
-import { HELD, holdExpiresAt } from "./holds.js";
+import { grown, HELD, holdExpiresAt } from "./holds.js";
 import type { BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, SpendKind } from "./types.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, windowKeys } from "./windows.js";
 
@@ -151,6 +151,26 @@ export class LedgerTables {
     if (!e) throw new Error(`ledger entry ${id} not found`);
     const fields = Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined));
     this.write({ ...e, ...fields, updatedAt: now });
+  }
+
+  /** See BudgetLedger.extend; the amount travels as a (possibly negative) decimal string. */
+  extend(id: string, by: { amount: string; seconds: number }, limits: WireLimits, now: number): WireReserveResult {
+    const e = this.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    if (!HELD.has(e.state)) throw new Error(`ledger entry ${id} is ${e.state}, cannot be extended`);
+    const next = grown(e, { amount: BigInt(by.amount), seconds: by.seconds });
+    if (next.delta > 0n) {
+      const k = windowKeys(e.tenant, e.day, e.month);
+      const spent = { daily: this.counter(k.daily), monthly: this.counter(k.monthly), total: this.counter(k.total) };
+      const lim = Object.fromEntries(Object.entries(limits).map(([w, v]) => [w, BigInt(v!)]));
+      const over = firstExceeded(spent, next.delta, lim);
+      if (over)
+        return { ok: false, window: over, limit: limits[over]!, spent: spent[over].toString(), resetAt: resetAt(over, e.createdAt) };
+    }
+    this.addAll(e, next.delta);
+    const entry: LedgerEntry = { ...e, amount: next.amount.toString(), validBefore: next.validBefore, updatedAt: now };
+    this.write(entry);
+    return { ok: true, entry };
   }
 
   /** `finalAmount` (a decimal string) only counts for a commit: see BudgetLedger.commit. */

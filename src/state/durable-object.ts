@@ -12,7 +12,7 @@
 //                        two keys, so shards scale them out; an alarm deletes expired rows.
 // Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
 import { DurableObject } from "cloudflare:workers";
-import { LedgerTables, type SqlLike, type WireFilter, type WireLimits } from "./durable-ledger.js";
+import { LedgerTables, type SqlLike, type WireFilter, type WireLimits, type WireReserveResult } from "./durable-ledger.js";
 import type { IdempotencyBegin, LedgerEntry, LedgerState, NewLedgerEntry, ResourceKind, SpendKind, StoredResponse } from "./types.js";
 
 interface StorageLike {
@@ -81,6 +81,10 @@ export class TollgateState extends DurableObject {
   }
   ledgerAttach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
     return refusal(() => this.tx(() => this.ledger.attach(id, f, now)));
+  }
+  ledgerExtend(id: string, by: { amount: string; seconds: number }, limits: WireLimits, now: number) {
+    let result: WireReserveResult | undefined;
+    return refusal(() => (result = this.tx(() => this.ledger.extend(id, by, limits, now)))) ?? result!;
   }
   ledgerTransition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
     return refusal(() => this.tx(() => this.ledger.transition(id, to, now, patch, finalAmount)));

@@ -2,6 +2,7 @@
 import type {
   BudgetLedger,
   BudgetLimits,
+  HoldGrowth,
   IdempotencyBegin,
   IdempotencyStore,
   KeyValueStore,
@@ -18,7 +19,7 @@ import type {
   Usage,
   WindowAmounts,
 } from "./types.js";
-import { HELD, holdExpiresAt, matches } from "./holds.js";
+import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
@@ -98,6 +99,20 @@ class MemoryLedger implements BudgetLedger {
     const e = this.entries.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);
     Object.assign(e, definedOnly(f), { updatedAt: now });
+  }
+  async extend(id: string, by: HoldGrowth, limits: BudgetLimits, now: number): Promise<ReserveResult> {
+    const e = this.entries.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    if (!HELD.has(e.state)) throw new Error(`ledger entry ${id} is ${e.state}, cannot be extended`);
+    const next = grown(e, by);
+    if (next.delta > 0n) {
+      const usage = this.usageAt(e.tenant, e.day, e.month);
+      const over = firstExceeded(usage, next.delta, limits);
+      if (over) return { ok: false, window: over, limit: limits[over]!, spent: usage[over], resetAt: resetAt(over, e.createdAt) };
+    }
+    this.count(e, next.delta);
+    Object.assign(e, { amount: next.amount.toString(), validBefore: next.validBefore, updatedAt: now });
+    return { ok: true, entry: { ...e } };
   }
   async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
     this.transition(id, "committed", now, transaction ? { transaction } : {}, finalAmount);

@@ -2,11 +2,12 @@
 // so newest first is a ZREVRANGE) plus credits and per-resource indexes, window counters under the same keys as
 // windowKeys() and creditKeys(), and one sorted set of holds per kind scored by when they expire, for the reconciler.
 import type { RedisConnection } from "./redis-connection.js";
-import { HELD, holdExpiresAt, matches } from "./holds.js";
+import { HELD, holdExpiresAt, matches, UNSIGNED_HOLD_MS } from "./holds.js";
 import type {
   BudgetLedger,
   BudgetLimits,
   BudgetWindow,
+  HoldGrowth,
   LedgerEntry,
   LedgerFilter,
   LedgerState,
@@ -188,6 +189,41 @@ export class RedisLedger implements BudgetLedger {
       if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);
       throw err;
     }
+  }
+  async extend(id: string, by: HoldGrowth, limits: BudgetLimits, now: number): Promise<ReserveResult> {
+    if (!Number.isSafeInteger(by.seconds)) throw new RangeError(`seconds must be a whole number, got ${by.seconds}`);
+    const lim = WINDOWS.map((w) => (limits[w] === undefined ? "" : decimal(`${w} limit`, limits[w]!)));
+    const sign = by.amount < 0n ? "-" : "+";
+    const amount = decimal("amount", by.amount < 0n ? -by.amount : by.amount);
+    let res: [number, number?, string?, string?];
+    try {
+      res = (await this.r.run(() =>
+        this.r.client.tgExtend(
+          this.entryKey(id),
+          this.holdsOf("x402"),
+          this.holdsOf("credits"),
+          sign,
+          amount,
+          ...lim,
+          now,
+          by.seconds,
+          UNSIGNED_HOLD_MS,
+          id,
+        ),
+      )) as [number, number?, string?, string?];
+    } catch (err) {
+      const m = /\bTG_(NOT_FOUND|ILLEGAL)(?: (\w+))?/.exec((err as Error)?.message ?? "");
+      if (m?.[1] === "NOT_FOUND") throw new Error(`ledger entry ${id} not found`);
+      if (m?.[1] === "ILLEGAL") throw new Error(`ledger entry ${id} is ${m[2]}, cannot be extended`);
+      throw err;
+    }
+    if (res[0] === 1) {
+      const entry = await this.get(id);
+      if (entry) return { ok: true, entry };
+      throw new Error(`ledger entry ${id} not found`);
+    }
+    const window = WINDOWS[res[1]! - 1];
+    return { ok: false, window, limit: limits[window]!, spent: BigInt(res[2] ?? "0"), resetAt: resetAt(window, Number(res[3])) };
   }
   commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
     if (finalAmount !== undefined && finalAmount < 0n)

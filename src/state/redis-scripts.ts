@@ -156,6 +156,43 @@ redis.call('HSET', KEYS[1], 'updatedAt', ARGV[3])
 return 1
 `;
 
+/**
+ * KEYS: entry, x402 holds, credits holds. ARGV: '+' to grow or '-' to give back, amount (unsigned), daily, monthly,
+ * total limit ('' = none), now, seconds to move the end by, how long a hold without validBefore lasts (ms), id.
+ * Returns {0, window, spent, createdAt} if growing would overflow a window of the entry's own, else {1}: the amount counted in
+ * every window the entry counts in (a give-back never below zero), the entry's amount and end time moved.
+ */
+const EXTEND = `${DECIMAL}
+local cur = redis.call('HMGET', KEYS[1], 'state', 'amount', 'kd', 'km', 'kt', 'cd', 'cm', 'ct', 'kind', 'validBefore', 'createdAt')
+local state = cur[1]
+if not state then return redis.error_reply('TG_NOT_FOUND') end
+if state ~= 'reserved' and state ~= 'uncertain' then return redis.error_reply('TG_ILLEGAL ' .. state) end
+local grow, delta = ARGV[1] == '+', ARGV[2]
+if not grow and gt(delta, cur[2]) then delta = cur[2] end
+if grow then
+  for w = 1, 3 do
+    local limit = ARGV[2 + w]
+    if limit ~= '' then
+      local spent = redis.call('GET', cur[2 + w]) or '0'
+      local counted = spent
+      if counted:sub(1, 1) == '-' then counted = '0' end
+      if gt(add(counted, delta), limit) then return {0, w, spent, cur[11]} end
+    end
+  end
+end
+for k = 3, 8 do
+  if cur[k] and redis.call('EXISTS', cur[k]) == 1 then
+    if grow then redis.call('INCRBY', cur[k], delta) else redis.call('DECRBY', cur[k], delta) end
+  end
+end
+local amount = grow and add(cur[2], delta) or sub(cur[2], delta)
+local ends = cur[10] and tonumber(cur[10]) or math.floor((tonumber(cur[11]) + tonumber(ARGV[8])) / 1000)
+ends = ends + tonumber(ARGV[7])
+redis.call('HSET', KEYS[1], 'amount', amount, 'validBefore', string.format('%d', ends), 'updatedAt', ARGV[6])
+redis.call('ZADD', cur[9] == 'credits' and KEYS[3] or KEYS[2], ends * 1000, ARGV[9])
+return {1}
+`;
+
 /** KEYS: owner hash, seq. ARGV: prefix, kind, id, tenant. A claim makes the resource its tenant's newest, active. */
 const CLAIM = `
 local p, kind, id, tenant = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -227,6 +264,7 @@ export const SCRIPTS = {
   tgTransition: { numberOfKeys: 3, lua: TRANSITION },
   tgSigned: { numberOfKeys: 3, lua: SIGNED },
   tgAttach: { numberOfKeys: 3, lua: ATTACH },
+  tgExtend: { numberOfKeys: 3, lua: EXTEND },
   tgClaim: { numberOfKeys: 2, lua: CLAIM },
   tgSetActive: { numberOfKeys: 1, lua: SET_ACTIVE },
   tgIncrBy: { numberOfKeys: 1, lua: INCR_BY },

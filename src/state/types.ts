@@ -86,6 +86,12 @@ export type NewLedgerEntry = Omit<LedgerEntry, "kind" | "state" | "day" | "month
   kind?: SpendKind;
 };
 
+/** How much a hold grows by (atomic units) and how much later it ends (seconds); negative to give a growth back. */
+export interface HoldGrowth {
+  amount: bigint;
+  seconds: number;
+}
+
 export interface LedgerFilter {
   tenant?: string;
   state?: LedgerState;
@@ -109,6 +115,15 @@ export interface BudgetLedger {
    * resource id ("sandbox:<id>") comes in the answer. `validBefore` (unix seconds) moves the hold's end time.
    */
   attach(id: string, fields: { resource?: string; validBefore?: number }, now: number): Promise<void>;
+  /**
+   * Grows a hold (reserved or uncertain) by `by.amount` and moves its end time `by.seconds` later (from validBefore, or
+   * from when a hold without one goes stale): a running resource given more time. Atomic like reserve, and checked the
+   * same way, in the windows the hold counts in (its own day and month, fixed at reservation, and the total): counted
+   * in all of them, or refused naming the window and changing nothing. Not idempotent: each call grows the hold again.
+   * Negative figures give back an earlier growth (the upstream refused the extension) and are never refused.
+   * @throws for an unknown id, or an entry already committed or released.
+   */
+  extend(id: string, by: HoldGrowth, limits: BudgetLimits, now: number): Promise<ReserveResult>;
   /**
    * The spend happened. With `finalAmount` below the reserved amount the difference goes back to every window the
    * entry counts in and `amount` becomes the final figure (`reservedAmount` keeps the reservation); a final amount

@@ -409,6 +409,106 @@ export function ledgerContract(b: ContractBackend) {
       await expect(ledger.attach("no-such-entry", { resource: "x" }, T0)).rejects.toThrow(/not found/);
     });
 
+    it("grows a hold and moves its end time, or refuses a growth a window cannot take and changes nothing", async () => {
+      const { ledger } = await open.fresh();
+      const s = (ms: number) => Math.floor(ms / 1000);
+      const limits = { daily: 2000n, monthly: 10_000n };
+      const session = await reserveOk(
+        ledger,
+        credit("t1", 900n, { meter: "minutes", resource: "session:s1", validBefore: s(T0 + 30 * MIN) }),
+        T0,
+        limits,
+      );
+      const r = await ledger.extend(session, { amount: 600n, seconds: 10 * 60 }, limits, T0 + 5 * MIN);
+      expect(r.ok && r.entry).toMatchObject({
+        id: session,
+        state: "reserved",
+        amount: "1500",
+        validBefore: s(T0 + 40 * MIN),
+        resource: "session:s1",
+        createdAt: T0,
+        updatedAt: T0 + 5 * MIN,
+      });
+      expect(await ledger.get(session)).toMatchObject({ amount: "1500", validBefore: s(T0 + 40 * MIN) });
+      expect(await ledger.usage("t1", T0)).toMatchObject({
+        daily: 1500n,
+        monthly: 1500n,
+        total: 1500n,
+        byKind: { credits: { daily: 1500n } },
+      });
+      // 1500 + 600 > 2000: refused, naming the window, and nothing moves.
+      expect(await ledger.extend(session, { amount: 600n, seconds: 600 }, limits, T0 + 6 * MIN)).toEqual({
+        ok: false,
+        window: "daily",
+        limit: 2000n,
+        spent: 1500n,
+        resetAt: "2026-02-01T00:00:00.000Z",
+      });
+      expect(await ledger.get(session)).toMatchObject({ amount: "1500", validBefore: s(T0 + 40 * MIN), updatedAt: T0 + 5 * MIN });
+      expect((await ledger.usage("t1", T0)).daily).toBe(1500n);
+      // The reconciler sees the new end time, not the old one.
+      expect(await ledger.expiredCreditHolds(T0 + 30 * MIN, 10)).toEqual([]);
+      expect((await ledger.expiredCreditHolds(T0 + 40 * MIN, 10)).map((e) => e.id)).toEqual([session]);
+      // A give-back (the upstream refused the extension) returns both, and never goes below zero.
+      const back = await ledger.extend(session, { amount: -600n, seconds: -600 }, limits, T0 + 7 * MIN);
+      expect(back.ok && back.entry).toMatchObject({ amount: "900", validBefore: s(T0 + 30 * MIN) });
+      expect((await ledger.usage("t1", T0)).daily).toBe(900n);
+      // The settlement is one commit, held to the grown hold; the rest returns to the budget.
+      await ledger.extend(session, { amount: 600n, seconds: 600 }, limits, T0 + 8 * MIN);
+      await ledger.commit(session, undefined, T0 + 35 * MIN, 9_999n);
+      expect(await ledger.get(session)).toMatchObject({ state: "committed", amount: "1500" });
+      const small = await reserveOk(ledger, credit("t1", 300n, { meter: "minutes", resource: "session:s2" }), T0, limits);
+      await ledger.extend(small, { amount: 100n, seconds: 60 }, limits, T0 + 1);
+      await ledger.commit(small, undefined, T0 + 2, 150n);
+      expect(await ledger.get(small)).toMatchObject({ amount: "150", reservedAmount: "400" });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 1650n, byKind: { credits: { total: 1650n } } });
+      const gone = await reserveOk(ledger, credit("t1", 50n), T0);
+      await ledger.extend(gone, { amount: -80n, seconds: 0 }, {}, T0 + 1);
+      expect(await ledger.get(gone)).toMatchObject({ amount: "0", state: "reserved" });
+      expect((await ledger.usage("t1", T0)).daily).toBe(1650n);
+      // Settled or unknown entries cannot grow.
+      await expect(ledger.extend(session, { amount: 1n, seconds: 60 }, {}, T0 + 36 * MIN)).rejects.toThrow(/committed, cannot be extended/);
+      await expect(ledger.extend("no-such-entry", { amount: 1n, seconds: 60 }, {}, T0)).rejects.toThrow(/not found/);
+    });
+
+    it("counts a hold's growth in the windows the hold was reserved in, even on a later day", async () => {
+      const { ledger } = await open.fresh();
+      const hold = await reserveOk(ledger, credit("t1", 400n, { meter: "minutes", resource: "session:late" }), T0); // Jan 31
+      const feb1 = T0 + 2 * HOUR;
+      await reserveOk(ledger, credit("t1", 50n), feb1);
+      // Jan 31 holds 400 of a daily 450: growing the hold by 100 there is refused, though Feb 1 has room.
+      expect(await ledger.extend(hold, { amount: 100n, seconds: 60 }, { daily: 450n }, feb1)).toMatchObject({
+        ok: false,
+        window: "daily",
+        spent: 400n,
+      });
+      const r = await ledger.extend(hold, { amount: 50n, seconds: 60 }, { daily: 450n }, feb1);
+      expect(r.ok).toBe(true);
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 450n, monthly: 450n, total: 500n });
+      expect(await ledger.usage("t1", feb1)).toMatchObject({ daily: 50n, monthly: 50n, total: 500n });
+      await ledger.commit(hold, undefined, feb1 + 1, 100n);
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 100n, total: 150n });
+    });
+
+    it("grows a hold exactly as far as the budget allows under 20 concurrent extensions from two instances", async () => {
+      const [one, two] = await open.pair();
+      const s = (ms: number) => Math.floor(ms / 1000);
+      const limits = { daily: 5000n };
+      const hold = await reserveOk(
+        one.ledger,
+        credit("race-x", 1000n, { meter: "minutes", resource: "session:r", validBefore: s(T0 + 10 * MIN) }),
+        T0,
+        limits,
+      );
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 ? one : two).ledger.extend(hold, { amount: 1000n, seconds: 60 }, limits, T0 + 1)),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(4);
+      expect(results.filter((r) => !r.ok && r.window === "daily")).toHaveLength(16);
+      expect(await two.ledger.get(hold)).toMatchObject({ amount: "5000", validBefore: s(T0 + 14 * MIN) });
+      expect((await one.ledger.usage("race-x", T0)).daily).toBe(5000n);
+    });
+
     it("never overspends under 100 concurrent credit reserves from two instances (budget for 10)", async () => {
       const [one, two] = await open.pair();
       const limits = { daily: 10_000n };
