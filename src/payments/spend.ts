@@ -7,7 +7,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { HELD } from "../state/holds.js";
-import type { LedgerEntry, NewLedgerEntry } from "../state/types.js";
+import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult } from "../state/types.js";
 import { atomicToUsd } from "./money.js";
 
 /** A keyless token's own spend cap, checked with the tenant's budget. */
@@ -79,21 +79,66 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
     const r = await ledger.reserve({ ...base, tenant: tenant.id }, tenantLimits(tenant), now);
     if (!r.ok) {
       if (capId) await ledger.release(capId, "tenant budget exceeded", now);
-      void onBudgetExhausted(services, tenant.id, r.window); // the alert, and the kill switch for onExhausted = "stop"
-      throw new GatewayError(
-        402,
-        "budget_exceeded",
-        `The ${r.window} budget of tenant "${tenant.id}" cannot cover this call: $${atomicToUsd(r.spent)} of $${atomicToUsd(r.limit)} spent, this call costs $${atomicToUsd(price)}.${r.resetAt ? ` It resets at ${r.resetAt}.` : ""}`,
-        { window: r.window, limit: atomicToUsd(r.limit), spent: atomicToUsd(r.spent), price: atomicToUsd(price), resetAt: r.resetAt },
-      );
+      throw budgetExceeded(services, tenant, r, price);
     }
     return { entry: r.entry, ids: capId ? [id, capId] : [id] };
   } catch (err) {
-    if (err instanceof GatewayError) throw err;
-    // Fail closed: no reservation, no spend.
-    services.logger.error("ledger unavailable", { error: String(err) });
-    throw new GatewayError(503, "state_unavailable", "The gateway cannot reach its budget store, so it will not pay; try again shortly.");
+    throw failClosed(services, err);
   }
+}
+
+/** The 402 for a tenant whose budget window cannot take `price`; the alert (and kill switch) hear of it. */
+function budgetExceeded(services: GatewayServices, tenant: Tenant, r: Extract<ReserveResult, { ok: false }>, price: bigint) {
+  void onBudgetExhausted(services, tenant.id, r.window); // the alert, and the kill switch for onExhausted = "stop"
+  return new GatewayError(
+    402,
+    "budget_exceeded",
+    `The ${r.window} budget of tenant "${tenant.id}" cannot cover this call: $${atomicToUsd(r.spent)} of $${atomicToUsd(r.limit)} spent, this call costs $${atomicToUsd(price)}.${r.resetAt ? ` It resets at ${r.resetAt}.` : ""}`,
+    { window: r.window, limit: atomicToUsd(r.limit), spent: atomicToUsd(r.spent), price: atomicToUsd(price), resetAt: r.resetAt },
+  );
+}
+
+/** Fail closed: a ledger that cannot be reached means no reservation, so no spend. */
+function failClosed(services: GatewayServices, err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  services.logger.error("ledger unavailable", { error: String(err) });
+  return new GatewayError(503, "state_unavailable", "The gateway cannot reach its budget store, so it will not pay; try again shortly.");
+}
+
+/** A ledger refusal saying the entry is gone or already settled (not an outage). */
+const SETTLED = /^ledger entry .* (not found|cannot be extended)$/;
+
+/**
+ * A running resource was given more time: its hold grows by `amount` and ends `seconds` later, in the tenant's
+ * budget windows atomically (a capped token's entry grows with it, unchecked: extending takes a tenant key), so the
+ * one hold settles once for the minutes used. Negative figures give an earlier growth back, never refused.
+ * Returns the grown tenant entry, or undefined when the hold is no longer open (settled at stop or expiry).
+ * @throws GatewayError 402 `budget_exceeded` (nothing grown), or 503 `state_unavailable`.
+ */
+export async function extendSpend(
+  services: GatewayServices,
+  spend: SpendRef,
+  growth: HoldGrowth & { tenant: Tenant },
+): Promise<LedgerEntry | undefined> {
+  const { tenant, amount, seconds } = growth;
+  const ledger = services.stores.ledger;
+  const now = services.now();
+  const [id, ...caps] = spend.ids;
+  let entry: LedgerEntry;
+  try {
+    const r = await ledger.extend(id!, { amount, seconds }, amount > 0n ? tenantLimits(tenant) : {}, now);
+    if (!r.ok) throw budgetExceeded(services, tenant, r, amount);
+    entry = r.entry;
+  } catch (err) {
+    if (err instanceof Error && SETTLED.test(err.message)) return undefined;
+    throw failClosed(services, err);
+  }
+  for (const cap of caps) {
+    await ledger.extend(cap, { amount, seconds }, {}, now).catch((err) => {
+      services.logger.error("a capped token's hold did not grow with its tenant's", { entry: cap, error: String(err) });
+    });
+  }
+  return entry;
 }
 
 /**

@@ -4,7 +4,15 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
-import { attachSpend, releaseSpend as release, reserveSpend as reserve, type SpendRef, settleSpend as settle } from "../payments/spend.js";
+import {
+  attachSpend,
+  extendSpend,
+  releaseSpend as release,
+  reserveSpend as reserve,
+  type SpendRef,
+  settleSpend as settle,
+} from "../payments/spend.js";
+import type { LedgerEntry } from "../state/types.js";
 
 /** A credit reservation: its ledger ids (the tenant's entry and a capped token's), its tenant and amount. */
 export interface SpendHold extends SpendRef {
@@ -48,4 +56,16 @@ export async function releaseSpend(services: GatewayServices, hold: SpendHold, r
 /** Names the resource a hold pays for, so the ledger (and an operator) can see what is running on it. */
 export async function attachResource(services: GatewayServices, hold: SpendHold, resource: string): Promise<void> {
   await attachSpend(services, hold, { resource });
+}
+
+/**
+ * Grows a running resource's hold by `amount` (atomic units) for `minutes` more, or gives such a growth back (negative
+ * figures). Undefined when the hold is no longer open. @throws GatewayError 402 budget_exceeded, 503 state_unavailable.
+ */
+export async function growHold(
+  services: GatewayServices,
+  hold: SpendHold,
+  g: { tenant: Tenant; amount: bigint; minutes: number },
+): Promise<LedgerEntry | undefined> {
+  return extendSpend(services, hold, { tenant: g.tenant, amount: g.amount, seconds: g.minutes * 60 });
 }

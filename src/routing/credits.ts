@@ -1,12 +1,14 @@
 // Credits metered into the tenants' budgets: a credit-billed row reserves its price before it is forwarded, and the
 // reservation is committed or released from the answer (per call), when the job ends (per unit) or when the resource
-// stops (per minute). The same ledger and windows as x402 payments, so one budget covers both kinds of spend.
+// stops (per minute; an extension grows the resource's own hold). The same ledger and windows as x402 payments, so one
+// budget covers both kinds of spend.
 import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { usdToAtomic } from "../payments/money.js";
-import { attachResource, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "./credit-ledger.js";
+import type { Tenant } from "../tenants.js";
+import { attachResource, growHold, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "./credit-ledger.js";
 import { callerCap, callerTenant } from "./caller.js";
 import { jsonBody, setJsonBody } from "./body.js";
 import type { Meter, PriceName, RouteRow } from "./table.js";
@@ -116,6 +118,9 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       const minutes = Number((await jsonBody(c)).json.durationMinutes);
       if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60)
         throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
+      const id = c.req.param(row.owns?.param ?? "id")!;
+      if (await extendKeptHold(services, c, next, { kind: meter.resource, id, tenant, minutes })) return;
+      // No open hold to grow (credits were off at creation, or it was settled): the extension is its own charge.
       amount = rate * BigInt(minutes);
       validBefore = now + minutes * 60_000;
     } else {
@@ -129,6 +134,7 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       validBefore = now + Math.ceil(minutes + 5) * 60_000;
     }
     const hold = await reserveSpend(services, c, { tenant, cap: callerCap(c), route: row.name, amount, meter: meter.per, validBefore });
+    if (meter.per === "extension") await attachResource(services, hold, `${meter.resource}:${c.req.param(row.owns?.param ?? "id")}`);
     c.get("logFields").credits = amount;
     try {
       await next();
@@ -158,16 +164,55 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
 }
 
 /**
+ * An extension of a running resource: its kept hold grows by the minutes at the hold's own rate before the upstream
+ * sees the request (402 when the budget cannot take it), and gives them back when the upstream refuses. False when
+ * there is no open hold to grow.
+ */
+async function extendKeptHold(
+  services: GatewayServices,
+  c: Parameters<MiddlewareHandler<GatewayEnv>>[0],
+  next: () => Promise<void>,
+  x: { kind: "sandbox" | "session"; id: string; tenant: Tenant; minutes: number },
+): Promise<boolean> {
+  const hold = await kept(services, x.kind, x.id);
+  if (!hold) return false;
+  const amount = BigInt(hold.rate) * BigInt(x.minutes);
+  const grown = await growHold(services, hold, { tenant: x.tenant, amount, minutes: x.minutes });
+  if (!grown) return false;
+  c.get("logFields").credits = amount;
+  // Best effort: a hold left grown still settles for the minutes used, only its expiry would come later.
+  const giveBack = () =>
+    growHold(services, hold, { tenant: x.tenant, amount: -amount, minutes: -x.minutes }).catch((err) =>
+      services.logger.error("an extension the upstream refused was not given back", { resource: `${x.kind}:${x.id}`, error: String(err) }),
+    );
+  try {
+    await next();
+  } catch (err) {
+    await giveBack();
+    throw err;
+  }
+  if (!c.res.ok) {
+    await giveBack();
+    return true;
+  }
+  // The kept record must outlive the new end time; one settled meanwhile (a stop) is not brought back.
+  const validBefore = (grown.validBefore ?? 0) * 1000;
+  if (await kept(services, x.kind, x.id))
+    await keep(services, x.kind, x.id, { ...hold, amount: BigInt(grown.amount) }, validBefore - services.now() + 24 * 3600_000);
+  return true;
+}
+
+/**
  * A time-metered resource ended (stop, or the upstream says it is closed): commit the minutes it ran, at most its
- * reservation. Safe to call more than once; only the first call settles.
+ * hold (the ledger holds the commit to it, extensions included), once. Safe to call more than once; only the first
+ * call settles.
  */
 export async function settleResource(services: GatewayServices, kind: "sandbox" | "session", id: string): Promise<void> {
   const hold = await kept(services, kind, id);
   if (!hold) return;
   await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
   const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
-  const used = minutes * BigInt(hold.rate);
-  await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
+  await settleSpend(services, hold, minutes * BigInt(hold.rate));
 }
 
 const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);

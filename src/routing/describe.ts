@@ -6,7 +6,7 @@ function meterText(m: Meter | undefined): string {
   if (m.per === "call") return `${m.price} per call`;
   if (m.per === "units") return `${m.price} × ${m.units} (default ${m.default})`;
   if (m.per === "minutes") return `${m.price} × timeoutMinutes, settled at stop`;
-  return `${m.price} × durationMinutes`;
+  return `${m.price} × durationMinutes, added to the ${m.resource}'s hold`;
 }
 
 function paid(row: RouteRow): string {

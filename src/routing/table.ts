@@ -27,12 +27,13 @@ export type PriceName =
  * How a credit-billed row is metered. `call`: one price per call, committed on success, released on failure.
  * `units`: price × the count the request asks for at most (its `urls`, `maxPages`, `maxSteps`…; a missing limit is set
  * to `default` so the upstream cannot run past what was reserved), settled when the job ends. `minutes`: price × `timeoutMinutes` reserved at creation, settled at stop, expiry or an upstream stop.
+ * `extension`: price × `durationMinutes` added to the `resource`'s own hold (and its end time), so it settles once.
  */
 export type Meter =
   | { per: "call"; price: PriceName }
   | { per: "units"; price: PriceName; units: "urls" | "maxPages" | "crawlOptions.maxPages" | "maxSteps"; default: number }
   | { per: "minutes"; price: PriceName; resource: "sandbox" | "session" }
-  | { per: "extension"; price: PriceName };
+  | { per: "extension"; price: PriceName; resource: "sandbox" | "session" };
 
 export interface RouteRow {
   /** Unique name: logs, metrics and the audit speak of rows by it. */
@@ -163,7 +164,7 @@ export const ROUTES: readonly RouteRow[] = [
   { name: "session.activeCount", method: GET, path: "/api/sessions/active-count", auth: KEY, scope: "sessions", pay: "free", handler: "session.activeCount" },
   { name: "session.get", method: GET, path: "/api/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.get" },
   { name: "session.stop", method: PUT, path: "/api/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.stop" },
-  { name: "session.extend", method: PUT, path: "/api/session/:id/extend-session", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "credits", meter: { per: "extension", price: "sessionMinute" }, handler: "forward" },
+  { name: "session.extend", method: PUT, path: "/api/session/:id/extend-session", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "credits", meter: { per: "extension", price: "sessionMinute", resource: "session" }, handler: "forward" },
   ...(
     [
       ["snapshot", POST, "/snapshot"],
