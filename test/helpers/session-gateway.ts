@@ -9,6 +9,7 @@ export interface TenantSpec {
   id: string;
   scopes?: string[];
   quotas?: Record<string, unknown>;
+  budget?: { daily?: string; monthly?: string; total?: string };
 }
 
 export interface SessionGateway {
@@ -21,7 +22,7 @@ export interface SessionGateway {
 
 export async function startSessionGateway(
   tenants: TenantSpec[],
-  opts: { modules?: Array<"sandboxes" | "sessions" | "jobs">; tokens?: { ttlSeconds: number } } = {},
+  opts: { modules?: Array<"sandboxes" | "sessions" | "jobs">; tokens?: { ttlSeconds: number }; now?: () => number } = {},
 ): Promise<SessionGateway> {
   const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"] });
   try {
@@ -45,6 +46,7 @@ export async function startSessionGateway(
       config,
       secrets: { upstreamApiKey: emulator.apiKey, tokenSecret: randomBytes(32).toString("hex") },
       logSink: (l) => logs.push(l),
+      deps: opts.now ? { now: opts.now } : undefined,
     });
     return {
       emulator,
