@@ -296,17 +296,18 @@ try {
       () => tgBase.stop(),
       () => tgFastBase.stop(),
     );
-  const fpScript = here("./fast-path-gateway-process.ts");
-  const [tgFp, tgFpFast] = process.env.BENCH_FAST_PATH
+  // BENCH_STANDARD_PATH=1: the same gateway with `server.directRelay = false` (the path Workers take), for an A/B.
+  const standard = (c: ReturnType<typeof gatewayConfig>) => ({ ...c, server: { ...c.server, directRelay: false } });
+  const [tgStd, tgStdFast] = process.env.BENCH_STANDARD_PATH
     ? await Promise.all([
-        spawnTollgate("fastpath-emulator", cfg, emu.apiKey, undefined, fpScript),
-        spawnTollgate("fastpath-fast", fastCfg, "fast-upstream-key", undefined, fpScript),
+        spawnTollgate("standard-emulator", standard(cfg), emu.apiKey),
+        spawnTollgate("standard-fast", standard(fastCfg), "fast-upstream-key"),
       ])
     : [undefined, undefined];
-  if (tgFp && tgFpFast)
+  if (tgStd && tgStdFast)
     stops.push(
-      () => tgFp.stop(),
-      () => tgFpFast.stop(),
+      () => tgStd.stop(),
+      () => tgStdFast.stop(),
     );
 
   // A sandbox through Tollgate (so the tenant owns it), a finished process, an app on an auth:true exposed port.
@@ -382,8 +383,8 @@ try {
   type Contender = { proxy: string; load: Load; pid: number; tree?: boolean };
   const base = (p: Proc | undefined, load: (port: number) => Load): Contender[] =>
     p ? [{ proxy: "tollgate@base", load: load(p.port), pid: p.pid }] : [];
-  const fastPath = (p: Proc | undefined, load: (port: number) => Load): Contender[] =>
-    p ? [{ proxy: "tollgate fast path", load: load(p.port), pid: p.pid }] : [];
+  const standardPath = (p: Proc | undefined, load: (port: number) => Load): Contender[] =>
+    p ? [{ proxy: "tollgate standard path", load: load(p.port), pid: p.pid }] : [];
   const scenarios: Array<{ id: string; name: string; contenders: Contender[] }> = [
     {
       id: "a",
@@ -394,7 +395,7 @@ try {
         { proxy: "node raw pipe", load: { url: at(rawRuntime.port, runtimeGet) }, pid: rawRuntime.pid },
         { proxy: "tollgate", load: { url: at(tg.port, runtimeGet), headers: bearer(gwToken) }, pid: tg.pid },
         ...base(tgBase, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
-        ...fastPath(tgFp, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
+        ...standardPath(tgStd, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
       ],
     },
     {
@@ -418,7 +419,12 @@ try {
           pid: tg.pid,
         },
         ...base(tgBase, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
-        ...fastPath(tgFp, (p) => ({ url: at(p, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody })),
+        ...standardPath(tgStd, (p) => ({
+          url: at(p, runtimePost),
+          method: "POST",
+          headers: { ...json, ...bearer(gwToken) },
+          body: waitBody,
+        })),
       ],
     },
     {
@@ -463,7 +469,7 @@ try {
         { proxy: "node raw pipe", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes") }, pid: rawFast.pid },
         { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
         ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
-        ...fastPath(tgFpFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
+        ...standardPath(tgStdFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
       ],
     },
   ];
@@ -503,8 +509,8 @@ try {
     console.log(`p99 tollgate÷nginx ${s.name}: ${(t.p99 / n.p99).toFixed(2)}`);
     const b = get(s.name, "tollgate@base");
     if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
-    const fp = get(s.name, "tollgate fast path");
-    if (fp) console.log(`cpu/request tollgate-fast-path÷nginx ${s.name}: ${(fp.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
+    const sp = get(s.name, "tollgate standard path");
+    if (sp) console.log(`cpu/request tollgate÷tollgate-standard-path ${s.name}: ${(t.cpuUsPerReq / sp.cpuUsPerReq).toFixed(2)}`);
     const h = get(s.name, "health");
     if (h) console.log(`req/s tollgate÷health ${s.name}: ${(t.rps / h.rps).toFixed(2)}`);
   }

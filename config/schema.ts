@@ -157,6 +157,12 @@ export const configSchema = z.strictObject({
        * operation before Tollgate has a row for it.
        */
       adminPassthrough: z.boolean().default(false),
+      /**
+       * Node: relay the proxied planes' answers (runtime, exposed ports, presigned files) straight from the upstream's
+       * socket to the client's, without Web Request/Response objects in between. On by default; off takes the standard
+       * path (the one Workers use). No effect on Workers.
+       */
+      directRelay: z.boolean().default(true),
     })
     .default({
       host: "127.0.0.1",
@@ -166,6 +172,7 @@ export const configSchema = z.strictObject({
       cors: { origins: [], maxAgeSeconds: 600 },
       logLevel: "info",
       adminPassthrough: false,
+      directRelay: true,
     }),
   upstream: z
     .strictObject({

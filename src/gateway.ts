@@ -101,7 +101,13 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
-  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
+  const upstream = new Upstream(
+    config.upstream,
+    deps.transport ?? fetchTransport,
+    deps.secrets.upstreamApiKey,
+    metrics,
+    config.server.directRelay,
+  );
   const stores = withMeteredLedger(deps.stores ?? memoryStores(now), metrics);
   const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
   directory.setRefresher(() => tenantSync.fresh());

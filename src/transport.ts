@@ -1,6 +1,6 @@
 // How the core reaches the upstream: a small interface, Web `fetch` by default, a faster one picked by the Node entry.
 
-interface UpstreamRequest {
+export interface UpstreamRequest {
   url: string;
   method: string;
   headers: Headers;
@@ -18,6 +18,21 @@ export interface UpstreamTransport {
    * needs no timer of its own (the Node transport: undici's per-request headersTimeout).
    */
   readonly enforcesHeadersTimeout?: boolean;
+  /** A faster way to relay an answer to the client as it is (the Node fast path); used where `available` says so. */
+  readonly direct?: UpstreamRelay;
+}
+
+/**
+ * Relays an upstream answer straight to the client's connection (src/node/direct-relay.ts). The chain gets a body-less
+ * Response with the status and relayable headers, which it may add headers to; the server writes it and passes the body.
+ * `client` is the runtime's own handle on the request (Hono's `c.env`).
+ */
+export interface UpstreamRelay {
+  available(client: unknown): boolean;
+  /** Enforces `headersTimeoutMs` (rejects with UpstreamHeadersTimeout) and follows the client going away. */
+  relay(req: UpstreamRequest, client: unknown, opts: { keepSetCookie?: boolean }): Promise<{ response: Response; contentLength?: string }>;
+  /** Drops a relayed answer that will not be sent (a 401 before a replay); false if `response` is not one. */
+  discard(response: Response, client: unknown): boolean;
 }
 
 /** What a transport with `enforcesHeadersTimeout` rejects with when the upstream sent no headers in time. */

@@ -38,6 +38,8 @@ export class Upstream {
     readonly transport: UpstreamTransport,
     private readonly apiKey: string | undefined,
     private readonly metrics?: GatewayMetrics,
+    /** Off: every relay takes the standard path even where the transport has a direct one (`server.directRelay`). */
+    private readonly directRelays = true,
   ) {
     this.origin = config.baseUrl.replace(/\/+$/, "");
     const base = new URL(this.origin);
@@ -102,7 +104,7 @@ export class Upstream {
           signal: opts.detachFromClient ? undefined : c.req.raw.signal,
           headersTimeoutMs: timeoutMs,
         });
-        this.observe(c, req.body, res, performance.now() - begun);
+        this.observe(c, req.body, res.headers.get("content-length"), performance.now() - begun);
         return res;
       } catch (err) {
         if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
@@ -117,7 +119,7 @@ export class Upstream {
     const started = performance.now();
     try {
       const res = await this.transport.request({ ...req, signal: ctrl.signal });
-      this.observe(c, req.body, res, performance.now() - started);
+      this.observe(c, req.body, res.headers.get("content-length"), performance.now() - started);
       return res;
     } catch {
       if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
@@ -128,15 +130,50 @@ export class Upstream {
     }
   }
 
+  /**
+   * Sends a request whose answer goes back to the client as it is (the proxied planes: runtime, exposed ports,
+   * presigned files), minus hop-by-hop headers (and Set-Cookie unless `keepSetCookie`). Where the transport has a
+   * direct relay for this client (Node), the answer's body never becomes a Web stream; elsewhere `send` + `relay`.
+   */
+  async forward(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { unavailableMessage?: string; keepSetCookie?: boolean } = {},
+  ): Promise<Response> {
+    const direct = this.transport.direct;
+    if (this.directRelays && direct?.available(c.env)) {
+      const begun = performance.now();
+      try {
+        const { response, contentLength } = await direct.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
+        this.observe(c, req.body, contentLength ?? null, performance.now() - begun);
+        return response;
+      } catch (err) {
+        if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
+        throw errors.upstreamUnavailable(opts.unavailableMessage);
+      }
+    }
+    const res = await this.send(c, req, opts);
+    if (!opts.keepSetCookie) return Upstream.relay(res);
+    const cookies = res.headers.getSetCookie?.() ?? [];
+    const relayed = Upstream.relay(res);
+    for (const sc of cookies) relayed.headers.append("set-cookie", sc);
+    return relayed;
+  }
+
+  /** Drops an answer `forward` gave that will not be passed on (a 401 before a replay). */
+  async discard(c: Context<GatewayEnv>, res: Response): Promise<void> {
+    if (this.transport.direct?.discard(res, c.env)) return;
+    await res.body?.cancel().catch(() => {});
+  }
+
   /** Upstream latency and bytes into the request's log line, and the latency into the upstream histogram. */
-  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], res: Response, ms: number): void {
+  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], contentLength: string | null, ms: number): void {
     const f = c.get("logFields");
     if (f) {
       f.upstreamMs = Math.round(((f.upstreamMs ?? 0) + ms) * 10) / 10;
       const out = bodyBytes(body, c);
       if (out !== undefined) f.upstreamBytesOut = (f.upstreamBytesOut ?? 0) + out;
-      const len = res.headers.get("content-length");
-      if (len !== null && len !== "") f.upstreamBytesIn = (f.upstreamBytesIn ?? 0) + Number(len);
+      if (contentLength !== null && contentLength !== "") f.upstreamBytesIn = (f.upstreamBytesIn ?? 0) + Number(contentLength);
     }
     this.metrics?.upstream(routeLabel(c), ms / 1000);
   }

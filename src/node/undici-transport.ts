@@ -1,9 +1,11 @@
 // Node's fast upstream transport: undici.request with a keep-alive pool, ~2x global fetch on the hot path. Small bodies
 // of known length are read whole and handed on as bytes (no Web stream per response); undici enforces the headers timeout.
+// Answers relayed as they are take the direct relay (node:http, socket to socket) instead.
 import { Agent, type Dispatcher, request, errors as undiciErrors } from "undici";
 import { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { Readable } from "node:stream";
 import { heldBodyResponse, UpstreamHeadersTimeout, type UpstreamTransport } from "../transport.js";
+import { directRelay } from "./direct-relay.js";
 
 const NULL_BODY = new Set([101, 204, 205, 304]);
 /** Responses up to this size with a Content-Length are read whole before they are relayed; larger ones stream. */
@@ -18,8 +20,11 @@ export function undiciTransport(
     headersTimeout: opts.headersTimeoutMs ?? 0,
     bodyTimeout: 0,
   });
+  // Answers relayed to the client as they are (runtime, exposed ports) go socket to socket: src/node/direct-relay.ts.
+  const direct = directRelay();
   return {
     enforcesHeadersTimeout: true,
+    direct,
     async request(req) {
       const headers: Record<string, string> = {};
       req.headers.forEach((v, k) => {
@@ -59,6 +64,9 @@ export function undiciTransport(
       // ReadableStream.from survives clients that disconnect mid-body (Readable.toWeb does not on Node 20).
       return new Response(NodeReadableStream.from(res.body) as ReadableStream<Uint8Array>, init);
     },
-    close: () => dispatcher.close(),
+    close: () => {
+      direct.close();
+      return dispatcher.close();
+    },
   };
 }

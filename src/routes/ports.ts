@@ -7,7 +7,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { bearerToken } from "../tenants.js";
 import type { GatewayToken } from "../tokens.js";
-import { forwardableRequestHeaders, forwardableResponseHeaders } from "../transport.js";
+import { forwardableRequestHeaders } from "../transport.js";
 import { isWebSocketUpgrade } from "../websocket.js";
 import { parseExposedHost, upstreamExposedHost } from "../rewrite/sandbox.js";
 import { sandboxCustody, sandboxNotFound } from "../sandbox/custody.js";
@@ -133,10 +133,8 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     }
     const m = c.req.method;
     const body = m === "GET" || m === "HEAD" ? null : c.req.raw.body;
-    const res = await sendUpstream(c, services, { url: upstreamUrl, method: m, headers: out, body });
-    const resHeaders = forwardableResponseHeaders(res.headers);
-    for (const sc of res.headers.getSetCookie?.() ?? []) resHeaders.append("set-cookie", sc);
-    return new Response(res.body, { status: res.status, statusText: res.statusText, headers: resHeaders });
+    // The app's own cookies go back to the browser (the runtime plane drops Set-Cookie; a port's app is the browser's).
+    return sendUpstream(c, services, { url: upstreamUrl, method: m, headers: out, body }, { keepSetCookie: true });
   };
 }
 

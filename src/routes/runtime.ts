@@ -35,25 +35,27 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
   return {
     "runtime.forward": async (c) => {
       const id = c.req.param("id")!;
-      return Upstream.relay(
-        await forwarder.forward(c, {
-          sandboxId: id,
-          method: c.req.method,
-          rest: runtimeRest(c),
-          headers: forwardableRequestHeaders(c.req.raw.headers),
-        }),
-      );
+      return forwarder.forward(c, {
+        sandboxId: id,
+        method: c.req.method,
+        rest: runtimeRest(c),
+        headers: forwardableRequestHeaders(c.req.raw.headers),
+      });
     },
 
     // Presigned file URLs point at the gateway (a ticket it can revoke), never at the upstream's runtime host.
     "runtime.presign": async (c) => {
       const id = c.req.param("id")!;
-      const res = await forwarder.forward(c, {
-        sandboxId: id,
-        method: "POST",
-        rest: runtimeRest(c),
-        headers: forwardableRequestHeaders(c.req.raw.headers),
-      });
+      const res = await forwarder.forward(
+        c,
+        {
+          sandboxId: id,
+          method: "POST",
+          rest: runtimeRest(c),
+          headers: forwardableRequestHeaders(c.req.raw.headers),
+        },
+        { read: true },
+      );
       if (!res.ok) return Upstream.relay(res);
       return jsonResponse(res.status, await rewritePresign(services, publicOriginOf(c, services), id, await upstreamJson(res)));
     },
@@ -82,7 +84,7 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
       const { body } = await clientBody(c);
       const headers = forwardableRequestHeaders(c.req.raw.headers);
       headers.set("x-request-id", c.get("requestId"));
-      return Upstream.relay(await sendUpstream(c, services, { url: rec.url, method: c.req.method, headers, body }));
+      return sendUpstream(c, services, { url: rec.url, method: c.req.method, headers, body });
     },
   };
 }

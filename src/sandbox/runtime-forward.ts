@@ -9,6 +9,8 @@ import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
 /** Bodies up to this size are buffered so a 401 can be replayed after renewal; larger ones stream and are not replayed. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
 
+const RUNTIME_UNAVAILABLE = "The sandbox runtime could not be reached; it may still be starting, try again shortly.";
+
 export interface RuntimeCall {
   sandboxId: string;
   method: string;
@@ -46,14 +48,18 @@ export class RuntimeForwarder {
     private readonly custody: RuntimeCustody,
   ) {}
 
-  async forward(c: Context<GatewayEnv>, call: RuntimeCall): Promise<Response> {
+  /**
+   * Sends a runtime call; `read`: the answer is for the gateway to read (a presign to rewrite), otherwise it is relayed
+   * to the client as it is (see sendUpstream).
+   */
+  async forward(c: Context<GatewayEnv>, call: RuntimeCall, opts: { read?: boolean } = {}): Promise<Response> {
     const { body, replayable } = await clientBody(c);
     let cred = await this.custody.current(c, call.sandboxId);
-    let res = await this.send(c, cred, call, body);
+    let res = await this.send(c, cred, call, body, opts.read);
     if (res.status === 401 && replayable) {
-      await res.body?.cancel().catch(() => {});
+      await this.services.upstream.discard(c, res);
       cred = await this.custody.renew(c, call.sandboxId);
-      res = await this.send(c, cred, call, body);
+      res = await this.send(c, cred, call, body, opts.read);
     }
     return res;
   }
@@ -79,22 +85,26 @@ export class RuntimeForwarder {
     cred: RuntimeCredential,
     call: RuntimeCall,
     body: Uint8Array | ReadableStream<Uint8Array> | null,
+    read = false,
   ): Promise<Response> {
     // Set on the call's own headers (a replay sets the same two again): no copy per request.
     const headers = call.headers;
     headers.set("authorization", `Bearer ${cred.token}`);
     headers.set("x-request-id", c.get("requestId"));
-    return sendUpstream(c, this.services, { url: this.target(cred, call.rest), method: call.method, headers, body });
+    const req = { url: this.target(cred, call.rest), method: call.method, headers, body };
+    return read ? this.services.upstream.send(c, req, { unavailableMessage: RUNTIME_UNAVAILABLE }) : sendUpstream(c, this.services, req);
   }
 }
 
-/** One upstream runtime request (headers timeout, client disconnect propagated, body not cut). */
+/**
+ * One upstream runtime request whose answer goes to the client as it is (headers timeout, client disconnect
+ * propagated, body not cut, hop-by-hop headers dropped; on Node relayed socket to socket).
+ */
 export function sendUpstream(
   c: Context<GatewayEnv>,
   services: GatewayServices,
   req: { url: string; method: string; headers: Headers; body: Uint8Array | ReadableStream<Uint8Array> | null },
+  opts: { keepSetCookie?: boolean } = {},
 ): Promise<Response> {
-  return services.upstream.send(c, req, {
-    unavailableMessage: "The sandbox runtime could not be reached; it may still be starting, try again shortly.",
-  });
+  return services.upstream.forward(c, req, { unavailableMessage: RUNTIME_UNAVAILABLE, ...opts });
 }

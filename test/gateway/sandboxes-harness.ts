@@ -27,12 +27,25 @@ export interface SandboxStack {
   upstreamSecrets(): string[];
   /** Everything the gateway sent to clients (capped), as latin1 text. */
   clientBytes(): string;
+  /** How many answers went through the Node fast path (src/node/direct-relay.ts) so far. */
+  directRelays(): number;
   close(): Promise<void>;
 }
 
 /** Wraps the gateway's transport to learn every credential the upstream hands it (tokens in JSON bodies and URLs). */
-function recordingTransport(inner: UpstreamTransport, seen: Set<string>): UpstreamTransport {
+function recordingTransport(inner: UpstreamTransport, seen: Set<string>, relayed: { n: number }): UpstreamTransport {
+  const direct = inner.direct;
   return {
+    // The Node fast path stays on (runtime and port answers carry no upstream token), counted.
+    enforcesHeadersTimeout: inner.enforcesHeadersTimeout,
+    direct: direct && {
+      available: (client) => direct.available(client),
+      discard: (res, client) => direct.discard(res, client),
+      relay(req, client, opts) {
+        relayed.n++;
+        return direct.relay(req, client, opts);
+      },
+    },
     async request(req) {
       const res = await inner.request(req);
       if ((res.headers.get("content-type") ?? "").includes("json") && res.body) {
@@ -69,12 +82,13 @@ export async function startSandboxStack(
   });
   const logs: string[] = [];
   const seen = new Set<string>();
+  const relayed = { n: 0 };
   const transport = undiciTransport({ headersTimeoutMs: config.upstream.timeoutMs });
   const gw = await startNodeGateway({
     config,
     secrets: { upstreamApiKey: emu.apiKey, tokenSecret: randomBytes(32).toString("hex") },
     logSink: (l) => logs.push(l),
-    deps: { transport: recordingTransport(transport, seen) },
+    deps: { transport: recordingTransport(transport, seen, relayed) },
   });
   const captured: Buffer[] = [];
   let capturedBytes = 0;
@@ -110,6 +124,7 @@ export async function startSandboxStack(
       ...seen,
     ],
     clientBytes: () => Buffer.concat(captured).toString("latin1"),
+    directRelays: () => relayed.n,
     async close() {
       await gw.close();
       await transport.close();

@@ -1,0 +1,193 @@
+// The Node fast path for the proxied planes (runtime, exposed ports, presigned files). Once the route table's chain
+// has decided where a request goes, the upstream's answer reaches the client's socket without Web objects in between:
+// node:http with a keep-alive Agent to the upstream, and the answer's body piped from the upstream's socket to the
+// client's. The chain still sees an ordinary Response (status and headers, no body) and may add headers to it
+// (x-request-id, rate-limit, CORS); `withDirectRelays` (the server's fetch wrapper) writes that status and those headers
+// and pipes the body. Workers (and any other transport) keep the standard path: src/upstream.ts `Upstream.forward`.
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { Readable } from "node:stream";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { RESPONSE_DROPPED, UpstreamHeadersTimeout, type UpstreamRelay, type UpstreamRequest } from "../transport.js";
+
+/** What @hono/node-server passes as `env` for an HTTP/1 request. */
+interface NodeClient {
+  incoming?: IncomingMessage;
+  outgoing?: ServerResponse;
+}
+
+/**
+ * Marks the Response the chain sees, so the answer is still found if Hono copies it (it does when a middleware had
+ * already looked at `c.res`); stripped before anything is written.
+ */
+const TAG = "x-tollgate-direct-relay";
+
+/** An answer waiting for the chain to finish: the Response the chain saw, its tag, and the upstream message. */
+interface Pending {
+  response: Response;
+  tag: string;
+  upstream: IncomingMessage;
+}
+
+/** By the client's response object: at most one relayed answer per request (a replay discards the first). */
+const pending = new WeakMap<ServerResponse, Pending>();
+let tags = 0;
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+
+/** Set by `withDirectRelays` on the responses it will finish: only those can take a direct relay. */
+const WRAPPED = Symbol("tollgate.directRelays");
+
+const client = (env: unknown): (ServerResponse & { [WRAPPED]?: true }) | undefined => {
+  const out = (env as NodeClient | undefined)?.outgoing as (ServerResponse & { [WRAPPED]?: true }) | undefined;
+  return out?.[WRAPPED] ? out : undefined;
+};
+
+/** Keep-alive agents of one gateway, and the parsed upstream origins (the path after them is all that changes). */
+export function directRelay(): UpstreamRelay & { close(): void } {
+  const agents = {
+    http: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
+    https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
+  };
+  const origins = new Map<string, { secure: boolean; hostname: string; port: string }>();
+
+  const target = (url: string) => {
+    const slash = url.indexOf("/", url.indexOf("//") + 2);
+    const origin = slash < 0 ? url : url.slice(0, slash);
+    let o = origins.get(origin);
+    if (!o) {
+      const u = new URL(origin);
+      o = { secure: u.protocol === "https:", hostname: u.hostname.replace(/^\[|\]$/g, ""), port: u.port };
+      if (origins.size >= 1024) origins.clear();
+      origins.set(origin, o);
+    }
+    return { ...o, path: slash < 0 ? "/" : url.slice(slash) };
+  };
+
+  const send = (req: UpstreamRequest, out: ServerResponse, retry: boolean): Promise<IncomingMessage> => {
+    const t = target(req.url);
+    const headers: OutgoingHttpHeaders = {};
+    req.headers.forEach((v, k) => {
+      headers[k] = v;
+    });
+    const body = req.body;
+    if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
+    else if (typeof body === "string") headers["content-length"] = String(Buffer.byteLength(body));
+    return new Promise((resolve, reject) => {
+      const up = (t.secure ? httpsRequest : httpRequest)(
+        { hostname: t.hostname, port: t.port, path: t.path, method: req.method, headers, agent: t.secure ? agents.https : agents.http },
+        (res) => {
+          if (timer) clearTimeout(timer);
+          resolve(res);
+        },
+      );
+      const timer =
+        req.headersTimeoutMs !== undefined && req.headersTimeoutMs > 0
+          ? setTimeout(() => up.destroy(new UpstreamHeadersTimeout()), req.headersTimeoutMs)
+          : undefined;
+      up.once("error", (err: NodeJS.ErrnoException) => {
+        if (timer) clearTimeout(timer);
+        // A kept-alive socket the upstream closed just as it was reused: an idempotent request is sent once more on a
+        // fresh one (bodies in hand only). Node's agent already retires idle sockets before the upstream's keep-alive hint.
+        if (
+          retry &&
+          up.reusedSocket &&
+          err.code === "ECONNRESET" &&
+          IDEMPOTENT.has(req.method) &&
+          !(body instanceof ReadableStream) &&
+          !out.destroyed
+        )
+          send(req, out, false).then(resolve, reject);
+        else reject(err);
+      });
+      // A client that goes away ends the upstream call too (no AbortSignal needed: the socket says so).
+      const onClientGone = () => up.destroy();
+      out.once("close", onClientGone);
+      up.once("close", () => out.off("close", onClientGone));
+      if (body == null) up.end();
+      else if (body instanceof Uint8Array || typeof body === "string") up.end(body);
+      else Readable.fromWeb(body as import("node:stream/web").ReadableStream).pipe(up);
+    });
+  };
+
+  return {
+    available: (env) => client(env) !== undefined,
+    async relay(req, env, opts) {
+      const out = client(env)!;
+      const upstream = await send(req, out, true);
+      const tag = String(++tags);
+      const headers: [string, string][] = [[TAG, tag]];
+      const raw = upstream.rawHeaders;
+      let contentLength: string | undefined;
+      for (let i = 0; i < raw.length; i += 2) {
+        const k = raw[i]!.toLowerCase();
+        if (k === "content-length") contentLength = raw[i + 1];
+        if (RESPONSE_DROPPED.has(k) && !(k === "set-cookie" && opts.keepSetCookie)) continue;
+        headers.push([k, raw[i + 1]!]);
+      }
+      const response = new Response(null, { status: upstream.statusCode ?? 502, headers });
+      pending.get(out)?.upstream.destroy();
+      pending.set(out, { response, tag, upstream });
+      return { response, contentLength };
+    },
+    discard(response, env) {
+      const out = client(env);
+      const p = out && pending.get(out);
+      if (!out || !p || p.response !== response) return false;
+      pending.delete(out);
+      p.upstream.resume(); // read to the end, so the keep-alive socket goes back to the pool
+      return true;
+    },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}
+
+type Fetch<E> = (req: Request, env: E) => Response | Promise<Response>;
+
+/**
+ * Wraps the server's fetch: when the chain's final answer is a directly relayed one, writes its status and headers
+ * (the upstream's relayable ones plus whatever the chain added) and pipes the upstream's body to the client. A relayed
+ * answer the chain replaced (an error after the handler) is dropped, and the replacement is sent as usual.
+ */
+export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
+  return async (req, env) => {
+    const outgoing = (env as NodeClient | undefined)?.outgoing as (ServerResponse & { [WRAPPED]?: true }) | undefined;
+    if (outgoing && typeof outgoing.writeHead === "function") outgoing[WRAPPED] = true;
+    const res = await fetch(req, env);
+    const out = client(env);
+    const p = out && pending.get(out);
+    if (!out || !p) return res;
+    pending.delete(out);
+    const upstream = p.upstream;
+    // Hono hands on a copy of the handler's Response when a middleware had looked at `c.res` first (same status, no
+    // body, our tag); when an error replaced the answer after the handler, it copies the headers set so far, tag included,
+    // into the error's response, which has a body of its own.
+    if (res !== p.response && (res.headers.get(TAG) !== p.tag || res.status !== p.response.status || res.body !== null)) {
+      upstream.destroy();
+      res.headers.delete(TAG);
+      return res;
+    }
+    if (out.destroyed) {
+      upstream.destroy();
+      return RESPONSE_ALREADY_SENT;
+    }
+    const headers: OutgoingHttpHeaders = {};
+    res.headers.forEach((v, k) => {
+      if (k === TAG) return;
+      const had = headers[k];
+      if (had === undefined) headers[k] = v;
+      else headers[k] = Array.isArray(had) ? [...had, v] : [had as string, v];
+    });
+    out.writeHead(res.status, headers);
+    upstream.pipe(out);
+    // An upstream that fails mid-body cuts the client's answer (it cannot be completed); a client gone mid-body
+    // releases the upstream socket (pipe alone would leave it paused).
+    upstream.once("error", () => out.destroy());
+    out.once("close", () => {
+      if (!upstream.complete) upstream.destroy();
+    });
+    return RESPONSE_ALREADY_SENT;
+  };
+}
