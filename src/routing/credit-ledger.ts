@@ -33,12 +33,19 @@ export async function reserveSpend(services: GatewayServices, c: Context<Gateway
       meter: r.meter,
       validBefore: Math.floor(r.validBefore / 1000),
     },
+    context: c,
   });
   return { ids: hold.ids, tenant: hold.entry.tenant, amount: r.amount };
 }
 
-export async function settleSpend(services: GatewayServices, hold: SpendHold, finalAmount?: bigint): Promise<void> {
-  await settle(services, hold, finalAmount);
+/** Commits a hold (for `finalAmount` when given); `c`, the request settling it, keeps the budget alerts alive. */
+export async function settleSpend(
+  services: GatewayServices,
+  c: Context<GatewayEnv> | undefined,
+  hold: SpendHold,
+  finalAmount?: bigint,
+): Promise<void> {
+  await settle(services, hold, { finalAmount, context: c });
 }
 
 export async function releaseSpend(services: GatewayServices, hold: SpendHold, reason: string): Promise<void> {

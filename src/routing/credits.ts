@@ -1,7 +1,7 @@
 // Credits metered into the tenants' budgets: a credit-billed row reserves its price before it is forwarded, and the
 // reservation is committed or released from the answer (per call), when the job ends (per unit) or when the resource
 // stops (per minute). The same ledger and windows as x402 payments, so one budget covers both kinds of spend.
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
@@ -142,13 +142,13 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       return;
     }
     if (meter.per === "call" || meter.per === "extension") {
-      await settleSpend(services, hold);
+      await settleSpend(services, c, hold);
       return;
     }
     const id = await createdId(res);
     if (!id) {
       // Nothing to settle against later: the full reservation is the charge.
-      await settleSpend(services, hold);
+      await settleSpend(services, c, hold);
       return;
     }
     const kind = meter.per === "minutes" ? meter.resource : "job";
@@ -161,20 +161,25 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
  * A time-metered resource ended (stop, or the upstream says it is closed): commit the minutes it ran, at most its
  * reservation. Safe to call more than once; only the first call settles.
  */
-export async function settleResource(services: GatewayServices, kind: "sandbox" | "session", id: string): Promise<void> {
+export async function settleResource(
+  services: GatewayServices,
+  kind: "sandbox" | "session",
+  id: string,
+  c?: Context<GatewayEnv>,
+): Promise<void> {
   const hold = await kept(services, kind, id);
   if (!hold) return;
   await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
   const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
   const used = minutes * BigInt(hold.rate);
-  await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
+  await settleSpend(services, c, hold, used < hold.amount ? used : hold.amount);
 }
 
 const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
 const COUNTS = ["totalCrawledPages", "totalScrapedPages", "totalPages", "pagesCount"];
 
 /** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
-export async function settleJobFrom(services: GatewayServices, id: string, res: Response): Promise<void> {
+export async function settleJobFrom(services: GatewayServices, id: string, res: Response, c?: Context<GatewayEnv>): Promise<void> {
   if (!res.ok) return;
   let body: Record<string, unknown>;
   try {
@@ -193,5 +198,5 @@ export async function settleJobFrom(services: GatewayServices, id: string, res: 
   }
   const counted = COUNTS.map((k) => body[k]).find((v) => typeof v === "number") as number | undefined;
   const used = counted !== undefined ? BigInt(Math.max(0, counted)) * BigInt(hold.rate) : hold.amount;
-  await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
+  await settleSpend(services, c, hold, used < hold.amount ? used : hold.amount);
 }
