@@ -1,5 +1,5 @@
 // A local webhook receiver on 127.0.0.1: records every delivery (headers and body), can fail the first attempts and
-// can answer slowly.
+// can answer slowly. A GET answers what it has received, for tests that run elsewhere (inside workerd).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -26,6 +26,10 @@ export async function startWebhookReceiver(opts: { failFirst?: number; delayMs?:
   const deliveries: Delivery[] = [];
   const attempts = new Map<string, number>();
   const server: Server = createServer((req, res) => {
+    if (req.method === "GET") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ deliveries }));
+      return;
+    }
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
