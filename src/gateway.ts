@@ -1,6 +1,7 @@
 // createGateway(config, deps): the runtime-agnostic Hono app. The whole request path, in the order it runs:
 //
-//   normalise the path (refuse what could be read two ways) → request-id → access-log → valid Host (400)
+//   normalise the path (refuse what could be read two ways) → request-id → tenant store check (when due, beside the
+//     request) → access-log → valid Host (400)
 //     → client address → public hosts (421) → CORS → /_tollgate (own endpoints: health, tokens, usage)
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
 //     → the route table (src/routing/table.ts), every row mounted by src/routing/chain.ts:
@@ -53,6 +54,7 @@ import { Readiness } from "./readiness.js";
 import { TenantSync } from "./operators/tenant-sync.js";
 import { operatorRoutes } from "./routes/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
+import { BackgroundWork } from "./background.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -80,8 +82,11 @@ export interface Gateway {
   stores: StateStores;
   /** Settles held payments from the chain; the Node entry runs it on a timer. */
   reconciler: PaymentReconciler;
-  /** Releases timers and connections held by the gateway's state. */
-  close(): Promise<void>;
+  /**
+   * Waits up to `backgroundMs` (default 2 s) for background work still running (an alert webhook being delivered, its
+   * audit record), then releases timers and connections held by the gateway's state.
+   */
+  close(backgroundMs?: number): Promise<void>;
 }
 
 function randomSecret(): string {
@@ -115,6 +120,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now);
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
+  const background = new BackgroundWork(logger);
   const services: GatewayServices = {
     config,
     secrets: deps.secrets,
@@ -129,6 +135,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     metrics,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
+    background: (c, work, what) => background.run(c, work, what),
     onClose: (fn) => closers.push(fn),
   };
 
@@ -159,6 +166,12 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   };
 
   app.use(requestId());
+  // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.
+  app.use(async function pollTenantStore(c, next) {
+    const check = tenantSync.poll();
+    if (check) services.background(c, check, "tenant store check");
+    await next();
+  });
   app.use(accessLog(logger, { metrics, clientAddress: (c) => clientView(c, services).address }));
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
@@ -219,7 +232,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     directory,
     stores,
     reconciler: new PaymentReconciler(services),
-    async close() {
+    async close(backgroundMs = 2_000) {
+      const left = await background.settled(backgroundMs);
+      if (left > 0) logger.error("closing with background work unfinished", { pending: left, waitedMs: backgroundMs });
       for (const fn of closers.reverse()) await fn();
     },
   };

@@ -40,11 +40,12 @@ export interface RunningGateway {
   port: number;
   gateway: Gateway;
   server: ServerType;
-  /** Closes everything at once: connections, WebSockets, state, transport. */
+  /** Closes everything at once: connections, WebSockets, then (after up to 2 s of background work) state, transport. */
   close(): Promise<void>;
   /**
    * Graceful stop (SIGTERM/SIGINT): refuses new connections, lets in-flight requests finish for up to `seconds`
-   * (server.drainSeconds), closes WebSockets with 1001, then releases everything close() does.
+   * (server.drainSeconds), closes WebSockets with 1001, lets background work (alert webhooks being delivered) finish
+   * within what is left of those seconds (at least 1 s), then releases everything close() does.
    */
   drain(seconds?: number): Promise<DrainReport>;
 }
@@ -109,9 +110,9 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const port = (server.address() as AddressInfo).port;
   const drainer = drainable(server as import("node:http").Server, wss);
   let closed = false;
-  const release = async () => {
+  const release = async (backgroundMs?: number) => {
     stopReconciler();
-    await gateway.close();
+    await gateway.close(backgroundMs);
     await transport.close();
   };
   return {
@@ -131,9 +132,10 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     async drain(seconds = opts.config.server.drainSeconds) {
       if (closed) return { inFlight: 0, cut: 0, webSockets: 0 };
       closed = true;
+      const started = Date.now();
       const report = await drainer.drain(seconds * 1000);
       wss.close();
-      await release();
+      await release(Math.max(1000, seconds * 1000 - (Date.now() - started)));
       return report;
     },
   };

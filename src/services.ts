@@ -28,6 +28,12 @@ export interface GatewayServices {
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;
+  /**
+   * Runs work the gateway does not await beside the request `c` (src/background.ts): on Workers it is kept alive by the
+   * request's ExecutionContext.waitUntil; everywhere it is tracked until it settles (closing the gateway waits for it,
+   * bounded) and a failure is logged as `what`. Pass undefined outside a request.
+   */
+  background(c: Context | undefined, work: Promise<unknown>, what: string): void;
   /** Registers cleanup run when the gateway closes. */
   onClose(fn: () => Promise<void> | void): void;
 }

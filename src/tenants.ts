@@ -74,14 +74,12 @@ export class TenantDirectory {
     this.refresher = fn;
   }
 
-  /** The snapshot's tenant; a stale snapshot is refreshed in the background (callers holding a token never wait). */
+  /** The snapshot's tenant, without waiting (callers holding a token never wait; requests keep the snapshot recent). */
   get(id: string): Tenant | undefined {
-    void this.refresher?.();
     return this.byId.get(id);
   }
 
   list(): Tenant[] {
-    void this.refresher?.();
     return [...this.byId.values()];
   }
 

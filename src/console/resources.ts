@@ -1,5 +1,6 @@
 // The console's view of live sandboxes and sessions: the ownership registry says whose they are, the upstream says
 // what state each is in; Stop goes through the same steps as the gateway's own stop routes.
+import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import { stopUpstream } from "../operators/kill-switch.js";
 import { settleResource } from "../routing/credits.js";
@@ -63,12 +64,12 @@ export async function liveResources(services: GatewayServices, tenants: string[]
  * do after it — marked inactive, its runtime credential dropped, its metered minutes settled. Returns the upstream's
  * answer: 200, or 404/409 for one already gone.
  */
-export async function stopResource(services: GatewayServices, kind: LiveKind, id: string): Promise<number | string> {
+export async function stopResource(services: GatewayServices, kind: LiveKind, id: string, c?: Context): Promise<number | string> {
   const status = await stopUpstream(services, kind, id);
   if (status === 200 || status === 404 || status === 409) {
     await services.stores.ownership.setActive(kind, id, false);
     if (kind === "sandbox") await sandboxCustody(services).forget(id);
-    await settleResource(services, kind, id);
+    await settleResource(services, kind, id, c);
   }
   return status;
 }

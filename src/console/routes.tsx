@@ -248,7 +248,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const owner = RESOURCE_ID.test(id) ? await stores.ownership.owner(kind, id) : undefined;
     if (!owner) throw new GatewayError(404, "not_found", `No ${kind} "${id}" here.`);
     visibleTenant(c, owner);
-    const status = await stopResource(services, kind, id);
+    const status = await stopResource(services, kind, id, c);
     if (status !== 200 && status !== 404 && status !== 409)
       throw new GatewayError(502, "upstream_error", `The upstream would not stop ${kind} ${id} (${status}); try again.`);
     services.logger.info("console stop", {

@@ -1,23 +1,26 @@
-// Budget alerts: when a tenant's spending crosses a threshold of a budget window (50/80/100 % by default), one signed
-// webhook per receiver, exactly once per threshold and window across the fleet (an atomic set-if-absent in shared
-// state decides which instance sends), retried with exponential backoff. An instance that dies mid-retry loses that
-// delivery: at most once on a crash, exactly once otherwise. Receivers dedupe on the `tollgate-event-id` header.
+// Budget alerts: when a tenant's spending crosses a threshold of a budget window (50/80/100 % by default), one audit
+// record and one signed webhook per receiver, exactly once per threshold and window across the fleet (an atomic
+// set-if-absent in shared state decides which instance records and sends), retried with exponential backoff. An
+// instance that dies mid-retry loses that delivery: at most once on a crash, exactly once otherwise. Receivers dedupe
+// on the `tollgate-event-id` header.
+import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import type { BudgetWindow } from "../state/types.js";
 import { tenantLimits } from "../payments/limits.js";
 import { atomicToUsd } from "../payments/money.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 import { onBudgetExhausted } from "./kill-switch.js";
-import { deliverBudgetEvent, receiversOf } from "./webhooks.js";
+import { deliverBudgetEvent } from "./webhooks.js";
 import { stateKeys } from "../state/keys.js";
 
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
 
 /**
- * Called after a payment is committed: sends each threshold the tenant's spending has now crossed, once per window
- * across the fleet, and hands a window that is now full to onBudgetExhausted. Never throws.
+ * Called after a payment is committed, beside the request `c`: records (and sends to the receivers, if any) each
+ * threshold the tenant's spending has now crossed, once per window across the fleet, and hands a window that is now
+ * full to onBudgetExhausted. Never throws.
  */
-export async function checkBudgetAlerts(services: GatewayServices, tenantId: string): Promise<void> {
+export async function checkBudgetAlerts(services: GatewayServices, tenantId: string, c?: Context): Promise<void> {
   try {
     const tenant = services.directory.get(tenantId);
     if (!tenant) return;
@@ -26,33 +29,28 @@ export async function checkBudgetAlerts(services: GatewayServices, tenantId: str
     const now = services.now();
     const used = await services.stores.ledger.usage(tenantId, now);
     const thresholds = tenant.alerts?.thresholds ?? services.config.alerts.thresholds;
-    const alerting = receiversOf(services, tenant).length > 0;
     for (const window of WINDOWS) {
       const limit = limits[window];
       if (limit === undefined || limit === 0n) continue;
       const period = windowPeriod(window, now);
       // Percent in hundredths, exact: bigint, no float rounding at the boundary.
       const hundredths = (used[window] * 10_000n) / limit;
-      if (alerting) {
-        for (const threshold of thresholds) {
-          if (hundredths < BigInt(Math.round(threshold * 100))) continue;
-          const won = await services.stores.kv.setIfAbsent(
-            stateKeys.budgetAlert(tenantId, window, period, threshold),
-            services.instanceId,
-            untilWindowEndsMs(window, now),
+      for (const threshold of thresholds) {
+        if (hundredths < BigInt(Math.round(threshold * 100))) continue;
+        const won = await services.stores.kv.setIfAbsent(
+          stateKeys.budgetAlert(tenantId, window, period, threshold),
+          services.instanceId,
+          untilWindowEndsMs(window, now),
+        );
+        if (won)
+          deliverBudgetEvent(
+            services,
+            tenant,
+            { type: "budget.threshold", window, period, threshold, spent: atomicToUsd(used[window]), limit: atomicToUsd(limit) },
+            c,
           );
-          if (won)
-            deliverBudgetEvent(services, tenant, {
-              type: "budget.threshold",
-              window,
-              period,
-              threshold,
-              spent: atomicToUsd(used[window]),
-              limit: atomicToUsd(limit),
-            });
-        }
       }
-      if (used[window] >= limit) await onBudgetExhausted(services, tenantId, window);
+      if (used[window] >= limit) await onBudgetExhausted(services, tenantId, window, c);
     }
   } catch (err) {
     services.logger.error("budget alert check failed", { tenant: tenantId, error: String((err as Error)?.message ?? err) });

@@ -1,6 +1,7 @@
 // The kill switch: stops a tenant's open sandboxes and sessions through the upstream, revokes every gateway token it
 // holds (open WebSockets then close within 2 s, on every instance) and records it. Pulled by an admin disabling or
 // deleting a tenant, and by a budget running out for a tenant with `onExhausted = "stop"` (once per window, fleet-wide).
+import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import type { BudgetWindow, ResourceKind } from "../state/types.js";
 import { deliverBudgetEvent } from "./webhooks.js";
@@ -73,9 +74,9 @@ export async function killTenant(services: GatewayServices, tenantId: string, re
 /**
  * A budget window of the tenant is exhausted (a reservation was refused, or a commit reached the limit). Sends the
  * `budget.exhausted` alert and, for `onExhausted = "stop"`, pulls the kill switch: each once per window across the
- * fleet. Never throws (it runs beside a request that has already been answered or refused).
+ * fleet. Never throws (it runs beside the request `c`, which has already been answered or refused).
  */
-export async function onBudgetExhausted(services: GatewayServices, tenantId: string, window: BudgetWindow): Promise<void> {
+export async function onBudgetExhausted(services: GatewayServices, tenantId: string, window: BudgetWindow, c?: Context): Promise<void> {
   try {
     const tenant = services.directory.get(tenantId);
     if (!tenant) return;
@@ -87,7 +88,7 @@ export async function onBudgetExhausted(services: GatewayServices, tenantId: str
       untilWindowEndsMs(window, now),
     );
     if (!first) return;
-    deliverBudgetEvent(services, tenant, { type: "budget.exhausted", window, period, onExhausted: tenant.onExhausted });
+    deliverBudgetEvent(services, tenant, { type: "budget.exhausted", window, period, onExhausted: tenant.onExhausted }, c);
     if (tenant.onExhausted === "stop") await killTenant(services, tenantId, `${window} budget exhausted`);
   } catch (err) {
     services.logger.error("budget exhaustion handling failed", { tenant: tenantId, window, error: String((err as Error)?.message ?? err) });

@@ -1,7 +1,7 @@
 // Keeps an instance's TenantDirectory in step with the shared TenantStore: config tenants are seeded at start-up,
-// then the store's version is checked at most every `pollMs` and the snapshot reloaded when it moved. A lookup waits
-// for a check only when the snapshot is older than `maxStaleMs`, so a change made anywhere applies everywhere within
-// about that long, with no timer (Workers allow none outside a request).
+// then the store's version is checked at most every `pollMs` (started by a request coming in, run beside it) and the
+// snapshot reloaded when it moved. A key lookup waits for a check only when the snapshot is older than `maxStaleMs`, so
+// a change made anywhere applies everywhere within about that long, with no timer (Workers allow none outside a request).
 import type { TenantConfig } from "../../config/schema.js";
 import type { Logger } from "../log.js";
 import type { TenantDirectory } from "../tenants.js";
@@ -68,11 +68,16 @@ export class TenantSync {
     return this.inflight;
   }
 
-  /** The directory's refresher: free while recent, a background check when due, a wait when stale. */
+  /**
+   * Starts a check when the snapshot is older than `pollMs`: the gateway calls it as each request comes in and keeps
+   * the check it returns alive beside that request (services.background), so no caller waits for it.
+   */
+  poll(): Promise<void> | undefined {
+    return this.now() - this.checkedAt < this.pollMs ? undefined : this.refresh();
+  }
+
+  /** The directory's refresher, before a key lookup: free while recent enough, a wait when stale. */
   async fresh(): Promise<void> {
-    const age = this.now() - this.checkedAt;
-    if (age < this.pollMs) return;
-    const check = this.refresh();
-    if (age >= this.maxStaleMs) await check;
+    if (this.now() - this.checkedAt >= this.maxStaleMs) await this.refresh();
   }
 }

@@ -1,5 +1,6 @@
 // Budget alert webhooks: the event shapes, their Stripe-style signature, and delivery to every receiver of a tenant
 // with retries. Shared by the alerts (thresholds) and the kill switch (exhaustion).
+import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import type { BudgetWindow } from "../state/types.js";
@@ -30,7 +31,7 @@ export async function verifyWebhook(
   return (await signWebhook(secret, body, t)) === header;
 }
 
-export const receiversOf = (services: GatewayServices, tenant: Tenant) => [
+const receiversOf = (services: GatewayServices, tenant: Tenant) => [
   ...new Set([...services.config.alerts.webhooks, ...(tenant.alerts?.webhooks ?? [])]),
 ];
 
@@ -63,23 +64,25 @@ async function deliver(services: GatewayServices, url: string, id: string, body:
   }
 }
 
-/** Sends an event to every receiver of the tenant, in the background. The caller has already won its once-marker. */
-export function deliverBudgetEvent(services: GatewayServices, tenant: Tenant, event: BudgetEvent): void {
+/**
+ * Records the event in the audit log (the console lists every alert raised, with receivers or not) and sends it to
+ * every receiver of the tenant, both beside the request `c` (services.background). The caller has already won its
+ * once-marker.
+ */
+export function deliverBudgetEvent(services: GatewayServices, tenant: Tenant, event: BudgetEvent, c?: Context): void {
   const receivers = receiversOf(services, tenant);
   const suffix = event.type === "budget.threshold" ? `:${event.threshold}` : "";
   const id = `${event.type}:${tenant.id}:${event.window}:${event.period}${suffix}`;
-  // Recorded once (the caller won the marker), so the console can list the alerts raised, delivered or not.
-  void services.stores.audit
-    .append({
-      at: services.now(),
-      actor: "system",
-      action: `alert.${event.type}`,
-      target: `tenant:${tenant.id}`,
-      after: { id, ...event, receivers: receivers.length },
-    })
-    .catch(() => {});
+  const record = services.stores.audit.append({
+    at: services.now(),
+    actor: "system",
+    action: `alert.${event.type}`,
+    target: `tenant:${tenant.id}`,
+    after: { id, ...event, receivers: receivers.length },
+  });
+  services.background(c, record, "audit record of a budget alert");
   if (!receivers.length) return;
   const body = JSON.stringify({ id, ...event, tenant: tenant.id, at: new Date(services.now()).toISOString() });
   services.logger.info("budget alert", { event: id });
-  for (const url of receivers) void deliver(services, url, id, body);
+  for (const url of receivers) services.background(c, deliver(services, url, id, body), "budget alert webhook delivery");
 }

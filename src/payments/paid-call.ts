@@ -1,4 +1,5 @@
 // One paid upstream call: 402 → policy → atomic budget reservation → sign → retry → commit, release or hold.
+import type { Context } from "hono";
 import { x402HTTPClient, x402Client } from "@x402/core/client";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
@@ -21,6 +22,8 @@ export interface PaidCallContext {
   fingerprint: string;
   /** A keyless search token's own spend cap, checked with the tenant's budget. */
   cap?: SpendCap;
+  /** The request paying: budget alerts and the kill switch run beside it. */
+  context?: Context;
 }
 
 /** Sends the request upstream, with the payment header when given. */
@@ -98,6 +101,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
       network: option.network,
       payee: option.payTo,
     },
+    context: ctx.context,
   });
   const entry = hold.entry;
 
@@ -131,7 +135,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
 
   const settled = settlement(res);
   if (res.ok && settled?.success) {
-    await settleSpend(services, hold, undefined, settled.transaction);
+    await settleSpend(services, hold, { transaction: settled.transaction, context: ctx.context });
     return { response: res, paid: option.amount, entry: { ...entry, state: "committed", transaction: settled.transaction } };
   }
   if (res.status === 402 || (res.status >= 400 && res.status < 500) || settled?.success === false) {

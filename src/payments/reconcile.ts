@@ -86,9 +86,10 @@ export class PaymentReconciler {
     const timer = setInterval(() => {
       if (running) return;
       running = true;
-      this.runOnce()
+      const pass = this.runOnce()
         .catch((err) => this.services.logger.error("reconciler error", { error: String(err) }))
         .finally(() => (running = false));
+      this.services.background(undefined, pass, "reconciler pass"); // closing the gateway lets a pass finish
     }, intervalMs);
     (timer as { unref?: () => void }).unref?.(); // Node timers; Workers have none
     return () => clearInterval(timer);

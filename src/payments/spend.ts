@@ -1,5 +1,6 @@
 // Spend against budgets, for both kinds (x402 payments and credit-billed calls): reserve in the tenant's windows and a
 // keyless token's cap at once, then settle, release or hold every entry the spend counts under.
+import type { Context } from "hono";
 import { tenantLimits } from "./limits.js";
 import { checkBudgetAlerts } from "../operators/alerts.js";
 import { onBudgetExhausted } from "../operators/kill-switch.js";
@@ -25,6 +26,8 @@ export interface SpendRequest {
    * the resource ends at the latest), with `amount` the most it can cost (timeout × rate).
    */
   entry: Omit<NewLedgerEntry, "id" | "tenant"> & { id?: string };
+  /** The request the spend is for: work a refusal starts beside it (the exhaustion alert) is kept alive by it. */
+  context?: Context;
 }
 
 /** A reservation: the tenant's entry, and every ledger id the spend counts under (a capped token's entry too). */
@@ -79,7 +82,7 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
     const r = await ledger.reserve({ ...base, tenant: tenant.id }, tenantLimits(tenant), now);
     if (!r.ok) {
       if (capId) await ledger.release(capId, "tenant budget exceeded", now);
-      throw budgetExceeded(services, tenant, r, price);
+      throw budgetExceeded(services, tenant, r, price, req.context);
     }
     return { entry: r.entry, ids: capId ? [id, capId] : [id] };
   } catch (err) {
@@ -88,8 +91,15 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
 }
 
 /** The 402 for a tenant whose budget window cannot take `price`; the alert (and kill switch) hear of it. */
-function budgetExceeded(services: GatewayServices, tenant: Tenant, r: Extract<ReserveResult, { ok: false }>, price: bigint) {
-  void onBudgetExhausted(services, tenant.id, r.window); // the alert, and the kill switch for onExhausted = "stop"
+function budgetExceeded(
+  services: GatewayServices,
+  tenant: Tenant,
+  r: Extract<ReserveResult, { ok: false }>,
+  price: bigint,
+  context?: Context,
+) {
+  // The alert, and the kill switch for onExhausted = "stop".
+  services.background(context, onBudgetExhausted(services, tenant.id, r.window, context), "budget exhaustion");
   return new GatewayError(
     402,
     "budget_exceeded",
@@ -118,16 +128,16 @@ const SETTLED = /^ledger entry .* (not found|cannot be extended)$/;
 export async function extendSpend(
   services: GatewayServices,
   spend: SpendRef,
-  growth: HoldGrowth & { tenant: Tenant },
+  growth: HoldGrowth & { tenant: Tenant; context?: Context },
 ): Promise<LedgerEntry | undefined> {
-  const { tenant, amount, seconds } = growth;
+  const { tenant, amount, seconds, context } = growth;
   const ledger = services.stores.ledger;
   const now = services.now();
   const [id, ...caps] = spend.ids;
   let entry: LedgerEntry;
   try {
     const r = await ledger.extend(id!, { amount, seconds }, amount > 0n ? tenantLimits(tenant) : {}, now);
-    if (!r.ok) throw budgetExceeded(services, tenant, r, amount);
+    if (!r.ok) throw budgetExceeded(services, tenant, r, amount, context);
     entry = r.entry;
   } catch (err) {
     if (err instanceof Error && SETTLED.test(err.message)) return undefined;
@@ -152,15 +162,25 @@ async function idsOf(services: GatewayServices, spend: AnySpend): Promise<string
   return cap ? [id, cap.id] : [id];
 }
 
+interface Settlement {
+  /** What the spend came to (a time-metered resource's minutes × rate, or results × price); default: what was reserved. */
+  finalAmount?: bigint;
+  /** The x402 payment's on-chain transaction. */
+  transaction?: string;
+  /** The request that settles it: the budget alerts checked beside it are kept alive by it. */
+  context?: Context;
+}
+
 /**
- * The spend happened: commits every entry, at `finalAmount` when given (a time-metered resource's minutes × rate, or
- * results × price), which returns the rest of the reservation to the budget; never more than was reserved.
+ * The spend happened: commits every entry, at `finalAmount` when given, which returns the rest of the reservation to
+ * the budget; never more than was reserved. Then checks the thresholds it crossed, beside the request.
  */
-export async function settleSpend(services: GatewayServices, spend: AnySpend, finalAmount?: bigint, transaction?: string): Promise<void> {
+export async function settleSpend(services: GatewayServices, spend: AnySpend, settlement: Settlement = {}): Promise<void> {
+  const { finalAmount, transaction, context } = settlement;
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount);
   const tenant = "entry" in spend ? spend.entry.tenant : spend.tenant;
-  if (!tenant.startsWith("token:")) void checkBudgetAlerts(services, tenant); // thresholds crossed by this spend
+  if (!tenant.startsWith("token:")) services.background(context, checkBudgetAlerts(services, tenant, context), "budget alert check");
 }
 
 /** Nothing was spent: every entry's amount goes back to the budget. */

@@ -42,7 +42,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
     if ("token" in detail && detail.token) await custody.keep(detail);
     if (ENDED.has(detail.status ?? "")) {
       await services.stores.ownership.setActive("sandbox", String(detail.id), false);
-      await settleResource(services, "sandbox", String(detail.id));
+      await settleResource(services, "sandbox", String(detail.id), c);
     }
     return rewriteSandboxDetail(detail, ctx);
   };
@@ -84,7 +84,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
       if (res.ok) {
         await services.stores.ownership.setActive("sandbox", id, false);
         await custody.forget(id);
-        await settleResource(services, "sandbox", id);
+        await settleResource(services, "sandbox", id, c);
       }
       return Upstream.relay(res);
     },

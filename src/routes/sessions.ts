@@ -44,7 +44,7 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
     if (typeof detail.status === "string") {
       await stores.ownership.setActive("session", id, detail.status === "active");
-      if (detail.status !== "active") await settleResource(services, "session", id);
+      if (detail.status !== "active") await settleResource(services, "session", id, c);
     }
     const token = await mintSessionToken(services, tenant.id, id);
     return rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });
@@ -105,7 +105,7 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
           mine.push(rewriteSessionSummary(s, publicOriginOf(c, services)));
           if (typeof s.status === "string" && s.status !== "active") {
             await stores.ownership.setActive("session", String(s.id), false);
-            await settleResource(services, "session", String(s.id));
+            await settleResource(services, "session", String(s.id), c);
           }
         }
         const total = Number(body.totalCount ?? 0);
@@ -127,7 +127,7 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       const res = await upstream.call(c, { method: "PUT", path: pathAndQuery(c), headers: c.req.raw.headers });
       if (res.ok || res.status === 404) {
         await stores.ownership.setActive("session", id, false);
-        await settleResource(services, "session", id);
+        await settleResource(services, "session", id, c);
       }
       if (res.status === 404) throw notFoundSession(id);
       return Upstream.relay(res);

@@ -51,7 +51,7 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
       if (payment) h.set(payment[0], payment[1]);
       return upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: text, withApiKey: false });
     };
-    const result = await paidCall({ services, signer, tenant, route, fingerprint }, send);
+    const result = await paidCall({ services, signer, tenant, route, fingerprint, context: c }, send);
     c.get("logFields").paid = result.paid;
     const res = result.response;
     if (!res.ok) return Upstream.relay(res);

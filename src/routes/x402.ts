@@ -65,7 +65,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       const result =
         row.pay === "credits"
           ? await creditCall(c, row, tenant, cap, send)
-          : await paidCall({ services, signer, tenant, route, fingerprint, cap }, send);
+          : await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send);
       const answer = await readAnswer(result.response, result.paid, services.now());
       if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(cacheKey, answer);
       return answer;
@@ -148,7 +148,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       await releaseSpend(services, hold, `upstream answered ${response.status}`);
       return { response, paid: 0n };
     }
-    await settleSpend(services, hold);
+    await settleSpend(services, c, hold);
     c.get("logFields").credits = amount;
     return { response, paid: amount };
   };

@@ -41,12 +41,19 @@ export async function reserveSpend(services: GatewayServices, c: Context<Gateway
       meter: r.meter,
       validBefore: Math.floor(r.validBefore / 1000),
     },
+    context: c,
   });
   return { ids: hold.ids, tenant: hold.entry.tenant, amount: r.amount };
 }
 
-export async function settleSpend(services: GatewayServices, hold: SpendHold, finalAmount?: bigint): Promise<void> {
-  await settle(services, hold, finalAmount);
+/** Commits a hold (for `finalAmount` when given); `c`, the request settling it, keeps the budget alerts alive. */
+export async function settleSpend(
+  services: GatewayServices,
+  c: Context<GatewayEnv> | undefined,
+  hold: SpendHold,
+  finalAmount?: bigint,
+): Promise<void> {
+  await settle(services, hold, { finalAmount, context: c });
 }
 
 export async function releaseSpend(services: GatewayServices, hold: SpendHold, reason: string): Promise<void> {
@@ -65,7 +72,7 @@ export async function attachResource(services: GatewayServices, hold: SpendHold,
 export async function growHold(
   services: GatewayServices,
   hold: SpendHold,
-  g: { tenant: Tenant; amount: bigint; minutes: number },
+  g: { tenant: Tenant; amount: bigint; minutes: number; context?: Context },
 ): Promise<LedgerEntry | undefined> {
-  return extendSpend(services, hold, { tenant: g.tenant, amount: g.amount, seconds: g.minutes * 60 });
+  return extendSpend(services, hold, { tenant: g.tenant, amount: g.amount, seconds: g.minutes * 60, context: g.context });
 }

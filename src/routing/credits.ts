@@ -2,7 +2,7 @@
 // reservation is committed or released from the answer (per call), when the job ends (per unit) or when the resource
 // stops (per minute; an extension grows the resource's own hold). The same ledger and windows as x402 payments, so one
 // budget covers both kinds of spend.
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
@@ -148,13 +148,13 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       return;
     }
     if (meter.per === "call" || meter.per === "extension") {
-      await settleSpend(services, hold);
+      await settleSpend(services, c, hold);
       return;
     }
     const id = await createdId(res);
     if (!id) {
       // Nothing to settle against later: the full reservation is the charge.
-      await settleSpend(services, hold);
+      await settleSpend(services, c, hold);
       return;
     }
     const kind = meter.per === "minutes" ? meter.resource : "job";
@@ -177,7 +177,7 @@ async function extendKeptHold(
   const hold = await kept(services, x.kind, x.id);
   if (!hold) return false;
   const amount = BigInt(hold.rate) * BigInt(x.minutes);
-  const grown = await growHold(services, hold, { tenant: x.tenant, amount, minutes: x.minutes });
+  const grown = await growHold(services, hold, { tenant: x.tenant, amount, minutes: x.minutes, context: c });
   if (!grown) return false;
   c.get("logFields").credits = amount;
   // Best effort: a hold left grown still settles for the minutes used, only its expiry would come later.
@@ -207,19 +207,25 @@ async function extendKeptHold(
  * hold (the ledger holds the commit to it, extensions included), once. Safe to call more than once; only the first
  * call settles.
  */
-export async function settleResource(services: GatewayServices, kind: "sandbox" | "session", id: string): Promise<void> {
+export async function settleResource(
+  services: GatewayServices,
+  kind: "sandbox" | "session",
+  id: string,
+  c?: Context<GatewayEnv>,
+): Promise<void> {
   const hold = await kept(services, kind, id);
   if (!hold) return;
   await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
   const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
-  await settleSpend(services, hold, minutes * BigInt(hold.rate));
+  // The ledger caps the commit at the hold, extensions included (the kept record's amount may predate one).
+  await settleSpend(services, c, hold, minutes * BigInt(hold.rate));
 }
 
 const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
 const COUNTS = ["totalCrawledPages", "totalScrapedPages", "totalPages", "pagesCount"];
 
 /** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
-export async function settleJobFrom(services: GatewayServices, id: string, res: Response): Promise<void> {
+export async function settleJobFrom(services: GatewayServices, id: string, res: Response, c?: Context<GatewayEnv>): Promise<void> {
   if (!res.ok) return;
   let body: Record<string, unknown>;
   try {
@@ -238,5 +244,5 @@ export async function settleJobFrom(services: GatewayServices, id: string, res: 
   }
   const counted = COUNTS.map((k) => body[k]).find((v) => typeof v === "number") as number | undefined;
   const used = counted !== undefined ? BigInt(Math.max(0, counted)) * BigInt(hold.rate) : hold.amount;
-  await settleSpend(services, hold, used < hold.amount ? used : hold.amount);
+  await settleSpend(services, c, hold, used < hold.amount ? used : hold.amount);
 }

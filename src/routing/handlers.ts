@@ -91,7 +91,7 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
 
     "job.read": async (c, row) => {
       const res = await forwardUpstream(c, services);
-      await settleJobFrom(services, c.req.param(row.owns!.param)!, res);
+      await settleJobFrom(services, c.req.param(row.owns!.param)!, res, c);
       return Upstream.relay(res);
     },
   };

@@ -202,7 +202,12 @@ export class TollgateState extends DurableObject {
   private armSweep() {
     if (this.sweepArmed) return;
     this.sweepArmed = true;
-    void this.storage.getAlarm().then((at) => (at === null ? this.storage.setAlarm(Date.now() + SWEEP_MS) : undefined));
+    // Not awaited: a Durable Object stays alive while its work is pending (waitUntil has no effect here). A failure
+    // leaves the sweep to be armed by the next write instead of rejecting unhandled.
+    this.storage
+      .getAlarm()
+      .then((at) => (at === null ? this.storage.setAlarm(Date.now() + SWEEP_MS) : undefined))
+      .catch(() => (this.sweepArmed = false));
   }
   async alarm() {
     const now = Date.now();

@@ -90,7 +90,7 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     // Later, maybe elsewhere: the stop handler knows only the resource.
     clock.now = T0 + 7 * MIN;
     const [found] = await ledger.list({ tenant: "free", kind: "credits", resource: "sandbox:sb-9", state: "reserved" });
-    await settleSpend(services, found, 7n * 1000n);
+    await settleSpend(services, found, { finalAmount: 7n * 1000n });
     for (const id of hold.ids) expect(await ledger.get(id)).toMatchObject({ state: "committed", amount: "7000", reservedAmount: "30000" });
     expect((await ledger.usage("free", T0)).total).toBe(7000n);
     expect((await ledger.usage("token:tok-1", T0)).total).toBe(7000n);
@@ -115,7 +115,7 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     expect(await openHoldOf(services, "token:tok-4", "sandbox:sb-42")).toMatchObject({ id: capEntryId(hold.entry.id) });
     clock.now = T0 + 4 * MIN + 10_000; // stopped during its fifth minute
     const open = (await openHoldOf(services, "free", "sandbox:sb-42"))!;
-    await settleSpend(services, open, meteredCost(rate, clock.now - open.createdAt));
+    await settleSpend(services, open, { finalAmount: meteredCost(rate, clock.now - open.createdAt) });
     expect(await ledger.get(hold.entry.id)).toMatchObject({ state: "committed", amount: "5000", reservedAmount: "15000" });
     expect(await ledger.get(capEntryId(hold.entry.id))).toMatchObject({ state: "committed", amount: "5000" });
     expect(await openHoldOf(services, "free", "sandbox:sb-42")).toBeUndefined();
@@ -168,7 +168,7 @@ describe("the reconciler and credits holds", () => {
       tenant: tenant("acme"),
       entry: scrape(3000n, { meter: "minute", resource: "session:s3", validBefore: s(T0 + 3 * MIN) }),
     });
-    await settleSpend(services, stopped, 1000n);
+    await settleSpend(services, stopped, { finalAmount: 1000n });
     clock.now = T0 + 3 * MIN + 1000; // within the grace
     expect((await reconciler.runOnce()).creditsCommitted).toBe(0);
     clock.now = T0 + 4 * MIN;
@@ -194,12 +194,12 @@ describe("/_tollgate/usage and /_tollgate/ledger with both kinds", () => {
       tenant: acme,
       entry: { kind: "x402", route: "/x402/web/search", fingerprint: "f", amount: "5000", asset: "0xA", network: "eip155:1", payee: "0xP" },
     });
-    await settleSpend(g.services, paid, undefined, "0xtx");
+    await settleSpend(g.services, paid, { transaction: "0xtx" });
     const sandbox = await reserveSpend(g.services, {
       tenant: acme,
       entry: scrape(20_000n, { route: "/api/sandbox", meter: "minute", resource: "sandbox:sb-1" }),
     });
-    await settleSpend(g.services, sandbox, 3000n);
+    await settleSpend(g.services, sandbox, { finalAmount: 3000n });
     await reserveSpend(g.services, { tenant: acme, entry: scrape(1000n, { meter: "page" }) });
     const get = async (path: string) => {
       const r = await g.app.fetch(new Request(`http://gateway.test/_tollgate${path}`, { headers: { "x-api-key": key } }));

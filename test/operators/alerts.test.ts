@@ -1,6 +1,7 @@
 // Budget alerts from two gateway instances racing paid searches on one budget: each threshold (and the exhaustion)
 // reaches every webhook exactly once, signed, with failed deliveries retried. On memory (two instances in one
-// process) and on a real redis-server.
+// process) and on a real redis-server. Then: alerts are recorded for the console with no receiver at all, and a
+// draining gateway lets a delivery in flight (retry included) finish before it closes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { parseConfig } from "../../config/load.js";
@@ -120,3 +121,88 @@ alertSuite("memory", () => {
   return { config: { backend: "memory" }, shared: () => stores };
 });
 alertSuite("redis", () => ({ config: { backend: "redis", redisUrl: redis.url } }));
+
+/** A gateway with one tenant (`acme`, $0.005 searches against `daily`), an admin, and `alerts` as given. */
+async function oneGateway(daily: string, alerts: Record<string, unknown>, logs: string[] = []) {
+  const chain = emu.chain!;
+  const wallet = await chain.createFundedWallet(10_000_000n);
+  const key = generateTenantKey();
+  const adminKey = generateTenantKey();
+  const config = parseConfig({
+    server: { host: "127.0.0.1", port: 0, logLevel: "info" },
+    upstream: { baseUrl: emu.controlUrl, timeoutMs: 60_000 },
+    payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50" },
+    cache: { enabled: false },
+    alerts,
+    tenants: [
+      { id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }], budget: { daily } },
+      { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(adminKey) }] },
+    ],
+  });
+  const secrets = { upstreamApiKey: emu.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex") };
+  const gw = await startNodeGateway({ config, secrets, logSink: (line) => logs.push(line) });
+  const audit = async () => {
+    const r = await fetch(`${gw.url}/_tollgate/admin/audit?limit=100`, { headers: { "x-api-key": adminKey } });
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { entries: any[] }).entries.filter((e) => e.action.startsWith("alert."));
+  };
+  return { gw, key, audit };
+}
+
+describe("budget alerts beyond the webhooks", () => {
+  it("records every threshold crossed, and the exhaustion, once each in the audit log when the tenant has no receivers", async () => {
+    const { gw, key, audit } = await oneGateway("0.02", {});
+    try {
+      // $0.005 a search, $0.02 a day: 50 %, 75 %, then 100 % (80 and 100 crossed together), and the fifth is refused.
+      for (let i = 0; i < 4; i++) expect((await search(gw.url, key, { query: `no receivers ${i}` })).status).toBe(200);
+      expect((await search(gw.url, key, { query: "no receivers refused" })).status).toBe(402);
+      const day = new Date().toISOString().slice(0, 10);
+      const expected = [
+        `budget.exhausted:acme:daily:${day}`,
+        `budget.threshold:acme:daily:${day}:100`,
+        `budget.threshold:acme:daily:${day}:50`,
+        `budget.threshold:acme:daily:${day}:80`,
+      ];
+      let alerts: any[] = [];
+      for (let t0 = Date.now(); alerts.length < expected.length && Date.now() - t0 < 10_000; ) {
+        alerts = await audit();
+        if (alerts.length < expected.length) await new Promise((r) => setTimeout(r, 50));
+      }
+      await new Promise((r) => setTimeout(r, 300)); // a duplicate would show up now
+      alerts = await audit();
+      expect(alerts.map((e) => e.after.id).sort()).toEqual(expected);
+      const t50 = alerts.find((e) => e.after.threshold === 50);
+      expect(t50).toMatchObject({ actor: "system", action: "alert.budget.threshold", target: "tenant:acme" });
+      expect(t50.after).toMatchObject({ window: "daily", period: day, limit: "0.02", receivers: 0 });
+    } finally {
+      await gw.close();
+    }
+  }, 60_000);
+
+  it("a draining gateway waits for a webhook delivery in flight, its retry and slow answer included, before it closes", async () => {
+    // The receiver refuses the first attempt (503) and holds every answer 400 ms: the delivery is still being retried
+    // when the request that crossed the threshold has long been answered and the drain begins.
+    const receiver = await startWebhookReceiver({ failFirst: 1, delayMs: 400 });
+    const logs: string[] = [];
+    const { gw, key } = await oneGateway("0.01", { webhooks: [receiver.url], initialBackoffMs: 300 }, logs);
+    try {
+      expect((await search(gw.url, key, { query: "drain during delivery" })).status).toBe(200);
+      const report = await gw.drain(10);
+      const drainedAt = Date.now();
+      expect(report.cut).toBe(0);
+      const day = new Date().toISOString().slice(0, 10);
+      const accepted = receiver.accepted();
+      expect(accepted.map((d) => d.id)).toEqual([`budget.threshold:acme:daily:${day}:50`]);
+      expect(receiver.deliveries.map((d) => d.status)).toEqual([503, 200]);
+      expect(accepted[0]!.answeredAt).toBeLessThanOrEqual(drainedAt);
+      expect(logs.some((l) => l.includes("alert webhook not delivered"))).toBe(false);
+      expect(logs.some((l) => l.includes("background work unfinished"))).toBe(false);
+      // Its audit record was written beside the request too (memory state outlives the close).
+      const recorded = await gw.gateway.stores.audit.list({ limit: 100 });
+      expect(recorded.filter((e) => e.action === "alert.budget.threshold").map((e) => (e.after as any).receivers)).toEqual([1]);
+    } finally {
+      await gw.close();
+      await receiver.close();
+    }
+  }, 60_000);
+});

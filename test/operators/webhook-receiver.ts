@@ -1,4 +1,5 @@
-// A local webhook receiver on 127.0.0.1: records every delivery (headers and body) and can fail the first attempts.
+// A local webhook receiver on 127.0.0.1: records every delivery (headers and body), can fail the first attempts and
+// can answer slowly. A GET answers what it has received, for tests that run elsewhere (inside workerd).
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -8,6 +9,8 @@ export interface Delivery {
   body: string;
   json: any;
   status: number;
+  /** When the receiver sent its answer (epoch ms). */
+  answeredAt?: number;
 }
 
 export interface WebhookReceiver {
@@ -18,11 +21,15 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-/** `failFirst`: answer 503 to the first N attempts of each event id. */
-export async function startWebhookReceiver(opts: { failFirst?: number } = {}): Promise<WebhookReceiver> {
+/** `failFirst`: answer 503 to the first N attempts of each event id. `delayMs`: hold every answer this long. */
+export async function startWebhookReceiver(opts: { failFirst?: number; delayMs?: number } = {}): Promise<WebhookReceiver> {
   const deliveries: Delivery[] = [];
   const attempts = new Map<string, number>();
   const server: Server = createServer((req, res) => {
+    if (req.method === "GET") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ deliveries }));
+      return;
+    }
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
@@ -30,8 +37,18 @@ export async function startWebhookReceiver(opts: { failFirst?: number } = {}): P
       const n = (attempts.get(id) ?? 0) + 1;
       attempts.set(id, n);
       const status = n <= (opts.failFirst ?? 0) ? 503 : 200;
-      deliveries.push({ id, signature: req.headers["tollgate-signature"] as string | undefined, body, json: JSON.parse(body), status });
-      res.writeHead(status, { "content-type": "application/json" }).end("{}");
+      const delivery: Delivery = {
+        id,
+        signature: req.headers["tollgate-signature"] as string | undefined,
+        body,
+        json: JSON.parse(body),
+        status,
+      };
+      deliveries.push(delivery);
+      setTimeout(() => {
+        delivery.answeredAt = Date.now();
+        res.writeHead(status, { "content-type": "application/json" }).end("{}");
+      }, opts.delayMs ?? 0);
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -1,10 +1,12 @@
 // Runs in Node before the Workers tests: starts the emulator (x402 + sandboxes) and the local chain on 127.0.0.1 and
 // hands their addresses, plus a funded wallet for the Worker, to the tests running inside workerd. Two stalling proxies
 // in front of the emulator lose the answer to a paid request (after the upstream settled it, or before it arrived),
-// so the Worker is left with an uncertain hold; they only drop traffic, they decide nothing.
+// so the Worker is left with an uncertain hold; they only drop traffic, they decide nothing. A webhook receiver that
+// answers slowly takes budget alerts (a GET on it lists what it received).
 import type { TestProject } from "vitest/node";
 import { startEmulator } from "../../emulator/index.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
+import { startWebhookReceiver } from "../operators/webhook-receiver.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -21,10 +23,14 @@ declare module "vitest" {
       /** A second funded wallet, for tests whose payments must not disturb another file's balance checks. */
       reconcileWalletKey: string;
       reconcileWallet: string;
+      /** A third, for the alerts test (its payments stay out of the other files' balance checks). */
+      alertsWalletKey: string;
       /** Forwards a paid request (the upstream settles it on chain) and never answers. */
       settledButLostUrl: string;
       /** Swallows a paid request (nothing settles) and never answers. */
       neverArrivedUrl: string;
+      /** Takes alert webhooks, holding each answer 500 ms; GET lists the deliveries (each with `answeredAt`). */
+      webhookUrl: string;
     };
   }
 }
@@ -34,9 +40,11 @@ export default async function setup(project: TestProject) {
   const chain = emu.chain!;
   const wallet = await chain.createFundedWallet(10_000_000n);
   const reconcileWallet = await chain.createFundedWallet(10_000_000n);
-  const [settledButLost, neverArrived] = await Promise.all([
+  const alertsWallet = await chain.createFundedWallet(10_000_000n);
+  const [settledButLost, neverArrived, webhooks] = await Promise.all([
     startStallingProxy(emu.controlUrl, "forward-then-stall"),
     startStallingProxy(emu.controlUrl, "swallow"),
+    startWebhookReceiver({ delayMs: 500 }),
   ]);
   project.provide("stack", {
     controlUrl: emu.controlUrl,
@@ -50,11 +58,13 @@ export default async function setup(project: TestProject) {
     wallet: wallet.address,
     reconcileWalletKey: reconcileWallet.privateKey,
     reconcileWallet: reconcileWallet.address,
+    alertsWalletKey: alertsWallet.privateKey,
     settledButLostUrl: settledButLost.url,
     neverArrivedUrl: neverArrived.url,
+    webhookUrl: webhooks.url,
   });
   return async () => {
-    await Promise.all([settledButLost.close(), neverArrived.close()]);
+    await Promise.all([settledButLost.close(), neverArrived.close(), webhooks.close()]);
     await emu.close();
   };
 }
