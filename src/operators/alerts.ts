@@ -12,8 +12,20 @@ import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 import { onBudgetExhausted } from "./kill-switch.js";
 import { deliverBudgetEvent } from "./webhooks.js";
 import { stateKeys } from "../state/keys.js";
+import { LRUCache } from "lru-cache";
 
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
+
+/**
+ * Markers this instance has already seen taken (by itself or another instance), per gateway: a threshold stays crossed
+ * until its window ends, so later payments skip the shared set-if-absent for it.
+ */
+const taken = new WeakMap<GatewayServices, LRUCache<string, true>>();
+const takenBy = (services: GatewayServices) => {
+  let t = taken.get(services);
+  if (!t) taken.set(services, (t = new LRUCache<string, true>({ max: 10_000, ttlAutopurge: false })));
+  return t;
+};
 
 /**
  * Called after a payment is committed, beside the request `c`: records (and sends to the receivers, if any) each
@@ -37,11 +49,12 @@ export async function checkBudgetAlerts(services: GatewayServices, tenantId: str
       const hundredths = (used[window] * 10_000n) / limit;
       for (const threshold of thresholds) {
         if (hundredths < BigInt(Math.round(threshold * 100))) continue;
-        const won = await services.stores.kv.setIfAbsent(
-          stateKeys.budgetAlert(tenantId, window, period, threshold),
-          services.instanceId,
-          untilWindowEndsMs(window, now),
-        );
+        const marker = stateKeys.budgetAlert(tenantId, window, period, threshold);
+        const seen = takenBy(services);
+        if (seen.has(marker)) continue;
+        const ttl = untilWindowEndsMs(window, now);
+        const won = await services.stores.kv.setIfAbsent(marker, services.instanceId, ttl);
+        seen.set(marker, true, ttl ? { ttl } : {});
         if (won)
           deliverBudgetEvent(
             services,
