@@ -7,6 +7,7 @@ import type { Secrets } from "../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { withDirectRelays } from "./node/direct-relay.js";
+import { withUnreadBodiesDiscarded } from "./node/unread-bodies.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
@@ -97,7 +98,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
       {
-        fetch: withUpgradeErrorBodies(withDirectRelays(gateway.app.fetch)),
+        fetch: withUpgradeErrorBodies(withUnreadBodiesDiscarded(withDirectRelays(gateway.app.fetch))),
         hostname: host,
         port: opts.port ?? opts.config.server.port,
         websocket: { server: wss },

@@ -1,6 +1,6 @@
 // The one JSON body reader: size bounded while streaming (Content-Length first, then a counting reader), nesting depth
 // bounded before parsing, read once per request and shared by the chain (quota, meter, handler) through the context.
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 
@@ -16,7 +16,19 @@ export interface JsonBody {
 declare module "hono" {
   interface ContextVariableMap {
     jsonBody: JsonBody;
+    /** The route-table row's own JSON body limit, when it has one (`bodyLimit`). */
+    bodyLimit: number;
   }
+}
+
+/** A row's JSON body limit: a declared length above it is refused at once, and the reader counts a stream against it. */
+export function limitBody(limit: number): MiddlewareHandler<GatewayEnv> {
+  return async function limitBodyMiddleware(c, next) {
+    const declared = c.req.header("content-length");
+    if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+    c.set("bodyLimit", limit);
+    return next();
+  };
 }
 
 const incomplete = () => new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");
@@ -109,7 +121,7 @@ function parseJsonObject(text: string, what = "The request body"): Record<string
 }
 
 /** The request's JSON object body, read once (bounded) and kept on the context for the rest of the chain. */
-export async function jsonBody(c: Context<GatewayEnv>, limit = JSON_BODY_LIMIT): Promise<JsonBody> {
+export async function jsonBody(c: Context<GatewayEnv>, limit = c.get("bodyLimit") ?? JSON_BODY_LIMIT): Promise<JsonBody> {
   const kept = c.get("jsonBody");
   if (kept) return kept;
   const text = await readBoundedText(c.req.raw, limit);

@@ -9,6 +9,7 @@ import type { ResourceKind } from "../state/types.js";
 import { quota } from "../../middleware/quota/index.js";
 import { rateLimit } from "../../middleware/rate-limit/index.js";
 import { identify } from "./caller.js";
+import { limitBody } from "./body.js";
 import { meterCredits } from "./credits.js";
 import type { RowHandler } from "./handlers.js";
 import { methodsOf, ROUTES, type RouteRow } from "./table.js";
@@ -56,6 +57,7 @@ export function mountRouteTable(
     const handler = handlers[row.handler];
     if (!handler) throw new Error(`route table: row ${row.name} names handler "${row.handler}", which does not exist`);
     const chain: MiddlewareHandler<GatewayEnv>[] = [identify(services, row)];
+    if (row.bodyLimit) chain.push(limitBody(row.bodyLimit));
     // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
     if (!row.path.startsWith("/sandbox/")) chain.push(limited);
     const owner = requireOwner(services, row);

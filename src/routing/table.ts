@@ -53,6 +53,8 @@ export interface RouteRow {
   list?: { kind: ResourceKind; field: string | null };
   pay: "free" | "x402" | "credits";
   meter?: Meter;
+  /** A JSON body above this many bytes answers 413 body_too_large (default 1 MiB; a search needs a few KiB). */
+  bodyLimit?: number;
   /** Creation counted against the tenant's active-resource quota and body limits. */
   quota?: "sandbox" | "session";
   /** Route handler; "forward" relays the request to the upstream with the operator's key. */
@@ -62,6 +64,9 @@ export interface RouteRow {
 }
 
 const KEY = ["key"] as const;
+/** A search is a query and a few filters; a fetch may carry an output schema. */
+const SEARCH_BODY = 16 * 1024,
+  FETCH_BODY = 64 * 1024;
 const GET = "GET" as const,
   POST = "POST" as const,
   PUT = "PUT" as const,
@@ -142,10 +147,10 @@ function runtime(
 // biome-ignore format: one row per line, so the table reads as a table
 export const ROUTES: readonly RouteRow[] = [
   // ── Web search and fetch: x402 (the gateway pays) or the operator's credits; cached and coalesced either way ──
-  { name: "x402.web.search", method: POST, path: "/x402/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", handler: "paid.search" },
-  { name: "x402.web.fetch", method: POST, path: "/x402/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", handler: "paid.search" },
-  { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch" }, handler: "paid.search" },
-  { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch" }, handler: "paid.search" },
+  { name: "x402.web.search", method: POST, path: "/x402/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: SEARCH_BODY, handler: "paid.search" },
+  { name: "x402.web.fetch", method: POST, path: "/x402/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: FETCH_BODY, handler: "paid.search" },
+  { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch" }, bodyLimit: SEARCH_BODY, handler: "paid.search" },
+  { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch" }, bodyLimit: FETCH_BODY, handler: "paid.search" },
   ...jobRows({ name: "web.batchFetch", path: "/api/web/batch-fetch", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "urls", default: 1 } }),
   ...jobRows({ name: "web.crawl", path: "/api/web/crawl", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "crawlOptions.maxPages", default: 10 } }),
 

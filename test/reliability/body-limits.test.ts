@@ -1,5 +1,6 @@
 // Body limits hold while the body streams: a gateway process takes 16 concurrent 50 MiB bodies on every route that
 // reads one and its memory barely moves; a 600 MiB stream is refused with 413; deep JSON is a 400 before any parsing.
+import { Client } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
@@ -127,8 +128,9 @@ describe("request bodies are bounded while they stream", () => {
             body,
           });
           const { code } = await r.json();
-          // Token requests are limited to 16 KiB: 5000 levels of `{"a":` pass that before their depth is looked at.
-          if (r.status === 413 && t.path.startsWith("/_tollgate/tokens") && body.length > 16 * 1024) expect(code).toBe("body_too_large");
+          // Searches and token requests are limited to 16 KiB: deep bodies pass that before their depth is looked at.
+          const small = t.path.startsWith("/_tollgate/tokens") || t.path.endsWith("/web/search");
+          if (r.status === 413 && small && body.length > 16 * 1024) expect(code).toBe("body_too_large");
           else expect([r.status, code], `${t.path} at depth ${depth}`).toEqual([400, "invalid_json"]);
         }
       }
@@ -140,6 +142,62 @@ describe("request bodies are bounded while they stream", () => {
       body: JSON.stringify({ kind: "search", cap: "0.01", note: "[".repeat(5000) }),
     });
     expect((await inString.json()).code).toBe("invalid_token_request");
+  });
+
+  it("holds a search to its row's 16 KiB: a larger body is refused before it is read, a query of a few KiB is not", async () => {
+    for (const path of ["/x402/web/search", "/api/web/search"]) {
+      const big = JSON.stringify({ query: "q".repeat(17 * 1024) });
+      const refused = await fetch(gw.url + path, {
+        method: "POST",
+        headers: { "x-api-key": keys.acme, "content-type": "application/json" },
+        body: big,
+      });
+      expect(refused.status).toBe(413);
+      expect(await refused.json()).toMatchObject({ code: "body_too_large", limit: 16 * 1024 });
+      const streamed = await sendBulkBody({
+        url: gw.url + path,
+        headers: { "x-api-key": keys.acme },
+        mib: 1,
+        declared: false,
+        prefix: '{"query":"',
+      });
+      expect(streamed.status).toBe(413);
+      const fine = await fetch(gw.url + path, {
+        method: "POST",
+        headers: { "x-api-key": keys.acme, "content-type": "application/json" },
+        body: JSON.stringify({ query: `weather ${"x".repeat(4 * 1024)}` }),
+      });
+      expect(fine.status, path).not.toBe(413);
+      await fine.arrayBuffer();
+    }
+  });
+
+  it("keeps a connection usable after refusing the rest of a body: the next request on it is answered at once", async () => {
+    const client = new Client(gw.url, { pipelining: 1, keepAliveTimeout: 10_000 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const chunks = async function* () {
+          yield Buffer.from('{"query":"');
+          for (let n = 0; n < 16; n++) yield Buffer.alloc(64 * 1024, 0x20);
+          yield Buffer.from('"}');
+        };
+        const refused = await client.request({
+          path: "/x402/web/search",
+          method: "POST",
+          headers: { "x-api-key": keys.acme, "content-type": "application/json" },
+          body: chunks(),
+        });
+        expect(refused.statusCode).toBe(413);
+        await refused.body.dump();
+        const started = Date.now();
+        const next = await client.request({ path: "/_tollgate/health", method: "GET" });
+        expect(next.statusCode).toBe(200);
+        await next.body.dump();
+        expect(Date.now() - started).toBeLessThan(400); // not held until the server gives up on the connection
+      }
+    } finally {
+      await client.close();
+    }
   });
 
   it("is still up, and logged nothing unhandled", async () => {
