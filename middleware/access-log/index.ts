@@ -63,7 +63,7 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
       const status = typeof f.status === "number" ? f.status : c.res.status;
       if (metrics) {
         metrics.request(routeLabel(c), status, tenant ?? "", seconds);
-        if (f.cache) metrics.cache(f.cache, f.saved, tenant);
+        if (f.cache) metrics.cache(f.cache, f.saved);
       }
       if (logging) {
         const ua = c.req.header("user-agent");

@@ -18,7 +18,8 @@ import { issueKey } from "../routes/admin/keys.js";
 import { ledgerSurface } from "../routes/admin/views.js";
 import { currentSession, endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
 import { liveResources, stopResource, type LiveKind } from "./resources.js";
-import { savingsOf, tenantSpend } from "./spend.js";
+import { tenantSpend } from "./spend.js";
+import { fleetSavings } from "../operators/savings.js";
 import { ErrorPage, href, type Viewer } from "./pages/layout.js";
 import { OverviewPage } from "./pages/overview.js";
 import { TenantPage } from "./pages/tenant.js";
@@ -177,17 +178,21 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       live.sandboxes += await stores.ownership.activeCount("sandbox", t.id);
       live.sessions += await stores.ownership.activeCount("session", t.id);
     }
-    const savings = savingsOf(services, viewer.admin ? undefined : viewer.tenant);
+    const savings = await fleetSavings(
+      services,
+      tenants.map((t) => t.id),
+    );
     return render(c, <OverviewPage viewer={viewer} nonce={c.get("nonce")} spends={spends} savings={savings} live={live} />);
   });
 
   app.get("/tenants/:id", async (c) => {
     const tenant = visibleTenant(c, c.req.param("id"));
-    const [spend, resources, ledger, audit] = await Promise.all([
+    const [spend, resources, ledger, audit, savings] = await Promise.all([
       tenantSpend(services, tenant),
       liveResources(services, [tenant.id]),
       stores.ledger.list({ tenant: tenant.id, limit: 10 }),
       stores.audit.list({ limit: AUDIT_SCAN }),
+      fleetSavings(services, [tenant.id]),
     ]);
     const own = audit.filter((e) => concernsTenant(e.target, tenant.id)).slice(0, 20);
     return render(
@@ -196,7 +201,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
         viewer={c.get("viewer")}
         nonce={c.get("nonce")}
         spend={spend}
-        savings={savingsOf(services, tenant.id)}
+        savings={savings}
         thresholds={services.config.alerts.thresholds}
         resources={resources}
         ledger={ledger}

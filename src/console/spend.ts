@@ -5,7 +5,6 @@ import type { Tenant } from "../tenants.js";
 import type { BudgetWindow } from "../state/types.js";
 import { tenantLimits } from "../payments/limits.js";
 import { resetAt } from "../state/windows.js";
-import type { CacheSavings } from "../metrics/gateway-metrics.js";
 
 export interface WindowSpend {
   window: BudgetWindow;
@@ -38,16 +37,4 @@ export async function tenantSpend(services: GatewayServices, tenant: Tenant): Pr
       resetsAt: resetAt(w, now),
     })),
   };
-}
-
-/** This instance's savings, for one tenant or (undefined) all of them. */
-export function savingsOf(services: GatewayServices, tenant?: string): CacheSavings {
-  const total: CacheSavings = { hits: 0, coalesced: 0, savedAtomic: 0n };
-  for (const [t, s] of services.metrics.savings()) {
-    if (tenant !== undefined && t !== tenant) continue;
-    total.hits += s.hits;
-    total.coalesced += s.coalesced;
-    total.savedAtomic += s.savedAtomic;
-  }
-  return total;
 }

@@ -39,15 +39,7 @@ const children =
   (...values: string[]): C =>
     family.labels(...values);
 
-/** Answers served from the cache or joined to an identical paid call in flight, and what they would have cost. */
-export interface CacheSavings {
-  hits: number;
-  coalesced: number;
-  savedAtomic: bigint;
-}
-
 export class GatewayMetrics {
-  private readonly savedByTenant = new Map<string, CacheSavings>();
   private readonly routes = new BoundedLabel(256);
   private readonly requestChildren = new Map<string, { seconds: HistogramChild; byTenant: Map<string, Map<number, CounterChild>> }>();
   private readonly tenants = new BoundedLabel(1024);
@@ -188,21 +180,9 @@ export class GatewayMetrics {
   }
 
   /** A paid-answer lookup; `savedAtomic` is the price of the answer served without paying. */
-  cache(outcome: string, savedAtomic: bigint | undefined, tenant?: string): void {
+  cache(outcome: string, savedAtomic: bigint | undefined): void {
     this.cacheTotal(outcome).inc();
     if (savedAtomic && savedAtomic > 0n) this.cacheSaved.inc(usd(savedAtomic));
-    if (outcome !== "hit" && outcome !== "coalesced") return;
-    const key = tenant ? this.tenants.of(tenant) : "";
-    const s = this.savedByTenant.get(key) ?? { hits: 0, coalesced: 0, savedAtomic: 0n };
-    if (outcome === "hit") s.hits++;
-    else s.coalesced++;
-    s.savedAtomic += savedAtomic ?? 0n;
-    this.savedByTenant.set(key, s);
-  }
-
-  /** This instance's cache and coalescing savings since it started, per tenant (the console shows them). */
-  savings(): ReadonlyMap<string, Readonly<CacheSavings>> {
-    return this.savedByTenant;
   }
 
   /** A relay opened; the returned function (call it once) records its close. */

@@ -6,6 +6,8 @@ import { fromBase64 as unb64, toBase64 as b64, type Answer } from "./answer.js";
 const LEASE_MS = 60_000;
 const POLL_MS = 25;
 const STORED_AT = "x-tollgate-stored-at";
+/** What the publishing instance paid for the answer (atomic units): what every other use of it saved. */
+const PAID = "x-tollgate-paid-atomic";
 
 export interface FleetResult {
   answer: Answer;
@@ -35,8 +37,9 @@ export async function fleetCoalesce(
         // Too old for this client: fetch afresh without replacing what others may still use.
         return { answer: await fetch(), fetched: true };
       }
-      const { [STORED_AT]: _, ...headers } = r.headers;
-      return { answer: { status: r.status, headers, body: unb64(r.body), paid: 0n, storedAt }, fetched: false };
+      const { [STORED_AT]: _, [PAID]: paid, ...headers } = r.headers;
+      const cost = /^\d{1,30}$/.test(paid ?? "") ? BigInt(paid!) : 0n;
+      return { answer: { status: r.status, headers, body: unb64(r.body), paid: cost, storedAt }, fetched: false };
     }
     if (begun.state === "new") break;
     // Another instance is fetching it: wait for its answer (or for its lease to lapse if it died).
@@ -56,7 +59,7 @@ export async function fleetCoalesce(
         k,
         {
           status: answer.status,
-          headers: { ...answer.headers, [STORED_AT]: String(answer.storedAt) },
+          headers: { ...answer.headers, [STORED_AT]: String(answer.storedAt), [PAID]: String(answer.paid) },
           body: b64(answer.body),
           fingerprint: key,
         },

@@ -76,7 +76,7 @@ function routes(): RouteConfig[] {
       path: `${P}/usage`,
       tags: ["usage"],
       security: tenantKey,
-      summary: "Budget windows: limit, spent, remaining, reset",
+      summary: "Budget windows (limit, spent, remaining, reset) and cache savings across the fleet",
       responses: { 200: json(anyObject, "Usage"), ...errors },
     },
     {

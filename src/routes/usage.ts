@@ -10,6 +10,7 @@ import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from 
 import { atomicToUsd } from "../payments/money.js";
 import { tenantLimits } from "../payments/limits.js";
 import { resetAt } from "../state/windows.js";
+import { fleetSavings } from "../operators/savings.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
 
@@ -35,7 +36,10 @@ async function usageOf(services: GatewayServices, tenant: Tenant) {
       resetsAt: resetAt(w, now),
     };
   }
-  return { tenant: tenant.id, currency: "USD", ...windows };
+  // Answers served from the cache or joined to a call in flight, across the fleet, and what they would have cost.
+  const s = await fleetSavings(services, [tenant.id]);
+  const savings = { hits: s.hits, coalesced: s.coalesced, savedUsd: atomicToUsd(s.savedAtomic) };
+  return { tenant: tenant.id, currency: "USD", ...windows, savings };
 }
 
 export function ledgerView(e: LedgerEntry) {

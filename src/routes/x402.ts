@@ -1,6 +1,7 @@
 // Paid search and fetch: /x402/web/{search,fetch} paid with x402, /api/web/{search,fetch} billed to credits. The
 // caller is the chain's; the steps read in order: idempotency → cache → coalesce → pay (or meter) → forward → answer.
 import type { Context } from "hono";
+import { recordSavings } from "../operators/savings.js";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
@@ -111,6 +112,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
 
     f.paid = answer.paid;
     f.cache = how;
+    if (how === "hit" || how === "coalesced") recordSavings(services, c, tenant.id, how, f.saved ?? 0n);
     return answerResponse(answer, {
       "x-tollgate-cache": how,
       "x-tollgate-paid": atomicToUsd(answer.paid),

@@ -20,6 +20,8 @@ export const stateKeys = {
   x402SessionManagement: (id: string) => `session:x402mgmt:${id}`,
   /** When a paid (x402) session ends, for its quota slot. */
   paidSession: (id: string) => `session:paid:${id}`,
+  /** Cache and coalescing savings of a tenant across the fleet, one counter per figure (src/operators/savings.ts). */
+  savings: (tenant: string, figure: "hits" | "coalesced" | "saved") => `savings:${tenant}:${figure}`,
   /** A credits hold of a running resource or job (src/routing/credits.ts). */
   creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,
   /** A gateway token minted by POST /_tollgate/tokens, for its later revocation. */

@@ -5,6 +5,7 @@ import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startEmulator } from "../../emulator/index.js";
 import { search } from "../helpers/paid-stack.js";
+import { atomicToUsd } from "../../src/payments/money.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
@@ -174,6 +175,19 @@ describe("a fleet of gateway processes sharing Redis", () => {
     // A later request on the other instance is a hit from the fleet's shared answer.
     const later = await search(a.url, keys.acme, { query: "fleet identical query" });
     expect(later.headers.get("x-tollgate-cache")).toBe("hit");
+    // Savings are counted for the whole fleet: either instance reports the 100 answers it did not pay for (each
+    // instance writes its figures within 2 s).
+    const savedBy = async (url: string) =>
+      (await (await fetch(`${url}/_tollgate/usage`, { headers: { "x-api-key": keys.acme } })).json()).savings;
+    let seen: { hits: number; coalesced: number; savedUsd: string } | undefined;
+    for (let i = 0; i < 40; i++) {
+      seen = await savedBy(b.url);
+      if (seen && seen.hits + seen.coalesced === 100) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(seen!.hits + seen!.coalesced).toBe(100);
+    expect(Number(seen!.savedUsd)).toBeCloseTo(Number(atomicToUsd(PRICE)) * 100, 6);
+    expect(await savedBy(a.url)).toEqual(seen);
     await Promise.all([a.stop(), b.stop()]);
   }, 120_000);
 

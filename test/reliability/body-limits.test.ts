@@ -1,6 +1,7 @@
 // Body limits hold while the body streams: a gateway process takes 16 concurrent 50 MiB bodies on every route that
 // reads one and its memory barely moves; a 600 MiB stream is refused with 413; deep JSON is a 400 before any parsing.
 import { Client } from "undici";
+import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
@@ -185,7 +186,7 @@ describe("request bodies are bounded while they stream", () => {
           path: "/x402/web/search",
           method: "POST",
           headers: { "x-api-key": keys.acme, "content-type": "application/json" },
-          body: chunks(),
+          body: Readable.from(chunks()),
         });
         expect(refused.statusCode).toBe(413);
         await refused.body.dump();
