@@ -35,6 +35,15 @@ local function sub(a, b) -- a >= b
   if out == '' then return '0' end
   return out
 end
+-- A budget window's counter (negative counts as 0) if adding amount would pass its limit ('' = no limit), else nil.
+local function over(key, limit, amount)
+  if limit == '' then return nil end
+  local spent = redis.call('GET', key) or '0'
+  local counted = spent
+  if counted:sub(1, 1) == '-' then counted = '0' end
+  if gt(add(counted, amount), limit) then return spent end
+  return nil
+end
 `;
 
 /**
@@ -50,13 +59,8 @@ const RESERVE = `${DECIMAL}
 if redis.call('EXISTS', KEYS[1]) == 1 then return {2} end
 local amount = ARGV[1]
 for w = 1, 3 do
-  local limit = ARGV[1 + w]
-  if limit ~= '' then
-    local spent = redis.call('GET', KEYS[1 + w]) or '0'
-    local counted = spent
-    if counted:sub(1, 1) == '-' then counted = '0' end
-    if gt(add(counted, amount), limit) then return {0, w, spent} end
-  end
+  local spent = over(KEYS[1 + w], ARGV[1 + w], amount)
+  if spent then return {0, w, spent} end
 end
 local credits = ARGV[9] == '1'
 local function count(key, ttl)
@@ -171,13 +175,8 @@ local grow, delta = ARGV[1] == '+', ARGV[2]
 if not grow and gt(delta, cur[2]) then delta = cur[2] end
 if grow then
   for w = 1, 3 do
-    local limit = ARGV[2 + w]
-    if limit ~= '' then
-      local spent = redis.call('GET', cur[2 + w]) or '0'
-      local counted = spent
-      if counted:sub(1, 1) == '-' then counted = '0' end
-      if gt(add(counted, delta), limit) then return {0, w, spent, cur[11]} end
-    end
+    local spent = over(cur[2 + w], ARGV[2 + w], delta)
+    if spent then return {0, w, spent, cur[11]} end
   end
 end
 for k = 3, 8 do
