@@ -175,6 +175,35 @@ describe("quota: body limits", () => {
     expect(seen).toHaveLength(4);
   });
 
+  it("refuses a timeout the upstream would read as longer (0: none; strings coerced), and sends the limit for null", async () => {
+    const { create, seen } = await setup({ maxTimeoutMinutes: 30 });
+    for (const timeoutMinutes of [0, -5, "600", "20", [20], true]) {
+      const res = await create("session", { timeoutMinutes });
+      expect(res.status, JSON.stringify(timeoutMinutes)).toBe(403);
+      expect(await res.json()).toEqual({
+        message: `timeoutMinutes ${JSON.stringify(timeoutMinutes)} is not a number of minutes within this tenant's limit of 30.`,
+        code: "quota_timeout",
+        limit: 30,
+        requested: timeoutMinutes,
+      });
+    }
+    expect(seen).toEqual([]);
+    expect((await create("session", { timeoutMinutes: null })).status).toBe(200);
+    expect((await create("session", { timeoutMinutes: 0.5 })).status).toBe(200);
+    expect(seen).toEqual([{ timeoutMinutes: 30 }, { timeoutMinutes: 0.5 }]);
+  });
+
+  it("checks the snapshot's image as well when a body names both (the upstream starts from the snapshot)", async () => {
+    const { create, seen } = await setup({ images: ["node"] });
+    upstreamState.snapshots.set("theirs", "ubuntu");
+    upstreamState.snapshots.set("mine", "node");
+    const both = await create("sandbox", { imageName: "node", snapshotName: "theirs" });
+    expect(both.status).toBe(403);
+    expect(await both.json()).toMatchObject({ code: "quota_image", allowed: ["node"], requested: "ubuntu" });
+    expect((await create("sandbox", { imageName: "node", snapshotName: "mine" })).status).toBe(200);
+    expect(seen).toHaveLength(1);
+  });
+
   it("answers a body it cannot read as the client's 400 invalid_json, never a 500", async () => {
     const { create } = await setup({ maxTimeoutMinutes: 30 });
     for (const body of ["{not json", "[1,2]", "42"]) {
