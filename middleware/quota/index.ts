@@ -23,13 +23,14 @@ function refuse(status: number, code: string, message: string, figures: Record<s
 async function checkBody(c: Context, services: GatewayServices, kind: ResourceKind, q: Quotas, body: WireRecord): Promise<WireRecord> {
   const out = { ...body };
   if (q.maxTimeoutMinutes !== undefined) {
-    if (out.timeoutMinutes === undefined)
-      out.timeoutMinutes = q.maxTimeoutMinutes; // the upstream default may be longer
-    else if (typeof out.timeoutMinutes === "number" && out.timeoutMinutes > q.maxTimeoutMinutes) {
-      refuse(403, "quota_timeout", `timeoutMinutes ${out.timeoutMinutes} is above this tenant's limit of ${q.maxTimeoutMinutes}.`, {
-        limit: q.maxTimeoutMinutes,
-        requested: out.timeoutMinutes,
-      });
+    const max = q.maxTimeoutMinutes;
+    const t = out.timeoutMinutes;
+    // Absent or null, the upstream applies its own default, which may be longer: the tenant's limit is sent instead.
+    if (t === undefined || t === null) out.timeoutMinutes = max;
+    // The upstream reads 0 as "no timeout" and coerces strings: only a number of minutes within the limit goes.
+    else if (typeof t !== "number" || !Number.isFinite(t) || t <= 0 || t > max) {
+      const what = typeof t === "number" && t > max ? `${t} is above` : `${JSON.stringify(t)} is not a number of minutes within`;
+      refuse(403, "quota_timeout", `timeoutMinutes ${what} this tenant's limit of ${max}.`, { limit: max, requested: t });
     }
   }
   if (q.regions) {
@@ -42,15 +43,19 @@ async function checkBody(c: Context, services: GatewayServices, kind: ResourceKi
     }
   }
   if (kind === "sandbox" && q.images) {
-    const image = typeof out.imageName === "string" ? out.imageName : await imageOfSnapshot(c, services, out.snapshotName);
-    if (image !== undefined && !q.images.includes(image)) {
-      refuse(403, "quota_image", `Image "${image}" is not allowed for this tenant (allowed: ${q.images.join(", ") || "none"}).`, {
-        allowed: q.images,
-        requested: image,
-      });
+    const allowed = q.images;
+    // A body may name both; the upstream starts from the snapshot then, so its image is checked as well.
+    const images = [typeof out.imageName === "string" ? out.imageName : undefined, await imageOfSnapshot(c, services, out.snapshotName)];
+    for (const image of images) {
+      if (image !== undefined && !allowed.includes(image)) {
+        refuse(403, "quota_image", `Image "${image}" is not allowed for this tenant (allowed: ${allowed.join(", ") || "none"}).`, {
+          allowed,
+          requested: image,
+        });
+      }
     }
-    if (image === undefined && out.snapshotName === undefined)
-      refuse(403, "quota_image", "imageName is required: this tenant may only use listed images.", { allowed: q.images });
+    if (images[0] === undefined && out.snapshotName === undefined)
+      refuse(403, "quota_image", "imageName is required: this tenant may only use listed images.", { allowed });
   }
   return out;
 }
