@@ -32,7 +32,9 @@ const cidr = z
 const hostName = z.string({ error: 'expected a host like "gateway.example.com" or "localhost:8787"' }).refine(
   (s) => {
     try {
-      return new URL(`http://${s}`).host === s.toLowerCase() || new URL(`http://${s}`).hostname === s.toLowerCase();
+      // A bare host with an optional port (a default one such as :80 included): nothing the URL parser would change.
+      const [, name, port] = /^(.*?)(?::(\d{1,5}))?$/.exec(s.toLowerCase())!;
+      return new URL(`http://${s}`).hostname === name && (port === undefined || Number(port) <= 65535);
     } catch {
       return false;
     }

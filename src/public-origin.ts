@@ -7,13 +7,21 @@ import type { GatewayServices } from "./services.js";
 /** What `tollgate start` answers to when neither server.publicOrigin nor server.publicHosts is configured. */
 export const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"] as const;
 
-/** Whether `host` (`name` or `name:port`) is one of `server.publicHosts` (an entry without a port allows any port). */
-export function isListedPublicHost(host: string, listed: readonly string[]): boolean {
+/**
+ * Whether `host` (`name` or `name:port`, as the client sent it) is one of `server.publicHosts`. An entry without a port
+ * allows any port; one with a port allows that port, the scheme's default included (`gw.example.com:443` matches an
+ * https request to `gw.example.com`, whose URL carries no port).
+ */
+export function isListedPublicHost(host: string, listed: readonly string[], protocol = "http:"): boolean {
   const h = host.toLowerCase();
-  const name = h.replace(/:\d+$/, "");
+  const given = /:(\d+)$/.exec(h);
+  const name = given ? h.slice(0, -given[0].length) : h;
+  const port = given ? given[1] : protocol === "https:" || protocol === "wss:" ? "443" : "80";
   return listed.some((e) => {
     const entry = e.toLowerCase();
-    return entry === h || entry === name;
+    const p = /:(\d+)$/.exec(entry);
+    if (!p) return entry === name;
+    return entry.slice(0, -p[0].length) === name && Number(p[1]) === Number(port);
   });
 }
 
@@ -27,7 +35,7 @@ export function publicOriginOf(c: Context, services: GatewayServices): string {
   if (publicOrigin) return publicOrigin.replace(/\/+$/, "");
   const view = clientView(c, services);
   // publicHostsOnly() refuses such requests up front; this keeps a route mounted outside it from echoing the host.
-  if (publicHosts && !isListedPublicHost(view.host, publicHosts)) {
+  if (publicHosts && !isListedPublicHost(view.host, publicHosts, view.protocol)) {
     throw new GatewayError(
       421,
       "host_not_allowed",

@@ -64,6 +64,16 @@ describe("publicHostsOnly", () => {
     expect(await status(a, "https://api.example.com/api/sandboxes")).toBe(421);
   });
 
+  it("matches an entry naming the scheme's default port, which the request's URL leaves out", async () => {
+    const a = app({ publicHosts: ["gw.example.com:443", "plain.example.com:80"] });
+    expect(await status(a, "https://gw.example.com/api/sandboxes")).toBe(200);
+    expect(await status(a, "https://gw.example.com:443/api/sandboxes")).toBe(200);
+    expect(await status(a, "http://gw.example.com/api/sandboxes")).toBe(421);
+    expect(await status(a, "http://plain.example.com/api/sandboxes")).toBe(200);
+    expect(await status(a, "https://plain.example.com/api/sandboxes")).toBe(421);
+    expect(await status(a, "https://3000-sbx1.gw.example.com/")).toBe(200);
+  });
+
   it("refuses any other host 421 host_not_allowed as JSON, before the route runs", async () => {
     const a = app({ publicHosts: ["gw.example.com"] });
     const before = routeRuns;

@@ -27,9 +27,10 @@ export function publicHostsOnly(services: GatewayServices): MiddlewareHandler {
   const { publicOrigin, publicHosts } = services.config.server;
   return async function publicHostsMiddleware(c, next) {
     if (publicOrigin || !publicHosts || c.req.path === HEALTH_PATH) return next();
-    const host = clientView(c, services).host;
+    const { host, protocol } = clientView(c, services);
     const port = parseExposedHost(host);
-    if (!isListedPublicHost(host, publicHosts) && !(port && isListedPublicHost(port.rest, publicHosts))) throw hostNotAllowed();
+    if (!isListedPublicHost(host, publicHosts, protocol) && !(port && isListedPublicHost(port.rest, publicHosts, protocol)))
+      throw hostNotAllowed();
     return next();
   };
 }

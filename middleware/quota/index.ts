@@ -36,7 +36,8 @@ async function checkBody(c: Context, services: GatewayServices, kind: ResourceKi
   if (q.regions) {
     if (out.region === undefined && q.regions.length > 0) out.region = q.regions[0];
     else if (!q.regions.includes(String(out.region))) {
-      refuse(403, "quota_region", `Region "${out.region}" is not allowed for this tenant (allowed: ${q.regions.join(", ") || "none"}).`, {
+      const named = out.region === undefined ? "No region" : `Region "${out.region}"`;
+      refuse(403, "quota_region", `${named} is not allowed for this tenant (allowed: ${q.regions.join(", ") || "none"}).`, {
         allowed: q.regions,
         requested: out.region,
       });

@@ -36,7 +36,8 @@ export function rateLimit(services: GatewayServices): MiddlewareHandler {
       : await tenantOf(presentedKey(c.req.raw.headers) ?? c.req.query("token"));
     const limit = tenant?.quotas.requestsPerMinute;
     if (!tenant || limit === undefined) return next();
-    c.get("logFields").tenant = tenant.id; // a refusal's log line names whom it refused
+    const fields = c.get("logFields");
+    if (fields) fields.tenant = tenant.id; // a refusal's log line names whom it refused (when access-log runs first)
     const now = services.now();
     const r = await services.stores.rateLimiter.hit(`tenant:${tenant.id}`, limit, WINDOW_MS, now);
     if (!r.allowed) {

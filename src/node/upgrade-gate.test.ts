@@ -34,6 +34,16 @@ describe("gateUpgrades", () => {
     await gw?.close();
   });
 
+  it("answers a plain request whose Host makes no URL with a JSON 400, not node-server's empty one", async () => {
+    for (const host of ["a b", "x:99999", "[zz]", "foo:bar"]) {
+      const r = await raw(gw.port, `GET /_tollgate/health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      expect(r.text, host).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(r.text.slice(r.text.indexOf("\r\n\r\n") + 4)), host).toMatchObject({ code: "invalid_host" });
+    }
+    const ok = await raw(gw.port, `GET /_tollgate/health HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nConnection: close\r\n\r\n`);
+    expect(ok.text).toMatch(/^HTTP\/1\.1 200 /);
+  });
+
   it("serves a bodiless request asking for h2c as the HTTP/1.1 request it also is, then closes", async () => {
     const r = await raw(
       gw.port,

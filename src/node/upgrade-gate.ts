@@ -1,4 +1,6 @@
-// The gate in front of @hono/node-server's 'upgrade' listener. Requests asking to upgrade to anything but WebSocket
+// The gates in front of @hono/node-server's listeners. A request whose Host makes no URL (`a b`, `x:99999`, `[zz]`)
+// is the client's JSON 400 invalid_host before node-server sees it (it answered an empty 400, its Request cannot be
+// built). And the 'upgrade' listener: Requests asking to upgrade to anything but WebSocket
 // (`Upgrade: h2c` from curl --http2, or junk) are served as the plain HTTP/1.1 requests they also are: node-server
 // ignores them, which left such sockets open and unanswered forever. A WebSocket upgrade whose Host makes no URL
 // (`host:99999`) is the client's 400 here; node-server's URL building threw on it and answered a bare 500.
@@ -7,6 +9,7 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 
 type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const refusal = (message: string, code = "upgrade_not_supported") => {
   const body = JSON.stringify({ message, code });
@@ -54,5 +57,20 @@ export function gateUpgrades(server: Server): void {
       socket.end();
     });
     server.emit("request", req, res);
+  });
+}
+
+/** Answers a request whose Host makes no URL with a JSON 400, before node-server tries to build its Request. */
+export function gateHosts(server: Server): void {
+  const listeners = server.listeners("request") as RequestListener[];
+  server.removeAllListeners("request");
+  server.on("request", function hostMakesUrlOrRefuse(req: IncomingMessage, res: ServerResponse) {
+    if (!hostMakesUrl(req.headers.host)) {
+      const body = JSON.stringify({ message: "The Host header is not a valid host name.", code: "invalid_host" });
+      res.writeHead(400, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    for (const l of listeners) l.call(server, req, res);
   });
 }
