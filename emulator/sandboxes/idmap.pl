@@ -7,14 +7,14 @@
 # and only the top of a detached tree), gets the user namespace's id map if `+` (mount_setattr MOUNT_ATTR_IDMAP), and
 # the clones are assembled into a new tree that replaces the root for every process of the namespace (move_mount
 # over "/", pivot_root). Files keep their ids on disk and show them inside; processes of the user namespace write
-# them through the map. Flags (ro, nosuid, nodev...) come with each clone. Any failure before pivot_root exits
-# non-zero with the old root in place; the emulator then kills the sandbox.
+# them through the map. Flags (ro, nosuid, nodev...) come with each clone. Any failure exits non-zero before
+# pivot_root, every process still on the old root; the emulator then kills the sandbox. x86_64 only (the emulator
+# probes only there).
 #   perl -e "$(cat idmap.pl)" probe <dir>...
 # checks once, in the host's namespaces, that the kernel id-maps a clone of each directory's mount through a fresh
 # user namespace mapped like a sandbox's (nothing is attached; the clones vanish with their descriptors).
 use strict;
 use warnings;
-use POSIX ();
 use constant {
   AT_FDCWD => -100,
   AT_EMPTY_PATH => 0x1000,
@@ -31,6 +31,8 @@ use constant {
   MOVE_MOUNT_T_EMPTY_PATH => 0x40,
   MNT_DETACH => 2,
   # x86_64 system call numbers.
+  SYS_CLOSE => 3,
+  SYS_EXIT_GROUP => 231,
   SYS_FCHDIR => 81,
   SYS_PIVOT_ROOT => 155,
   SYS_UMOUNT2 => 166,
@@ -55,10 +57,10 @@ if ($mode eq "probe") {
   if (!$pid) {
     close $go_w;
     close $ready;
-    POSIX::_exit(1) if syscall(SYS_UNSHARE, CLONE_NEWUSER) < 0;
+    syscall(SYS_EXIT_GROUP, 1) if syscall(SYS_UNSHARE, CLONE_NEWUSER) < 0;
     syswrite($ready_w, "u");
     sysread($go, my $byte, 1);
-    POSIX::_exit(0);
+    syscall(SYS_EXIT_GROUP, 0);
   }
   close $go;
   close $ready_w;
@@ -73,14 +75,13 @@ if ($mode eq "probe") {
   for my $dir (@ARGV) {
     my $fd = sys("clone $dir", syscall(SYS_OPEN_TREE, AT_FDCWD, my $p = $dir, OPEN_TREE_CLONE | O_CLOEXEC));
     sys("id-mapped mount of $dir", syscall(SYS_MOUNT_SETATTR, $fd, $empty, AT_EMPTY_PATH, $attr, length $attr));
-    POSIX::close($fd);
+    syscall(SYS_CLOSE, $fd);
   }
   close $go_w;
   waitpid($pid, 0);
   exit 0;
 }
 die "usage: idmap.pl probe <dir>... | apply <user namespace fd> +. (+|=)<mount point>...\n" unless $mode eq "apply";
-
 
 my ($userns, @points) = @ARGV;
 die "usage: idmap.pl apply <user namespace fd> +. (+|=)<mount point>...\n"
@@ -109,7 +110,7 @@ for (@clones) {
   my ($point, $fd) = @$_;
   my $at = sys("open $point", syscall(SYS_OPENAT2, $tree, my $p = $point, $how, length $how));
   sys("mount $point", syscall(SYS_MOVE_MOUNT, $fd, $empty, $at, $empty, MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
-  POSIX::close($at);
+  syscall(SYS_CLOSE, $at);
 }
 sys("enter", syscall(SYS_FCHDIR, $tree));
 # Every process of the namespace whose root or cwd is the old root moves to the new one; the old root, now stacked

@@ -81,12 +81,16 @@ export function probeIsolation(cgroups: CgroupSupport, dirs: string[] = []): Iso
   const noUserns = userNamespace
     ? ""
     : `no user namespaces (root inside has no capability, sudo fails): ${String(probe.stderr ?? probe.error).trim()}`;
-  const idmap = userNamespace ? spawnSync(PERL, ["-e", IDMAP_SCRIPT, "probe", "/usr", ...dirs], { timeout: 5000 }) : undefined;
+  // idmap.pl speaks x86_64 system call numbers.
+  const idmap =
+    userNamespace && process.arch === "x64"
+      ? spawnSync(PERL, ["-e", IDMAP_SCRIPT, "probe", "/usr", ...dirs], { timeout: 5000 })
+      : undefined;
   const idmappedMounts = idmap?.status === 0;
   const noIdmap =
-    !idmap || idmappedMounts
+    !userNamespace || idmappedMounts
       ? ""
-      : `no id-mapped mounts (sandbox ids map to the same host ids: root inside is host uid 0 for file ownership): ${String(idmap.stderr || idmap.error).trim()}`;
+      : `no id-mapped mounts (sandbox ids map to the same host ids: root inside is host uid 0 for file ownership): ${idmap ? String(idmap.stderr || idmap.error).trim() : `not on ${process.arch}`}`;
   const userReason = [noUserns, noIdmap].filter(Boolean).join("; ");
   const base = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"];
   const full = spawnSync(BWRAP, [...base, "--unshare-net", "/usr/bin/true"], { timeout: 5000 });
