@@ -1,7 +1,7 @@
 // The sandbox half of the emulator: real bubblewrap sandboxes behind the upstream's control and runtime planes.
 import { chmod, mkdir } from "node:fs/promises";
 import { Hono } from "hono";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EmulatorContext, EmulatorModule } from "../types.js";
 import { sandboxControlRoutes } from "./control.js";
@@ -32,7 +32,12 @@ export { RUNTIME_PORT } from "./registry.js";
  * const sbx = await hb.sandboxes.create({ imageName: "node" });
  */
 export async function createSandboxModule(ctx: EmulatorContext): Promise<EmulatorModule> {
-  const isolation = probeIsolation(probeCgroups());
+  // Root-only: with the identity map (no id-mapped mounts) a sandbox's root owns its files as host uid 0 (see
+  // jail.ts), setuid bits included.
+  await mkdir(join(ctx.stateDir, "sandboxes"), { recursive: true, mode: 0o700 });
+  await chmod(join(ctx.stateDir, "sandboxes"), 0o700);
+  const agentPath = fileURLToPath(new URL("./agent.mjs", import.meta.url));
+  const isolation = probeIsolation(probeCgroups(), [ctx.stateDir, join(ctx.stateDir, "sandboxes"), dirname(agentPath)]);
   if (isolation.available) {
     const { mode, reason } = isolation.cgroups;
     ctx.log("sandbox.sizes", {
@@ -55,15 +60,17 @@ export async function createSandboxModule(ctx: EmulatorContext): Promise<Emulato
       reason: isolation.reason,
       effect: "runAs root has no capability (cannot write the user's files) and sudo fails",
     });
-  if (!isolation.available || !isolation.privateNetwork || !isolation.userNamespace)
+  else if (!isolation.idmappedMounts)
+    ctx.log("sandbox.isolation.degraded", {
+      level: "warn",
+      reason: isolation.reason,
+      effect: "sandbox ids map to the same host ids: root inside is host uid 0 for file ownership",
+    });
+  if (!isolation.available || !isolation.privateNetwork || !isolation.userNamespace || !isolation.idmappedMounts)
     console.warn(`[tollgate emulator] sandbox isolation degraded: ${isolation.reason}`);
-  // Root-only: a sandbox's root owns its files as host uid 0 (see jail.ts), setuid bits included.
-  await mkdir(join(ctx.stateDir, "sandboxes"), { recursive: true, mode: 0o700 });
-  await chmod(join(ctx.stateDir, "sandboxes"), 0o700);
   const images = await ImageCatalog.create(ctx.stateDir);
   const tokens = new TokenIssuer(ctx.tokenSecret);
   const snapshots = new SnapshotStore(join(ctx.stateDir, "snapshots"));
-  const agentPath = fileURLToPath(new URL("./agent.mjs", import.meta.url));
   const volumes = new VolumeStore(join(ctx.stateDir, "volumes"));
   const builds = new ImageBuildStore(join(ctx.stateDir, "image-builds"), images);
   const service = new SandboxService(ctx, images, snapshots, tokens, agentPath, isolation, volumes);
@@ -83,9 +90,13 @@ export async function createSandboxModule(ctx: EmulatorContext): Promise<Emulato
       const pids = await sb.jail.remainingPids();
       return sb.jail.running && sb.jail.bwrap.pid ? [sb.jail.bwrap.pid, ...pids] : pids;
     },
+    /** Test hook: the host directory holding a sandbox's root (its files with their ids on disk). */
+    hostRootDir(id: string): string {
+      return service.get(id).rootDir;
+    },
     async close() {
       upgrades.close();
       await service.close();
     },
-  } as EmulatorModule & { hostPids(id: string): Promise<number[]> };
+  } as EmulatorModule & { hostPids(id: string): Promise<number[]>; hostRootDir(id: string): string };
 }

@@ -10,6 +10,8 @@ export interface SandboxHarness {
   hb: Hyperbrowser;
   /** Host PIDs of a sandbox (bwrap + everything in its PID namespace), via the module's test hook. */
   hostPids(id: string): Promise<number[]>;
+  /** The host directory holding a sandbox's root, via the module's test hook. */
+  hostRootDir(id: string): string;
   close(): Promise<void>;
 }
 
@@ -20,8 +22,11 @@ export async function startSandboxHarness(opts: EmulatorOptions = {}): Promise<S
   };
   const emu = await startEmulator({ log, ...opts, modules: ["sandboxes"] });
   const hb = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });
-  const mod = emu.modules.find((m) => m.name === "sandboxes") as unknown as { hostPids(id: string): Promise<number[]> };
-  return { emu, hb, hostPids: (id) => mod.hostPids(id), close: () => emu.close() };
+  const mod = emu.modules.find((m) => m.name === "sandboxes") as unknown as {
+    hostPids(id: string): Promise<number[]>;
+    hostRootDir(id: string): string;
+  };
+  return { emu, hb, hostPids: (id) => mod.hostPids(id), hostRootDir: (id) => mod.hostRootDir(id), close: () => emu.close() };
 }
 
 /** Raw control-plane call with the API key, for status codes the SDK hides behind exceptions. */

@@ -1,10 +1,11 @@
 // Sandbox users straight against the emulator with the unmodified SDK: `ubuntu` and `root` on every runtime
 // operation, sudo, root's isolation from other sandboxes and the host, and sizes enforced through cgroups.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeCgroups } from "../../emulator/sandboxes/cgroups.js";
+import { probeIsolation } from "../../emulator/sandboxes/jail.js";
 import { startSandboxHarness, type SandboxHandle, type SandboxHarness } from "./sandboxes-harness.js";
 import { sandboxUsersSpec } from "./sandboxes-users-spec.js";
 
@@ -63,6 +64,89 @@ describe("root stays inside its sandbox", () => {
     expect((await a.exec("readlink /proc/self/ns/user", { runAs: "root" })).stdout).not.toBe(
       (await import("node:fs")).readlinkSync("/proc/self/ns/user") + "\n",
     );
+  });
+});
+
+/** Host uids (real, effective, saved, fs) of the sandbox process whose command line is `argv`, read from the host. */
+async function hostUids(sbx: SandboxHandle, argv: string[]): Promise<number[]> {
+  for (let i = 0; i < 100; i++) {
+    for (const pid of await h.hostPids(sbx.id)) {
+      const cmdline = (() => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+        } catch {
+          return "";
+        }
+      })();
+      if (cmdline !== `${argv.join("\0")}\0`) continue;
+      const uid = /^Uid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+      return uid!.trim().split(/\s+/).map(Number);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no process ${argv.join(" ")} in ${sbx.id}`);
+}
+
+describe.skipIf(!probeIsolation(probeCgroups()).idmappedMounts)("root inside is not root outside", () => {
+  it("runs root's and the user's processes as unprivileged host uids, a range per sandbox", async () => {
+    const started = await Promise.all([
+      a.processes.start("sleep 4711.1", { runAs: "root" }),
+      a.processes.start("sleep 4711.2"),
+      b.processes.start("sleep 4711.3", { runAs: "root" }),
+    ]);
+    try {
+      const [rootA, userA, rootB] = await Promise.all([
+        hostUids(a, ["sleep", "4711.1"]),
+        hostUids(a, ["sleep", "4711.2"]),
+        hostUids(b, ["sleep", "4711.3"]),
+      ]);
+      for (const uids of [rootA, userA, rootB]) {
+        expect(uids).toHaveLength(4);
+        for (const uid of uids) expect(uid).toBeGreaterThanOrEqual(100_000);
+      }
+      const base = rootA[0]!;
+      expect(rootA).toEqual([base, base, base, base]);
+      expect(userA).toEqual([base + 1000, base + 1000, base + 1000, base + 1000]);
+      expect(rootB[0]).not.toBe(base);
+      expect(Math.abs(rootB[0]! - base)).toBeGreaterThanOrEqual(65_536);
+      // Inside, the same processes are root and ubuntu, through the sandbox's own map.
+      expect((await a.exec("cat /proc/self/uid_map", { runAs: "root" })).stdout.trim().split(/\s+/)).toEqual(["0", String(base), "65536"]);
+      expect((await a.exec("sudo -n sh -c 'id -u; grep ^Uid /proc/self/status'")).stdout).toMatch(/^0\nUid:\s+0\s+0\s+0\s+0\n$/);
+    } finally {
+      await Promise.all(started.map((p) => p.kill().catch(() => {})));
+    }
+  });
+
+  it("keeps the ids on disk: root's files are uid 0, the user's 1000, and show so inside", async () => {
+    const r = await a.exec("echo r > /root/by-root && stat -c %u:%U /root/by-root && sudo -n touch /home/ubuntu/by-sudo", {
+      runAs: "root",
+    });
+    expect(r).toMatchObject({ exitCode: 0, stdout: "0:root\n" });
+    expect((await a.exec("echo u > /home/ubuntu/by-user && stat -c %u:%U /home/ubuntu/by-user /home/ubuntu/by-sudo")).stdout).toBe(
+      "1000:ubuntu\n0:root\n",
+    );
+    const root = h.hostRootDir(a.id);
+    expect(lstatSync(join(root, "root/by-root"))).toMatchObject({ uid: 0, gid: 0 });
+    expect(lstatSync(join(root, "home/ubuntu/by-user"))).toMatchObject({ uid: 1000, gid: 1000 });
+    expect(lstatSync(join(root, "home/ubuntu/by-sudo"))).toMatchObject({ uid: 0, gid: 0 });
+    // System files in the shared /usr show as root's, as on the real service, and setuid sudo is root's inside only.
+    expect((await a.exec("stat -c %U:%G /usr/bin/env /usr/bin/sudo /")).stdout).toBe("root:root\nroot:root\nroot:root\n");
+  });
+
+  it("cannot write the host files it sees read-only, even through sudo, nor reach another sandbox's", async () => {
+    const before = statSync("/usr/bin/env").mtimeMs;
+    const r = await a.exec(
+      ["echo x >> /run/tollgate/agent.mjs", "sudo -n sh -c 'echo x >> /usr/bin/env'", "chown 0 /usr/bin/env", "echo end"].join("; "),
+      { runAs: "root" },
+    );
+    expect(r.stdout).toBe("end\n");
+    expect(r.stderr.match(/Read-only file system/g)?.length).toBe(3);
+    expect(statSync("/usr/bin/env").mtimeMs).toBe(before);
+    // b's root writes a private file; from a, even root finds no path to it (nor to b's processes).
+    await b.exec("echo b-private > /root/b-only && chmod 600 /root/b-only", { runAs: "root" });
+    const look = await a.exec("f=b-; cat /root/${f}only /proc/*/root/root/${f}only 2>&1; echo end", { runAs: "root" });
+    expect(look.stdout).not.toContain("b-private");
+    expect(look.stdout).toContain("end");
   });
 });
 
