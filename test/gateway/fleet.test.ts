@@ -59,7 +59,7 @@ describe("a fleet of gateway processes sharing Redis", () => {
     (await (await fetch(`${url}/_tollgate/admin/ledger?tenant=acme&limit=1000`, { headers: { "x-api-key": keys.ops } })).json())
       .entries as any[];
 
-  it("200 concurrent paid searches over two instances with budget for 20 → exactly 20 payments, on-chain spend = ledger", async () => {
+  it("200 paid searches over two instances (198 at once) with budget for 20 → exactly 20 payments, on-chain spend = ledger", async () => {
     const wallet = await emu.chain!.createFundedWallet(10_000_000n);
     const env = {
       TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
@@ -70,15 +70,16 @@ describe("a fleet of gateway processes sharing Redis", () => {
     const [a, b] = await Promise.all([startGatewayProcess(cfg, env), startGatewayProcess(cfg, env)]);
     procs.push(a, b);
     const before = await emu.chain!.balanceOf(wallet.address);
+    // One paid search through each instance first (warm, and each has paid: the budget really is one budget), then a
+    // burst over both. Under load one instance may win the whole burst; what must hold is the total.
+    for (const gw of [a, b]) expect((await search(gw.url, keys.acme, { query: `fleet warm-up ${gw.url}` })).status).toBe(200);
     const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => search(i % 2 ? a.url : b.url, keys.acme, { query: `fleet query ${i}` })),
+      Array.from({ length: 198 }, (_, i) => search(i % 2 ? a.url : b.url, keys.acme, { query: `fleet query ${i}` })),
     );
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status === 402);
-    expect(ok).toHaveLength(20);
+    expect(ok).toHaveLength(18);
     expect(refused).toHaveLength(180);
-    // Both instances paid some: the budget really is one budget.
-    expect(new Set(ok.map((r) => results.indexOf(r) % 2)).size).toBe(2);
     for (const r of refused.slice(0, 5)) expect((await r.json()).code).toBe("budget_exceeded");
     const spent = before - (await emu.chain!.balanceOf(wallet.address));
     expect(spent).toBe(20n * PRICE);
