@@ -82,6 +82,8 @@ const HOP_BY_HOP_LIST = [
 
 // Built once: these run on every proxied request. Lookups are by lower-case name (Headers iterate lower-cased).
 // accept-encoding: the transport negotiates its own compression; an SSE or file stream must not be recompressed.
+// expect: an expectation of the gateway's own server, met there (100 Continue, or 417); the transport sends whole bodies
+// and does not take it (undici refuses a request that carries it).
 const REQUEST_DROPPED = new Set([
   ...HOP_BY_HOP_LIST,
   "x-api-key",
@@ -90,6 +92,7 @@ const REQUEST_DROPPED = new Set([
   "payment-signature",
   "x-payment",
   "accept-encoding",
+  "expect",
 ]);
 export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== "content-length"), "set-cookie"]);
 
