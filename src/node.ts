@@ -59,6 +59,10 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
   return async (req: Request, env: NodeBindings) => {
     const symbolsBefore = env ? Object.getOwnPropertySymbols(env).length : 0;
     const res = await fetch(req, env);
+    // Answered before the request's body came in whole (refused early, or cut short at the body limit): the rest of it
+    // is not read, so this connection ends with the answer. Saying so keeps a keep-alive client from sending its next
+    // request on a connection that closes under it.
+    if (env?.outgoing && !env.incoming.complete) env.outgoing.setHeader("connection", "close");
     const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;
     if (!socket || (req.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return res;
     // upgradeWebSocket() marks the env with its connection symbol: then the upgrade goes ahead as usual.
