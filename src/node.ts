@@ -1,7 +1,7 @@
 // Node entry: serves createGateway() with @hono/node-server v2, the undici transport and the `ws` relay.
 import { serve, type ServerType } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, ServerResponse } from "node:http";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
@@ -10,6 +10,7 @@ import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
 import { gateUpgrades } from "./node/upgrade-gate.js";
+import { answerParseErrors, closeAfterEarlyAnswer } from "./node/closing.js";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
@@ -59,10 +60,7 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
   return async (req: Request, env: NodeBindings) => {
     const symbolsBefore = env ? Object.getOwnPropertySymbols(env).length : 0;
     const res = await fetch(req, env);
-    // Answered before the request's body came in whole (refused early, or cut short at the body limit): the rest of it
-    // is not read, so this connection ends with the answer. Saying so keeps a keep-alive client from sending its next
-    // request on a connection that closes under it.
-    if (env?.outgoing && !env.incoming.complete) env.outgoing.setHeader("connection", "close");
+    if (env?.outgoing instanceof ServerResponse) closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
     const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;
     if (!socket || (req.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return res;
     // upgradeWebSocket() marks the env with its connection symbol: then the upgrade goes ahead as usual.
@@ -109,6 +107,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     s.once("error", reject);
   });
   gateUpgrades(server as import("node:http").Server);
+  answerParseErrors(server as import("node:http").Server);
   const port = (server.address() as AddressInfo).port;
   const drainer = drainable(server as import("node:http").Server, wss);
   let closed = false;

@@ -14,8 +14,8 @@ export interface UpstreamTransport {
   /** Sends one request; never follows redirects; the response body streams. */
   request(req: UpstreamRequest): Promise<Response>;
   /**
-   * The transport enforces `headersTimeoutMs` itself and rejects with UpstreamHeadersTimeout past it, so the caller
-   * needs no timer of its own (the Node transport: undici's per-request headersTimeout).
+   * The transport enforces `headersTimeoutMs` itself and rejects with UpstreamHeadersTimeout past it, wherever the
+   * request waits (for a connection, too), so the caller needs no timer of its own (the Node transport).
    */
   readonly enforcesHeadersTimeout?: boolean;
 }
