@@ -57,16 +57,19 @@ export function undiciTransport(
       // One controller for undici: the client's signal and the timer both end the request through it. Undici reads
       // an abort only once the request has a connection; `gaveUp` settles this call at once all the same.
       const ctrl = new AbortController();
-      const clientSignal = req.signal;
-      const onClientAbort = () => ctrl.abort(clientSignal?.reason);
-      if (clientSignal?.aborted) onClientAbort();
-      else clientSignal?.addEventListener("abort", onClientAbort, { once: true });
-      const timer = timeoutMs > 0 ? setTimeout(() => ctrl.abort(new UpstreamHeadersTimeout()), timeoutMs) : undefined;
+      let giveUp!: (reason: unknown) => void;
       const gaveUp = new Promise<never>((_, reject) => {
-        if (ctrl.signal.aborted) reject(ctrl.signal.reason);
-        else ctrl.signal.addEventListener("abort", () => reject(ctrl.signal.reason), { once: true });
+        giveUp = reject;
       });
       gaveUp.catch(() => {});
+      const end = (reason: unknown) => {
+        ctrl.abort(reason);
+        giveUp(reason);
+      };
+      const clientSignal = req.signal;
+      if (clientSignal?.aborted) end(clientSignal.reason);
+      else clientSignal?.addEventListener("abort", () => end(clientSignal.reason), { once: true });
+      const timer = timeoutMs > 0 ? setTimeout(() => end(new UpstreamHeadersTimeout()), timeoutMs) : undefined;
       let body: Readable | string | Uint8Array | undefined;
       if (req.body instanceof ReadableStream) body = reportingReadable(req.body, () => timer?.refresh());
       else if (req.body != null) body = req.body;
