@@ -10,7 +10,7 @@ import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
 import { gateUpgrades } from "./node/upgrade-gate.js";
-import { answerParseErrors, closeAfterEarlyAnswer } from "./node/closing.js";
+import { answerFailedExpectations, answerParseErrors, closeAfterEarlyAnswer } from "./node/closing.js";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
@@ -108,6 +108,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   });
   gateUpgrades(server as import("node:http").Server);
   answerParseErrors(server as import("node:http").Server);
+  answerFailedExpectations(server as import("node:http").Server);
   const port = (server.address() as AddressInfo).port;
   const drainer = drainable(server as import("node:http").Server, wss);
   let closed = false;

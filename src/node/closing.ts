@@ -1,5 +1,6 @@
 // How the Node server ends a connection it will not read to the end: after an answer given before the request's body
-// came in whole, and after a request it cannot parse. Either way the client gets the answer: the close lingers.
+// came in whole, after an expectation it cannot meet, and after a request it cannot parse. Either way the client gets
+// the answer: the close lingers.
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
@@ -35,6 +36,20 @@ export function closeAfterEarlyAnswer(incoming: IncomingMessage, outgoing: Serve
     closing = true;
     lingerAndClose(socket);
   };
+}
+
+/**
+ * Answers an Expect other than 100-continue with the gateway's JSON 417, closing as after any early answer. Node's own
+ * answer is a bare 417; with the body unread and the client's `Connection: close`, it closed at once, and a client
+ * still sending its body got a reset instead of the answer.
+ */
+export function answerFailedExpectations(server: Server): void {
+  server.on("checkExpectation", function answerFailedExpectation(req: IncomingMessage, res: ServerResponse) {
+    const body = JSON.stringify({ message: "Only Expect: 100-continue is supported.", code: "expectation_failed" });
+    closeAfterEarlyAnswer(req, res);
+    res.writeHead(417, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+    res.end(body);
+  });
 }
 
 const PARSE_ERRORS: Record<string, [status: number, code: string, message: string]> = {
