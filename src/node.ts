@@ -1,17 +1,17 @@
 // Node entry: serves createGateway() with @hono/node-server v2, the undici transport and the `ws` relay.
 import { serve, type ServerType } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, ServerResponse } from "node:http";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "./gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { withDirectRelays } from "./node/direct-relay.js";
-import { withUnreadBodiesDiscarded } from "./node/unread-bodies.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
 import { gateHosts, gateUpgrades } from "./node/upgrade-gate.js";
+import { answerFailedExpectations, answerParseErrors, closeAfterEarlyAnswer } from "./node/closing.js";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
@@ -62,6 +62,7 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
   return async (req: Request, env: NodeBindings) => {
     const symbolsBefore = env ? Object.getOwnPropertySymbols(env).length : 0;
     const res = await fetch(req, env);
+    if (env?.outgoing instanceof ServerResponse) closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
     const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;
     if (!socket || (req.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return res;
     // upgradeWebSocket() marks the env with its connection symbol: then the upgrade goes ahead as usual.
@@ -98,7 +99,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
       {
-        fetch: withUpgradeErrorBodies(withUnreadBodiesDiscarded(withDirectRelays(gateway.app.fetch))),
+        fetch: withUpgradeErrorBodies(withDirectRelays(gateway.app.fetch)),
         hostname: host,
         port: opts.port ?? opts.config.server.port,
         websocket: { server: wss },
@@ -109,6 +110,8 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   });
   gateUpgrades(server as import("node:http").Server);
   gateHosts(server as import("node:http").Server);
+  answerParseErrors(server as import("node:http").Server);
+  answerFailedExpectations(server as import("node:http").Server);
   const port = (server.address() as AddressInfo).port;
   const drainer = drainable(server as import("node:http").Server, wss);
   let closed = false;

@@ -14,8 +14,8 @@ export interface UpstreamTransport {
   /** Sends one request; never follows redirects; the response body streams. */
   request(req: UpstreamRequest): Promise<Response>;
   /**
-   * The transport enforces `headersTimeoutMs` itself and rejects with UpstreamHeadersTimeout past it, so the caller
-   * needs no timer of its own (the Node transport: undici's per-request headersTimeout).
+   * The transport enforces `headersTimeoutMs` itself and rejects with UpstreamHeadersTimeout past it, wherever the
+   * request waits (for a connection, too), so the caller needs no timer of its own (the Node transport).
    */
   readonly enforcesHeadersTimeout?: boolean;
   /** A faster way to relay an answer to the client as it is (the Node fast path); used where `available` says so. */
@@ -97,6 +97,8 @@ const HOP_BY_HOP_LIST = [
 
 // Built once: these run on every proxied request. Lookups are by lower-case name (Headers iterate lower-cased).
 // accept-encoding: the transport negotiates its own compression; an SSE or file stream must not be recompressed.
+// expect: an expectation of the gateway's own server, met there (100 Continue, or 417); the transport sends whole bodies
+// and does not take it (undici refuses a request that carries it).
 const REQUEST_DROPPED = new Set([
   ...HOP_BY_HOP_LIST,
   "x-api-key",
@@ -105,6 +107,7 @@ const REQUEST_DROPPED = new Set([
   "payment-signature",
   "x-payment",
   "accept-encoding",
+  "expect",
 ]);
 export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== "content-length"), "set-cookie"]);
 

@@ -1,3 +1,4 @@
+import { Agent, request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashTenantKey, generateTenantKey } from "../../src/tenants.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
@@ -87,6 +88,54 @@ describe("tenants, errors, request ids and logs (Node gateway over real sockets)
     expect(last.url).toBe("/api/images?page=2");
     expect(last.headers["x-api-key"]).toBe(UPSTREAM_KEY);
     expect(JSON.stringify(last.headers)).not.toContain(keys.good);
+  });
+
+  it("proxies a body sent with Expect: 100-continue, meeting the expectation itself (no Expect upstream, not a 502)", async () => {
+    // Forwarded, the header made undici refuse the request (a 502), and each refusal cost a pooled upstream connection.
+    const body = JSON.stringify({ name: "expecting" });
+    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const u = new URL(gw.url);
+      const req = httpRequest(
+        {
+          host: u.hostname,
+          port: u.port,
+          method: "POST",
+          path: "/api/profile",
+          headers: { "x-api-key": keys.good, "content-type": "application/json", expect: "100-continue" },
+        },
+        (res) => {
+          let out = "";
+          res.on("data", (d) => (out += d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text: out }));
+        },
+      );
+      req.on("error", reject);
+      req.on("continue", () => req.end(body));
+    });
+    expect(status, text).toBe(200);
+    const last = upstream.seen.at(-1)!;
+    expect(last.url).toBe("/api/profile");
+    expect(last.body).toBe(body);
+    expect(last.headers.expect).toBeUndefined();
+  });
+
+  it("keeps the connection open after a request whose body it read whole", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (path: string, body?: string) =>
+      new Promise<{ status: number; connection?: string; reused: boolean }>((resolve, reject) => {
+        const u = new URL(gw.url);
+        const headers = { "x-api-key": keys.good, "content-type": "application/json" };
+        const req = httpRequest({ host: u.hostname, port: u.port, method: body ? "POST" : "GET", path, headers, agent }, (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, reused: req.reusedSocket }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+    const first = await send("/api/profile", JSON.stringify({ name: "kept" }));
+    expect(first).toMatchObject({ status: 200, connection: "keep-alive" });
+    expect(await send("/_tollgate/health")).toEqual({ status: 200, connection: "keep-alive", reused: true });
+    agent.destroy();
   });
 
   it("propagates the client's x-request-id upstream and back", async () => {

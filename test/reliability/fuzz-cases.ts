@@ -29,6 +29,12 @@ export interface RawCase {
   /** Framing a server must refuse: the smuggled request (marked in its query) must never reach the upstream. */
   ambiguous: boolean;
   marker?: string;
+  /**
+   * A request the gateway must answer with a status line: well-formed, or one HTTP requires a 400 for. Sent without
+   * closing our side first (a client that half-closes is one that went away). The others (framing attacks, malformed
+   * or cut-off requests) may also be refused by closing the connection, and need our side closed to end.
+   */
+  mustAnswer: boolean;
 }
 
 export type FuzzCase = HttpCase | RawCase;
@@ -570,6 +576,22 @@ const RAW: Array<{ name: string; ambiguous: boolean; text: (h: string, key: stri
   },
 ];
 
+/** The raw cases the gateway must answer (see RawCase.mustAnswer). */
+const MUST_ANSWER = new Set([
+  "TE tab",
+  "chunk extension",
+  "absolute-form",
+  "asterisk-form",
+  "HTTP/1.0 no Host",
+  "HTTP/1.1 no Host",
+  "two Hosts",
+  "pipelined three",
+  "pipelined paid then free",
+  "upgrade h2c",
+  "websocket on a plain route",
+  "expect 100-continue",
+]);
+
 export function rawCase(r: Prng, t: FuzzTarget, n: number): RawCase {
   const spec = r.pick(RAW);
   const marker = `smuggled-${n}`;
@@ -579,6 +601,7 @@ export function rawCase(r: Prng, t: FuzzTarget, n: number): RawCase {
     payload: Buffer.from(spec.text(t.host, t.keys.acme, marker), "latin1"),
     ambiguous: spec.ambiguous,
     marker,
+    mustAnswer: MUST_ANSWER.has(spec.name),
   };
 }
 

@@ -7,15 +7,19 @@ import type { FuzzCase, HttpCase, RawCase } from "./fuzz-cases.js";
 export interface FuzzReport {
   requests: number;
   raw: number;
-  /** Status → count ("reset" when the gateway closed without answering, "timeout" when it did not answer in time). */
+  /**
+   * Status → count of final answers; "closed" for the raw cases the gateway may refuse by closing the connection and
+   * did; "unanswered" for requests it should have answered and closed on, "timeout" for those not answered in time
+   * (both also failures).
+   */
   statuses: Record<string, number>;
   /** Each violated rule, with the case that broke it (first 50). */
   failures: string[];
   failureCount: number;
   /** Markers of ambiguous raw cases, to look for upstream. */
   smuggleMarkers: string[];
-  /** Cases the gateway hung up on without answering (first 20): legitimate for some (a 413 cut short), worth a look. */
-  unanswered: string[];
+  /** Raw cases the gateway refused by closing the connection, as it may (first 20). */
+  closed: string[];
   /** Time this (client) process's event loop was stalled, in total. */
   clientStallMs: number;
   durationMs: number;
@@ -42,7 +46,7 @@ function describeCase(c: FuzzCase): string {
 export class FuzzChecker {
   readonly statuses: Record<string, number> = {};
   readonly failures: string[] = [];
-  readonly unanswered: string[] = [];
+  readonly closedCases: string[] = [];
   failureCount = 0;
   private readonly started = Date.now();
   constructor(private readonly secrets: string[]) {}
@@ -51,9 +55,16 @@ export class FuzzChecker {
     this.statuses[status] = (this.statuses[status] ?? 0) + 1;
   }
 
-  hungUp(c: FuzzCase, how: string): void {
-    this.count(how);
-    if (this.unanswered.length < 20) this.unanswered.push(`${how}: ${describeCase(c)}`);
+  /** A raw case the gateway may refuse by closing the connection, refused so. */
+  closed(c: RawCase): void {
+    this.count("closed");
+    if (this.closedCases.length < 20) this.closedCases.push(describeCase(c));
+  }
+
+  /** A request the gateway should have answered, whose connection closed without an answer. */
+  unanswered(c: FuzzCase, why: string): void {
+    this.count("unanswered");
+    this.fail(c, `closed without an answer (${why})`);
   }
 
   fail(c: FuzzCase, why: string): void {
@@ -62,7 +73,7 @@ export class FuzzChecker {
       this.failures.push(`[+${((Date.now() - this.started) / 1000).toFixed(1)} s] ${why} — ${describeCase(c)}`);
   }
 
-  /** One answer: status, content type and the start of its body. */
+  /** One final answer: status, content type and the start of its body. */
   check(c: FuzzCase, method: string, status: number, contentType: string, body: string): void {
     this.count(status);
     if (status === 500) this.fail(c, `500 ${body.slice(0, 200)}`);
@@ -106,6 +117,15 @@ class LoopStalls {
   }
 }
 
+/**
+ * The case's headers, with the body's Content-Length. Node's client sets it itself, except when an Expect header makes
+ * it write the headers before it knows the body: then a GET or DELETE body goes out with no framing at all, the gateway
+ * reads those bytes as the next request on the connection, and the request after it on that connection is lost.
+ */
+function framed(c: HttpCase): Record<string, string> {
+  return c.body ? { ...c.headers, "content-length": String(c.body.length) } : c.headers;
+}
+
 function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecker, stalls: LoopStalls): Promise<void> {
   const u = new URL(o.url);
   return new Promise((resolve) => {
@@ -118,13 +138,14 @@ function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecke
     };
     let req: ReturnType<typeof request>;
     try {
-      req = request({ host: u.hostname, port: u.port, method: c.method, path: c.path, headers: c.headers, agent, setHost: false });
+      req = request({ host: u.hostname, port: u.port, method: c.method, path: c.path, headers: framed(c), agent, setHost: false });
     } catch {
       checker.count("client-refused");
       return done();
     }
     const limit = o.timeoutMs ?? 20_000;
     let headersSeen: number | undefined;
+    let answered: ((why: string) => void) | undefined;
     let stalledAtStart = stalls.now();
     let rearmed = 0;
     const onTimeout = () => {
@@ -149,11 +170,13 @@ function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecke
         if (size < BODY_KEEP) chunks.push(d);
         size += d.length;
       });
+      // An answer cut off after its headers (the gateway closes after refusing a large body) is still an answer.
       const end = () => {
         if (finished) return;
         checker.check(c, c.method, res.statusCode ?? 0, String(res.headers["content-type"] ?? ""), Buffer.concat(chunks).toString("utf8"));
         done();
       };
+      answered = end;
       res.on("end", end);
       res.on("error", end);
       res.on("aborted", end);
@@ -163,10 +186,13 @@ function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecke
       socket.destroy();
       done();
     });
-    req.on("error", () => {
+    req.on("error", (err: NodeJS.ErrnoException) => {
       if (finished) return;
-      checker.hungUp(c, "reset");
-      done();
+      if (answered) answered(err.message);
+      else {
+        checker.unanswered(c, `${err.code ?? ""} ${err.message}${req.reusedSocket ? ", on a reused connection" : ""}`);
+        done();
+      }
     });
     if (c.body) req.end(c.body);
     else req.end();
@@ -174,17 +200,29 @@ function sendHttp(o: FuzzOptions, agent: Agent, c: HttpCase, checker: FuzzChecke
 }
 
 const STATUS_LINE = /HTTP\/1\.[01] (\d{3})[^\r\n]*\r\n((?:[^\r\n]+\r\n)*)\r\n/g;
+/** A case the gateway must answer is done this long after its last byte came (pipelined answers come together). */
+const RAW_IDLE_MS = 300;
 
+/**
+ * Sends one raw case on its own connection. One the gateway may refuse by closing is sent and our side closed at once
+ * (cut-off requests end only so); one it must answer is sent with our side left open, and read until the gateway closes
+ * or goes quiet after answering: no status line by `timeoutMs` is a failure.
+ */
 function sendRaw(o: FuzzOptions, c: RawCase, checker: FuzzChecker): Promise<void> {
   const u = new URL(o.url);
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const sock = connect(Number(u.port), u.hostname);
-    const timer = setTimeout(() => sock.destroy(), Math.min(o.timeoutMs ?? 20_000, 8000));
+    let timer = setTimeout(() => sock.destroy(), c.mustAnswer ? (o.timeoutMs ?? 20_000) : Math.min(o.timeoutMs ?? 20_000, 8000));
     sock.on("data", (d: Buffer) => {
       if (size < BODY_KEEP) chunks.push(d);
       size += d.length;
+      // A final status line (not an interim 1xx, but 101) in this chunk: the answer is here, the rest follows at once.
+      if (c.mustAnswer && /HTTP\/1\.[01] (?!1(?!01))\d{3}/.test(d.toString("latin1"))) {
+        clearTimeout(timer);
+        timer = setTimeout(() => sock.destroy(), RAW_IDLE_MS);
+      }
     });
     sock.on("error", () => {});
     sock.on("close", () => {
@@ -192,17 +230,20 @@ function sendRaw(o: FuzzOptions, c: RawCase, checker: FuzzChecker): Promise<void
       const text = Buffer.concat(chunks).toString("latin1");
       let answers = 0;
       for (const m of text.matchAll(STATUS_LINE)) {
-        answers++;
         const status = Number(m[1]);
+        if (status >= 100 && status < 200 && status !== 101) continue; // interim (100 Continue): the answer follows
+        answers++;
         const ct = /content-type:\s*([^\r\n]*)/i.exec(m[2] ?? "")?.[1] ?? "";
         const after = text.slice((m.index ?? 0) + m[0].length, (m.index ?? 0) + m[0].length + 2000);
         const body = after.startsWith("{") ? after.slice(0, after.indexOf("}") + 1 || undefined) : after;
         checker.check(c, "RAW", status, ct, status >= 500 ? body : after);
       }
-      if (!answers) checker.hungUp(c, "closed");
+      if (!answers && c.mustAnswer) checker.unanswered(c, size ? `${size} bytes with no status line` : "nothing came");
+      else if (!answers) checker.closed(c);
       resolve();
     });
-    sock.write(c.payload, () => sock.end());
+    if (c.mustAnswer) sock.write(c.payload);
+    else sock.write(c.payload, () => sock.end());
   });
 }
 
@@ -241,7 +282,7 @@ export async function runFuzz(o: FuzzOptions, cases: Iterable<FuzzCase>, onProgr
     failures: checker.failures,
     failureCount: checker.failureCount,
     smuggleMarkers: markers,
-    unanswered: checker.unanswered,
+    closed: checker.closedCases,
     clientStallMs: Math.round(stalls.total),
     durationMs: Date.now() - started,
   };

@@ -1,0 +1,59 @@
+// The undici Agent behind the Node transport: one keep-alive Pool per upstream origin, whose connections stay usable
+// after a request undici refuses outright.
+import { Agent, Client, type Dispatcher, Pool } from "undici";
+
+/**
+ * A connection that undici's Pool does not lose to a refused request. Undici refuses some requests while dispatching
+ * them (an `expect` header, for one: NotSupportedError): the request fails at once, yet dispatch() answers `false`,
+ * which the Pool reads as "busy until 'drain'". No 'drain' ever comes from a connection that was never busy, so the
+ * Pool never uses it again; once every one of its `connections` is lost so, each later request waits in the Pool's
+ * queue for good, where neither undici's headers timeout nor the request's signal reaches it. This client emits the
+ * 'drain' the Pool waits for after such a refusal (a spare 'drain' from a busy client only hands it queued requests
+ * it takes in turn).
+ */
+class RefusalSafeClient extends Client {
+  private readonly origin: URL;
+
+  constructor(origin: URL, opts: Client.Options) {
+    super(origin, opts);
+    this.origin = origin;
+  }
+
+  override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    const h = handler as { onError?: (err: Error) => void };
+    const onError = h.onError;
+    let refused = false;
+    if (typeof onError === "function") {
+      h.onError = (err) => {
+        refused = true;
+        onError.call(handler, err);
+      };
+    }
+    let accepted: boolean;
+    try {
+      accepted = super.dispatch(opts, handler);
+    } finally {
+      if (typeof onError === "function") h.onError = onError;
+    }
+    // The Pool marks this client busy after dispatch() returns: the 'drain' has to come after that.
+    if (!accepted && refused) {
+      // Undici's own clients emit it with their targets, which the Pool passes on (its types name the origin alone).
+      const emit = this.emit.bind(this) as (event: "drain", origin: URL, targets: Dispatcher[]) => boolean;
+      queueMicrotask(() => emit("drain", this.origin, [this]));
+    }
+    return accepted;
+  }
+}
+
+/** A keep-alive Agent of at most `connections` connections per origin, whose pools survive refused requests. */
+export function upstreamAgent(connections: number): Agent {
+  return new Agent({
+    connections,
+    keepAliveTimeout: 30_000,
+    // The transport times the wait for headers itself (see undici-transport.ts); response bodies may stream for long.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    factory: (origin, opts) =>
+      new Pool(origin, { ...(opts as Pool.Options), factory: (o, clientOpts) => new RefusalSafeClient(o, clientOpts as Client.Options) }),
+  });
+}
