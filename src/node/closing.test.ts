@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
-import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../node.js";
+import type { RunningGateway } from "../node.js";
+import { startBareGateway } from "../../test/helpers/gateway.js";
 
 /** Writes raw bytes (then `more`, if any, without waiting) and collects everything until the gateway closes (or 5 s). */
 function raw(port: number, text: string, more?: Buffer): Promise<{ text: string; closed: boolean; error?: string }> {
@@ -41,14 +41,7 @@ describe("closing connections the server does not read to the end", () => {
   let gw: RunningGateway;
   let host: string;
   beforeAll(async () => {
-    gw = await startNodeGateway({
-      config: parseConfig({
-        server: { host: "127.0.0.1", port: 0, logLevel: "error" },
-        upstream: { baseUrl: "http://127.0.0.1:9" },
-        tenants: [],
-      }),
-      secrets: { upstreamApiKey: "k", tokenSecret: "s".repeat(40) },
-    });
+    gw = await startBareGateway();
     host = `127.0.0.1:${gw.port}`;
   });
   afterAll(async () => {

@@ -2,8 +2,8 @@
 // with a Host that makes no URL is a JSON 400.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "node:net";
-import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../node.js";
+import type { RunningGateway } from "../node.js";
+import { startBareGateway } from "../../test/helpers/gateway.js";
 
 /** Writes raw bytes and collects everything until the gateway closes the connection (or 5 s pass). */
 function raw(port: number, text: string): Promise<{ text: string; closed: boolean }> {
@@ -21,14 +21,7 @@ function raw(port: number, text: string): Promise<{ text: string; closed: boolea
 describe("gateUpgrades", () => {
   let gw: RunningGateway;
   beforeAll(async () => {
-    gw = await startNodeGateway({
-      config: parseConfig({
-        server: { host: "127.0.0.1", port: 0, logLevel: "error" },
-        upstream: { baseUrl: "http://127.0.0.1:9" },
-        tenants: [],
-      }),
-      secrets: { upstreamApiKey: "k", tokenSecret: "s".repeat(40) },
-    });
+    gw = await startBareGateway();
   });
   afterAll(async () => {
     await gw?.close();

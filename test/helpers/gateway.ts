@@ -9,3 +9,15 @@ export async function startTestGateway(raw: Record<string, any>, secrets: Secret
   const running = await startNodeGateway({ config, secrets, logSink: (l) => lines.push(l) });
   return { ...running, logs: lines };
 }
+
+/** A gateway with no upstream behind it (127.0.0.1:9), no tenants and errors-only logs: for the server's own behaviour. */
+export function startBareGateway() {
+  return startNodeGateway({
+    config: parseConfig({
+      server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+      upstream: { baseUrl: "http://127.0.0.1:9" },
+      tenants: [],
+    }),
+    secrets: { upstreamApiKey: "k", tokenSecret: "s".repeat(40) },
+  });
+}
