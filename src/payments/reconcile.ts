@@ -4,6 +4,7 @@
 // timer in Node and from the Worker's cron trigger (src/worker.ts).
 import type { GatewayServices } from "../services.js";
 import { schemeOfEntry } from "./schemes/index.js";
+import { retryReleases } from "./abandoned.js";
 
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
 const GRACE_SECONDS = 5;
@@ -13,7 +14,7 @@ const BATCH = 500;
 export interface ReconcileReport {
   /** x402 holds found used on chain. */
   committed: number;
-  /** x402 holds found unused on chain, or never signed. */
+  /** x402 holds found unused on chain, or never signed; and releases the store could not take before (abandoned.ts). */
   released: number;
   /** x402 holds that could not be decided this time (no RPC for the network, RPC error). */
   stillHeld: number;
@@ -28,6 +29,7 @@ export class PaymentReconciler {
     const { stores, logger } = this.services;
     const now = this.services.now();
     const report: ReconcileReport = { committed: 0, released: 0, stillHeld: 0, creditsCommitted: 0 };
+    report.released += await retryReleases(this.services);
     await this.settleCredits(now, report);
     for (const e of await stores.ledger.expiredHolds(now, BATCH)) {
       if (e.validBefore && (e.validBefore + GRACE_SECONDS) * 1000 > now) continue;

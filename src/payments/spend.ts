@@ -6,6 +6,7 @@ import { checkBudgetAlerts } from "../operators/alerts.js";
 import { onBudgetExhausted } from "../operators/kill-switch.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
+import { releaseOrRemember, remember } from "./abandoned.js";
 import type { Tenant } from "../tenants.js";
 import { HELD } from "../state/holds.js";
 import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult } from "../state/types.js";
@@ -86,6 +87,9 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
     }
     return { entry: r.entry, ids: capId ? [id, capId] : [id] };
   } catch (err) {
+    // The store failed mid-way: a reservation may have landed with its answer lost. Released once the store is back.
+    if (!(err instanceof GatewayError))
+      remember(services, capId ? [id, capId] : [id], "reservation's answer lost (state store unavailable)");
     throw failClosed(services, err);
   }
 }
@@ -185,8 +189,14 @@ export async function settleSpend(services: GatewayServices, spend: AnySpend, se
 
 /** Nothing was spent: every entry's amount goes back to the budget. */
 export async function releaseSpend(services: GatewayServices, spend: AnySpend, reason: string): Promise<void> {
-  const now = services.now();
-  for (const id of await idsOf(services, spend)) await services.stores.ledger.release(id, reason, now);
+  // Every id is tried; one the store cannot take now is retried by the reconciler (src/payments/abandoned.ts).
+  let failed: unknown;
+  for (const id of await idsOf(services, spend)) {
+    await releaseOrRemember(services, id, reason).catch((err) => {
+      failed ??= err;
+    });
+  }
+  if (failed) throw failed;
 }
 
 /** The outcome is unknown: every entry stays counted until its validBefore, then the reconciler decides. */

@@ -228,3 +228,40 @@ describe("/_tollgate/usage and /_tollgate/ledger with both kinds", () => {
     expect(bad.body.code).toBe("invalid_kind");
   });
 });
+
+describe("releases the state store could not take", () => {
+  it("are retried by the reconciler once Redis is back, so an outage holds no budget after it ends", async () => {
+    const { startDurableRedis } = await import("../reliability/durable-redis.js");
+    const { redisStores } = await import("../../src/state/redis.js");
+    const redis = await startDurableRedis(); // keeps its data across a crash, as a production Redis would
+    const stores = redisStores(redis.url, { prefix: "abandoned:" });
+    const config = parseConfig({
+      server: { logLevel: "silent" },
+      tenants: [{ id: "acme", keys: [{ hash: `sha256:${"a".repeat(64)}` }], budget: { daily: "1.00" } }],
+    });
+    const g = createGateway(config, { secrets: {}, stores, logSink: () => {} });
+    const acme = g.directory.get("acme")!;
+    try {
+      const hold = await reserveSpend(g.services, { tenant: acme, entry: scrape(400_000n) });
+      await redis.crash();
+      // Redis is down: the release cannot land (nothing was sent for the hold), and the reconciler cannot reach it yet.
+      await expect(releaseSpend(g.services, hold, "not sent")).rejects.toThrow();
+      await g.reconciler.runOnce().catch(() => undefined);
+      await redis.restart();
+      let state: string | undefined = "reserved";
+      for (let i = 0; i < 50 && state !== "released"; i++) {
+        await g.reconciler.runOnce().catch(() => undefined);
+        state = await g.stores.ledger.get(hold.entry.id).then(
+          (e) => e?.state,
+          () => "unreachable",
+        );
+        if (state !== "released") await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(state).toBe("released");
+      expect((await g.stores.ledger.usage("acme", Date.now())).daily).toBe(0n);
+    } finally {
+      await g.close(0);
+      await redis.stop();
+    }
+  }, 30_000);
+});
