@@ -1,11 +1,10 @@
 // One sandbox's isolation: a bubblewrap process holding fresh pid/net/mount/ipc/uts namespaces, plus a user namespace
 // in which the sandbox's root holds its capabilities; everything enters with nsenter.
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { open, readdir, readFile, readlink, writeFile } from "node:fs/promises";
-import { posix } from "node:path";
+import { readdir, readFile, readlink } from "node:fs/promises";
 import { promisify } from "node:util";
 import type { SandboxCgroup, CgroupSupport } from "./cgroups.js";
+import { freeSlot, idMap, idmapMounts, probeIdmappedMounts, startUserNamespace, takeSlot } from "./userns.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
 
 const run = promisify(execFile);
@@ -24,42 +23,13 @@ export interface Isolation {
   userNamespace: boolean;
   /**
    * The sandbox's ids are shifted onto a host range of its own, its mounts id-mapped through its user namespace (see
-   * ID_BASE). Without id-mapped mounts the map is the identity: root inside is host uid 0 for file ownership (logged).
+   * userns.ts). Without id-mapped mounts the map is the identity: root inside is host uid 0 for file ownership (logged).
    */
   idmappedMounts: boolean;
   /** Sizes (memMiB, vcpus) enforced through cgroups, and with which version. */
   cgroups: CgroupSupport;
   reason?: string;
 }
-
-/**
- * The sandbox's user namespace maps its ids 0..65535 onto host ids ID_BASE + slot × ID_COUNT + id, a range of its
- * own (slot: the lowest free one in this emulator process): root inside is an unprivileged host uid, holding its
- * capabilities only in this namespace; every other namespace (mount, pid, net...) belongs to the host's, so it cannot
- * mount, remount, or reach anything the jail does not show it (see README). Every file-backed mount it sees is an
- * id-mapped mount through the same namespace (idmap.pl), so files keep their ids on disk (root's are 0, the user's
- * 1000), show them inside, and setuid-root `sudo` from the shared /usr makes the caller the sandbox's root only.
- * Without id-mapped mounts the map is the identity (`0 0 65536`).
- */
-const ID_BASE = 100_000;
-const ID_COUNT = 65_536;
-const MAX_SLOTS = 4096;
-const usedSlots = new Set<number>();
-
-function takeSlot(): number {
-  for (let slot = 0; slot < MAX_SLOTS; slot++)
-    if (!usedSlots.has(slot)) {
-      usedSlots.add(slot);
-      return slot;
-    }
-  throw new Error(`no free host id range (${MAX_SLOTS} sandboxes running)`);
-}
-
-const idMap = (slot: number | undefined) => `0 ${slot === undefined ? 0 : ID_BASE + slot * ID_COUNT} ${ID_COUNT}\n`;
-
-/** Clones the sandbox's mounts id-mapped and re-roots it on them (or probes that the kernel can); see its header. */
-const IDMAP_SCRIPT = readFileSync(new URL("./idmap.pl", import.meta.url), "utf8");
-const PERL = "/usr/bin/perl";
 
 /**
  * Checks once what this machine allows, so a missing feature degrades with a logged warning instead of failing late.
@@ -82,15 +52,12 @@ export function probeIsolation(cgroups: CgroupSupport, dirs: string[] = []): Iso
     ? ""
     : `no user namespaces (root inside has no capability, sudo fails): ${String(probe.stderr ?? probe.error).trim()}`;
   // idmap.pl speaks x86_64 system call numbers.
-  const idmap =
-    userNamespace && process.arch === "x64"
-      ? spawnSync(PERL, ["-e", IDMAP_SCRIPT, "probe", "/usr", ...dirs], { timeout: 5000 })
-      : undefined;
-  const idmappedMounts = idmap?.status === 0;
+  const idmap = userNamespace ? probeIdmappedMounts(dirs) : undefined;
+  const idmappedMounts = idmap === "";
   const noIdmap =
     !userNamespace || idmappedMounts
       ? ""
-      : `no id-mapped mounts (sandbox ids map to the same host ids: root inside is host uid 0 for file ownership): ${idmap ? String(idmap.stderr || idmap.error).trim() : `not on ${process.arch}`}`;
+      : `no id-mapped mounts (sandbox ids map to the same host ids: root inside is host uid 0 for file ownership): ${idmap}`;
   const userReason = [noUserns, noIdmap].filter(Boolean).join("; ");
   const base = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"];
   const full = spawnSync(BWRAP, [...base, "--unshare-net", "/usr/bin/true"], { timeout: 5000 });
@@ -153,7 +120,7 @@ export class Jail {
     /** Host PID of the process holding the sandbox's user namespace (it lives in the sandbox's PID namespace). */
     readonly userNsPid: number | undefined,
     readonly cgroup: SandboxCgroup,
-    /** The sandbox's host id range (see ID_BASE), released at stop; undefined with the identity map. */
+    /** The sandbox's host id range (see userns.ts), released at stop; undefined with the identity map. */
     private readonly idSlot: number | undefined,
   ) {
     this.exited = new Promise((resolve) => bwrap.once("exit", () => resolve()));
@@ -241,7 +208,7 @@ export class Jail {
       signalGroup(child.pid!, "SIGKILL");
       // Its processes may still hold the range until they are gone: wait for bwrap (it dies with its group).
       if (slot !== undefined)
-        void new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r))).then(() => usedSlots.delete(slot));
+        void new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r))).then(() => freeSlot(slot));
       throw new Error(`sandbox ${opts.id} failed to start: ${(err as Error).message}`);
     }
   }
@@ -259,50 +226,19 @@ export class Jail {
   enterArgv(user: SandboxUser, cwd: string): string[] {
     const uid = user === "root" ? 0 : SANDBOX_UID;
     const gid = user === "root" ? 0 : SANDBOX_GID;
-    if (this.userNsPid === undefined) {
-      // Degraded (no user namespaces): every user, root included, without any capability or privilege gain.
-      return this.cgroup.wrap([
-        "/usr/bin/nsenter",
-        "-t",
-        String(this.initPid),
-        "-m",
-        "-u",
-        "-i",
-        "-n",
-        "-p",
-        "-r",
-        "-w",
-        "--",
-        "/usr/bin/setpriv",
-        `--reuid=${uid}`,
-        `--regid=${gid}`,
-        "--init-groups",
-        "--no-new-privs",
-        "--bounding-set=-all",
-        "--inh-caps=-all",
-        "--",
-        "/usr/bin/env",
-        `--chdir=${cwd}`,
-      ]);
-    }
+    const namespaces = ["-t", String(this.initPid), "-m", "-u", "-i", "-n", "-p", "-r", "-w"];
+    const identity = [`--reuid=${uid}`, `--regid=${gid}`, "--init-groups"];
+    // Degraded (no user namespaces): every user, root included, without any capability or privilege gain.
+    const privileges = this.userNsPid === undefined ? ["--no-new-privs", "--bounding-set=-all", "--inh-caps=-all"] : ["--inh-caps=-all"];
+    const userNamespace = this.userNsPid === undefined ? [] : [`--user=/proc/${this.userNsPid}/ns/user`];
     return this.cgroup.wrap([
       "/usr/bin/nsenter",
-      "-t",
-      String(this.initPid),
-      "-m",
-      "-u",
-      "-i",
-      "-n",
-      "-p",
-      "-r",
-      "-w",
-      `--user=/proc/${this.userNsPid}/ns/user`,
+      ...namespaces,
+      ...userNamespace,
       "--",
       "/usr/bin/setpriv",
-      `--reuid=${uid}`,
-      `--regid=${gid}`,
-      "--init-groups",
-      "--inh-caps=-all",
+      ...identity,
+      ...privileges,
       "--",
       "/usr/bin/env",
       `--chdir=${cwd}`,
@@ -336,7 +272,7 @@ export class Jail {
     for (const pgid of this.groups) signalGroup(pgid, "SIGKILL");
     this.groups.clear();
     await this.cgroup.remove();
-    if (this.idSlot !== undefined) usedSlots.delete(this.idSlot);
+    if (this.idSlot !== undefined) freeSlot(this.idSlot);
   }
 
   /** Host PIDs still living in the sandbox's PID namespace (empty once stopped). */
@@ -355,7 +291,7 @@ export class Jail {
 
 /**
  * Mounts the host must fix after bwrap: /usr may run setuid programs (sudo), and the kernel's global knobs under
- * /proc become read-only (with the identity map the sandbox's root is host uid 0 for file permissions, see ID_BASE;
+ * /proc become read-only (with the identity map the sandbox's root is host uid 0 for file permissions, see userns.ts;
  * with a shifted one they are kept read-only all the same). The mount namespace belongs to the host's user
  * namespace, so the sandbox cannot undo either.
  */
@@ -372,101 +308,12 @@ async function hardenMounts(initPid: number, setuidUsr: boolean): Promise<void> 
 }
 
 /**
- * Starts the sandbox's user-namespace holder inside its PID namespace (so it dies with the sandbox) and writes its
- * id map (`map`, for uids and gids alike). Returns its host PID; processes join the namespace through
- * /proc/<pid>/ns/user.
- */
-async function startUserNamespace(initPid: number, cgroup: SandboxCgroup, map: string): Promise<number> {
-  const argv = cgroup.wrap([
-    "/usr/bin/nsenter",
-    "-t",
-    String(initPid),
-    "-m",
-    "-p",
-    "-r",
-    "-w",
-    "--",
-    "/usr/bin/unshare",
-    "--user",
-    "--",
-    "/usr/bin/sleep",
-    "infinity",
-  ]);
-  const holder = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: "ignore", env: { PATH: "/usr/bin:/bin" } });
-  holder.unref();
-  const own = await readlink("/proc/self/ns/user");
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (holder.exitCode !== null) throw new Error(`user namespace holder exited with ${holder.exitCode}`);
-    // nsenter forks into the PID namespace; its child becomes unshare, then sleep.
-    const kids = (await readFile(`/proc/${holder.pid}/task/${holder.pid}/children`, "utf8").catch(() => ""))
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean);
-    const pid = Number(kids[0]);
-    if (pid) {
-      const ns = await readlink(`/proc/${pid}/ns/user`).catch(() => own);
-      if (ns !== own) {
-        await writeFile(`/proc/${pid}/uid_map`, map);
-        await writeFile(`/proc/${pid}/gid_map`, map);
-        return pid;
-      }
-    }
-    if (Date.now() > deadline) throw new Error("timed out creating the user namespace");
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-/**
  * The sandbox's mounts that are id-mapped: its root, /usr, /dev (bwrap's tmpfs), the agent script, the agent
  * socket directory and every volume. The rest (/proc and its read-only binds, /dev/pts, bwrap's device nodes) cannot
  * be: their files show as `nobody` inside, as in any unprivileged container.
  */
 function idmappedPoints(opts: JailOptions): string[] {
   return ["/", "/usr", "/dev", AGENT_IN_SANDBOX, "/run/tollgate/sock", ...(opts.mounts ?? []).map((m) => m.path)];
-}
-
-/** A mount point as /proc/<pid>/mountinfo writes it (space, tab, newline and backslash octal-escaped). */
-const unescapeMountPoint = (s: string) => s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(Number.parseInt(oct, 8)));
-
-/**
- * Re-roots the sandbox on id-mapped clones of its mounts (idmap.pl, run in its mount namespace as the host's root):
- * every mount it has, in mount order, each id-mapped through its user namespace if it is one of `mapped`. Throws if a
- * mount to map is missing or the kernel refuses; the caller then kills the sandbox.
- */
-async function idmapMounts(initPid: number, userNsPid: number, mapped: string[]): Promise<void> {
-  const norm = (p: string) => posix.normalize(p).replace(/(.)\/+$/, "$1");
-  const want = new Set(mapped.map(norm));
-  const points = (await readFile(`/proc/${initPid}/mountinfo`, "utf8"))
-    .trim()
-    .split("\n")
-    .map((line) => norm(unescapeMountPoint(line.split(" ")[4] ?? "")));
-  if (points[0] !== "/" || points.indexOf("/", 1) !== -1) throw new Error(`unexpected sandbox mounts: ${points.join(" ")}`);
-  const args: string[] = [];
-  for (const p of new Set(points.slice(1))) args.push(`${want.has(p) ? "+" : "="}${p.slice(1)}`);
-  const missing = [...want].filter((p) => p !== "/" && !points.includes(p));
-  if (missing.length) throw new Error(`mounts to id-map not found: ${missing.join(" ")}`);
-  const userns = await open(`/proc/${userNsPid}/ns/user`, "r");
-  try {
-    const child = spawn(
-      "/usr/bin/nsenter",
-      ["-t", String(initPid), "-m", "-r", "-w", "--", PERL, "-e", IDMAP_SCRIPT, "apply", "3", "+.", ...args],
-      {
-        stdio: ["ignore", "ignore", "pipe", userns.fd],
-        env: { PATH: "/usr/bin:/bin" },
-        timeout: 10_000,
-      },
-    );
-    let stderr = "";
-    child.stderr!.on("data", (d) => (stderr += d));
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.once("error", reject);
-      child.once("close", resolve);
-    });
-    if (code !== 0) throw new Error(`id-mapped mounts failed (${code}): ${stderr.trim()}`);
-  } finally {
-    await userns.close();
-  }
 }
 
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
