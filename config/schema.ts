@@ -160,6 +160,12 @@ export const configSchema = z.strictObject({
        */
       adminPassthrough: z.boolean().default(false),
       /**
+       * A request body field no route-table row declares: "refuse" (400 unknown_field, the default: deny by default on
+       * body fields as on paths) or "forward" (logged), for clients newer than the table. Declared fields that name a
+       * resource are checked either way.
+       */
+      unknownBodyFields: z.enum(["refuse", "forward"]).default("refuse"),
+      /**
        * Node: relay the proxied planes' answers (runtime, exposed ports, presigned files) straight from the upstream's
        * socket to the client's, without Web Request/Response objects in between. On by default; off takes the standard
        * path (the one Workers use). No effect on Workers.
@@ -174,6 +180,7 @@ export const configSchema = z.strictObject({
       cors: { origins: [], maxAgeSeconds: 600 },
       logLevel: "info",
       adminPassthrough: false,
+      unknownBodyFields: "refuse",
       directRelay: true,
     }),
   upstream: z

@@ -108,6 +108,10 @@ const REQUEST_DROPPED = new Set([
   "x-payment",
   "accept-encoding",
   "expect",
+  // Asking the upstream to read the request as another method than the one the gateway routed and metered.
+  "x-http-method-override",
+  "x-method-override",
+  "x-http-method",
 ]);
 export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== "content-length"), "set-cookie"]);
 

@@ -38,7 +38,7 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
       return forwarder.forward(c, {
         sandboxId: id,
         method: c.req.method,
-        rest: runtimeRest(c),
+        rest: runtimeRest(c, ["token"]),
         headers: forwardableRequestHeaders(c.req.raw.headers),
       });
     },
@@ -51,7 +51,7 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
         {
           sandboxId: id,
           method: "POST",
-          rest: runtimeRest(c),
+          rest: runtimeRest(c, ["token"]),
           headers: forwardableRequestHeaders(c.req.raw.headers),
         },
         { read: true },

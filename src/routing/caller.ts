@@ -7,6 +7,7 @@ import type { GatewayServices } from "../services.js";
 import { bearerToken, presentedKey, requireScope, type Tenant } from "../tenants.js";
 import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "../tokens.js";
 import type { RouteRow } from "./table.js";
+import { isWebSocketUpgrade } from "../websocket.js";
 
 type Caller =
   | { via: "key"; tenant: Tenant }
@@ -63,7 +64,8 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
       return next();
     }
     const fromHeader = tokenKinds.size > 0 && !acceptsKey ? bearerToken(c.req.raw.headers) : presentedKey(c.req.raw.headers);
-    const presented = fromHeader ?? (tokenKinds.size > 0 ? c.req.query("token") : undefined);
+    // `?token=` only where a client cannot send headers: a WebSocket upgrade (and it is never forwarded).
+    const presented = fromHeader ?? (tokenKinds.size > 0 && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined);
     let caller: Caller;
     if (tokenKinds.size > 0 && looksLikeGatewayToken(presented)) {
       const token = await services.tokens.verify(presented);

@@ -1,31 +1,18 @@
 // Mounts the route table (./table.ts) on the app. One line per step, in the order every row runs them:
-//   identify → scope (in identify) → rate limit → owner → quota → meter → handler.
+//   identify → scope (in identify) → rate limit → owner → body → quota → meter → handler.
 // A request that matches no row is answered 404 route_not_fronted; nothing reaches the upstream without a row.
 import type { Hono, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { ResourceKind } from "../state/types.js";
 import { quota } from "../../middleware/quota/index.js";
 import { rateLimit } from "../../middleware/rate-limit/index.js";
 import { identify } from "./caller.js";
 import { limitBody } from "./body.js";
+import { checkBody, notOwned } from "./check-body.js";
 import { meterCredits } from "./credits.js";
 import type { RowHandler } from "./handlers.js";
 import { methodsOf, ROUTES, type RouteRow } from "./table.js";
-
-const NOUN: Record<ResourceKind, string> = {
-  sandbox: "Sandbox",
-  session: "Session",
-  snapshot: "Snapshot",
-  volume: "Volume",
-  profile: "Profile",
-  extension: "Extension",
-  job: "Job",
-  task: "Task",
-};
-
-const notOwned = (kind: ResourceKind, id: string) => new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`);
 
 /**
  * Another tenant's id (or an id nobody here created) answers exactly like a missing one. On the runtime plane (the hot
@@ -46,6 +33,21 @@ function requireOwner(services: GatewayServices, row: RouteRow): MiddlewareHandl
   };
 }
 
+/**
+ * `?_method=` asks some frameworks to read a request as another method: the gateway routes, checks and meters the
+ * method on the wire, so a request asking for another is refused rather than forwarded (the headers that ask the same,
+ * X-HTTP-Method-Override and its kin, are never forwarded: src/transport.ts).
+ */
+const refuseMethodOverride: MiddlewareHandler<GatewayEnv> = async function refuseMethodOverride(c, next) {
+  const url = c.req.url;
+  const q = url.indexOf("?");
+  if (q >= 0 && new URLSearchParams(url.slice(q + 1)).has("_method"))
+    throw new GatewayError(400, "method_override_refused", "?_method= is not accepted: send the request with the method you mean.", {
+      field: "_method",
+    });
+  return next();
+};
+
 export function mountRouteTable(
   app: Hono<GatewayEnv>,
   services: GatewayServices,
@@ -56,12 +58,14 @@ export function mountRouteTable(
   for (const row of rows) {
     const handler = handlers[row.handler];
     if (!handler) throw new Error(`route table: row ${row.name} names handler "${row.handler}", which does not exist`);
-    const chain: MiddlewareHandler<GatewayEnv>[] = [identify(services, row)];
+    const chain: MiddlewareHandler<GatewayEnv>[] = [refuseMethodOverride, identify(services, row)];
     if (row.bodyLimit) chain.push(limitBody(row.bodyLimit));
     // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
     if (!row.path.startsWith("/sandbox/")) chain.push(limited);
     const owner = requireOwner(services, row);
     if (owner) chain.push(owner);
+    const body = checkBody(services, row);
+    if (body) chain.push(body);
     if (row.quota) chain.push(quota(services, row.quota));
     const meter = meterCredits(services, row);
     if (meter) chain.push(meter);

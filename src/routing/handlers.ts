@@ -22,7 +22,7 @@ export function forwardBody(c: Context<GatewayEnv>): { headers: Headers; body: s
     headers.delete("content-length");
     return { headers, body: kept.text };
   }
-  const hasBody = c.req.method !== "GET" && c.req.method !== "HEAD";
+  const hasBody = c.req.method !== "GET" && c.req.method !== "HEAD" && !c.get("forwardNoBody");
   return { headers, body: hasBody ? c.req.raw.body : null };
 }
 

@@ -4,6 +4,7 @@
 import type { Scope } from "../../config/schema.js";
 import type { ResourceKind } from "../state/types.js";
 import type { TokenScope } from "../tokens.js";
+import { BODY, type BodySpec } from "./bodies/index.js";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -53,6 +54,11 @@ export interface RouteRow {
   list?: { kind: ResourceKind; field: string | null };
   pay: "free" | "x402" | "credits";
   meter?: Meter;
+  /**
+   * What the request body may hold (./bodies/): a JSON body is checked against its schema before anything is forwarded
+   * (unknown fields 400 unknown_field, limits 400 invalid_params, an id of a resource the caller does not own 404).
+   */
+  body: BodySpec;
   /** A JSON body above this many bytes answers 413 body_too_large (default 1 MiB; a search needs a few KiB). */
   bodyLimit?: number;
   /** Creation counted against the tenant's active-resource quota and body limits. */
@@ -73,7 +79,7 @@ const GET = "GET" as const,
   DELETE = "DELETE" as const;
 
 /** The job families the SDK polls: start, get, status (and stop for agent tasks). */
-function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKind; meter: Meter; stop?: boolean }): RouteRow[] {
+function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKind; meter: Meter; body: BodySpec; stop?: boolean }): RouteRow[] {
   const own = { kind: o.kind, param: "id" };
   const rows: RouteRow[] = [
     {
@@ -85,9 +91,10 @@ function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKi
       creates: o.kind,
       pay: "credits",
       meter: o.meter,
+      body: o.body,
       handler: "job.start",
     },
-    { name: `${o.name}.get`, method: GET, path: `${o.path}/:id`, auth: KEY, scope: o.scope, owns: own, pay: "free", handler: "job.read" },
+    { name: `${o.name}.get`, method: GET, path: `${o.path}/:id`, auth: KEY, scope: o.scope, owns: own, pay: "free", body: BODY.none, handler: "job.read" },
     {
       name: `${o.name}.status`,
       method: GET,
@@ -96,6 +103,7 @@ function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKi
       scope: o.scope,
       owns: own,
       pay: "free",
+      body: BODY.none,
       handler: "job.read",
     },
   ];
@@ -108,6 +116,7 @@ function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKi
       scope: o.scope,
       owns: own,
       pay: "free",
+      body: BODY.none,
       handler: "job.read",
     });
   return rows;
@@ -140,6 +149,7 @@ function runtime(
     tokenScope,
     owns: { kind: "sandbox", param: "id" },
     pay: "free",
+    body: BODY.sandboxPlane,
     handler,
   };
 }
@@ -147,89 +157,89 @@ function runtime(
 // biome-ignore format: one row per line, so the table reads as a table
 export const ROUTES: readonly RouteRow[] = [
   // ── Web search and fetch: x402 (the gateway pays) or the operator's credits; cached and coalesced either way ──
-  { name: "x402.web.search", method: POST, path: "/x402/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: SEARCH_BODY, handler: "paid.search" },
-  { name: "x402.web.fetch", method: POST, path: "/x402/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: FETCH_BODY, handler: "paid.search" },
-  { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch" }, bodyLimit: SEARCH_BODY, handler: "paid.search" },
-  { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch" }, bodyLimit: FETCH_BODY, handler: "paid.search" },
-  ...jobRows({ name: "web.batchFetch", path: "/api/web/batch-fetch", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "urls", default: 1 } }),
-  ...jobRows({ name: "web.crawl", path: "/api/web/crawl", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "crawlOptions.maxPages", default: 10 } }),
+  { name: "x402.web.search", method: POST, path: "/x402/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: SEARCH_BODY, body: BODY.webSearch, handler: "paid.search" },
+  { name: "x402.web.fetch", method: POST, path: "/x402/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: FETCH_BODY, body: BODY.webFetch, handler: "paid.search" },
+  { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch" }, bodyLimit: SEARCH_BODY, body: BODY.webSearch, handler: "paid.search" },
+  { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch" }, bodyLimit: FETCH_BODY, body: BODY.webFetch, handler: "paid.search" },
+  ...jobRows({ name: "web.batchFetch", path: "/api/web/batch-fetch", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "urls", default: 1 }, body: BODY.batchFetch }),
+  ...jobRows({ name: "web.crawl", path: "/api/web/crawl", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "crawlOptions.maxPages", default: 10 }, body: BODY.webCrawl }),
 
   // ── Jobs billed to credits ──
-  ...jobRows({ name: "scrape.batch", path: "/api/scrape/batch", scope: "jobs", kind: "job", meter: { per: "units", price: "scrapePage", units: "urls", default: 1 } }),
-  ...jobRows({ name: "scrape", path: "/api/scrape", scope: "jobs", kind: "job", meter: { per: "call", price: "scrape" } }),
-  ...jobRows({ name: "crawl", path: "/api/crawl", scope: "jobs", kind: "job", meter: { per: "units", price: "crawlPage", units: "maxPages", default: 10 } }),
-  ...jobRows({ name: "extract", path: "/api/extract", scope: "jobs", kind: "job", meter: { per: "units", price: "extract", units: "urls", default: 1 } }),
+  ...jobRows({ name: "scrape.batch", path: "/api/scrape/batch", scope: "jobs", kind: "job", meter: { per: "units", price: "scrapePage", units: "urls", default: 1 }, body: BODY.batchScrape }),
+  ...jobRows({ name: "scrape", path: "/api/scrape", scope: "jobs", kind: "job", meter: { per: "call", price: "scrape" }, body: BODY.scrape }),
+  ...jobRows({ name: "crawl", path: "/api/crawl", scope: "jobs", kind: "job", meter: { per: "units", price: "crawlPage", units: "maxPages", default: 10 }, body: BODY.crawl }),
+  ...jobRows({ name: "extract", path: "/api/extract", scope: "jobs", kind: "job", meter: { per: "units", price: "extract", units: "urls", default: 1 }, body: BODY.extract }),
   ...AGENTS.flatMap((a) =>
-    jobRows({ name: `task.${a}`, path: `/api/task/${a}`, scope: "agents", kind: "task", stop: true, meter: { per: "units", price: "agentStep", units: "maxSteps", default: 20 } }),
+    jobRows({ name: `task.${a}`, path: `/api/task/${a}`, scope: "agents", kind: "task", stop: true, meter: { per: "units", price: "agentStep", units: "maxSteps", default: 20 }, body: BODY.task(a) }),
   ),
 
   // ── Browser sessions (credits by the minute) ──
-  { name: "session.create", method: POST, path: "/api/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "credits", meter: { per: "minutes", price: "sessionMinute", resource: "session" }, handler: "session.create" },
-  { name: "session.list", method: GET, path: "/api/sessions", auth: KEY, scope: "sessions", list: { kind: "session", field: "sessions" }, pay: "free", handler: "session.list" },
-  { name: "session.activeCount", method: GET, path: "/api/sessions/active-count", auth: KEY, scope: "sessions", pay: "free", handler: "session.activeCount" },
-  { name: "session.get", method: GET, path: "/api/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.get" },
-  { name: "session.stop", method: PUT, path: "/api/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.stop" },
-  { name: "session.extend", method: PUT, path: "/api/session/:id/extend-session", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "credits", meter: { per: "extension", price: "sessionMinute", resource: "session" }, handler: "forward" },
+  { name: "session.create", method: POST, path: "/api/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "credits", meter: { per: "minutes", price: "sessionMinute", resource: "session" }, body: BODY.createSession, handler: "session.create" },
+  { name: "session.list", method: GET, path: "/api/sessions", auth: KEY, scope: "sessions", list: { kind: "session", field: "sessions" }, pay: "free", body: BODY.none, handler: "session.list" },
+  { name: "session.activeCount", method: GET, path: "/api/sessions/active-count", auth: KEY, scope: "sessions", pay: "free", body: BODY.none, handler: "session.activeCount" },
+  { name: "session.get", method: GET, path: "/api/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.get" },
+  { name: "session.stop", method: PUT, path: "/api/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.stop" },
+  { name: "session.extend", method: PUT, path: "/api/session/:id/extend-session", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "credits", meter: { per: "extension", price: "sessionMinute", resource: "session" }, body: BODY.extendSession, handler: "forward" },
   ...(
     [
-      ["snapshot", POST, "/snapshot"],
-      ["captcha", POST, "/captcha/evaluate"],
-      ["recording", GET, "/recording"],
-      ["eventLogs", GET, "/event-logs"],
-      ["uploads", POST, "/uploads"],
-      ["update", PUT, "/update"],
+      ["snapshot", POST, "/snapshot", BODY.sessionSnapshot],
+      ["captcha", POST, "/captcha/evaluate", BODY.captcha],
+      ["recording", GET, "/recording", BODY.none],
+      ["eventLogs", GET, "/event-logs", BODY.none],
+      ["uploads", POST, "/uploads", BODY.sessionUpload],
+      ["update", PUT, "/update", BODY.updateSession],
     ] as const
-  ).map(([n, m, rest]): RouteRow => ({ name: `session.${n}`, method: m, path: `/api/session/:id${rest}`, auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "forward" })),
+  ).map(([n, m, rest, body]): RouteRow => ({ name: `session.${n}`, method: m, path: `/api/session/:id${rest}`, auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body, handler: "forward" })),
   // File links the upstream signs on its own host are handed out as gateway links (a ticket), never as the upstream's.
-  { name: "session.recordingUrl", method: GET, path: "/api/session/:id/recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.fileUrl" },
-  { name: "session.videoRecordingUrl", method: GET, path: "/api/session/:id/video-recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.fileUrl" },
-  { name: "session.downloadsUrl", method: GET, path: "/api/session/:id/downloads-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "session.fileUrl" },
-  { name: "session.file", method: ["GET", "HEAD"], path: "/_tollgate/session-files/:id", auth: ["ticket"], scope: "sessions", pay: "free", handler: "session.file" },
+  { name: "session.recordingUrl", method: GET, path: "/api/session/:id/recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.fileUrl" },
+  { name: "session.videoRecordingUrl", method: GET, path: "/api/session/:id/video-recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.fileUrl" },
+  { name: "session.downloadsUrl", method: GET, path: "/api/session/:id/downloads-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.fileUrl" },
+  { name: "session.file", method: ["GET", "HEAD"], path: "/_tollgate/session-files/:id", auth: ["ticket"], scope: "sessions", pay: "free", body: BODY.none, handler: "session.file" },
   {
-    name: "session.computerAction.upstream", method: ["GET", "POST", "PUT"], path: "/api/session/:id/computer-action", auth: ["none"], scope: "sessions", pay: "free", handler: "refuse",
+    name: "session.computerAction.upstream", method: ["GET", "POST", "PUT"], path: "/api/session/:id/computer-action", auth: ["none"], scope: "sessions", pay: "free", body: BODY.none, handler: "refuse",
     refuse: { status: 404, code: "route_not_fronted", message: "Computer actions go to the session's computerActionEndpoint on the gateway." },
   },
-  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", handler: "cdp.computerAction" },
-  { name: "session.cdp", method: GET, path: "/devtools/browser/:id", auth: ["session-token", "key"], scope: "sessions", tokenScope: "cdp", owns: { kind: "session", param: "id" }, pay: "free", handler: "cdp.connect" },
-  { name: "x402.session.create", method: POST, path: "/x402/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "x402", handler: "x402session.create" },
-  { name: "x402.session.get", method: GET, path: "/x402/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "x402session.get" },
-  { name: "x402.session.stop", method: PUT, path: "/x402/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", handler: "x402session.stop" },
+  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, handler: "cdp.computerAction" },
+  { name: "session.cdp", method: GET, path: "/devtools/browser/:id", auth: ["session-token", "key"], scope: "sessions", tokenScope: "cdp", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "cdp.connect" },
+  { name: "x402.session.create", method: POST, path: "/x402/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "x402", body: BODY.x402Session, handler: "x402session.create" },
+  { name: "x402.session.get", method: GET, path: "/x402/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "x402session.get" },
+  { name: "x402.session.stop", method: PUT, path: "/x402/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "x402session.stop" },
 
   // ── Profiles and extensions (used by sessions) ──
-  { name: "profile.create", method: POST, path: "/api/profile", auth: KEY, scope: "sessions", creates: "profile", pay: "free", handler: "owned.create" },
-  { name: "profile.list", method: GET, path: "/api/profiles", auth: KEY, scope: "sessions", list: { kind: "profile", field: "profiles" }, pay: "free", handler: "owned.list" },
-  { name: "profile.get", method: GET, path: "/api/profile/:id", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, pay: "free", handler: "forward" },
-  { name: "profile.delete", method: DELETE, path: "/api/profile/:id", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, pay: "free", handler: "forward" },
-  { name: "profile.fork", method: POST, path: "/api/profile/:id/fork", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, creates: "profile", pay: "free", handler: "owned.create" },
-  { name: "extension.add", method: POST, path: "/api/extensions/add", auth: KEY, scope: "sessions", creates: "extension", pay: "free", handler: "owned.create" },
-  { name: "extension.list", method: GET, path: "/api/extensions/list", auth: KEY, scope: "sessions", list: { kind: "extension", field: null }, pay: "free", handler: "owned.list" },
+  { name: "profile.create", method: POST, path: "/api/profile", auth: KEY, scope: "sessions", creates: "profile", pay: "free", body: BODY.createProfile, handler: "owned.create" },
+  { name: "profile.list", method: GET, path: "/api/profiles", auth: KEY, scope: "sessions", list: { kind: "profile", field: "profiles" }, pay: "free", body: BODY.none, handler: "owned.list" },
+  { name: "profile.get", method: GET, path: "/api/profile/:id", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, pay: "free", body: BODY.none, handler: "forward" },
+  { name: "profile.delete", method: DELETE, path: "/api/profile/:id", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, pay: "free", body: BODY.none, handler: "forward" },
+  { name: "profile.fork", method: POST, path: "/api/profile/:id/fork", auth: KEY, scope: "sessions", owns: { kind: "profile", param: "id" }, creates: "profile", pay: "free", body: BODY.createProfile, handler: "owned.create" },
+  { name: "extension.add", method: POST, path: "/api/extensions/add", auth: KEY, scope: "sessions", creates: "extension", pay: "free", body: BODY.extensionUpload, handler: "owned.create" },
+  { name: "extension.list", method: GET, path: "/api/extensions/list", auth: KEY, scope: "sessions", list: { kind: "extension", field: null }, pay: "free", body: BODY.none, handler: "owned.list" },
 
   // ── Sandboxes (credits by the minute), images, snapshots, volumes ──
-  { name: "sandbox.create", method: POST, path: "/api/sandbox", auth: KEY, scope: "sandboxes", creates: "sandbox", quota: "sandbox", pay: "credits", meter: { per: "minutes", price: "sandboxMinute", resource: "sandbox" }, handler: "sandbox.create" },
-  { name: "sandbox.list", method: GET, path: "/api/sandboxes", auth: KEY, scope: "sandboxes", list: { kind: "sandbox", field: "sandboxes" }, pay: "free", handler: "sandbox.list" },
-  { name: "sandbox.get", method: GET, path: "/api/sandbox/:id", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.get" },
-  { name: "sandbox.stop", method: PUT, path: "/api/sandbox/:id/stop", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.stop" },
-  { name: "sandbox.snapshot", method: POST, path: "/api/sandbox/:id/snapshot", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.snapshot" },
-  { name: "sandbox.expose", method: POST, path: "/api/sandbox/:id/expose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "sandbox.expose" },
-  { name: "sandbox.unexpose", method: POST, path: "/api/sandbox/:id/unexpose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "forward" },
-  { name: "sandbox.network", method: PUT, path: "/api/sandbox/:id/network", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", handler: "forward" },
-  { name: "image.list", method: GET, path: "/api/images", auth: KEY, scope: "sandboxes", pay: "free", handler: "forward" },
+  { name: "sandbox.create", method: POST, path: "/api/sandbox", auth: KEY, scope: "sandboxes", creates: "sandbox", quota: "sandbox", pay: "credits", meter: { per: "minutes", price: "sandboxMinute", resource: "sandbox" }, body: BODY.createSandbox, handler: "sandbox.create" },
+  { name: "sandbox.list", method: GET, path: "/api/sandboxes", auth: KEY, scope: "sandboxes", list: { kind: "sandbox", field: "sandboxes" }, pay: "free", body: BODY.none, handler: "sandbox.list" },
+  { name: "sandbox.get", method: GET, path: "/api/sandbox/:id", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.none, handler: "sandbox.get" },
+  { name: "sandbox.stop", method: PUT, path: "/api/sandbox/:id/stop", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.none, handler: "sandbox.stop" },
+  { name: "sandbox.snapshot", method: POST, path: "/api/sandbox/:id/snapshot", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.sandboxSnapshot, handler: "sandbox.snapshot" },
+  { name: "sandbox.expose", method: POST, path: "/api/sandbox/:id/expose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.expose, handler: "sandbox.expose" },
+  { name: "sandbox.unexpose", method: POST, path: "/api/sandbox/:id/unexpose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.unexpose, handler: "forward" },
+  { name: "sandbox.network", method: PUT, path: "/api/sandbox/:id/network", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.network, handler: "forward" },
+  { name: "image.list", method: GET, path: "/api/images", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "forward" },
   // The image catalog is the operator's, shared by every tenant: changing it is for admins.
-  { name: "image.delete", method: DELETE, path: "/api/images/:name", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
-  { name: "image.build.create", method: POST, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
-  { name: "image.build.list", method: GET, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
-  { name: "image.build.get", method: GET, path: "/api/images/builds/:id", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
-  { name: "image.build.complete", method: POST, path: "/api/images/builds/:id/complete", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
-  { name: "image.build.cancel", method: POST, path: "/api/images/builds/:id/cancel", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
-  { name: "snapshot.list", method: GET, path: "/api/snapshots", auth: KEY, scope: "sandboxes", list: { kind: "snapshot", field: "snapshots" }, pay: "free", handler: "snapshot.list" },
-  { name: "snapshot.get", method: GET, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", handler: "snapshot.byIdOrName" },
-  { name: "snapshot.delete", method: DELETE, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", handler: "snapshot.byIdOrName" },
-  { name: "volume.create", method: POST, path: "/api/volume", auth: KEY, scope: "sandboxes", creates: "volume", pay: "free", handler: "owned.create" },
-  { name: "volume.list", method: GET, path: "/api/volume", auth: KEY, scope: "sandboxes", list: { kind: "volume", field: "volumes" }, pay: "free", handler: "owned.list" },
-  { name: "volume.get", method: GET, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", handler: "forward" },
-  { name: "volume.delete", method: DELETE, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", handler: "forward" },
+  { name: "image.delete", method: DELETE, path: "/api/images/:name", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
+  { name: "image.build.create", method: POST, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", body: BODY.createImageBuild, handler: "forward" },
+  { name: "image.build.list", method: GET, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
+  { name: "image.build.get", method: GET, path: "/api/images/builds/:id", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
+  { name: "image.build.complete", method: POST, path: "/api/images/builds/:id/complete", auth: KEY, scope: "admin", pay: "free", body: BODY.completeImageBuild, handler: "forward" },
+  { name: "image.build.cancel", method: POST, path: "/api/images/builds/:id/cancel", auth: KEY, scope: "admin", pay: "free", body: BODY.cancelImageBuild, handler: "forward" },
+  { name: "snapshot.list", method: GET, path: "/api/snapshots", auth: KEY, scope: "sandboxes", list: { kind: "snapshot", field: "snapshots" }, pay: "free", body: BODY.none, handler: "snapshot.list" },
+  { name: "snapshot.get", method: GET, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
+  { name: "snapshot.delete", method: DELETE, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
+  { name: "volume.create", method: POST, path: "/api/volume", auth: KEY, scope: "sandboxes", creates: "volume", pay: "free", body: BODY.createVolume, handler: "owned.create" },
+  { name: "volume.list", method: GET, path: "/api/volume", auth: KEY, scope: "sandboxes", list: { kind: "volume", field: "volumes" }, pay: "free", body: BODY.none, handler: "owned.list" },
+  { name: "volume.get", method: GET, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", body: BODY.none, handler: "forward" },
+  { name: "volume.delete", method: DELETE, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", body: BODY.none, handler: "forward" },
   // The operator's credit balance is the operator's business.
-  { name: "team.creditInfo", method: GET, path: "/api/team/credit-info", auth: KEY, scope: "admin", pay: "free", handler: "forward" },
+  { name: "team.creditInfo", method: GET, path: "/api/team/credit-info", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
 
   // ── Sandbox runtime plane (gateway token bound to the sandbox; the upstream runtime token is injected) ──
   runtime("exec", POST, "/exec"),
@@ -250,7 +260,7 @@ export const ROUTES: readonly RouteRow[] = [
   runtime("files.watch.events", GET, "/files/watch/:wid/ws", "runtime.websocket"),
   runtime("files.presignUpload", POST, "/files/presign-upload", "runtime.presign"),
   runtime("files.presignDownload", POST, "/files/presign-download", "runtime.presign"),
-  { name: "runtime.files.presigned", method: ["GET", "HEAD", "PUT"], path: "/sandbox/:id/files/presigned", auth: ["ticket"], scope: "sandboxes", pay: "free", handler: "runtime.presigned" },
+  { name: "runtime.files.presigned", method: ["GET", "HEAD", "PUT"], path: "/sandbox/:id/files/presigned", auth: ["ticket"], scope: "sandboxes", pay: "free", body: BODY.bytes, handler: "runtime.presigned" },
   runtime("pty.create", POST, "/pty", "runtime.forward", "terminal"),
   runtime("pty.get", GET, "/pty/:tid", "runtime.forward", "terminal"),
   runtime("pty.wait", POST, "/pty/:tid/wait", "runtime.forward", "terminal"),

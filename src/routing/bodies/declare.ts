@@ -1,0 +1,184 @@
+// How a route-table row declares its body: a strict zod schema (what is not declared is refused), in which every field
+// that names a resource is marked with its kind, wherever it sits. One declaration does three jobs: it refuses what is
+// not declared, it finds the ids a body names (so the chain can check they are the caller's), and it documents the row.
+import { z } from "zod";
+import type { ResourceKind } from "../../state/types.js";
+
+/** The kinds a body field may name. Snapshots cover sandbox and session snapshots. */
+export type RefKind = Extract<ResourceKind, "volume" | "profile" | "extension" | "snapshot" | "session" | "sandbox" | "job" | "task">;
+
+/** Marks schemas whose value is an id of a resource of some kind. */
+const references = z.registry<{ ref: RefKind }>();
+
+/** A field whose value is the id of a resource of `kind`: before forwarding, it must be the caller's. */
+export function owned(kind: RefKind): z.ZodString {
+  const schema = z.string().min(1).max(256);
+  references.add(schema, { ref: kind });
+  return schema;
+}
+
+/** An integer count the reservation is computed from: anything else (0, −1, 0.5, "1000") is refused, never coerced. */
+export const count = (min: number, max: number) => z.number().int().min(min).max(max);
+
+/** A value the gateway forwards as data and never reads (a JSON schema, an output model, an agent's initial actions). */
+export const opaque = () => z.unknown();
+
+/** A JSON object of the row's declared fields, and no others. */
+export const fields = z.strictObject;
+
+/**
+ * A JSON object of optional fields, and no others. Each may also be null: the Python SDK's models can send an unset
+ * field as null, and the upstream reads null as absent.
+ */
+export function options(shape: Record<string, z.ZodType>): z.ZodObject {
+  return z.strictObject(Object.fromEntries(Object.entries(shape).map(([k, s]) => [k, s.nullish()])));
+}
+
+/** How a row's request body is declared. */
+export type BodySpec =
+  /** No body is read; whatever comes is dropped by the upstream (GET, DELETE, stop). */
+  | { kind: "none" }
+  /** A JSON object checked against `schema` before anything is forwarded. */
+  | { kind: "json"; schema: z.ZodType }
+  /** A multipart upload (a file and a few text fields): streamed, names no resource. */
+  | { kind: "multipart"; fields: readonly string[] }
+  /** The sandbox runtime plane: the body goes to the sandbox the caller's token is bound to and names nothing else. */
+  | { kind: "sandbox" }
+  /** Bytes streamed as they come (an upload to a presigned ticket). */
+  | { kind: "bytes" };
+
+export const NO_BODY: BodySpec = { kind: "none" };
+export const json = (schema: z.ZodType): BodySpec => ({ kind: "json", schema });
+
+/** A resource a body names: where (`path`, e.g. `mounts./mnt/x.id`) and what. */
+export interface NamedRef {
+  path: string;
+  kind: RefKind;
+  id: string;
+}
+
+/** Reads through wrappers that do not change what a value is (optional, nullable, default, readonly…). */
+function unwrap(schema: z.ZodType): z.ZodType {
+  let s = schema;
+  for (;;) {
+    const def = s.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
+    if ((def.type === "optional" || def.type === "nullable" || def.type === "default" || def.type === "readonly") && def.innerType)
+      s = def.innerType;
+    else if (def.type === "pipe" && def.in) s = def.in;
+    else return s;
+  }
+}
+
+const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
+
+/**
+ * Every resource id `value` names under `schema`, found by walking both together (objects, arrays, records, unions).
+ * Walks the raw value, so it works on a body that failed other checks (an unknown field forwarded by the operator's
+ * switch still leaves the declared fields checked).
+ */
+export function namedRefs(schema: z.ZodType, value: unknown, path = "", out: NamedRef[] = []): NamedRef[] {
+  const mark = references.get(schema);
+  if (mark) {
+    if (typeof value === "string") out.push({ path, kind: mark.ref, id: value });
+    return out;
+  }
+  if (value === undefined || value === null) return out;
+  const s = unwrap(schema);
+  if (s !== schema) return namedRefs(s, value, path, out);
+  const def = s.def as {
+    type: string;
+    shape?: Record<string, z.ZodType>;
+    element?: z.ZodType;
+    valueType?: z.ZodType;
+    options?: z.ZodType[];
+    left?: z.ZodType;
+    right?: z.ZodType;
+  };
+  if (def.type === "object" && def.shape && typeof value === "object" && !Array.isArray(value)) {
+    for (const [key, field] of Object.entries(def.shape)) {
+      const v = (value as Record<string, unknown>)[key];
+      if (v !== undefined) namedRefs(field, v, join(path, key), out);
+    }
+  } else if (def.type === "array" && def.element && Array.isArray(value)) {
+    value.forEach((v, i) => namedRefs(def.element!, v, join(path, i), out));
+  } else if (def.type === "record" && def.valueType && typeof value === "object" && !Array.isArray(value)) {
+    for (const [key, v] of Object.entries(value as Record<string, unknown>)) namedRefs(def.valueType, v, join(path, key), out);
+  } else if (def.type === "union" && def.options) {
+    // The option the value is (the first that accepts it), else every option that could hold a reference.
+    const match = def.options.find((o) => o.safeParse(value).success);
+    for (const o of match ? [match] : def.options) namedRefs(o, value, path, out);
+  } else if (def.type === "intersection" && def.left && def.right) {
+    namedRefs(def.left, value, path, out);
+    namedRefs(def.right, value, path, out);
+  }
+  return out;
+}
+
+/** Every field path under `schema` that names a resource, with its kind (`tollgate routes`, docs/routes.md). */
+export function referenceFields(schema: z.ZodType, path = "", out: Array<{ path: string; kind: RefKind }> = [], depth = 0): typeof out {
+  const mark = references.get(schema);
+  if (mark) {
+    out.push({ path, kind: mark.ref });
+    return out;
+  }
+  if (depth > 12) return out;
+  const s = unwrap(schema);
+  if (s !== schema) return referenceFields(s, path, out, depth);
+  const def = s.def as { type: string; shape?: Record<string, z.ZodType>; element?: z.ZodType; valueType?: z.ZodType; options?: z.ZodType[] };
+  if (def.type === "object" && def.shape) for (const [k, f] of Object.entries(def.shape)) referenceFields(f, join(path, k), out, depth + 1);
+  else if (def.type === "array" && def.element) referenceFields(def.element, `${path}[]`, out, depth + 1);
+  else if (def.type === "record" && def.valueType) referenceFields(def.valueType, `${path}.*`, out, depth + 1);
+  else if (def.type === "union" && def.options) {
+    const seen = new Set(out.map((r) => r.path));
+    for (const o of def.options) for (const r of referenceFields(o, path, [], depth + 1)) if (!seen.has(r.path)) (seen.add(r.path), out.push(r));
+  }
+  return out;
+}
+
+/**
+ * Every field path `schema` declares, with what it holds there (`object`, `array`, `record`, `string`… and `unknown` for
+ * an opaque value whose insides are data). Arrays add `[]` to the path, records `.*`. For the SDK-walk test.
+ */
+export function declaredPaths(schema: z.ZodType, path = "", out = new Map<string, string>(), depth = 0): Map<string, string> {
+  if (depth > 12) return out;
+  const s = unwrap(schema);
+  const def = s.def as { type: string; shape?: Record<string, z.ZodType>; element?: z.ZodType; valueType?: z.ZodType; options?: z.ZodType[] };
+  if (path && (!out.has(path) || out.get(path) === "union")) out.set(path, def.type);
+  if (def.type === "object" && def.shape) for (const [k, f] of Object.entries(def.shape)) declaredPaths(f, join(path, k), out, depth + 1);
+  else if (def.type === "array" && def.element) declaredPaths(def.element, `${path}[]`, out, depth + 1);
+  else if (def.type === "record" && def.valueType) declaredPaths(def.valueType, `${path}.*`, out, depth + 1);
+  else if (def.type === "union" && def.options) for (const o of def.options) declaredPaths(o, path, out, depth + 1);
+  return out;
+}
+
+/** One thing wrong with a body, in the gateway's words. */
+export interface BodyProblem {
+  code: "unknown_field" | "invalid_params";
+  field: string;
+  message: string;
+}
+
+const fieldName = (path: PropertyKey[]) => path.map(String).join(".");
+
+/** What is wrong with `value` under `schema`, unknown fields first (each named by its full path). */
+export function bodyProblems(schema: z.ZodType, value: unknown): BodyProblem[] {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return [];
+  const problems: BodyProblem[] = [];
+  for (const issue of parsed.error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        const field = fieldName([...issue.path, key]);
+        problems.push({ code: "unknown_field", field, message: `${field} is not a field this route accepts.` });
+      }
+    } else if (issue.code === "invalid_union") {
+      // A union's own issues say which option came closest; the field is what a client needs.
+      const field = fieldName(issue.path);
+      problems.push({ code: "invalid_params", field, message: `${field || "The body"} is not one of the accepted shapes.` });
+    } else {
+      const field = fieldName(issue.path);
+      problems.push({ code: "invalid_params", field, message: `${field || "The body"}: ${issue.message}` });
+    }
+  }
+  return problems.sort((a, b) => (a.code === b.code ? 0 : a.code === "unknown_field" ? -1 : 1));
+}
