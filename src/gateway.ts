@@ -44,6 +44,7 @@ import { PaymentSigner } from "./payments/signer.js";
 import { normalisePath, splitRequestUrl } from "./routing/normalize.js";
 import { mountRouteTable, routeNotFronted } from "./routing/chain.js";
 import { commonHandlers } from "./routing/handlers.js";
+import { volumeHandlers } from "./sandbox/volume-names.js";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { withMeteredLedger } from "./metrics/metered-ledger.js";
 import { workersPeerAddress } from "./client-address.js";
@@ -186,8 +187,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.route(OWN_PREFIX, usageRoutes(services));
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
+  const common = commonHandlers(services);
   mountRouteTable(app, services, {
-    ...commonHandlers(services),
+    ...common,
+    ...volumeHandlers(services, common),
     ...paidSearchHandlers(services, signer),
     ...x402SessionHandlers(services, signer),
     ...sessionHandlers(services),

@@ -7,10 +7,9 @@ import { Upstream } from "../upstream.js";
 import { isWebSocketUpgrade } from "../websocket.js";
 import { sessionEndpoints } from "./session-access.js";
 import { callerTenant } from "../routing/caller.js";
-import { readBoundedText } from "../routing/body.js";
+import { jsonBody } from "../routing/body.js";
 import type { RowHandler } from "../routing/handlers.js";
 
-const MAX_ACTION_BODY = 64 * 1024;
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
 function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
@@ -52,7 +51,8 @@ export function cdpHandlers(services: GatewayServices): Record<string, RowHandle
     // computerActionEndpoint: the SDK posts here verbatim with x-api-key; keyless clients use a session token.
     "cdp.computerAction": async (c) => {
       const id = c.req.param("id")!;
-      const body = await readBoundedText(c.req.raw, MAX_ACTION_BODY);
+      // The chain has read and checked the body against the row's declaration (one of the SDK's actions).
+      const body = (await jsonBody(c)).text;
       const url = allowedUpstreamUrl(
         services,
         (await sessionEndpoints(c, services, id)).computerActionEndpoint,

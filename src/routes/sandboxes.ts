@@ -17,7 +17,7 @@ import { tenantRewriteContext } from "../sandbox/tenant-view.js";
 import { callerTenant } from "../routing/caller.js";
 import { jsonBody } from "../routing/body.js";
 import { settleResource } from "../routing/credits.js";
-import type { RowHandler } from "../routing/handlers.js";
+import { claimRefused, type RowHandler } from "../routing/handlers.js";
 
 const JSON_HEADERS = () => new Headers({ "content-type": "application/json" });
 const ENDED = new Set(["closed", "close-error", "error"]);
@@ -59,7 +59,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
       if (!res.ok) return Upstream.relay(res);
       const detail = await upstreamJson(res, SandboxDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
-      await services.stores.ownership.claim("sandbox", String(detail.id), tenant.id);
+      if (!(await services.stores.ownership.claim("sandbox", String(detail.id), tenant.id))) throw claimRefused("sandbox");
       services.logger.info("sandbox.created", { tenant: tenant.id, sandbox: detail.id });
       // The meter reads the created id from the answer: it is the upstream's id, kept in the rewritten body.
       return answer(res, await present(c, detail));

@@ -16,7 +16,7 @@ import { mintSessionToken, notFoundSession, saveSessionEndpoints } from "./sessi
 import { publicOriginOf } from "../public-origin.js";
 import { callerTenant } from "../routing/caller.js";
 import { settleResource } from "../routing/credits.js";
-import { forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
+import { claimRefused, forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
 import { presignTarget, rewriteSessionFileUrl } from "../sandbox/presign.js";
 import { sendUpstream } from "../sandbox/runtime-forward.js";
 import { forwardableRequestHeaders } from "../transport.js";
@@ -61,7 +61,7 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       if (!res.ok) return passError(res);
       const detail = await upstreamJson(res, SessionDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
-      await stores.ownership.claim("session", String(detail.id), tenant.id);
+      if (!(await stores.ownership.claim("session", String(detail.id), tenant.id))) throw claimRefused("session");
       return c.json(await presentDetail(c, tenant, detail));
     },
 

@@ -18,7 +18,7 @@ import { mintSessionToken, notFoundSession, saveSessionEndpoints } from "./sessi
 import { publicOriginOf } from "../public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import { callerTenant } from "../routing/caller.js";
-import type { RowHandler } from "../routing/handlers.js";
+import { claimRefused, type RowHandler } from "../routing/handlers.js";
 import { stateKeys } from "../state/keys.js";
 
 const MGMT_TTL_MS = 24 * 3600_000;
@@ -58,7 +58,7 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
     const detail = readWire(X402SessionAnswer, await res.json());
     const id = String(detail.id ?? "");
     if (!id) throw new GatewayError(502, "upstream_bad_response", "The upstream sold a session without an id.");
-    await stores.ownership.claim("session", id, tenant.id);
+    if (!(await stores.ownership.claim("session", id, tenant.id))) throw claimRefused("session");
     if (typeof detail.managementToken === "string")
       await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));

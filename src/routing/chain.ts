@@ -8,6 +8,7 @@ import type { GatewayServices } from "../services.js";
 import { quota } from "../../middleware/quota/index.js";
 import { rateLimit } from "../../middleware/rate-limit/index.js";
 import { identify } from "./caller.js";
+import { ownedVolumeKey } from "../sandbox/volume-names.js";
 import { limitBody } from "./body.js";
 import { checkBody, notOwned } from "./check-body.js";
 import { meterCredits } from "./credits.js";
@@ -26,7 +27,11 @@ function requireOwner(services: GatewayServices, row: RouteRow): MiddlewareHandl
     const id = c.req.param(owns.param) ?? "";
     const caller = c.get("caller");
     if (caller.via === "ticket") throw notOwned(owns.kind, id);
-    if (!(boundTokenSuffices && caller.via === "token" && caller.token.resource === id)) {
+    if (owns.byName) {
+      const key = await ownedVolumeKey(services, caller.tenant.id, id);
+      if (!key) throw notOwned(owns.kind, id);
+      c.set("volumeKey", key);
+    } else if (!(boundTokenSuffices && caller.via === "token" && caller.token.resource === id)) {
       if ((await services.stores.ownership.owner(owns.kind, id)) !== caller.tenant.id) throw notOwned(owns.kind, id);
     }
     return next();

@@ -1,4 +1,5 @@
 // The route table as a reader sees it: one markdown line per row (`tollgate routes`, docs/routes.md).
+import { referenceFields } from "./bodies/declare.js";
 import { methodsOf, ROUTES, type Meter, type RouteRow } from "./table.js";
 
 function meterText(m: Meter | undefined): string {
@@ -26,14 +27,25 @@ function owner(row: RouteRow): string {
   return parts.join(", ");
 }
 
+/** What a row's body may hold, and which of its fields name resources the caller must own. */
+function bodyText(row: RouteRow): string {
+  const b = row.body;
+  if (b.kind === "none") return "—";
+  if (b.kind === "sandbox") return "sandbox plane";
+  if (b.kind === "bytes") return "bytes";
+  if (b.kind === "multipart") return `multipart: ${b.fields.join(", ")}`;
+  const refs = referenceFields(b.schema);
+  return refs.length ? `JSON; owned: ${refs.map((r) => `\`${r.path}\` ${r.kind}`).join(", ")}` : "JSON";
+}
+
 /** The whole table as markdown, in mount order. */
 export function routeTableMarkdown(rows: readonly RouteRow[] = ROUTES): string {
   const lines = [
-    "| row | method | path | caller | scope | resource | paid |",
-    "|---|---|---|---|---|---|---|",
+    "| row | method | path | caller | scope | resource | body | paid |",
+    "|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : r.scope} | ${owner(r)} | ${paid(r)} |`,
+        `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : r.scope} | ${owner(r)} | ${bodyText(r)} | ${paid(r)} |`,
     ),
   ];
   return `${lines.join("\n")}\n`;

@@ -44,12 +44,14 @@ async function claimFrom(services: GatewayServices, c: Context<GatewayEnv>, row:
   if (typeof id !== "string" && typeof id !== "number")
     throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
   const tenant = callerTenant(c);
-  await services.stores.ownership.claim(row.creates, String(id), tenant.id);
-  // Volumes are addressed by name too (DELETE /api/volume/<name>): the name is claimed with the id.
-  if (row.creates === "volume" && typeof created.name === "string" && created.name)
-    await services.stores.ownership.claim("volume", created.name, tenant.id);
+  // First claim wins: an upstream answering a creation with something another tenant owns moves nothing.
+  if (!(await services.stores.ownership.claim(row.creates, String(id), tenant.id))) throw claimRefused(row.creates);
   services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id: String(id), route: row.name });
 }
+
+/** A creation whose answer names a resource another tenant owns: nothing is handed over. */
+export const claimRefused = (kind: string) =>
+  new GatewayError(409, "resource_conflict", `The upstream answered with a ${kind} this tenant cannot claim; nothing was handed over.`);
 
 export function commonHandlers(services: GatewayServices): Record<string, RowHandler> {
   return {

@@ -46,8 +46,11 @@ export interface RouteRow {
   /** Scope a tenant key needs (tokens carry their own scopes, `tokenScope`). */
   scope: Scope;
   tokenScope?: TokenScope;
-  /** The caller must own the resource named by this path parameter (another tenant's id answers 404). */
-  owns?: { kind: ResourceKind; param: string };
+  /**
+   * The caller must own the resource named by this path parameter (another tenant's id answers 404). `byName`: the
+   * parameter may also be the caller's own name for it (volumes), resolved within the caller's names only.
+   */
+  owns?: { kind: ResourceKind; param: string; byName?: boolean };
   /** The answer's id (`id` or `jobId`) becomes the caller's. */
   creates?: ResourceKind;
   /** A list of `field` filtered to the caller's `kind`. */
@@ -72,7 +75,9 @@ export interface RouteRow {
 const KEY = ["key"] as const;
 /** A search is a query and a few filters; a fetch may carry an output schema. */
 const SEARCH_BODY = 16 * 1024,
-  FETCH_BODY = 64 * 1024;
+  FETCH_BODY = 64 * 1024,
+  /** One computer action: coordinates, keys or a drag path. */
+  ACTION_BODY = 64 * 1024;
 const GET = "GET" as const,
   POST = "POST" as const,
   PUT = "PUT" as const,
@@ -199,7 +204,7 @@ export const ROUTES: readonly RouteRow[] = [
     name: "session.computerAction.upstream", method: ["GET", "POST", "PUT"], path: "/api/session/:id/computer-action", auth: ["none"], scope: "sessions", pay: "free", body: BODY.none, handler: "refuse",
     refuse: { status: 404, code: "route_not_fronted", message: "Computer actions go to the session's computerActionEndpoint on the gateway." },
   },
-  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, handler: "cdp.computerAction" },
+  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, bodyLimit: ACTION_BODY, handler: "cdp.computerAction" },
   { name: "session.cdp", method: GET, path: "/devtools/browser/:id", auth: ["session-token", "key"], scope: "sessions", tokenScope: "cdp", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "cdp.connect" },
   { name: "x402.session.create", method: POST, path: "/x402/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "x402", body: BODY.x402Session, handler: "x402session.create" },
   { name: "x402.session.get", method: GET, path: "/x402/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "x402session.get" },
@@ -234,10 +239,11 @@ export const ROUTES: readonly RouteRow[] = [
   { name: "snapshot.list", method: GET, path: "/api/snapshots", auth: KEY, scope: "sandboxes", list: { kind: "snapshot", field: "snapshots" }, pay: "free", body: BODY.none, handler: "snapshot.list" },
   { name: "snapshot.get", method: GET, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
   { name: "snapshot.delete", method: DELETE, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
-  { name: "volume.create", method: POST, path: "/api/volume", auth: KEY, scope: "sandboxes", creates: "volume", pay: "free", body: BODY.createVolume, handler: "owned.create" },
-  { name: "volume.list", method: GET, path: "/api/volume", auth: KEY, scope: "sandboxes", list: { kind: "volume", field: "volumes" }, pay: "free", body: BODY.none, handler: "owned.list" },
-  { name: "volume.get", method: GET, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", body: BODY.none, handler: "forward" },
-  { name: "volume.delete", method: DELETE, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", body: BODY.none, handler: "forward" },
+  // Volume names are per tenant: `data` is `<tenant>.data` upstream (src/sandbox/volume-names.ts).
+  { name: "volume.create", method: POST, path: "/api/volume", auth: KEY, scope: "sandboxes", creates: "volume", pay: "free", body: BODY.createVolume, handler: "volume.create" },
+  { name: "volume.list", method: GET, path: "/api/volume", auth: KEY, scope: "sandboxes", list: { kind: "volume", field: "volumes" }, pay: "free", body: BODY.none, handler: "volume.list" },
+  { name: "volume.get", method: GET, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id", byName: true }, pay: "free", body: BODY.none, handler: "volume.byKey" },
+  { name: "volume.delete", method: DELETE, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id", byName: true }, pay: "free", body: BODY.none, handler: "volume.byKey" },
   // The operator's credit balance is the operator's business.
   { name: "team.creditInfo", method: GET, path: "/api/team/credit-info", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
 

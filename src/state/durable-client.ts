@@ -193,8 +193,8 @@ class DurableLedger implements BudgetLedger {
 
 class DurableOwnership implements OwnershipRegistry {
   constructor(private readonly o: Objects) {}
-  async claim(kind: ResourceKind, id: string, tenant: string) {
-    await this.o.call("ownership", (s) => s.ownClaim(kind, id, tenant));
+  claim(kind: ResourceKind, id: string, tenant: string) {
+    return this.o.call("ownership", (s) => s.ownClaim(kind, id, tenant));
   }
   owner(kind: ResourceKind, id: string) {
     return this.o.call("ownership", (s) => s.ownOwner(kind, id));

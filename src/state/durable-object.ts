@@ -117,8 +117,10 @@ export class TollgateState extends DurableObject {
   }
 
   // ownership
-  ownClaim(kind: ResourceKind, id: string, tenant: string) {
-    this.tx(() => {
+  ownClaim(kind: ResourceKind, id: string, tenant: string): boolean {
+    return this.tx(() => {
+      const had = this.rows("SELECT tenant FROM owners WHERE kind = ? AND id = ?", kind, id)[0]?.tenant as string | undefined;
+      if (had !== undefined && had !== tenant) return false;
       const seq = ((this.rows("SELECT MAX(seq) AS s FROM owners")[0]?.s as number | null) ?? 0) + 1;
       this.sql.exec(
         "INSERT INTO owners (kind, id, tenant, active, seq) VALUES (?, ?, ?, 1, ?) ON CONFLICT (kind, id) DO UPDATE SET tenant = ?, active = 1, seq = ?",
@@ -129,6 +131,7 @@ export class TollgateState extends DurableObject {
         tenant,
         seq,
       );
+      return true;
     });
   }
   ownOwner(kind: ResourceKind, id: string): string | undefined {

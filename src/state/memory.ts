@@ -158,7 +158,10 @@ class MemoryOwnership implements OwnershipRegistry {
   private readonly owners = new Map<string, { tenant: string; active: boolean; at: number }>();
   private seq = 0;
   async claim(kind: ResourceKind, id: string, tenant: string) {
+    const had = this.owners.get(`${kind}:${id}`);
+    if (had && had.tenant !== tenant) return false;
     this.owners.set(`${kind}:${id}`, { tenant, active: true, at: ++this.seq });
+    return true;
   }
   async owner(kind: ResourceKind, id: string) {
     return this.owners.get(`${kind}:${id}`)?.tenant;

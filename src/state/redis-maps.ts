@@ -23,7 +23,9 @@ export class RedisOwnership implements OwnershipRegistry {
   }
 
   async claim(kind: ResourceKind, id: string, tenant: string) {
-    await this.r.run(() => this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.r.prefix, kind, id, tenant));
+    return (
+      (await this.r.run(() => this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.r.prefix, kind, id, tenant))) === 1
+    );
   }
   async owner(kind: ResourceKind, id: string) {
     return (await this.r.run(() => this.r.client.hget(this.owner_(kind, id), "tenant"))) ?? undefined;

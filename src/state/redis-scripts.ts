@@ -192,14 +192,14 @@ redis.call('ZADD', cur[9] == 'credits' and KEYS[3] or KEYS[2], ends * 1000, ARGV
 return {1}
 `;
 
-/** KEYS: owner hash, seq. ARGV: prefix, kind, id, tenant. A claim makes the resource its tenant's newest, active. */
+/**
+ * KEYS: owner hash, seq. ARGV: prefix, kind, id, tenant. A claim makes the resource its tenant's newest, active; one
+ * another tenant owns is left as it is (0).
+ */
 const CLAIM = `
 local p, kind, id, tenant = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local old = redis.call('HGET', KEYS[1], 'tenant')
-if old and old ~= tenant then
-  redis.call('ZREM', p .. 'own:list:' .. kind .. ':t:' .. old, id)
-  redis.call('SREM', p .. 'own:active:' .. kind .. ':t:' .. old, id)
-end
+if old and old ~= tenant then return 0 end
 local seq = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'tenant', tenant, 'active', '1')
 redis.call('ZADD', p .. 'own:list:' .. kind .. ':t:' .. tenant, seq, id)

@@ -155,7 +155,12 @@ const RESOURCE_KINDS = ["sandbox", "session", "snapshot", "volume", "profile", "
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
 export interface OwnershipRegistry {
-  claim(kind: ResourceKind, id: string, tenant: string): Promise<void>;
+  /**
+   * Makes the resource the tenant's (its newest, active). The first claim wins: a resource another tenant owns is never
+   * moved, and the answer is false (an id is not taken over by naming it, or by an upstream that answers a creation with
+   * something that already exists). True when the resource is the tenant's now, claimed before by it or not.
+   */
+  claim(kind: ResourceKind, id: string, tenant: string): Promise<boolean>;
   owner(kind: ResourceKind, id: string): Promise<string | undefined>;
   /** Ids the tenant owns, newest first. */
   list(kind: ResourceKind, tenant: string): Promise<string[]>;

@@ -105,10 +105,14 @@ describe("browser sessions through Tollgate", () => {
     expect((await acme.sessions.get(session.id)).status).toBe("active");
   });
 
-  // A refused upgrade carries the same JSON error as the same URL over plain HTTP.
+  // A refused upgrade carries the same JSON error as the same request over plain HTTP (where `?token=` is not taken:
+  // plain HTTP sends the token as a bearer header).
   async function refusal(url: string, headers: Record<string, string> = {}) {
     const ws = await tryUpgrade(url.replace("http", "ws"), headers);
-    const plain = await fetch(url, { headers });
+    const u = new URL(url);
+    const token = u.searchParams.get("token");
+    u.searchParams.delete("token");
+    const plain = await fetch(u, { headers: token ? { ...headers, authorization: `Bearer ${token}` } : headers });
     const code = (await plain.json()).code;
     expect(ws.body?.code).toBe(code);
     expect(typeof ws.body?.message).toBe("string");

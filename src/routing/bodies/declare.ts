@@ -21,7 +21,7 @@ export function owned(kind: RefKind): z.ZodString {
 export const count = (min: number, max: number) => z.number().int().min(min).max(max);
 
 /** A value the gateway forwards as data and never reads (a JSON schema, an output model, an agent's initial actions). */
-export const opaque = () => z.unknown();
+export const opaque = () => z.unknown().optional();
 
 /** A JSON object of the row's declared fields, and no others. */
 export const fields = z.strictObject;

@@ -22,7 +22,7 @@ export const createSandboxBody = options({
   enableRecording: z.boolean(),
   exposedPorts: z.array(exposeBody).max(100),
   mounts: z.record(z.string().min(1).max(4096), fields({ id: owned("volume"), type: z.enum(["rw", "ro"]).nullish(), shared: z.boolean().nullish() })),
-  timeoutMinutes: count(1, MAX_TIMEOUT_MINUTES),
+  timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES),
   vcpus: count(1, 256),
   memMiB: count(1, 4 * 1024 * 1024),
   diskSizeMiB: count(1, 64 * 1024 * 1024),
