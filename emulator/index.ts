@@ -27,6 +27,15 @@ export interface EmulatorOptions {
   modules?: Array<"sandboxes" | "sessions" | "x402" | "jobs">;
   prices?: Partial<X402Prices>;
   log?: (event: string, fields?: Record<string, unknown>) => void;
+  /** Keep every request it receives (method, URL, headers) in `received`: for tests of what a gateway forwards. */
+  record?: boolean;
+}
+
+/** A request the emulator received (with `record`). */
+export interface ReceivedRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
 }
 
 export interface EmulatorHandle {
@@ -35,6 +44,8 @@ export interface EmulatorHandle {
   apiKey: string;
   chain?: ChainHandle;
   modules: EmulatorModule[];
+  /** What it received, oldest first (with `record`; the first 10,000). */
+  received: ReceivedRequest[];
   close(): Promise<void>;
 }
 
@@ -118,6 +129,15 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
 
   const control = new Hono();
   const runtime = new Hono();
+  const received: ReceivedRequest[] = [];
+  if (opts.record) {
+    for (const app of [control, runtime])
+      app.use(async function recordRequest(c, next) {
+        if (received.length < 10_000)
+          received.push({ method: c.req.method, url: c.req.url, headers: Object.fromEntries(c.req.raw.headers.entries()) });
+        await next();
+      });
+  }
   for (const m of modules) {
     if (m.control) control.route("/", m.control);
     if (m.runtime) runtime.route("/", m.runtime);
@@ -159,6 +179,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     apiKey,
     chain,
     modules,
+    received,
     async close() {
       if (closed) return;
       closed = true;

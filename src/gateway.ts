@@ -45,6 +45,7 @@ import { normalisePath, splitRequestUrl } from "./routing/normalize.js";
 import { mountRouteTable, routeNotFronted } from "./routing/chain.js";
 import { commonHandlers } from "./routing/handlers.js";
 import { volumeHandlers } from "./sandbox/volume-names.js";
+import { nestedHandlers } from "./routing/nested.js";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { withMeteredLedger } from "./metrics/metered-ledger.js";
 import { workersPeerAddress } from "./client-address.js";
@@ -56,6 +57,7 @@ import { TenantSync } from "./operators/tenant-sync.js";
 import { operatorRoutes } from "./routes/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
 import { BackgroundWork } from "./background.js";
+import { onBudgetExhausted } from "./operators/kill-switch.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -88,6 +90,15 @@ export interface Gateway {
    * audit record), then releases timers and connections held by the gateway's state.
    */
   close(backgroundMs?: number): Promise<void>;
+}
+
+/** The request's ExecutionContext where the runtime has one (Workers), so a sub-request's background work is kept alive. */
+function executionContextOf(c: Context): ExecutionContext | undefined {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
 }
 
 function randomSecret(): string {
@@ -139,6 +150,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     background: (c, work, what) => background.run(c, work, what),
     onClose: (fn) => closers.push(fn),
   };
+  services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
@@ -191,6 +203,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   mountRouteTable(app, services, {
     ...common,
     ...volumeHandlers(services, common),
+    ...nestedHandlers(services, common),
     ...paidSearchHandlers(services, signer),
     ...x402SessionHandlers(services, signer),
     ...sessionHandlers(services),
@@ -201,6 +214,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
   const dispatch = app.fetch;
+  services.dispatch = async (req, c) => app.fetch(req, c.env, executionContextOf(c));
   app.fetch = (request: Request, env?: unknown, executionCtx?: ExecutionContext) => {
     const { origin, path, query } = splitRequestUrl(request.url);
     const n = normalisePath(path);

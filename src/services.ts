@@ -1,4 +1,5 @@
 // Everything a route module needs, built once per gateway and passed down (no globals).
+import type { BudgetWindow } from "./state/types.js";
 import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
@@ -36,4 +37,14 @@ export interface GatewayServices {
   background(c: Context | undefined, work: Promise<unknown>, what: string): void;
   /** Registers cleanup run when the gateway closes. */
   onClose(fn: () => Promise<void> | void): void;
+  /**
+   * A budget window of a tenant ran out (src/operators/kill-switch.ts onBudgetExhausted: the alert, and the kill switch
+   * for `onExhausted = "stop"`). Set by createGateway; the ledger's callers only announce it.
+   */
+  onBudgetExhausted?: (tenant: string, window: BudgetWindow, c?: Context) => Promise<void>;
+  /**
+   * Sends a request through the gateway's own app, the same chain as a client's (identify, scope, quota, meter…): how
+   * a request that starts another resource (a task's kept-open browser) creates it as the caller would.
+   */
+  dispatch?: (req: Request, c: Context) => Promise<Response>;
 }

@@ -115,6 +115,20 @@ const REQUEST_DROPPED = new Set([
 ]);
 export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== "content-length"), "set-cookie"]);
 
+/**
+ * A Set-Cookie from an exposed port's app, as the gateway passes it on: never one of the gateway's own cookies
+ * (`tollgate_*`, with or without a `__Host-`/`__Secure-` prefix: the app could otherwise plant a port grant or a
+ * console session), and never for a wider domain than the port's own host (a `Domain=` attribute is dropped, so the
+ * cookie is host-only and reaches neither the gateway's host nor another sandbox's ports). Undefined: not passed on.
+ */
+export function appSetCookie(header: string): string | undefined {
+  const [pair, ...attributes] = header.split(";");
+  const name = (pair ?? "").split("=")[0]!.trim().toLowerCase().replace(/^__(host|secure)-/, "");
+  if (!name || name.startsWith("tollgate_")) return undefined;
+  const kept = attributes.filter((a) => a.trim().split("=")[0]!.trim().toLowerCase() !== "domain");
+  return [pair, ...kept].join(";");
+}
+
 /** Request headers to forward upstream: the client's, minus hop-by-hop and the client's own credentials. */
 export function forwardableRequestHeaders(incoming: Headers, drop: string[] = []): Headers {
   const out = new Headers();

@@ -5,6 +5,7 @@ import type { GatewayEnv } from "./context.js";
 import { GatewayError, errors } from "./errors.js";
 import { splitRequestUrl } from "./routing/normalize.js";
 import {
+  appSetCookie,
   forwardableRequestHeaders,
   forwardableResponseHeaders,
   relayableBody,
@@ -156,7 +157,10 @@ export class Upstream {
     if (!opts.keepSetCookie) return Upstream.relay(res);
     const cookies = res.headers.getSetCookie?.() ?? [];
     const relayed = Upstream.relay(res);
-    for (const sc of cookies) relayed.headers.append("set-cookie", sc);
+    for (const sc of cookies) {
+      const kept = appSetCookie(sc);
+      if (kept) relayed.headers.append("set-cookie", kept);
+    }
     return relayed;
   }
 

@@ -8,7 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { RESPONSE_DROPPED, UpstreamHeadersTimeout, type UpstreamRelay, type UpstreamRequest } from "../transport.js";
+import { appSetCookie, RESPONSE_DROPPED, UpstreamHeadersTimeout, type UpstreamRelay, type UpstreamRequest } from "../transport.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
 interface NodeClient {
@@ -121,7 +121,12 @@ export function directRelay(): UpstreamRelay & { close(): void } {
       for (let i = 0; i < raw.length; i += 2) {
         const k = raw[i]!.toLowerCase();
         if (k === "content-length") contentLength = raw[i + 1];
-        if (RESPONSE_DROPPED.has(k) && !(k === "set-cookie" && opts.keepSetCookie)) continue;
+        if (k === "set-cookie" && opts.keepSetCookie) {
+          const kept = appSetCookie(raw[i + 1]!);
+          if (kept) headers.push([k, kept]);
+          continue;
+        }
+        if (RESPONSE_DROPPED.has(k)) continue;
         headers.push([k, raw[i + 1]!]);
       }
       const response = new Response(null, { status: upstream.statusCode ?? 502, headers });

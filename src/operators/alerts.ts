@@ -9,7 +9,6 @@ import type { BudgetWindow } from "../state/types.js";
 import { tenantLimits } from "../payments/limits.js";
 import { atomicToUsd } from "../payments/money.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
-import { onBudgetExhausted } from "./kill-switch.js";
 import { deliverBudgetEvent } from "./webhooks.js";
 import { stateKeys } from "../state/keys.js";
 import { LRUCache } from "lru-cache";
@@ -63,7 +62,7 @@ export async function checkBudgetAlerts(services: GatewayServices, tenantId: str
             c,
           );
       }
-      if (used[window] >= limit) await onBudgetExhausted(services, tenantId, window, c);
+      if (used[window] >= limit) await services.onBudgetExhausted?.(tenantId, window, c);
     }
   } catch (err) {
     services.logger.error("budget alert check failed", { tenant: tenantId, error: String((err as Error)?.message ?? err) });

@@ -7,6 +7,7 @@ import type { BudgetWindow, ResourceKind } from "../state/types.js";
 import { deliverBudgetEvent } from "./webhooks.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 import { stateKeys } from "../state/keys.js";
+import { settleResource } from "../routing/credits.js";
 
 export interface KillReport {
   tenant: string;
@@ -54,9 +55,12 @@ export async function killTenant(services: GatewayServices, tenantId: string, re
         await stores.ownership.setActive(kind, id, false);
       } else if (status !== 404 && status !== 409) {
         report.failed.push({ kind, id, status });
+        continue;
       } else {
         await stores.ownership.setActive(kind, id, false); // already gone upstream
       }
+      // Its credits hold settles now, for the minutes it ran: the rest goes back rather than waiting for expiry.
+      await settleResource(services, kind, id);
     }
   }
   logger.info("kill switch", {

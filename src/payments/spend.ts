@@ -3,7 +3,9 @@
 import type { Context } from "hono";
 import { tenantLimits } from "./limits.js";
 import { checkBudgetAlerts } from "../operators/alerts.js";
-import { onBudgetExhausted } from "../operators/kill-switch.js";
+import { windowPeriod } from "../operators/budget-windows.js";
+import { resetAt } from "../state/windows.js";
+import { stateKeys } from "../state/keys.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
@@ -80,6 +82,7 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
         );
       }
     }
+    if (tenant.onExhausted === "stop") await refuseWhileStopped(services, tenant, price, now);
     const r = await ledger.reserve({ ...base, tenant: tenant.id }, tenantLimits(tenant), now);
     if (!r.ok) {
       if (capId) await ledger.release(capId, "tenant budget exceeded", now);
@@ -94,6 +97,28 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
   }
 }
 
+/**
+ * A tenant with `onExhausted = "stop"` whose budget ran out in a window stays stopped until that window resets, even
+ * once holds settled at the stop give budget back: the exhausted mark (set once per window, fleet-wide, by the kill
+ * switch) is in the shared state, so every instance refuses alike.
+ */
+async function refuseWhileStopped(services: GatewayServices, tenant: Tenant, price: bigint, now: number): Promise<void> {
+  const limits = tenantLimits(tenant);
+  const windows = (["daily", "monthly", "total"] as const).filter((w) => limits[w] !== undefined);
+  const marks = await Promise.all(
+    windows.map((w) => services.stores.kv.get(stateKeys.budgetExhausted(tenant.id, w, windowPeriod(w, now)))),
+  );
+  const window = windows.find((_, i) => marks[i] !== undefined);
+  if (!window) return;
+  const reset = resetAt(window, now);
+  throw new GatewayError(
+    402,
+    "budget_exceeded",
+    `The ${window} budget of tenant "${tenant.id}" ran out and its onExhausted policy is "stop": paid calls are refused until the window resets${reset ? ` at ${reset}` : ""}.`,
+    { window, stopped: true, price: atomicToUsd(price), resetAt: reset ?? undefined },
+  );
+}
+
 /** The 402 for a tenant whose budget window cannot take `price`; the alert (and kill switch) hear of it. */
 function budgetExceeded(
   services: GatewayServices,
@@ -103,7 +128,8 @@ function budgetExceeded(
   context?: Context,
 ) {
   // The alert, and the kill switch for onExhausted = "stop".
-  services.background(context, onBudgetExhausted(services, tenant.id, r.window, context), "budget exhaustion");
+  const announced = services.onBudgetExhausted?.(tenant.id, r.window, context);
+  if (announced) services.background(context, announced, "budget exhaustion");
   return new GatewayError(
     402,
     "budget_exceeded",

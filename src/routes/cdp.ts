@@ -10,7 +10,6 @@ import { callerTenant } from "../routing/caller.js";
 import { jsonBody } from "../routing/body.js";
 import type { RowHandler } from "../routing/handlers.js";
 
-
 /** The upstream URL, once checked against the hosts the gateway may follow. */
 function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
   if (!url) throw new GatewayError(409, "session_endpoint_unavailable", `Session ${id} has no ${what} upstream (is it still active?).`);

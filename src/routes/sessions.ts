@@ -65,6 +65,17 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       return c.json(await presentDetail(c, tenant, detail));
     },
 
+    // A session snapshot is a resource of its own that later sessions start from: it is the snapshotting tenant's.
+    "session.snapshot": async (c) => {
+      const res = await forwardUpstream(c, services);
+      if (!res.ok) return Upstream.relay(res);
+      const taken = (await upstreamJson(res.clone())) as { snapshotId?: unknown };
+      if (typeof taken.snapshotId !== "string" || !taken.snapshotId)
+        throw new GatewayError(502, "upstream_bad_response", "The upstream took a snapshot but did not say its id.");
+      if (!(await stores.ownership.claim("snapshot", taken.snapshotId, callerTenant(c).id))) throw claimRefused("snapshot");
+      return Upstream.relay(res);
+    },
+
     "session.fileUrl": async (c, row) => {
       const res = await forwardUpstream(c, services);
       if (!res.ok) return Upstream.relay(res);

@@ -77,7 +77,7 @@ export function checkBody(services: GatewayServices, row: RouteRow): MiddlewareH
           { field: first.field, fields: unknown.map((u) => u.field) },
         );
       }
-      services.logger.info("unknown body fields forwarded (server.unknownBodyFields = \"forward\")", {
+      services.logger.info('unknown body fields forwarded (server.unknownBodyFields = "forward")', {
         requestId: c.get("requestId"),
         route: row.name,
         fields: unknown.map((u) => u.field),

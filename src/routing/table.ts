@@ -84,7 +84,17 @@ const GET = "GET" as const,
   DELETE = "DELETE" as const;
 
 /** The job families the SDK polls: start, get, status (and stop for agent tasks). */
-function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKind; meter: Meter; body: BodySpec; stop?: boolean }): RouteRow[] {
+function jobRows(o: {
+  name: string;
+  path: string;
+  scope: Scope;
+  kind: ResourceKind;
+  meter: Meter;
+  body: BodySpec;
+  stop?: boolean;
+  /** The start row's handler (agent tasks: "task.start", which may create the task's session first). */
+  start?: string;
+}): RouteRow[] {
   const own = { kind: o.kind, param: "id" };
   const rows: RouteRow[] = [
     {
@@ -97,9 +107,19 @@ function jobRows(o: { name: string; path: string; scope: Scope; kind: ResourceKi
       pay: "credits",
       meter: o.meter,
       body: o.body,
-      handler: "job.start",
+      handler: o.start ?? "job.start",
     },
-    { name: `${o.name}.get`, method: GET, path: `${o.path}/:id`, auth: KEY, scope: o.scope, owns: own, pay: "free", body: BODY.none, handler: "job.read" },
+    {
+      name: `${o.name}.get`,
+      method: GET,
+      path: `${o.path}/:id`,
+      auth: KEY,
+      scope: o.scope,
+      owns: own,
+      pay: "free",
+      body: BODY.none,
+      handler: "job.read",
+    },
     {
       name: `${o.name}.status`,
       method: GET,
@@ -175,7 +195,7 @@ export const ROUTES: readonly RouteRow[] = [
   ...jobRows({ name: "crawl", path: "/api/crawl", scope: "jobs", kind: "job", meter: { per: "units", price: "crawlPage", units: "maxPages", default: 10 }, body: BODY.crawl }),
   ...jobRows({ name: "extract", path: "/api/extract", scope: "jobs", kind: "job", meter: { per: "units", price: "extract", units: "urls", default: 1 }, body: BODY.extract }),
   ...AGENTS.flatMap((a) =>
-    jobRows({ name: `task.${a}`, path: `/api/task/${a}`, scope: "agents", kind: "task", stop: true, meter: { per: "units", price: "agentStep", units: "maxSteps", default: 20 }, body: BODY.task(a) }),
+    jobRows({ name: `task.${a}`, path: `/api/task/${a}`, scope: "agents", kind: "task", stop: true, meter: { per: "units", price: "agentStep", units: "maxSteps", default: 20 }, body: BODY.task(a), start: "task.start" }),
   ),
 
   // ── Browser sessions (credits by the minute) ──
@@ -187,14 +207,14 @@ export const ROUTES: readonly RouteRow[] = [
   { name: "session.extend", method: PUT, path: "/api/session/:id/extend-session", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "credits", meter: { per: "extension", price: "sessionMinute", resource: "session" }, body: BODY.extendSession, handler: "forward" },
   ...(
     [
-      ["snapshot", POST, "/snapshot", BODY.sessionSnapshot],
-      ["captcha", POST, "/captcha/evaluate", BODY.captcha],
-      ["recording", GET, "/recording", BODY.none],
-      ["eventLogs", GET, "/event-logs", BODY.none],
-      ["uploads", POST, "/uploads", BODY.sessionUpload],
-      ["update", PUT, "/update", BODY.updateSession],
+      ["snapshot", POST, "/snapshot", BODY.sessionSnapshot, "session.snapshot"],
+      ["captcha", POST, "/captcha/evaluate", BODY.captcha, "forward"],
+      ["recording", GET, "/recording", BODY.none, "forward"],
+      ["eventLogs", GET, "/event-logs", BODY.none, "forward"],
+      ["uploads", POST, "/uploads", BODY.sessionUpload, "forward"],
+      ["update", PUT, "/update", BODY.updateSession, "forward"],
     ] as const
-  ).map(([n, m, rest, body]): RouteRow => ({ name: `session.${n}`, method: m, path: `/api/session/:id${rest}`, auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body, handler: "forward" })),
+  ).map(([n, m, rest, body, handler]): RouteRow => ({ name: `session.${n}`, method: m, path: `/api/session/:id${rest}`, auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body, handler })),
   // File links the upstream signs on its own host are handed out as gateway links (a ticket), never as the upstream's.
   { name: "session.recordingUrl", method: GET, path: "/api/session/:id/recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.fileUrl" },
   { name: "session.videoRecordingUrl", method: GET, path: "/api/session/:id/video-recording-url", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.fileUrl" },

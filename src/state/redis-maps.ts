@@ -24,7 +24,8 @@ export class RedisOwnership implements OwnershipRegistry {
 
   async claim(kind: ResourceKind, id: string, tenant: string) {
     return (
-      (await this.r.run(() => this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.r.prefix, kind, id, tenant))) === 1
+      (await this.r.run(() => this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.r.prefix, kind, id, tenant))) ===
+      1
     );
   }
   async owner(kind: ResourceKind, id: string) {

@@ -10,6 +10,7 @@ export interface TenantSpec {
   scopes?: string[];
   quotas?: Record<string, unknown>;
   budget?: { daily?: string; monthly?: string; total?: string };
+  onExhausted?: "block" | "stop";
 }
 
 export interface SessionGateway {
@@ -22,9 +23,17 @@ export interface SessionGateway {
 
 export async function startSessionGateway(
   tenants: TenantSpec[],
-  opts: { modules?: Array<"sandboxes" | "sessions" | "jobs">; tokens?: { ttlSeconds: number }; now?: () => number } = {},
+  opts: {
+    modules?: Array<"sandboxes" | "sessions" | "jobs">;
+    tokens?: { ttlSeconds: number };
+    now?: () => number;
+    /** The emulator keeps what it receives (`emulator.received`). */
+    record?: boolean;
+    /** More gateway configuration (merged over the defaults). */
+    config?: Record<string, unknown>;
+  } = {},
 ): Promise<SessionGateway> {
-  const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"] });
+  const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"], record: opts.record });
   try {
     const keys: Record<string, string> = {};
     const tenantConfigs = [];
@@ -40,6 +49,7 @@ export async function startSessionGateway(
       upstream: { baseUrl: emulator.controlUrl, allowedHosts: [hostOf(emulator.controlUrl), hostOf(emulator.runtimeUrl), runtimeLocal] },
       tokens: opts.tokens,
       tenants: tenantConfigs,
+      ...opts.config,
     });
     const logs: string[] = [];
     const gateway = await startNodeGateway({

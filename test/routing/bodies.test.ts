@@ -2,7 +2,7 @@
 // walked from its .d.ts files (a new SDK field without a declaration fails here), the Python SDK's from a fixture of
 // its models' wire names.
 import { describe, expect, it } from "vitest";
-import type { z } from "zod";
+import type * as z from "zod";
 import { bodyProblems, declaredPaths, namedRefs, referenceFields } from "../../src/routing/bodies/declare.js";
 import { createSessionBody } from "../../src/routing/bodies/sessions.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
@@ -120,10 +120,12 @@ describe("a body declaration", () => {
 
   it("finds ids in records and nested options (a sandbox's mounts, a task's session options)", () => {
     const sandbox = jsonRows.find((r) => r.name === "sandbox.create")!.body.schema;
-    expect(namedRefs(sandbox, { imageName: "node", mounts: { "/mnt/a": { id: "vol_a" }, "/mnt/b": { id: "vol_b", type: "ro" } } })).toEqual([
-      { path: "mounts./mnt/a.id", kind: "volume", id: "vol_a" },
-      { path: "mounts./mnt/b.id", kind: "volume", id: "vol_b" },
-    ]);
+    expect(namedRefs(sandbox, { imageName: "node", mounts: { "/mnt/a": { id: "vol_a" }, "/mnt/b": { id: "vol_b", type: "ro" } } })).toEqual(
+      [
+        { path: "mounts./mnt/a.id", kind: "volume", id: "vol_a" },
+        { path: "mounts./mnt/b.id", kind: "volume", id: "vol_b" },
+      ],
+    );
     const task = jsonRows.find((r) => r.name === "task.browser-use.start")!.body.schema;
     expect(namedRefs(task, { task: "t", sessionId: "ses_1", sessionOptions: { profile: { id: "prof_9" } } }).map((r) => r.path)).toEqual([
       "sessionId",
@@ -145,7 +147,9 @@ describe("a body declaration", () => {
 
   it.each([0, -1, 0.5, "1000", 10_001])("refuses maxPages %j: limits are integers in range, never coerced", (v) => {
     const crawl = jsonRows.find((r) => r.name === "crawl.start")!.body.schema;
-    expect(bodyProblems(crawl, { url: "https://x", maxPages: v })).toEqual([expect.objectContaining({ code: "invalid_params", field: "maxPages" })]);
+    expect(bodyProblems(crawl, { url: "https://x", maxPages: v })).toEqual([
+      expect.objectContaining({ code: "invalid_params", field: "maxPages" }),
+    ]);
   });
 
   it("lists the fields that name resources, for the route table's rendering", () => {

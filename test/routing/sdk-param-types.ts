@@ -6,7 +6,6 @@ import { parseSync } from "oxc-parser";
 
 const TYPES = join(process.cwd(), "node_modules/@hyperbrowser/sdk/dist/types");
 
-// biome-ignore lint/suspicious/noExplicitAny: an AST as oxc-parser gives it
 type Node = any;
 
 function filesUnder(dir: string): string[] {

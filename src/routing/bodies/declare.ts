@@ -1,7 +1,7 @@
 // How a route-table row declares its body: a strict zod schema (what is not declared is refused), in which every field
 // that names a resource is marked with its kind, wherever it sits. One declaration does three jobs: it refuses what is
 // not declared, it finds the ids a body names (so the chain can check they are the caller's), and it documents the row.
-import { z } from "zod";
+import * as z from "zod";
 import type { ResourceKind } from "../../state/types.js";
 
 /** The kinds a body field may name. Snapshots cover sandbox and session snapshots. */
@@ -100,7 +100,7 @@ export function namedRefs(schema: z.ZodType, value: unknown, path = "", out: Nam
       if (v !== undefined) namedRefs(field, v, join(path, key), out);
     }
   } else if (def.type === "array" && def.element && Array.isArray(value)) {
-    value.forEach((v, i) => namedRefs(def.element!, v, join(path, i), out));
+    for (const [i, v] of value.entries()) namedRefs(def.element, v, join(path, i), out);
   } else if (def.type === "record" && def.valueType && typeof value === "object" && !Array.isArray(value)) {
     for (const [key, v] of Object.entries(value as Record<string, unknown>)) namedRefs(def.valueType, v, join(path, key), out);
   } else if (def.type === "union" && def.options) {
@@ -124,13 +124,20 @@ export function referenceFields(schema: z.ZodType, path = "", out: Array<{ path:
   if (depth > 12) return out;
   const s = unwrap(schema);
   if (s !== schema) return referenceFields(s, path, out, depth);
-  const def = s.def as { type: string; shape?: Record<string, z.ZodType>; element?: z.ZodType; valueType?: z.ZodType; options?: z.ZodType[] };
+  const def = s.def as {
+    type: string;
+    shape?: Record<string, z.ZodType>;
+    element?: z.ZodType;
+    valueType?: z.ZodType;
+    options?: z.ZodType[];
+  };
   if (def.type === "object" && def.shape) for (const [k, f] of Object.entries(def.shape)) referenceFields(f, join(path, k), out, depth + 1);
   else if (def.type === "array" && def.element) referenceFields(def.element, `${path}[]`, out, depth + 1);
   else if (def.type === "record" && def.valueType) referenceFields(def.valueType, `${path}.*`, out, depth + 1);
   else if (def.type === "union" && def.options) {
     const seen = new Set(out.map((r) => r.path));
-    for (const o of def.options) for (const r of referenceFields(o, path, [], depth + 1)) if (!seen.has(r.path)) (seen.add(r.path), out.push(r));
+    for (const o of def.options)
+      for (const r of referenceFields(o, path, [], depth + 1)) if (!seen.has(r.path)) seen.add(r.path), out.push(r);
   }
   return out;
 }
@@ -142,7 +149,13 @@ export function referenceFields(schema: z.ZodType, path = "", out: Array<{ path:
 export function declaredPaths(schema: z.ZodType, path = "", out = new Map<string, string>(), depth = 0): Map<string, string> {
   if (depth > 12) return out;
   const s = unwrap(schema);
-  const def = s.def as { type: string; shape?: Record<string, z.ZodType>; element?: z.ZodType; valueType?: z.ZodType; options?: z.ZodType[] };
+  const def = s.def as {
+    type: string;
+    shape?: Record<string, z.ZodType>;
+    element?: z.ZodType;
+    valueType?: z.ZodType;
+    options?: z.ZodType[];
+  };
   if (path && (!out.has(path) || out.get(path) === "union")) out.set(path, def.type);
   if (def.type === "object" && def.shape) for (const [k, f] of Object.entries(def.shape)) declaredPaths(f, join(path, k), out, depth + 1);
   else if (def.type === "array" && def.element) declaredPaths(def.element, `${path}[]`, out, depth + 1);

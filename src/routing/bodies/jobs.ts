@@ -1,7 +1,7 @@
 // Job bodies: scrape, batch scrape, crawl, extract, web search/fetch/batch fetch/crawl, and the seven agent tasks. From
 // the SDKs' Start*Params (Node: dist/types/{scrape,crawl,extract,web/*,agents/*}.d.ts; Python: hyperbrowser/models/).
 // Counts a reservation is computed from (urls, maxPages, maxLinks, maxSteps) are integers within range, never coerced.
-import { z } from "zod";
+import * as z from "zod";
 import { count, fields, opaque, options, owned } from "./declare.js";
 import { createSessionBody } from "./sessions.js";
 

@@ -1,7 +1,7 @@
 // Sandbox, snapshot, volume, profile and image bodies. From the SDKs' params (Node: dist/types/{sandbox,volume,profile}.d.ts
 // and what services/sandboxes.js puts on the wire — it renames cpu/memoryMiB/diskMiB to vcpus/memMiB/diskSizeMiB;
 // Python: hyperbrowser/models/{sandbox,volume,profile}.py).
-import { z } from "zod";
+import * as z from "zod";
 import { count, fields, options, owned } from "./declare.js";
 import { MAX_TIMEOUT_MINUTES } from "./sessions.js";
 
@@ -21,7 +21,10 @@ export const createSandboxBody = options({
   region: z.string(),
   enableRecording: z.boolean(),
   exposedPorts: z.array(exposeBody).max(100),
-  mounts: z.record(z.string().min(1).max(4096), fields({ id: owned("volume"), type: z.enum(["rw", "ro"]).nullish(), shared: z.boolean().nullish() })),
+  mounts: z.record(
+    z.string().min(1).max(4096),
+    fields({ id: owned("volume"), type: z.enum(["rw", "ro"]).nullish(), shared: z.boolean().nullish() }),
+  ),
   timeoutMinutes: z.number().positive().max(MAX_TIMEOUT_MINUTES),
   vcpus: count(1, 256),
   memMiB: count(1, 4 * 1024 * 1024),

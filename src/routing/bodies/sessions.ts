@@ -2,7 +2,7 @@
 // agent task), and the bodies of the session routes. From the SDKs' CreateSessionParams (Node: dist/types/session.d.ts;
 // Python: hyperbrowser/models/session.py). Enumerations (countries, locales, platforms…) are the upstream's to check:
 // they name no resource, so they are declared as strings.
-import { z } from "zod";
+import * as z from "zod";
 import { count, fields, options, owned } from "./declare.js";
 
 /** Longest timeout a body may ask for (7 days); a tenant's own limit is the quota's (`quotas.maxTimeoutMinutes`). */
