@@ -259,10 +259,11 @@ export const ROUTES: readonly RouteRow[] = [
   { name: "snapshot.list", method: GET, path: "/api/snapshots", auth: KEY, scope: "sandboxes", list: { kind: "snapshot", field: "snapshots" }, pay: "free", body: BODY.none, handler: "snapshot.list" },
   { name: "snapshot.get", method: GET, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
   { name: "snapshot.delete", method: DELETE, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
-  // Volume names are per tenant: `data` is `<tenant>.data` upstream (src/sandbox/volume-names.ts).
+  // Volume names are per tenant: `data` is `<tenant>.data` upstream (src/sandbox/volume-names.ts). As upstream, a volume
+  // is read by id and deleted by id or name.
   { name: "volume.create", method: POST, path: "/api/volume", auth: KEY, scope: "sandboxes", creates: "volume", pay: "free", body: BODY.createVolume, handler: "volume.create" },
   { name: "volume.list", method: GET, path: "/api/volume", auth: KEY, scope: "sandboxes", list: { kind: "volume", field: "volumes" }, pay: "free", body: BODY.none, handler: "volume.list" },
-  { name: "volume.get", method: GET, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id", byName: true }, pay: "free", body: BODY.none, handler: "volume.byKey" },
+  { name: "volume.get", method: GET, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id" }, pay: "free", body: BODY.none, handler: "volume.byKey" },
   { name: "volume.delete", method: DELETE, path: "/api/volume/:id", auth: KEY, scope: "sandboxes", owns: { kind: "volume", param: "id", byName: true }, pay: "free", body: BODY.none, handler: "volume.byKey" },
   // The operator's credit balance is the operator's business.
   { name: "team.creditInfo", method: GET, path: "/api/team/credit-info", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
