@@ -123,7 +123,11 @@ export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== 
  */
 export function appSetCookie(header: string): string | undefined {
   const [pair, ...attributes] = header.split(";");
-  const name = (pair ?? "").split("=")[0]!.trim().toLowerCase().replace(/^__(host|secure)-/, "");
+  const name = (pair ?? "")
+    .split("=")[0]!
+    .trim()
+    .toLowerCase()
+    .replace(/^__(host|secure)-/, "");
   if (!name || name.startsWith("tollgate_")) return undefined;
   const kept = attributes.filter((a) => a.trim().split("=")[0]!.trim().toLowerCase() !== "domain");
   return [pair, ...kept].join(";");

@@ -36,7 +36,7 @@ const tooLarge = (limit: number) =>
   new GatewayError(413, "body_too_large", `Request bodies on this route are limited to ${limit} bytes.`, { limit });
 
 /** Reads the raw body as text, refusing (and cancelling the stream) as soon as it passes `limit` bytes. */
-export async function readBoundedText(req: Request, limit: number): Promise<string> {
+async function readBoundedText(req: Request, limit: number): Promise<string> {
   const declared = req.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) {
     await req.body?.cancel().catch(() => {});

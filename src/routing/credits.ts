@@ -31,12 +31,28 @@ export function priceOf(services: GatewayServices, name: PriceName): bigint {
   return usdToAtomic(services.config.credits.prices[name]);
 }
 
+/**
+ * Pages an extract may scrape: one per URL, and up to `maxLinks` for each URL ending in `/*` (the site below it is
+ * crawled); with such a URL and no `maxLinks`, the default is written into the body, so the reservation covers all.
+ */
+function extractPages(c: Parameters<MiddlewareHandler<GatewayEnv>>[0], body: Record<string, unknown>, fallback: number): number {
+  const urls = Array.isArray(body.urls) ? body.urls : [];
+  const wild = urls.filter((u) => typeof u === "string" && u.endsWith("/*")).length;
+  let maxLinks = typeof body.maxLinks === "number" ? body.maxLinks : undefined;
+  if (wild && maxLinks === undefined) {
+    maxLinks = fallback;
+    setJsonBody(c, { ...body, maxLinks });
+  }
+  return urls.length - wild + wild * (maxLinks ?? 0);
+}
+
 /** The count a units-metered request asks for at most; a missing limit is written into the body at the default. */
 function unitsOf(
   c: Parameters<MiddlewareHandler<GatewayEnv>>[0],
   meter: Extract<Meter, { per: "units" }>,
   body: Record<string, unknown>,
 ): number {
+  if (meter.units === "extractPages") return bounded(extractPages(c, body, meter.default), meter.units);
   const path = meter.units.split(".");
   let holder: Record<string, unknown> = body;
   for (const k of path.slice(0, -1)) {
@@ -51,10 +67,14 @@ function unitsOf(
     n = meter.default;
     if (meter.units !== "urls") setJsonBody(c, withPath(body, path, n));
   }
+  return bounded(n, meter.units);
+}
+
+function bounded(n: number, units: string): number {
   if (n < 1) return 1;
   if (n > MAX_UNITS)
-    throw new GatewayError(400, "invalid_params", `${meter.units} may ask for at most ${MAX_UNITS}.`, {
-      field: meter.units,
+    throw new GatewayError(400, "invalid_params", `${units} may ask for at most ${MAX_UNITS}.`, {
+      field: units === "extractPages" ? "maxLinks" : units,
       limit: MAX_UNITS,
     });
   return n;

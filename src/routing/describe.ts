@@ -5,6 +5,8 @@ import { methodsOf, ROUTES, type Meter, type RouteRow } from "./table.js";
 function meterText(m: Meter | undefined): string {
   if (!m) return "";
   if (m.per === "call") return `${m.price} per call`;
+  if (m.per === "units" && m.units === "extractPages")
+    return `${m.price} × pages (1 per URL, maxLinks per URL ending in /*, maxLinks default ${m.default})`;
   if (m.per === "units") return `${m.price} × ${m.units} (default ${m.default})`;
   if (m.per === "minutes") return `${m.price} × timeoutMinutes, settled at stop`;
   return `${m.price} × durationMinutes, added to the ${m.resource}'s hold`;

@@ -32,7 +32,13 @@ export type PriceName =
  */
 export type Meter =
   | { per: "call"; price: PriceName }
-  | { per: "units"; price: PriceName; units: "urls" | "maxPages" | "crawlOptions.maxPages" | "maxSteps"; default: number }
+  | {
+      per: "units";
+      price: PriceName;
+      /** `extractPages`: one per URL, `maxLinks` for each URL ending in `/*` (`default` is then maxLinks when absent). */
+      units: "urls" | "maxPages" | "crawlOptions.maxPages" | "maxSteps" | "extractPages";
+      default: number;
+    }
   | { per: "minutes"; price: PriceName; resource: "sandbox" | "session" }
   | { per: "extension"; price: PriceName; resource: "sandbox" | "session" };
 
@@ -193,7 +199,7 @@ export const ROUTES: readonly RouteRow[] = [
   ...jobRows({ name: "scrape.batch", path: "/api/scrape/batch", scope: "jobs", kind: "job", meter: { per: "units", price: "scrapePage", units: "urls", default: 1 }, body: BODY.batchScrape }),
   ...jobRows({ name: "scrape", path: "/api/scrape", scope: "jobs", kind: "job", meter: { per: "call", price: "scrape" }, body: BODY.scrape }),
   ...jobRows({ name: "crawl", path: "/api/crawl", scope: "jobs", kind: "job", meter: { per: "units", price: "crawlPage", units: "maxPages", default: 10 }, body: BODY.crawl }),
-  ...jobRows({ name: "extract", path: "/api/extract", scope: "jobs", kind: "job", meter: { per: "units", price: "extract", units: "urls", default: 1 }, body: BODY.extract }),
+  ...jobRows({ name: "extract", path: "/api/extract", scope: "jobs", kind: "job", meter: { per: "units", price: "extract", units: "extractPages", default: 10 }, body: BODY.extract }),
   ...AGENTS.flatMap((a) =>
     jobRows({ name: `task.${a}`, path: `/api/task/${a}`, scope: "agents", kind: "task", stop: true, meter: { per: "units", price: "agentStep", units: "maxSteps", default: 20 }, body: BODY.task(a), start: "task.start" }),
   ),

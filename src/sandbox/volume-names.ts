@@ -16,7 +16,7 @@ import type { RowHandler } from "../routing/handlers.js";
 const NAME_MAX = 63;
 
 /** The tenant's `name` as the upstream knows it. */
-export function upstreamVolumeName(tenant: string, name: string): string {
+function upstreamVolumeName(tenant: string, name: string): string {
   const scoped = `${tenant}.${name}`;
   if (scoped.length > NAME_MAX)
     throw new GatewayError(400, "invalid_params", `name may be at most ${NAME_MAX - tenant.length - 1} characters for this tenant.`, {

@@ -61,15 +61,40 @@ const received = (method: string, path: string) =>
 
 describe("a body naming another tenant's resource", () => {
   const cases: Array<[string, string, () => unknown, string]> = [
-    ["a sandbox mounting its volume", "/api/sandbox", () => ({ imageName: "node", mounts: { "/mnt/x": { id: a.volume.id } } }), "mounts./mnt/x.id"],
+    [
+      "a sandbox mounting its volume",
+      "/api/sandbox",
+      () => ({ imageName: "node", mounts: { "/mnt/x": { id: a.volume.id } } }),
+      "mounts./mnt/x.id",
+    ],
     ["a sandbox from its snapshot", "/api/sandbox", () => ({ snapshotName: "any", snapshotId: a.snapshot }), "snapshotId"],
     ["a session with its profile", "/api/session", () => ({ profile: { id: a.profile } }), "profile.id"],
     ["a session with its extension", "/api/session", () => ({ extensionIds: [a.extension] }), "extensionIds.0"],
-    ["a session from its snapshot", "/api/session", () => ({ startFromSnapshot: { snapshotId: a.snapshot } }), "startFromSnapshot.snapshotId"],
-    ["a scrape whose session uses its profile", "/api/scrape", () => ({ url: `${SITE}/about`, sessionOptions: { profile: { id: a.profile } } }), "sessionOptions.profile.id"],
-    ["a crawl whose session loads its extension", "/api/crawl", () => ({ url: `${SITE}/`, sessionOptions: { extensionIds: [a.extension] } }), "sessionOptions.extensionIds.0"],
+    [
+      "a session from its snapshot",
+      "/api/session",
+      () => ({ startFromSnapshot: { snapshotId: a.snapshot } }),
+      "startFromSnapshot.snapshotId",
+    ],
+    [
+      "a scrape whose session uses its profile",
+      "/api/scrape",
+      () => ({ url: `${SITE}/about`, sessionOptions: { profile: { id: a.profile } } }),
+      "sessionOptions.profile.id",
+    ],
+    [
+      "a crawl whose session loads its extension",
+      "/api/crawl",
+      () => ({ url: `${SITE}/`, sessionOptions: { extensionIds: [a.extension] } }),
+      "sessionOptions.extensionIds.0",
+    ],
     ["an agent task driving its live session", "/api/task/browser-use", () => ({ task: "look", sessionId: a.session }), "sessionId"],
-    ["a web fetch in its profile", "/api/web/fetch", () => ({ url: `${SITE}/about`, browser: { profileId: a.profile } }), "browser.profileId"],
+    [
+      "a web fetch in its profile",
+      "/api/web/fetch",
+      () => ({ url: `${SITE}/about`, browser: { profileId: a.profile } }),
+      "browser.profileId",
+    ],
   ];
 
   it.each(cases)("is refused: %s → 404 naming the field, nothing forwarded", async (_what, path, body, field) => {
@@ -173,11 +198,16 @@ describe("deny by default on body fields", () => {
 describe("method overrides", () => {
   it("never reach the upstream: the override headers are dropped", async () => {
     const before = stack.emulator.received.length;
-    const r = await post(stack.keys.acme!, "/api/profile", {}, {
-      "x-http-method-override": "DELETE",
-      "x-method-override": "DELETE",
-      "x-http-method": "DELETE",
-    });
+    const r = await post(
+      stack.keys.acme!,
+      "/api/profile",
+      {},
+      {
+        "x-http-method-override": "DELETE",
+        "x-method-override": "DELETE",
+        "x-http-method": "DELETE",
+      },
+    );
     expect(r.status).toBe(200);
     const sent = stack.emulator.received.slice(before).filter((x) => new URL(x.url).pathname === "/api/profile");
     expect(sent).toHaveLength(1);
@@ -199,7 +229,9 @@ describe("a gateway token in ?token=", () => {
   it("is not accepted on plain HTTP runtime calls, and never forwarded", async () => {
     const sbx = await acme.sandboxes.create({ imageName: "node" });
     try {
-      const detail = await (await fetch(`${stack.gateway.url}/api/sandbox/${sbx.id}`, { headers: { "x-api-key": stack.keys.acme! } })).json();
+      const detail = await (
+        await fetch(`${stack.gateway.url}/api/sandbox/${sbx.id}`, { headers: { "x-api-key": stack.keys.acme! } })
+      ).json();
       const token = detail.token as string;
       const base = `${stack.gateway.url}/sandbox/${sbx.id}/files?path=/tmp`;
       const plain = await fetch(`${base}&token=${encodeURIComponent(token)}`);

@@ -69,7 +69,12 @@ describe("an agent task that keeps its browser open", () => {
     })) as { jobId: string; sessionId?: string };
     expect(started.sessionId).toEqual(expect.any(String));
     sessionId = started.sessionId!;
-    await until("the task to end", () => kept.agents.browserUse.getStatus(started.jobId), (s) => s.status !== "running" && s.status !== "pending", 90_000);
+    await until(
+      "the task to end",
+      () => kept.agents.browserUse.getStatus(started.jobId),
+      (s) => s.status !== "running" && s.status !== "pending",
+      90_000,
+    );
     // The browser outlives the task, as asked, and it is the caller's.
     expect((await kept.sessions.get(sessionId)).status).toBe("active");
     expect((await kept.sessions.list({ status: "active" })).sessions.map((s) => s.id)).toContain(sessionId);
@@ -96,8 +101,18 @@ describe("an agent task that keeps its browser open", () => {
   it("is stopped by a disable, and its hold settled for the minutes it ran", async () => {
     const r = await admin("/tenants/kept/disable", { method: "POST" });
     expect(r.status).toBe(200);
-    expect(await until("the upstream to close it", () => upstreamStatus(sessionId), (s) => s !== "active")).toBe("closed");
-    const [entry] = await until("the hold to settle", () => ledger("kept", `session:${sessionId}`), (e) => e[0]?.state === "committed");
+    expect(
+      await until(
+        "the upstream to close it",
+        () => upstreamStatus(sessionId),
+        (s) => s !== "active",
+      ),
+    ).toBe("closed");
+    const [entry] = await until(
+      "the hold to settle",
+      () => ledger("kept", `session:${sessionId}`),
+      (e) => e[0]?.state === "committed",
+    );
     // It ran well under a minute: one minute at $0.0017, the rest of the $0.051 given back.
     expect(entry!.amountUsd).toBe("0.0017");
   }, 60_000);
@@ -109,8 +124,18 @@ describe("the kill switch with onExhausted = stop", () => {
     const first = await capped.sessions.create({ timeoutMinutes: 30 });
     // The second does not fit: refused, the budget is exhausted, and the kill switch stops the first.
     expect(await statusOf(capped.sessions.create({ timeoutMinutes: 30 }))).toBe(402);
-    expect(await until("the kill switch", () => upstreamStatus(first.id), (s) => s !== "active")).toBe("closed");
-    await until("the first session's hold to settle", () => ledger("capped", `session:${first.id}`), (e) => e[0]?.state === "committed");
+    expect(
+      await until(
+        "the kill switch",
+        () => upstreamStatus(first.id),
+        (s) => s !== "active",
+      ),
+    ).toBe("closed");
+    await until(
+      "the first session's hold to settle",
+      () => ledger("capped", `session:${first.id}`),
+      (e) => e[0]?.state === "committed",
+    );
     // $0.0017 spent of $0.06: a 5-minute session ($0.0085) would fit the budget, and is still refused.
     const r = await fetch(`${stack.gateway.url}/api/session`, {
       method: "POST",

@@ -47,7 +47,6 @@ export type BodySpec =
   /** Bytes streamed as they come (an upload to a presigned ticket). */
   | { kind: "bytes" };
 
-export const NO_BODY: BodySpec = { kind: "none" };
 export const json = (schema: z.ZodType): BodySpec => ({ kind: "json", schema });
 
 /** A resource a body names: where (`path`, e.g. `mounts./mnt/x.id`) and what. */

@@ -6,7 +6,7 @@ import { count, fields, opaque, options, owned } from "./declare.js";
 import { createSessionBody } from "./sessions.js";
 
 /** Most units one request may ask for (pages, urls, steps): above it the request is refused rather than reserved. */
-export const MAX_UNITS = 10_000;
+const MAX_UNITS = 10_000;
 
 const url = z.string().min(1).max(8192);
 const strings = z.array(z.string().max(4096)).max(1000);

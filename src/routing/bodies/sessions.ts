@@ -8,7 +8,7 @@ import { count, fields, options, owned } from "./declare.js";
 /** Longest timeout a body may ask for (7 days); a tenant's own limit is the quota's (`quotas.maxTimeoutMinutes`). */
 export const MAX_TIMEOUT_MINUTES = 7 * 24 * 60;
 /** Minutes may be fractional (the meter reserves whole minutes, rounded up); 0 ("no timeout" upstream) is refused. */
-export const timeoutMinutes = z.number().positive().max(MAX_TIMEOUT_MINUTES);
+const timeoutMinutes = z.number().positive().max(MAX_TIMEOUT_MINUTES);
 
 const strings = z.array(z.string().max(4096)).max(1000);
 const screen = fields({ width: count(1, 10_000), height: count(1, 10_000) });
