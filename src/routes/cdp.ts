@@ -13,7 +13,7 @@ import type { RowHandler } from "../routing/handlers.js";
 const MAX_ACTION_BODY = 64 * 1024;
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
-function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
+export function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
   if (!url) throw new GatewayError(409, "session_endpoint_unavailable", `Session ${id} has no ${what} upstream (is it still active?).`);
   if (!services.upstream.isAllowedUrl(url)) {
     services.logger.error("session endpoint outside upstream.allowedHosts", { sessionId: id, what, host: new URL(url).host });
