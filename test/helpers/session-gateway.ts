@@ -22,7 +22,13 @@ export interface SessionGateway {
 
 export async function startSessionGateway(
   tenants: TenantSpec[],
-  opts: { modules?: Array<"sandboxes" | "sessions" | "jobs">; tokens?: { ttlSeconds: number }; now?: () => number } = {},
+  opts: {
+    modules?: Array<"sandboxes" | "sessions" | "jobs">;
+    tokens?: { ttlSeconds: number };
+    now?: () => number;
+    /** More config sections (e.g. liveView), as in the config file. */
+    config?: Record<string, unknown>;
+  } = {},
 ): Promise<SessionGateway> {
   const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"] });
   try {
@@ -40,6 +46,7 @@ export async function startSessionGateway(
       upstream: { baseUrl: emulator.controlUrl, allowedHosts: [hostOf(emulator.controlUrl), hostOf(emulator.runtimeUrl), runtimeLocal] },
       tokens: opts.tokens,
       tenants: tenantConfigs,
+      ...opts.config,
     });
     const logs: string[] = [];
     const gateway = await startNodeGateway({
