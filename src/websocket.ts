@@ -90,7 +90,9 @@ function bridgeScreened(upstreamRes: Response, target: WebSocketRelayTarget): Re
     else server.send(verdict.reply);
   });
   up.addEventListener("message", (e) => server.send(e.data));
-  up.addEventListener("close", (e) => closeBoth(e.code >= 1000 && e.code < 5000 && e.code !== 1005 && e.code !== 1006 ? e.code : 1000, e.reason));
+  up.addEventListener("close", (e) =>
+    closeBoth(e.code >= 1000 && e.code < 5000 && e.code !== 1005 && e.code !== 1006 ? e.code : 1000, e.reason),
+  );
   server.addEventListener("close", () => closeBoth());
   up.addEventListener("error", () => closeBoth(1011, "upstream error"));
   server.addEventListener("error", () => closeBoth());

@@ -6,7 +6,7 @@ import type { EmulatorContext } from "../types.js";
 import { SessionError, respondWithError } from "./session-error.js";
 import type { BrowserSessions } from "./session-service.js";
 
-const SCRIPT = String.raw`
+const SCRIPT = `
 (() => {
   const img = document.getElementById("screen");
   const u = new URL(location.href);

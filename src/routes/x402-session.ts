@@ -63,7 +63,11 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
       await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
     const [token, liveTicket] = await Promise.all([mintSessionToken(services, tenant.id, id), mintLiveTicket(services, tenant.id, id)]);
-    const shown: WireRecord = rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token, liveTicket });
+    const shown: WireRecord = rewriteSessionDetail(detail, {
+      publicOrigin: publicOriginOf(c, services),
+      sessionToken: token.token,
+      liveTicket,
+    });
     for (const f of HIDDEN) delete shown[f];
     shown.token = token.token;
     shown.tokenExpiresAt = token.expiresAt;

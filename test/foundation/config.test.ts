@@ -58,7 +58,9 @@ origins = ["https://app.example.com", "app.example.com"]
   });
 
   it("names the exact entry of a live view frame ancestor that is no origin", () => {
-    const problems = problemsOf(`[liveView]\nframeAncestors = ["https://app.example.com", "'self'", "https://app.example.com/embed", "*"]\n`);
+    const problems = problemsOf(
+      `[liveView]\nframeAncestors = ["https://app.example.com", "'self'", "https://app.example.com/embed", "*"]\n`,
+    );
     expect(problems.map((p) => p.split(":")[0])).toEqual(["liveView.frameAncestors[2]", "liveView.frameAncestors[3]"]);
   });
 

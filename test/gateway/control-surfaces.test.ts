@@ -73,7 +73,8 @@ describe("extensions", () => {
     await writeZip(dir, zipPath);
     const ext = await acme.extensions.create({ filePath: zipPath, name: "acme-ext" });
     // The emulator answers the current `{extensions: […]}` (the Node SDK's type still says a bare array).
-    const ids = async (hb: Hyperbrowser) => ((await hb.extensions.list()) as unknown as { extensions: Array<{ id: string }> }).extensions.map((e) => e.id);
+    const ids = async (hb: Hyperbrowser) =>
+      ((await hb.extensions.list()) as unknown as { extensions: Array<{ id: string }> }).extensions.map((e) => e.id);
     expect(await ids(acme)).toContain(ext.id);
     expect(await ids(initech)).not.toContain(ext.id);
   });

@@ -221,7 +221,7 @@ describe("live view through the gateway", () => {
       const f = host.frames().find((x) => x.url().includes("/_tollgate/live/"));
       return f && (await f.evaluate(() => Number(document.body?.dataset.frames ?? 0) > 0).catch(() => false)) ? f : undefined;
     }, "the framed live view to draw");
-    expect(await frame.evaluate(() => document.body.dataset.state)).toBe("live");
+    expect(await frame!.evaluate(() => document.body.dataset.state)).toBe("live");
     await host.close();
     // Served from another origin (the gateway's own address under another name), the same page is not framed.
     const other = `http://localhost:${new URL(site.url).port}`;

@@ -69,7 +69,9 @@ describe("the Worker serves the live view", () => {
           ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
         });
 
-      expect(await send("Runtime.evaluate", { expression: "1" })).toMatchObject({ error: { message: "Runtime.evaluate is not allowed in the live view." } });
+      expect(await send("Runtime.evaluate", { expression: "1" })).toMatchObject({
+        error: { message: "Runtime.evaluate is not allowed in the live view." },
+      });
       const targets = (await send("Target.getTargets")).result.targetInfos as Array<{ type: string; targetId: string }>;
       const target = targets.find((t) => t.type === "page")!;
       const attached = (await send("Target.attachToTarget", { targetId: target.targetId, flatten: true })).result.sessionId;
