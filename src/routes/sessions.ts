@@ -34,6 +34,15 @@ function viewOnlyAsked(c: Context<GatewayEnv>, detail: SessionDetail): boolean {
   return c.get("jsonBody")?.json.viewOnlyLiveView === true; // read by the chain's quota and meter steps
 }
 
+/**
+ * How long the live view link may be opened: the SDKs' `liveViewTtlSeconds` (query on get, body on create), at most
+ * `tokens.ttlSeconds`. A view already open outlives it, as a CDP connection outlives its token; revocation ends both.
+ */
+function liveViewTtl(c: Context<GatewayEnv>, max: number): number {
+  const asked = Number(c.req.query("liveViewTtlSeconds") ?? c.get("jsonBody")?.json.liveViewTtlSeconds);
+  return Number.isInteger(asked) && asked > 0 ? Math.min(asked, max) : max;
+}
+
 /** Upstream list pages read to build one tenant's list (100 sessions each). */
 const MAX_LIST_PAGES = 50;
 
@@ -56,7 +65,10 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       await stores.ownership.setActive("session", id, detail.status === "active");
       if (detail.status !== "active") await settleResource(services, "session", id, c);
     }
-    const [token, liveTicket] = await Promise.all([mintSessionToken(services, tenant.id, id), mintLiveTicket(services, tenant.id, id)]);
+    const [token, liveTicket] = await Promise.all([
+      mintSessionToken(services, tenant.id, id),
+      mintLiveTicket(services, tenant.id, id, liveViewTtl(c, services.config.tokens.ttlSeconds)),
+    ]);
     return rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token, liveTicket });
   }
 

@@ -114,6 +114,17 @@ describe("live view through the gateway", () => {
     for (const host of [new URL(stack.emulator.controlUrl).host, stack.emulator.apiKey]) expect(html).not.toContain(host);
   });
 
+  it("limits how long the link opens to the SDK's liveViewTtlSeconds, at most tokens.ttlSeconds", async () => {
+    const lifetime = (d: Detail) => {
+      const ticket = new URL(d.liveUrl!).searchParams.get("ticket")!;
+      const claims = JSON.parse(Buffer.from(ticket.split(".")[1]!, "base64url").toString());
+      return claims.exp - claims.iat;
+    };
+    expect(lifetime(await acme.sessions.get(session.id, { liveViewTtlSeconds: 60 }))).toBe(60);
+    expect(lifetime(await acme.sessions.get(session.id, { liveViewTtlSeconds: 1_000_000 }))).toBe(900);
+    expect(lifetime(await acme.sessions.get(session.id))).toBe(900);
+  });
+
   it("draws the remote page from screencast frames relayed through the gateway", async () => {
     const v = await openLive(session.liveUrl!);
     expect(await v.evaluate(() => document.body.dataset.state)).toBe("live");
