@@ -75,7 +75,7 @@ const invalidTicket = () =>
   new GatewayError(401, "ticket_invalid", "This live view link is invalid or has expired; read the session again for a new liveUrl.");
 
 /** The live ticket in `?ticket=`: a live-scoped session token of the session's owner. Anyone else's answers 404. */
-async function liveTicket(c: Context<GatewayEnv>, services: GatewayServices, id: string): Promise<string> {
+async function liveTicket(c: Context<GatewayEnv>, services: GatewayServices, id: string): Promise<{ ticket: string; tenantId: string }> {
   const ticket = c.req.query("ticket");
   if (!looksLikeGatewayToken(ticket) || ticket.length > 4096) throw invalidTicket();
   const t = await services.tokens.verify(ticket).catch((err: unknown) => {
@@ -87,7 +87,7 @@ async function liveTicket(c: Context<GatewayEnv>, services: GatewayServices, id:
   if (!services.directory.get(t.tenant)?.enabled)
     throw new GatewayError(401, "tenant_disabled", "The tenant this live view was shared by is disabled.");
   if ((await services.stores.ownership.owner("session", id)) !== t.tenant) throw notFoundSession(id);
-  return ticket;
+  return { ticket, tenantId: t.tenant };
 }
 
 async function isViewOnly(services: GatewayServices, id: string): Promise<boolean> {
@@ -130,11 +130,10 @@ export function liveHandlers(services: GatewayServices): Record<string, RowHandl
     // GET /_tollgate/live/:id/ws?ticket=… (WebSocket): the session's CDP through the gateway, screened to the live view's commands.
     "live.socket": async (c) => {
       const id = c.req.param("id")!;
-      const ticket = await liveTicket(c, services, id);
+      const { ticket, tenantId } = await liveTicket(c, services, id);
       if (!isWebSocketUpgrade(c.req.raw))
         throw new GatewayError(426, "upgrade_required", "This is the live view's WebSocket; open the live view page instead.");
       const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
-      const tenantId = (await services.tokens.verify(ticket)).tenant;
       return services.webSocketRelay(c, {
         url,
         headers: {},
