@@ -3,6 +3,8 @@
 // as Python writes them (`True`), and `mode: null` on a file write leaving the mode alone.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "undici";
+import puppeteer from "puppeteer-core";
+import { findChromium } from "../../emulator/sessions/chromium-binary.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { node, parsesUnder, python } from "../fixtures/sdk-models.js";
 
@@ -44,6 +46,16 @@ describe("sessions", () => {
       const page = await request(s.liveUrl);
       expect(page.statusCode).toBe(200);
       expect(await page.body.text()).toContain("Page.startScreencast");
+      const viewer = await puppeteer.launch({ executablePath: (await findChromium()).path, headless: true, args: ["--no-sandbox"] });
+      try {
+        const v = await viewer.newPage();
+        await v.goto(s.liveUrl);
+        await v.waitForFunction(() => (document.getElementById("screen") as HTMLImageElement).src.startsWith("data:image/jpeg"), {
+          timeout: 20_000,
+        });
+      } finally {
+        await viewer.close();
+      }
       const other = await api("POST", "/api/session", {});
       await api("PUT", `/api/session/${other.id}/stop`);
       const wrong = await request(`${emu.controlUrl}/live/${s.id}?token=${encodeURIComponent(other.token)}`);
