@@ -229,6 +229,31 @@ export const configSchema = z.strictObject({
       ttlSeconds: z.number().int().positive().max(86_400).default(900),
     })
     .default({ ttlSeconds: 900 }),
+  /** The gateway's live view of a session (`liveUrl` → /_tollgate/live/<id>, src/routes/live.ts). */
+  liveView: z
+    .strictObject({
+      /**
+       * Origins whose pages may show the live view in an iframe (its CSP `frame-ancestors`), e.g.
+       * "https://app.example.com", or "'self'". Empty: it cannot be framed at all.
+       */
+      frameAncestors: z
+        .array(
+          z.string().refine(
+            (s) => {
+              if (s === "'self'") return true;
+              try {
+                const u = new URL(s);
+                return (u.protocol === "https:" || u.protocol === "http:") && u.origin === s;
+              } catch {
+                return false;
+              }
+            },
+            { error: `expected an origin like "https://app.example.com" (scheme, host, optional port; no path) or "'self'"` },
+          ),
+        )
+        .default([]),
+    })
+    .default({ frameAncestors: [] }),
   state: z
     .strictObject({
       backend: z

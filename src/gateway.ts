@@ -34,6 +34,7 @@ import { runtimeHandlers } from "./routes/runtime.js";
 import { sandboxHandlers } from "./routes/sandboxes.js";
 import { usageRoutes } from "./routes/usage.js";
 import { cdpHandlers } from "./routes/cdp.js";
+import { liveHandlers } from "./routes/live.js";
 import { sessionHandlers } from "./routes/sessions.js";
 import { tokenRoutes } from "./routes/tokens.js";
 import { rateLimit } from "../middleware/rate-limit/index.js";
@@ -208,6 +209,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...x402SessionHandlers(services, signer),
     ...sessionHandlers(services),
     ...cdpHandlers(services),
+    ...liveHandlers(services),
     ...sandboxHandlers(services),
     ...runtimeHandlers(services),
   });

@@ -5,8 +5,8 @@ import { GatewayError } from "./errors.js";
 import type { KeyValueStore } from "./state/types.js";
 import { stateKeys } from "./state/keys.js";
 
-/** What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer; search: search. */
-export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "search";
+/** What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer, live (the live view ticket); search: search. */
+export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "live" | "search";
 type TokenKind = "sandbox" | "session" | "search";
 
 export interface GatewayToken {

@@ -11,6 +11,12 @@ interface WebSocketRelayTarget {
    * sides are closed with code 4401. Workers hand the socket through and cannot cut it; there, tokens should be short.
    */
   stillValid?: () => Promise<boolean>;
+  /**
+   * Screens each client message (the live view's CDP allow-list): a text message is forwarded as `forward`, or not at
+   * all and `reply` is sent back to the client instead; binary client messages are dropped. Relays that hand the
+   * socket through (Workers' fetchWebSocketRelay) cannot screen; given a filter they bridge the two sockets instead.
+   */
+  screen?: (message: string) => { forward: string } | { reply: string };
 }
 
 /**
@@ -23,7 +29,10 @@ export function isWebSocketUpgrade(req: Request): boolean {
   return (req.headers.get("upgrade") ?? "").toLowerCase() === "websocket";
 }
 
-/** Workers: fetch with `Upgrade: websocket` returns a 101 whose socket is handed to the client unchanged. */
+/**
+ * Workers: fetch with `Upgrade: websocket` returns a 101 whose socket is handed to the client unchanged; a target with
+ * a `screen` is bridged instead (a WebSocketPair, each client message screened, stillValid rechecked).
+ */
 export const fetchWebSocketRelay: WebSocketRelay = async (_c, target) => {
   const url = target.url.replace(/^ws/, "http");
   const res = await fetch(url, { headers: { ...target.headers, Upgrade: "websocket" } });
@@ -31,5 +40,61 @@ export const fetchWebSocketRelay: WebSocketRelay = async (_c, target) => {
     const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
     return new Response(res.body, { status: res.status, headers });
   }
-  return res;
+  return target.screen ? bridgeScreened(res, target) : res;
 };
+
+/** Workers' socket API, the part a bridge uses (typed here: the core compiles without the Workers types). */
+interface WorkerSocket {
+  accept(): void;
+  send(data: string | ArrayBuffer): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "message", fn: (e: { data: string | ArrayBuffer }) => void): void;
+  addEventListener(type: "close", fn: (e: { code: number; reason: string }) => void): void;
+  addEventListener(type: "error", fn: () => void): void;
+}
+type WorkersRuntime = { WebSocketPair?: new () => Record<0 | 1, WorkerSocket> };
+
+function bridgeScreened(upstreamRes: Response, target: WebSocketRelayTarget): Response {
+  const Pair = (globalThis as WorkersRuntime).WebSocketPair;
+  const up = (upstreamRes as Response & { webSocket?: WorkerSocket | null }).webSocket;
+  if (!Pair || !up) {
+    const body = JSON.stringify({ message: "This runtime cannot screen a WebSocket relay.", code: "websocket_unsupported" });
+    return new Response(body, { status: 501, headers: { "content-type": "application/json" } });
+  }
+  const pair = new Pair();
+  const [client, server] = [pair[0], pair[1]];
+  up.accept();
+  server.accept();
+  const closeBoth = (code = 1000, reason = "") => {
+    clearInterval(recheck);
+    for (const s of [server, up])
+      try {
+        s.close(code, reason);
+      } catch {
+        /* already closed */
+      }
+  };
+  const stillValid = target.stillValid;
+  const recheck = stillValid
+    ? setInterval(() => {
+        stillValid().then(
+          (ok) => ok || closeBoth(4401, "token revoked or expired"),
+          () => {},
+        );
+      }, 2000)
+    : undefined;
+  server.addEventListener("message", (e) => {
+    if (typeof e.data !== "string") return;
+    const verdict = target.screen!(e.data);
+    if ("forward" in verdict) up.send(verdict.forward);
+    else server.send(verdict.reply);
+  });
+  up.addEventListener("message", (e) => server.send(e.data));
+  up.addEventListener("close", (e) =>
+    closeBoth(e.code >= 1000 && e.code < 5000 && e.code !== 1005 && e.code !== 1006 ? e.code : 1000, e.reason),
+  );
+  server.addEventListener("close", () => closeBoth());
+  up.addEventListener("error", () => closeBoth(1011, "upstream error"));
+  server.addEventListener("error", () => closeBoth());
+  return new Response(null, { status: 101, webSocket: client } as ResponseInit);
+}

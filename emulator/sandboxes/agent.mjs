@@ -87,7 +87,8 @@ async function writeOne(f) {
   const data = Buffer.from(f.data ?? "", f.encoding === "base64" ? "base64" : "utf8");
   await fsp.mkdir(path.dirname(p), { recursive: true });
   await fsp.writeFile(p, data, { flag: f.append ? "a" : "w", mode: parseMode(f.mode, 0o644) });
-  if (f.mode !== undefined) await fsp.chmod(p, parseMode(f.mode, 0o644));
+  // `mode: null` (how the Python SDK sends "unset") leaves an existing file's mode alone, like an absent one.
+  if (f.mode !== undefined && f.mode !== null && f.mode !== "") await fsp.chmod(p, parseMode(f.mode, 0o644));
   return { path: p, name: path.basename(p), type: "file" };
 }
 

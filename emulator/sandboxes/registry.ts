@@ -9,6 +9,9 @@ import type { Isolation } from "./jail.js";
 import { Sandbox, type SandboxSpec } from "./sandbox.js";
 import { copyTree, type SnapshotStore } from "./snapshots.js";
 import type { TokenIssuer } from "./tokens.js";
+
+/** A region the SDKs accept (their SessionRegion / SandboxRegion), where a sandbox created without one runs. */
+const DEFAULT_REGION = "us-central";
 import type { VolumeStore } from "./volumes.js";
 
 /** The port the runtime API itself listens on inside a real sandbox; never exposable. */
@@ -66,7 +69,7 @@ export class SandboxService {
       vcpus: numberOr(body.vcpus, 2),
       memMiB: numberOr(body.memMiB, 2048),
       diskSizeMiB: numberOr(body.diskSizeMiB, 8192),
-      region: typeof body.region === "string" ? body.region : "local",
+      region: typeof body.region === "string" ? body.region : DEFAULT_REGION,
       network: {
         allowInternetAccess: body.allowInternetAccess !== false,
         allowOut: Array.isArray(body.allowOut) ? body.allowOut.map(String) : [],

@@ -4,6 +4,9 @@ import { ApiError } from "./errors.js";
 import { body, type RuntimeEnv } from "./runtime-env.js";
 import { TerminalTable, type Terminal } from "./terminals.js";
 
+/** A boolean query parameter as every SDK writes it: `true` (Node) or `True` (Python), any case. */
+const queryFlag = (raw: string | undefined) => raw?.toLowerCase() === "true";
+
 async function waitTerminal(t: Terminal, timeoutMs: number | undefined): Promise<void> {
   if (!t.running) return t.done;
   if (!timeoutMs) return t.done;
@@ -28,7 +31,7 @@ export function terminalRoutes(): Hono<RuntimeEnv> {
   const app = new Hono<RuntimeEnv>();
   app.post("/pty", async (c) => c.json({ pty: c.var.sandbox.terminals.create(await body(c)).status(false) }));
   app.get("/pty/:tid", (c) =>
-    c.json({ pty: c.var.sandbox.terminals.get(c.req.param("tid")).status(c.req.query("includeOutput") === "true") }),
+    c.json({ pty: c.var.sandbox.terminals.get(c.req.param("tid")).status(queryFlag(c.req.query("includeOutput"))) }),
   );
   app.post("/pty/:tid/wait", async (c) => {
     const t = c.var.sandbox.terminals.get(c.req.param("tid"));

@@ -27,7 +27,8 @@ export function extensionRoutes(ctx: EmulatorContext, extensions: ExtensionStore
     return c.json(extensions.wire(extension));
   });
 
-  app.get("/api/extensions/list", (c) => c.json(extensions.list().map((e) => extensions.wire(e))));
+  // The current service's shape (the Python SDK requires it; the Node SDK's type says a bare array, its code passes either).
+  app.get("/api/extensions/list", (c) => c.json({ extensions: extensions.list().map((e) => extensions.wire(e)) }));
 
   return app;
 }

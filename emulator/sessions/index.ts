@@ -6,6 +6,7 @@ import type { EmulatorContext, EmulatorModule, SessionService } from "../types.j
 import { createCdpRelay } from "./cdp-relay.js";
 import { ExtensionStore } from "./extensions.js";
 import { extensionRoutes } from "./extension-routes.js";
+import { liveRoutes } from "./live-page.js";
 import { profileRoutes } from "./profile-routes.js";
 import { ProfileStore } from "./profiles.js";
 import { sessionOperationRoutes } from "./session-operation-routes.js";
@@ -32,7 +33,8 @@ export async function createSessionModule(
       .route("/", sessionRoutes(ctx, sessions))
       .route("/", sessionOperationRoutes(ctx, sessions))
       .route("/", profileRoutes(ctx, sessions))
-      .route("/", extensionRoutes(ctx, stores.extensions)),
+      .route("/", extensionRoutes(ctx, stores.extensions))
+      .route("/", liveRoutes(ctx, sessions)),
     upgradeControl: relay.upgrade,
     service: sessions,
     sessions,

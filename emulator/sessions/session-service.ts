@@ -31,12 +31,14 @@ export type Session = {
   createdAt: string;
   updatedAt: string;
   sessionUrl: string;
+  /** Proxy bytes used, as a decimal string (the Python SDK's `proxy_data_consumed: str`); no proxy here, so "0". */
+  proxyDataConsumed: string;
   launchState: null;
   creditsUsed: number;
   creditBreakdown: { creditsUsed: number; browserTimeCreditsUsed: number; proxyDataCreditsUsed: number };
 };
 
-export type SessionDetail = Session & { wsEndpoint: string; computerActionEndpoint: string; token: string };
+export type SessionDetail = Session & { wsEndpoint: string; computerActionEndpoint: string; liveUrl: string; token: string };
 
 /** Live state of one session; the browser fields are dropped once it ends. */
 export interface SessionRecord {
@@ -249,6 +251,7 @@ export class BrowserSessions implements SessionService {
       createdAt: r.createdAt.toISOString(),
       updatedAt: r.updatedAt.toISOString(),
       sessionUrl: `${origin}/api/session/${r.id}`,
+      proxyDataConsumed: "0",
       launchState: null,
       creditsUsed: 0,
       creditBreakdown: { creditsUsed: 0, browserTimeCreditsUsed: 0, proxyDataCreditsUsed: 0 },
@@ -264,6 +267,7 @@ export class BrowserSessions implements SessionService {
       ...this.summary(r),
       wsEndpoint: `${wsOrigin}/devtools/browser/${r.id}?token=${encodeURIComponent(r.token)}`,
       computerActionEndpoint: `${origin}/api/session/${r.id}/computer-action`,
+      liveUrl: `${origin}/live/${r.id}?token=${encodeURIComponent(r.token)}`,
       token: r.token,
     };
   }

@@ -115,9 +115,16 @@ export function nodeWebSocketRelay(
         });
         void raw;
       },
-      onMessage(evt) {
+      onMessage(evt, client) {
         if (up.readyState !== WebSocket.OPEN) return;
         const d = evt.data;
+        if (target.screen) {
+          if (typeof d !== "string") return;
+          const verdict = target.screen(d);
+          if ("forward" in verdict) up.send(verdict.forward);
+          else if (client.readyState === 1) client.send(verdict.reply);
+          return;
+        }
         if (typeof d === "string") up.send(d);
         else if (d instanceof ArrayBuffer) up.send(Buffer.from(d), { binary: true });
         else up.send(d, { binary: true });

@@ -13,13 +13,21 @@ export interface SessionRewriteContext {
   publicOrigin: string;
   /** Gateway token (kind session, scopes cdp + computer) that replaces the upstream session token. */
   sessionToken: string;
+  /** Gateway ticket (kind session, scope live) of the gateway's own live view page. */
+  liveTicket: string;
+}
+
+/** `<gateway>/_tollgate/live/<id>?ticket=…`: the gateway's live view of a session (src/routes/live.ts). */
+export function gatewayLiveUrl(publicOrigin: string, sessionId: string, ticket: string): string {
+  return `${publicOrigin}/_tollgate/live/${encodeURIComponent(sessionId)}?ticket=${encodeURIComponent(ticket)}`;
 }
 
 /**
- * Fields that carry upstream access and that the gateway cannot relay: the live view (its own token, served by the
- * upstream's live-view host) and WebDriver. They are dropped rather than leaked; see docs/sessions.md.
+ * Fields that carry upstream access, and what a list entry shows in their place: nothing that reaches the upstream, yet
+ * the field keeps its type (the Python SDK's models refuse a missing or null `liveUrl`). Details get the gateway's own
+ * live view in `liveUrl` and `liveDomain`; WebDriver is not relayed, so `webdriverEndpoint` is always "".
  */
-const DROPPED_SESSION_FIELDS = ["liveUrl", "liveDomain", "webdriverEndpoint"] as const;
+const ACCESS_FIELDS = ["liveUrl", "liveDomain", "webdriverEndpoint"] as const;
 
 /** `ws(s)://<gateway>/devtools/browser/<id>?token=<gateway token>`: what puppeteer and playwright connect to. */
 export function gatewayWsEndpoint(publicOrigin: string, sessionId: string, token: string): string {
@@ -48,13 +56,13 @@ export function rewriteSessionSummary<T extends object>(record: T, publicOrigin:
   const s = readWire(SessionDetail, record);
   const out: SessionDetail = { ...s };
   if ("sessionUrl" in s) out.sessionUrl = gatewaySessionUrl(publicOrigin, String(s.id));
-  for (const f of DROPPED_SESSION_FIELDS) delete out[f];
+  for (const f of ACCESS_FIELDS) if (typeof out[f] === "string") out[f] = "";
   return out as T & SessionDetail; // the record's own fields, kept, with the rewritten ones
 }
 
 /**
- * A `SessionDetail` as the gateway shows it: wsEndpoint and computerActionEndpoint on the gateway, the upstream
- * session token replaced by a gateway token, and URLs the gateway cannot relay removed.
+ * A `SessionDetail` as the gateway shows it: wsEndpoint, computerActionEndpoint and liveUrl on the gateway, the upstream
+ * session token replaced by a gateway token, `liveDomain` the gateway's host and `webdriverEndpoint` "" when present.
  */
 export function rewriteSessionDetail<T extends object>(record: T, ctx: SessionRewriteContext): T & SessionDetail {
   const detail = readWire(SessionDetail, record);
@@ -63,5 +71,8 @@ export function rewriteSessionDetail<T extends object>(record: T, ctx: SessionRe
   if (detail.wsEndpoint) out.wsEndpoint = gatewayWsEndpoint(ctx.publicOrigin, id, ctx.sessionToken);
   if (detail.computerActionEndpoint) out.computerActionEndpoint = gatewayComputerActionEndpoint(ctx.publicOrigin, id);
   if ("token" in detail) out.token = detail.token ? ctx.sessionToken : detail.token;
+  // Always present: both SDKs read it, and the Python SDK requires a string.
+  out.liveUrl = gatewayLiveUrl(ctx.publicOrigin, id, ctx.liveTicket);
+  if ("liveDomain" in detail) out.liveDomain = new URL(ctx.publicOrigin).host;
   return out as T & SessionDetail;
 }

@@ -11,7 +11,7 @@ import { jsonBody } from "../routing/body.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
-function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
+export function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
   if (!url) throw new GatewayError(409, "session_endpoint_unavailable", `Session ${id} has no ${what} upstream (is it still active?).`);
   if (!services.upstream.isAllowedUrl(url)) {
     services.logger.error("session endpoint outside upstream.allowedHosts", { sessionId: id, what, host: new URL(url).host });

@@ -32,6 +32,11 @@ export async function mintSessionToken(
   });
 }
 
+/** The ticket of a session's live view (`liveUrl`): scope `live` only, so a shared link cannot drive CDP. */
+export async function mintLiveTicket(services: GatewayServices, tenantId: string, id: string, ttlSeconds?: number): Promise<string> {
+  return (await mintSessionToken(services, tenantId, id, { scopes: ["live"], ttlSeconds })).token;
+}
+
 export async function saveSessionEndpoints(services: GatewayServices, id: string, e: SessionEndpoints): Promise<void> {
   if (e.wsEndpoint || e.computerActionEndpoint)
     await services.stores.kv.set(stateKeys.sessionEndpoints(id), JSON.stringify(e), ENDPOINTS_TTL_MS);

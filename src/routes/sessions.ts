@@ -12,7 +12,7 @@ import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
 import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from "../rewrite/session.js";
-import { mintSessionToken, notFoundSession, saveSessionEndpoints } from "./session-access.js";
+import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./session-access.js";
 import { publicOriginOf } from "../public-origin.js";
 import { callerTenant } from "../routing/caller.js";
 import { settleResource } from "../routing/credits.js";
@@ -23,6 +23,25 @@ import { forwardableRequestHeaders } from "../transport.js";
 import { jsonResponse } from "../errors.js";
 import { SessionDetail } from "../wire/session.js";
 import { listItems, WireRecord } from "../wire/read.js";
+import { stateKeys } from "../state/keys.js";
+
+/** As long as a session's endpoints are kept (session-access.ts): no session outlives a day. */
+const VIEW_ONLY_TTL_MS = 24 * 3600_000;
+
+/** Whether the session was created with `viewOnlyLiveView` (the upstream's launchState, else the creation body). */
+function viewOnlyAsked(c: Context<GatewayEnv>, detail: SessionDetail): boolean {
+  if (detail.launchState?.viewOnlyLiveView !== undefined) return detail.launchState.viewOnlyLiveView === true;
+  return c.get("jsonBody")?.json.viewOnlyLiveView === true; // read by the chain's quota and meter steps
+}
+
+/**
+ * How long the live view link may be opened: the SDKs' `liveViewTtlSeconds` (query on get, body on create), at most
+ * `tokens.ttlSeconds`. A view already open outlives it, as a CDP connection outlives its token; revocation ends both.
+ */
+function liveViewTtl(c: Context<GatewayEnv>, max: number): number {
+  const asked = Number(c.req.query("liveViewTtlSeconds") ?? c.get("jsonBody")?.json.liveViewTtlSeconds);
+  return Number.isInteger(asked) && asked > 0 ? Math.min(asked, max) : max;
+}
 
 /** Upstream list pages read to build one tenant's list (100 sessions each). */
 const MAX_LIST_PAGES = 50;
@@ -46,8 +65,11 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       await stores.ownership.setActive("session", id, detail.status === "active");
       if (detail.status !== "active") await settleResource(services, "session", id, c);
     }
-    const token = await mintSessionToken(services, tenant.id, id);
-    return rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });
+    const [token, liveTicket] = await Promise.all([
+      mintSessionToken(services, tenant.id, id),
+      mintLiveTicket(services, tenant.id, id, liveViewTtl(c, services.config.tokens.ttlSeconds)),
+    ]);
+    return rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token, liveTicket });
   }
 
   /** Upstream error answers pass through as they are (status, `{message, code}`, request id). */
@@ -62,6 +84,7 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       const detail = await upstreamJson(res, SessionDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
       if (!(await stores.ownership.claim("session", String(detail.id), tenant.id))) throw claimRefused("session");
+      if (viewOnlyAsked(c, detail)) await stores.kv.set(stateKeys.sessionViewOnly(String(detail.id)), "1", VIEW_ONLY_TTL_MS);
       return c.json(await presentDetail(c, tenant, detail));
     },
 

@@ -14,7 +14,7 @@ import type { PaymentSigner } from "../payments/signer.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../rewrite/session.js";
 import { readWire, WireRecord } from "../wire/read.js";
 import { X402SessionAnswer } from "../wire/session.js";
-import { mintSessionToken, notFoundSession, saveSessionEndpoints } from "./session-access.js";
+import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./session-access.js";
 import { publicOriginOf } from "../public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import { callerTenant } from "../routing/caller.js";
@@ -62,8 +62,12 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
     if (typeof detail.managementToken === "string")
       await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
-    const token = await mintSessionToken(services, tenant.id, id);
-    const shown: WireRecord = rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token });
+    const [token, liveTicket] = await Promise.all([mintSessionToken(services, tenant.id, id), mintLiveTicket(services, tenant.id, id)]);
+    const shown: WireRecord = rewriteSessionDetail(detail, {
+      publicOrigin: publicOriginOf(c, services),
+      sessionToken: token.token,
+      liveTicket,
+    });
     for (const f of HIDDEN) delete shown[f];
     shown.token = token.token;
     shown.tokenExpiresAt = token.expiresAt;

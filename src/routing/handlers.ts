@@ -5,6 +5,7 @@ import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
 import { ownedPage } from "../sandbox/owned-list.js";
+import { keepOwnedItems } from "../rewrite/owned-items.js";
 import { callerTenant } from "./caller.js";
 import { settleJobFrom } from "./credits.js";
 import type { RouteRow } from "./table.js";
@@ -72,13 +73,12 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
       const spec = row.list!;
       const tenant = callerTenant(c);
       if (spec.field === null) {
-        // A bare array (extensions): filtered, no paging.
+        // An unpaged list (extensions): filtered in the shape it came in, a bare array or `{"extensions":[…]}`.
         const res = await forwardUpstream(c, services);
         if (!res.ok) return Upstream.relay(res);
         const all = await upstreamJson(res);
         const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
-        const mine = Array.isArray(all) ? all.filter((x) => owned.has(String((x as { id?: unknown })?.id))) : [];
-        return jsonResponse(200, mine);
+        return jsonResponse(200, keepOwnedItems(all, owned));
       }
       const page = await ownedPage(c, services, tenant, { path: new URL(c.req.url).pathname, field: spec.field, kind: spec.kind });
       if ("passthrough" in page) return page.passthrough;

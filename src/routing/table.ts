@@ -59,7 +59,7 @@ export interface RouteRow {
   owns?: { kind: ResourceKind; param: string; byName?: boolean };
   /** The answer's id (`id` or `jobId`) becomes the caller's. */
   creates?: ResourceKind;
-  /** A list of `field` filtered to the caller's `kind`. */
+  /** A list of `field` filtered to the caller's `kind` (null: unpaged, filtered in the shape the upstream answered). */
   list?: { kind: ResourceKind; field: string | null };
   pay: "free" | "x402" | "credits";
   meter?: Meter;
@@ -232,6 +232,9 @@ export const ROUTES: readonly RouteRow[] = [
   },
   { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, bodyLimit: ACTION_BODY, handler: "cdp.computerAction" },
   { name: "session.cdp", method: GET, path: "/devtools/browser/:id", auth: ["session-token", "key"], scope: "sessions", tokenScope: "cdp", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "cdp.connect" },
+  // The gateway's own live view (liveUrl): the ticket in the link is checked by the handler (scope live, the owner's).
+  { name: "session.live", method: GET, path: "/_tollgate/live/:id", auth: ["ticket"], scope: "sessions", pay: "free", body: BODY.none, handler: "live.page" },
+  { name: "session.liveSocket", method: GET, path: "/_tollgate/live/:id/ws", auth: ["ticket"], scope: "sessions", pay: "free", body: BODY.none, handler: "live.socket" },
   { name: "x402.session.create", method: POST, path: "/x402/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "x402", body: BODY.x402Session, handler: "x402session.create" },
   { name: "x402.session.get", method: GET, path: "/x402/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "x402session.get" },
   { name: "x402.session.stop", method: PUT, path: "/x402/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "x402session.stop" },

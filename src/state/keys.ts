@@ -16,6 +16,8 @@ export const stateKeys = {
   snapshotName: (tenant: string, name: string) => `snapshot-name:${tenant}:${name}`,
   /** A session's upstream endpoints (wsEndpoint, computerActionEndpoint), kept server-side. */
   sessionEndpoints: (id: string) => `session:upstream:${id}`,
+  /** Set when a session was created with viewOnlyLiveView: its live view forwards no input. */
+  sessionViewOnly: (id: string) => `session:viewonly:${id}`,
   /** The managementToken of a session bought over x402. */
   x402SessionManagement: (id: string) => `session:x402mgmt:${id}`,
   /** When a paid (x402) session ends, for its quota slot. */

@@ -12,6 +12,8 @@ export const SessionDetail = z.looseObject({
   liveUrl: lenient(z.string().nullable()),
   liveDomain: lenient(z.string().nullable()),
   token: lenient(z.string().nullable()),
+  /** How the session was launched; the gateway reads viewOnlyLiveView (its live view then forwards no input). */
+  launchState: lenient(z.looseObject({ viewOnlyLiveView: lenient(z.boolean()) }).nullable()),
 });
 export type SessionDetail = z.infer<typeof SessionDetail>;
 

@@ -159,7 +159,9 @@ describe("extensions", () => {
     });
     const unnamed = await hb.extensions.create({ filePath: zipPath });
     expect(unnamed.name).toBe("hello-ext");
-    expect((await hb.extensions.list()).map((e) => e.id)).toEqual([named.id, unnamed.id]);
+    // The current service's shape, `{extensions: […]}` (the Node SDK's type still says a bare array; it returns the JSON).
+    const listed = (await hb.extensions.list()) as unknown as { extensions: Array<{ id: string }> };
+    expect(listed.extensions.map((e) => e.id)).toEqual([named.id, unnamed.id]);
     const mark = await inSession({ extensionIds: [named.id] }, async (page) => {
       await page.reload();
       return page.evaluate(() => document.documentElement.dataset.ext);

@@ -57,6 +57,13 @@ origins = ["https://app.example.com", "app.example.com"]
     expect(problems).toHaveLength(5);
   });
 
+  it("names the exact entry of a live view frame ancestor that is no origin", () => {
+    const problems = problemsOf(
+      `[liveView]\nframeAncestors = ["https://app.example.com", "'self'", "https://app.example.com/embed", "*"]\n`,
+    );
+    expect(problems.map((p) => p.split(":")[0])).toEqual(["liveView.frameAncestors[2]", "liveView.frameAncestors[3]"]);
+  });
+
   it("names unknown options by path instead of ignoring them", () => {
     expect(problemsOf(`[cache]\nttl = 5\n`)).toEqual([
       "cache.ttl: unknown option (check the spelling against config/tollgate.example.toml)",

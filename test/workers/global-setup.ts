@@ -1,4 +1,4 @@
-// Runs in Node before the Workers tests: starts the emulator (x402 + sandboxes) and the local chain on 127.0.0.1 and
+// Runs in Node before the Workers tests: starts the emulator (x402, sandboxes, sessions) and the local chain on 127.0.0.1 and
 // hands their addresses, plus a funded wallet for the Worker, to the tests running inside workerd. Two stalling proxies
 // in front of the emulator lose the answer to a paid request (after the upstream settled it, or before it arrived),
 // so the Worker is left with an uncertain hold; they only drop traffic, they decide nothing. A webhook receiver that
@@ -36,7 +36,7 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
-  const emu = await startEmulator({ modules: ["x402", "sandboxes"] });
+  const emu = await startEmulator({ modules: ["x402", "sandboxes", "sessions"] });
   const chain = emu.chain!;
   const wallet = await chain.createFundedWallet(10_000_000n);
   const reconcileWallet = await chain.createFundedWallet(10_000_000n);
