@@ -1,0 +1,62 @@
+// The emulator's children never outlive it: a tiny watchdog, in a session of its own, holds the read end of a pipe
+// from this process. Whatever ends this process (close, exit, Ctrl-C, SIGTERM, SIGKILL of it or of its whole group,
+// an OOM kill) closes the pipe; the watchdog then SIGKILLs the process groups still registered (the chain, browsers,
+// sandboxes' bubblewrap) and lazily unmounts what is still mounted (sandbox disks, lxcfs). Node has no
+// PR_SET_PDEATHSIG, and the children sit in process groups of their own (so they can be stopped whole), hence this.
+import { spawn, type ChildProcess } from "node:child_process";
+
+// POSIX sh: each line replaces one list ("g <pgids>" or "m <paths>"); at EOF (this process gone) act on both.
+const SCRIPT = `
+g=; m=
+while IFS= read -r line; do
+  case "$line" in
+    "g "*) g=\${line#g } ;;
+    "m "*) m=\${line#m } ;;
+  esac
+done
+for p in $g; do kill -9 "-$p" 2>/dev/null; done
+[ -n "$m" ] || exit 0
+sleep 0.3
+for x in $m; do umount -l "$x" 2>/dev/null; done
+exit 0
+`;
+
+const groups = new Set<number>();
+const mounts = new Set<string>();
+let watchdog: ChildProcess | undefined;
+
+function send(line: string): void {
+  if (!watchdog) {
+    watchdog = spawn("/bin/sh", ["-c", SCRIPT], { detached: true, stdio: ["pipe", "ignore", "ignore"] });
+    watchdog.on("error", () => {});
+    watchdog.stdin!.on("error", () => {});
+    // Neither the watchdog nor its pipe keeps this process alive.
+    watchdog.unref();
+    (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
+  }
+  watchdog.stdin!.write(line + "\n");
+}
+
+/** Kill this process group (SIGKILL) if this process ends before `releaseGroup`. */
+export function guardGroup(pgid: number | undefined): void {
+  if (!pgid) return;
+  groups.add(pgid);
+  send(`g ${[...groups].join(" ")}`);
+}
+
+export function releaseGroup(pgid: number | undefined): void {
+  if (!pgid || !groups.delete(pgid)) return;
+  send(`g ${[...groups].join(" ")}`);
+}
+
+/** Unmount this path (lazily, after the groups are killed) if this process ends before `releaseMount`. No spaces. */
+export function guardMount(path: string): void {
+  if (/\s/.test(path)) return;
+  mounts.add(path);
+  send(`m ${[...mounts].join(" ")}`);
+}
+
+export function releaseMount(path: string): void {
+  if (!mounts.delete(path)) return;
+  send(`m ${[...mounts].join(" ")}`);
+}
