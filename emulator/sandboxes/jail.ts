@@ -7,6 +7,7 @@ import type { SandboxCgroup, CgroupSupport } from "./cgroups.js";
 import { freeSlot, idMap, idmapMounts, probeIdmappedMounts, startUserNamespace, takeSlot } from "./userns.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
 import { guardGroup, releaseGroup } from "../reaper.js";
+import { LXCFS_PROC_FILES } from "./sizes.js";
 
 const run = promisify(execFile);
 
@@ -30,6 +31,10 @@ export interface Isolation {
   /** Sizes (memMiB, vcpus) enforced through cgroups, and with which version. */
   cgroups: CgroupSupport;
   reason?: string;
+  /** LXCFS's mount point: its /proc files are bound over the sandbox's (memory, CPUs, uptime as the cgroup has them). */
+  lxcfs?: string;
+  /** Each sandbox's `/` is a filesystem of diskSizeMiB (sizes.ts); false: a plain directory of the host's disk. */
+  disks?: boolean;
 }
 
 /**
@@ -149,6 +154,7 @@ export class Jail {
       ...(opts.mounts ?? []).flatMap((m) => [m.readOnly ? "--ro-bind" : "--bind", m.hostDir, m.path]),
       "--proc",
       "/proc",
+      ...(opts.isolation.lxcfs ? LXCFS_PROC_FILES.flatMap((f) => ["--ro-bind", `${opts.isolation.lxcfs}/proc/${f}`, `/proc/${f}`]) : []),
       "--dev",
       "/dev",
       "--ro-bind",
