@@ -6,7 +6,6 @@ import type { Hyperbrowser } from "@hyperbrowser/sdk";
 
 type SandboxHandle = Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function sandboxSizesSpec(client: () => Hyperbrowser, track: (sbx: SandboxHandle) => void): void {
   it("shows memoryMiB in /proc/meminfo and free, and diskMiB as the size of / (df), enforced", async () => {
@@ -51,4 +50,94 @@ export function sandboxSizesSpec(client: () => Hyperbrowser, track: (sbx: Sandbo
   });
 }
 
-export { sleep };
+/** Waits (bounded) for the first event `pick` accepts. */
+function firstEvent<T>(timeoutMs = 20_000) {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T | "timeout">((r) => {
+    resolve = r;
+    setTimeout(() => r("timeout"), timeoutMs).unref?.();
+  });
+  return { promise, resolve };
+}
+
+export function sandboxSymlinkSpec(sandbox: () => SandboxHandle): void {
+  const base = "/home/ubuntu/links";
+  const sh = async (script: string) => {
+    const r = await sandbox().exec({ command: "bash", args: ["-lc", script] });
+    expect(r.exitCode, r.stderr).toBe(0);
+  };
+
+  it("lists a symlinked directory under the target's real path", async () => {
+    const sbx = sandbox();
+    await sh(`mkdir -p ${base}/one/target-dir && printf child > ${base}/one/target-dir/child.txt && ln -sfn ${base}/one/target-dir ${base}/one/link-dir`);
+    const entries = await sbx.files.list(`${base}/one/link-dir`, { depth: 1 });
+    expect(entries.map((e) => e.path)).toEqual([`${base}/one/target-dir/child.txt`]);
+    // A renamed link still follows, and its info keeps the absolute target.
+    await sbx.files.rename(`${base}/one/link-dir`, `${base}/one/link-renamed`);
+    expect((await sbx.files.getInfo(`${base}/one/link-renamed`)).symlinkTarget).toBe(`${base}/one/target-dir`);
+    expect((await sbx.files.list(`${base}/one/link-renamed`, { depth: 1 })).map((e) => e.path)).toEqual([
+      `${base}/one/target-dir/child.txt`,
+    ]);
+  });
+
+  it("follows a parent symlink to its target for list, read, download and watch", async () => {
+    const sbx = sandbox();
+    const outside = "/var/tmp/links-outside";
+    await sh(`mkdir -p ${base}/two ${outside} && printf 'outside secret' > ${outside}/secret.txt && ln -sfn ${outside} ${base}/two/evil`);
+    expect(await sbx.files.readText(`${base}/two/evil/secret.txt`)).toBe("outside secret");
+    expect((await sbx.files.download(`${base}/two/evil/secret.txt`)).toString("utf8")).toBe("outside secret");
+    expect((await sbx.files.list(`${base}/two/evil`, { depth: 1 })).map((e) => e.path)).toEqual([`${outside}/secret.txt`]);
+    const seen = firstEvent<string>();
+    const events: string[] = [];
+    const handle = await sbx.files.watchDir(`${base}/two/evil`, async (e) => {
+      events.push(`${e.type} ${e.name}`);
+      if (e.type === "write" && e.name === "fresh.txt") seen.resolve(e.name);
+    });
+    try {
+      await sbx.files.writeText(`${outside}/fresh.txt`, "watch parent link");
+      expect(await seen.promise, events.join(", ")).toBe("fresh.txt");
+    } finally {
+      await handle.stop();
+    }
+  });
+
+  it("reports symlinkTarget absolute, resolved against the link's directory; a broken link keeps its text", async () => {
+    const sbx = sandbox();
+    const dir = `${base}/three`;
+    await sh(
+      [
+        `mkdir -p ${dir}/nested && printf payload > ${dir}/nested/target.txt`,
+        `cd ${dir}/nested && ln -sfn target.txt rel-link && ln -sfn .. loop && ln -sfn /etc/hosts abs-link`,
+        `ln -sfn missing-target.txt broken && ln -sfn ../nowhere/x broken-up && ln -sfn self-loop self-loop`,
+      ].join(" && "),
+    );
+    const info = async (name: string) => (await sbx.files.getInfo(`${dir}/nested/${name}`)).symlinkTarget;
+    expect(await info("rel-link")).toBe(`${dir}/nested/target.txt`);
+    expect(await info("loop")).toBe(dir);
+    expect(await info("abs-link")).toBe("/etc/hosts");
+    expect(await info("broken")).toBe("missing-target.txt");
+    expect(await info("broken-up")).toBe("../nowhere/x");
+    expect(await info("self-loop")).toBe("self-loop");
+    expect(await info("target.txt")).toBeUndefined();
+    // The same in a listing, and a copied tree's links point into the copy.
+    const listed = await sbx.files.list(`${dir}/nested`, { depth: 1 });
+    expect(listed.find((e) => e.name === "rel-link")?.symlinkTarget).toBe(`${dir}/nested/target.txt`);
+    await sbx.files.copy({ source: `${dir}/nested`, destination: `${dir}/copy`, recursive: true });
+    expect((await sbx.files.getInfo(`${dir}/copy/rel-link`)).symlinkTarget).toBe(`${dir}/copy/target.txt`);
+    expect((await sbx.files.getInfo(`${dir}/copy/loop`)).symlinkTarget).toBe(dir);
+  });
+
+  it("does not follow symlink loops when listing deep, and answers 400 for a path that is a loop", async () => {
+    const sbx = sandbox();
+    const dir = `${base}/four`;
+    await sh(`mkdir -p ${dir}/nested && printf x > ${dir}/nested/child.txt && cd ${dir}/nested && ln -sfn .. loop && ln -sfn me me`);
+    const paths = (await sbx.files.list(dir, { depth: 4 })).map((e) => e.path);
+    expect(paths).toContain(`${dir}/nested/loop`);
+    expect(paths.some((p) => p.includes("/loop/"))).toBe(false);
+    const err = await sbx.files.list(`${dir}/nested/me`, { depth: 1 }).then(
+      () => undefined,
+      (e) => e as { statusCode?: number },
+    );
+    expect(err?.statusCode).toBe(400);
+  });
+}
