@@ -105,7 +105,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     // One search index for both: the jobs' local web serves the same corpus the search returns.
     const engine = wanted.has("jobs") || wanted.has("x402") ? new SearchEngine() : undefined;
     // Jobs mount before x402 so that their /api/web/fetch (a real page load) answers in place of the corpus one.
-    if (wanted.has("jobs")) modules.push(await createJobsModule(ctx, { sessions: sessions!.sessions, engine }));
+    if (wanted.has("jobs")) {
+      const jobs = await createJobsModule(ctx, { sessions: sessions!.sessions, engine });
+      modules.push(jobs);
+      // Sessions' browsers resolve the local web's hosts as the job runners reach them.
+      sessions!.sessions.localWebArgs = jobs.web.browserArgs;
+    }
     if (wanted.has("x402")) {
       if (typeof opts.chain === "object") chain = opts.chain;
       if (chain)
