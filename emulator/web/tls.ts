@@ -21,8 +21,12 @@ export function localWebCert(): Promise<LocalWebCert | undefined> {
     try {
       const { stdout } = await run(
         "openssl",
-        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "-", "-out", "-"]
-          .concat(["-subj", "/CN=local web (tollgate emulator)", "-days", "3650"]),
+        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "-", "-out", "-"].concat([
+          "-subj",
+          "/CN=local web (tollgate emulator)",
+          "-days",
+          "3650",
+        ]),
         { timeout: 15_000 },
       );
       const key = /-----BEGIN PRIVATE KEY-----[\s\S]+?-----END PRIVATE KEY-----/.exec(stdout)?.[0];

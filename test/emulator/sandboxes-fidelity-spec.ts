@@ -6,7 +6,6 @@ import type { Hyperbrowser } from "@hyperbrowser/sdk";
 
 type SandboxHandle = Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
 
-
 export function sandboxSizesSpec(client: () => Hyperbrowser, track: (sbx: SandboxHandle) => void): void {
   it("shows memoryMiB in /proc/meminfo and free, and diskMiB as the size of / (df), enforced", async () => {
     const sbx = await client().sandboxes.create({ imageName: "node", memoryMiB: 384, diskMiB: 200 });
@@ -69,7 +68,9 @@ export function sandboxSymlinkSpec(sandbox: () => SandboxHandle): void {
 
   it("lists a symlinked directory under the target's real path", async () => {
     const sbx = sandbox();
-    await sh(`mkdir -p ${base}/one/target-dir && printf child > ${base}/one/target-dir/child.txt && ln -sfn ${base}/one/target-dir ${base}/one/link-dir`);
+    await sh(
+      `mkdir -p ${base}/one/target-dir && printf child > ${base}/one/target-dir/child.txt && ln -sfn ${base}/one/target-dir ${base}/one/link-dir`,
+    );
     const entries = await sbx.files.list(`${base}/one/link-dir`, { depth: 1 });
     expect(entries.map((e) => e.path)).toEqual([`${base}/one/target-dir/child.txt`]);
     // A renamed link still follows, and its info keeps the absolute target.

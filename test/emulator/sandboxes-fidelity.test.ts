@@ -18,5 +18,9 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe("sizes seen from inside, directly", () => sandboxSizesSpec(() => h.hb, (s) => made.push(s)));
+describe("sizes seen from inside, directly", () =>
+  sandboxSizesSpec(
+    () => h.hb,
+    (s) => made.push(s),
+  ));
 describe("symlinks, directly", () => sandboxSymlinkSpec(() => sbx));

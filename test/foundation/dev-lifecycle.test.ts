@@ -3,7 +3,7 @@
 // not the anvil chain, not a session's browser, not a sandbox — and no sandbox disk or lxcfs mount.
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 
 /** Every descendant of a PID, from /proc (detached children keep their parent while it lives). */
@@ -114,6 +114,8 @@ describe("no child outlives `tollgate dev`", () => {
         expect(names.some((n) => /chrom/.test(n))).toBe(true);
         expect(names.some((n) => n.endsWith("/bwrap"))).toBe(true);
         const stateDir = stateDirOf(kids);
+        // With LXCFS installed (scripts/setup.sh), its mount and the sandbox's disk are there to be cleaned up.
+        if (existsSync("/usr/bin/lxcfs")) expect(mountsUnder(stateDir ?? "/nowhere").length).toBeGreaterThanOrEqual(2);
         end(child.pid!, way);
         expect(await survivors([child.pid!, ...kids])).toEqual([]);
         if (stateDir) {
@@ -144,6 +146,8 @@ describe("no child outlives `tollgate emulator`", () => {
         const kids = descendants(child.pid!);
         expect(kids.map((p) => cmdline(p)[0] ?? "").some((n) => n.endsWith("/anvil"))).toBe(true);
         const stateDir = stateDirOf(kids);
+        // With LXCFS installed (scripts/setup.sh), its mount and the sandbox's disk are there to be cleaned up.
+        if (existsSync("/usr/bin/lxcfs")) expect(mountsUnder(stateDir ?? "/nowhere").length).toBeGreaterThanOrEqual(2);
         end(child.pid!, way);
         expect(await survivors([child.pid!, ...kids])).toEqual([]);
         if (stateDir) {

@@ -23,5 +23,9 @@ afterAll(async () => {
   await s?.close();
 });
 
-describe("sizes seen from inside, through the gateway", () => sandboxSizesSpec(() => s.alice, (x) => made.push(x)));
+describe("sizes seen from inside, through the gateway", () =>
+  sandboxSizesSpec(
+    () => s.alice,
+    (x) => made.push(x),
+  ));
 describe("symlinks, through the gateway", () => sandboxSymlinkSpec(() => sbx));
