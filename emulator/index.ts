@@ -14,6 +14,7 @@ import { createJobsModule } from "./jobs/index.js";
 import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
 import { createTeamModule } from "./team.js";
+import { guardDir, releaseDir } from "./reaper.js";
 
 export interface EmulatorOptions {
   host?: string;
@@ -57,6 +58,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const host = opts.host ?? "127.0.0.1";
   const apiKey = opts.apiKey ?? `emu_${randomBytes(18).toString("base64url")}`;
   const stateDir = await mkdtemp(join(tmpdir(), "tollgate-emulator-"));
+  // Removed by close(); if this process dies first, by the watchdog.
+  guardDir(stateDir);
   let controlOrigin = "";
   let runtimeOrigin = "";
   const log = opts.log ?? (() => {});
@@ -77,6 +80,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     for (const m of modules.reverse()) await m.close().catch((e) => log("module.close.error", { module: m.name, error: String(e) }));
     if (chain && ownsChain) await chain.close().catch(() => {});
     await rm(stateDir, { recursive: true, force: true }).catch(() => {});
+    releaseDir(stateDir);
   };
   // The team's own routes (credit info) cost nothing to start and come with every half.
   modules.push(createTeamModule(ctx));

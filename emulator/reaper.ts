@@ -1,23 +1,26 @@
 // The emulator's children never outlive it: a tiny watchdog, in a session of its own, holds the read end of a pipe
 // from this process. Whatever ends this process (close, exit, Ctrl-C, SIGTERM, SIGKILL of it or of its whole group,
 // an OOM kill) closes the pipe; the watchdog then SIGKILLs the process groups still registered (the chain, browsers,
-// sandboxes' bubblewrap) and lazily unmounts what is still mounted (sandbox disks, lxcfs). Node has no
+// sandboxes' bubblewrap), lazily unmounts what is still mounted (sandbox disks, lxcfs) and deletes the emulator's
+// state directory. Node has no
 // PR_SET_PDEATHSIG, and the children sit in process groups of their own (so they can be stopped whole), hence this.
 import { spawn, type ChildProcess } from "node:child_process";
 
 // POSIX sh: each line replaces one list ("g <pgids>" or "m <paths>"); at EOF (this process gone) act on both.
 const SCRIPT = `
-g=; m=
+g=; m=; d=
 while IFS= read -r line; do
   case "$line" in
     "g "*) g=\${line#g } ;;
     "m "*) m=\${line#m } ;;
+    "d "*) d=\${line#d } ;;
   esac
 done
 for p in $g; do kill -9 "-$p" 2>/dev/null; done
-[ -n "$m" ] || exit 0
+[ -n "$m$d" ] || exit 0
 sleep 0.3
 for x in $m; do umount -l "$x" 2>/dev/null; done
+for x in $d; do rm -rf --one-file-system -- "$x" 2>/dev/null; done
 exit 0
 `;
 
@@ -59,4 +62,18 @@ export function guardMount(path: string): void {
 export function releaseMount(path: string): void {
   if (!mounts.delete(path)) return;
   send(`m ${[...mounts].join(" ")}`);
+}
+
+const dirs = new Set<string>();
+
+/** Delete this directory (after the unmounts, not crossing into other filesystems) if this process ends first. */
+export function guardDir(path: string): void {
+  if (/\s/.test(path)) return;
+  dirs.add(path);
+  send(`d ${[...dirs].join(" ")}`);
+}
+
+export function releaseDir(path: string): void {
+  if (!dirs.delete(path)) return;
+  send(`d ${[...dirs].join(" ")}`);
 }

@@ -122,6 +122,9 @@ describe("no child outlives `tollgate dev`", () => {
           const deadline = Date.now() + 10_000;
           while (Date.now() < deadline && mountsUnder(stateDir).length > 0) await new Promise((r) => setTimeout(r, 100));
           expect(mountsUnder(stateDir)).toEqual([]);
+          // And the state directory (sandbox roots, disk images) is gone with them.
+          while (Date.now() < deadline && existsSync(stateDir)) await new Promise((r) => setTimeout(r, 100));
+          expect(existsSync(stateDir)).toBe(false);
         }
         if (info.logFile) rmSync(info.logFile, { force: true });
       } finally {
@@ -154,6 +157,9 @@ describe("no child outlives `tollgate emulator`", () => {
           const deadline = Date.now() + 10_000;
           while (Date.now() < deadline && mountsUnder(stateDir).length > 0) await new Promise((r) => setTimeout(r, 100));
           expect(mountsUnder(stateDir)).toEqual([]);
+          // And the state directory (sandbox roots, disk images) is gone with them.
+          while (Date.now() < deadline && existsSync(stateDir)) await new Promise((r) => setTimeout(r, 100));
+          expect(existsSync(stateDir)).toBe(false);
         }
       } finally {
         try {
