@@ -171,3 +171,30 @@ describe("no child outlives `tollgate emulator`", () => {
     }, 180_000);
   }
 });
+
+describe("no child outlives `tollgate dev --worker`", () => {
+  it("SIGKILL of the parent alone: wrangler's tree (npx, node, workerd) and the chain end with it", async () => {
+    const { child, info } = await startCli(["dev", "--worker", "--json"]);
+    try {
+      const search = await fetch(`${info.gateway}/x402/web/search`, {
+        method: "POST",
+        headers: { "x-api-key": info.tenants.acme, "content-type": "application/json" },
+        body: JSON.stringify({ query: "electric vehicle charging" }),
+      });
+      expect(search.status).toBe(200);
+      const kids = descendants(child.pid!);
+      const names = kids.map((p) => cmdline(p).join(" "));
+      expect(names.some((n) => /workerd/.test(n))).toBe(true);
+      expect(names.some((n) => /\/anvil/.test(n))).toBe(true);
+      end(child.pid!, "SIGKILL of the parent alone");
+      expect(await survivors([child.pid!, ...kids])).toEqual([]);
+      if (info.logFile) rmSync(info.logFile, { force: true });
+    } finally {
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+  }, 240_000);
+});
