@@ -21,7 +21,14 @@ export function sandboxSizesSpec(client: () => Hyperbrowser, track: (sbx: Sandbo
     const fill = await sbx.exec("dd if=/dev/zero of=/home/ubuntu/fill bs=1M count=260 2>&1; echo rc=$?");
     expect(fill.stdout).toMatch(/No space left on device/);
     expect(fill.stdout).not.toMatch(/rc=0/);
-    await sbx.exec("rm -f /home/ubuntu/fill");
+    // A runtime write on the full disk answers a clear JSON error, not a 500.
+    const full = await sbx.files.writeText("/home/ubuntu/more.txt", "x".repeat(1 << 20)).then(
+      () => undefined,
+      (e) => e as { statusCode?: number; message: string },
+    );
+    expect(full?.statusCode).toBe(507);
+    expect(full?.message).toMatch(/no space left/i);
+    await sbx.exec("rm -f /home/ubuntu/fill /home/ubuntu/more.txt");
     expect((await sbx.exec("echo ok > /home/ubuntu/after && cat /home/ubuntu/after")).stdout).toBe("ok\n");
     // The sizes read back as asked.
     const detail = await client().sandboxes.get(sbx.id);
