@@ -26,18 +26,26 @@ exit 0
 
 const groups = new Set<number>();
 const mounts = new Set<string>();
+const dirs = new Set<string>();
 let watchdog: ChildProcess | undefined;
 
 function send(line: string): void {
-  if (!watchdog) {
+  // A watchdog that died (killed by hand) is replaced, and told everything again.
+  const fresh = !watchdog || watchdog.exitCode !== null || watchdog.signalCode !== null;
+  if (fresh) {
     watchdog = spawn("/bin/sh", ["-c", SCRIPT], { detached: true, stdio: ["pipe", "ignore", "ignore"] });
     watchdog.on("error", () => {});
     watchdog.stdin!.on("error", () => {});
+    // It only ends by itself once this process is gone: an exit seen from here means it was killed. Replace it.
+    watchdog.once("exit", () => {
+      if (groups.size + mounts.size + dirs.size > 0) setImmediate(() => send(""));
+    });
     // Neither the watchdog nor its pipe keeps this process alive.
     watchdog.unref();
     (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
   }
-  watchdog.stdin!.write(line + "\n");
+  const lines = fresh ? [`g ${[...groups].join(" ")}`, `m ${[...mounts].join(" ")}`, `d ${[...dirs].join(" ")}`] : [line];
+  watchdog!.stdin!.write(lines.join("\n") + "\n");
 }
 
 /** Kill this process group (SIGKILL) if this process ends before `releaseGroup`. */
@@ -63,8 +71,6 @@ export function releaseMount(path: string): void {
   if (!mounts.delete(path)) return;
   send(`m ${[...mounts].join(" ")}`);
 }
-
-const dirs = new Set<string>();
 
 /** Delete this directory (after the unmounts, not crossing into other filesystems) if this process ends first. */
 export function guardDir(path: string): void {
