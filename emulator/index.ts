@@ -14,6 +14,7 @@ import { createJobsModule } from "./jobs/index.js";
 import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
 import { createTeamModule } from "./team.js";
+import { guardDir, releaseDir } from "./reaper.js";
 
 export interface EmulatorOptions {
   host?: string;
@@ -68,6 +69,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const host = opts.host ?? "127.0.0.1";
   const apiKey = opts.apiKey ?? `emu_${randomBytes(18).toString("base64url")}`;
   const stateDir = await mkdtemp(join(tmpdir(), "tollgate-emulator-"));
+  // Removed by close(); if this process dies first, by the watchdog.
+  guardDir(stateDir);
   let controlOrigin = "";
   let runtimeOrigin = "";
   const log = opts.log ?? (() => {});
@@ -88,6 +91,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     for (const m of modules.reverse()) await m.close().catch((e) => log("module.close.error", { module: m.name, error: String(e) }));
     if (chain && ownsChain) await chain.close().catch(() => {});
     await rm(stateDir, { recursive: true, force: true }).catch(() => {});
+    releaseDir(stateDir);
   };
   // The team's own routes (credit info) cost nothing to start and come with every half.
   modules.push(createTeamModule(ctx));
@@ -116,7 +120,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     // One search index for both: the jobs' local web serves the same corpus the search returns.
     const engine = wanted.has("jobs") || wanted.has("x402") ? new SearchEngine() : undefined;
     // Jobs mount before x402 so that their /api/web/fetch (a real page load) answers in place of the corpus one.
-    if (wanted.has("jobs")) modules.push(await createJobsModule(ctx, { sessions: sessions!.sessions, engine }));
+    if (wanted.has("jobs")) {
+      const jobs = await createJobsModule(ctx, { sessions: sessions!.sessions, engine });
+      modules.push(jobs);
+      // Sessions' browsers resolve the local web's hosts as the job runners reach them.
+      sessions!.sessions.localWebArgs = jobs.web.browserArgs;
+    }
     if (wanted.has("x402")) {
       if (typeof opts.chain === "object") chain = opts.chain;
       if (chain)

@@ -16,6 +16,10 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # sudo: the sandboxes' shared userland (/usr) gives their `ubuntu` user passwordless sudo, as the real service does.
 [ -x /usr/bin/sudo ] || need+=(sudo)
+# lxcfs: a sandbox's /proc/meminfo and free show its memMiB; e2fsprogs (mkfs.ext4): its / is a disk of diskSizeMiB.
+# (apt does not start lxcfs here; the emulator runs its own.) openssl (above) also signs the local web's TLS key.
+[ -x /usr/bin/lxcfs ] || need+=(lxcfs)
+[ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} with apt-get…"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -6,6 +6,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startEmulator, type EmulatorHandle } from "../emulator/index.js";
+import { guardGroup, releaseGroup } from "../emulator/reaper.js";
 import { demoConfig, type DemoKeys } from "./dev-stack.js";
 import { generateTenantKey } from "./tenants.js";
 
@@ -100,6 +101,10 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<Worke
         env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
       },
     );
+    // wrangler's tree (npx, node, workerd ×2) ends with this process however it ends, as the emulator's children do.
+    guardGroup(child.pid);
+    const started = child;
+    started.once("exit", () => releaseGroup(started.pid));
     let out = "";
     let ready = false;
     let partial = "";

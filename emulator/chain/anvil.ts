@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { guardGroup, releaseGroup } from "../reaper.js";
 
 export interface AnvilProcess {
   pid: number;
@@ -63,6 +64,9 @@ export async function startAnvil(opts: AnvilOptions): Promise<AnvilProcess> {
   // If this Node process exits without close(), do not leave anvil behind.
   const onExit = () => killGroup("SIGKILL");
   process.once("exit", onExit);
+  // Nor if it is killed outright (SIGKILL of it or of its process group): the watchdog ends anvil's group then.
+  guardGroup(pid);
+  child.once("exit", () => releaseGroup(pid));
 
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (d: string) => {

@@ -175,7 +175,9 @@ export class SandboxAgent {
     sock.on("close", () => onEnd());
     sock.on("error", () => {});
     sock.resume();
-    return { close: () => sock.destroy() };
+    // The directory as watched: its real path (a symlinked directory is followed), as events name its files.
+    const watched = typeof reply.body?.path === "string" ? (reply.body.path as string) : path;
+    return { path: watched, close: () => sock.destroy() };
   }
 
   stop(): void {

@@ -66,8 +66,22 @@ async function info(p) {
     group: names.gid.get(st.gid) ?? String(st.gid),
     modifiedTime: Math.floor(st.mtimeMs),
   };
-  if (type === "symlink") out.symlinkTarget = await fsp.readlink(p).catch(() => undefined);
+  if (type === "symlink") out.symlinkTarget = await symlinkTarget(p);
   return out;
+}
+
+/**
+ * A link's target as the service reports it: absolute, resolved against the link's own directory (`..` in
+ * /a/b/loop is /a); a link that does not resolve (missing target, a loop) keeps its literal text.
+ */
+async function symlinkTarget(p) {
+  const raw = await fsp.readlink(p).catch(() => undefined);
+  if (raw === undefined) return undefined;
+  const resolves = await fsp.stat(p).then(
+    () => true,
+    () => false,
+  );
+  return resolves ? path.resolve(path.dirname(p), raw) : raw;
 }
 
 async function walk(dir, depth, out) {
@@ -104,10 +118,12 @@ const ops = {
   ping: async () => ({ pong: true, uid: process.getuid() }),
   stat: async (r) => ({ file: await info(abs(r.path)) }),
   list: async (r) => {
-    const p = abs(r.path);
     const depth = Math.max(1, Number(r.depth ?? 1) | 0);
-    const st = await fsp.stat(p);
-    if (!st.isDirectory()) throw new AgentError(400, "not_a_directory", `${p}: not a directory`);
+    const st = await fsp.stat(abs(r.path));
+    if (!st.isDirectory()) throw new AgentError(400, "not_a_directory", `${abs(r.path)}: not a directory`);
+    // A symlinked directory (or one below a symlinked parent) lists under its real path; the walk never descends
+    // into a symlink, so loops are listed once, as links.
+    const p = await fsp.realpath(abs(r.path));
     const entries = [];
     await walk(p, depth, entries);
     return { path: p, depth, entries };
@@ -222,8 +238,9 @@ async function stream(sock, req, rest) {
     return pipeline(input, sock);
   }
   if (req.op === "watch") {
-    const p = abs(req.path);
     await ops.checkDir(req);
+    // Watched at its real path, as listed: events name the target's files (the SDK makes names relative to it).
+    const p = await fsp.realpath(abs(req.path));
     const watcher = fs.watch(p, { recursive: Boolean(req.recursive) });
     reply(sock, { ok: true, body: { path: p } });
     const seen = new Set();

@@ -43,6 +43,11 @@ export function fsError(err: unknown, path: string): ApiError {
       return new ApiError(400, "invalid_argument", `${path}: invalid argument (for chown: an id the sandbox does not map)`);
     case "EROFS":
       return new ApiError(400, "read_only", `${path}: read-only file system`);
+    case "ELOOP":
+      return new ApiError(400, "symlink_loop", `${path}: too many levels of symbolic links`);
+    case "ENOSPC":
+    case "EDQUOT":
+      return new ApiError(507, "no_space", `${path}: no space left on device (the sandbox's disk is full)`);
     default:
       return new ApiError(500, "io_error", `${path}: ${(err as Error)?.message ?? "I/O error"}`);
   }

@@ -14,6 +14,7 @@ import { PortRouter } from "./ports.js";
 import { SandboxService } from "./registry.js";
 import { sandboxRuntimeRoutes } from "./runtime.js";
 import { SnapshotStore } from "./snapshots.js";
+import { probeDisks, startLxcfs } from "./sizes.js";
 import { TokenIssuer } from "./tokens.js";
 import { runtimeUpgrades } from "./upgrades.js";
 import { volumeRoutes } from "./volume-routes.js";
@@ -68,6 +69,18 @@ export async function createSandboxModule(ctx: EmulatorContext): Promise<Emulato
     });
   if (!isolation.available || !isolation.privateNetwork || !isolation.userNamespace || !isolation.idmappedMounts)
     console.warn(`[tollgate emulator] sandbox isolation degraded: ${isolation.reason}`);
+  // What sandboxes see of their sizes: /proc/meminfo & co. from LXCFS, `/` a filesystem of diskSizeMiB.
+  const lxcfs = isolation.available ? await startLxcfs(ctx.stateDir) : undefined;
+  if (typeof lxcfs === "object") isolation.lxcfs = lxcfs.dir;
+  const noDisks = isolation.available ? probeDisks() : "isolation unavailable";
+  isolation.disks = noDisks === undefined;
+  if (isolation.available)
+    ctx.log("sandbox.sizes.visible", {
+      ...(typeof lxcfs === "string" ? { level: "warn", lxcfs: lxcfs } : { lxcfs: "on" }),
+      disks: noDisks ?? "ext4 of diskSizeMiB per sandbox",
+      ...(typeof lxcfs === "string" ? { effect: "/proc/meminfo and free show the host's memory" } : {}),
+      ...(noDisks ? { diskEffect: "df / shows the host's disk; diskSizeMiB is not enforced" } : {}),
+    });
   const images = await ImageCatalog.create(ctx.stateDir);
   const tokens = new TokenIssuer(ctx.tokenSecret);
   const snapshots = new SnapshotStore(join(ctx.stateDir, "snapshots"));
@@ -97,6 +110,7 @@ export async function createSandboxModule(ctx: EmulatorContext): Promise<Emulato
     async close() {
       upgrades.close();
       await service.close();
+      if (typeof lxcfs === "object") await lxcfs.close();
     },
   } as EmulatorModule & { hostPids(id: string): Promise<number[]>; hostRootDir(id: string): string };
 }

@@ -6,6 +6,8 @@ import { promisify } from "node:util";
 import type { SandboxCgroup, CgroupSupport } from "./cgroups.js";
 import { freeSlot, idMap, idmapMounts, probeIdmappedMounts, startUserNamespace, takeSlot } from "./userns.js";
 import { SANDBOX_GID, SANDBOX_UID } from "./images.js";
+import { guardGroup, releaseGroup } from "../reaper.js";
+import { LXCFS_PROC_FILES } from "./sizes.js";
 
 const run = promisify(execFile);
 
@@ -29,6 +31,10 @@ export interface Isolation {
   /** Sizes (memMiB, vcpus) enforced through cgroups, and with which version. */
   cgroups: CgroupSupport;
   reason?: string;
+  /** LXCFS's mount point: its /proc files are bound over the sandbox's (memory, CPUs, uptime as the cgroup has them). */
+  lxcfs?: string;
+  /** Each sandbox's `/` is a filesystem of diskSizeMiB (sizes.ts); false: a plain directory of the host's disk. */
+  disks?: boolean;
 }
 
 /**
@@ -148,6 +154,7 @@ export class Jail {
       ...(opts.mounts ?? []).flatMap((m) => [m.readOnly ? "--ro-bind" : "--bind", m.hostDir, m.path]),
       "--proc",
       "/proc",
+      ...(opts.isolation.lxcfs ? LXCFS_PROC_FILES.flatMap((f) => ["--ro-bind", `${opts.isolation.lxcfs}/proc/${f}`, `/proc/${f}`]) : []),
       "--dev",
       "/dev",
       "--ro-bind",
@@ -169,6 +176,9 @@ export class Jail {
       stdio: ["ignore", "ignore", "pipe", "pipe"],
       env: { PATH: "/usr/bin:/bin" },
     });
+    // --die-with-parent ends bwrap with this process; the watchdog covers the rest of its group all the same.
+    guardGroup(child.pid);
+    child.once("exit", () => releaseGroup(child.pid));
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr += d));
     const info = await new Promise<{ "child-pid": number }>((resolve, reject) => {
@@ -247,11 +257,15 @@ export class Jail {
 
   /** Remembers a process group started inside, so stop() can kill it even if its nsenter parent is still around. */
   track(pgid: number | undefined): void {
-    if (pgid) this.groups.add(pgid);
+    if (!pgid) return;
+    this.groups.add(pgid);
+    guardGroup(pgid);
   }
 
   untrack(pgid: number | undefined): void {
-    if (pgid) this.groups.delete(pgid);
+    if (!pgid) return;
+    this.groups.delete(pgid);
+    releaseGroup(pgid);
   }
 
   /** Kills the namespace init (the kernel then kills every process in the PID namespace) and waits until none is left. */
@@ -269,7 +283,10 @@ export class Jail {
     const deadline = Date.now() + 5000;
     while (Date.now() < deadline && (await this.remainingPids()).length > 0) await new Promise((r) => setTimeout(r, 10));
     // Whatever nsenter parent is still around has nothing left to wait for.
-    for (const pgid of this.groups) signalGroup(pgid, "SIGKILL");
+    for (const pgid of this.groups) {
+      signalGroup(pgid, "SIGKILL");
+      releaseGroup(pgid);
+    }
     this.groups.clear();
     await this.cgroup.remove();
     if (this.idSlot !== undefined) freeSlot(this.idSlot);

@@ -13,6 +13,7 @@ import type { TokenIssuer } from "./tokens.js";
 /** A region the SDKs accept (their SessionRegion / SandboxRegion), where a sandbox created without one runs. */
 const DEFAULT_REGION = "us-central";
 import type { VolumeStore } from "./volumes.js";
+import { MAX_DISK_MIB, MIN_DISK_MIB, mountDisk } from "./sizes.js";
 
 /** The port the runtime API itself listens on inside a real sandbox; never exposable. */
 export const RUNTIME_PORT = 4001;
@@ -68,7 +69,7 @@ export class SandboxService {
       timeoutMinutes,
       vcpus: numberOr(body.vcpus, 2),
       memMiB: numberOr(body.memMiB, 2048),
-      diskSizeMiB: numberOr(body.diskSizeMiB, 8192),
+      diskSizeMiB: diskSize(body.diskSizeMiB),
       region: typeof body.region === "string" ? body.region : DEFAULT_REGION,
       network: {
         allowInternetAccess: body.allowInternetAccess !== false,
@@ -79,8 +80,17 @@ export class SandboxService {
     };
     const dir = join(this.ctx.stateDir, "sandboxes", spec.id);
     await mkdir(dir, { recursive: true });
-    await copyTree(seed, join(dir, "root"));
-    const sb = await Sandbox.boot(spec, dir, this.agentPath, this.isolation);
+    // `/` is a filesystem of diskSizeMiB where the host can make one (sizes.ts), else a directory of the host's disk.
+    const releaseDisk = this.isolation.disks ? await mountDisk(dir, join(dir, "root"), spec.diskSizeMiB) : undefined;
+    try {
+      await copyTree(seed, join(dir, "root"));
+    } catch (err) {
+      await releaseDisk?.();
+      if (/No space left/i.test(String((err as Error).message)))
+        throw badRequest(`diskSizeMiB ${spec.diskSizeMiB} is too small for ${snapshotId ? "the snapshot" : "the image"}`, "disk_too_small");
+      throw err;
+    }
+    const sb = await Sandbox.boot(spec, dir, this.agentPath, this.isolation, releaseDisk);
     for (const p of ports) sb.exposed.set(p.port, { auth: p.auth });
     this.sandboxes.set(sb.id, sb);
     this.ctx.log("sandbox.created", { id: sb.id, imageName, snapshotId });
@@ -201,6 +211,13 @@ export class SandboxService {
     await Promise.all(this.all().map((sb) => sb.stop("emulator_shutdown").catch(() => {})));
     await Promise.all(this.all().map((sb) => rm(sb.dir, { recursive: true, force: true }).catch(() => {})));
   }
+}
+
+function diskSize(v: unknown): number {
+  if (v === undefined || v === null) return 8192;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < MIN_DISK_MIB || v > MAX_DISK_MIB)
+    throw badRequest(`diskSizeMiB must be an integer from ${MIN_DISK_MIB} to ${MAX_DISK_MIB}`, "invalid_argument");
+  return v;
 }
 
 function numberOr(v: unknown, fallback: number): number {

@@ -80,6 +80,8 @@ export class Sandbox {
     readonly spec: SandboxSpec,
     readonly dir: string,
     readonly jail: Jail,
+    /** Unmounts and deletes the sandbox's disk (sizes.ts), once stopped. */
+    private readonly releaseDisk?: () => Promise<void>,
   ) {
     this.processes = new ProcessTable(jail);
     this.terminals = new TerminalTable(jail);
@@ -96,7 +98,13 @@ export class Sandbox {
   }
 
   /** Boots the jail on an already populated root dir and starts the user's agent, so files work at once. */
-  static async boot(spec: SandboxSpec, dir: string, agentPath: string, isolation: Isolation): Promise<Sandbox> {
+  static async boot(
+    spec: SandboxSpec,
+    dir: string,
+    agentPath: string,
+    isolation: Isolation,
+    releaseDisk?: () => Promise<void>,
+  ): Promise<Sandbox> {
     const sockDir = join(dir, "sock");
     // One private directory per agent: neither user can remove or replace the other's socket.
     await mkdir(sockDir, { recursive: true });
@@ -125,9 +133,10 @@ export class Sandbox {
       jail = await Jail.start({ id: spec.id, rootDir: join(dir, "root"), sockDir, agentPath, isolation, cgroup, mounts: spec.mounts });
     } catch (err) {
       await cgroup.remove();
+      await releaseDisk?.();
       throw err;
     }
-    const sb = new Sandbox(spec, dir, jail);
+    const sb = new Sandbox(spec, dir, jail, releaseDisk);
     jail.onExit = () => void sb.stop(sb.stopping ? (sb.closeReason ?? "stopped") : "crashed");
     try {
       // sudo looks its host name up, as a real machine resolves its own. Written from inside, as the sandbox's root.
@@ -189,6 +198,7 @@ export class Sandbox {
           (x) => x.stop(),
           () => {},
         );
+      await this.releaseDisk?.();
     })();
     return this.stopping;
   }

@@ -49,8 +49,21 @@ function attachPty(ws: WebSocket, sb: Sandbox, ptyId: string, cursor: number): v
   });
 }
 
+/**
+ * The SDK attaches its message handler only after `await`ing the socket's open: frames that arrive in the same read
+ * as the 101 are emitted before it listens and lost (a watch's first event, written right after watchDir returned).
+ * The backlog is therefore sent a moment after the upgrade, read then, so nothing that happened meanwhile is missed.
+ */
+const WATCH_REPLAY_DELAY_MS = 50;
+
 function attachWatch(ws: WebSocket, sb: Sandbox, watchId: string, cursor: number): void {
   const w = sb.watches.get(watchId);
+  const timer = setTimeout(() => replayWatch(ws, w, cursor), WATCH_REPLAY_DELAY_MS);
+  ws.once("close", () => clearTimeout(timer));
+}
+
+function replayWatch(ws: WebSocket, w: ReturnType<Sandbox["watches"]["get"]>, cursor: number): void {
+  if (ws.readyState !== ws.OPEN) return;
   const send = (msg: unknown) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(msg));
   const backlog = w.since(cursor);
   if (!backlog) {

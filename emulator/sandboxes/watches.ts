@@ -87,7 +87,7 @@ export class WatchTable {
       (e) => (watch ? watch.push(e) : pending.push(e)),
       (err) => watch?.end(err),
     );
-    watch = new DirWatch(id, path, recursive);
+    watch = new DirWatch(id, handle.path, recursive);
     watch.close = handle.close;
     for (const e of pending) watch.push(e);
     this.watches.set(id, watch);

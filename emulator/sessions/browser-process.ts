@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import type { ChromiumBinary } from "./chromium-binary.js";
 import { SessionError } from "./session-error.js";
+import { guardGroup, releaseGroup } from "../reaper.js";
 
 export interface BrowserLaunchOptions {
   binary: ChromiumBinary;
@@ -90,6 +91,8 @@ const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 function trackGroup(pgid: number): void {
   liveGroups.add(pgid);
+  // And if this process is killed outright (SIGKILL, OOM), the watchdog ends the group.
+  guardGroup(pgid);
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.once("exit", () => {
@@ -121,7 +124,10 @@ export async function launchBrowser(opts: BrowserLaunchOptions): Promise<Browser
     while ((await livingGroupMembers(pid)).length > 0 && Date.now() < deadline + 3000) await sleep(50);
     await Promise.race([exited, sleep(1000)]);
     const left = await livingGroupMembers(pid);
-    if (left.length === 0) liveGroups.delete(pid);
+    if (left.length === 0) {
+      liveGroups.delete(pid);
+      releaseGroup(pid);
+    }
     if (left.length > 0) throw new Error(`browser process group ${pid} still has members: ${left.join(", ")}`);
   };
 

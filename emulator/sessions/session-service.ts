@@ -69,6 +69,8 @@ export class BrowserSessions implements SessionService {
   private readonly records = new Map<string, SessionRecord>();
   private readonly endListeners = new Set<(id: string) => void>();
   private closing = false;
+  /** Switches that let session browsers reach the local web by name, as the job runners do (set with the jobs half). */
+  localWebArgs: string[] = [];
 
   constructor(
     private readonly ctx: EmulatorContext,
@@ -99,7 +101,14 @@ export class BrowserSessions implements SessionService {
     let pages: PageTracker | undefined;
     try {
       if (seed) await copyUserData(seed, userDataDir);
-      browser = await launchBrowser({ binary, userDataDir, width: params.screen.width, height: params.screen.height, extensionDirs });
+      browser = await launchBrowser({
+        binary,
+        userDataDir,
+        width: params.screen.width,
+        height: params.screen.height,
+        extensionDirs,
+        extraArgs: this.localWebArgs,
+      });
       pages = await PageTracker.start(browser.cdpUrl, { acceptCookies: params.acceptCookies });
       if (seed) await restoreCookies(pages.cdp, seed);
       await collectDownloads(pages.cdp, join(filesDir, "downloads"), events);

@@ -1,6 +1,9 @@
 // The local web on loopback: one HTTP server answering for every known host by the Host header it is sent.
-import { createServer, request, type Server } from "node:http";
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { createServer as createNetServer, type Socket } from "node:net";
 import type { LocalSite, SitePage } from "./site.js";
+import { localWebCert } from "./tls.js";
 
 export interface LocalWebResponse {
   status: number;
@@ -17,6 +20,12 @@ export interface LocalWeb {
    * not on the local web (the caller fails the page as unresolvable: nothing ever leaves the machine).
    */
   fetch(url: string, opts?: { signal?: AbortSignal; method?: string }): Promise<LocalWebResponse | undefined>;
+  /**
+   * `--host-resolver-rules` for a browser that reaches the local web by name (sessions' browsers, which clients drive
+   * over CDP, so no request interception): every local-web host maps to this server (plain HTTP and TLS share its
+   * port), `localhost` and 127.0.0.1 stay themselves, any other name does not resolve.
+   */
+  browserArgs: string[];
   close(): Promise<void>;
 }
 
@@ -28,9 +37,10 @@ function send(res: import("node:http").ServerResponse, page: SitePage, head: boo
 
 export async function startLocalWeb(site: LocalSite): Promise<LocalWeb> {
   const timers = new Set<NodeJS.Timeout>();
-  const server: Server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const host = req.headers.host ?? "";
-    const proto = req.headers["x-forwarded-proto"] === "https" ? "https" : "http";
+    const tls = (req.socket as { encrypted?: boolean }).encrypted === true;
+    const proto = tls || req.headers["x-forwarded-proto"] === "https" ? "https" : "http";
     let url: URL;
     try {
       url = new URL(req.url ?? "/", `${proto}://${host}`);
@@ -53,16 +63,47 @@ export async function startLocalWeb(site: LocalSite): Promise<LocalWeb> {
       clearTimeout(timer);
       timers.delete(timer);
     });
+  };
+  const server: Server = createServer(handle);
+  // One port for both schemes: a TLS client hello starts with 0x16, anything else is plain HTTP. The certificate is
+  // self-signed; browsers trust exactly its key (--ignore-certificate-errors-spki-list), nothing else.
+  const cert = await localWebCert();
+  const secure = cert ? createHttpsServer({ key: cert.key, cert: cert.cert }, handle) : undefined;
+  const sockets = new Set<Socket>();
+  const front = createNetServer((sock) => {
+    sockets.add(sock);
+    sock.once("close", () => sockets.delete(sock));
+    sock.on("error", () => {});
+    sock.once("data", (first: Buffer) => {
+      sock.pause();
+      sock.unshift(first);
+      (first[0] === 0x16 && secure ? secure : server).emit("connection", sock);
+      process.nextTick(() => sock.resume());
+    });
   });
   const port = await new Promise<number>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port));
+    front.once("error", reject);
+    front.listen(0, "127.0.0.1", () => resolve((front.address() as { port: number }).port));
   });
   const origin = `http://127.0.0.1:${port}`;
+  const target = `127.0.0.1:${port}`;
+  const rules = [
+    ...site.hosts().flatMap((h) => [`MAP ${h} ${target}`, `MAP www.${h} ${target}`]),
+    "MAP * ~NOTFOUND",
+    "EXCLUDE 127.0.0.1",
+    "EXCLUDE localhost",
+    "EXCLUDE *.localhost",
+  ];
+  const browserArgs = [
+    `--host-resolver-rules=${rules.join(", ")}`,
+    ...(cert ? [`--ignore-certificate-errors-spki-list=${cert.spki}`] : []),
+    "--dns-prefetch-disable",
+  ];
 
   return {
     origin,
     site,
+    browserArgs,
     fetch(target, opts = {}) {
       let url: URL;
       try {
@@ -99,7 +140,8 @@ export async function startLocalWeb(site: LocalSite): Promise<LocalWeb> {
     async close() {
       for (const t of timers) clearTimeout(t);
       server.closeAllConnections();
-      await new Promise((r) => server.close(() => r(null)));
+      for (const sock of sockets) sock.destroy();
+      await new Promise((r) => front.close(() => r(null)));
     },
   };
 }
