@@ -106,7 +106,31 @@ export const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   cursor: z.string().optional().describe("`next` of the previous page"),
 });
+/** An ISO date or day ("2026-11-24", "2026-11-24T10:00:00Z") in a query, as epoch ms. */
+const queryDate = z
+  .string()
+  .refine((s) => !Number.isNaN(Date.parse(s)), { error: 'expected an ISO-8601 date like "2026-11-24" or "2026-11-24T10:00:00Z"' })
+  .transform((s) => Date.parse(s));
+
+/** The audit log's filters; any other query parameter is refused (400), so a misspelt filter never passes silently. */
+export const auditQuery = z
+  .strictObject({
+    ...pageQuery.shape,
+    action: z
+      .string()
+      .max(100)
+      .optional()
+      .describe('an action ("key.revoke"), or a prefix ending in "." or "*" ("key.", "tenant.*")'),
+    actor: z.string().max(100).optional().describe("the tenant that acted, or system"),
+    target: z.string().max(200).optional().describe('"tenant:<id>" (also matches its keys) or "key:<id>/<keyId>"'),
+    since: queryDate.optional().describe("entries at or after this time"),
+    until: queryDate.optional().describe("entries before this time"),
+  })
+  .meta({ id: "AuditQuery" });
+
 export const ledgerQuery = pageQuery.extend({
+  since: queryDate.optional().describe("entries created at or after this time"),
+  until: queryDate.optional().describe("entries created before this time"),
   tenant: z.string().optional(),
   state: z.enum(["reserved", "committed", "released", "uncertain"]).optional(),
   kind: z.enum(["x402", "credits"]).optional().describe("how it was paid: x402 (on chain) or the operator's credits"),
