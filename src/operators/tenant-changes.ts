@@ -20,6 +20,7 @@ export function tenantView(r: StoredTenant) {
       id: keyIdOf(k.hash),
       ...(k.label ? { label: k.label } : {}),
       ...(k.expiresAt ? { expiresAt: k.expiresAt } : {}),
+      ...(k.createdAt ? { createdAt: k.createdAt } : {}),
     })),
   };
 }

@@ -65,11 +65,15 @@ export const keyRotateBody = z
       .nonnegative()
       .max(30 * 86_400)
       .default(0),
+    /** When the new key expires (never later than the old key would have). */
+    expiresAt: isoDate.optional(),
   })
   .meta({ id: "KeyRotate" });
 export const keyExpireBody = z.strictObject({ expiresAt: isoDate }).meta({ id: "KeyExpire" });
 
-const keyView = z.object({ id: z.string(), label: z.string().optional(), expiresAt: z.string().optional() }).meta({ id: "Key" });
+const keyView = z
+  .object({ id: z.string(), label: z.string().optional(), expiresAt: z.string().optional(), createdAt: z.string().optional() })
+  .meta({ id: "Key" });
 export const tenantView = z
   .object({
     id: z.string(),

@@ -7,6 +7,8 @@ import { ledgerView } from "../usage.js";
 import { auditQuery, ledgerQuery } from "./schemas.js";
 import { validQuery } from "./validate.js";
 
+export const SURFACES = ["search", "fetch", "session", "sandbox", "other"] as const;
+
 /** What a ledger entry paid for, read from its route (its `kind` says how: x402 or credits). */
 export function ledgerSurface(e: LedgerEntry): string {
   if (/session/.test(e.route)) return "session";
@@ -29,13 +31,18 @@ export interface AuditFilter {
   until?: number;
 }
 
+/** Whether an audit target is about the tenant: "tenant:<id>", one of its keys "key:<id>/…" or resources "sandbox:<id>/…". */
+export function concernsTenant(target: string, tenant: string): boolean {
+  return target === `tenant:${tenant}` || ["key", "sandbox", "session"].some((k) => target.startsWith(`${k}:${tenant}/`));
+}
+
 function auditMatches(e: AuditEntry, f: AuditFilter): boolean {
   if (f.action) {
     const prefix = f.action.endsWith("*") ? f.action.slice(0, -1) : f.action.endsWith(".") ? f.action : undefined;
     if (prefix !== undefined ? !e.action.startsWith(prefix) : e.action !== f.action) return false;
   }
   if (f.actor && e.actor !== f.actor) return false;
-  if (f.target && e.target !== f.target && !(f.target.startsWith("tenant:") && e.target.startsWith(`key:${f.target.slice(7)}/`)))
+  if (f.target && e.target !== f.target && !(f.target.startsWith("tenant:") && concernsTenant(e.target, f.target.slice(7))))
     return false;
   if (f.since !== undefined && e.at < f.since) return false;
   if (f.until !== undefined && e.at >= f.until) return false;
