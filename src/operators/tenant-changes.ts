@@ -53,7 +53,7 @@ export async function audit(
 
 /** An admin cannot lock itself out: disabling or deleting itself, or dropping its own admin scope, is refused. */
 function guardSelf(c: Context<GatewayEnv>, before: Tenant, after: Tenant | undefined) {
-  if (c.get("tenant")?.id !== before.id) return;
+  if (c.get("tenant")?.id !== before.id || !before.scopes.includes("admin")) return; // a tenant managing its own keys is no admin
   if (!after?.enabled || !after.scopes.includes("admin")) {
     throw new GatewayError(
       409,

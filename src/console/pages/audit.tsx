@@ -92,7 +92,9 @@ export function AuditPage(props: {
         </label>
         <button type="submit">Filter</button>
       </form>
-      <AuditTable entries={props.entries} viewer={props.viewer} />
+      <section data-audit-log>
+        <AuditTable entries={props.entries} viewer={props.viewer} />
+      </section>
       {props.next !== undefined && (
         <p>
           <a href={href(`/audit?${keep.toString() ? `${keep}&` : ""}before=${props.next}`)} data-page="next">
