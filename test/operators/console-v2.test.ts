@@ -127,6 +127,29 @@ describe("console v2 in a real browser", () => {
   });
 
   it("draws spend over time by kind and surface, with the top spenders and routes, fleet-wide and per tenant", async () => {
+    // Two weeks of history written straight into the ledger (as the gateway's payment and credit steps would), so the
+    // charts have days to draw; then today's real paid searches on top.
+    const { ledger } = stack.gateway.gateway.services.stores;
+    const routes = [
+      ["/api/scrape", "credits"],
+      ["/api/session", "credits"],
+      ["/api/sandbox", "credits"],
+      ["/api/web/fetch", "credits"],
+      ["/x402/web/search", "x402"],
+    ] as const;
+    for (let day = 14; day >= 1; day--) {
+      const at = Date.now() - day * 86_400_000;
+      for (const [i, [route, kind]] of routes.entries()) {
+        for (const tenant of ["acme", "initech"]) {
+          if ((day + i + tenant.length) % 3 === 0) continue;
+          const id = `history-${tenant}-${day}-${i}`;
+          const amount = String(((day * 7 + i * 13 + tenant.length) % 9) * 1000 + 2000);
+          const r = await ledger.reserve({ id, kind, tenant, route, fingerprint: id, amount }, {}, at);
+          expect(r.ok).toBe(true);
+          await ledger.commit(id, kind === "x402" ? `0x${"ab".repeat(32)}` : undefined, at);
+        }
+      }
+    }
     for (const q of ["history one", "history two", "history three"]) expect((await search(stack.tenants.acme, q)).status).toBe(200);
     expect((await search(stack.tenants.initech, "history initech")).status).toBe(200);
     await ops.goto(consoleUrl());

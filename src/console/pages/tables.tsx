@@ -180,6 +180,7 @@ export function KeyTable({ tenant, viewer, lastUsed, now }: { tenant: Tenant; vi
                   {status.cls !== "bad" && (
                     <form class="inline" method="post" action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/rotate`)} data-rotate={id}>
                       <FormToken viewer={viewer} />
+                      <span class="muted">old key</span>{" "}
                       <select name="graceSeconds" aria-label="old key">
                         {GRACE_CHOICES.map(([v, l]) => (
                           <option value={v}>{l}</option>
