@@ -14,7 +14,7 @@ import { CONSOLE_PATH, randomToken } from "./session.js";
 const LINK_TTL_DEFAULT_S = 300;
 const LINK_TTL_MAX_S = 900;
 
-export const consoleLinkBody = z
+const consoleLinkBody = z
   .strictObject({ ttlSeconds: z.number().int().min(30).max(LINK_TTL_MAX_S).optional() })
   .meta({ id: "ConsoleLinkCreate" });
 
@@ -27,7 +27,7 @@ interface LinkRecord {
 const codeKey = (digest: string) => `console:link:${digest}`;
 const usedKey = (digest: string) => `console:link-used:${digest}`;
 const digestOf = async (code: string) => (await hashTenantKey(code)).slice("sha256:".length);
-export const CODE_SHAPE = /^[A-Za-z0-9_-]{40,64}$/;
+const CODE_SHAPE = /^[A-Za-z0-9_-]{40,64}$/;
 
 /** POST /_tollgate/admin/console-links: a one-time sign-in URL for the calling operator (admin or operator-readonly). */
 export function consoleLinkRoutes(services: GatewayServices): Hono<GatewayEnv> {

@@ -79,13 +79,18 @@ const numberField = (form: Form, name: string): number | string | undefined => {
   if (!v) return undefined;
   return /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
 };
-const withoutUndefined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== ""));
+const withoutUndefined = (o: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== ""));
 
 /** Runs a zod schema over a form's values; a problem is a 400 naming the field, as the admin API would. */
 function formValue<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const r = schema.safeParse(value);
   if (!r.success)
-    throw new GatewayError(400, "invalid_form", r.error.issues.map((i) => `${i.path.map(String).join(".") || "form"}: ${i.message}`).join("; "));
+    throw new GatewayError(
+      400,
+      "invalid_form",
+      r.error.issues.map((i) => `${i.path.map(String).join(".") || "form"}: ${i.message}`).join("; "),
+    );
   return r.data;
 }
 
@@ -161,7 +166,8 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   app.use("*", csrf({ origin: (origin, c) => origin === new URL(c.req.url).origin || origin === publicOriginOf(c, services) }));
 
   /** Records a console action in the audit log, under the tenant acting. */
-  const record = (c: C, action: string, target: string, after?: unknown) => audit(services, asGatewayContext(c), action, target, undefined, after);
+  const record = (c: C, action: string, target: string, after?: unknown) =>
+    audit(services, asGatewayContext(c), action, target, undefined, after);
 
   // ---- sign-in: a key typed in the form, or a one-time link ------------------------------------------------------
   app.get("/login", async (c) => {
@@ -266,7 +272,11 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   };
 
   // ---- overview and tenants ------------------------------------------------------------------------------------------
-  async function overview(c: C, extra: { issued?: { tenant: string; id: string; key: string }; formError?: string } = {}, status: 200 | 201 | 400 | 409 = 200) {
+  async function overview(
+    c: C,
+    extra: { issued?: { tenant: string; id: string; key: string }; formError?: string } = {},
+    status: 200 | 201 | 400 | 409 = 200,
+  ) {
     const tenants = visibleTenants(c);
     const viewer = c.get("viewer");
     const spends = await Promise.all(
@@ -280,7 +290,10 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       live.sessions += await stores.ownership.activeCount("session", t.id);
     }
     const ids = tenants.map((t) => t.id);
-    const [savings, history] = await Promise.all([fleetSavings(services, ids), spendHistory(services, ids, viewer.admin ? undefined : viewer.tenant)]);
+    const [savings, history] = await Promise.all([
+      fleetSavings(services, ids),
+      spendHistory(services, ids, viewer.admin ? undefined : viewer.tenant),
+    ]);
     return render(
       c,
       <OverviewPage viewer={viewer} nonce={c.get("nonce")} spends={spends} savings={savings} live={live} history={history} {...extra} />,
@@ -304,7 +317,8 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     try {
       created = await createTenant(services, asGatewayContext(c), formValue(tenantCreateBody, value));
     } catch (err) {
-      if (err instanceof GatewayError && (err.status === 400 || err.status === 409)) return overview(c, { formError: err.message }, err.status);
+      if (err instanceof GatewayError && (err.status === 400 || err.status === 409))
+        return overview(c, { formError: err.message }, err.status);
       throw err;
     }
     return overview(c, { issued: { tenant: created.tenant.id, id: created.keyId, key: created.key } }, 201);
@@ -347,7 +361,14 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   app.get("/tenants/:id", async (c) => {
     const tenant = visibleTenant(c, c.req.param("id"));
     const saved = c.req.query("saved");
-    const notice = saved === "settings" ? "Settings saved." : saved === "enable" ? "Tenant enabled." : saved === "disable" ? "Tenant disabled." : undefined;
+    const notice =
+      saved === "settings"
+        ? "Settings saved."
+        : saved === "enable"
+          ? "Tenant enabled."
+          : saved === "disable"
+            ? "Tenant disabled."
+            : undefined;
     return tenantPage(c, tenant, { notice });
   });
 
@@ -377,14 +398,20 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       }),
       onExhausted: field(form, "onExhausted"),
       alerts: withoutUndefined({
-        thresholds: thresholds ? thresholds.split(/[\s,]+/).filter(Boolean).map((t) => (/^\d+(\.\d+)?$/.test(t) ? Number(t) : t)) : undefined,
+        thresholds: thresholds
+          ? thresholds
+              .split(/[\s,]+/)
+              .filter(Boolean)
+              .map((t) => (/^\d+(\.\d+)?$/.test(t) ? Number(t) : t))
+          : undefined,
         webhooks: webhooks.length ? webhooks : undefined,
       }),
     };
     try {
       await patchTenant(services, asGatewayContext(c), tenant.id, formValue(tenantPatchBody, patch));
     } catch (err) {
-      if (err instanceof GatewayError && (err.status === 400 || err.status === 409)) return tenantPage(c, tenant, { formError: err.message }, err.status);
+      if (err instanceof GatewayError && (err.status === 400 || err.status === 409))
+        return tenantPage(c, tenant, { formError: err.message }, err.status);
       throw err;
     }
     return c.redirect(href(`/tenants/${encodeURIComponent(tenant.id)}?saved=settings`), 303);
@@ -499,7 +526,15 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     );
     return render(
       c,
-      <KeysPage viewer={c.get("viewer")} nonce={c.get("nonce")} tenants={tenants} lastUsed={used} now={services.now()} notice={notice} issued={issued} />,
+      <KeysPage
+        viewer={c.get("viewer")}
+        nonce={c.get("nonce")}
+        tenants={tenants}
+        lastUsed={used}
+        now={services.now()}
+        notice={notice}
+        issued={issued}
+      />,
       status,
     );
   }
@@ -509,7 +544,10 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   app.post("/tenants/:id/keys", async (c) => {
     const id = keyTenant(c, c.req.param("id")).id;
     const form = await formOf(c);
-    const body = formValue(keyCreateBody, withoutUndefined({ label: field(form, "label").slice(0, 200), expiresAt: field(form, "expiresAt") }));
+    const body = formValue(
+      keyCreateBody,
+      withoutUndefined({ label: field(form, "label").slice(0, 200), expiresAt: field(form, "expiresAt") }),
+    );
     const issued = await createKey(services, asGatewayContext(c), id, body);
     // The plain key is in this one answer (not cached: see pageHeaders) and nowhere else.
     return keysPage(c, { tenant: id, id: issued.id, key: issued.key }, 201);

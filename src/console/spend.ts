@@ -42,9 +42,9 @@ export async function tenantSpend(services: GatewayServices, tenant: Tenant): Pr
 
 /** The ledger entries a history is drawn from: the newest this many (of the tenants shown). */
 const HISTORY_SCAN = 10_000;
-export const HISTORY_DAYS = 30;
+const HISTORY_DAYS = 30;
 
-export interface DaySpend {
+interface DaySpend {
   day: string;
   byKind: Record<SpendKind, bigint>;
   bySurface: Record<string, bigint>;
@@ -61,7 +61,8 @@ export interface SpendHistory {
 }
 
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-const top = <T extends { amount: bigint }>(rows: T[]) => rows.sort((a, b) => (b.amount > a.amount ? 1 : b.amount < a.amount ? -1 : 0)).slice(0, 10);
+const top = <T extends { amount: bigint }>(rows: T[]) =>
+  rows.sort((a, b) => (b.amount > a.amount ? 1 : b.amount < a.amount ? -1 : 0)).slice(0, 10);
 
 /**
  * Daily spend over the last HISTORY_DAYS days (UTC) by kind and by surface, with the top tenants and routes: what was
@@ -71,7 +72,11 @@ export async function spendHistory(services: GatewayServices, tenants: string[],
   const now = services.now();
   const days: DaySpend[] = [];
   for (let i = HISTORY_DAYS - 1; i >= 0; i--)
-    days.push({ day: dayOf(now - i * 86_400_000), byKind: { x402: 0n, credits: 0n }, bySurface: Object.fromEntries(SURFACES.map((s) => [s, 0n])) });
+    days.push({
+      day: dayOf(now - i * 86_400_000),
+      byKind: { x402: 0n, credits: 0n },
+      bySurface: Object.fromEntries(SURFACES.map((s) => [s, 0n])),
+    });
   const index = new Map(days.map((d) => [d.day, d]));
   const entries = await services.stores.ledger.list({ tenant, limit: HISTORY_SCAN });
   const visible = new Set(tenants);

@@ -20,7 +20,11 @@ async function operatorAsking(directory: TenantDirectory, headers: Headers): Pro
 /** The report without money figures: the wallet check says only ok (and, when not ok, that it is not). */
 function publicView(report: ReadinessReport): ReadinessReport {
   const { ok, skipped } = report.checks.wallet;
-  const wallet = { ok, ...(skipped !== undefined ? { skipped } : {}), ...(ok ? {} : { error: "the wallet check failed (details for operators)" }) };
+  const wallet = {
+    ok,
+    ...(skipped !== undefined ? { skipped } : {}),
+    ...(ok ? {} : { error: "the wallet check failed (details for operators)" }),
+  };
   return { ...report, checks: { ...report.checks, wallet } };
 }
 

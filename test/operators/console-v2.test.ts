@@ -52,7 +52,12 @@ afterAll(async () => {
 });
 
 function secrets(): string[] {
-  return [stack.emulator.apiKey, ...Object.values(stack.tenants), new URL(stack.emulator.controlUrl).host, new URL(stack.emulator.runtimeUrl).host];
+  return [
+    stack.emulator.apiKey,
+    ...Object.values(stack.tenants),
+    new URL(stack.emulator.controlUrl).host,
+    new URL(stack.emulator.runtimeUrl).host,
+  ];
 }
 async function expectNothingSecret(page: Page, allowed: string[] = []) {
   const html = await page.content();
@@ -99,13 +104,23 @@ const admin = async (method: string, path: string, body?: unknown) => {
 };
 const whoami = async (key: string) => (await fetch(`${base}/_tollgate/whoami`, { headers: { "x-api-key": key } })).status;
 const auditActions = async (query = "") =>
-  ((await admin("GET", `/audit?limit=1000${query}`)).json.entries as Array<{ action: string; actor: string; target: string }>);
+  (await admin("GET", `/audit?limit=1000${query}`)).json.entries as Array<{ action: string; actor: string; target: string }>;
 
 describe("console v2 in a real browser", () => {
   let ops: Page;
 
   it("signs an operator in with the one-time link `tollgate console link` prints; the link works once", async () => {
-    const cli = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "console", "link", "--gateway", base, "--admin-key", stack.tenants.ops]);
+    const cli = await run(process.execPath, [
+      "--import",
+      "tsx",
+      "src/cli.ts",
+      "console",
+      "link",
+      "--gateway",
+      base,
+      "--admin-key",
+      stack.tenants.ops,
+    ]);
     const url = /https?:\/\/\S+/.exec(cli.stdout)![0];
     expect(url).not.toContain(stack.tenants.ops);
     ops = await newPage(browser.defaultBrowserContext());
@@ -312,24 +327,23 @@ describe("console v2 in a real browser", () => {
       for (const path of ["", "/tenants/acme", "/keys", "/ledger", "/resources", "/audit"]) {
         expect((await page.goto(consoleUrl(path)))!.status(), path).toBe(200);
         // The only form that posts is Sign out.
-        expect(await page.$$eval("form[method=post]", (f) => f.map((x) => x.getAttribute("action"))), path).toEqual(["/_tollgate/console/logout"]);
+        expect(await page.$$eval("form[method=post]", (f) => f.map((x) => x.getAttribute("action"))), path).toEqual([
+          "/_tollgate/console/logout",
+        ]);
         await expectNothingSecret(page);
       }
       await page.goto(consoleUrl("/tenants/acme"));
       await shoot(page, "readonly");
       const [answer] = await Promise.all([
         page.waitForNavigation(),
-        page.evaluate(
-          (action) => {
-            const form = document.createElement("form");
-            form.method = "post";
-            form.action = action;
-            form.append(document.querySelector("input[name=_csrf]")!.cloneNode());
-            document.body.append(form);
-            form.submit();
-          },
-          consoleUrl("/tenants/acme/disable"),
-        ),
+        page.evaluate((action) => {
+          const form = document.createElement("form");
+          form.method = "post";
+          form.action = action;
+          form.append(document.querySelector("input[name=_csrf]")!.cloneNode());
+          document.body.append(form);
+          form.submit();
+        }, consoleUrl("/tenants/acme/disable")),
       ]);
       expect(answer!.status()).toBe(403);
       expect((await admin("GET", "/tenants/acme")).json.enabled).toBe(true);
@@ -356,14 +370,17 @@ describe("console v2 in a real browser", () => {
       const acmeKey = (await admin("GET", "/tenants/acme")).json.keys[0].id;
       const [forged] = await Promise.all([
         page.waitForNavigation(),
-        page.evaluate((action) => {
-          const form = document.createElement("form");
-          form.method = "post";
-          form.action = action;
-          form.append(document.querySelector("input[name=_csrf]")!.cloneNode());
-          document.body.append(form);
-          form.submit();
-        }, consoleUrl(`/tenants/acme/keys/${acmeKey}/revoke`)),
+        page.evaluate(
+          (action) => {
+            const form = document.createElement("form");
+            form.method = "post";
+            form.action = action;
+            form.append(document.querySelector("input[name=_csrf]")!.cloneNode());
+            document.body.append(form);
+            form.submit();
+          },
+          consoleUrl(`/tenants/acme/keys/${acmeKey}/revoke`),
+        ),
       ]);
       expect(forged!.status()).toBe(404);
       expect((await admin("GET", "/tenants/acme")).json.keys.map((k: { id: string }) => k.id)).toContain(acmeKey);
@@ -387,7 +404,9 @@ describe("console v2 in a real browser", () => {
       expect(await page.content()).not.toMatch(/acme|globex|umbrella/);
       expect(await page.$(`[data-chart="spend-by-kind"]`)).not.toBeNull();
       const audit = await auditActions("&target=tenant:initech");
-      expect(audit.map((e) => e.action)).toEqual(expect.arrayContaining(["token.mint", "token.revoke", "key.create", "key.rotate", "console.login"]));
+      expect(audit.map((e) => e.action)).toEqual(
+        expect.arrayContaining(["token.mint", "token.revoke", "key.create", "key.rotate", "console.login"]),
+      );
       expect(audit.filter((e) => e.action === "token.mint").every((e) => e.actor === "initech")).toBe(true);
     } finally {
       await context.close();

@@ -74,7 +74,10 @@ describe("operator roles and admin fixes", () => {
     expect(created.status).toBe(201);
     expect(Date.parse(created.json.createdAt)).toBeGreaterThan(Date.now() - 60_000);
     const view = await call("GET", "/_tollgate/admin/tenants/acme");
-    expect(view.json.keys.find((k: { id: string }) => k.id === created.json.id)).toMatchObject({ label: "fresh", createdAt: created.json.createdAt });
+    expect(view.json.keys.find((k: { id: string }) => k.id === created.json.id)).toMatchObject({
+      label: "fresh",
+      createdAt: created.json.createdAt,
+    });
     expect((await fetch(`${gw.url}/_tollgate/whoami`, { headers: { "x-api-key": created.json.key } })).status).toBe(200);
     const { lastUsed } = await import("../../src/operators/key-usage.js");
     const hash = await hashTenantKey(created.json.key);
@@ -121,7 +124,12 @@ describe("operator roles and admin fixes", () => {
   });
 
   it("honours the audit log's action, actor, target and time filters, and refuses an unknown one (400)", async () => {
-    const all = (await call("GET", "/_tollgate/admin/audit?limit=1000")).json.entries as Array<{ action: string; actor: string; target: string; at: string }>;
+    const all = (await call("GET", "/_tollgate/admin/audit?limit=1000")).json.entries as Array<{
+      action: string;
+      actor: string;
+      target: string;
+      at: string;
+    }>;
     expect(all.length).toBeGreaterThan(3);
     const revokes = await call("GET", "/_tollgate/admin/audit?action=key.revoke");
     expect(revokes.status).toBe(200);
@@ -152,7 +160,17 @@ describe("operator roles and admin fixes", () => {
   });
 
   it("mints a one-time console link for an operator (CLI included): no key in it, used once, short-lived", async () => {
-    const cli = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "console", "link", "--gateway", gw.url, "--admin-key", keys.watch]);
+    const cli = await run(process.execPath, [
+      "--import",
+      "tsx",
+      "src/cli.ts",
+      "console",
+      "link",
+      "--gateway",
+      gw.url,
+      "--admin-key",
+      keys.watch,
+    ]);
     const url = /https?:\/\/\S+/.exec(cli.stdout)![0];
     expect(url).toContain("/_tollgate/console/link?code=");
     expect(url).not.toContain(keys.watch);
@@ -182,6 +200,8 @@ describe("operator roles and admin fixes", () => {
     expect(badTtl.status).toBe(400);
     expect(badTtl.json.message).toContain("ttlSeconds");
     const logins = await call("GET", "/_tollgate/admin/audit?action=console.");
-    expect(logins.json.entries.map((e: { action: string }) => e.action)).toEqual(expect.arrayContaining(["console.link.create", "console.login"]));
+    expect(logins.json.entries.map((e: { action: string }) => e.action)).toEqual(
+      expect.arrayContaining(["console.link.create", "console.login"]),
+    );
   });
 });

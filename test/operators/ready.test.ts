@@ -57,9 +57,13 @@ describe("/_tollgate/ready", () => {
   });
 
   it("shows the wallet's balances and floor only to an operator key: anonymous, tenant and wrong keys see only ok", async () => {
-    const s = await startPaidGateway(emu, [{ id: "acme" }, { id: "ops", scopes: ["admin"] }, { id: "watch", scopes: ["operator-readonly"] }], {
-      walletFunds: 10_000_000n,
-    });
+    const s = await startPaidGateway(
+      emu,
+      [{ id: "acme" }, { id: "ops", scopes: ["admin"] }, { id: "watch", scopes: ["operator-readonly"] }],
+      {
+        walletFunds: 10_000_000n,
+      },
+    );
     try {
       for (const key of [undefined, s.keys.acme, "tg_wrong_key"]) {
         const { status, body } = await ready(s.gateway.url, key);
@@ -78,10 +82,17 @@ describe("/_tollgate/ready", () => {
   });
 
   it("is degraded (still 200) with the balance and the floor when the wallet holds less than payments.minWalletBalance", async () => {
-    const s = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" } }, { id: "ops", scopes: ["admin"] }], {
-      walletFunds: 10_000n,
-      payments: { minWalletBalance: "0.008" },
-    });
+    const s = await startPaidGateway(
+      emu,
+      [
+        { id: "acme", budget: { daily: "1.00" } },
+        { id: "ops", scopes: ["admin"] },
+      ],
+      {
+        walletFunds: 10_000n,
+        payments: { minWalletBalance: "0.008" },
+      },
+    );
     try {
       let { status, body } = await ready(s.gateway.url, s.keys.ops);
       expect(status).toBe(200);

@@ -68,7 +68,12 @@ describe("console on Workers", () => {
       upstream: { baseUrl: "http://127.0.0.1:9" },
       tenants: [
         { id: "watch", scopes: ["operator-readonly"], keys: [{ hash: await hashTenantKey(watch) }] },
-        { id: "edge", scopes: ["search"], budget: { daily: "1.00" }, keys: [{ hash: await hashTenantKey(`tg_edge_${crypto.randomUUID()}`) }] },
+        {
+          id: "edge",
+          scopes: ["search"],
+          budget: { daily: "1.00" },
+          keys: [{ hash: await hashTenantKey(`tg_edge_${crypto.randomUUID()}`) }],
+        },
       ],
     });
     const gw = createGateway(config, {

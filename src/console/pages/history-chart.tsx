@@ -11,8 +11,8 @@ const LEFT = 58;
 const BOTTOM = 22;
 const TOP = 8;
 
-export const KIND_COLOURS: Record<string, string> = { x402: "#2456c7", credits: "#7aa0f0" };
-export const SURFACE_COLOURS: Record<string, string> = {
+const KIND_COLOURS: Record<string, string> = { x402: "#2456c7", credits: "#7aa0f0" };
+const SURFACE_COLOURS: Record<string, string> = {
   search: "#2456c7",
   fetch: "#19a38a",
   session: "#e3a21a",
@@ -33,7 +33,10 @@ export function HistoryChart({ history, split, label }: { history: SpendHistory;
   const colours = split === "kind" ? KIND_COLOURS : SURFACE_COLOURS;
   const series = Object.keys(colours);
   const values = history.days.map((d) => (split === "kind" ? d.byKind : d.bySurface) as Record<string, bigint>);
-  const max = niceMax(values.reduce((m, v) => Object.values(v).reduce((a, b) => a + b, 0n) > m ? Object.values(v).reduce((a, b) => a + b, 0n) : m, 0n));
+  const dayTotal = (v: Record<string, bigint>) => Object.values(v).reduce((a, b) => a + b, 0n);
+  let largest = 0n;
+  for (const v of values) if (dayTotal(v) > largest) largest = dayTotal(v);
+  const max = niceMax(largest);
   const plotH = H - TOP - BOTTOM;
   const slot = (W - LEFT - 4) / history.days.length;
   const y = (amount: bigint) => Number((amount * BigInt(plotH * 100)) / max) / 100;

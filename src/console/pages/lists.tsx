@@ -21,7 +21,7 @@ export interface LedgerFilters {
 }
 
 /** The filters as a query string (paging and the CSV link keep them). */
-export function ledgerQueryString(f: LedgerFilters, overrides: Partial<LedgerFilters> = {}): string {
+function ledgerQueryString(f: LedgerFilters, overrides: Partial<LedgerFilters> = {}): string {
   const all = { ...f, ...overrides };
   const q = new URLSearchParams();
   for (const k of ["tenant", "state", "kind", "surface", "from", "to"] as const) if (all[k]) q.set(k, all[k]!);
@@ -106,8 +106,8 @@ export function ResourcesPage(props: { viewer: Viewer; nonce: string; resources:
       <h1>Sandboxes and sessions</h1>
       {props.notice && <div class="notice">{props.notice}</div>}
       <p class="muted">
-        The newest 20 of each kind per tenant, with the upstream's status now; the hold is the credit reservation still open
-        for the resource's minutes, settled when it stops.
+        The newest 20 of each kind per tenant, with the upstream's status now; the hold is the credit reservation still open for the
+        resource's minutes, settled when it stops.
       </p>
       <ResourceTable resources={props.resources} viewer={props.viewer} showTenant={props.viewer.admin} />
     </Page>
@@ -118,9 +118,7 @@ export function ResourcesPage(props: { viewer: Viewer; nonce: string; resources:
 function ShownOnce(props: { id: string; what: string; secret: string; children?: unknown }) {
   return (
     <div class="notice" data-issued={props.id}>
-      <p style="margin-top:0">
-        {props.children} It is shown this once and is not stored; copy it now.
-      </p>
+      <p style="margin-top:0">{props.children} It is shown this once and is not stored; copy it now.</p>
       <div class="secret" id={`new-${props.what}`}>
         {props.secret}
       </div>
@@ -191,8 +189,8 @@ export function TokensPage(props: {
     <Page title="Keyless tokens" viewer={viewer} active="/tokens" nonce={props.nonce}>
       <h1>Keyless tokens</h1>
       <p class="muted">
-        Short-lived tokens for an untrusted client: one sandbox, one browser session, or searches up to a cap. Revoking one stops
-        it at once.
+        Short-lived tokens for an untrusted client: one sandbox, one browser session, or searches up to a cap. Revoking one stops it at
+        once.
       </p>
       {props.minted && (
         <ShownOnce id={props.minted.jti} what="token" secret={props.minted.token}>
@@ -221,7 +219,14 @@ export function TokensPage(props: {
         </label>
         <label>
           Lifetime (minutes)
-          <input name="ttlMinutes" type="number" min={1} max={props.maxTtlMinutes} value={String(Math.min(15, props.maxTtlMinutes))} style="width:90px" />
+          <input
+            name="ttlMinutes"
+            type="number"
+            min={1}
+            max={props.maxTtlMinutes}
+            value={String(Math.min(15, props.maxTtlMinutes))}
+            style="width:90px"
+          />
         </label>
         <button class="primary" type="submit">
           Mint token
@@ -250,7 +255,12 @@ export function TokensPage(props: {
                 <td>{when(t.mintedAt)}</td>
                 <td>{duration(t.exp - props.now / 1000)}</td>
                 <td>
-                  <form class="inline" method="post" action={href(`/tokens/${encodeURIComponent(t.jti)}/revoke`)} data-confirm={`Revoke token ${t.jti}?`}>
+                  <form
+                    class="inline"
+                    method="post"
+                    action={href(`/tokens/${encodeURIComponent(t.jti)}/revoke`)}
+                    data-confirm={`Revoke token ${t.jti}?`}
+                  >
                     <FormToken viewer={viewer} />
                     <button class="danger" type="submit" data-revoke-token={t.jti}>
                       Revoke
@@ -274,8 +284,8 @@ export function LoginPage(props: { nonce: string; message?: string }) {
       <form class="login" method="post" action={href("/login")}>
         <h1>Sign in</h1>
         <p class="muted">
-          Use an admin key to see every tenant, an operator-readonly key to see every tenant without changing anything, or a
-          tenant key to see your own. Operators can also run <code>tollgate console link</code> for a one-time sign-in link.
+          Use an admin key to see every tenant, an operator-readonly key to see every tenant without changing anything, or a tenant key to
+          see your own. Operators can also run <code>tollgate console link</code> for a one-time sign-in link.
         </p>
         {props.message && <div class="notice bad">{props.message}</div>}
         <label for="key">API key</label>

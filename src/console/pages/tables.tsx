@@ -141,7 +141,17 @@ const GRACE_CHOICES: Array<[string, string]> = [
   ["604800", "works 7 more days"],
 ];
 
-export function KeyTable({ tenant, viewer, lastUsed, now }: { tenant: Tenant; viewer: Viewer; lastUsed: Map<string, number>; now: number }) {
+export function KeyTable({
+  tenant,
+  viewer,
+  lastUsed,
+  now,
+}: {
+  tenant: Tenant;
+  viewer: Viewer;
+  lastUsed: Map<string, number>;
+  now: number;
+}) {
   const manage = managesKeysOf(viewer, tenant.id);
   return (
     <table data-table="keys" data-tenant={tenant.id}>
@@ -178,7 +188,12 @@ export function KeyTable({ tenant, viewer, lastUsed, now }: { tenant: Tenant; vi
               {manage && (
                 <td style="white-space:nowrap">
                   {status.cls !== "bad" && (
-                    <form class="inline" method="post" action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/rotate`)} data-rotate={id}>
+                    <form
+                      class="inline"
+                      method="post"
+                      action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/rotate`)}
+                      data-rotate={id}
+                    >
                       <FormToken viewer={viewer} />
                       <span class="muted">old key</span>{" "}
                       <select name="graceSeconds" aria-label="old key">

@@ -39,7 +39,11 @@ export function TenantEditForm({ tenant, viewer, error }: { tenant: Tenant; view
   return (
     <form method="post" action={href(`/tenants/${encodeURIComponent(tenant.id)}/settings`)} class="card edit" data-edit-tenant={tenant.id}>
       <h3>Settings</h3>
-      {error && <div class="notice bad" data-form-error>{error}</div>}
+      {error && (
+        <div class="notice bad" data-form-error>
+          {error}
+        </div>
+      )}
       <FormToken viewer={viewer} />
       <ScopeBoxes scopes={tenant.scopes} />
       <div class="filters">
@@ -59,7 +63,13 @@ export function TenantEditForm({ tenant, viewer, error }: { tenant: Tenant; view
         </label>
       </div>
       <div class="filters">
-        <Field name="quotas.requestsPerMinute" label="Rate limit (requests/min)" value={q.requestsPerMinute} placeholder="none" type="number" />
+        <Field
+          name="quotas.requestsPerMinute"
+          label="Rate limit (requests/min)"
+          value={q.requestsPerMinute}
+          placeholder="none"
+          type="number"
+        />
         <Field name="quotas.maxSandboxes" label="Max sandboxes" value={q.maxSandboxes} placeholder="none" type="number" />
         <Field name="quotas.maxSessions" label="Max sessions" value={q.maxSessions} placeholder="none" type="number" />
         <Field name="quotas.maxTimeoutMinutes" label="Max timeout (min)" value={q.maxTimeoutMinutes} placeholder="none" type="number" />
@@ -107,7 +117,11 @@ export function NewTenantForm({ viewer, error }: { viewer: Viewer; error?: strin
   return (
     <form method="post" action={href("/tenants")} class="card edit" data-new-tenant>
       <h3>New tenant</h3>
-      {error && <div class="notice bad" data-form-error>{error}</div>}
+      {error && (
+        <div class="notice bad" data-form-error>
+          {error}
+        </div>
+      )}
       <FormToken viewer={viewer} />
       <div class="filters">
         <Field name="id" label="Id" placeholder="e.g. umbrella" width="160px" />

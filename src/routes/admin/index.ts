@@ -25,7 +25,11 @@ export function operatorRoutes(services: GatewayServices): Hono<GatewayEnv> {
     const role = roleOf(tenant);
     const reads = c.req.method === "GET" || c.req.method === "HEAD";
     if (role === "readonly" && !reads && !c.req.path.endsWith("/admin/console-links"))
-      throw new GatewayError(403, "read_only", "This key has the operator-readonly scope: it may read the admin API but not change anything.");
+      throw new GatewayError(
+        403,
+        "read_only",
+        "This key has the operator-readonly scope: it may read the admin API but not change anything.",
+      );
     if (role === "tenant") requireScope(tenant, "admin");
     await next();
   });

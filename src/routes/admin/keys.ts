@@ -78,7 +78,7 @@ export async function revokeKey(services: GatewayServices, c: Ctx, id: string, k
   return { tenant: id, revoked: keyId };
 }
 
-export async function expireKey(services: GatewayServices, c: Ctx, id: string, keyId: string, body: z.infer<typeof keyExpireBody>) {
+async function expireKey(services: GatewayServices, c: Ctx, id: string, keyId: string, body: z.infer<typeof keyExpireBody>) {
   const expiresAt = new Date(body.expiresAt).toISOString();
   await changeTenant(services, c, id, { action: "key.expire", target: `key:${id}/${keyId}` }, (t) => {
     const old = findKey(t, keyId);
@@ -89,7 +89,9 @@ export async function expireKey(services: GatewayServices, c: Ctx, id: string, k
 
 export function keyAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
-  app.post("/tenants/:id/keys", async (c) => c.json(await createKey(services, c, c.req.param("id"), await validBody(c, keyCreateBody)), 201));
+  app.post("/tenants/:id/keys", async (c) =>
+    c.json(await createKey(services, c, c.req.param("id"), await validBody(c, keyCreateBody)), 201),
+  );
   app.post("/tenants/:id/keys/:keyId/rotate", async (c) => {
     const { id, keyId } = c.req.param();
     return c.json(await rotateKey(services, c, id, keyId, await validBody(c, keyRotateBody)), 201);

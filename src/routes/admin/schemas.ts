@@ -120,11 +120,7 @@ const queryDate = z
 export const auditQuery = z
   .strictObject({
     ...pageQuery.shape,
-    action: z
-      .string()
-      .max(100)
-      .optional()
-      .describe('an action ("key.revoke"), or a prefix ending in "." or "*" ("key.", "tenant.*")'),
+    action: z.string().max(100).optional().describe('an action ("key.revoke"), or a prefix ending in "." or "*" ("key.", "tenant.*")'),
     actor: z.string().max(100).optional().describe("the tenant that acted, or system"),
     target: z.string().max(200).optional().describe('"tenant:<id>" (also matches its keys) or "key:<id>/<keyId>"'),
     since: queryDate.optional().describe("entries at or after this time"),

@@ -42,8 +42,7 @@ function auditMatches(e: AuditEntry, f: AuditFilter): boolean {
     if (prefix !== undefined ? !e.action.startsWith(prefix) : e.action !== f.action) return false;
   }
   if (f.actor && e.actor !== f.actor) return false;
-  if (f.target && e.target !== f.target && !(f.target.startsWith("tenant:") && concernsTenant(e.target, f.target.slice(7))))
-    return false;
+  if (f.target && e.target !== f.target && !(f.target.startsWith("tenant:") && concernsTenant(e.target, f.target.slice(7)))) return false;
   if (f.since !== undefined && e.at < f.since) return false;
   if (f.until !== undefined && e.at >= f.until) return false;
   return true;
