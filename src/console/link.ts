@@ -2,21 +2,18 @@
 // prints carries the code (never a key) in its query, which the access log does not record. The code lives five
 // minutes in shared state, only as its hash, and the first exchange on any instance uses it up.
 import { Hono } from "hono";
-import * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import { presentedKey, hashTenantKey } from "../tenants.js";
 import { publicOriginOf } from "../public-origin.js";
 import { audit } from "../operators/tenant-changes.js";
 import { validBody } from "../routes/admin/validate.js";
+import { consoleLinkBody } from "../routes/admin/schemas.js";
 import { CONSOLE_PATH, randomToken } from "./session.js";
 
 const LINK_TTL_DEFAULT_S = 300;
+/** The longest a code may live (consoleLinkBody's bound); a used code's marker is kept this long. */
 const LINK_TTL_MAX_S = 900;
-
-const consoleLinkBody = z
-  .strictObject({ ttlSeconds: z.number().int().min(30).max(LINK_TTL_MAX_S).optional() })
-  .meta({ id: "ConsoleLinkCreate" });
 
 interface LinkRecord {
   tenant: string;

@@ -47,6 +47,9 @@ describe("operator roles and admin fixes", () => {
     for (const path of ["/tenants", "/tenants/acme", "/audit", "/ledger", "/usage"]) {
       expect((await call("GET", `/_tollgate/admin${path}`, undefined, keys.watch)).status, path).toBe(200);
     }
+    const metrics = (key: string) => fetch(`${gw.url}/_tollgate/metrics`, { headers: { "x-api-key": key } });
+    expect((await metrics(keys.watch)).status).toBe(200);
+    expect((await metrics(keys.acme)).status).toBe(403);
     for (const [method, path, body] of [
       ["POST", "/tenants", { id: "sneaky" }],
       ["PATCH", "/tenants/acme", { budget: { daily: "500.00" } }],

@@ -137,4 +137,9 @@ export const ledgerQuery = pageQuery.extend({
   surface: z.enum(["search", "fetch", "session", "sandbox", "other"]).optional().describe("what it paid for"),
 });
 
+/** POST /admin/console-links: how long the one-time sign-in code lives (default 300 s). */
+export const consoleLinkBody = z
+  .strictObject({ ttlSeconds: z.number().int().min(30).max(900).optional() })
+  .meta({ id: "ConsoleLinkCreate" });
+
 export const errorBody = z.object({ message: z.string(), code: z.string() }).meta({ id: "Error" });
