@@ -269,6 +269,7 @@ async function cmdKeysCreate(args: string[]) {
   const fields = [`hash = "${hash}"`];
   if (values.label) fields.push(`label = ${JSON.stringify(values.label)}`);
   if (values.expires) fields.push(`expiresAt = "${new Date(values.expires).toISOString()}"`);
+  fields.push(`createdAt = "${new Date().toISOString()}"`); // the console shows it
   process.stdout.write(
     `New key for tenant "${values.tenant}" (shown once; only its hash is kept):\n\n  ${key}\n\n` +
       `Paste into that tenant's keys in your config:\n\n  keys = [{ ${fields.join(", ")} }]\n`,

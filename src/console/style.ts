@@ -52,4 +52,5 @@ form.card.edit{margin:14px 0}
 a.button{text-decoration:none;display:inline-block}
 .pager{display:flex;gap:14px;align-items:center}
 .wide{grid-column:1/-1}
+h1 form.inline button{font-size:13px;vertical-align:middle}
 `;

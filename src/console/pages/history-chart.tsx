@@ -5,8 +5,8 @@ import { atomicToUsd } from "../../payments/money.js";
 import type { SpendHistory } from "../spend.js";
 import { href } from "./layout.js";
 
-const W = 760;
-const H = 190;
+const W = 1100;
+const H = 180;
 const LEFT = 58;
 const BOTTOM = 22;
 const TOP = 8;
