@@ -146,10 +146,10 @@ describe("console v2 in a real browser", () => {
     // charts have days to draw; then today's real paid searches on top.
     const { ledger } = stack.gateway.gateway.services.stores;
     const routes = [
-      ["/api/scrape", "credits"],
-      ["/api/session", "credits"],
-      ["/api/sandbox", "credits"],
-      ["/api/web/fetch", "credits"],
+      ["scrape", "credits"],
+      ["session.create", "credits"],
+      ["sandbox.create", "credits"],
+      ["web.fetch", "credits"],
       ["/x402/web/search", "x402"],
     ] as const;
     for (let day = 14; day >= 1; day--) {
