@@ -47,6 +47,8 @@ const LEDGER_SCAN = 10_000;
 const AUDIT_SCAN = 500;
 const RESOURCE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
+/** Keys a tenant may hold when it creates them itself (an admin is not bound by it). */
+const SELF_SERVICE_KEYS = 20;
 
 const pick = <T extends string>(value: string | undefined, allowed: readonly T[]): T | undefined =>
   allowed.includes(value as T) ? (value as T) : undefined;
@@ -542,7 +544,10 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   app.get("/keys", (c) => keysPage(c));
 
   app.post("/tenants/:id/keys", async (c) => {
-    const id = keyTenant(c, c.req.param("id")).id;
+    const tenant = keyTenant(c, c.req.param("id"));
+    const id = tenant.id;
+    if (!c.get("viewer").canEdit && tenant.keys.length >= SELF_SERVICE_KEYS)
+      throw new GatewayError(409, "too_many_keys", `A tenant holds at most ${SELF_SERVICE_KEYS} keys of its own making; revoke one first.`);
     const form = await formOf(c);
     const body = formValue(
       keyCreateBody,
