@@ -282,7 +282,11 @@ describe("console v2 in a real browser", () => {
     await ops.goto(consoleUrl(`/ledger?tenant=acme&from=${today}&to=${today}&limit=100`));
     const rows = await ops.$$eval('[data-table="ledger"] tbody tr', (r) => r.length);
     expect(rows).toBeGreaterThanOrEqual(3);
+    const weekAgo = new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10);
+    await ops.goto(consoleUrl(`/ledger?tenant=acme&from=${weekAgo}&limit=12&offset=12`));
+    expect(await ops.$("[data-page=next]")).not.toBeNull();
     await shoot(ops, "ledger-range");
+    await ops.goto(consoleUrl(`/ledger?tenant=acme&from=${today}&to=${today}&limit=100`));
     const csvHref = await ops.$eval("[data-csv]", (a) => (a as HTMLAnchorElement).href);
     // The page's CSP allows no fetch: download it as the browser would, with the session cookie.
     const session = (await browser.defaultBrowserContext().cookies()).find((c) => c.name === "tollgate_console")!;
