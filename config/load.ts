@@ -81,33 +81,38 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return `${where}: ${issue.message}`;
 }
 
-/** Cross-field rules the schema cannot say field by field. */
-function semanticProblems(cfg: TollgateConfig): string[] {
+/**
+ * Cross-field rules the schema cannot say field by field. Read from the raw input (any tenant with a string id, any
+ * key with a string hash), so they are reported in the same pass as the schema's problems.
+ */
+function semanticProblems(raw: unknown): string[] {
   const problems: string[] = [];
+  const tenants = (raw as { tenants?: unknown } | null)?.tenants;
+  if (!Array.isArray(tenants)) return problems;
   const seenTenant = new Map<string, number>();
   const seenHash = new Map<string, string>();
-  cfg.tenants.forEach((t, i) => {
-    if (seenTenant.has(t.id)) problems.push(`tenants[${i}].id: duplicate tenant id "${t.id}" (also tenants[${seenTenant.get(t.id)}])`);
-    seenTenant.set(t.id, i);
-    t.keys.forEach((k, j) => {
+  tenants.forEach((t: { id?: unknown; keys?: unknown } | null, i) => {
+    const id = t?.id;
+    if (typeof id === "string") {
+      if (seenTenant.has(id)) problems.push(`tenants[${i}].id: duplicate tenant id "${id}" (also tenants[${seenTenant.get(id)}])`);
+      else seenTenant.set(id, i);
+    }
+    if (!Array.isArray(t?.keys)) return;
+    t.keys.forEach((k: { hash?: unknown } | null, j: number) => {
+      if (typeof k?.hash !== "string") return;
       const prev = seenHash.get(k.hash);
       if (prev) problems.push(`tenants[${i}].keys[${j}].hash: the same key is already used by ${prev}`);
-      seenHash.set(k.hash, `tenants[${i}].keys[${j}]`);
+      else seenHash.set(k.hash, `tenants[${i}].keys[${j}]`);
     });
   });
   return problems;
 }
 
-/** Validates an already-parsed object; throws ConfigError listing every problem. */
+/** Validates an already-parsed object; throws ConfigError listing every problem (schema and cross-field) in one pass. */
 export function parseConfig(raw: unknown, source = "configuration"): TollgateConfig {
   const result = configSchema.safeParse(raw, { reportInput: true });
-  if (!result.success)
-    throw new ConfigError(
-      result.error.issues.flatMap((i) => describeIssue(i).split("\n")),
-      source,
-    );
-  const problems = semanticProblems(result.data);
-  if (problems.length) throw new ConfigError(problems, source);
+  const problems = [...(result.success ? [] : result.error.issues.flatMap((i) => describeIssue(i).split("\n"))), ...semanticProblems(raw)];
+  if (problems.length || !result.success) throw new ConfigError(problems, source);
   return result.data;
 }
 
@@ -118,7 +123,10 @@ export function parseConfigText(text: string, fileName = "config.toml"): Tollgat
     raw = fileName.endsWith(".json") || text.trimStart().startsWith("{") ? JSON.parse(text) : parseToml(text);
   } catch (err) {
     const msg = err instanceof Error ? err.message.split("\n")[0] : String(err);
-    throw new ConfigError([`(file): cannot parse ${fileName}: ${msg}`], fileName);
+    // smol-toml's TomlError says where (1-based line and column); JSON.parse's message says it itself.
+    const { line, column } = err as { line?: unknown; column?: unknown };
+    const at = typeof line === "number" && typeof column === "number" ? `:${line}:${column}` : "";
+    throw new ConfigError([`(file): cannot parse ${fileName}${at}: ${msg}`], fileName);
   }
   return parseConfig(raw, fileName);
 }

@@ -45,8 +45,11 @@ const hostName = z.string({ error: 'expected a host like "gateway.example.com" o
 const caip2 = z.string().regex(/^[a-z0-9-]+:[A-Za-z0-9-]+$/, { error: 'expected a CAIP-2 network like "eip155:8453"' });
 const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, { error: "expected a 0x-prefixed 20-byte hex address" });
 
-/** What a tenant key may do; each route-table row names one (src/routing/table.ts). */
-export const SCOPES = ["search", "sessions", "sandboxes", "jobs", "agents", "admin"] as const;
+/**
+ * What a tenant key may do; each route-table row names one (src/routing/table.ts). "operator-readonly" reads what an
+ * admin reads (admin API GETs, the console) and changes nothing.
+ */
+export const SCOPES = ["search", "sessions", "sandboxes", "jobs", "agents", "admin", "operator-readonly"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export const tenantKeySchema = z.strictObject({
@@ -54,6 +57,8 @@ export const tenantKeySchema = z.strictObject({
   hash: z.string().regex(/^sha256:[0-9a-f]{64}$/, { error: 'expected "sha256:<64 lowercase hex>" as printed by `tollgate keys create`' }),
   label: z.string().optional(),
   expiresAt: isoDate.optional(),
+  /** When the key was issued (set by the admin API and the console; absent for keys written by hand). */
+  createdAt: isoDate.optional(),
 });
 
 export const budgetSchema = z.strictObject({
@@ -79,7 +84,10 @@ export const quotaSchema = z.strictObject({
   requestsPerMinute: z.number().int().positive().optional(),
 });
 
-const percent = z.number({ error: "expected a percentage like 80" }).positive().max(1000);
+const percent = z
+  .number({ error: "expected a percentage like 80" })
+  .min(1, { error: "expected a percentage from 1 to 100" })
+  .max(100, { error: "expected a percentage from 1 to 100" });
 const webhookUrl = z.string().url({ error: 'expected a webhook URL like "https://ops.example.com/tollgate"' });
 
 /** Budget alerts of one tenant: at which percentages of each budget window, and where (besides the global webhooks). */

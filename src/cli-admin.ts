@@ -192,6 +192,7 @@ export async function cmdKeysRemote(sub: string | undefined, args: string[]): Pr
       return void issued(
         await api(t, "POST", `${base}/${keyId()}/rotate`, {
           ...(values.label ? { label: values.label } : {}),
+          ...(values.expires ? { expiresAt: values.expires } : {}),
           graceSeconds: int("grace", values.grace) ?? 0,
         }),
       );
@@ -203,4 +204,14 @@ export async function cmdKeysRemote(sub: string | undefined, args: string[]): Pr
     default:
       throw new AdminCliError("tollgate keys create|rotate|revoke|expire --tenant ID [--key KEY_ID] --gateway URL --admin-key KEY");
   }
+}
+
+/** `tollgate console link`: a one-time console sign-in URL for the operator key given (the key stays out of the URL). */
+export async function cmdConsoleLink(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { ...common, ttl: { type: "string" } } });
+  const t = target(values);
+  const ttlSeconds = int("ttl", values.ttl);
+  const r = await api<{ url: string; expiresAt: string }>(t, "POST", "/console-links", ttlSeconds !== undefined ? { ttlSeconds } : {});
+  if (values.json) return out(r);
+  process.stdout.write(`Open this link to sign in to the console (once, until ${r.expiresAt}):\n\n  ${r.url}\n`);
 }

@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
 import { LOOPBACK_HOSTS } from "./public-origin.js";
-import { AdminCliError, cmdKeysRemote, cmdTenants } from "./cli-admin.js";
+import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./cli-admin.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -27,9 +27,10 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate tenants update ID [the same settings flags]
   tollgate tenants disable|enable|delete ID
   tollgate keys create --tenant ID [--label TEXT] [--expires ISO]
-  tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS]
+  tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS] [--expires ISO]
   tollgate keys revoke --tenant ID --key KEY_ID
   tollgate keys expire --tenant ID --key KEY_ID --expires ISO
+  tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
 `;
 
 /** What the emulator's printed wallet holds: 100 tokens of 6 decimals. */
@@ -268,6 +269,7 @@ async function cmdKeysCreate(args: string[]) {
   const fields = [`hash = "${hash}"`];
   if (values.label) fields.push(`label = ${JSON.stringify(values.label)}`);
   if (values.expires) fields.push(`expiresAt = "${new Date(values.expires).toISOString()}"`);
+  fields.push(`createdAt = "${new Date().toISOString()}"`); // the console shows it
   process.stdout.write(
     `New key for tenant "${values.tenant}" (shown once; only its hash is kept):\n\n  ${key}\n\n` +
       `Paste into that tenant's keys in your config:\n\n  keys = [{ ${fields.join(", ")} }]\n`,
@@ -286,6 +288,7 @@ export async function main(argv: string[]) {
     if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
     if (cmd === "keys") return await cmdKeysRemote(sub, rest);
     if (cmd === "tenants") return await cmdTenants(sub, rest);
+    if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {

@@ -57,6 +57,7 @@ import { Readiness } from "./readiness.js";
 import { TenantSync } from "./operators/tenant-sync.js";
 import { operatorRoutes } from "./routes/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
+import { keyUseRecorder } from "./operators/key-usage.js";
 import { BackgroundWork } from "./background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
 
@@ -152,6 +153,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     onClose: (fn) => closers.push(fn),
   };
   services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
+  directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
@@ -193,7 +195,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
   app.route(OWN_PREFIX, ownRoutes(directory));
   app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
-  app.route(OWN_PREFIX, readyRoutes(new Readiness(services)));
+  app.route(OWN_PREFIX, readyRoutes(new Readiness(services), directory));
   app.route(OWN_PREFIX, metricsRoutes(services, metrics));
   app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
   app.use(exposedPorts(services));

@@ -49,6 +49,7 @@ export class TenantDirectory {
   private readonly hashes = new LRUCache<string, string>({ max: 4096 });
   private byId = new Map<string, Tenant>();
   private refresher: (() => Promise<void>) | undefined;
+  private onUse: ((hash: string) => void) | undefined;
 
   constructor(
     tenants: Tenant[],
@@ -72,6 +73,11 @@ export class TenantDirectory {
   /** Called before each key lookup; it returns at once while the snapshot is recent. */
   setRefresher(fn: () => Promise<void>): void {
     this.refresher = fn;
+  }
+
+  /** Told the hash of each key that authenticates (for "last used"; it must return at once). */
+  setUseListener(fn: (hash: string) => void): void {
+    this.onUse = fn;
   }
 
   /** The snapshot's tenant, without waiting (callers holding a token never wait; requests keep the snapshot recent). */
@@ -99,6 +105,7 @@ export class TenantDirectory {
       throw errors.unauthorized("This API key has expired; ask your gateway admin for a new one.", "api_key_expired");
     }
     if (!entry.tenant.enabled) throw errors.unauthorized("This tenant is disabled.", "tenant_disabled");
+    this.onUse?.(hash);
     return entry.tenant;
   }
 }

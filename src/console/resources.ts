@@ -15,6 +15,12 @@ export interface LiveResource {
   /** The upstream's status ("active", "closed"...), or "unknown" when it could not be asked. */
   status: string;
   createdAt?: string;
+  /** Seconds since creation, while it is running. */
+  runningSeconds?: number;
+  /** What its credit hold (reserved, not yet settled) stands at, in atomic USD; undefined without one. */
+  hold?: bigint;
+  /** When the hold ends at the latest (the resource's timeout), epoch ms. */
+  holdEndsAt?: number;
 }
 
 /** The newest resources of each kind and tenant the console asks the upstream about. */
@@ -56,7 +62,24 @@ export async function liveResources(services: GatewayServices, tenants: string[]
       for (const id of (await services.stores.ownership.list(kind, tenant)).slice(0, PER_TENANT)) owned.push({ kind, id, tenant });
     }
   }
-  return Promise.all(owned.map(async (r) => ({ ...r, ...(await upstreamStatus(services, r.kind, r.id)) })));
+  const now = services.now();
+  return Promise.all(
+    owned.map(async (r) => {
+      const [status, holds] = await Promise.all([
+        upstreamStatus(services, r.kind, r.id),
+        services.stores.ledger.list({ resource: `${r.kind}:${r.id}`, state: "reserved", limit: 20 }),
+      ]);
+      const live: LiveResource = { ...r, ...status };
+      const started = status.createdAt ? Date.parse(status.createdAt) : Number.NaN;
+      if (status.status === "active" && !Number.isNaN(started)) live.runningSeconds = Math.max(0, Math.floor((now - started) / 1000));
+      if (holds.length) {
+        live.hold = holds.reduce((sum, e) => sum + BigInt(e.amount), 0n);
+        const ends = holds.map((e) => (e.validBefore ? e.validBefore * 1000 : 0)).filter((t) => t > 0);
+        if (ends.length) live.holdEndsAt = Math.max(...ends);
+      }
+      return live;
+    }),
+  );
 }
 
 /**

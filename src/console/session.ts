@@ -22,7 +22,7 @@ export interface ConsoleSession {
 }
 
 const storeKey = (id: string) => `console:session:${id}`;
-const randomToken = () => {
+export const randomToken = () => {
   let bin = "";
   for (const b of crypto.getRandomValues(new Uint8Array(32))) bin += String.fromCharCode(b);
   return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");

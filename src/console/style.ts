@@ -44,4 +44,13 @@ input,select{font:inherit;padding:5px 8px;border:1px solid #b9c2d3;border-radius
 .login input{width:100%;margin:6px 0 14px}
 .muted{color:#5b6477}
 svg text{font:12px system-ui,sans-serif;fill:#3b4356}
+textarea{font:12px ui-monospace,monospace;padding:5px 8px;border:1px solid #b9c2d3;border-radius:6px}
+fieldset.scopes{border:1px solid #dde2ec;border-radius:8px;margin:0 0 10px;padding:6px 10px;display:flex;flex-wrap:wrap;gap:4px 14px}
+fieldset.scopes legend{font-size:12px;color:#5b6477}
+label.check{font-size:13px;color:#1d2330;display:inline-flex;gap:4px;align-items:center}
+form.card.edit{margin:14px 0}
+a.button{text-decoration:none;display:inline-block}
+.pager{display:flex;gap:14px;align-items:center}
+.wide{grid-column:1/-1}
+h1 form.inline button{font-size:13px;vertical-align:middle}
 `;

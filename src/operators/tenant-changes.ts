@@ -20,6 +20,7 @@ export function tenantView(r: StoredTenant) {
       id: keyIdOf(k.hash),
       ...(k.label ? { label: k.label } : {}),
       ...(k.expiresAt ? { expiresAt: k.expiresAt } : {}),
+      ...(k.createdAt ? { createdAt: k.createdAt } : {}),
     })),
   };
 }
@@ -52,13 +53,33 @@ export async function audit(
 
 /** An admin cannot lock itself out: disabling or deleting itself, or dropping its own admin scope, is refused. */
 function guardSelf(c: Context<GatewayEnv>, before: Tenant, after: Tenant | undefined) {
-  if (c.get("tenant")?.id !== before.id) return;
+  if (c.get("tenant")?.id !== before.id || !before.scopes.includes("admin")) return; // a tenant managing its own keys is no admin
   if (!after?.enabled || !after.scopes.includes("admin")) {
     throw new GatewayError(
       409,
       "admin_lockout",
       "An admin tenant cannot disable, delete or drop the admin scope of itself; use another admin tenant.",
     );
+  }
+}
+
+/** Keys that can act as an admin now: of enabled admin tenants, not expired. */
+function liveAdminKeys(tenants: Tenant[], now: number): number {
+  let n = 0;
+  for (const t of tenants) {
+    if (!t.enabled || !t.scopes.includes("admin")) continue;
+    n += t.keys.filter((k) => !k.expiresAt || Date.parse(k.expiresAt) > now).length;
+  }
+  return n;
+}
+
+/** The fleet keeps at least one live admin key: a change (revoke, expire, disable, delete) leaving none is refused. */
+async function guardLastAdminKey(services: GatewayServices, id: string, after: Tenant | undefined) {
+  const now = services.now();
+  const all = (await services.stores.tenants.list()).filter((r) => !r.deleted).map((r) => r.tenant);
+  const others = all.filter((t) => t.id !== id);
+  if (liveAdminKeys(all, now) > 0 && liveAdminKeys(after ? [...others, after] : others, now) === 0) {
+    throw new GatewayError(409, "last_admin_key", "This would leave the gateway without a live admin key; create another admin key first.");
   }
 }
 
@@ -81,6 +102,7 @@ export async function changeTenant(
   const before = await liveRecord(services, id);
   const tenant = mutate(structuredClone(before.tenant));
   guardSelf(c, before.tenant, opts.remove ? undefined : tenant);
+  await guardLastAdminKey(services, id, opts.remove ? undefined : tenant);
   const after: StoredTenant = { tenant, source: "api", updatedAt: services.now(), ...(opts.remove ? { deleted: true } : {}) };
   await services.stores.tenants.put(after);
   await audit(services, c, opts.action, opts.target ?? `tenant:${id}`, tenantView(before), opts.remove ? undefined : tenantView(after));

@@ -1,8 +1,9 @@
-// GET /_tollgate/metrics: the Prometheus exposition, for an admin tenant key or the TOLLGATE_METRICS_TOKEN bearer.
+// GET /_tollgate/metrics: the Prometheus exposition, for an operator key (admin, operator-readonly) or the TOLLGATE_METRICS_TOKEN bearer.
 import { Hono } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import { bearerToken } from "../tenants.js";
+import { bearerToken, requireScope } from "../tenants.js";
+import { isOperator } from "../operators/roles.js";
 import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 
@@ -18,7 +19,10 @@ export function metricsRoutes(services: GatewayServices, metrics: GatewayMetrics
   const token = services.secrets.metricsToken;
   app.get("/metrics", async (c) => {
     const bearer = bearerToken(c.req.raw.headers);
-    if (!(token && bearer && sameSecret(bearer, token))) await authenticateTenant(c, services.directory, "admin");
+    if (!(token && bearer && sameSecret(bearer, token))) {
+      const tenant = await authenticateTenant(c, services.directory);
+      if (!isOperator(tenant)) requireScope(tenant, "admin"); // admin or operator-readonly
+    }
     // Scrape-time gauges (budgets, held amounts) are read from the ledger now, so every instance reports the same.
     await metrics.collectLedger(services.stores, services.directory, services.now());
     return c.body(await metrics.render(), 200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });

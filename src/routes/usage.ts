@@ -11,6 +11,7 @@ import { atomicToUsd } from "../payments/money.js";
 import { tenantLimits } from "../payments/limits.js";
 import { resetAt } from "../state/windows.js";
 import { fleetSavings } from "../operators/savings.js";
+import { isOperator } from "../operators/roles.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
 
@@ -73,12 +74,17 @@ export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {
     const entries = await services.stores.ledger.list({ tenant: tenant.id, ...listFilter(c) });
     return c.json({ entries: entries.map(ledgerView) });
   });
+  /** Admin views: an admin or operator-readonly key (the admin API's own gate says the same). */
+  const operator = async (c: Context<GatewayEnv>) => {
+    const t = await auth(c);
+    if (!isOperator(t)) requireScope(t, "admin");
+  };
   app.get("/admin/usage", async (c) => {
-    requireScope(await auth(c), "admin");
+    await operator(c);
     return c.json({ tenants: await Promise.all(services.directory.list().map((t) => usageOf(services, t))) });
   });
   app.get("/admin/ledger", async (c) => {
-    requireScope(await auth(c), "admin");
+    await operator(c);
     const entries = await services.stores.ledger.list({ tenant: c.req.query("tenant") || undefined, ...listFilter(c) });
     return c.json({ entries: entries.map(ledgerView) });
   });

@@ -76,6 +76,27 @@ origins = ["https://app.example.com", "app.example.com"]
     expect(p).toContain("tenants[1].keys[0].hash: the same key is already used by tenants[0].keys[0]");
   });
 
+  it("reports a duplicate tenant id in the same pass as every other problem", () => {
+    const p = problemsOf(
+      `[server]\nport = -1\n[[tenants]]\nid="a"\nkeys=[{hash="${HASH}"}]\n[[tenants]]\nid="a"\nkeys=[]\n[alerts]\nthresholds=[180]\n`,
+    );
+    expect(p).toContain('tenants[1].id: duplicate tenant id "a" (also tenants[0])');
+    expect(p.some((x) => x.startsWith("server.port:"))).toBe(true);
+    expect(p.some((x) => x.startsWith("tenants[1].keys:"))).toBe(true);
+    expect(p).toContain("alerts.thresholds[0]: expected a percentage from 1 to 100");
+  });
+
+  it("accepts alert thresholds only from 1 to 100 %, globally and per tenant", () => {
+    expect(problemsOf(`[alerts]\nthresholds = [0, 50, 100, 180]\n`)).toEqual([
+      "alerts.thresholds[0]: expected a percentage from 1 to 100",
+      "alerts.thresholds[3]: expected a percentage from 1 to 100",
+    ]);
+    expect(problemsOf(`[[tenants]]\nid="a"\nkeys=[{hash="${HASH}"}]\nalerts={thresholds=[101]}\n`)).toEqual([
+      "tenants[0].alerts.thresholds[0]: expected a percentage from 1 to 100",
+    ]);
+    expect(parseConfigText(`[alerts]\nthresholds = [1, 100]\n`).alerts.thresholds).toEqual([1, 100]);
+  });
+
   it("requires redisUrl when the redis backend is chosen", () => {
     expect(problemsOf(`[state]\nbackend = "redis"\n`)[0]).toMatch(/^state\.redisUrl:/);
   });
@@ -89,6 +110,10 @@ origins = ["https://app.example.com", "app.example.com"]
 
   it("reports a TOML syntax error without a stack trace", () => {
     expect(problemsOf("[server\nport=1")[0]).toMatch(/^\(file\): cannot parse t\.toml/);
+  });
+
+  it("names the line and column of a TOML syntax error, as smol-toml reports them", () => {
+    expect(problemsOf(`[server]\nport = 1\nhost = = "x"\n`)[0]).toMatch(/^\(file\): cannot parse t\.toml:3:8: /);
   });
 
   it("validates secrets from the environment by variable name", () => {
@@ -111,6 +136,16 @@ origins = ["https://app.example.com", "app.example.com"]
     expect(err.stderr).toContain("server.port:");
     expect(err.stderr).toContain("tenants[0].id:");
     expect(err.stderr).toContain("tenants[0].keys: expected at least one key");
+    expect(err.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("`tollgate config check` prints the file, line and column of a TOML syntax error", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "tg-cfg-"));
+    const f = join(dir, "syntax.toml");
+    await writeFile(f, `[server]\nport = 8787\n\n[cache\nenabled = true\n`);
+    const err = await run("npx", ["tsx", "src/cli.ts", "config", "check", f]).catch((e) => e);
+    expect(err.code).toBe(1);
+    expect(err.stderr).toContain(`${f}:4:`);
     expect(err.stderr).not.toMatch(/\n\s+at /);
   });
 

@@ -70,4 +70,25 @@ describe("the console on a fleet (Redis)", () => {
     expect((await post(a, "/logout", { _csrf: token }, cookie)).status).toBe(303);
     expect((await page(b, "/keys", cookie)).status).toBe(303);
   });
+
+  it("uses a sign-in link once across the fleet: of exchanges racing on both instances exactly one signs in", async () => {
+    for (let round = 0; round < 5; round++) {
+      const minted = await fetch(`${a.url}/_tollgate/admin/console-links`, {
+        method: "POST",
+        headers: { "x-api-key": keys.ops, "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(minted.status).toBe(201);
+      const code = new URL(((await minted.json()) as { url: string }).url).searchParams.get("code")!;
+      const answers = await Promise.all([a, b, a, b].map((gw) => post(gw, "/link", { code })));
+      expect(answers.map((r) => r.status).sort()).toEqual([303, 401, 401, 401]);
+      const cookie = answers
+        .find((r) => r.status === 303)!
+        .headers.get("set-cookie")!
+        .split(";")[0]!;
+      // The session it opened is honoured by both instances.
+      expect((await page(a, "/audit", cookie)).status).toBe(200);
+      expect((await page(b, "/audit", cookie)).status).toBe(200);
+    }
+  });
 });

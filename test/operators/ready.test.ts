@@ -10,8 +10,9 @@ import { startRedisServer } from "../state/redis-server.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
 import { sampleSum, scrape } from "./prometheus.js";
 
-const ready = async (url: string) => {
-  const r = await fetch(`${url}/_tollgate/ready`);
+/** The readiness report; with an operator key (admin or operator-readonly) it carries the wallet's figures. */
+const ready = async (url: string, key?: string) => {
+  const r = await fetch(`${url}/_tollgate/ready`, { headers: key ? { "x-api-key": key } : {} });
   return { status: r.status, body: await r.json() };
 };
 
@@ -35,9 +36,9 @@ describe("/_tollgate/ready", () => {
   });
 
   it("is ready with a reachable state backend and upstream, a signer, and the wallet's on-chain balance above the floor", async () => {
-    const s = await startPaidGateway(emu, [{ id: "acme" }], { walletFunds: 10_000_000n });
+    const s = await startPaidGateway(emu, [{ id: "acme" }, { id: "ops", scopes: ["admin"] }], { walletFunds: 10_000_000n });
     try {
-      const { status, body } = await ready(s.gateway.url);
+      const { status, body } = await ready(s.gateway.url, s.keys.ops);
       expect(status).toBe(200);
       expect(body.status).toBe("ready");
       expect(body.checks.state).toMatchObject({ ok: true, backend: "memory" });
@@ -55,13 +56,45 @@ describe("/_tollgate/ready", () => {
     }
   });
 
-  it("is degraded (still 200) with the balance and the floor when the wallet holds less than payments.minWalletBalance", async () => {
-    const s = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" } }], {
-      walletFunds: 10_000n,
-      payments: { minWalletBalance: "0.008" },
-    });
+  it("shows the wallet's balances and floor only to an operator key: anonymous, tenant and wrong keys see only ok", async () => {
+    const s = await startPaidGateway(
+      emu,
+      [{ id: "acme" }, { id: "ops", scopes: ["admin"] }, { id: "watch", scopes: ["operator-readonly"] }],
+      {
+        walletFunds: 10_000_000n,
+      },
+    );
     try {
-      let { status, body } = await ready(s.gateway.url);
+      for (const key of [undefined, s.keys.acme, "tg_wrong_key"]) {
+        const { status, body } = await ready(s.gateway.url, key);
+        expect(status).toBe(200);
+        expect(body.status).toBe("ready");
+        expect(body.checks.wallet).toEqual({ ok: true });
+        expect(JSON.stringify(body)).not.toContain("10.00");
+      }
+      for (const key of [s.keys.ops, s.keys.watch]) {
+        const { body } = await ready(s.gateway.url, key);
+        expect(body.checks.wallet).toMatchObject({ ok: true, balance: "10.00", floor: "1.00" });
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("is degraded (still 200) with the balance and the floor when the wallet holds less than payments.minWalletBalance", async () => {
+    const s = await startPaidGateway(
+      emu,
+      [
+        { id: "acme", budget: { daily: "1.00" } },
+        { id: "ops", scopes: ["admin"] },
+      ],
+      {
+        walletFunds: 10_000n,
+        payments: { minWalletBalance: "0.008" },
+      },
+    );
+    try {
+      let { status, body } = await ready(s.gateway.url, s.keys.ops);
       expect(status).toBe(200);
       expect(body.status).toBe("ready");
       expect(body.checks.wallet).toMatchObject({ ok: true, balance: "0.01", floor: "0.008" });
@@ -69,11 +102,15 @@ describe("/_tollgate/ready", () => {
       expect((await search(s.gateway.url, s.keys.acme, { query: "spend it down" })).status).toBe(200);
       const fresh = await startPaidGatewayOnSameWallet(s);
       try {
-        ({ status, body } = await ready(fresh.url));
+        ({ status, body } = await ready(fresh.url, s.keys.ops));
         expect(status).toBe(200);
         expect(body.status).toBe("degraded");
         expect(body.checks.wallet).toMatchObject({ ok: false, balance: "0.005", floor: "0.008" });
         expect(body.checks.wallet.error).toMatch(/below the floor/);
+        // Anyone else sees that the wallet check failed, not by how much.
+        const anonymous = (await ready(fresh.url)).body;
+        expect(anonymous.status).toBe("degraded");
+        expect(anonymous.checks.wallet).toEqual({ ok: false, error: "the wallet check failed (details for operators)" });
       } finally {
         await fresh.close();
       }

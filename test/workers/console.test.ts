@@ -60,4 +60,58 @@ describe("console on Workers", () => {
     expect(html).toContain("<svg");
     expect(html).not.toContain(ops);
   });
+
+  it("signs an operator-readonly key in by a one-time link on Durable Objects, draws the spend charts, and refuses its changes", async () => {
+    const watch = `tg_watch_${crypto.randomUUID()}`;
+    const config = parseConfig({
+      server: { logLevel: "silent" },
+      upstream: { baseUrl: "http://127.0.0.1:9" },
+      tenants: [
+        { id: "watch", scopes: ["operator-readonly"], keys: [{ hash: await hashTenantKey(watch) }] },
+        {
+          id: "edge",
+          scopes: ["search"],
+          budget: { daily: "1.00" },
+          keys: [{ hash: await hashTenantKey(`tg_edge_${crypto.randomUUID()}`) }],
+        },
+      ],
+    });
+    const gw = createGateway(config, {
+      secrets: { tokenSecret: "w".repeat(40) },
+      stores: doStores(bindings, { namespace: `console-link-${crypto.randomUUID()}` }),
+    });
+    const origin = "https://gateway.test";
+    const minted = await gw.app.request(`${origin}/_tollgate/admin/console-links`, {
+      method: "POST",
+      headers: { "x-api-key": watch, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(minted.status).toBe(201);
+    const { url } = (await minted.json()) as { url: string };
+    expect(url).not.toContain(watch);
+    const code = new URL(url).searchParams.get("code")!;
+    const exchange = () =>
+      gw.app.request(`${origin}/_tollgate/console/link`, {
+        method: "POST",
+        headers: { origin, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ code }),
+      });
+    const first = await exchange();
+    expect(first.status).toBe(303);
+    expect((await exchange()).status).toBe(401);
+    const cookie = first.headers.get("set-cookie")!.split(";")[0]!;
+    const page = await gw.app.request(`${origin}/_tollgate/console`, { headers: { cookie } });
+    const html = await page.text();
+    expect(html).toContain('data-role="readonly"');
+    expect(html).toContain('data-chart="spend-by-kind"');
+    expect(html).not.toContain("data-new-tenant");
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+    const forged = await gw.app.request(`${origin}/_tollgate/console/tenants/edge/disable`, {
+      method: "POST",
+      headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf: csrf }),
+    });
+    expect(forged.status).toBe(403);
+    expect(gw.directory.get("edge")?.enabled).toBe(true);
+  });
 });

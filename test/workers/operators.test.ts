@@ -13,14 +13,14 @@ async function sha256(s: string) {
   return "sha256:" + [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-async function workerEnv(tenant: string, key: string) {
+async function workerEnv(tenant: string, key: string, scopes?: string[]) {
   const config = {
     server: { logLevel: "error" },
     upstream: { baseUrl: stack.controlUrl },
     payments: { networks: [stack.network], assets: [stack.asset], maxPerRequest: "0.50", rpc: { [stack.network]: stack.rpcUrl } },
     cache: { enabled: false },
     state: { backend: "durable-objects" },
-    tenants: [{ id: tenant, keys: [{ hash: await sha256(key) }], budget: { daily: "1.00" } }],
+    tenants: [{ id: tenant, keys: [{ hash: await sha256(key) }], budget: { daily: "1.00" }, ...(scopes ? { scopes } : {}) }],
   };
   return {
     ...(env as Record<string, unknown>),
@@ -70,8 +70,12 @@ describe("operator endpoints on the Worker (workerd + Durable Objects + local ch
   });
 
   it("is ready: Durable Objects answer, the upstream answers, and the wallet's balance is read through the RPC", async () => {
-    const e = await workerEnv(`r-${crypto.randomUUID().slice(0, 8)}`, `tg_worker_${crypto.randomUUID()}`);
-    const r = await worker.fetch(new Request("https://gateway.test/_tollgate/ready"), e, ctx);
+    const key = `tg_worker_${crypto.randomUUID()}`;
+    const e = await workerEnv(`r-${crypto.randomUUID().slice(0, 8)}`, key, ["admin"]);
+    // Anyone may ask; only an operator key sees the wallet's figures.
+    const anonymous = (await (await worker.fetch(new Request("https://gateway.test/_tollgate/ready"), e, ctx)).json()) as any;
+    expect(anonymous.checks.wallet).toEqual({ ok: true });
+    const r = await worker.fetch(new Request("https://gateway.test/_tollgate/ready", { headers: { "x-api-key": key } }), e, ctx);
     const body = (await r.json()) as any;
     expect(r.status).toBe(200);
     expect(body.status).toBe("ready");

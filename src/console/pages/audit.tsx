@@ -43,7 +43,10 @@ export function AuditPage(props: {
   alerts: AuditEntry[];
   entries: AuditEntry[];
   next?: number;
+  filters: { action?: string; actor?: string; since?: string; until?: string };
 }) {
+  const f = props.filters;
+  const keep = new URLSearchParams(Object.entries(f).filter((e): e is [string, string] => !!e[1]));
   return (
     <Page title="Audit & alerts" viewer={props.viewer} active="/audit" nonce={props.nonce}>
       <h1>Alerts</h1>
@@ -68,10 +71,35 @@ export function AuditPage(props: {
       <h2>Alerts raised</h2>
       <AuditTable entries={props.alerts} viewer={props.viewer} />
       <h2>Audit log</h2>
-      <AuditTable entries={props.entries} viewer={props.viewer} />
+      <form class="filters" method="get" action={href("/audit")} data-audit-filters>
+        <label>
+          Action (or prefix ending in ".")
+          <input name="action" value={f.action ?? ""} placeholder="key." />
+        </label>
+        {props.viewer.admin && (
+          <label>
+            Actor
+            <input name="actor" value={f.actor ?? ""} placeholder="ops" />
+          </label>
+        )}
+        <label>
+          Since (UTC day)
+          <input name="since" type="date" value={f.since ?? ""} />
+        </label>
+        <label>
+          Until (UTC day, inclusive)
+          <input name="until" type="date" value={f.until ?? ""} />
+        </label>
+        <button type="submit">Filter</button>
+      </form>
+      <section data-audit-log>
+        <AuditTable entries={props.entries} viewer={props.viewer} />
+      </section>
       {props.next !== undefined && (
         <p>
-          <a href={href(`/audit?before=${props.next}`)}>Older entries</a>
+          <a href={href(`/audit?${keep.toString() ? `${keep}&` : ""}before=${props.next}`)} data-page="next">
+            Older entries
+          </a>
         </p>
       )}
     </Page>

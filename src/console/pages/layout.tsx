@@ -4,21 +4,32 @@ import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { CONSOLE_CSS } from "../style.js";
 import { CONSOLE_PATH } from "../session.js";
+import type { OperatorRole } from "../../operators/roles.js";
 
-/** Who is looking: the tenant signed in, whether it is an admin, and the form token of its session. */
+/**
+ * Who is looking: the tenant signed in, its role, and the form token of its session. `admin` is true for both operator
+ * roles (every tenant is visible); `canEdit` only for the admin role (operator-readonly changes nothing).
+ */
 export interface Viewer {
   tenant: string;
+  role: OperatorRole;
   admin: boolean;
+  canEdit: boolean;
   csrf: string;
 }
 
-const NAV: Array<[string, string]> = [
-  ["", "Overview"],
-  ["/ledger", "Ledger"],
-  ["/resources", "Sandboxes & sessions"],
-  ["/keys", "Keys"],
-  ["/audit", "Audit & alerts"],
+const NAV: Array<[string, string, OperatorRole[]]> = [
+  ["", "Overview", ["admin", "readonly", "tenant"]],
+  ["/ledger", "Ledger", ["admin", "readonly", "tenant"]],
+  ["/resources", "Sandboxes & sessions", ["admin", "readonly", "tenant"]],
+  ["/keys", "Keys", ["admin", "readonly", "tenant"]],
+  ["/tokens", "Keyless tokens", ["tenant"]],
+  ["/audit", "Audit & alerts", ["admin", "readonly", "tenant"]],
 ];
+const ROLE_LABEL: Record<OperatorRole, string> = { admin: "admin", readonly: "read-only operator", tenant: "tenant" };
+
+/** Whether the viewer may manage this tenant's keys: an admin any tenant's, a tenant its own. */
+export const managesKeysOf = (viewer: Viewer, tenant: string) => viewer.canEdit || (viewer.role === "tenant" && viewer.tenant === tenant);
 
 export const href = (path: string) => `${CONSOLE_PATH}${path}`;
 
@@ -40,7 +51,7 @@ export function Page(props: { title: string; viewer?: Viewer; active?: string; n
           <span class="brand">Tollgate</span>
           {viewer && (
             <nav>
-              {NAV.map(([path, label]) => (
+              {NAV.filter(([, , roles]) => roles.includes(viewer.role)).map(([path, label]) => (
                 <a href={href(path)} class={props.active === path ? "on" : ""}>
                   {label}
                 </a>
@@ -48,8 +59,8 @@ export function Page(props: { title: string; viewer?: Viewer; active?: string; n
             </nav>
           )}
           {viewer && (
-            <span class="who">
-              {viewer.tenant} {viewer.admin ? "(admin)" : "(tenant)"}
+            <span class="who" data-role={viewer.role}>
+              {viewer.tenant} ({ROLE_LABEL[viewer.role]})
             </span>
           )}
           {viewer && (

@@ -5,6 +5,9 @@ import type { CacheSavings } from "../../operators/savings.js";
 import type { TenantSpend } from "../spend.js";
 import { href, Page, type Viewer } from "./layout.js";
 import { ChartKey, SpendChart } from "./spend-chart.js";
+import type { SpendHistory } from "../spend.js";
+import { HistoryChart, TopTables } from "./history-chart.js";
+import { NewTenantForm } from "./tenant-forms.js";
 
 export function SavingsStats({ savings, live }: { savings: CacheSavings; live?: { sandboxes: number; sessions: number } }) {
   return (
@@ -39,14 +42,39 @@ export function OverviewPage(props: {
   spends: TenantSpend[];
   savings: CacheSavings;
   live: { sandboxes: number; sessions: number };
+  history: SpendHistory;
+  issued?: { tenant: string; id: string; key: string };
+  formError?: string;
 }) {
+  const { viewer, issued } = props;
   return (
-    <Page title="Overview" viewer={props.viewer} active="" nonce={props.nonce}>
-      <h1>{props.viewer.admin ? "All tenants" : `Tenant ${props.viewer.tenant}`}</h1>
+    <Page title="Overview" viewer={viewer} active="" nonce={props.nonce}>
+      <h1>{viewer.admin ? "All tenants" : `Tenant ${viewer.tenant}`}</h1>
+      {issued && (
+        <div class="notice" data-issued={issued.id}>
+          <p style="margin-top:0">
+            Tenant <b data-created-tenant={issued.tenant}>{issued.tenant}</b> created with key <code>{issued.id}</code>. The key is shown
+            this once and is not stored; copy it now.
+          </p>
+          <div class="secret" id="new-key">
+            {issued.key}
+          </div>
+        </div>
+      )}
       <SavingsStats savings={props.savings} live={props.live} />
       <p class="muted" style="font-size:12px">
         Savings are counted by this gateway instance since it started.
       </p>
+      <h2>Spend over the last 30 days{viewer.admin ? ", all tenants" : ""}</h2>
+      <div class="grid">
+        <div class="card wide">
+          <HistoryChart history={props.history} split="kind" label="Daily spend by kind" />
+        </div>
+        <div class="card wide">
+          <HistoryChart history={props.history} split="surface" label="Daily spend by surface" />
+        </div>
+      </div>
+      <TopTables history={props.history} showTenants={viewer.admin} />
       <h2>Spend against budgets</h2>
       <div class="grid">
         {props.spends.map((s) => (
@@ -60,6 +88,7 @@ export function OverviewPage(props: {
           </div>
         ))}
       </div>
+      {viewer.canEdit && <NewTenantForm viewer={viewer} error={props.formError} />}
     </Page>
   );
 }

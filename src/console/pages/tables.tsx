@@ -5,9 +5,9 @@ import { keyIdOf, type Tenant } from "../../tenants.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import { ledgerSurface } from "../../routes/admin/views.js";
 import type { LiveResource } from "../resources.js";
-import { FormToken, href, type Viewer } from "./layout.js";
+import { FormToken, href, managesKeysOf, type Viewer } from "./layout.js";
 
-const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+export const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
 const short = (s: string | undefined, n = 14) => (s && s.length > n ? `${s.slice(0, n)}…` : (s ?? ""));
 
 export function LedgerTable({ entries, showTenant }: { entries: LedgerEntry[]; showTenant: boolean }) {
@@ -55,6 +55,16 @@ export function LedgerTable({ entries, showTenant }: { entries: LedgerEntry[]; s
   );
 }
 
+/** "3 h 05 min", "12 min", "40 s". */
+export function duration(seconds: number): string {
+  if (seconds < 60) return `${Math.max(0, Math.floor(seconds))} s`;
+  const m = Math.floor(seconds / 60);
+  if (m < 60) return `${m} min`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h} h ${String(m % 60).padStart(2, "0")} min`;
+  return `${Math.floor(h / 24)} d ${h % 24} h`;
+}
+
 export function ResourceTable({ resources, viewer, showTenant }: { resources: LiveResource[]; viewer: Viewer; showTenant: boolean }) {
   if (!resources.length) return <p class="muted">No sandboxes or sessions.</p>;
   return (
@@ -65,7 +75,10 @@ export function ResourceTable({ resources, viewer, showTenant }: { resources: Li
           <th>Id</th>
           {showTenant && <th>Tenant</th>}
           <th>Status</th>
-          <th>Created</th>
+          <th>Created (UTC)</th>
+          <th class="num">Running</th>
+          <th class="num">Hold (USD)</th>
+          <th>Hold ends (UTC)</th>
           <th></th>
         </tr>
       </thead>
@@ -83,8 +96,15 @@ export function ResourceTable({ resources, viewer, showTenant }: { resources: Li
               </span>
             </td>
             <td>{r.createdAt ? r.createdAt.replace("T", " ").slice(0, 19) : ""}</td>
+            <td class="num" data-running={r.runningSeconds ?? ""}>
+              {r.runningSeconds !== undefined ? duration(r.runningSeconds) : ""}
+            </td>
+            <td class="num" data-hold={r.hold !== undefined ? atomicToUsd(r.hold) : ""}>
+              {r.hold !== undefined ? atomicToUsd(r.hold) : "—"}
+            </td>
+            <td data-hold-ends>{r.holdEndsAt ? when(r.holdEndsAt) : ""}</td>
             <td>
-              {(r.status === "active" || r.status === "unknown") && (
+              {(r.status === "active" || r.status === "unknown") && (viewer.canEdit || viewer.role === "tenant") && (
                 <form
                   class="inline"
                   method="post"
@@ -105,29 +125,86 @@ export function ResourceTable({ resources, viewer, showTenant }: { resources: Li
   );
 }
 
-export function KeyTable({ tenant, viewer }: { tenant: Tenant; viewer: Viewer }) {
+/** Whether a key works now, is in its last day (a rotation's grace), or has expired. */
+function keyStatus(expiresAt: string | undefined, now: number): { label: string; cls: string } {
+  if (!expiresAt) return { label: "live", cls: "ok" };
+  const left = Date.parse(expiresAt) - now;
+  if (left <= 0) return { label: "expired", cls: "bad" };
+  if (left < 86_400_000) return { label: `expires in ${duration(left / 1000)}`, cls: "warn" };
+  return { label: "live", cls: "ok" };
+}
+
+const GRACE_CHOICES: Array<[string, string]> = [
+  ["0", "stops now"],
+  ["3600", "works 1 more hour"],
+  ["86400", "works 1 more day"],
+  ["604800", "works 7 more days"],
+];
+
+export function KeyTable({
+  tenant,
+  viewer,
+  lastUsed,
+  now,
+}: {
+  tenant: Tenant;
+  viewer: Viewer;
+  lastUsed: Map<string, number>;
+  now: number;
+}) {
+  const manage = managesKeysOf(viewer, tenant.id);
   return (
     <table data-table="keys" data-tenant={tenant.id}>
       <thead>
         <tr>
           <th>Key id</th>
           <th>Label</th>
-          <th>Expires</th>
-          {viewer.admin && <th></th>}
+          <th>Created (UTC)</th>
+          <th>Last used (UTC)</th>
+          <th>Expires (UTC)</th>
+          <th>Status</th>
+          {manage && <th></th>}
         </tr>
       </thead>
       <tbody>
         {tenant.keys.map((k) => {
           const id = keyIdOf(k.hash);
+          const status = keyStatus(k.expiresAt, now);
+          const used = lastUsed.get(k.hash);
           return (
             <tr data-key={id}>
               <td>
                 <code>{id}</code>
               </td>
               <td>{k.label ?? ""}</td>
+              <td data-created>{k.createdAt ? k.createdAt.replace("T", " ").slice(0, 19) : <span class="muted">before tracking</span>}</td>
+              <td data-last-used={used ?? ""}>{used ? when(used) : <span class="muted">never</span>}</td>
               <td>{k.expiresAt ? k.expiresAt.replace("T", " ").slice(0, 19) : "never"}</td>
-              {viewer.admin && (
-                <td>
+              <td>
+                <span class={`pill ${status.cls}`} data-key-status={status.cls === "bad" ? "expired" : "live"}>
+                  {status.label}
+                </span>
+              </td>
+              {manage && (
+                <td style="white-space:nowrap">
+                  {status.cls !== "bad" && (
+                    <form
+                      class="inline"
+                      method="post"
+                      action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/rotate`)}
+                      data-rotate={id}
+                    >
+                      <FormToken viewer={viewer} />
+                      <span class="muted">old key</span>{" "}
+                      <select name="graceSeconds" aria-label="old key">
+                        {GRACE_CHOICES.map(([v, l]) => (
+                          <option value={v}>{l}</option>
+                        ))}
+                      </select>{" "}
+                      <input type="date" name="expiresAt" aria-label="new key expires" title="new key expires (optional)" />{" "}
+                      <button type="submit">Rotate</button>
+                    </form>
+                  )}{" "}
                   <form
                     class="inline"
                     method="post"
@@ -156,6 +233,10 @@ export function NewKeyForm({ tenant, viewer }: { tenant: string; viewer: Viewer 
       <label>
         New key label
         <input name="label" maxlength={200} placeholder="e.g. ci" />
+      </label>
+      <label>
+        Expires (optional)
+        <input name="expiresAt" type="date" />
       </label>
       <button class="primary" type="submit">
         Create key
@@ -205,6 +286,9 @@ function auditDetail(e: AuditEntry): string {
   const a = (e.after ?? {}) as Record<string, unknown>;
   if (e.action === "alert.budget.threshold") return `${a.window} ${a.period}: crossed ${a.threshold}% ($${a.spent} of $${a.limit})`;
   if (e.action === "alert.budget.exhausted") return `${a.window} ${a.period}: exhausted (then ${a.onExhausted})`;
+  if (e.action === "resource.stop") return `stopped (upstream ${a.status})`;
+  if (e.action === "console.login") return `signed in with ${a.via}`;
+  if (e.action === "key.rotate") return `old key until ${a.replacedExpiresAt ?? "now"}`;
   if (e.action === "tenant.kill") {
     const stopped = (a.stopped ?? {}) as { sandboxes?: unknown[]; sessions?: unknown[] };
     return `${a.reason}: stopped ${stopped.sandboxes?.length ?? 0} sandboxes, ${stopped.sessions?.length ?? 0} sessions`;

@@ -10,6 +10,10 @@ import { SavingsStats } from "./overview.js";
 import { ChartKey, SpendChart } from "./spend-chart.js";
 import { AlertSettings } from "./audit.js";
 import { AuditTable, KeyTable, LedgerTable, NewKeyForm, ResourceTable } from "./tables.js";
+import type { SpendHistory } from "../spend.js";
+import { HistoryChart, TopTables } from "./history-chart.js";
+import { EnableForm, TenantEditForm } from "./tenant-forms.js";
+import { managesKeysOf } from "./layout.js";
 
 export function TenantPage(props: {
   viewer: Viewer;
@@ -20,15 +24,34 @@ export function TenantPage(props: {
   resources: LiveResource[];
   ledger: LedgerEntry[];
   audit: AuditEntry[];
+  history: SpendHistory;
+  lastUsed: Map<string, number>;
+  now: number;
+  notice?: string;
+  formError?: string;
 }) {
   const { tenant } = props.spend;
   const { viewer } = props;
   return (
     <Page title={tenant.id} viewer={viewer} active="" nonce={props.nonce}>
       <h1 data-tenant-page={tenant.id}>
-        Tenant {tenant.id} <span class={`pill ${tenant.enabled ? "ok" : "off"}`}>{tenant.enabled ? "enabled" : "disabled"}</span>
+        Tenant {tenant.id}{" "}
+        <span class={`pill ${tenant.enabled ? "ok" : "off"}`} data-enabled={String(tenant.enabled)}>
+          {tenant.enabled ? "enabled" : "disabled"}
+        </span>{" "}
+        {viewer.canEdit && <EnableForm tenant={tenant} viewer={viewer} />}
       </h1>
+      {props.notice && <div class="notice">{props.notice}</div>}
       <SavingsStats savings={props.savings} />
+      <div class="grid">
+        <div class="card wide">
+          <HistoryChart history={props.history} split="kind" label="Daily spend by kind" />
+        </div>
+        <div class="card wide">
+          <HistoryChart history={props.history} split="surface" label="Daily spend by surface" />
+        </div>
+      </div>
+      <TopTables history={props.history} showTenants={false} />
       <div class="grid">
         <div class="card">
           <h3>Spend against budgets</h3>
@@ -61,8 +84,9 @@ export function TenantPage(props: {
               ))}
             </tbody>
           </table>
-          <p class="muted" style="font-size:12px">
+          <p class="muted" style="font-size:12px" data-settings>
             Scopes: {tenant.scopes.join(", ") || "none"} · on exhaustion: {tenant.onExhausted}
+            {tenant.quotas.requestsPerMinute !== undefined && ` · rate limit ${tenant.quotas.requestsPerMinute}/min`}
             {tenant.quotas.maxSandboxes !== undefined && ` · max sandboxes ${tenant.quotas.maxSandboxes}`}
             {tenant.quotas.maxSessions !== undefined && ` · max sessions ${tenant.quotas.maxSessions}`}
           </p>
@@ -72,9 +96,10 @@ export function TenantPage(props: {
           <AlertSettings tenant={tenant} thresholds={props.thresholds} />
         </div>
       </div>
+      {viewer.canEdit && <TenantEditForm tenant={tenant} viewer={viewer} error={props.formError} />}
       <h2>Keys</h2>
-      <KeyTable tenant={tenant} viewer={viewer} />
-      {viewer.admin && <NewKeyForm tenant={tenant.id} viewer={viewer} />}
+      <KeyTable tenant={tenant} viewer={viewer} lastUsed={props.lastUsed} now={props.now} />
+      {managesKeysOf(viewer, tenant.id) && <NewKeyForm tenant={tenant.id} viewer={viewer} />}
       <h2>Sandboxes and sessions</h2>
       <ResourceTable resources={props.resources} viewer={viewer} showTenant={false} />
       <h2>

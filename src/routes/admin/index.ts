@@ -2,7 +2,11 @@
 import { Hono } from "hono";
 import type { GatewayEnv } from "../../context.js";
 import type { GatewayServices } from "../../services.js";
-import { authenticate } from "../../../middleware/authenticate/index.js";
+import { authenticateTenant } from "../../../middleware/authenticate/index.js";
+import { GatewayError } from "../../errors.js";
+import { requireScope } from "../../tenants.js";
+import { roleOf } from "../../operators/roles.js";
+import { consoleLinkRoutes } from "../../console/link.js";
 import { openApiDocument } from "../openapi.js";
 import { keyAdminRoutes } from "./keys.js";
 import { tenantAdminRoutes } from "./tenants.js";
@@ -15,7 +19,21 @@ export function operatorRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   let document: unknown;
   app.get("/openapi.json", (c) => c.json((document ??= openApiDocument())));
-  app.use("/admin/*", authenticate(services.directory, "admin"));
+  // An admin key does anything here; an operator-readonly key only reads (GET), and is refused any change.
+  app.use("/admin/*", async function operatorOnly(c, next) {
+    const tenant = await authenticateTenant(c, services.directory);
+    const role = roleOf(tenant);
+    const reads = c.req.method === "GET" || c.req.method === "HEAD";
+    if (role === "readonly" && !reads && !c.req.path.endsWith("/admin/console-links"))
+      throw new GatewayError(
+        403,
+        "read_only",
+        "This key has the operator-readonly scope: it may read the admin API but not change anything.",
+      );
+    if (role === "tenant") requireScope(tenant, "admin");
+    await next();
+  });
+  app.route("/admin", consoleLinkRoutes(services));
   app.route("/admin", tenantAdminRoutes(services));
   app.route("/admin", keyAdminRoutes(services));
   app.route("/admin", viewAdminRoutes(services));

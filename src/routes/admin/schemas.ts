@@ -65,11 +65,15 @@ export const keyRotateBody = z
       .nonnegative()
       .max(30 * 86_400)
       .default(0),
+    /** When the new key expires (never later than the old key would have). */
+    expiresAt: isoDate.optional(),
   })
   .meta({ id: "KeyRotate" });
 export const keyExpireBody = z.strictObject({ expiresAt: isoDate }).meta({ id: "KeyExpire" });
 
-const keyView = z.object({ id: z.string(), label: z.string().optional(), expiresAt: z.string().optional() }).meta({ id: "Key" });
+const keyView = z
+  .object({ id: z.string(), label: z.string().optional(), expiresAt: z.string().optional(), createdAt: z.string().optional() })
+  .meta({ id: "Key" });
 export const tenantView = z
   .object({
     id: z.string(),
@@ -106,11 +110,36 @@ export const pageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   cursor: z.string().optional().describe("`next` of the previous page"),
 });
+/** An ISO date or day ("2026-11-24", "2026-11-24T10:00:00Z") in a query, as epoch ms. */
+const queryDate = z
+  .string()
+  .refine((s) => !Number.isNaN(Date.parse(s)), { error: 'expected an ISO-8601 date like "2026-11-24" or "2026-11-24T10:00:00Z"' })
+  .transform((s) => Date.parse(s));
+
+/** The audit log's filters; any other query parameter is refused (400), so a misspelt filter never passes silently. */
+export const auditQuery = z
+  .strictObject({
+    ...pageQuery.shape,
+    action: z.string().max(100).optional().describe('an action ("key.revoke"), or a prefix ending in "." or "*" ("key.", "tenant.*")'),
+    actor: z.string().max(100).optional().describe("the tenant that acted, or system"),
+    target: z.string().max(200).optional().describe('"tenant:<id>" (also matches its keys) or "key:<id>/<keyId>"'),
+    since: queryDate.optional().describe("entries at or after this time"),
+    until: queryDate.optional().describe("entries before this time"),
+  })
+  .meta({ id: "AuditQuery" });
+
 export const ledgerQuery = pageQuery.extend({
+  since: queryDate.optional().describe("entries created at or after this time"),
+  until: queryDate.optional().describe("entries created before this time"),
   tenant: z.string().optional(),
   state: z.enum(["reserved", "committed", "released", "uncertain"]).optional(),
   kind: z.enum(["x402", "credits"]).optional().describe("how it was paid: x402 (on chain) or the operator's credits"),
   surface: z.enum(["search", "fetch", "session", "sandbox", "other"]).optional().describe("what it paid for"),
 });
+
+/** POST /admin/console-links: how long the one-time sign-in code lives (default 300 s). */
+export const consoleLinkBody = z
+  .strictObject({ ttlSeconds: z.number().int().min(30).max(900).optional() })
+  .meta({ id: "ConsoleLinkCreate" });
 
 export const errorBody = z.object({ message: z.string(), code: z.string() }).meta({ id: "Error" });

@@ -1,6 +1,7 @@
 // Admin API: tenants — list, create (with a first key, shown once), read, update, replace one section, disable,
 // enable, delete. Every change is audited and applies on every instance within a second.
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
+import type * as z from "zod";
 import { tenantSchema, type TenantConfig } from "../../../config/schema.js";
 import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
@@ -9,6 +10,30 @@ import { audit, changeTenant, liveRecord, tenantView } from "../../operators/ten
 import { issueKey } from "./keys.js";
 import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "./schemas.js";
 import { validBody } from "./validate.js";
+
+/** A new tenant with its first key (the plain key is in the answer, once). 409 when the id is taken or was deleted. */
+export async function createTenant(services: GatewayServices, c: Context<GatewayEnv>, body: z.infer<typeof tenantCreateBody>) {
+  const { keyLabel, keyExpiresAt, ...fields } = body;
+  const issued = await issueKey(keyLabel, keyExpiresAt, services.now());
+  // The config schema fills the defaults, exactly as for a tenant written in the config file.
+  const tenant: TenantConfig = tenantSchema.parse({ ...fields, keys: [issued.entry] });
+  const record = { tenant, source: "api" as const, updatedAt: services.now() };
+  if (!(await services.stores.tenants.create(record))) {
+    throw new GatewayError(409, "tenant_exists", `A tenant "${tenant.id}" exists (or was deleted; deleted ids are not reused).`);
+  }
+  await audit(services, c, "tenant.create", `tenant:${tenant.id}`, undefined, tenantView(record));
+  await services.tenantSync.refresh();
+  const { key, id: keyId } = issued.view(tenant.id);
+  return { tenant: tenantView(record), key, keyId };
+}
+
+/** Enables or disables a tenant (disabling pulls its kill switch). */
+export const setTenantEnabled = (services: GatewayServices, c: Context<GatewayEnv>, id: string, enabled: boolean) =>
+  changeTenant(services, c, id, { action: `tenant.${enabled ? "enable" : "disable"}` }, (t) => ({ ...t, enabled }));
+
+/** Applies a validated patch (tenantPatchBody) to a tenant. */
+export const patchTenant = (services: GatewayServices, c: Context<GatewayEnv>, id: string, patch: z.infer<typeof tenantPatchBody>) =>
+  changeTenant(services, c, id, { action: "tenant.update" }, (t) => ({ ...t, ...patch }) as TenantConfig);
 
 export function tenantAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
@@ -19,26 +44,12 @@ export function tenantAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
     return c.json({ tenants: records.map(tenantView) });
   });
 
-  app.post("/tenants", async (c) => {
-    const { keyLabel, keyExpiresAt, ...fields } = await validBody(c, tenantCreateBody);
-    const issued = await issueKey(keyLabel, keyExpiresAt);
-    // The config schema fills the defaults, exactly as for a tenant written in the config file.
-    const tenant: TenantConfig = tenantSchema.parse({ ...fields, keys: [issued.entry] });
-    const record = { tenant, source: "api" as const, updatedAt: services.now() };
-    if (!(await stores.tenants.create(record))) {
-      throw new GatewayError(409, "tenant_exists", `A tenant "${tenant.id}" exists (or was deleted; deleted ids are not reused).`);
-    }
-    await audit(services, c, "tenant.create", `tenant:${tenant.id}`, undefined, tenantView(record));
-    await services.tenantSync.refresh();
-    const { key, id: keyId } = issued.view(tenant.id);
-    return c.json({ tenant: tenantView(record), key, keyId }, 201);
-  });
+  app.post("/tenants", async (c) => c.json(await createTenant(services, c, await validBody(c, tenantCreateBody)), 201));
 
   app.get("/tenants/:id", async (c) => c.json(tenantView(await liveRecord(services, c.req.param("id")))));
 
   app.patch("/tenants/:id", async (c) => {
-    const patch = await validBody(c, tenantPatchBody);
-    const r = await changeTenant(services, c, c.req.param("id"), { action: "tenant.update" }, (t) => ({ ...t, ...patch }) as TenantConfig);
+    const r = await patchTenant(services, c, c.req.param("id"), await validBody(c, tenantPatchBody));
     return c.json(tenantView(r));
   });
 
@@ -59,10 +70,7 @@ export function tenantAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
     ["disable", false],
     ["enable", true],
   ] as const) {
-    app.post(`/tenants/:id/${verb}`, async (c) => {
-      const r = await changeTenant(services, c, c.req.param("id"), { action: `tenant.${verb}` }, (t) => ({ ...t, enabled }));
-      return c.json(tenantView(r));
-    });
+    app.post(`/tenants/:id/${verb}`, async (c) => c.json(tenantView(await setTenantEnabled(services, c, c.req.param("id"), enabled))));
   }
 
   app.delete("/tenants/:id", async (c) => {
