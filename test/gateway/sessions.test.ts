@@ -148,8 +148,9 @@ describe("browser sessions through Tollgate", () => {
       ttlSeconds: 60,
     });
     expect(await refusal(`${base}?token=${rivalToken.token}`)).toMatchObject({ status: 404, code: "not_found" });
-    // A valid token over plain HTTP is told to upgrade.
-    expect((await fetch(`${base}?token=${session.token}`)).status).toBe(426);
+    // A valid token over plain HTTP (as a bearer header: `?token=` counts only on an upgrade) is told to upgrade.
+    expect((await fetch(base, { headers: { authorization: `Bearer ${session.token}` } })).status).toBe(426);
+    expect((await fetch(`${base}?token=${session.token}`)).status).toBe(401);
   });
 
   it("stops the session for its owner; the browser goes away and the detail says closed", async () => {

@@ -35,17 +35,27 @@ export function ownershipContract(b: ContractBackend) {
       expect(await ownership.activeCount("sandbox", "t2")).toBe(1);
     });
 
-    it("moves a resource claimed again to its new owner, as newest and active", async () => {
+    it("never moves a resource another tenant owns: the first claim wins, a later one answers false", async () => {
+      const { ownership } = await open.fresh();
+      expect(await ownership.claim("session", "x", "t1")).toBe(true);
+      expect(await ownership.claim("session", "y", "t2")).toBe(true);
+      await ownership.setActive("session", "x", false);
+      expect(await ownership.claim("session", "x", "t2")).toBe(false);
+      expect(await ownership.owner("session", "x")).toBe("t1");
+      expect(await ownership.list("session", "t1")).toEqual(["x"]);
+      expect(await ownership.list("session", "t2")).toEqual(["y"]);
+      expect(await ownership.activeCount("session", "t1")).toBe(0);
+      expect(await ownership.activeCount("session", "t2")).toBe(1);
+    });
+
+    it("takes a claim again by the same tenant: newest and active again", async () => {
       const { ownership } = await open.fresh();
       await ownership.claim("session", "x", "t1");
-      await ownership.claim("session", "y", "t2");
+      await ownership.claim("session", "y", "t1");
       await ownership.setActive("session", "x", false);
-      await ownership.claim("session", "x", "t2");
-      expect(await ownership.owner("session", "x")).toBe("t2");
-      expect(await ownership.list("session", "t1")).toEqual([]);
-      expect(await ownership.list("session", "t2")).toEqual(["x", "y"]);
-      expect(await ownership.activeCount("session", "t1")).toBe(0);
-      expect(await ownership.activeCount("session", "t2")).toBe(2);
+      expect(await ownership.claim("session", "x", "t1")).toBe(true);
+      expect(await ownership.list("session", "t1")).toEqual(["x", "y"]);
+      expect(await ownership.activeCount("session", "t1")).toBe(2);
     });
   });
 }
