@@ -14,6 +14,7 @@ import { createJobsModule } from "./jobs/index.js";
 import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
 import { createTeamModule } from "./team.js";
+import { CreditMeter, type CreditSchedule } from "./credits.js";
 
 export interface EmulatorOptions {
   host?: string;
@@ -26,6 +27,8 @@ export interface EmulatorOptions {
   /** Which halves to run; all by default. Tests of one half skip the others to start faster. */
   modules?: Array<"sandboxes" | "sessions" | "x402" | "jobs">;
   prices?: Partial<X402Prices>;
+  /** The credit schedule (emulator/credits.ts): what sessions, sandboxes, jobs and searches cost the team. */
+  credits?: Partial<CreditSchedule>;
   log?: (event: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -35,6 +38,8 @@ export interface EmulatorHandle {
   apiKey: string;
   chain?: ChainHandle;
   modules: EmulatorModule[];
+  /** The team's credit meter: its schedule and running usage. */
+  credits: CreditMeter;
   close(): Promise<void>;
 }
 
@@ -68,6 +73,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds ?? 900,
     stateDir,
     log,
+    credits: new CreditMeter(opts.credits),
   };
   const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402", "jobs"]);
   const modules: EmulatorModule[] = [];
@@ -159,6 +165,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     apiKey,
     chain,
     modules,
+    credits: ctx.credits!,
     async close() {
       if (closed) return;
       closed = true;
