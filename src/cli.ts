@@ -7,6 +7,7 @@ import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
 import { LOOPBACK_HOSTS } from "./public-origin.js";
 import { AdminCliError, cmdKeysRemote, cmdTenants } from "./cli-admin.js";
+import { cmdCredits, cmdUsage } from "./cli-credits.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -30,6 +31,8 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS]
   tollgate keys revoke --tenant ID --key KEY_ID
   tollgate keys expire --tenant ID --key KEY_ID --expires ISO
+  tollgate usage export [--from ISO] [--to ISO] [--format csv|json]   spend by tenant, day, kind and route row
+  tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
 `;
 
 /** What the emulator's printed wallet holds: 100 tokens of 6 decimals. */
@@ -286,6 +289,8 @@ export async function main(argv: string[]) {
     if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
     if (cmd === "keys") return await cmdKeysRemote(sub, rest);
     if (cmd === "tenants") return await cmdTenants(sub, rest);
+    if (cmd === "usage") return await cmdUsage(sub, rest);
+    if (cmd === "credits") return await cmdCredits(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {
