@@ -34,7 +34,7 @@ export function multiplierOf(tenant: { creditMultiplier?: string }): string | un
 }
 
 /** The upstream answer at `path` (control plane, the operator's key) as a JSON object; undefined on any failure. */
-async function readUpstreamJson(services: GatewayServices, path: string): Promise<Record<string, unknown> | undefined> {
+export async function readUpstreamJson(services: GatewayServices, path: string): Promise<Record<string, unknown> | undefined> {
   const { upstream } = services;
   try {
     const res = await upstream.transport.request({

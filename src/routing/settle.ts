@@ -9,6 +9,7 @@ import type { LedgerEntry } from "../state/types.js";
 import {
   correctSettlement,
   creditsToAtomic,
+  readUpstreamJson,
   reportedCredits,
   reportedWork,
   upstreamCreditsUsed,
@@ -51,13 +52,20 @@ export async function settleEndedResource(
   );
 }
 
-/** A job ended (completed or stopped): settle to the credits it reports, else its work count × the rate, else the hold. */
+/**
+ * A job ended (completed or stopped): settle to the credits it reports, else its work count × the rate, else the hold.
+ * A status answer (`…/status`, no counts) is completed by reading the job's detail once.
+ */
 export async function settleFinishedJob(
   services: GatewayServices,
   c: Context<GatewayEnv> | undefined,
   hold: RatedHold,
-  body: Record<string, unknown>,
+  answer: Record<string, unknown>,
 ): Promise<void> {
+  let body = answer;
+  const path = c?.req.path;
+  if (reportedCredits(body) === undefined && reportedWork(body) === undefined && path?.endsWith("/status"))
+    body = (await readUpstreamJson(services, path.slice(0, -"/status".length))) ?? body;
   const credits = reportedCredits(body);
   if (credits !== undefined) {
     const cost = creditsToAtomic(credits, services.config.credits.usdPerCredit);

@@ -1,6 +1,7 @@
 // The emulator (sessions half, optionally sandboxes) and a Node gateway in front of it, with tenants and their keys.
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
+import type { CreditSchedule } from "../../emulator/credits.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
@@ -10,6 +11,7 @@ export interface TenantSpec {
   scopes?: string[];
   quotas?: Record<string, unknown>;
   budget?: { daily?: string; monthly?: string; total?: string };
+  creditMultiplier?: string;
 }
 
 export interface SessionGateway {
@@ -22,9 +24,19 @@ export interface SessionGateway {
 
 export async function startSessionGateway(
   tenants: TenantSpec[],
-  opts: { modules?: Array<"sandboxes" | "sessions" | "jobs">; tokens?: { ttlSeconds: number }; now?: () => number } = {},
+  opts: {
+    modules?: Array<"sandboxes" | "sessions" | "jobs">;
+    tokens?: { ttlSeconds: number };
+    now?: () => number;
+    /** The emulator's credit schedule (emulator/credits.ts). */
+    emulatorCredits?: Partial<CreditSchedule>;
+    /** The gateway's `credits` config section. */
+    credits?: Record<string, unknown>;
+    /** The gateway's `alerts` config section. */
+    alerts?: Record<string, unknown>;
+  } = {},
 ): Promise<SessionGateway> {
-  const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"] });
+  const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"], credits: opts.emulatorCredits });
   try {
     const keys: Record<string, string> = {};
     const tenantConfigs = [];
@@ -39,6 +51,8 @@ export async function startSessionGateway(
       server: { host: "127.0.0.1", port: 0, logLevel: "info" },
       upstream: { baseUrl: emulator.controlUrl, allowedHosts: [hostOf(emulator.controlUrl), hostOf(emulator.runtimeUrl), runtimeLocal] },
       tokens: opts.tokens,
+      credits: opts.credits,
+      alerts: opts.alerts,
       tenants: tenantConfigs,
     });
     const logs: string[] = [];
