@@ -15,8 +15,12 @@ const windowQuery = (v: { from?: string; to?: string }) => {
 
 /** `tollgate usage export [--from ISO] [--to ISO] [--format csv|json]`: the ledger by tenant, day, kind and route. */
 export async function cmdUsage(sub: string | undefined, args: string[]): Promise<void> {
-  if (sub !== "export") throw new AdminCliError("tollgate usage export [--from ISO] [--to ISO] [--format csv|json] --gateway URL --admin-key KEY");
-  const { values } = parseArgs({ args, options: { ...common, from: { type: "string" }, to: { type: "string" }, format: { type: "string" } } });
+  if (sub !== "export")
+    throw new AdminCliError("tollgate usage export [--from ISO] [--to ISO] [--format csv|json] --gateway URL --admin-key KEY");
+  const { values } = parseArgs({
+    args,
+    options: { ...common, from: { type: "string" }, to: { type: "string" }, format: { type: "string" } },
+  });
   const format = values.format ?? "csv";
   if (format !== "csv" && format !== "json") throw new AdminCliError(`--format: expected csv or json, got "${format}"`);
   const t = target(values);
@@ -38,13 +42,23 @@ export async function cmdUsage(sub: string | undefined, args: string[]): Promise
 }
 
 interface Calibration {
-  rows: Array<{ route: string; price: string; entries: number; reportedUsd: string; estimatedUsd: string; ratio: string; currentUsd: string; proposedUsd: string }>;
+  rows: Array<{
+    route: string;
+    price: string;
+    entries: number;
+    reportedUsd: string;
+    estimatedUsd: string;
+    ratio: string;
+    currentUsd: string;
+    proposedUsd: string;
+  }>;
   prices: Record<string, string>;
 }
 
 /** `tollgate credits calibrate [--from ISO] [--to ISO]`: a price table that would have matched what the upstream reported. */
 export async function cmdCredits(sub: string | undefined, args: string[]): Promise<void> {
-  if (sub !== "calibrate") throw new AdminCliError("tollgate credits calibrate [--from ISO] [--to ISO] [--json] --gateway URL --admin-key KEY");
+  if (sub !== "calibrate")
+    throw new AdminCliError("tollgate credits calibrate [--from ISO] [--to ISO] [--json] --gateway URL --admin-key KEY");
   const { values } = parseArgs({ args, options: { ...common, from: { type: "string" }, to: { type: "string" } } });
   const t = target(values);
   const r = await api<Calibration>(t, "GET", `/credits/calibrate?${windowQuery(values)}`);

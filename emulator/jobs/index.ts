@@ -72,7 +72,10 @@ export async function createJobsModule(ctx: EmulatorContext, opts: JobsModuleOpt
   const web = await startLocalWeb(new LocalSite(engine.docs));
   const browser = new JobBrowser(ctx, web, { maxPages: opts.maxPages });
   const meter = ctx.credits;
-  const store = new JobStore({ maxRunningJobs: opts.maxRunningJobs, onFinish: meter && ((job) => meter.charge(jobCredits(job, meter.schedule))) });
+  const store = new JobStore({
+    maxRunningJobs: opts.maxRunningJobs,
+    onFinish: meter && ((job) => meter.charge(jobCredits(job, meter.schedule))),
+  });
   const deps = { browser, web };
   const agentDeps = { sessions: opts.sessions, web, engine };
   const control = jobRoutes(ctx, store, {

@@ -79,7 +79,8 @@ export class BrowserSessions implements SessionService {
     // The team pays for its own sessions (not x402 ones, paid on the spot) once their usage has landed.
     ctx.credits?.addSource(() => {
       let total = 0;
-      for (const r of this.records.values()) if (this.billed(r) && ctx.credits!.landed(r.endedAt?.getTime())) total += this.credits(r).creditsUsed;
+      for (const r of this.records.values())
+        if (this.billed(r) && ctx.credits!.landed(r.endedAt?.getTime())) total += this.credits(r).creditsUsed;
       return total;
     });
   }

@@ -36,7 +36,7 @@ const KEEP_MS = 400 * 24 * 3_600_000;
 const signedUsd = (atomic: bigint) => (atomic < 0n ? `-${atomicToUsd(-atomic)}` : atomicToUsd(atomic));
 
 /** The drift figure in atomic units (signed), for a baseline and the current readings. */
-export function driftOf(base: Baseline, credits: number, settled: bigint, usdPerCredit: string) {
+function driftOf(base: Baseline, credits: number, settled: bigint, usdPerCredit: string) {
   const team = creditsToAtomic(credits, usdPerCredit) - creditsToAtomic(base.credits, usdPerCredit);
   const ledger = settled - BigInt(base.settled);
   return { team, ledger, drift: team - ledger };

@@ -161,6 +161,12 @@ export async function correctSettlement(
   const before = BigInt(e.costAmount ?? e.amount);
   await afterCreditSettlement(services, c, { entryId: e.id, tenant: e.tenant, route: e.route, charged: delta, cost: cost - before });
   if (delta > 0n) services.background(c, checkBudgetAlerts(services, e.tenant, c), "budget alert check");
-  services.logger.info("credit settlement corrected", { entry: e.id, tenant: e.tenant, from, amount: charged.toString(), delta: delta.toString() });
+  services.logger.info("credit settlement corrected", {
+    entry: e.id,
+    tenant: e.tenant,
+    from,
+    amount: charged.toString(),
+    delta: delta.toString(),
+  });
   return delta;
 }

@@ -103,7 +103,13 @@ export class PaymentReconciler {
           estimatedAmount: cost.toString(),
         });
         if (!e.tenant.startsWith("token:"))
-          await afterCreditSettlement(this.services, undefined, { entryId: e.id, tenant: e.tenant, route: e.route, charged: BigInt(e.amount), cost });
+          await afterCreditSettlement(this.services, undefined, {
+            entryId: e.id,
+            tenant: e.tenant,
+            route: e.route,
+            charged: BigInt(e.amount),
+            cost,
+          });
         report.creditsCommitted++;
         logger.info("credits hold expired; committed at its maximum", {
           entry: e.id,

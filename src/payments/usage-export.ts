@@ -44,7 +44,7 @@ async function spendIn(services: GatewayServices, w: UsageWindow): Promise<Ledge
   return all.filter((e) => e.createdAt >= w.from && e.createdAt < w.to && e.state !== "released" && !e.tenant.startsWith("token:"));
 }
 
-export interface UsageRow {
+interface UsageRow {
   tenant: string;
   day: string;
   kind: string;
@@ -102,7 +102,14 @@ export async function usageExport(services: GatewayServices, w: UsageWindow): Pr
         costUsd: atomicToUsd(a.cost),
       };
     });
-  return { from: new Date(w.from).toISOString(), to: new Date(w.to).toISOString(), currency: "USD", rows, entries: count, totalUsd: atomicToUsd(total) };
+  return {
+    from: new Date(w.from).toISOString(),
+    to: new Date(w.to).toISOString(),
+    currency: "USD",
+    rows,
+    entries: count,
+    totalUsd: atomicToUsd(total),
+  };
 }
 
 const CSV_COLUMNS = ["tenant", "day", "kind", "route", "entries", "amountUsd", "committedUsd", "heldUsd", "costUsd"] as const;
@@ -119,7 +126,7 @@ export function usageCsv(x: UsageExport): string {
   return `${lines.join("\r\n")}\r\n`;
 }
 
-export interface CalibrationRow {
+interface CalibrationRow {
   route: string;
   price: PriceName;
   entries: number;
@@ -152,7 +159,8 @@ export async function calibrate(services: GatewayServices, w: UsageWindow) {
   const prices = services.config.credits.prices as Record<PriceName, string>;
   const proposeFor = (price: PriceName, reported: bigint, estimated: bigint) =>
     estimated === 0n ? usdToAtomic(prices[price]) : (usdToAtomic(prices[price]) * reported + estimated / 2n) / estimated;
-  const ratioOf = (reported: bigint, estimated: bigint) => (estimated === 0n ? "n/a" : (Number((reported * 10_000n) / estimated) / 10_000).toFixed(4));
+  const ratioOf = (reported: bigint, estimated: bigint) =>
+    estimated === 0n ? "n/a" : (Number((reported * 10_000n) / estimated) / 10_000).toFixed(4);
   const rows: CalibrationRow[] = [...byRoute.entries()]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([route, a]) => {

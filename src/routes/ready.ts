@@ -11,11 +11,9 @@ export function readyRoutes(readiness: Readiness, services?: GatewayServices): H
   const app = new Hono<GatewayEnv>();
   app.get("/ready", async (c) => {
     const report = await readiness.check();
-    return c.json(
-      { ...report, ...(await adminExtras(c.req.raw.headers)) },
-      report.status === "not_ready" ? 503 : 200,
-      { "cache-control": "no-store" },
-    );
+    return c.json({ ...report, ...(await adminExtras(c.req.raw.headers)) }, report.status === "not_ready" ? 503 : 200, {
+      "cache-control": "no-store",
+    });
   });
   /** An admin's probe also sees the credit drift; anyone else (or a key that fails) sees the plain report. */
   async function adminExtras(headers: Headers) {

@@ -2,7 +2,18 @@
 // and runs in one storage transaction, so nothing can interleave with it: reserve checks and counts atomically.
 import { grown, HELD, holdExpiresAt } from "./holds.js";
 import type { BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, SettlementFields, SpendKind } from "./types.js";
-import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, settlementPatch, windowKeys } from "./windows.js";
+import {
+  COUNTED,
+  creditKeys,
+  dayOf,
+  firstExceeded,
+  kindOf,
+  monthOf,
+  resetAt,
+  settledAmount,
+  settlementPatch,
+  windowKeys,
+} from "./windows.js";
 
 /** The part of a SQLite-backed Durable Object's storage this backend uses. */
 export interface SqlLike {
@@ -198,7 +209,8 @@ export class LedgerTables {
   resettle(id: string, finalAmount: string, fields: SettlementFields, now: number): string {
     const e = this.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);
-    if (e.kind !== "credits" || e.state !== "committed") throw new Error(`ledger entry ${id} is ${e.kind} ${e.state}, cannot be settled again`);
+    if (e.kind !== "credits" || e.state !== "committed")
+      throw new Error(`ledger entry ${id} is ${e.kind} ${e.state}, cannot be settled again`);
     const delta = BigInt(finalAmount) - BigInt(e.amount);
     this.addAll(e, delta);
     this.write({ ...e, ...settlementPatch(fields), amount: finalAmount, reservedAmount: e.reservedAmount ?? e.amount, updatedAt: now });

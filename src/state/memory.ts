@@ -22,7 +22,19 @@ import type {
 } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
-import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, settlementPatch, usageOf, windowKeys } from "./windows.js";
+import {
+  COUNTED,
+  creditKeys,
+  dayOf,
+  firstExceeded,
+  kindOf,
+  monthOf,
+  resetAt,
+  settledAmount,
+  settlementPatch,
+  usageOf,
+  windowKeys,
+} from "./windows.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
 import { LRUCache } from "lru-cache";
 
@@ -121,11 +133,16 @@ class MemoryLedger implements BudgetLedger {
   async resettle(id: string, finalAmount: bigint, fields: SettlementFields, now: number) {
     const e = this.entries.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);
-    if (e.kind !== "credits" || e.state !== "committed") throw new Error(`ledger entry ${id} is ${e.kind} ${e.state}, cannot be settled again`);
+    if (e.kind !== "credits" || e.state !== "committed")
+      throw new Error(`ledger entry ${id} is ${e.kind} ${e.state}, cannot be settled again`);
     if (finalAmount < 0n) throw new RangeError(`final amount must not be negative, got ${finalAmount}`);
     const delta = finalAmount - BigInt(e.amount);
     this.count(e, delta);
-    Object.assign(e, settlementPatch(fields), { amount: finalAmount.toString(), reservedAmount: e.reservedAmount ?? e.amount, updatedAt: now });
+    Object.assign(e, settlementPatch(fields), {
+      amount: finalAmount.toString(),
+      reservedAmount: e.reservedAmount ?? e.amount,
+      updatedAt: now,
+    });
     return delta;
   }
   async release(id: string, reason: string, now: number) {

@@ -72,7 +72,10 @@ describe("credit settlement across two instances on one Redis", () => {
       const session = await via(a, keys.resale).sessions.create({ timeoutMinutes: 5 });
       await sleep(1_000);
       await via(a, keys.resale).sessions.stop(session.id);
-      expect((await entriesOf("resale", `session:${session.id}`))[0]).toMatchObject({ settledFrom: "estimate", amount: String((1700 * 8) / 10) });
+      expect((await entriesOf("resale", `session:${session.id}`))[0]).toMatchObject({
+        settledFrom: "estimate",
+        amount: String((1700 * 8) / 10),
+      });
       let credits = 0;
       for (let i = 0; i < 40 && !credits; i++) {
         await sleep(250);

@@ -122,7 +122,12 @@ describe("jobs settle to the work they report, priced by the table", () => {
     const steps = (result.metadata as { numTaskStepsCompleted: number }).numTaskStepsCompleted;
     expect(steps).toBeGreaterThan(0);
     const [e] = (await ledger().list({ tenant: "acme", kind: "credits" })).filter((x) => x.route === "task.browser-use.start");
-    expect(e).toMatchObject({ state: "committed", settledFrom: "upstream", amount: String(steps * 10_000), reservedAmount: String(100 * 10_000) });
+    expect(e).toMatchObject({
+      state: "committed",
+      settledFrom: "upstream",
+      amount: String(steps * 10_000),
+      reservedAmount: String(100 * 10_000),
+    });
   }, 120_000);
 });
 
@@ -191,7 +196,9 @@ describe("chargeback", () => {
   };
   /** What the ledger counts for the window: every entry but released ones and keyless tokens' mirrors. */
   const ledgerTotal = async () =>
-    (await ledger().list({})).filter((e) => e.state !== "released" && !e.tenant.startsWith("token:")).reduce((s, e) => s + BigInt(e.amount), 0n);
+    (await ledger().list({}))
+      .filter((e) => e.state !== "released" && !e.tenant.startsWith("token:"))
+      .reduce((s, e) => s + BigInt(e.amount), 0n);
 
   it("exports by tenant, day, kind and route, summing exactly to the ledger, the multiplier in force (JSON and CSV)", async () => {
     const res = await admin(`/_tollgate/admin/usage/export?${window()}&format=json`);
