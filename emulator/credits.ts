@@ -90,3 +90,25 @@ export class CreditMeter {
     return roundCredits(total);
   }
 }
+
+/**
+ * A schedule from JSON (`tollgate emulator --credits '{"browserMinute": 3}'`): only known keys, each a non-negative
+ * number. @throws Error naming the field that is wrong.
+ */
+export function parseCreditSchedule(json: string): Partial<CreditSchedule> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new Error('--credits: expected a JSON object like {"browserMinute": 3}');
+  }
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new Error('--credits: expected a JSON object like {"browserMinute": 3}');
+  const out: Partial<CreditSchedule> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (!(k in DEFAULT_CREDIT_SCHEDULE))
+      throw new Error(`--credits.${k}: unknown; expected one of ${Object.keys(DEFAULT_CREDIT_SCHEDULE).join(", ")}`);
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new Error(`--credits.${k}: expected a non-negative number`);
+    out[k as keyof CreditSchedule] = v;
+  }
+  return out;
+}

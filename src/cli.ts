@@ -15,7 +15,7 @@ Usage:
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
-  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain]
+  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
   tollgate config check FILE                validate a config file, listing every problem
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
@@ -218,15 +218,24 @@ async function cmdEmulator(args: string[]) {
       "runtime-port": { type: "string" },
       "no-chain": { type: "boolean" },
       host: { type: "string" },
+      credits: { type: "string" },
     },
   });
   const { startEmulator } = await import("../emulator/index.js");
+  const { parseCreditSchedule } = await import("../emulator/credits.js");
+  let credits: ReturnType<typeof parseCreditSchedule> | undefined;
+  try {
+    credits = values.credits === undefined ? undefined : parseCreditSchedule(values.credits);
+  } catch (err) {
+    fail((err as Error).message, 2);
+  }
   const emu = await startEmulator({
     host: values.host,
     controlPort: values["control-port"] ? Number(values["control-port"]) : 0,
     runtimePort: values["runtime-port"] ? Number(values["runtime-port"]) : 0,
     chain: !values["no-chain"],
     modules: values["no-chain"] ? ["sandboxes", "sessions"] : undefined,
+    credits,
     log: values.json ? undefined : (event, fields) => process.stderr.write(JSON.stringify({ event, ...fields }) + "\n"),
   });
   onShutdown(() => emu.close(), !!values.json);

@@ -3,6 +3,8 @@
 // creditsUsed × usdPerCredit, an extract and an agent task to the work they report (above the hold recorded whole and
 // alerted), usage that lands after stop corrected by the reconciler, drift when the operator's key works on the
 // upstream directly (one alert), a tenant's multiplier in its usage, and an export that sums to the ledger.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
@@ -244,4 +246,26 @@ describe("chargeback", () => {
     expect(Number(row.ratio)).toBeCloseTo(ratio, 3);
     expect(Number(r.prices.sessionMinute)).toBeCloseTo(0.0017 * ratio, 6);
   });
+
+  it("the CLI prints the same export and a proposed price table", async () => {
+    const cli = (...args: string[]) =>
+      promisify(execFile)(
+        process.execPath,
+        ["--import", "tsx", "src/cli.ts", ...args, "--gateway", stack.gateway.url, "--admin-key", stack.keys.ops!],
+        {
+          timeout: 60_000,
+        },
+      );
+    const [from, to] = window()
+      .split("&")
+      .map((kv) => kv.split("=")[1]!);
+    const { stdout: csv } = await cli("usage", "export", "--from", from!, "--to", to!, "--format", "csv");
+    expect(csv).toBe(await (await admin(`/_tollgate/admin/usage/export?${window()}&format=csv`)).text());
+    const { stdout: table } = await cli("credits", "calibrate", "--from", from!, "--to", to!);
+    expect(table).toMatch(/^session\.create\tsessionMinute\t/m);
+    expect(table).toMatch(/^\[credits\.prices\]\nsessionMinute = "[0-9.]+"$/m);
+    const bad = await cli("usage", "export", "--format", "xml").catch((e) => e);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("--format: expected csv or json");
+  }, 120_000);
 });
