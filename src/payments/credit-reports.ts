@@ -105,11 +105,12 @@ export function reportedCredits(body: Record<string, unknown>): number | undefin
 export async function afterCreditSettlement(
   services: GatewayServices,
   c: Context | undefined,
-  x: { entryId: string; tenant: string; route: string; charged: bigint; cost: bigint },
+  x: { entryId: string; tenant: string; route: string; charged: bigint; cost: bigint; overHold?: boolean },
 ): Promise<void> {
   try {
     services.metrics.creditsSpent(x.tenant, x.route, x.charged);
     if (x.cost !== 0n) await services.stores.kv.incrBy(stateKeys.creditsSettledCost, Number(x.cost), COUNTER_TTL_MS);
+    if (x.overHold === false) return; // held to its reservation: it cannot stand above it
     const e = await services.stores.ledger.get(x.entryId);
     if (e && e.reservedAmount !== undefined && BigInt(e.amount) > BigInt(e.reservedAmount)) await alertOverHold(services, e, c);
   } catch (err) {

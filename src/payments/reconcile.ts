@@ -109,6 +109,7 @@ export class PaymentReconciler {
             route: e.route,
             charged: BigInt(e.amount),
             cost,
+            overHold: false,
           });
         report.creditsCommitted++;
         logger.info("credits hold expired; committed at its maximum", {

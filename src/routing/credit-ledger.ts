@@ -74,8 +74,10 @@ export async function settleSpend(
   report?: CreditReport,
 ): Promise<void> {
   const entryId = hold.ids[0]!;
-  // Settled already (the reconciler committed an expired hold, another instance got here first): nothing to add.
-  if ((await services.stores.ledger.get(entryId))?.state === "committed") return;
+  // A reported figure settles a hold kept past its call (a job, a resource), which the reconciler may have committed
+  // at expiry or another instance got to first: then there is nothing to add. A per-call hold is this request's own.
+  const kept = report !== undefined;
+  if (kept && (await services.stores.ledger.get(entryId))?.state === "committed") return;
   const cost = report?.cost ?? hold.amount;
   const charged = report ? withMultiplier(cost, hold.multiplier) : undefined;
   const fields = {
@@ -84,8 +86,18 @@ export async function settleSpend(
     estimatedAmount: (report?.estimate ?? cost).toString(),
   } as const;
   await settle(services, hold, { finalAmount: charged, context: c, fields });
-  const recorded = charged ?? BigInt((await services.stores.ledger.get(entryId))?.amount ?? "0");
-  await afterCreditSettlement(services, c, { entryId, tenant: hold.tenant, route: hold.route ?? "unknown", charged: recorded, cost });
+  const recorded = charged ?? withMultiplier(hold.amount, hold.multiplier);
+  const books = afterCreditSettlement(services, c, {
+    entryId,
+    tenant: hold.tenant,
+    route: hold.route ?? "unknown",
+    charged: recorded,
+    cost,
+    overHold: kept,
+  });
+  // A per-call settlement (the hot path) keeps its books beside the request; a reported one before it answers.
+  if (kept) await books;
+  else services.background(c, books, "credit settlement bookkeeping");
 }
 
 export async function releaseSpend(services: GatewayServices, hold: SpendHold, reason: string): Promise<void> {
