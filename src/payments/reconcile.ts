@@ -12,6 +12,7 @@ import { checkCreditDrift, type CreditDrift } from "./credit-drift.js";
 import { recheckResourceEntry } from "../routing/settle.js";
 import type { LedgerEntry } from "../state/types.js";
 import { usdToAtomic } from "./money.js";
+import { stateKeys } from "../state/keys.js";
 
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
 const GRACE_SECONDS = 5;
@@ -35,6 +36,8 @@ export interface ReconcileReport {
 
 /** How many settled credits entries one pass looks at for late usage. */
 const LATE_BATCH = 500;
+/** An entry settled from the upstream's figure is read once more no sooner than this after. */
+const RECHECK_AFTER_MS = 60_000;
 
 /** An entry's amount before the tenant's multiplier (what the upstream is estimated to have charged). */
 function costOf(e: LedgerEntry): bigint {
@@ -125,16 +128,21 @@ export class PaymentReconciler {
   }
 
   /**
-   * Sessions and sandboxes settled from an estimate within credits.lateUsageMinutes: the upstream's figure is read
-   * again, and the entry corrected once it has landed.
+   * Sessions and sandboxes settled within credits.lateUsageMinutes: one settled from an estimate is read again on every
+   * pass until the upstream's figure lands; one settled from the upstream's figure is read once more (fleet-wide) a
+   * minute or more after, in case more of its usage landed. Either is corrected to what the upstream now says.
    */
   private async correctLateUsage(now: number, report: ReconcileReport) {
     const { stores, logger, config } = this.services;
-    const since = now - config.credits.lateUsageMinutes * 60_000;
+    const windowMs = config.credits.lateUsageMinutes * 60_000;
     const recent = await stores.ledger.list({ kind: "credits", limit: LATE_BATCH });
     for (const e of recent) {
-      if (e.state !== "committed" || e.settledFrom !== "estimate" || e.updatedAt < since || e.tenant.startsWith("token:")) continue;
+      if (e.state !== "committed" || e.updatedAt < now - windowMs || e.tenant.startsWith("token:")) continue;
       if (!/^(session|sandbox):/.test(e.resource ?? "")) continue;
+      if (e.settledFrom === "upstream") {
+        if (e.updatedAt > now - RECHECK_AFTER_MS) continue;
+        if (!(await stores.kv.setIfAbsent(stateKeys.creditsRechecked(e.id), this.services.instanceId, windowMs))) continue;
+      } else if (e.settledFrom !== "estimate") continue;
       try {
         if (await recheckResourceEntry(this.services, e)) report.creditsCorrected++;
       } catch (err) {

@@ -26,6 +26,8 @@ export const stateKeys = {
   creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,
   /** The cost of every credit settlement so far, fleet-wide, atomic units (src/payments/credit-reports.ts). */
   creditsSettledCost: "credits:settled-cost",
+  /** Once-per-entry marker of a settled session's or sandbox's upstream figure read once more by a reconciler. */
+  creditsRechecked: (entry: string) => `credits:rechecked:${entry}`,
   /** Once-per-entry marker of a credit settlement above its hold alerted. */
   creditsOverHold: (entry: string) => `credits:over-hold:${entry}`,
   /** The drift check's starting point, last figure and once-marker of its alert (src/payments/credit-drift.ts). */

@@ -23,6 +23,8 @@ let acme: Hyperbrowser;
 let resale: Hyperbrowser;
 /** The emulator itself, with the operator's key. */
 let upstream: Hyperbrowser;
+/** The gateway's clock runs this far ahead of the wall clock (moved to let "a minute later" pass at once). */
+let skew = 0;
 
 beforeAll(async () => {
   stack = await startSessionGateway(
@@ -31,7 +33,7 @@ beforeAll(async () => {
       { id: "resale", scopes: ALL, creditMultiplier: "1.25" },
       { id: "ops", scopes: [...ALL, "admin"] },
     ],
-    { modules: ["sessions", "sandboxes", "jobs"], credits: { driftAlertUsd: "0.00001" } },
+    { modules: ["sessions", "sandboxes", "jobs"], credits: { driftAlertUsd: "0.00001" }, now: () => Date.now() + skew },
   );
   acme = new Hyperbrowser({ apiKey: stack.keys.acme!, baseUrl: stack.gateway.url });
   resale = new Hyperbrowser({ apiKey: stack.keys.resale!, baseUrl: stack.gateway.url });
@@ -156,6 +158,33 @@ describe("the reconciler: late usage and drift", () => {
       expect((await ledger().usage("acme", services().now())).byKind.credits.daily - usageBefore).toBe(atomicOf(credits) - 1700n);
     } finally {
       stack.emulator.credits.schedule.lateUsageMs = 0;
+    }
+  }, 60_000);
+
+  it("a session settled from the upstream's figure is read once more a minute later, and corrected if more landed", async () => {
+    const session = await acme.sessions.create({ timeoutMinutes: 5 });
+    await sleep(1_500);
+    await acme.sessions.stop(session.id);
+    await sleep(2_500); // past the gateway's own second read
+    const first = (await upstream.sessions.get(session.id)).creditsUsed!;
+    expect(await entryOf("acme", `session:${session.id}`)).toMatchObject({ settledFrom: "upstream", amount: atomicOf(first).toString() });
+    // More of its usage lands upstream (here: the emulator bills its browser time at twice the rate from now on).
+    stack.emulator.credits.schedule.browserMinute = 4;
+    try {
+      const later = (await upstream.sessions.get(session.id)).creditsUsed!;
+      expect(later).toBeGreaterThan(first);
+      // Not within the first minute...
+      await reconciler().runOnce();
+      expect((await entryOf("acme", `session:${session.id}`)).amount).toBe(atomicOf(first).toString());
+      // ...then once, by one pass.
+      skew += 2 * 60_000;
+      await reconciler().runOnce();
+      expect(await entryOf("acme", `session:${session.id}`)).toMatchObject({ settledFrom: "upstream", amount: atomicOf(later).toString() });
+      stack.emulator.credits.schedule.browserMinute = 6;
+      await reconciler().runOnce();
+      expect((await entryOf("acme", `session:${session.id}`)).amount).toBe(atomicOf(later).toString());
+    } finally {
+      stack.emulator.credits.schedule.browserMinute = 2;
     }
   }, 60_000);
 
