@@ -67,6 +67,23 @@ export interface SessionRecord {
   ending?: Promise<void>;
 }
 
+/**
+ * Counts what a session "on the proxy" loads (the emulator has no proxy: every byte its tabs receive stands for proxy
+ * data), from the emulator's own CDP connection: Network on every tab, encodedDataLength of each finished load.
+ */
+function meterProxyData(pages: PageTracker, record: SessionRecord): void {
+  pages.onPage((targetId) => {
+    pages
+      .sessionFor(targetId)
+      .then((sessionId) => pages.cdp.send("Network.enable", {}, sessionId))
+      .catch(() => {}); // the tab may already be gone
+  });
+  pages.cdp.on("event", (e: { method: string; params: { encodedDataLength?: number } }) => {
+    if (e.method === "Network.loadingFinished" && record.status === "active")
+      record.proxyBytes += Math.max(0, e.params.encodedDataLength ?? 0);
+  });
+}
+
 export class BrowserSessions implements SessionService {
   private readonly records = new Map<string, SessionRecord>();
   private readonly endListeners = new Set<(id: string) => void>();
@@ -155,6 +172,7 @@ export class BrowserSessions implements SessionService {
       pages,
     };
     this.records.set(id, record);
+    if (rawParams.useProxy === true && this.billed(record)) meterProxyData(pages, record);
     this.schedule(record);
     this.setCaptchaSolving(record, params.solveCaptchas);
     browser.exited.then(() => {

@@ -7,6 +7,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
+import puppeteer from "puppeteer-core";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
 import type { LedgerEntry } from "../../src/state/types.js";
 import { stateKeys } from "../../src/state/keys.js";
@@ -71,6 +72,25 @@ describe("sessions and sandboxes settle to the upstream's creditsUsed × usdPerC
     // The table's estimate (one started minute at $0.0017) is kept beside it, for calibration.
     expect(e.estimatedAmount).toBe("1700");
     expect(e.reservedAmount).toBe((10n * 1700n).toString());
+  }, 60_000);
+
+  it("a session on the proxy is also charged per MB its browser loaded, and settles to the sum", async () => {
+    const session = await acme.sessions.create({ timeoutMinutes: 5, useProxy: true });
+    const browser = await puppeteer.connect({ browserWSEndpoint: session.wsEndpoint, defaultViewport: null });
+    try {
+      const page = await browser.newPage();
+      // Something sizeable to load: the gateway's own OpenAPI document.
+      expect((await page.goto(`${stack.gateway.url}/_tollgate/openapi.json`))?.status()).toBe(200);
+    } finally {
+      await browser.disconnect();
+    }
+    await acme.sessions.stop(session.id);
+    const billed = await upstream.sessions.get(session.id);
+    const b = billed.creditBreakdown;
+    expect(b.proxyDataCreditsUsed).toBeGreaterThan(0.1); // tens of kB at 10 credits per MB
+    expect(billed.creditsUsed).toBeCloseTo(b.browserTimeCreditsUsed! + b.proxyDataCreditsUsed!, 3);
+    const e = await entryOf("acme", `session:${session.id}`);
+    expect(e).toMatchObject({ settledFrom: "upstream", amount: atomicOf(billed.creditsUsed!).toString() });
   }, 60_000);
 
   it("a sandbox likewise, from its vCPU and memory time", async () => {
