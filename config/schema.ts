@@ -116,6 +116,15 @@ export const tenantSchema = z.strictObject({
    */
   onExhausted: z.enum(["block", "stop"], { error: 'expected "block" or "stop"' }).default("block"),
   alerts: tenantAlertsSchema.default({}),
+  /**
+   * Chargeback: what this tenant pays for credit spend relative to its cost, e.g. "1.25" (a 25 % markup) or "0.9" (a
+   * discount). Applied to every credits reservation and settlement in its budget and usage; x402 payments are not
+   * affected. Unset = 1.
+   */
+  creditMultiplier: z
+    .string({ error: 'expected a multiplier like "1.25"' })
+    .regex(/^\d{1,6}(\.\d{1,6})?$/, { error: 'expected a multiplier like "1.25" (at most 6 decimals)' })
+    .optional(),
 });
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
@@ -296,8 +305,33 @@ export const configSchema = z.strictObject({
         .int()
         .positive()
         .default(24 * 60),
+      /**
+       * What one upstream credit costs the operator, in USD: sessions and sandboxes settle to the upstream's
+       * `creditsUsed` × this, and the team's usage (`/api/team/credit-info`) is converted with it for the drift check.
+       */
+      usdPerCredit: usdAmount.default("0.001"),
+      /** The reconciler alerts (once) when the team's usage and the ledger's credit spend differ by more than this. */
+      driftAlertUsd: usdAmount.default("1.00"),
+      /**
+       * A session or sandbox settled from an estimate (its usage had not landed upstream) is read again by the
+       * reconciler for this long after it ended, and corrected to the upstream's figure once it lands.
+       */
+      lateUsageMinutes: z
+        .number()
+        .int()
+        .positive()
+        .max(7 * 24 * 60)
+        .default(60),
     })
-    .default({ enabled: true, prices: CREDIT_PRICE_DEFAULTS, defaultTimeoutMinutes: 30, jobHoldMinutes: 24 * 60 }),
+    .default({
+      enabled: true,
+      prices: CREDIT_PRICE_DEFAULTS,
+      defaultTimeoutMinutes: 30,
+      jobHoldMinutes: 24 * 60,
+      usdPerCredit: "0.001",
+      driftAlertUsd: "1.00",
+      lateUsageMinutes: 60,
+    }),
   alerts: z
     .strictObject({
       /** Percentages of each budget window at which an alert is sent, once per window. */

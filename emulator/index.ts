@@ -15,6 +15,7 @@ import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
 import { createTeamModule } from "./team.js";
 import { guardDir, releaseDir } from "./reaper.js";
+import { CreditMeter, type CreditSchedule } from "./credits.js";
 
 export interface EmulatorOptions {
   host?: string;
@@ -27,6 +28,8 @@ export interface EmulatorOptions {
   /** Which halves to run; all by default. Tests of one half skip the others to start faster. */
   modules?: Array<"sandboxes" | "sessions" | "x402" | "jobs">;
   prices?: Partial<X402Prices>;
+  /** The credit schedule (emulator/credits.ts): what sessions, sandboxes, jobs and searches cost the team. */
+  credits?: Partial<CreditSchedule>;
   log?: (event: string, fields?: Record<string, unknown>) => void;
   /** Keep every request it receives (method, URL, headers) in `received`: for tests of what a gateway forwards. */
   record?: boolean;
@@ -47,6 +50,8 @@ export interface EmulatorHandle {
   modules: EmulatorModule[];
   /** What it received, oldest first (with `record`; the first 10,000). */
   received: ReceivedRequest[];
+  /** The team's credit meter: its schedule and running usage. */
+  credits: CreditMeter;
   close(): Promise<void>;
 }
 
@@ -82,6 +87,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds ?? 900,
     stateDir,
     log,
+    credits: new CreditMeter(opts.credits),
   };
   const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402", "jobs"]);
   const modules: EmulatorModule[] = [];
@@ -189,6 +195,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     chain,
     modules,
     received,
+    credits: ctx.credits!,
     async close() {
       if (closed) return;
       closed = true;

@@ -2,11 +2,12 @@
 import { Hono } from "hono";
 import { requireApiKey } from "./auth.js";
 import type { EmulatorContext, EmulatorModule } from "./types.js";
+import { roundCredits } from "./credits.js";
 
 /** The one team the emulator's API key belongs to. */
 export const TEAM_ID = "team_emulator";
 
-/** Credits the team may use; nothing in the emulator charges credits yet (every `creditsUsed` is 0). */
+/** Credits the team may use (what the emulator charges is in ./credits.ts). */
 export const TEAM_CREDIT_LIMIT = 1_000_000;
 
 export interface TeamCreditInfo {
@@ -15,15 +16,15 @@ export interface TeamCreditInfo {
   remaining: number;
 }
 
-/** The `team` module: control-plane routes only. `usage()` lets a future credit-charging half report what it used. */
+/** The `team` module: control-plane routes only; the usage is the team's credit meter's (0 without one). */
 export function createTeamModule(ctx: EmulatorContext, opts: { limit?: number; usage?: () => number } = {}): EmulatorModule {
   const limit = opts.limit ?? TEAM_CREDIT_LIMIT;
-  const usage = opts.usage ?? (() => 0);
+  const usage = opts.usage ?? (() => ctx.credits?.usage() ?? 0);
   const control = new Hono();
   control.use("/api/team/*", requireApiKey(ctx));
   control.get("/api/team/credit-info", (c) => {
     const used = usage();
-    return c.json({ usage: used, limit, remaining: Math.max(0, limit - used) } satisfies TeamCreditInfo);
+    return c.json({ usage: used, limit, remaining: roundCredits(Math.max(0, limit - used)) } satisfies TeamCreditInfo);
   });
   return { name: "team", control, async close() {} };
 }

@@ -2,6 +2,7 @@
 import type { Hono } from "hono";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
+import type { CreditMeter } from "./credits.js";
 
 export interface EmulatorLog {
   (event: string, fields?: Record<string, unknown>): void;
@@ -22,6 +23,8 @@ export interface EmulatorContext {
   /** Directory under which the emulator keeps its state (sandbox roots, browser profiles). Removed on close. */
   stateDir: string;
   log: EmulatorLog;
+  /** What the team is charged, by the emulator's schedule (./credits.ts); absent in tests of one module: nothing charged. */
+  credits?: CreditMeter;
 }
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
@@ -44,7 +47,7 @@ export interface EmulatorModule {
 /** Browser-session service, shared between `/api/session` and the paid `/x402/session`. */
 export interface SessionService {
   /** Launches a real browser; params are CreateSessionParams (unknown keys ignored). */
-  create(params: Record<string, unknown>, opts?: { owner?: string }): Promise<Record<string, unknown>>;
+  create(params: Record<string, unknown>, opts?: { owner?: string; unbilled?: boolean }): Promise<Record<string, unknown>>;
   get(id: string): Record<string, unknown> | undefined;
   stop(id: string): Promise<boolean>;
 }

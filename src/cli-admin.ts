@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 
 export class AdminCliError extends Error {}
 
-const common = {
+export const common = {
   gateway: { type: "string" },
   "admin-key": { type: "string" },
   json: { type: "boolean" },
@@ -14,7 +14,7 @@ interface Target {
   key: string;
 }
 
-function target(values: { gateway?: string; "admin-key"?: string }): Target {
+export function target(values: { gateway?: string; "admin-key"?: string }): Target {
   const gateway = values.gateway ?? process.env.TOLLGATE_GATEWAY;
   const key = values["admin-key"] ?? process.env.TOLLGATE_ADMIN_KEY;
   if (!gateway) throw new AdminCliError("--gateway URL (or TOLLGATE_GATEWAY): the running gateway to manage");
@@ -23,7 +23,7 @@ function target(values: { gateway?: string; "admin-key"?: string }): Target {
 }
 
 /** One admin API call; T is the answer's shape (src/routes/admin/schemas.ts), printed or read by the command. */
-async function api<T = Record<string, unknown>>(t: Target, method: string, path: string, body?: unknown): Promise<T> {
+export async function api<T = Record<string, unknown>>(t: Target, method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
     res = await fetch(`${t.gateway}/_tollgate/admin${path}`, {

@@ -7,6 +7,7 @@ import { ConfigError, loadConfigFile, secretsFromEnv } from "../config/load.js";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
 import { LOOPBACK_HOSTS } from "./public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./cli-admin.js";
+import { cmdCredits, cmdUsage } from "./cli-credits.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -14,7 +15,7 @@ Usage:
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
-  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain]
+  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
   tollgate config check FILE                validate a config file, listing every problem
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
@@ -31,6 +32,8 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate keys revoke --tenant ID --key KEY_ID
   tollgate keys expire --tenant ID --key KEY_ID --expires ISO
   tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
+  tollgate usage export [--from ISO] [--to ISO] [--format csv|json]   spend by tenant, day, kind and route row
+  tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
 `;
 
 /** What the emulator's printed wallet holds: 100 tokens of 6 decimals. */
@@ -216,15 +219,24 @@ async function cmdEmulator(args: string[]) {
       "runtime-port": { type: "string" },
       "no-chain": { type: "boolean" },
       host: { type: "string" },
+      credits: { type: "string" },
     },
   });
   const { startEmulator } = await import("../emulator/index.js");
+  const { parseCreditSchedule } = await import("../emulator/credits.js");
+  let credits: ReturnType<typeof parseCreditSchedule> | undefined;
+  try {
+    credits = values.credits === undefined ? undefined : parseCreditSchedule(values.credits);
+  } catch (err) {
+    fail((err as Error).message, 2);
+  }
   const emu = await startEmulator({
     host: values.host,
     controlPort: values["control-port"] ? Number(values["control-port"]) : 0,
     runtimePort: values["runtime-port"] ? Number(values["runtime-port"]) : 0,
     chain: !values["no-chain"],
     modules: values["no-chain"] ? ["sandboxes", "sessions"] : undefined,
+    credits,
     log: values.json ? undefined : (event, fields) => process.stderr.write(JSON.stringify({ event, ...fields }) + "\n"),
   });
   onShutdown(() => emu.close(), !!values.json);
@@ -289,6 +301,8 @@ export async function main(argv: string[]) {
     if (cmd === "keys") return await cmdKeysRemote(sub, rest);
     if (cmd === "tenants") return await cmdTenants(sub, rest);
     if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
+    if (cmd === "usage") return await cmdUsage(sub, rest);
+    if (cmd === "credits") return await cmdCredits(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {

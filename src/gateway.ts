@@ -195,7 +195,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
   app.route(OWN_PREFIX, ownRoutes(directory));
   app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
-  app.route(OWN_PREFIX, readyRoutes(new Readiness(services), directory));
+  app.route(OWN_PREFIX, readyRoutes(new Readiness(services), services));
   app.route(OWN_PREFIX, metricsRoutes(services, metrics));
   app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
   app.use(exposedPorts(services));

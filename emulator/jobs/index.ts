@@ -6,7 +6,8 @@ import { SearchEngine } from "../search/engine.js";
 import type { FetchParams } from "../search/schema.js";
 import { LocalSite, startLocalWeb, type LocalWeb } from "../web/index.js";
 import { JobBrowser } from "./job-browser.js";
-import { JobStore } from "./job-store.js";
+import { JobStore, type Job } from "./job-store.js";
+import type { CreditSchedule } from "../credits.js";
 import { capturePageJob } from "./page-job.js";
 import { fromFetchOptions, pageRecord } from "./page-results.js";
 import { jobRoutes } from "./routes.js";
@@ -45,11 +46,36 @@ async function fetchNow(browser: JobBrowser, params: FetchParams) {
   return { httpStatus: 200 as const, body: { jobId, status: "completed", data } };
 }
 
+/** What a finished job costs by the schedule: the pages it loaded or the steps it ran; a failed job costs nothing. */
+export function jobCredits(job: Job, s: CreditSchedule): number {
+  if (job.status === "failed") return 0;
+  const loaded = job.pages.filter((p) => (p as { status?: string })?.status === "completed").length;
+  const meta = job.metadata ?? {};
+  switch (job.kind) {
+    case "scrape":
+      return job.data !== undefined ? s.scrapePage : 0;
+    case "batch-scrape":
+    case "crawl":
+      return loaded * s.scrapePage;
+    case "extract":
+      return Number(meta.numPagesScraped ?? 0) * s.extractPage;
+    case "web-batch-fetch":
+    case "web-crawl":
+      return loaded * s.fetchPage;
+    default:
+      return Number(meta.numTaskStepsCompleted ?? 0) * s.agentStep;
+  }
+}
+
 export async function createJobsModule(ctx: EmulatorContext, opts: JobsModuleOptions): Promise<JobsModule> {
   const engine = opts.engine ?? new SearchEngine();
   const web = await startLocalWeb(new LocalSite(engine.docs));
   const browser = new JobBrowser(ctx, web, { maxPages: opts.maxPages });
-  const store = new JobStore({ maxRunningJobs: opts.maxRunningJobs });
+  const meter = ctx.credits;
+  const store = new JobStore({
+    maxRunningJobs: opts.maxRunningJobs,
+    onFinish: meter && ((job) => meter.charge(jobCredits(job, meter.schedule))),
+  });
   const deps = { browser, web };
   const agentDeps = { sessions: opts.sessions, web, engine };
   const control = jobRoutes(ctx, store, {

@@ -43,9 +43,12 @@ export class JobStore {
 
   private readonly maxKeptJobs: number;
 
-  constructor(opts: { maxRunningJobs?: number; maxKeptJobs?: number } = {}) {
+  private readonly onFinish?: (job: Job) => void;
+
+  constructor(opts: { maxRunningJobs?: number; maxKeptJobs?: number; onFinish?: (job: Job) => void } = {}) {
     this.slots = new Slots(opts.maxRunningJobs ?? 3);
     this.maxKeptJobs = opts.maxKeptJobs ?? 1000;
+    this.onFinish = opts.onFinish;
   }
 
   /** Registers a pending job and queues `run`; it starts when a slot is free. A throw fails the job with its message. */
@@ -140,5 +143,6 @@ export class JobStore {
     this.move(job, status);
     job.finishedAt = new Date();
     if (error) job.error = error;
+    this.onFinish?.(job);
   }
 }

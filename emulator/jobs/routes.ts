@@ -123,6 +123,7 @@ export function jobRoutes(ctx: EmulatorContext, store: JobStore, runners: JobRun
     const params = await parseBody(c, fetchParams);
     if (!params.ok) return params.res;
     const out = await runners.fetchNow(params.value);
+    if (out.body.status === "completed") ctx.credits?.charge(ctx.credits.schedule.fetchPage);
     return c.json(out.body, out.httpStatus);
   });
   return app;

@@ -56,7 +56,7 @@ export function agentRunner(family: AgentFamily, deps: AgentDeps) {
 
     let sessionId = p.sessionId;
     const created = !sessionId;
-    if (!sessionId) sessionId = String((await deps.sessions.create(p.sessionOptions ?? {})).id);
+    if (!sessionId) sessionId = String((await deps.sessions.create(p.sessionOptions ?? {}, { unbilled: true })).id);
     job.sessionId = sessionId;
     let browser: Browser | undefined;
     let page: Page | undefined;

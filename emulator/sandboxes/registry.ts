@@ -30,7 +30,22 @@ export class SandboxService {
     private readonly agentPath: string,
     private readonly isolation: Isolation,
     readonly volumes: VolumeStore,
-  ) {}
+  ) {
+    // The team pays for vCPU and memory time once a sandbox's usage has landed.
+    ctx.credits?.addSource(() => {
+      let total = 0;
+      for (const sb of this.sandboxes.values()) if (ctx.credits!.landed(sb.endTime ?? undefined)) total += this.creditsUsed(sb);
+      return total;
+    });
+  }
+
+  /** Credits of the sandbox by the schedule: so far while running, final once stopped (0 until its usage has landed). */
+  creditsUsed(sb: Sandbox): number {
+    const meter = this.ctx.credits;
+    const end = sb.endTime ?? undefined;
+    if (!meter || (end !== undefined && !meter.landed(end))) return 0;
+    return meter.sandbox(sb.createdAt.getTime(), end ?? Date.now(), sb.spec.vcpus, sb.spec.memMiB);
+  }
 
   async create(body: Record<string, any>): Promise<Sandbox> {
     if (!this.isolation.available)
@@ -189,7 +204,7 @@ export class SandboxService {
       usageType: "sandbox",
       jobId: null,
       launchState: null,
-      creditsUsed: 0,
+      creditsUsed: this.creditsUsed(sb),
       region: sb.spec.region,
       sessionUrl: `${this.ctx.controlOrigin()}/sandboxes/${sb.id}`,
       duration: (sb.endTime ?? Date.now()) - start,

@@ -55,7 +55,7 @@ export async function readJsonBody(req: Request): Promise<Parsed<unknown>> {
   }
 }
 
-/** `POST /api/web/search` and `POST /api/web/fetch`, authenticated with the API key, free of charge. */
+/** `POST /api/web/search` and `POST /api/web/fetch`, authenticated with the API key, charged to the team's credits. */
 export function createWebRoutes(ctx: EmulatorContext, engine: SearchEngine): Hono {
   const app = new Hono();
   app.use("/api/web/*", requireApiKey(ctx));
@@ -65,6 +65,7 @@ export function createWebRoutes(ctx: EmulatorContext, engine: SearchEngine): Hon
     const params = parseSearch(body.value);
     if (!params.ok) return c.json({ message: params.message, code: "invalid_request" }, 400);
     const job = runSearchJob(engine, params.value);
+    if (job.delivered) ctx.credits?.charge(ctx.credits.schedule.search);
     return c.json(job.body, job.httpStatus);
   });
   app.post("/api/web/fetch", async (c) => {
@@ -73,6 +74,7 @@ export function createWebRoutes(ctx: EmulatorContext, engine: SearchEngine): Hon
     const params = parseFetch(body.value);
     if (!params.ok) return c.json({ message: params.message, code: "invalid_request" }, 400);
     const job = runFetchJob(engine, params.value);
+    if (job.delivered) ctx.credits?.charge(ctx.credits.schedule.fetchPage);
     return c.json(job.body, job.httpStatus);
   });
   return app;

@@ -44,6 +44,10 @@ export type SessionDetail = Session & { wsEndpoint: string; computerActionEndpoi
 export interface SessionRecord {
   id: string;
   owner?: string;
+  /** Not charged to the team as browser time (an agent task's own session: its steps are the charge). */
+  unbilled?: boolean;
+  /** Bytes the browser loaded through the proxy (charged per MB); 0 without a proxy. */
+  proxyBytes: number;
   status: SessionStatus;
   createdAt: Date;
   updatedAt: Date;
@@ -65,6 +69,23 @@ export interface SessionRecord {
   ending?: Promise<void>;
 }
 
+/**
+ * Counts what a session "on the proxy" loads (the emulator has no proxy: every byte its tabs receive stands for proxy
+ * data), from the emulator's own CDP connection: Network on every tab, encodedDataLength of each finished load.
+ */
+function meterProxyData(pages: PageTracker, record: SessionRecord): void {
+  pages.onPage((targetId) => {
+    pages
+      .sessionFor(targetId)
+      .then((sessionId) => pages.cdp.send("Network.enable", {}, sessionId))
+      .catch(() => {}); // the tab may already be gone
+  });
+  pages.cdp.on("event", (e: { method: string; params: { encodedDataLength?: number } }) => {
+    if (e.method === "Network.loadingFinished" && record.status === "active")
+      record.proxyBytes += Math.max(0, e.params.encodedDataLength ?? 0);
+  });
+}
+
 export class BrowserSessions implements SessionService {
   private readonly records = new Map<string, SessionRecord>();
   private readonly endListeners = new Set<(id: string) => void>();
@@ -75,9 +96,30 @@ export class BrowserSessions implements SessionService {
   constructor(
     private readonly ctx: EmulatorContext,
     readonly stores: { profiles: ProfileStore; snapshots: SessionSnapshotStore; extensions: ExtensionStore },
-  ) {}
+  ) {
+    // The team pays for its own sessions (not x402 ones, paid on the spot) once their usage has landed.
+    ctx.credits?.addSource(() => {
+      let total = 0;
+      for (const r of this.records.values())
+        if (this.billed(r) && ctx.credits!.landed(r.endedAt?.getTime())) total += this.credits(r).creditsUsed;
+      return total;
+    });
+  }
 
-  async create(rawParams: Record<string, unknown>, opts: { owner?: string } = {}): Promise<SessionDetail> {
+  private billed(r: SessionRecord): boolean {
+    return r.owner === undefined && !r.unbilled;
+  }
+
+  /** Credits of the session by the schedule: so far while active, final once ended (0 until its usage has landed). */
+  private credits(r: SessionRecord): Session["creditBreakdown"] {
+    const meter = this.ctx.credits;
+    const end = r.endedAt?.getTime();
+    if (!meter || !this.billed(r) || (end !== undefined && !meter.landed(end)))
+      return { creditsUsed: 0, browserTimeCreditsUsed: 0, proxyDataCreditsUsed: 0 };
+    return meter.session(r.createdAt.getTime(), end ?? Date.now(), r.proxyBytes);
+  }
+
+  async create(rawParams: Record<string, unknown>, opts: { owner?: string; unbilled?: boolean } = {}): Promise<SessionDetail> {
     const params = parseCreateSessionParams(rawParams);
     if (this.closing) throw new SessionError(503, "emulator_closing", "The emulator is shutting down");
     // What the browser starts from: a profile's or a snapshot's saved user data, else nothing.
@@ -125,6 +167,8 @@ export class BrowserSessions implements SessionService {
     const record: SessionRecord = {
       id,
       owner: opts.owner,
+      unbilled: opts.unbilled,
+      proxyBytes: 0,
       status: "active",
       createdAt: now,
       updatedAt: now,
@@ -139,6 +183,7 @@ export class BrowserSessions implements SessionService {
       pages,
     };
     this.records.set(id, record);
+    if (rawParams.useProxy === true && this.billed(record)) meterProxyData(pages, record);
     this.schedule(record);
     this.setCaptchaSolving(record, params.solveCaptchas);
     browser.exited.then(() => {
@@ -263,8 +308,9 @@ export class BrowserSessions implements SessionService {
       proxyDataConsumed: "0",
       launchState: null,
       creditsUsed: 0,
-      creditBreakdown: { creditsUsed: 0, browserTimeCreditsUsed: 0, proxyDataCreditsUsed: 0 },
+      creditBreakdown: this.credits(r),
     };
+    session.creditsUsed = session.creditBreakdown.creditsUsed;
     if (r.endedAt) session.endTime = r.endedAt.getTime();
     return session;
   }

@@ -59,6 +59,8 @@ export class GatewayMetrics {
   private readonly heldUsd: MetricFamily<GaugeChild>;
   private readonly heldCount: MetricFamily<GaugeChild>;
   private readonly stateUp: MetricFamily<GaugeChild>;
+  private readonly creditsSpentUsd: (tenant: string, route: string) => CounterChild;
+  private readonly creditsDrift: GaugeChild;
 
   constructor(readonly registry: MetricsRegistry = new TextRegistry()) {
     const r = registry;
@@ -146,6 +148,20 @@ export class GatewayMetrics {
       help: "Uncertain payments held, per tenant, at scrape time.",
       labelNames: ["tenant"],
     });
+    this.creditsSpentUsd = children(
+      r.counter({
+        name: "tollgate_credits_spent_usd_total",
+        help: "USD of credit spend settled in the ledger (the tenant's multiplier included), by tenant and route.",
+        labelNames: ["tenant", "route"],
+      }),
+    );
+    this.creditsDrift = r
+      .gauge({
+        name: "tollgate_credits_drift_usd",
+        help: "The team's credit usage reported by the upstream minus the ledger's credit spend over the same time, at cost (the reconciler's last pass).",
+        labelNames: [],
+      })
+      .labels();
     this.stateUp = r.gauge({
       name: "tollgate_state_up",
       help: "1 when the state backend answered the scrape's ping, else 0.",
@@ -177,6 +193,16 @@ export class GatewayMetrics {
     const t = this.tenants.of(tenant);
     this.paymentsTotal(t, state).inc();
     if (atomic > 0n) this.paymentsUsd(t, state).inc(usd(atomic));
+  }
+
+  /** Credit spend settled (or corrected upward; a counter cannot go down) for a tenant on a route row. */
+  creditsSpent(tenant: string, route: string, atomic: bigint): void {
+    if (atomic > 0n) this.creditsSpentUsd(this.tenants.of(tenant), this.routes.of(route)).inc(usd(atomic));
+  }
+
+  /** The reconciler's last drift figure (USD, signed). */
+  creditsDriftUsd(value: number): void {
+    this.creditsDrift.set(value);
   }
 
   /** A paid-answer lookup; `savedAtomic` is the price of the answer served without paying. */

@@ -42,10 +42,11 @@ function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): BudgetLed
       return r;
     },
     signed: (id, fields, now) => ledger.signed(id, fields, now),
-    async commit(id, transaction, now, finalAmount) {
-      await ledger.commit(id, transaction, now, finalAmount);
+    async commit(id, transaction, now, finalAmount, fields) {
+      await ledger.commit(id, transaction, now, finalAmount, fields);
       await count(id, "committed", true);
     },
+    resettle: (id, finalAmount, fields, now) => ledger.resettle(id, finalAmount, fields, now),
     async release(id, reason, now) {
       await ledger.release(id, reason, now);
       await count(id, "released", true);

@@ -9,7 +9,20 @@ const enc = new TextEncoder();
 
 export type BudgetEvent =
   | { type: "budget.threshold"; window: BudgetWindow; period: string; threshold: number; spent: string; limit: string }
-  | { type: "budget.exhausted"; window: BudgetWindow; period: string; onExhausted: string };
+  | { type: "budget.exhausted"; window: BudgetWindow; period: string; onExhausted: string }
+  /** A credits settlement above its hold, recorded whole (period: the ledger entry). */
+  | {
+      type: "credits.over_hold";
+      window: "total";
+      period: string;
+      route: string;
+      resource: string | null;
+      held: string;
+      settled: string;
+      settledFrom: string;
+    }
+  /** The team's usage and the ledger's credit spend differ past credits.driftAlertUsd (period: the day it was seen). */
+  | { type: "credits.drift"; window: "total"; period: string; driftUsd: string; thresholdUsd: string; teamUsd: string; ledgerUsd: string };
 
 /** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, as Stripe signs its webhooks. */
 async function signWebhook(secret: string, body: string, t: number): Promise<string> {

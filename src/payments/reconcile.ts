@@ -1,10 +1,18 @@
 // Settles holds nobody settled. x402: from the chain's truth once the authorization has expired (used → committed,
 // unused → released). Credits: once the resource's end time has passed it ran to its maximum, so the hold is committed
-// at the reserved amount. The chain is asked through the entry's payment scheme (src/payments/schemes/). Runs on a
-// timer in Node and from the Worker's cron trigger (src/worker.ts).
+// at the reserved amount (an estimate); sessions and sandboxes settled from an estimate are read again until the
+// upstream's figure lands, and corrected to it; and the team's usage is compared with the ledger (./credit-drift.ts).
+// The chain is asked through the entry's payment scheme (src/payments/schemes/). Runs on a timer in Node and from the
+// Worker's cron trigger (src/worker.ts).
 import type { GatewayServices } from "../services.js";
 import { schemeOfEntry } from "./schemes/index.js";
 import { retryReleases } from "./abandoned.js";
+import { afterCreditSettlement } from "./credit-reports.js";
+import { checkCreditDrift, type CreditDrift } from "./credit-drift.js";
+import { recheckResourceEntry } from "../routing/settle.js";
+import type { LedgerEntry } from "../state/types.js";
+import { usdToAtomic } from "./money.js";
+import { stateKeys } from "../state/keys.js";
 
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
 const GRACE_SECONDS = 5;
@@ -20,6 +28,22 @@ export interface ReconcileReport {
   stillHeld: number;
   /** Credits holds past their end time, committed at the reserved amount. */
   creditsCommitted: number;
+  /** Sessions and sandboxes settled from an estimate whose upstream figure has since landed, corrected to it. */
+  creditsCorrected: number;
+  /** The drift check (undefined when credits are off or the team's usage could not be read). */
+  creditsDrift?: CreditDrift;
+}
+
+/** How many settled credits entries one pass looks at for late usage. */
+const LATE_BATCH = 500;
+/** An entry settled from the upstream's figure is read once more no sooner than this after. */
+const RECHECK_AFTER_MS = 60_000;
+
+/** An entry's amount before the tenant's multiplier (what the upstream is estimated to have charged). */
+function costOf(e: LedgerEntry): bigint {
+  const amount = BigInt(e.amount);
+  if (!e.multiplier) return amount;
+  return (amount * 1_000_000n) / usdToAtomic(e.multiplier);
 }
 
 export class PaymentReconciler {
@@ -28,9 +52,16 @@ export class PaymentReconciler {
   async runOnce(): Promise<ReconcileReport> {
     const { stores, logger } = this.services;
     const now = this.services.now();
-    const report: ReconcileReport = { committed: 0, released: 0, stillHeld: 0, creditsCommitted: 0 };
+    const report: ReconcileReport = { committed: 0, released: 0, stillHeld: 0, creditsCommitted: 0, creditsCorrected: 0 };
     report.released += await retryReleases(this.services);
     await this.settleCredits(now, report);
+    if (this.services.config.credits.enabled) {
+      await this.correctLateUsage(now, report);
+      report.creditsDrift = await checkCreditDrift(this.services).catch((err) => {
+        logger.error("credit drift check failed", { error: String(err) });
+        return undefined;
+      });
+    }
     for (const e of await stores.ledger.expiredHolds(now, BATCH)) {
       if (e.validBefore && (e.validBefore + GRACE_SECONDS) * 1000 > now) continue;
       if (!e.nonce || !e.payer) {
@@ -68,7 +99,21 @@ export class PaymentReconciler {
     const { stores, logger } = this.services;
     for (const e of await stores.ledger.expiredCreditHolds(now - GRACE_SECONDS * 1000, BATCH)) {
       try {
-        await stores.ledger.commit(e.id, undefined, now);
+        const cost = costOf(e);
+        await stores.ledger.commit(e.id, undefined, now, undefined, {
+          settledFrom: "estimate",
+          costAmount: cost.toString(),
+          estimatedAmount: cost.toString(),
+        });
+        if (!e.tenant.startsWith("token:"))
+          await afterCreditSettlement(this.services, undefined, {
+            entryId: e.id,
+            tenant: e.tenant,
+            route: e.route,
+            charged: BigInt(e.amount),
+            cost,
+            overHold: false,
+          });
         report.creditsCommitted++;
         logger.info("credits hold expired; committed at its maximum", {
           entry: e.id,
@@ -78,6 +123,30 @@ export class PaymentReconciler {
         });
       } catch (err) {
         logger.error("credits reconciliation failed; will retry", { entry: e.id, error: String(err) });
+      }
+    }
+  }
+
+  /**
+   * Sessions and sandboxes settled within credits.lateUsageMinutes: one settled from an estimate is read again on every
+   * pass until the upstream's figure lands; one settled from the upstream's figure is read once more (fleet-wide) a
+   * minute or more after, in case more of its usage landed. Either is corrected to what the upstream now says.
+   */
+  private async correctLateUsage(now: number, report: ReconcileReport) {
+    const { stores, logger, config } = this.services;
+    const windowMs = config.credits.lateUsageMinutes * 60_000;
+    const recent = await stores.ledger.list({ kind: "credits", limit: LATE_BATCH });
+    for (const e of recent) {
+      if (e.state !== "committed" || e.updatedAt < now - windowMs || e.tenant.startsWith("token:")) continue;
+      if (!/^(session|sandbox):/.test(e.resource ?? "")) continue;
+      if (e.settledFrom === "upstream") {
+        if (e.updatedAt > now - RECHECK_AFTER_MS) continue;
+        if (!(await stores.kv.setIfAbsent(stateKeys.creditsRechecked(e.id), this.services.instanceId, windowMs))) continue;
+      } else if (e.settledFrom !== "estimate") continue;
+      try {
+        if (await recheckResourceEntry(this.services, e)) report.creditsCorrected++;
+      } catch (err) {
+        logger.error("late usage correction failed; will retry", { entry: e.id, error: String(err) });
       }
     }
   }

@@ -11,7 +11,7 @@ import type { GatewayServices } from "../services.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
 import type { Tenant } from "../tenants.js";
 import { HELD } from "../state/holds.js";
-import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult } from "../state/types.js";
+import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";
 
 /** A keyless token's own spend cap, checked with the tenant's budget. */
@@ -197,18 +197,21 @@ interface Settlement {
   finalAmount?: bigint;
   /** The x402 payment's on-chain transaction. */
   transaction?: string;
+  /** Credits: where the figure came from and what it was before the tenant's multiplier (LedgerEntry). */
+  fields?: SettlementFields;
   /** The request that settles it: the budget alerts checked beside it are kept alive by it. */
   context?: Context;
 }
 
 /**
  * The spend happened: commits every entry, at `finalAmount` when given, which returns the rest of the reservation to
- * the budget; never more than was reserved. Then checks the thresholds it crossed, beside the request.
+ * the budget (x402: never more than was reserved; credits: a larger figure is recorded whole). Then checks the
+ * thresholds it crossed, beside the request.
  */
 export async function settleSpend(services: GatewayServices, spend: AnySpend, settlement: Settlement = {}): Promise<void> {
-  const { finalAmount, transaction, context } = settlement;
+  const { finalAmount, transaction, context, fields } = settlement;
   const now = services.now();
-  for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount);
+  for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount, fields);
   const tenant = "entry" in spend ? spend.entry.tenant : spend.tenant;
   if (!tenant.startsWith("token:")) services.background(context, checkBudgetAlerts(services, tenant, context), "budget alert check");
 }

@@ -4,16 +4,19 @@
 import { Hono } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { Readiness, ReadinessReport } from "../readiness.js";
-import { presentedKey, type TenantDirectory } from "../tenants.js";
+import type { GatewayServices } from "../services.js";
+import { presentedKey, type Tenant } from "../tenants.js";
 import { isOperator } from "../operators/roles.js";
+import { lastCreditDrift } from "../payments/credit-drift.js";
 
-async function operatorAsking(directory: TenantDirectory, headers: Headers): Promise<boolean> {
+/** The tenant whose key the probe presents, if any (a wrong key is no reason to refuse a probe: it gets the public view). */
+async function asking(services: GatewayServices, headers: Headers): Promise<Tenant | undefined> {
   const key = presentedKey(headers);
-  if (!key) return false;
+  if (!key) return undefined;
   try {
-    return isOperator(await directory.authenticate(key));
+    return await services.directory.authenticate(key);
   } catch {
-    return false; // a wrong key is no reason to refuse a readiness probe: it gets the public view
+    return undefined;
   }
 }
 
@@ -28,12 +31,15 @@ function publicView(report: ReadinessReport): ReadinessReport {
   return { ...report, checks: { ...report.checks, wallet } };
 }
 
-export function readyRoutes(readiness: Readiness, directory: TenantDirectory): Hono<GatewayEnv> {
+export function readyRoutes(readiness: Readiness, services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.get("/ready", async (c) => {
     const report = await readiness.check();
-    const shown = (await operatorAsking(directory, c.req.raw.headers)) ? report : publicView(report);
-    return c.json(shown, report.status === "not_ready" ? 503 : 200, { "cache-control": "no-store" });
+    const tenant = await asking(services, c.req.raw.headers);
+    // Operators see the wallet's figures; admins also the credit drift (the books against the team's bill).
+    const shown = tenant && isOperator(tenant) ? report : publicView(report);
+    const extras = tenant?.scopes.includes("admin") ? { credits: { drift: (await lastCreditDrift(services)) ?? null } } : {};
+    return c.json({ ...shown, ...extras }, report.status === "not_ready" ? 503 : 200, { "cache-control": "no-store" });
   });
   return app;
 }

@@ -12,6 +12,8 @@ import { tenantLimits } from "../payments/limits.js";
 import { resetAt } from "../state/windows.js";
 import { fleetSavings } from "../operators/savings.js";
 import { isOperator } from "../operators/roles.js";
+import { lastCreditDrift } from "../payments/credit-drift.js";
+import { calibrate, usageCsv, usageExport, windowOf } from "../payments/usage-export.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
 
@@ -40,7 +42,8 @@ async function usageOf(services: GatewayServices, tenant: Tenant) {
   // Answers served from the cache or joined to a call in flight, across the fleet, and what they would have cost.
   const s = await fleetSavings(services, [tenant.id]);
   const savings = { hits: s.hits, coalesced: s.coalesced, savedUsd: atomicToUsd(s.savedAtomic) };
-  return { tenant: tenant.id, currency: "USD", ...windows, savings };
+  // Credit spend is shown as the tenant pays it: its multiplier (chargeback) is in every amount above.
+  return { tenant: tenant.id, currency: "USD", creditMultiplier: tenant.creditMultiplier ?? "1", ...windows, savings };
 }
 
 export function ledgerView(e: LedgerEntry) {
@@ -81,7 +84,26 @@ export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {
   };
   app.get("/admin/usage", async (c) => {
     await operator(c);
-    return c.json({ tenants: await Promise.all(services.directory.list().map((t) => usageOf(services, t))) });
+    const tenants = await Promise.all(services.directory.list().map((t) => usageOf(services, t)));
+    // The books against the bill: the reconciler's last comparison of the team's usage with the ledger.
+    return c.json({ tenants, credits: { drift: (await lastCreditDrift(services)) ?? null } });
+  });
+  // Chargeback: ?from=&to= (ISO; default this month) &format=json|csv, by tenant, day, kind and route row.
+  app.get("/admin/usage/export", async (c) => {
+    await operator(c);
+    const format = c.req.query("format") ?? "json";
+    if (format !== "json" && format !== "csv")
+      throw new GatewayError(400, "invalid_params", "format must be json or csv.", { field: "format" });
+    const x = await usageExport(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()));
+    if (format === "json") return c.json(x);
+    return c.body(usageCsv(x), 200, {
+      "content-type": "text/csv; charset=utf-8",
+      "content-disposition": `attachment; filename="tollgate-usage-${x.from.slice(0, 10)}-${x.to.slice(0, 10)}.csv"`,
+    });
+  });
+  app.get("/admin/credits/calibrate", async (c) => {
+    await operator(c);
+    return c.json(await calibrate(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now())));
   });
   app.get("/admin/ledger", async (c) => {
     await operator(c);

@@ -15,6 +15,7 @@ import type { Meter, PriceName, RouteRow } from "./table.js";
 import { readWire } from "../wire/read.js";
 import { CreatedAnswer } from "../wire/created.js";
 import { stateKeys } from "../state/keys.js";
+import { settleEndedResource, settleFinishedJob } from "./settle.js";
 
 /** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
 interface KeptHold extends SpendHold {
@@ -223,9 +224,8 @@ async function extendKeptHold(
 }
 
 /**
- * A time-metered resource ended (stop, or the upstream says it is closed): commit the minutes it ran, at most its
- * hold (the ledger holds the commit to it, extensions included), once. Safe to call more than once; only the first
- * call settles.
+ * A time-metered resource ended (stop, expiry, or the upstream says it is closed): settle its hold once, to what the
+ * upstream reports it used (src/routing/settle.ts). Safe to call more than once; only the first call settles.
  */
 export async function settleResource(
   services: GatewayServices,
@@ -237,12 +237,10 @@ export async function settleResource(
   if (!hold) return;
   await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
   const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
-  // The ledger caps the commit at the hold, extensions included (the kept record's amount may predate one).
-  await settleSpend(services, c, hold, minutes * BigInt(hold.rate));
+  await settleEndedResource(services, c, hold, { kind, id, estimate: minutes * BigInt(hold.rate) });
 }
 
 const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
-const COUNTS = ["totalCrawledPages", "totalScrapedPages", "totalPages", "pagesCount"];
 
 /** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
 export async function settleJobFrom(services: GatewayServices, id: string, res: Response, c?: Context<GatewayEnv>): Promise<void> {
@@ -262,7 +260,5 @@ export async function settleJobFrom(services: GatewayServices, id: string, res: 
     await releaseSpend(services, hold, `job ${status}`);
     return;
   }
-  const counted = COUNTS.map((k) => body[k]).find((v) => typeof v === "number") as number | undefined;
-  const used = counted !== undefined ? BigInt(Math.max(0, counted)) * BigInt(hold.rate) : hold.amount;
-  await settleSpend(services, c, hold, used < hold.amount ? used : hold.amount);
+  await settleFinishedJob(services, c, hold, body);
 }

@@ -23,12 +23,13 @@ import type {
   OwnershipRegistry,
   ReserveResult,
   ResourceKind,
+  SettlementFields,
   SpendKind,
   StateStores,
   StoredResponse,
   Usage,
 } from "./types.js";
-import { usageOf } from "./windows.js";
+import { settlementPatch, usageOf } from "./windows.js";
 import { stateKeys } from "./keys.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
 
@@ -142,10 +143,16 @@ class DurableLedger implements BudgetLedger {
   private async transition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
     refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerTransition(id, to, now, patch, finalAmount)));
   }
-  async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
+  async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint, fields?: SettlementFields) {
     if (finalAmount !== undefined && finalAmount < 0n) throw new RangeError(`final amount must not be negative, got ${finalAmount}`);
     const final = finalAmount === undefined ? undefined : decimal("final amount", finalAmount);
-    return this.transition(id, "committed", now, transaction ? { transaction } : {}, final);
+    return this.transition(id, "committed", now, { ...settlementPatch(fields), ...(transaction ? { transaction } : {}) }, final);
+  }
+  async resettle(id: string, finalAmount: bigint, fields: SettlementFields, now: number): Promise<bigint> {
+    const final = decimal("final amount", finalAmount);
+    const r = await this.o.call(await this.ledgerOf(id), (s) => s.ledgerResettle(id, final, settlementPatch(fields), now));
+    if ("refused" in r) throw new Error(r.refused);
+    return BigInt(r.delta);
   }
   release(id: string, reason: string, now: number) {
     return this.transition(id, "released", now, { reason });

@@ -1,8 +1,19 @@
 // One tenant's ledger inside its Durable Object: entries and window counters in SQLite. Every method is synchronous
 // and runs in one storage transaction, so nothing can interleave with it: reserve checks and counts atomically.
 import { grown, HELD, holdExpiresAt } from "./holds.js";
-import type { BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, SpendKind } from "./types.js";
-import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, windowKeys } from "./windows.js";
+import type { BudgetWindow, LedgerEntry, LedgerFilter, LedgerState, NewLedgerEntry, SettlementFields, SpendKind } from "./types.js";
+import {
+  COUNTED,
+  creditKeys,
+  dayOf,
+  firstExceeded,
+  kindOf,
+  monthOf,
+  resetAt,
+  settledAmount,
+  settlementPatch,
+  windowKeys,
+} from "./windows.js";
 
 /** The part of a SQLite-backed Durable Object's storage this backend uses. */
 export interface SqlLike {
@@ -186,12 +197,24 @@ export class LedgerTables {
     const clean: Partial<LedgerEntry> = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
     if (to === "committed") {
       const final = settledAmount(e, finalAmount === undefined ? undefined : BigInt(finalAmount));
-      if (final < reserved) {
+      if (final !== reserved) {
         this.addAll(e, final - reserved);
         Object.assign(clean, { amount: final.toString(), reservedAmount: e.amount });
       }
     }
     this.write({ ...e, ...clean, state: to, updatedAt: now });
+  }
+
+  /** See BudgetLedger.resettle; amounts travel as decimal strings (the difference signed). */
+  resettle(id: string, finalAmount: string, fields: SettlementFields, now: number): string {
+    const e = this.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    if (e.kind !== "credits" || e.state !== "committed")
+      throw new Error(`ledger entry ${id} is ${e.kind} ${e.state}, cannot be settled again`);
+    const delta = BigInt(finalAmount) - BigInt(e.amount);
+    this.addAll(e, delta);
+    this.write({ ...e, ...settlementPatch(fields), amount: finalAmount, reservedAmount: e.reservedAmount ?? e.amount, updatedAt: now });
+    return delta.toString();
   }
 
   list(f: WireFilter, limit: number | undefined): SequencedEntry[] {

@@ -13,7 +13,16 @@
 // Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
 import { DurableObject } from "cloudflare:workers";
 import { LedgerTables, type SqlLike, type WireFilter, type WireLimits, type WireReserveResult } from "./durable-ledger.js";
-import type { IdempotencyBegin, LedgerEntry, LedgerState, NewLedgerEntry, ResourceKind, SpendKind, StoredResponse } from "./types.js";
+import type {
+  IdempotencyBegin,
+  LedgerEntry,
+  LedgerState,
+  NewLedgerEntry,
+  ResourceKind,
+  SettlementFields,
+  SpendKind,
+  StoredResponse,
+} from "./types.js";
 
 interface StorageLike {
   sql: SqlLike;
@@ -88,6 +97,10 @@ export class TollgateState extends DurableObject {
   }
   ledgerTransition(id: string, to: LedgerState, now: number, patch: Partial<LedgerEntry>, finalAmount?: string) {
     return refusal(() => this.tx(() => this.ledger.transition(id, to, now, patch, finalAmount)));
+  }
+  ledgerResettle(id: string, finalAmount: string, fields: SettlementFields, now: number) {
+    let delta = "0";
+    return refusal(() => (delta = this.tx(() => this.ledger.resettle(id, finalAmount, fields, now)))) ?? { delta };
   }
   ledgerGet(id: string) {
     return this.ledger.get(id);

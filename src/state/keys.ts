@@ -26,6 +26,14 @@ export const stateKeys = {
   savings: (tenant: string, figure: "hits" | "coalesced" | "saved") => `savings:${tenant}:${figure}`,
   /** A credits hold of a running resource or job (src/routing/credits.ts). */
   creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,
+  /** The cost of every credit settlement so far, fleet-wide, atomic units (src/payments/credit-reports.ts). */
+  creditsSettledCost: "credits:settled-cost",
+  /** Once-per-entry marker of a settled session's or sandbox's upstream figure read once more by a reconciler. */
+  creditsRechecked: (entry: string) => `credits:rechecked:${entry}`,
+  /** Once-per-entry marker of a credit settlement above its hold alerted. */
+  creditsOverHold: (entry: string) => `credits:over-hold:${entry}`,
+  /** The drift check's starting point, last figure and once-marker of its alert (src/payments/credit-drift.ts). */
+  creditsDrift: (what: "baseline" | "last" | "alerted") => `credits:drift:${what}`,
   /** A gateway token minted by POST /_tollgate/tokens, for its later revocation. */
   mintedToken: (jti: string) => `token:minted:${jti}`,
   /** One revoked gateway token. */

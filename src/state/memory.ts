@@ -13,6 +13,7 @@ import type {
   OwnershipRegistry,
   ReserveResult,
   ResourceKind,
+  SettlementFields,
   SpendKind,
   StateStores,
   StoredResponse,
@@ -21,7 +22,19 @@ import type {
 } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
-import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
+import {
+  COUNTED,
+  creditKeys,
+  dayOf,
+  firstExceeded,
+  kindOf,
+  monthOf,
+  resetAt,
+  settledAmount,
+  settlementPatch,
+  usageOf,
+  windowKeys,
+} from "./windows.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
 import { LRUCache } from "lru-cache";
 
@@ -82,7 +95,7 @@ class MemoryLedger implements BudgetLedger {
     if (COUNTED.has(e.state) && !COUNTED.has(to)) this.count(e, -reserved);
     if (to === "committed") {
       const final = settledAmount(e, finalAmount);
-      if (final < reserved) {
+      if (final !== reserved) {
         this.count(e, final - reserved);
         patch = { ...patch, amount: final.toString(), reservedAmount: e.amount };
       }
@@ -114,8 +127,23 @@ class MemoryLedger implements BudgetLedger {
     Object.assign(e, { amount: next.amount.toString(), validBefore: next.validBefore, updatedAt: now });
     return { ok: true, entry: { ...e } };
   }
-  async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
-    this.transition(id, "committed", now, transaction ? { transaction } : {}, finalAmount);
+  async commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint, fields?: SettlementFields) {
+    this.transition(id, "committed", now, { ...settlementPatch(fields), ...(transaction ? { transaction } : {}) }, finalAmount);
+  }
+  async resettle(id: string, finalAmount: bigint, fields: SettlementFields, now: number) {
+    const e = this.entries.get(id);
+    if (!e) throw new Error(`ledger entry ${id} not found`);
+    if (e.kind !== "credits" || e.state !== "committed")
+      throw new Error(`ledger entry ${id} is ${e.kind} ${e.state}, cannot be settled again`);
+    if (finalAmount < 0n) throw new RangeError(`final amount must not be negative, got ${finalAmount}`);
+    const delta = finalAmount - BigInt(e.amount);
+    this.count(e, delta);
+    Object.assign(e, settlementPatch(fields), {
+      amount: finalAmount.toString(),
+      reservedAmount: e.reservedAmount ?? e.amount,
+      updatedAt: now,
+    });
+    return delta;
   }
   async release(id: string, reason: string, now: number) {
     this.transition(id, "released", now, { reason });

@@ -13,10 +13,11 @@ import type {
   LedgerState,
   NewLedgerEntry,
   ReserveResult,
+  SettlementFields,
   SpendKind,
   Usage,
 } from "./types.js";
-import { creditKeys, dayOf, kindOf, monthOf, resetAt, usageOf, windowKeys } from "./windows.js";
+import { creditKeys, dayOf, kindOf, monthOf, resetAt, settlementPatch, usageOf, windowKeys } from "./windows.js";
 
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
 /** Day counters outlive their day, month counters their month, long enough for late releases; totals never expire. */
@@ -225,10 +226,22 @@ export class RedisLedger implements BudgetLedger {
     const window = WINDOWS[res[1]! - 1];
     return { ok: false, window, limit: limits[window]!, spent: BigInt(res[2] ?? "0"), resetAt: resetAt(window, Number(res[3])) };
   }
-  commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint) {
+  commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint, fields?: SettlementFields) {
     if (finalAmount !== undefined && finalAmount < 0n)
       return Promise.reject(new RangeError(`final amount must not be negative, got ${finalAmount}`));
-    return this.transition(id, "committed", now, { transaction }, finalAmount);
+    return this.transition(id, "committed", now, { ...settlementPatch(fields), transaction }, finalAmount);
+  }
+  async resettle(id: string, finalAmount: bigint, fields: SettlementFields, now: number): Promise<bigint> {
+    const final = decimal("final amount", finalAmount);
+    try {
+      const delta = await this.r.run(() => this.r.client.tgResettle(this.entryKey(id), final, now, ...fieldsOf(settlementPatch(fields))));
+      return BigInt(String(delta));
+    } catch (err) {
+      const m = /\bTG_(NOT_FOUND|ILLEGAL)(?: (\w+))?/.exec((err as Error)?.message ?? "");
+      if (m?.[1] === "NOT_FOUND") throw new Error(`ledger entry ${id} not found`);
+      if (m?.[1] === "ILLEGAL") throw new Error(`ledger entry ${id} is ${m[2]}, cannot be settled again`);
+      throw err;
+    }
   }
   release(id: string, reason: string, now: number) {
     return this.transition(id, "released", now, { reason });

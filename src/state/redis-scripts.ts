@@ -92,7 +92,7 @@ return {1}
 /**
  * KEYS: entry, x402 holds, credits holds. ARGV: prefix, to, now, id, final amount ('' = the reserved one), field/value…
  * Moves the entry to `to`, returning its amount to the windows it was counted in when it leaves a counted state, and
- * on a commit for less than was reserved returning the difference.
+ * on a commit for less than was reserved returning the difference (a credits commit for more counts the difference).
  */
 const TRANSITION = `${DECIMAL}
 local cur = redis.call('HMGET', KEYS[1], 'state', 'tenant', 'seq', 'amount', 'kd', 'km', 'kt', 'cd', 'cm', 'ct', 'kind')
@@ -113,6 +113,12 @@ local final = ARGV[5]
 if to == 'committed' and final ~= '' and gt(cur[4], final) then
   uncount(sub(cur[4], final))
   redis.call('HSET', KEYS[1], 'amount', final, 'reservedAmount', cur[4])
+elseif to == 'committed' and final ~= '' and cur[11] == 'credits' and gt(final, cur[4]) then
+  local more = sub(final, cur[4])
+  for k = 5, 10 do
+    if cur[k] and redis.call('EXISTS', cur[k]) == 1 then redis.call('INCRBY', cur[k], more) end
+  end
+  redis.call('HSET', KEYS[1], 'amount', final, 'reservedAmount', cur[4])
 end
 local p, tenant, id = ARGV[1], cur[2], ARGV[4]
 if state ~= to then
@@ -124,6 +130,26 @@ end
 if to ~= 'reserved' and to ~= 'uncertain' then redis.call('ZREM', cur[11] == 'credits' and KEYS[3] or KEYS[2], id) end
 redis.call('HSET', KEYS[1], 'state', to, 'updatedAt', ARGV[3], unpack(ARGV, 6))
 return 1
+`;
+
+/**
+ * KEYS: entry. ARGV: final amount, now, field/value… A committed credits entry settled again: the difference to its
+ * amount counted (or given back) in every window it counts in. Returns the difference as a signed decimal string.
+ */
+const RESETTLE = `${DECIMAL}
+local cur = redis.call('HMGET', KEYS[1], 'state', 'kind', 'amount', 'kd', 'km', 'kt', 'cd', 'cm', 'ct', 'reservedAmount')
+if not cur[1] then return redis.error_reply('TG_NOT_FOUND') end
+if cur[1] ~= 'committed' or cur[2] ~= 'credits' then return redis.error_reply('TG_ILLEGAL ' .. cur[1]) end
+local final, old = ARGV[1], cur[3]
+local delta, sign = '0', ''
+if gt(final, old) then delta = sub(final, old) elseif gt(old, final) then delta = sub(old, final); sign = '-' end
+for k = 4, 9 do
+  if cur[k] and redis.call('EXISTS', cur[k]) == 1 then
+    if sign == '-' then redis.call('DECRBY', cur[k], delta) else redis.call('INCRBY', cur[k], delta) end
+  end
+end
+redis.call('HSET', KEYS[1], 'amount', final, 'reservedAmount', cur[10] or old, 'updatedAt', ARGV[2], unpack(ARGV, 3))
+return sign .. delta
 `;
 
 /** KEYS: entry, x402 holds, credits holds. ARGV: id, now, nonce, validBefore, payer, hold expiry (ms). */
@@ -261,6 +287,7 @@ return seq
 export const SCRIPTS = {
   tgReserve: { numberOfKeys: 16, lua: RESERVE },
   tgTransition: { numberOfKeys: 3, lua: TRANSITION },
+  tgResettle: { numberOfKeys: 1, lua: RESETTLE },
   tgSigned: { numberOfKeys: 3, lua: SIGNED },
   tgAttach: { numberOfKeys: 3, lua: ATTACH },
   tgExtend: { numberOfKeys: 3, lua: EXTEND },

@@ -13,6 +13,16 @@ export type SpendKind = "x402" | "credits";
 
 export const SPEND_KINDS: readonly SpendKind[] = ["x402", "credits"];
 
+/** Where a credits settlement came from: the upstream's report, or the price table's estimate. */
+export type SettledFrom = "upstream" | "estimate";
+
+/** What a credits commit records beside its amount (see LedgerEntry). Amounts atomic, as decimal strings. */
+export interface SettlementFields {
+  settledFrom?: SettledFrom;
+  costAmount?: string;
+  estimatedAmount?: string;
+}
+
 /** One reservation of spend. Amounts are atomic units (USD, 6 decimals) as decimal strings. */
 export interface LedgerEntry {
   id: string;
@@ -45,6 +55,17 @@ export interface LedgerEntry {
   meter?: string;
   /** Credits: the upstream resource a time-metered hold belongs to, e.g. "sandbox:<id>" or "session:<id>". */
   resource?: string;
+  /**
+   * Credits, once committed: where the final amount came from, the upstream's own report (`creditsUsed`, the work a
+   * job answer counts) or the price table's estimate (the upstream said nothing usable).
+   */
+  settledFrom?: SettledFrom;
+  /** Credits: the tenant's price multiplier (a decimal such as "1.25"), when it is not 1; `amount` includes it. */
+  multiplier?: string;
+  /** Credits, once committed: what the upstream charged (or is estimated to have charged), before the multiplier. */
+  costAmount?: string;
+  /** Credits, once committed: what the price table says the same work costs, before the multiplier (calibration). */
+  estimatedAmount?: string;
   state: LedgerState;
   /** Why it was released or held uncertain. */
   reason?: string;
@@ -126,10 +147,18 @@ export interface BudgetLedger {
   extend(id: string, by: HoldGrowth, limits: BudgetLimits, now: number): Promise<ReserveResult>;
   /**
    * The spend happened. With `finalAmount` below the reserved amount the difference goes back to every window the
-   * entry counts in and `amount` becomes the final figure (`reservedAmount` keeps the reservation); a final amount
-   * above the reservation is held to it. Committing a committed entry again changes nothing.
+   * entry counts in and `amount` becomes the final figure (`reservedAmount` keeps the reservation). A final amount
+   * above the reservation is held to it for x402 (nothing can pay more than was signed); a credits entry records it
+   * whole and counts the difference in its windows (the upstream charged it; a budget may end up past its limit).
+   * `fields` are stored with the commit. Committing a committed entry again changes nothing.
    */
-  commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint): Promise<void>;
+  commit(id: string, transaction: string | undefined, now: number, finalAmount?: bigint, fields?: SettlementFields): Promise<void>;
+  /**
+   * A committed credits entry settled again (the upstream's figure landed late, or changed): `amount` becomes
+   * `finalAmount`, the difference (either sign) is counted in every window the entry counts in, and `fields` are
+   * stored. Returns the difference. @throws for an unknown id, an x402 entry, or one not committed.
+   */
+  resettle(id: string, finalAmount: bigint, fields: SettlementFields, now: number): Promise<bigint>;
   /** The upstream definitely did not take the money: the amount is returned to the budget. */
   release(id: string, reason: string, now: number): Promise<void>;
   /** Outcome unknown: keep the amount counted until validBefore passes and the chain (or the clock) says what happened. */

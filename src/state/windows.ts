@@ -1,5 +1,5 @@
 // UTC budget windows: which day and month an instant belongs to, and when each window resets.
-import type { BudgetLimits, BudgetWindow, LedgerEntry, SpendKind, Usage, WindowAmounts } from "./types.js";
+import type { BudgetLimits, BudgetWindow, LedgerEntry, SettlementFields, SpendKind, Usage, WindowAmounts } from "./types.js";
 
 /** The UTC day last asked about ([from, to) in epoch ms): every request of a day asks about the same one. */
 let lastDay = { from: 0, to: 0, day: "", month: "" };
@@ -62,14 +62,23 @@ export function usageOf(sum: WindowAmounts, credits: WindowAmounts): Usage {
 }
 
 /**
- * What a commit counts: the final amount when given, never more than the reservation.
+ * What a commit counts: the final amount when given; for x402 never more than the reservation, for credits whole.
  * @throws RangeError for a negative final amount.
  */
-export function settledAmount(e: Pick<LedgerEntry, "amount">, finalAmount: bigint | undefined): bigint {
+export function settledAmount(e: Pick<LedgerEntry, "amount" | "kind">, finalAmount: bigint | undefined): bigint {
   const reserved = BigInt(e.amount);
   if (finalAmount === undefined) return reserved;
   if (finalAmount < 0n) throw new RangeError(`final amount must not be negative, got ${finalAmount}`);
-  return finalAmount < reserved ? finalAmount : reserved;
+  return finalAmount < reserved || kindOf(e) === "credits" ? finalAmount : reserved;
+}
+
+/** Only the settlement fields a caller gave (undefined ones dropped). */
+export function settlementPatch(f: SettlementFields | undefined): SettlementFields {
+  const out: SettlementFields = {};
+  if (f?.settledFrom) out.settledFrom = f.settledFrom;
+  if (f?.costAmount !== undefined) out.costAmount = f.costAmount;
+  if (f?.estimatedAmount !== undefined) out.estimatedAmount = f.estimatedAmount;
+  return out;
 }
 
 /** States whose amount counts as spent. */

@@ -26,7 +26,9 @@ describe("session extensions grow the session's credits hold", () => {
         // A 5-minute session (8500) and one 5-minute extension (8500): $0.017 exactly.
         { id: "tight", budget: { daily: "0.017" } },
       ],
-      { now: () => clock },
+      // The emulator charges no browser time here, so stops settle from the table's estimate for the minutes run on
+      // the gateway's hand-moved clock (test/gateway/credit-settlement.test.ts covers the upstream's own figures).
+      { now: () => clock, emulatorCredits: { browserMinute: 0 } },
     );
     acme = new Hyperbrowser({ apiKey: stack.keys.acme!, baseUrl: stack.gateway.url });
     tight = new Hyperbrowser({ apiKey: stack.keys.tight!, baseUrl: stack.gateway.url });

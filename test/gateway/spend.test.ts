@@ -172,7 +172,7 @@ describe("the reconciler and credits holds", () => {
     clock.now = T0 + 3 * MIN + 1000; // within the grace
     expect((await reconciler.runOnce()).creditsCommitted).toBe(0);
     clock.now = T0 + 4 * MIN;
-    expect(await reconciler.runOnce()).toEqual({ committed: 0, released: 0, stillHeld: 0, creditsCommitted: 1 });
+    expect(await reconciler.runOnce()).toMatchObject({ committed: 0, released: 0, stillHeld: 0, creditsCommitted: 1, creditsCorrected: 0 });
     expect(await ledger.get(ended.entry.id)).toMatchObject({ state: "committed", amount: "3000" });
     expect(await ledger.get(live.entry.id)).toMatchObject({ state: "reserved" });
     expect(await ledger.get(stopped.entry.id)).toMatchObject({ state: "committed", amount: "1000" });

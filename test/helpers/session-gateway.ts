@@ -1,6 +1,7 @@
 // The emulator (sessions half, optionally sandboxes) and a Node gateway in front of it, with tenants and their keys.
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
+import type { CreditSchedule } from "../../emulator/credits.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
@@ -11,6 +12,7 @@ export interface TenantSpec {
   quotas?: Record<string, unknown>;
   budget?: { daily?: string; monthly?: string; total?: string };
   onExhausted?: "block" | "stop";
+  creditMultiplier?: string;
 }
 
 export interface SessionGateway {
@@ -31,9 +33,15 @@ export async function startSessionGateway(
     record?: boolean;
     /** More gateway configuration (merged over the defaults). */
     config?: Record<string, unknown>;
+    /** The emulator's credit schedule (emulator/credits.ts). */
+    emulatorCredits?: Partial<CreditSchedule>;
+    /** The gateway's `credits` config section. */
+    credits?: Record<string, unknown>;
+    /** The gateway's `alerts` config section. */
+    alerts?: Record<string, unknown>;
   } = {},
 ): Promise<SessionGateway> {
-  const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"], record: opts.record });
+  const emulator = await startEmulator({ modules: opts.modules ?? ["sessions"], record: opts.record, credits: opts.emulatorCredits });
   try {
     const keys: Record<string, string> = {};
     const tenantConfigs = [];
@@ -48,6 +56,8 @@ export async function startSessionGateway(
       server: { host: "127.0.0.1", port: 0, logLevel: "info" },
       upstream: { baseUrl: emulator.controlUrl, allowedHosts: [hostOf(emulator.controlUrl), hostOf(emulator.runtimeUrl), runtimeLocal] },
       tokens: opts.tokens,
+      credits: opts.credits,
+      alerts: opts.alerts,
       tenants: tenantConfigs,
       ...opts.config,
     });

@@ -18,7 +18,15 @@ const keys = { acme: generateTenantKey(), globex: generateTenantKey(), ops: gene
 const gws: RunningGateway[] = [];
 
 beforeAll(async () => {
-  [emu, redis] = await Promise.all([startEmulator({ modules: ["x402", "sandboxes", "sessions"] }), startRedisServer()]);
+  [emu, redis] = await Promise.all([
+    startEmulator({
+      modules: ["x402", "sandboxes", "sessions"],
+      // No time charged upstream: stopped resources settle from the table's estimate (whole minutes), which this budget
+      // arithmetic is written against (test/gateway/credit-settlement.test.ts covers the upstream's own figures).
+      credits: { browserMinute: 0, sandboxVcpuMinute: 0, sandboxGiBMinute: 0 },
+    }),
+    startRedisServer(),
+  ]);
 }, 60_000);
 afterAll(async () => {
   for (const g of gws) await g.close().catch(() => {});

@@ -238,7 +238,7 @@ export function ledgerContract(b: ContractBackend) {
       expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 2000n, monthly: 2000n, total: 2000n });
     });
 
-    it("commits a smaller final amount, returning the rest to every window, and never more than was reserved", async () => {
+    it("commits a smaller final amount, returning the rest to every window", async () => {
       const { ledger } = await open.fresh();
       const sandbox = await reserveOk(
         ledger,
@@ -262,17 +262,12 @@ export function ledgerContract(b: ContractBackend) {
       // A repeated commit is a no-op, whatever amount it names.
       await ledger.commit(sandbox, undefined, T0 + 21 * MIN, 10n);
       expect((await ledger.get(sandbox))?.amount).toBe("1500");
-      // Above the reservation: held to it.
-      const over = await reserveOk(ledger, credit("t1", 500n));
-      await ledger.commit(over, undefined, T0 + 1, 9_999n);
-      expect(await ledger.get(over)).toMatchObject({ state: "committed", amount: "500" });
-      expect(await ledger.get(over)).not.toHaveProperty("reservedAmount");
       // From uncertain, to zero.
       const zero = await reserveOk(ledger, credit("t1", 700n));
       await ledger.markUncertain(zero, "no answer", T0 + 1);
       await ledger.commit(zero, undefined, T0 + 2, 0n);
       expect(await ledger.get(zero)).toMatchObject({ state: "committed", amount: "0", reservedAmount: "700" });
-      expect((await ledger.usage("t1", T0)).byKind.credits.total).toBe(2000n);
+      expect((await ledger.usage("t1", T0)).byKind.credits.total).toBe(1500n);
       // The smaller x402 commit works the same way.
       const paid = await reserveOk(ledger, entry("t1", 80n));
       await ledger.commit(paid, "0xtx", T0 + 1, 50n);
@@ -280,8 +275,59 @@ export function ledgerContract(b: ContractBackend) {
       // The refund goes to the windows of the reservation, even on a later day.
       const late = await reserveOk(ledger, credit("t1", 1000n));
       await ledger.commit(late, undefined, T0 + 3 * HOUR, 400n);
-      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 2550n, total: 2550n });
-      expect(await ledger.usage("t1", T0 + 3 * HOUR)).toMatchObject({ daily: 0n, monthly: 0n, total: 2550n });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 2050n, total: 2050n });
+      expect(await ledger.usage("t1", T0 + 3 * HOUR)).toMatchObject({ daily: 0n, monthly: 0n, total: 2050n });
+    });
+
+    it("records a credits settlement above its hold whole, counted in every window past the limit; x402 stays held to it", async () => {
+      const { ledger } = await open.fresh();
+      const limits = { daily: 1000n };
+      const job = await reserveOk(ledger, credit("t1", 500n, { meter: "page" }), T0, limits);
+      await ledger.commit(job, undefined, T0 + 1, 4_500n, { settledFrom: "upstream", costAmount: "4500", estimatedAmount: "500" });
+      expect(await ledger.get(job)).toMatchObject({
+        state: "committed",
+        amount: "4500",
+        reservedAmount: "500",
+        settledFrom: "upstream",
+        costAmount: "4500",
+        estimatedAmount: "500",
+      });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 4500n, monthly: 4500n, total: 4500n });
+      expect((await ledger.usage("t1", T0)).byKind.credits).toEqual({ daily: 4500n, monthly: 4500n, total: 4500n });
+      // The budget is now past its limit: the next reservation is refused.
+      expect(await ledger.reserve(credit("t1", 1n), limits, T0 + 2)).toMatchObject({ ok: false, window: "daily", spent: 4500n });
+      const paid = await reserveOk(ledger, entry("t2", 80n));
+      await ledger.commit(paid, "0xtx", T0 + 1, 9_999n);
+      expect(await ledger.get(paid)).toMatchObject({ state: "committed", amount: "80" });
+      expect(await ledger.get(paid)).not.toHaveProperty("reservedAmount");
+    });
+
+    it("settles a committed credits entry again when the upstream's figure lands late, counting the difference", async () => {
+      const { ledger } = await open.fresh();
+      const s = await reserveOk(ledger, credit("t1", 3000n, { meter: "minute", resource: "session:s1" }));
+      await ledger.commit(s, undefined, T0 + MIN, 1000n, { settledFrom: "estimate", costAmount: "1000", estimatedAmount: "1000" });
+      expect(await ledger.resettle(s, 1_250n, { settledFrom: "upstream", costAmount: "1250" }, T0 + 2 * MIN)).toBe(250n);
+      expect(await ledger.get(s)).toMatchObject({
+        amount: "1250",
+        reservedAmount: "3000",
+        settledFrom: "upstream",
+        costAmount: "1250",
+        estimatedAmount: "1000",
+        updatedAt: T0 + 2 * MIN,
+      });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 1250n, total: 1250n });
+      // Down as well, and in the windows of the reservation even on a later day.
+      expect(await ledger.resettle(s, 900n, { settledFrom: "upstream", costAmount: "900" }, T0 + 3 * HOUR)).toBe(-350n);
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 900n, total: 900n, byKind: { credits: { total: 900n } } });
+      expect(await ledger.usage("t1", T0 + 3 * HOUR)).toMatchObject({ daily: 0n, total: 900n });
+      expect(await ledger.resettle(s, 900n, {}, T0 + 3 * HOUR)).toBe(0n);
+      // Only committed credits entries.
+      const held = await reserveOk(ledger, credit("t1", 5n));
+      await expect(ledger.resettle(held, 1n, {}, T0)).rejects.toThrow(/cannot be settled again/);
+      const paid = await reserveOk(ledger, entry("t1", 5n));
+      await ledger.commit(paid, "0xtx", T0 + 1);
+      await expect(ledger.resettle(paid, 1n, {}, T0)).rejects.toThrow(/cannot be settled again/);
+      await expect(ledger.resettle("no-such-entry", 1n, {}, T0)).rejects.toThrow(/not found/);
     });
 
     it("checks every window against the sum of both kinds", async () => {
@@ -453,9 +499,9 @@ export function ledgerContract(b: ContractBackend) {
       const back = await ledger.extend(session, { amount: -600n, seconds: -600 }, limits, T0 + 7 * MIN);
       expect(back.ok && back.entry).toMatchObject({ amount: "900", validBefore: s(T0 + 30 * MIN) });
       expect((await ledger.usage("t1", T0)).daily).toBe(900n);
-      // The settlement is one commit, held to the grown hold; the rest returns to the budget.
+      // The settlement is one commit against the grown hold; the rest returns to the budget.
       await ledger.extend(session, { amount: 600n, seconds: 600 }, limits, T0 + 8 * MIN);
-      await ledger.commit(session, undefined, T0 + 35 * MIN, 9_999n);
+      await ledger.commit(session, undefined, T0 + 35 * MIN, 1_500n);
       expect(await ledger.get(session)).toMatchObject({ state: "committed", amount: "1500" });
       const small = await reserveOk(ledger, credit("t1", 300n, { meter: "minutes", resource: "session:s2" }), T0, limits);
       await ledger.extend(small, { amount: 100n, seconds: 60 }, limits, T0 + 1);

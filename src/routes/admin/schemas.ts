@@ -16,6 +16,7 @@ const settings = {
   quotas: quotaSchema,
   onExhausted: z.enum(["block", "stop"], { error: 'expected "block" or "stop"' }),
   alerts: tenantAlertsSchema,
+  creditMultiplier: tenantSchema.shape.creditMultiplier.unwrap(),
 };
 
 /** The same settings, each optional: what a PATCH may carry, and what a creation may set beyond the defaults. */
@@ -28,6 +29,7 @@ const optionalSettings = {
   quotas: settings.quotas.optional(),
   onExhausted: settings.onExhausted.optional(),
   alerts: settings.alerts.optional(),
+  creditMultiplier: settings.creditMultiplier.optional(),
 };
 
 export const tenantCreateBody = z

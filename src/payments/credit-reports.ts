@@ -1,0 +1,173 @@
+// What the upstream reports about credit spend, and the books kept to match it: a resource's `creditsUsed` and a job's
+// work counts turned into settlements (settledFrom "upstream", else the price table's "estimate"), the tenant's price
+// multiplier, a settlement above its hold alerted, late figures corrected, and the running cost the drift check
+// compares with the team's usage (./credit-drift.ts).
+import type { Context } from "hono";
+import type { GatewayServices } from "../services.js";
+import type { LedgerEntry, SettledFrom } from "../state/types.js";
+import { stateKeys } from "../state/keys.js";
+import { deliverBudgetEvent } from "../operators/webhooks.js";
+import { checkBudgetAlerts } from "../operators/alerts.js";
+import { atomicToUsd, usdToAtomic } from "./money.js";
+import { capEntryId } from "./spend.js";
+
+/** The running settled cost counter lives this long without a write (it is read each reconciler pass). */
+const COUNTER_TTL_MS = 400 * 24 * 3_600_000;
+
+/** `credits` (as the upstream reports them, a decimal number) in atomic USD at `usdPerCredit`, rounded half up. */
+export function creditsToAtomic(credits: number, usdPerCredit: string): bigint {
+  if (!Number.isFinite(credits) || credits <= 0) return 0n;
+  const millionths = BigInt(Math.round(credits * 1e6));
+  return (millionths * usdToAtomic(usdPerCredit) + 500_000n) / 1_000_000n;
+}
+
+/** An amount with a tenant's multiplier ("1.25") applied, rounded up to the atomic unit; unchanged without one. */
+export function withMultiplier(amount: bigint, multiplier: string | undefined): bigint {
+  if (!multiplier || amount === 0n) return amount;
+  return (amount * usdToAtomic(multiplier) + 999_999n) / 1_000_000n;
+}
+
+/** A multiplier worth recording: undefined for none or exactly 1. */
+export function multiplierOf(tenant: { creditMultiplier?: string }): string | undefined {
+  const m = tenant.creditMultiplier;
+  return m && usdToAtomic(m) !== 1_000_000n ? m : undefined;
+}
+
+/** The upstream answer at `path` (control plane, the operator's key) as a JSON object; undefined on any failure. */
+export async function readUpstreamJson(services: GatewayServices, path: string): Promise<Record<string, unknown> | undefined> {
+  const { upstream } = services;
+  try {
+    const res = await upstream.transport.request({
+      url: `${upstream.origin}${path}`,
+      method: "GET",
+      headers: upstream.controlHeaders(`credits-${crypto.randomUUID()}`),
+      signal: AbortSignal.timeout(services.config.upstream.timeoutMs),
+    });
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      return undefined;
+    }
+    const body = (await res.json()) as unknown;
+    return body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const DETAIL_PATH = { session: "/api/session/", sandbox: "/api/sandbox/" } as const;
+
+/** A session's or sandbox's `creditsUsed` as the upstream reports it now; undefined when it says nothing usable. */
+export async function upstreamCreditsUsed(services: GatewayServices, kind: "session" | "sandbox", id: string): Promise<number | undefined> {
+  const body = await readUpstreamJson(services, `${DETAIL_PATH[kind]}${encodeURIComponent(id)}`);
+  const v = body?.creditsUsed;
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/** The team's credit usage so far (`GET /api/team/credit-info`), or undefined when it cannot be read. */
+export async function teamCreditsUsed(services: GatewayServices): Promise<number | undefined> {
+  const v = (await readUpstreamJson(services, "/api/team/credit-info"))?.usage;
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/** The cost (before multipliers) of every credit settlement so far, fleet-wide, in atomic units. */
+export async function settledCostSoFar(services: GatewayServices): Promise<bigint> {
+  return BigInt(await services.stores.kv.incrBy(stateKeys.creditsSettledCost, 0, COUNTER_TTL_MS));
+}
+
+/** A work count a finished job's answer reports (pages scraped, steps completed), or undefined. */
+export function reportedWork(body: Record<string, unknown>): number | undefined {
+  const meta = body.metadata && typeof body.metadata === "object" ? (body.metadata as Record<string, unknown>) : {};
+  for (const v of [
+    meta.numPagesScraped,
+    meta.numTaskStepsCompleted,
+    body.totalCrawledPages,
+    body.totalScrapedPages,
+    body.totalPages,
+    body.pagesCount,
+  ])
+    if (typeof v === "number" && Number.isFinite(v) && v >= 0) return Math.floor(v);
+  const steps = (body.data as { steps?: unknown } | null | undefined)?.steps;
+  return Array.isArray(steps) ? steps.length : undefined;
+}
+
+/** Credits a job answer reports for itself (`creditsUsed` at the top or in its metadata), or undefined. */
+export function reportedCredits(body: Record<string, unknown>): number | undefined {
+  const meta = body.metadata && typeof body.metadata === "object" ? (body.metadata as Record<string, unknown>) : {};
+  for (const v of [body.creditsUsed, meta.creditsUsed]) if (typeof v === "number" && Number.isFinite(v) && v >= 0) return v;
+  return undefined;
+}
+
+/**
+ * After a credits settlement (or correction) reached the ledger: the counter beside the x402 ones, the fleet's
+ * running cost for the drift check, and an alert when the tenant's entry now stands above what was held for it.
+ * Never throws.
+ */
+export async function afterCreditSettlement(
+  services: GatewayServices,
+  c: Context | undefined,
+  x: { entryId: string; tenant: string; route: string; charged: bigint; cost: bigint; overHold?: boolean },
+): Promise<void> {
+  try {
+    services.metrics.creditsSpent(x.tenant, x.route, x.charged);
+    if (x.cost !== 0n) await services.stores.kv.incrBy(stateKeys.creditsSettledCost, Number(x.cost), COUNTER_TTL_MS);
+    if (x.overHold === false) return; // held to its reservation: it cannot stand above it
+    const e = await services.stores.ledger.get(x.entryId);
+    if (e && e.reservedAmount !== undefined && BigInt(e.amount) > BigInt(e.reservedAmount)) await alertOverHold(services, e, c);
+  } catch (err) {
+    services.logger.error("credit settlement bookkeeping failed", { entry: x.entryId, error: String((err as Error)?.message ?? err) });
+  }
+}
+
+/** One alert per entry (fleet-wide) that settled above its hold: recorded whole, counted against the budget. */
+async function alertOverHold(services: GatewayServices, e: LedgerEntry, c: Context | undefined): Promise<void> {
+  const tenant = services.directory.get(e.tenant);
+  if (!tenant) return;
+  const won = await services.stores.kv.setIfAbsent(stateKeys.creditsOverHold(e.id), services.instanceId, 7 * 24 * 3_600_000);
+  if (!won) return;
+  services.logger.info("credit settlement above its hold", { entry: e.id, tenant: e.tenant, route: e.route, amount: e.amount });
+  deliverBudgetEvent(
+    services,
+    tenant,
+    {
+      type: "credits.over_hold",
+      window: "total",
+      period: e.id,
+      route: e.route,
+      resource: e.resource ?? null,
+      held: atomicToUsd(BigInt(e.reservedAmount ?? e.amount)),
+      settled: atomicToUsd(BigInt(e.amount)),
+      settledFrom: e.settledFrom ?? "estimate",
+    },
+    c,
+  );
+}
+
+/**
+ * A committed credits entry's figure from the upstream landed (or changed): the entry (and a capped token's mirror)
+ * is settled again to `cost` × the tenant's multiplier. Returns the difference charged.
+ */
+export async function correctSettlement(
+  services: GatewayServices,
+  e: LedgerEntry,
+  cost: bigint,
+  from: SettledFrom,
+  c?: Context,
+): Promise<bigint> {
+  const charged = withMultiplier(cost, e.multiplier);
+  const fields = { settledFrom: from, costAmount: cost.toString() };
+  const now = services.now();
+  const delta = await services.stores.ledger.resettle(e.id, charged, fields, now);
+  const cap = await services.stores.ledger.get(capEntryId(e.id));
+  if (cap?.state === "committed") await services.stores.ledger.resettle(cap.id, charged, fields, now);
+  const before = BigInt(e.costAmount ?? e.amount);
+  await afterCreditSettlement(services, c, { entryId: e.id, tenant: e.tenant, route: e.route, charged: delta, cost: cost - before });
+  if (delta > 0n) services.background(c, checkBudgetAlerts(services, e.tenant, c), "budget alert check");
+  services.logger.info("credit settlement corrected", {
+    entry: e.id,
+    tenant: e.tenant,
+    from,
+    amount: charged.toString(),
+    delta: delta.toString(),
+  });
+  return delta;
+}
