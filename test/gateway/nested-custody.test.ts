@@ -113,8 +113,10 @@ describe("an agent task that keeps its browser open", () => {
       () => ledger("kept", `session:${sessionId}`),
       (e) => e[0]?.state === "committed",
     );
-    // It ran well under a minute: one minute at $0.0017, the rest of the $0.051 given back.
-    expect(entry!.amountUsd).toBe("0.0017");
+    // Settled at the stop for what it ran (the upstream's report, or the minutes at the table's rate), far below the
+    // $0.051 reserved: the rest is back in the budget at once.
+    expect(Number(entry!.amountUsd)).toBeGreaterThan(0);
+    expect(Number(entry!.amountUsd)).toBeLessThanOrEqual(0.0017);
   }, 60_000);
 });
 
