@@ -20,7 +20,7 @@ import type {
   WindowAmounts,
 } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
-import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
+import { MemoryAuditLog, MemoryOutbox, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
 import { LRUCache } from "lru-cache";
@@ -265,6 +265,7 @@ export function memoryStores(now: () => number = Date.now): StateStores {
     async ping() {},
     tenants: new MemoryTenantStore(),
     audit: new MemoryAuditLog(),
+    outbox: new MemoryOutbox(),
     async close() {},
   };
 }
