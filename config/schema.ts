@@ -1,6 +1,7 @@
 // The configuration file's schema: every option, its default, and the message a wrong value gets.
 import * as z from "zod";
 import { isCidr } from "../src/cidr.js";
+import { DestinationRules } from "../src/operators/destinations.js";
 
 /** A USD amount such as "5.00" or "0.005" (at most 6 decimals, the precision of USDC). */
 export const usdAmount = z
@@ -80,12 +81,45 @@ export const quotaSchema = z.strictObject({
 });
 
 const percent = z.number({ error: "expected a percentage like 80" }).positive().max(1000);
-const webhookUrl = z.string().url({ error: 'expected a webhook URL like "https://ops.example.com/tollgate"' });
+const webhookUrl = z
+  .string({ error: 'expected a webhook URL like "https://ops.example.com/tollgate"' })
+  .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
+    error: 'expected an https URL like "https://ops.example.com/tollgate"',
+  });
+
+const windowSeconds = z.number({ error: "expected a number of seconds" }).int().min(10).max(86_400);
+
+/** The alert rules besides budget thresholds: each absent rule is off. */
+export const alertRulesSchema = z.strictObject({
+  /** Upstream calls answered 5xx or not at all: at least `percent` of at least `minCalls` calls in the window. */
+  upstreamErrors: z
+    .strictObject({ percent: percent, windowSeconds: windowSeconds.default(300), minCalls: z.number().int().positive().default(20) })
+    .optional(),
+  /** Upstream calls slower than `thresholdMs`: at least `percent` of at least `minCalls` calls in the window. */
+  upstreamLatency: z
+    .strictObject({
+      thresholdMs: z.number().int().positive(),
+      percent: percent.default(10),
+      windowSeconds: windowSeconds.default(300),
+      minCalls: z.number().int().positive().default(20),
+    })
+    .optional(),
+  /** The wallet's lowest balance (read as readiness reads it) below this USD amount. */
+  walletBelow: usdAmount.optional(),
+  /** The upstream team's remaining credits (GET /api/team/credit-info) below this number. */
+  teamCreditsBelow: z.number().nonnegative().optional(),
+  /** The state backend not answering for this long. */
+  stateDown: z.strictObject({ afterSeconds: z.number().int().positive().default(30) }).optional(),
+  /** A webhook delivery failed this many attempts (the alert goes to the other receivers). */
+  webhookFailing: z.strictObject({ afterAttempts: z.number().int().positive().default(3) }).optional(),
+});
 
 /** Budget alerts of one tenant: at which percentages of each budget window, and where (besides the global webhooks). */
 export const tenantAlertsSchema = z.strictObject({
   thresholds: z.array(percent).optional(),
   webhooks: z.array(webhookUrl).optional(),
+  /** Receivers sent a Slack-compatible `{"text": …}` body (an incoming-webhook URL), besides the global ones. */
+  slack: z.array(webhookUrl).optional(),
 });
 
 export const tenantSchema = z.strictObject({
@@ -267,10 +301,48 @@ export const configSchema = z.strictObject({
       /** Deliveries that fail are retried with exponential backoff, up to this many attempts in all. */
       maxAttempts: z.number().int().positive().max(20).default(6),
       initialBackoffMs: z.number().int().positive().default(500),
+      /** Receivers of every tenant's alerts with a Slack-compatible body (`{"text": …}`). */
+      slack: z.array(webhookUrl).default([]),
+      /** Allow http: receivers (default https only). */
+      allowHttp: z.boolean().default(false),
+      /**
+       * Loopback, link-local, private and reserved addresses are refused as receivers (at config and on the resolved
+       * address at delivery); a receiver on the operator's own network needs its range here.
+       */
+      allowCidrs: z.array(cidr).default([]),
+      /** Alerts besides budgets; each is off until configured (src/operators/alert-monitor.ts). */
+      rules: alertRulesSchema.default({ webhookFailing: { afterAttempts: 3 } }),
+      /** How often each instance evaluates the rules and looks for deliveries due. */
+      evaluateSeconds: z.number().int().positive().max(3600).default(15),
     })
-    .default({ thresholds: [50, 80, 100], webhooks: [], maxAttempts: 6, initialBackoffMs: 500 }),
+    .default({
+      thresholds: [50, 80, 100],
+      webhooks: [],
+      maxAttempts: 6,
+      initialBackoffMs: 500,
+      slack: [],
+      allowHttp: false,
+      allowCidrs: [],
+      rules: { webhookFailing: { afterAttempts: 3 } },
+      evaluateSeconds: 15,
+    }),
   tenants: z.array(tenantSchema).default([]),
-});
+})
+  // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.
+  .superRefine((cfg, ctx) => {
+    const rules = new DestinationRules(cfg.alerts);
+    const check = (urls: readonly string[] | undefined, path: PropertyKey[]) =>
+      urls?.forEach((url, i) => {
+        const problem = rules.urlProblem(url);
+        if (problem) ctx.addIssue({ code: "custom", path: [...path, i], message: `webhook ${url} refused: ${problem}` });
+      });
+    check(cfg.alerts.webhooks, ["alerts", "webhooks"]);
+    check(cfg.alerts.slack, ["alerts", "slack"]);
+    cfg.tenants.forEach((t, i) => {
+      check(t.alerts.webhooks, ["tenants", i, "alerts", "webhooks"]);
+      check(t.alerts.slack, ["tenants", i, "alerts", "slack"]);
+    });
+  });
 
 export type TollgateConfig = z.infer<typeof configSchema>;
 export type TenantConfig = z.infer<typeof tenantSchema>;

@@ -55,6 +55,7 @@ import { TenantSync } from "./operators/tenant-sync.js";
 import { operatorRoutes } from "./routes/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
 import { BackgroundWork } from "./background.js";
+import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -71,6 +72,10 @@ export interface GatewayDeps {
   metrics?: GatewayMetrics;
   now?: () => number;
   instanceId?: string;
+  /** Where the wallet and team-credit alert rules read their figures (default: readiness's wallet probe, the upstream). */
+  alertSources?: AlertSources;
+  /** Alert webhooks; the Node entry passes one that checks the resolved address and connects to it. */
+  webhookSender?: GatewayServices["webhookSender"];
 }
 
 export interface Gateway {
@@ -82,6 +87,8 @@ export interface Gateway {
   stores: StateStores;
   /** Settles held payments from the chain; the Node entry runs it on a timer. */
   reconciler: PaymentReconciler;
+  /** Evaluates the alert rules and delivers webhooks due; the Node entry runs it on a timer, Workers on the cron. */
+  alerts: AlertMonitor;
   /**
    * Waits up to `backgroundMs` (default 2 s) for background work still running (an alert webhook being delivered, its
    * audit record), then releases timers and connections held by the gateway's state.
@@ -118,7 +125,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   directory.setRefresher(() => tenantSync.fresh());
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
-  const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now);
+  const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now, (kind) => metrics.tokenMinted(kind));
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
   const background = new BackgroundWork(logger);
   const services: GatewayServices = {
@@ -133,6 +140,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
     peerAddress: deps.peerAddress ?? workersPeerAddress,
     metrics,
+    webhookSender: deps.webhookSender,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     background: (c, work, what) => background.run(c, work, what),
@@ -141,6 +149,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
+    if (err instanceof GatewayError) metrics.refusal(err.code);
     if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
     if (isStateUnavailable(err))
       logger.error("state store unavailable", { requestId: c.get("requestId"), error: String((err as Error).message) });
@@ -152,6 +161,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     const { path } = splitRequestUrl(c.req.url);
     // An operator may open a passthrough for admins (off by default): everything else is refused, never forwarded.
     if (config.server.adminPassthrough && path.startsWith("/api/")) return adminPassthrough(c);
+    metrics.refusal("route_not_fronted");
     return errorResponse(routeNotFronted(c.req.method, path), c.get("requestId"));
   });
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
@@ -232,6 +242,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     directory,
     stores,
     reconciler: new PaymentReconciler(services),
+    alerts: new AlertMonitor(services, deps.alertSources),
     async close(backgroundMs = 2_000) {
       const left = await background.settled(backgroundMs);
       if (left > 0) logger.error("closing with background work unfinished", { pending: left, waitedMs: backgroundMs });

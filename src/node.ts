@@ -15,6 +15,7 @@ import { answerFailedExpectations, answerParseErrors, closeAfterEarlyAnswer } fr
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
+import { nodeWebhookSender } from "./node/webhook-sender.js";
 import type { PeerAddress } from "./client-address.js";
 
 /** The TCP peer of the request's socket. */
@@ -89,11 +90,13 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     logSink: opts.logSink,
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
+    webhookSender: nodeWebhookSender(opts.config.alerts),
     ...opts.deps,
     metrics,
     stores,
   });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
+  const stopAlerts = gateway.alerts.start(opts.config.alerts.evaluateSeconds * 1000);
   const wss = relayWebSocketServer();
   const host = opts.host ?? opts.config.server.host;
   const server = await new Promise<ServerType>((resolve, reject) => {
@@ -117,6 +120,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   let closed = false;
   const release = async (backgroundMs?: number) => {
     stopReconciler();
+    stopAlerts();
     await gateway.close(backgroundMs);
     await transport.close();
   };

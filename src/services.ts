@@ -10,6 +10,7 @@ import type { TokenService } from "./tokens.js";
 import type { WebSocketRelay } from "./websocket.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import type { TenantSync } from "./operators/tenant-sync.js";
+import type { WebhookSender } from "./operators/webhooks.js";
 
 export interface GatewayServices {
   config: TollgateConfig;
@@ -25,6 +26,8 @@ export interface GatewayServices {
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;
+  /** Sends alert webhooks; the Node entry's checks the resolved address (src/node/webhook-sender.ts), else fetch. */
+  webhookSender?: WebhookSender;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;

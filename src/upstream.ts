@@ -104,9 +104,10 @@ export class Upstream {
           signal: opts.detachFromClient ? undefined : c.req.raw.signal,
           headersTimeoutMs: timeoutMs,
         });
-        this.observe(c, req.body, res.headers.get("content-length"), performance.now() - begun);
+        this.observe(c, req.body, res.headers.get("content-length"), performance.now() - begun, res.status);
         return res;
       } catch (err) {
+        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
         if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
         throw errors.upstreamUnavailable(opts.unavailableMessage);
       }
@@ -119,9 +120,10 @@ export class Upstream {
     const started = performance.now();
     try {
       const res = await this.transport.request({ ...req, signal: ctrl.signal });
-      this.observe(c, req.body, res.headers.get("content-length"), performance.now() - started);
+      this.observe(c, req.body, res.headers.get("content-length"), performance.now() - started, res.status);
       return res;
     } catch {
+      if (!clientSignal?.aborted) this.metrics?.upstreamFailed();
       if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
       throw errors.upstreamUnavailable(opts.unavailableMessage);
     } finally {
@@ -145,9 +147,10 @@ export class Upstream {
       const begun = performance.now();
       try {
         const { response, contentLength } = await direct.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
-        this.observe(c, req.body, contentLength ?? null, performance.now() - begun);
+        this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
         return response;
       } catch (err) {
+        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
         if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
         throw errors.upstreamUnavailable(opts.unavailableMessage);
       }
@@ -167,7 +170,7 @@ export class Upstream {
   }
 
   /** Upstream latency and bytes into the request's log line, and the latency into the upstream histogram. */
-  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], contentLength: string | null, ms: number): void {
+  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], contentLength: string | null, ms: number, status: number): void {
     const f = c.get("logFields");
     if (f) {
       f.upstreamMs = Math.round(((f.upstreamMs ?? 0) + ms) * 10) / 10;
@@ -175,7 +178,7 @@ export class Upstream {
       if (out !== undefined) f.upstreamBytesOut = (f.upstreamBytesOut ?? 0) + out;
       if (contentLength !== null && contentLength !== "") f.upstreamBytesIn = (f.upstreamBytesIn ?? 0) + Number(contentLength);
     }
-    this.metrics?.upstream(routeLabel(c), ms / 1000);
+    this.metrics?.upstream(routeLabel(c), ms / 1000, status >= 500);
   }
 
   /** Passes an upstream response back to the client (streaming), minus hop-by-hop headers. */

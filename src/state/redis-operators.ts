@@ -110,7 +110,7 @@ export class RedisOutbox implements WebhookOutbox {
       const rows = await this.r.run(() => this.r.client.lrange(this.k("dead"), 0, limit - 1));
       return rows.map((row) => JSON.parse(row) as OutboxMessage);
     }
-    const ids = await this.r.run(() => this.r.client.zrange(this.k("due"), 0, limit - 1));
+    const ids = await this.r.run(() => this.r.client.zrange(this.k("due"), "0", String(limit - 1)));
     if (!ids.length) return [];
     const rows = await this.r.run(() => this.r.client.hmget(this.k("messages"), ...ids));
     return rows.filter((row): row is string => !!row).map((row) => JSON.parse(row) as OutboxMessage);
