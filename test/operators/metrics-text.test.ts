@@ -46,7 +46,7 @@ describe("TextRegistry (Workers and default metrics)", () => {
 
   it('keeps route and tenant labels bounded: past the cap, values become "other"', async () => {
     const m = new GatewayMetrics(new TextRegistry());
-    for (let i = 0; i < 300; i++) m.request(`/route/${i}`, 200, "acme", 0.001);
+    for (let i = 0; i < 300; i++) m.request(`/route/${i}`, "GET", 200, "acme", 0.001);
     const families = parseExposition(await m.render());
     const routes = new Set(families.find((f) => f.name === "tollgate_requests_total")!.metrics.map((x) => x.labels!.route));
     expect(routes.size).toBe(257);
