@@ -56,6 +56,7 @@ import { operatorRoutes } from "./routes/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
 import { BackgroundWork } from "./background.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
+import { docsRoutes, type DocsAssets } from "./routes/docs.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -74,6 +75,8 @@ export interface GatewayDeps {
   instanceId?: string;
   /** Where the wallet and team-credit alert rules read their figures (default: readiness's wallet probe, the upstream). */
   alertSources?: AlertSources;
+  /** The docs page's assets (swagger-ui-dist); the Node entry reads them from node_modules, Workers have none. */
+  docsAssets?: DocsAssets;
   /** Alert webhooks; the Node entry passes one that checks the resolved address and connects to it. */
   webhookSender?: GatewayServices["webhookSender"];
 }
@@ -189,6 +192,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
   app.route(OWN_PREFIX, ownRoutes(directory));
   app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
+  app.route(OWN_PREFIX, docsRoutes(deps.docsAssets)); // /docs: the OpenAPI document as a page
   app.route(OWN_PREFIX, readyRoutes(new Readiness(services)));
   app.route(OWN_PREFIX, metricsRoutes(services, metrics));
   app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]

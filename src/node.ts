@@ -16,6 +16,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
+import { nodeDocsAssets } from "./node/docs-assets.js";
 import type { PeerAddress } from "./client-address.js";
 
 /** The TCP peer of the request's socket. */
@@ -91,6 +92,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
     webhookSender: nodeWebhookSender(opts.config.alerts),
+    docsAssets: nodeDocsAssets(),
     ...opts.deps,
     metrics,
     stores,

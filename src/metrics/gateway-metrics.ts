@@ -4,11 +4,10 @@ import type { LedgerState, StateStores } from "../state/types.js";
 import { tenantLimits } from "../payments/limits.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
 import { TextRegistry } from "./text-registry.js";
+import { VERSION } from "../routes/own.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
 
-/** The version `tollgate_build_info` reports (kept equal to package.json's by a test). */
-export const TOLLGATE_VERSION = "0.1.0";
 
 /**
  * Route classes: the latency histograms' only label, so their series are bounded by this list (13 classes × 15 series
@@ -145,7 +144,7 @@ export class GatewayMetrics {
   ) {
     const r = registry;
     r.gauge({ name: "tollgate_build_info", help: "Always 1: the version and runtime of this gateway.", labelNames: ["version", "runtime"] })
-      .labels(build.version ?? TOLLGATE_VERSION, build.runtime ?? runtimeName())
+      .labels(build.version ?? VERSION, build.runtime ?? runtimeName())
       .set(1);
     this.requestsTotal = children(
       r.counter({

@@ -5,7 +5,7 @@ import type { EmulatorHandle } from "../../emulator/index.js";
 import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { histogram, promtoolCheck, sampleSum, scrape } from "./prometheus.js";
-import { TOLLGATE_VERSION } from "../../src/metrics/gateway-metrics.js";
+import { VERSION } from "../../src/routes/own.js";
 import { startNodeGateway } from "../../src/node.js";
 import { startRedisServer } from "../state/redis-server.js";
 
@@ -120,7 +120,7 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
       expect(sampleSum(families, "tollgate_requests_total", { route: "x402.web.search", method: "POST", code: "402", tenant: "beta" })).toBe(1);
       expect(families.find((f) => f.name === "tollgate_requests_total")!.metrics.some((m) => m.labels?.status !== undefined)).toBe(false);
       expect(sampleSum(families, "tollgate_refusals_total", { reason: "budget_exceeded" })).toBe(1);
-      expect(families.find((f) => f.name === "tollgate_build_info")!.metrics[0]!.labels).toMatchObject({ version: TOLLGATE_VERSION, runtime: "node" });
+      expect(families.find((f) => f.name === "tollgate_build_info")!.metrics[0]!.labels).toMatchObject({ version: VERSION, runtime: "node" });
       // Cache: 5 misses (3 acme + 2 beta paid; the refused one never reached the cache), 2 hits, each saving one price.
       expect(sampleSum(families, "tollgate_cache_requests_total", { outcome: "hit" })).toBe(2);
       expect(sampleSum(families, "tollgate_cache_requests_total", { outcome: "miss" })).toBe(5);

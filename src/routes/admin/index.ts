@@ -14,7 +14,7 @@ import { viewAdminRoutes } from "./views.js";
 export function operatorRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   let document: unknown;
-  app.get("/openapi.json", (c) => c.json((document ??= openApiDocument())));
+  app.get("/openapi.json", (c) => c.json((document ??= openApiDocument(services.config.server.publicOrigin))));
   app.use("/admin/*", authenticate(services.directory, "admin"));
   app.route("/admin", tenantAdminRoutes(services));
   app.route("/admin", keyAdminRoutes(services));
