@@ -326,6 +326,14 @@ export const configSchema = z.strictObject({
       rules: { webhookFailing: { afterAttempts: 3 } },
       evaluateSeconds: 15,
     }),
+  /** OpenTelemetry traces (Node): spans for each request, its chain steps, payment and upstream calls. Off without an endpoint. */
+  tracing: z
+    .strictObject({
+      /** An OTLP/HTTP traces endpoint, e.g. "http://127.0.0.1:4318/v1/traces" (a collector). */
+      otlpEndpoint: z.string().url({ error: 'expected an OTLP/HTTP URL like "http://127.0.0.1:4318/v1/traces"' }).optional(),
+      serviceName: z.string().min(1).default("tollgate"),
+    })
+    .default({ serviceName: "tollgate" }),
   tenants: z.array(tenantSchema).default([]),
 })
   // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.

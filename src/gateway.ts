@@ -57,6 +57,8 @@ import { consoleRoutes } from "./console/routes.js";
 import { BackgroundWork } from "./background.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
 import { docsRoutes, type DocsAssets } from "./routes/docs.js";
+import { traceRequests } from "../middleware/trace/index.js";
+import type { Tracer } from "./tracing.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -75,6 +77,8 @@ export interface GatewayDeps {
   instanceId?: string;
   /** Where the wallet and team-credit alert rules read their figures (default: readiness's wallet probe, the upstream). */
   alertSources?: AlertSources;
+  /** Traces (OpenTelemetry on Node, when tracing.otlpEndpoint is set); none: nothing traced, nothing spent. */
+  tracer?: Tracer;
   /** The docs page's assets (swagger-ui-dist); the Node entry reads them from node_modules, Workers have none. */
   docsAssets?: DocsAssets;
   /** Alert webhooks; the Node entry passes one that checks the resolved address and connects to it. */
@@ -130,6 +134,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now, (kind) => metrics.tokenMinted(kind));
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
+  if (deps.tracer) {
+    upstream.tracer = deps.tracer;
+    closers.push(() => deps.tracer!.flush());
+  }
   const background = new BackgroundWork(logger);
   const services: GatewayServices = {
     config,
@@ -144,6 +152,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     peerAddress: deps.peerAddress ?? workersPeerAddress,
     metrics,
     webhookSender: deps.webhookSender,
+    tracer: deps.tracer,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     background: (c, work, what) => background.run(c, work, what),
@@ -186,6 +195,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     await next();
   });
   app.use(accessLog(logger, { metrics, clientAddress: (c) => clientView(c, services).address }));
+  if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]

@@ -17,6 +17,8 @@ import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
+import { otelTracer } from "./node/otel-tracer.js";
+import { VERSION } from "./routes/own.js";
 import type { PeerAddress } from "./client-address.js";
 
 /** The TCP peer of the request's socket. */
@@ -93,6 +95,9 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     peerAddress: nodePeerAddress,
     webhookSender: nodeWebhookSender(opts.config.alerts),
     docsAssets: nodeDocsAssets(),
+    tracer: opts.config.tracing.otlpEndpoint
+      ? otelTracer({ endpoint: opts.config.tracing.otlpEndpoint, serviceName: opts.config.tracing.serviceName, version: VERSION })
+      : undefined,
     ...opts.deps,
     metrics,
     stores,

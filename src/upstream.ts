@@ -13,6 +13,7 @@ import {
 } from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { routeLabel } from "./metrics/route-label.js";
+import { childSpan, type Tracer } from "./tracing.js";
 import type * as z from "zod";
 import { readWire } from "./wire/read.js";
 
@@ -32,6 +33,8 @@ export interface UpstreamCall {
 export class Upstream {
   readonly origin: string;
   readonly allowedHosts: Set<string>;
+  /** Set when tracing is on: each upstream call gets a client span, and its traceparent goes upstream. */
+  tracer?: Tracer;
 
   constructor(
     private readonly config: TollgateConfig["upstream"],
@@ -89,10 +92,36 @@ export class Upstream {
    * Sends one request to an absolute upstream URL. The timeout covers only the wait for response headers (streamed
    * bodies are not cut); a client that goes away aborts it; failures become 502/504 JSON errors.
    */
-  async send(
+  send(
     c: Context<GatewayEnv>,
     req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
+  ): Promise<Response> {
+    return this.tracer ? this.traced(c, req, () => this.sendOnce(c, req, opts)) : this.sendOnce(c, req, opts);
+  }
+
+  /** Runs one upstream call in a client span (when the request is traced) whose traceparent the upstream receives. */
+  private async traced(c: Context<GatewayEnv>, req: { url: string; method: string; headers: Headers }, run: () => Promise<Response>) {
+    const span = childSpan(c, this.tracer, `upstream ${req.method}`, "client");
+    if (!span) return run();
+    req.headers.set("traceparent", span.traceparent());
+    span.setAttribute("http.request.method", req.method);
+    span.setAttribute("url.path", new URL(req.url).pathname);
+    try {
+      const res = await run();
+      span.setAttribute("http.response.status_code", res.status);
+      span.end(res.status >= 500 ? `status ${res.status}` : undefined);
+      return res;
+    } catch (err) {
+      span.end(String((err as { code?: string })?.code ?? "upstream_unavailable"));
+      throw err;
+    }
+  }
+
+  private async sendOnce(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean },
   ): Promise<Response> {
     const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
     if (this.transport.enforcesHeadersTimeout) {
@@ -144,6 +173,7 @@ export class Upstream {
   ): Promise<Response> {
     const direct = this.transport.direct;
     if (this.directRelays && direct?.available(c.env)) {
+      if (this.tracer) return this.traced(c, req, () => this.relayDirect(c, req, opts));
       const begun = performance.now();
       try {
         const { response, contentLength } = await direct.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
@@ -161,6 +191,24 @@ export class Upstream {
     const relayed = Upstream.relay(res);
     for (const sc of cookies) relayed.headers.append("set-cookie", sc);
     return relayed;
+  }
+
+  /** forward()'s direct relay, for a traced call (the untraced one stays inline: it is the hot path). */
+  private async relayDirect(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { unavailableMessage?: string; keepSetCookie?: boolean },
+  ): Promise<Response> {
+    const begun = performance.now();
+    try {
+      const { response, contentLength } = await this.transport.direct!.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
+      this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
+      return response;
+    } catch (err) {
+      if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
+      if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
+      throw errors.upstreamUnavailable(opts.unavailableMessage);
+    }
   }
 
   /** Drops an answer `forward` gave that will not be passed on (a 401 before a replay). */
