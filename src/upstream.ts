@@ -201,7 +201,11 @@ export class Upstream {
   ): Promise<Response> {
     const begun = performance.now();
     try {
-      const { response, contentLength } = await this.transport.direct!.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
+      const { response, contentLength } = await this.transport.direct!.relay(
+        { ...req, headersTimeoutMs: this.config.timeoutMs },
+        c.env,
+        opts,
+      );
       this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
       return response;
     } catch (err) {

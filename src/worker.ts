@@ -59,7 +59,7 @@ export default {
 
   /**
    * The cron trigger (`[triggers] crons` in wrangler.toml): one reconciler pass and one alert pass (rules, webhook
- * retries due), as the Node entry runs on timers.
+   * retries due), as the Node entry runs on timers.
    * x402 holds past validBefore are settled from the chain through payments.rpc (JSON-RPC over fetch); credits holds
    * past their end time are committed at their maximum. Holds live in the Durable Objects, so any invocation sees all.
    */

@@ -8,9 +8,13 @@ import type { Tracer } from "../../src/tracing.js";
  */
 export function traceRequests(tracer: Tracer): MiddlewareHandler {
   return async function traceRequestsMiddleware(c, next) {
-    const span = tracer.start(`${c.req.method} ${c.req.path.startsWith("/_tollgate") ? "/_tollgate" : "request"}`, c.req.header("traceparent"), {
-      "http.request.method": c.req.method,
-    });
+    const span = tracer.start(
+      `${c.req.method} ${c.req.path.startsWith("/_tollgate") ? "/_tollgate" : "request"}`,
+      c.req.header("traceparent"),
+      {
+        "http.request.method": c.req.method,
+      },
+    );
     c.set("span", span);
     const fields = c.get("logFields");
     if (fields) fields.traceId = span.traceId;

@@ -8,7 +8,6 @@ import { VERSION } from "../routes/own.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
 
-
 /**
  * Route classes: the latency histograms' only label, so their series are bounded by this list (13 classes × 15 series
  * = 195 per histogram), whatever the route table or the traffic. A route's class is its row name's first part
@@ -275,7 +274,8 @@ export class GatewayMetrics {
     let byStatus = byMethod.get(method);
     if (!byStatus) byMethod.set(method, (byStatus = new Map()));
     let counter = byStatus.get(status);
-    if (!counter) byStatus.set(status, (counter = this.requestsTotal(r, METHODS.has(method) ? method : "other", this.codes.of(String(status)), t)));
+    if (!counter)
+      byStatus.set(status, (counter = this.requestsTotal(r, METHODS.has(method) ? method : "other", this.codes.of(String(status)), t)));
     counter.inc();
     perRoute.seconds.observe(seconds);
   }

@@ -14,7 +14,14 @@ export function nodeDocsAssets(): DocsAssets | undefined {
   const cache = new Map<string, Promise<Uint8Array | undefined>>();
   return (name) => {
     let file = cache.get(name);
-    if (!file) cache.set(name, (file = readFile(join(dir, name)).then((b) => new Uint8Array(b), () => undefined)));
+    if (!file)
+      cache.set(
+        name,
+        (file = readFile(join(dir, name)).then(
+          (b) => new Uint8Array(b),
+          () => undefined,
+        )),
+      );
     return file;
   };
 }

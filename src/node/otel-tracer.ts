@@ -8,7 +8,10 @@ import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trac
 import type { Span, Tracer } from "../tracing.js";
 
 const propagator = new W3CTraceContextPropagator();
-const getter = { get: (carrier: { traceparent: string }, key: string) => (key === "traceparent" ? carrier.traceparent : undefined), keys: () => ["traceparent"] };
+const getter = {
+  get: (carrier: { traceparent: string }, key: string) => (key === "traceparent" ? carrier.traceparent : undefined),
+  keys: () => ["traceparent"],
+};
 
 class OtelSpanHandle implements Span {
   private ended = false;

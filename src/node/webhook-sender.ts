@@ -32,17 +32,21 @@ export function nodeWebhookSender(policy: DestinationPolicy): WebhookSender {
     new Promise<number>((resolve, reject) => {
       const u = new URL(url);
       const send = u.protocol === "https:" ? httpsRequest : httpRequest;
-      const req = send(
-        u,
-        { method: "POST", headers: Object.fromEntries(headers), lookup, timeout: timeoutMs, agent: false },
-        (res) => {
-          res.resume();
-          res.on("end", () => resolve(res.statusCode ?? 0));
-          res.on("error", () => resolve(res.statusCode ?? 0));
-        },
-      );
+      const req = send(u, { method: "POST", headers: Object.fromEntries(headers), lookup, timeout: timeoutMs, agent: false }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+        res.on("error", () => resolve(res.statusCode ?? 0));
+      });
       req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-      req.on("error", (err) => reject(new Error((err as Error).message.startsWith("refused:") ? err.message : `unreachable (${(err as NodeJS.ErrnoException).code ?? err.message})`)));
+      req.on("error", (err) =>
+        reject(
+          new Error(
+            (err as Error).message.startsWith("refused:")
+              ? err.message
+              : `unreachable (${(err as NodeJS.ErrnoException).code ?? err.message})`,
+          ),
+        ),
+      );
       req.end(body);
     });
 }

@@ -94,7 +94,12 @@ export class AlertMonitor {
       await this.fire("state.down", STATE_DOWN_MARKER_MS, {
         id: `state.down:${new Date(since).toISOString()}`,
         type: "state.down",
-        data: { backend: this.services.config.state.backend, since: new Date(since).toISOString(), until: new Date(now).toISOString(), seconds },
+        data: {
+          backend: this.services.config.state.backend,
+          since: new Date(since).toISOString(),
+          until: new Date(now).toISOString(),
+          seconds,
+        },
         summary: `the ${this.services.config.state.backend} state backend did not answer for ${seconds} s`,
       });
     }
@@ -106,7 +111,11 @@ export class AlertMonitor {
     const { upstreamErrors, upstreamLatency } = this.services.config.alerts.rules;
     if (!upstreamErrors && !upstreamLatency) return;
     const tally = this.services.metrics.upstreamTally;
-    const delta = { calls: tally.calls - this.flushed.calls, errors: tally.errors - this.flushed.errors, slow: tally.slow - this.flushed.slow };
+    const delta = {
+      calls: tally.calls - this.flushed.calls,
+      errors: tally.errors - this.flushed.errors,
+      slow: tally.slow - this.flushed.slow,
+    };
     this.flushed = { calls: tally.calls, errors: tally.errors, slow: tally.slow };
     const now = this.services.now();
     const kv = this.services.stores.kv;

@@ -64,7 +64,10 @@ function receiversOf(services: GatewayServices, tenant: Tenant | undefined): Rec
   const a = services.config.alerts;
   const std = new Set([...a.webhooks, ...(tenant?.alerts?.webhooks ?? [])]);
   const slack = new Set([...a.slack, ...(tenant?.alerts?.slack ?? [])]);
-  return [...[...std].map((url) => ({ url, format: "standard" as const })), ...[...slack].map((url) => ({ url, format: "slack" as const }))];
+  return [
+    ...[...std].map((url) => ({ url, format: "standard" as const })),
+    ...[...slack].map((url) => ({ url, format: "slack" as const })),
+  ];
 }
 
 /** FNV-1a of a URL: a receiver's part of an outbox id (the URL itself may carry a token). */
@@ -76,7 +79,11 @@ function urlKey(url: string): string {
 
 function bodyOf(event: AlertEvent, format: Receiver["format"], at: number): string {
   if (format === "slack") return JSON.stringify({ text: `Tollgate alert (${event.type}): ${event.summary}` });
-  return JSON.stringify({ type: event.type, timestamp: new Date(at).toISOString(), data: { id: event.id, tenant: event.tenant, ...event.data } });
+  return JSON.stringify({
+    type: event.type,
+    timestamp: new Date(at).toISOString(),
+    data: { id: event.id, tenant: event.tenant, ...event.data },
+  });
 }
 
 /**
@@ -109,7 +116,11 @@ export function raiseAlert(services: GatewayServices, event: AlertEvent, c?: Con
         createdAt: now,
       });
   })();
-  services.background(c, work.then(() => webhookDispatcher(services).pump()), "alert record and delivery");
+  services.background(
+    c,
+    work.then(() => webhookDispatcher(services).pump()),
+    "alert record and delivery",
+  );
 }
 
 /** A budget threshold crossed or a window exhausted (./alerts.ts, ./kill-switch.ts). */
@@ -208,7 +219,11 @@ class WebhookDispatcher {
       this.services.logger.info("alert webhook retry", { event: m.event, receiver, attempts, error });
       // A retry due before the next timed pass gets a pass of its own (tracked: a draining gateway waits for it).
       if (backoff < this.services.config.alerts.evaluateSeconds * 1000)
-        this.services.background(undefined, new Promise((r) => setTimeout(r, backoff)).then(() => this.pump()), "alert webhook retry");
+        this.services.background(
+          undefined,
+          new Promise((r) => setTimeout(r, backoff)).then(() => this.pump()),
+          "alert webhook retry",
+        );
     }
     // A receiver failing is an alert of its own, to the other receivers, once per receiver per hour fleet-wide.
     const failing = rules.webhookFailing;

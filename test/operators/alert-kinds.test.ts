@@ -24,7 +24,8 @@ async function startUpstream() {
   const state = { mode: "ok" as "ok" | "fail" | "slow", remaining: 5 };
   const server: Server = createServer((req, res) => {
     const own = String(req.headers["x-request-id"] ?? "").startsWith("alerts-");
-    const answer = () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ usage: 10, limit: 15, remaining: state.remaining }));
+    const answer = () =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ usage: 10, limit: 15, remaining: state.remaining }));
     if (own || state.mode === "ok") return answer();
     if (state.mode === "fail") return res.writeHead(503, { "content-type": "application/json" }).end("{}");
     setTimeout(answer, 250);
@@ -153,7 +154,6 @@ describe("alert kinds on two instances sharing a real redis-server", () => {
       expect(ofType(receiver, "state.down")).toHaveLength(1);
       expect(ofType(receiver, "state.down")[0]!.json.data.seconds).toBeGreaterThanOrEqual(1);
       expect(new Webhook(SECRET).verify(ofType(receiver, "state.down")[0]!.body, ofType(receiver, "state.down")[0]!.headers)).toBeTruthy();
-
     } finally {
       await f.close();
       await receiver.close();
@@ -163,7 +163,10 @@ describe("alert kinds on two instances sharing a real redis-server", () => {
   it("delivers to a receiver that was down once it is back, from another instance after the first one is gone", async () => {
     const port = await closedPort();
     const wallet = { usd: 0.5 };
-    const f = await fleet({ webhooks: [`http://127.0.0.1:${port}/hook`], initialBackoffMs: 200, maxAttempts: 10, rules: { walletBelow: "1.00" } }, wallet);
+    const f = await fleet(
+      { webhooks: [`http://127.0.0.1:${port}/hook`], initialBackoffMs: 200, maxAttempts: 10, rules: { walletBelow: "1.00" } },
+      wallet,
+    );
     let receiver: WebhookReceiver | undefined;
     try {
       await f.gws[0]!.gateway.alerts.runOnce(); // raised on instance 0, whose first attempts find nobody listening
@@ -201,8 +204,16 @@ describe("alert destinations", () => {
 
   it("refuses loopback, link-local, private and metadata addresses, local names and other schemes at config, naming the field", async () => {
     const key = generateTenantKey();
-    expect(problems({ allowHttp: true, webhooks: ["http://127.0.0.1:9000/hook"] })[0]).toMatch(/^alerts\.webhooks\[0\]: .*127\.0\.0\.1 is a loopback/);
-    for (const url of ["https://169.254.169.254/latest", "https://10.0.0.1/", "https://[::1]/", "https://[fd00:ec2::254]/", "https://192.168.1.2/"])
+    expect(problems({ allowHttp: true, webhooks: ["http://127.0.0.1:9000/hook"] })[0]).toMatch(
+      /^alerts\.webhooks\[0\]: .*127\.0\.0\.1 is a loopback/,
+    );
+    for (const url of [
+      "https://169.254.169.254/latest",
+      "https://10.0.0.1/",
+      "https://[::1]/",
+      "https://[fd00:ec2::254]/",
+      "https://192.168.1.2/",
+    ])
       expect(problems({ webhooks: [url] }), url).toHaveLength(1);
     expect(problems({ webhooks: ["https://localhost/x"] })[0]).toMatch(/local host/);
     expect(problems({ webhooks: ["http://hooks.example.com/x"] })[0]).toMatch(/http is not allowed/);
@@ -221,7 +232,12 @@ describe("alert destinations", () => {
     const port = new URL(receiver.url).port;
     try {
       const send = (policy: { allowHttp: boolean; allowCidrs: string[] }) =>
-        nodeWebhookSender(policy)({ url: `http://localhost:${port}/hook`, headers: new Headers({ "webhook-id": "x" }), body: "{}", timeoutMs: 5000 });
+        nodeWebhookSender(policy)({
+          url: `http://localhost:${port}/hook`,
+          headers: new Headers({ "webhook-id": "x" }),
+          body: "{}",
+          timeoutMs: 5000,
+        });
       await expect(send({ allowHttp: true, allowCidrs: [] })).rejects.toThrow(/^refused: localhost resolves to .*(127\.0\.0\.1|::1)/);
       expect(receiver.deliveries).toHaveLength(0);
       expect(await send({ allowHttp: true, allowCidrs: ["127.0.0.0/8", "::1"] })).toBe(200);
@@ -232,7 +248,15 @@ describe("alert destinations", () => {
       try {
         const { outbox } = f.gws[0]!.gateway.stores;
         const now = Date.now();
-        await outbox.enqueue({ id: "loop|1", event: "evt_loop", destination: receiver.url, body: "{}", format: "standard", nextAt: now, createdAt: now });
+        await outbox.enqueue({
+          id: "loop|1",
+          event: "evt_loop",
+          destination: receiver.url,
+          body: "{}",
+          format: "standard",
+          nextAt: now,
+          createdAt: now,
+        });
         await f.gws[0]!.gateway.alerts.runOnce();
         expect(receiver.deliveries).toHaveLength(1); // only the allowlisted send above
         const [dead] = await outbox.list("dead", 10);

@@ -111,7 +111,10 @@ function alertSuite(name: string, state: () => { config: Record<string, unknown>
       expect(plain.deliveries).toHaveLength(4);
       expect(flaky.deliveries).toHaveLength(12);
       const t100 = plain.accepted().find((d) => d.json.data.threshold === 100)!.json;
-      expect(t100).toMatchObject({ type: "budget.threshold", data: { tenant: "acme", window: "daily", period: day, limit: "0.05", spent: "0.05" } });
+      expect(t100).toMatchObject({
+        type: "budget.threshold",
+        data: { tenant: "acme", window: "daily", period: day, limit: "0.05", spent: "0.05" },
+      });
       expect(Date.parse(t100.timestamp)).toBeGreaterThan(0);
       expect(plain.accepted().find((d) => d.json.type === "budget.exhausted")!.json.data).toMatchObject({
         onExhausted: "block",

@@ -116,11 +116,18 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
       expect(sampleSum(families, "tollgate_budget_remaining_usd", { tenant: "beta", window: "total" })).toBe(0);
 
       // Requests by route row, method, code and tenant; the 402 refusal names beta.
-      expect(sampleSum(families, "tollgate_requests_total", { route: "x402.web.search", method: "POST", code: "200", tenant: "acme" })).toBe(5);
-      expect(sampleSum(families, "tollgate_requests_total", { route: "x402.web.search", method: "POST", code: "402", tenant: "beta" })).toBe(1);
+      expect(
+        sampleSum(families, "tollgate_requests_total", { route: "x402.web.search", method: "POST", code: "200", tenant: "acme" }),
+      ).toBe(5);
+      expect(
+        sampleSum(families, "tollgate_requests_total", { route: "x402.web.search", method: "POST", code: "402", tenant: "beta" }),
+      ).toBe(1);
       expect(families.find((f) => f.name === "tollgate_requests_total")!.metrics.some((m) => m.labels?.status !== undefined)).toBe(false);
       expect(sampleSum(families, "tollgate_refusals_total", { reason: "budget_exceeded" })).toBe(1);
-      expect(families.find((f) => f.name === "tollgate_build_info")!.metrics[0]!.labels).toMatchObject({ version: VERSION, runtime: "node" });
+      expect(families.find((f) => f.name === "tollgate_build_info")!.metrics[0]!.labels).toMatchObject({
+        version: VERSION,
+        runtime: "node",
+      });
       // Cache: 5 misses (3 acme + 2 beta paid; the refused one never reached the cache), 2 hits, each saving one price.
       expect(sampleSum(families, "tollgate_cache_requests_total", { outcome: "hit" })).toBe(2);
       expect(sampleSum(families, "tollgate_cache_requests_total", { outcome: "miss" })).toBe(5);

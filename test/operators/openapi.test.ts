@@ -40,7 +40,10 @@ describe("/_tollgate/openapi.json", () => {
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["metricsToken", "tenantBearer", "tenantKey"]);
     for (const { path, method, op } of operations()) {
       const codes = Object.keys(op.responses);
-      expect(codes.some((c) => c.startsWith("4")), `${method} ${path}`).toBe(true);
+      expect(
+        codes.some((c) => c.startsWith("4")),
+        `${method} ${path}`,
+      ).toBe(true);
       // Open routes say so; the others name their schemes.
       expect(op.security ?? doc.security, `${method} ${path}`).toBeDefined();
       for (const c of codes.filter((x) => x.startsWith("4") && x !== "404"))

@@ -61,7 +61,10 @@ describe("budget alerts on the Worker (workerd + Durable Objects + local chain)"
     );
     expect(received.map((d) => d.id)).toEqual([`budget.threshold:${tenant}:daily:${day}:50`]);
     expect(received[0].answeredAt).toBeTypeOf("number"); // answered (after 500 ms) before the waitUntil work ended
-    expect(received[0].json).toMatchObject({ type: "budget.threshold", data: { window: "daily", threshold: 50, spent: "0.005", limit: "0.01" } });
+    expect(received[0].json).toMatchObject({
+      type: "budget.threshold",
+      data: { window: "daily", threshold: 50, spent: "0.005", limit: "0.01" },
+    });
 
     const audit = (await (
       await worker.fetch(
