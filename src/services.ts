@@ -10,7 +10,7 @@ import type { TokenService } from "./tokens.js";
 import type { WebSocketRelay } from "./websocket.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import type { TenantSync } from "./operators/tenant-sync.js";
-import type { WebhookSender } from "./operators/webhooks.js";
+import type { WebhookSender } from "./operators/webhook-sender.js";
 import type { Tracer } from "./tracing.js";
 
 export interface GatewayServices {

@@ -40,7 +40,7 @@ const ROUTE_CLASSES: Record<string, string> = {
 };
 
 /** The class of a route label (./route-label.ts): search, sessions, sandboxes, runtime, cdp, jobs, agents, ports, tollgate, admin, other. */
-export function routeClassOf(route: string): string {
+function routeClassOf(route: string): string {
   if (route.startsWith("/_tollgate/admin") || route.startsWith("/_tollgate/console")) return "admin";
   if (route.startsWith("/_tollgate") || route.startsWith("tollgate.")) return "tollgate";
   const exact = ROUTE_CLASSES[route];

@@ -7,7 +7,7 @@ import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 import type { DestinationPolicy } from "../operators/destinations.js";
 import { DestinationRules } from "../operators/destinations.js";
-import type { WebhookSender } from "../operators/webhooks.js";
+import type { WebhookSender } from "../operators/webhook-sender.js";
 
 /** A dns lookup that fails when any address of the name is refused by `rules`. */
 function checkedLookup(rules: DestinationRules): LookupFunction {

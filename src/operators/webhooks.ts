@@ -8,6 +8,7 @@ import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import type { BudgetWindow, OutboxMessage } from "../state/types.js";
 import { DestinationRules } from "./destinations.js";
+import { fetchWebhookSender } from "./webhook-sender.js";
 
 const enc = new TextEncoder();
 
@@ -26,9 +27,6 @@ export interface AlertEvent {
   summary: string;
 }
 
-/** Sends one signed POST to a receiver; resolves its status, rejects (with a message fit for a log) when refused or unreachable. */
-export type WebhookSender = (req: { url: string; headers: Headers; body: string; timeoutMs: number }) => Promise<number>;
-
 const TIMEOUT_MS = 10_000;
 /** A claim outlives the slowest delivery (its timeout) with room to settle. */
 const LEASE_MS = 60_000;
@@ -42,18 +40,11 @@ function secretKey(secret: string): Uint8Array {
 }
 
 /** `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`. */
-export async function signStandardWebhook(secret: string, id: string, timestamp: number, body: string): Promise<string> {
+async function signStandardWebhook(secret: string, id: string, timestamp: number, body: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", secretKey(secret) as BufferSource, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(`${id}.${timestamp}.${body}`)));
   return `v1,${btoa(String.fromCharCode(...mac))}`;
 }
-
-/** The Web-standard sender (Workers): IP literals are checked by the caller; fetch, no redirects followed. */
-export const fetchWebhookSender: WebhookSender = async ({ url, headers, body, timeoutMs }) => {
-  const res = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
-  await res.body?.cancel().catch(() => {});
-  return res.status;
-};
 
 interface Receiver {
   url: string;
