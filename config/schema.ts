@@ -299,8 +299,8 @@ export const configSchema = z
         thresholds: z.array(percent).default([50, 80, 100]),
         /** Receivers of every tenant's alerts; signed with TOLLGATE_WEBHOOK_SECRET (header tollgate-signature). */
         webhooks: z.array(webhookUrl).default([]),
-        /** Deliveries that fail are retried with exponential backoff, up to this many attempts in all. */
-        maxAttempts: z.number().int().positive().max(20).default(6),
+        /** Deliveries that fail are retried from the outbox with exponential backoff, up to this many attempts in all. */
+        maxAttempts: z.number().int().positive().max(20).default(12),
         initialBackoffMs: z.number().int().positive().default(500),
         /** Receivers of every tenant's alerts with a Slack-compatible body (`{"text": …}`). */
         slack: z.array(webhookUrl).default([]),
@@ -319,7 +319,7 @@ export const configSchema = z
       .default({
         thresholds: [50, 80, 100],
         webhooks: [],
-        maxAttempts: 6,
+        maxAttempts: 12,
         initialBackoffMs: 500,
         slack: [],
         allowHttp: false,
