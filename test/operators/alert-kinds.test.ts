@@ -98,9 +98,11 @@ const ofType = (r: WebhookReceiver, type: string) => r.accepted().filter((d) => 
 describe("alert kinds on two instances sharing a real redis-server", () => {
   it("fires each kind once fleet-wide, signed per Standard Webhooks", async () => {
     const receiver = await startWebhookReceiver();
+    const slack = await startWebhookReceiver();
     const dead = `http://127.0.0.1:${await closedPort()}/hook`;
     const f = await fleet({
       webhooks: [receiver.url, dead],
+      slack: [slack.url],
       initialBackoffMs: 100,
       maxAttempts: 3,
       rules: {
@@ -137,6 +139,16 @@ describe("alert kinds on two instances sharing a real redis-server", () => {
       // Each event reached the receiver once: no webhook-id twice.
       const ids = receiver.accepted().map((d) => d.id);
       expect(new Set(ids).size).toBe(ids.length);
+      // The Slack-compatible receiver got the same events as `{text}` bodies, signed the same way.
+      expect(
+        slack
+          .accepted()
+          .map((d) => d.id)
+          .sort(),
+      ).toEqual([...ids].sort());
+      const low = slack.accepted().find((d) => d.id.startsWith("wallet.low:"))!;
+      expect(low.json).toEqual({ text: "Tollgate alert (wallet.low): the wallet holds $0.50, below the floor of $1.00" });
+      expect(new Webhook(SECRET).verify(low.body, low.headers)).toEqual(low.json);
 
       // The state engine down for a while: raised once, when it answers again. (This Redis keeps nothing across the
       // restart, the other kinds' markers included: kinds whose condition still held would be raised again.)
@@ -157,6 +169,7 @@ describe("alert kinds on two instances sharing a real redis-server", () => {
     } finally {
       await f.close();
       await receiver.close();
+      await slack.close();
     }
   }, 90_000);
 
