@@ -53,6 +53,20 @@ function ipLiteral(hostname: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The problems of a tenant's own alert receivers (`alerts.webhooks`, `alerts.slack`), each named by its field: the
+ * admin API refuses a tenant change that has any (400), as the config file does.
+ */
+export function receiverProblems(policy: DestinationPolicy, alerts: { webhooks?: string[]; slack?: string[] }) {
+  const rules = new DestinationRules(policy);
+  return (["webhooks", "slack"] as const).flatMap((list) =>
+    (alerts[list] ?? []).flatMap((url, i) => {
+      const problem = rules.urlProblem(url);
+      return problem ? [{ field: `alerts.${list}.${i}`, problem: `webhook ${url} refused: ${problem}` }] : [];
+    }),
+  );
+}
+
 /** The checks for one policy, built once. */
 export class DestinationRules {
   private readonly allowed: (address: string) => boolean;

@@ -90,7 +90,7 @@ async function fleet(alerts: Record<string, unknown>, wallet = { usd: 0.5 }) {
     fetch(`${gw.url}/api/team/credit-info`, { headers: { "x-api-key": admin } }).then((r) => r.arrayBuffer().then(() => r.status));
   /** Both instances evaluate at once, as their timers would. */
   const pass = () => Promise.all(gws.map((g) => g.gateway.alerts.runOnce()));
-  return { gws, call, pass, close: () => Promise.all(gws.map((g) => g.close())) };
+  return { gws, admin, call, pass, close: () => Promise.all(gws.map((g) => g.close())) };
 }
 
 const ofType = (r: WebhookReceiver, type: string) => r.accepted().filter((d) => d.json.type === type);
@@ -281,6 +281,27 @@ describe("alert destinations", () => {
       await receiver.close();
     }
   }, 30_000);
+
+  it("refuses through the admin API a tenant receiver the rules refuse, naming the field (400)", async () => {
+    const f = await fleet({ allowCidrs: [] });
+    try {
+      const put = (body: unknown) =>
+        fetch(`${f.gws[0]!.url}/_tollgate/admin/tenants/ops/alerts`, {
+          method: "PUT",
+          headers: { "x-api-key": f.admin, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const r = await put({ webhooks: ["https://hooks.example.com/ok", "https://169.254.169.254/latest/meta-data"] });
+      expect(r.status).toBe(400);
+      const body = await r.json();
+      expect(body).toMatchObject({ code: "invalid_body", fields: [{ field: "alerts.webhooks.1" }] });
+      expect(body.message).toMatch(/169\.254\.169\.254 is a loopback, link-local/);
+      expect((await put({ slack: ["http://127.0.0.1:1/x"] })).status).toBe(400);
+      expect((await put({ webhooks: ["https://hooks.example.com/ok"] })).status).toBe(200);
+    } finally {
+      await f.close();
+    }
+  });
 
   it("does not follow a redirect", async () => {
     const target = await startWebhookReceiver();
