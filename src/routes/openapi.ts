@@ -18,6 +18,7 @@ import {
   tenantPatchBody,
   tenantView,
 } from "./admin/schemas.js";
+import { outboxMessageView, outboxQuery } from "./admin/webhooks.js";
 
 const P = "/_tollgate";
 const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
@@ -196,6 +197,13 @@ function routes(): RouteConfig[] {
     }),
     admin({
       method: "get",
+      path: "/webhooks",
+      summary: "The alert outbox: deliveries waiting (attempts, next try, last error) or given up (dead letters)",
+      request: { query: outboxQuery },
+      responses: { 200: json(z.object({ state: z.enum(["pending", "dead"]), messages: z.array(outboxMessageView) }), "Messages") },
+    }),
+    admin({
+      method: "get",
       path: "/tenants",
       summary: "List tenants",
       responses: { 200: json(z.object({ tenants: z.array(tenantView) }), "Tenants") },
@@ -319,6 +327,7 @@ const OPERATION_IDS: Record<string, string> = {
   "get /admin/usage": "adminGetUsage",
   "get /admin/ledger": "adminListLedger",
   "get /admin/audit": "adminListAudit",
+  "get /admin/webhooks": "adminListWebhookDeliveries",
   "get /admin/tenants": "adminListTenants",
   "post /admin/tenants": "adminCreateTenant",
   "get /admin/tenants/{id}": "adminGetTenant",

@@ -7,6 +7,7 @@ import { openApiDocument } from "../openapi.js";
 import { keyAdminRoutes } from "./keys.js";
 import { tenantAdminRoutes } from "./tenants.js";
 import { viewAdminRoutes } from "./views.js";
+import { webhookAdminRoutes } from "./webhooks.js";
 
 /**
  * @example app.route("/_tollgate", operatorRoutes(services)) // /_tollgate/admin/tenants, /_tollgate/openapi.json
@@ -19,5 +20,6 @@ export function operatorRoutes(services: GatewayServices): Hono<GatewayEnv> {
   app.route("/admin", tenantAdminRoutes(services));
   app.route("/admin", keyAdminRoutes(services));
   app.route("/admin", viewAdminRoutes(services));
+  app.route("/admin", webhookAdminRoutes(services)); // the alert outbox: pending deliveries and dead letters
   return app;
 }
