@@ -32,6 +32,8 @@ const TIMEOUT_MS = 10_000;
 const LEASE_MS = 60_000;
 const CLAIM_BATCH = 20;
 const MAX_BACKOFF_MS = 3_600_000;
+/** Retries due within this long are awaited by a closing gateway (it waits 2 s for background work). */
+const SHORT_RETRY_MS = 1_500;
 
 /** The HMAC key of a `whsec_<base64>` secret (Standard Webhooks); any other secret is used as its UTF-8 bytes. */
 function secretKey(secret: string): Uint8Array {
@@ -131,12 +133,43 @@ class WebhookDispatcher {
   private again = false;
   private readonly rules: DestinationRules;
 
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private closed = false;
+
   constructor(private readonly services: GatewayServices) {
     this.rules = new DestinationRules(services.config.alerts);
+    services.onClose(() => {
+      this.closed = true;
+      for (const t of this.timers) clearTimeout(t);
+      this.timers.clear();
+    });
+  }
+
+  /**
+   * A retry due before the next timed pass gets a pass of its own: tracked as background work when it is due within
+   * 1.5 s (a draining gateway waits for it), else on a timer the gateway's close clears (the outbox keeps the message).
+   */
+  private retrySoon(ms: number): void {
+    if (this.closed || ms >= this.services.config.alerts.evaluateSeconds * 1000) return;
+    if (ms <= SHORT_RETRY_MS) {
+      this.services.background(
+        undefined,
+        new Promise((r) => setTimeout(r, ms)).then(() => this.pump()),
+        "alert webhook retry",
+      );
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.services.background(undefined, this.pump(), "alert webhook retry");
+    }, ms);
+    (timer as { unref?: () => void }).unref?.();
+    this.timers.add(timer);
   }
 
   /** Runs a pass (or, while one runs, another right after it); never rejects. */
   pump(): Promise<void> {
+    if (this.closed) return Promise.resolve();
     if (this.running) {
       this.again = true;
       return this.running;
@@ -208,13 +241,7 @@ class WebhookDispatcher {
       const backoff = Math.min(initialBackoffMs * 2 ** (attempts - 1), MAX_BACKOFF_MS) * (0.8 + Math.random() * 0.4);
       await outbox.retry(m.id, owner, this.services.now() + backoff, error);
       this.services.logger.info("alert webhook retry", { event: m.event, receiver, attempts, error });
-      // A retry due before the next timed pass gets a pass of its own (tracked: a draining gateway waits for it).
-      if (backoff < this.services.config.alerts.evaluateSeconds * 1000)
-        this.services.background(
-          undefined,
-          new Promise((r) => setTimeout(r, backoff)).then(() => this.pump()),
-          "alert webhook retry",
-        );
+      this.retrySoon(backoff);
     }
     // A receiver failing is an alert of its own, to the other receivers, once per receiver per hour fleet-wide.
     const failing = rules.webhookFailing;
