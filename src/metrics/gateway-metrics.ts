@@ -53,7 +53,17 @@ function routeClassOf(route: string): string {
   return "other";
 }
 
-const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
+/** The `method` label's values; anything else is "other" (index 0). */
+const METHODS = ["other", "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const;
+const METHOD_INDEX: Record<string, number> = Object.assign(Object.create(null), {
+  GET: 1,
+  POST: 2,
+  PUT: 3,
+  PATCH: 4,
+  DELETE: 5,
+  HEAD: 6,
+  OPTIONS: 7,
+});
 const WINDOWS = ["daily", "monthly", "total"] as const;
 const HELD_SCAN_LIMIT = 1000;
 
@@ -105,7 +115,8 @@ export interface UpstreamTally {
   slowSeconds: number;
 }
 
-type RequestChildren = { seconds: HistogramChild; byTenant: Map<string, Map<string, Map<number, CounterChild>>> };
+/** Per route: its class's histogram, and per tenant the counters keyed by `status * 8 + method index` (one number). */
+type RequestChildren = { seconds: HistogramChild; byTenant: Map<string, Map<number, CounterChild>> };
 
 export class GatewayMetrics {
   private readonly routes = new BoundedLabel(256);
@@ -269,13 +280,11 @@ export class GatewayMetrics {
     let perRoute = this.requestChildren.get(r);
     if (!perRoute) this.requestChildren.set(r, (perRoute = { seconds: this.requestSeconds(routeClassOf(r)), byTenant: new Map() }));
     const t = this.tenants.of(tenant);
-    let byMethod = perRoute.byTenant.get(t);
-    if (!byMethod) perRoute.byTenant.set(t, (byMethod = new Map()));
-    let byStatus = byMethod.get(method);
-    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
-    let counter = byStatus.get(status);
-    if (!counter)
-      byStatus.set(status, (counter = this.requestsTotal(r, METHODS.has(method) ? method : "other", this.codes.of(String(status)), t)));
+    let counters = perRoute.byTenant.get(t);
+    if (!counters) perRoute.byTenant.set(t, (counters = new Map()));
+    const m = METHOD_INDEX[method] ?? 0;
+    let counter = counters.get(status * 8 + m);
+    if (!counter) counters.set(status * 8 + m, (counter = this.requestsTotal(r, METHODS[m]!, this.codes.of(String(status)), t)));
     counter.inc();
     perRoute.seconds.observe(seconds);
   }
