@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import puppeteer from "puppeteer-core";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -97,4 +98,44 @@ describe("/_tollgate/docs", () => {
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ code: "not_found" });
   });
+});
+
+describe("/_tollgate/docs in Chromium", () => {
+  it("renders every operation under its Content-Security-Policy, loading nothing from off the gateway", async () => {
+    const profile = mkdtempSync(join(tmpdir(), "tollgate-docs-chromium-"));
+    const browser = await puppeteer.launch({
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--no-first-run",
+        `--user-data-dir=${profile}`,
+      ],
+    });
+    try {
+      const page = await browser.newPage();
+      const elsewhere: string[] = [];
+      const problems: string[] = [];
+      page.on("request", (r) => {
+        if (!r.url().startsWith(gw.url) && !r.url().startsWith("data:")) elsewhere.push(r.url());
+      });
+      page.on("console", (m) => {
+        if (m.type() === "error") problems.push(m.text());
+      });
+      page.on("pageerror", (e) => problems.push(String(e)));
+      await page.goto(`${gw.url}/_tollgate/docs`, { waitUntil: "load", timeout: 60_000 });
+      await page.waitForSelector(".opblock", { timeout: 60_000 });
+      const shown = await page.$$eval(".opblock", (els) => els.length);
+      expect(shown).toBe(operations().length);
+      expect(await page.$eval(".title", (el) => el.textContent)).toContain("Tollgate");
+      expect(elsewhere).toEqual([]);
+      expect(problems.filter((p) => /Content Security Policy|Refused/i.test(p))).toEqual([]);
+    } finally {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
