@@ -27,6 +27,21 @@ if ((${#need[@]})); then
   $SUDO apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
 
+# promtool (Prometheus's linter, for `promtool check metrics` in test/operators/metrics.test.ts): only its binary, taken
+# from Debian's prometheus package (no server installed or started); skipped with a note when it cannot be fetched.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "setup: extracting promtool from Debian's prometheus package…"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  tmp="$(mktemp -d)"
+  if (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 || { $SUDO apt-get update -q >/dev/null && apt-get download prometheus >/dev/null; }; } &&
+    dpkg-deb -x prometheus_*.deb x && $SUDO install -m 0755 x/usr/bin/promtool /usr/local/bin/promtool); then
+    echo "setup: promtool $(promtool --version 2>&1 | head -1 | awk '{print $3}')"
+  else
+    echo "setup: promtool unavailable; the metrics test skips its promtool check"
+  fi
+  rm -rf "$tmp"
+fi
+
 # Never --omit=optional: workerd, anvil, esbuild and node-pty ship their binaries as optional platform packages.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci…"

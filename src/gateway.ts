@@ -60,6 +60,10 @@ import { consoleRoutes } from "./console/routes.js";
 import { keyUseRecorder } from "./operators/key-usage.js";
 import { BackgroundWork } from "./background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
+import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
+import { docsRoutes, type DocsAssets } from "./routes/docs.js";
+import { traceRequests } from "../middleware/trace/index.js";
+import type { Tracer } from "./tracing.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -76,6 +80,14 @@ export interface GatewayDeps {
   metrics?: GatewayMetrics;
   now?: () => number;
   instanceId?: string;
+  /** Where the wallet and team-credit alert rules read their figures (default: readiness's wallet probe, the upstream). */
+  alertSources?: AlertSources;
+  /** Traces (OpenTelemetry on Node, when tracing.otlpEndpoint is set); none: nothing traced, nothing spent. */
+  tracer?: Tracer;
+  /** The docs page's assets (swagger-ui-dist); the Node entry reads them from node_modules, Workers have none. */
+  docsAssets?: DocsAssets;
+  /** Alert webhooks; the Node entry passes one that checks the resolved address and connects to it. */
+  webhookSender?: GatewayServices["webhookSender"];
 }
 
 export interface Gateway {
@@ -87,6 +99,8 @@ export interface Gateway {
   stores: StateStores;
   /** Settles held payments from the chain; the Node entry runs it on a timer. */
   reconciler: PaymentReconciler;
+  /** Evaluates the alert rules and delivers webhooks due; the Node entry runs it on a timer, Workers on the cron. */
+  alerts: AlertMonitor;
   /**
    * Waits up to `backgroundMs` (default 2 s) for background work still running (an alert webhook being delivered, its
    * audit record), then releases timers and connections held by the gateway's state.
@@ -132,8 +146,12 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   directory.setRefresher(() => tenantSync.fresh());
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
-  const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now);
+  const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now, (kind) => metrics.tokenMinted(kind));
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
+  if (deps.tracer) {
+    upstream.tracer = deps.tracer;
+    closers.push(() => deps.tracer!.flush());
+  }
   const background = new BackgroundWork(logger);
   const services: GatewayServices = {
     config,
@@ -147,6 +165,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
     peerAddress: deps.peerAddress ?? workersPeerAddress,
     metrics,
+    webhookSender: deps.webhookSender,
+    tracer: deps.tracer,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     background: (c, work, what) => background.run(c, work, what),
@@ -157,6 +177,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   const app = new Hono<GatewayEnv>();
   app.onError((err, c) => {
+    if (err instanceof GatewayError) metrics.refusal(err.code);
     if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
     if (isStateUnavailable(err))
       logger.error("state store unavailable", { requestId: c.get("requestId"), error: String((err as Error).message) });
@@ -168,6 +189,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     const { path } = splitRequestUrl(c.req.url);
     // An operator may open a passthrough for admins (off by default): everything else is refused, never forwarded.
     if (config.server.adminPassthrough && path.startsWith("/api/")) return adminPassthrough(c);
+    metrics.refusal("route_not_fronted");
     return errorResponse(routeNotFronted(c.req.method, path), c.get("requestId"));
   });
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
@@ -189,12 +211,14 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     await next();
   });
   app.use(accessLog(logger, { metrics, clientAddress: (c) => clientView(c, services).address }));
+  if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
   app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
   app.route(OWN_PREFIX, ownRoutes(directory));
   app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
+  app.route(OWN_PREFIX, docsRoutes(deps.docsAssets)); // /docs: the OpenAPI document as a page
   app.route(OWN_PREFIX, readyRoutes(new Readiness(services), services));
   app.route(OWN_PREFIX, metricsRoutes(services, metrics));
   app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
@@ -253,6 +277,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     directory,
     stores,
     reconciler: new PaymentReconciler(services),
+    alerts: new AlertMonitor(services, deps.alertSources),
     async close(backgroundMs = 2_000) {
       const left = await background.settled(backgroundMs);
       if (left > 0) logger.error("closing with background work unfinished", { pending: left, waitedMs: backgroundMs });

@@ -15,6 +15,10 @@ import { answerFailedExpectations, answerParseErrors, closeAfterEarlyAnswer } fr
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
+import { nodeWebhookSender } from "./node/webhook-sender.js";
+import { nodeDocsAssets } from "./node/docs-assets.js";
+import { otelTracer } from "./node/otel-tracer.js";
+import { VERSION } from "./routes/own.js";
 import type { PeerAddress } from "./client-address.js";
 
 /** The TCP peer of the request's socket. */
@@ -89,11 +93,17 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     logSink: opts.logSink,
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
+    webhookSender: nodeWebhookSender(opts.config.alerts),
+    docsAssets: nodeDocsAssets(),
+    tracer: opts.config.tracing.otlpEndpoint
+      ? otelTracer({ endpoint: opts.config.tracing.otlpEndpoint, serviceName: opts.config.tracing.serviceName, version: VERSION })
+      : undefined,
     ...opts.deps,
     metrics,
     stores,
   });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
+  const stopAlerts = gateway.alerts.start(opts.config.alerts.evaluateSeconds * 1000);
   const wss = relayWebSocketServer();
   const host = opts.host ?? opts.config.server.host;
   const server = await new Promise<ServerType>((resolve, reject) => {
@@ -117,6 +127,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   let closed = false;
   const release = async (backgroundMs?: number) => {
     stopReconciler();
+    stopAlerts();
     await gateway.close(backgroundMs);
     await transport.close();
   };

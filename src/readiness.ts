@@ -84,6 +84,11 @@ export class Readiness {
     return { status, checks: { state, upstream, signer, wallet } };
   }
 
+  /** The wallet check alone (cached like check()'s): `balance` is the lowest balance in USD when it could be read. */
+  wallet(): Promise<CheckResult> {
+    return this.walletProbe.get(this.services.now());
+  }
+
   private async probeState(): Promise<CheckResult> {
     const started = performance.now();
     try {

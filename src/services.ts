@@ -11,6 +11,8 @@ import type { TokenService } from "./tokens.js";
 import type { WebSocketRelay } from "./websocket.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import type { TenantSync } from "./operators/tenant-sync.js";
+import type { WebhookSender } from "./operators/webhook-sender.js";
+import type { Tracer } from "./tracing.js";
 
 export interface GatewayServices {
   config: TollgateConfig;
@@ -26,6 +28,10 @@ export interface GatewayServices {
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;
+  /** Traces requests when configured (src/tracing.ts); undefined: nothing is traced. */
+  tracer?: Tracer;
+  /** Sends alert webhooks; the Node entry's checks the resolved address (src/node/webhook-sender.ts), else fetch. */
+  webhookSender?: WebhookSender;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;

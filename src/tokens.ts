@@ -52,6 +52,8 @@ export class TokenService {
     secrets: string | readonly TokenSecret[],
     private readonly kv: KeyValueStore,
     private readonly now: () => number = Date.now,
+    /** Told the kind of every token minted (the tokens-minted counter). */
+    private readonly onMint?: (kind: string) => void,
   ) {
     const list = typeof secrets === "string" ? [{ kid: DEFAULT_KID, secret: secrets }] : secrets;
     if (list.length === 0) throw new TypeError("TokenService needs at least one secret");
@@ -94,6 +96,7 @@ export class TokenService {
       .setIssuedAt(iat)
       .setExpirationTime(exp)
       .sign(await this.keys.get(this.signer)!);
+    this.onMint?.(t.kind);
     return { token, jti, expiresAt: new Date(exp * 1000).toISOString() };
   }
 

@@ -14,6 +14,7 @@ import {
 } from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { routeLabel } from "./metrics/route-label.js";
+import { childSpan, type Tracer } from "./tracing.js";
 import type * as z from "zod";
 import { readWire } from "./wire/read.js";
 
@@ -33,6 +34,8 @@ export interface UpstreamCall {
 export class Upstream {
   readonly origin: string;
   readonly allowedHosts: Set<string>;
+  /** Set when tracing is on: each upstream call gets a client span, and its traceparent goes upstream. */
+  tracer?: Tracer;
 
   constructor(
     private readonly config: TollgateConfig["upstream"],
@@ -90,10 +93,36 @@ export class Upstream {
    * Sends one request to an absolute upstream URL. The timeout covers only the wait for response headers (streamed
    * bodies are not cut); a client that goes away aborts it; failures become 502/504 JSON errors.
    */
-  async send(
+  send(
     c: Context<GatewayEnv>,
     req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
+  ): Promise<Response> {
+    return this.tracer ? this.traced(c, req, () => this.sendOnce(c, req, opts)) : this.sendOnce(c, req, opts);
+  }
+
+  /** Runs one upstream call in a client span (when the request is traced) whose traceparent the upstream receives. */
+  private async traced(c: Context<GatewayEnv>, req: { url: string; method: string; headers: Headers }, run: () => Promise<Response>) {
+    const span = childSpan(c, this.tracer, `upstream ${req.method}`, "client");
+    if (!span) return run();
+    req.headers.set("traceparent", span.traceparent());
+    span.setAttribute("http.request.method", req.method);
+    span.setAttribute("url.path", new URL(req.url).pathname);
+    try {
+      const res = await run();
+      span.setAttribute("http.response.status_code", res.status);
+      span.end(res.status >= 500 ? `status ${res.status}` : undefined);
+      return res;
+    } catch (err) {
+      span.end(String((err as { code?: string })?.code ?? "upstream_unavailable"));
+      throw err;
+    }
+  }
+
+  private async sendOnce(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean },
   ): Promise<Response> {
     const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
     if (this.transport.enforcesHeadersTimeout) {
@@ -105,9 +134,10 @@ export class Upstream {
           signal: opts.detachFromClient ? undefined : c.req.raw.signal,
           headersTimeoutMs: timeoutMs,
         });
-        this.observe(c, req.body, res.headers.get("content-length"), performance.now() - begun);
+        this.observe(c, req.body, res.headers.get("content-length"), performance.now() - begun, res.status);
         return res;
       } catch (err) {
+        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
         if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
         throw errors.upstreamUnavailable(opts.unavailableMessage);
       }
@@ -120,9 +150,10 @@ export class Upstream {
     const started = performance.now();
     try {
       const res = await this.transport.request({ ...req, signal: ctrl.signal });
-      this.observe(c, req.body, res.headers.get("content-length"), performance.now() - started);
+      this.observe(c, req.body, res.headers.get("content-length"), performance.now() - started, res.status);
       return res;
     } catch {
+      if (!clientSignal?.aborted) this.metrics?.upstreamFailed();
       if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
       throw errors.upstreamUnavailable(opts.unavailableMessage);
     } finally {
@@ -143,12 +174,14 @@ export class Upstream {
   ): Promise<Response> {
     const direct = this.transport.direct;
     if (this.directRelays && direct?.available(c.env)) {
+      if (this.tracer) return this.traced(c, req, () => this.relayDirect(c, req, opts));
       const begun = performance.now();
       try {
         const { response, contentLength } = await direct.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
-        this.observe(c, req.body, contentLength ?? null, performance.now() - begun);
+        this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
         return response;
       } catch (err) {
+        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
         if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
         throw errors.upstreamUnavailable(opts.unavailableMessage);
       }
@@ -164,6 +197,28 @@ export class Upstream {
     return relayed;
   }
 
+  /** forward()'s direct relay, for a traced call (the untraced one stays inline: it is the hot path). */
+  private async relayDirect(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { unavailableMessage?: string; keepSetCookie?: boolean },
+  ): Promise<Response> {
+    const begun = performance.now();
+    try {
+      const { response, contentLength } = await this.transport.direct!.relay(
+        { ...req, headersTimeoutMs: this.config.timeoutMs },
+        c.env,
+        opts,
+      );
+      this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
+      return response;
+    } catch (err) {
+      if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
+      if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
+      throw errors.upstreamUnavailable(opts.unavailableMessage);
+    }
+  }
+
   /** Drops an answer `forward` gave that will not be passed on (a 401 before a replay). */
   async discard(c: Context<GatewayEnv>, res: Response): Promise<void> {
     if (this.transport.direct?.discard(res, c.env)) return;
@@ -171,7 +226,7 @@ export class Upstream {
   }
 
   /** Upstream latency and bytes into the request's log line, and the latency into the upstream histogram. */
-  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], contentLength: string | null, ms: number): void {
+  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], contentLength: string | null, ms: number, status: number): void {
     const f = c.get("logFields");
     if (f) {
       f.upstreamMs = Math.round(((f.upstreamMs ?? 0) + ms) * 10) / 10;
@@ -179,7 +234,7 @@ export class Upstream {
       if (out !== undefined) f.upstreamBytesOut = (f.upstreamBytesOut ?? 0) + out;
       if (contentLength !== null && contentLength !== "") f.upstreamBytesIn = (f.upstreamBytesIn ?? 0) + Number(contentLength);
     }
-    this.metrics?.upstream(routeLabel(c), ms / 1000);
+    this.metrics?.upstream(routeLabel(c), ms / 1000, status >= 500);
   }
 
   /** Passes an upstream response back to the client (streaming), minus hop-by-hop headers. */

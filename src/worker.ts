@@ -58,16 +58,20 @@ export default {
   },
 
   /**
-   * The cron trigger (`[triggers] crons` in wrangler.toml): one reconciler pass, as the Node entry runs on a timer.
+   * The cron trigger (`[triggers] crons` in wrangler.toml): one reconciler pass and one alert pass (rules, webhook
+   * retries due), as the Node entry runs on timers.
    * x402 holds past validBefore are settled from the chain through payments.rpc (JSON-RPC over fetch); credits holds
    * past their end time are committed at their maximum. Holds live in the Durable Objects, so any invocation sees all.
    */
   async scheduled(_controller: unknown, env: WorkerEnv, ctx: WaitUntil): Promise<void> {
     const gateway = gatewayFor(env);
-    const pass = gateway.reconciler.runOnce().then(
-      (report) => gateway.logger.info("reconciler pass", { ...report }),
-      (err) => gateway.logger.error("reconciler error", { error: String(err) }),
-    );
+    const pass = Promise.all([
+      gateway.reconciler.runOnce().then(
+        (report) => gateway.logger.info("reconciler pass", { ...report }),
+        (err) => gateway.logger.error("reconciler error", { error: String(err) }),
+      ),
+      gateway.alerts.runOnce(), // alert rules, and webhook deliveries due (retries)
+    ]);
     ctx.waitUntil(pass);
     await pass;
   },

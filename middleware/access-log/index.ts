@@ -62,7 +62,7 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
       // A response the Node fast path wrote itself records its status here (c.res is only a marker then).
       const status = typeof f.status === "number" ? f.status : c.res.status;
       if (metrics) {
-        metrics.request(routeLabel(c), status, tenant ?? "", seconds);
+        metrics.request(routeLabel(c), c.req.method, status, tenant ?? "", seconds);
         if (f.cache) metrics.cache(f.cache, f.saved);
       }
       if (logging) {

@@ -7,7 +7,12 @@ import { TextRegistry } from "../metrics/text-registry.js";
 export function promRegistry(opts: { defaultMetrics?: boolean } = {}): MetricsRegistry {
   const gateway = new TextRegistry();
   const process = new Registry();
-  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: process });
+  if (opts.defaultMetrics !== false) {
+    collectDefaultMetrics({ register: process });
+    // Gauges named like counters, which `promtool check metrics` flags; each is the sum of its by-type family.
+    for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"])
+      process.removeSingleMetric(name);
+  }
   return {
     contentType: process.contentType,
     counter: (def) => gateway.counter(def),

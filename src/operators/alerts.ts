@@ -1,8 +1,7 @@
 // Budget alerts: when a tenant's spending crosses a threshold of a budget window (50/80/100 % by default), one audit
 // record and one signed webhook per receiver, exactly once per threshold and window across the fleet (an atomic
-// set-if-absent in shared state decides which instance records and sends), retried with exponential backoff. An
-// instance that dies mid-retry loses that delivery: at most once on a crash, exactly once otherwise. Receivers dedupe
-// on the `tollgate-event-id` header.
+// set-if-absent in shared state decides which instance records and sends), then delivered from the durable outbox
+// (./webhooks.ts): retried across restarts and instances. Receivers dedupe on the `webhook-id` header.
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import type { BudgetWindow } from "../state/types.js";

@@ -71,6 +71,8 @@ export async function killTenant(services: GatewayServices, tenantId: string, re
     sessions: report.stopped.sessions.length,
     failed: report.failed.length,
   });
+  services.metrics.killSwitch("tenant_killed");
+  services.metrics.killSwitch("resource_stopped", report.stopped.sandboxes.length + report.stopped.sessions.length);
   await stores.audit.append({ at: services.now(), actor, action: "tenant.kill", target: `tenant:${tenantId}`, after: report });
   return report;
 }

@@ -8,6 +8,7 @@ import type { GatewayServices } from "../services.js";
 import { keyIdOf, type Tenant } from "../tenants.js";
 import type { StoredTenant } from "../state/types.js";
 import { killTenant } from "./kill-switch.js";
+import { receiverProblems } from "./destinations.js";
 
 /** A tenant as the admin API shows it: keys by id, never by hash. */
 export function tenantView(r: StoredTenant) {
@@ -92,6 +93,12 @@ export interface ChangeOptions {
 }
 
 /** Applies `mutate` to the live tenant `id` and returns the new record. */
+/** A tenant's alert receivers must pass the destination rules, as in the config file (./destinations.ts). */
+export function refuseReceivers(services: GatewayServices, tenant: Tenant): void {
+  const fields = receiverProblems(services.config.alerts, tenant.alerts ?? {});
+  if (fields.length) throw new GatewayError(400, "invalid_body", fields.map((f) => `${f.field}: ${f.problem}`).join("; "), { fields });
+}
+
 export async function changeTenant(
   services: GatewayServices,
   c: Context<GatewayEnv>,
@@ -102,6 +109,7 @@ export async function changeTenant(
   const before = await liveRecord(services, id);
   const tenant = mutate(structuredClone(before.tenant));
   guardSelf(c, before.tenant, opts.remove ? undefined : tenant);
+  if (!opts.remove) refuseReceivers(services, tenant);
   await guardLastAdminKey(services, id, opts.remove ? undefined : tenant);
   const after: StoredTenant = { tenant, source: "api", updatedAt: services.now(), ...(opts.remove ? { deleted: true } : {}) };
   await services.stores.tenants.put(after);

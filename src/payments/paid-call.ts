@@ -13,6 +13,7 @@ import type { SignedPayment } from "./schemes/types.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "./spend.js";
 import { readWire } from "../wire/read.js";
 import { PaymentRequired, SettleResponse } from "../wire/payment.js";
+import { childSpan } from "../tracing.js";
 
 export interface PaidCallContext {
   services: GatewayServices;
@@ -75,6 +76,29 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promis
   const { services } = ctx;
   const first = await send();
   if (first.status !== 402 || !services.config.payments.enabled) return { response: first, paid: 0n };
+  // Traced (when configured): the payment, from the 402 to the settlement, is a span of its own.
+  const span = childSpan(ctx.context, services.tracer, "x402.payment");
+  if (!span) return pay(ctx, send, first);
+  // The calls made while paying (the paid retry) are children of the payment span.
+  const request = ctx.context!.get("span");
+  ctx.context!.set("span", span);
+  try {
+    const result = await pay(ctx, send, first);
+    span.setAttribute("tollgate.paid_usd", atomicToUsd(result.paid));
+    if (result.entry) span.setAttribute("tollgate.ledger_state", result.entry.state);
+    span.end();
+    return result;
+  } catch (err) {
+    span.end(String((err as { code?: string })?.code ?? "payment_failed"));
+    throw err;
+  } finally {
+    ctx.context!.set("span", request);
+  }
+}
+
+/** After the upstream's 402: choose, reserve, sign, send again, settle (or release, or hold). */
+async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): Promise<PaidResult> {
+  const { services } = ctx;
   if (!ctx.signer)
     throw new GatewayError(
       503,

@@ -18,6 +18,7 @@ import {
   tenantPatchBody,
   tenantView,
 } from "./admin/schemas.js";
+import { outboxMessageView, outboxQuery } from "./admin/webhooks.js";
 
 const P = "/_tollgate";
 const json = (schema: z.ZodType, description: string) => ({ description, content: { "application/json": { schema } } });
@@ -26,8 +27,12 @@ const errors = {
   401: json(errorBody, "Missing, unknown, expired or disabled key"),
   403: json(errorBody, "The key lacks the scope the route needs"),
   404: json(errorBody, "Not found"),
+  429: json(errorBody, "Rate limited (the tenant's requestsPerMinute); Retry-After says when to try again"),
+  503: json(errorBody, "The state backend is unavailable (`state_unavailable`); nothing was changed"),
 };
-const tenantKey = [{ tenantKey: [] }];
+/** Refusals any route may give, credentials or not: the gateway's own endpoints are rate limited per client too. */
+const openErrors = { 429: errors[429] };
+const tenantKey: Array<Record<string, string[]>> = [{ tenantKey: [] }, { tenantBearer: [] }];
 const idParam = z.object({ id: z.string() });
 const keyParams = z.object({ id: z.string(), keyId: z.string().describe("First 16 hex digits of the key's SHA-256") });
 const anyObject = z.object({}).passthrough();
@@ -60,8 +65,54 @@ function routes(): RouteConfig[] {
       method: "get",
       path: `${P}/health`,
       tags: ["gateway"],
+      security: [],
       summary: "Liveness",
-      responses: { 200: json(z.object({ status: z.literal("ok"), service: z.string(), version: z.string() }), "Up") },
+      responses: { 200: json(z.object({ status: z.literal("ok"), service: z.string(), version: z.string() }), "Up"), ...openErrors },
+    },
+    {
+      method: "get",
+      path: `${P}/ready`,
+      tags: ["gateway"],
+      security: [],
+      summary: "Readiness: the state backend, the upstream, the signer and the wallet, each with its figures",
+      responses: {
+        200: json(readiness, "Ready, or degraded (serving; payments at risk)"),
+        503: json(readiness, "Not ready: the state backend or the upstream cannot be reached"),
+        ...openErrors,
+      },
+    },
+    {
+      method: "get",
+      path: `${P}/metrics`,
+      tags: ["gateway"],
+      security: [{ metricsToken: [] }, ...tenantKey],
+      summary: "Prometheus metrics (an admin key, or the TOLLGATE_METRICS_TOKEN bearer)",
+      responses: {
+        200: { description: "The text exposition format 0.0.4", content: { "text/plain": { schema: z.string() } } },
+        401: errors[401],
+        403: errors[403],
+        ...openErrors,
+      },
+    },
+    {
+      method: "get",
+      path: `${P}/openapi.json`,
+      tags: ["gateway"],
+      security: [],
+      summary: "This document",
+      responses: { 200: json(anyObject, "The OpenAPI 3.1 document"), ...openErrors },
+    },
+    {
+      method: "get",
+      path: `${P}/docs`,
+      tags: ["gateway"],
+      security: [],
+      summary: "This document, as a browsable page (Swagger UI served by the gateway)",
+      responses: {
+        200: { description: "The page", content: { "text/html": { schema: z.string() } } },
+        404: json(errorBody, "Not served by this runtime (Workers)"),
+        ...openErrors,
+      },
     },
     {
       method: "get",
@@ -143,6 +194,13 @@ function routes(): RouteConfig[] {
       summary: "The audit log of admin actions, paged",
       request: { query: pageQuery },
       responses: { 200: json(z.object({ entries: z.array(auditEntryView), next: z.string().nullable() }), "A page, newest first") },
+    }),
+    admin({
+      method: "get",
+      path: "/webhooks",
+      summary: "The alert outbox: deliveries waiting (attempts, next try, last error) or given up (dead letters)",
+      request: { query: outboxQuery },
+      responses: { 200: json(z.object({ state: z.enum(["pending", "dead"]), messages: z.array(outboxMessageView) }), "Messages") },
     }),
     admin({
       method: "get",
@@ -235,24 +293,105 @@ function routes(): RouteConfig[] {
       request: { params: keyParams },
       responses: { 200: json(z.object({ tenant: z.string(), revoked: z.string() }), "Revoked") },
     }),
+    admin({
+      method: "post",
+      path: "/tenants/{id}/keys/{keyId}/revoke",
+      summary: "Revoke a key (the form the console posts)",
+      request: { params: keyParams },
+      responses: { 200: json(z.object({ tenant: z.string(), revoked: z.string() }), "Revoked") },
+    }),
   ];
 }
 
-export function openApiDocument() {
+const readiness = z
+  .object({
+    status: z.enum(["ready", "degraded", "not_ready"]),
+    checks: z.object({ state: anyObject, upstream: anyObject, signer: anyObject, wallet: anyObject }),
+  })
+  .meta({ id: "Readiness" });
+
+/** Readable ids for the operations; one added later without an entry gets one made from its method and path. */
+const OPERATION_IDS: Record<string, string> = {
+  "get /health": "getHealth",
+  "get /ready": "getReadiness",
+  "get /metrics": "getMetrics",
+  "get /openapi.json": "getOpenApiDocument",
+  "get /docs": "getApiDocs",
+  "get /whoami": "whoAmI",
+  "get /usage": "getUsage",
+  "get /ledger": "listLedger",
+  "post /tokens": "mintToken",
+  "delete /tokens/{jti}": "revokeTokenById",
+  "post /tokens/revoke": "revokeToken",
+  "post /computer-action/{id}": "sessionComputerAction",
+  "get /admin/usage": "adminGetUsage",
+  "get /admin/ledger": "adminListLedger",
+  "get /admin/audit": "adminListAudit",
+  "get /admin/webhooks": "adminListWebhookDeliveries",
+  "get /admin/tenants": "adminListTenants",
+  "post /admin/tenants": "adminCreateTenant",
+  "get /admin/tenants/{id}": "adminGetTenant",
+  "patch /admin/tenants/{id}": "adminUpdateTenant",
+  "delete /admin/tenants/{id}": "adminDeleteTenant",
+  "post /admin/tenants/{id}/disable": "adminDisableTenant",
+  "post /admin/tenants/{id}/enable": "adminEnableTenant",
+  "post /admin/tenants/{id}/keys": "adminCreateKey",
+  "post /admin/tenants/{id}/keys/{keyId}/rotate": "adminRotateKey",
+  "post /admin/tenants/{id}/keys/{keyId}/expire": "adminExpireKey",
+  "delete /admin/tenants/{id}/keys/{keyId}": "adminRevokeKey",
+  "post /admin/tenants/{id}/keys/{keyId}/revoke": "adminRevokeKeyByForm",
+};
+
+/** `put /admin/tenants/{id}/budget` → adminPutTenantsIdBudget. */
+function operationIdOf(method: string, path: string): string {
+  const rel = path.slice(P.length);
+  const known = OPERATION_IDS[`${method} ${rel}`];
+  if (known) return known;
+  const words = rel.split(/[^A-Za-z0-9]+/).filter(Boolean);
+  return method + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join("");
+}
+
+const TAGS = [
+  { name: "gateway", description: "Liveness, readiness, metrics and this document" },
+  { name: "usage", description: "A tenant's budgets, spend and ledger" },
+  { name: "tokens", description: "Keyless tokens a tenant mints for untrusted clients" },
+  { name: "sessions", description: "Browser-session helpers the gateway serves itself" },
+  { name: "admin", description: "The operator API (a key with the admin scope)" },
+];
+
+/**
+ * The document, with `publicOrigin` (server.publicOrigin) as its server when set, else the origin it is read from.
+ * @example openApiDocument("https://gateway.example.com").servers // [{ url: "https://gateway.example.com" }]
+ */
+export function openApiDocument(publicOrigin?: string) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "tenantKey", {
     type: "apiKey",
     in: "header",
     name: "x-api-key",
-    description: "A tenant key (`Authorization: Bearer <key>` works too); admin routes need the admin scope",
+    description: "A tenant key; admin routes need the admin scope",
   });
-  for (const r of routes()) registry.registerPath(r);
+  registry.registerComponent("securitySchemes", "tenantBearer", {
+    type: "http",
+    scheme: "bearer",
+    description: "A tenant key as `Authorization: Bearer <key>`",
+  });
+  registry.registerComponent("securitySchemes", "metricsToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "TOLLGATE_METRICS_TOKEN, for Prometheus scrapes of /_tollgate/metrics only",
+  });
+  for (const r of routes()) registry.registerPath({ ...r, operationId: r.operationId ?? operationIdOf(r.method, r.path) });
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {
       title: "Tollgate",
       version: VERSION,
       description: "The gateway's own endpoints. Errors are `{message, code}` with the HTTP status.",
+      license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
     },
+    servers: [{ url: publicOrigin ?? "/", description: publicOrigin ? "This gateway" : "The origin this document was read from" }],
+    security: tenantKey,
+    tags: TAGS,
   });
 }

@@ -14,6 +14,7 @@ import { checkBody, notOwned } from "./check-body.js";
 import { meterCredits } from "./credits.js";
 import type { RowHandler } from "./handlers.js";
 import { methodsOf, ROUTES, type RouteRow } from "./table.js";
+import { tracedStep, type Tracer } from "../tracing.js";
 
 /**
  * Another tenant's id (or an id nobody here created) answers exactly like a missing one. On the runtime plane (the hot
@@ -74,8 +75,17 @@ export function mountRouteTable(
     if (row.quota) chain.push(quota(services, row.quota));
     const meter = meterCredits(services, row);
     if (meter) chain.push(meter);
-    app.on(methodsOf(row), [row.path], ...chain, (c) => handler(c, row));
+    const tracer = services.tracer;
+    if (!tracer) app.on(methodsOf(row), [row.path], ...chain, (c) => handler(c, row));
+    else app.on(methodsOf(row), [row.path], ...tracedChain(tracer, chain, row, handler));
   }
+}
+
+/** Traced (when configured): one span per step, named after it, the handler's included. */
+function tracedChain(tracer: Tracer, chain: MiddlewareHandler<GatewayEnv>[], row: RouteRow, handler: RowHandler) {
+  const run: MiddlewareHandler<GatewayEnv> = async (c) => handler(c, row);
+  Object.defineProperty(run, "name", { value: `handler.${row.handler}` });
+  return [...chain, run].map((step) => tracedStep(tracer, step.name || "step", step));
 }
 
 /** The refusal for a request no row matches: names the method and the (normalised) path. */

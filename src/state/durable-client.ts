@@ -18,6 +18,8 @@ import type {
   AuditLog,
   StoredTenant,
   TenantStore,
+  OutboxMessage,
+  WebhookOutbox,
   LedgerState,
   NewLedgerEntry,
   OwnershipRegistry,
@@ -279,6 +281,29 @@ class DurableAuditLog implements AuditLog {
   }
 }
 
+class DurableOutbox implements WebhookOutbox {
+  constructor(private readonly o: Objects) {}
+  enqueue(message: Omit<OutboxMessage, "attempts">) {
+    const m: OutboxMessage = { ...message, attempts: 0 };
+    return this.o.call("outbox", (s) => s.outboxEnqueue(m.id, JSON.stringify(m), m.nextAt));
+  }
+  async claim(owner: string, now: number, leaseMs: number, limit: number) {
+    return (await this.o.call("outbox", (s) => s.outboxClaim(owner, now, leaseMs, limit))).map((r) => JSON.parse(r) as OutboxMessage);
+  }
+  ack(id: string, owner: string) {
+    return this.o.call("outbox", (s) => s.outboxSettle(id, owner, "ack", 0, ""));
+  }
+  retry(id: string, owner: string, nextAt: number, error: string) {
+    return this.o.call("outbox", (s) => s.outboxSettle(id, owner, "retry", nextAt, error));
+  }
+  bury(id: string, owner: string, error: string) {
+    return this.o.call("outbox", (s) => s.outboxSettle(id, owner, "bury", 0, error));
+  }
+  async list(which: "pending" | "dead", limit: number) {
+    return (await this.o.call("outbox", (s) => s.outboxList(which, limit))).map((r) => JSON.parse(r) as OutboxMessage);
+  }
+}
+
 class DurableIdempotency implements IdempotencyStore {
   constructor(private readonly o: Objects) {}
   begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
@@ -323,6 +348,7 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     ping: async () => void (await kv.get(stateKeys.ping)),
     tenants: new DurableTenantStore(o),
     audit: new DurableAuditLog(o),
+    outbox: new DurableOutbox(o),
     async close() {},
   };
 }

@@ -8,6 +8,7 @@
 //   ownership            one object: claims are rare (a sandbox or session start) and need lookups by id and by tenant.
 //   tenant-records       one object: tenant records and their version counter (rare writes, polled reads).
 //   audit                one object: the audit log, in sequence.
+//   outbox               one object: webhook deliveries waiting (with their claims) and the dead letters.
 //   keys:<0-31>          expiring values, idempotency keys and rate-limit counters, sharded by key: no operation spans
 //                        two keys, so shards scale them out; an alarm deletes expired rows.
 // Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
@@ -58,6 +59,9 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS tenant_records (id TEXT PRIMARY KEY, record TEXT NOT NULL, source TEXT NOT NULL, body TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS record_versions (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS outbox (id TEXT PRIMARY KEY, message TEXT NOT NULL, next_at INTEGER NOT NULL, owner TEXT)`,
+  `CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_at)`,
+  `CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, message TEXT NOT NULL)`,
 ];
 
 export class TollgateState extends DurableObject {
@@ -204,6 +208,55 @@ export class TollgateState extends DurableObject {
         ? this.rows("SELECT seq, entry FROM audit ORDER BY seq DESC LIMIT ?", limit)
         : this.rows("SELECT seq, entry FROM audit WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, limit);
     return rows.map((r) => ({ seq: r.seq as number, entry: r.entry as string }));
+  }
+
+  // outbox
+  outboxEnqueue(id: string, message: string, nextAt: number): boolean {
+    return this.tx(() => {
+      if (this.rows("SELECT 1 FROM outbox WHERE id = ?", id).length) return false;
+      this.sql.exec("INSERT INTO outbox (id, message, next_at, owner) VALUES (?, ?, ?, NULL)", id, message, nextAt);
+      return true;
+    });
+  }
+  outboxClaim(owner: string, now: number, leaseMs: number, limit: number): string[] {
+    return this.tx(() =>
+      this.rows("SELECT id, message FROM outbox WHERE next_at <= ? ORDER BY next_at LIMIT ?", now, limit).map((r) => {
+        const m = { ...(JSON.parse(r.message as string) as { nextAt: number }), nextAt: now + leaseMs };
+        const raw = JSON.stringify(m);
+        this.sql.exec("UPDATE outbox SET message = ?, next_at = ?, owner = ? WHERE id = ?", raw, m.nextAt, owner, r.id);
+        return raw;
+      }),
+    );
+  }
+  /** mode "ack" forgets the message, "retry" makes it due at nextAt, "bury" moves it to the dead letters. */
+  outboxSettle(id: string, owner: string, mode: "ack" | "retry" | "bury", nextAt: number, error: string): boolean {
+    return this.tx(() => {
+      const row = this.rows("SELECT message, owner FROM outbox WHERE id = ?", id)[0];
+      if (!row || row.owner !== owner) return false;
+      if (mode === "ack") {
+        this.sql.exec("DELETE FROM outbox WHERE id = ?", id);
+        return true;
+      }
+      const m = JSON.parse(row.message as string) as { attempts: number; nextAt: number; lastError?: string };
+      m.attempts++;
+      m.lastError = error;
+      if (mode === "retry") {
+        m.nextAt = nextAt;
+        this.sql.exec("UPDATE outbox SET message = ?, next_at = ?, owner = NULL WHERE id = ?", JSON.stringify(m), nextAt, id);
+      } else {
+        this.sql.exec("DELETE FROM outbox WHERE id = ?", id);
+        this.sql.exec("INSERT INTO outbox_dead (message) VALUES (?)", JSON.stringify(m));
+        this.sql.exec("DELETE FROM outbox_dead WHERE seq <= (SELECT MAX(seq) FROM outbox_dead) - 1000");
+      }
+      return true;
+    });
+  }
+  outboxList(which: "pending" | "dead", limit: number): string[] {
+    const rows =
+      which === "dead"
+        ? this.rows("SELECT message FROM outbox_dead ORDER BY seq DESC LIMIT ?", limit)
+        : this.rows("SELECT message FROM outbox ORDER BY next_at LIMIT ?", limit);
+    return rows.map((r) => r.message as string);
   }
 
   // keys:<n>

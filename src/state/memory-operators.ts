@@ -1,6 +1,6 @@
 // In-process tenant directory records and audit log (one gateway process; fleets use Redis or Durable Objects).
 import { seedReplaces } from "./tenant-records.js";
-import type { AuditEntry, AuditLog, StoredTenant, TenantStore } from "./types.js";
+import type { AuditEntry, AuditLog, OutboxMessage, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
 
 const copy = <T>(v: T): T => structuredClone(v);
 
@@ -49,5 +49,57 @@ export class MemoryAuditLog implements AuditLog {
       if (q.before === undefined || e.seq < q.before) out.push(copy(e));
     }
     return out;
+  }
+}
+
+const DEAD_KEPT = 1000;
+
+/** The webhook outbox of one process: a map of waiting messages with their claims, and the dead letters. */
+export class MemoryOutbox implements WebhookOutbox {
+  private readonly waiting = new Map<string, { m: OutboxMessage; owner?: string }>();
+  private readonly dead: OutboxMessage[] = [];
+
+  async enqueue(message: Omit<OutboxMessage, "attempts">) {
+    if (this.waiting.has(message.id)) return false;
+    this.waiting.set(message.id, { m: { ...copy(message), attempts: 0 } });
+    return true;
+  }
+  async claim(owner: string, now: number, leaseMs: number, limit: number) {
+    const due = [...this.waiting.values()].filter((w) => w.m.nextAt <= now).sort((a, b) => a.m.nextAt - b.m.nextAt);
+    return due.slice(0, limit).map((w) => {
+      w.owner = owner;
+      w.m.nextAt = now + leaseMs;
+      return copy(w.m);
+    });
+  }
+  private held(id: string, owner: string) {
+    const w = this.waiting.get(id);
+    return w && w.owner === owner ? w : undefined;
+  }
+  async ack(id: string, owner: string) {
+    return !!this.held(id, owner) && this.waiting.delete(id);
+  }
+  async retry(id: string, owner: string, nextAt: number, error: string) {
+    const w = this.held(id, owner);
+    if (!w) return false;
+    w.owner = undefined;
+    Object.assign(w.m, { attempts: w.m.attempts + 1, nextAt, lastError: error });
+    return true;
+  }
+  async bury(id: string, owner: string, error: string) {
+    const w = this.held(id, owner);
+    if (!w) return false;
+    this.waiting.delete(id);
+    this.dead.unshift({ ...w.m, attempts: w.m.attempts + 1, lastError: error });
+    this.dead.length = Math.min(this.dead.length, DEAD_KEPT);
+    return true;
+  }
+  async list(which: "pending" | "dead", limit: number) {
+    if (which === "dead") return this.dead.slice(0, limit).map(copy);
+    return [...this.waiting.values()]
+      .map((w) => w.m)
+      .sort((a, b) => a.nextAt - b.nextAt)
+      .slice(0, limit)
+      .map(copy);
   }
 }

@@ -21,7 +21,7 @@ import type {
   WindowAmounts,
 } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
-import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
+import { MemoryAuditLog, MemoryOutbox, MemoryTenantStore } from "./memory-operators.js";
 import {
   COUNTED,
   creditKeys,
@@ -296,6 +296,7 @@ export function memoryStores(now: () => number = Date.now): StateStores {
     async ping() {},
     tenants: new MemoryTenantStore(),
     audit: new MemoryAuditLog(),
+    outbox: new MemoryOutbox(),
     async close() {},
   };
 }

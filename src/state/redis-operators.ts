@@ -1,7 +1,7 @@
 // Tenant records and the audit log on Redis: a hash of records with a version counter readers poll, and a sorted set
 // of audit entries keyed by a fleet-wide sequence. Each write is one Lua script (./redis-scripts.ts).
 import type { RedisConnection } from "./redis-connection.js";
-import type { AuditEntry, AuditLog, StoredTenant, TenantStore } from "./types.js";
+import type { AuditEntry, AuditLog, OutboxMessage, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
 
 export class RedisTenantStore implements TenantStore {
   constructor(private readonly r: RedisConnection) {}
@@ -66,5 +66,53 @@ export class RedisAuditLog implements AuditLog {
       const bar = m.indexOf("|");
       return { ...(JSON.parse(m.slice(bar + 1)) as Omit<AuditEntry, "seq">), seq: Number(m.slice(0, bar)) };
     });
+  }
+}
+
+/**
+ * The webhook outbox on Redis: a hash of messages by id, a sorted set of due times (a claim moves a message's due time
+ * to the end of its lease), a hash of claim owners, and a capped list of dead letters. Each step is one Lua script.
+ */
+export class RedisOutbox implements WebhookOutbox {
+  constructor(private readonly r: RedisConnection) {}
+
+  private k(name: string) {
+    return this.r.key("outbox", name);
+  }
+  async enqueue(message: Omit<OutboxMessage, "attempts">) {
+    const m: OutboxMessage = { ...message, attempts: 0 };
+    const n = await this.r.run(() => this.r.client.tgOutboxEnqueue(this.k("messages"), this.k("due"), m.id, JSON.stringify(m), m.nextAt));
+    return Number(n) === 1;
+  }
+  async claim(owner: string, now: number, leaseMs: number, limit: number) {
+    const rows = (await this.r.run(() =>
+      this.r.client.tgOutboxClaim(this.k("messages"), this.k("due"), this.k("owners"), owner, now, leaseMs, limit),
+    )) as string[];
+    return rows.map((row) => JSON.parse(row) as OutboxMessage);
+  }
+  private async settle(id: string, owner: string, mode: "ack" | "retry" | "bury", nextAt = 0, error = "") {
+    const n = await this.r.run(() =>
+      this.r.client.tgOutboxSettle(this.k("messages"), this.k("due"), this.k("owners"), this.k("dead"), id, owner, mode, nextAt, error),
+    );
+    return Number(n) === 1;
+  }
+  ack(id: string, owner: string) {
+    return this.settle(id, owner, "ack");
+  }
+  retry(id: string, owner: string, nextAt: number, error: string) {
+    return this.settle(id, owner, "retry", nextAt, error);
+  }
+  bury(id: string, owner: string, error: string) {
+    return this.settle(id, owner, "bury", 0, error);
+  }
+  async list(which: "pending" | "dead", limit: number) {
+    if (which === "dead") {
+      const rows = await this.r.run(() => this.r.client.lrange(this.k("dead"), 0, limit - 1));
+      return rows.map((row) => JSON.parse(row) as OutboxMessage);
+    }
+    const ids = await this.r.run(() => this.r.client.zrange(this.k("due"), "0", String(limit - 1)));
+    if (!ids.length) return [];
+    const rows = await this.r.run(() => this.r.client.hmget(this.k("messages"), ...ids));
+    return rows.filter((row): row is string => !!row).map((row) => JSON.parse(row) as OutboxMessage);
   }
 }

@@ -284,6 +284,65 @@ redis.call('ZADD', KEYS[2], seq, seq .. '|' .. ARGV[1])
 return seq
 `;
 
+/** KEYS: messages hash, due sorted set. ARGV: id, message JSON, nextAt. Returns 1 if added, 0 if already waiting. */
+const OUTBOX_ENQUEUE = `
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return 1
+`;
+
+/**
+ * KEYS: messages hash, due sorted set, owners hash. ARGV: owner, now, lease ms, limit. Moves each due message's due
+ * time to the end of the lease and records its owner; returns the messages' JSON (with nextAt as claimed).
+ */
+const OUTBOX_CLAIM = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[4]))
+local out, lease_end = {}, tonumber(ARGV[2]) + tonumber(ARGV[3])
+for _, id in ipairs(ids) do
+  local raw = redis.call('HGET', KEYS[1], id)
+  if raw then
+    local m = cjson.decode(raw)
+    m.nextAt = lease_end
+    raw = cjson.encode(m)
+    redis.call('HSET', KEYS[1], id, raw)
+    redis.call('ZADD', KEYS[2], lease_end, id)
+    redis.call('HSET', KEYS[3], id, ARGV[1])
+    table.insert(out, raw)
+  else
+    redis.call('ZREM', KEYS[2], id)
+  end
+end
+return out
+`;
+
+/**
+ * KEYS: messages hash, due sorted set, owners hash, dead list. ARGV: id, owner, mode (ack|retry|bury), nextAt, error.
+ * Returns 0 unless the owner still holds the claim.
+ */
+const OUTBOX_SETTLE = `
+if redis.call('HGET', KEYS[3], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[3], ARGV[1])
+if ARGV[3] == 'ack' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return 1
+end
+local m = cjson.decode(redis.call('HGET', KEYS[1], ARGV[1]))
+m.attempts = m.attempts + 1
+m.lastError = ARGV[5]
+if ARGV[3] == 'retry' then
+  m.nextAt = tonumber(ARGV[4])
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(m))
+  redis.call('ZADD', KEYS[2], m.nextAt, ARGV[1])
+else
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('LPUSH', KEYS[4], cjson.encode(m))
+  redis.call('LTRIM', KEYS[4], 0, 999)
+end
+return 1
+`;
+
 export const SCRIPTS = {
   tgReserve: { numberOfKeys: 16, lua: RESERVE },
   tgTransition: { numberOfKeys: 3, lua: TRANSITION },
@@ -297,6 +356,9 @@ export const SCRIPTS = {
   tgBegin: { numberOfKeys: 1, lua: BEGIN },
   tgTenantWrite: { numberOfKeys: 4, lua: TENANT_WRITE },
   tgAuditAppend: { numberOfKeys: 2, lua: AUDIT_APPEND },
+  tgOutboxEnqueue: { numberOfKeys: 2, lua: OUTBOX_ENQUEUE },
+  tgOutboxClaim: { numberOfKeys: 3, lua: OUTBOX_CLAIM },
+  tgOutboxSettle: { numberOfKeys: 4, lua: OUTBOX_SETTLE },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;

@@ -4,7 +4,7 @@
 import { RedisConnection, type RedisStoresOptions } from "./redis-connection.js";
 import { RedisLedger } from "./redis-ledger.js";
 import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
-import { RedisAuditLog, RedisTenantStore } from "./redis-operators.js";
+import { RedisAuditLog, RedisOutbox, RedisTenantStore } from "./redis-operators.js";
 import type { StateStores } from "./types.js";
 
 export interface RedisStores extends StateStores {
@@ -29,6 +29,7 @@ export function redisStores(url: string, opts: RedisStoresOptions = {}): RedisSt
     ping: () => connection.run(async () => void (await connection.client.ping())),
     tenants: new RedisTenantStore(connection),
     audit: new RedisAuditLog(connection),
+    outbox: new RedisOutbox(connection),
     close: () => connection.close(),
   };
 }

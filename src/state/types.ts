@@ -297,6 +297,50 @@ export interface RateLimiter {
   hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult>;
 }
 
+/** One webhook delivery waiting in the outbox: an event for one destination. */
+export interface OutboxMessage {
+  /** `<event id>|<destination key>`: enqueueing the same id again adds nothing. */
+  id: string;
+  /** The event's own id (the `webhook-id` a receiver dedupes on). */
+  event: string;
+  /** The receiver's URL. */
+  destination: string;
+  /** The signed payload, as sent. */
+  body: string;
+  /** "standard" (Standard Webhooks JSON) or "slack" (a Slack-compatible `{text}` body). */
+  format: string;
+  /** Failed attempts so far. */
+  attempts: number;
+  /** Epoch ms: when it is next due (while claimed: when the claim lapses). */
+  nextAt: number;
+  createdAt: number;
+  lastError?: string;
+}
+
+/**
+ * Webhook deliveries that must survive a restart: enqueued once, then claimed by one instance at a time (a lease), and
+ * either acknowledged (gone), retried later (due again at `nextAt`) or given up (moved to the dead letters). A claim
+ * whose instance died lapses at the end of its lease and the message is due again: delivery is at least once, and
+ * once per event fleet-wide unless an instance dies mid-delivery (receivers dedupe on `webhook-id`).
+ */
+export interface WebhookOutbox {
+  /** Adds a message due at `nextAt` unless one with its id is waiting: false then. Atomic. */
+  enqueue(message: Omit<OutboxMessage, "attempts">): Promise<boolean>;
+  /**
+   * Claims up to `limit` messages due at `now` for `owner` until `now + leaseMs`, soonest due first. Of instances
+   * claiming at once, each message goes to exactly one. Atomic.
+   */
+  claim(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxMessage[]>;
+  /** Delivered: forgets the message, if `owner` still holds its claim (false otherwise). */
+  ack(id: string, owner: string): Promise<boolean>;
+  /** Failed: counts the attempt and makes it due again at `nextAt`, if `owner` still holds its claim. */
+  retry(id: string, owner: string, nextAt: number, error: string): Promise<boolean>;
+  /** Given up: counts the attempt and moves it to the dead letters (newest first, the last 1,000 kept). */
+  bury(id: string, owner: string, error: string): Promise<boolean>;
+  /** Messages waiting (claimed or not), soonest due first; or the dead letters, newest first. */
+  list(which: "pending" | "dead", limit: number): Promise<OutboxMessage[]>;
+}
+
 export interface StateStores {
   ledger: BudgetLedger;
   ownership: OwnershipRegistry;
@@ -307,5 +351,7 @@ export interface StateStores {
   ping(): Promise<void>;
   tenants: TenantStore;
   audit: AuditLog;
+  /** Webhook deliveries (alerts), durable and shared by the fleet. */
+  outbox: WebhookOutbox;
   close(): Promise<void>;
 }

@@ -41,6 +41,8 @@ export async function startPaidGateway(
     state?: Record<string, unknown>;
     /** Extra secrets (a metrics token) beside the generated ones. */
     secrets?: Partial<Secrets>;
+    /** The `tracing` config section (an OTLP endpoint). */
+    tracing?: Record<string, unknown>;
   } = {},
 ): Promise<Omit<PaidStack, "emulator">> {
   const chain = emulator.chain!;
@@ -63,6 +65,7 @@ export async function startPaidGateway(
     },
     cache: opts.cache,
     state: opts.state,
+    tracing: opts.tracing,
     tenants: tenantConfigs,
   });
   const logs: string[] = [];

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { TextRegistry } from "../../src/metrics/text-registry.js";
 import { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
-import { histogram, parseExposition, sampleSum } from "./prometheus.js";
+import { histogram, parseExposition, promtoolCheck, sampleSum } from "./prometheus.js";
 
 describe("TextRegistry (Workers and default metrics)", () => {
   it("renders counters, gauges and cumulative histogram buckets that parse back to the same values", async () => {
@@ -46,10 +46,61 @@ describe("TextRegistry (Workers and default metrics)", () => {
 
   it('keeps route and tenant labels bounded: past the cap, values become "other"', async () => {
     const m = new GatewayMetrics(new TextRegistry());
-    for (let i = 0; i < 300; i++) m.request(`/route/${i}`, 200, "acme", 0.001);
+    for (let i = 0; i < 300; i++) m.request(`/route/${i}`, "GET", 200, "acme", 0.001);
     const families = parseExposition(await m.render());
     const routes = new Set(families.find((f) => f.name === "tollgate_requests_total")!.metrics.map((x) => x.labels!.route));
     expect(routes.size).toBe(257);
     expect(sampleSum(families, "tollgate_requests_total", { route: "other" })).toBe(44);
+  });
+
+  it("keeps the latency histograms to 11 route classes whatever the routes, and counts refusals, mints, deliveries, kills and alerts", async () => {
+    const m = new GatewayMetrics(new TextRegistry());
+    const routes = [
+      "x402.web.search",
+      "session.create",
+      "sandbox.get",
+      "runtime.exec",
+      "scrape.start",
+      "/_tollgate/usage",
+      "/_tollgate/admin/tenants",
+    ];
+    for (let i = 0; i < 300; i++) {
+      m.request(i < 200 ? `weird.route.${i}` : routes[i % routes.length]!, i % 3 ? "GET" : "BREW", 200 + (i % 5), `t${i % 7}`, 0.01);
+      m.upstream(routes[i % routes.length]!, 0.02, i % 10 === 0);
+    }
+    m.refusal("budget_exceeded");
+    m.refusal("budget_exceeded");
+    m.tokenMinted("search");
+    m.webhookDelivery("delivered");
+    m.webhookDelivery("given_up");
+    m.killSwitch("tenant_killed");
+    m.killSwitch("resource_stopped", 3);
+    m.alert("wallet.low");
+    const text = await m.render();
+    const families = parseExposition(text);
+    const series = histogram(text, "tollgate_request_duration_seconds");
+    expect(series.map((x) => x.labels.class).sort()).toEqual([
+      "admin",
+      "jobs",
+      "other",
+      "runtime",
+      "sandboxes",
+      "search",
+      "sessions",
+      "tollgate",
+    ]);
+    expect(series.reduce((n, x) => n + x.count, 0)).toBe(300);
+    expect(histogram(text, "tollgate_upstream_duration_seconds").length).toBeLessThanOrEqual(11);
+    expect(sampleSum(families, "tollgate_requests_total", { method: "other" })).toBe(100); // BREW is not a label value
+    expect(sampleSum(families, "tollgate_refusals_total", { reason: "budget_exceeded" })).toBe(2);
+    expect(sampleSum(families, "tollgate_tokens_minted_total", { kind: "search" })).toBe(1);
+    expect(sampleSum(families, "tollgate_webhook_deliveries_total", { outcome: "given_up" })).toBe(1);
+    expect(sampleSum(families, "tollgate_kill_switch_total", { action: "resource_stopped" })).toBe(3);
+    expect(sampleSum(families, "tollgate_alerts_total", { type: "wallet.low" })).toBe(1);
+    expect(sampleSum(families, "tollgate_build_info")).toBe(1);
+    expect(m.upstreamTally).toMatchObject({ calls: 300, errors: 30 });
+    const lint = promtoolCheck(text);
+    if (lint.skipped) console.warn(`promtool check metrics skipped: ${lint.skipped}`);
+    else expect(lint.problems).toEqual([]);
   });
 });

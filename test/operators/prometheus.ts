@@ -1,4 +1,5 @@
 // Reads /_tollgate/metrics through a real Prometheus text parser and picks samples out of it, for the operator tests.
+import { spawnSync } from "node:child_process";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 
 export interface Family {
@@ -53,4 +54,14 @@ export function histogram(text: string, name: string, labels: Record<string, str
     series.set(key, entry);
   }
   return [...series.values()];
+}
+
+/**
+ * `promtool check metrics` (Prometheus's own linter) on an exposition: its problems, one per line, or why it was
+ * skipped (promtool not installed: scripts/setup.sh extracts it from Debian's prometheus package).
+ */
+export function promtoolCheck(text: string): { problems: string[]; skipped?: string } {
+  const r = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8", timeout: 30_000 });
+  if (r.error) return { problems: [], skipped: `promtool not runnable (${(r.error as NodeJS.ErrnoException).code})` };
+  return { problems: `${r.stdout}${r.stderr}`.split("\n").filter((l) => l.trim()) };
 }

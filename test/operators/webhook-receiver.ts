@@ -6,6 +6,9 @@ import type { AddressInfo } from "node:net";
 export interface Delivery {
   id: string;
   signature: string | undefined;
+  timestamp: string | undefined;
+  /** The Standard Webhooks headers as sent, for a verifier. */
+  headers: Record<string, string>;
   body: string;
   json: any;
   status: number;
@@ -21,8 +24,11 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-/** `failFirst`: answer 503 to the first N attempts of each event id. `delayMs`: hold every answer this long. */
-export async function startWebhookReceiver(opts: { failFirst?: number; delayMs?: number } = {}): Promise<WebhookReceiver> {
+/**
+ * `failFirst`: answer 503 to the first N attempts of each event id. `delayMs`: hold every answer this long. `port`: listen
+ * there (a receiver brought back where the gateway expects it).
+ */
+export async function startWebhookReceiver(opts: { failFirst?: number; delayMs?: number; port?: number } = {}): Promise<WebhookReceiver> {
   const deliveries: Delivery[] = [];
   const attempts = new Map<string, number>();
   const server: Server = createServer((req, res) => {
@@ -33,13 +39,19 @@ export async function startWebhookReceiver(opts: { failFirst?: number; delayMs?:
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
-      const id = String(req.headers["tollgate-event-id"] ?? "");
+      const id = String(req.headers["webhook-id"] ?? "");
       const n = (attempts.get(id) ?? 0) + 1;
       attempts.set(id, n);
       const status = n <= (opts.failFirst ?? 0) ? 503 : 200;
       const delivery: Delivery = {
         id,
-        signature: req.headers["tollgate-signature"] as string | undefined,
+        signature: req.headers["webhook-signature"] as string | undefined,
+        timestamp: req.headers["webhook-timestamp"] as string | undefined,
+        headers: {
+          "webhook-id": id,
+          "webhook-timestamp": String(req.headers["webhook-timestamp"] ?? ""),
+          "webhook-signature": String(req.headers["webhook-signature"] ?? ""),
+        },
         body,
         json: JSON.parse(body),
         status,
@@ -51,7 +63,7 @@ export async function startWebhookReceiver(opts: { failFirst?: number; delayMs?:
       }, opts.delayMs ?? 0);
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  await new Promise<void>((r) => server.listen(opts.port ?? 0, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     deliveries,

@@ -5,6 +5,7 @@ import { opener, type ContractBackend } from "./contract-backend.js";
 import { ledgerContract } from "./contract-ledger.js";
 import { idempotencyContract, kvContract, ownershipContract, rateLimiterContract } from "./contract-maps.js";
 import { auditLogContract, setIfAbsentContract, tenantStoreContract } from "./contract-tenants.js";
+import { outboxContract } from "./contract-outbox.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -16,6 +17,7 @@ export function stateContract(b: ContractBackend) {
   setIfAbsentContract(b);
   tenantStoreContract(b);
   auditLogContract(b);
+  outboxContract(b);
   pingContract(b);
 }
 
@@ -40,4 +42,5 @@ export {
   tenantStoreContract,
   auditLogContract,
   setIfAbsentContract,
+  outboxContract,
 };

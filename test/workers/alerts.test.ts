@@ -25,6 +25,8 @@ describe("budget alerts on the Worker (workerd + Durable Objects + local chain)"
       payments: { networks: [stack.network], assets: [stack.asset], maxPerRequest: "0.50" },
       cache: { enabled: false },
       state: { backend: "durable-objects" },
+      // The receiver listens on 127.0.0.1: loopback (and http) allowlisted explicitly.
+      alerts: { allowHttp: true, allowCidrs: ["127.0.0.0/8"] },
       tenants: [
         // $0.005 a search against $0.01 a day: the first search crosses 50 %.
         { id: tenant, keys: [{ hash: await sha256(key) }], budget: { daily: "0.01" }, alerts: { webhooks: [stack.webhookUrl] } },
@@ -55,11 +57,14 @@ describe("budget alerts on the Worker (workerd + Durable Objects + local chain)"
 
     const day = new Date().toISOString().slice(0, 10);
     const received = ((await (await fetch(stack.webhookUrl)).json()) as { deliveries: any[] }).deliveries.filter(
-      (d) => d.json.tenant === tenant,
+      (d) => d.json.data.tenant === tenant,
     );
     expect(received.map((d) => d.id)).toEqual([`budget.threshold:${tenant}:daily:${day}:50`]);
     expect(received[0].answeredAt).toBeTypeOf("number"); // answered (after 500 ms) before the waitUntil work ended
-    expect(received[0].json).toMatchObject({ type: "budget.threshold", window: "daily", threshold: 50, spent: "0.005", limit: "0.01" });
+    expect(received[0].json).toMatchObject({
+      type: "budget.threshold",
+      data: { window: "daily", threshold: 50, spent: "0.005", limit: "0.01" },
+    });
 
     const audit = (await (
       await worker.fetch(

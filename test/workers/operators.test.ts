@@ -64,7 +64,9 @@ describe("operator endpoints on the Worker (workerd + Durable Objects + local ch
     expect(committed).toHaveLength(1);
     expect(text).toContain(`tollgate_payments_total{tenant="${tenant}",state="committed"} 1\n`);
     expect(text).toContain(`tollgate_payments_usd_total{tenant="${tenant}",state="committed"} ${Number(committed[0].amount) / 1e6}\n`);
-    expect(text).toContain(`tollgate_requests_total{route="x402.web.search",status="200",tenant="${tenant}"} 1\n`);
+    expect(text).toContain(`tollgate_requests_total{route="x402.web.search",method="POST",code="200",tenant="${tenant}"} 1\n`);
+    expect(text).toMatch(/^tollgate_build_info\{version="[^"]+",runtime="workerd"\} 1$/m);
+    expect(text).toContain('tollgate_request_duration_seconds_count{class="search"}');
     expect(text).toContain(`tollgate_budget_remaining_usd{tenant="${tenant}",window="daily"} 0.995\n`);
     expect(text).toContain("tollgate_state_up 1\n");
   });

@@ -11,6 +11,7 @@ import { openApiDocument } from "../openapi.js";
 import { keyAdminRoutes } from "./keys.js";
 import { tenantAdminRoutes } from "./tenants.js";
 import { viewAdminRoutes } from "./views.js";
+import { webhookAdminRoutes } from "./webhooks.js";
 
 /**
  * @example app.route("/_tollgate", operatorRoutes(services)) // /_tollgate/admin/tenants, /_tollgate/openapi.json
@@ -18,7 +19,7 @@ import { viewAdminRoutes } from "./views.js";
 export function operatorRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   let document: unknown;
-  app.get("/openapi.json", (c) => c.json((document ??= openApiDocument())));
+  app.get("/openapi.json", (c) => c.json((document ??= openApiDocument(services.config.server.publicOrigin))));
   // An admin key does anything here; an operator-readonly key only reads (GET), and is refused any change.
   app.use("/admin/*", async function operatorOnly(c, next) {
     const tenant = await authenticateTenant(c, services.directory);
@@ -37,5 +38,6 @@ export function operatorRoutes(services: GatewayServices): Hono<GatewayEnv> {
   app.route("/admin", tenantAdminRoutes(services));
   app.route("/admin", keyAdminRoutes(services));
   app.route("/admin", viewAdminRoutes(services));
+  app.route("/admin", webhookAdminRoutes(services)); // the alert outbox: pending deliveries and dead letters
   return app;
 }

@@ -6,7 +6,7 @@ import { tenantSchema, type TenantConfig } from "../../../config/schema.js";
 import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
-import { audit, changeTenant, liveRecord, tenantView } from "../../operators/tenant-changes.js";
+import { audit, changeTenant, liveRecord, refuseReceivers, tenantView } from "../../operators/tenant-changes.js";
 import { issueKey } from "./keys.js";
 import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "./schemas.js";
 import { validBody } from "./validate.js";
@@ -17,6 +17,7 @@ export async function createTenant(services: GatewayServices, c: Context<Gateway
   const issued = await issueKey(keyLabel, keyExpiresAt, services.now());
   // The config schema fills the defaults, exactly as for a tenant written in the config file.
   const tenant: TenantConfig = tenantSchema.parse({ ...fields, keys: [issued.entry] });
+  refuseReceivers(services, tenant);
   const record = { tenant, source: "api" as const, updatedAt: services.now() };
   if (!(await services.stores.tenants.create(record))) {
     throw new GatewayError(409, "tenant_exists", `A tenant "${tenant.id}" exists (or was deleted; deleted ids are not reused).`);
