@@ -89,6 +89,6 @@ describe("tollgate tenants / keys against a running gateway", () => {
     const r = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"], {
       env: { ...process.env, TOLLGATE_GATEWAY: "" },
     });
-    expect(r.stdout).toMatch(/keys = \[\{ hash = "sha256:[0-9a-f]{64}" \}\]/);
+    expect(r.stdout).toMatch(/keys = \[\{ hash = "sha256:[0-9a-f]{64}", createdAt = "[^"]+" \}\]/);
   }, 30_000);
 });
