@@ -156,13 +156,7 @@ export class TollgateState extends DurableObject {
     this.sql.exec("UPDATE owners SET status = ? WHERE kind = ? AND id = ?", status, kind, id);
   }
   ownSetActive(kind: ResourceKind, id: string, active: boolean, now = Date.now()) {
-    this.sql.exec(
-      "UPDATE owners SET active = ?, ended_at = ? WHERE kind = ? AND id = ?",
-      active ? 1 : 0,
-      active ? null : now,
-      kind,
-      id,
-    );
+    this.sql.exec("UPDATE owners SET active = ?, ended_at = ? WHERE kind = ? AND id = ?", active ? 1 : 0, active ? null : now, kind, id);
   }
   ownActiveCount(kind: ResourceKind, tenant: string): number {
     return this.rows("SELECT COUNT(*) AS n FROM owners WHERE kind = ? AND tenant = ? AND active = 1", kind, tenant)[0].n as number;

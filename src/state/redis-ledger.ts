@@ -157,17 +157,7 @@ export class RedisLedger implements BudgetLedger {
     const holdUntil = holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
     try {
       await this.r.confirmed((p) =>
-        p.tgSigned(
-          this.entryKey(id),
-          this.holdsOf("x402"),
-          this.holdsOf("credits"),
-          id,
-          now,
-          f.nonce,
-          f.validBefore,
-          f.payer,
-          holdUntil,
-        ),
+        p.tgSigned(this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), id, now, f.nonce, f.validBefore, f.payer, holdUntil),
       );
     } catch (err) {
       if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);

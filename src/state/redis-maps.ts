@@ -71,7 +71,16 @@ export class RedisOwnership implements OwnershipRegistry {
   }
   async setActive(kind: ResourceKind, id: string, active: boolean) {
     await this.r.run(() =>
-      this.r.client.tgSetActive(this.owner_(kind, id), this.ended(), this.base(), kind, id, active ? "1" : "0", ttl(this.retentionMs), Date.now()),
+      this.r.client.tgSetActive(
+        this.owner_(kind, id),
+        this.ended(),
+        this.base(),
+        kind,
+        id,
+        active ? "1" : "0",
+        ttl(this.retentionMs),
+        Date.now(),
+      ),
     );
   }
   async activeCount(kind: ResourceKind, tenant: string) {

@@ -85,7 +85,7 @@ export interface SentinelSet {
   name: string;
   sentinels: { host: string; port: number }[];
   primary: { port: number; pid: number };
-  replica: { port: number; pid: number };
+  replicas: { port: number; pid: number }[];
   /** SIGKILLs the current primary: no shutdown, no last write to its replica. */
   killPrimary(): Promise<void>;
   /** The port the sentinels name as primary now. */
@@ -94,19 +94,23 @@ export interface SentinelSet {
 }
 
 /**
- * A primary, its replica and three sentinels (quorum 2) that declare the primary down after `downAfterMs` without an
- * answer and promote the replica.
+ * A primary, its replicas (default 1) and three sentinels (quorum 2) that declare the primary down after `downAfterMs`
+ * without an answer and promote a replica.
  */
-export async function startSentinelSet(opts: { downAfterMs?: number } = {}): Promise<SentinelSet> {
+export async function startSentinelSet(opts: { downAfterMs?: number; replicas?: number } = {}): Promise<SentinelSet> {
   const dir = await mkdtemp(join(tmpdir(), "tollgate-sentinel-"));
   const procs: Proc[] = [];
   const name = "tollgate-primary";
   try {
     const primary = await redisServer(dir);
     procs.push(primary);
-    const replica = await redisServer(dir, ["--replicaof", "127.0.0.1", String(primary.port)]);
-    procs.push(replica);
-    await until("the replica to sync", 10_000, async () => /master_link_status:up/.test(await cli(replica.port, "info", "replication")));
+    const replicas: Proc[] = [];
+    for (let i = 0; i < (opts.replicas ?? 1); i++) {
+      const replica = await redisServer(dir, ["--replicaof", "127.0.0.1", String(primary.port)]);
+      procs.push(replica);
+      replicas.push(replica);
+      await until("a replica to sync", 10_000, async () => /master_link_status:up/.test(await cli(replica.port, "info", "replication")));
+    }
     const sentinels: Proc[] = [];
     for (let i = 0; i < 3; i++) {
       const port = await freePort();
@@ -120,7 +124,7 @@ export async function startSentinelSet(opts: { downAfterMs?: number } = {}): Pro
           `dir ${dir}`,
           `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
           `sentinel down-after-milliseconds ${name} ${opts.downAfterMs ?? 1000}`,
-          `sentinel failover-timeout ${name} 10000`,
+          `sentinel failover-timeout ${name} 4000`,
           `sentinel parallel-syncs ${name} 1`,
           "",
         ].join("\n"),
@@ -134,7 +138,7 @@ export async function startSentinelSet(opts: { downAfterMs?: number } = {}): Pro
       for (const s of sentinels) {
         const info = await cli(s.port, "sentinel", "master", name);
         const field = (k: string) => Number(new RegExp(`${k}\\n(\\d+)`).exec(info)?.[1] ?? -1);
-        if (field("num-slaves") < 1 || field("num-other-sentinels") < 2) return false;
+        if (field("num-slaves") < replicas.length || field("num-other-sentinels") < 2) return false;
       }
       return true;
     });
@@ -142,7 +146,7 @@ export async function startSentinelSet(opts: { downAfterMs?: number } = {}): Pro
       name,
       sentinels: sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
       primary: { port: primary.port, pid: primary.pid },
-      replica: { port: replica.port, pid: replica.pid },
+      replicas: replicas.map((r) => ({ port: r.port, pid: r.pid })),
       killPrimary: () => stop(primary, "SIGKILL"),
       async currentPrimary() {
         const out = await cli(sentinels[0]!.port, "sentinel", "get-master-addr-by-name", name);
