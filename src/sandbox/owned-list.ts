@@ -11,7 +11,7 @@ import type { ResourceKind } from "../state/types.js";
 import type { Tenant } from "../tenants.js";
 import { Upstream, upstreamJson } from "../upstream.js";
 import { requestUrl } from "../request-url.js";
-import { listItems, WireRecord } from "../wire/read.js";
+import { listItems, readWire, WireRecord } from "../wire/read.js";
 
 const SCAN_PAGE = 100;
 const MAX_SCAN_PAGES = 200;
@@ -29,6 +29,8 @@ export type OwnedPage = { items: WireRecord[]; totalCount: number; page: number;
 /** How the upstream answers for one resource of a kind the list pages, and which filters can be answered locally. */
 interface DetailSpec {
   path: (id: string) => string;
+  /** The field the detail answer wraps the resource in, if any. */
+  wrapper?: string;
   /** The kind has a `status` field the upstream's `status` filter matches exactly (one or more values). */
   status: boolean;
   /** A text filter the gateway applies to each detail as the upstream does to its list (query name, match). */
@@ -44,7 +46,7 @@ const DETAILS: Partial<Record<ResourceKind, DetailSpec>> = {
   },
   volume: { path: (id) => `/api/volume/${encodeURIComponent(id)}`, status: false },
   sandbox: { path: (id) => `/api/sandbox/${encodeURIComponent(id)}`, status: true },
-  snapshot: { path: (id) => `/api/snapshots/${encodeURIComponent(id)}`, status: true },
+  snapshot: { path: (id) => `/api/snapshots/${encodeURIComponent(id)}`, wrapper: "snapshot", status: true },
 };
 
 /** The client's page and limit, clamped like the upstream (page ≥ 1, 1 ≤ limit ≤ 100, default 20). */
@@ -112,23 +114,25 @@ function answersLocally(d: DetailSpec, query: URLSearchParams): boolean {
 async function readDetail(
   c: Context<GatewayEnv>,
   services: GatewayServices,
-  path: string,
+  d: DetailSpec,
+  id: string,
 ): Promise<{ item: WireRecord } | { gone: true } | { passthrough: Response }> {
-  const res = await services.upstream.call(c, { method: "GET", path });
+  const res = await services.upstream.call(c, { method: "GET", path: d.path(id) });
   if (res.status === 404) {
     await res.body?.cancel();
     return { gone: true };
   }
   if (!res.ok) return { passthrough: Upstream.relay(res) };
-  return { item: await upstreamJson(res, WireRecord) };
+  const body = await upstreamJson(res, WireRecord);
+  return { item: d.wrapper ? readWire(WireRecord, body[d.wrapper]) : body };
 }
 
 /**
- * A page from the tenant's own records. Candidates are the tenant's ids, newest first, kept by their last known status
- * when the query filters on status (an id whose status was never seen is read to learn it, once). A text filter reads
- * each candidate (it costs the tenant's count, not the account's). Then only the page's items are read; one found gone
- * or no longer matching (its status changed upstream) is noted, dropped from the count, and the page refilled from the
- * next candidate: without stale records a page costs at most its size in upstream calls.
+ * A page from the tenant's own records. Without filters the candidates are the tenant's ids, newest first, and only
+ * the page's items are read: at most page-size upstream calls. A status filter keeps ended resources by the status
+ * they ended with and reads the live ones (their status may have changed upstream), so it costs the tenant's live
+ * resources plus the page; a text filter reads each of the tenant's resources. An item found gone or no longer
+ * matching is noted, dropped from the count, and the page refilled from the next candidate.
  */
 async function recordPage(
   c: Context<GatewayEnv>,
@@ -148,7 +152,7 @@ async function recordPage(
     (statuses.length === 0 || statuses.includes(String(item.status))) && (needle === null || d.text!.matches(item, needle));
   /** Reads one record; undefined when it is gone or does not fit (both noted). */
   const learn = async (id: string): Promise<WireRecord | undefined | Response> => {
-    const got = await readDetail(c, services, d.path(id));
+    const got = await readDetail(c, services, d, id);
     if ("passthrough" in got) return got.passthrough;
     if ("gone" in got) {
       await ownership.setActive(kind, id, false);
@@ -163,7 +167,9 @@ async function recordPage(
   const candidates: string[] = [];
   for (const r of await ownership.records(kind, tenant.id)) {
     if (r.status === "gone") continue;
-    if (needle !== null || (statuses.length > 0 && r.status === undefined)) {
+    // A status can change upstream while the resource lives (a timeout ends it): under a status filter, live
+    // resources and those never seen are read; ended ones keep the status they ended with.
+    if (needle !== null || (statuses.length > 0 && (r.status === undefined || r.active))) {
       const item = await learn(r.id);
       if (item instanceof Response) return { passthrough: item };
       if (item) candidates.push(r.id);

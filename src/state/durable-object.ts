@@ -13,7 +13,16 @@
 // Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
 import { DurableObject } from "cloudflare:workers";
 import { LedgerTables, type SqlLike, type WireFilter, type WireLimits, type WireReserveResult } from "./durable-ledger.js";
-import type { IdempotencyBegin, LedgerEntry, LedgerState, NewLedgerEntry, ResourceKind, SpendKind, StoredResponse } from "./types.js";
+import type {
+  IdempotencyBegin,
+  LedgerEntry,
+  LedgerState,
+  NewLedgerEntry,
+  OwnedRecord,
+  ResourceKind,
+  SpendKind,
+  StoredResponse,
+} from "./types.js";
 
 interface StorageLike {
   sql: SqlLike;
@@ -143,11 +152,12 @@ export class TollgateState extends DurableObject {
     return this.rows("SELECT tenant FROM owners WHERE kind = ? AND id = ? AND (ended_at IS NULL OR ended_at > ?)", kind, id, cutoff)[0]
       ?.tenant as string | undefined;
   }
-  ownRecords(kind: ResourceKind, tenant: string, cutoff = 0): { id: string; status?: string }[] {
+  ownRecords(kind: ResourceKind, tenant: string, cutoff = 0): OwnedRecord[] {
     this.ownForget(cutoff);
-    return this.rows("SELECT id, status FROM owners WHERE kind = ? AND tenant = ? ORDER BY seq DESC", kind, tenant).map((r) =>
-      r.status === null || r.status === undefined ? { id: r.id as string } : { id: r.id as string, status: r.status as string },
-    );
+    return this.rows("SELECT id, active, status FROM owners WHERE kind = ? AND tenant = ? ORDER BY seq DESC", kind, tenant).map((r) => {
+      const base = { id: r.id as string, active: r.active === 1 };
+      return r.status === null || r.status === undefined ? base : { ...base, status: r.status as string };
+    });
   }
   ownList(kind: ResourceKind, tenant: string, cutoff = 0): string[] {
     return this.ownRecords(kind, tenant, cutoff).map((r) => r.id);

@@ -19,7 +19,7 @@ import type {
   Usage,
   WindowAmounts,
 } from "./types.js";
-import { ENDED_RETENTION_MS } from "./types.js";
+import { ENDED_RETENTION_MS, type OwnedRecord } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryTenantStore } from "./memory-operators.js";
 import { COUNTED, creditKeys, dayOf, firstExceeded, kindOf, monthOf, resetAt, settledAmount, usageOf, windowKeys } from "./windows.js";
@@ -204,10 +204,10 @@ class MemoryOwnership implements OwnershipRegistry {
   }
   async records(kind: ResourceKind, tenant: string) {
     const ids = [...(this.index(kind, tenant)?.keys() ?? [])].reverse();
-    const out: { id: string; status?: string }[] = [];
+    const out: OwnedRecord[] = [];
     for (const id of ids) {
       const o = this.live(kind, id);
-      if (o) out.push(o.status === undefined ? { id } : { id, status: o.status });
+      if (o) out.push(o.status === undefined ? { id, active: o.active } : { id, active: o.active, status: o.status });
     }
     return out;
   }
@@ -218,6 +218,7 @@ class MemoryOwnership implements OwnershipRegistry {
   async setActive(kind: ResourceKind, id: string, active: boolean) {
     const o = this.live(kind, id);
     if (!o) return;
+    if (o.active !== active) delete o.status;
     o.active = active;
     if (active) delete o.endedAt;
     else o.endedAt = this.now();

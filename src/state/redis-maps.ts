@@ -59,11 +59,11 @@ export class RedisOwnership implements OwnershipRegistry {
     const ids = await this.list(kind, tenant);
     if (ids.length === 0) return [];
     const pipe = this.r.client.pipeline();
-    for (const id of ids) pipe.hget(this.owner_(kind, id), "status");
+    for (const id of ids) pipe.hmget(this.owner_(kind, id), "active", "status");
     const replies = (await this.r.run(() => pipe.exec())) ?? [];
     return ids.map((id, i) => {
-      const status = replies[i]?.[1];
-      return typeof status === "string" ? { id, status } : { id };
+      const [active, status] = (replies[i]?.[1] ?? []) as (string | null)[];
+      return typeof status === "string" ? { id, active: active === "1", status } : { id, active: active === "1" };
     });
   }
   async noteStatus(kind: ResourceKind, id: string, status: string) {

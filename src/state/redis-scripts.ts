@@ -215,7 +215,8 @@ return 1
 
 /**
  * KEYS: owner hash, ended set. ARGV: ownership key prefix, kind, id, '1' | '0', retention ms, now ms. Unknown
- * resources are left alone. An ended resource's record expires after the retention (PEXPIRE on its hash); the ended
+ * resources are left alone; a change forgets the last known status. An ended resource's record expires after the
+ * retention (PEXPIRE on its hash); the ended
  * set, scored by when and named "<kind>:<tenant>:<id>", lets a later pass drop it from its tenant's list.
  */
 const SET_ACTIVE = `
@@ -223,6 +224,7 @@ local tenant = redis.call('HGET', KEYS[1], 'tenant')
 if not tenant then return 0 end
 local kind, id = ARGV[2], ARGV[3]
 local member = kind .. ':' .. tenant .. ':' .. id
+if redis.call('HGET', KEYS[1], 'active') ~= ARGV[4] then redis.call('HDEL', KEYS[1], 'status') end
 redis.call('HSET', KEYS[1], 'active', ARGV[4])
 if ARGV[4] == '1' then
   redis.call('SADD', ARGV[1] .. 'active:' .. kind .. ':t:' .. tenant, id)

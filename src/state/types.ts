@@ -154,9 +154,13 @@ export interface BudgetLedger {
 const RESOURCE_KINDS = ["sandbox", "session", "snapshot", "volume", "profile", "extension", "job", "task"] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
-/** One resource a tenant owns, with the last status the gateway saw of it (absent until one was seen). */
+/**
+ * One resource a tenant owns: whether it is live (not marked ended) and the last status the gateway saw of it (absent
+ * until one was seen; cleared when it is marked ended or active again, as its status changed then).
+ */
 export interface OwnedRecord {
   id: string;
+  active: boolean;
   status?: string;
 }
 

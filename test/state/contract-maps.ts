@@ -56,8 +56,21 @@ export function ownershipContract(b: ContractBackend) {
       await ownership.noteStatus("sandbox", "a", "active");
       await ownership.noteStatus("sandbox", "a", "closed");
       await ownership.noteStatus("sandbox", "missing", "active");
-      expect(await ownership.records("sandbox", "t1")).toEqual([{ id: "b" }, { id: "a", status: "closed" }]);
+      expect(await ownership.records("sandbox", "t1")).toEqual([
+        { id: "b", active: true },
+        { id: "a", active: true, status: "closed" },
+      ]);
       expect(await ownership.records("sandbox", "nobody")).toEqual([]);
+      // Marked ended (or live again), its status changed: the last one seen is forgotten.
+      await ownership.noteStatus("sandbox", "b", "active");
+      await ownership.setActive("sandbox", "b", false);
+      await ownership.setActive("sandbox", "a", true);
+      expect(await ownership.records("sandbox", "t1")).toEqual([
+        { id: "b", active: false },
+        { id: "a", active: true, status: "closed" },
+      ]);
+      await ownership.noteStatus("sandbox", "b", "closed");
+      expect((await ownership.records("sandbox", "t1"))[0]).toEqual({ id: "b", active: false, status: "closed" });
       expect(await ownership.owner("sandbox", "missing")).toBeUndefined();
     });
 
