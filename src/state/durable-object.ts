@@ -166,7 +166,11 @@ export class TollgateState extends DurableObject {
     this.sql.exec("UPDATE owners SET status = ? WHERE kind = ? AND id = ?", status, kind, id);
   }
   ownSetActive(kind: ResourceKind, id: string, active: boolean, now = Date.now()) {
-    this.sql.exec("UPDATE owners SET active = ?, ended_at = ? WHERE kind = ? AND id = ?", active ? 1 : 0, active ? null : now, kind, id);
+    this.tx(() => {
+      // A change of liveness means the status changed: the last one seen no longer holds.
+      this.sql.exec("UPDATE owners SET status = NULL WHERE kind = ? AND id = ? AND active <> ?", kind, id, active ? 1 : 0);
+      this.sql.exec("UPDATE owners SET active = ?, ended_at = ? WHERE kind = ? AND id = ?", active ? 1 : 0, active ? null : now, kind, id);
+    });
   }
   ownActiveCount(kind: ResourceKind, tenant: string): number {
     return this.rows("SELECT COUNT(*) AS n FROM owners WHERE kind = ? AND tenant = ? AND active = 1", kind, tenant)[0].n as number;
