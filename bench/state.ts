@@ -2,9 +2,10 @@
 // tenants and records grow.
 //
 // 1. State ops per request: a gateway on a real redis-server (its own, started here) in front of the emulator; for
-//    each route class, N requests one after another, and the Redis commands the gateway sent for them (INFO's
-//    total_commands_processed before and after, less what the idle gateway sends in the same time: tenant polls,
-//    savings flushes). A Lua script counts as one command (one round trip, run atomically).
+//    each route class, N requests one after another, and the Redis commands the gateway sent for them (seen with
+//    MONITOR, less what the idle gateway sends in the same time: tenant polls, savings flushes). A Lua script counts
+//    as one command (one round trip, run atomically); the commands it runs inside Redis are printed beside.
+//    BENCH_STATE_VERBOSE=1 also prints one request's commands per class.
 // 2. identify + owner p99 with 10 tenants vs 10,000 tenants holding 1,000,000 owned records (in the same Redis, loaded
 //    server-side), as a ratio: the lookups are a hash-map probe and one HGET, so the ratio stays near 1.
 //
@@ -32,7 +33,6 @@ function pct(xs: number[], p: number) {
 const redis = await startRedisServer();
 const emu = await startEmulator({ modules: ["x402", "sessions", "sandboxes"] });
 const admin = new Redis(redis.url);
-const commands = async () => Number(/total_commands_processed:(\d+)/.exec(await admin.info("stats"))![1]);
 try {
   const chain = emu.chain!;
   const wallet = await chain.createFundedWallet(1_000_000_000n);
@@ -59,19 +59,40 @@ try {
     if (r.status !== 200) throw new Error(`status ${r.status}: ${text.slice(0, 200)}`);
   };
 
-  // The idle gateway's own traffic per millisecond, to subtract.
-  const idleFrom = await commands();
+  // Every command the gateway sends, from Redis MONITOR: the ones a client sent (round trips; a Lua script is one) and
+  // those the scripts ran inside Redis.
+  const monitor = await admin.monitor();
+  let sent = 0;
+  let inScripts = 0;
+  let seen: string[] = [];
+  monitor.on("monitor", (_time: string, args: string[], source: string) => {
+    if (source === "lua") inScripts++;
+    else sent++;
+    if (source !== "lua") seen.push(args[0] === "evalsha" ? `script(${args[3] ?? ""})` : `${args[0]} ${args[1] ?? ""}`);
+  });
+  const settle = () => new Promise((r) => setTimeout(r, 100));
+  // The idle gateway's own traffic per millisecond (tenant polls, savings flushes), to subtract.
+  await settle();
+  sent = 0;
   const idleStart = performance.now();
   await new Promise((r) => setTimeout(r, 3000));
-  const idlePerMs = ((await commands()) - idleFrom - 1) / (performance.now() - idleStart);
+  const idlePerMs = sent / (performance.now() - idleStart);
 
   const perRequest = async (name: string, run: (i: number) => Promise<void>) => {
     await run(-1); // warm: first-use work (a token's runtime credential, a cache fill) is not the steady state
-    const before = await commands();
+    await settle();
+    seen = [];
+    await run(-2);
+    await settle();
+    const example = seen.join(" | ");
+    sent = 0;
+    inScripts = 0;
     const t0 = performance.now();
     for (let i = 0; i < N; i++) await run(i);
-    const sent = (await commands()) - before - 1 - idlePerMs * (performance.now() - t0);
-    console.log(`state ops/request ${name}: ${Math.max(0, sent / N).toFixed(1)}`);
+    await settle();
+    const own = Math.max(0, sent - idlePerMs * (performance.now() - t0)) / N;
+    console.log(`state ops/request ${name}: ${own.toFixed(1)} (${(inScripts / N).toFixed(1)} more inside scripts)`);
+    if (process.env.BENCH_STATE_VERBOSE) console.error(`  ${example}`);
   };
 
   const sbx = await hb.sandboxes.create({ imageName: "node" });
@@ -86,6 +107,7 @@ try {
   } finally {
     await hb.sandboxes.stop(sbx.id).catch(() => {});
     await gw.close();
+    monitor.disconnect();
   }
 
   // identify + owner, small vs large.
@@ -126,12 +148,17 @@ return 1`;
   };
   const small = await tenantsOf(10);
   await load(10 * 100, 10);
-  const smallP99 = await measure(small.tenants, small.keys, Array.from({ length: 1000 }, (_, i) => `rec-${i}`));
+  const smallIds = Array.from({ length: 1000 }, (_, i) => `rec-${i}`);
+  await measure(small.tenants, small.keys, smallIds); // warm: connection, JIT, key hashes
+  const smallP99 = await measure(small.tenants, small.keys, smallIds);
   const big = await tenantsOf(BIG_TENANTS);
   const loadStart = performance.now();
   await load(RECORDS, BIG_TENANTS);
   console.error(`(loaded ${RECORDS} records in ${((performance.now() - loadStart) / 1000).toFixed(1)} s)`);
-  const bigP99 = await measure(big.tenants, big.keys, Array.from({ length: 100_000 }, (_, i) => `rec-${(i * 9973) % RECORDS}`));
+  const bigIds = Array.from({ length: 100_000 }, (_, i) => `rec-${(i * 9973) % RECORDS}`);
+  await measure(big.tenants, big.keys, bigIds);
+  const bigP99 = await measure(big.tenants, big.keys, bigIds);
+  console.error(`(identify+owner p99: ${smallP99.toFixed(3)} ms with 10 tenants, ${bigP99.toFixed(3)} ms with ${BIG_TENANTS})`);
   console.log(
     `state identify+owner p99 ratio (${BIG_TENANTS} tenants, ${RECORDS} records / 10 tenants): ${(bigP99 / smallP99).toFixed(2)}`,
   );
