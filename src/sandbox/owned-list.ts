@@ -42,7 +42,13 @@ const DETAILS: Partial<Record<ResourceKind, DetailSpec>> = {
     path: (id) => `/api/profile/${encodeURIComponent(id)}`,
     status: false,
     // The upstream's `name`: a case-insensitive substring of the profile's name.
-    text: { param: "name", matches: (p, needle) => String(p.name ?? "").toLowerCase().includes(needle.toLowerCase()) },
+    text: {
+      param: "name",
+      matches: (p, needle) =>
+        String(p.name ?? "")
+          .toLowerCase()
+          .includes(needle.toLowerCase()),
+    },
   },
   volume: { path: (id) => `/api/volume/${encodeURIComponent(id)}`, status: false },
   sandbox: { path: (id) => `/api/sandbox/${encodeURIComponent(id)}`, status: true },

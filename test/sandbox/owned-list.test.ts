@@ -100,7 +100,9 @@ describe("owned lists cost what the tenant owns", () => {
     expect(other.body.totalCount).toBe(1);
 
     // A profile deleted on the account directly: the next list finds it gone, drops it, and the one after is exact.
-    expect((await fetch(`${emu.controlUrl}/api/profile/${mine[1]}`, { method: "DELETE", headers: { "x-api-key": emu.apiKey } })).status).toBe(200);
+    expect(
+      (await fetch(`${emu.controlUrl}/api/profile/${mine[1]}`, { method: "DELETE", headers: { "x-api-key": emu.apiKey } })).status,
+    ).toBe(200);
     const afterDelete = await list(keys.acme, "/api/profiles");
     expect(afterDelete.body.profiles.map((p: { id: string }) => p.id)).toEqual([mine[0], mine[2]]);
     expect(afterDelete.body.totalCount).toBe(2);
@@ -146,7 +148,8 @@ describe("owned lists cost what the tenant owns", () => {
       const nowClosed = await list(keys.acme, "/api/sandboxes?status=closed");
       expect(nowClosed.body.totalCount).toBe(2);
     } finally {
-      for (const id of made) await fetch(`${emu.controlUrl}/api/sandbox/${id}/stop`, { method: "PUT", headers: { "x-api-key": emu.apiKey } });
+      for (const id of made)
+        await fetch(`${emu.controlUrl}/api/sandbox/${id}/stop`, { method: "PUT", headers: { "x-api-key": emu.apiKey } });
     }
   }, 120_000);
 });
