@@ -13,6 +13,7 @@
 // tenants): R`. BENCH_STATE_N (default 40) requests per class; BENCH_STATE_RECORDS (default 1,000,000).
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { Redis } from "ioredis";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { parseConfig } from "../config/load.js";
@@ -71,14 +72,24 @@ try {
 
   // Every command the gateway sends, from Redis MONITOR: the ones a client sent (round trips; a Lua script is one) and
   // those the scripts ran inside Redis.
-  const monitor = await admin.monitor();
+  // redis-cli's MONITOR feed: `<time> [<db> <client address>|lua] "<command>" "<arg>"…`, one line per command.
+  const monitor = spawn("redis-cli", ["-h", "127.0.0.1", "-p", String(redis.port), "monitor"], { stdio: ["ignore", "pipe", "ignore"] });
   let sent = 0;
   let inScripts = 0;
   let seen: string[] = [];
-  monitor.on("monitor", (_time: string, args: string[], source: string) => {
-    if (source === "lua") inScripts++;
-    else sent++;
-    if (source !== "lua") seen.push(args[0] === "evalsha" ? `script(${args[3] ?? ""})` : `${args[0]} ${args[1] ?? ""}`);
+  let partial = "";
+  monitor.stdout.on("data", (d: Buffer) => {
+    const lines = (partial + d.toString()).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const m = /^[\d.]+ \[\d+ ([^\]]+)\] "([^"]*)"(?: "([^"]*)")?(?: "([^"]*)")?(?: "([^"]*)")?/.exec(line);
+      if (!m) continue;
+      if (m[1] === "lua") inScripts++;
+      else {
+        sent++;
+        seen.push(m[2] === "evalsha" ? `script(${m[5] ?? ""})` : `${m[2]} ${m[3] ?? ""}`);
+      }
+    }
   });
   const settle = () => new Promise((r) => setTimeout(r, 100));
   // The idle gateway's own traffic per millisecond (tenant polls, savings flushes), to subtract.
@@ -121,7 +132,7 @@ try {
   } finally {
     await hb.sandboxes.stop(sbx.id).catch(() => {});
     await gw.stop();
-    monitor.disconnect();
+    monitor.kill();
   }
 
   // identify + owner, small vs large.
