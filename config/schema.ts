@@ -128,8 +128,7 @@ const creditPriceShape = Object.fromEntries(Object.entries(CREDIT_PRICE_DEFAULTS
 };
 
 /** "host:port" of a Redis node or sentinel. */
-const hostPort = (field: string) =>
-  z.string().regex(/^[^\s:/]+:\d{1,5}$/, { error: `${field}: expected "host:port" entries, e.g. "127.0.0.1:26379"` });
+const hostPort = z.string().regex(/^[^\s:/]+:\d{1,5}$/, { error: 'expected "host:port", e.g. "127.0.0.1:26379"' });
 
 export const configSchema = z.strictObject({
   server: z
@@ -233,10 +232,10 @@ export const configSchema = z.strictObject({
         .default("memory"),
       redisUrl: z.string().optional(),
       /** Redis Sentinel: the sentinels ("host:port") and the name of the primary they watch (`sentinelName`). */
-      sentinels: z.array(hostPort("state.sentinels")).optional(),
+      sentinels: z.array(hostPort).optional(),
       sentinelName: z.string().min(1).optional(),
       /** Redis Cluster: some of its nodes ("host:port"); the rest are discovered. */
-      clusterNodes: z.array(hostPort("state.clusterNodes")).optional(),
+      clusterNodes: z.array(hostPort).optional(),
       /**
        * Money writes (ledger, idempotency keys) count as done only once this many replicas confirm them (Redis WAIT);
        * fewer in `confirmTimeoutMs` fails the call closed. Set 1 with Sentinel so a failover cannot lose a payment.
@@ -253,7 +252,7 @@ export const configSchema = z.strictObject({
       path: ["redisUrl"],
     })
     .refine((s) => [s.redisUrl, s.sentinels, s.clusterNodes].filter((x) => x !== undefined).length <= 1, {
-      error: "state: give one of redisUrl, sentinels or clusterNodes",
+      error: "give one of redisUrl, sentinels or clusterNodes, not several",
       path: ["sentinels"],
     })
     .refine((s) => !s.sentinels || !!s.sentinelName, {
