@@ -110,6 +110,12 @@ describe("owned lists cost what the tenant owns", () => {
     expect(again.body.totalCount).toBe(2);
     expect(again.cost).toBeLessThanOrEqual(3);
     expect((await call(keys.acme, "GET", `/api/profile/${mine[1]}`)).status).toBe(404);
+
+    // Deleted through the gateway: it has ended, leaves the list at once (its owner is kept for the retention window).
+    expect((await call(keys.acme, "DELETE", `/api/profile/${mine[2]}`)).status).toBe(200);
+    const afterOwnDelete = await list(keys.acme, "/api/profiles");
+    expect(afterOwnDelete.body.profiles.map((p: { id: string }) => p.id)).toEqual([mine[0]]);
+    expect(afterOwnDelete.body.totalCount).toBe(1);
   }, 120_000);
 
   it("answers a sandbox status filter from the last status seen, and corrects a stale one from the upstream", async () => {
