@@ -33,6 +33,8 @@ interface DetailSpec {
   wrapper?: string;
   /** The kind has a `status` field the upstream's `status` filter matches exactly (one or more values). */
   status: boolean;
+  /** Statuses that mean the resource has ended (its owner is then kept for the retention window only). */
+  ended?: string[];
   /** A text filter the gateway applies to each detail as the upstream does to its list (query name, match). */
   text?: { param: string; matches: (item: WireRecord, needle: string) => boolean };
 }
@@ -51,7 +53,7 @@ const DETAILS: Partial<Record<ResourceKind, DetailSpec>> = {
     },
   },
   volume: { path: (id) => `/api/volume/${encodeURIComponent(id)}`, status: false },
-  sandbox: { path: (id) => `/api/sandbox/${encodeURIComponent(id)}`, status: true },
+  sandbox: { path: (id) => `/api/sandbox/${encodeURIComponent(id)}`, status: true, ended: ["closed", "close-error", "error"] },
   snapshot: { path: (id) => `/api/snapshots/${encodeURIComponent(id)}`, wrapper: "snapshot", status: true },
 };
 
@@ -166,7 +168,10 @@ async function recordPage(
       return undefined;
     }
     read.set(id, got.item);
-    if (typeof got.item.status === "string") await ownership.noteStatus(kind, id, got.item.status);
+    if (typeof got.item.status === "string") {
+      if (d.ended?.includes(got.item.status)) await ownership.setActive(kind, id, false);
+      await ownership.noteStatus(kind, id, got.item.status);
+    }
     return fits(got.item) ? got.item : undefined;
   };
 

@@ -153,6 +153,10 @@ describe("owned lists cost what the tenant owns", () => {
       expect(stale.body.totalCount).toBe(0);
       const nowClosed = await list(keys.acme, "/api/sandboxes?status=closed");
       expect(nowClosed.body.totalCount).toBe(2);
+      // Both are known to have ended now: the next closed filter reads the page only.
+      const settled = await list(keys.acme, "/api/sandboxes?status=closed&limit=1");
+      expect(settled.body).toMatchObject({ totalCount: 2, perPage: 1 });
+      expect(settled.cost).toBeLessThanOrEqual(2);
     } finally {
       for (const id of made)
         await fetch(`${emu.controlUrl}/api/sandbox/${id}/stop`, { method: "PUT", headers: { "x-api-key": emu.apiKey } });
