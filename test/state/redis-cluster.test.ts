@@ -1,8 +1,9 @@
 // The state contract on a real three-primary Redis Cluster (redis-server --cluster-enabled yes, joined with
 // redis-cli --cluster create): every multi-key script must find its keys on one slot, which the hash-tagged key
 // groups ensure, while single-key values spread over the shards.
-import { Cluster } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StateUnavailableError } from "../../src/state/errors.js";
 import { redisStores } from "../../src/state/redis.js";
 import { stateContract } from "./contract.js";
 import { type RedisClusterSet, startRedisCluster } from "./redis-ha.js";
@@ -61,4 +62,53 @@ describe("Redis Cluster key layout", () => {
       await stores.close();
     }
   });
+});
+
+describe("Redis Cluster with a replica per shard: money writes confirmed by WAIT", () => {
+  let withReplicas: RedisClusterSet;
+  beforeAll(async () => {
+    withReplicas = await startRedisCluster({ replicas: 1 });
+  }, 60_000);
+  afterAll(async () => {
+    await withReplicas?.stop();
+  });
+  const entry = (id: string) => ({ id, tenant: "t1", route: "/r", fingerprint: "f", amount: "5", asset: "a", network: "n", payee: "p" });
+
+  it("confirms each ledger write and idempotency claim on the shard's replica, and fails closed when it cannot", async () => {
+    const p = prefix();
+    const stores = redisStores({ cluster: withReplicas.nodes }, { prefix: p, confirmReplicas: 1, confirmTimeoutMs: 1000 });
+    const admin = new Cluster(withReplicas.nodes, { lazyConnect: false });
+    try {
+      expect((await stores.ledger.reserve(entry("w1"), { daily: 100n }, Date.now())).ok).toBe(true);
+      await stores.ledger.commit("w1", "0xtx", Date.now());
+      expect(await stores.idempotency.begin("k1", "fp", 60_000)).toEqual({ state: "new" });
+      // The shard's replica holds the committed entry already (WAIT returned only once it had it).
+      const key = `${p}{ledger}:e:w1`;
+      const slot = Number(await admin.cluster("KEYSLOT", key));
+      const ranges = await admin.cluster("SLOTS");
+      const primaryPort = ranges.find(([from, to]) => slot >= from && slot <= to)![2][1];
+      const primary = new Redis({ host: "127.0.0.1", port: primaryPort });
+      const replicaPort = Number(/slave0:ip=[^,]+,port=(\d+)/.exec(await primary.info("replication"))![1]);
+      primary.disconnect();
+      const replica = new Redis({ host: "127.0.0.1", port: replicaPort });
+      try {
+        await replica.call("READONLY");
+        expect(await replica.hget(key, "state")).toBe("committed");
+      } finally {
+        replica.disconnect();
+      }
+
+      // Asking for more replicas than the shard has: the write cannot be confirmed, so the call fails closed.
+      const greedy = redisStores({ cluster: withReplicas.nodes }, { prefix: p, confirmReplicas: 2, confirmTimeoutMs: 300 });
+      try {
+        await expect(greedy.ledger.reserve(entry("w2"), { daily: 100n }, Date.now())).rejects.toBeInstanceOf(StateUnavailableError);
+        await expect(greedy.ledger.reserve(entry("w3"), { daily: 100n }, Date.now())).rejects.toThrow(/reached 1 of 2 replicas/);
+      } finally {
+        await greedy.close();
+      }
+    } finally {
+      admin.disconnect();
+      await stores.close();
+    }
+  }, 60_000);
 });

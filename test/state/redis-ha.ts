@@ -170,20 +170,30 @@ export interface RedisClusterSet {
   stop(): Promise<void>;
 }
 
-/** Three primaries with `--cluster-enabled yes`, joined with `redis-cli --cluster create`, each serving a third of the slots. */
-export async function startRedisCluster(): Promise<RedisClusterSet> {
+/**
+ * Three primaries with `--cluster-enabled yes`, joined with `redis-cli --cluster create`, each serving a third of the
+ * slots; with `replicas: 1`, each with a replica of its own (six processes).
+ */
+export async function startRedisCluster(opts: { replicas?: number } = {}): Promise<RedisClusterSet> {
   const dir = await mkdtemp(join(tmpdir(), "tollgate-cluster-"));
   const procs: Proc[] = [];
   try {
-    for (let i = 0; i < 3; i++) {
+    const replicas = opts.replicas ?? 0;
+    for (let i = 0; i < 3 * (1 + replicas); i++) {
       procs.push(
         await redisServer(dir, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${i}.conf`, "--cluster-node-timeout", "5000"]),
       );
     }
     const addrs = procs.map((p) => `127.0.0.1:${p.port}`);
-    await run("redis-cli", ["--cluster", "create", ...addrs, "--cluster-replicas", "0", "--cluster-yes"], { timeout: 20_000 });
-    await until("the cluster to be ok on every node", 15_000, async () => {
-      for (const p of procs) if (!/cluster_state:ok/.test(await cli(p.port, "cluster", "info"))) return false;
+    await run("redis-cli", ["--cluster", "create", ...addrs, "--cluster-replicas", String(replicas), "--cluster-yes"], {
+      timeout: 20_000,
+    });
+    await until("the cluster to be ok on every node, every replica in sync", 20_000, async () => {
+      for (const p of procs) {
+        if (!/cluster_state:ok/.test(await cli(p.port, "cluster", "info"))) return false;
+        const repl = await cli(p.port, "info", "replication");
+        if (/role:slave/.test(repl) && !/master_link_status:up/.test(repl)) return false;
+      }
       return true;
     });
     return {
