@@ -178,6 +178,9 @@ const creditPriceShape = Object.fromEntries(Object.entries(CREDIT_PRICE_DEFAULTS
   [K in keyof typeof CREDIT_PRICE_DEFAULTS]: z.ZodDefault<typeof usdAmount>;
 };
 
+/** "host:port" of a Redis node or sentinel. */
+const hostPort = z.string().regex(/^[^\s:/]+:\d{1,5}$/, { error: 'expected "host:port", e.g. "127.0.0.1:26379"' });
+
 export const configSchema = z
   .strictObject({
     server: z
@@ -312,11 +315,33 @@ export const configSchema = z
           .enum(["memory", "redis", "durable-objects"], { error: 'expected "memory", "redis" or "durable-objects"' })
           .default("memory"),
         redisUrl: z.string().optional(),
+        /** Redis Sentinel: the sentinels ("host:port") and the name of the primary they watch (`sentinelName`). */
+        sentinels: z.array(hostPort).optional(),
+        sentinelName: z.string().min(1).optional(),
+        /** Redis Cluster: some of its nodes ("host:port"); the rest are discovered. */
+        clusterNodes: z.array(hostPort).optional(),
+        /**
+         * Money writes (ledger, idempotency keys) count as done only once this many replicas confirm them (Redis WAIT);
+         * fewer in `confirmTimeoutMs` fails the call closed. Set 1 with Sentinel so a failover cannot lose a payment.
+         */
+        confirmReplicas: z.number().int().min(0).max(10).default(0),
+        confirmTimeoutMs: z.number().int().positive().max(10_000).default(500),
+        /** How long the owner of a resource that ended (stopped, expired, deleted, finished) is remembered. */
+        endedRetentionDays: z.number().positive().max(3650).default(7),
       })
-      .default({ backend: "memory" })
-      .refine((s) => s.backend !== "redis" || !!s.redisUrl, {
-        error: 'state.redisUrl: expected a URL like "redis://127.0.0.1:6379" when backend is "redis"',
+      .default({ backend: "memory", confirmReplicas: 0, confirmTimeoutMs: 500, endedRetentionDays: 7 })
+      .refine((s) => s.backend !== "redis" || !!s.redisUrl || !!s.sentinels?.length || !!s.clusterNodes?.length, {
+        error:
+          'state.redisUrl: expected a URL like "redis://127.0.0.1:6379" (or state.sentinels with state.sentinelName, or state.clusterNodes) when backend is "redis"',
         path: ["redisUrl"],
+      })
+      .refine((s) => [s.redisUrl, s.sentinels, s.clusterNodes].filter((x) => x !== undefined).length <= 1, {
+        error: "give one of redisUrl, sentinels or clusterNodes, not several",
+        path: ["sentinels"],
+      })
+      .refine((s) => !s.sentinels || !!s.sentinelName, {
+        error: 'state.sentinelName: expected the name of the primary the sentinels monitor (e.g. "mymaster")',
+        path: ["sentinelName"],
       }),
     /**
      * What the operator's upstream credits cost, in USD, for the rows billed to them (src/routing/table.ts). These are

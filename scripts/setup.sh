@@ -9,6 +9,8 @@ need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+# redis-sentinel: the failover test (test/state/failover.test.ts) runs a primary, replicas and three sentinels.
+command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # nginx + openssl: the TLS-terminating proxy test (test/gateway/tls-proxy.test.ts, certificate made at test time) and
 # the reference proxy bench/proxy.ts measures Tollgate against (started by the test or bench, never as a service).

@@ -141,7 +141,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     metrics,
     config.server.directRelay,
   );
-  const stores = withMeteredLedger(deps.stores ?? memoryStores(now), metrics);
+  const stores = withMeteredLedger(
+    deps.stores ?? memoryStores(now, { endedRetentionMs: config.state.endedRetentionDays * 86_400_000 }),
+    metrics,
+  );
   const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
   directory.setRefresher(() => tenantSync.fresh());
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;

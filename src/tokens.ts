@@ -41,12 +41,20 @@ const DEFAULT_KID = "default";
  * Mints and verifies gateway tokens. Several secrets may be held at once: the first signs (its id in the token's `kid`
  * header), the others only verify, so a rotated-out secret keeps its outstanding tokens valid until it is removed.
  */
+/** How often an instance rereads the fleet's revocation count (how late another instance's revocation can apply). */
+const REVOCATION_POLL_MS = 250;
+const REVOCATION_COUNT_TTL_MS = 400 * 86_400_000;
+
 export class TokenService {
   /** HMAC keys by kid, imported once (jose would import raw bytes again on every call). The first one signs. */
   private readonly keys: Map<string, Promise<CryptoKey>>;
   private readonly signer: string;
   /** Signatures already checked, by token: the hot path then costs a map lookup (expiry and revocation still checked). */
   private readonly verified = new LRUCache<string, GatewayToken>({ max: 10_000 });
+  /** Token ids found not revoked since the fleet's revocation count was last seen to change. */
+  private readonly notRevoked = new LRUCache<string, true>({ max: 10_000 });
+  /** The fleet's revocation count as last read, and when. */
+  private revocations: { count: string | undefined; readAt: number } | undefined;
 
   constructor(
     secrets: string | readonly TokenSecret[],
@@ -120,21 +128,44 @@ export class TokenService {
     return t;
   }
 
-  /** Revoked by its id, or with every token of its tenant (the kill switch). */
+  /**
+   * Revoked by its id, or with every token of its tenant (the kill switch). A token found not revoked is trusted
+   * without asking the store again while the fleet's revocation count (bumped by every revocation, read at most every
+   * REVOCATION_POLL_MS) is unchanged: a runtime call costs no state read, and a revocation on another instance applies
+   * here within that interval (at once on the instance that made it).
+   */
   private async isRevoked(t: GatewayToken): Promise<boolean> {
+    const now = this.now();
+    if (!this.revocations || now - this.revocations.readAt >= REVOCATION_POLL_MS || now < this.revocations.readAt) {
+      const count = await this.kv.get(stateKeys.revocations);
+      if (this.revocations?.count !== count) this.notRevoked.clear();
+      this.revocations = { count, readAt: now };
+    }
+    if (this.notRevoked.has(t.jti)) return false;
     const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
-    return !!one || (all !== undefined && t.iat <= Number(all));
+    const revoked = !!one || (all !== undefined && t.iat <= Number(all));
+    if (!revoked) this.notRevoked.set(t.jti, true);
+    return revoked;
+  }
+
+  /** After a revocation is stored: tells the fleet (the count) and forgets this instance's answers. */
+  private async revoked(): Promise<void> {
+    await this.kv.incrBy(stateKeys.revocations, 1, REVOCATION_COUNT_TTL_MS);
+    this.notRevoked.clear();
+    this.revocations = undefined;
   }
 
   /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */
   async revokeTenant(tenant: string): Promise<void> {
     await this.kv.set(stateKeys.revokedTenant(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
+    await this.revoked();
   }
 
   /** Revokes a token until it would have expired anyway. */
   async revoke(jti: string, exp: number): Promise<void> {
     const ttl = Math.max(1000, exp * 1000 - this.now() + 60_000);
     await this.kv.set(stateKeys.revokedToken(jti), "1", ttl);
+    await this.revoked();
   }
 
   /**

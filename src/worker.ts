@@ -26,9 +26,10 @@ export { TollgateState } from "./state/durable-object.js";
  * its own budgets. Redis needs the Node entry.
  */
 function storesFor(config: TollgateConfig, env: WorkerEnv): StateStores | undefined {
-  if (config.state.backend === "durable-objects") return doStores(env);
+  const opts = { endedRetentionMs: config.state.endedRetentionDays * 86_400_000 };
+  if (config.state.backend === "durable-objects") return doStores(env, opts);
   if (config.state.backend === "redis") throw new Error('state.backend "redis" is for the Node entry; on Workers use "durable-objects"');
-  return hasStateBinding(env) ? doStores(env) : undefined;
+  return hasStateBinding(env) ? doStores(env, opts) : undefined;
 }
 
 let cached: { source: string; gateway: Gateway } | undefined;

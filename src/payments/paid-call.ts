@@ -5,6 +5,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../tenants.js";
 import type { LedgerEntry } from "../state/types.js";
+import { isStateUnavailable } from "../state/errors.js";
 import { atomicToUsd } from "./money.js";
 import { chooseOption, effectivePolicy } from "./policy.js";
 import { paymentOptions } from "./requirements.js";
@@ -140,7 +141,8 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
     await signedSpend(services, hold, { nonce: signed.nonce, validBefore: signed.validBefore, payer: signed.payer });
   } catch (err) {
     await releaseSpend(services, hold, `not sent: ${String((err as Error)?.message ?? err).slice(0, 200)}`).catch(() => {});
-    if (err instanceof GatewayError) throw err;
+    // The ledger could not confirm the signature (state store down, no replica confirmed it): a 503, nothing was sent.
+    if (err instanceof GatewayError || isStateUnavailable(err)) throw err;
     throw new GatewayError(502, "payment_signing_failed", "The gateway could not sign the payment; nothing was paid.");
   }
 

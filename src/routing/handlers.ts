@@ -56,7 +56,13 @@ export const claimRefused = (kind: string) =>
 
 export function commonHandlers(services: GatewayServices): Record<string, RowHandler> {
   return {
-    forward: async (c) => Upstream.relay(await forwardUpstream(c, services)),
+    forward: async (c, row) => {
+      const res = await forwardUpstream(c, services);
+      // A resource deleted through the gateway has ended: its owner is kept for the retention window, then forgotten.
+      if (res.ok && c.req.method === "DELETE" && row.owns)
+        await services.stores.ownership.setActive(row.owns.kind, c.req.param(row.owns.param)!, false);
+      return Upstream.relay(res);
+    },
 
     refuse: (_c, row) => {
       const r = row.refuse!;

@@ -31,6 +31,7 @@ import type {
   StoredResponse,
   Usage,
 } from "./types.js";
+import { ENDED_RETENTION_MS } from "./types.js";
 import { settlementPatch, usageOf } from "./windows.js";
 import { stateKeys } from "./keys.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
@@ -201,18 +202,35 @@ class DurableLedger implements BudgetLedger {
 }
 
 class DurableOwnership implements OwnershipRegistry {
-  constructor(private readonly o: Objects) {}
+  constructor(
+    private readonly o: Objects,
+    private readonly retentionMs: number,
+  ) {}
+  /** Records that ended at or before this are past their retention. */
+  private cutoff() {
+    return Date.now() - this.retentionMs;
+  }
   claim(kind: ResourceKind, id: string, tenant: string) {
     return this.o.call("ownership", (s) => s.ownClaim(kind, id, tenant));
   }
   owner(kind: ResourceKind, id: string) {
-    return this.o.call("ownership", (s) => s.ownOwner(kind, id));
+    const cutoff = this.cutoff();
+    return this.o.call("ownership", (s) => s.ownOwner(kind, id, cutoff));
   }
   list(kind: ResourceKind, tenant: string) {
-    return this.o.call("ownership", (s) => s.ownList(kind, tenant));
+    const cutoff = this.cutoff();
+    return this.o.call("ownership", (s) => s.ownList(kind, tenant, cutoff));
+  }
+  records(kind: ResourceKind, tenant: string) {
+    const cutoff = this.cutoff();
+    return this.o.call("ownership", (s) => s.ownRecords(kind, tenant, cutoff));
+  }
+  async noteStatus(kind: ResourceKind, id: string, status: string) {
+    await this.o.call("ownership", (s) => s.ownNoteStatus(kind, id, status));
   }
   async setActive(kind: ResourceKind, id: string, active: boolean) {
-    await this.o.call("ownership", (s) => s.ownSetActive(kind, id, active));
+    const now = Date.now();
+    await this.o.call("ownership", (s) => s.ownSetActive(kind, id, active, now));
   }
   activeCount(kind: ResourceKind, tenant: string) {
     return this.o.call("ownership", (s) => s.ownActiveCount(kind, tenant));
@@ -322,6 +340,8 @@ export interface DurableStoresOptions {
   binding?: string;
   /** Prepended to every object name, so several deployments (or tests) can share one namespace. */
   namespace?: string;
+  /** How long the owner of an ended resource is remembered (default 7 days). */
+  endedRetentionMs?: number;
 }
 
 /** True when env carries the TollgateState binding. */
@@ -340,7 +360,7 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
   const kv = new DurableKeyValue(o);
   return {
     ledger: new DurableLedger(o),
-    ownership: new DurableOwnership(o),
+    ownership: new DurableOwnership(o, opts.endedRetentionMs ?? ENDED_RETENTION_MS),
     kv,
     idempotency: new DurableIdempotency(o),
     rateLimiter: new FixedWindowRateLimiter(kv),

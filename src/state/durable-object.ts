@@ -19,6 +19,7 @@ import type {
   LedgerEntry,
   LedgerState,
   NewLedgerEntry,
+  OwnedRecord,
   ResourceKind,
   SettlementFields,
   SpendKind,
@@ -75,6 +76,10 @@ export class TollgateState extends DurableObject {
     this.storage = (this.ctx as { storage: StorageLike }).storage;
     this.sql = this.storage.sql;
     for (const q of SCHEMA) this.sql.exec(q);
+    // Columns added after the table first shipped: the last known status and when the resource ended.
+    const cols = new Set(this.rows("PRAGMA table_info(owners)").map((r) => r.name as string));
+    if (!cols.has("status")) this.sql.exec("ALTER TABLE owners ADD COLUMN status TEXT");
+    if (!cols.has("ended_at")) this.sql.exec("ALTER TABLE owners ADD COLUMN ended_at INTEGER");
     this.ledger = new LedgerTables(this.sql);
   }
 
@@ -140,7 +145,7 @@ export class TollgateState extends DurableObject {
       if (had !== undefined && had !== tenant) return false;
       const seq = ((this.rows("SELECT MAX(seq) AS s FROM owners")[0]?.s as number | null) ?? 0) + 1;
       this.sql.exec(
-        "INSERT INTO owners (kind, id, tenant, active, seq) VALUES (?, ?, ?, 1, ?) ON CONFLICT (kind, id) DO UPDATE SET tenant = ?, active = 1, seq = ?",
+        "INSERT INTO owners (kind, id, tenant, active, seq) VALUES (?, ?, ?, 1, ?) ON CONFLICT (kind, id) DO UPDATE SET tenant = ?, active = 1, seq = ?, ended_at = NULL",
         kind,
         id,
         tenant,
@@ -151,14 +156,33 @@ export class TollgateState extends DurableObject {
       return true;
     });
   }
-  ownOwner(kind: ResourceKind, id: string): string | undefined {
-    return this.rows("SELECT tenant FROM owners WHERE kind = ? AND id = ?", kind, id)[0]?.tenant as string | undefined;
+  /** Forgets resources that ended before `cutoff` (epoch ms): past their retention. */
+  private ownForget(cutoff: number) {
+    this.sql.exec("DELETE FROM owners WHERE ended_at IS NOT NULL AND ended_at <= ?", cutoff);
   }
-  ownList(kind: ResourceKind, tenant: string): string[] {
-    return this.rows("SELECT id FROM owners WHERE kind = ? AND tenant = ? ORDER BY seq DESC", kind, tenant).map((r) => r.id as string);
+  ownOwner(kind: ResourceKind, id: string, cutoff = 0): string | undefined {
+    return this.rows("SELECT tenant FROM owners WHERE kind = ? AND id = ? AND (ended_at IS NULL OR ended_at > ?)", kind, id, cutoff)[0]
+      ?.tenant as string | undefined;
   }
-  ownSetActive(kind: ResourceKind, id: string, active: boolean) {
-    this.sql.exec("UPDATE owners SET active = ? WHERE kind = ? AND id = ?", active ? 1 : 0, kind, id);
+  ownRecords(kind: ResourceKind, tenant: string, cutoff = 0): OwnedRecord[] {
+    this.ownForget(cutoff);
+    return this.rows("SELECT id, active, status FROM owners WHERE kind = ? AND tenant = ? ORDER BY seq DESC", kind, tenant).map((r) => {
+      const base = { id: r.id as string, active: r.active === 1 };
+      return r.status === null || r.status === undefined ? base : { ...base, status: r.status as string };
+    });
+  }
+  ownList(kind: ResourceKind, tenant: string, cutoff = 0): string[] {
+    return this.ownRecords(kind, tenant, cutoff).map((r) => r.id);
+  }
+  ownNoteStatus(kind: ResourceKind, id: string, status: string) {
+    this.sql.exec("UPDATE owners SET status = ? WHERE kind = ? AND id = ?", status, kind, id);
+  }
+  ownSetActive(kind: ResourceKind, id: string, active: boolean, now = Date.now()) {
+    this.tx(() => {
+      // A change of liveness means the status changed: the last one seen no longer holds.
+      this.sql.exec("UPDATE owners SET status = NULL WHERE kind = ? AND id = ? AND active <> ?", kind, id, active ? 1 : 0);
+      this.sql.exec("UPDATE owners SET active = ?, ended_at = ? WHERE kind = ? AND id = ?", active ? 1 : 0, active ? null : now, kind, id);
+    });
   }
   ownActiveCount(kind: ResourceKind, tenant: string): number {
     return this.rows("SELECT COUNT(*) AS n FROM owners WHERE kind = ? AND tenant = ? AND active = 1", kind, tenant)[0].n as number;

@@ -20,6 +20,7 @@ import type {
   Usage,
   WindowAmounts,
 } from "./types.js";
+import { ENDED_RETENTION_MS, type OwnedRecord } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAuditLog, MemoryOutbox, MemoryTenantStore } from "./memory-operators.js";
 import {
@@ -182,31 +183,80 @@ class MemoryLedger implements BudgetLedger {
   }
 }
 
+interface OwnerRecord {
+  tenant: string;
+  active: boolean;
+  status?: string;
+  /** When it ended (epoch ms), while inactive. */
+  endedAt?: number;
+}
+
+/** Ownership in maps: one record per resource, and per kind and tenant its ids in claim order (a Map keeps it). */
 class MemoryOwnership implements OwnershipRegistry {
-  private readonly owners = new Map<string, { tenant: string; active: boolean; at: number }>();
-  private seq = 0;
+  private readonly owners = new Map<string, OwnerRecord>();
+  private readonly byTenant = new Map<string, Map<string, true>>();
+  constructor(
+    private readonly now: () => number,
+    private readonly retentionMs: number,
+  ) {}
+
+  private index(kind: ResourceKind, tenant: string, create: true): Map<string, true>;
+  private index(kind: ResourceKind, tenant: string): Map<string, true> | undefined;
+  private index(kind: ResourceKind, tenant: string, create?: true) {
+    const k = `${kind}:${tenant}`;
+    let m = this.byTenant.get(k);
+    if (!m && create) this.byTenant.set(k, (m = new Map()));
+    return m;
+  }
+  /** The live record, or undefined once it ended longer than the retention ago (then it is dropped). */
+  private live(kind: ResourceKind, id: string): OwnerRecord | undefined {
+    const o = this.owners.get(`${kind}:${id}`);
+    if (o?.endedAt !== undefined && this.now() - o.endedAt >= this.retentionMs) {
+      this.owners.delete(`${kind}:${id}`);
+      this.index(kind, o.tenant)?.delete(id);
+      return undefined;
+    }
+    return o;
+  }
   async claim(kind: ResourceKind, id: string, tenant: string) {
-    const had = this.owners.get(`${kind}:${id}`);
-    if (had && had.tenant !== tenant) return false;
-    this.owners.set(`${kind}:${id}`, { tenant, active: true, at: ++this.seq });
+    const old = this.owners.get(`${kind}:${id}`);
+    // First claim wins: a resource another tenant owns is never moved.
+    if (old && old.tenant !== tenant) return false;
+    if (old) this.index(kind, tenant)?.delete(id);
+    this.owners.set(`${kind}:${id}`, { tenant, active: true });
+    this.index(kind, tenant, true).set(id, true);
     return true;
   }
   async owner(kind: ResourceKind, id: string) {
-    return this.owners.get(`${kind}:${id}`)?.tenant;
+    return this.live(kind, id)?.tenant;
   }
   async list(kind: ResourceKind, tenant: string) {
-    return [...this.owners.entries()]
-      .filter(([k, v]) => k.startsWith(`${kind}:`) && v.tenant === tenant)
-      .sort((a, b) => b[1].at - a[1].at)
-      .map(([k]) => k.slice(kind.length + 1));
+    return (await this.records(kind, tenant)).map((r) => r.id);
+  }
+  async records(kind: ResourceKind, tenant: string) {
+    const ids = [...(this.index(kind, tenant)?.keys() ?? [])].reverse();
+    const out: OwnedRecord[] = [];
+    for (const id of ids) {
+      const o = this.live(kind, id);
+      if (o) out.push(o.status === undefined ? { id, active: o.active } : { id, active: o.active, status: o.status });
+    }
+    return out;
+  }
+  async noteStatus(kind: ResourceKind, id: string, status: string) {
+    const o = this.live(kind, id);
+    if (o) o.status = status;
   }
   async setActive(kind: ResourceKind, id: string, active: boolean) {
-    const o = this.owners.get(`${kind}:${id}`);
-    if (o) o.active = active;
+    const o = this.live(kind, id);
+    if (!o) return;
+    if (o.active !== active) delete o.status;
+    o.active = active;
+    if (active) delete o.endedAt;
+    else o.endedAt = this.now();
   }
   async activeCount(kind: ResourceKind, tenant: string) {
     let n = 0;
-    for (const [k, v] of this.owners) if (k.startsWith(`${kind}:`) && v.tenant === tenant && v.active) n++;
+    for (const id of this.index(kind, tenant)?.keys() ?? []) if (this.owners.get(`${kind}:${id}`)?.active) n++;
     return n;
   }
 }
@@ -285,11 +335,12 @@ class MemoryIdempotency implements IdempotencyStore {
   }
 }
 
-export function memoryStores(now: () => number = Date.now): StateStores {
+/** `endedRetentionMs`: how long the owner of an ended resource is remembered (default 7 days). */
+export function memoryStores(now: () => number = Date.now, opts: { endedRetentionMs?: number } = {}): StateStores {
   const kv = new MemoryKeyValue(now);
   return {
     ledger: new MemoryLedger(),
-    ownership: new MemoryOwnership(),
+    ownership: new MemoryOwnership(now, opts.endedRetentionMs ?? ENDED_RETENTION_MS),
     kv,
     idempotency: new MemoryIdempotency(now),
     rateLimiter: new FixedWindowRateLimiter(kv),

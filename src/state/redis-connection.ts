@@ -1,6 +1,7 @@
 // The connection every Redis store shares: fail-fast client options, the Lua scripts defined on it, and the guard that
-// turns an unreachable Redis into StateUnavailableError.
-import { Redis } from "ioredis";
+// turns an unreachable Redis into StateUnavailableError. One Redis, a Sentinel-managed primary, or a Redis Cluster; in
+// a Cluster, the keys each multi-key script touches share a hash tag (see `key`) so every script stays on one slot.
+import { Cluster, Redis, type RedisOptions } from "ioredis";
 import { StateUnavailableError } from "./errors.js";
 import { SCRIPTS, type ScriptCommands } from "./redis-scripts.js";
 
@@ -13,15 +14,43 @@ export interface RedisStoresOptions {
   connectTimeoutMs?: number;
   /** Told about connection errors (ioredis would otherwise print them as unhandled). */
   onError?: (err: Error) => void;
+  /**
+   * Money writes (ledger, idempotency keys) are confirmed with WAIT on at least this many replicas before they count
+   * as done; fewer within `confirmTimeoutMs` fails the call closed (StateUnavailableError). Default 0: no WAIT.
+   */
+  confirmReplicas?: number;
+  /** How long WAIT waits for the replicas (default 500 ms). */
+  confirmTimeoutMs?: number;
+  /** How long the owner of an ended resource is remembered (default 7 days). */
+  endedRetentionMs?: number;
+  /** Key layout with hash tags even on one Redis (always on in a Cluster). */
+  hashTags?: boolean;
 }
+
+/** Where the state lives: one Redis (a URL), a primary found through Sentinel, or a Cluster. */
+export type RedisTarget =
+  | string
+  | { sentinels: { host: string; port: number }[]; name: string; password?: string; db?: number }
+  | { cluster: { host: string; port: number }[]; password?: string };
 
 export type RedisClient = Redis & ScriptCommands;
 
+/**
+ * Key groups whose keys one script touches together: in a Cluster they carry the group as hash tag ("{ledger}"), so
+ * all land on one slot. Other keys (kv, idempotency, rate windows) are each on their own and spread over the shards.
+ */
+const TAGGED = new Set(["ledger", "own", "tenants", "audit"]);
 /** Replies that mean "Redis is there but cannot serve now", as opposed to a bug in the request. */
 const UNAVAILABLE_REPLY = /^(LOADING|READONLY|MASTERDOWN|BUSY|OOM|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/;
 
 /** Where it connects, without the password that a redis:// URL may carry. */
-function describe(url: string): string {
+function describe(target: RedisTarget): string {
+  if (typeof target !== "string") {
+    const nodes = "cluster" in target ? target.cluster : target.sentinels;
+    const what = "cluster" in target ? "Redis Cluster" : `Sentinel primary "${target.name}"`;
+    return `${what} via ${nodes.map((n) => `${n.host}:${n.port}`).join(",")}`;
+  }
+  const url = target;
   try {
     const u = new URL(url);
     return `${u.hostname}:${u.port || 6379}`;
@@ -39,12 +68,22 @@ export class RedisConnection {
   private firstConnect: Promise<void> | undefined;
   private readonly where: string;
   private readonly connectTimeoutMs: number;
+  /** WAIT on this many replicas after a money write (0: none). */
+  readonly confirmReplicas: number;
+  private readonly confirmTimeoutMs: number;
+  /** Keys of a TAGGED group carry a hash tag. */
+  readonly tagged: boolean;
 
-  constructor(url: string, opts: RedisStoresOptions = {}) {
+  constructor(target: RedisTarget, opts: RedisStoresOptions = {}) {
     this.prefix = opts.prefix ?? "tollgate:";
-    this.where = describe(url);
+    this.where = describe(target);
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 2000;
-    const client = new Redis(url, {
+    this.confirmReplicas = opts.confirmReplicas ?? 0;
+    this.confirmTimeoutMs = opts.confirmTimeoutMs ?? 500;
+    const isCluster = typeof target !== "string" && "cluster" in target;
+    this.tagged = isCluster || opts.hashTags === true;
+    const retryStrategy = (times: number) => Math.min(times * 100, 1000);
+    const base: RedisOptions = {
       lazyConnect: true,
       // Fail fast: no offline queue, no retry or resend of a command whose connection dropped (a resent reserve
       // could run twice), and a deadline on every command.
@@ -53,8 +92,36 @@ export class RedisConnection {
       autoResendUnfulfilledCommands: false,
       commandTimeout: opts.commandTimeoutMs ?? 2000,
       connectTimeout: this.connectTimeoutMs,
-      retryStrategy: (times) => Math.min(times * 100, 1000),
-    });
+    };
+    let client: Redis | Cluster;
+    if (typeof target === "string") client = new Redis(target, { ...base, retryStrategy });
+    else if ("cluster" in target) {
+      const { enableOfflineQueue: _q, ...redisOptions } = base;
+      client = new Cluster(target.cluster, {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        redisOptions: { ...redisOptions, password: target.password },
+        clusterRetryStrategy: retryStrategy,
+        // A MOVED/ASK redirect means the command did not run where it was sent: following it is safe.
+        maxRedirections: 4,
+        retryDelayOnFailover: 100,
+        retryDelayOnTryAgain: 100,
+        retryDelayOnClusterDown: 100,
+      });
+    } else {
+      client = new Redis({
+        ...base,
+        sentinels: target.sentinels,
+        name: target.name,
+        password: target.password,
+        db: target.db,
+        retryStrategy,
+        sentinelRetryStrategy: retryStrategy,
+        // A primary that turned replica (after a failover) answers READONLY: reconnect to find the new one.
+        reconnectOnError: (err) => /^READONLY\b/.test(err.message),
+        failoverDetector: true,
+      });
+    }
     for (const [name, s] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
     client.on("ready", () => {
       this.everReady = true;
@@ -65,11 +132,21 @@ export class RedisConnection {
       opts.onError?.(err);
     });
     client.connect().catch(() => {}); // failures surface through `error` events and the guard below
-    this.client = client as RedisClient;
+    this.client = client as unknown as RedisClient;
   }
 
+  /**
+   * `prefix` + the parts joined with ":". In the hash-tag layout (a Cluster), a TAGGED group's name is the hash tag:
+   * "tollgate:{ledger}:e:<id>", so every key one script touches sits on one slot.
+   */
   key(...parts: string[]): string {
+    if (this.tagged && TAGGED.has(parts[0]!)) return `${this.prefix}{${parts[0]}}:${parts.slice(1).join(":")}`;
     return this.prefix + parts.join(":");
+  }
+
+  /** A key of `group` named by a ready-made name (windows.ts builds the budget counter names). */
+  keyIn(group: string, name: string): string {
+    return this.tagged ? `${this.prefix}{${group}}:${name}` : this.prefix + name;
   }
 
   /** Resolves once connected; rejects with StateUnavailableError after connectTimeoutMs. */
@@ -107,6 +184,32 @@ export class RedisConnection {
       if (e?.name === "ReplyError" && !UNAVAILABLE_REPLY.test(e.message)) throw err;
       throw this.unavailable(err);
     }
+  }
+
+  /**
+   * A money write: the command `write` queues, then (with confirmReplicas) WAIT in the same round trip, so the write
+   * counts as done only once at least that many replicas have it: a failover to a replica cannot lose it. Fewer
+   * replicas in time fails closed with StateUnavailableError (the write may stand on the primary alone; callers treat
+   * it like a lost answer). Script errors come back as thrown.
+   */
+  async confirmed<T>(write: (p: RedisClient) => void): Promise<T> {
+    const replies = await this.run(async () => {
+      const p = this.client.pipeline();
+      write(p as unknown as RedisClient); // a pipeline queues the same commands, scripts included
+      if (this.confirmReplicas > 0) p.call("WAIT", this.confirmReplicas, this.confirmTimeoutMs);
+      return (await p.exec()) ?? [];
+    });
+    const [err, value] = replies[0] ?? [new Error("no reply")];
+    if (err) {
+      if (err.name === "ReplyError" && !UNAVAILABLE_REPLY.test(err.message)) throw err;
+      throw this.unavailable(err);
+    }
+    if (this.confirmReplicas > 0) {
+      const [werr, acked] = replies[1] ?? [new Error("no WAIT reply")];
+      if (werr || Number(acked) < this.confirmReplicas)
+        throw this.unavailable(werr ?? new Error(`the write reached ${Number(acked)} of ${this.confirmReplicas} replicas in time`));
+    }
+    return value as T;
   }
 
   /** Quits (or stops reconnecting) and resolves once the client has let go of its socket. */

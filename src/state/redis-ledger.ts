@@ -62,6 +62,10 @@ export class RedisLedger implements BudgetLedger {
   private creditsIdx(tenant?: string) {
     return tenant === undefined ? this.r.key("ledger", "idx", "credits", "g") : this.r.key("ledger", "idx", "credits", "t", tenant);
   }
+  /** What the scripts prepend to build index keys they learn of only from the entry (state and resource indexes). */
+  private idxPrefix() {
+    return `${this.r.key("ledger", "idx")}:`;
+  }
   private resourceIdx(resource: string) {
     return this.r.key("ledger", "idx", "res", resource);
   }
@@ -70,7 +74,8 @@ export class RedisLedger implements BudgetLedger {
     return kind === "credits" ? this.r.key("ledger", "creditholds") : this.r.key("ledger", "holds");
   }
   private prefixed(k: { daily: string; monthly: string; total: string }) {
-    return { daily: this.r.prefix + k.daily, monthly: this.r.prefix + k.monthly, total: this.r.prefix + k.total };
+    const at = (name: string) => this.r.keyIn("ledger", name);
+    return { daily: at(k.daily), monthly: at(k.monthly), total: at(k.total) };
   }
   private windowKeys(tenant: string, day: string, month: string) {
     return this.prefixed(windowKeys(tenant, day, month));
@@ -114,7 +119,7 @@ export class RedisLedger implements BudgetLedger {
       e.resource ? "1" : "",
       ...fieldsOf(entry),
     ];
-    const res = (await this.r.run(() => this.r.client.tgReserve(...keys, ...args))) as [number, number?, string?];
+    const res = await this.r.confirmed<[number, number?, string?]>((p) => p.tgReserve(...keys, ...args));
     if (res[0] === 1) return { ok: true, entry };
     if (res[0] === 2) {
       const existing = await this.get(e.id);
@@ -128,12 +133,12 @@ export class RedisLedger implements BudgetLedger {
   private async transition(id: string, to: LedgerState, now: number, patch: Record<string, string | undefined>, finalAmount?: bigint) {
     const final = finalAmount === undefined ? "" : decimal("final amount", finalAmount);
     try {
-      await this.r.run(() =>
-        this.r.client.tgTransition(
+      await this.r.confirmed((p) =>
+        p.tgTransition(
           this.entryKey(id),
           this.holdsOf("x402"),
           this.holdsOf("credits"),
-          this.r.prefix,
+          this.idxPrefix(),
           to,
           now,
           id,
@@ -152,18 +157,8 @@ export class RedisLedger implements BudgetLedger {
   async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
     const holdUntil = holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
     try {
-      await this.r.run(() =>
-        this.r.client.tgSigned(
-          this.entryKey(id),
-          this.holdsOf("x402"),
-          this.holdsOf("credits"),
-          id,
-          now,
-          f.nonce,
-          f.validBefore,
-          f.payer,
-          holdUntil,
-        ),
+      await this.r.confirmed((p) =>
+        p.tgSigned(this.entryKey(id), this.holdsOf("x402"), this.holdsOf("credits"), id, now, f.nonce, f.validBefore, f.payer, holdUntil),
       );
     } catch (err) {
       if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);
@@ -173,12 +168,12 @@ export class RedisLedger implements BudgetLedger {
   async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
     const holdUntil = f.validBefore === undefined ? "" : holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
     try {
-      await this.r.run(() =>
-        this.r.client.tgAttach(
+      await this.r.confirmed((p) =>
+        p.tgAttach(
           this.entryKey(id),
           this.holdsOf("x402"),
           this.holdsOf("credits"),
-          this.r.prefix,
+          this.idxPrefix(),
           id,
           now,
           f.resource ?? "",
@@ -198,8 +193,8 @@ export class RedisLedger implements BudgetLedger {
     const amount = decimal("amount", by.amount < 0n ? -by.amount : by.amount);
     let res: [number, number?, string?, string?];
     try {
-      res = (await this.r.run(() =>
-        this.r.client.tgExtend(
+      res = await this.r.confirmed<[number, number?, string?, string?]>((p) =>
+        p.tgExtend(
           this.entryKey(id),
           this.holdsOf("x402"),
           this.holdsOf("credits"),
@@ -211,7 +206,7 @@ export class RedisLedger implements BudgetLedger {
           UNSIGNED_HOLD_MS,
           id,
         ),
-      )) as [number, number?, string?, string?];
+      );
     } catch (err) {
       const m = /\bTG_(NOT_FOUND|ILLEGAL)(?: (\w+))?/.exec((err as Error)?.message ?? "");
       if (m?.[1] === "NOT_FOUND") throw new Error(`ledger entry ${id} not found`);

@@ -11,31 +11,79 @@ import type {
   ResourceKind,
   StoredResponse,
 } from "./types.js";
+import { ENDED_RETENTION_MS } from "./types.js";
 
 /** Redis refuses a PX of 0 or less. */
 const ttl = (ms: number) => Math.max(1, Math.ceil(ms));
 
+/** How many ended records one list call drops from the indexes at most (the rest on the next calls). */
+const PRUNE_BATCH = 200;
+
 export class RedisOwnership implements OwnershipRegistry {
-  constructor(private readonly r: RedisConnection) {}
+  constructor(
+    private readonly r: RedisConnection,
+    private readonly retentionMs: number = ENDED_RETENTION_MS,
+  ) {}
 
   private owner_(kind: ResourceKind, id: string) {
     return this.r.key("own", kind, id);
   }
+  /** What the scripts prepend to the ownership keys they build. */
+  private base() {
+    return `${this.r.key("own")}:`.replace(/::$/, ":");
+  }
+  private ended() {
+    return this.r.key("own", "ended");
+  }
+  private listKey(kind: ResourceKind, tenant: string) {
+    return this.r.key("own", "list", kind, "t", tenant);
+  }
 
   async claim(kind: ResourceKind, id: string, tenant: string) {
     return (
-      (await this.r.run(() => this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.r.prefix, kind, id, tenant))) ===
-      1
+      (await this.r.run(() =>
+        this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.ended(), this.base(), kind, id, tenant),
+      )) === 1
     );
   }
   async owner(kind: ResourceKind, id: string) {
     return (await this.r.run(() => this.r.client.hget(this.owner_(kind, id), "tenant"))) ?? undefined;
   }
+  /** Drops ended records past their retention from the tenants' lists (their hashes expired by themselves). */
+  private async prune() {
+    await this.r.run(() => this.r.client.tgPruneEnded(this.ended(), this.base(), Date.now(), PRUNE_BATCH));
+  }
   async list(kind: ResourceKind, tenant: string) {
-    return this.r.run(() => this.r.client.zrevrange(this.r.key("own", "list", kind, "t", tenant), 0, -1));
+    await this.prune();
+    return this.r.run(() => this.r.client.zrevrange(this.listKey(kind, tenant), 0, -1));
+  }
+  async records(kind: ResourceKind, tenant: string) {
+    const ids = await this.list(kind, tenant);
+    if (ids.length === 0) return [];
+    const pipe = this.r.client.pipeline();
+    for (const id of ids) pipe.hmget(this.owner_(kind, id), "active", "status");
+    const replies = (await this.r.run(() => pipe.exec())) ?? [];
+    return ids.map((id, i) => {
+      const [active, status] = (replies[i]?.[1] ?? []) as (string | null)[];
+      return typeof status === "string" ? { id, active: active === "1", status } : { id, active: active === "1" };
+    });
+  }
+  async noteStatus(kind: ResourceKind, id: string, status: string) {
+    await this.r.run(() => this.r.client.tgNoteStatus(this.owner_(kind, id), status));
   }
   async setActive(kind: ResourceKind, id: string, active: boolean) {
-    await this.r.run(() => this.r.client.tgSetActive(this.owner_(kind, id), this.r.prefix, kind, id, active ? "1" : "0"));
+    await this.r.run(() =>
+      this.r.client.tgSetActive(
+        this.owner_(kind, id),
+        this.ended(),
+        this.base(),
+        kind,
+        id,
+        active ? "1" : "0",
+        ttl(this.retentionMs),
+        Date.now(),
+      ),
+    );
   }
   async activeCount(kind: ResourceKind, tenant: string) {
     return this.r.run(() => this.r.client.scard(this.r.key("own", "active", kind, "t", tenant)));
@@ -68,13 +116,14 @@ export class RedisIdempotency implements IdempotencyStore {
   constructor(private readonly r: RedisConnection) {}
 
   async begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
-    const v = (await this.r.run(() => this.r.client.tgBegin(this.r.key("idem", key), PENDING, ttl(leaseMs)))) as string | null;
+    // Confirmed like a ledger write: a failover that lost the claim would let a retry pay a second time.
+    const v = await this.r.confirmed<string | null>((p) => p.tgBegin(this.r.key("idem", key), PENDING, ttl(leaseMs)));
     if (v === null || v === undefined) return { state: "new" };
     if (v === PENDING) return { state: "pending" };
     return { state: "done", response: JSON.parse(v) as StoredResponse };
   }
   async complete(key: string, response: StoredResponse, ttlMs: number) {
-    await this.r.run(() => this.r.client.set(this.r.key("idem", key), JSON.stringify(response), "PX", ttl(ttlMs)));
+    await this.r.confirmed((p) => p.set(this.r.key("idem", key), JSON.stringify(response), "PX", ttl(ttlMs)));
   }
   async abandon(key: string) {
     await this.r.run(() => this.r.client.del(this.r.key("idem", key)));

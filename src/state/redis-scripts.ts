@@ -1,7 +1,8 @@
 // Lua scripts that make each Redis state operation atomic. Redis runs a script alone, so a check and the writes that
 // depend on it cannot interleave with another instance's. Keys not known before the script reads the entry (the
-// index sets of its state, a previous owner's sets) are built inside the script from the prefix: this backend
-// targets a single Redis primary (or a replicated/Sentinel one), not Redis Cluster.
+// index sets of its state, a previous owner's sets) are built inside the script from a key prefix the caller passes
+// (RedisConnection.key of the group): in a Redis Cluster that prefix carries the group's hash tag, so those keys sit
+// on the same slot as the declared ones.
 
 /** Exact comparison of non-negative decimal strings: amounts are bigint, Lua numbers are doubles. */
 const DECIMAL = `
@@ -90,7 +91,7 @@ return {1}
 `;
 
 /**
- * KEYS: entry, x402 holds, credits holds. ARGV: prefix, to, now, id, final amount ('' = the reserved one), field/value…
+ * KEYS: entry, x402 holds, credits holds. ARGV: index key prefix, to, now, id, final amount ('' = the reserved one), field/value…
  * Moves the entry to `to`, returning its amount to the windows it was counted in when it leaves a counted state, and
  * on a commit for less than was reserved returning the difference (a credits commit for more counts the difference).
  */
@@ -122,10 +123,10 @@ elseif to == 'committed' and final ~= '' and cur[11] == 'credits' and gt(final, 
 end
 local p, tenant, id = ARGV[1], cur[2], ARGV[4]
 if state ~= to then
-  redis.call('ZREM', p .. 'ledger:idx:' .. state .. ':t:' .. tenant, id)
-  redis.call('ZREM', p .. 'ledger:idx:' .. state .. ':g', id)
-  redis.call('ZADD', p .. 'ledger:idx:' .. to .. ':t:' .. tenant, cur[3], id)
-  redis.call('ZADD', p .. 'ledger:idx:' .. to .. ':g', cur[3], id)
+  redis.call('ZREM', p .. state .. ':t:' .. tenant, id)
+  redis.call('ZREM', p .. state .. ':g', id)
+  redis.call('ZADD', p .. to .. ':t:' .. tenant, cur[3], id)
+  redis.call('ZADD', p .. to .. ':g', cur[3], id)
 end
 if to ~= 'reserved' and to ~= 'uncertain' then redis.call('ZREM', cur[11] == 'credits' and KEYS[3] or KEYS[2], id) end
 redis.call('HSET', KEYS[1], 'state', to, 'updatedAt', ARGV[3], unpack(ARGV, 6))
@@ -164,7 +165,7 @@ return 1
 `;
 
 /**
- * KEYS: entry, x402 holds, credits holds. ARGV: prefix, id, now, resource ('' = unchanged), validBefore ('' =
+ * KEYS: entry, x402 holds, credits holds. ARGV: index key prefix, id, now, resource ('' = unchanged), validBefore ('' =
  * unchanged), hold expiry (ms). Moves the entry to its resource's index, and its hold to the new end time.
  */
 const ATTACH = `
@@ -172,8 +173,8 @@ local cur = redis.call('HMGET', KEYS[1], 'state', 'seq', 'kind', 'resource')
 local state, p, id = cur[1], ARGV[1], ARGV[2]
 if not state then return redis.error_reply('TG_NOT_FOUND') end
 if ARGV[4] ~= '' then
-  if cur[4] then redis.call('ZREM', p .. 'ledger:idx:res:' .. cur[4], id) end
-  redis.call('ZADD', p .. 'ledger:idx:res:' .. ARGV[4], cur[2], id)
+  if cur[4] then redis.call('ZREM', p .. 'res:' .. cur[4], id) end
+  redis.call('ZADD', p .. 'res:' .. ARGV[4], cur[2], id)
   redis.call('HSET', KEYS[1], 'resource', ARGV[4])
 end
 if ARGV[5] ~= '' then
@@ -219,8 +220,8 @@ return {1}
 `;
 
 /**
- * KEYS: owner hash, seq. ARGV: prefix, kind, id, tenant. A claim makes the resource its tenant's newest, active; one
- * another tenant owns is left as it is (0).
+ * KEYS: owner hash, seq, ended set. ARGV: ownership key prefix, kind, id, tenant. A claim makes the resource its
+ * tenant's newest, active (and no longer ended); one another tenant owns is left as it is (0).
  */
 const CLAIM = `
 local p, kind, id, tenant = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -228,18 +229,65 @@ local old = redis.call('HGET', KEYS[1], 'tenant')
 if old and old ~= tenant then return 0 end
 local seq = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'tenant', tenant, 'active', '1')
-redis.call('ZADD', p .. 'own:list:' .. kind .. ':t:' .. tenant, seq, id)
-redis.call('SADD', p .. 'own:active:' .. kind .. ':t:' .. tenant, id)
+redis.call('PERSIST', KEYS[1])
+redis.call('ZREM', KEYS[3], kind .. ':' .. id)
+redis.call('ZADD', p .. 'list:' .. kind .. ':t:' .. tenant, seq, id)
+redis.call('SADD', p .. 'active:' .. kind .. ':t:' .. tenant, id)
 return 1
 `;
 
-/** KEYS: owner hash. ARGV: prefix, kind, id, '1' | '0'. Unknown resources are left alone. */
+/**
+ * KEYS: owner hash, ended set. ARGV: ownership key prefix, kind, id, '1' | '0', retention ms, now ms. Unknown
+ * resources are left alone; a change forgets the last known status. An ended resource's record expires after the
+ * retention (PEXPIRE on its hash); the ended
+ * set, scored by when and named "<kind>:<tenant>:<id>", lets a later pass drop it from its tenant's list.
+ */
 const SET_ACTIVE = `
 local tenant = redis.call('HGET', KEYS[1], 'tenant')
 if not tenant then return 0 end
-local set = ARGV[1] .. 'own:active:' .. ARGV[2] .. ':t:' .. tenant
+local kind, id = ARGV[2], ARGV[3]
+local member = kind .. ':' .. tenant .. ':' .. id
+if redis.call('HGET', KEYS[1], 'active') ~= ARGV[4] then redis.call('HDEL', KEYS[1], 'status') end
 redis.call('HSET', KEYS[1], 'active', ARGV[4])
-if ARGV[4] == '1' then redis.call('SADD', set, ARGV[3]) else redis.call('SREM', set, ARGV[3]) end
+if ARGV[4] == '1' then
+  redis.call('SADD', ARGV[1] .. 'active:' .. kind .. ':t:' .. tenant, id)
+  redis.call('PERSIST', KEYS[1])
+  redis.call('ZREM', KEYS[2], member)
+else
+  redis.call('SREM', ARGV[1] .. 'active:' .. kind .. ':t:' .. tenant, id)
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  redis.call('ZADD', KEYS[2], tonumber(ARGV[6]) + tonumber(ARGV[5]), member)
+end
+return 1
+`;
+
+/**
+ * KEYS: ended set. ARGV: ownership key prefix, now ms, batch. Drops up to `batch` ended resources whose retention
+ * has passed from their tenant's list (their record expired on its own). Returns how many.
+ */
+const PRUNE_ENDED = `
+local p = ARGV[1]
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+local n = 0
+for _, member in ipairs(due) do
+  local a = string.find(member, ':', 1, true)
+  local b = string.find(member, ':', a + 1, true)
+  local k, tenant, id = string.sub(member, 1, a - 1), string.sub(member, a + 1, b - 1), string.sub(member, b + 1)
+  local h = p .. k .. ':' .. id
+  if redis.call('HGET', h, 'active') ~= '1' then
+    redis.call('DEL', h)
+    redis.call('ZREM', p .. 'list:' .. k .. ':t:' .. tenant, id)
+    n = n + 1
+  end
+  redis.call('ZREM', KEYS[1], member)
+end
+return n
+`;
+
+/** KEYS: owner hash. ARGV: status. Unknown (or expired) resources are left alone. */
+const NOTE_STATUS = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1])
 return 1
 `;
 
@@ -350,8 +398,10 @@ export const SCRIPTS = {
   tgSigned: { numberOfKeys: 3, lua: SIGNED },
   tgAttach: { numberOfKeys: 3, lua: ATTACH },
   tgExtend: { numberOfKeys: 3, lua: EXTEND },
-  tgClaim: { numberOfKeys: 2, lua: CLAIM },
-  tgSetActive: { numberOfKeys: 1, lua: SET_ACTIVE },
+  tgClaim: { numberOfKeys: 3, lua: CLAIM },
+  tgSetActive: { numberOfKeys: 2, lua: SET_ACTIVE },
+  tgPruneEnded: { numberOfKeys: 1, lua: PRUNE_ENDED },
+  tgNoteStatus: { numberOfKeys: 1, lua: NOTE_STATUS },
   tgIncrBy: { numberOfKeys: 1, lua: INCR_BY },
   tgBegin: { numberOfKeys: 1, lua: BEGIN },
   tgTenantWrite: { numberOfKeys: 4, lua: TENANT_WRITE },

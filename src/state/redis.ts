@@ -1,7 +1,7 @@
 // Redis state backend, for several Node gateway instances sharing budgets, ownership, tokens and rate limits.
 // Every operation that reads then writes is one Lua script (./redis-scripts.ts). An outage fails closed: calls reject
 // with StateUnavailableError at once instead of queueing, hanging or pretending to succeed.
-import { RedisConnection, type RedisStoresOptions } from "./redis-connection.js";
+import { RedisConnection, type RedisStoresOptions, type RedisTarget } from "./redis-connection.js";
 import { RedisLedger } from "./redis-ledger.js";
 import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
 import { RedisAuditLog, RedisOutbox, RedisTenantStore } from "./redis-operators.js";
@@ -12,17 +12,18 @@ export interface RedisStores extends StateStores {
 }
 
 /**
- * State stores on one Redis. Several gateway instances pointed at the same Redis (and prefix) share budgets exactly.
+ * State stores on one Redis, a Sentinel-managed primary ({ sentinels, name }) or a Redis Cluster ({ cluster }).
+ * Several gateway instances pointed at the same Redis (and prefix) share budgets exactly.
  * @example
  *   const stores = redisStores("redis://127.0.0.1:6379", { prefix: "tollgate:" });
  *   createGateway(config, { secrets, stores });
  */
-export function redisStores(url: string, opts: RedisStoresOptions = {}): RedisStores {
-  const connection = new RedisConnection(url, opts);
+export function redisStores(target: RedisTarget, opts: RedisStoresOptions = {}): RedisStores {
+  const connection = new RedisConnection(target, opts);
   return {
     connection,
     ledger: new RedisLedger(connection),
-    ownership: new RedisOwnership(connection),
+    ownership: new RedisOwnership(connection, opts.endedRetentionMs),
     kv: new RedisKeyValue(connection),
     idempotency: new RedisIdempotency(connection),
     rateLimiter: new RedisRateLimiter(connection),

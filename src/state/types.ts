@@ -183,6 +183,24 @@ export interface BudgetLedger {
 const RESOURCE_KINDS = ["sandbox", "session", "snapshot", "volume", "profile", "extension", "job", "task"] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
+/**
+ * One resource a tenant owns: whether it is live (not marked ended) and the last status the gateway saw of it (absent
+ * until one was seen; cleared when it is marked ended or active again, as its status changed then).
+ */
+export interface OwnedRecord {
+  id: string;
+  active: boolean;
+  status?: string;
+}
+
+/** How long the owner of a resource that ended is remembered when config does not say (7 days). */
+export const ENDED_RETENTION_MS = 7 * 86_400_000;
+
+/**
+ * Who owns what. A resource marked inactive (it ended: stopped, expired, deleted, a finished job) is remembered for a
+ * retention window (config state.endedRetentionDays, default 7 days, counted from when it ended); after it, `owner`
+ * answers undefined (so its reads are 404) and `list` leaves it out. Marking it active again (or claiming it) keeps it.
+ */
 export interface OwnershipRegistry {
   /**
    * Makes the resource the tenant's (its newest, active). The first claim wins: a resource another tenant owns is never
@@ -193,7 +211,11 @@ export interface OwnershipRegistry {
   owner(kind: ResourceKind, id: string): Promise<string | undefined>;
   /** Ids the tenant owns, newest first. */
   list(kind: ResourceKind, tenant: string): Promise<string[]>;
-  /** Marks a resource inactive (stopped) without forgetting its owner. */
+  /** The tenant's records, newest first (as `list`), each with its last known status: what a list page needs. */
+  records(kind: ResourceKind, tenant: string): Promise<OwnedRecord[]>;
+  /** Remembers the status the gateway last saw of a resource (unknown resources are left alone). */
+  noteStatus(kind: ResourceKind, id: string, status: string): Promise<void>;
+  /** Marks a resource inactive (it ended; its retention starts) or active again, without forgetting its owner. */
   setActive(kind: ResourceKind, id: string, active: boolean): Promise<void>;
   activeCount(kind: ResourceKind, tenant: string): Promise<number>;
 }

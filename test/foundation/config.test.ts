@@ -101,6 +101,21 @@ origins = ["https://app.example.com", "app.example.com"]
     expect(problemsOf(`[state]\nbackend = "redis"\n`)[0]).toMatch(/^state\.redisUrl:/);
   });
 
+  it("names the Sentinel and Cluster fields it needs, and takes one Redis setup only", () => {
+    expect(problemsOf(`[state]\nbackend = "redis"\nsentinels = ["127.0.0.1:26379"]\n`)[0]).toMatch(/^state\.sentinelName:/);
+    expect(problemsOf(`[state]\nbackend = "redis"\nclusterNodes = ["nohost"]\n`)[0]).toMatch(
+      /^state\.clusterNodes\[0\]: expected "host:port"/,
+    );
+    expect(problemsOf(`[state]\nbackend = "redis"\nredisUrl = "redis://x"\nclusterNodes = ["a:1"]\n`)[0]).toMatch(
+      /^state\.sentinels: give one of redisUrl, sentinels or clusterNodes, not several/,
+    );
+    const ok = parseConfigText(
+      `[state]\nbackend = "redis"\nsentinels = ["10.0.0.1:26379"]\nsentinelName = "mymaster"\nconfirmReplicas = 1\n`,
+      "c.toml",
+    );
+    expect(ok.state).toMatchObject({ confirmReplicas: 1, confirmTimeoutMs: 500, endedRetentionDays: 7 });
+  });
+
   it("accepts JSON as well as TOML, with defaults filled in", () => {
     const cfg = parseConfigText(JSON.stringify({ tenants: [{ id: "a", keys: [{ hash: HASH }] }] }), "c.json");
     expect(cfg.tenants[0].scopes).toEqual(["search", "sessions", "sandboxes", "jobs", "agents"]);

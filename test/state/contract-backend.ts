@@ -8,6 +8,8 @@ export interface ContractBackend {
   fresh(): Promise<StateStores>;
   /** Two handles on one shared namespace, as two gateway instances would hold them. */
   pair(): Promise<[StateStores, StateStores]>;
+  /** Fresh stores that remember the owner of an ended resource for `endedRetentionMs` only. */
+  retaining(endedRetentionMs: number): Promise<StateStores>;
 }
 
 /** Opens stores for one test and closes them after it. */
@@ -19,6 +21,11 @@ export function opener(b: ContractBackend) {
   return {
     async fresh() {
       const s = await b.fresh();
+      opened.push(s);
+      return s;
+    },
+    async retaining(ms: number) {
+      const s = await b.retaining(ms);
       opened.push(s);
       return s;
     },

@@ -57,6 +57,54 @@ export function ownershipContract(b: ContractBackend) {
       expect(await ownership.list("session", "t1")).toEqual(["x", "y"]);
       expect(await ownership.activeCount("session", "t1")).toBe(2);
     });
+
+    it("keeps each resource's last known status with the tenant's records, newest first", async () => {
+      const { ownership } = await open.fresh();
+      await ownership.claim("sandbox", "a", "t1");
+      await ownership.claim("sandbox", "b", "t1");
+      await ownership.claim("sandbox", "c", "t2");
+      await ownership.noteStatus("sandbox", "a", "active");
+      await ownership.noteStatus("sandbox", "a", "closed");
+      await ownership.noteStatus("sandbox", "missing", "active");
+      expect(await ownership.records("sandbox", "t1")).toEqual([
+        { id: "b", active: true },
+        { id: "a", active: true, status: "closed" },
+      ]);
+      expect(await ownership.records("sandbox", "nobody")).toEqual([]);
+      // Marked ended (or live again), its status changed: the last one seen is forgotten.
+      await ownership.noteStatus("sandbox", "b", "active");
+      await ownership.setActive("sandbox", "b", false);
+      await ownership.setActive("sandbox", "a", true);
+      expect(await ownership.records("sandbox", "t1")).toEqual([
+        { id: "b", active: false },
+        { id: "a", active: true, status: "closed" },
+      ]);
+      await ownership.noteStatus("sandbox", "b", "closed");
+      expect((await ownership.records("sandbox", "t1"))[0]).toEqual({ id: "b", active: false, status: "closed" });
+      expect(await ownership.owner("sandbox", "missing")).toBeUndefined();
+    });
+
+    it("forgets a resource that ended longer than the retention ago: owner undefined, out of the list", async () => {
+      const { ownership } = await open.retaining(400);
+      await ownership.claim("session", "ended", "t1");
+      await ownership.claim("session", "running", "t1");
+      await ownership.claim("session", "back", "t1");
+      await ownership.setActive("session", "ended", false);
+      await ownership.setActive("session", "back", false);
+      await ownership.setActive("session", "back", true);
+      // Within the retention an ended resource still has its owner.
+      expect(await ownership.owner("session", "ended")).toBe("t1");
+      await sleep(700);
+      expect(await ownership.owner("session", "ended")).toBeUndefined();
+      expect(await ownership.owner("session", "running")).toBe("t1");
+      expect(await ownership.owner("session", "back")).toBe("t1");
+      expect(await ownership.list("session", "t1")).toEqual(["back", "running"]);
+      expect(await ownership.activeCount("session", "t1")).toBe(2);
+      // Claimed again (an id reused), it is owned anew.
+      await ownership.claim("session", "ended", "t2");
+      expect(await ownership.owner("session", "ended")).toBe("t2");
+      expect(await ownership.list("session", "t2")).toEqual(["ended"]);
+    });
   });
 }
 

@@ -5,6 +5,7 @@ import { stateContract } from "./contract.js";
 stateContract({
   name: "memory",
   fresh: async () => memoryStores(),
+  retaining: async (ms) => memoryStores(Date.now, { endedRetentionMs: ms }),
   pair: async () => {
     const shared = memoryStores();
     return [shared, shared];

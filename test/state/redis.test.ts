@@ -20,6 +20,7 @@ const prefix = () => `t${crypto.randomUUID().slice(0, 8)}:`;
 stateContract({
   name: "redis",
   fresh: async () => redisStores(server.url, { prefix: prefix() }),
+  retaining: async (ms) => redisStores(server.url, { prefix: prefix(), endedRetentionMs: ms }),
   pair: async () => {
     const p = prefix();
     return [redisStores(server.url, { prefix: p }), redisStores(server.url, { prefix: p })];

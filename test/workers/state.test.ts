@@ -12,6 +12,7 @@ const namespace = () => `test-${crypto.randomUUID()}`;
 stateContract({
   name: "durable-objects",
   fresh: async () => doStores(bindings, { namespace: namespace() }),
+  retaining: async (ms) => doStores(bindings, { namespace: namespace(), endedRetentionMs: ms }),
   pair: async () => {
     const ns = namespace();
     return [doStores(bindings, { namespace: ns }), doStores(bindings, { namespace: ns })];

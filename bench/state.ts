@@ -1,0 +1,200 @@
+// `npm run bench -- state`: what each route class costs the state engine, and whether identify + owner stay flat as
+// tenants and records grow.
+//
+// 1. State ops per request: a gateway on a real redis-server (its own, started here) in front of the emulator; for
+//    each route class, N requests one after another, and the Redis commands the gateway sent for them (seen with
+//    MONITOR, less what the idle gateway sends in the same time: tenant polls, savings flushes). A Lua script counts
+//    as one command (one round trip, run atomically); the commands it runs inside Redis are printed beside.
+//    BENCH_STATE_VERBOSE=1 also prints one request's commands per class.
+// 2. identify + owner p99 with 10 tenants vs 10,000 tenants holding 1,000,000 owned records (in the same Redis, loaded
+//    server-side), as a ratio: the lookups are a hash-map probe and one HGET, so the ratio stays near 1.
+//
+// Prints `state ops/request <class>: N` lines and `state identify+owner p99 ratio (10k tenants, 1M records / 10
+// tenants): R`. BENCH_STATE_N (default 40) requests per class; BENCH_STATE_RECORDS (default 1,000,000).
+import { Hyperbrowser } from "@hyperbrowser/sdk";
+import { Redis } from "ioredis";
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { parseConfig } from "../config/load.js";
+import { startEmulator } from "../emulator/index.js";
+import { redisStores } from "../src/state/redis.js";
+import { generateTenantKey, hashTenantKey, TenantDirectory, type Tenant } from "../src/tenants.js";
+import { startGatewayProcess } from "../test/helpers/gateway-process.js";
+import { startRedisServer } from "../test/state/redis-server.js";
+
+const N = Number(process.env.BENCH_STATE_N ?? 40);
+const RECORDS = Number(process.env.BENCH_STATE_RECORDS ?? 1_000_000);
+const BIG_TENANTS = 10_000;
+
+function pct(xs: number[], p: number) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+const redis = await startRedisServer();
+const emu = await startEmulator({ modules: ["x402", "sessions", "sandboxes"] });
+const admin = new Redis(redis.url);
+try {
+  const chain = emu.chain!;
+  const wallet = await chain.createFundedWallet(1_000_000_000n);
+  const key = generateTenantKey();
+  const config = {
+    server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+    upstream: { baseUrl: emu.controlUrl, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
+    payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl } },
+    cache: { enabled: true },
+    state: { backend: "redis", redisUrl: redis.url },
+    tenants: [{ id: "bench", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } }],
+  };
+  // The gateway in its own process, so its CPU per request can be read from /proc.
+  const gw = await startGatewayProcess(config, {
+    TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
+    TOLLGATE_WALLET_KEY: wallet.privateKey,
+    TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex"),
+  });
+  const ticks = async () => {
+    const f = (await readFile(`/proc/${gw.pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
+    return Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (1/100 s)
+  };
+  const hb = new Hyperbrowser({ apiKey: key, baseUrl: gw.url.replace("127.0.0.1", "localhost") });
+  const post = (path: string, body: unknown) =>
+    fetch(`${gw.url}${path}`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const get = (path: string) => fetch(`${gw.url}${path}`, { headers: { "x-api-key": key } });
+  const ok = async (r: Response) => {
+    const text = await r.text();
+    if (r.status !== 200) throw new Error(`status ${r.status}: ${text.slice(0, 200)}`);
+  };
+
+  // Every command the gateway sends, from Redis MONITOR: the ones a client sent (round trips; a Lua script is one) and
+  // those the scripts ran inside Redis.
+  // redis-cli's MONITOR feed: `<time> [<db> <client address>|lua] "<command>" "<arg>"…`, one line per command.
+  const monitor = spawn("redis-cli", ["-h", "127.0.0.1", "-p", String(redis.port), "monitor"], { stdio: ["ignore", "pipe", "ignore"] });
+  let sent = 0;
+  let inScripts = 0;
+  let seen: string[] = [];
+  let partial = "";
+  monitor.stdout.on("data", (d: Buffer) => {
+    const lines = (partial + d.toString()).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const m = /^[\d.]+ \[\d+ ([^\]]+)\] "([^"]*)"(?: "([^"]*)")?(?: "([^"]*)")?(?: "([^"]*)")?/.exec(line);
+      if (!m) continue;
+      if (m[1] === "lua") inScripts++;
+      else {
+        sent++;
+        seen.push(m[2] === "evalsha" ? `script(${m[5] ?? ""})` : `${m[2]} ${m[3] ?? ""}`);
+      }
+    }
+  });
+  const settle = () => new Promise((r) => setTimeout(r, 100));
+  // The idle gateway's own traffic per millisecond (tenant polls, savings flushes), to subtract.
+  await settle();
+  sent = 0;
+  const idleStart = performance.now();
+  await new Promise((r) => setTimeout(r, 3000));
+  const idlePerMs = sent / (performance.now() - idleStart);
+
+  const perRequest = async (name: string, run: (i: number) => Promise<void>) => {
+    // Warm: first-use work (a token's runtime credential, a cache fill) and the JIT are not the steady state.
+    for (let i = 0; i < N; i++) await run(100_000 + i);
+    await settle();
+    seen = [];
+    await run(-2);
+    await settle();
+    const example = seen.join(" | ");
+    sent = 0;
+    inScripts = 0;
+    const t0 = performance.now();
+    const cpu0 = await ticks();
+    for (let i = 0; i < N; i++) await run(i);
+    const cpuMs = ((await ticks()) - cpu0) * 10;
+    await settle();
+    const own = Math.max(0, sent - idlePerMs * (performance.now() - t0)) / N;
+    console.log(`state ops/request ${name}: ${own.toFixed(1)} (${(inScripts / N).toFixed(1)} more inside scripts)`);
+    console.error(`  gateway CPU per request ${name}: ${((cpuMs / N) * 1000).toFixed(0)} µs`);
+    if (process.env.BENCH_STATE_VERBOSE) console.error(`  ${example}`);
+  };
+
+  const sbx = await hb.sandboxes.create({ imageName: "node" });
+  try {
+    await perRequest("runtime call (bound token)", async () => void (await sbx.exec("true")));
+    await perRequest("control read", async () => ok(await get(`/api/sandbox/${sbx.id}`)));
+    await perRequest("creation (profile)", async (i) => ok(await post("/api/profile", { name: `bench-${i}` })));
+    const miss = randomBytes(4).toString("hex");
+    await perRequest("paid search miss", async (i) => ok(await post("/x402/web/search", { query: `miss ${miss} ${i}` })));
+    await perRequest("paid search hit", async () => ok(await post("/x402/web/search", { query: "the same query" })));
+    await perRequest("credit call", async (i) => ok(await post("/api/web/search", { query: `credit ${miss} ${i}` })));
+  } finally {
+    await hb.sandboxes.stop(sbx.id).catch(() => {});
+    await gw.stop();
+    monitor.kill();
+  }
+
+  // identify + owner, small vs large.
+  const stores = redisStores(redis.url, { prefix: "scale:" });
+  const measure = async (tenants: Tenant[], keys: string[], ids: string[]) => {
+    const dir = new TenantDirectory(tenants);
+    const times: number[] = [];
+    for (let i = 0; i < 4000; i++) {
+      const t = performance.now();
+      await dir.authenticate(keys[i % keys.length]);
+      await stores.ownership.owner("session", ids[(i * 7919) % ids.length]!);
+      times.push(performance.now() - t);
+    }
+    return pct(times.slice(500), 99);
+  };
+  const tenantsOf = async (n: number) => {
+    const keys = Array.from({ length: Math.min(n, 200) }, () => generateTenantKey());
+    const tenants: Tenant[] = [];
+    for (let i = 0; i < n; i++) {
+      const hash = i < keys.length ? await hashTenantKey(keys[i]!) : `sha256:${randomBytes(32).toString("hex")}`;
+      tenants.push(
+        parseConfig({ upstream: { baseUrl: "http://127.0.0.1:9" }, tenants: [{ id: `t${i}`, keys: [{ hash }] }] }).tenants[0] as Tenant,
+      );
+    }
+    return { tenants, keys };
+  };
+  // Records written server-side, a batch per script call: owner hash, tenant list, active set (as claim writes them).
+  const LOAD = `
+local p, from, to, tenants = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+for i = from, to do
+  local t = 't' .. (i % tenants)
+  local id = 'rec-' .. i
+  redis.call('HSET', p .. 'own:session:' .. id, 'tenant', t, 'active', '1')
+  redis.call('ZADD', p .. 'own:list:session:t:' .. t, i, id)
+  redis.call('SADD', p .. 'own:active:session:t:' .. t, id)
+end
+return 1`;
+  const load = async (n: number, tenants: number) => {
+    for (let from = 0; from < n; from += 20_000) await admin.eval(LOAD, 0, "scale:", from, Math.min(n, from + 20_000) - 1, tenants);
+  };
+  const small = await tenantsOf(10);
+  await load(10 * 100, 10);
+  // The best of three runs each (a p99 of 3,500 lookups on a shared machine catches stray pauses).
+  const best = async (t: Tenant[], k: string[], ids: string[]) =>
+    Math.min(...[await measure(t, k, ids), await measure(t, k, ids), await measure(t, k, ids)]);
+  const smallIds = Array.from({ length: 1000 }, (_, i) => `rec-${i}`);
+  await measure(small.tenants, small.keys, smallIds); // warm: connection, JIT, key hashes
+  const smallP99 = await best(small.tenants, small.keys, smallIds);
+  const big = await tenantsOf(BIG_TENANTS);
+  const loadStart = performance.now();
+  await load(RECORDS, BIG_TENANTS);
+  console.error(`(loaded ${RECORDS} records in ${((performance.now() - loadStart) / 1000).toFixed(1)} s)`);
+  const bigIds = Array.from({ length: 100_000 }, (_, i) => `rec-${(i * 9973) % RECORDS}`);
+  await measure(big.tenants, big.keys, bigIds);
+  const bigP99 = await best(big.tenants, big.keys, bigIds);
+  console.error(`(identify+owner p99: ${smallP99.toFixed(3)} ms with 10 tenants, ${bigP99.toFixed(3)} ms with ${BIG_TENANTS})`);
+  console.log(
+    `state identify+owner p99 ratio (${BIG_TENANTS} tenants, ${RECORDS} records / 10 tenants): ${(bigP99 / smallP99).toFixed(2)}`,
+  );
+  await stores.close();
+} finally {
+  admin.disconnect();
+  await emu.close();
+  await redis.stop();
+}
