@@ -59,6 +59,7 @@ import { operatorRoutes } from "./routes/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
 import { BackgroundWork } from "./background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
+import { mcpRoutes } from "./mcp/endpoint.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -199,6 +200,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(exposedPorts(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.route(OWN_PREFIX, usageRoutes(services));
+  app.route("/", mcpRoutes(services)); // [mount: /mcp, each tool a request through the route table below]
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
   const common = commonHandlers(services);
   mountRouteTable(app, services, {
