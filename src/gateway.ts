@@ -103,6 +103,17 @@ function executionContextOf(c: Context): ExecutionContext | undefined {
   }
 }
 
+/**
+ * The env a sub-request runs with: the client's, without its Node response object, so an answer the Node transport
+ * would relay socket to socket (runtime plane, src/node/direct-relay.ts) comes back to the caller as a Response instead
+ * of being written to the client's connection.
+ */
+function subrequestEnv(env: unknown): unknown {
+  if (!env || typeof env !== "object" || !("outgoing" in env)) return env;
+  const { outgoing: _client, ...rest } = env as Record<string, unknown>;
+  return rest;
+}
+
 function randomSecret(): string {
   return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -218,7 +229,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
   const dispatch = app.fetch;
-  services.dispatch = async (req, c) => app.fetch(req, c.env, executionContextOf(c));
+  services.dispatch = async (req, c) => app.fetch(req, subrequestEnv(c.env), executionContextOf(c));
   app.fetch = (request: Request, env?: unknown, executionCtx?: ExecutionContext) => {
     const { origin, path, query } = splitRequestUrl(request.url);
     const n = normalisePath(path);
