@@ -45,10 +45,11 @@ export function registerTools(server: McpServer, t: ToolContext): void {
         return errorResult(err, t.log);
       }
     };
-  const job = (path: string) => guarded<{ wait?: number } & Json>((a, extra) => {
-    const { wait: w, options: more, ...named } = a;
-    return startAndWait(call, extra, path, { ...(more as Json | undefined), ...dropUndefined(named) }, w ?? WAIT_DEFAULT_S);
-  });
+  const job = (path: string) =>
+    guarded<{ wait?: number } & Json>((a, extra) => {
+      const { wait: w, options: more, ...named } = a;
+      return startAndWait(call, extra, path, { ...(more as Json | undefined), ...dropUndefined(named) }, w ?? WAIT_DEFAULT_S);
+    });
 
   server.registerTool(
     "budget",
@@ -68,7 +69,9 @@ export function registerTools(server: McpServer, t: ToolContext): void {
         description: `Searches the web; each search is paid (${t.pays === "x402" ? "x402, by the gateway's wallet" : "credits"}) within the caller's budget. Returns result titles, URLs and snippets.`,
         inputSchema: { query: z.string().min(1).max(2048), page: z.number().int().min(1).max(1000).optional(), options },
       },
-      guarded(({ query, page, options: more }) => call.json("POST", `${prefix}/web/search`, { ...more, query, ...dropUndefined({ page }) })),
+      guarded(({ query, page, options: more }) =>
+        call.json("POST", `${prefix}/web/search`, { ...more, query, ...dropUndefined({ page }) }),
+      ),
     );
     server.registerTool(
       "web_fetch",
@@ -94,7 +97,13 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       {
         description:
           "Crawls a site from a URL, following links up to maxPages pages, and waits for it; progress notifications report the job's status while it runs. Credits are reserved for maxPages and settled for the pages crawled.",
-        inputSchema: { url, maxPages: z.number().int().min(1).max(1000).optional(), scrapeOptions: z.record(z.string(), z.unknown()).optional(), wait, options },
+        inputSchema: {
+          url,
+          maxPages: z.number().int().min(1).max(1000).optional(),
+          scrapeOptions: z.record(z.string(), z.unknown()).optional(),
+          wait,
+          options,
+        },
       },
       job("/api/crawl"),
     );
@@ -158,7 +167,14 @@ function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Gua
     {
       description:
         "Starts a remote browser session (billed by the minute up to timeoutMinutes). Returns its id, wsEndpoint (a CDP URL on the gateway, for puppeteer.connect or Playwright connectOverCDP) and liveUrl.",
-      inputSchema: { timeoutMinutes: z.number().positive().max(24 * 60).optional(), options },
+      inputSchema: {
+        timeoutMinutes: z
+          .number()
+          .positive()
+          .max(24 * 60)
+          .optional(),
+        options,
+      },
     },
     guarded(async ({ timeoutMinutes, options: more }) => {
       const s = await call.json("POST", "/api/session", { ...more, ...dropUndefined({ timeoutMinutes }) });
@@ -228,7 +244,15 @@ function registerSandboxTools(server: McpServer, call: GatewayCall, guarded: Gua
     "sandbox_create",
     {
       description: "Creates a sandbox (a Linux VM, billed by the minute up to timeoutMinutes). Returns its id and status.",
-      inputSchema: { imageName: z.string().min(1).max(256).optional(), timeoutMinutes: z.number().positive().max(24 * 60).optional(), options },
+      inputSchema: {
+        imageName: z.string().min(1).max(256).optional(),
+        timeoutMinutes: z
+          .number()
+          .positive()
+          .max(24 * 60)
+          .optional(),
+        options,
+      },
     },
     guarded(async ({ imageName, timeoutMinutes, options: more }) => {
       const s = await call.json("POST", "/api/sandbox", { ...more, ...dropUndefined({ imageName, timeoutMinutes }) });

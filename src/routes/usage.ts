@@ -82,7 +82,13 @@ export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {
     const capLeft = token.cap > spent ? token.cap - spent : 0n;
     return c.json({
       ...(await usageOf(services, tenant)),
-      token: { jti: token.jti, scopes: token.scopes, cap: atomicToUsd(token.cap), spent: atomicToUsd(spent), remaining: atomicToUsd(capLeft) },
+      token: {
+        jti: token.jti,
+        scopes: token.scopes,
+        cap: atomicToUsd(token.cap),
+        spent: atomicToUsd(spent),
+        remaining: atomicToUsd(capLeft),
+      },
     });
   });
   app.get("/ledger", async (c) => {

@@ -68,7 +68,9 @@ describe("the MCP endpoint", () => {
   it("answers 401 with the protected-resource metadata's address, and serves that metadata", async () => {
     const r = await fetch(`${stack.gateway.url}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(r.status).toBe(401);
-    expect(r.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${stack.gateway.url}/.well-known/oauth-protected-resource/mcp"`);
+    expect(r.headers.get("www-authenticate")).toBe(
+      `Bearer resource_metadata="${stack.gateway.url}/.well-known/oauth-protected-resource/mcp"`,
+    );
     const meta = await (await fetch(`${stack.gateway.url}/.well-known/oauth-protected-resource/mcp`)).json();
     expect(meta).toMatchObject({ resource: `${stack.gateway.url}/mcp`, bearer_methods_supported: ["header"] });
     expect(meta.scopes_supported).toEqual(expect.arrayContaining(ALL));
@@ -130,7 +132,9 @@ describe("the MCP endpoint", () => {
     const scraped = ok(await call(c, "scrape", { url: `${SITE}/about`, scrapeOptions: { formats: ["markdown"] } }));
     expect(scraped.status).toBe("completed");
     expect(JSON.stringify(scraped.data)).toContain("About");
-    const extracted = ok(await call(c, "extract", { urls: [`${SITE}/about`], schema: { type: "object", properties: { title: { type: "string" } } } }));
+    const extracted = ok(
+      await call(c, "extract", { urls: [`${SITE}/about`], schema: { type: "object", properties: { title: { type: "string" } } } }),
+    );
     expect(extracted.status).toBe("completed");
     const progress: Array<{ progress: number; message?: string }> = [];
     const crawled = (await c.callTool(
@@ -146,7 +150,10 @@ describe("the MCP endpoint", () => {
     expect(ok(await call(c, "job_result", { family: "crawl", jobId: crawl.jobId })).status).toBe("completed");
     // The job is acme's: another tenant's job_result is refused as not found.
     const other = await connect(stack.keys.initech!);
-    expect(refused(await call(other, "job_result", { family: "crawl", jobId: crawl.jobId }))).toMatchObject({ code: "not_found", status: 404 });
+    expect(refused(await call(other, "job_result", { family: "crawl", jobId: crawl.jobId }))).toMatchObject({
+      code: "not_found",
+      status: 404,
+    });
   });
 
   it("agent_task starts a task and waits for it", async () => {
@@ -166,7 +173,10 @@ describe("the MCP endpoint", () => {
     expect(image.mimeType).toBe("image/png");
     expect(Buffer.from(image.data, "base64").subarray(1, 4).toString()).toBe("PNG");
     const other = await connect(stack.keys.initech!);
-    expect(refused(await call(other, "browser_action", { sessionId: s.id, action: "screenshot" }))).toMatchObject({ code: "not_found", status: 404 });
+    expect(refused(await call(other, "browser_action", { sessionId: s.id, action: "screenshot" }))).toMatchObject({
+      code: "not_found",
+      status: 404,
+    });
     expect(refused(await call(other, "browser_stop", { sessionId: s.id }))).toMatchObject({ code: "not_found" });
     ok(await call(c, "browser_stop", { sessionId: s.id }));
   });
@@ -206,15 +216,24 @@ describe("the MCP endpoint", () => {
     const bad = await call(c, "web_search", { query: 42 });
     expect(bad.isError).toBe(true);
     expect(JSON.stringify(bad.content)).toMatch(/validation/i);
-    expect(refused(await call(c, "web_search", { query: "x", options: { sneaky: 1 } }))).toMatchObject({ code: "unknown_field", status: 400 });
+    expect(refused(await call(c, "web_search", { query: "x", options: { sneaky: 1 } }))).toMatchObject({
+      code: "unknown_field",
+      status: 400,
+    });
     expect(refused(await call(c, "crawl", { url: `${SITE}/`, options: { maxPages: 0 } }))).toMatchObject({ status: 400 });
-    await expect(call(c, "sandbox_write_file", { sandboxId: "x", path: "/a", content: "x".repeat(2 * 1024 * 1024) })).rejects.toThrow(/body_too_large/);
+    await expect(call(c, "sandbox_write_file", { sandboxId: "x", path: "/a", content: "x".repeat(2 * 1024 * 1024) })).rejects.toThrow(
+      /body_too_large/,
+    );
     // The session goes on after each of them.
     ok(await call(c, "budget"));
     // Raw messages that are not JSON-RPC get JSON-RPC errors with a 4xx.
     const raw = await fetch(`${stack.gateway.url}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${stack.keys.acme}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      headers: {
+        authorization: `Bearer ${stack.keys.acme}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
       body: "{not json",
     });
     expect(raw.status).toBe(400);

@@ -20,7 +20,12 @@ async function sha256(s: string) {
 
 const chain = createPublicClient({ transport: http(stack.rpcUrl) });
 const balance = () =>
-  chain.readContract({ address: stack.asset as `0x${string}`, abi: erc20Abi, functionName: "balanceOf", args: [stack.mcpWallet as `0x${string}`] });
+  chain.readContract({
+    address: stack.asset as `0x${string}`,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [stack.mcpWallet as `0x${string}`],
+  });
 
 async function workerEnv(tenant: string, key: string) {
   const config = {
@@ -44,7 +49,7 @@ async function connect(e: Record<string, unknown>, credential: string): Promise<
   const client = new Client({ name: "workers-mcp-test", version: "1.0.0" });
   const transport = new StreamableHTTPClientTransport(new URL(`${ORIGIN}/mcp`), {
     requestInit: { headers: { authorization: `Bearer ${credential}` } },
-    fetch: (url, init) => worker.fetch(new Request(url, init), e as any, ctx),
+    fetch: async (url, init) => worker.fetch(new Request(url, init), e as any, ctx),
   });
   await client.connect(transport);
   return client;
@@ -83,7 +88,10 @@ describe("MCP in workerd", () => {
     expect(text(paid).data.results.length).toBeGreaterThan(0);
     expect(before - (await balance())).toBe(5000n);
 
-    const capped = (await agent.callTool({ name: "web_search", arguments: { query: `workerd mcp ${crypto.randomUUID()}` } })) as CallToolResult;
+    const capped = (await agent.callTool({
+      name: "web_search",
+      arguments: { query: `workerd mcp ${crypto.randomUUID()}` },
+    })) as CallToolResult;
     expect(capped.isError).toBe(true);
     expect(text(capped)).toMatchObject({ code: "token_cap_exceeded", status: 402, limit: "0.007", spent: "0.005" });
     expect(before - (await balance())).toBe(5000n);
