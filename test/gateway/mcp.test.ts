@@ -103,6 +103,48 @@ describe("the MCP endpoint", () => {
     }
   });
 
+  it("an MCP token is the same credential over plain HTTP: its scopes and cap, never a key's powers", async () => {
+    const t = await mint("acme", { scopes: ["search"], cap: "0.10" });
+    const h = { authorization: `Bearer ${t.token}`, "content-type": "application/json" };
+    const sandbox = await fetch(`${stack.gateway.url}/api/sandbox`, {
+      method: "POST",
+      headers: h,
+      body: JSON.stringify({ imageName: "node" }),
+    });
+    expect(sandbox.status).toBe(403);
+    expect(await sandbox.json()).toMatchObject({ code: "token_scope", requiredScope: "sandboxes" });
+    const again = await fetch(`${stack.gateway.url}/_tollgate/tokens`, {
+      method: "POST",
+      headers: h,
+      body: JSON.stringify({ kind: "mcp", scopes: ["search"], cap: "1" }),
+    });
+    expect(again.status).toBe(403);
+    // A search token is not an MCP credential; a tenant cannot hand out scopes it lacks.
+    const search = await (
+      await fetch(`${stack.gateway.url}/_tollgate/tokens`, {
+        method: "POST",
+        headers: { "x-api-key": stack.keys.acme!, "content-type": "application/json" },
+        body: JSON.stringify({ kind: "search", cap: "0.01" }),
+      })
+    ).json();
+    const r = await fetch(`${stack.gateway.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${search.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: "{}",
+    });
+    expect(r.status).toBe(403);
+    const admin = await fetch(`${stack.gateway.url}/_tollgate/tokens`, {
+      method: "POST",
+      headers: { "x-api-key": stack.keys.acme!, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "mcp", scopes: ["admin"], cap: "1" }),
+    });
+    expect(admin.status).toBe(400);
+  });
+
   it("a capped token's searches stop at its cap with token_cap_exceeded, and the ledger holds exactly what was spent", async () => {
     const t = await mint("acme", { scopes: ["search"], cap: "0.012" });
     const c = await connect(t.token);
