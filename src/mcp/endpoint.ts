@@ -67,7 +67,6 @@ export function mcpRoutes(services: GatewayServices): Hono<GatewayEnv> {
       resource_name: "Tollgate",
       bearer_methods_supported: ["header"],
       scopes_supported: [...MCP_SCOPES],
-      resource_documentation: "https://github.com/tollgate/tollgate#agents-through-mcp",
     });
   app.get(METADATA_PATH, metadata);
   app.get(`${METADATA_PATH}/mcp`, metadata);
