@@ -10,6 +10,8 @@ import type { GatewayServices } from "../services.js";
 /** A tool answer larger than this is cut (an agent's context is the limit; the job's id lets it read the rest). */
 const TEXT_LIMIT = 200_000;
 
+const FORWARDED = ["x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"];
+
 /** The gateway refused (or the upstream failed) a tool's request: its status, code, message and figures. */
 export class ToolRefusal extends Error {
   constructor(
@@ -42,6 +44,11 @@ export class GatewayCall {
   async json(method: string, path: string, body?: unknown, bearer = this.credential): Promise<Json> {
     if (!this.services.dispatch) throw new ToolRefusal(503, "unavailable", "The gateway cannot run tools now.");
     const headers = new Headers({ authorization: `Bearer ${bearer}`, accept: "application/json" });
+    // Behind a trusted proxy, the client's address and public origin are read from these: the same for a tool's request.
+    for (const name of FORWARDED) {
+      const v = this.c.req.header(name);
+      if (v) headers.set(name, v);
+    }
     if (body !== undefined) headers.set("content-type", "application/json");
     const id = this.c.get("requestId");
     if (id) headers.set("x-request-id", `${id}.mcp${++this.sent}`);

@@ -155,13 +155,13 @@ export function registerTools(server: McpServer, t: ToolContext): void {
     );
   }
 
-  if (has("sessions")) registerSessionTools(server, call, guarded);
+  if (has("sessions")) registerSessionTools(server, call, guarded, (err) => errorResult(err, t.log));
   if (has("sandboxes")) registerSandboxTools(server, call, guarded);
 }
 
 type Guard = <A>(fn: (args: A, extra: ToolExtra) => Promise<Json>) => Handler<A>;
 
-function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Guard): void {
+function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Guard, failed: (err: unknown) => CallToolResult): void {
   server.registerTool(
     "browser_create",
     {
@@ -219,7 +219,7 @@ function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Gua
           result.content.unshift({ type: "image", data: screenshot, mimeType: "image/png" });
         return result;
       } catch (err) {
-        return errorResult(err, () => {});
+        return failed(err);
       }
     },
   );
