@@ -169,6 +169,18 @@ describe("the MCP endpoint", () => {
     expect(JSON.stringify(outside.content)).toMatch(/Tool scrape not found/);
   });
 
+  it("a job whose reservation would pass the token's cap is refused before it starts, nothing held", async () => {
+    const t = await mint("acme", { scopes: ["jobs"], cap: "0.005" });
+    const c = await connect(t.token);
+    // A crawl reserves maxPages × crawlPage (10 × 0.001) before it is forwarded: more than the cap.
+    const r = refused(await call(c, "crawl", { url: `${SITE}/products`, maxPages: 10 }));
+    expect(r).toMatchObject({ code: "token_cap_exceeded", status: 402, limit: "0.005", spent: "0.00", price: "0.01" });
+    expect(ok(await call(c, "budget")).token).toMatchObject({ spent: "0.00", remaining: "0.005" });
+    const scraped = ok(await call(c, "scrape", { url: `${SITE}/about` }));
+    expect(scraped.status).toBe("completed");
+    expect(ok(await call(c, "budget")).token).toMatchObject({ spent: "0.001", remaining: "0.004" });
+  });
+
   it("scrape, extract and job_result run through their rows; a crawl reports progress while it runs", async () => {
     const c = await connect(stack.keys.acme!);
     const scraped = ok(await call(c, "scrape", { url: `${SITE}/about`, scrapeOptions: { formats: ["markdown"] } }));
