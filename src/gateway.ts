@@ -64,6 +64,7 @@ import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
 import { docsRoutes, type DocsAssets } from "./routes/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./tracing.js";
+import { mcpRoutes } from "./mcp/endpoint.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -115,6 +116,17 @@ function executionContextOf(c: Context): ExecutionContext | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The env a sub-request runs with: the client's, without its Node response object, so an answer the Node transport
+ * would relay socket to socket (runtime plane, src/node/direct-relay.ts) comes back to the caller as a Response instead
+ * of being written to the client's connection.
+ */
+function subrequestEnv(env: unknown): unknown {
+  if (!env || typeof env !== "object" || !("outgoing" in env)) return env;
+  const { outgoing: _client, ...rest } = env as Record<string, unknown>;
+  return rest;
 }
 
 function randomSecret(): string {
@@ -228,6 +240,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(exposedPorts(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.route(OWN_PREFIX, usageRoutes(services));
+  app.route("/", mcpRoutes(services)); // [mount: /mcp, each tool a request through the route table below]
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
   const common = commonHandlers(services);
   mountRouteTable(app, services, {
@@ -245,7 +258,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
   const dispatch = app.fetch;
-  services.dispatch = async (req, c) => app.fetch(req, c.env, executionContextOf(c));
+  services.dispatch = async (req, c) => app.fetch(req, subrequestEnv(c.env), executionContextOf(c));
   app.fetch = (request: Request, env?: unknown, executionCtx?: ExecutionContext) => {
     const { origin, path, query } = splitRequestUrl(request.url);
     const n = normalisePath(path);

@@ -5,17 +5,23 @@ import { GatewayError } from "./errors.js";
 import type { KeyValueStore } from "./state/types.js";
 import { stateKeys } from "./state/keys.js";
 
-/** What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer, live (the live view ticket); search: search. */
-export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "live" | "search";
-type TokenKind = "sandbox" | "session" | "search";
+/**
+ * What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer, live (the live view ticket);
+ * search: search; mcp: the tenant scopes it may act in (search, jobs, agents, sessions, sandboxes).
+ */
+export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "live" | "search" | McpScope;
+/** The tenant scopes a keyless MCP token may carry (never admin). */
+export const MCP_SCOPES = ["search", "jobs", "agents", "sessions", "sandboxes"] as const;
+export type McpScope = (typeof MCP_SCOPES)[number];
+type TokenKind = "sandbox" | "session" | "search" | "mcp";
 
 export interface GatewayToken {
   tenant: string;
   kind: TokenKind;
-  /** Sandbox or session id the token is bound to (none for search tokens). */
+  /** Sandbox or session id the token is bound to (none for search and MCP tokens). */
   resource?: string;
   scopes: TokenScope[];
-  /** Spend cap in atomic units for search tokens. */
+  /** Spend cap in atomic units for search and MCP tokens. */
   cap?: bigint;
   jti: string;
   /** Epoch seconds. */

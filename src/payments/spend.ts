@@ -50,7 +50,7 @@ type AnySpend = SpendHold | SpendRef | LedgerEntry;
 /** The ledger id of a capped token's entry for a tenant entry. */
 export const capEntryId = (id: string) => `${id}:cap`;
 /** The ledger tenant a keyless token's cap is counted under. */
-const capTenant = (tokenId: string) => `token:${tokenId}`;
+export const capLedgerTenant = (tokenId: string) => `token:${tokenId}`;
 
 /**
  * Reserves `entry.amount` in the token's cap (if any) and the tenant's budget windows, atomically each, or neither.
@@ -68,7 +68,7 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
   try {
     if (cap) {
       capId = capEntryId(id);
-      const r = await ledger.reserve({ ...base, id: capId, tenant: capTenant(cap.id) }, { total: cap.amount }, now);
+      const r = await ledger.reserve({ ...base, id: capId, tenant: capLedgerTenant(cap.id) }, { total: cap.amount }, now);
       if (!r.ok) {
         throw new GatewayError(
           402,

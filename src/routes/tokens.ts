@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { presentedKey, requireScope, type Tenant } from "../tenants.js";
-import { looksLikeGatewayToken, type TokenScope } from "../tokens.js";
+import { looksLikeGatewayToken, MCP_SCOPES, type TokenScope } from "../tokens.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../rewrite/session.js";
 import { gatewayRuntime } from "../rewrite/sandbox.js";
@@ -39,6 +39,9 @@ export const mintRequest = z.discriminatedUnion("kind", [
     ttlSeconds: ttl,
   }),
   z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl }),
+  // An agent's credential for the MCP endpoint (/mcp) and the rows its tools call: the tenant scopes it may act in, and
+  // its own spend cap within the tenant's budget.
+  z.strictObject({ kind: z.literal("mcp"), scopes: nonEmptyUnique(MCP_SCOPES), cap: usdAmount, ttlSeconds: ttl }),
 ]);
 type MintRequest = z.infer<typeof mintRequest>;
 
@@ -140,6 +143,12 @@ export async function mintKeylessToken(services: GatewayServices, c: Context, te
       ...(scopes.includes("cdp") ? { wsEndpoint: gatewayWsEndpoint(origin, req.sessionId, minted.token) } : {}),
       ...(scopes.includes("computer") ? { computerActionEndpoint: gatewayComputerActionEndpoint(origin, req.sessionId) } : {}),
     };
+  } else if (req.kind === "mcp") {
+    for (const scope of req.scopes) requireScope(tenant, scope);
+    const cap = usdToAtomic(req.cap);
+    if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
+    minted = await services.tokens.mint({ tenant: tenant.id, kind: "mcp", scopes: req.scopes, cap, ttlSeconds, keyless: true });
+    extra = { scopes: req.scopes, cap: atomicToUsd(cap), capAtomic: cap.toString(), mcp: `${origin}/mcp` };
   } else {
     requireScope(tenant, "search");
     const cap = usdToAtomic(req.cap);

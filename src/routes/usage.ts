@@ -4,7 +4,8 @@ import { Hono, type Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { requireScope, type Tenant } from "../tenants.js";
+import { presentedKey, requireScope, type Tenant } from "../tenants.js";
+import { looksLikeGatewayToken } from "../tokens.js";
 import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";
@@ -14,6 +15,7 @@ import { fleetSavings } from "../operators/savings.js";
 import { isOperator } from "../operators/roles.js";
 import { lastCreditDrift } from "../payments/credit-drift.js";
 import { calibrate, usageCsv, usageExport, windowOf } from "../payments/usage-export.js";
+import { capLedgerTenant } from "../payments/spend.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
 
@@ -71,7 +73,28 @@ export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   const auth = (c: Context<GatewayEnv>) => authenticateTenant(c, services.directory);
 
-  app.get("/usage", async (c) => c.json(await usageOf(services, await auth(c))));
+  app.get("/usage", async (c) => {
+    // A keyless MCP token reads its tenant's windows and its own cap (what its calls may still spend).
+    const presented = presentedKey(c.req.raw.headers);
+    if (!looksLikeGatewayToken(presented)) return c.json(await usageOf(services, await auth(c)));
+    const token = await services.tokens.verify(presented);
+    const tenant = token.kind === "mcp" ? services.directory.get(token.tenant) : undefined;
+    if (!tenant?.enabled || token.cap === undefined)
+      throw new GatewayError(401, "tenant_key_required", "Usage is read with a tenant key or an MCP token.");
+    c.get("logFields").tenant = tenant.id;
+    const spent = (await services.stores.ledger.usage(capLedgerTenant(token.jti), services.now())).total;
+    const capLeft = token.cap > spent ? token.cap - spent : 0n;
+    return c.json({
+      ...(await usageOf(services, tenant)),
+      token: {
+        jti: token.jti,
+        scopes: token.scopes,
+        cap: atomicToUsd(token.cap),
+        spent: atomicToUsd(spent),
+        remaining: atomicToUsd(capLeft),
+      },
+    });
+  });
   app.get("/ledger", async (c) => {
     const tenant = await auth(c);
     const entries = await services.stores.ledger.list({ tenant: tenant.id, ...listFilter(c) });

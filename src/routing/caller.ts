@@ -32,7 +32,7 @@ export function callerTenant(c: Context<GatewayEnv>): Tenant {
   return caller.tenant;
 }
 
-/** A keyless search token's own spend cap, when the caller holds one. */
+/** A keyless search or MCP token's own spend cap, when the caller holds one. */
 export function callerCap(c: Context<GatewayEnv>): { id: string; amount: bigint } | undefined {
   const caller = c.get("caller");
   return caller?.via === "token" && caller.token.cap !== undefined ? { id: caller.token.jti, amount: caller.token.cap } : undefined;
@@ -67,8 +67,11 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
     // `?token=` only where a client cannot send headers: a WebSocket upgrade (and it is never forwarded).
     const presented = fromHeader ?? (tokenKinds.size > 0 && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined);
     let caller: Caller;
-    if (tokenKinds.size > 0 && looksLikeGatewayToken(presented)) {
-      const token = await services.tokens.verify(presented);
+    const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
+    const token = asToken ? await services.tokens.verify(asToken) : undefined;
+    if (asToken && token && acceptsKey && token.kind === "mcp") {
+      caller = { via: "token", tenant: mcpTokenTenant(services, row, token), token, presented: asToken };
+    } else if (asToken && token && tokenKinds.size > 0) {
       if (!tokenKinds.has(token.kind)) {
         if (acceptsKey) throw new GatewayError(401, "tenant_key_required", `This route takes a tenant key, not a ${token.kind} token.`);
         throw new GatewayError(
@@ -84,7 +87,7 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
       );
       const tenant = services.directory.get(token.tenant);
       if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
-      caller = { via: "token", tenant, token, presented };
+      caller = { via: "token", tenant, token, presented: asToken };
     } else if (acceptsKey) {
       if (looksLikeGatewayToken(presented))
         throw new GatewayError(401, "tenant_key_required", "This route takes a tenant key, not a gateway token.");
@@ -101,4 +104,19 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
     f.tenant = caller.tenant.id;
     return next();
   };
+}
+
+/**
+ * A keyless MCP token (POST /_tollgate/tokens {"kind":"mcp"}) stands in for its tenant's key on a row that takes one:
+ * the row's scope must be the token's and its tenant's; the token's cap applies to whatever the row spends (callerCap).
+ */
+function mcpTokenTenant(services: GatewayServices, row: RouteRow, token: GatewayToken): Tenant {
+  if (!(token.scopes as string[]).includes(row.scope))
+    throw new GatewayError(403, "token_scope", `This token does not allow "${row.scope}" (it allows: ${token.scopes.join(", ")}).`, {
+      requiredScope: row.scope,
+    });
+  const tenant = services.directory.get(token.tenant);
+  if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+  requireScope(tenant, row.scope);
+  return tenant;
 }

@@ -153,7 +153,7 @@ function jobRows(o: {
   return rows;
 }
 
-const AGENTS = [
+export const AGENTS = [
   "browser-use",
   "claude-computer-use",
   "gemini-computer-use",

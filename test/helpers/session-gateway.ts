@@ -26,7 +26,7 @@ export interface SessionGateway {
 export async function startSessionGateway(
   tenants: TenantSpec[],
   opts: {
-    modules?: Array<"sandboxes" | "sessions" | "jobs">;
+    modules?: Array<"sandboxes" | "sessions" | "jobs" | "x402">;
     tokens?: { ttlSeconds: number };
     now?: () => number;
     /** The emulator keeps what it receives (`emulator.received`). */

@@ -25,6 +25,9 @@ declare module "vitest" {
       reconcileWallet: string;
       /** A third, for the alerts test (its payments stay out of the other files' balance checks). */
       alertsWalletKey: string;
+      /** A fourth, for the MCP test (its balance check sees only its own payments). */
+      mcpWalletKey: string;
+      mcpWallet: string;
       /** Forwards a paid request (the upstream settles it on chain) and never answers. */
       settledButLostUrl: string;
       /** Swallows a paid request (nothing settles) and never answers. */
@@ -41,6 +44,7 @@ export default async function setup(project: TestProject) {
   const wallet = await chain.createFundedWallet(10_000_000n);
   const reconcileWallet = await chain.createFundedWallet(10_000_000n);
   const alertsWallet = await chain.createFundedWallet(10_000_000n);
+  const mcpWallet = await chain.createFundedWallet(10_000_000n);
   const [settledButLost, neverArrived, webhooks] = await Promise.all([
     startStallingProxy(emu.controlUrl, "forward-then-stall"),
     startStallingProxy(emu.controlUrl, "swallow"),
@@ -59,6 +63,8 @@ export default async function setup(project: TestProject) {
     reconcileWalletKey: reconcileWallet.privateKey,
     reconcileWallet: reconcileWallet.address,
     alertsWalletKey: alertsWallet.privateKey,
+    mcpWalletKey: mcpWallet.privateKey,
+    mcpWallet: mcpWallet.address,
     settledButLostUrl: settledButLost.url,
     neverArrivedUrl: neverArrived.url,
     webhookUrl: webhooks.url,

@@ -1,0 +1,117 @@
+// The remote MCP endpoint (`/mcp`, Streamable HTTP, stateless: any instance answers any message) and the protected
+// resource metadata (RFC 9728) that tells an MCP client how to authenticate. The caller is a tenant key or a keyless
+// MCP token (`Authorization: Bearer`); its tools run as requests through the route table (./call.ts).
+import { StreamableHTTPTransport } from "@hono/mcp";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Hono, type Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError, jsonResponse } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { presentedKey } from "../tenants.js";
+import { looksLikeGatewayToken, MCP_SCOPES, type McpScope } from "../tokens.js";
+import { publicOriginOf } from "../public-origin.js";
+import { jsonValue } from "../routing/body.js";
+import { rateLimit } from "../../middleware/rate-limit/index.js";
+import { GatewayCall } from "./call.js";
+import { registerTools } from "./tools.js";
+
+/** One JSON-RPC message (or a batch): tool arguments included. A file written through MCP is at most 512 KiB. */
+const MCP_BODY_LIMIT = 1024 * 1024;
+/** Values in one tool call's arguments (the SDK counts them before validating). */
+const MAX_ARGUMENT_ELEMENTS = 10_000;
+const METADATA_PATH = "/.well-known/oauth-protected-resource";
+
+interface McpCaller {
+  credential: string;
+  tenant: string;
+  scopes: McpScope[];
+}
+
+/** The caller of /mcp: a tenant key (its scopes, admin aside) or an MCP token (its scopes within its tenant's). */
+async function mcpCaller(services: GatewayServices, c: Context<GatewayEnv>): Promise<McpCaller> {
+  const presented = presentedKey(c.req.raw.headers);
+  if (looksLikeGatewayToken(presented)) {
+    const token = await services.tokens.verify(presented);
+    if (token.kind !== "mcp")
+      throw new GatewayError(403, "token_scope", `This is a ${token.kind} token; /mcp takes a tenant key or an MCP token.`);
+    const tenant = services.directory.get(token.tenant);
+    if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+    return {
+      credential: presented,
+      tenant: tenant.id,
+      scopes: MCP_SCOPES.filter((s) => (token.scopes as string[]).includes(s) && tenant.scopes.includes(s)),
+    };
+  }
+  const tenant = await services.directory.authenticate(presented);
+  return { credential: presented!, tenant: tenant.id, scopes: MCP_SCOPES.filter((s) => tenant.scopes.includes(s)) };
+}
+
+/** A refusal before any MCP message is read, as JSON-RPC (the MCP client reads it) with the gateway's code. */
+function rpcError(status: number, rpcCode: number, code: string, message: string, headers: Record<string, string> = {}): Response {
+  return jsonResponse(status, { jsonrpc: "2.0", id: null, error: { code: rpcCode, message, data: { code } } }, headers);
+}
+
+/**
+ * @example app.route("/", mcpRoutes(services))
+ */
+export function mcpRoutes(services: GatewayServices): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  const metadataUrl = (c: Context<GatewayEnv>) => `${publicOriginOf(c, services)}${METADATA_PATH}/mcp`;
+
+  // RFC 9728. Tollgate runs no OAuth authorization server: a tenant mints the bearer token (POST /_tollgate/tokens
+  // {"kind":"mcp"}) and hands it to the agent, so `authorization_servers` is left out.
+  const metadata = (c: Context<GatewayEnv>) =>
+    c.json({
+      resource: `${publicOriginOf(c, services)}/mcp`,
+      resource_name: "Tollgate",
+      bearer_methods_supported: ["header"],
+      scopes_supported: [...MCP_SCOPES],
+    });
+  app.get(METADATA_PATH, metadata);
+  app.get(`${METADATA_PATH}/mcp`, metadata);
+
+  app.use("/mcp", rateLimit(services));
+  app.all("/mcp", async (c) => {
+    let caller: McpCaller;
+    try {
+      caller = await mcpCaller(services, c);
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      const challenge: Record<string, string> =
+        err.status === 401 ? { "www-authenticate": `Bearer resource_metadata="${metadataUrl(c)}"` } : {};
+      return jsonResponse(err.status, { message: err.message, code: err.code, ...err.details }, challenge);
+    }
+    c.get("logFields").tenant = caller.tenant;
+    // Stateless: no server-initiated stream to hold open, no session to end.
+    if (c.req.method !== "POST")
+      return rpcError(405, -32000, "method_not_allowed", "This MCP endpoint is stateless: send messages with POST.", { allow: "POST" });
+    let message: unknown;
+    try {
+      message = await jsonValue(c, MCP_BODY_LIMIT);
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      return rpcError(err.status, err.status === 413 ? -32600 : -32700, err.code, err.message);
+    }
+
+    const server = new McpServer(
+      { name: "tollgate", version: "1.0.0" },
+      { capabilities: { tools: {} }, maxToolInputElements: MAX_ARGUMENT_ELEMENTS },
+    );
+    registerTools(server, {
+      call: new GatewayCall(services, c, caller.credential),
+      scopes: caller.scopes,
+      pays: services.secrets.walletKey ? "x402" : "credits",
+      log: (error) => services.logger.error("mcp tool failed", { requestId: c.get("requestId"), tenant: caller.tenant, error }),
+    });
+    const transport = new StreamableHTTPTransport({ sessionIdGenerator: undefined });
+    await server.connect(transport);
+    try {
+      return (await transport.handleRequest(c, message)) ?? c.body(null, 202);
+    } catch (err) {
+      if (err instanceof HTTPException) return err.getResponse();
+      throw err;
+    }
+  });
+  return app;
+}

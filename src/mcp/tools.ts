@@ -1,0 +1,313 @@
+// The MCP tools, per scope: each builds the request the SDK would send and sends it through its row (./call.ts), so
+// every check, budget, cap and ledger entry is the HTTP path's. A caller is shown only the tools its scopes allow.
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import * as z from "zod";
+import { AGENTS } from "../routing/table.js";
+import type { McpScope } from "../tokens.js";
+import { errorResult, type GatewayCall, type Json, jsonResult } from "./call.js";
+import { startAndWait, type ToolExtra, WAIT_DEFAULT_S, WAIT_MAX_S } from "./jobs.js";
+
+export interface ToolContext {
+  call: GatewayCall;
+  /** The scopes the caller may act in: its key's (admin aside) or its MCP token's within its tenant's. */
+  scopes: readonly McpScope[];
+  /** Search and fetch go to the x402 rows when the gateway holds a wallet, else to the credit-billed rows. */
+  pays: "x402" | "credits";
+  log: (error: string) => void;
+}
+
+const id = z.string().min(1).max(256);
+const url = z.string().url().max(8192);
+/** Fields of the SDK's request the tool does not name, passed through as they are (the row's body check refuses unknown ones). */
+const options = z.record(z.string(), z.unknown()).optional().describe("More fields of the service's request, as the SDK names them.");
+const wait = z
+  .number()
+  .int()
+  .min(0)
+  .max(WAIT_MAX_S)
+  .optional()
+  .describe(`Seconds to wait for the job to end (default ${WAIT_DEFAULT_S}); 0 returns at once with its id.`);
+const enc = encodeURIComponent;
+
+type Handler<A> = (args: A, extra: ToolExtra) => Promise<CallToolResult>;
+
+export function registerTools(server: McpServer, t: ToolContext): void {
+  const { call } = t;
+  const has = (s: McpScope) => t.scopes.includes(s);
+  /** A tool whose failures are MCP tool errors carrying the gateway's code, never a crash of the session. */
+  const guarded =
+    <A>(fn: (args: A, extra: ToolExtra) => Promise<Json>): Handler<A> =>
+    async (args, extra) => {
+      try {
+        return jsonResult(await fn(args, extra));
+      } catch (err) {
+        return errorResult(err, t.log);
+      }
+    };
+  const job = (path: string) =>
+    guarded<{ wait?: number } & Json>((a, extra) => {
+      const { wait: w, options: more, ...named } = a;
+      return startAndWait(call, extra, path, { ...(more as Json | undefined), ...dropUndefined(named) }, w ?? WAIT_DEFAULT_S);
+    });
+
+  server.registerTool(
+    "budget",
+    {
+      description:
+        "What the caller may still spend: the tenant's daily, monthly and total windows (limit, spent, remaining, reset) and, for an MCP token, its own cap and what is left of it.",
+      inputSchema: {},
+    },
+    guarded(() => call.json("GET", "/_tollgate/usage")),
+  );
+
+  if (has("search")) {
+    const prefix = t.pays === "x402" ? "/x402" : "/api";
+    server.registerTool(
+      "web_search",
+      {
+        description: `Searches the web; each search is paid (${t.pays === "x402" ? "x402, by the gateway's wallet" : "credits"}) within the caller's budget. Returns result titles, URLs and snippets.`,
+        inputSchema: { query: z.string().min(1).max(2048), page: z.number().int().min(1).max(1000).optional(), options },
+      },
+      guarded(({ query, page, options: more }) =>
+        call.json("POST", `${prefix}/web/search`, { ...more, query, ...dropUndefined({ page }) }),
+      ),
+    );
+    server.registerTool(
+      "web_fetch",
+      {
+        description: `Fetches one web page (paid like a search: ${t.pays}) and returns its content, as markdown by default.`,
+        inputSchema: { url, options },
+      },
+      guarded(({ url: u, options: more }) => call.json("POST", `${prefix}/web/fetch`, { ...more, url: u })),
+    );
+  }
+
+  if (has("jobs")) {
+    server.registerTool(
+      "scrape",
+      {
+        description: "Scrapes one page in a real browser and waits for it: markdown, HTML, links or a screenshot (scrapeOptions.formats).",
+        inputSchema: { url, scrapeOptions: z.record(z.string(), z.unknown()).optional(), wait, options },
+      },
+      job("/api/scrape"),
+    );
+    server.registerTool(
+      "crawl",
+      {
+        description:
+          "Crawls a site from a URL, following links up to maxPages pages, and waits for it; progress notifications report the job's status while it runs. Credits are reserved for maxPages and settled for the pages crawled.",
+        inputSchema: {
+          url,
+          maxPages: z.number().int().min(1).max(1000).optional(),
+          scrapeOptions: z.record(z.string(), z.unknown()).optional(),
+          wait,
+          options,
+        },
+      },
+      job("/api/crawl"),
+    );
+    server.registerTool(
+      "extract",
+      {
+        description: "Extracts structured data from pages with a prompt and/or a JSON schema, and waits for it.",
+        inputSchema: {
+          urls: z.array(url).min(1).max(100),
+          prompt: z.string().max(100_000).optional(),
+          schema: z.record(z.string(), z.unknown()).optional(),
+          wait,
+          options,
+        },
+      },
+      job("/api/extract"),
+    );
+  }
+
+  if (has("agents")) {
+    server.registerTool(
+      "agent_task",
+      {
+        description:
+          "Runs a browser agent on a task and waits for it (progress notifications while it runs). Credits are reserved for maxSteps and settled for the steps taken.",
+        inputSchema: {
+          agent: z.enum(AGENTS).default("browser-use"),
+          task: z.string().min(1).max(100_000),
+          maxSteps: z.number().int().min(1).max(1000).optional(),
+          wait,
+          options,
+        },
+      },
+      guarded(({ agent, wait: w, options: more, ...named }, extra) =>
+        startAndWait(call, extra, `/api/task/${agent}`, { ...more, ...dropUndefined(named) }, w ?? WAIT_DEFAULT_S),
+      ),
+    );
+  }
+
+  if (has("jobs") || has("agents")) {
+    const families = [...(has("jobs") ? ["scrape", "crawl", "extract"] : []), ...(has("agents") ? AGENTS.map((a) => `task/${a}`) : [])];
+    server.registerTool(
+      "job_result",
+      {
+        description: "Reads a job started by scrape, crawl, extract or agent_task (its status and, once ended, its data).",
+        inputSchema: { family: z.enum(families as [string, ...string[]]), jobId: id },
+      },
+      guarded(({ family, jobId }) => call.json("GET", `/api/${family}/${enc(jobId)}`)),
+    );
+  }
+
+  if (has("sessions")) registerSessionTools(server, call, guarded, (err) => errorResult(err, t.log));
+  if (has("sandboxes")) registerSandboxTools(server, call, guarded);
+}
+
+type Guard = <A>(fn: (args: A, extra: ToolExtra) => Promise<Json>) => Handler<A>;
+
+function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Guard, failed: (err: unknown) => CallToolResult): void {
+  server.registerTool(
+    "browser_create",
+    {
+      description:
+        "Starts a remote browser session (billed by the minute up to timeoutMinutes). Returns its id, wsEndpoint (a CDP URL on the gateway, for puppeteer.connect or Playwright connectOverCDP) and liveUrl.",
+      inputSchema: {
+        timeoutMinutes: z
+          .number()
+          .positive()
+          .max(24 * 60)
+          .optional(),
+        options,
+      },
+    },
+    guarded(async ({ timeoutMinutes, options: more }) => {
+      const s = await call.json("POST", "/api/session", { ...more, ...dropUndefined({ timeoutMinutes }) });
+      return pick(s, ["id", "status", "wsEndpoint", "liveUrl", "computerActionEndpoint", "sessionUrl", "startTime", "endTime"]);
+    }),
+  );
+  server.registerTool(
+    "browser_action",
+    {
+      description:
+        "One computer action in a session: click, type_text, press_keys, move_mouse, drag, scroll, screenshot… A screenshot (or returnScreenshot) comes back as image content.",
+      inputSchema: {
+        sessionId: id,
+        action: z.enum([
+          "click",
+          "type_text",
+          "press_keys",
+          "move_mouse",
+          "drag",
+          "scroll",
+          "screenshot",
+          "hold_key",
+          "mouse_down",
+          "mouse_up",
+          "get_clipboard_text",
+          "put_selection_text",
+          "list_windows",
+        ]),
+        x: z.number().optional(),
+        y: z.number().optional(),
+        text: z.string().max(100_000).optional(),
+        keys: z.array(z.string().max(64)).max(100).optional(),
+        options,
+      },
+    },
+    async ({ sessionId, options: more, ...named }) => {
+      try {
+        const r = await call.json("POST", `/_tollgate/computer-action/${enc(sessionId)}`, { ...more, ...dropUndefined(named) });
+        const { screenshot, ...rest } = r;
+        const result = jsonResult(rest);
+        if (typeof screenshot === "string" && screenshot)
+          result.content.unshift({ type: "image", data: screenshot, mimeType: "image/png" });
+        return result;
+      } catch (err) {
+        return failed(err);
+      }
+    },
+  );
+  server.registerTool(
+    "browser_stop",
+    { description: "Stops a browser session; its minutes are settled.", inputSchema: { sessionId: id } },
+    guarded(({ sessionId }) => call.json("PUT", `/api/session/${enc(sessionId)}/stop`)),
+  );
+}
+
+function registerSandboxTools(server: McpServer, call: GatewayCall, guarded: Guard): void {
+  /** The sandbox's own gateway token (the runtime plane takes no tenant credential), read through its get row. */
+  const runtime = async (sandboxId: string, method: string, rest: string, body?: Json) => {
+    const sb = await call.json("GET", `/api/sandbox/${enc(sandboxId)}`);
+    if (typeof sb.token !== "string") return call.json(method, `/sandbox/${enc(sandboxId)}${rest}`, body); // refused as not running
+    return call.json(method, `/sandbox/${enc(sandboxId)}${rest}`, body, sb.token);
+  };
+  const sandboxId = id.describe("The sandbox's id (from sandbox_create).");
+  const path = z.string().min(1).max(4096);
+
+  server.registerTool(
+    "sandbox_create",
+    {
+      description: "Creates a sandbox (a Linux VM, billed by the minute up to timeoutMinutes). Returns its id and status.",
+      inputSchema: {
+        imageName: z.string().min(1).max(256).optional(),
+        timeoutMinutes: z
+          .number()
+          .positive()
+          .max(24 * 60)
+          .optional(),
+        options,
+      },
+    },
+    guarded(async ({ imageName, timeoutMinutes, options: more }) => {
+      const s = await call.json("POST", "/api/sandbox", { ...more, ...dropUndefined({ imageName, timeoutMinutes }) });
+      return pick(s, ["id", "status", "region", "imageName", "startTime", "endTime", "timeoutMinutes"]);
+    }),
+  );
+  server.registerTool(
+    "sandbox_exec",
+    {
+      description: "Runs a shell command in a sandbox and returns its exit code, stdout and stderr.",
+      inputSchema: {
+        sandboxId,
+        command: z.string().min(1).max(100_000),
+        cwd: z.string().max(4096).optional(),
+        timeoutMs: z.number().int().positive().max(600_000).optional(),
+      },
+    },
+    guarded(({ sandboxId: s, ...named }) => runtime(s, "POST", "/exec", dropUndefined(named))),
+  );
+  server.registerTool(
+    "sandbox_read_file",
+    { description: "Reads a text file in a sandbox.", inputSchema: { sandboxId, path } },
+    guarded(({ sandboxId: s, path: p }) => runtime(s, "POST", "/files/read", { path: p, encoding: "utf8" })),
+  );
+  server.registerTool(
+    "sandbox_write_file",
+    {
+      description: "Writes a text file in a sandbox (created or replaced).",
+      inputSchema: { sandboxId, path, content: z.string().max(512 * 1024), append: z.boolean().optional() },
+    },
+    guarded(({ sandboxId: s, path: p, content, append }) =>
+      runtime(s, "POST", "/files/write", { path: p, data: content, encoding: "utf8", ...dropUndefined({ append }) }),
+    ),
+  );
+  server.registerTool(
+    "sandbox_list_files",
+    {
+      description: "Lists a directory in a sandbox (depth 1 by default).",
+      inputSchema: { sandboxId, path, depth: z.number().int().min(1).max(10).optional() },
+    },
+    guarded(({ sandboxId: s, path: p, depth }) =>
+      runtime(s, "GET", `/files?${new URLSearchParams({ path: p, depth: String(depth ?? 1) })}`),
+    ),
+  );
+  server.registerTool(
+    "sandbox_stop",
+    { description: "Stops a sandbox; its minutes are settled.", inputSchema: { sandboxId } },
+    guarded(({ sandboxId: s }) => call.json("PUT", `/api/sandbox/${enc(s)}/stop`)),
+  );
+}
+
+function dropUndefined(o: Json): Json {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+function pick(o: Json, keys: string[]): Json {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+}
