@@ -1,5 +1,5 @@
 // Proxy cost against nginx, all in one run: nginx (Debian's, 1 worker, keep-alive upstreams), a plain hono/proxy, a
-// bare node:http pipe (on a and e: the floor for any Node proxy) and Tollgate, each in its own process and in front of
+// bare node:http pipe (on a, b and e: the floor for any Node proxy) and Tollgate, each in its own process and in front of
 // the same upstream, on five scenarios. The load generator runs in its own process; CPU per request is the proxy
 // process's own utime+stime over the measured window.
 //
@@ -11,6 +11,7 @@
 //   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
+// BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`),
 // BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -27,6 +28,8 @@ const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const WANTED = (process.env.BENCH_SCENARIOS ?? "a,b,c,d,e").split(",").map((s) => s.trim());
+/** BENCH_PROXIES: only these contenders (e.g. `node raw pipe,tollgate,health`); all of them when unset. */
+const PROXIES = process.env.BENCH_PROXIES?.split(",").map((s) => s.trim());
 /**
  * Niceness of every process of the run (this one, which hosts the emulator, the proxies, the upstream, the load): a
  * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
@@ -414,6 +417,11 @@ try {
           pid: honoRuntime.pid,
         },
         {
+          proxy: "node raw pipe",
+          load: { url: at(rawRuntime.port, runtimePost), method: "POST", headers: json, body: waitBody },
+          pid: rawRuntime.pid,
+        },
+        {
           proxy: "tollgate",
           load: { url: at(tg.port, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody },
           pid: tg.pid,
@@ -491,6 +499,7 @@ try {
   for (const s of scenarios) {
     if (!WANTED.includes(s.id) && !WANTED.includes(s.name)) continue;
     for (const c of s.contenders) {
+      if (PROXIES && !PROXIES.includes(c.proxy)) continue;
       const m = await measure(c.load, c.pid, c.tree);
       results.push({ scenario: s.name, proxy: c.proxy, m });
       console.log(
@@ -511,6 +520,10 @@ try {
     if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
     const sp = get(s.name, "tollgate standard path");
     if (sp) console.log(`cpu/request tollgate÷tollgate-standard-path ${s.name}: ${(t.cpuUsPerReq / sp.cpuUsPerReq).toFixed(2)}`);
+    // The floor: the bare node:http pipe of the same run (runtime GET, runtime POST, fast GET).
+    const floor = get(s.name, "node raw pipe");
+    if (floor) console.log(`cpu/request tollgate÷floor ${s.name}: ${(t.cpuUsPerReq / floor.cpuUsPerReq).toFixed(2)}`);
+    if (floor && s.name === "fast-get") console.log(`req/s tollgate÷floor ${s.name}: ${(t.rps / floor.rps).toFixed(2)}`);
     const h = get(s.name, "health");
     if (h) console.log(`req/s tollgate÷health ${s.name}: ${(t.rps / h.rps).toFixed(2)}`);
   }
