@@ -12,7 +12,7 @@
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
 // BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`),
-// BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate process there), BENCH_BASELINE_DIR (a checkout of an older
+// BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -357,11 +357,11 @@ try {
     () => honoFast.stop(),
   );
   // The Node floor: a bare node:http pipe (no Hono, no Request/Response), on the runtime and fast upstreams.
-  const rawFor = (upstream: string, token: string) =>
-    spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token });
+  const rawFor = (upstream: string, token: string, name: string) =>
+    spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token }, profArgs(name));
   const [rawRuntime, rawFast] = await Promise.all([
-    rawFor(emu.runtimeUrl, up.token),
-    rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token"),
+    rawFor(emu.runtimeUrl, up.token, "floor-emulator"),
+    rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token", "floor-fast"),
   ]);
   stops.push(
     () => rawRuntime.stop(),
