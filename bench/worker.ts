@@ -179,7 +179,7 @@ try {
     .token;
   const json = { "content-type": "application/json" };
   const search = JSON.stringify({ query: "hot cached query" });
-  const scenarios = [
+  const scenarios: Array<{ name: string; worker: Load; bare: Load }> = [
     {
       name: "runtime-get",
       worker: { url: `${tollgate.url}/sandbox/sbx_fast/processes`, headers: { authorization: `Bearer ${token}` } },

@@ -8,7 +8,9 @@ import {
   forwardableRequestHeaders,
   forwardableResponseHeaders,
   relayableBody,
+  toHeaders,
   UpstreamHeadersTimeout,
+  type ForwardHeaders,
   type UpstreamTransport,
 } from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
@@ -91,9 +93,10 @@ export class Upstream {
    */
   async send(
     c: Context<GatewayEnv>,
-    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    given: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
   ): Promise<Response> {
+    const req = { ...given, headers: toHeaders(given.headers) };
     const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
     if (this.transport.enforcesHeadersTimeout) {
       // No timer and no controller of our own: the transport times the headers, the client's signal aborts it.
@@ -137,7 +140,7 @@ export class Upstream {
    */
   async forward(
     c: Context<GatewayEnv>,
-    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { unavailableMessage?: string; keepSetCookie?: boolean } = {},
   ): Promise<Response> {
     const direct = this.transport.direct;

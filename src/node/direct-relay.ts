@@ -8,7 +8,15 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { RESPONSE_DROPPED, UpstreamHeadersTimeout, type UpstreamRelay, type UpstreamRequest } from "../transport.js";
+import {
+  isClientHeaders,
+  REQUEST_DROPPED,
+  RESPONSE_DROPPED,
+  UpstreamHeadersTimeout,
+  type ForwardHeaders,
+  type UpstreamRelay,
+  type UpstreamRequest,
+} from "../transport.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
 interface NodeClient {
@@ -42,6 +50,36 @@ const client = (env: unknown): (ServerResponse & { [WRAPPED]?: true }) | undefin
   return out?.[WRAPPED] ? out : undefined;
 };
 
+type RelayRequest = Omit<UpstreamRequest, "headers"> & { headers: ForwardHeaders };
+
+/**
+ * The upstream request's headers as node:http takes them. The client's own are read off its parsed raw headers (names
+ * lower-cased, repeats joined with ", " as a `Headers` would), minus REQUEST_DROPPED: no `Headers` object is built.
+ */
+function outgoingHeaders(h: ForwardHeaders, incoming: IncomingMessage | undefined): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {};
+  if (!isClientHeaders(h)) {
+    h.forEach((v, k) => {
+      headers[k] = v;
+    });
+    return headers;
+  }
+  const raw = incoming?.rawHeaders;
+  if (raw) {
+    for (let i = 0; i < raw.length; i += 2) {
+      const k = raw[i]!.toLowerCase();
+      if (REQUEST_DROPPED.has(k)) continue;
+      const had = headers[k] as string | undefined;
+      headers[k] = had === undefined ? raw[i + 1]! : `${had}, ${raw[i + 1]!}`;
+    }
+  } else
+    h.client.forEach((v, k) => {
+      if (!REQUEST_DROPPED.has(k)) headers[k] = v;
+    });
+  for (const k in h.set) headers[k] = h.set[k]!;
+  return headers;
+}
+
 /** Keep-alive agents of one gateway, and the parsed upstream origins (the path after them is all that changes). */
 export function directRelay(): UpstreamRelay & { close(): void } {
   const agents = {
@@ -63,12 +101,9 @@ export function directRelay(): UpstreamRelay & { close(): void } {
     return { ...o, path: slash < 0 ? "/" : url.slice(slash) };
   };
 
-  const send = (req: UpstreamRequest, out: ServerResponse, retry: boolean): Promise<IncomingMessage> => {
+  const send = (req: RelayRequest, out: ServerResponse, retry: boolean, incoming?: IncomingMessage): Promise<IncomingMessage> => {
     const t = target(req.url);
-    const headers: OutgoingHttpHeaders = {};
-    req.headers.forEach((v, k) => {
-      headers[k] = v;
-    });
+    const headers = outgoingHeaders(req.headers, incoming);
     const body = req.body;
     if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
     else if (typeof body === "string") headers["content-length"] = String(Buffer.byteLength(body));
@@ -96,7 +131,7 @@ export function directRelay(): UpstreamRelay & { close(): void } {
           !(body instanceof ReadableStream) &&
           !out.destroyed
         )
-          send(req, out, false).then(resolve, reject);
+          send(req, out, false, incoming).then(resolve, reject);
         else reject(err);
       });
       // A client that goes away ends the upstream call too (no AbortSignal needed: the socket says so).
@@ -113,7 +148,7 @@ export function directRelay(): UpstreamRelay & { close(): void } {
     available: (env) => client(env) !== undefined,
     async relay(req, env, opts) {
       const out = client(env)!;
-      const upstream = await send(req, out, true);
+      const upstream = await send(req, out, true, (env as NodeClient).incoming);
       const tag = String(++tags);
       const headers: [string, string][] = [[TAG, tag]];
       const raw = upstream.rawHeaders;
