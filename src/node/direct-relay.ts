@@ -35,7 +35,12 @@ interface Pending {
   response: Response;
   tag: string;
   upstream: IncomingMessage;
+  /** The upstream's relayable headers. */
+  headers: OutgoingHttpHeaders;
 }
+
+/** Headers the chain adds to, rather than replaces, when the upstream sent them too (CORS appends `Vary: Origin`). */
+const MERGED = new Set(["vary", "set-cookie"]);
 
 /** By the client's response object: at most one relayed answer per request (a replay discards the first). */
 const pending = new WeakMap<ServerResponse, Pending>();
@@ -150,18 +155,24 @@ export function directRelay(): UpstreamRelay & { close(): void } {
       const out = client(env)!;
       const upstream = await send(req, out, true, (env as NodeClient).incoming);
       const tag = String(++tags);
-      const headers: [string, string][] = [[TAG, tag]];
+      // The upstream's relayable headers stay here, as node:http takes them (repeats joined as a `Headers` would,
+      // Set-Cookie as a list): the chain's Response carries only the tag and what the chain adds, so no `Headers` is
+      // built from them; they are merged when the answer is written (withDirectRelays).
+      const relayed: OutgoingHttpHeaders = {};
       const raw = upstream.rawHeaders;
       let contentLength: string | undefined;
       for (let i = 0; i < raw.length; i += 2) {
         const k = raw[i]!.toLowerCase();
-        if (k === "content-length") contentLength = raw[i + 1];
+        const v = raw[i + 1]!;
+        if (k === "content-length") contentLength = v;
         if (RESPONSE_DROPPED.has(k) && !(k === "set-cookie" && opts.keepSetCookie)) continue;
-        headers.push([k, raw[i + 1]!]);
+        const had = relayed[k];
+        if (k === "set-cookie") relayed[k] = had === undefined ? [v] : [...(had as string[]), v];
+        else relayed[k] = had === undefined ? v : `${had as string}, ${v}`;
       }
-      const response = new Response(null, { status: upstream.statusCode ?? 502, headers });
+      const response = new Response(null, { status: upstream.statusCode ?? 502, headers: [[TAG, tag]] });
       pending.get(out)?.upstream.destroy();
-      pending.set(out, { response, tag, upstream });
+      pending.set(out, { response, tag, upstream, headers: relayed });
       return { response, contentLength };
     },
     discard(response, env) {
@@ -208,12 +219,16 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
       upstream.destroy();
       return RESPONSE_ALREADY_SENT;
     }
-    const headers: OutgoingHttpHeaders = {};
+    // The upstream's headers, then the chain's: a header the chain set replaces the upstream's (x-request-id), except
+    // the ones it adds to (MERGED); Set-Cookie stays a list.
+    // (A `Headers` yields each name once, joined, except Set-Cookie, which it yields per cookie.)
+    const headers: OutgoingHttpHeaders = { ...p.headers };
     res.headers.forEach((v, k) => {
       if (k === TAG) return;
       const had = headers[k];
-      if (had === undefined) headers[k] = v;
-      else headers[k] = Array.isArray(had) ? [...had, v] : [had as string, v];
+      if (had === undefined || !MERGED.has(k)) headers[k] = k === "set-cookie" ? [v] : v;
+      else if (k === "set-cookie") headers[k] = [...(had as string[]), v];
+      else headers[k] = `${had as string}, ${v}`;
     });
     out.writeHead(res.status, headers);
     upstream.pipe(out);
