@@ -11,7 +11,8 @@
 //   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
-// BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`),
+// BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
+// and Tollgate also on Bun),
 // BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -30,6 +31,8 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const WANTED = (process.env.BENCH_SCENARIOS ?? "a,b,c,d,e").split(",").map((s) => s.trim());
 /** BENCH_PROXIES: only these contenders (e.g. `node raw pipe,tollgate,health`); all of them when unset. */
 const PROXIES = process.env.BENCH_PROXIES?.split(",").map((s) => s.trim());
+/** BENCH_BUN: a `bun` binary; the floor and Tollgate then also run on it (`bun raw pipe`, `tollgate on bun`) on a, b, e. */
+const BUN = process.env.BENCH_BUN;
 /**
  * Niceness of every process of the run (this one, which hosts the emulator, the proxies, the upstream, the load): a
  * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
@@ -51,8 +54,9 @@ function niced(cmd: string, args: string[]): [string, string[]] {
   return NICE ? ["nice", ["-n", String(NICE), cmd, ...args]] : [cmd, args];
 }
 
-async function spawnReady(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
-  const child = spawn(...niced(process.execPath, [...nodeArgs, "--import", "tsx", script]), {
+async function spawnReady(script: string, env: Record<string, string>, nodeArgs: string[] = [], bun?: string): Promise<Proc> {
+  // Bun runs the TypeScript itself (BENCH_BUN); Node through tsx.
+  const child = spawn(...niced(bun ?? process.execPath, bun ? [script] : [...nodeArgs, "--import", "tsx", script]), {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
     detached: true,
@@ -269,11 +273,12 @@ try {
     tenants: [{ id: "bench", keys: [{ hash: keyHash }], scopes: ["sandboxes", "search"] }],
   });
   const BASELINE = process.env.BENCH_BASELINE_DIR;
-  const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, script?: string) =>
+  const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, bun?: string) =>
     spawnReady(
-      script ?? (root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts")),
+      root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts"),
       { TOLLGATE_CHILD_CONFIG: JSON.stringify(config), TOLLGATE_CHILD_SECRETS: JSON.stringify({ upstreamApiKey: apiKey, tokenSecret }) },
       profArgs(name),
+      bun,
     );
 
   const cfg = gatewayConfig(emu.controlUrl, [`127.0.0.1:${rport}`, `localhost:${rport}`]);
@@ -298,6 +303,17 @@ try {
     stops.push(
       () => tgBase.stop(),
       () => tgFastBase.stop(),
+    );
+  const [tgBun, tgBunFast] = BUN
+    ? await Promise.all([
+        spawnTollgate("bun-emulator", cfg, emu.apiKey, undefined, BUN),
+        spawnTollgate("bun-fast", fastCfg, "fast-upstream-key", undefined, BUN),
+      ])
+    : [undefined, undefined];
+  if (tgBun && tgBunFast)
+    stops.push(
+      () => tgBun.stop(),
+      () => tgBunFast.stop(),
     );
   // BENCH_STANDARD_PATH=1: the same gateway with `server.directRelay = false` (the path Workers take), for an A/B.
   const standard = (c: ReturnType<typeof gatewayConfig>) => ({ ...c, server: { ...c.server, directRelay: false } });
@@ -367,6 +383,30 @@ try {
     () => rawRuntime.stop(),
     () => rawFast.stop(),
   );
+  const [bunRawRuntime, bunRawFast] = BUN
+    ? await Promise.all([
+        spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: emu.runtimeUrl, PROXY_TOKEN: up.token }, [], BUN),
+        spawnReady(
+          here("./raw-node-proxy-process.ts"),
+          { PROXY_UPSTREAM: `http://127.0.0.1:${fast.port}`, PROXY_TOKEN: "fast-upstream-runtime-token" },
+          [],
+          BUN,
+        ),
+      ])
+    : [undefined, undefined];
+  if (bunRawRuntime && bunRawFast)
+    stops.push(
+      () => bunRawRuntime.stop(),
+      () => bunRawFast.stop(),
+    );
+  // On Bun (BENCH_BUN): its floor and Tollgate on it, as contenders of a, b and e.
+  const onBun = (raw: Proc | undefined, tg: Proc | undefined, load: (port: number, gateway: boolean) => Load): Contender[] =>
+    raw && tg
+      ? [
+          { proxy: "bun raw pipe", load: load(raw.port, false), pid: raw.pid },
+          { proxy: "tollgate on bun", load: load(tg.port, true), pid: tg.pid },
+        ]
+      : [];
   const nginx = await startNginx([
     { name: "runtime", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}` } },
     { name: "port", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}`, Host: upPortHost } },
@@ -399,6 +439,7 @@ try {
         { proxy: "tollgate", load: { url: at(tg.port, runtimeGet), headers: bearer(gwToken) }, pid: tg.pid },
         ...base(tgBase, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
         ...standardPath(tgStd, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
+        ...onBun(bunRawRuntime, tgBun, (p, gw) => ({ url: at(p, runtimeGet), headers: gw ? bearer(gwToken) : {} })),
       ],
     },
     {
@@ -431,6 +472,12 @@ try {
           url: at(p, runtimePost),
           method: "POST",
           headers: { ...json, ...bearer(gwToken) },
+          body: waitBody,
+        })),
+        ...onBun(bunRawRuntime, tgBun, (p, gw) => ({
+          url: at(p, runtimePost),
+          method: "POST",
+          headers: gw ? { ...json, ...bearer(gwToken) } : json,
           body: waitBody,
         })),
       ],
@@ -478,6 +525,7 @@ try {
         { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
         ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
         ...standardPath(tgStdFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
+        ...onBun(bunRawFast, tgBunFast, (p, gw) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: gw ? bearer(fastToken) : {} })),
       ],
     },
   ];
@@ -512,20 +560,32 @@ try {
   for (const s of scenarios) {
     const t = get(s.name, "tollgate");
     const n = get(s.name, "nginx");
-    if (!t || !n) continue;
-    console.log(`cpu/request tollgate÷nginx ${s.name}: ${(t.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
-    console.log(`req/s tollgate÷nginx ${s.name}: ${(t.rps / n.rps).toFixed(2)}`);
-    console.log(`p99 tollgate÷nginx ${s.name}: ${(t.p99 / n.p99).toFixed(2)}`);
-    const b = get(s.name, "tollgate@base");
-    if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
-    const sp = get(s.name, "tollgate standard path");
-    if (sp) console.log(`cpu/request tollgate÷tollgate-standard-path ${s.name}: ${(t.cpuUsPerReq / sp.cpuUsPerReq).toFixed(2)}`);
+    if (!t) continue;
+    if (n) {
+      console.log(`cpu/request tollgate÷nginx ${s.name}: ${(t.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
+      console.log(`req/s tollgate÷nginx ${s.name}: ${(t.rps / n.rps).toFixed(2)}`);
+      console.log(`p99 tollgate÷nginx ${s.name}: ${(t.p99 / n.p99).toFixed(2)}`);
+    }
     // The floor: the bare node:http pipe of the same run (runtime GET, runtime POST, fast GET).
     const floor = get(s.name, "node raw pipe");
+    const b = get(s.name, "tollgate@base");
+    if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
+    if (b && floor) console.log(`cpu/request tollgate@base÷floor ${s.name}: ${(b.cpuUsPerReq / floor.cpuUsPerReq).toFixed(2)}`);
+    if (b && floor && s.name === "fast-get") console.log(`req/s tollgate@base÷floor ${s.name}: ${(b.rps / floor.rps).toFixed(2)}`);
+    const sp = get(s.name, "tollgate standard path");
+    if (sp) console.log(`cpu/request tollgate÷tollgate-standard-path ${s.name}: ${(t.cpuUsPerReq / sp.cpuUsPerReq).toFixed(2)}`);
     if (floor) console.log(`cpu/request tollgate÷floor ${s.name}: ${(t.cpuUsPerReq / floor.cpuUsPerReq).toFixed(2)}`);
     if (floor && s.name === "fast-get") console.log(`req/s tollgate÷floor ${s.name}: ${(t.rps / floor.rps).toFixed(2)}`);
+    const bunFloor = get(s.name, "bun raw pipe");
+    const bunTg = get(s.name, "tollgate on bun");
+    if (bunFloor && bunTg) {
+      console.log(`cpu/request tollgate-on-bun÷bun-floor ${s.name}: ${(bunTg.cpuUsPerReq / bunFloor.cpuUsPerReq).toFixed(2)}`);
+      if (floor) console.log(`cpu/request tollgate-on-bun÷floor ${s.name}: ${(bunTg.cpuUsPerReq / floor.cpuUsPerReq).toFixed(2)}`);
+      if (floor && s.name === "fast-get") console.log(`req/s tollgate-on-bun÷floor ${s.name}: ${(bunTg.rps / floor.rps).toFixed(2)}`);
+    }
     const h = get(s.name, "health");
     if (h) console.log(`req/s tollgate÷health ${s.name}: ${(t.rps / h.rps).toFixed(2)}`);
+    if (h && b) console.log(`req/s tollgate@base÷health ${s.name}: ${(b.rps / h.rps).toFixed(2)}`);
   }
 } finally {
   await stopSandbox();
