@@ -11,7 +11,7 @@
 //   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
-// BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
+// BENCH_ROUNDS (1: measure every contender that many times, alternating, and print ranges), BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
 // and Tollgate also on Bun),
 // BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
@@ -33,6 +33,8 @@ const WANTED = (process.env.BENCH_SCENARIOS ?? "a,b,c,d,e").split(",").map((s) =
 const PROXIES = process.env.BENCH_PROXIES?.split(",").map((s) => s.trim());
 /** BENCH_BUN: a `bun` binary; the floor and Tollgate then also run on it (`bun raw pipe`, `tollgate on bun`) on a, b, e. */
 const BUN = process.env.BENCH_BUN;
+/** BENCH_ROUNDS: each contender measured this many times, alternating; ratios are of medians, with their range. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /**
  * Niceness of every process of the run (this one, which hosts the emulator, the proxies, the upstream, the load): a
  * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
@@ -260,7 +262,7 @@ const stops: Array<() => Promise<void>> = [];
 const emu = await startEmulator({ modules: ["sandboxes"] });
 stops.push(() => emu.close());
 let stopSandbox = async () => {};
-const results: Array<{ scenario: string; proxy: string; m: Measured }> = [];
+const results: Array<{ scenario: string; proxy: string; round: number; m: Measured }> = [];
 try {
   const key = generateTenantKey();
   const keyHash = await hashTenantKey(key);
@@ -546,46 +548,56 @@ try {
   console.log("| scenario | proxy | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
   for (const s of scenarios) {
     if (!WANTED.includes(s.id) && !WANTED.includes(s.name)) continue;
-    for (const c of s.contenders) {
-      if (PROXIES && !PROXIES.includes(c.proxy)) continue;
-      const m = await measure(c.load, c.pid, c.tree);
-      results.push({ scenario: s.name, proxy: c.proxy, m });
-      console.log(
-        `| (${s.id}) ${s.name} | ${c.proxy} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`,
-      );
+    // Rounds alternate the contenders (A B A B …), so a burst of load elsewhere on the machine hits them alike.
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const c of s.contenders) {
+        if (PROXIES && !PROXIES.includes(c.proxy)) continue;
+        const m = await measure(c.load, c.pid, c.tree);
+        results.push({ scenario: s.name, proxy: c.proxy, round, m });
+        console.log(
+          `| (${s.id}) ${s.name} | ${c.proxy}${ROUNDS > 1 ? ` #${round}` : ""} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`,
+        );
+      }
     }
   }
   console.log("");
-  const get = (scenario: string, proxy: string) => results.find((r) => r.scenario === scenario && r.proxy === proxy)?.m;
+  const of = (scenario: string, proxy: string) => results.filter((r) => r.scenario === scenario && r.proxy === proxy);
+  const median = (xs: number[]) => {
+    const v = [...xs].sort((a, b) => a - b);
+    return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+  };
+  const FIELD = { "cpu/request": (m: Measured) => m.cpuUsPerReq, "req/s": (m: Measured) => m.rps, p99: (m: Measured) => m.p99 };
+  /**
+   * `<kind> <a>÷<b> <scenario>: x.xx`, the ratio of the medians over the rounds; with several rounds, the range of the
+   * same-round ratios follows in parentheses. Nothing when either side was not measured.
+   */
+  const ratio = (kind: keyof typeof FIELD, scenario: string, a: string, b: string, label = `${a}÷${b}`) => {
+    const xs = of(scenario, a);
+    const ys = of(scenario, b);
+    if (!xs.length || !ys.length) return;
+    const f = FIELD[kind];
+    const value = median(xs.map((r) => f(r.m))) / median(ys.map((r) => f(r.m)));
+    const per = xs.flatMap((x) => ys.filter((y) => y.round === x.round).map((y) => f(x.m) / f(y.m)));
+    const range = per.length > 1 ? ` (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)} over ${per.length} rounds)` : "";
+    console.log(`${kind} ${label.replace(/ /g, "-")} ${scenario}: ${value.toFixed(2)}${range}`);
+  };
   for (const s of scenarios) {
-    const t = get(s.name, "tollgate");
-    const n = get(s.name, "nginx");
-    if (!t) continue;
-    if (n) {
-      console.log(`cpu/request tollgate÷nginx ${s.name}: ${(t.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
-      console.log(`req/s tollgate÷nginx ${s.name}: ${(t.rps / n.rps).toFixed(2)}`);
-      console.log(`p99 tollgate÷nginx ${s.name}: ${(t.p99 / n.p99).toFixed(2)}`);
-    }
+    const n = s.name;
+    if (!of(n, "tollgate").length) continue;
+    for (const k of ["cpu/request", "req/s", "p99"] as const) ratio(k, n, "tollgate", "nginx");
+    ratio("cpu/request", n, "tollgate", "tollgate@base");
+    ratio("cpu/request", n, "tollgate", "tollgate standard path", "tollgate÷tollgate-standard-path");
     // The floor: the bare node:http pipe of the same run (runtime GET, runtime POST, fast GET).
-    const floor = get(s.name, "node raw pipe");
-    const b = get(s.name, "tollgate@base");
-    if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
-    if (b && floor) console.log(`cpu/request tollgate@base÷floor ${s.name}: ${(b.cpuUsPerReq / floor.cpuUsPerReq).toFixed(2)}`);
-    if (b && floor && s.name === "fast-get") console.log(`req/s tollgate@base÷floor ${s.name}: ${(b.rps / floor.rps).toFixed(2)}`);
-    const sp = get(s.name, "tollgate standard path");
-    if (sp) console.log(`cpu/request tollgate÷tollgate-standard-path ${s.name}: ${(t.cpuUsPerReq / sp.cpuUsPerReq).toFixed(2)}`);
-    if (floor) console.log(`cpu/request tollgate÷floor ${s.name}: ${(t.cpuUsPerReq / floor.cpuUsPerReq).toFixed(2)}`);
-    if (floor && s.name === "fast-get") console.log(`req/s tollgate÷floor ${s.name}: ${(t.rps / floor.rps).toFixed(2)}`);
-    const bunFloor = get(s.name, "bun raw pipe");
-    const bunTg = get(s.name, "tollgate on bun");
-    if (bunFloor && bunTg) {
-      console.log(`cpu/request tollgate-on-bun÷bun-floor ${s.name}: ${(bunTg.cpuUsPerReq / bunFloor.cpuUsPerReq).toFixed(2)}`);
-      if (floor) console.log(`cpu/request tollgate-on-bun÷floor ${s.name}: ${(bunTg.cpuUsPerReq / floor.cpuUsPerReq).toFixed(2)}`);
-      if (floor && s.name === "fast-get") console.log(`req/s tollgate-on-bun÷floor ${s.name}: ${(bunTg.rps / floor.rps).toFixed(2)}`);
-    }
-    const h = get(s.name, "health");
-    if (h) console.log(`req/s tollgate÷health ${s.name}: ${(t.rps / h.rps).toFixed(2)}`);
-    if (h && b) console.log(`req/s tollgate@base÷health ${s.name}: ${(b.rps / h.rps).toFixed(2)}`);
+    ratio("cpu/request", n, "tollgate", "node raw pipe", "tollgate÷floor");
+    if (n === "fast-get") ratio("req/s", n, "tollgate", "node raw pipe", "tollgate÷floor");
+    ratio("cpu/request", n, "tollgate@base", "node raw pipe", "tollgate@base÷floor");
+    if (n === "fast-get") ratio("req/s", n, "tollgate@base", "node raw pipe", "tollgate@base÷floor");
+    ratio("cpu/request", n, "tollgate on bun", "bun raw pipe", "tollgate-on-bun÷bun-floor");
+    ratio("cpu/request", n, "tollgate on bun", "node raw pipe", "tollgate-on-bun÷floor");
+    ratio("cpu/request", n, "bun raw pipe", "node raw pipe", "bun-floor÷floor");
+    if (n === "fast-get") ratio("req/s", n, "tollgate on bun", "node raw pipe", "tollgate-on-bun÷floor");
+    ratio("req/s", n, "tollgate", "health");
+    ratio("req/s", n, "tollgate@base", "health");
   }
 } finally {
   await stopSandbox();
