@@ -11,13 +11,13 @@
 //   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
-// BENCH_ROUNDS (1: measure every contender that many times, alternating, and print ranges), BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
+// BENCH_STATE (memory; `redis`: the gateways share a local redis-server), BENCH_ROUNDS (1: measure every contender that many times, alternating, and print ranges), BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
 // and Tollgate also on Bun),
 // BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { createConnection, createServer } from "node:net";
 import { tmpdir, cpus, setPriority } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -261,6 +261,26 @@ const { Hyperbrowser } = await import("@hyperbrowser/sdk");
 const stops: Array<() => Promise<void>> = [];
 const emu = await startEmulator({ modules: ["sandboxes"] });
 stops.push(() => emu.close());
+// BENCH_STATE=redis: every Tollgate keeps its state in one local redis-server (as a fleet would), stopped by its pid.
+let redisUrl: string | undefined;
+if (process.env.BENCH_STATE === "redis") {
+  const port = await freePort();
+  const redis = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdio: "ignore",
+    detached: true,
+  });
+  stops.push(() => stopChild(redis, "SIGTERM"));
+  for (let i = 0; ; i++) {
+    const up = await new Promise<boolean>((r) => {
+      const s = createConnection(port, "127.0.0.1", () => (s.end(), r(true)));
+      s.once("error", () => r(false));
+    });
+    if (up) break;
+    if (i > 100) throw new Error("redis-server did not start");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  redisUrl = `redis://127.0.0.1:${port}`;
+}
 let stopSandbox = async () => {};
 const results: Array<{ scenario: string; proxy: string; round: number; m: Measured }> = [];
 try {
@@ -273,6 +293,7 @@ try {
     server: { host: "127.0.0.1", port: 0, logLevel: "silent" },
     upstream: { baseUrl, allowedHosts },
     tenants: [{ id: "bench", keys: [{ hash: keyHash }], scopes: ["sandboxes", "search"] }],
+    ...(redisUrl ? { state: { backend: "redis", redisUrl } } : {}),
   });
   const BASELINE = process.env.BENCH_BASELINE_DIR;
   const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, bun?: string) =>

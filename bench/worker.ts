@@ -165,6 +165,16 @@ try {
     process.env.BENCH_WORKER_STATE !== "memory",
   );
   stops.push(() => tollgate.stop());
+  // BENCH_WORKER_BASE_DIR: an older revision's bundle (`wrangler deploy --dry-run --outdir <dir>` in its checkout), as `Tollgate Worker@base`.
+  const baseDir = process.env.BENCH_WORKER_BASE_DIR;
+  const tollgateBase = baseDir
+    ? await startWorker(
+        join(baseDir, "worker.js"),
+        { TOLLGATE_CONFIG: JSON.stringify(config), TOLLGATE_UPSTREAM_API_KEY: "fast-upstream-key", TOLLGATE_TOKEN_SECRET: tokenSecret },
+        process.env.BENCH_WORKER_STATE !== "memory",
+      )
+    : undefined;
+  if (tollgateBase) stops.push(() => tollgateBase.stop());
   const barePath = join(dir, "bare.js");
   writeFileSync(barePath, BARE);
   const bare = await startWorker(barePath, {
@@ -179,7 +189,8 @@ try {
     .token;
   const json = { "content-type": "application/json" };
   const search = JSON.stringify({ query: "hot cached query" });
-  const scenarios: Array<{ name: string; worker: Load; bare: Load }> = [
+  const onBase = (l: Load): Load | undefined => (tollgateBase ? { ...l, url: l.url.replace(tollgate.url, tollgateBase.url) } : undefined);
+  const scenarios: Array<{ name: string; worker: Load; bare: Load; base?: Load }> = [
     {
       name: "runtime-get",
       worker: { url: `${tollgate.url}/sandbox/sbx_fast/processes`, headers: { authorization: `Bearer ${token}` } },
@@ -191,7 +202,9 @@ try {
       bare: { url: `${bare.url}/api/web/search`, method: "POST", headers: json, body: search },
     },
   ];
+  for (const s of scenarios) s.base = onBase(s.worker);
   for (const s of scenarios) {
+    if (s.base) await expectOk(s.base, `${s.name} via the base Tollgate Worker`);
     await expectOk(s.worker, `${s.name} via the Tollgate Worker`);
     await expectOk(s.bare, `${s.name} via the bare Worker`);
   }
@@ -201,9 +214,9 @@ try {
     `\n## Workers: Tollgate vs a bare pass-through Worker (workerd via Miniflare, ${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, ${ROUNDS} rounds, ${new Date().toISOString().slice(0, 10)})\n`,
   );
   console.log("| scenario | worker | round | req/s | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
-  const ratios = new Map<string, { cpu: number[]; rps: number[] }>();
+  const ratios = new Map<string, { cpu: number[]; rps: number[]; base: number[] }>();
   for (const s of scenarios) {
-    const r = { cpu: [] as number[], rps: [] as number[] };
+    const r = { cpu: [] as number[], rps: [] as number[], base: [] as number[] };
     ratios.set(s.name, r);
     for (let i = 0; i < ROUNDS; i++) {
       const b = await measure(s.bare, bare.pid);
@@ -215,6 +228,11 @@ try {
         console.log(`| ${s.name} | ${who} | ${i + 1} | ${Math.round(m.rps)} | ${m.p99} | ${m.cpuUs.toFixed(0)} | ${m.bad} |`);
       r.cpu.push(t.cpuUs / b.cpuUs);
       r.rps.push(t.rps / b.rps);
+      if (s.base && tollgateBase) {
+        const o = await measure(s.base, tollgateBase.pid);
+        console.log(`| ${s.name} | Tollgate Worker@base | ${i + 1} | ${Math.round(o.rps)} | ${o.p99} | ${o.cpuUs.toFixed(0)} | ${o.bad} |`);
+        r.base.push(o.cpuUs / b.cpuUs);
+      }
     }
   }
   console.log("");
@@ -223,6 +241,7 @@ try {
   for (const [name, r] of ratios) {
     console.log(`cpu/request worker÷bare-worker ${name}: ${range(r.cpu)}`);
     console.log(`req/s worker÷bare-worker ${name}: ${range(r.rps)}`);
+    if (r.base.length) console.log(`cpu/request worker@base÷bare-worker ${name}: ${range(r.base)}`);
   }
 } finally {
   for (const stop of stops.reverse()) await Promise.resolve(stop()).catch((e) => console.error("stop:", e));
