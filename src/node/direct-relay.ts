@@ -113,10 +113,12 @@ export function directRelay(): UpstreamRelay & { close(): void } {
     if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
     else if (typeof body === "string") headers["content-length"] = String(Buffer.byteLength(body));
     return new Promise((resolve, reject) => {
+      let answer: IncomingMessage | undefined;
       const up = (t.secure ? httpsRequest : httpRequest)(
         { hostname: t.hostname, port: t.port, path: t.path, method: req.method, headers, agent: t.secure ? agents.https : agents.http },
         (res) => {
           if (timer) clearTimeout(timer);
+          answer = res;
           resolve(res);
         },
       );
@@ -139,10 +141,12 @@ export function directRelay(): UpstreamRelay & { close(): void } {
           send(req, out, false, incoming).then(resolve, reject);
         else reject(err);
       });
-      // A client that goes away ends the upstream call too (no AbortSignal needed: the socket says so).
-      const onClientGone = () => up.destroy();
-      out.once("close", onClientGone);
-      up.once("close", () => out.off("close", onClientGone));
+      // A client that goes away before the answer is complete ends the upstream call too, whether it was still waiting
+      // for the headers or the body was being piped (pipe alone would leave the upstream socket paused). No AbortSignal
+      // is needed: the socket says so. (One listener for both phases; after a complete answer it does nothing.)
+      out.once("close", () => {
+        if (!answer?.complete) up.destroy();
+      });
       if (body == null) up.end();
       else if (body instanceof Uint8Array || typeof body === "string") up.end(body);
       else Readable.fromWeb(body as import("node:stream/web").ReadableStream).pipe(up);
@@ -233,11 +237,8 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
     out.writeHead(res.status, headers);
     upstream.pipe(out);
     // An upstream that fails mid-body cuts the client's answer (it cannot be completed); a client gone mid-body
-    // releases the upstream socket (pipe alone would leave it paused).
+    // releases the upstream socket (the listener `send` put on the client's close).
     upstream.once("error", () => out.destroy());
-    out.once("close", () => {
-      if (!upstream.complete) upstream.destroy();
-    });
     return RESPONSE_ALREADY_SENT;
   };
 }
