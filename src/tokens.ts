@@ -133,10 +133,7 @@ export class TokenService {
     const oneFresh = one !== undefined && now - one.at < REVOCATION_FRESH_MS;
     const allFresh = all !== undefined && now - all.at < REVOCATION_FRESH_MS;
     if (!oneFresh || !allFresh) {
-      const [v1, v2] = await Promise.all([
-        oneFresh ? one!.value : this.kv.get(oneKey),
-        allFresh ? all!.value : this.kv.get(allKey),
-      ]);
+      const [v1, v2] = await Promise.all([oneFresh ? one!.value : this.kv.get(oneKey), allFresh ? all!.value : this.kv.get(allKey)]);
       if (!oneFresh) this.revocations.set(oneKey, (one = { value: v1, at: now }));
       if (!allFresh) this.revocations.set(allKey, (all = { value: v2, at: now }));
     }

@@ -60,7 +60,11 @@ export interface UpstreamTransport {
 export interface UpstreamRelay {
   available(client: unknown): boolean;
   /** Enforces `headersTimeoutMs` (rejects with UpstreamHeadersTimeout) and follows the client going away. */
-  relay(req: Omit<UpstreamRequest, "headers"> & { headers: ForwardHeaders }, client: unknown, opts: { keepSetCookie?: boolean }): Promise<{ response: Response; contentLength?: string }>;
+  relay(
+    req: Omit<UpstreamRequest, "headers"> & { headers: ForwardHeaders },
+    client: unknown,
+    opts: { keepSetCookie?: boolean },
+  ): Promise<{ response: Response; contentLength?: string }>;
   /** Drops a relayed answer that will not be sent (a 401 before a replay); false if `response` is not one. */
   discard(response: Response, client: unknown): boolean;
 }
