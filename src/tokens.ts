@@ -51,6 +51,7 @@ export class TokenService {
    * Revocation entries as last read from the shared store, by key, reused for REVOCATION_FRESH_MS: the hot path then
    * reads the store (a Redis or Durable Object round trip each) at most once a second per token and tenant instead of
    * twice per request. A revocation made here is seen here at once; one made by another instance within that second.
+   * Open sockets' periodic check (stillValid) always reads the store.
    */
   private readonly revocations = new LRUCache<string, { value: string | undefined; at: number }>({ max: 10_000 });
 
@@ -103,8 +104,11 @@ export class TokenService {
     return { token, jti, expiresAt: new Date(exp * 1000).toISOString() };
   }
 
-  /** Verifies signature, expiry and revocation; throws 401 with a code that says which. */
-  async verify(token: string | undefined): Promise<GatewayToken> {
+  /**
+   * Verifies signature, expiry and revocation; throws 401 with a code that says which. `fresh`: revocation read from
+   * the shared store now, not from the last second's entries (the periodic check of open sockets).
+   */
+  async verify(token: string | undefined, opts: { fresh?: boolean } = {}): Promise<GatewayToken> {
     if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
     let t = this.verified.get(token);
     if (!t) {
@@ -119,19 +123,19 @@ export class TokenService {
       this.verified.set(token, t);
     }
     if (t.exp * 1000 <= this.now()) throw expired();
-    if (await this.isRevoked(t)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
+    if (await this.isRevoked(t, opts.fresh)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
     return t;
   }
 
   /** Revoked by its id, or with every token of its tenant (the kill switch). */
-  private async isRevoked(t: GatewayToken): Promise<boolean> {
+  private async isRevoked(t: GatewayToken, readNow = false): Promise<boolean> {
     const oneKey = stateKeys.revokedToken(t.jti);
     const allKey = stateKeys.revokedTenant(t.tenant);
     const now = this.now();
     let one = this.revocations.get(oneKey);
     let all = this.revocations.get(allKey);
-    const oneFresh = one !== undefined && now - one.at < REVOCATION_FRESH_MS;
-    const allFresh = all !== undefined && now - all.at < REVOCATION_FRESH_MS;
+    const oneFresh = !readNow && one !== undefined && now - one.at < REVOCATION_FRESH_MS;
+    const allFresh = !readNow && all !== undefined && now - all.at < REVOCATION_FRESH_MS;
     if (!oneFresh || !allFresh) {
       const [v1, v2] = await Promise.all([oneFresh ? one!.value : this.kv.get(oneKey), allFresh ? all!.value : this.kv.get(allKey)]);
       if (!oneFresh) this.revocations.set(oneKey, (one = { value: v1, at: now }));
@@ -160,12 +164,12 @@ export class TokenService {
    */
   async stillValid(token: string | undefined): Promise<boolean> {
     try {
-      await this.verify(token);
+      await this.verify(token, { fresh: true });
       return true;
     } catch (err) {
       if (!(err instanceof GatewayError) || err.code !== "token_expired" || !token) return false;
       const t = await this.inspect(token);
-      return !!t && !t.keyless && !(await this.isRevoked(t));
+      return !!t && !t.keyless && !(await this.isRevoked(t, true));
     }
   }
 
