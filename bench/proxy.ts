@@ -1,5 +1,5 @@
 // Proxy cost against nginx, all in one run: nginx (Debian's, 1 worker, keep-alive upstreams), a plain hono/proxy, a
-// bare node:http pipe (on a and e: the floor for any Node proxy) and Tollgate, each in its own process and in front of
+// bare node:http pipe (on a, b and e: the floor for any Node proxy) and Tollgate, each in its own process and in front of
 // the same upstream, on five scenarios. The load generator runs in its own process; CPU per request is the proxy
 // process's own utime+stime over the measured window.
 //
@@ -11,11 +11,13 @@
 //   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
-// BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate process there), BENCH_BASELINE_DIR (a checkout of an older
+// BENCH_STATE (memory; `redis`: the gateways share a local redis-server), BENCH_ROUNDS (1: measure every contender that many times, alternating, and print ranges), BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
+// and Tollgate also on Bun),
+// BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { createConnection, createServer } from "node:net";
 import { tmpdir, cpus, setPriority } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,6 +29,12 @@ const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const WANTED = (process.env.BENCH_SCENARIOS ?? "a,b,c,d,e").split(",").map((s) => s.trim());
+/** BENCH_PROXIES: only these contenders (e.g. `node raw pipe,tollgate,health`); all of them when unset. */
+const PROXIES = process.env.BENCH_PROXIES?.split(",").map((s) => s.trim());
+/** BENCH_BUN: a `bun` binary; the floor and Tollgate then also run on it (`bun raw pipe`, `tollgate on bun`) on a, b, e. */
+const BUN = process.env.BENCH_BUN;
+/** BENCH_ROUNDS: each contender measured this many times, alternating; ratios are of medians, with their range. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /**
  * Niceness of every process of the run (this one, which hosts the emulator, the proxies, the upstream, the load): a
  * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
@@ -48,8 +56,9 @@ function niced(cmd: string, args: string[]): [string, string[]] {
   return NICE ? ["nice", ["-n", String(NICE), cmd, ...args]] : [cmd, args];
 }
 
-async function spawnReady(script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
-  const child = spawn(...niced(process.execPath, [...nodeArgs, "--import", "tsx", script]), {
+async function spawnReady(script: string, env: Record<string, string>, nodeArgs: string[] = [], bun?: string): Promise<Proc> {
+  // Bun runs the TypeScript itself (BENCH_BUN); Node through tsx.
+  const child = spawn(...niced(bun ?? process.execPath, bun ? [script] : [...nodeArgs, "--import", "tsx", script]), {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
     detached: true,
@@ -252,8 +261,28 @@ const { Hyperbrowser } = await import("@hyperbrowser/sdk");
 const stops: Array<() => Promise<void>> = [];
 const emu = await startEmulator({ modules: ["sandboxes"] });
 stops.push(() => emu.close());
+// BENCH_STATE=redis: every Tollgate keeps its state in one local redis-server (as a fleet would), stopped by its pid.
+let redisUrl: string | undefined;
+if (process.env.BENCH_STATE === "redis") {
+  const port = await freePort();
+  const redis = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdio: "ignore",
+    detached: true,
+  });
+  stops.push(() => stopChild(redis, "SIGTERM"));
+  for (let i = 0; ; i++) {
+    const up = await new Promise<boolean>((r) => {
+      const s = createConnection(port, "127.0.0.1", () => (s.end(), r(true)));
+      s.once("error", () => r(false));
+    });
+    if (up) break;
+    if (i > 100) throw new Error("redis-server did not start");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  redisUrl = `redis://127.0.0.1:${port}`;
+}
 let stopSandbox = async () => {};
-const results: Array<{ scenario: string; proxy: string; m: Measured }> = [];
+const results: Array<{ scenario: string; proxy: string; round: number; m: Measured }> = [];
 try {
   const key = generateTenantKey();
   const keyHash = await hashTenantKey(key);
@@ -264,13 +293,15 @@ try {
     server: { host: "127.0.0.1", port: 0, logLevel: "silent" },
     upstream: { baseUrl, allowedHosts },
     tenants: [{ id: "bench", keys: [{ hash: keyHash }], scopes: ["sandboxes", "search"] }],
+    ...(redisUrl ? { state: { backend: "redis", redisUrl } } : {}),
   });
   const BASELINE = process.env.BENCH_BASELINE_DIR;
-  const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, script?: string) =>
+  const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, bun?: string) =>
     spawnReady(
-      script ?? (root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts")),
+      root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts"),
       { TOLLGATE_CHILD_CONFIG: JSON.stringify(config), TOLLGATE_CHILD_SECRETS: JSON.stringify({ upstreamApiKey: apiKey, tokenSecret }) },
       profArgs(name),
+      bun,
     );
 
   const cfg = gatewayConfig(emu.controlUrl, [`127.0.0.1:${rport}`, `localhost:${rport}`]);
@@ -295,6 +326,17 @@ try {
     stops.push(
       () => tgBase.stop(),
       () => tgFastBase.stop(),
+    );
+  const [tgBun, tgBunFast] = BUN
+    ? await Promise.all([
+        spawnTollgate("bun-emulator", cfg, emu.apiKey, undefined, BUN),
+        spawnTollgate("bun-fast", fastCfg, "fast-upstream-key", undefined, BUN),
+      ])
+    : [undefined, undefined];
+  if (tgBun && tgBunFast)
+    stops.push(
+      () => tgBun.stop(),
+      () => tgBunFast.stop(),
     );
   // BENCH_STANDARD_PATH=1: the same gateway with `server.directRelay = false` (the path Workers take), for an A/B.
   const standard = (c: ReturnType<typeof gatewayConfig>) => ({ ...c, server: { ...c.server, directRelay: false } });
@@ -354,16 +396,40 @@ try {
     () => honoFast.stop(),
   );
   // The Node floor: a bare node:http pipe (no Hono, no Request/Response), on the runtime and fast upstreams.
-  const rawFor = (upstream: string, token: string) =>
-    spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token });
+  const rawFor = (upstream: string, token: string, name: string) =>
+    spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token }, profArgs(name));
   const [rawRuntime, rawFast] = await Promise.all([
-    rawFor(emu.runtimeUrl, up.token),
-    rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token"),
+    rawFor(emu.runtimeUrl, up.token, "floor-emulator"),
+    rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token", "floor-fast"),
   ]);
   stops.push(
     () => rawRuntime.stop(),
     () => rawFast.stop(),
   );
+  const [bunRawRuntime, bunRawFast] = BUN
+    ? await Promise.all([
+        spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: emu.runtimeUrl, PROXY_TOKEN: up.token }, [], BUN),
+        spawnReady(
+          here("./raw-node-proxy-process.ts"),
+          { PROXY_UPSTREAM: `http://127.0.0.1:${fast.port}`, PROXY_TOKEN: "fast-upstream-runtime-token" },
+          [],
+          BUN,
+        ),
+      ])
+    : [undefined, undefined];
+  if (bunRawRuntime && bunRawFast)
+    stops.push(
+      () => bunRawRuntime.stop(),
+      () => bunRawFast.stop(),
+    );
+  // On Bun (BENCH_BUN): its floor and Tollgate on it, as contenders of a, b and e.
+  const onBun = (raw: Proc | undefined, tg: Proc | undefined, load: (port: number, gateway: boolean) => Load): Contender[] =>
+    raw && tg
+      ? [
+          { proxy: "bun raw pipe", load: load(raw.port, false), pid: raw.pid },
+          { proxy: "tollgate on bun", load: load(tg.port, true), pid: tg.pid },
+        ]
+      : [];
   const nginx = await startNginx([
     { name: "runtime", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}` } },
     { name: "port", upstream: runtimeHostPort, headers: { Authorization: `Bearer ${up.token}`, Host: upPortHost } },
@@ -396,6 +462,7 @@ try {
         { proxy: "tollgate", load: { url: at(tg.port, runtimeGet), headers: bearer(gwToken) }, pid: tg.pid },
         ...base(tgBase, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
         ...standardPath(tgStd, (p) => ({ url: at(p, runtimeGet), headers: bearer(gwToken) })),
+        ...onBun(bunRawRuntime, tgBun, (p, gw) => ({ url: at(p, runtimeGet), headers: gw ? bearer(gwToken) : {} })),
       ],
     },
     {
@@ -414,6 +481,11 @@ try {
           pid: honoRuntime.pid,
         },
         {
+          proxy: "node raw pipe",
+          load: { url: at(rawRuntime.port, runtimePost), method: "POST", headers: json, body: waitBody },
+          pid: rawRuntime.pid,
+        },
+        {
           proxy: "tollgate",
           load: { url: at(tg.port, runtimePost), method: "POST", headers: { ...json, ...bearer(gwToken) }, body: waitBody },
           pid: tg.pid,
@@ -423,6 +495,12 @@ try {
           url: at(p, runtimePost),
           method: "POST",
           headers: { ...json, ...bearer(gwToken) },
+          body: waitBody,
+        })),
+        ...onBun(bunRawRuntime, tgBun, (p, gw) => ({
+          url: at(p, runtimePost),
+          method: "POST",
+          headers: gw ? { ...json, ...bearer(gwToken) } : json,
           body: waitBody,
         })),
       ],
@@ -470,6 +548,7 @@ try {
         { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
         ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
         ...standardPath(tgStdFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
+        ...onBun(bunRawFast, tgBunFast, (p, gw) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: gw ? bearer(fastToken) : {} })),
       ],
     },
   ];
@@ -490,29 +569,56 @@ try {
   console.log("| scenario | proxy | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
   for (const s of scenarios) {
     if (!WANTED.includes(s.id) && !WANTED.includes(s.name)) continue;
-    for (const c of s.contenders) {
-      const m = await measure(c.load, c.pid, c.tree);
-      results.push({ scenario: s.name, proxy: c.proxy, m });
-      console.log(
-        `| (${s.id}) ${s.name} | ${c.proxy} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`,
-      );
+    // Rounds alternate the contenders (A B A B …), so a burst of load elsewhere on the machine hits them alike.
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const c of s.contenders) {
+        if (PROXIES && !PROXIES.includes(c.proxy)) continue;
+        const m = await measure(c.load, c.pid, c.tree);
+        results.push({ scenario: s.name, proxy: c.proxy, round, m });
+        console.log(
+          `| (${s.id}) ${s.name} | ${c.proxy}${ROUNDS > 1 ? ` #${round}` : ""} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`,
+        );
+      }
     }
   }
   console.log("");
-  const get = (scenario: string, proxy: string) => results.find((r) => r.scenario === scenario && r.proxy === proxy)?.m;
+  const of = (scenario: string, proxy: string) => results.filter((r) => r.scenario === scenario && r.proxy === proxy);
+  const median = (xs: number[]) => {
+    const v = [...xs].sort((a, b) => a - b);
+    return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+  };
+  const FIELD = { "cpu/request": (m: Measured) => m.cpuUsPerReq, "req/s": (m: Measured) => m.rps, p99: (m: Measured) => m.p99 };
+  /**
+   * `<kind> <a>÷<b> <scenario>: x.xx`, the ratio of the medians over the rounds; with several rounds, the range of the
+   * same-round ratios follows in parentheses. Nothing when either side was not measured.
+   */
+  const ratio = (kind: keyof typeof FIELD, scenario: string, a: string, b: string, label = `${a}÷${b}`) => {
+    const xs = of(scenario, a);
+    const ys = of(scenario, b);
+    if (!xs.length || !ys.length) return;
+    const f = FIELD[kind];
+    const value = median(xs.map((r) => f(r.m))) / median(ys.map((r) => f(r.m)));
+    const per = xs.flatMap((x) => ys.filter((y) => y.round === x.round).map((y) => f(x.m) / f(y.m)));
+    const range = per.length > 1 ? ` (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)} over ${per.length} rounds)` : "";
+    console.log(`${kind} ${label.replace(/ /g, "-")} ${scenario}: ${value.toFixed(2)}${range}`);
+  };
   for (const s of scenarios) {
-    const t = get(s.name, "tollgate");
-    const n = get(s.name, "nginx");
-    if (!t || !n) continue;
-    console.log(`cpu/request tollgate÷nginx ${s.name}: ${(t.cpuUsPerReq / n.cpuUsPerReq).toFixed(2)}`);
-    console.log(`req/s tollgate÷nginx ${s.name}: ${(t.rps / n.rps).toFixed(2)}`);
-    console.log(`p99 tollgate÷nginx ${s.name}: ${(t.p99 / n.p99).toFixed(2)}`);
-    const b = get(s.name, "tollgate@base");
-    if (b) console.log(`cpu/request tollgate÷tollgate@base ${s.name}: ${(t.cpuUsPerReq / b.cpuUsPerReq).toFixed(2)}`);
-    const sp = get(s.name, "tollgate standard path");
-    if (sp) console.log(`cpu/request tollgate÷tollgate-standard-path ${s.name}: ${(t.cpuUsPerReq / sp.cpuUsPerReq).toFixed(2)}`);
-    const h = get(s.name, "health");
-    if (h) console.log(`req/s tollgate÷health ${s.name}: ${(t.rps / h.rps).toFixed(2)}`);
+    const n = s.name;
+    if (!of(n, "tollgate").length) continue;
+    for (const k of ["cpu/request", "req/s", "p99"] as const) ratio(k, n, "tollgate", "nginx");
+    ratio("cpu/request", n, "tollgate", "tollgate@base");
+    ratio("cpu/request", n, "tollgate", "tollgate standard path", "tollgate÷tollgate-standard-path");
+    // The floor: the bare node:http pipe of the same run (runtime GET, runtime POST, fast GET).
+    ratio("cpu/request", n, "tollgate", "node raw pipe", "tollgate÷floor");
+    if (n === "fast-get") ratio("req/s", n, "tollgate", "node raw pipe", "tollgate÷floor");
+    ratio("cpu/request", n, "tollgate@base", "node raw pipe", "tollgate@base÷floor");
+    if (n === "fast-get") ratio("req/s", n, "tollgate@base", "node raw pipe", "tollgate@base÷floor");
+    ratio("cpu/request", n, "tollgate on bun", "bun raw pipe", "tollgate-on-bun÷bun-floor");
+    ratio("cpu/request", n, "tollgate on bun", "node raw pipe", "tollgate-on-bun÷floor");
+    ratio("cpu/request", n, "bun raw pipe", "node raw pipe", "bun-floor÷floor");
+    if (n === "fast-get") ratio("req/s", n, "tollgate on bun", "node raw pipe", "tollgate-on-bun÷floor");
+    ratio("req/s", n, "tollgate", "health");
+    ratio("req/s", n, "tollgate@base", "health");
   }
 } finally {
   await stopSandbox();

@@ -1,7 +1,16 @@
 // `npm run bench`: every benchmark, one after another (each starts and stops its own servers on 127.0.0.1).
 import { spawnSync } from "node:child_process";
 
-const BENCHES = ["paid-path.ts", "sandbox-proxy.ts", "proxy.ts", "cdp-relay.ts", "pty-relay.ts", "worker-cold-start.ts", "state.ts"];
+const BENCHES = [
+  "paid-path.ts",
+  "sandbox-proxy.ts",
+  "proxy.ts",
+  "cdp-relay.ts",
+  "pty-relay.ts",
+  "worker-cold-start.ts",
+  "worker.ts",
+  "state.ts",
+];
 const only = process.argv.slice(2);
 // A name that is exactly a bench (`proxy` → proxy.ts) picks that one alone; otherwise any bench containing it.
 const picks = (o: string) =>

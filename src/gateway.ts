@@ -220,10 +220,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   app.use(requestId());
   // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.
-  app.use(async function pollTenantStore(c, next) {
+  app.use(function pollTenantStore(c, next) {
     const check = tenantSync.poll();
     if (check) services.background(c, check, "tenant store check");
-    await next();
+    return next();
   });
   app.use(accessLog(logger, { metrics, clientAddress: (c) => clientView(c, services).address }));
   if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]

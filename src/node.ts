@@ -64,7 +64,8 @@ type NodeBindings = import("@hono/node-server").HttpBindings | import("@hono/nod
 
 function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Response | Promise<Response>) {
   return async (req: Request, env: NodeBindings) => {
-    const symbolsBefore = env ? Object.getOwnPropertySymbols(env).length : 0;
+    // An upgrade comes without `outgoing`: only then is the env's symbol count needed (no array per plain request).
+    const symbolsBefore = env && env.outgoing === undefined ? Object.getOwnPropertySymbols(env).length : 0;
     const res = await fetch(req, env);
     if (env?.outgoing instanceof ServerResponse) closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
     const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;

@@ -114,8 +114,11 @@ export class TokenService {
     return { token, jti, expiresAt: new Date(exp * 1000).toISOString() };
   }
 
-  /** Verifies signature, expiry and revocation; throws 401 with a code that says which. */
-  async verify(token: string | undefined): Promise<GatewayToken> {
+  /**
+   * Verifies signature, expiry and revocation; throws 401 with a code that says which. `fresh`: revocation read from
+   * the shared store now, not from the last second's entries (the periodic check of open sockets).
+   */
+  async verify(token: string | undefined, opts: { fresh?: boolean } = {}): Promise<GatewayToken> {
     if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
     let t = this.verified.get(token);
     if (!t) {
@@ -130,7 +133,7 @@ export class TokenService {
       this.verified.set(token, t);
     }
     if (t.exp * 1000 <= this.now()) throw expired();
-    if (await this.isRevoked(t)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
+    if (await this.isRevoked(t, opts.fresh)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
     return t;
   }
 
@@ -140,8 +143,13 @@ export class TokenService {
    * REVOCATION_POLL_MS) is unchanged: a runtime call costs no state read, and a revocation on another instance applies
    * here within that interval (at once on the instance that made it).
    */
-  private async isRevoked(t: GatewayToken): Promise<boolean> {
+  private async isRevoked(t: GatewayToken, readNow = false): Promise<boolean> {
     const now = this.now();
+    if (readNow) {
+      // An open socket's periodic check: the store itself, so a revocation anywhere closes it within its period.
+      const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
+      return !!one || (all !== undefined && t.iat <= Number(all));
+    }
     if (!this.revocations || now - this.revocations.readAt >= REVOCATION_POLL_MS || now < this.revocations.readAt) {
       const count = await this.kv.get(stateKeys.revocations);
       if (this.revocations?.count !== count) this.notRevoked.clear();
@@ -180,12 +188,12 @@ export class TokenService {
    */
   async stillValid(token: string | undefined): Promise<boolean> {
     try {
-      await this.verify(token);
+      await this.verify(token, { fresh: true });
       return true;
     } catch (err) {
       if (!(err instanceof GatewayError) || err.code !== "token_expired" || !token) return false;
       const t = await this.inspect(token);
-      return !!t && !t.keyless && !(await this.isRevoked(t));
+      return !!t && !t.keyless && !(await this.isRevoked(t, true));
     }
   }
 

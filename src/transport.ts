@@ -1,5 +1,35 @@
 // How the core reaches the upstream: a small interface, Web `fetch` by default, a faster one picked by the Node entry.
 
+/**
+ * The client's own headers to forward (minus REQUEST_DROPPED), with `set` (lower-case names) on top, built only by the
+ * path that sends them: the Node relay reads them off the socket's parsed headers and never makes a `Headers` object.
+ */
+export interface ClientHeaders {
+  readonly client: Headers;
+  readonly set: Record<string, string>;
+}
+
+/** Headers for an upstream call: a built `Headers`, or the client's own to be forwarded (see ClientHeaders). */
+export type ForwardHeaders = Headers | ClientHeaders;
+
+export const clientHeaders = (client: Headers): ClientHeaders => ({ client, set: {} });
+
+export const isClientHeaders = (h: ForwardHeaders): h is ClientHeaders => !(h instanceof Headers) && "set" in h && "client" in h;
+
+/** Sets one header (lower-case name) on either kind. */
+export function setForwardHeader(h: ForwardHeaders, name: string, value: string): void {
+  if (isClientHeaders(h)) h.set[name] = value;
+  else h.set(name, value);
+}
+
+/** A `Headers` for the path that needs one (fetch, undici): the client's forwardable headers, then `set`. */
+export function toHeaders(h: ForwardHeaders): Headers {
+  if (!isClientHeaders(h)) return h;
+  const out = forwardableRequestHeaders(h.client);
+  for (const k in h.set) out.set(k, h.set[k]!);
+  return out;
+}
+
 export interface UpstreamRequest {
   url: string;
   method: string;
@@ -30,7 +60,11 @@ export interface UpstreamTransport {
 export interface UpstreamRelay {
   available(client: unknown): boolean;
   /** Enforces `headersTimeoutMs` (rejects with UpstreamHeadersTimeout) and follows the client going away. */
-  relay(req: UpstreamRequest, client: unknown, opts: { keepSetCookie?: boolean }): Promise<{ response: Response; contentLength?: string }>;
+  relay(
+    req: Omit<UpstreamRequest, "headers"> & { headers: ForwardHeaders },
+    client: unknown,
+    opts: { keepSetCookie?: boolean },
+  ): Promise<{ response: Response; contentLength?: string }>;
   /** Drops a relayed answer that will not be sent (a 401 before a replay); false if `response` is not one. */
   discard(response: Response, client: unknown): boolean;
 }
@@ -99,7 +133,7 @@ const HOP_BY_HOP_LIST = [
 // accept-encoding: the transport negotiates its own compression; an SSE or file stream must not be recompressed.
 // expect: an expectation of the gateway's own server, met there (100 Continue, or 417); the transport sends whole bodies
 // and does not take it (undici refuses a request that carries it).
-const REQUEST_DROPPED = new Set([
+export const REQUEST_DROPPED = new Set([
   ...HOP_BY_HOP_LIST,
   "x-api-key",
   "authorization",

@@ -9,7 +9,9 @@ import {
   forwardableRequestHeaders,
   forwardableResponseHeaders,
   relayableBody,
+  toHeaders,
   UpstreamHeadersTimeout,
+  type ForwardHeaders,
   type UpstreamTransport,
 } from "./transport.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
@@ -95,9 +97,10 @@ export class Upstream {
    */
   send(
     c: Context<GatewayEnv>,
-    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    given: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
   ): Promise<Response> {
+    const req = { ...given, headers: toHeaders(given.headers) };
     return this.tracer ? this.traced(c, req, () => this.sendOnce(c, req, opts)) : this.sendOnce(c, req, opts);
   }
 
@@ -169,12 +172,16 @@ export class Upstream {
    */
   async forward(
     c: Context<GatewayEnv>,
-    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { unavailableMessage?: string; keepSetCookie?: boolean } = {},
   ): Promise<Response> {
     const direct = this.transport.direct;
     if (this.directRelays && direct?.available(c.env)) {
-      if (this.tracer) return this.traced(c, req, () => this.relayDirect(c, req, opts));
+      if (this.tracer) {
+        // Traced: the upstream gets the span's traceparent, so the headers become a Headers the span can write to.
+        const traced = { ...req, headers: toHeaders(req.headers) };
+        return this.traced(c, traced, () => this.relayDirect(c, traced, opts));
+      }
       const begun = performance.now();
       try {
         const { response, contentLength } = await direct.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);

@@ -25,8 +25,10 @@ const hostNotAllowed = () =>
  */
 export function publicHostsOnly(services: GatewayServices): MiddlewareHandler {
   const { publicOrigin, publicHosts } = services.config.server;
+  // Without listed hosts (or with a fixed public origin) there is nothing to check: no step in the chain at all.
+  if (publicOrigin || !publicHosts) return (_c, next) => next();
   return async function publicHostsMiddleware(c, next) {
-    if (publicOrigin || !publicHosts || c.req.path === HEALTH_PATH) return next();
+    if (c.req.path === HEALTH_PATH) return next();
     const { host, protocol } = clientView(c, services);
     const port = parseExposedHost(host);
     if (!isListedPublicHost(host, publicHosts, protocol) && !(port && isListedPublicHost(port.rest, publicHosts, protocol)))

@@ -9,8 +9,8 @@ import { requestUrl } from "../../src/request-url.js";
  * @example app.use(validHost())
  */
 export function validHost(): MiddlewareHandler {
-  return async function validHostMiddleware(c, next) {
+  return function validHostMiddleware(c, next) {
     requestUrl(c);
-    await next();
+    return next();
   };
 }

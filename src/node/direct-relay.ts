@@ -8,7 +8,16 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { appSetCookie, RESPONSE_DROPPED, UpstreamHeadersTimeout, type UpstreamRelay, type UpstreamRequest } from "../transport.js";
+import {
+  appSetCookie,
+  isClientHeaders,
+  REQUEST_DROPPED,
+  RESPONSE_DROPPED,
+  UpstreamHeadersTimeout,
+  type ForwardHeaders,
+  type UpstreamRelay,
+  type UpstreamRequest,
+} from "../transport.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
 interface NodeClient {
@@ -27,7 +36,12 @@ interface Pending {
   response: Response;
   tag: string;
   upstream: IncomingMessage;
+  /** The upstream's relayable headers. */
+  headers: OutgoingHttpHeaders;
 }
+
+/** Headers the chain adds to, rather than replaces, when the upstream sent them too (CORS appends `Vary: Origin`). */
+const MERGED = new Set(["vary", "set-cookie"]);
 
 /** By the client's response object: at most one relayed answer per request (a replay discards the first). */
 const pending = new WeakMap<ServerResponse, Pending>();
@@ -41,6 +55,36 @@ const client = (env: unknown): (ServerResponse & { [WRAPPED]?: true }) | undefin
   const out = (env as NodeClient | undefined)?.outgoing as (ServerResponse & { [WRAPPED]?: true }) | undefined;
   return out?.[WRAPPED] ? out : undefined;
 };
+
+type RelayRequest = Omit<UpstreamRequest, "headers"> & { headers: ForwardHeaders };
+
+/**
+ * The upstream request's headers as node:http takes them. The client's own are read off its parsed raw headers (names
+ * lower-cased, repeats joined with ", " as a `Headers` would), minus REQUEST_DROPPED: no `Headers` object is built.
+ */
+function outgoingHeaders(h: ForwardHeaders, incoming: IncomingMessage | undefined): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {};
+  if (!isClientHeaders(h)) {
+    h.forEach((v, k) => {
+      headers[k] = v;
+    });
+    return headers;
+  }
+  const raw = incoming?.rawHeaders;
+  if (raw) {
+    for (let i = 0; i < raw.length; i += 2) {
+      const k = raw[i]!.toLowerCase();
+      if (REQUEST_DROPPED.has(k)) continue;
+      const had = headers[k] as string | undefined;
+      headers[k] = had === undefined ? raw[i + 1]! : `${had}, ${raw[i + 1]!}`;
+    }
+  } else
+    h.client.forEach((v, k) => {
+      if (!REQUEST_DROPPED.has(k)) headers[k] = v;
+    });
+  for (const k in h.set) headers[k] = h.set[k]!;
+  return headers;
+}
 
 /** Keep-alive agents of one gateway, and the parsed upstream origins (the path after them is all that changes). */
 export function directRelay(): UpstreamRelay & { close(): void } {
@@ -63,20 +107,19 @@ export function directRelay(): UpstreamRelay & { close(): void } {
     return { ...o, path: slash < 0 ? "/" : url.slice(slash) };
   };
 
-  const send = (req: UpstreamRequest, out: ServerResponse, retry: boolean): Promise<IncomingMessage> => {
+  const send = (req: RelayRequest, out: ServerResponse, retry: boolean, incoming?: IncomingMessage): Promise<IncomingMessage> => {
     const t = target(req.url);
-    const headers: OutgoingHttpHeaders = {};
-    req.headers.forEach((v, k) => {
-      headers[k] = v;
-    });
+    const headers = outgoingHeaders(req.headers, incoming);
     const body = req.body;
     if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
     else if (typeof body === "string") headers["content-length"] = String(Buffer.byteLength(body));
     return new Promise((resolve, reject) => {
+      let answer: IncomingMessage | undefined;
       const up = (t.secure ? httpsRequest : httpRequest)(
         { hostname: t.hostname, port: t.port, path: t.path, method: req.method, headers, agent: t.secure ? agents.https : agents.http },
         (res) => {
           if (timer) clearTimeout(timer);
+          answer = res;
           resolve(res);
         },
       );
@@ -96,13 +139,15 @@ export function directRelay(): UpstreamRelay & { close(): void } {
           !(body instanceof ReadableStream) &&
           !out.destroyed
         )
-          send(req, out, false).then(resolve, reject);
+          send(req, out, false, incoming).then(resolve, reject);
         else reject(err);
       });
-      // A client that goes away ends the upstream call too (no AbortSignal needed: the socket says so).
-      const onClientGone = () => up.destroy();
-      out.once("close", onClientGone);
-      up.once("close", () => out.off("close", onClientGone));
+      // A client that goes away before the answer is complete ends the upstream call too, whether it was still waiting
+      // for the headers or the body was being piped (pipe alone would leave the upstream socket paused). No AbortSignal
+      // is needed: the socket says so. (One listener for both phases; after a complete answer it does nothing.)
+      out.once("close", () => {
+        if (!answer?.complete) up.destroy();
+      });
       if (body == null) up.end();
       else if (body instanceof Uint8Array || typeof body === "string") up.end(body);
       else Readable.fromWeb(body as import("node:stream/web").ReadableStream).pipe(up);
@@ -113,25 +158,31 @@ export function directRelay(): UpstreamRelay & { close(): void } {
     available: (env) => client(env) !== undefined,
     async relay(req, env, opts) {
       const out = client(env)!;
-      const upstream = await send(req, out, true);
+      const upstream = await send(req, out, true, (env as NodeClient).incoming);
       const tag = String(++tags);
-      const headers: [string, string][] = [[TAG, tag]];
+      // The upstream's relayable headers stay here, as node:http takes them (repeats joined as a `Headers` would,
+      // Set-Cookie as a list): the chain's Response carries only the tag and what the chain adds, so no `Headers` is
+      // built from them; they are merged when the answer is written (withDirectRelays).
+      const relayed: OutgoingHttpHeaders = {};
       const raw = upstream.rawHeaders;
       let contentLength: string | undefined;
       for (let i = 0; i < raw.length; i += 2) {
         const k = raw[i]!.toLowerCase();
-        if (k === "content-length") contentLength = raw[i + 1];
-        if (k === "set-cookie" && opts.keepSetCookie) {
-          const kept = appSetCookie(raw[i + 1]!);
-          if (kept) headers.push([k, kept]);
+        const v = raw[i + 1]!;
+        if (k === "content-length") contentLength = v;
+        if (k === "set-cookie") {
+          // An exposed port's app: its own cookies, host-only, never the gateway's (appSetCookie).
+          const kept = opts.keepSetCookie ? appSetCookie(v) : undefined;
+          if (kept) relayed[k] = relayed[k] === undefined ? [kept] : [...(relayed[k] as string[]), kept];
           continue;
         }
         if (RESPONSE_DROPPED.has(k)) continue;
-        headers.push([k, raw[i + 1]!]);
+        const had = relayed[k];
+        relayed[k] = had === undefined ? v : `${had as string}, ${v}`;
       }
-      const response = new Response(null, { status: upstream.statusCode ?? 502, headers });
+      const response = new Response(null, { status: upstream.statusCode ?? 502, headers: [[TAG, tag]] });
       pending.get(out)?.upstream.destroy();
-      pending.set(out, { response, tag, upstream });
+      pending.set(out, { response, tag, upstream, headers: relayed });
       return { response, contentLength };
     },
     discard(response, env) {
@@ -178,21 +229,22 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
       upstream.destroy();
       return RESPONSE_ALREADY_SENT;
     }
-    const headers: OutgoingHttpHeaders = {};
+    // The upstream's headers, then the chain's: a header the chain set replaces the upstream's (x-request-id), except
+    // the ones it adds to (MERGED); Set-Cookie stays a list.
+    // (A `Headers` yields each name once, joined, except Set-Cookie, which it yields per cookie.)
+    const headers: OutgoingHttpHeaders = { ...p.headers };
     res.headers.forEach((v, k) => {
       if (k === TAG) return;
       const had = headers[k];
-      if (had === undefined) headers[k] = v;
-      else headers[k] = Array.isArray(had) ? [...had, v] : [had as string, v];
+      if (had === undefined || !MERGED.has(k)) headers[k] = k === "set-cookie" ? [v] : v;
+      else if (k === "set-cookie") headers[k] = [...(had as string[]), v];
+      else headers[k] = `${had as string}, ${v}`;
     });
     out.writeHead(res.status, headers);
     upstream.pipe(out);
     // An upstream that fails mid-body cuts the client's answer (it cannot be completed); a client gone mid-body
-    // releases the upstream socket (pipe alone would leave it paused).
+    // releases the upstream socket (the listener `send` put on the client's close).
     upstream.once("error", () => out.destroy());
-    out.once("close", () => {
-      if (!upstream.complete) upstream.destroy();
-    });
     return RESPONSE_ALREADY_SENT;
   };
 }

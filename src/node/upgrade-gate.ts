@@ -16,14 +16,19 @@ const refusal = (message: string, code = "upgrade_not_supported") => {
   return `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 };
 
+/** Hosts already found to make a URL (bounded): a connection sends the same Host on every request. */
+const goodHosts = new Set<string>();
+
 function hostMakesUrl(host: string | undefined): boolean {
-  if (host === undefined) return true; // node-server falls back to localhost
+  if (host === undefined || goodHosts.has(host)) return true; // undefined: node-server falls back to localhost
   try {
     new URL(`http://${host}/`);
-    return true;
   } catch {
     return false;
   }
+  if (goodHosts.size >= 1024) goodHosts.clear();
+  goodHosts.add(host);
+  return true;
 }
 
 /**

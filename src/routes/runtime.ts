@@ -5,7 +5,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { forwardableRequestHeaders } from "../transport.js";
+import { clientHeaders, forwardableRequestHeaders } from "../transport.js";
 import { Upstream, upstreamJson } from "../upstream.js";
 import { isWebSocketUpgrade } from "../websocket.js";
 import { sandboxCustody } from "../sandbox/custody.js";
@@ -39,7 +39,7 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
         sandboxId: id,
         method: c.req.method,
         rest: runtimeRest(c, ["token"]),
-        headers: forwardableRequestHeaders(c.req.raw.headers),
+        headers: clientHeaders(c.req.raw.headers),
       });
     },
 
@@ -52,7 +52,7 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
           sandboxId: id,
           method: "POST",
           rest: runtimeRest(c, ["token"]),
-          headers: forwardableRequestHeaders(c.req.raw.headers),
+          headers: clientHeaders(c.req.raw.headers),
         },
         { read: true },
       );

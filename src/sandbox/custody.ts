@@ -18,8 +18,8 @@ export interface RuntimeCredential {
 }
 
 const RENEW_MAX_MS = 60_000;
-/** How long a credential read from the store is used before the store is asked again. */
-const LOCAL_MS = 1000;
+/** How long a credential read from the shared store is reused before it is read again (see RuntimeCustody.peek). */
+const SHARED_READ_FRESH_MS = 1000;
 
 export const sandboxNotFound = (id: string) => new GatewayError(404, "not_found", `Sandbox ${id} not found`);
 const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
@@ -32,12 +32,8 @@ export function needsRenewal(cred: RuntimeCredential, now: number): boolean {
 
 export class RuntimeCustody {
   private readonly inflight = new Map<string, Promise<RuntimeCredential>>();
-  /**
-   * The last stored text parsed, per sandbox, and when it was read: the hot path reads the same credential on every
-   * call, so within LOCAL_MS of a read it is used without asking the store (a stop on another instance reaches this
-   * one within that time; until then a call goes upstream with a credential the upstream itself refuses).
-   */
-  private readonly parsed = new Map<string, { raw: string; cred: RuntimeCredential; readAt: number }>();
+  /** The last stored text parsed, per sandbox, and when it was read: the hot path reads the same credential on every call. */
+  private readonly parsed = new Map<string, { raw: string; cred: RuntimeCredential; at: number }>();
 
   constructor(private readonly services: GatewayServices) {}
 
@@ -65,8 +61,11 @@ export class RuntimeCustody {
     const parsed = Date.parse(detail.tokenExpiresAt ?? "");
     const expiresAt = Number.isFinite(parsed) ? parsed : now + 60_000;
     const cred: RuntimeCredential = { token, baseUrl, host: detail.runtime?.host ?? undefined, expiresAt, receivedAt: now };
-    if (expiresAt > now) await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), JSON.stringify(cred), expiresAt - now);
-    else this.parsed.delete(id);
+    if (expiresAt > now) {
+      const raw = JSON.stringify(cred);
+      await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), raw, expiresAt - now);
+      this.remember(id, raw, { ...cred }, now);
+    }
     return cred;
   }
 
@@ -78,16 +77,26 @@ export class RuntimeCustody {
   async peek(id: string): Promise<RuntimeCredential | undefined> {
     const now = this.services.now();
     const seen = this.parsed.get(id);
-    if (seen && now - seen.readAt < LOCAL_MS && now >= seen.readAt && seen.cred.expiresAt > now) return { ...seen.cred };
+    // Read from the shared store at most once a second per sandbox on the hot path (a Redis or Durable Object round
+    // trip); a credential this instance keeps, renews or forgets is seen at once.
+    if (seen && now - seen.at < SHARED_READ_FRESH_MS) return { ...seen.cred };
     const raw = await this.services.stores.kv.get(stateKeys.sandboxRuntime(id));
     if (!raw) {
       this.parsed.delete(id);
       return undefined;
     }
-    const cred = seen?.raw === raw ? seen.cred : (JSON.parse(raw) as RuntimeCredential);
-    if (this.parsed.size >= 10_000) this.parsed.clear();
-    this.parsed.set(id, { raw, cred, readAt: now });
+    if (seen?.raw === raw) {
+      seen.at = now;
+      return { ...seen.cred };
+    }
+    const cred = JSON.parse(raw) as RuntimeCredential;
+    this.remember(id, raw, cred, now);
     return { ...cred };
+  }
+
+  private remember(id: string, raw: string, cred: RuntimeCredential, at: number): void {
+    if (this.parsed.size >= 10_000) this.parsed.clear();
+    this.parsed.set(id, { raw, cred, at });
   }
 
   /** A usable credential: the kept one, or a renewed one when it is missing or about to expire. */

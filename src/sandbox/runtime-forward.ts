@@ -5,6 +5,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { upstreamRuntimeUrl } from "../rewrite/sandbox.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
+import { setForwardHeader, type ForwardHeaders } from "../transport.js";
 
 /** Bodies up to this size are buffered so a 401 can be replayed after renewal; larger ones stream and are not replayed. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;
@@ -16,7 +17,8 @@ export interface RuntimeCall {
   method: string;
   /** What follows `/sandbox/<id>` on the gateway, with query. */
   rest: string;
-  headers: Headers;
+  /** Usually the client's own (`clientHeaders(c.req.raw.headers)`): built into a `Headers` only where one is needed. */
+  headers: ForwardHeaders;
 }
 
 /** Reads the client's body: buffered when small and of known length (replayable), otherwise the stream itself. */
@@ -89,8 +91,8 @@ export class RuntimeForwarder {
   ): Promise<Response> {
     // Set on the call's own headers (a replay sets the same two again): no copy per request.
     const headers = call.headers;
-    headers.set("authorization", `Bearer ${cred.token}`);
-    headers.set("x-request-id", c.get("requestId"));
+    setForwardHeader(headers, "authorization", `Bearer ${cred.token}`);
+    setForwardHeader(headers, "x-request-id", c.get("requestId"));
     const req = { url: this.target(cred, call.rest), method: call.method, headers, body };
     return read ? this.services.upstream.send(c, req, { unavailableMessage: RUNTIME_UNAVAILABLE }) : sendUpstream(c, this.services, req);
   }
@@ -103,7 +105,7 @@ export class RuntimeForwarder {
 export function sendUpstream(
   c: Context<GatewayEnv>,
   services: GatewayServices,
-  req: { url: string; method: string; headers: Headers; body: Uint8Array | ReadableStream<Uint8Array> | null },
+  req: { url: string; method: string; headers: ForwardHeaders; body: Uint8Array | ReadableStream<Uint8Array> | null },
   opts: { keepSetCookie?: boolean } = {},
 ): Promise<Response> {
   return services.upstream.forward(c, req, { unavailableMessage: RUNTIME_UNAVAILABLE, ...opts });
