@@ -217,7 +217,7 @@ async function cmdEmulator(args: string[]) {
       host: { type: "string" },
     },
   });
-  const { startEmulator } = await import("../emulator/index.js");
+  const { startEmulator } = await import("@tollgate/emulator");
   const emu = await startEmulator({
     host: values.host,
     controlPort: values["control-port"] ? Number(values["control-port"]) : 0,
