@@ -73,6 +73,22 @@ function devLogFile() {
   };
 }
 
+/**
+ * `tollgate dev` and `tollgate emulator` run the local emulator, its own package (@tollgate/emulator), which a
+ * production install (`npm ci --omit=dev --workspaces=false`, the image) leaves out: say so rather than print a stack.
+ */
+async function needsEmulator<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@tollgate/emulator"))
+      fail(
+        "tollgate: this command runs the local emulator (the @tollgate/emulator package), which this install leaves out; from a checkout, run `npm ci && npm run build`.",
+      );
+    throw err;
+  }
+}
+
 async function cmdDev(args: string[]) {
   const { values } = parseArgs({
     args,
@@ -80,7 +96,7 @@ async function cmdDev(args: string[]) {
   });
   const json = !!values.json;
   if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
-  const { startDevStack } = await import("./dev-stack.js");
+  const { startDevStack } = await needsEmulator(() => import("./dev-stack.js"));
   const started = Date.now();
   const logs = json ? devLogFile() : undefined;
   const writeLog = logs?.write ?? ((line: string) => void process.stderr.write(line + "\n"));
@@ -148,7 +164,7 @@ Ctrl-C stops everything.
 }
 
 async function cmdDevWorker(json: boolean, port: number | undefined, host: string | undefined) {
-  const { startWorkerDev } = await import("./dev-worker.js");
+  const { startWorkerDev } = await needsEmulator(() => import("./dev-worker.js"));
   const logs = json ? devLogFile() : undefined;
   const dev = await startWorkerDev({ host, port, log: logs?.write, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
   onShutdown(async () => {
@@ -217,7 +233,7 @@ async function cmdEmulator(args: string[]) {
       host: { type: "string" },
     },
   });
-  const { startEmulator } = await import("@tollgate/emulator");
+  const { startEmulator } = await needsEmulator(() => import("@tollgate/emulator"));
   const emu = await startEmulator({
     host: values.host,
     controlPort: values["control-port"] ? Number(values["control-port"]) : 0,
