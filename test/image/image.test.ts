@@ -152,6 +152,11 @@ describe.skipIf(!enabled)("the container image (podman)", () => {
     );
     expect(health).toBe("healthy");
     expect((await podman(["exec", NAME, "id", "-u"])).stdout.trim()).toBe("10001");
+    // The runtime stage holds the gateway's production dependencies only: no emulator, browser, PTY or chain tooling.
+    const installed = (await podman(["exec", NAME, "sh", "-c", "ls /app/node_modules /app/node_modules/@*"])).stdout.split(/\s+/);
+    expect(installed).toContain("hono");
+    const tools = ["puppeteer-core", "node-pty", "solc", "anvil", "turndown", "minisearch", "tsx", "typescript", "emulator"];
+    expect(tools.filter((t) => installed.includes(t))).toEqual([]);
 
     const r = await fetch(`${gw}/x402/web/search`, {
       method: "POST",
