@@ -172,12 +172,14 @@ describe.skipIf(!enabled)("the container image (podman)", () => {
     const state = JSON.parse((await podman(["inspect", "--format", "{{json .State}}", NAME])).stdout);
     expect(state.ExitCode).toBe(0);
     const logs = await podman(["logs", NAME]);
-    expect(logs.stderr).toMatch(/drained: \d+ of \d+ in-flight requests finished/);
-    const requests = logs.stdout
+    // Every line on stdout is a JSON object (the image sets TOLLGATE_LOG_FORMAT=json): requests, listening, drained.
+    const entries = logs.stdout
       .split("\n")
-      .filter((l) => l.startsWith("{"))
+      .filter((l) => l.trim())
       .map((l) => JSON.parse(l));
-    expect(requests.some((e) => JSON.stringify(e).includes("/x402/web/search"))).toBe(true);
+    expect(entries.some((e) => JSON.stringify(e).includes("/x402/web/search"))).toBe(true);
+    expect(entries.some((e) => /^drained: \d+ of \d+ in-flight requests finished/.test(e.msg))).toBe(true);
+    expect(logs.stderr).toBe("");
     for (const secret of [key, ...Object.values(secrets)]) expect(logs.stdout + logs.stderr).not.toContain(secret);
   }, 180_000);
 });
