@@ -182,4 +182,16 @@ describe.skipIf(!enabled)("the container image (podman)", () => {
     expect(logs.stderr).toBe("");
     for (const secret of [key, ...Object.values(secrets)]) expect(logs.stdout + logs.stderr).not.toContain(secret);
   }, 180_000);
+
+  it("checks a config with the image's CLI, and says the emulator is not in the image rather than crash", async () => {
+    const once = (...cli: string[]) => podman(["run", "--rm", ...args.limits, "--network", "none", IMAGE, ...cli]);
+    const check = await once("config", "check", "/etc/tollgate/tollgate.example.toml");
+    expect(check.stdout).toMatch(/tollgate\.example\.toml: OK/);
+    const dev = await once("dev").then(
+      () => ({ code: 0, stderr: "" }),
+      (e) => e,
+    );
+    expect(dev.code).toBe(1);
+    expect(dev.stderr).toMatch(/\(the @tollgate\/emulator package\), which this install leaves out/);
+  }, 60_000);
 });
