@@ -39,7 +39,7 @@ if [ "${TOLLGATE_BASE_REBUILD:-0}" != 1 ] && podman image exists "$BASE" && podm
 fi
 
 work=$(mktemp -d /var/tmp/tollgate-base.XXXXXX)
-trap '$SUDO umount "$work/rootfs/proc" "$work/rootfs/sys" 2>/dev/null; $SUDO rm -rf --one-file-system "$work"' EXIT
+trap '$SUDO umount "$work/rootfs/proc" "$work/rootfs/sys" 2>/dev/null || true; $SUDO rm -rf --one-file-system "$work"' EXIT
 root="$work/rootfs"
 echo "base-image: debootstrap --variant=minbase $SUITE from $DEBIAN_MIRROR…" >&2
 $SUDO debootstrap --variant=minbase --include=ca-certificates "$SUITE" "$root" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 ||

@@ -2,7 +2,7 @@
 // the Debian base (deploy/base-image.sh) and the Containerfile with podman, runs the image on the host's loopback with
 // its config mounted as TOML and its secrets in the environment, waits for /_tollgate/ready, runs the HEALTHCHECK, pays
 // a search against the emulator, then stops it with SIGTERM and reads its JSON logs. Needs root, podman and buildah
-// (the base script installs them with apt-get) and about 8 minutes the first time (3–4 for the base, 4 for the build).
+// (the base script installs them with apt-get) and 6–8 minutes the first time (about 3 for the base, 3–4 for the build).
 import { execFile, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
