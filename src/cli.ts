@@ -44,16 +44,26 @@ function fail(msg: string, code = 1): never {
   process.exit(code);
 }
 
+/**
+ * The CLI's own lines (listening, draining, drained): plain text on stderr, or, with TOLLGATE_LOG_FORMAT=json (set by
+ * the image and the systemd unit), JSON objects on stdout shaped like the request log's, so a collector reads one stream.
+ */
+function say(msg: string, level: "info" | "error" = "info") {
+  if (process.env.TOLLGATE_LOG_FORMAT === "json")
+    process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level, msg }) + "\n");
+  else process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
+}
+
 /** Runs `close` on the first Ctrl-C or SIGTERM; a second one exits at once. Whatever hangs past `limitMs` is abandoned. */
 function onShutdown(close: () => Promise<void>, quiet = false, limitMs = 15_000) {
   let closing = false;
   const handler = (sig: string) => {
     if (closing) process.exit(130);
     closing = true;
-    if (!quiet) process.stderr.write(`\n${sig}: shutting down…\n`);
+    if (!quiet) say(`${process.env.TOLLGATE_LOG_FORMAT === "json" ? "" : "\n"}${sig}: shutting down…`);
     // Never hang on the way out: whatever is still open after the limit is abandoned.
     setTimeout(() => {
-      process.stderr.write("shutdown took too long; exiting anyway\n");
+      say("shutdown took too long; exiting anyway", "error");
       process.exit(1);
     }, limitMs).unref();
     close().then(
@@ -77,6 +87,22 @@ function devLogFile() {
   };
 }
 
+/**
+ * `tollgate dev` and `tollgate emulator` run the local emulator, its own package (@tollgate/emulator), which a
+ * production install (`npm ci --omit=dev --workspaces=false`, the image) leaves out: say so rather than print a stack.
+ */
+async function needsEmulator<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@tollgate/emulator"))
+      fail(
+        "tollgate: this command runs the local emulator (the @tollgate/emulator package), which this install leaves out; from a checkout, run `npm ci && npm run build`.",
+      );
+    throw err;
+  }
+}
+
 async function cmdDev(args: string[]) {
   const { values } = parseArgs({
     args,
@@ -84,7 +110,7 @@ async function cmdDev(args: string[]) {
   });
   const json = !!values.json;
   if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
-  const { startDevStack } = await import("./dev-stack.js");
+  const { startDevStack } = await needsEmulator(() => import("./dev-stack.js"));
   const started = Date.now();
   const logs = json ? devLogFile() : undefined;
   const writeLog = logs?.write ?? ((line: string) => void process.stderr.write(line + "\n"));
@@ -152,7 +178,7 @@ Ctrl-C stops everything.
 }
 
 async function cmdDevWorker(json: boolean, port: number | undefined, host: string | undefined) {
-  const { startWorkerDev } = await import("./dev-worker.js");
+  const { startWorkerDev } = await needsEmulator(() => import("./dev-worker.js"));
   const logs = json ? devLogFile() : undefined;
   const dev = await startWorkerDev({ host, port, log: logs?.write, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
   onShutdown(async () => {
@@ -187,22 +213,18 @@ async function cmdStart(args: string[]) {
   if (!config.server.publicOrigin && !config.server.publicHosts) {
     // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
     config.server.publicHosts = [...LOOPBACK_HOSTS];
-    process.stderr.write(
-      `tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}\n`,
-    );
+    say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
   const { startNodeGateway } = await import("./node.js");
   const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
-  process.stderr.write(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}\n`);
+  say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
     async () => {
-      process.stderr.write(
-        `draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once\n`,
-      );
+      say(`draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once`);
       const r = await running.drain(drainSeconds);
-      process.stderr.write(
-        `drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)\n`,
+      say(
+        `drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)`,
       );
     },
     false,
@@ -222,8 +244,7 @@ async function cmdEmulator(args: string[]) {
       credits: { type: "string" },
     },
   });
-  const { startEmulator } = await import("../emulator/index.js");
-  const { parseCreditSchedule } = await import("../emulator/credits.js");
+  const { startEmulator, parseCreditSchedule } = await needsEmulator(() => import("@tollgate/emulator"));
   let credits: ReturnType<typeof parseCreditSchedule> | undefined;
   try {
     credits = values.credits === undefined ? undefined : parseCreditSchedule(values.credits);

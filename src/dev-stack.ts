@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { configSchema, TollgateConfig } from "../config/schema.js";
 import type * as z from "zod";
 import { parseConfig } from "../config/load.js";
-import { startEmulator, type EmulatorHandle, type EmulatorOptions } from "../emulator/index.js";
+import { startEmulator, type EmulatorHandle, type EmulatorOptions } from "@tollgate/emulator";
 import { generateTenantKey, hashTenantKey } from "./tenants.js";
 import { startNodeGateway, type RunningGateway } from "./node.js";
 import type { LogSink } from "./log.js";

@@ -5,8 +5,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startEmulator, type EmulatorHandle } from "../emulator/index.js";
-import { guardGroup, releaseGroup } from "../emulator/reaper.js";
+import { guardGroup, releaseGroup, startEmulator, type EmulatorHandle } from "@tollgate/emulator";
 import { demoConfig, type DemoKeys } from "./dev-stack.js";
 import { generateTenantKey } from "./tenants.js";
 

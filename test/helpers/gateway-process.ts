@@ -18,11 +18,16 @@ export interface GatewayProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function startGatewayProcess(config: Record<string, unknown>, env: Record<string, string>): Promise<GatewayProcess> {
+/** `entry`: the node arguments that run the CLI (default: the TypeScript source through tsx; bin/tollgate.js: the build). */
+export async function startGatewayProcess(
+  config: Record<string, unknown>,
+  env: Record<string, string>,
+  entry: string[] = ["--import", "tsx", "src/cli.ts"],
+): Promise<GatewayProcess> {
   const dir = await mkdtemp(join(tmpdir(), "tg-proc-"));
   const file = join(dir, "tollgate.json");
   await writeFile(file, JSON.stringify(config));
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "start", "--config", file], {
+  const child: ChildProcess = spawn(process.execPath, [...entry, "start", "--config", file], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,

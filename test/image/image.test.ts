@@ -1,0 +1,197 @@
+// The container image, end to end (`npm run image:test`; skipped by `npm test`, see the README's "Deploying"): builds
+// the Debian base (deploy/base-image.sh) and the Containerfile with podman, runs the image on the host's loopback with
+// its config mounted as TOML and its secrets in the environment, waits for /_tollgate/ready, runs the HEALTHCHECK, pays
+// a search against the emulator, then stops it with SIGTERM and reads its JSON logs. Needs root, podman and buildah
+// (the base script installs them with apt-get) and 6–8 minutes the first time (about 3 for the base, 3–4 for the build).
+import { execFile, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { stringify } from "smol-toml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
+import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+
+const run = promisify(execFile);
+const enabled = process.env.TOLLGATE_IMAGE_TEST === "1";
+const IMAGE = process.env.TOLLGATE_IMAGE ?? "localhost/tollgate:test";
+const NAME = `tollgate-image-test-${process.pid}`;
+const secs = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
+
+/** Runs a command to its end, its output passed through (long builds show progress), failing on a non-zero exit. */
+function step(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ["ignore", "inherit", "inherit"], env });
+    const t = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
+    child.once("exit", (code, signal) => {
+      clearTimeout(t);
+      code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(" ")}: exit ${code ?? signal}`));
+    });
+  });
+}
+
+/**
+ * podman's arguments for this machine. With cgroups v1 and v2 mounted side by side ("hybrid"), crun refuses to start
+ * containers and runc is needed (`global`); without CAP_SYS_RESOURCE podman's default limits (raised above the current
+ * ones) are refused, so the container gets this process's open-file limit and a lower process count (`limits`).
+ * TOLLGATE_PODMAN_ARGS (global) and TOLLGATE_PODMAN_RUN_ARGS (run) replace them.
+ */
+function podmanArgs(): { global: string[]; limits: string[] } {
+  const words = (s: string) => s.split(" ").filter(Boolean);
+  const limits = readFileSync("/proc/self/limits", "utf8");
+  const nofile = /Max open files\s+(\d+)/.exec(limits)?.[1] ?? "4096";
+  const runc = ["/usr/sbin/runc", "/usr/bin/runc"].some((p) => existsSync(p));
+  return {
+    global: process.env.TOLLGATE_PODMAN_ARGS !== undefined ? words(process.env.TOLLGATE_PODMAN_ARGS) : runc ? ["--runtime", "runc"] : [],
+    limits:
+      process.env.TOLLGATE_PODMAN_RUN_ARGS !== undefined
+        ? words(process.env.TOLLGATE_PODMAN_RUN_ARGS)
+        : ["--ulimit", `nofile=${nofile}:${nofile}`, "--ulimit", "nproc=4096:4096"],
+  };
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+    s.once("error", reject);
+  });
+
+describe.skipIf(!enabled)("the container image (podman)", () => {
+  let scratch: string;
+  let emu: EmulatorHandle;
+  const figures: Record<string, string> = {};
+  const args = podmanArgs();
+  const podman = (argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}) =>
+    run("podman", [...args.global, ...argv], { maxBuffer: 32 << 20, ...opts });
+
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), "tg-image-"));
+    let t = Date.now();
+    await step("./deploy/base-image.sh", [], 20 * 60_000);
+    figures.base = `${secs(t)} s`;
+    t = Date.now();
+    const cache = (await run("npm", ["config", "get", "cache"])).stdout.trim();
+    // The host's npm cache, mounted as an overlay: the build's `npm ci` finds every package there (nothing is written back).
+    await step(
+      "podman",
+      ["build", "--isolation", "chroot", "--format", "docker", "--volume", `${cache}:/root/.npm:O`, "-t", IMAGE, "."],
+      30 * 60_000,
+    );
+    figures.build = `${secs(t)} s`;
+    const size = Number((await run("podman", ["image", "inspect", "--format", "{{.Size}}", IMAGE])).stdout.trim());
+    figures.size = `${(size / 1e6).toFixed(0)} MB`;
+    emu = await startEmulator({ modules: ["sessions", "x402"] });
+  }, 60 * 60_000);
+
+  afterAll(async () => {
+    await podman(["rm", "--force", "--time", "2", NAME]).catch(() => {});
+    await emu?.close();
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+    console.log(`[image] figures: ${JSON.stringify(figures)}`);
+  });
+
+  it("starts as a non-root user from a mounted TOML and env secrets, turns healthy, pays a search against the emulator, and drains on SIGTERM", async () => {
+    const chain = emu.chain!;
+    const wallet = await chain.createFundedWallet(10_000_000n);
+    const key = generateTenantKey();
+    const port = await freePort();
+    const runtimePort = new URL(emu.runtimeUrl).port;
+    const config = {
+      server: { host: "127.0.0.1", port, logLevel: "info", drainSeconds: 5 },
+      upstream: { baseUrl: emu.controlUrl, allowedHosts: [`127.0.0.1:${runtimePort}`, `localhost:${runtimePort}`] },
+      payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl } },
+      tenants: [{ id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "1.00" } }],
+    };
+    const file = join(scratch, "tollgate.toml");
+    await writeFile(file, stringify(config), { mode: 0o644 });
+    // Secrets go by name only (`-e NAME`): their values come from podman's environment, never its command line.
+    const secrets = {
+      TOLLGATE_UPSTREAM_API_KEY: emu.apiKey,
+      TOLLGATE_TOKEN_SECRET: "i".repeat(40),
+      TOLLGATE_WALLET_KEY: wallet.privateKey,
+    };
+    const started = Date.now();
+    await podman(
+      [
+        "run",
+        "--detach",
+        "--name",
+        NAME,
+        ...args.limits,
+        // The host's network: the container listens on 127.0.0.1 and reaches the emulator there; nothing else is exposed.
+        "--network",
+        "host",
+        "--volume",
+        `${file}:/etc/tollgate/tollgate.toml:ro`,
+        ...Object.keys(secrets).flatMap((k) => ["--env", k]),
+        "--env",
+        `TOLLGATE_HEALTHCHECK_URL=http://127.0.0.1:${port}/_tollgate/ready`,
+        IMAGE,
+      ],
+      { env: { ...process.env, ...secrets } },
+    );
+    const gw = `http://127.0.0.1:${port}`;
+    let ready: Response | undefined;
+    for (let i = 0; i < 240 && ready?.status !== 200; i++) {
+      ready = await fetch(`${gw}/_tollgate/ready`).catch(() => undefined);
+      if (ready?.status !== 200) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(ready?.status, (await podman(["logs", NAME]).catch((e) => e)).stderr).toBe(200);
+    figures.ready = `${secs(started)} s from podman run`;
+
+    // The image's HEALTHCHECK (no systemd here to run it on a timer: run it once by hand).
+    const health = await podman(["healthcheck", "run", NAME]).then(
+      () => "healthy",
+      (e) => `unhealthy: ${e.stdout}${e.stderr}`,
+    );
+    expect(health).toBe("healthy");
+    expect((await podman(["exec", NAME, "id", "-u"])).stdout.trim()).toBe("10001");
+    // The runtime stage holds the gateway's production dependencies only: no emulator, browser, PTY or chain tooling.
+    const installed = (await podman(["exec", NAME, "sh", "-c", "ls /app/node_modules /app/node_modules/@*"])).stdout.split(/\s+/);
+    expect(installed).toContain("hono");
+    const tools = ["puppeteer-core", "node-pty", "solc", "anvil", "turndown", "minisearch", "tsx", "typescript", "emulator"];
+    expect(tools.filter((t) => installed.includes(t))).toEqual([]);
+
+    const r = await fetch(`${gw}/x402/web/search`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ query: "electric vehicle charging" }),
+    });
+    expect(r.status).toBe(200);
+    expect((await r.json()).data.results.length).toBeGreaterThan(0);
+    expect(r.headers.get("x-tollgate-paid")).toBe("0.005");
+
+    // SIGTERM (the image's STOPSIGNAL): drains, then exits 0.
+    await podman(["stop", "--time", "20", NAME]);
+    const state = JSON.parse((await podman(["inspect", "--format", "{{json .State}}", NAME])).stdout);
+    expect(state.ExitCode).toBe(0);
+    const logs = await podman(["logs", NAME]);
+    // Every line on stdout is a JSON object (the image sets TOLLGATE_LOG_FORMAT=json): requests, listening, drained.
+    const entries = logs.stdout
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l));
+    expect(entries.some((e) => JSON.stringify(e).includes("/x402/web/search"))).toBe(true);
+    expect(entries.some((e) => /^drained: \d+ of \d+ in-flight requests finished/.test(e.msg))).toBe(true);
+    expect(logs.stderr).toBe("");
+    for (const secret of [key, ...Object.values(secrets)]) expect(logs.stdout + logs.stderr).not.toContain(secret);
+  }, 180_000);
+
+  it("checks a config with the image's CLI, and says the emulator is not in the image rather than crash", async () => {
+    const once = (...cli: string[]) => podman(["run", "--rm", ...args.limits, "--network", "none", IMAGE, ...cli]);
+    const check = await once("config", "check", "/etc/tollgate/tollgate.example.toml");
+    expect(check.stdout).toMatch(/tollgate\.example\.toml: OK/);
+    const dev = await once("dev").then(
+      () => ({ code: 0, stderr: "" }),
+      (e) => e,
+    );
+    expect(dev.code).toBe(1);
+    expect(dev.stderr).toMatch(/\(the @tollgate\/emulator package\), which this install leaves out/);
+  }, 60_000);
+});
