@@ -45,6 +45,8 @@ const TIMEOUT_MS = 10_000;
 const LEASE_MS = 60_000;
 const CLAIM_BATCH = 20;
 const MAX_BACKOFF_MS = 3_600_000;
+/** How long after a retry's due time its pass runs, so the message is surely due when the pass claims it. */
+const RETRY_MARGIN_MS = 25;
 /** Retries due within this long are awaited by a closing gateway (it waits 2 s for background work). */
 const SHORT_RETRY_MS = 1_500;
 
@@ -166,8 +168,10 @@ class WebhookDispatcher {
    * A retry due before the next timed pass gets a pass of its own: tracked as background work when it is due within
    * 1.5 s (a draining gateway waits for it), else on a timer the gateway's close clears (the outbox keeps the message).
    */
-  private retrySoon(ms: number): void {
-    if (this.closed || ms >= this.services.config.alerts.evaluateSeconds * 1000) return;
+  private retrySoon(due: number): void {
+    if (this.closed || due >= this.services.config.alerts.evaluateSeconds * 1000) return;
+    // A timer may fire a little before the clock reaches the message's due time; a pass then would find nothing due.
+    const ms = due + RETRY_MARGIN_MS;
     if (ms <= SHORT_RETRY_MS) {
       this.services.background(
         undefined,
