@@ -50,6 +50,34 @@ async function claimFrom(services: GatewayServices, c: Context<GatewayEnv>, row:
   services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id: String(id), route: row.name });
 }
 
+const TERMINAL_JOB = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
+
+async function statusOf(res: Response): Promise<unknown> {
+  try {
+    return ((await res.clone().json()) as { status?: unknown })?.status;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An agent task's answer names the upstream's own live view of its browser (`liveUrl`, upstream host and credential):
+ * it is never relayed. Both SDKs take null there (Node `string | null`, Python `Optional[str]`); a kept-open browser
+ * is a session of the caller's, whose detail carries the gateway's live view.
+ */
+async function withoutUpstreamLiveUrl(res: Response): Promise<Response> {
+  if (!res.ok || !(res.headers.get("content-type") ?? "").includes("json")) return Upstream.relay(res);
+  let body: unknown;
+  try {
+    body = await res.clone().json();
+  } catch {
+    return Upstream.relay(res);
+  }
+  if (!body || typeof body !== "object" || typeof (body as { liveUrl?: unknown }).liveUrl !== "string") return Upstream.relay(res);
+  await res.body?.cancel().catch(() => {});
+  return jsonResponse(res.status, { ...(body as object), liveUrl: null });
+}
+
 /** A creation whose answer names a resource another tenant owns: nothing is handed over. */
 export const claimRefused = (kind: string) =>
   new GatewayError(409, "resource_conflict", `The upstream answered with a ${kind} this tenant cannot claim; nothing was handed over.`);
@@ -94,13 +122,17 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
     "job.start": async (c, row) => {
       const res = await forwardUpstream(c, services);
       await claimFrom(services, c, row, res);
-      return Upstream.relay(res);
+      return withoutUpstreamLiveUrl(res);
     },
 
     "job.read": async (c, row) => {
       const res = await forwardUpstream(c, services);
-      await settleJobFrom(services, c.req.param(row.owns!.param)!, res, c);
-      return Upstream.relay(res);
+      const id = c.req.param(row.owns!.param)!;
+      await settleJobFrom(services, id, res, c);
+      // A job seen to end is an ended resource: its ownership record's retention starts (state.endedRetentionDays).
+      if (res.ok && row.owns && TERMINAL_JOB.has(String((await statusOf(res)) ?? "")))
+        await services.stores.ownership.setActive(row.owns.kind, id, false);
+      return withoutUpstreamLiveUrl(res);
     },
   };
 }

@@ -167,3 +167,51 @@ describe("the unpaged list filter keeps the upstream's shape (an upstream answer
     expect(await list(keys.b)).toEqual({ extensions: [made[1]] });
   });
 });
+
+describe("an agent task's upstream live view (an upstream answering as the real service)", () => {
+  let upstream: Server;
+  let gateway: RunningGateway;
+  const key = generateTenantKey();
+  const LIVE = "https://live.upstream.example/view?token=upstream-secret";
+
+  beforeAll(async () => {
+    upstream = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        if (req.method === "POST") return res.end(JSON.stringify({ jobId: "task_1", liveUrl: LIVE }));
+        res.end(JSON.stringify({ jobId: "task_1", status: "completed", data: { steps: [], finalResult: "ok" }, liveUrl: LIVE }));
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
+    const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    gateway = await startNodeGateway({
+      config: parseConfig({
+        server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+        upstream: { baseUrl: base, allowedHosts: [new URL(base).host] },
+        credits: { enabled: false },
+        tenants: [{ id: "a", scopes: ["agents", "sessions"], keys: [{ hash: await hashTenantKey(key) }] }],
+      }),
+      secrets: { upstreamApiKey: "upstream-key", tokenSecret: randomBytes(32).toString("hex") },
+      logSink: () => {},
+    });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await new Promise<void>((r) => (upstream ? upstream.close(() => r()) : r()));
+  });
+
+  it("is never relayed: liveUrl is null on the start and read answers (both SDKs take null), the rest as sent", async () => {
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${gateway.url}${path}`, {
+        method,
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const started = await (await call("POST", "/api/task/browser-use", { task: "t" })).json();
+    expect(started).toEqual({ jobId: "task_1", liveUrl: null });
+    const read = await (await call("GET", "/api/task/browser-use/task_1")).json();
+    expect(read).toMatchObject({ jobId: "task_1", status: "completed", liveUrl: null });
+    expect(JSON.stringify(read)).not.toContain("upstream-secret");
+  });
+});
