@@ -101,7 +101,18 @@ function jobRows(o: {
   /** The start row's handler (agent tasks: "task.start", which may create the task's session first). */
   start?: string;
 }): RouteRow[] {
-  const own = { kind: o.kind, param: "id" };
+  /** A read (or stop) of one job by id: the caller's own, free, no body. */
+  const byId = (op: string, method: Method, rest: string): RouteRow => ({
+    name: `${o.name}.${op}`,
+    method,
+    path: `${o.path}/:id${rest}`,
+    auth: KEY,
+    scope: o.scope,
+    owns: { kind: o.kind, param: "id" },
+    pay: "free",
+    body: BODY.none,
+    handler: "job.read",
+  });
   const rows: RouteRow[] = [
     {
       name: `${o.name}.start`,
@@ -115,41 +126,10 @@ function jobRows(o: {
       body: o.body,
       handler: o.start ?? "job.start",
     },
-    {
-      name: `${o.name}.get`,
-      method: GET,
-      path: `${o.path}/:id`,
-      auth: KEY,
-      scope: o.scope,
-      owns: own,
-      pay: "free",
-      body: BODY.none,
-      handler: "job.read",
-    },
-    {
-      name: `${o.name}.status`,
-      method: GET,
-      path: `${o.path}/:id/status`,
-      auth: KEY,
-      scope: o.scope,
-      owns: own,
-      pay: "free",
-      body: BODY.none,
-      handler: "job.read",
-    },
+    byId("get", GET, ""),
+    byId("status", GET, "/status"),
   ];
-  if (o.stop)
-    rows.push({
-      name: `${o.name}.stop`,
-      method: PUT,
-      path: `${o.path}/:id/stop`,
-      auth: KEY,
-      scope: o.scope,
-      owns: own,
-      pay: "free",
-      body: BODY.none,
-      handler: "job.read",
-    });
+  if (o.stop) rows.push(byId("stop", PUT, "/stop"));
   return rows;
 }
 

@@ -70,37 +70,40 @@ function unwrap(schema: z.ZodType): z.ZodType {
 
 const join = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));
 
+/** What a schema holds, read through its wrappers: its kind and the schemas below it. */
+interface Structure {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+  options?: z.ZodType[];
+  left?: z.ZodType;
+  right?: z.ZodType;
+}
+const structure = (schema: z.ZodType): Structure => unwrap(schema).def as Structure;
+
 /**
  * Every resource id `value` names under `schema`, found by walking both together (objects, arrays, records, unions).
  * Walks the raw value, so it works on a body that failed other checks (an unknown field forwarded by the operator's
  * switch still leaves the declared fields checked).
  */
 export function namedRefs(schema: z.ZodType, value: unknown, path = "", out: NamedRef[] = []): NamedRef[] {
-  const mark = references.get(schema);
+  const mark = references.get(schema) ?? references.get(unwrap(schema));
   if (mark) {
     if (typeof value === "string") out.push({ path, kind: mark.ref, id: value });
     return out;
   }
   if (value === undefined || value === null) return out;
-  const s = unwrap(schema);
-  if (s !== schema) return namedRefs(s, value, path, out);
-  const def = s.def as {
-    type: string;
-    shape?: Record<string, z.ZodType>;
-    element?: z.ZodType;
-    valueType?: z.ZodType;
-    options?: z.ZodType[];
-    left?: z.ZodType;
-    right?: z.ZodType;
-  };
-  if (def.type === "object" && def.shape && typeof value === "object" && !Array.isArray(value)) {
+  const def = structure(schema);
+  const isObject = typeof value === "object" && !Array.isArray(value);
+  if (def.type === "object" && def.shape && isObject) {
     for (const [key, field] of Object.entries(def.shape)) {
       const v = (value as Record<string, unknown>)[key];
       if (v !== undefined) namedRefs(field, v, join(path, key), out);
     }
   } else if (def.type === "array" && def.element && Array.isArray(value)) {
     for (const [i, v] of value.entries()) namedRefs(def.element, v, join(path, i), out);
-  } else if (def.type === "record" && def.valueType && typeof value === "object" && !Array.isArray(value)) {
+  } else if (def.type === "record" && def.valueType && isObject) {
     for (const [key, v] of Object.entries(value as Record<string, unknown>)) namedRefs(def.valueType, v, join(path, key), out);
   } else if (def.type === "union" && def.options) {
     // The option the value is (the first that accepts it), else every option that could hold a reference.
@@ -113,53 +116,41 @@ export function namedRefs(schema: z.ZodType, value: unknown, path = "", out: Nam
   return out;
 }
 
+/**
+ * Every field path `schema` declares, with the schema there: objects by key, arrays as `[]`, records as `.*`, each
+ * union option at the same path. A field that names a resource is a leaf.
+ */
+function* declared(schema: z.ZodType, path = "", depth = 0): Generator<{ path: string; schema: z.ZodType }> {
+  if (depth > 12) return;
+  if (path) yield { path, schema };
+  if (references.has(schema) || references.has(unwrap(schema))) return;
+  const def = structure(schema);
+  if (def.type === "object" && def.shape) for (const [k, f] of Object.entries(def.shape)) yield* declared(f, join(path, k), depth + 1);
+  else if (def.type === "array" && def.element) yield* declared(def.element, `${path}[]`, depth + 1);
+  else if (def.type === "record" && def.valueType) yield* declared(def.valueType, `${path}.*`, depth + 1);
+  else if (def.type === "union" && def.options) for (const o of def.options) yield* declared(o, path, depth + 1);
+}
+
 /** Every field path under `schema` that names a resource, with its kind (`tollgate routes`, docs/routes.md). */
-export function referenceFields(schema: z.ZodType, path = "", out: Array<{ path: string; kind: RefKind }> = [], depth = 0): typeof out {
-  const mark = references.get(schema);
-  if (mark) {
-    out.push({ path, kind: mark.ref });
-    return out;
+export function referenceFields(schema: z.ZodType): Array<{ path: string; kind: RefKind }> {
+  const out = new Map<string, RefKind>();
+  for (const d of declared(schema)) {
+    const mark = references.get(d.schema) ?? references.get(unwrap(d.schema));
+    if (mark && !out.has(d.path)) out.set(d.path, mark.ref);
   }
-  if (depth > 12) return out;
-  const s = unwrap(schema);
-  if (s !== schema) return referenceFields(s, path, out, depth);
-  const def = s.def as {
-    type: string;
-    shape?: Record<string, z.ZodType>;
-    element?: z.ZodType;
-    valueType?: z.ZodType;
-    options?: z.ZodType[];
-  };
-  if (def.type === "object" && def.shape) for (const [k, f] of Object.entries(def.shape)) referenceFields(f, join(path, k), out, depth + 1);
-  else if (def.type === "array" && def.element) referenceFields(def.element, `${path}[]`, out, depth + 1);
-  else if (def.type === "record" && def.valueType) referenceFields(def.valueType, `${path}.*`, out, depth + 1);
-  else if (def.type === "union" && def.options) {
-    const seen = new Set(out.map((r) => r.path));
-    for (const o of def.options)
-      for (const r of referenceFields(o, path, [], depth + 1)) if (!seen.has(r.path)) seen.add(r.path), out.push(r);
-  }
-  return out;
+  return [...out].map(([path, kind]) => ({ path, kind }));
 }
 
 /**
  * Every field path `schema` declares, with what it holds there (`object`, `array`, `record`, `string`… and `unknown` for
  * an opaque value whose insides are data). Arrays add `[]` to the path, records `.*`. For the SDK-walk test.
  */
-export function declaredPaths(schema: z.ZodType, path = "", out = new Map<string, string>(), depth = 0): Map<string, string> {
-  if (depth > 12) return out;
-  const s = unwrap(schema);
-  const def = s.def as {
-    type: string;
-    shape?: Record<string, z.ZodType>;
-    element?: z.ZodType;
-    valueType?: z.ZodType;
-    options?: z.ZodType[];
-  };
-  if (path && (!out.has(path) || out.get(path) === "union")) out.set(path, def.type);
-  if (def.type === "object" && def.shape) for (const [k, f] of Object.entries(def.shape)) declaredPaths(f, join(path, k), out, depth + 1);
-  else if (def.type === "array" && def.element) declaredPaths(def.element, `${path}[]`, out, depth + 1);
-  else if (def.type === "record" && def.valueType) declaredPaths(def.valueType, `${path}.*`, out, depth + 1);
-  else if (def.type === "union" && def.options) for (const o of def.options) declaredPaths(o, path, out, depth + 1);
+export function declaredPaths(schema: z.ZodType): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const d of declared(schema)) {
+    const type = structure(d.schema).type;
+    if (!out.has(d.path) || out.get(d.path) === "union") out.set(d.path, type);
+  }
   return out;
 }
 
