@@ -16,13 +16,13 @@ import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints
 import { publicOriginOf } from "../public-origin.js";
 import { callerTenant } from "../routing/caller.js";
 import { settleResource } from "../routing/credits.js";
+import { ownedPage } from "../sandbox/owned-list.js";
 import { claimRefused, forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
 import { presignTarget, rewriteSessionFileUrl } from "../sandbox/presign.js";
 import { sendUpstream } from "../sandbox/runtime-forward.js";
 import { forwardableRequestHeaders } from "../transport.js";
 import { jsonResponse } from "../errors.js";
 import { SessionDetail } from "../wire/session.js";
-import { listItems, WireRecord } from "../wire/read.js";
 import { stateKeys } from "../state/keys.js";
 
 /** As long as a session's endpoints are kept (session-access.ts): no session outlives a day. */
@@ -42,9 +42,6 @@ function liveViewTtl(c: Context<GatewayEnv>, max: number): number {
   const asked = Number(c.req.query("liveViewTtlSeconds") ?? c.get("jsonBody")?.json.liveViewTtlSeconds);
   return Number.isInteger(asked) && asked > 0 ? Math.min(asked, max) : max;
 }
-
-/** Upstream list pages read to build one tenant's list (100 sessions each). */
-const MAX_LIST_PAGES = 50;
 
 function positiveInt(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined || raw === "") return fallback;
@@ -121,31 +118,22 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
     "session.activeCount": async (c) => c.json({ activeSessionsCount: await stores.ownership.activeCount("session", callerTenant(c).id) }),
 
     // The upstream lists the whole team; the gateway reads it page by page and keeps the tenant's own sessions.
+    // A page of the tenant's own sessions, from its records and the page's details (src/sandbox/owned-list.ts): its
+    // cost grows with the page, not with the account. Each entry is a summary: what a detail adds is not listed.
     "session.list": async (c) => {
       const tenant = callerTenant(c);
-      const page = positiveInt(c.req.query("page"), "page", 1, 1_000_000);
-      const perPage = positiveInt(c.req.query("limit"), "limit", 10, 100);
-      const owned = new Set(await stores.ownership.list("session", tenant.id));
-      const statuses = c.req.queries("status") ?? [];
-      const mine: SessionDetail[] = [];
-      for (let p = 1; owned.size > 0 && p <= MAX_LIST_PAGES; p++) {
-        const q = new URLSearchParams([...statuses.map((s) => ["status", s]), ["page", String(p)], ["limit", "100"]]);
-        const res = await upstream.call(c, { method: "GET", path: `/api/sessions?${q}` });
-        if (!res.ok) return passError(res);
-        const body = await upstreamJson(res, WireRecord);
-        const batch = listItems(SessionDetail, body, "sessions", { topLevelOnly: true });
-        for (const s of batch) {
-          if (!owned.has(String(s.id))) continue;
-          mine.push(rewriteSessionSummary(s, publicOriginOf(c, services)));
-          if (typeof s.status === "string" && s.status !== "active") {
-            await stores.ownership.setActive("session", String(s.id), false);
-            await settleResource(services, "session", String(s.id), c);
-          }
-        }
-        const total = Number(body.totalCount ?? 0);
-        if (batch.length === 0 || p * Number(body.perPage ?? 100) >= total) break;
+      // Refused rather than clamped, as before: a page or limit that is not a whole number in range is a 400.
+      positiveInt(c.req.query("page"), "page", 1, 1_000_000);
+      positiveInt(c.req.query("limit"), "limit", 10, 100);
+      const page = await ownedPage(c, services, tenant, { path: "/api/sessions", field: "sessions", kind: "session", defaultLimit: 10 });
+      if ("passthrough" in page) return page.passthrough;
+      const sessions = [];
+      for (const s of page.items) {
+        const { wsEndpoint: _ws, computerActionEndpoint: _ca, token: _t, ...summary } = s as Record<string, unknown>;
+        sessions.push(rewriteSessionSummary(summary, publicOriginOf(c, services)));
+        if (typeof s.status === "string" && s.status !== "active") await settleResource(services, "session", String(s.id), c);
       }
-      return c.json({ sessions: mine.slice((page - 1) * perPage, page * perPage), totalCount: mine.length, page, perPage });
+      return c.json({ sessions, totalCount: page.totalCount, page: page.page, perPage: page.perPage });
     },
 
     "session.get": async (c) => {

@@ -22,6 +22,8 @@ export interface OwnedListSpec {
   /** Array field of the response, e.g. `sandboxes`. */
   field: string;
   kind: ResourceKind;
+  /** The upstream's page size when the client names none (20; sessions 10). */
+  defaultLimit?: number;
 }
 
 export type OwnedPage = { items: WireRecord[]; totalCount: number; page: number; perPage: number } | { passthrough: Response };
@@ -54,13 +56,14 @@ const DETAILS: Partial<Record<ResourceKind, DetailSpec>> = {
   },
   volume: { path: (id) => `/api/volume/${encodeURIComponent(id)}`, status: false },
   sandbox: { path: (id) => `/api/sandbox/${encodeURIComponent(id)}`, status: true, ended: ["closed", "close-error", "error"] },
+  session: { path: (id) => `/api/session/${encodeURIComponent(id)}`, status: true, ended: ["closed", "close-error", "error"] },
   snapshot: { path: (id) => `/api/snapshots/${encodeURIComponent(id)}`, wrapper: "snapshot", status: true },
 };
 
 /** The client's page and limit, clamped like the upstream (page ≥ 1, 1 ≤ limit ≤ 100, default 20). */
-function requestedPage(query: URLSearchParams): { page: number; perPage: number } {
+function requestedPage(query: URLSearchParams, fallback = 20): { page: number; perPage: number } {
   const page = Math.max(1, Number.parseInt(query.get("page") ?? "1", 10) || 1);
-  const perPage = Math.min(100, Math.max(1, Number.parseInt(query.get("limit") ?? "20", 10) || 20));
+  const perPage = Math.min(100, Math.max(1, Number.parseInt(query.get("limit") ?? String(fallback), 10) || fallback));
   return { page, perPage };
 }
 
@@ -75,7 +78,7 @@ export async function ownedPage(
   spec: OwnedListSpec,
 ): Promise<OwnedPage> {
   const query = requestUrl(c).searchParams;
-  const { page, perPage } = requestedPage(query);
+  const { page, perPage } = requestedPage(query, spec.defaultLimit);
   const detail = DETAILS[spec.kind];
   if (detail && answersLocally(detail, query)) return recordPage(c, services, tenant, spec.kind, detail, query, page, perPage);
   const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));

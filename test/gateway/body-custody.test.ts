@@ -247,3 +247,24 @@ describe("a gateway token in ?token=", () => {
     }
   });
 });
+
+describe("a tenant's session list", () => {
+  it("costs upstream calls that grow with the page, not with the account (≤ page size + 1), and lists only its own", async () => {
+    const others = await Promise.all([initech.sessions.create(), initech.sessions.create()]);
+    try {
+      const before = stack.emulator.received.length;
+      const mine = await acme.sessions.list({ limit: 2 });
+      const calls = stack.emulator.received.slice(before).filter((r) => /^\/api\/sessions?(\/|$)/.test(new URL(r.url).pathname));
+      expect(calls.length).toBeLessThanOrEqual(3);
+      expect(mine.sessions.map((s) => s.id)).not.toEqual(expect.arrayContaining([others[0]!.id]));
+      expect(mine.sessions.length).toBeLessThanOrEqual(2);
+      expect(mine.totalCount).toBeGreaterThanOrEqual(mine.sessions.length);
+      for (const s of mine.sessions) expect(JSON.stringify(s)).not.toContain(new URL(stack.emulator.controlUrl).host);
+      const active = await acme.sessions.list({ status: "active" });
+      expect(active.sessions.map((s) => s.id)).toContain(a.session);
+      expect(active.sessions.every((s) => s.status === "active")).toBe(true);
+    } finally {
+      for (const s of others) await initech.sessions.stop(s.id);
+    }
+  });
+});
