@@ -48,10 +48,20 @@ describe("faults under paid load", () => {
     await redis?.stop();
   });
 
+  /** Every ledger entry of the tenant, read state by state (the listing caps at 1,000 a call; a quiet run signs more). */
+  let largestListing = 0;
   const ledger = async (): Promise<LedgerEntry[]> => {
-    const r = await fetch(`${s.gw.url}/_tollgate/admin/ledger?tenant=acme&limit=1000`, { headers: { "x-api-key": s.keys.ops } });
-    if (!r.ok) throw new Error(`ledger: ${r.status} ${await r.text()}`);
-    return (await r.json()).entries;
+    const all: LedgerEntry[] = [];
+    for (const state of ["reserved", "uncertain", "committed", "released"]) {
+      const r = await fetch(`${s.gw.url}/_tollgate/admin/ledger?tenant=acme&state=${state}&limit=1000`, {
+        headers: { "x-api-key": s.keys.ops },
+      });
+      if (!r.ok) throw new Error(`ledger: ${r.status} ${await r.text()}`);
+      const entries = (await r.json()).entries as LedgerEntry[];
+      largestListing = Math.max(largestListing, entries.length);
+      all.push(...entries);
+    }
+    return all;
   };
 
   it("answers every request, loses no authorization, and reconciles with the chain afterwards", async () => {
@@ -186,7 +196,7 @@ describe("faults under paid load", () => {
           .slice(0, 3)
           .join("\n")}`,
     );
-    expect(entries.length).toBeLessThan(1000);
+    expect(largestListing).toBeLessThan(1000); // no listing was cut at its cap: every entry was seen
     expect(hung).toBe(0);
     expect(checker.failures).toEqual([]);
     expect(signed.size).toBeGreaterThan(20);
