@@ -240,7 +240,8 @@ export async function settleResource(
   await settleEndedResource(services, c, hold, { kind, id, estimate: minutes * BigInt(hold.rate) });
 }
 
-const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
+/** Job statuses that mean the job ended (its reservation settles; its ownership retention starts). */
+export const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
 
 /** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
 export async function settleJobFrom(services: GatewayServices, id: string, res: Response, c?: Context<GatewayEnv>): Promise<void> {

@@ -7,7 +7,7 @@ import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
 import { ownedPage } from "../sandbox/owned-list.js";
 import { keepOwnedItems } from "../rewrite/owned-items.js";
 import { callerTenant } from "./caller.js";
-import { settleJobFrom } from "./credits.js";
+import { settleJobFrom, TERMINAL } from "./credits.js";
 import type { RouteRow } from "./table.js";
 import { readWire } from "../wire/read.js";
 import { CreatedAnswer } from "../wire/created.js";
@@ -50,11 +50,12 @@ async function claimFrom(services: GatewayServices, c: Context<GatewayEnv>, row:
   services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id: String(id), route: row.name });
 }
 
-const TERMINAL_JOB = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
-
-async function statusOf(res: Response): Promise<unknown> {
+/** A JSON object answer, read once for what the gateway checks in it (the client still gets the stream). */
+async function answerObject(res: Response): Promise<Record<string, unknown> | undefined> {
+  if (!res.ok || !(res.headers.get("content-type") ?? "").includes("json")) return undefined;
   try {
-    return ((await res.clone().json()) as { status?: unknown })?.status;
+    const body = await res.clone().json();
+    return body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
@@ -65,17 +66,10 @@ async function statusOf(res: Response): Promise<unknown> {
  * it is never relayed. Both SDKs take null there (Node `string | null`, Python `Optional[str]`); a kept-open browser
  * is a session of the caller's, whose detail carries the gateway's live view.
  */
-async function withoutUpstreamLiveUrl(res: Response): Promise<Response> {
-  if (!res.ok || !(res.headers.get("content-type") ?? "").includes("json")) return Upstream.relay(res);
-  let body: unknown;
-  try {
-    body = await res.clone().json();
-  } catch {
-    return Upstream.relay(res);
-  }
-  if (!body || typeof body !== "object" || typeof (body as { liveUrl?: unknown }).liveUrl !== "string") return Upstream.relay(res);
+async function withoutUpstreamLiveUrl(res: Response, body: Record<string, unknown> | undefined): Promise<Response> {
+  if (typeof body?.liveUrl !== "string") return Upstream.relay(res);
   await res.body?.cancel().catch(() => {});
-  return jsonResponse(res.status, { ...(body as object), liveUrl: null });
+  return jsonResponse(res.status, { ...body, liveUrl: null });
 }
 
 /** A creation whose answer names a resource another tenant owns: nothing is handed over. */
@@ -122,17 +116,17 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
     "job.start": async (c, row) => {
       const res = await forwardUpstream(c, services);
       await claimFrom(services, c, row, res);
-      return withoutUpstreamLiveUrl(res);
+      return withoutUpstreamLiveUrl(res, await answerObject(res));
     },
 
     "job.read": async (c, row) => {
       const res = await forwardUpstream(c, services);
       const id = c.req.param(row.owns!.param)!;
       await settleJobFrom(services, id, res, c);
+      const body = await answerObject(res);
       // A job seen to end is an ended resource: its ownership record's retention starts (state.endedRetentionDays).
-      if (res.ok && row.owns && TERMINAL_JOB.has(String((await statusOf(res)) ?? "")))
-        await services.stores.ownership.setActive(row.owns.kind, id, false);
-      return withoutUpstreamLiveUrl(res);
+      if (row.owns && TERMINAL.has(String(body?.status ?? ""))) await services.stores.ownership.setActive(row.owns.kind, id, false);
+      return withoutUpstreamLiveUrl(res, body);
     },
   };
 }
