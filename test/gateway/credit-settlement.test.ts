@@ -81,6 +81,9 @@ describe("sessions and sandboxes settle to the upstream's creditsUsed × usdPerC
       const page = await browser.newPage();
       // Something sizeable to load: the gateway's own OpenAPI document.
       expect((await page.goto(`${stack.gateway.url}/_tollgate/openapi.json`))?.status()).toBe(200);
+      // The emulator turns on its byte meter for a new tab as it appears, which can lose the race with the tab's first
+      // load: a second load is metered for sure.
+      expect((await page.reload())?.status()).toBe(200);
     } finally {
       await browser.disconnect();
     }
