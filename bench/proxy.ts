@@ -252,10 +252,10 @@ if (NICE) {
   }
 }
 const { startEmulator } = await import("../emulator/index.js");
-const { generateTenantKey, hashTenantKey } = await import("../src/tenants.js");
-const { TokenService } = await import("../src/tokens.js");
+const { generateTenantKey, hashTenantKey } = await import("../src/access/tenants.js");
+const { TokenService } = await import("../src/access/tokens.js");
 const { memoryStores } = await import("../src/state/memory.js");
-const { upstreamExposedHost } = await import("../src/rewrite/sandbox.js");
+const { upstreamExposedHost } = await import("../src/sandboxes/rewrite.js");
 const { Hyperbrowser } = await import("@hyperbrowser/sdk");
 
 const stops: Array<() => Promise<void>> = [];

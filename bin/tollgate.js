@@ -3,7 +3,7 @@
 // checkout without a build, `npm run tollgate -- …` runs the source through tsx instead (a dev dependency).
 import { existsSync, readdirSync, statSync } from "node:fs";
 
-const cli = new URL("../dist/src/cli.js", import.meta.url);
+const cli = new URL("../dist/src/cli/index.js", import.meta.url);
 if (!existsSync(cli)) {
   process.stderr.write("tollgate: no compiled build in dist/: run `npm run build` (or `npm run tollgate -- …` to run the source)\n");
   process.exit(1);

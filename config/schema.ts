@@ -1,6 +1,6 @@
 // The configuration file's schema: every option, its default, and the message a wrong value gets.
 import * as z from "zod";
-import { isCidr } from "../src/cidr.js";
+import { isCidr } from "../src/platform/cidr.js";
 import { DestinationRules } from "../src/operators/destinations.js";
 
 /** A USD amount such as "5.00" or "0.005" (at most 6 decimals, the precision of USDC). */
@@ -284,7 +284,7 @@ export const configSchema = z
         ttlSeconds: z.number().int().positive().max(86_400).default(900),
       })
       .default({ ttlSeconds: 900 }),
-    /** The gateway's live view of a session (`liveUrl` → /_tollgate/live/<id>, src/routes/live.ts). */
+    /** The gateway's live view of a session (`liveUrl` → /_tollgate/live/<id>, src/sessions/live.ts). */
     liveView: z
       .strictObject({
         /**

@@ -4,7 +4,7 @@
 //     request) → access-log → valid Host (400)
 //     → client address → public hosts (421) → CORS → /_tollgate (own endpoints: health, tokens, usage)
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
-//     → the route table (src/routing/table.ts), every row mounted by src/routing/chain.ts:
+//     → the route table (src/routing/table.ts), every row mounted by middleware/chain.ts:
 //         identify → scope → rate limit → owner → quota → meter → handler (forward, pay, rewrite)
 //     → anything else: 404 route_not_fronted
 import { Hono, type Context, type ExecutionContext } from "hono";
@@ -13,57 +13,57 @@ import type { Secrets } from "../config/load.js";
 import type { GatewayEnv } from "./context.js";
 import { errorResponse, GatewayError } from "./errors.js";
 import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
-import { TenantDirectory } from "./tenants.js";
+import { TenantDirectory } from "./access/tenants.js";
 import { authenticateTenant } from "../middleware/authenticate/index.js";
-import { fetchTransport, type UpstreamTransport } from "./transport.js";
-import { Upstream, pathAndQuery } from "./upstream.js";
+import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
+import { Upstream, pathAndQuery } from "./platform/upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
-import { ownRoutes, OWN_PREFIX } from "./routes/own.js";
-import { fetchWebSocketRelay, type WebSocketRelay } from "./websocket.js";
+import { ownRoutes, OWN_PREFIX } from "./operators/own-routes.js";
+import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
-import { TokenService } from "./tokens.js";
+import { TokenService } from "./access/tokens.js";
 import type { GatewayServices } from "./services.js";
 import { isStateUnavailable } from "./state/errors.js";
-import { exposedPorts } from "./routes/ports.js";
-import { runtimeHandlers } from "./routes/runtime.js";
-import { sandboxHandlers } from "./routes/sandboxes.js";
-import { usageRoutes } from "./routes/usage.js";
-import { cdpHandlers } from "./routes/cdp.js";
-import { liveHandlers } from "./routes/live.js";
-import { sessionHandlers } from "./routes/sessions.js";
-import { tokenRoutes } from "./routes/tokens.js";
+import { exposedPorts } from "./sandboxes/ports.js";
+import { runtimeHandlers } from "./sandboxes/runtime.js";
+import { sandboxHandlers } from "./sandboxes/routes.js";
+import { usageRoutes } from "./operators/usage-routes.js";
+import { cdpHandlers } from "./sessions/cdp.js";
+import { liveHandlers } from "./sessions/live.js";
+import { sessionHandlers } from "./sessions/routes.js";
+import { tokenRoutes } from "./access/token-routes.js";
 import { rateLimit } from "../middleware/rate-limit/index.js";
-import { paidSearchHandlers } from "./routes/x402.js";
-import { x402SessionHandlers } from "./routes/x402-session.js";
+import { paidSearchHandlers } from "./search/routes.js";
+import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
 import { PaymentSigner } from "./payments/signer.js";
 import { normalisePath, splitRequestUrl } from "./routing/normalize.js";
-import { mountRouteTable, routeNotFronted } from "./routing/chain.js";
+import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { commonHandlers } from "./routing/handlers.js";
-import { volumeHandlers } from "./sandbox/volume-names.js";
-import { nestedHandlers } from "./routing/nested.js";
-import { GatewayMetrics } from "./metrics/gateway-metrics.js";
-import { withMeteredLedger } from "./metrics/metered-ledger.js";
-import { workersPeerAddress } from "./client-address.js";
-import { clientView } from "./forwarded.js";
-import { metricsRoutes } from "./routes/metrics.js";
-import { readyRoutes } from "./routes/ready.js";
-import { Readiness } from "./readiness.js";
+import { volumeHandlers } from "./sandboxes/volume-names.js";
+import { nestedHandlers } from "./jobs/nested.js";
+import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
+import { withMeteredLedger } from "./telemetry/metered-ledger.js";
+import { workersPeerAddress } from "./platform/client-address.js";
+import { clientView } from "./platform/forwarded.js";
+import { metricsRoutes } from "./operators/metrics-route.js";
+import { readyRoutes } from "./operators/ready-route.js";
+import { Readiness } from "./operators/readiness.js";
 import { TenantSync } from "./operators/tenant-sync.js";
-import { operatorRoutes } from "./routes/admin/index.js";
+import { operatorRoutes } from "./operators/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
 import { keyUseRecorder } from "./operators/key-usage.js";
-import { BackgroundWork } from "./background.js";
+import { BackgroundWork } from "./platform/background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
-import { docsRoutes, type DocsAssets } from "./routes/docs.js";
+import { docsRoutes, type DocsAssets } from "./operators/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
-import type { Tracer } from "./tracing.js";
+import type { Tracer } from "./telemetry/tracing.js";
 import { mcpRoutes } from "./mcp/endpoint.js";
 
 export interface GatewayDeps {
@@ -77,7 +77,7 @@ export interface GatewayDeps {
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
-  /** Metrics; the Node entry passes prom-client's, Workers keep in-process counters (src/metrics/text-registry.ts). */
+  /** Metrics; the Node entry passes prom-client's, Workers keep in-process counters (src/telemetry/text-registry.ts). */
   metrics?: GatewayMetrics;
   now?: () => number;
   instanceId?: string;
@@ -120,7 +120,7 @@ function executionContextOf(c: Context): ExecutionContext | undefined {
 
 /**
  * The env a sub-request runs with: the client's, without its Node response object, so an answer the Node transport
- * would relay socket to socket (runtime plane, src/node/direct-relay.ts) comes back to the caller as a Response instead
+ * would relay socket to socket (runtime plane, src/platform/node/direct-relay.ts) comes back to the caller as a Response instead
  * of being written to the client's connection.
  */
 function subrequestEnv(env: unknown): unknown {

@@ -4,15 +4,15 @@ import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
 import type { Logger } from "./log.js";
-import type { TenantDirectory } from "./tenants.js";
-import type { Upstream } from "./upstream.js";
+import type { TenantDirectory } from "./access/tenants.js";
+import type { Upstream } from "./platform/upstream.js";
 import type { StateStores } from "./state/types.js";
-import type { TokenService } from "./tokens.js";
-import type { WebSocketRelay } from "./websocket.js";
-import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import type { TokenService } from "./access/tokens.js";
+import type { WebSocketRelay } from "./platform/websocket.js";
+import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./operators/tenant-sync.js";
 import type { WebhookSender } from "./operators/webhook-sender.js";
-import type { Tracer } from "./tracing.js";
+import type { Tracer } from "./telemetry/tracing.js";
 
 export interface GatewayServices {
   config: TollgateConfig;
@@ -28,15 +28,15 @@ export interface GatewayServices {
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;
-  /** Traces requests when configured (src/tracing.ts); undefined: nothing is traced. */
+  /** Traces requests when configured (src/telemetry/tracing.ts); undefined: nothing is traced. */
   tracer?: Tracer;
-  /** Sends alert webhooks; the Node entry's checks the resolved address (src/node/webhook-sender.ts), else fetch. */
+  /** Sends alert webhooks; the Node entry's checks the resolved address (src/platform/node/webhook-sender.ts), else fetch. */
   webhookSender?: WebhookSender;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;
   /**
-   * Runs work the gateway does not await beside the request `c` (src/background.ts): on Workers it is kept alive by the
+   * Runs work the gateway does not await beside the request `c` (src/platform/background.ts): on Workers it is kept alive by the
    * request's ExecutionContext.waitUntil; everywhere it is tracked until it settles (closing the gateway waits for it,
    * bounded) and a failure is logged as `what`. Pass undefined outside a request.
    */

@@ -2,13 +2,13 @@
 // bytes, paid amount) and counts it in the metrics. Secrets never reach it.
 import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "../../src/log.js";
-import type { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
-import { routeLabel } from "../../src/metrics/route-label.js";
+import type { GatewayMetrics } from "../../src/telemetry/gateway-metrics.js";
+import { routeLabel } from "../../src/telemetry/route-label.js";
 
 export interface AccessLogOptions {
   /** Counts each request (tollgate_requests_total, the latency histogram, cache outcomes). */
   metrics?: GatewayMetrics;
-  /** The client's address (socket peer, or X-Forwarded-For behind a trusted proxy); see src/client-address.ts. */
+  /** The client's address (socket peer, or X-Forwarded-For behind a trusted proxy); see src/platform/client-address.ts. */
   clientAddress?: (c: Context) => string | undefined;
   now?: () => number;
 }
@@ -24,7 +24,7 @@ interface RequestLogFields {
   cache?: string;
   /** Atomic units a cached or coalesced answer saved (its price when it was first paid). */
   saved?: bigint;
-  /** Time to response headers of the upstream call(s), summed, in ms (src/upstream.ts). */
+  /** Time to response headers of the upstream call(s), summed, in ms (src/platform/upstream.ts). */
   upstreamMs?: number;
   /** Bytes sent upstream in request bodies, when known. */
   upstreamBytesOut?: number;

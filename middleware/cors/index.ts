@@ -1,8 +1,8 @@
 // CORS for browser front-ends on `server.cors.origins`: preflights answered before any credential check, others untouched.
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
-import { parseExposedHost } from "../../src/rewrite/sandbox.js";
-import { isWebSocketUpgrade } from "../../src/websocket.js";
+import { parseExposedHost } from "../../src/sandboxes/rewrite.js";
+import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
 
 export interface GatewayCorsOptions {
   /** Origins (scheme://host[:port]) allowed to call the gateway from a browser. Empty: CORS stays off. */

@@ -1,9 +1,9 @@
 // Answers only to the gateway's public hosts when they are listed (server.publicHosts): any other Host is refused 421.
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
-import { clientView } from "../../src/forwarded.js";
-import { isListedPublicHost } from "../../src/public-origin.js";
-import { parseExposedHost } from "../../src/rewrite/sandbox.js";
+import { clientView } from "../../src/platform/forwarded.js";
+import { isListedPublicHost } from "../../src/platform/public-origin.js";
+import { parseExposedHost } from "../../src/sandboxes/rewrite.js";
 import type { GatewayServices } from "../../src/services.js";
 
 const HEALTH_PATH = "/_tollgate/health";

@@ -3,13 +3,13 @@ import type { Context, MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
-import type { Tenant } from "../../src/tenants.js";
-import { callerTenant } from "../../src/routing/caller.js";
-import { jsonBody, setJsonBody } from "../../src/routing/body.js";
-import { upstreamJson } from "../../src/upstream.js";
-import { SnapshotAnswer } from "../../src/wire/sandbox.js";
-import { readWire, type WireRecord } from "../../src/wire/read.js";
-import { CreatedAnswer } from "../../src/wire/created.js";
+import type { Tenant } from "../../src/access/tenants.js";
+import { callerTenant } from "../identify/index.js";
+import { jsonBody, setJsonBody } from "../body-limit/index.js";
+import { upstreamJson } from "../../src/platform/upstream.js";
+import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
+import { readWire, type WireRecord } from "../../src/routing/upstream-records.js";
+import { CreatedAnswer } from "../../src/routing/created.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
 
@@ -76,7 +76,7 @@ async function imageOfSnapshot(c: Context, services: GatewayServices, name: unkn
 
 /**
  * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is.
- * The caller is the chain's (src/routing/caller.ts); the body is the chain's one JSON copy, completed here with the
+ * The caller is the chain's (middleware/identify/index.ts); the body is the chain's one JSON copy, completed here with the
  * defaults a quota imposes.
  * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, "sandbox"), handler)
  */

@@ -2,9 +2,9 @@
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import { presentedKey, type Tenant } from "../../src/tenants.js";
-import { looksLikeGatewayToken } from "../../src/tokens.js";
-import "../../src/routing/caller.js";
+import { presentedKey, type Tenant } from "../../src/access/tenants.js";
+import { looksLikeGatewayToken } from "../../src/access/tokens.js";
+import "../identify/index.js";
 
 const WINDOW_MS = 60_000;
 

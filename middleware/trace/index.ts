@@ -1,7 +1,7 @@
 // Starts the request's span (server kind) from the client's `traceparent`, if any, and puts its trace id in the
 // request's log line; mounted only when a tracer is configured.
 import type { MiddlewareHandler } from "hono";
-import type { Tracer } from "../../src/tracing.js";
+import type { Tracer } from "../../src/telemetry/tracing.js";
 
 /**
  * @example if (tracer) app.use(traceRequests(tracer))

@@ -1,6 +1,6 @@
 // Refuses, before any route runs, a request whose Host makes no valid URL: 400 invalid_host, never a 500 further on.
 import type { MiddlewareHandler } from "hono";
-import { requestUrl } from "../../src/request-url.js";
+import { requestUrl } from "../../src/platform/request-url.js";
 
 /**
  * Parses the request URL once (see requestUrl); a Host such as `foo.123`, `1.2.3.4.5` or `xn--` is answered

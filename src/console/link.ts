@@ -4,11 +4,11 @@
 import { Hono } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, hashTenantKey } from "../tenants.js";
-import { publicOriginOf } from "../public-origin.js";
+import { presentedKey, hashTenantKey } from "../access/tenants.js";
+import { publicOriginOf } from "../platform/public-origin.js";
 import { audit } from "../operators/tenant-changes.js";
-import { validBody } from "../routes/admin/validate.js";
-import { consoleLinkBody } from "../routes/admin/schemas.js";
+import { validBody } from "../operators/admin/validate.js";
+import { consoleLinkBody } from "../operators/admin/schemas.js";
 import { CONSOLE_PATH, randomToken } from "./session.js";
 
 const LINK_TTL_DEFAULT_S = 300;

@@ -3,8 +3,8 @@
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import { stopUpstream } from "../operators/kill-switch.js";
-import { settleResource } from "../routing/credits.js";
-import { sandboxCustody } from "../sandbox/custody.js";
+import { settleResource } from "../../middleware/meter/index.js";
+import { sandboxCustody } from "../sandboxes/custody.js";
 
 export type LiveKind = "sandbox" | "session";
 

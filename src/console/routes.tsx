@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 // The operator console at /_tollgate/console: server-rendered pages over the same state the admin API reads, and
-// changes made through the admin API's own schemas and functions (src/routes/admin/*). Roles: an admin key sees and
+// changes made through the admin API's own schemas and functions (src/operators/admin/*). Roles: an admin key sees and
 // changes every tenant; an operator-readonly key sees every tenant and changes nothing; a tenant key sees only itself
 // (another tenant's pages and resources are 404) and manages its own keys and keyless tokens. Sign-in swaps a key, or a
 // one-time link from `tollgate console link`, for a session cookie; every form carries the session's token and must
@@ -13,19 +13,19 @@ import type * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { hashTenantKey, keyIdOf, type Tenant } from "../tenants.js";
+import { hashTenantKey, keyIdOf, type Tenant } from "../access/tenants.js";
 import { isStateUnavailable } from "../state/errors.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
-import { publicOriginOf } from "../public-origin.js";
+import { publicOriginOf } from "../platform/public-origin.js";
 import { atomicToUsd } from "../payments/money.js";
 import { audit } from "../operators/tenant-changes.js";
 import { roleOf } from "../operators/roles.js";
 import { lastUsed } from "../operators/key-usage.js";
-import { createKey, revokeKey, rotateKey } from "../routes/admin/keys.js";
-import { createTenant, patchTenant, setTenantEnabled } from "../routes/admin/tenants.js";
-import { keyCreateBody, keyRotateBody, tenantCreateBody, tenantPatchBody } from "../routes/admin/schemas.js";
-import { auditPage, concernsTenant, ledgerSurface, SURFACES } from "../routes/admin/views.js";
-import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../routes/tokens.js";
+import { createKey, revokeKey, rotateKey } from "../operators/admin/keys.js";
+import { createTenant, patchTenant, setTenantEnabled } from "../operators/admin/tenants.js";
+import { keyCreateBody, keyRotateBody, tenantCreateBody, tenantPatchBody } from "../operators/admin/schemas.js";
+import { auditPage, concernsTenant, ledgerSurface, SURFACES } from "../operators/admin/views.js";
+import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../access/token-routes.js";
 import { currentSession, endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
 import { peekLink, redeemLink } from "./link.js";
 import { liveResources, stopResource, type LiveKind } from "./resources.js";

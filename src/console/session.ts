@@ -4,7 +4,7 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
-import { publicOriginOf } from "../public-origin.js";
+import { publicOriginOf } from "../platform/public-origin.js";
 
 export const CONSOLE_PATH = "/_tollgate/console";
 const SESSION_COOKIE = "tollgate_console";

@@ -10,7 +10,7 @@
 // The same pass delivers webhooks due in the outbox (./webhooks.ts).
 import type { GatewayServices } from "../services.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
-import { Readiness } from "../readiness.js";
+import { Readiness } from "./readiness.js";
 import { raiseAlert, webhookDispatcher } from "./webhooks.js";
 
 /** Where the floors' figures come from; tests and other runtimes may pass their own. */

@@ -1,8 +1,8 @@
 // Where alert webhooks may be sent: https (http only where the operator allows it), and never to loopback, link-local
 // (cloud metadata), private, shared (CGNAT), multicast or reserved addresses unless an operator allowlists a CIDR.
 // Checked on the URL at config time (an IP literal, a local-only name) and again at delivery on every address the
-// name resolves to (src/node/webhook-sender.ts connects to the address it checked; Workers refuse IP literals only).
-import { cidrMatcher } from "../cidr.js";
+// name resolves to (src/platform/node/webhook-sender.ts connects to the address it checked; Workers refuse IP literals only).
+import { cidrMatcher } from "../platform/cidr.js";
 
 /** Ranges no webhook reaches unless allowlisted (IPv4-mapped IPv6 is folded to IPv4 by the matcher). */
 const BLOCKED = [

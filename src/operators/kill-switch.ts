@@ -7,7 +7,7 @@ import type { BudgetWindow, ResourceKind } from "../state/types.js";
 import { deliverBudgetEvent } from "./webhooks.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 import { stateKeys } from "../state/keys.js";
-import { settleResource } from "../routing/credits.js";
+import { settleResource } from "../../middleware/meter/index.js";
 
 export interface KillReport {
   tenant: string;

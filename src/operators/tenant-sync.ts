@@ -4,7 +4,7 @@
 // a change made anywhere applies everywhere within about that long, with no timer (Workers allow none outside a request).
 import type { TenantConfig } from "../../config/schema.js";
 import type { Logger } from "../log.js";
-import type { TenantDirectory } from "../tenants.js";
+import type { TenantDirectory } from "../access/tenants.js";
 import type { TenantStore } from "../state/types.js";
 
 export interface TenantSyncOptions {

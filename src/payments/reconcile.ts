@@ -3,13 +3,13 @@
 // at the reserved amount (an estimate); sessions and sandboxes settled from an estimate are read again until the
 // upstream's figure lands, and corrected to it; and the team's usage is compared with the ledger (./credit-drift.ts).
 // The chain is asked through the entry's payment scheme (src/payments/schemes/). Runs on a timer in Node and from the
-// Worker's cron trigger (src/worker.ts).
+// Worker's cron trigger (src/platform/worker.ts).
 import type { GatewayServices } from "../services.js";
 import { schemeOfEntry } from "./schemes/index.js";
 import { retryReleases } from "./abandoned.js";
 import { afterCreditSettlement } from "./credit-reports.js";
 import { checkCreditDrift, type CreditDrift } from "./credit-drift.js";
-import { recheckResourceEntry } from "../routing/settle.js";
+import { recheckResourceEntry } from "./settle.js";
 import type { LedgerEntry } from "../state/types.js";
 import { usdToAtomic } from "./money.js";
 import { stateKeys } from "../state/keys.js";

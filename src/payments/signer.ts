@@ -1,5 +1,5 @@
 // The gateway's wallet: signs a chosen option with the scheme that pays it (src/payments/schemes/).
-import type { PaymentRequired } from "../wire/payment.js";
+import type { PaymentRequired } from "./wire.js";
 import type { PaymentOption } from "./requirements.js";
 import { schemeFor } from "./schemes/index.js";
 import type { SignedPayment, WalletKey } from "./schemes/types.js";

@@ -9,7 +9,7 @@ import { stateKeys } from "../state/keys.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
-import type { Tenant } from "../tenants.js";
+import type { Tenant } from "../access/tenants.js";
 import { HELD } from "../state/holds.js";
 import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";

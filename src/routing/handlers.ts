@@ -3,14 +3,14 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { Upstream, pathAndQuery, upstreamJson } from "../upstream.js";
-import { ownedPage } from "../sandbox/owned-list.js";
-import { keepOwnedItems } from "../rewrite/owned-items.js";
-import { callerTenant } from "./caller.js";
-import { settleJobFrom, TERMINAL } from "./credits.js";
+import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
+import { ownedPage } from "../sandboxes/owned-list.js";
+import { keepOwnedItems } from "./owned-items.js";
+import { callerTenant } from "../../middleware/identify/index.js";
+import { settleJobFrom, TERMINAL } from "../../middleware/meter/index.js";
 import type { RouteRow } from "./table.js";
-import { readWire } from "../wire/read.js";
-import { CreatedAnswer } from "../wire/created.js";
+import { readWire } from "./upstream-records.js";
+import { CreatedAnswer } from "./created.js";
 
 export type RowHandler = (c: Context<GatewayEnv>, row: RouteRow) => Promise<Response> | Response;
 

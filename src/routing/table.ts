@@ -3,7 +3,7 @@
 // handler. Paths are matched after normalisation (./normalize.ts), so a row sees what the upstream will.
 import type { Scope } from "../../config/schema.js";
 import type { ResourceKind } from "../state/types.js";
-import type { TokenScope } from "../tokens.js";
+import type { TokenScope } from "../access/tokens.js";
 import { BODY, type BodySpec } from "./bodies/index.js";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -248,7 +248,7 @@ export const ROUTES: readonly RouteRow[] = [
   { name: "snapshot.list", method: GET, path: "/api/snapshots", auth: KEY, scope: "sandboxes", list: { kind: "snapshot", field: "snapshots" }, pay: "free", body: BODY.none, handler: "snapshot.list" },
   { name: "snapshot.get", method: GET, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
   { name: "snapshot.delete", method: DELETE, path: "/api/snapshots/:idOrName", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "snapshot.byIdOrName" },
-  // Volume names are per tenant: `data` is `<tenant>.data` upstream (src/sandbox/volume-names.ts). As upstream, a volume
+  // Volume names are per tenant: `data` is `<tenant>.data` upstream (src/sandboxes/volume-names.ts). As upstream, a volume
   // is read by id and deleted by id or name.
   { name: "volume.create", method: POST, path: "/api/volume", auth: KEY, scope: "sandboxes", creates: "volume", pay: "free", body: BODY.createVolume, handler: "volume.create" },
   { name: "volume.list", method: GET, path: "/api/volume", auth: KEY, scope: "sandboxes", list: { kind: "volume", field: "volumes" }, pay: "free", body: BODY.none, handler: "volume.list" },
@@ -286,6 +286,6 @@ export const ROUTES: readonly RouteRow[] = [
 ];
 
 // Exposed ports are not path routes: `<port>-<id>.<gateway host>` forwards any method and path to that port of the
-// sandbox (src/routes/ports.ts), for a gateway token with the "ports" scope or the browser cookie it grants.
+// sandbox (src/sandboxes/ports.ts), for a gateway token with the "ports" scope or the browser cookie it grants.
 
 export const methodsOf = (row: RouteRow): Method[] => (typeof row.method === "string" ? [row.method] : [...row.method]);

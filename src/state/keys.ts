@@ -6,13 +6,13 @@ export const stateKeys = {
   rateWindow: (key: string, windowStart: number) => `rl:${key}:${windowStart}`,
   /** Creations of a kind in flight for a tenant, per time bucket (middleware/quota/slots.ts). */
   quotaPending: (kind: string, tenant: string, bucket: number) => `quota:pending:${kind}:${tenant}:${bucket}`,
-  /** The upstream runtime credential of a sandbox (src/sandbox/custody.ts). */
+  /** The upstream runtime credential of a sandbox (src/sandboxes/custody.ts). */
   sandboxRuntime: (id: string) => `sandbox-runtime:${id}`,
-  /** A presigned file URL behind a gateway ticket (src/sandbox/presign.ts). */
+  /** A presigned file URL behind a gateway ticket (src/sandboxes/presign.ts). */
   presignTicket: (ticket: string) => `sandbox-presign:${ticket}`,
-  /** A public host the gateway handed out for a sandbox's ports (src/sandbox/public-origin.ts). */
+  /** A public host the gateway handed out for a sandbox's ports (src/sandboxes/port-hosts.ts). */
   sandboxPublicHost: (id: string, host: string) => `sandbox-public-host:${id}:${host}`,
-  /** A tenant's snapshot name → its newest snapshot id (src/sandbox/snapshots.ts). */
+  /** A tenant's snapshot name → its newest snapshot id (src/sandboxes/snapshots.ts). */
   snapshotName: (tenant: string, name: string) => `snapshot-name:${tenant}:${name}`,
   /** A session's upstream endpoints (wsEndpoint, computerActionEndpoint), kept server-side. */
   sessionEndpoints: (id: string) => `session:upstream:${id}`,
@@ -24,7 +24,7 @@ export const stateKeys = {
   paidSession: (id: string) => `session:paid:${id}`,
   /** Cache and coalescing savings of a tenant across the fleet, one counter per figure (src/operators/savings.ts). */
   savings: (tenant: string, figure: "hits" | "coalesced" | "saved") => `savings:${tenant}:${figure}`,
-  /** A credits hold of a running resource or job (src/routing/credits.ts). */
+  /** A credits hold of a running resource or job (middleware/meter/index.ts). */
   creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,
   /** The cost of every credit settlement so far, fleet-wide, atomic units (src/payments/credit-reports.ts). */
   creditsSettledCost: "credits:settled-cost",

@@ -138,7 +138,7 @@ origins = ["https://app.example.com", "app.example.com"]
   });
 
   it("ships an example that covers the schema and passes `tollgate config check`", async () => {
-    const { stdout } = await run("npx", ["tsx", "src/cli.ts", "config", "check", "config/tollgate.example.toml"]);
+    const { stdout } = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", "config/tollgate.example.toml"]);
     expect(stdout).toMatch(/OK \(2 tenants\)/);
   });
 
@@ -146,7 +146,7 @@ origins = ["https://app.example.com", "app.example.com"]
     const dir = await mkdtemp(join(tmpdir(), "tg-cfg-"));
     const f = join(dir, "bad.toml");
     await writeFile(f, `[server]\nport = -1\n[[tenants]]\nid = "X"\nkeys = []\n`);
-    const err = await run("npx", ["tsx", "src/cli.ts", "config", "check", f]).catch((e) => e);
+    const err = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", f]).catch((e) => e);
     expect(err.code).toBe(1);
     expect(err.stderr).toContain("server.port:");
     expect(err.stderr).toContain("tenants[0].id:");
@@ -158,17 +158,17 @@ origins = ["https://app.example.com", "app.example.com"]
     const dir = await mkdtemp(join(tmpdir(), "tg-cfg-"));
     const f = join(dir, "syntax.toml");
     await writeFile(f, `[server]\nport = 8787\n\n[cache\nenabled = true\n`);
-    const err = await run("npx", ["tsx", "src/cli.ts", "config", "check", f]).catch((e) => e);
+    const err = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", f]).catch((e) => e);
     expect(err.code).toBe(1);
     expect(err.stderr).toContain(`${f}:4:`);
     expect(err.stderr).not.toMatch(/\n\s+at /);
   });
 
   it("`tollgate keys create` prints a key once and a config line holding only its hash", async () => {
-    const { stdout } = await run("npx", ["tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"]);
+    const { stdout } = await run("npx", ["tsx", "src/cli/index.ts", "keys", "create", "--tenant", "acme"]);
     const key = stdout.match(/\n {2}(tg_[A-Za-z0-9_-]+)\n/)![1];
     const hash = stdout.match(/hash = "(sha256:[0-9a-f]{64})"/)![1];
-    const { hashTenantKey } = await import("../../src/tenants.js");
+    const { hashTenantKey } = await import("../../src/access/tenants.js");
     expect(await hashTenantKey(key)).toBe(hash);
     const pasted = stdout.slice(stdout.indexOf("keys = ")).trim();
     expect(pasted).not.toContain(key);

@@ -37,7 +37,7 @@ const alive = (pid: number) => {
 
 describe("`tollgate dev --json` (the one-command start)", () => {
   it("prints exactly one JSON line once ready, serves a paid search with a demo key, and stops everything on Ctrl-C", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "dev", "--json"], {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/index.ts", "dev", "--json"], {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
@@ -99,7 +99,7 @@ describe("`tollgate dev --json` (the one-command start)", () => {
   }, 120_000);
 
   it("`tollgate emulator --json` runs the emulator alone and prints its URLs and API key once ready", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "emulator", "--json", "--no-chain"], {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/index.ts", "emulator", "--json", "--no-chain"], {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });

@@ -324,7 +324,7 @@ describe("chargeback", () => {
     const cli = (...args: string[]) =>
       promisify(execFile)(
         process.execPath,
-        ["--import", "tsx", "src/cli.ts", ...args, "--gateway", stack.gateway.url, "--admin-key", stack.keys.ops!],
+        ["--import", "tsx", "src/cli/index.ts", ...args, "--gateway", stack.gateway.url, "--admin-key", stack.keys.ops!],
         {
           timeout: 60_000,
         },

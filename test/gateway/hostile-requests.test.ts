@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Hyperbrowser } from "@hyperbrowser/sdk";
 import { gatewayCall, portCall, startSandboxStack, type SandboxStack } from "./sandboxes-harness.js";
-import { sameHostPath } from "../../src/routes/ports.js";
+import { sameHostPath } from "../../src/sandboxes/ports.js";
 
 type SandboxHandle = Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { exposedPortsViaDns } from "../../src/routes/ports.js";
+import { exposedPortsViaDns } from "../../src/sandboxes/ports.js";
 
 describe("how exposed-port traffic reaches the upstream", () => {
   it("auto: reaches a named runtime host's <port>-<id> host by DNS (production, Workers)", () => {

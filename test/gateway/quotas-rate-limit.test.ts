@@ -1,8 +1,8 @@
 // Per-tenant requests per minute: 429 rate_limited with Retry-After at the limit, admitted again in the next window.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/node.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 
 describe("per-tenant rate limit", () => {

@@ -6,10 +6,10 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { request } from "undici";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/node.js";
-import { undiciTransport } from "../../src/node/undici-transport.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
-import type { UpstreamTransport } from "../../src/transport.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { undiciTransport } from "../../src/platform/node/undici-transport.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
+import type { UpstreamTransport } from "../../src/platform/transport.js";
 
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const CAPTURE_LIMIT = 64 * 1024 * 1024;
@@ -27,7 +27,7 @@ export interface SandboxStack {
   upstreamSecrets(): string[];
   /** Everything the gateway sent to clients (capped), as latin1 text. */
   clientBytes(): string;
-  /** How many answers went through the Node fast path (src/node/direct-relay.ts) so far. */
+  /** How many answers went through the Node fast path (src/platform/node/direct-relay.ts) so far. */
   directRelays(): number;
   close(): Promise<void>;
 }

@@ -10,8 +10,8 @@ import {
   upstreamExposedHost,
   upstreamRuntimeUrl,
   type SandboxRewriteContext,
-} from "../../src/rewrite/sandbox.js";
-import { needsRenewal } from "../../src/sandbox/custody.js";
+} from "../../src/sandboxes/rewrite.js";
+import { needsRenewal } from "../../src/sandboxes/custody.js";
 
 // The SDK does not export SandboxHandle from its entry; load the compiled class itself to use its getExposedUrl.
 const { SandboxHandle } = createRequire(import.meta.url)("../../node_modules/@hyperbrowser/sdk/dist/services/sandboxes.js");

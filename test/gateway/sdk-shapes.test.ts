@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { writeZip } from "../../emulator/sessions/zip-writer.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/node.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { node, parsesUnder, python } from "../fixtures/sdk-models.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
 

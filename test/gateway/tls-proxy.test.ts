@@ -6,8 +6,8 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/node.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { startNginxTls, type NginxTls } from "../helpers/nginx-tls.js";
 
 let emu: EmulatorHandle;

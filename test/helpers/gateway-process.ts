@@ -22,7 +22,7 @@ export interface GatewayProcess {
 export async function startGatewayProcess(
   config: Record<string, unknown>,
   env: Record<string, string>,
-  entry: string[] = ["--import", "tsx", "src/cli.ts"],
+  entry: string[] = ["--import", "tsx", "src/cli/index.ts"],
 ): Promise<GatewayProcess> {
   const dir = await mkdtemp(join(tmpdir(), "tg-proc-"));
   const file = join(dir, "tollgate.json");

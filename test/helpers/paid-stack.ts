@@ -2,8 +2,8 @@
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig, type Secrets } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/node.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 
 export interface TenantSpec {
   id: string;

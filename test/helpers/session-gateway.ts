@@ -3,8 +3,8 @@ import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import type { CreditSchedule } from "../../emulator/credits.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/node.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 
 export interface TenantSpec {
   id: string;

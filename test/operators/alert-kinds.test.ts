@@ -8,10 +8,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { ConfigError, parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/node.js";
-import { nodeWebhookSender } from "../../src/node/webhook-sender.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { nodeWebhookSender } from "../../src/platform/node/webhook-sender.js";
 import { redisStores } from "../../src/state/redis.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
 
 const run = promisify(execFile);
@@ -11,7 +11,7 @@ let gw: Awaited<ReturnType<typeof startTestGateway>>;
 const ops = generateTenantKey();
 
 const cli = (...args: string[]) =>
-  run(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+  run(process.execPath, ["--import", "tsx", "src/cli/index.ts", ...args], {
     env: { ...process.env, TOLLGATE_ADMIN_KEY: ops, TOLLGATE_GATEWAY: gw.url },
   })
     .then((r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }))
@@ -79,14 +79,14 @@ describe("tollgate tenants / keys against a running gateway", () => {
     expect(bad.stderr).toContain("400 invalid_body: budget.daily:");
     const wrongKey = await run(
       process.execPath,
-      ["--import", "tsx", "src/cli.ts", "tenants", "list", "--gateway", gw.url, "--admin-key", "tg_wrong"],
+      ["--import", "tsx", "src/cli/index.ts", "tenants", "list", "--gateway", gw.url, "--admin-key", "tg_wrong"],
       { env: { ...process.env, TOLLGATE_ADMIN_KEY: "", TOLLGATE_GATEWAY: "" } },
     ).catch((e) => e);
     expect(wrongKey.stderr).toContain("401 invalid_api_key");
   }, 60_000);
 
   it("keeps the offline `keys create` when no gateway is named", async () => {
-    const r = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "keys", "create", "--tenant", "acme"], {
+    const r = await run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "keys", "create", "--tenant", "acme"], {
       env: { ...process.env, TOLLGATE_GATEWAY: "" },
     });
     expect(r.stdout).toMatch(/keys = \[\{ hash = "sha256:[0-9a-f]{64}", createdAt = "[^"]+" \}\]/);

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import puppeteer, { type Browser, type BrowserContext, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevStack, type DevStack } from "../../src/dev-stack.js";
+import { startDevStack, type DevStack } from "../../src/cli/dev-stack.js";
 
 const run = promisify(execFile);
 let stack: DevStack;
@@ -113,7 +113,7 @@ describe("console v2 in a real browser", () => {
     const cli = await run(process.execPath, [
       "--import",
       "tsx",
-      "src/cli.ts",
+      "src/cli/index.ts",
       "console",
       "link",
       "--gateway",

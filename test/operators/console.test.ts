@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import puppeteer, { type Browser, type BrowserContext, type Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevStack, type DevStack } from "../../src/dev-stack.js";
+import { startDevStack, type DevStack } from "../../src/cli/dev-stack.js";
 
 let stack: DevStack;
 let browser: Browser;

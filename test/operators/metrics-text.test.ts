@@ -1,7 +1,7 @@
 // The in-process registry Workers use writes Prometheus text a real parser reads back, escaping included.
 import { describe, expect, it } from "vitest";
-import { TextRegistry } from "../../src/metrics/text-registry.js";
-import { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
+import { TextRegistry } from "../../src/telemetry/text-registry.js";
+import { GatewayMetrics } from "../../src/telemetry/gateway-metrics.js";
 import { histogram, parseExposition, promtoolCheck, sampleSum } from "./prometheus.js";
 
 describe("TextRegistry (Workers and default metrics)", () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
 
 type Running = Awaited<ReturnType<typeof startTestGateway>>;
@@ -166,7 +166,7 @@ describe("operator roles and admin fixes", () => {
     const cli = await run(process.execPath, [
       "--import",
       "tsx",
-      "src/cli.ts",
+      "src/cli/index.ts",
       "console",
       "link",
       "--gateway",

@@ -7,7 +7,7 @@ import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/pai
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startTestGateway } from "../helpers/gateway.js";
 import { startRedisServer } from "../state/redis-server.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { sampleSum, scrape } from "./prometheus.js";
 
 /** The readiness report; with an operator key (admin or operator-readonly) it carries the wallet's figures. */
@@ -201,7 +201,7 @@ describe("/_tollgate/ready", () => {
 
 /** A second gateway on the first one's wallet: a fresh readiness cache reads the balance as it is now. */
 async function startPaidGatewayOnSameWallet(s: Awaited<ReturnType<typeof startPaidGateway>>) {
-  const { startNodeGateway } = await import("../../src/node.js");
+  const { startNodeGateway } = await import("../../src/platform/node.js");
   const running = await startNodeGateway({
     config: s.gateway.gateway.services.config,
     secrets: s.gateway.gateway.services.secrets,

@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { routeTableMarkdown } from "../../src/routing/describe.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { startGatewayProcess } from "../helpers/gateway-process.js";
 
 const run = promisify(execFile);
@@ -91,8 +91,8 @@ describe("the compiled gateway (dist/)", () => {
     for (const secret of [key, emu.apiKey, wallet.privateKey]) expect(gw.output()).not.toContain(secret);
 
     const loaded = (await readFile(moduleLog, "utf8")).split("\n").filter(Boolean);
-    expect(loaded.some((m) => m.endsWith("/dist/src/cli.js"))).toBe(true);
-    expect(loaded.some((m) => m.endsWith("/dist/src/node.js"))).toBe(true);
+    expect(loaded.some((m) => m.endsWith("/dist/src/cli/index.js"))).toBe(true);
+    expect(loaded.some((m) => m.endsWith("/dist/src/platform/node.js"))).toBe(true);
     expect(loaded.filter((m) => /[/\\]node_modules[/\\](tsx|esbuild|@esbuild)[/\\]/.test(m))).toEqual([]);
     expect(loaded.filter((m) => /\.tsx?$/.test(m))).toEqual([]);
   }, 120_000);

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/state/types.js";
 import { paymentOptions, type PaymentOption } from "../../src/payments/requirements.js";
 import type { PaymentScheme, WalletKey } from "../../src/payments/schemes/types.js";
-import type { PaymentRequired } from "../../src/wire/payment.js";
+import type { PaymentRequired } from "../../src/payments/wire.js";
 
 export interface SchemeFixture {
   wallet: WalletKey;

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { startEmulator } from "../../emulator/index.js";
-import { startNodeGateway } from "../../src/node.js";
-import { nodeStateStores } from "../../src/node/stores.js";
+import { startNodeGateway } from "../../src/platform/node.js";
+import { nodeStateStores } from "../../src/platform/node/stores.js";
 import type { RedisStores } from "../../src/state/redis.js";
-import { generateTenantKey, hashTenantKey } from "../../src/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
 import { type SentinelSet, startSentinelSet } from "./redis-ha.js";
 
 const X402_PRICE = 5000n; // the emulator's paid search, $0.005

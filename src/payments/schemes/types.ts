@@ -2,7 +2,7 @@
 // of the signature, and how the chain says whether a held authorization was used. One folder per scheme (exact-evm/),
 // each passing test/payments/scheme-contract.ts.
 import type { LedgerEntry } from "../../state/types.js";
-import type { PaymentRequired } from "../../wire/payment.js";
+import type { PaymentRequired } from "../wire.js";
 import type { PaymentOption } from "../requirements.js";
 
 /** The gateway's wallet: a hex private key; each scheme derives the account it signs with. */

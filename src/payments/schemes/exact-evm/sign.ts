@@ -3,7 +3,7 @@ import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import type { PaymentRequired } from "../../../wire/payment.js";
+import type { PaymentRequired } from "../../wire.js";
 import type { PaymentOption } from "../../requirements.js";
 import type { SignedPayment, WalletKey } from "../types.js";
 

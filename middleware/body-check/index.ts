@@ -1,0 +1,90 @@
+// The chain's body step: a row's JSON body is checked against the row's declaration (./bodies/) before anything is
+// forwarded. Fields the declaration does not know are refused (400 unknown_field, naming the path), limits out of range
+// are refused (400 invalid_params), and every id the body names must be the caller's (else the same 404 as a foreign
+// id in the path). Deny by default, on body fields as on paths.
+import type { Context, MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../../src/context.js";
+import { GatewayError } from "../../src/errors.js";
+import type { GatewayServices } from "../../src/services.js";
+import type { ResourceKind } from "../../src/state/types.js";
+import { jsonBody } from "../body-limit/index.js";
+import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
+import { callerTenant } from "../identify/index.js";
+import type { RouteRow } from "../../src/routing/table.js";
+
+const NOUN: Record<ResourceKind, string> = {
+  sandbox: "Sandbox",
+  session: "Session",
+  snapshot: "Snapshot",
+  volume: "Volume",
+  profile: "Profile",
+  extension: "Extension",
+  job: "Job",
+  task: "Task",
+};
+
+/** Another tenant's id (or one nobody here created) answers exactly like a missing one, wherever it was named. */
+export const notOwned = (kind: ResourceKind, id: string, field?: string) =>
+  new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`, field ? { field } : {});
+
+declare module "hono" {
+  interface ContextVariableMap {
+    /** The row declares no body: none is forwarded, whatever the client sent. */
+    forwardNoBody: boolean;
+  }
+}
+
+/** Each id a body names, checked against the ownership registry (one lookup per distinct id). */
+async function requireOwnedRefs(services: GatewayServices, c: Context<GatewayEnv>, refs: NamedRef[]): Promise<void> {
+  if (!refs.length) return;
+  const tenant = callerTenant(c).id;
+  const seen = new Set<string>();
+  for (const ref of refs) {
+    const key = `${ref.kind}:${ref.id}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if ((await services.stores.ownership.owner(ref.kind, ref.id)) !== tenant) throw notOwned(ref.kind, ref.id, ref.path);
+  }
+}
+
+/**
+ * The body step of a row's chain, or undefined for rows whose body is not JSON (runtime plane, uploads): those stream
+ * through, and a row that declares no body forwards none.
+ * @example app.on("POST", "/api/sandbox", identify(...), checkBody(services, row), handler)
+ */
+export function checkBody(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+  const spec = row.body;
+  if (spec.kind === "none") {
+    return async function dropBodyMiddleware(c, next) {
+      c.set("forwardNoBody", true);
+      return next();
+    };
+  }
+  if (spec.kind !== "json") return undefined;
+  const schema = spec.schema;
+  return async function checkBodyMiddleware(c, next) {
+    const body = (await jsonBody(c)).json;
+    const problems = bodyProblems(schema, body);
+    const invalid = problems.find((p) => p.code === "invalid_params");
+    const unknown = problems.filter((p) => p.code === "unknown_field");
+    if (unknown.length) {
+      if (services.config.server.unknownBodyFields !== "forward") {
+        const first = unknown[0]!;
+        throw new GatewayError(
+          400,
+          "unknown_field",
+          `${first.message} Fields this route takes are listed in docs/routes.md; nothing was forwarded.`,
+          { field: first.field, fields: unknown.map((u) => u.field) },
+        );
+      }
+      services.logger.info('unknown body fields forwarded (server.unknownBodyFields = "forward")', {
+        requestId: c.get("requestId"),
+        route: row.name,
+        fields: unknown.map((u) => u.field),
+      });
+    }
+    if (invalid) throw new GatewayError(400, "invalid_params", invalid.message, { field: invalid.field });
+    await requireOwnedRefs(services, c, namedRefs(schema, body));
+    return next();
+  };
+}

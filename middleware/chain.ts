@@ -1,0 +1,62 @@
+// Mounts the route table (src/routing/table.ts) on the app. One line per step, in the order every row runs them:
+//   identify → scope (in identify) → rate limit → owner → body → quota → meter → handler.
+// A request that matches no row is answered 404 route_not_fronted; nothing reaches the upstream without a row.
+import type { Hono, MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../src/context.js";
+import { GatewayError } from "../src/errors.js";
+import type { GatewayServices } from "../src/services.js";
+import { quota } from "./quota/index.js";
+import { rateLimit } from "./rate-limit/index.js";
+import { identify } from "./identify/index.js";
+import { limitBody } from "./body-limit/index.js";
+import { checkBody } from "./body-check/index.js";
+import { requireOwner } from "./owner/index.js";
+import { refuseMethodOverride } from "./method-override/index.js";
+import { meterCredits } from "./meter/index.js";
+import type { RowHandler } from "../src/routing/handlers.js";
+import { methodsOf, ROUTES, type RouteRow } from "../src/routing/table.js";
+import { tracedStep, type Tracer } from "../src/telemetry/tracing.js";
+
+export function mountRouteTable(
+  app: Hono<GatewayEnv>,
+  services: GatewayServices,
+  handlers: Record<string, RowHandler>,
+  rows: readonly RouteRow[] = ROUTES,
+): void {
+  const limited = rateLimit(services);
+  for (const row of rows) {
+    const handler = handlers[row.handler];
+    if (!handler) throw new Error(`route table: row ${row.name} names handler "${row.handler}", which does not exist`);
+    const chain: MiddlewareHandler<GatewayEnv>[] = [refuseMethodOverride, identify(services, row)];
+    if (row.bodyLimit) chain.push(limitBody(row.bodyLimit));
+    // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
+    if (!row.path.startsWith("/sandbox/")) chain.push(limited);
+    const owner = requireOwner(services, row);
+    if (owner) chain.push(owner);
+    const body = checkBody(services, row);
+    if (body) chain.push(body);
+    if (row.quota) chain.push(quota(services, row.quota));
+    const meter = meterCredits(services, row);
+    if (meter) chain.push(meter);
+    const tracer = services.tracer;
+    if (!tracer) app.on(methodsOf(row), [row.path], ...chain, (c) => handler(c, row));
+    else app.on(methodsOf(row), [row.path], ...tracedChain(tracer, chain, row, handler));
+  }
+}
+
+/** Traced (when configured): one span per step, named after it, the handler's included. */
+function tracedChain(tracer: Tracer, chain: MiddlewareHandler<GatewayEnv>[], row: RouteRow, handler: RowHandler) {
+  const run: MiddlewareHandler<GatewayEnv> = async (c) => handler(c, row);
+  Object.defineProperty(run, "name", { value: `handler.${row.handler}` });
+  return [...chain, run].map((step) => tracedStep(tracer, step.name || "step", step));
+}
+
+/** The refusal for a request no row matches: names the method and the (normalised) path. */
+export function routeNotFronted(method: string, path: string): GatewayError {
+  return new GatewayError(
+    404,
+    "route_not_fronted",
+    `Tollgate does not front ${method} ${path}. See the route table in the README for what it does.`,
+    { method, path },
+  );
+}

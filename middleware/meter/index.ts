@@ -1,0 +1,265 @@
+// Credits metered into the tenants' budgets: a credit-billed row reserves its price before it is forwarded, and the
+// reservation is committed or released from the answer (per call), when the job ends (per unit) or when the resource
+// stops (per minute; an extension grows the resource's own hold). The same ledger and windows as x402 payments, so one
+// budget covers both kinds of spend.
+import type { Context, MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../../src/context.js";
+import { GatewayError } from "../../src/errors.js";
+import type { GatewayServices } from "../../src/services.js";
+import { usdToAtomic } from "../../src/payments/money.js";
+import type { Tenant } from "../../src/access/tenants.js";
+import { attachResource, growHold, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "../../src/payments/credit-ledger.js";
+import { callerCap, callerTenant } from "../identify/index.js";
+import { jsonBody, setJsonBody } from "../body-limit/index.js";
+import type { Meter, PriceName, RouteRow } from "../../src/routing/table.js";
+import { readWire } from "../../src/routing/upstream-records.js";
+import { CreatedAnswer } from "../../src/routing/created.js";
+import { stateKeys } from "../../src/state/keys.js";
+import { settleEndedResource, settleFinishedJob } from "../../src/payments/settle.js";
+
+/** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
+interface KeptHold extends SpendHold {
+  /** Price per unit or minute, atomic. */
+  rate: string;
+  startedAt: number;
+  meter: Meter["per"];
+}
+
+/** Units a request may ask for at most; above it the request is refused rather than reserved. */
+const MAX_UNITS = 10_000;
+
+export function priceOf(services: GatewayServices, name: PriceName): bigint {
+  return usdToAtomic(services.config.credits.prices[name]);
+}
+
+/**
+ * Pages an extract may scrape: one per URL, and up to `maxLinks` for each URL ending in `/*` (the site below it is
+ * crawled); with such a URL and no `maxLinks`, the default is written into the body, so the reservation covers all.
+ */
+function extractPages(c: Parameters<MiddlewareHandler<GatewayEnv>>[0], body: Record<string, unknown>, fallback: number): number {
+  const urls = Array.isArray(body.urls) ? body.urls : [];
+  const wild = urls.filter((u) => typeof u === "string" && u.endsWith("/*")).length;
+  let maxLinks = typeof body.maxLinks === "number" ? body.maxLinks : undefined;
+  if (wild && maxLinks === undefined) {
+    maxLinks = fallback;
+    setJsonBody(c, { ...body, maxLinks });
+  }
+  return urls.length - wild + wild * (maxLinks ?? 0);
+}
+
+/** The count a units-metered request asks for at most; a missing limit is written into the body at the default. */
+function unitsOf(
+  c: Parameters<MiddlewareHandler<GatewayEnv>>[0],
+  meter: Extract<Meter, { per: "units" }>,
+  body: Record<string, unknown>,
+): number {
+  if (meter.units === "extractPages") return bounded(extractPages(c, body, meter.default), meter.units);
+  const path = meter.units.split(".");
+  let holder: Record<string, unknown> = body;
+  for (const k of path.slice(0, -1)) {
+    const next = holder[k];
+    holder = next && typeof next === "object" && !Array.isArray(next) ? (next as Record<string, unknown>) : {};
+  }
+  const v = holder[path.at(-1)!];
+  let n: number;
+  if (Array.isArray(v)) n = v.length;
+  else if (typeof v === "number" && Number.isFinite(v)) n = Math.ceil(v);
+  else {
+    n = meter.default;
+    if (meter.units !== "urls") setJsonBody(c, withPath(body, path, n));
+  }
+  return bounded(n, meter.units);
+}
+
+function bounded(n: number, units: string): number {
+  if (n < 1) return 1;
+  if (n > MAX_UNITS)
+    throw new GatewayError(400, "invalid_params", `${units} may ask for at most ${MAX_UNITS}.`, {
+      field: units === "extractPages" ? "maxLinks" : units,
+      limit: MAX_UNITS,
+    });
+  return n;
+}
+
+/** A copy of `body` with `value` at `path` (objects along the way created or copied). */
+function withPath(body: Record<string, unknown>, path: string[], value: unknown): Record<string, unknown> {
+  const [head, ...rest] = path;
+  if (!rest.length) return { ...body, [head!]: value };
+  const inner = body[head!];
+  return {
+    ...body,
+    [head!]: withPath(inner && typeof inner === "object" && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {}, rest, value),
+  };
+}
+
+async function keep(services: GatewayServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
+  await services.stores.kv.set(stateKeys.creditsHold(kind, id), JSON.stringify({ ...hold, amount: hold.amount.toString() }), ttlMs);
+}
+
+async function kept(services: GatewayServices, kind: string, id: string): Promise<KeptHold | undefined> {
+  const raw = await services.stores.kv.get(stateKeys.creditsHold(kind, id));
+  if (!raw) return undefined;
+  const h = JSON.parse(raw) as KeptHold & { amount: string };
+  return { ...h, amount: BigInt(h.amount) };
+}
+
+/** The id a creation answer names (`id`, or `jobId` for jobs). */
+async function createdId(res: Response): Promise<string | undefined> {
+  try {
+    const j = readWire(CreatedAnswer, await res.clone().json());
+    const id = j.jobId ?? j.id;
+    return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reserves a credit-billed row's price before it is forwarded; 402 budget_exceeded (or token_cap_exceeded) when the
+ * tenant's budget cannot cover it. Rows whose handler meters itself (cached search) get no middleware.
+ * @example app.on("POST", "/api/scrape", identify(...), meterCredits(services, row), handler)
+ */
+export function meterCredits(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+  const meter = row.meter;
+  if (!meter || row.handler === "paid.search") return undefined;
+  return async function meterCreditsMiddleware(c, next) {
+    if (!services.config.credits.enabled) return next();
+    const tenant = callerTenant(c);
+    const rate = priceOf(services, meter.price);
+    const now = services.now();
+    let amount: bigint;
+    let validBefore: number;
+    if (meter.per === "call") {
+      amount = rate;
+      validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
+    } else if (meter.per === "units") {
+      amount = rate * BigInt(unitsOf(c, meter, (await jsonBody(c)).json));
+      validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
+    } else if (meter.per === "extension") {
+      const minutes = Number((await jsonBody(c)).json.durationMinutes);
+      if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60)
+        throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
+      const id = c.req.param(row.owns?.param ?? "id")!;
+      if (await extendKeptHold(services, c, next, { kind: meter.resource, id, tenant, minutes })) return;
+      // No open hold to grow (credits were off at creation, or it was settled): the extension is its own charge.
+      amount = rate * BigInt(minutes);
+      validBefore = now + minutes * 60_000;
+    } else {
+      // The gateway names the timeout itself, so the reservation is the resource's true maximum.
+      const body = (await jsonBody(c)).json;
+      const asked = body.timeoutMinutes;
+      const minutes =
+        typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : services.config.credits.defaultTimeoutMinutes;
+      if (minutes !== asked) setJsonBody(c, { ...body, timeoutMinutes: minutes });
+      amount = rate * BigInt(Math.ceil(minutes));
+      validBefore = now + Math.ceil(minutes + 5) * 60_000;
+    }
+    const hold = await reserveSpend(services, c, { tenant, cap: callerCap(c), route: row.name, amount, meter: meter.per, validBefore });
+    if (meter.per === "extension") await attachResource(services, hold, `${meter.resource}:${c.req.param(row.owns?.param ?? "id")}`);
+    c.get("logFields").credits = amount;
+    try {
+      await next();
+    } catch (err) {
+      await releaseSpend(services, hold, `not forwarded: ${String((err as Error)?.message ?? err).slice(0, 120)}`);
+      throw err;
+    }
+    const res = c.res;
+    if (!res.ok) {
+      await releaseSpend(services, hold, `upstream answered ${res.status}`);
+      return;
+    }
+    if (meter.per === "call" || meter.per === "extension") {
+      await settleSpend(services, c, hold);
+      return;
+    }
+    const id = await createdId(res);
+    if (!id) {
+      // Nothing to settle against later: the full reservation is the charge.
+      await settleSpend(services, c, hold);
+      return;
+    }
+    const kind = meter.per === "minutes" ? meter.resource : "job";
+    await attachResource(services, hold, `${kind}:${id}`);
+    await keep(services, kind, id, { ...hold, rate: rate.toString(), startedAt: now, meter: meter.per }, validBefore - now + 24 * 3600_000);
+  };
+}
+
+/**
+ * An extension of a running resource: its kept hold grows by the minutes at the hold's own rate before the upstream
+ * sees the request (402 when the budget cannot take it), and gives them back when the upstream refuses. False when
+ * there is no open hold to grow.
+ */
+async function extendKeptHold(
+  services: GatewayServices,
+  c: Parameters<MiddlewareHandler<GatewayEnv>>[0],
+  next: () => Promise<void>,
+  x: { kind: "sandbox" | "session"; id: string; tenant: Tenant; minutes: number },
+): Promise<boolean> {
+  const hold = await kept(services, x.kind, x.id);
+  if (!hold) return false;
+  const amount = BigInt(hold.rate) * BigInt(x.minutes);
+  const grown = await growHold(services, hold, { tenant: x.tenant, amount, minutes: x.minutes, context: c });
+  if (!grown) return false;
+  c.get("logFields").credits = amount;
+  // Best effort: a hold left grown still settles for the minutes used, only its expiry would come later.
+  const giveBack = () =>
+    growHold(services, hold, { tenant: x.tenant, amount: -amount, minutes: -x.minutes }).catch((err) =>
+      services.logger.error("an extension the upstream refused was not given back", { resource: `${x.kind}:${x.id}`, error: String(err) }),
+    );
+  try {
+    await next();
+  } catch (err) {
+    await giveBack();
+    throw err;
+  }
+  if (!c.res.ok) {
+    await giveBack();
+    return true;
+  }
+  // The kept record must outlive the new end time; one settled meanwhile (a stop) is not brought back.
+  const validBefore = (grown.validBefore ?? 0) * 1000;
+  if (await kept(services, x.kind, x.id))
+    await keep(services, x.kind, x.id, { ...hold, amount: BigInt(grown.amount) }, validBefore - services.now() + 24 * 3600_000);
+  return true;
+}
+
+/**
+ * A time-metered resource ended (stop, expiry, or the upstream says it is closed): settle its hold once, to what the
+ * upstream reports it used (src/payments/settle.ts). Safe to call more than once; only the first call settles.
+ */
+export async function settleResource(
+  services: GatewayServices,
+  kind: "sandbox" | "session",
+  id: string,
+  c?: Context<GatewayEnv>,
+): Promise<void> {
+  const hold = await kept(services, kind, id);
+  if (!hold) return;
+  await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
+  const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
+  await settleEndedResource(services, c, hold, { kind, id, estimate: minutes * BigInt(hold.rate) });
+}
+
+/** Job statuses that mean the job ended (its reservation settles; its ownership retention starts). */
+export const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
+
+/** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
+export async function settleJobFrom(services: GatewayServices, id: string, res: Response, c?: Context<GatewayEnv>): Promise<void> {
+  if (!res.ok) return;
+  let body: Record<string, unknown>;
+  try {
+    body = (await res.clone().json()) as Record<string, unknown>;
+  } catch {
+    return;
+  }
+  const status = typeof body.status === "string" ? body.status : undefined;
+  if (!status || !TERMINAL.has(status)) return;
+  const hold = await kept(services, "job", id);
+  if (!hold) return;
+  await services.stores.kv.delete(stateKeys.creditsHold("job", id));
+  if (status === "failed" || status === "error") {
+    await releaseSpend(services, hold, `job ${status}`);
+    return;
+  }
+  await settleFinishedJob(services, c, hold, body);
+}

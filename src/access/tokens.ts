@@ -1,0 +1,244 @@
+// Tollgate's own short-lived, scoped tokens (HS256 JWTs): what clients hold instead of upstream credentials.
+import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload } from "jose";
+import { LRUCache } from "lru-cache";
+import { GatewayError } from "../errors.js";
+import type { KeyValueStore } from "../state/types.js";
+import { stateKeys } from "../state/keys.js";
+
+/**
+ * What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer, live (the live view ticket);
+ * search: search; mcp: the tenant scopes it may act in (search, jobs, agents, sessions, sandboxes).
+ */
+export type TokenScope = "runtime" | "terminal" | "ports" | "cdp" | "computer" | "live" | "search" | McpScope;
+/** The tenant scopes a keyless MCP token may carry (never admin). */
+export const MCP_SCOPES = ["search", "jobs", "agents", "sessions", "sandboxes"] as const;
+export type McpScope = (typeof MCP_SCOPES)[number];
+type TokenKind = "sandbox" | "session" | "search" | "mcp";
+
+export interface GatewayToken {
+  tenant: string;
+  kind: TokenKind;
+  /** Sandbox or session id the token is bound to (none for search and MCP tokens). */
+  resource?: string;
+  scopes: TokenScope[];
+  /** Spend cap in atomic units for search and MCP tokens. */
+  cap?: bigint;
+  jti: string;
+  /** Epoch seconds. */
+  exp: number;
+  /** Epoch seconds it was minted at (tenant-wide revocation revokes every token minted up to a moment). */
+  iat: number;
+  /** Minted by a tenant for an untrusted client (as opposed to handed out in a rewritten response). */
+  keyless?: boolean;
+}
+
+const ISSUER = "tollgate";
+
+/** One signing secret and the id (`kid`) tokens signed with it carry. */
+export interface TokenSecret {
+  kid: string;
+  secret: string;
+}
+
+/** The id a lone TOLLGATE_TOKEN_SECRET signs under (so it can be listed, retired, in TOLLGATE_TOKEN_SECRETS later). */
+const DEFAULT_KID = "default";
+
+/**
+ * Mints and verifies gateway tokens. Several secrets may be held at once: the first signs (its id in the token's `kid`
+ * header), the others only verify, so a rotated-out secret keeps its outstanding tokens valid until it is removed.
+ */
+/** How often an instance rereads the fleet's revocation count (how late another instance's revocation can apply). */
+const REVOCATION_POLL_MS = 250;
+const REVOCATION_COUNT_TTL_MS = 400 * 86_400_000;
+
+export class TokenService {
+  /** HMAC keys by kid, imported once (jose would import raw bytes again on every call). The first one signs. */
+  private readonly keys: Map<string, Promise<CryptoKey>>;
+  private readonly signer: string;
+  /** Signatures already checked, by token: the hot path then costs a map lookup (expiry and revocation still checked). */
+  private readonly verified = new LRUCache<string, GatewayToken>({ max: 10_000 });
+  /** Token ids found not revoked since the fleet's revocation count was last seen to change. */
+  private readonly notRevoked = new LRUCache<string, true>({ max: 10_000 });
+  /** The fleet's revocation count as last read, and when. */
+  private revocations: { count: string | undefined; readAt: number } | undefined;
+
+  constructor(
+    secrets: string | readonly TokenSecret[],
+    private readonly kv: KeyValueStore,
+    private readonly now: () => number = Date.now,
+    /** Told the kind of every token minted (the tokens-minted counter). */
+    private readonly onMint?: (kind: string) => void,
+  ) {
+    const list = typeof secrets === "string" ? [{ kid: DEFAULT_KID, secret: secrets }] : secrets;
+    if (list.length === 0) throw new TypeError("TokenService needs at least one secret");
+    this.keys = new Map(
+      list.map(({ kid, secret }) => [
+        kid,
+        crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]),
+      ]),
+    );
+    this.signer = list[0]!.kid;
+  }
+
+  /**
+   * The key a token names in its `kid`. A token without one was minted before rotation existed, by the lone
+   * TOLLGATE_TOKEN_SECRET: the "default" key. An unknown kid (a removed secret) verifies with none.
+   */
+  private keyFor = (header: { kid?: string }): Promise<CryptoKey> => {
+    const key = this.keys.get(header.kid ?? DEFAULT_KID);
+    if (!key) throw new joseErrors.JWSSignatureVerificationFailed("no key for this token's kid");
+    return key;
+  };
+
+  async mint(
+    t: Omit<GatewayToken, "jti" | "exp" | "iat"> & { ttlSeconds: number },
+  ): Promise<{ token: string; jti: string; expiresAt: string }> {
+    const jti = crypto.randomUUID();
+    const iat = Math.floor(this.now() / 1000);
+    const exp = iat + t.ttlSeconds;
+    const token = await new SignJWT({
+      k: t.kind,
+      ...(t.resource ? { r: t.resource } : {}),
+      s: t.scopes,
+      ...(t.cap !== undefined ? { cap: t.cap.toString() } : {}),
+      ...(t.keyless ? { kl: 1 } : {}),
+    })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
+      .setIssuer(ISSUER)
+      .setSubject(t.tenant)
+      .setJti(jti)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(await this.keys.get(this.signer)!);
+    this.onMint?.(t.kind);
+    return { token, jti, expiresAt: new Date(exp * 1000).toISOString() };
+  }
+
+  /**
+   * Verifies signature, expiry and revocation; throws 401 with a code that says which. `fresh`: revocation read from
+   * the shared store now, not from the last second's entries (the periodic check of open sockets).
+   */
+  async verify(token: string | undefined, opts: { fresh?: boolean } = {}): Promise<GatewayToken> {
+    if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
+    let t = this.verified.get(token);
+    if (!t) {
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, this.keyFor, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(this.now()) }));
+      } catch (err) {
+        if (err instanceof joseErrors.JWTExpired) throw expired();
+        throw new GatewayError(401, "token_invalid", "Invalid gateway token.");
+      }
+      t = fromPayload(payload);
+      this.verified.set(token, t);
+    }
+    if (t.exp * 1000 <= this.now()) throw expired();
+    if (await this.isRevoked(t, opts.fresh)) throw new GatewayError(401, "token_revoked", "This gateway token has been revoked.");
+    return t;
+  }
+
+  /**
+   * Revoked by its id, or with every token of its tenant (the kill switch). A token found not revoked is trusted
+   * without asking the store again while the fleet's revocation count (bumped by every revocation, read at most every
+   * REVOCATION_POLL_MS) is unchanged: a runtime call costs no state read, and a revocation on another instance applies
+   * here within that interval (at once on the instance that made it).
+   */
+  private async isRevoked(t: GatewayToken, readNow = false): Promise<boolean> {
+    const now = this.now();
+    if (readNow) {
+      // An open socket's periodic check: the store itself, so a revocation anywhere closes it within its period.
+      const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
+      return !!one || (all !== undefined && t.iat <= Number(all));
+    }
+    if (!this.revocations || now - this.revocations.readAt >= REVOCATION_POLL_MS || now < this.revocations.readAt) {
+      const count = await this.kv.get(stateKeys.revocations);
+      if (this.revocations?.count !== count) this.notRevoked.clear();
+      this.revocations = { count, readAt: now };
+    }
+    if (this.notRevoked.has(t.jti)) return false;
+    const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
+    const revoked = !!one || (all !== undefined && t.iat <= Number(all));
+    if (!revoked) this.notRevoked.set(t.jti, true);
+    return revoked;
+  }
+
+  /** After a revocation is stored: tells the fleet (the count) and forgets this instance's answers. */
+  private async revoked(): Promise<void> {
+    await this.kv.incrBy(stateKeys.revocations, 1, REVOCATION_COUNT_TTL_MS);
+    this.notRevoked.clear();
+    this.revocations = undefined;
+  }
+
+  /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */
+  async revokeTenant(tenant: string): Promise<void> {
+    await this.kv.set(stateKeys.revokedTenant(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
+    await this.revoked();
+  }
+
+  /** Revokes a token until it would have expired anyway. */
+  async revoke(jti: string, exp: number): Promise<void> {
+    const ttl = Math.max(1000, exp * 1000 - this.now() + 60_000);
+    await this.kv.set(stateKeys.revokedToken(jti), "1", ttl);
+    await this.revoked();
+  }
+
+  /**
+   * Whether an open connection admitted with this token may go on: not once revoked; past expiry only for tokens
+   * handed out with a resource (the SDK cannot refresh an open socket), never for keyless tokens.
+   */
+  async stillValid(token: string | undefined): Promise<boolean> {
+    try {
+      await this.verify(token, { fresh: true });
+      return true;
+    } catch (err) {
+      if (!(err instanceof GatewayError) || err.code !== "token_expired" || !token) return false;
+      const t = await this.inspect(token);
+      return !!t && !t.keyless && !(await this.isRevoked(t, true));
+    }
+  }
+
+  /** Decodes a token this service signed, without checking expiry (to learn its jti/exp for revocation). */
+  async inspect(token: string): Promise<GatewayToken | undefined> {
+    try {
+      const { payload } = await jwtVerify(token, this.keyFor, { issuer: ISSUER, algorithms: ["HS256"], currentDate: new Date(0) });
+      return fromPayload(payload);
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Longer than any token lives (tokens.ttlSeconds is at most a day), so the revocation outlives every token it covers. */
+const TENANT_REVOCATION_TTL_MS = 2 * 86_400_000;
+
+const expired = () => new GatewayError(401, "token_expired", "This gateway token has expired; fetch the resource again for a fresh one.");
+
+/** The claims of a token this gateway signed (verified first, so their shapes are its own). */
+function fromPayload(payload: JWTPayload): GatewayToken {
+  return {
+    tenant: String(payload.sub),
+    kind: payload.k as GatewayToken["kind"],
+    resource: payload.r as string,
+    scopes: Array.isArray(payload.s) ? (payload.s as TokenScope[]) : [],
+    cap: payload.cap !== undefined ? BigInt(payload.cap as string) : undefined,
+    jti: String(payload.jti),
+    exp: Number(payload.exp),
+    iat: Number(payload.iat ?? 0),
+    keyless: payload.kl === 1,
+  };
+}
+
+/** Gateway tokens are JWTs; tenant keys (`tg_…`) never start like one. */
+export function looksLikeGatewayToken(s: string | undefined): s is string {
+  return !!s && s.startsWith("eyJ");
+}
+
+/** Requires a scope on a verified token, and (for bound tokens) the resource it names. */
+export function requireTokenScope(t: GatewayToken, scope: TokenScope, resource?: string): void {
+  if (resource !== undefined && t.resource !== resource) throw new GatewayError(404, "not_found", "Not found");
+  if (!t.scopes.includes(scope)) {
+    throw new GatewayError(403, "token_scope", `This token does not allow "${scope}" (it allows: ${t.scopes.join(", ") || "nothing"}).`, {
+      requiredScope: scope,
+    });
+  }
+}

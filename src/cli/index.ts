@@ -1,0 +1,335 @@
+// `tollgate` command line: dev (embedded default), start (real upstream), emulator, config check, keys and tenants.
+import { createWriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfigFile, secretsFromEnv } from "../../config/load.js";
+import { generateTenantKey, hashTenantKey } from "../access/tenants.js";
+import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
+import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
+import { cmdCredits, cmdUsage } from "./credits.js";
+
+const USAGE = `tollgate — an x402-paying, credential-holding gateway
+
+Usage:
+  tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
+  tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
+  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
+  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
+  tollgate config check FILE                validate a config file, listing every problem
+  tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
+  tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
+                                            offline: prints a key and the hash line for the config file
+
+Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
+  tollgate tenants list|get ID|audit
+  tollgate tenants create ID [--scopes a,b] [--daily USD] [--monthly USD] [--total USD] [--on-exhausted block|stop]
+                             [--rpm N] [--max-sandboxes N] [--max-sessions N] [--set JSON] [--label TEXT] [--expires ISO]
+  tollgate tenants update ID [the same settings flags]
+  tollgate tenants disable|enable|delete ID
+  tollgate keys create --tenant ID [--label TEXT] [--expires ISO]
+  tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS] [--expires ISO]
+  tollgate keys revoke --tenant ID --key KEY_ID
+  tollgate keys expire --tenant ID --key KEY_ID --expires ISO
+  tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
+  tollgate usage export [--from ISO] [--to ISO] [--format csv|json]   spend by tenant, day, kind and route row
+  tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
+`;
+
+/** What the emulator's printed wallet holds: 100 tokens of 6 decimals. */
+const EMULATOR_WALLET_FUNDS = 100_000_000n;
+
+function fail(msg: string, code = 1): never {
+  process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
+  process.exit(code);
+}
+
+/**
+ * The CLI's own lines (listening, draining, drained): plain text on stderr, or, with TOLLGATE_LOG_FORMAT=json (set by
+ * the image and the systemd unit), JSON objects on stdout shaped like the request log's, so a collector reads one stream.
+ */
+function say(msg: string, level: "info" | "error" = "info") {
+  if (process.env.TOLLGATE_LOG_FORMAT === "json")
+    process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level, msg }) + "\n");
+  else process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
+}
+
+/** Runs `close` on the first Ctrl-C or SIGTERM; a second one exits at once. Whatever hangs past `limitMs` is abandoned. */
+function onShutdown(close: () => Promise<void>, quiet = false, limitMs = 15_000) {
+  let closing = false;
+  const handler = (sig: string) => {
+    if (closing) process.exit(130);
+    closing = true;
+    if (!quiet) say(`${process.env.TOLLGATE_LOG_FORMAT === "json" ? "" : "\n"}${sig}: shutting down…`);
+    // Never hang on the way out: whatever is still open after the limit is abandoned.
+    setTimeout(() => {
+      say("shutdown took too long; exiting anyway", "error");
+      process.exit(1);
+    }, limitMs).unref();
+    close().then(
+      () => process.exit(0),
+      (e) => fail(`shutdown failed: ${e}`),
+    );
+  };
+  process.on("SIGINT", () => handler("SIGINT"));
+  process.on("SIGTERM", () => handler("SIGTERM"));
+}
+
+/** `dev --json` keeps stdout to one line; the gateway's and the emulator's logs go to this file, named in that line. */
+function devLogFile() {
+  const path = join(tmpdir(), `tollgate-dev-${new Date().toISOString().replace(/[:.]/g, "-")}-${process.pid}.log`);
+  const stream = createWriteStream(path, { flags: "a", mode: 0o600 });
+  stream.on("error", (e) => process.stderr.write(`tollgate dev: cannot write ${path}: ${e.message}\n`));
+  return {
+    path,
+    write: (line: string) => void stream.write(line + "\n"),
+    close: () => new Promise<void>((r) => stream.end(r)),
+  };
+}
+
+/**
+ * `tollgate dev` and `tollgate emulator` run the local emulator, its own package (@tollgate/emulator), which a
+ * production install (`npm ci --omit=dev --workspaces=false`, the image) leaves out: say so rather than print a stack.
+ */
+async function needsEmulator<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && String(err).includes("@tollgate/emulator"))
+      fail(
+        "tollgate: this command runs the local emulator (the @tollgate/emulator package), which this install leaves out; from a checkout, run `npm ci && npm run build`.",
+      );
+    throw err;
+  }
+}
+
+async function cmdDev(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { json: { type: "boolean" }, port: { type: "string" }, host: { type: "string" }, worker: { type: "boolean" } },
+  });
+  const json = !!values.json;
+  if (values.worker) return cmdDevWorker(json, values.port !== undefined ? Number(values.port) : undefined, values.host);
+  const { startDevStack } = await needsEmulator(() => import("./dev-stack.js"));
+  const started = Date.now();
+  const logs = json ? devLogFile() : undefined;
+  const writeLog = logs?.write ?? ((line: string) => void process.stderr.write(line + "\n"));
+  const stack = await startDevStack({
+    host: values.host,
+    port: values.port !== undefined ? Number(values.port) : json ? 0 : 8787,
+    logLevel: "info",
+    logSink: writeLog,
+    ...(logs
+      ? {
+          emulator: {
+            log: (event, fields) => writeLog(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })),
+          },
+        }
+      : {}),
+    progress: json ? undefined : (m) => process.stderr.write(m + "\n"),
+  });
+  onShutdown(async () => {
+    await stack.close();
+    await logs?.close();
+  }, json);
+  const logFile = logs?.path;
+  const g = stack.gateway.url;
+  if (json) {
+    process.stdout.write(
+      JSON.stringify({
+        gateway: g,
+        upstream: stack.emulator.controlUrl,
+        runtime: stack.emulator.runtimeUrl,
+        chain: stack.emulator.chain?.rpcUrl ?? null,
+        tenants: stack.tenants,
+        logFile,
+      }) + "\n",
+    );
+    return;
+  }
+  const k = stack.tenants.acme;
+  process.stdout.write(`
+Tollgate is running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
+
+  gateway   ${g}
+  upstream  ${stack.emulator.controlUrl}   (local emulator)
+  chain     ${stack.emulator.chain?.rpcUrl ?? "-"}   (anvil, payer ${stack.payer})
+  console   ${g}/_tollgate/console   (sign in with the ops key below, or a tenant's)
+
+Demo tenants (keys are new on every start):
+  acme    ${stack.tenants.acme}   everything but admin; $5.00/day
+  initech ${stack.tenants.initech}   the same, to see isolation: acme's ids answer 404 here
+  globex  ${stack.tenants.globex}   search only; $0.05/day
+  ops     ${stack.tenants.ops}   admin
+
+Try it:
+  curl -s ${g}/x402/web/search -H 'x-api-key: ${k}' -H 'content-type: application/json' -d '{"query":"electric vehicle charging"}'
+  curl -s ${g}/_tollgate/usage -H 'x-api-key: ${k}'
+  npx tollgate tenants list --gateway ${g} --admin-key ${stack.tenants.ops}
+
+  // SDK (npm i @hyperbrowser/sdk)
+  import { Hyperbrowser } from "@hyperbrowser/sdk";
+  const client = new Hyperbrowser({ apiKey: "${k}", baseUrl: "${g.replace("127.0.0.1", "localhost")}" });
+  const sbx = await client.sandboxes.create({ imageName: "node" });
+  console.log((await sbx.exec("echo hello from the sandbox")).stdout);
+
+Ctrl-C stops everything.
+`);
+}
+
+async function cmdDevWorker(json: boolean, port: number | undefined, host: string | undefined) {
+  const { startWorkerDev } = await needsEmulator(() => import("./dev-worker.js"));
+  const logs = json ? devLogFile() : undefined;
+  const dev = await startWorkerDev({ host, port, log: logs?.write, progress: json ? undefined : (m) => process.stderr.write(m + "\n") });
+  onShutdown(async () => {
+    await dev.close();
+    await logs?.close();
+  }, json);
+  const info = {
+    gateway: dev.gateway,
+    upstream: dev.emulator.controlUrl,
+    runtime: dev.emulator.runtimeUrl,
+    chain: dev.emulator.chain?.rpcUrl ?? null,
+    tenants: dev.tenants,
+    logFile: logs?.path,
+  };
+  if (json) process.stdout.write(JSON.stringify(info) + "\n");
+  else
+    process.stdout.write(
+      `\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  initech ${dev.tenants.initech}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`,
+    );
+}
+
+async function cmdStart(args: string[]) {
+  const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
+  if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
+  const config = await loadConfigFile(values.config);
+  const secrets = secretsFromEnv(process.env);
+  if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
+  if (!secrets.tokenSecret && !secrets.tokenSecrets)
+    fail(
+      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.",
+    );
+  if (!config.server.publicOrigin && !config.server.publicHosts) {
+    // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
+    config.server.publicHosts = [...LOOPBACK_HOSTS];
+    say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
+  }
+  const { startNodeGateway } = await import("../platform/node.js");
+  const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
+  say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
+  const drainSeconds = config.server.drainSeconds;
+  onShutdown(
+    async () => {
+      say(`draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once`);
+      const r = await running.drain(drainSeconds);
+      say(
+        `drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)`,
+      );
+    },
+    false,
+    drainSeconds * 1000 + 10_000,
+  );
+}
+
+async function cmdEmulator(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      json: { type: "boolean" },
+      "control-port": { type: "string" },
+      "runtime-port": { type: "string" },
+      "no-chain": { type: "boolean" },
+      host: { type: "string" },
+      credits: { type: "string" },
+    },
+  });
+  const { startEmulator, parseCreditSchedule } = await needsEmulator(() => import("@tollgate/emulator"));
+  let credits: ReturnType<typeof parseCreditSchedule> | undefined;
+  try {
+    credits = values.credits === undefined ? undefined : parseCreditSchedule(values.credits);
+  } catch (err) {
+    fail((err as Error).message, 2);
+  }
+  const emu = await startEmulator({
+    host: values.host,
+    controlPort: values["control-port"] ? Number(values["control-port"]) : 0,
+    runtimePort: values["runtime-port"] ? Number(values["runtime-port"]) : 0,
+    chain: !values["no-chain"],
+    modules: values["no-chain"] ? ["sandboxes", "sessions"] : undefined,
+    credits,
+    log: values.json ? undefined : (event, fields) => process.stderr.write(JSON.stringify({ event, ...fields }) + "\n"),
+  });
+  onShutdown(() => emu.close(), !!values.json);
+  // A payer for `tollgate start` against this emulator: made now, funded with 100 tokens on the local chain only.
+  const chain = emu.chain;
+  const wallet = chain ? await chain.createFundedWallet(EMULATOR_WALLET_FUNDS) : null;
+  const token = chain
+    ? { address: chain.token.address, network: chain.network, symbol: chain.token.symbol, decimals: chain.token.decimals }
+    : null;
+  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: chain?.rpcUrl ?? null, wallet, token };
+  if (values.json) process.stdout.write(JSON.stringify(info) + "\n");
+  else {
+    process.stdout.write(
+      `emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`,
+    );
+    if (wallet && token) {
+      process.stdout.write(
+        `  token    ${token.address} (${token.symbol}, ${token.network})\n  wallet   ${wallet.address} (100 ${token.symbol}; local chain only)\n  walletKey ${wallet.privateKey}\n`,
+      );
+    }
+  }
+}
+
+async function cmdConfigCheck(args: string[]) {
+  const file = args[0];
+  if (!file) fail("tollgate config check FILE");
+  try {
+    const cfg = await loadConfigFile(file);
+    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"})\n`);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
+async function cmdKeysCreate(args: string[]) {
+  const { values } = parseArgs({ args, options: { tenant: { type: "string" }, expires: { type: "string" }, label: { type: "string" } } });
+  if (!values.tenant) fail("tollgate keys create --tenant ID");
+  if (values.expires && Number.isNaN(Date.parse(values.expires))) fail(`--expires: expected an ISO-8601 date like "2027-01-31T00:00:00Z"`);
+  const key = generateTenantKey();
+  const hash = await hashTenantKey(key);
+  const fields = [`hash = "${hash}"`];
+  if (values.label) fields.push(`label = ${JSON.stringify(values.label)}`);
+  if (values.expires) fields.push(`expiresAt = "${new Date(values.expires).toISOString()}"`);
+  fields.push(`createdAt = "${new Date().toISOString()}"`); // the console shows it
+  process.stdout.write(
+    `New key for tenant "${values.tenant}" (shown once; only its hash is kept):\n\n  ${key}\n\n` +
+      `Paste into that tenant's keys in your config:\n\n  keys = [{ ${fields.join(", ")} }]\n`,
+  );
+}
+
+export async function main(argv: string[]) {
+  const [cmd, sub, ...rest] = argv;
+  try {
+    if (cmd === "dev") return await cmdDev(argv.slice(1));
+    if (cmd === "start") return await cmdStart(argv.slice(1));
+    if (cmd === "emulator") return await cmdEmulator(argv.slice(1));
+    if (cmd === "config" && sub === "check") return await cmdConfigCheck(rest);
+    if (cmd === "routes") return void process.stdout.write((await import("../routing/describe.js")).routeTableMarkdown());
+    const remote = rest.some((a) => a === "--gateway" || a.startsWith("--gateway=")) || !!process.env.TOLLGATE_GATEWAY;
+    if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
+    if (cmd === "keys") return await cmdKeysRemote(sub, rest);
+    if (cmd === "tenants") return await cmdTenants(sub, rest);
+    if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
+    if (cmd === "usage") return await cmdUsage(sub, rest);
+    if (cmd === "credits") return await cmdCredits(sub, rest);
+    if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
+    fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof AdminCliError) fail(err.message);
+    fail(`tollgate: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+await main(process.argv.slice(2));

@@ -1,0 +1,159 @@
+// Node entry: serves createGateway() with @hono/node-server v2, the undici transport and the `ws` relay.
+import { serve, type ServerType } from "@hono/node-server";
+import type { AddressInfo } from "node:net";
+import { STATUS_CODES, ServerResponse } from "node:http";
+import type { TollgateConfig } from "../../config/schema.js";
+import type { Secrets } from "../../config/load.js";
+import { createGateway, type Gateway, type GatewayDeps } from "../gateway.js";
+import { undiciTransport } from "./node/undici-transport.js";
+import { withDirectRelays } from "./node/direct-relay.js";
+import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
+import { nodeStateStores } from "./node/stores.js";
+import { drainable, type DrainReport } from "./node/drain.js";
+import { gateHosts, gateUpgrades } from "./node/upgrade-gate.js";
+import { answerFailedExpectations, answerParseErrors, closeAfterEarlyAnswer } from "./node/closing.js";
+import { getConnInfo } from "@hono/node-server/conninfo";
+import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
+import { promRegistry } from "./node/prom-registry.js";
+import { nodeWebhookSender } from "./node/webhook-sender.js";
+import { nodeDocsAssets } from "./node/docs-assets.js";
+import { otelTracer } from "./node/otel-tracer.js";
+import { VERSION } from "../operators/own-routes.js";
+import type { PeerAddress } from "./client-address.js";
+
+/** The TCP peer of the request's socket. */
+const nodePeerAddress: PeerAddress = (c) => {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    return undefined; // not served by @hono/node-server (app.request in a test)
+  }
+};
+
+export interface NodeGatewayOptions {
+  config: TollgateConfig;
+  secrets: Secrets;
+  logSink?: GatewayDeps["logSink"];
+  host?: string;
+  port?: number;
+  /** Extra deps (state stores, clock) forwarded to createGateway. */
+  deps?: Partial<GatewayDeps>;
+}
+
+export interface RunningGateway {
+  url: string;
+  port: number;
+  gateway: Gateway;
+  server: ServerType;
+  /** Closes everything at once: connections, WebSockets, then (after up to 2 s of background work) state, transport. */
+  close(): Promise<void>;
+  /**
+   * Graceful stop (SIGTERM/SIGINT): refuses new connections, lets in-flight requests finish for up to `seconds`
+   * (server.drainSeconds), closes WebSockets with 1001, lets background work (alert webhooks being delivered) finish
+   * within what is left of those seconds (at least 1 s), then releases everything close() does.
+   */
+  drain(seconds?: number): Promise<DrainReport>;
+}
+
+/**
+ * A refused WebSocket upgrade keeps its JSON body (`{message, code}`), which the SDK reads from a failed handshake;
+ * @hono/node-server would otherwise send the status alone.
+ */
+/** What @hono/node-server passes as `env`: the Node request and response (and the upgrade marker symbol). */
+type NodeBindings = import("@hono/node-server").HttpBindings | import("@hono/node-server").Http2Bindings | undefined;
+
+function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Response | Promise<Response>) {
+  return async (req: Request, env: NodeBindings) => {
+    // An upgrade comes without `outgoing`: only then is the env's symbol count needed (no array per plain request).
+    const symbolsBefore = env && env.outgoing === undefined ? Object.getOwnPropertySymbols(env).length : 0;
+    const res = await fetch(req, env);
+    if (env?.outgoing instanceof ServerResponse) closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
+    const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;
+    if (!socket || (req.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return res;
+    // upgradeWebSocket() marks the env with its connection symbol: then the upgrade goes ahead as usual.
+    if (res.status === 101 || Object.getOwnPropertySymbols(env).length > symbolsBefore) return res;
+    const body = Buffer.from(await res.arrayBuffer());
+    let head = `HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? ""}\r\n`;
+    res.headers.forEach((v, k) => {
+      if (!["content-length", "connection", "transfer-encoding"].includes(k)) head += `${k}: ${v}\r\n`;
+    });
+    head += `content-length: ${body.length}\r\nconnection: close\r\n\r\n`;
+    socket.end(Buffer.concat([Buffer.from(head), body]));
+    return res;
+  };
+}
+
+export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
+  const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
+  let gateway: Gateway | undefined;
+  const metrics = opts.deps?.metrics ?? new GatewayMetrics(promRegistry());
+  const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
+  gateway = createGateway(opts.config, {
+    secrets: opts.secrets,
+    transport,
+    logSink: opts.logSink,
+    webSocketRelay: nodeWebSocketRelay({ metrics }),
+    peerAddress: nodePeerAddress,
+    webhookSender: nodeWebhookSender(opts.config.alerts),
+    docsAssets: nodeDocsAssets(),
+    tracer: opts.config.tracing.otlpEndpoint
+      ? otelTracer({ endpoint: opts.config.tracing.otlpEndpoint, serviceName: opts.config.tracing.serviceName, version: VERSION })
+      : undefined,
+    ...opts.deps,
+    metrics,
+    stores,
+  });
+  const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
+  const stopAlerts = gateway.alerts.start(opts.config.alerts.evaluateSeconds * 1000);
+  const wss = relayWebSocketServer();
+  const host = opts.host ?? opts.config.server.host;
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve(
+      {
+        fetch: withUpgradeErrorBodies(withDirectRelays(gateway.app.fetch)),
+        hostname: host,
+        port: opts.port ?? opts.config.server.port,
+        websocket: { server: wss },
+      },
+      () => resolve(s),
+    );
+    s.once("error", reject);
+  });
+  gateUpgrades(server as import("node:http").Server);
+  gateHosts(server as import("node:http").Server);
+  answerParseErrors(server as import("node:http").Server);
+  answerFailedExpectations(server as import("node:http").Server);
+  const port = (server.address() as AddressInfo).port;
+  const drainer = drainable(server as import("node:http").Server, wss);
+  let closed = false;
+  const release = async (backgroundMs?: number) => {
+    stopReconciler();
+    stopAlerts();
+    await gateway.close(backgroundMs);
+    await transport.close();
+  };
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    gateway,
+    server,
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+      (server as import("node:http").Server).closeAllConnections?.();
+      await new Promise((r) => server.close(() => r(null)));
+      await release();
+    },
+    async drain(seconds = opts.config.server.drainSeconds) {
+      if (closed) return { inFlight: 0, cut: 0, webSockets: 0 };
+      closed = true;
+      const started = Date.now();
+      const report = await drainer.drain(seconds * 1000);
+      wss.close();
+      await release(Math.max(1000, seconds * 1000 - (Date.now() - started)));
+      return report;
+    },
+  };
+}

@@ -1,0 +1,294 @@
+// The gateway's side of the upstream: builds control-plane requests with the gateway's API key and maps failures.
+import type { Context } from "hono";
+import type { TollgateConfig } from "../../config/schema.js";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError, errors } from "../errors.js";
+import { splitRequestUrl } from "../routing/normalize.js";
+import {
+  appSetCookie,
+  forwardableRequestHeaders,
+  forwardableResponseHeaders,
+  relayableBody,
+  toHeaders,
+  UpstreamHeadersTimeout,
+  type ForwardHeaders,
+  type UpstreamTransport,
+} from "./transport.js";
+import type { GatewayMetrics } from "../telemetry/gateway-metrics.js";
+import { routeLabel } from "../telemetry/route-label.js";
+import { childSpan, type Tracer } from "../telemetry/tracing.js";
+import type * as z from "zod";
+import { readWire } from "../routing/upstream-records.js";
+
+export interface UpstreamCall {
+  method?: string;
+  /** Path on the upstream, with query, e.g. `/api/sandbox/abc?x=1`. */
+  path: string;
+  headers?: Headers;
+  body?: ReadableStream<Uint8Array> | Uint8Array | string | null;
+  /** Send the API key (control plane) or not (x402, runtime with its own bearer). */
+  withApiKey?: boolean;
+  timeoutMs?: number;
+  /** Keep going when the client goes away (work other requests wait on, such as a shared token renewal). */
+  detachFromClient?: boolean;
+}
+
+export class Upstream {
+  readonly origin: string;
+  readonly allowedHosts: Set<string>;
+  /** Set when tracing is on: each upstream call gets a client span, and its traceparent goes upstream. */
+  tracer?: Tracer;
+
+  constructor(
+    private readonly config: TollgateConfig["upstream"],
+    readonly transport: UpstreamTransport,
+    private readonly apiKey: string | undefined,
+    private readonly metrics?: GatewayMetrics,
+    /** Off: every relay takes the standard path even where the transport has a direct one (`server.directRelay`). */
+    private readonly directRelays = true,
+  ) {
+    this.origin = config.baseUrl.replace(/\/+$/, "");
+    const base = new URL(this.origin);
+    this.allowedHosts = new Set([base.host, ...config.allowedHosts.map((h) => h.toLowerCase())]);
+  }
+
+  /** True when an upstream-provided URL points at a host the gateway is configured to follow. */
+  isAllowedUrl(url: string): boolean {
+    try {
+      const u = new URL(url);
+      return (
+        ["http:", "https:", "ws:", "wss:"].includes(u.protocol) &&
+        (this.allowedHosts.has(u.host.toLowerCase()) || this.allowedHosts.has(u.hostname.toLowerCase()))
+      );
+    } catch {
+      return false;
+    }
+  }
+
+  controlHeaders(requestId: string, from?: Headers): Headers {
+    const h = from ? forwardableRequestHeaders(from) : new Headers();
+    if (!this.apiKey)
+      throw new GatewayError(503, "upstream_not_configured", "The gateway has no upstream API key; set TOLLGATE_UPSTREAM_API_KEY.");
+    h.set("x-api-key", this.apiKey);
+    h.set("x-request-id", requestId);
+    return h;
+  }
+
+  /** Calls the upstream; network failures become 502/504 JSON errors. */
+  async call(c: Context<GatewayEnv>, call: UpstreamCall): Promise<Response> {
+    const requestId = c.get("requestId");
+    let headers: Headers;
+    if (call.withApiKey === false) {
+      headers = call.headers ?? new Headers();
+      headers.set("x-request-id", requestId);
+    } else {
+      headers = this.controlHeaders(requestId, call.headers);
+    }
+    return this.send(
+      c,
+      { url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body },
+      { timeoutMs: call.timeoutMs, detachFromClient: call.detachFromClient },
+    );
+  }
+
+  /**
+   * Sends one request to an absolute upstream URL. The timeout covers only the wait for response headers (streamed
+   * bodies are not cut); a client that goes away aborts it; failures become 502/504 JSON errors.
+   */
+  send(
+    c: Context<GatewayEnv>,
+    given: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
+  ): Promise<Response> {
+    const req = { ...given, headers: toHeaders(given.headers) };
+    return this.tracer ? this.traced(c, req, () => this.sendOnce(c, req, opts)) : this.sendOnce(c, req, opts);
+  }
+
+  /** Runs one upstream call in a client span (when the request is traced) whose traceparent the upstream receives. */
+  private async traced(c: Context<GatewayEnv>, req: { url: string; method: string; headers: Headers }, run: () => Promise<Response>) {
+    const span = childSpan(c, this.tracer, `upstream ${req.method}`, "client");
+    if (!span) return run();
+    req.headers.set("traceparent", span.traceparent());
+    span.setAttribute("http.request.method", req.method);
+    span.setAttribute("url.path", new URL(req.url).pathname);
+    try {
+      const res = await run();
+      span.setAttribute("http.response.status_code", res.status);
+      span.end(res.status >= 500 ? `status ${res.status}` : undefined);
+      return res;
+    } catch (err) {
+      span.end(String((err as { code?: string })?.code ?? "upstream_unavailable"));
+      throw err;
+    }
+  }
+
+  private async sendOnce(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean },
+  ): Promise<Response> {
+    const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
+    if (this.transport.enforcesHeadersTimeout) {
+      // No timer and no controller of our own: the transport times the headers, the client's signal aborts it.
+      const begun = performance.now();
+      try {
+        const res = await this.transport.request({
+          ...req,
+          signal: opts.detachFromClient ? undefined : c.req.raw.signal,
+          headersTimeoutMs: timeoutMs,
+        });
+        this.observe(c, req.body, res.headers.get("content-length"), performance.now() - begun, res.status);
+        return res;
+      } catch (err) {
+        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
+        if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
+        throw errors.upstreamUnavailable(opts.unavailableMessage);
+      }
+    }
+    const ctrl = new AbortController();
+    const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), timeoutMs);
+    const clientSignal = opts.detachFromClient ? undefined : c.req.raw.signal;
+    const onClientAbort = () => ctrl.abort(new Error("client went away"));
+    clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
+    const started = performance.now();
+    try {
+      const res = await this.transport.request({ ...req, signal: ctrl.signal });
+      this.observe(c, req.body, res.headers.get("content-length"), performance.now() - started, res.status);
+      return res;
+    } catch {
+      if (!clientSignal?.aborted) this.metrics?.upstreamFailed();
+      if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
+      throw errors.upstreamUnavailable(opts.unavailableMessage);
+    } finally {
+      clearTimeout(timer);
+      clientSignal?.removeEventListener?.("abort", onClientAbort);
+    }
+  }
+
+  /**
+   * Sends a request whose answer goes back to the client as it is (the proxied planes: runtime, exposed ports,
+   * presigned files), minus hop-by-hop headers (and Set-Cookie unless `keepSetCookie`). Where the transport has a
+   * direct relay for this client (Node), the answer's body never becomes a Web stream; elsewhere `send` + `relay`.
+   */
+  async forward(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { unavailableMessage?: string; keepSetCookie?: boolean } = {},
+  ): Promise<Response> {
+    const direct = this.transport.direct;
+    if (this.directRelays && direct?.available(c.env)) {
+      if (this.tracer) {
+        // Traced: the upstream gets the span's traceparent, so the headers become a Headers the span can write to.
+        const traced = { ...req, headers: toHeaders(req.headers) };
+        return this.traced(c, traced, () => this.relayDirect(c, traced, opts));
+      }
+      const begun = performance.now();
+      try {
+        const { response, contentLength } = await direct.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
+        this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
+        return response;
+      } catch (err) {
+        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
+        if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
+        throw errors.upstreamUnavailable(opts.unavailableMessage);
+      }
+    }
+    const res = await this.send(c, req, opts);
+    if (!opts.keepSetCookie) return Upstream.relay(res);
+    const cookies = res.headers.getSetCookie?.() ?? [];
+    const relayed = Upstream.relay(res);
+    for (const sc of cookies) {
+      const kept = appSetCookie(sc);
+      if (kept) relayed.headers.append("set-cookie", kept);
+    }
+    return relayed;
+  }
+
+  /** forward()'s direct relay, for a traced call (the untraced one stays inline: it is the hot path). */
+  private async relayDirect(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { unavailableMessage?: string; keepSetCookie?: boolean },
+  ): Promise<Response> {
+    const begun = performance.now();
+    try {
+      const { response, contentLength } = await this.transport.direct!.relay(
+        { ...req, headersTimeoutMs: this.config.timeoutMs },
+        c.env,
+        opts,
+      );
+      this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
+      return response;
+    } catch (err) {
+      if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
+      if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
+      throw errors.upstreamUnavailable(opts.unavailableMessage);
+    }
+  }
+
+  /** Drops an answer `forward` gave that will not be passed on (a 401 before a replay). */
+  async discard(c: Context<GatewayEnv>, res: Response): Promise<void> {
+    if (this.transport.direct?.discard(res, c.env)) return;
+    await res.body?.cancel().catch(() => {});
+  }
+
+  /** Upstream latency and bytes into the request's log line, and the latency into the upstream histogram. */
+  private observe(c: Context<GatewayEnv>, body: UpstreamCall["body"], contentLength: string | null, ms: number, status: number): void {
+    const f = c.get("logFields");
+    if (f) {
+      f.upstreamMs = Math.round(((f.upstreamMs ?? 0) + ms) * 10) / 10;
+      const out = bodyBytes(body, c);
+      if (out !== undefined) f.upstreamBytesOut = (f.upstreamBytesOut ?? 0) + out;
+      if (contentLength !== null && contentLength !== "") f.upstreamBytesIn = (f.upstreamBytesIn ?? 0) + Number(contentLength);
+    }
+    this.metrics?.upstream(routeLabel(c), ms / 1000, status >= 500);
+  }
+
+  /** Passes an upstream response back to the client (streaming), minus hop-by-hop headers. */
+  static relay(res: Response, extraHeaders?: Record<string, string>): Response {
+    const headers = forwardableResponseHeaders(res.headers);
+    if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
+    const { body, held } = relayableBody(res);
+    // A transport's own response has no status text worth reading (and reading it costs a full Response on Node).
+    return new Response(
+      body as BodyInit | null,
+      held ? { status: res.status, headers } : { status: res.status, statusText: res.statusText, headers },
+    );
+  }
+}
+
+const utf8 = new TextEncoder();
+
+/** Bytes of a request body: counted when in hand, the client's Content-Length when it streams through. */
+function bodyBytes(body: UpstreamCall["body"], c: Context): number | undefined {
+  if (body == null) return 0;
+  if (typeof body === "string") return utf8.encode(body).byteLength;
+  if (body instanceof Uint8Array) return body.byteLength;
+  const len = c.req.header("content-length");
+  return len ? Number(len) : undefined;
+}
+
+/**
+ * Reads a JSON body from an upstream response, typed by its wire schema (src/wire/*, lenient: see readWire); a
+ * non-JSON body becomes a 502 that says so. An empty body reads as an empty record; without a schema, the value as parsed.
+ */
+export async function upstreamJson(res: Response): Promise<unknown>;
+export async function upstreamJson<S extends z.ZodType<object>>(res: Response, schema: S): Promise<z.output<S>>;
+export async function upstreamJson(res: Response, schema?: z.ZodType<object>): Promise<unknown> {
+  const text = await res.text();
+  let value: unknown = {};
+  if (text) {
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new GatewayError(502, "upstream_bad_response", "The upstream answered with something that is not JSON.");
+    }
+  }
+  return schema ? readWire(schema, value) : value;
+}
+
+/** Path plus query string of the client's request. */
+export function pathAndQuery(c: Context): string {
+  const u = splitRequestUrl(c.req.url);
+  return u.path + u.query;
+}

@@ -1,0 +1,79 @@
+// Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch, the cron
+// handler that reconciles held spend, and the Durable Object class that holds shared state.
+import { parseConfig, secretsFromEnv } from "../../config/load.js";
+import type { TollgateConfig } from "../../config/schema.js";
+import type { ExecutionContext } from "hono";
+import { createGateway, type Gateway } from "../gateway.js";
+import { doStores, hasStateBinding } from "../state/durable-client.js";
+import type { StateStores } from "../state/types.js";
+import { fetchTransport } from "./transport.js";
+import { fetchWebSocketRelay } from "./websocket.js";
+
+export interface WorkerEnv {
+  /** The whole config as JSON (a `[vars]` entry in wrangler.toml, or a secret). */
+  TOLLGATE_CONFIG?: string;
+  TOLLGATE_UPSTREAM_API_KEY?: string;
+  TOLLGATE_WALLET_KEY?: string;
+  TOLLGATE_TOKEN_SECRET?: string;
+  TOLLGATE_METRICS_TOKEN?: string;
+  [binding: string]: unknown;
+}
+
+export { TollgateState } from "../state/durable-object.js";
+
+/**
+ * Durable Objects when asked for, and also when merely bound: on Workers the "memory" default would give every isolate
+ * its own budgets. Redis needs the Node entry.
+ */
+function storesFor(config: TollgateConfig, env: WorkerEnv): StateStores | undefined {
+  const opts = { endedRetentionMs: config.state.endedRetentionDays * 86_400_000 };
+  if (config.state.backend === "durable-objects") return doStores(env, opts);
+  if (config.state.backend === "redis") throw new Error('state.backend "redis" is for the Node entry; on Workers use "durable-objects"');
+  return hasStateBinding(env) ? doStores(env, opts) : undefined;
+}
+
+let cached: { source: string; gateway: Gateway } | undefined;
+
+function gatewayFor(env: WorkerEnv): Gateway {
+  const source = env.TOLLGATE_CONFIG ?? "{}";
+  if (cached?.source === source) return cached.gateway;
+  const config = parseConfig(JSON.parse(source), "TOLLGATE_CONFIG");
+  const secrets = secretsFromEnv(env as Record<string, string | undefined>);
+  const gateway = createGateway(config, {
+    secrets,
+    transport: fetchTransport,
+    webSocketRelay: fetchWebSocketRelay,
+    stores: storesFor(config, env),
+  });
+  cached = { source, gateway };
+  return gateway;
+}
+
+interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+export default {
+  fetch(request: Request, env: WorkerEnv, ctx: unknown): Response | Promise<Response> {
+    return gatewayFor(env).app.fetch(request, env, ctx as ExecutionContext);
+  },
+
+  /**
+   * The cron trigger (`[triggers] crons` in wrangler.toml): one reconciler pass and one alert pass (rules, webhook
+   * retries due), as the Node entry runs on timers.
+   * x402 holds past validBefore are settled from the chain through payments.rpc (JSON-RPC over fetch); credits holds
+   * past their end time are committed at their maximum. Holds live in the Durable Objects, so any invocation sees all.
+   */
+  async scheduled(_controller: unknown, env: WorkerEnv, ctx: WaitUntil): Promise<void> {
+    const gateway = gatewayFor(env);
+    const pass = Promise.all([
+      gateway.reconciler.runOnce().then(
+        (report) => gateway.logger.info("reconciler pass", { ...report }),
+        (err) => gateway.logger.error("reconciler error", { error: String(err) }),
+      ),
+      gateway.alerts.runOnce(), // alert rules, and webhook deliveries due (retries)
+    ]);
+    ctx.waitUntil(pass);
+    await pass;
+  },
+};

@@ -1,0 +1,152 @@
+// Custody of the upstream's per-sandbox runtime credentials: kept server-side, renewed before expiry, never handed out.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { upstreamJson } from "../platform/upstream.js";
+import { readWire } from "../routing/upstream-records.js";
+import { SandboxDetail } from "./wire.js";
+import { stateKeys } from "../state/keys.js";
+
+/** What the gateway keeps per running sandbox. Times are epoch ms. */
+export interface RuntimeCredential {
+  token: string;
+  baseUrl: string;
+  host?: string;
+  expiresAt: number;
+  receivedAt: number;
+}
+
+const RENEW_MAX_MS = 60_000;
+/** How long a credential read from the shared store is reused before it is read again (see RuntimeCustody.peek). */
+const SHARED_READ_FRESH_MS = 1000;
+
+export const sandboxNotFound = (id: string) => new GatewayError(404, "not_found", `Sandbox ${id} not found`);
+const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
+
+/** Renew when ≤60 s are left, or ≤half the lifetime for short-lived tokens (so a 5 s token is not renewed per call). */
+export function needsRenewal(cred: RuntimeCredential, now: number): boolean {
+  const lifetime = cred.expiresAt - cred.receivedAt;
+  return cred.expiresAt - now <= Math.min(RENEW_MAX_MS, lifetime / 2);
+}
+
+export class RuntimeCustody {
+  private readonly inflight = new Map<string, Promise<RuntimeCredential>>();
+  /** The last stored text parsed, per sandbox, and when it was read: the hot path reads the same credential on every call. */
+  private readonly parsed = new Map<string, { raw: string; cred: RuntimeCredential; at: number }>();
+
+  constructor(private readonly services: GatewayServices) {}
+
+  /** Records the runtime credential from an upstream sandbox detail; a detail without a token forgets it. */
+  async keep(record: unknown): Promise<RuntimeCredential | undefined> {
+    const detail = readWire(SandboxDetail, record);
+    const id = String(detail.id);
+    const token = typeof detail.token === "string" && detail.token ? detail.token : undefined;
+    const baseUrl = detail.runtime?.baseUrl;
+    const closed = ["closed", "close-error", "error"].includes(detail.status ?? "");
+    if (!token || closed || typeof baseUrl !== "string") {
+      await this.forget(id);
+      if (closed) await this.services.stores.ownership.setActive("sandbox", id, false);
+      return undefined;
+    }
+    if (!this.services.upstream.isAllowedUrl(baseUrl)) {
+      this.services.logger.error("sandbox.runtime.refused", { sandbox: id, reason: "runtime host not in upstream.allowedHosts" });
+      throw new GatewayError(
+        502,
+        "upstream_url_refused",
+        "The upstream named a runtime host the gateway is not configured to follow (upstream.allowedHosts).",
+      );
+    }
+    const now = this.services.now();
+    const parsed = Date.parse(detail.tokenExpiresAt ?? "");
+    const expiresAt = Number.isFinite(parsed) ? parsed : now + 60_000;
+    const cred: RuntimeCredential = { token, baseUrl, host: detail.runtime?.host ?? undefined, expiresAt, receivedAt: now };
+    if (expiresAt > now) {
+      const raw = JSON.stringify(cred);
+      await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), raw, expiresAt - now);
+      this.remember(id, raw, { ...cred }, now);
+    }
+    return cred;
+  }
+
+  async forget(id: string): Promise<void> {
+    this.parsed.delete(id);
+    await this.services.stores.kv.delete(stateKeys.sandboxRuntime(id));
+  }
+
+  async peek(id: string): Promise<RuntimeCredential | undefined> {
+    const now = this.services.now();
+    const seen = this.parsed.get(id);
+    // Read from the shared store at most once a second per sandbox on the hot path (a Redis or Durable Object round
+    // trip); a credential this instance keeps, renews or forgets is seen at once.
+    if (seen && now - seen.at < SHARED_READ_FRESH_MS) return { ...seen.cred };
+    const raw = await this.services.stores.kv.get(stateKeys.sandboxRuntime(id));
+    if (!raw) {
+      this.parsed.delete(id);
+      return undefined;
+    }
+    if (seen?.raw === raw) {
+      seen.at = now;
+      return { ...seen.cred };
+    }
+    const cred = JSON.parse(raw) as RuntimeCredential;
+    this.remember(id, raw, cred, now);
+    return { ...cred };
+  }
+
+  private remember(id: string, raw: string, cred: RuntimeCredential, at: number): void {
+    if (this.parsed.size >= 10_000) this.parsed.clear();
+    this.parsed.set(id, { raw, cred, at });
+  }
+
+  /** A usable credential: the kept one, or a renewed one when it is missing or about to expire. */
+  async current(c: Context<GatewayEnv>, id: string): Promise<RuntimeCredential> {
+    const cred = await this.peek(id);
+    if (cred && !needsRenewal(cred, this.services.now())) return cred;
+    return this.renew(c, id);
+  }
+
+  /** Fetches a fresh runtime token (`GET /api/sandbox/<id>` with the API key); concurrent callers share one call. */
+  renew(c: Context<GatewayEnv>, id: string): Promise<RuntimeCredential> {
+    let p = this.inflight.get(id);
+    if (!p) {
+      p = this.fetchFresh(c, id).finally(() => this.inflight.delete(id));
+      this.inflight.set(id, p);
+    }
+    return p;
+  }
+
+  private async fetchFresh(c: Context<GatewayEnv>, id: string): Promise<RuntimeCredential> {
+    // Detached from the calling client's abort signal: other requests may be waiting on this renewal.
+    const res = await this.services.upstream.call(c, {
+      method: "GET",
+      path: `/api/sandbox/${encodeURIComponent(id)}`,
+      detachFromClient: true,
+    });
+    if (res.status === 404) {
+      await res.body?.cancel();
+      throw sandboxNotFound(id);
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new GatewayError(
+        502,
+        "runtime_token_renewal_failed",
+        `The upstream refused to renew the runtime token (status ${res.status}); try again shortly.`,
+      );
+    }
+    const cred = await this.keep(await upstreamJson(res));
+    if (!cred) throw sandboxNotRunning();
+    this.services.logger.debug("sandbox.runtime.renewed", { sandbox: id });
+    return cred;
+  }
+}
+
+const byServices = new WeakMap<GatewayServices, RuntimeCustody>();
+
+/** The one custody per gateway, shared by the control, runtime and port routes. */
+export function sandboxCustody(services: GatewayServices): RuntimeCustody {
+  let custody = byServices.get(services);
+  if (!custody) byServices.set(services, (custody = new RuntimeCustody(services)));
+  return custody;
+}

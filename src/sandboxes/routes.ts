@@ -1,0 +1,127 @@
+// Sandbox control plane (/api/sandbox*, /api/sandboxes, /api/snapshots): the route table's rows for them. Ownership and
+// scope are the chain's; these handlers claim what is created and replace every runtime/port URL and runtime token in
+// an answer with the gateway's own.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError, jsonResponse } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
+import { SandboxDetail, SnapshotAnswer } from "./wire.js";
+import { readWire } from "../routing/upstream-records.js";
+import { rewriteExposure, rewriteSandboxDetail } from "./rewrite.js";
+import { sandboxCustody } from "./custody.js";
+import { ownedPage } from "./owned-list.js";
+import { rememberPublicHost } from "./port-hosts.js";
+import { claimSnapshot, pinSnapshotSource, resolveOwnedSnapshot } from "./snapshots.js";
+import { tenantRewriteContext } from "./tenant-view.js";
+import { callerTenant } from "../../middleware/identify/index.js";
+import { jsonBody } from "../../middleware/body-limit/index.js";
+import { settleResource } from "../../middleware/meter/index.js";
+import { claimRefused, type RowHandler } from "../routing/handlers.js";
+
+const JSON_HEADERS = () => new Headers({ "content-type": "application/json" });
+const ENDED = new Set(["closed", "close-error", "error"]);
+
+/** Answers with the upstream's status and a JSON body (rewritten by the caller), keeping x-request-id. */
+function answer(res: Response, body: unknown): Response {
+  const headers: Record<string, string> = {};
+  const rid = res.headers.get("x-request-id");
+  if (rid) headers["x-request-id"] = rid;
+  return jsonResponse(res.status, body, headers);
+}
+
+export function sandboxHandlers(services: GatewayServices): Record<string, RowHandler> {
+  const { upstream } = services;
+  const custody = sandboxCustody(services);
+
+  /** Rewrites one upstream sandbox for the tenant, keeping the upstream runtime credential server-side. */
+  const present = async (c: Context<GatewayEnv>, record: object) => {
+    const detail = readWire(SandboxDetail, record);
+    const ctx = tenantRewriteContext(c, services, callerTenant(c));
+    await rememberPublicHost(services, String(detail.id), ctx.publicOrigin);
+    if ("token" in detail && detail.token) await custody.keep(detail);
+    if (ENDED.has(detail.status ?? "")) {
+      await services.stores.ownership.setActive("sandbox", String(detail.id), false);
+      await settleResource(services, "sandbox", String(detail.id), c);
+    }
+    return rewriteSandboxDetail(detail, ctx);
+  };
+
+  const forwardJson = (c: Context<GatewayEnv>, body: string) =>
+    upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: JSON_HEADERS(), body });
+
+  return {
+    "sandbox.create": async (c) => {
+      const tenant = callerTenant(c);
+      const body = { ...(await jsonBody(c)).json };
+      await pinSnapshotSource(services, tenant, body);
+      const res = await upstream.call(c, { method: "POST", path: "/api/sandbox", headers: JSON_HEADERS(), body: JSON.stringify(body) });
+      if (!res.ok) return Upstream.relay(res);
+      const detail = await upstreamJson(res, SandboxDetail);
+      if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
+      if (!(await services.stores.ownership.claim("sandbox", String(detail.id), tenant.id))) throw claimRefused("sandbox");
+      services.logger.info("sandbox.created", { tenant: tenant.id, sandbox: detail.id });
+      // The meter reads the created id from the answer: it is the upstream's id, kept in the rewritten body.
+      return answer(res, await present(c, detail));
+    },
+
+    "sandbox.list": async (c) => {
+      const page = await ownedPage(c, services, callerTenant(c), { path: "/api/sandboxes", field: "sandboxes", kind: "sandbox" });
+      if ("passthrough" in page) return page.passthrough;
+      const sandboxes = await Promise.all(page.items.map((s) => present(c, s)));
+      return c.json({ sandboxes, totalCount: page.totalCount, page: page.page, perPage: page.perPage });
+    },
+
+    "sandbox.get": async (c) => {
+      const res = await upstream.call(c, { method: "GET", path: pathAndQuery(c) });
+      if (!res.ok) return Upstream.relay(res);
+      return answer(res, await present(c, await upstreamJson(res, SandboxDetail)));
+    },
+
+    "sandbox.stop": async (c) => {
+      const id = c.req.param("id")!;
+      const res = await upstream.call(c, { method: "PUT", path: pathAndQuery(c), headers: c.req.raw.headers, body: null });
+      if (res.ok) {
+        await services.stores.ownership.setActive("sandbox", id, false);
+        await custody.forget(id);
+        await settleResource(services, "sandbox", id, c);
+      }
+      return Upstream.relay(res);
+    },
+
+    "sandbox.snapshot": async (c) => {
+      const res = await forwardJson(c, (await jsonBody(c)).text || "{}");
+      if (!res.ok) return Upstream.relay(res);
+      const snap = await upstreamJson(res, SnapshotAnswer);
+      if (snap.snapshotId) await claimSnapshot(services, callerTenant(c), String(snap.snapshotId), snap.snapshotName);
+      return answer(res, snap);
+    },
+
+    "sandbox.expose": async (c) => {
+      const id = c.req.param("id")!;
+      const res = await forwardJson(c, (await jsonBody(c)).text || "{}");
+      if (!res.ok) return Upstream.relay(res);
+      const ctx = tenantRewriteContext(c, services, callerTenant(c));
+      await rememberPublicHost(services, id, ctx.publicOrigin);
+      return answer(res, await rewriteExposure(await upstreamJson(res), id, ctx));
+    },
+
+    "snapshot.list": async (c) => {
+      const page = await ownedPage(c, services, callerTenant(c), { path: "/api/snapshots", field: "snapshots", kind: "snapshot" });
+      if ("passthrough" in page) return page.passthrough;
+      return c.json({ snapshots: page.items, totalCount: page.totalCount, page: page.page, perPage: page.perPage });
+    },
+
+    // Snapshots are addressed by id or by name; a name resolves within the caller's own snapshots only.
+    "snapshot.byIdOrName": async (c) => {
+      const id = await resolveOwnedSnapshot(services, callerTenant(c), c.req.param("idOrName")!);
+      const res = await upstream.call(c, {
+        method: c.req.method,
+        path: `/api/snapshots/${encodeURIComponent(id)}`,
+        headers: c.req.raw.headers,
+        body: null,
+      });
+      return Upstream.relay(res);
+    },
+  };
+}

@@ -1,0 +1,21 @@
+// The tenant's view of its sandboxes: the 404 a foreign snapshot gets, and the rewrite context (gateway tokens) it sees.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import type { GatewayServices } from "../services.js";
+import type { Tenant } from "../access/tenants.js";
+import type { SandboxRewriteContext } from "./rewrite.js";
+import { GatewayError } from "../errors.js";
+import { publicOriginOf } from "../platform/public-origin.js";
+
+export const snapshotNotFound = (idOrName: string) => new GatewayError(404, "not_found", `Snapshot ${idOrName} not found`);
+
+/** Mints the tenant's gateway tokens for a sandbox: runtime+terminal+ports for `token`, ports only for browser links. */
+export function tenantRewriteContext(c: Context<GatewayEnv>, services: GatewayServices, tenant: Tenant): SandboxRewriteContext {
+  const ttlSeconds = services.config.tokens.ttlSeconds;
+  return {
+    publicOrigin: publicOriginOf(c, services),
+    mintRuntimeToken: (id) =>
+      services.tokens.mint({ tenant: tenant.id, kind: "sandbox", resource: id, scopes: ["runtime", "terminal", "ports"], ttlSeconds }),
+    mintPortGrant: (id) => services.tokens.mint({ tenant: tenant.id, kind: "sandbox", resource: id, scopes: ["ports"], ttlSeconds }),
+  };
+}

@@ -1,0 +1,192 @@
+// One paid upstream call: 402 → policy → atomic budget reservation → sign → retry → commit, release or hold.
+import type { Context } from "hono";
+import { x402HTTPClient, x402Client } from "@x402/core/client";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import type { Tenant } from "../access/tenants.js";
+import type { LedgerEntry } from "../state/types.js";
+import { isStateUnavailable } from "../state/errors.js";
+import { atomicToUsd } from "../payments/money.js";
+import { chooseOption, effectivePolicy } from "../payments/policy.js";
+import { paymentOptions } from "../payments/requirements.js";
+import type { PaymentSigner } from "../payments/signer.js";
+import type { SignedPayment } from "../payments/schemes/types.js";
+import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "../payments/spend.js";
+import { readWire } from "../routing/upstream-records.js";
+import { PaymentRequired, SettleResponse } from "../payments/wire.js";
+import { childSpan } from "../telemetry/tracing.js";
+
+export interface PaidCallContext {
+  services: GatewayServices;
+  signer: PaymentSigner | undefined;
+  tenant: Tenant;
+  route: string;
+  fingerprint: string;
+  /** A keyless search token's own spend cap, checked with the tenant's budget. */
+  cap?: SpendCap;
+  /** The request paying: budget alerts and the kill switch run beside it. */
+  context?: Context;
+}
+
+/** Sends the request upstream, with the payment header when given. */
+export type UpstreamSend = (paymentHeader?: [string, string]) => Promise<Response>;
+
+export interface PaidResult {
+  response: Response;
+  /** Atomic units committed or held for this call (0 when nothing was paid). */
+  paid: bigint;
+  entry?: LedgerEntry;
+}
+
+const parser = new x402HTTPClient(new x402Client());
+
+async function readPaymentRequired(res: Response): Promise<PaymentRequired> {
+  let body: unknown;
+  try {
+    const text = await res.text();
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  try {
+    return readWire(
+      PaymentRequired,
+      parser.getPaymentRequiredResponse((n) => res.headers.get(n), body),
+    );
+  } catch {
+    throw new GatewayError(
+      502,
+      "upstream_bad_payment_request",
+      "The upstream answered 402 without a payment request the gateway can read.",
+    );
+  }
+}
+
+function settlement(res: Response): SettleResponse | undefined {
+  try {
+    const answer = parser.getPaymentSettleResponse((n) => res.headers.get(n));
+    if (!answer) return undefined;
+    const s = readWire(SettleResponse, answer);
+    return { success: s.success, transaction: s.transaction || undefined, errorReason: s.errorReason };
+  } catch {
+    return undefined;
+  }
+}
+
+export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promise<PaidResult> {
+  const { services } = ctx;
+  const first = await send();
+  if (first.status !== 402 || !services.config.payments.enabled) return { response: first, paid: 0n };
+  // Traced (when configured): the payment, from the 402 to the settlement, is a span of its own.
+  const span = childSpan(ctx.context, services.tracer, "x402.payment");
+  if (!span) return pay(ctx, send, first);
+  // The calls made while paying (the paid retry) are children of the payment span.
+  const request = ctx.context!.get("span");
+  ctx.context!.set("span", span);
+  try {
+    const result = await pay(ctx, send, first);
+    span.setAttribute("tollgate.paid_usd", atomicToUsd(result.paid));
+    if (result.entry) span.setAttribute("tollgate.ledger_state", result.entry.state);
+    span.end();
+    return result;
+  } catch (err) {
+    span.end(String((err as { code?: string })?.code ?? "payment_failed"));
+    throw err;
+  } finally {
+    ctx.context!.set("span", request);
+  }
+}
+
+/** After the upstream's 402: choose, reserve, sign, send again, settle (or release, or hold). */
+async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): Promise<PaidResult> {
+  const { services } = ctx;
+  if (!ctx.signer)
+    throw new GatewayError(
+      503,
+      "payments_not_configured",
+      "The upstream asks for payment but the gateway has no wallet; set TOLLGATE_WALLET_KEY.",
+    );
+
+  const paymentRequired = await readPaymentRequired(first);
+  const choice = chooseOption(paymentOptions(paymentRequired), effectivePolicy(services.config.payments, ctx.tenant.payment));
+  if (!choice.ok) {
+    const { ok: _ok, code, message, ...figures } = choice;
+    throw new GatewayError(402, code, message, figures);
+  }
+  const option = choice.option;
+  const hold = await reserveSpend(services, {
+    tenant: ctx.tenant,
+    cap: ctx.cap,
+    entry: {
+      kind: "x402",
+      route: ctx.route,
+      fingerprint: ctx.fingerprint,
+      amount: option.amount.toString(),
+      asset: option.asset,
+      network: option.network,
+      payee: option.payTo,
+    },
+    context: ctx.context,
+  });
+  const entry = hold.entry;
+
+  let signed: SignedPayment;
+  try {
+    signed = await ctx.signer.sign(
+      paymentRequired,
+      option,
+      effectivePolicy(services.config.payments, ctx.tenant.payment).maxAuthorizationSeconds,
+    );
+    // The ledger learns of the authorization before it leaves the gateway.
+    await signedSpend(services, hold, { nonce: signed.nonce, validBefore: signed.validBefore, payer: signed.payer });
+  } catch (err) {
+    await releaseSpend(services, hold, `not sent: ${String((err as Error)?.message ?? err).slice(0, 200)}`).catch(() => {});
+    // The ledger could not confirm the signature (state store down, no replica confirmed it): a 503, nothing was sent.
+    if (err instanceof GatewayError || isStateUnavailable(err)) throw err;
+    throw new GatewayError(502, "payment_signing_failed", "The gateway could not sign the payment; nothing was paid.");
+  }
+
+  let res: Response;
+  try {
+    res = await send(signed.header);
+  } catch {
+    await holdSpend(services, hold, "no answer after the signature was sent");
+    throw new GatewayError(
+      504,
+      "payment_outcome_unknown",
+      `The upstream did not answer after receiving the payment; $${atomicToUsd(option.amount)} stays held until ${new Date(signed.validBefore * 1000).toISOString()} and is then settled from the chain. Retry with the same Idempotency-Key to avoid paying twice.`,
+      { held: atomicToUsd(option.amount), validBefore: new Date(signed.validBefore * 1000).toISOString() },
+    );
+  }
+
+  const settled = settlement(res);
+  if (res.ok && settled?.success) {
+    await settleSpend(services, hold, { transaction: settled.transaction, context: ctx.context });
+    return { response: res, paid: option.amount, entry: { ...entry, state: "committed", transaction: settled.transaction } };
+  }
+  if (res.status === 402 || (res.status >= 400 && res.status < 500) || settled?.success === false) {
+    // The upstream verifies before it works and settles after: a 4xx (or a failed settlement) took no money.
+    const reason = settled?.errorReason ?? `upstream answered ${res.status}`;
+    await releaseSpend(services, hold, reason);
+    if (res.status === 402) {
+      const body = await res.text().catch(() => "");
+      let detail = "";
+      try {
+        const j = JSON.parse(body);
+        detail = j.message ?? j.error ?? "";
+      } catch {
+        /* not JSON */
+      }
+      throw new GatewayError(
+        502,
+        "upstream_refused_payment",
+        `The upstream refused the gateway's payment${detail ? `: ${detail}` : ""}. Nothing was charged.`,
+        { reason: settled?.errorReason ?? detail },
+      );
+    }
+    return { response: res, paid: 0n };
+  }
+  // 5xx, or a success without a settlement receipt: the money may or may not have moved.
+  await holdSpend(services, hold, settled ? "settlement not confirmed" : `upstream answered ${res.status} without a settlement receipt`);
+  return { response: res, paid: option.amount, entry: { ...entry, state: "uncertain" } };
+}

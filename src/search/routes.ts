@@ -1,0 +1,183 @@
+// Paid search and fetch: /x402/web/{search,fetch} paid with x402, /api/web/{search,fetch} billed to credits. The
+// caller is the chain's; the steps read in order: idempotency → cache → coalesce → pay (or meter) → forward → answer.
+import type { Context } from "hono";
+import { recordSavings } from "../operators/savings.js";
+import { LRUCache } from "lru-cache";
+import type { GatewayEnv } from "../context.js";
+import type { GatewayServices } from "../services.js";
+import type { Tenant } from "../access/tenants.js";
+import { forwardableRequestHeaders } from "../platform/transport.js";
+import { Upstream, pathAndQuery } from "../platform/upstream.js";
+import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "./answer.js";
+import { AnswerCache, Coalescer } from "./cache.js";
+import { withIdempotency } from "./idempotency.js";
+import { fleetCoalesce, type FleetResult } from "./fleet-coalesce.js";
+import { atomicToUsd } from "../payments/money.js";
+import { paidCall } from "./paid-call.js";
+import { budgetRemaining } from "../payments/budget-remaining.js";
+import type { PaymentSigner } from "../payments/signer.js";
+import { callerCap, callerTenant } from "../../middleware/identify/index.js";
+import { jsonBody } from "../../middleware/body-limit/index.js";
+import { priceOf } from "../../middleware/meter/index.js";
+import { releaseSpend, reserveSpend, settleSpend } from "../payments/credit-ledger.js";
+import type { RouteRow } from "../routing/table.js";
+import type { RowHandler } from "../routing/handlers.js";
+
+export function paidSearchHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Record<string, RowHandler> {
+  const { config, upstream } = services;
+  const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
+  const coalescer = new Coalescer<FleetResult>();
+  const fingerprints = new RequestFingerprints();
+  const shareable = (a: Answer) => config.cache.enabled && a.status === 200 && isCompletedJob(a);
+
+  const searchLike = async (c: Context<GatewayEnv>, row: RouteRow) => {
+    const tenant = callerTenant(c);
+    const cap = callerCap(c);
+    const route = row.path;
+    const { text, json } = await jsonBody(c);
+    const path = pathAndQuery(c);
+
+    if (tenant.paysForItself) {
+      // The client pays the upstream itself: its payment headers pass through untouched, nothing is charged here.
+      const h = forwardableRequestHeaders(c.req.raw.headers);
+      for (const n of ["payment-signature", "x-payment"]) {
+        const v = c.req.header(n);
+        if (v) h.set(n, v);
+      }
+      const res = await upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
+      return Upstream.relay(res);
+    }
+
+    const { maxAgeSeconds, ...keyed } = json;
+    const fingerprint = await fingerprints.of(route, text, keyed);
+    const cacheKey = `${config.cache.scope === "shared" ? "*" : tenant.id}:${fingerprint}`;
+    const cc = (c.req.header("cache-control") ?? "").toLowerCase();
+    const bypass = !config.cache.enabled || cc.includes("no-cache") || cc.includes("no-store");
+    const maxAgeMs = typeof maxAgeSeconds === "number" && maxAgeSeconds >= 0 ? maxAgeSeconds * 1000 : undefined;
+
+    const fetchFresh = async (): Promise<Answer> => {
+      const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
+      headers.set("content-type", "application/json");
+      const send = (payment?: [string, string]) => {
+        const h = new Headers(headers);
+        if (payment) h.set(payment[0], payment[1]);
+        return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
+      };
+      const result =
+        row.pay === "credits"
+          ? await creditCall(c, row, tenant, cap, send)
+          : await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send);
+      const answer = await readAnswer(result.response, result.paid, services.now());
+      if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(cacheKey, answer);
+      return answer;
+    };
+
+    const started = services.now();
+    const f = c.get("logFields");
+    const produce = async (): Promise<{ answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" }> => {
+      if (bypass) return { answer: await fetchFresh(), how: "bypass" };
+      const hit = cache.get(cacheKey, services.now(), maxAgeMs);
+      if (hit) {
+        f.saved = hit.paid; // [metrics: USD saved]
+        return { answer: { ...hit, paid: 0n }, how: "hit" };
+      }
+      // A client bounding the age joins only calls started now, which are fresh by definition.
+      // One call per key in this process, and (through shared state) one per key across the fleet.
+      const { value, leader } = await coalescer.run(cacheKey, () =>
+        fleetCoalesce(services, cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs, share: shareable }, fetchFresh),
+      );
+      if (leader && value.fetched) return { answer: value.answer, how: "miss" };
+      if (!value.fetched) cache.set(cacheKey, { ...value.answer });
+      // Published by another instance before this request came: that is a (fleet-wide) cache hit.
+      const how = !value.fetched && value.answer.storedAt < started ? "hit" : "coalesced";
+      f.saved = value.answer.paid; // [metrics: USD saved]
+      return { answer: { ...value.answer, paid: 0n }, how };
+    };
+
+    const idemKey = c.req.header("idempotency-key");
+    let answer: Answer;
+    let how: string;
+    if (idemKey) {
+      let produced: { how: string } = { how: "miss" };
+      const r = await withIdempotency(services, tenant.id, idemKey, fingerprint, async () => {
+        const p = await produce();
+        produced = p;
+        return p.answer;
+      });
+      answer = r.answer;
+      how = r.replayed ? "idempotent-replay" : produced.how;
+    } else {
+      ({ answer, how } = await produce());
+    }
+
+    f.paid = answer.paid;
+    f.cache = how;
+    if (how === "hit" || how === "coalesced") recordSavings(services, c, tenant.id, how, f.saved ?? 0n);
+    return answerResponse(answer, {
+      "x-tollgate-cache": how,
+      "x-tollgate-paid": atomicToUsd(answer.paid),
+      "x-tollgate-budget-remaining": await budgetRemaining(services, tenant),
+      "cache-control": "private, no-store",
+    });
+  };
+
+  /** A credit-billed call: its price reserved before it is sent, committed if the upstream did the work. */
+  const creditCall = async (
+    c: Context<GatewayEnv>,
+    row: RouteRow,
+    tenant: Tenant,
+    cap: { id: string; amount: bigint } | undefined,
+    send: () => Promise<Response>,
+  ) => {
+    if (!config.credits.enabled || !row.meter) return { response: await send(), paid: 0n };
+    const amount = priceOf(services, row.meter.price);
+    const hold = await reserveSpend(services, c, {
+      tenant,
+      cap,
+      route: row.name,
+      amount,
+      meter: "call",
+      validBefore: services.now() + 3600_000,
+    });
+    let response: Response;
+    try {
+      response = await send();
+    } catch (err) {
+      await releaseSpend(services, hold, "no answer from the upstream");
+      throw err;
+    }
+    if (!response.ok) {
+      await releaseSpend(services, hold, `upstream answered ${response.status}`);
+      return { response, paid: 0n };
+    }
+    await settleSpend(services, c, hold);
+    c.get("logFields").credits = amount;
+    return { response, paid: amount };
+  };
+
+  return { "paid.search": searchLike };
+}
+
+function isCompletedJob(a: Answer): boolean {
+  try {
+    const j = JSON.parse(new TextDecoder().decode(a.body));
+    return j?.status === undefined || j.status === "completed";
+  } catch {
+    return false;
+  }
+}
+
+/** Hash of a request's canonical body (key order and maxAgeSeconds do not matter), remembered for repeated bodies. */
+class RequestFingerprints {
+  private readonly seen = new LRUCache<string, string>({ max: 4096, maxSize: 4 * 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
+
+  async of(route: string, text: string, keyed: Record<string, unknown>): Promise<string> {
+    const k = `${route}\n${text}`;
+    let fp = this.seen.get(k);
+    if (!fp) {
+      fp = await sha256Hex(`${route}\n${canonicalJson(keyed)}`);
+      this.seen.set(k, fp);
+    }
+    return fp;
+  }
+}

@@ -1,0 +1,444 @@
+// The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
+import type { TenantDirectory } from "../access/tenants.js";
+import type { LedgerState, StateStores } from "../state/types.js";
+import { tenantLimits } from "../payments/limits.js";
+import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
+import { TextRegistry } from "./text-registry.js";
+import { VERSION } from "../operators/own-routes.js";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
+
+/**
+ * Route classes: the latency histograms' only label, so their series are bounded by this list (13 classes × 15 series
+ * = 195 per histogram), whatever the route table or the traffic. A route's class is its row name's first part
+ * (`session.create` → sessions), or its surface for requests no row named.
+ */
+const ROUTE_CLASSES: Record<string, string> = {
+  web: "search",
+  x402: "search",
+  session: "sessions",
+  profile: "sessions",
+  extension: "sessions",
+  sandbox: "sandboxes",
+  image: "sandboxes",
+  snapshot: "sandboxes",
+  volume: "sandboxes",
+  runtime: "runtime",
+  scrape: "jobs",
+  crawl: "jobs",
+  extract: "jobs",
+  task: "agents",
+  team: "admin",
+  "api.sandboxes": "sandboxes",
+  "api.sessions": "sessions",
+  "api.volumes": "sandboxes",
+  "api.web": "search",
+  "x402.sessions": "sessions",
+  "x402.other": "search",
+  "sandbox.runtime": "runtime",
+  cdp: "cdp",
+};
+
+/** The class of a route label (./route-label.ts): search, sessions, sandboxes, runtime, cdp, jobs, agents, ports, tollgate, admin, other. */
+function routeClassOf(route: string): string {
+  if (route.startsWith("/_tollgate/admin") || route.startsWith("/_tollgate/console")) return "admin";
+  if (route.startsWith("/_tollgate") || route.startsWith("tollgate.")) return "tollgate";
+  const exact = ROUTE_CLASSES[route];
+  if (exact) return exact;
+  const dot = route.indexOf(".");
+  const head = dot > 0 ? route.slice(0, dot) : route;
+  if (ROUTE_CLASSES[head]) return ROUTE_CLASSES[head];
+  if (route === "port" || route.startsWith("port.")) return "ports";
+  if (head === "api" || route.startsWith("/api/")) return "other";
+  return "other";
+}
+
+/** The `method` label's values; anything else is "other" (index 0). */
+const METHODS = ["other", "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const;
+const METHOD_INDEX: Record<string, number> = Object.assign(Object.create(null), {
+  GET: 1,
+  POST: 2,
+  PUT: 3,
+  PATCH: 4,
+  DELETE: 5,
+  HEAD: 6,
+  OPTIONS: 7,
+});
+const WINDOWS = ["daily", "monthly", "total"] as const;
+const HELD_SCAN_LIMIT = 1000;
+
+/** What a WebSocket relay carries: a browser's CDP, a sandbox runtime stream, or an exposed port. */
+export type WebSocketKind = "cdp" | "runtime" | "port";
+
+/** The kind of a relayed WebSocket, from its path: /devtools → cdp, /sandbox/<id> → runtime, anything else (a port host). */
+export function webSocketKindOf(path: string): WebSocketKind {
+  if (path.startsWith("/devtools/")) return "cdp";
+  if (path.startsWith("/sandbox/")) return "runtime";
+  return "port";
+}
+
+/** Caps the distinct values one label may take; past the cap a value is reported as "other". */
+class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+  of(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return "other";
+    this.seen.add(value);
+    return value;
+  }
+}
+
+const usd = (atomic: bigint) => Number(atomic) / 1e6;
+
+/** node, bun or workerd: the runtime `tollgate_build_info` names. */
+function runtimeName(): string {
+  const versions = (globalThis as { process?: { versions?: Record<string, string> } }).process?.versions;
+  if (versions?.bun) return "bun";
+  if (versions?.node && (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent !== "Cloudflare-Workers") return "node";
+  return "workerd";
+}
+
+/** A family's children by label values (both registries cache them, so a repeated label set is one Map lookup). */
+const children =
+  <C>(family: MetricFamily<C>) =>
+  (...values: string[]): C =>
+    family.labels(...values);
+
+/** This instance's upstream calls since it started: what the upstream alert rules read (src/operators/alert-monitor.ts). */
+export interface UpstreamTally {
+  calls: number;
+  /** Answered 5xx, or not at all. */
+  errors: number;
+  /** Slower than `slowSeconds` to their response headers. */
+  slow: number;
+  slowSeconds: number;
+}
+
+/** Per route: its class's histogram, and per tenant the counters keyed by `status * 8 + method index` (one number). */
+type RequestChildren = { seconds: HistogramChild; byTenant: Map<string, Map<number, CounterChild>> };
+
+export class GatewayMetrics {
+  private readonly routes = new BoundedLabel(256);
+  private readonly requestChildren = new Map<string, RequestChildren>();
+  private readonly tenants = new BoundedLabel(1024);
+  private readonly codes = new BoundedLabel(64);
+  private readonly reasons = new BoundedLabel(128);
+  private readonly upstreamByRoute = new Map<string, HistogramChild>();
+  readonly upstreamTally: UpstreamTally = { calls: 0, errors: 0, slow: 0, slowSeconds: Infinity };
+
+  private readonly requestsTotal: (route: string, method: string, code: string, tenant: string) => CounterChild;
+  private readonly requestSeconds: (routeClass: string) => HistogramChild;
+  private readonly upstreamSeconds: (routeClass: string) => HistogramChild;
+  private readonly refusalsTotal: (reason: string) => CounterChild;
+  private readonly tokensMinted: (kind: string) => CounterChild;
+  private readonly webhookDeliveries: (outcome: string) => CounterChild;
+  private readonly killSwitchTotal: (action: string) => CounterChild;
+  private readonly alertsTotal: (type: string) => CounterChild;
+  private readonly paymentsTotal: (tenant: string, state: string) => CounterChild;
+  private readonly paymentsUsd: (tenant: string, state: string) => CounterChild;
+  private readonly cacheTotal: (outcome: string) => CounterChild;
+  private readonly cacheSaved: CounterChild;
+  private readonly wsOpen: (kind: string) => GaugeChild;
+  private readonly wsTotal: (kind: string) => CounterChild;
+  private readonly stateErrors: CounterChild;
+  private readonly budgetRemaining: MetricFamily<GaugeChild>;
+  private readonly budgetSpent: MetricFamily<GaugeChild>;
+  private readonly heldUsd: MetricFamily<GaugeChild>;
+  private readonly heldCount: MetricFamily<GaugeChild>;
+  private readonly stateUp: MetricFamily<GaugeChild>;
+  private readonly creditsSpentUsd: (tenant: string, route: string) => CounterChild;
+  private readonly creditsDrift: GaugeChild;
+
+  constructor(
+    readonly registry: MetricsRegistry = new TextRegistry(),
+    build: { version?: string; runtime?: string } = {},
+  ) {
+    const r = registry;
+    r.gauge({ name: "tollgate_build_info", help: "Always 1: the version and runtime of this gateway.", labelNames: ["version", "runtime"] })
+      .labels(build.version ?? VERSION, build.runtime ?? runtimeName())
+      .set(1);
+    this.requestsTotal = children(
+      r.counter({
+        name: "tollgate_requests_total",
+        help: "Requests answered, by route (a route-table row or a fixed surface), method, HTTP status code and tenant.",
+        labelNames: ["route", "method", "code", "tenant"],
+      }),
+    );
+    this.requestSeconds = children(
+      r.histogram({
+        name: "tollgate_request_duration_seconds",
+        help: "Time from request to response headers at the gateway, by route class.",
+        labelNames: ["class"],
+        buckets: LATENCY_BUCKETS,
+      }),
+    );
+    this.upstreamSeconds = children(
+      r.histogram({
+        name: "tollgate_upstream_duration_seconds",
+        help: "Time from sending an upstream request to its response headers, by route class.",
+        labelNames: ["class"],
+        buckets: LATENCY_BUCKETS,
+      }),
+    );
+    this.refusalsTotal = children(
+      r.counter({
+        name: "tollgate_refusals_total",
+        help: "Requests the gateway refused itself, by reason (the error code in the JSON answer).",
+        labelNames: ["reason"],
+      }),
+    );
+    this.tokensMinted = children(
+      r.counter({ name: "tollgate_tokens_minted_total", help: "Gateway tokens minted, by kind.", labelNames: ["kind"] }),
+    );
+    this.webhookDeliveries = children(
+      r.counter({
+        name: "tollgate_webhook_deliveries_total",
+        help: "Alert webhook delivery attempts by outcome (delivered, failed, given_up).",
+        labelNames: ["outcome"],
+      }),
+    );
+    this.killSwitchTotal = children(
+      r.counter({
+        name: "tollgate_kill_switch_total",
+        help: "Kill-switch actions: tenants killed, and the resources stopped and tokens revoked with them.",
+        labelNames: ["action"],
+      }),
+    );
+    this.alertsTotal = children(
+      r.counter({ name: "tollgate_alerts_total", help: "Alerts raised (once fleet-wide each), by type.", labelNames: ["type"] }),
+    );
+    this.paymentsTotal = children(
+      r.counter({
+        name: "tollgate_payments_total",
+        help: "Ledger entries that reached each state (reserved, committed, released, uncertain), by tenant.",
+        labelNames: ["tenant", "state"],
+      }),
+    );
+    this.paymentsUsd = children(
+      r.counter({
+        name: "tollgate_payments_usd_total",
+        help: "USD amount of the ledger entries that reached each state, by tenant.",
+        labelNames: ["tenant", "state"],
+      }),
+    );
+    this.cacheTotal = children(
+      r.counter({
+        name: "tollgate_cache_requests_total",
+        help: "Paid-answer lookups by outcome (hit, miss, coalesced, bypass, idempotent-replay).",
+        labelNames: ["outcome"],
+      }),
+    );
+    this.cacheSaved = r
+      .counter({
+        name: "tollgate_cache_saved_usd_total",
+        help: "USD not paid because a cached or coalesced answer was served.",
+        labelNames: [],
+      })
+      .labels();
+    this.wsOpen = children(
+      r.gauge({ name: "tollgate_websockets_open", help: "WebSocket relays open now, by kind (cdp, runtime, port).", labelNames: ["kind"] }),
+    );
+    this.wsTotal = children(
+      r.counter({ name: "tollgate_websockets_total", help: "WebSocket relays opened, by kind.", labelNames: ["kind"] }),
+    );
+    this.stateErrors = r
+      .counter({
+        name: "tollgate_state_errors_total",
+        help: "Requests and scrapes that failed because the state backend was unavailable.",
+        labelNames: [],
+      })
+      .labels();
+    this.budgetRemaining = r.gauge({
+      name: "tollgate_budget_remaining_usd",
+      help: "Budget left per tenant and window (only windows with a limit), read from the ledger at scrape time.",
+      labelNames: ["tenant", "window"],
+    });
+    this.budgetSpent = r.gauge({
+      name: "tollgate_budget_spent_usd",
+      help: "Reserved, held and committed spend per tenant and window, read from the ledger at scrape time.",
+      labelNames: ["tenant", "window"],
+    });
+    this.heldUsd = r.gauge({
+      name: "tollgate_payments_held_usd",
+      help: "USD held in uncertain payments (outcome unknown until the chain says), per tenant, at scrape time.",
+      labelNames: ["tenant"],
+    });
+    this.heldCount = r.gauge({
+      name: "tollgate_payments_held",
+      help: "Uncertain payments held, per tenant, at scrape time.",
+      labelNames: ["tenant"],
+    });
+    this.creditsSpentUsd = children(
+      r.counter({
+        name: "tollgate_credits_spent_usd_total",
+        help: "USD of credit spend settled in the ledger (the tenant's multiplier included), by tenant and route.",
+        labelNames: ["tenant", "route"],
+      }),
+    );
+    this.creditsDrift = r
+      .gauge({
+        name: "tollgate_credits_drift_usd",
+        help: "The team's credit usage reported by the upstream minus the ledger's credit spend over the same time, at cost (the reconciler's last pass).",
+        labelNames: [],
+      })
+      .labels();
+    this.stateUp = r.gauge({
+      name: "tollgate_state_up",
+      help: "1 when the state backend answered the scrape's ping, else 0.",
+      labelNames: [],
+    });
+  }
+
+  /** One answered request (the access log calls this once per request): nested lookups, no allocation once warm. */
+  request(route: string, method: string, status: number, tenant: string, seconds: number): void {
+    const r = this.routes.of(route);
+    let perRoute = this.requestChildren.get(r);
+    if (!perRoute) this.requestChildren.set(r, (perRoute = { seconds: this.requestSeconds(routeClassOf(r)), byTenant: new Map() }));
+    const t = this.tenants.of(tenant);
+    let counters = perRoute.byTenant.get(t);
+    if (!counters) perRoute.byTenant.set(t, (counters = new Map()));
+    const m = METHOD_INDEX[method] ?? 0;
+    let counter = counters.get(status * 8 + m);
+    if (!counter) counters.set(status * 8 + m, (counter = this.requestsTotal(r, METHODS[m]!, this.codes.of(String(status)), t)));
+    counter.inc();
+    perRoute.seconds.observe(seconds);
+  }
+
+  /** One upstream call, timed to its response headers (`failed`: answered 5xx or not at all). */
+  upstream(route: string, seconds: number, failed = false): void {
+    const r = this.routes.of(route);
+    let h = this.upstreamByRoute.get(r);
+    if (!h) this.upstreamByRoute.set(r, (h = this.upstreamSeconds(routeClassOf(r))));
+    h.observe(seconds);
+    const t = this.upstreamTally;
+    t.calls++;
+    if (failed) t.errors++;
+    if (seconds > t.slowSeconds) t.slow++;
+  }
+
+  /** An upstream call that got no answer (network error, timeout): counted for the error-rate alert. */
+  upstreamFailed(): void {
+    this.upstreamTally.calls++;
+    this.upstreamTally.errors++;
+  }
+
+  /** A request the gateway refused itself, by its error code. */
+  refusal(reason: string): void {
+    this.refusalsTotal(this.reasons.of(reason)).inc();
+  }
+
+  tokenMinted(kind: string): void {
+    this.tokensMinted(kind).inc();
+  }
+
+  webhookDelivery(outcome: "delivered" | "failed" | "given_up"): void {
+    this.webhookDeliveries(outcome).inc();
+  }
+
+  killSwitch(action: "tenant_killed" | "resource_stopped" | "token_revoked", by = 1): void {
+    if (by > 0) this.killSwitchTotal(action).inc(by);
+  }
+
+  alert(type: string): void {
+    this.alertsTotal(type).inc();
+  }
+
+  /** A ledger entry reached `state` (called by the metered ledger, ./metered-ledger.ts). */
+  payment(tenant: string, state: LedgerState, atomic: bigint): void {
+    const t = this.tenants.of(tenant);
+    this.paymentsTotal(t, state).inc();
+    if (atomic > 0n) this.paymentsUsd(t, state).inc(usd(atomic));
+  }
+
+  /** Credit spend settled (or corrected upward; a counter cannot go down) for a tenant on a route row. */
+  creditsSpent(tenant: string, route: string, atomic: bigint): void {
+    if (atomic > 0n) this.creditsSpentUsd(this.tenants.of(tenant), this.routes.of(route)).inc(usd(atomic));
+  }
+
+  /** The reconciler's last drift figure (USD, signed). */
+  creditsDriftUsd(value: number): void {
+    this.creditsDrift.set(value);
+  }
+
+  /** A paid-answer lookup; `savedAtomic` is the price of the answer served without paying. */
+  cache(outcome: string, savedAtomic: bigint | undefined): void {
+    this.cacheTotal(outcome).inc();
+    if (savedAtomic && savedAtomic > 0n) this.cacheSaved.inc(usd(savedAtomic));
+  }
+
+  /** A relay opened; the returned function (call it once) records its close. */
+  webSocketOpened(kind: WebSocketKind): () => void {
+    this.wsTotal(kind).inc();
+    const open = this.wsOpen(kind);
+    open.inc();
+    let closed = false;
+    return () => {
+      if (closed) return;
+      closed = true;
+      open.dec();
+    };
+  }
+
+  stateError(): void {
+    this.stateErrors.inc();
+  }
+
+  /** Refreshes the scrape-time gauges from the ledger: budget spent and remaining per window, held amounts. */
+  async collectLedger(stores: StateStores, directory: TenantDirectory, now: number): Promise<void> {
+    try {
+      await stores.ping();
+      this.stateUp.labels().set(1);
+    } catch {
+      this.stateUp.labels().set(0);
+      this.stateError();
+      this.resetLedgerGauges(); // no figure rather than a stale one
+      return;
+    }
+    try {
+      const rows: Array<[string, string, number, number | undefined]> = [];
+      const tenants = directory.list();
+      const usages = await Promise.all(tenants.map((t) => stores.ledger.usage(t.id, now)));
+      tenants.forEach((t, i) => {
+        const used = usages[i]!;
+        const limits = tenantLimits(t);
+        for (const w of WINDOWS) {
+          const l = limits[w];
+          rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(l > used[w] ? l - used[w] : 0n)]);
+        }
+      });
+      const held = new Map<string, { amount: bigint; count: number }>();
+      for (const t of directory.list()) held.set(t.id, { amount: 0n, count: 0 });
+      for (const e of await stores.ledger.list({ state: "uncertain", limit: HELD_SCAN_LIMIT })) {
+        if (e.tenant.startsWith("token:")) continue; // a keyless token's own cap entry mirrors its tenant's
+        const h = held.get(e.tenant) ?? { amount: 0n, count: 0 };
+        h.amount += BigInt(e.amount);
+        h.count++;
+        held.set(e.tenant, h);
+      }
+      this.resetLedgerGauges();
+      for (const [tenant, window, spent, remaining] of rows) {
+        this.budgetSpent.labels(tenant, window).set(spent);
+        if (remaining !== undefined) this.budgetRemaining.labels(tenant, window).set(remaining);
+      }
+      for (const [tenant, h] of held) {
+        this.heldUsd.labels(tenant).set(usd(h.amount));
+        this.heldCount.labels(tenant).set(h.count);
+      }
+    } catch {
+      this.stateError();
+      this.resetLedgerGauges();
+    }
+  }
+
+  private resetLedgerGauges(): void {
+    this.budgetSpent.reset();
+    this.budgetRemaining.reset();
+    this.heldUsd.reset();
+    this.heldCount.reset();
+  }
+
+  render(): Promise<string> {
+    return this.registry.render();
+  }
+}
