@@ -6,9 +6,11 @@
 // PR_SET_PDEATHSIG, and the children sit in process groups of their own (so they can be stopped whole), hence this.
 import { spawn, type ChildProcess } from "node:child_process";
 
-// POSIX sh: each line replaces one list ("g <pgids>" or "m <paths>"); at EOF (this process gone) act on both.
+// POSIX sh: the lists it starts with come in its environment (so a watchdog that replaces a killed one knows them from
+// birth, even if this process dies before a write reaches the pipe); each line then replaces one list ("g <pgids>",
+// "m <paths>", "d <dirs>"); at EOF (this process gone) act on them.
 const SCRIPT = `
-g=; m=; d=
+g=$REAP_G; m=$REAP_M; d=$REAP_D
 while IFS= read -r line; do
   case "$line" in
     "g "*) g=\${line#g } ;;
@@ -33,7 +35,13 @@ function send(line: string): void {
   // A watchdog that died (killed by hand) is replaced, and told everything again.
   const fresh = !watchdog || watchdog.exitCode !== null || watchdog.signalCode !== null;
   if (fresh) {
-    watchdog = spawn("/bin/sh", ["-c", SCRIPT], { detached: true, stdio: ["pipe", "ignore", "ignore"] });
+    const env = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      REAP_G: [...groups].join(" "),
+      REAP_M: [...mounts].join(" "),
+      REAP_D: [...dirs].join(" "),
+    };
+    watchdog = spawn("/bin/sh", ["-c", SCRIPT], { detached: true, env, stdio: ["pipe", "ignore", "ignore"] });
     watchdog.on("error", () => {});
     watchdog.stdin!.on("error", () => {});
     // It only ends by itself once this process is gone: an exit seen from here means it was killed. Replace it.
@@ -44,8 +52,7 @@ function send(line: string): void {
     watchdog.unref();
     (watchdog.stdin as unknown as { unref?: () => void }).unref?.();
   }
-  const lines = fresh ? [`g ${[...groups].join(" ")}`, `m ${[...mounts].join(" ")}`, `d ${[...dirs].join(" ")}`] : [line];
-  watchdog!.stdin!.write(lines.join("\n") + "\n");
+  if (!fresh) watchdog!.stdin!.write(`${line}\n`); // a fresh one was born knowing every list
 }
 
 /** Kill this process group (SIGKILL) if this process ends before `releaseGroup`. */

@@ -186,19 +186,23 @@ export class SandboxService {
 
   /** The control-plane view of a sandbox; a running one carries a freshly minted runtime token every time. */
   async detail(sb: Sandbox, withToken: boolean) {
-    const token = withToken && sb.active ? await this.tokens.sign("runtime", sb.id, this.ctx.runtimeTokenTtlSeconds) : undefined;
+    // The state is read before the awaits below: a sandbox that stops meanwhile is shown as it was, never "closed" with
+    // a token.
+    const { status, closeReason, endTime, active } = sb;
+    const updatedAt = sb.updatedAt.toISOString();
+    const token = withToken && active ? await this.tokens.sign("runtime", sb.id, this.ctx.runtimeTokenTtlSeconds) : undefined;
     const exposedPorts = [];
     for (const port of [...sb.exposed.keys()].sort((a, b) => a - b)) exposedPorts.push(await this.exposure(sb, port));
     const start = sb.createdAt.getTime();
     const summary = {
       id: sb.id,
       teamId: "team_emulator",
-      status: sb.status,
-      endTime: sb.endTime,
+      status,
+      endTime,
       startTime: start,
       createdAt: sb.createdAt.toISOString(),
-      updatedAt: sb.updatedAt.toISOString(),
-      closeReason: sb.closeReason,
+      updatedAt,
+      closeReason,
       dataConsumed: 0,
       proxyDataConsumed: 0,
       usageType: "sandbox",
@@ -207,7 +211,7 @@ export class SandboxService {
       creditsUsed: this.creditsUsed(sb),
       region: sb.spec.region,
       sessionUrl: `${this.ctx.controlOrigin()}/sandboxes/${sb.id}`,
-      duration: (sb.endTime ?? Date.now()) - start,
+      duration: (endTime ?? Date.now()) - start,
       proxyBytesUsed: 0,
       vcpus: sb.spec.vcpus,
       memMiB: sb.spec.memMiB,
