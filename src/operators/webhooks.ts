@@ -155,7 +155,11 @@ class WebhookDispatcher {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private closed = false;
 
-  constructor(private readonly services: GatewayServices) {
+  /** `secret`: the signing secret (TOLLGATE_WEBHOOK_SECRET), held here and nowhere else past the entry. */
+  constructor(
+    private readonly services: GatewayServices,
+    private readonly secret: string | undefined,
+  ) {
     this.rules = new DestinationRules(services.config.alerts);
     services.onClose(() => {
       this.closed = true;
@@ -230,8 +234,7 @@ class WebhookDispatcher {
       "webhook-id": m.event,
       "webhook-timestamp": String(ts),
     });
-    const secret = this.services.secrets.webhookSecret;
-    if (secret) headers.set("webhook-signature", await signStandardWebhook(secret, m.event, ts, m.body));
+    if (this.secret) headers.set("webhook-signature", await signStandardWebhook(this.secret, m.event, ts, m.body));
     const sender = this.services.webhookSender ?? fetchWebhookSender;
     try {
       const status = await sender({ url: m.destination, headers, body: m.body, timeoutMs: TIMEOUT_MS });
@@ -291,9 +294,17 @@ function safeHost(url: string): string {
 
 const dispatchers = new WeakMap<GatewayServices, WebhookDispatcher>();
 
-/** The gateway's dispatcher: raiseAlert starts a pass, and the Node entry's timer (or a request on Workers) runs one when due. */
+/** Starts the gateway's dispatcher with the webhook signing secret (createGateway, once): the secret's only holder. */
+export function startWebhookDispatcher(services: GatewayServices, secret: string | undefined): void {
+  dispatchers.set(services, new WebhookDispatcher(services, secret));
+}
+
+/**
+ * The gateway's dispatcher: raiseAlert starts a pass, and the Node entry's timer (or a request on Workers) runs one when
+ * due. Services not built by createGateway (unit tests) get one that sends unsigned.
+ */
 export function webhookDispatcher(services: GatewayServices): WebhookDispatcher {
   let d = dispatchers.get(services);
-  if (!d) dispatchers.set(services, (d = new WebhookDispatcher(services)));
+  if (!d) dispatchers.set(services, (d = new WebhookDispatcher(services, undefined)));
   return d;
 }
