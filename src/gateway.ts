@@ -247,7 +247,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   mountRouteTable(app, services, {
     ...common,
     ...volumeHandlers(services, common),
-    ...nestedHandlers(services, common),
+    ...nestedHandlers(services),
     ...paidSearchHandlers(services, signer),
     ...x402SessionHandlers(services, signer),
     ...sessionHandlers(services),

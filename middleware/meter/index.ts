@@ -12,8 +12,7 @@ import { attachResource, growHold, releaseSpend, reserveSpend, settleSpend, type
 import { callerCap, callerTenant } from "../identify/index.js";
 import { jsonBody, setJsonBody } from "../body-limit/index.js";
 import type { Meter, PriceName, RouteRow } from "../../src/routing/table.js";
-import { readWire } from "../../src/routing/upstream-records.js";
-import { CreatedAnswer } from "../../src/routing/created.js";
+import { createdBy } from "../../src/routing/created.js";
 import { stateKeys } from "../../src/state/keys.js";
 import { settleEndedResource, settleFinishedJob } from "../../src/payments/settle.js";
 
@@ -103,17 +102,6 @@ async function kept(services: GatewayServices, kind: string, id: string): Promis
   return { ...h, amount: BigInt(h.amount) };
 }
 
-/** The id a creation answer names (`id`, or `jobId` for jobs). */
-async function createdId(res: Response): Promise<string | undefined> {
-  try {
-    const j = readWire(CreatedAnswer, await res.clone().json());
-    const id = j.jobId ?? j.id;
-    return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Reserves a credit-billed row's price before it is forwarded; 402 budget_exceeded (or token_cap_exceeded) when the
  * tenant's budget cannot cover it. Rows whose handler meters itself (cached search) get no middleware.
@@ -172,7 +160,7 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       await settleSpend(services, c, hold);
       return;
     }
-    const id = await createdId(res);
+    const { id } = await createdBy(c);
     if (!id) {
       // Nothing to settle against later: the full reservation is the charge.
       await settleSpend(services, c, hold);
@@ -243,17 +231,15 @@ export async function settleResource(
 /** Job statuses that mean the job ended (its reservation settles; its ownership retention starts). */
 export const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
 
-/** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
-export async function settleJobFrom(services: GatewayServices, id: string, res: Response, c?: Context<GatewayEnv>): Promise<void> {
-  if (!res.ok) return;
-  let body: Record<string, unknown>;
-  try {
-    body = (await res.clone().json()) as Record<string, unknown>;
-  } catch {
-    return;
-  }
-  const status = typeof body.status === "string" ? body.status : undefined;
-  if (!status || !TERMINAL.has(status)) return;
+/** A job answer seen on its way to the client (`answer`: its body, parsed once by the handler): when it shows the job ended, its reservation is settled. */
+export async function settleJobFrom(
+  services: GatewayServices,
+  id: string,
+  answer: Record<string, unknown> | undefined,
+  c?: Context<GatewayEnv>,
+): Promise<void> {
+  const status = typeof answer?.status === "string" ? answer.status : undefined;
+  if (!answer || !status || !TERMINAL.has(status)) return;
   const hold = await kept(services, "job", id);
   if (!hold) return;
   await services.stores.kv.delete(stateKeys.creditsHold("job", id));
@@ -261,5 +247,5 @@ export async function settleJobFrom(services: GatewayServices, id: string, res: 
     await releaseSpend(services, hold, `job ${status}`);
     return;
   }
-  await settleFinishedJob(services, c, hold, body);
+  await settleFinishedJob(services, c, hold, answer);
 }

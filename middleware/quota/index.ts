@@ -8,8 +8,8 @@ import { callerTenant } from "../identify/index.js";
 import { jsonBody, setJsonBody } from "../body-limit/index.js";
 import { upstreamJson } from "../../src/platform/upstream.js";
 import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
-import { readWire, type WireRecord } from "../../src/routing/upstream-records.js";
-import { CreatedAnswer } from "../../src/routing/created.js";
+import type { WireRecord } from "../../src/routing/upstream-records.js";
+import { createdBy } from "../../src/routing/created.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
 
@@ -127,14 +127,9 @@ export function quota(services: QuotaServices, kind: "sandbox" | "session"): Mid
 
 /** Makes sure a created resource counts against the tenant even when the route downstream did not claim it. */
 async function claimCreated(c: Context, services: QuotaServices, kind: ResourceKind, tenant: string, paid: boolean) {
-  let created: CreatedAnswer;
-  try {
-    created = readWire(CreatedAnswer, await c.res.clone().json());
-  } catch {
-    return;
-  }
+  const created = await createdBy(c);
   if (!created.id) return;
-  const id = String(created.id);
+  const id = created.id;
   if (paid) await rememberPaidSession(services, id, created.expiresAt);
   if ((await services.stores.ownership.owner(kind, id)) === undefined) await services.stores.ownership.claim(kind, id, tenant);
 }
