@@ -1,7 +1,7 @@
 // meterCredits on the gateway's real services (memory state, its ledger, the tenant directory), mounted as the route
 // table mounts it; the caller is set the way the identify step sets it, and the route behind it stands in for the
 // upstream's answer.
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { GatewayEnv } from "../../src/context.js";
@@ -24,7 +24,7 @@ afterEach(async () => {
   for (const g of open.splice(0)) await g.close(0);
 });
 
-type Answer = (c: Parameters<Parameters<Hono<GatewayEnv>["post"]>[1]>[0], entries: LedgerEntry[]) => Response | Promise<Response>;
+type Answer = (c: Context<GatewayEnv>, entries: LedgerEntry[]) => Response | Promise<Response>;
 
 function setup(opts: { budget?: Record<string, string>; credits?: Record<string, unknown> } = {}) {
   const config = parseConfig({
