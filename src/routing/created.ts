@@ -5,7 +5,7 @@ import type { Context } from "hono";
 import * as z from "zod";
 import { lenient, readWire } from "./upstream-records.js";
 
-export const CreatedAnswer = z.looseObject({
+const CreatedAnswer = z.looseObject({
   id: lenient(z.union([z.string(), z.number()])),
   jobId: lenient(z.union([z.string(), z.number()])),
   status: lenient(z.string()),
@@ -13,7 +13,6 @@ export const CreatedAnswer = z.looseObject({
   name: lenient(z.string()),
   expiresAt: lenient(z.string()),
 });
-export type CreatedAnswer = z.infer<typeof CreatedAnswer>;
 
 /** What a creation's answer named, read once per request and shared by the chain's later steps (quota, meter). */
 export interface Created {
