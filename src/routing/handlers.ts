@@ -112,7 +112,7 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
 
     "owned.create": async (c, row) => {
       const res = await forwardUpstream(c, services);
-      if (res.ok) await claimCreated(services, c, row, await answerJson(res));
+      if (res.ok && row.creates) await claimCreated(services, c, row, await answerJson(res));
       return Upstream.relay(res);
     },
 
