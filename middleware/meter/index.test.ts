@@ -1,7 +1,7 @@
 // meterCredits on the gateway's real services (memory state, its ledger, the tenant directory), mounted as the route
 // table mounts it; the caller is set the way the identify step sets it, and the route behind it stands in for the
 // upstream's answer.
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { GatewayEnv } from "../../src/context.js";
@@ -15,6 +15,7 @@ import { accessLog } from "../access-log/index.js";
 import { requestId } from "../request-id/index.js";
 import { Logger, Redactor } from "../../src/log.js";
 import "../identify/index.js";
+import { quota } from "../quota/index.js";
 import { meterCredits } from "./index.js";
 
 const row = (name: string): RouteRow => ROUTES.find((r) => r.name === name)!;
@@ -26,11 +27,18 @@ afterEach(async () => {
 
 type Answer = (c: Context<GatewayEnv>, entries: LedgerEntry[]) => Response | Promise<Response>;
 
-function setup(opts: { budget?: Record<string, string>; credits?: Record<string, unknown> } = {}) {
+function setup(opts: { budget?: Record<string, string>; credits?: Record<string, unknown>; quotas?: Record<string, unknown> } = {}) {
   const config = parseConfig({
     server: { logLevel: "error" },
     credits: opts.credits,
-    tenants: [{ id: "acme", keys: [{ hash: `sha256:${"a".repeat(64)}` }], ...(opts.budget ? { budget: opts.budget } : {}) }],
+    tenants: [
+      {
+        id: "acme",
+        keys: [{ hash: `sha256:${"a".repeat(64)}` }],
+        ...(opts.budget ? { budget: opts.budget } : {}),
+        ...(opts.quotas ? { quotas: opts.quotas } : {}),
+      },
+    ],
   });
   const g = createGateway(config, { secrets: {}, stores: memoryStores(Date.now), logSink: () => {} });
   open.push(g);
@@ -38,7 +46,7 @@ function setup(opts: { budget?: Record<string, string>; credits?: Record<string,
   const ledger = () => g.stores.ledger.list({ tenant: "acme", kind: "credits" });
   /** What the handler behind the meter saw: the body it would forward, and the ledger as it stood. */
   const seen: Array<{ body: unknown; entries: LedgerEntry[] }> = [];
-  const mount = (r: RouteRow, answer: Answer) => {
+  const mount = (r: RouteRow, answer: Answer, before: MiddlewareHandler<GatewayEnv>[] = []) => {
     const a = new Hono<GatewayEnv>();
     a.onError((err) => errorResponse(err));
     a.use(requestId());
@@ -52,6 +60,7 @@ function setup(opts: { budget?: Record<string, string>; credits?: Record<string,
         c.set("caller", { via: "key", tenant: acme });
         return next();
       },
+      ...before,
       meter,
       async (c) => {
         const entries = await ledger();
@@ -148,6 +157,37 @@ describe("meterCredits: rows reserved for what they may run", () => {
     expect((await send("/api/sandbox", { imageName: "node" })).status).toBe(200);
     expect(seen[0]!.body).toEqual({ imageName: "node", timeoutMinutes: 30 });
     expect((await ledger()).map((e) => [e.state, e.amount, e.resource])).toEqual([["reserved", ATOMIC(30 * 0.0017), "sandbox:sb_1"]]);
+  });
+
+  it("reads a creation's answer once: quota and meter take the id its handler noted, and never read the answer again", async () => {
+    const { g, mount, ledger } = setup({ quotas: { maxSandboxes: 5 } });
+    let reads = 0;
+    const send = mount(
+      row("sandbox.create"),
+      (c) => {
+        noteCreated(c, { id: "sb_noted" });
+        // An answer whose body can be read by nobody but the client: any step reading it counts here.
+        const body = new ReadableStream<Uint8Array>(
+          {
+            pull(ctrl) {
+              reads++;
+              ctrl.enqueue(new TextEncoder().encode('{"id":"sb_noted"}'));
+              ctrl.close();
+            },
+          },
+          { highWaterMark: 0 },
+        );
+        return new Response(body, { headers: { "content-type": "application/json" } });
+      },
+      [quota(g.services, "sandbox")],
+    );
+    const res = await send("/api/sandbox", { imageName: "node", timeoutMinutes: 10 });
+    expect(res.status).toBe(200);
+    expect(reads).toBe(0);
+    expect(await g.stores.ownership.owner("sandbox", "sb_noted")).toBe("acme");
+    expect((await ledger()).map((e) => e.resource)).toEqual(["sandbox:sb_noted"]);
+    expect(await res.json()).toEqual({ id: "sb_noted" });
+    expect(reads).toBe(1);
   });
 
   it("reads the created id from an answer relayed as it came when no handler noted it", async () => {
