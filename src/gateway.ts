@@ -61,6 +61,7 @@ import { keyUseRecorder } from "./operators/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
+import { startWebhookDispatcher } from "./operators/webhooks.js";
 import { docsRoutes, type DocsAssets } from "./operators/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
@@ -170,7 +171,6 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const background = new BackgroundWork(logger);
   const services: GatewayServices = {
     config,
-    secrets: deps.secrets,
     logger,
     directory,
     tenantSync,
@@ -188,6 +188,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     onClose: (fn) => closers.push(fn),
   };
   services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
+  startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
+  const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined; // [the wallet key's one holder]
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
 
   const app = new Hono<GatewayEnv>();
@@ -234,19 +236,18 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.route(OWN_PREFIX, ownRoutes(directory));
   app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
   app.route(OWN_PREFIX, docsRoutes(deps.docsAssets)); // /docs: the OpenAPI document as a page
-  app.route(OWN_PREFIX, readyRoutes(new Readiness(services), services));
-  app.route(OWN_PREFIX, metricsRoutes(services, metrics));
+  app.route(OWN_PREFIX, readyRoutes(new Readiness(services, signer), services));
+  app.route(OWN_PREFIX, metricsRoutes(services, metrics, deps.secrets.metricsToken));
   app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
   app.use(exposedPorts(services));
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.route(OWN_PREFIX, usageRoutes(services));
-  app.route("/", mcpRoutes(services)); // [mount: /mcp, each tool a request through the route table below]
-  const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
+  app.route("/", mcpRoutes(services, !!signer)); // [mount: /mcp, each tool a request through the route table below]
   const common = commonHandlers(services);
   mountRouteTable(app, services, {
     ...common,
     ...volumeHandlers(services, common),
-    ...nestedHandlers(services, common),
+    ...nestedHandlers(services),
     ...paidSearchHandlers(services, signer),
     ...x402SessionHandlers(services, signer),
     ...sessionHandlers(services),
@@ -293,7 +294,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     directory,
     stores,
     reconciler: new PaymentReconciler(services),
-    alerts: new AlertMonitor(services, deps.alertSources),
+    alerts: new AlertMonitor(services, deps.alertSources, signer),
     async close(backgroundMs = 2_000) {
       const left = await background.settled(backgroundMs);
       if (left > 0) logger.error("closing with background work unfinished", { pending: left, waitedMs: backgroundMs });

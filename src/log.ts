@@ -25,17 +25,18 @@ const SECRET_FIELDS =
 
 /** Scrubs known secret values and secret-looking patterns from any value about to be logged. */
 export class Redactor {
-  private readonly values = new Set<string>();
+  /** A private field, not a property: the secrets it scrubs are not enumerable on the logger (nor in a dump of it). */
+  readonly #values = new Set<string>();
 
   /** Registers exact secret values (API keys, wallet key, token secret) that must never be printed. */
   add(...secrets: Array<string | undefined>): this {
-    for (const s of secrets) if (s && s.length >= 6) this.values.add(s);
+    for (const s of secrets) if (s && s.length >= 6) this.#values.add(s);
     return this;
   }
 
   text(s: string): string {
     let out = s;
-    for (const v of this.values) if (out.includes(v)) out = out.split(v).join("[REDACTED]");
+    for (const v of this.#values) if (out.includes(v)) out = out.split(v).join("[REDACTED]");
     for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
     return out;
   }

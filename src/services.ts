@@ -2,7 +2,6 @@
 import type { BudgetWindow } from "./state/types.js";
 import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
-import type { Secrets } from "../config/load.js";
 import type { Logger } from "./log.js";
 import type { TenantDirectory } from "./access/tenants.js";
 import type { Upstream } from "./platform/upstream.js";
@@ -14,9 +13,13 @@ import type { TenantSync } from "./operators/tenant-sync.js";
 import type { WebhookSender } from "./operators/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
 
+/**
+ * No secret is here: each reaches only the module that uses it (createGateway hands them out): the upstream API key to
+ * `upstream`, token secrets to `tokens`, the wallet key to the PaymentSigner, the metrics token to the metrics route,
+ * the webhook secret to the webhook dispatcher.
+ */
 export interface GatewayServices {
   config: TollgateConfig;
-  secrets: Secrets;
   logger: Logger;
   directory: TenantDirectory;
   /** Keeps `directory` in step with the shared tenant store (admin API changes made on any instance). */

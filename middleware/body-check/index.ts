@@ -12,6 +12,9 @@ import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies
 import { callerTenant } from "../identify/index.js";
 import type { RouteRow } from "../../src/routing/table.js";
 
+/** The body step reads the server config (`unknownBodyFields`), logs forwarded unknown fields, checks ownership. */
+type BodyCheckServices = Pick<GatewayServices, "config" | "logger" | "stores">;
+
 const NOUN: Record<ResourceKind, string> = {
   sandbox: "Sandbox",
   session: "Session",
@@ -35,7 +38,7 @@ declare module "hono" {
 }
 
 /** Each id a body names, checked against the ownership registry (one lookup per distinct id). */
-async function requireOwnedRefs(services: GatewayServices, c: Context<GatewayEnv>, refs: NamedRef[]): Promise<void> {
+async function requireOwnedRefs(services: BodyCheckServices, c: Context<GatewayEnv>, refs: NamedRef[]): Promise<void> {
   if (!refs.length) return;
   const tenant = callerTenant(c).id;
   const seen = new Set<string>();
@@ -52,7 +55,7 @@ async function requireOwnedRefs(services: GatewayServices, c: Context<GatewayEnv
  * through, and a row that declares no body forwards none.
  * @example app.on("POST", "/api/sandbox", identify(...), checkBody(services, row), handler)
  */
-export function checkBody(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+export function checkBody(services: BodyCheckServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
   const spec = row.body;
   if (spec.kind === "none") {
     return async function dropBodyMiddleware(c, next) {

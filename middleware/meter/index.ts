@@ -12,10 +12,16 @@ import { attachResource, growHold, releaseSpend, reserveSpend, settleSpend, type
 import { callerCap, callerTenant } from "../identify/index.js";
 import { jsonBody, setJsonBody } from "../body-limit/index.js";
 import type { Meter, PriceName, RouteRow } from "../../src/routing/table.js";
-import { readWire } from "../../src/routing/upstream-records.js";
-import { CreatedAnswer } from "../../src/routing/created.js";
+import { createdBy } from "../../src/routing/created.js";
 import { stateKeys } from "../../src/state/keys.js";
 import { settleEndedResource, settleFinishedJob } from "../../src/payments/settle.js";
+import type { LedgerServices } from "../../src/payments/spend.js";
+
+/**
+ * What the meter touches: credit prices and hold times (config), the clock, its kept holds (kv), the ledger (whose
+ * settlements may raise budget alerts), and the upstream (the usage a resource or job reports when it settles).
+ */
+type MeterServices = LedgerServices & Pick<GatewayServices, "upstream">;
 
 /** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
 interface KeptHold extends SpendHold {
@@ -28,7 +34,7 @@ interface KeptHold extends SpendHold {
 /** Units a request may ask for at most; above it the request is refused rather than reserved. */
 const MAX_UNITS = 10_000;
 
-export function priceOf(services: GatewayServices, name: PriceName): bigint {
+export function priceOf(services: Pick<GatewayServices, "config">, name: PriceName): bigint {
   return usdToAtomic(services.config.credits.prices[name]);
 }
 
@@ -92,26 +98,15 @@ function withPath(body: Record<string, unknown>, path: string[], value: unknown)
   };
 }
 
-async function keep(services: GatewayServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
+async function keep(services: MeterServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
   await services.stores.kv.set(stateKeys.creditsHold(kind, id), JSON.stringify({ ...hold, amount: hold.amount.toString() }), ttlMs);
 }
 
-async function kept(services: GatewayServices, kind: string, id: string): Promise<KeptHold | undefined> {
+async function kept(services: MeterServices, kind: string, id: string): Promise<KeptHold | undefined> {
   const raw = await services.stores.kv.get(stateKeys.creditsHold(kind, id));
   if (!raw) return undefined;
   const h = JSON.parse(raw) as KeptHold & { amount: string };
   return { ...h, amount: BigInt(h.amount) };
-}
-
-/** The id a creation answer names (`id`, or `jobId` for jobs). */
-async function createdId(res: Response): Promise<string | undefined> {
-  try {
-    const j = readWire(CreatedAnswer, await res.clone().json());
-    const id = j.jobId ?? j.id;
-    return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -119,7 +114,7 @@ async function createdId(res: Response): Promise<string | undefined> {
  * tenant's budget cannot cover it. Rows whose handler meters itself (cached search) get no middleware.
  * @example app.on("POST", "/api/scrape", identify(...), meterCredits(services, row), handler)
  */
-export function meterCredits(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+export function meterCredits(services: MeterServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
   const meter = row.meter;
   if (!meter || row.handler === "paid.search") return undefined;
   return async function meterCreditsMiddleware(c, next) {
@@ -172,7 +167,7 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
       await settleSpend(services, c, hold);
       return;
     }
-    const id = await createdId(res);
+    const { id } = await createdBy(c);
     if (!id) {
       // Nothing to settle against later: the full reservation is the charge.
       await settleSpend(services, c, hold);
@@ -190,7 +185,7 @@ export function meterCredits(services: GatewayServices, row: RouteRow): Middlewa
  * there is no open hold to grow.
  */
 async function extendKeptHold(
-  services: GatewayServices,
+  services: MeterServices,
   c: Parameters<MiddlewareHandler<GatewayEnv>>[0],
   next: () => Promise<void>,
   x: { kind: "sandbox" | "session"; id: string; tenant: Tenant; minutes: number },
@@ -228,7 +223,7 @@ async function extendKeptHold(
  * upstream reports it used (src/payments/settle.ts). Safe to call more than once; only the first call settles.
  */
 export async function settleResource(
-  services: GatewayServices,
+  services: MeterServices,
   kind: "sandbox" | "session",
   id: string,
   c?: Context<GatewayEnv>,
@@ -243,17 +238,15 @@ export async function settleResource(
 /** Job statuses that mean the job ended (its reservation settles; its ownership retention starts). */
 export const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
 
-/** A job answer seen on its way to the client: when it shows the job ended, its reservation is settled. */
-export async function settleJobFrom(services: GatewayServices, id: string, res: Response, c?: Context<GatewayEnv>): Promise<void> {
-  if (!res.ok) return;
-  let body: Record<string, unknown>;
-  try {
-    body = (await res.clone().json()) as Record<string, unknown>;
-  } catch {
-    return;
-  }
-  const status = typeof body.status === "string" ? body.status : undefined;
-  if (!status || !TERMINAL.has(status)) return;
+/** A job answer seen on its way to the client (`answer`: its body, parsed once by the handler): when it shows the job ended, its reservation is settled. */
+export async function settleJobFrom(
+  services: MeterServices,
+  id: string,
+  answer: Record<string, unknown> | undefined,
+  c?: Context<GatewayEnv>,
+): Promise<void> {
+  const status = typeof answer?.status === "string" ? answer.status : undefined;
+  if (!answer || !status || !TERMINAL.has(status)) return;
   const hold = await kept(services, "job", id);
   if (!hold) return;
   await services.stores.kv.delete(stateKeys.creditsHold("job", id));
@@ -261,5 +254,5 @@ export async function settleJobFrom(services: GatewayServices, id: string, res: 
     await releaseSpend(services, hold, `job ${status}`);
     return;
   }
-  await settleFinishedJob(services, c, hold, body);
+  await settleFinishedJob(services, c, hold, answer);
 }

@@ -3,6 +3,9 @@
 import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import type { GatewayServices } from "../../src/services.js";
+
+/** The owner step reads the ownership registry (src/state/types.ts), nothing else. */
+type OwnerServices = Pick<GatewayServices, "stores">;
 import { ownedVolumeKey } from "../../src/sandboxes/volume-names.js";
 import type { RouteRow } from "../../src/routing/table.js";
 import { notOwned } from "../body-check/index.js";
@@ -11,7 +14,7 @@ import { notOwned } from "../body-check/index.js";
  * Another tenant's id (or an id nobody here created) answers exactly like a missing one. On the runtime plane (the hot
  * path) a sandbox token bound to the sandbox was minted for its owner and is trusted without a lookup.
  */
-export function requireOwner(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
+export function requireOwner(services: OwnerServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
   const owns = row.owns;
   if (!owns) return undefined;
   const boundTokenSuffices = row.auth.length === 1 && row.auth[0] === "sandbox-token";

@@ -1,10 +1,9 @@
 // Answers only to the gateway's public hosts when they are listed (server.publicHosts): any other Host is refused 421.
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
-import { clientView } from "../../src/platform/forwarded.js";
+import { clientView, type ForwardedServices } from "../../src/platform/forwarded.js";
 import { isListedPublicHost } from "../../src/platform/public-origin.js";
 import { parseExposedHost } from "../../src/sandboxes/rewrite.js";
-import type { GatewayServices } from "../../src/services.js";
 
 const HEALTH_PATH = "/_tollgate/health";
 
@@ -19,11 +18,12 @@ const hostNotAllowed = () =>
  * Without a configured publicOrigin the gateway builds the URLs it hands out from the host the client called (through
  * trusted proxies, X-Forwarded-Host). With `server.publicHosts` listed, a request by any other host (or a port host
  * `<port>-<id>.<other>`) is refused before it reaches a route, so a spoofed Host can never end up in a URL, nor half a
- * request run first. The health check answers any host (load balancers call it by address).
+ * request run first. The health check answers any host (load balancers call it by address). It reads the server config
+ * (public hosts, trusted proxies) and the runtime's peer address, nothing else.
  *
  * @example app.use(publicHostsOnly(services))
  */
-export function publicHostsOnly(services: GatewayServices): MiddlewareHandler {
+export function publicHostsOnly(services: ForwardedServices): MiddlewareHandler {
   const { publicOrigin, publicHosts } = services.config.server;
   // Without listed hosts (or with a fixed public origin) there is nothing to check: no step in the chain at all.
   if (publicOrigin || !publicHosts) return (_c, next) => next();

@@ -8,19 +8,25 @@ import { callerTenant } from "../identify/index.js";
 import { jsonBody, setJsonBody } from "../body-limit/index.js";
 import { upstreamJson } from "../../src/platform/upstream.js";
 import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
-import { readWire, type WireRecord } from "../../src/routing/upstream-records.js";
-import { CreatedAnswer } from "../../src/routing/created.js";
+import type { WireRecord } from "../../src/routing/upstream-records.js";
+import { createdBy } from "../../src/routing/created.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
 
 type Quotas = Tenant["quotas"];
+
+/**
+ * The quota step counts slots in the state stores (kv, ownership), asks the upstream for a snapshot's image and for
+ * resources that may have ended unseen, and reads the clock; nothing else.
+ */
+type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now">;
 
 function refuse(status: number, code: string, message: string, figures: Record<string, unknown>): never {
   throw new GatewayError(status, code, message, figures);
 }
 
 /** Applies timeout, image and region limits to a creation body; returns the body to forward (defaults filled in). */
-async function checkBody(c: Context, services: GatewayServices, kind: ResourceKind, q: Quotas, body: WireRecord): Promise<WireRecord> {
+async function checkBody(c: Context, services: QuotaServices, kind: ResourceKind, q: Quotas, body: WireRecord): Promise<WireRecord> {
   const out = { ...body };
   if (q.maxTimeoutMinutes !== undefined) {
     const max = q.maxTimeoutMinutes;
@@ -62,7 +68,7 @@ async function checkBody(c: Context, services: GatewayServices, kind: ResourceKi
 }
 
 /** A sandbox started from a snapshot runs the snapshot's image; unknown snapshots are left to the upstream's 404. */
-async function imageOfSnapshot(c: Context, services: GatewayServices, name: unknown): Promise<string | undefined> {
+async function imageOfSnapshot(c: Context, services: QuotaServices, name: unknown): Promise<string | undefined> {
   if (typeof name !== "string" || !name) return undefined;
   const res = await services.upstream.call(c, { method: "GET", path: `/api/snapshots/${encodeURIComponent(name)}` });
   if (!res.ok) {
@@ -80,7 +86,7 @@ async function imageOfSnapshot(c: Context, services: GatewayServices, name: unkn
  * defaults a quota imposes.
  * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, "sandbox"), handler)
  */
-export function quota(services: GatewayServices, kind: "sandbox" | "session"): MiddlewareHandler {
+export function quota(services: QuotaServices, kind: "sandbox" | "session"): MiddlewareHandler {
   const slots = new CreationSlots(services.stores.kv, services.stores.ownership, services.now);
 
   return async function quotaMiddleware(c, next) {
@@ -120,15 +126,10 @@ export function quota(services: GatewayServices, kind: "sandbox" | "session"): M
 }
 
 /** Makes sure a created resource counts against the tenant even when the route downstream did not claim it. */
-async function claimCreated(c: Context, services: GatewayServices, kind: ResourceKind, tenant: string, paid: boolean) {
-  let created: CreatedAnswer;
-  try {
-    created = readWire(CreatedAnswer, await c.res.clone().json());
-  } catch {
-    return;
-  }
+async function claimCreated(c: Context, services: QuotaServices, kind: ResourceKind, tenant: string, paid: boolean) {
+  const created = await createdBy(c);
   if (!created.id) return;
-  const id = String(created.id);
+  const id = created.id;
   if (paid) await rememberPaidSession(services, id, created.expiresAt);
   if ((await services.stores.ownership.owner(kind, id)) === undefined) await services.stores.ownership.claim(kind, id, tenant);
 }

@@ -8,14 +8,21 @@ import { stateKeys } from "../../src/state/keys.js";
 const RECHECK_LIMIT = 50;
 const ACTIVE = new Set(["active", "pending", "starting", "running"]);
 
+/** Reconciling reads the state stores, the upstream (is it still running?) and the clock. */
+type ReconcileServices = Pick<GatewayServices, "stores" | "upstream" | "now">;
+
 /** Paid (x402) sessions are not visible on /api/session/:id; the gateway keeps their expiry instead. */
-export async function rememberPaidSession(services: GatewayServices, id: string, expiresAt: string | undefined): Promise<void> {
+export async function rememberPaidSession(
+  services: Pick<GatewayServices, "stores" | "now">,
+  id: string,
+  expiresAt: string | undefined,
+): Promise<void> {
   const at = expiresAt ? Date.parse(expiresAt) : NaN;
   const exp = Number.isNaN(at) ? services.now() + 60 * 60_000 : at;
   await services.stores.kv.set(stateKeys.paidSession(id), String(exp), Math.max(1000, exp - services.now() + 3600_000));
 }
 
-async function stillActive(c: Context, services: GatewayServices, kind: ResourceKind, id: string): Promise<boolean> {
+async function stillActive(c: Context, services: ReconcileServices, kind: ResourceKind, id: string): Promise<boolean> {
   if (kind === "session") {
     const paidUntil = await services.stores.kv.get(stateKeys.paidSession(id));
     if (paidUntil) return Number(paidUntil) > services.now();
@@ -40,7 +47,7 @@ async function stillActive(c: Context, services: GatewayServices, kind: Resource
 }
 
 /** Re-checks the tenant's newest resources upstream and marks the ended ones inactive; returns the new active count. */
-export async function refreshActive(c: Context, services: GatewayServices, kind: ResourceKind, tenant: string): Promise<number> {
+export async function refreshActive(c: Context, services: ReconcileServices, kind: ResourceKind, tenant: string): Promise<number> {
   const { ownership } = services.stores;
   const ids = (await ownership.list(kind, tenant)).slice(0, RECHECK_LIMIT);
   await Promise.all(

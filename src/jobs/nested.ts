@@ -5,10 +5,10 @@
 // session like any other: listed, metered by the minute, stopped by the kill switch.
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
-import { GatewayError, jsonResponse } from "../errors.js";
+import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { jsonBody, setJsonBody } from "../../middleware/body-limit/index.js";
-import type { RowHandler } from "../routing/handlers.js";
+import { type RowHandler, startJob } from "../routing/handlers.js";
 import { settleResource } from "../../middleware/meter/index.js";
 import { stopUpstream } from "../operators/kill-switch.js";
 
@@ -60,35 +60,25 @@ async function abandon(services: GatewayServices, c: Context<GatewayEnv>, sessio
  * Agent task starts: a task that asks to keep its browser open without naming one of the caller's sessions runs in a
  * session the gateway creates for the caller first, with the task's `sessionOptions`.
  */
-export function nestedHandlers(services: GatewayServices, common: Record<string, RowHandler>): Record<string, RowHandler> {
-  const start = common["job.start"]!;
+export function nestedHandlers(services: GatewayServices): Record<string, RowHandler> {
   return {
     "task.start": async (c, row) => {
       const body = (await jsonBody(c)).json;
-      if (body.keepBrowserOpen !== true || (typeof body.sessionId === "string" && body.sessionId)) return start(c, row);
+      if (body.keepBrowserOpen !== true || (typeof body.sessionId === "string" && body.sessionId)) return startJob(services, c, row);
       const sessionId = await createCallerSession(services, c, body.sessionOptions);
       const { sessionOptions: _options, ...rest } = body;
       setJsonBody(c, { ...rest, sessionId });
       services.logger.info("task session created", { requestId: c.get("requestId"), route: row.name, session: sessionId });
       let res: Response;
       try {
-        res = await start(c, row);
+        // The task's answer names the session it runs in (`sessionId`), so the client can reach its kept-open browser.
+        res = await startJob(services, c, row, { sessionId });
       } catch (err) {
         await abandon(services, c, sessionId);
         throw err;
       }
       if (!res.ok) await abandon(services, c, sessionId);
-      return res.ok ? withSessionId(res, sessionId) : res;
+      return res;
     },
   };
-}
-
-/** The task's answer, naming the session it runs in (`sessionId`), so the client can reach its kept-open browser. */
-async function withSessionId(res: Response, sessionId: string): Promise<Response> {
-  const body = (await res
-    .clone()
-    .json()
-    .catch(() => undefined)) as Record<string, unknown> | undefined;
-  if (!body || typeof body !== "object") return res;
-  return jsonResponse(res.status, { ...body, sessionId });
 }

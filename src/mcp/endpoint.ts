@@ -53,9 +53,10 @@ function rpcError(status: number, rpcCode: number, code: string, message: string
 }
 
 /**
- * @example app.route("/", mcpRoutes(services))
+ * `paysX402`: the gateway holds a wallet (its tools say searches are paid in x402, else in credits).
+ * @example app.route("/", mcpRoutes(services, !!signer))
  */
-export function mcpRoutes(services: GatewayServices): Hono<GatewayEnv> {
+export function mcpRoutes(services: GatewayServices, paysX402: boolean): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   const metadataUrl = (c: Context<GatewayEnv>) => `${publicOriginOf(c, services)}${METADATA_PATH}/mcp`;
 
@@ -101,7 +102,7 @@ export function mcpRoutes(services: GatewayServices): Hono<GatewayEnv> {
     registerTools(server, {
       call: new GatewayCall(services, c, caller.credential),
       scopes: caller.scopes,
-      pays: services.secrets.walletKey ? "x402" : "credits",
+      pays: paysX402 ? "x402" : "credits",
       log: (error) => services.logger.error("mcp tool failed", { requestId: c.get("requestId"), tenant: caller.tenant, error }),
     });
     const transport = new StreamableHTTPTransport({ sessionIdGenerator: undefined });

@@ -11,6 +11,7 @@
 import type { GatewayServices } from "../services.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 import { Readiness } from "./readiness.js";
+import type { PaymentSigner } from "../payments/signer.js";
 import { raiseAlert, webhookDispatcher } from "./webhooks.js";
 
 /** Where the floors' figures come from; tests and other runtimes may pass their own. */
@@ -31,9 +32,11 @@ export class AlertMonitor {
   private readonly sources: Required<AlertSources>;
   private running: Promise<void> | undefined;
 
+  /** `wallet`: the gateway's signer, whose balance the wallet.low rule reads (through readiness) unless `sources` says. */
   constructor(
     private readonly services: GatewayServices,
     sources: AlertSources = {},
+    wallet?: Pick<PaymentSigner, "address">,
   ) {
     const latency = services.config.alerts.rules.upstreamLatency;
     if (latency) services.metrics.upstreamTally.slowSeconds = latency.thresholdMs / 1000;
@@ -42,7 +45,7 @@ export class AlertMonitor {
       walletBalance:
         sources.walletBalance ??
         (async () => {
-          readiness ??= new Readiness(services);
+          readiness ??= new Readiness(services, wallet);
           const b = (await readiness.wallet()).balance;
           return typeof b === "string" ? usdToAtomic(b) : undefined;
         }),

@@ -8,7 +8,7 @@ import type { BudgetWindow } from "../state/types.js";
 import { tenantLimits } from "../payments/limits.js";
 import { atomicToUsd } from "../payments/money.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
-import { deliverBudgetEvent } from "./webhooks.js";
+import { type AlertServices, deliverBudgetEvent } from "./webhooks.js";
 import { stateKeys } from "../state/keys.js";
 import { LRUCache } from "lru-cache";
 
@@ -18,8 +18,11 @@ const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
  * Markers this instance has already seen taken (by itself or another instance), per gateway: a threshold stays crossed
  * until its window ends, so later payments skip the shared set-if-absent for it.
  */
-const taken = new WeakMap<GatewayServices, LRUCache<string, true>>();
-const takenBy = (services: GatewayServices) => {
+/** Budget alerts: the alert services, and the announcement of an exhausted window (the kill switch's). */
+export type BudgetAlertServices = AlertServices & Pick<GatewayServices, "onBudgetExhausted">;
+
+const taken = new WeakMap<BudgetAlertServices, LRUCache<string, true>>();
+const takenBy = (services: BudgetAlertServices) => {
   let t = taken.get(services);
   if (!t) taken.set(services, (t = new LRUCache<string, true>({ max: 10_000, ttlAutopurge: false })));
   return t;
@@ -30,7 +33,7 @@ const takenBy = (services: GatewayServices) => {
  * threshold the tenant's spending has now crossed, once per window across the fleet, and hands a window that is now
  * full to onBudgetExhausted. Never throws.
  */
-export async function checkBudgetAlerts(services: GatewayServices, tenantId: string, c?: Context): Promise<void> {
+export async function checkBudgetAlerts(services: BudgetAlertServices, tenantId: string, c?: Context): Promise<void> {
   try {
     const tenant = services.directory.get(tenantId);
     if (!tenant) return;

@@ -14,9 +14,9 @@ function sameSecret(a: string, b: string): boolean {
   return diff === 0;
 }
 
-export function metricsRoutes(services: GatewayServices, metrics: GatewayMetrics): Hono<GatewayEnv> {
+/** `token`: TOLLGATE_METRICS_TOKEN, handed to this route alone (undefined: only operator keys may scrape). */
+export function metricsRoutes(services: GatewayServices, metrics: GatewayMetrics, token: string | undefined): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
-  const token = services.secrets.metricsToken;
   app.get("/metrics", async (c) => {
     const bearer = bearerToken(c.req.raw.headers);
     if (!(token && bearer && sameSecret(bearer, token))) {

@@ -1,7 +1,7 @@
 // Readiness: can this instance serve? State backend, upstream, signer and the wallet's balance, each checked cheaply.
 import { createPublicClient, http, type PublicClient } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import type { GatewayServices } from "../services.js";
+import type { PaymentSigner } from "../payments/signer.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 
 const BALANCE_OF_ABI = [
@@ -67,8 +67,10 @@ export class Readiness {
   private readonly walletProbe: Cached<CheckResult>;
   private readonly clients = new Map<string, PublicClient>();
 
+  /** `signer`: the gateway's signer (its address is all readiness reads), undefined when no wallet key is set. */
   constructor(
-    private readonly services: GatewayServices,
+    private readonly services: Pick<GatewayServices, "config" | "stores" | "upstream" | "now">,
+    private readonly signer: Pick<PaymentSigner, "address"> | undefined,
     opts: ReadinessOptions = {},
   ) {
     this.timeoutMs = opts.timeoutMs ?? 2000;
@@ -127,7 +129,7 @@ export class Readiness {
 
   private signerCheck(): CheckResult {
     const enabled = this.services.config.payments.enabled;
-    const present = !!this.services.secrets.walletKey;
+    const present = !!this.signer;
     if (!enabled) return { ok: true, present, payments: "disabled" };
     return present ? { ok: true, present } : { ok: false, present, error: "no wallet key (TOLLGATE_WALLET_KEY): paid calls answer 503" };
   }
@@ -135,14 +137,13 @@ export class Readiness {
   /** balanceOf(wallet) of each allowed payment asset on each network with an RPC; the smallest must be above the floor. */
   private async probeWallet(): Promise<CheckResult> {
     const { payments } = this.services.config;
-    const key = this.services.secrets.walletKey;
     const floor = usdToAtomic(payments.minWalletBalance);
-    if (!payments.enabled || !key) return { ok: true, skipped: "no wallet" };
+    if (!payments.enabled || !this.signer) return { ok: true, skipped: "no wallet" };
     if (floor === 0n) return { ok: true, skipped: "payments.minWalletBalance is 0" };
     const networks = Object.keys(payments.rpc).filter((n) => !payments.networks || payments.networks.includes(n));
     const assets = payments.assets ?? [];
     if (!networks.length || !assets.length) return { ok: true, skipped: "needs payments.rpc and payments.assets to read the balance" };
-    const address = privateKeyToAccount(key).address;
+    const address = this.signer.address;
     const balances: Array<{ network: string; asset: string; balance: string }> = [];
     let lowest: bigint | undefined;
     try {

@@ -10,6 +10,15 @@ import type { BudgetWindow, OutboxMessage } from "../state/types.js";
 import { DestinationRules } from "./destinations.js";
 import { fetchWebhookSender } from "./webhook-sender.js";
 
+/**
+ * What raising and delivering alerts touches: the alert config and receivers (config, directory), the audit log and
+ * outbox (stores), the clock, log, metrics, background work and close hooks, this instance's id, and the sender.
+ */
+export type AlertServices = Pick<
+  GatewayServices,
+  "config" | "directory" | "stores" | "now" | "logger" | "metrics" | "background" | "onClose" | "instanceId" | "webhookSender"
+>;
+
 const enc = new TextEncoder();
 
 export type BudgetEvent =
@@ -68,7 +77,7 @@ interface Receiver {
   format: "standard" | "slack";
 }
 
-function receiversOf(services: GatewayServices, tenant: Tenant | undefined): Receiver[] {
+function receiversOf(services: AlertServices, tenant: Tenant | undefined): Receiver[] {
   const a = services.config.alerts;
   const std = new Set([...a.webhooks, ...(tenant?.alerts?.webhooks ?? [])]);
   const slack = new Set([...a.slack, ...(tenant?.alerts?.slack ?? [])]);
@@ -99,7 +108,7 @@ function bodyOf(event: AlertEvent, format: Receiver["format"], at: number): stri
  * receiver in the outbox, then starts a delivery pass; all beside the request `c`. The caller has already won the
  * alert's once-marker, so this runs on one instance per event.
  */
-export function raiseAlert(services: GatewayServices, event: AlertEvent, c?: Context, skip?: string): void {
+export function raiseAlert(services: AlertServices, event: AlertEvent, c?: Context, skip?: string): void {
   const tenant = event.tenant ? services.directory.get(event.tenant) : undefined;
   const receivers = receiversOf(services, tenant).filter((r) => r.url !== skip);
   const now = services.now();
@@ -132,7 +141,7 @@ export function raiseAlert(services: GatewayServices, event: AlertEvent, c?: Con
 }
 
 /** A budget threshold crossed or a window exhausted (./alerts.ts, ./kill-switch.ts). */
-export function deliverBudgetEvent(services: GatewayServices, tenant: Tenant, event: BudgetEvent, c?: Context): void {
+export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, event: BudgetEvent, c?: Context): void {
   const suffix = event.type === "budget.threshold" ? `:${event.threshold}` : "";
   const { type, ...data } = event;
   const summary =
@@ -155,7 +164,11 @@ class WebhookDispatcher {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private closed = false;
 
-  constructor(private readonly services: GatewayServices) {
+  /** `secret`: the signing secret (TOLLGATE_WEBHOOK_SECRET), held here and nowhere else past the entry. */
+  constructor(
+    private readonly services: AlertServices,
+    private readonly secret: string | undefined,
+  ) {
     this.rules = new DestinationRules(services.config.alerts);
     services.onClose(() => {
       this.closed = true;
@@ -230,8 +243,7 @@ class WebhookDispatcher {
       "webhook-id": m.event,
       "webhook-timestamp": String(ts),
     });
-    const secret = this.services.secrets.webhookSecret;
-    if (secret) headers.set("webhook-signature", await signStandardWebhook(secret, m.event, ts, m.body));
+    if (this.secret) headers.set("webhook-signature", await signStandardWebhook(this.secret, m.event, ts, m.body));
     const sender = this.services.webhookSender ?? fetchWebhookSender;
     try {
       const status = await sender({ url: m.destination, headers, body: m.body, timeoutMs: TIMEOUT_MS });
@@ -289,11 +301,19 @@ function safeHost(url: string): string {
   }
 }
 
-const dispatchers = new WeakMap<GatewayServices, WebhookDispatcher>();
+const dispatchers = new WeakMap<AlertServices, WebhookDispatcher>();
 
-/** The gateway's dispatcher: raiseAlert starts a pass, and the Node entry's timer (or a request on Workers) runs one when due. */
-export function webhookDispatcher(services: GatewayServices): WebhookDispatcher {
+/** Starts the gateway's dispatcher with the webhook signing secret (createGateway, once): the secret's only holder. */
+export function startWebhookDispatcher(services: AlertServices, secret: string | undefined): void {
+  dispatchers.set(services, new WebhookDispatcher(services, secret));
+}
+
+/**
+ * The gateway's dispatcher: raiseAlert starts a pass, and the Node entry's timer (or a request on Workers) runs one when
+ * due. Services not built by createGateway (unit tests) get one that sends unsigned.
+ */
+export function webhookDispatcher(services: AlertServices): WebhookDispatcher {
   let d = dispatchers.get(services);
-  if (!d) dispatchers.set(services, (d = new WebhookDispatcher(services)));
+  if (!d) dispatchers.set(services, (d = new WebhookDispatcher(services, undefined)));
   return d;
 }

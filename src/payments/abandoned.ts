@@ -8,16 +8,19 @@ const FINAL = /^ledger entry .* (not found|is \w+, cannot become released)$/;
 /** At most this many remembered per instance (the oldest are left to the stale-hold rule). */
 const MAX_PENDING = 10_000;
 
-const pendingOf = new WeakMap<GatewayServices, Map<string, string>>();
+/** Releases read and write the ledger (stores) at the clock's time; the instance's memory is keyed by the services. */
+type ReleaseServices = Pick<GatewayServices, "stores" | "now">;
 
-function pending(services: GatewayServices): Map<string, string> {
+const pendingOf = new WeakMap<ReleaseServices, Map<string, string>>();
+
+function pending(services: ReleaseServices): Map<string, string> {
   let p = pendingOf.get(services);
   if (!p) pendingOf.set(services, (p = new Map()));
   return p;
 }
 
 /** Releases `id`, or remembers it for the next reconciler pass when the store cannot be reached. */
-export async function releaseOrRemember(services: GatewayServices, id: string, reason: string): Promise<void> {
+export async function releaseOrRemember(services: ReleaseServices, id: string, reason: string): Promise<void> {
   try {
     await services.stores.ledger.release(id, reason, services.now());
   } catch (err) {
@@ -28,7 +31,7 @@ export async function releaseOrRemember(services: GatewayServices, id: string, r
 }
 
 /** Remembers ids whose reservation may have landed although its answer was lost: released on the next pass. */
-export function remember(services: GatewayServices, ids: readonly string[], reason: string): void {
+export function remember(services: ReleaseServices, ids: readonly string[], reason: string): void {
   const p = pending(services);
   for (const id of ids) {
     if (p.size >= MAX_PENDING) p.delete(p.keys().next().value!);
@@ -37,7 +40,7 @@ export function remember(services: GatewayServices, ids: readonly string[], reas
 }
 
 /** Retries every remembered release; returns how many the ledger took. Stops at the first store failure. */
-export async function retryReleases(services: GatewayServices): Promise<number> {
+export async function retryReleases(services: ReleaseServices): Promise<number> {
   const p = pending(services);
   let released = 0;
   for (const [id, reason] of [...p]) {

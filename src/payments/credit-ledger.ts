@@ -2,13 +2,13 @@
 // the tenant's budget windows (and a keyless token's cap), later committed (possibly for less) or released.
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
-import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../access/tenants.js";
 import {
   attachSpend,
   extendSpend,
   releaseSpend as release,
   reserveSpend as reserve,
+  type LedgerServices,
   type SpendRef,
   settleSpend as settle,
 } from "./spend.js";
@@ -44,7 +44,7 @@ export interface CreditReservation {
 }
 
 /** Reserves `r.amount` (at cost) × the tenant's multiplier against its budget. */
-export async function reserveSpend(services: GatewayServices, c: Context<GatewayEnv>, r: CreditReservation): Promise<SpendHold> {
+export async function reserveSpend(services: LedgerServices, c: Context<GatewayEnv>, r: CreditReservation): Promise<SpendHold> {
   const multiplier = multiplierOf(r.tenant);
   const hold = await reserve(services, {
     tenant: r.tenant,
@@ -68,7 +68,7 @@ export async function reserveSpend(services: GatewayServices, c: Context<Gateway
  * what was reserved (an estimate). `c`, the request settling it, keeps the budget alerts alive.
  */
 export async function settleSpend(
-  services: GatewayServices,
+  services: LedgerServices,
   c: Context<GatewayEnv> | undefined,
   hold: SpendHold,
   report?: CreditReport,
@@ -100,12 +100,12 @@ export async function settleSpend(
   else services.background(c, books, "credit settlement bookkeeping");
 }
 
-export async function releaseSpend(services: GatewayServices, hold: SpendHold, reason: string): Promise<void> {
+export async function releaseSpend(services: LedgerServices, hold: SpendHold, reason: string): Promise<void> {
   await release(services, hold, reason);
 }
 
 /** Names the resource a hold pays for, so the ledger (and an operator) can see what is running on it. */
-export async function attachResource(services: GatewayServices, hold: SpendHold, resource: string): Promise<void> {
+export async function attachResource(services: LedgerServices, hold: SpendHold, resource: string): Promise<void> {
   await attachSpend(services, hold, { resource });
 }
 
@@ -114,7 +114,7 @@ export async function attachResource(services: GatewayServices, hold: SpendHold,
  * figures). Undefined when the hold is no longer open. @throws GatewayError 402 budget_exceeded, 503 state_unavailable.
  */
 export async function growHold(
-  services: GatewayServices,
+  services: LedgerServices,
   hold: SpendHold,
   g: { tenant: Tenant; amount: bigint; minutes: number; context?: Context },
 ): Promise<LedgerEntry | undefined> {

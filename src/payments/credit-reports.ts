@@ -9,7 +9,7 @@ import { stateKeys } from "../state/keys.js";
 import { deliverBudgetEvent } from "../operators/webhooks.js";
 import { checkBudgetAlerts } from "../operators/alerts.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";
-import { capEntryId } from "./spend.js";
+import { capEntryId, type LedgerServices } from "./spend.js";
 
 /** The running settled cost counter lives this long without a write (it is read each reconciler pass). */
 const COUNTER_TTL_MS = 400 * 24 * 3_600_000;
@@ -34,7 +34,10 @@ export function multiplierOf(tenant: { creditMultiplier?: string }): string | un
 }
 
 /** The upstream answer at `path` (control plane, the operator's key) as a JSON object; undefined on any failure. */
-export async function readUpstreamJson(services: GatewayServices, path: string): Promise<Record<string, unknown> | undefined> {
+export async function readUpstreamJson(
+  services: Pick<GatewayServices, "upstream" | "config">,
+  path: string,
+): Promise<Record<string, unknown> | undefined> {
   const { upstream } = services;
   try {
     const res = await upstream.transport.request({
@@ -57,20 +60,24 @@ export async function readUpstreamJson(services: GatewayServices, path: string):
 const DETAIL_PATH = { session: "/api/session/", sandbox: "/api/sandbox/" } as const;
 
 /** A session's or sandbox's `creditsUsed` as the upstream reports it now; undefined when it says nothing usable. */
-export async function upstreamCreditsUsed(services: GatewayServices, kind: "session" | "sandbox", id: string): Promise<number | undefined> {
+export async function upstreamCreditsUsed(
+  services: Pick<GatewayServices, "upstream" | "config">,
+  kind: "session" | "sandbox",
+  id: string,
+): Promise<number | undefined> {
   const body = await readUpstreamJson(services, `${DETAIL_PATH[kind]}${encodeURIComponent(id)}`);
   const v = body?.creditsUsed;
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
 }
 
 /** The team's credit usage so far (`GET /api/team/credit-info`), or undefined when it cannot be read. */
-export async function teamCreditsUsed(services: GatewayServices): Promise<number | undefined> {
+export async function teamCreditsUsed(services: Pick<GatewayServices, "upstream" | "config">): Promise<number | undefined> {
   const v = (await readUpstreamJson(services, "/api/team/credit-info"))?.usage;
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
 }
 
 /** The cost (before multipliers) of every credit settlement so far, fleet-wide, in atomic units. */
-export async function settledCostSoFar(services: GatewayServices): Promise<bigint> {
+export async function settledCostSoFar(services: Pick<GatewayServices, "stores">): Promise<bigint> {
   return BigInt(await services.stores.kv.incrBy(stateKeys.creditsSettledCost, 0, COUNTER_TTL_MS));
 }
 
@@ -103,7 +110,7 @@ export function reportedCredits(body: Record<string, unknown>): number | undefin
  * Never throws.
  */
 export async function afterCreditSettlement(
-  services: GatewayServices,
+  services: LedgerServices,
   c: Context | undefined,
   x: { entryId: string; tenant: string; route: string; charged: bigint; cost: bigint; overHold?: boolean },
 ): Promise<void> {
@@ -119,7 +126,7 @@ export async function afterCreditSettlement(
 }
 
 /** One alert per entry (fleet-wide) that settled above its hold: recorded whole, counted against the budget. */
-async function alertOverHold(services: GatewayServices, e: LedgerEntry, c: Context | undefined): Promise<void> {
+async function alertOverHold(services: LedgerServices, e: LedgerEntry, c: Context | undefined): Promise<void> {
   const tenant = services.directory.get(e.tenant);
   if (!tenant) return;
   const won = await services.stores.kv.setIfAbsent(stateKeys.creditsOverHold(e.id), services.instanceId, 7 * 24 * 3_600_000);
@@ -147,7 +154,7 @@ async function alertOverHold(services: GatewayServices, e: LedgerEntry, c: Conte
  * is settled again to `cost` × the tenant's multiplier. Returns the difference charged.
  */
 export async function correctSettlement(
-  services: GatewayServices,
+  services: LedgerServices,
   e: LedgerEntry,
   cost: bigint,
   from: SettledFrom,

@@ -15,6 +15,10 @@ import {
   upstreamCreditsUsed,
 } from "./credit-reports.js";
 import { settleSpend, type SpendHold } from "./credit-ledger.js";
+import type { LedgerServices } from "./spend.js";
+
+/** Settling a resource or job: the ledger, and the upstream (the usage it reports). */
+type SettleServices = LedgerServices & Pick<GatewayServices, "upstream">;
 
 /** A kept hold: its price per unit or minute (atomic, at cost). */
 interface RatedHold extends SpendHold {
@@ -31,7 +35,7 @@ const RESOURCE = /^(session|sandbox):(.+)$/;
  * minutes it ran × the table's rate) while the upstream reports nothing yet; then read once more a little later.
  */
 export async function settleEndedResource(
-  services: GatewayServices,
+  services: SettleServices,
   c: Context<GatewayEnv> | undefined,
   hold: RatedHold,
   r: { kind: "session" | "sandbox"; id: string; estimate: bigint },
@@ -57,7 +61,7 @@ export async function settleEndedResource(
  * A status answer (`…/status`, no counts) is completed by reading the job's detail once.
  */
 export async function settleFinishedJob(
-  services: GatewayServices,
+  services: SettleServices,
   c: Context<GatewayEnv> | undefined,
   hold: RatedHold,
   answer: Record<string, unknown>,
@@ -86,7 +90,7 @@ export async function settleFinishedJob(
  * A committed session or sandbox entry read again: when the upstream's figure has landed and differs from what the
  * entry holds (or the entry was an estimate), the entry is corrected to it. True when it changed.
  */
-export async function recheckResourceEntry(services: GatewayServices, e: LedgerEntry, c?: Context): Promise<boolean> {
+export async function recheckResourceEntry(services: SettleServices, e: LedgerEntry, c?: Context): Promise<boolean> {
   const m = RESOURCE.exec(e.resource ?? "");
   if (!m || e.state !== "committed" || e.kind !== "credits") return false;
   const credits = await upstreamCreditsUsed(services, m[1] as "session" | "sandbox", m[2]!);

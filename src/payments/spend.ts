@@ -2,17 +2,22 @@
 // keyless token's cap at once, then settle, release or hold every entry the spend counts under.
 import type { Context } from "hono";
 import { tenantLimits } from "./limits.js";
-import { checkBudgetAlerts } from "../operators/alerts.js";
+import { type BudgetAlertServices, checkBudgetAlerts } from "../operators/alerts.js";
 import { windowPeriod } from "../operators/budget-windows.js";
 import { resetAt } from "../state/windows.js";
 import { stateKeys } from "../state/keys.js";
 import { GatewayError } from "../errors.js";
-import type { GatewayServices } from "../services.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
 import type { Tenant } from "../access/tenants.js";
 import { HELD } from "../state/holds.js";
 import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";
+
+/**
+ * What the ledger touches: the ledger itself and the budget markers (stores), the clock, this instance's id, the log,
+ * background work, and the budget alerts a settlement may raise (their webhooks, the kill switch's announcement).
+ */
+export type LedgerServices = BudgetAlertServices;
 
 /** A keyless token's own spend cap, checked with the tenant's budget. */
 export interface SpendCap {
@@ -57,7 +62,7 @@ export const capLedgerTenant = (tokenId: string) => `token:${tokenId}`;
  * @throws GatewayError 402 `token_cap_exceeded` or `budget_exceeded` (naming the window, its figures and reset), or
  *   503 `state_unavailable` when the ledger cannot be reached (fail closed: nothing may be spent).
  */
-export async function reserveSpend(services: GatewayServices, req: SpendRequest): Promise<SpendHold> {
+export async function reserveSpend(services: LedgerServices, req: SpendRequest): Promise<SpendHold> {
   const { tenant, cap } = req;
   const ledger = services.stores.ledger;
   const now = services.now();
@@ -102,7 +107,7 @@ export async function reserveSpend(services: GatewayServices, req: SpendRequest)
  * once holds settled at the stop give budget back: the exhausted mark (set once per window, fleet-wide, by the kill
  * switch) is in the shared state, so every instance refuses alike.
  */
-async function refuseWhileStopped(services: GatewayServices, tenant: Tenant, price: bigint, now: number): Promise<void> {
+async function refuseWhileStopped(services: LedgerServices, tenant: Tenant, price: bigint, now: number): Promise<void> {
   const limits = tenantLimits(tenant);
   const windows = (["daily", "monthly", "total"] as const).filter((w) => limits[w] !== undefined);
   const marks = await Promise.all(
@@ -121,7 +126,7 @@ async function refuseWhileStopped(services: GatewayServices, tenant: Tenant, pri
 
 /** The 402 for a tenant whose budget window cannot take `price`; the alert (and kill switch) hear of it. */
 function budgetExceeded(
-  services: GatewayServices,
+  services: LedgerServices,
   tenant: Tenant,
   r: Extract<ReserveResult, { ok: false }>,
   price: bigint,
@@ -139,7 +144,7 @@ function budgetExceeded(
 }
 
 /** Fail closed: a ledger that cannot be reached means no reservation, so no spend. */
-function failClosed(services: GatewayServices, err: unknown): GatewayError {
+function failClosed(services: LedgerServices, err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   services.logger.error("ledger unavailable", { error: String(err) });
   return new GatewayError(503, "state_unavailable", "The gateway cannot reach its budget store, so it will not pay; try again shortly.");
@@ -156,7 +161,7 @@ const SETTLED = /^ledger entry .* (not found|cannot be extended)$/;
  * @throws GatewayError 402 `budget_exceeded` (nothing grown), or 503 `state_unavailable`.
  */
 export async function extendSpend(
-  services: GatewayServices,
+  services: LedgerServices,
   spend: SpendRef,
   growth: HoldGrowth & { tenant: Tenant; context?: Context },
 ): Promise<LedgerEntry | undefined> {
@@ -185,7 +190,7 @@ export async function extendSpend(
  * Every id a spend counts under. From a ledger entry alone (a time-metered hold found again by its resource, maybe
  * in another process) a capped token's entry is looked up by its id.
  */
-async function idsOf(services: GatewayServices, spend: AnySpend): Promise<string[]> {
+async function idsOf(services: LedgerServices, spend: AnySpend): Promise<string[]> {
   if ("ids" in spend && Array.isArray(spend.ids)) return spend.ids;
   const id = (spend as LedgerEntry).id;
   const cap = await services.stores.ledger.get(capEntryId(id));
@@ -208,7 +213,7 @@ interface Settlement {
  * the budget (x402: never more than was reserved; credits: a larger figure is recorded whole). Then checks the
  * thresholds it crossed, beside the request.
  */
-export async function settleSpend(services: GatewayServices, spend: AnySpend, settlement: Settlement = {}): Promise<void> {
+export async function settleSpend(services: LedgerServices, spend: AnySpend, settlement: Settlement = {}): Promise<void> {
   const { finalAmount, transaction, context, fields } = settlement;
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount, fields);
@@ -217,7 +222,7 @@ export async function settleSpend(services: GatewayServices, spend: AnySpend, se
 }
 
 /** Nothing was spent: every entry's amount goes back to the budget. */
-export async function releaseSpend(services: GatewayServices, spend: AnySpend, reason: string): Promise<void> {
+export async function releaseSpend(services: LedgerServices, spend: AnySpend, reason: string): Promise<void> {
   // Every id is tried; one the store cannot take now is retried by the reconciler (src/payments/abandoned.ts).
   let failed: unknown;
   for (const id of await idsOf(services, spend)) {
@@ -229,14 +234,14 @@ export async function releaseSpend(services: GatewayServices, spend: AnySpend, r
 }
 
 /** The outcome is unknown: every entry stays counted until its validBefore, then the reconciler decides. */
-export async function holdSpend(services: GatewayServices, spend: SpendHold | LedgerEntry, reason: string): Promise<void> {
+export async function holdSpend(services: LedgerServices, spend: SpendHold | LedgerEntry, reason: string): Promise<void> {
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.markUncertain(id, reason, now);
 }
 
 /** x402: records the signed authorization on every entry before it leaves the gateway. */
 export async function signedSpend(
-  services: GatewayServices,
+  services: LedgerServices,
   spend: SpendHold,
   fields: { nonce: string; validBefore: number; payer: string },
 ): Promise<void> {
@@ -249,7 +254,7 @@ export async function signedSpend(
  * too, and optionally moves its end time (unix seconds) to the resource's own.
  */
 export async function attachSpend(
-  services: GatewayServices,
+  services: LedgerServices,
   spend: AnySpend,
   fields: { resource?: string; validBefore?: number },
 ): Promise<void> {
@@ -258,7 +263,7 @@ export async function attachSpend(
 }
 
 /** A resource's credits hold still open (reserved or uncertain), newest first: what its stop or expiry settles. */
-export async function openHoldOf(services: GatewayServices, tenant: string, resource: string): Promise<LedgerEntry | undefined> {
+export async function openHoldOf(services: LedgerServices, tenant: string, resource: string): Promise<LedgerEntry | undefined> {
   const entries = await services.stores.ledger.list({ tenant, kind: "credits", resource });
   return entries.find((e) => HELD.has(e.state));
 }

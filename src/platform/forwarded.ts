@@ -14,10 +14,13 @@ export interface ClientView {
   address?: string;
 }
 
-const views = new WeakMap<Request, ClientView>();
-const matchers = new WeakMap<GatewayServices, (address: string | undefined) => boolean>();
+/** What reading the client's view needs: the trusted proxies (config) and the runtime's peer address. */
+export type ForwardedServices = Pick<GatewayServices, "config" | "peerAddress">;
 
-function trusted(services: GatewayServices): (address: string | undefined) => boolean {
+const views = new WeakMap<Request, ClientView>();
+const matchers = new WeakMap<ForwardedServices, (address: string | undefined) => boolean>();
+
+function trusted(services: ForwardedServices): (address: string | undefined) => boolean {
   let m = matchers.get(services);
   if (!m) matchers.set(services, (m = cidrMatcher(services.config.server.trustedProxies)));
   return m;
@@ -46,7 +49,7 @@ function normaliseHost(raw: string, protocol: string): string {
  * `server.trustedProxies` may say, in X-Forwarded-Proto/Host/For, that the client used TLS, which host it called, and
  * from where. Anyone else's forwarded headers are ignored, so a client cannot make the gateway hand out its host.
  */
-export function clientView(c: Context, services: GatewayServices): ClientView {
+export function clientView(c: Context, services: ForwardedServices): ClientView {
   const known = views.get(c.req.raw);
   if (known) return known;
   const url = requestUrl(c);

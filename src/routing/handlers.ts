@@ -9,8 +9,7 @@ import { keepOwnedItems } from "./owned-items.js";
 import { callerTenant } from "../../middleware/identify/index.js";
 import { settleJobFrom, TERMINAL } from "../../middleware/meter/index.js";
 import type { RouteRow } from "./table.js";
-import { readWire } from "./upstream-records.js";
-import { CreatedAnswer } from "./created.js";
+import { noteCreated } from "./created.js";
 
 export type RowHandler = (c: Context<GatewayEnv>, row: RouteRow) => Promise<Response> | Response;
 
@@ -33,43 +32,63 @@ export function forwardUpstream(c: Context<GatewayEnv>, services: GatewayService
   return services.upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers, body });
 }
 
-async function claimFrom(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, res: Response): Promise<void> {
-  if (!row.creates || !res.ok) return;
-  let created: CreatedAnswer;
+/** An answer that was not JSON (apart from JSON's own `null`). */
+const NOT_JSON = Symbol("not JSON");
+
+/** An answer's JSON, read once, from a clone (the answer may still be relayed as it came). */
+async function answerJson(res: Response): Promise<unknown> {
   try {
-    created = readWire(CreatedAnswer, await res.clone().json());
+    return await res.clone().json();
   } catch {
-    throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not answer with JSON.");
+    return NOT_JSON;
   }
-  const id = created.jobId ?? created.id;
-  if (typeof id !== "string" && typeof id !== "number")
-    throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
-  const tenant = callerTenant(c);
-  // First claim wins: an upstream answering a creation with something another tenant owns moves nothing.
-  if (!(await services.stores.ownership.claim(row.creates, String(id), tenant.id))) throw claimRefused(row.creates);
-  services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id: String(id), route: row.name });
 }
 
-/** A JSON object answer, read once for what the gateway checks in it (the client still gets the stream). */
-async function answerObject(res: Response): Promise<Record<string, unknown> | undefined> {
-  if (!res.ok || !(res.headers.get("content-type") ?? "").includes("json")) return undefined;
-  try {
-    const body = await res.clone().json();
-    return body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * Claims what a creation answer (`answer`, read once) names for the caller, and notes it on the context for the chain's
+ * quota and meter steps (src/routing/created.ts), which read it from there rather than from the answer again.
+ */
+async function claimCreated(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, answer: unknown): Promise<void> {
+  if (!row.creates) return;
+  if (answer === NOT_JSON)
+    throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not answer with JSON.");
+  const { id } = noteCreated(c, answer);
+  if (id === undefined) throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
+  const tenant = callerTenant(c);
+  // First claim wins: an upstream answering a creation with something another tenant owns moves nothing.
+  if (!(await services.stores.ownership.claim(row.creates, id, tenant.id))) throw claimRefused(row.creates);
+  services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id, route: row.name });
 }
 
 /**
- * An agent task's answer names the upstream's own live view of its browser (`liveUrl`, upstream host and credential):
- * it is never relayed. Both SDKs take null there (Node `string | null`, Python `Optional[str]`); a kept-open browser
- * is a session of the caller's, whose detail carries the gateway's live view.
+ * A job's answer on its way to the client, post-processed once from its body read once (`answer`). It never relays
+ * the upstream's own live view of an agent task's browser (`liveUrl`, upstream host and credential): both SDKs take
+ * null there (Node `string | null`, Python `Optional[str]`); a kept-open browser is a session of the caller's, whose
+ * detail carries the gateway's live view. `extra` fields (a task's `sessionId`) are added to a JSON object answer.
  */
-async function withoutUpstreamLiveUrl(res: Response, body: Record<string, unknown> | undefined): Promise<Response> {
-  if (typeof body?.liveUrl !== "string") return Upstream.relay(res);
+async function presentJob(res: Response, answer: unknown, extra?: Record<string, unknown>): Promise<Response> {
+  const object = res.ok && isObject(answer) ? answer : undefined;
+  const declaredJson = (res.headers.get("content-type") ?? "").includes("json");
+  const hideLiveUrl = declaredJson && typeof object?.liveUrl === "string";
+  if (!object || (!hideLiveUrl && !extra)) return Upstream.relay(res);
   await res.body?.cancel().catch(() => {});
-  return jsonResponse(res.status, { ...body, liveUrl: null });
+  return jsonResponse(res.status, { ...object, ...(hideLiveUrl ? { liveUrl: null } : {}), ...extra });
+}
+
+/** Starts a job (a scrape, a crawl, an agent task): claimed, noted and answered from one read of the upstream's answer. */
+export async function startJob(
+  services: GatewayServices,
+  c: Context<GatewayEnv>,
+  row: RouteRow,
+  extra?: Record<string, unknown>,
+): Promise<Response> {
+  const res = await forwardUpstream(c, services);
+  if (!res.ok) return Upstream.relay(res);
+  const answer = await answerJson(res);
+  await claimCreated(services, c, row, answer);
+  return presentJob(res, answer, extra);
 }
 
 /** A creation whose answer names a resource another tenant owns: nothing is handed over. */
@@ -93,7 +112,7 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
 
     "owned.create": async (c, row) => {
       const res = await forwardUpstream(c, services);
-      await claimFrom(services, c, row, res);
+      if (res.ok && row.creates) await claimCreated(services, c, row, await answerJson(res));
       return Upstream.relay(res);
     },
 
@@ -113,20 +132,19 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
       return jsonResponse(200, { [spec.field]: page.items, totalCount: page.totalCount, page: page.page, perPage: page.perPage });
     },
 
-    "job.start": async (c, row) => {
-      const res = await forwardUpstream(c, services);
-      await claimFrom(services, c, row, res);
-      return withoutUpstreamLiveUrl(res, await answerObject(res));
-    },
+    "job.start": (c, row) => startJob(services, c, row),
 
     "job.read": async (c, row) => {
       const res = await forwardUpstream(c, services);
+      if (!res.ok) return Upstream.relay(res);
       const id = c.req.param(row.owns!.param)!;
-      await settleJobFrom(services, id, res, c);
-      const body = await answerObject(res);
+      const answer = await answerJson(res);
+      const body = isObject(answer) ? answer : undefined;
+      await settleJobFrom(services, id, body, c);
       // A job seen to end is an ended resource: its ownership record's retention starts (state.endedRetentionDays).
-      if (row.owns && TERMINAL.has(String(body?.status ?? ""))) await services.stores.ownership.setActive(row.owns.kind, id, false);
-      return withoutUpstreamLiveUrl(res, body);
+      if (row.owns && TERMINAL.has(String(body?.status ?? "")) && (res.headers.get("content-type") ?? "").includes("json"))
+        await services.stores.ownership.setActive(row.owns.kind, id, false);
+      return presentJob(res, answer);
     },
   };
 }

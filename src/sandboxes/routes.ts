@@ -18,6 +18,7 @@ import { callerTenant } from "../../middleware/identify/index.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
 import { settleResource } from "../../middleware/meter/index.js";
 import { claimRefused, type RowHandler } from "../routing/handlers.js";
+import { noteCreated } from "../routing/created.js";
 
 const JSON_HEADERS = () => new Headers({ "content-type": "application/json" });
 const ENDED = new Set(["closed", "close-error", "error"]);
@@ -61,8 +62,10 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
       if (!(await services.stores.ownership.claim("sandbox", String(detail.id), tenant.id))) throw claimRefused("sandbox");
       services.logger.info("sandbox.created", { tenant: tenant.id, sandbox: detail.id });
-      // The meter reads the created id from the answer: it is the upstream's id, kept in the rewritten body.
-      return answer(res, await present(c, detail));
+      const shown = await present(c, detail);
+      // The chain's quota and meter steps take the created id from here, not from the answer again.
+      noteCreated(c, shown);
+      return answer(res, shown);
     },
 
     "sandbox.list": async (c) => {

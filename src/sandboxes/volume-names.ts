@@ -49,7 +49,7 @@ async function unscopedAnswer(tenant: string, res: Response): Promise<Response> 
  * The upstream key for a volume the caller names by id or by its own name, or undefined when it is neither (404).
  * Used by the chain's owner step for rows whose `owns` is `{ kind: "volume", byName: true }`.
  */
-export async function ownedVolumeKey(services: GatewayServices, tenant: string, key: string): Promise<string | undefined> {
+export async function ownedVolumeKey(services: Pick<GatewayServices, "stores">, tenant: string, key: string): Promise<string | undefined> {
   if ((await services.stores.ownership.owner("volume", key)) === tenant) return key;
   const scoped = `${tenant}.${key}`;
   if (scoped.length <= NAME_MAX && (await services.stores.ownership.owner("volume", scoped)) === tenant) return scoped;

@@ -14,6 +14,7 @@ import type { PaymentSigner } from "../payments/signer.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../sessions/rewrite.js";
 import { readWire, WireRecord } from "../routing/upstream-records.js";
 import { X402SessionAnswer } from "../sessions/wire.js";
+import { noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
@@ -71,6 +72,7 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
     for (const f of HIDDEN) delete shown[f];
     shown.token = token.token;
     shown.tokenExpiresAt = token.expiresAt;
+    noteCreated(c, shown); // [the chain's quota step takes the id and end time from here]
     return c.json(shown, 200, {
       "x-tollgate-paid": atomicToUsd(result.paid),
       "x-tollgate-budget-remaining": await budgetRemaining(services, tenant),

@@ -18,6 +18,7 @@ import { callerTenant } from "../../middleware/identify/index.js";
 import { settleResource } from "../../middleware/meter/index.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { claimRefused, forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
+import { noteCreated } from "../routing/created.js";
 import { presignTarget, rewriteSessionFileUrl } from "../sandboxes/presign.js";
 import { sendUpstream } from "../sandboxes/runtime-forward.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
@@ -82,7 +83,9 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
       if (!(await stores.ownership.claim("session", String(detail.id), tenant.id))) throw claimRefused("session");
       if (viewOnlyAsked(c, detail)) await stores.kv.set(stateKeys.sessionViewOnly(String(detail.id)), "1", VIEW_ONLY_TTL_MS);
-      return c.json(await presentDetail(c, tenant, detail));
+      const shown = await presentDetail(c, tenant, detail);
+      noteCreated(c, shown); // [the chain's quota and meter steps take the created id from here]
+      return c.json(shown);
     },
 
     // A session snapshot is a resource of its own that later sessions start from: it is the snapshotting tenant's.

@@ -20,6 +20,8 @@ export interface PaidStack {
   keys: Record<string, string>;
   wallet: { address: `0x${string}`; privateKey: `0x${string}` };
   logs: string[];
+  /** The secrets the gateway was started with (a second instance of the fleet starts with the same). */
+  secrets: Secrets;
   /** Restart only the gateway with another config (the emulator and chain stay). */
   close(): Promise<void>;
 }
@@ -69,17 +71,14 @@ export async function startPaidGateway(
     tenants: tenantConfigs,
   });
   const logs: string[] = [];
-  const gateway = await startNodeGateway({
-    config,
-    secrets: {
-      upstreamApiKey: emulator.apiKey,
-      walletKey: wallet.privateKey,
-      tokenSecret: randomBytes(32).toString("hex"),
-      ...opts.secrets,
-    },
-    logSink: (l) => logs.push(l),
-  });
-  return { gateway, keys, wallet, logs, close: () => gateway.close() };
+  const secrets: Secrets = {
+    upstreamApiKey: emulator.apiKey,
+    walletKey: wallet.privateKey,
+    tokenSecret: randomBytes(32).toString("hex"),
+    ...opts.secrets,
+  };
+  const gateway = await startNodeGateway({ config, secrets, logSink: (l) => logs.push(l) });
+  return { gateway, keys, wallet, logs, secrets, close: () => gateway.close() };
 }
 
 export function search(gatewayUrl: string, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {

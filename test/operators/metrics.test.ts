@@ -205,7 +205,7 @@ describe("/_tollgate/metrics (emulator + local chain)", () => {
     );
     const b = await startNodeGateway({
       config: a.gateway.gateway.services.config,
-      secrets: a.gateway.gateway.services.secrets,
+      secrets: a.secrets,
       logSink: () => {},
     });
     try {

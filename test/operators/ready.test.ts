@@ -204,7 +204,7 @@ async function startPaidGatewayOnSameWallet(s: Awaited<ReturnType<typeof startPa
   const { startNodeGateway } = await import("../../src/platform/node.js");
   const running = await startNodeGateway({
     config: s.gateway.gateway.services.config,
-    secrets: s.gateway.gateway.services.secrets,
+    secrets: s.secrets,
     logSink: () => {},
   });
   return running;
