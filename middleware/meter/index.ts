@@ -8,7 +8,14 @@ import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import { usdToAtomic } from "../../src/payments/money.js";
 import type { Tenant } from "../../src/access/tenants.js";
-import { attachResource, growHold, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "../../src/payments/credit-ledger.js";
+import {
+  attachResource,
+  growHold,
+  releaseCredits,
+  reserveCredits,
+  settleCredits,
+  type CreditHold,
+} from "../../src/payments/credit-ledger.js";
 import { callerCap, callerTenant } from "../identify/index.js";
 import { jsonBody, setJsonBody } from "../body-limit/index.js";
 import type { Meter, PriceName, RouteRow } from "../../src/routing/table.js";
@@ -24,7 +31,7 @@ import type { LedgerServices } from "../../src/payments/spend.js";
 type MeterServices = LedgerServices & Pick<GatewayServices, "upstream">;
 
 /** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
-interface KeptHold extends SpendHold {
+interface KeptHold extends CreditHold {
   /** Price per unit or minute, atomic. */
   rate: string;
   startedAt: number;
@@ -149,28 +156,28 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
       amount = rate * BigInt(Math.ceil(minutes));
       validBefore = now + Math.ceil(minutes + 5) * 60_000;
     }
-    const hold = await reserveSpend(services, c, { tenant, cap: callerCap(c), route: row.name, amount, meter: meter.per, validBefore });
+    const hold = await reserveCredits(services, c, { tenant, cap: callerCap(c), route: row.name, amount, meter: meter.per, validBefore });
     if (meter.per === "extension") await attachResource(services, hold, `${meter.resource}:${c.req.param(row.owns?.param ?? "id")}`);
     c.get("logFields").credits = amount;
     try {
       await next();
     } catch (err) {
-      await releaseSpend(services, hold, `not forwarded: ${String((err as Error)?.message ?? err).slice(0, 120)}`);
+      await releaseCredits(services, hold, `not forwarded: ${String((err as Error)?.message ?? err).slice(0, 120)}`);
       throw err;
     }
     const res = c.res;
     if (!res.ok) {
-      await releaseSpend(services, hold, `upstream answered ${res.status}`);
+      await releaseCredits(services, hold, `upstream answered ${res.status}`);
       return;
     }
     if (meter.per === "call" || meter.per === "extension") {
-      await settleSpend(services, c, hold);
+      await settleCredits(services, c, hold);
       return;
     }
     const { id } = await createdBy(c);
     if (!id) {
       // Nothing to settle against later: the full reservation is the charge.
-      await settleSpend(services, c, hold);
+      await settleCredits(services, c, hold);
       return;
     }
     const kind = meter.per === "minutes" ? meter.resource : "job";
@@ -251,7 +258,7 @@ export async function settleJobFrom(
   if (!hold) return;
   await services.stores.kv.delete(stateKeys.creditsHold("job", id));
   if (status === "failed" || status === "error") {
-    await releaseSpend(services, hold, `job ${status}`);
+    await releaseCredits(services, hold, `job ${status}`);
     return;
   }
   await settleFinishedJob(services, c, hold, answer);

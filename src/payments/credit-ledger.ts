@@ -19,7 +19,7 @@ import { afterCreditSettlement, multiplierOf, withMultiplier } from "./credit-re
  * A credit reservation: its ledger ids (the tenant's entry and a capped token's), its tenant, its amount at cost (the
  * ledger's is `amount` × the tenant's multiplier), its route row and the multiplier in force when it was made.
  */
-export interface SpendHold extends SpendRef {
+export interface CreditHold extends SpendRef {
   amount: bigint;
   route?: string;
   multiplier?: string;
@@ -44,7 +44,7 @@ export interface CreditReservation {
 }
 
 /** Reserves `r.amount` (at cost) × the tenant's multiplier against its budget. */
-export async function reserveSpend(services: LedgerServices, c: Context<GatewayEnv>, r: CreditReservation): Promise<SpendHold> {
+export async function reserveCredits(services: LedgerServices, c: Context<GatewayEnv>, r: CreditReservation): Promise<CreditHold> {
   const multiplier = multiplierOf(r.tenant);
   const hold = await reserve(services, {
     tenant: r.tenant,
@@ -67,10 +67,10 @@ export async function reserveSpend(services: LedgerServices, c: Context<GatewayE
  * Commits a hold: at `report.cost` × the tenant's multiplier when given (recorded whole, above the hold too), else at
  * what was reserved (an estimate). `c`, the request settling it, keeps the budget alerts alive.
  */
-export async function settleSpend(
+export async function settleCredits(
   services: LedgerServices,
   c: Context<GatewayEnv> | undefined,
-  hold: SpendHold,
+  hold: CreditHold,
   report?: CreditReport,
 ): Promise<void> {
   const entryId = hold.ids[0]!;
@@ -100,12 +100,12 @@ export async function settleSpend(
   else services.background(c, books, "credit settlement bookkeeping");
 }
 
-export async function releaseSpend(services: LedgerServices, hold: SpendHold, reason: string): Promise<void> {
+export async function releaseCredits(services: LedgerServices, hold: CreditHold, reason: string): Promise<void> {
   await release(services, hold, reason);
 }
 
 /** Names the resource a hold pays for, so the ledger (and an operator) can see what is running on it. */
-export async function attachResource(services: LedgerServices, hold: SpendHold, resource: string): Promise<void> {
+export async function attachResource(services: LedgerServices, hold: CreditHold, resource: string): Promise<void> {
   await attachSpend(services, hold, { resource });
 }
 
@@ -115,7 +115,7 @@ export async function attachResource(services: LedgerServices, hold: SpendHold, 
  */
 export async function growHold(
   services: LedgerServices,
-  hold: SpendHold,
+  hold: CreditHold,
   g: { tenant: Tenant; amount: bigint; minutes: number; context?: Context },
 ): Promise<LedgerEntry | undefined> {
   const amount = g.amount < 0n ? -withMultiplier(-g.amount, hold.multiplier) : withMultiplier(g.amount, hold.multiplier);

@@ -14,14 +14,14 @@ import {
   reportedWork,
   upstreamCreditsUsed,
 } from "./credit-reports.js";
-import { settleSpend, type SpendHold } from "./credit-ledger.js";
+import { settleCredits, type CreditHold } from "./credit-ledger.js";
 import type { LedgerServices } from "./spend.js";
 
 /** Settling a resource or job: the ledger, and the upstream (the usage it reports). */
 type SettleServices = LedgerServices & Pick<GatewayServices, "upstream">;
 
 /** A kept hold: its price per unit or minute (atomic, at cost). */
-interface RatedHold extends SpendHold {
+interface RatedHold extends CreditHold {
   rate: string;
 }
 
@@ -43,7 +43,7 @@ export async function settleEndedResource(
   const credits = await upstreamCreditsUsed(services, r.kind, r.id);
   const reported = credits === undefined ? 0n : creditsToAtomic(credits, services.config.credits.usdPerCredit);
   const from = reported > 0n ? "upstream" : "estimate";
-  await settleSpend(services, c, hold, { cost: from === "upstream" ? reported : r.estimate, from, estimate: r.estimate });
+  await settleCredits(services, c, hold, { cost: from === "upstream" ? reported : r.estimate, from, estimate: r.estimate });
   const entryId = hold.ids[0]!;
   const later = new Promise((resolve) => setTimeout(resolve, LATE_READ_MS)).then(async () => {
     const e = await services.stores.ledger.get(entryId);
@@ -73,17 +73,17 @@ export async function settleFinishedJob(
   const credits = reportedCredits(body);
   if (credits !== undefined) {
     const cost = creditsToAtomic(credits, services.config.credits.usdPerCredit);
-    await settleSpend(services, c, hold, { cost, from: "upstream", estimate: hold.amount });
+    await settleCredits(services, c, hold, { cost, from: "upstream", estimate: hold.amount });
     return;
   }
   const work = reportedWork(body);
   if (work !== undefined) {
     // The count is the upstream's, the price the table's: the estimate of that same work is the figure itself.
     const cost = BigInt(work) * BigInt(hold.rate);
-    await settleSpend(services, c, hold, { cost, from: "upstream", estimate: cost });
+    await settleCredits(services, c, hold, { cost, from: "upstream", estimate: cost });
     return;
   }
-  await settleSpend(services, c, hold, { cost: hold.amount, from: "estimate" });
+  await settleCredits(services, c, hold, { cost: hold.amount, from: "estimate" });
 }
 
 /**

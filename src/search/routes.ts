@@ -19,7 +19,7 @@ import type { PaymentSigner } from "../payments/signer.js";
 import { callerCap, callerTenant } from "../../middleware/identify/index.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
 import { priceOf } from "../../middleware/meter/index.js";
-import { releaseSpend, reserveSpend, settleSpend } from "../payments/credit-ledger.js";
+import { releaseCredits, reserveCredits, settleCredits } from "../payments/credit-ledger.js";
 import type { RouteRow } from "../routing/table.js";
 import type { RowHandler } from "../routing/handlers.js";
 
@@ -131,7 +131,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   ) => {
     if (!config.credits.enabled || !row.meter) return { response: await send(), paid: 0n };
     const amount = priceOf(services, row.meter.price);
-    const hold = await reserveSpend(services, c, {
+    const hold = await reserveCredits(services, c, {
       tenant,
       cap,
       route: row.name,
@@ -143,14 +143,14 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     try {
       response = await send();
     } catch (err) {
-      await releaseSpend(services, hold, "no answer from the upstream");
+      await releaseCredits(services, hold, "no answer from the upstream");
       throw err;
     }
     if (!response.ok) {
-      await releaseSpend(services, hold, `upstream answered ${response.status}`);
+      await releaseCredits(services, hold, `upstream answered ${response.status}`);
       return { response, paid: 0n };
     }
-    await settleSpend(services, c, hold);
+    await settleCredits(services, c, hold);
     c.get("logFields").credits = amount;
     return { response, paid: amount };
   };
