@@ -16,6 +16,10 @@ const nodeOnly =
 // resolved (node_modules/…, or ../main/node_modules/… through a worktree's symlink) or not (the bare name)
 const nodeOnlyPackages = `(^|/)node_modules/${nodeOnly}|^${nodeOnly}`;
 
+/** What a chain step may import from src/. */
+const stepMayImport =
+  "^src/(errors|log|context|services)\\.ts$|^src/(state|access|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)";
+
 /** A surface may import another surface only through these declared seams (folder → folder). */
 const seams = {
   // x402 sessions are browser sessions paid per call: they reuse the sessions surface's access, rewrite and wire.
@@ -92,12 +96,16 @@ module.exports = {
       comment:
         "A chain step (middleware/<step>/) imports only the base modules, services' types, state, access, routing, telemetry, platform's Web parts, payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
       severity: "error",
-      from: { path: "^middleware/[^/]+/", pathNot: notShipped },
-      to: {
-        path: "^src/",
-        pathNot:
-          "^src/(errors|log|context|services)\\.ts$|^src/(state|access|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)",
-      },
+      from: { path: "^middleware/[^/]+/", pathNot: `^middleware/identify/|${notShipped}` },
+      to: { path: "^src/", pathNot: stepMayImport },
+    },
+    {
+      name: "the-caller-resolver-below-surfaces",
+      comment:
+        "middleware/identify (the one caller resolver) imports what any step may, and also the operator side's caller kinds (operator roles, console sessions): never a route module (the next rule), a surface, the gateway or an entry.",
+      severity: "error",
+      from: { path: "^middleware/identify/", pathNot: notShipped },
+      to: { path: "^src/", pathNot: `${stepMayImport}|^src/(operators|console)/` },
     },
     {
       name: "chain-mounts-rows-not-apps",
