@@ -85,6 +85,13 @@ module.exports = {
       to: { path: nodeOnlyPackages },
     },
     {
+      name: "the-worker-bundle-reaches-no-node-part",
+      comment: "What src/platform/worker.ts reaches (the Worker bundle) holds no Node entry, Node-only part, Redis store or CLI.",
+      severity: "error",
+      from: { path: "^src/platform/worker\\.ts$" },
+      to: { path: "^src/platform/node(\\.ts$|/)|^src/state/redis|^src/cli/", reachable: true },
+    },
+    {
       name: "workers-runtime-behind-the-worker-entry",
       comment: "cloudflare:* modules are reached only from the Worker entry and the Durable Object store.",
       severity: "error",
@@ -170,7 +177,7 @@ module.exports = {
       severity: "error",
       from: {
         orphan: true,
-        pathNot: `${notShipped}|^src/platform/(node|worker)\\.ts$|^src/cli/(index|dev-worker)\\.ts$|^config/`,
+        pathNot: `${notShipped}|^src/platform/(node|worker)\\.ts$|^src/cli/(index|dev-worker)\\.ts$`,
       },
       to: {},
     },
