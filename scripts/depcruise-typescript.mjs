@@ -8,6 +8,10 @@ import { pathToFileURL } from "node:url";
 const fromDpdm = createRequire(createRequire(import.meta.url).resolve("dpdm/package.json"));
 const manifest = fromDpdm.resolve("typescript/package.json");
 const main = fromDpdm.resolve("typescript");
+// Without a TypeScript it can use, dependency-cruiser skips every .ts file and reports "no violations": refuse instead.
+const { version } = fromDpdm("typescript/package.json");
+if (!/^[2-6]\./.test(version))
+  throw new Error(`lint:boundaries needs a TypeScript 2–6 compiler API beside dpdm; found typescript@${version} (${manifest})`);
 const cruiser = "/node_modules/dependency-cruiser/";
 
 const original = Module._resolveFilename;
