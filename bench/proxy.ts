@@ -252,8 +252,8 @@ if (NICE) {
   }
 }
 const { startEmulator } = await import("../emulator/index.js");
-const { generateTenantKey, hashTenantKey } = await import("../src/access/tenants.js");
-const { TokenService } = await import("../src/access/tokens.js");
+const { generateTenantKey, hashTenantKey } = await import("../middleware/identify/tenants.js");
+const { TokenService } = await import("../middleware/identify/tokens.js");
 const { memoryStores } = await import("../src/state/memory.js");
 const { upstreamExposedHost } = await import("../src/sandboxes/rewrite.js");
 const { Hyperbrowser } = await import("@hyperbrowser/sdk");

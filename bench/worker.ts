@@ -17,8 +17,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { request } from "undici";
-import { generateTenantKey, hashTenantKey } from "../src/access/tenants.js";
-import { TokenService } from "../src/access/tokens.js";
+import { generateTenantKey, hashTenantKey } from "../middleware/identify/tenants.js";
+import { TokenService } from "../middleware/identify/tokens.js";
 import { memoryStores } from "../src/state/memory.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);

@@ -13,7 +13,7 @@ import type { Secrets } from "../config/load.js";
 import type { GatewayEnv } from "./context.js";
 import { errorResponse, GatewayError } from "./errors.js";
 import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
-import { TenantDirectory } from "./access/tenants.js";
+import { TenantDirectory } from "../middleware/identify/tenants.js";
 import { authenticateTenant } from "../middleware/authenticate/index.js";
 import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
 import { Upstream, pathAndQuery } from "./platform/upstream.js";
@@ -26,23 +26,24 @@ import { ownRoutes, OWN_PREFIX } from "./operators/own-routes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
-import { TokenService } from "./access/tokens.js";
+import { TokenService } from "../middleware/identify/tokens.js";
 import type { GatewayServices } from "./services.js";
 import { isStateUnavailable } from "./state/errors.js";
 import { exposedPorts } from "./sandboxes/ports.js";
+import { portHosts } from "../middleware/exposed-ports/index.js";
 import { runtimeHandlers } from "./sandboxes/runtime.js";
 import { sandboxHandlers } from "./sandboxes/routes.js";
 import { usageRoutes } from "./operators/usage-routes.js";
 import { cdpHandlers } from "./sessions/cdp.js";
 import { liveHandlers } from "./sessions/live.js";
 import { sessionHandlers } from "./sessions/routes.js";
-import { tokenRoutes } from "./access/token-routes.js";
+import { tokenRoutes } from "./operators/token-routes.js";
 import { rateLimit } from "../middleware/rate-limit/index.js";
 import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
 import { PaymentSigner } from "./payments/signer.js";
-import { normalisePath, splitRequestUrl } from "./routing/normalize.js";
+import { normalisingFetch, splitRequestUrl } from "../middleware/normalize/index.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { commonHandlers } from "./routing/handlers.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
@@ -50,14 +51,14 @@ import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { workersPeerAddress } from "./platform/client-address.js";
-import { clientView } from "./platform/forwarded.js";
+import { clientAddressOf } from "./platform/forwarded.js";
 import { metricsRoutes } from "./operators/metrics-route.js";
 import { readyRoutes } from "./operators/ready-route.js";
 import { Readiness } from "./operators/readiness.js";
-import { TenantSync } from "./operators/tenant-sync.js";
+import { pollTenantStore, TenantSync } from "../middleware/identify/tenant-sync.js";
 import { operatorRoutes } from "./operators/admin/index.js";
 import { consoleRoutes } from "./console/routes.js";
-import { keyUseRecorder } from "./operators/key-usage.js";
+import { keyUseRecorder } from "../middleware/identify/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
@@ -159,7 +160,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     metrics,
   );
   const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
-  directory.setRefresher(() => tenantSync.fresh());
+  directory.setRefresher(tenantSync.fresh.bind(tenantSync));
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now, (kind) => metrics.tokenMinted(kind));
@@ -184,7 +185,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     tracer: deps.tracer,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
-    background: (c, work, what) => background.run(c, work, what),
+    background: background.run.bind(background),
     onClose: (fn) => closers.push(fn),
   };
   services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
@@ -222,12 +223,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   app.use(requestId());
   // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.
-  app.use(function pollTenantStore(c, next) {
-    const check = tenantSync.poll();
-    if (check) services.background(c, check, "tenant store check");
-    return next();
-  });
-  app.use(accessLog(logger, { metrics, clientAddress: (c) => clientView(c, services).address }));
+  app.use(pollTenantStore(tenantSync, services.background));
+  app.use(accessLog(logger, { metrics, clientAddress: clientAddressOf(services) }));
   if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
@@ -239,7 +236,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.route(OWN_PREFIX, readyRoutes(new Readiness(services, signer), services));
   app.route(OWN_PREFIX, metricsRoutes(services, metrics, deps.secrets.metricsToken));
   app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
-  app.use(exposedPorts(services));
+  app.use(portHosts(exposedPorts(services))); // [mount: only a port-shaped Host reaches the sandbox port relay]
   app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
   app.route(OWN_PREFIX, usageRoutes(services));
   app.route("/", mcpRoutes(services, !!signer)); // [mount: /mcp, each tool a request through the route table below]
@@ -257,34 +254,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...runtimeHandlers(services),
   });
 
-  // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
+  // Paths are normalised before any route sees them, the way the upstream will read them (middleware/normalize/index.ts).
   const dispatch = app.fetch;
   services.dispatch = async (req, c) => app.fetch(req, subrequestEnv(c.env), executionContextOf(c));
-  app.fetch = (request: Request, env?: unknown, executionCtx?: ExecutionContext) => {
-    const { origin, path, query } = splitRequestUrl(request.url);
-    const n = normalisePath(path);
-    if (!n.ok) {
-      return errorResponse(
-        new GatewayError(400, "invalid_path", `The request path cannot be accepted: ${n.reason}.`),
-        request.headers.get("x-request-id") ?? undefined,
-      );
-    }
-    if (!n.changed) return dispatch(request, env, executionCtx);
-    const init: RequestInit & { duplex?: "half" } = {
-      method: request.method,
-      headers: request.headers,
-      body: request.body,
-      signal: request.signal,
-      duplex: "half",
-    };
-    let normalised: Request;
-    try {
-      normalised = new Request(origin + n.path + query, init);
-    } catch {
-      return errorResponse(new GatewayError(400, "invalid_host", "The request's Host cannot be used in a URL."));
-    }
-    return dispatch(normalised, env, executionCtx);
-  };
+  app.fetch = normalisingFetch(dispatch);
 
   return {
     app,

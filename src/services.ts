@@ -3,13 +3,13 @@ import type { BudgetWindow } from "./state/types.js";
 import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Logger } from "./log.js";
-import type { TenantDirectory } from "./access/tenants.js";
+import type { TenantDirectory } from "../middleware/identify/tenants.js";
 import type { Upstream } from "./platform/upstream.js";
 import type { StateStores } from "./state/types.js";
-import type { TokenService } from "./access/tokens.js";
+import type { TokenService } from "../middleware/identify/tokens.js";
 import type { WebSocketRelay } from "./platform/websocket.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
-import type { TenantSync } from "./operators/tenant-sync.js";
+import type { TenantSync } from "../middleware/identify/tenant-sync.js";
 import type { WebhookSender } from "./operators/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
 

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { tenantSchema } from "../../config/schema.js";
 import { errorResponse } from "../../src/errors.js";
-import { hashTenantKey, TenantDirectory } from "../../src/access/tenants.js";
+import { hashTenantKey, TenantDirectory } from "../identify/tenants.js";
 import { accessLog } from "../access-log/index.js";
 import { Logger, Redactor } from "../../src/log.js";
 import { authenticate } from "./index.js";

@@ -1,7 +1,7 @@
 // Resolves the tenant from its key (`x-api-key` or `Authorization: Bearer`) and checks the route's scope.
 import type { Context, MiddlewareHandler } from "hono";
 import type { Scope } from "../../config/schema.js";
-import { presentedKey, requireScope, type Tenant, type TenantDirectory } from "../../src/access/tenants.js";
+import { presentedKey, requireScope, type Tenant, type TenantDirectory } from "../identify/tenants.js";
 
 declare module "hono" {
   interface ContextVariableMap {

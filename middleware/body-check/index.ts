@@ -8,7 +8,7 @@ import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
 import { jsonBody } from "../body-limit/index.js";
-import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
+import { bodyProblems, namedRefs, type NamedRef } from "./declare.js";
 import { callerTenant } from "../identify/index.js";
 import type { RouteRow } from "../../src/routing/table.js";
 

@@ -4,8 +4,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import { bearerToken, presentedKey, requireScope, type Tenant } from "../../src/access/tenants.js";
-import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "../../src/access/tokens.js";
+import { bearerToken, presentedKey, requireScope, type Tenant } from "./tenants.js";
+import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "./tokens.js";
 import type { RouteRow } from "../../src/routing/table.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
 

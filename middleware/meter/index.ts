@@ -7,7 +7,7 @@ import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import { usdToAtomic } from "../../src/payments/money.js";
-import type { Tenant } from "../../src/access/tenants.js";
+import type { Tenant } from "../identify/tenants.js";
 import {
   attachResource,
   growHold,

@@ -6,7 +6,7 @@ import { parseConfig } from "../../config/load.js";
 import { errorResponse } from "../../src/errors.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
 import { Logger, Redactor } from "../../src/log.js";
-import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../identify/tenants.js";
 import { accessLog } from "../access-log/index.js";
 import { rateLimit } from "./index.js";
 

@@ -2,8 +2,8 @@
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import { presentedKey, type Tenant } from "../../src/access/tenants.js";
-import { looksLikeGatewayToken } from "../../src/access/tokens.js";
+import { presentedKey, type Tenant } from "../identify/tenants.js";
+import { looksLikeGatewayToken } from "../identify/tokens.js";
 import "../identify/index.js";
 
 const WINDOW_MS = 60_000;

@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, hashTenantKey } from "../access/tenants.js";
+import { presentedKey, hashTenantKey } from "../../middleware/identify/tenants.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { audit } from "../operators/tenant-changes.js";
 import { validBody } from "../operators/admin/validate.js";

@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import { bearerToken, requireScope } from "../access/tenants.js";
+import { bearerToken, requireScope } from "../../middleware/identify/tenants.js";
 import { isOperator } from "./roles.js";
 import { authenticateTenant } from "../../middleware/authenticate/index.js";
 import type { GatewayMetrics } from "../telemetry/gateway-metrics.js";

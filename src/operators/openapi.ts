@@ -3,7 +3,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import * as z from "zod";
 import { VERSION } from "./own-routes.js";
-import { mintRequest } from "../access/token-routes.js";
+import { mintRequest } from "./token-routes.js";
 import {
   auditEntryView,
   errorBody,

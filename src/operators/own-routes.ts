@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { authenticate } from "../../middleware/authenticate/index.js";
-import type { TenantDirectory } from "../access/tenants.js";
+import type { TenantDirectory } from "../../middleware/identify/tenants.js";
 
 export const OWN_PREFIX = "/_tollgate";
 export const VERSION = "0.1.0";

@@ -5,7 +5,7 @@ import { Hono } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { Readiness, ReadinessReport } from "./readiness.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, type Tenant } from "../access/tenants.js";
+import { presentedKey, type Tenant } from "../../middleware/identify/tenants.js";
 import { isOperator } from "./roles.js";
 import { lastCreditDrift } from "../payments/credit-drift.js";
 

@@ -67,3 +67,8 @@ export function clientView(c: Context, services: ForwardedServices): ClientView 
   views.set(c.req.raw, view);
   return view;
 }
+
+/** The client's address as the access log reads it (after trusted proxies). */
+export function clientAddressOf(services: ForwardedServices): (c: Context) => string | undefined {
+  return (c) => clientView(c, services).address;
+}

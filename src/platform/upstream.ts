@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, errors } from "../errors.js";
-import { splitRequestUrl } from "../routing/normalize.js";
+import { splitRequestUrl } from "../../middleware/normalize/index.js";
 import {
   appSetCookie,
   forwardableRequestHeaders,
@@ -18,7 +18,7 @@ import type { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { routeLabel } from "../telemetry/route-label.js";
 import { childSpan, type Tracer } from "../telemetry/tracing.js";
 import type * as z from "zod";
-import { readWire } from "../routing/upstream-records.js";
+import { readWire } from "./upstream-records.js";
 
 export interface UpstreamCall {
   method?: string;

@@ -3,7 +3,7 @@
 // named on the context (noteCreated), and the chain's quota and meter steps take it from there (createdBy).
 import type { Context } from "hono";
 import * as z from "zod";
-import { lenient, readWire } from "./upstream-records.js";
+import { lenient, readWire } from "../platform/upstream-records.js";
 
 const CreatedAnswer = z.looseObject({
   id: lenient(z.union([z.string(), z.number()])),

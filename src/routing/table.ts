@@ -3,7 +3,7 @@
 // handler. Paths are matched after normalisation (./normalize.ts), so a row sees what the upstream will.
 import type { Scope } from "../../config/schema.js";
 import type { ResourceKind } from "../state/types.js";
-import type { TokenScope } from "../access/tokens.js";
+import type { TokenScope } from "../../middleware/identify/tokens.js";
 import { BODY, type BodySpec } from "./bodies/index.js";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";

@@ -4,7 +4,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { upstreamJson } from "../platform/upstream.js";
-import { readWire } from "../routing/upstream-records.js";
+import { readWire } from "../platform/upstream-records.js";
 import { SandboxDetail } from "./wire.js";
 import { stateKeys } from "../state/keys.js";
 

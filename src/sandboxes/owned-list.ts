@@ -8,10 +8,10 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { ResourceKind } from "../state/types.js";
-import type { Tenant } from "../access/tenants.js";
+import type { Tenant } from "../../middleware/identify/tenants.js";
 import { Upstream, upstreamJson } from "../platform/upstream.js";
 import { requestUrl } from "../platform/request-url.js";
-import { listItems, readWire, WireRecord } from "../routing/upstream-records.js";
+import { listItems, readWire, WireRecord } from "../platform/upstream-records.js";
 
 const SCAN_PAGE = 100;
 const MAX_SCAN_PAGES = 200;

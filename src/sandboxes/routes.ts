@@ -7,7 +7,7 @@ import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
 import { SandboxDetail, SnapshotAnswer } from "./wire.js";
-import { readWire } from "../routing/upstream-records.js";
+import { readWire } from "../platform/upstream-records.js";
 import { rewriteExposure, rewriteSandboxDetail } from "./rewrite.js";
 import { sandboxCustody } from "./custody.js";
 import { ownedPage } from "./owned-list.js";

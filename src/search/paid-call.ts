@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { x402HTTPClient, x402Client } from "@x402/core/client";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../access/tenants.js";
+import type { Tenant } from "../../middleware/identify/tenants.js";
 import type { LedgerEntry } from "../state/types.js";
 import { isStateUnavailable } from "../state/errors.js";
 import { atomicToUsd } from "../payments/money.js";
@@ -12,7 +12,7 @@ import { paymentOptions } from "../payments/requirements.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import type { SignedPayment } from "../payments/schemes/types.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "../payments/spend.js";
-import { readWire } from "../routing/upstream-records.js";
+import { readWire } from "../platform/upstream-records.js";
 import { PaymentRequired, SettleResponse } from "../payments/wire.js";
 import { childSpan } from "../telemetry/tracing.js";
 

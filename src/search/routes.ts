@@ -5,7 +5,7 @@ import { recordSavings } from "../operators/savings.js";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../access/tenants.js";
+import type { Tenant } from "../../middleware/identify/tenants.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
 import { Upstream, pathAndQuery } from "../platform/upstream.js";
 import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "./answer.js";

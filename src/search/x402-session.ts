@@ -12,7 +12,7 @@ import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "./paid-call.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../sessions/rewrite.js";
-import { readWire, WireRecord } from "../routing/upstream-records.js";
+import { readWire, WireRecord } from "../platform/upstream-records.js";
 import { X402SessionAnswer } from "../sessions/wire.js";
 import { noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";

@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { stateKeys } from "../state/keys.js";
-import { looksLikeGatewayToken } from "../access/tokens.js";
+import { looksLikeGatewayToken } from "../../middleware/identify/tokens.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import type { RowHandler } from "../routing/handlers.js";

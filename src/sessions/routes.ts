@@ -9,7 +9,7 @@ const FILE_FIELDS: Record<string, string> = {
   "session.downloadsUrl": "downloadsUrl",
 };
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../access/tenants.js";
+import type { Tenant } from "../../middleware/identify/tenants.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
 import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from "./rewrite.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./access.js";

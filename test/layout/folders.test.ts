@@ -3,7 +3,8 @@
 // transport's direct relay, the Node fast path) the whole stack is recorded, async frames included. Frames are mapped
 // to repo files (vitest runs the .ts sources), node_modules, Node internals and this test's own wrapper dropped, and each
 // file counted by folder: the top-level folder under src/ (src/<folder>/…; src/ root files are the folder "src"),
-// middleware/ as one folder (the chain's home), config/ as one.
+// middleware/ as one folder (the chain's home), config/ as one. Two counts, both bounded: the folders on the stack when
+// the request leaves, and (V8 precise coverage) every folder whose code ran from the request's arrival to its departure.
 import { randomBytes } from "node:crypto";
 import { Session } from "node:inspector";
 import { relative, sep } from "node:path";
@@ -12,7 +13,7 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
-import { generateTenantKey, hashTenantKey } from "../../src/access/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { undiciTransport } from "../../src/platform/node/undici-transport.js";
 import type { UpstreamTransport } from "../../src/platform/transport.js";
@@ -165,7 +166,7 @@ function report(what: string, t: Touched) {
   console.log(
     `${what}: ${t.folders.length} folders on the stack at departure [${t.folders.join(", ")}]` +
       `\n  departures: ${t.departures.join("; ")}\n  files on the stack:\n    ${t.files.join("\n    ")}` +
-      `\n  for comparison (V8 coverage), folders whose code ran from arrival to departure: ${t.ranToUpstream.length} [${t.ranToUpstream.join(", ")}]` +
+      `\n  folders whose code ran from arrival to departure (V8 coverage): ${t.ranToUpstream.length} [${t.ranToUpstream.join(", ")}]` +
       `\n    ${t.ranToUpstreamFiles.join("\n    ")}` +
       `\n  …and during the whole request (the answer's way back too): ${t.ranInAll.length} [${t.ranInAll.join(", ")}]`,
   );
@@ -223,6 +224,10 @@ describe("a paid search (x402, the gateway pays) touches at most 6 folders from 
     expect(t.departures.length).toBeGreaterThanOrEqual(2);
     expect(t.folders).toContain("search");
     expect(t.folders.length).toBeLessThanOrEqual(PAID_SEARCH_MAX);
+    // The stricter count: every folder whose code ran from the request's arrival to its departure, not only those
+    // still on the stack.
+    expect(t.ranToUpstream).toContain("search");
+    expect(t.ranToUpstream.length).toBeLessThanOrEqual(PAID_SEARCH_MAX);
   }, 60_000);
 });
 
@@ -292,6 +297,8 @@ describe("a runtime call (a sandbox token, a real emulator sandbox) touches at m
       expect(t.departures.some((d) => d.startsWith("GET /sandbox/"))).toBe(true);
       expect(t.folders).toContain("sandboxes");
       expect(t.folders.length).toBeLessThanOrEqual(RUNTIME_CALL_MAX);
+      expect(t.ranToUpstream).toContain("sandboxes");
+      expect(t.ranToUpstream.length).toBeLessThanOrEqual(RUNTIME_CALL_MAX);
     }, 60_000);
   }
 });

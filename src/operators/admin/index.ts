@@ -4,7 +4,7 @@ import type { GatewayEnv } from "../../context.js";
 import type { GatewayServices } from "../../services.js";
 import { authenticateTenant } from "../../../middleware/authenticate/index.js";
 import { GatewayError } from "../../errors.js";
-import { requireScope } from "../../access/tenants.js";
+import { requireScope } from "../../../middleware/identify/tenants.js";
 import { roleOf } from "../roles.js";
 import { consoleLinkRoutes } from "../../console/link.js";
 import { openApiDocument } from "../openapi.js";

@@ -1,6 +1,7 @@
 // Path normalisation before routing, the way the upstream will read the path: the route the gateway picks is the one
 // the upstream serves. Unreserved escapes are decoded, dot segments resolved, repeated slashes merged; anything that
 // could be read two ways (an encoded `/` or `\`, NUL or control characters, an invalid escape) is refused.
+import { errorResponse, GatewayError } from "../../src/errors.js";
 
 export type NormalisedPath = { ok: true; path: string; changed: boolean } | { ok: false; reason: string };
 
@@ -87,4 +88,37 @@ export function splitRequestUrl(url: string): { origin: string; path: string; qu
   if (pathStart < 0 || (q >= 0 && q < pathStart)) pathStart = q >= 0 ? q : url.length;
   const queryStart = q >= 0 ? q : url.length;
   return { origin: url.slice(0, pathStart), path: url.slice(pathStart, queryStart) || "/", query: url.slice(queryStart) };
+}
+
+/**
+ * The app's fetch, with paths normalised before any route sees them, the way the upstream will read them: a path that
+ * could be read two ways is refused (400 invalid_path), one that normalises differently is routed as normalised.
+ * @example app.fetch = normalisingFetch(app.fetch)
+ */
+export function normalisingFetch<E, X>(dispatch: (request: Request, env?: E, executionCtx?: X) => Response | Promise<Response>) {
+  return (request: Request, env?: E, executionCtx?: X): Response | Promise<Response> => {
+    const { origin, path, query } = splitRequestUrl(request.url);
+    const n = normalisePath(path);
+    if (!n.ok) {
+      return errorResponse(
+        new GatewayError(400, "invalid_path", `The request path cannot be accepted: ${n.reason}.`),
+        request.headers.get("x-request-id") ?? undefined,
+      );
+    }
+    if (!n.changed) return dispatch(request, env, executionCtx);
+    const init: RequestInit & { duplex?: "half" } = {
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      signal: request.signal,
+      duplex: "half",
+    };
+    let normalised: Request;
+    try {
+      normalised = new Request(origin + n.path + query, init);
+    } catch {
+      return errorResponse(new GatewayError(400, "invalid_host", "The request's Host cannot be used in a URL."));
+    }
+    return dispatch(normalised, env, executionCtx);
+  };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { normalisePath, splitRequestUrl } from "./normalize.js";
+import { normalisePath, splitRequestUrl } from "./index.js";
 
 const ok = (raw: string) => {
   const n = normalisePath(raw);

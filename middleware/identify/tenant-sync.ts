@@ -2,10 +2,11 @@
 // then the store's version is checked at most every `pollMs` (started by a request coming in, run beside it) and the
 // snapshot reloaded when it moved. A key lookup waits for a check only when the snapshot is older than `maxStaleMs`, so
 // a change made anywhere applies everywhere within about that long, with no timer (Workers allow none outside a request).
+import type { Context, MiddlewareHandler } from "hono";
 import type { TenantConfig } from "../../config/schema.js";
-import type { Logger } from "../log.js";
-import type { TenantDirectory } from "../access/tenants.js";
-import type { TenantStore } from "../state/types.js";
+import type { Logger } from "../../src/log.js";
+import type { TenantDirectory } from "./tenants.js";
+import type { TenantStore } from "../../src/state/types.js";
 
 export interface TenantSyncOptions {
   /** A check is started when the snapshot is older than this (default 250 ms). */
@@ -88,4 +89,20 @@ export class TenantSync {
   async fresh(): Promise<void> {
     if (this.now() - this.checkedAt >= this.maxStaleMs) await this.refresh();
   }
+}
+
+/**
+ * The app-level step that starts the tenant store check when one is due, beside the request: no timer, and no request
+ * waits for it (a key lookup waits only when the snapshot is older than maxStaleMs, TenantSync.fresh).
+ * @example app.use(pollTenantStore(tenantSync, services.background))
+ */
+export function pollTenantStore(
+  sync: TenantSync,
+  background: (c: Context | undefined, work: Promise<unknown>, what: string) => void,
+): MiddlewareHandler {
+  return function pollTenantStore(c, next) {
+    const check = sync.poll();
+    if (check) background(c, check, "tenant store check");
+    return next();
+  };
 }
