@@ -50,7 +50,12 @@ export function mountRouteTable(
  * error thrown below a step becomes the app's error answer at that level (`app.onError`), so the steps around it
  * still run their after-parts on it (rate-limit headers, quota release, meter settlement).
  */
-function compiledRow(app: Hono<GatewayEnv>, steps: MiddlewareHandler<GatewayEnv>[], handler: RowHandler, row: RouteRow): Handler<GatewayEnv> {
+function compiledRow(
+  app: Hono<GatewayEnv>,
+  steps: MiddlewareHandler<GatewayEnv>[],
+  handler: RowHandler,
+  row: RouteRow,
+): Handler<GatewayEnv> {
   // app.onError's handler (set before the table is mounted); Hono keeps it on the instance.
   const onError = (app as unknown as { errorHandler: ErrorHandler<GatewayEnv> }).errorHandler;
   const n = steps.length;

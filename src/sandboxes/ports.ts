@@ -90,9 +90,20 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     });
   };
 
-  return async function exposedPortsMiddleware(c, next) {
+  // Without trusted proxies the host is the request URL's own, and a port host starts with its port number: any other
+  // Host goes on at once (every request runs this step) without building the client's view or an async frame.
+  const hostIsUrls = services.config.server.trustedProxies.length === 0;
+  return function exposedPortsMiddleware(c, next) {
+    if (hostIsUrls) {
+      const first = requestUrl(c).host.charCodeAt(0);
+      if (!(first >= 48 && first <= 57)) return next();
+    }
     const target = parseExposedHost(clientView(c, services).host);
     if (!target) return next();
+    return servePort(c, target);
+  };
+
+  async function servePort(c: Context<GatewayEnv>, target: { port: number; id: string; rest: string }): Promise<Response> {
     // A port-shaped Host is either exactly one the gateway handed out, or nothing at all: never path routing.
     if (!(await isPublicHostFor(services, target.id, target.rest)))
       throw new GatewayError(404, "not_found", "No such host on this gateway.");
@@ -135,7 +146,7 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     const body = m === "GET" || m === "HEAD" ? null : c.req.raw.body;
     // The app's own cookies go back to the browser (the runtime plane drops Set-Cookie; a port's app is the browser's).
     return sendUpstream(c, services, { url: upstreamUrl, method: m, headers: out, body }, { keepSetCookie: true });
-  };
+  }
 }
 
 /** Whether to reach `<port>-<id>.<runtime host>` by its own name, or through the runtime host with a Host header. */
