@@ -60,10 +60,10 @@ function compiledRow(
   const onError = (app as unknown as { errorHandler: ErrorHandler<GatewayEnv> }).errorHandler;
   const n = steps.length;
   const run = async (c: Context<GatewayEnv>, i: number): Promise<void> => {
-    let res: Response | void;
+    let res: Response | undefined;
     let isError = false;
     try {
-      res = i < n ? await steps[i]!(c, () => run(c, i + 1)) : await handler(c, row);
+      res = (i < n ? await steps[i]!(c, () => run(c, i + 1)) : await handler(c, row)) || undefined;
     } catch (err) {
       if (!(err instanceof Error)) throw err;
       c.error = err;

@@ -30,7 +30,7 @@ export function toHeaders(h: ForwardHeaders): Headers {
   return out;
 }
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   url: string;
   method: string;
   headers: Headers;
@@ -129,7 +129,7 @@ export function heldBodyResponse(body: Uint8Array | null, init: { status: number
  * A response's body to pass on: the transport's bytes when it held them whole, else the stream. (Not `res.bodyUsed`:
  * on Node that getter alone builds a full Response; the held bytes stay intact when the Response is read anyway.)
  */
-export function relayableBody(res: Response): { body: Uint8Array | ReadableStream<Uint8Array> | null; held: boolean } {
+function relayableBody(res: Response): { body: Uint8Array | ReadableStream<Uint8Array> | null; held: boolean } {
   if (heldBodies.has(res)) return { body: heldBodies.get(res)!, held: true };
   return { body: res.body, held: false };
 }
@@ -212,7 +212,7 @@ export function forwardableRequestHeaders(incoming: Headers, drop: string[] = []
 }
 
 /** Response headers to return to the client, minus hop-by-hop ones (content-length kept when known). */
-export function forwardableResponseHeaders(upstream: Headers, drop: string[] = []): Headers {
+function forwardableResponseHeaders(upstream: Headers, drop: string[] = []): Headers {
   const out = new Headers();
   const extra = drop.length ? new Set(drop.map((d) => d.toLowerCase())) : undefined;
   upstream.forEach((v, k) => {
