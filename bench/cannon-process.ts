@@ -17,6 +17,8 @@ interface Job {
   /** Processes whose CPU is the proxy's: each pid and, when `tree`, its direct children (nginx's workers). */
   pids: number[];
   tree?: boolean;
+  /** Requests per second over all connections (autocannon's overallRate); unset: as fast as the proxy answers. */
+  rate?: number;
 }
 
 const job = JSON.parse(process.argv[2]!) as Job;
@@ -53,7 +55,7 @@ if (job.warmupSeconds > 0) {
   );
 }
 const before = cpuTicks();
-const r = await autocannon({ ...opts, duration: job.seconds });
+const r = await autocannon({ ...opts, duration: job.seconds, ...(job.rate ? { overallRate: job.rate } : {}) });
 const after = cpuTicks();
 process.stdout.write(
   JSON.stringify({

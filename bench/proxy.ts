@@ -35,6 +35,8 @@ const PROXIES = process.env.BENCH_PROXIES?.split(",").map((s) => s.trim());
 const BUN = process.env.BENCH_BUN;
 /** BENCH_ROUNDS: each contender measured this many times, alternating; ratios are of medians, with their range. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+/** BENCH_PACE: adds the floor held to this many req/s on fast GET (`node raw pipe paced`). */
+const PACE = Number(process.env.BENCH_PACE ?? 0);
 /**
  * Niceness of every process of the run (this one, which hosts the emulator, the proxies, the upstream, the load): a
  * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
@@ -197,6 +199,8 @@ interface Load {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
+  /** Paced load (req/s over all connections), for BENCH_PACE. */
+  rate?: number;
 }
 
 interface Measured {
@@ -545,6 +549,10 @@ try {
         { proxy: "nginx", load: { url: at(nginx.ports.fast!, "/sandbox/sbx_fast/processes") }, pid: nginx.pid, tree: true },
         { proxy: "hono/proxy", load: { url: at(honoFast.port, "/sandbox/sbx_fast/processes") }, pid: honoFast.pid },
         { proxy: "node raw pipe", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes") }, pid: rawFast.pid },
+        // BENCH_PACE=<req/s>: the floor again, held to that rate (e.g. Tollgate's): what the same syscalls cost at a slower pace.
+        ...(PACE
+          ? [{ proxy: "node raw pipe paced", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes"), rate: PACE }, pid: rawFast.pid }]
+          : []),
         { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
         ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
         ...standardPath(tgStdFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),

@@ -148,13 +148,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
-  const upstream = new Upstream(
-    config.upstream,
-    deps.transport ?? fetchTransport,
-    deps.secrets.upstreamApiKey,
-    metrics,
-    config.server.directRelay,
-  );
+  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
   const stores = withMeteredLedger(
     deps.stores ?? memoryStores(now, { endedRetentionMs: config.state.endedRetentionDays * 86_400_000 }),
     metrics,

@@ -41,7 +41,7 @@ export const keyIdOf = (hash: string) => hash.slice("sha256:".length, "sha256:".
 
 /**
  * The tenants as this instance sees them: a local snapshot read synchronously on the hot path. With a shared
- * TenantStore behind it (./operators/tenant-sync.ts), `authenticate` first makes sure the snapshot is recent.
+ * TenantStore behind it (./tenant-sync.ts), `authenticate` first makes sure the snapshot is recent.
  */
 export class TenantDirectory {
   private byHash = new Map<string, KeyEntry>();

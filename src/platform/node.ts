@@ -83,6 +83,8 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
   };
 }
 
+const directRelays = (config: TollgateConfig) => config.server.directRelay && process.env.TOLLGATE_DIRECT_RELAY !== "off";
+
 export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
   const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
   let gateway: Gateway | undefined;
@@ -110,7 +112,10 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
       {
-        fetch: withUpgradeErrorBodies(withDirectRelays(gateway.app.fetch)),
+        // server.directRelay: the transport may relay answers straight to the client's socket (src/platform/node/direct-relay.ts)
+        // only on a server that finishes them; off (or TOLLGATE_DIRECT_RELAY=off, how the test suites run the other way),
+        // every answer takes the standard path, the one Workers use.
+        fetch: withUpgradeErrorBodies(directRelays(opts.config) ? withDirectRelays(gateway.app.fetch) : gateway.app.fetch),
         hostname: host,
         port: opts.port ?? opts.config.server.port,
         websocket: { server: wss },

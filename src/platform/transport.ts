@@ -30,7 +30,7 @@ export function toHeaders(h: ForwardHeaders): Headers {
   return out;
 }
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   url: string;
   method: string;
   headers: Headers;
@@ -48,25 +48,59 @@ export interface UpstreamTransport {
    * request waits (for a connection, too), so the caller needs no timer of its own (the Node transport).
    */
   readonly enforcesHeadersTimeout?: boolean;
-  /** A faster way to relay an answer to the client as it is (the Node fast path); used where `available` says so. */
-  readonly direct?: UpstreamRelay;
+  /**
+   * Sends a request whose answer goes back to the client as it is (the proxied planes: runtime, exposed ports,
+   * presigned files), minus hop-by-hop headers and Set-Cookie (unless `keepSetCookie`: an exposed port's app cookies,
+   * see appSetCookie). `client` is the runtime's own handle on the request (Hono's `c.env`): the Node transport relays
+   * straight to the client's socket when the Node entry offers it (src/platform/node/direct-relay.ts). Absent:
+   * `request`, then relayResponse (relayByRequest), as on Workers.
+   */
+  relay?(req: RelayRequest, client: unknown, opts: RelayOptions): Promise<RelayedAnswer>;
+  /** Drops an answer `relay` gave that will not be sent (a 401 before a replay); false if it is not one of its own. */
+  discard?(response: Response, client: unknown): boolean;
+}
+
+/** An upstream request whose answer the client gets as it is: its headers may stay the client's own (ClientHeaders). */
+export interface RelayRequest extends Omit<UpstreamRequest, "headers" | "signal"> {
+  headers: ForwardHeaders;
+  /** The client's abort signal, asked for only by a transport that needs one (on Node, making it costs a controller). */
+  signal: () => AbortSignal | undefined;
+}
+
+export interface RelayOptions {
+  keepSetCookie?: boolean;
+}
+
+/** A relayed answer: the Response the chain sees (on Node a body-less one), and the upstream's Content-Length. */
+export interface RelayedAnswer {
+  response: Response;
+  contentLength: string | null;
+}
+
+/** `relay` for a transport without its own: `request`, then the answer made relayable (relayResponse). */
+export async function relayByRequest(transport: UpstreamTransport, req: RelayRequest, opts: RelayOptions): Promise<RelayedAnswer> {
+  const res = await transport.request({ ...req, headers: toHeaders(req.headers), signal: req.signal() });
+  return { response: relayResponse(res, opts.keepSetCookie), contentLength: res.headers.get("content-length") };
 }
 
 /**
- * Relays an upstream answer straight to the client's connection (src/platform/node/direct-relay.ts). The chain gets a body-less
- * Response with the status and relayable headers, which it may add headers to; the server writes it and passes the body.
- * `client` is the runtime's own handle on the request (Hono's `c.env`).
+ * An upstream response as the client gets it (streaming), minus hop-by-hop headers and Set-Cookie; `keepSetCookie`:
+ * the app's own cookies pass (appSetCookie), never the gateway's.
  */
-export interface UpstreamRelay {
-  available(client: unknown): boolean;
-  /** Enforces `headersTimeoutMs` (rejects with UpstreamHeadersTimeout) and follows the client going away. */
-  relay(
-    req: Omit<UpstreamRequest, "headers"> & { headers: ForwardHeaders },
-    client: unknown,
-    opts: { keepSetCookie?: boolean },
-  ): Promise<{ response: Response; contentLength?: string }>;
-  /** Drops a relayed answer that will not be sent (a 401 before a replay); false if `response` is not one. */
-  discard(response: Response, client: unknown): boolean;
+export function relayResponse(res: Response, keepSetCookie?: boolean, extraHeaders?: Record<string, string>): Response {
+  const headers = forwardableResponseHeaders(res.headers);
+  if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
+  if (keepSetCookie)
+    for (const sc of res.headers.getSetCookie?.() ?? []) {
+      const kept = appSetCookie(sc);
+      if (kept) headers.append("set-cookie", kept);
+    }
+  const { body, held } = relayableBody(res);
+  // A transport's own response has no status text worth reading (and reading it costs a full Response on Node).
+  return new Response(
+    body as BodyInit | null,
+    held ? { status: res.status, headers } : { status: res.status, statusText: res.statusText, headers },
+  );
 }
 
 /** What a transport with `enforcesHeadersTimeout` rejects with when the upstream sent no headers in time. */
@@ -95,7 +129,7 @@ export function heldBodyResponse(body: Uint8Array | null, init: { status: number
  * A response's body to pass on: the transport's bytes when it held them whole, else the stream. (Not `res.bodyUsed`:
  * on Node that getter alone builds a full Response; the held bytes stay intact when the Response is read anyway.)
  */
-export function relayableBody(res: Response): { body: Uint8Array | ReadableStream<Uint8Array> | null; held: boolean } {
+function relayableBody(res: Response): { body: Uint8Array | ReadableStream<Uint8Array> | null; held: boolean } {
   if (heldBodies.has(res)) return { body: heldBodies.get(res)!, held: true };
   return { body: res.body, held: false };
 }
@@ -178,7 +212,7 @@ export function forwardableRequestHeaders(incoming: Headers, drop: string[] = []
 }
 
 /** Response headers to return to the client, minus hop-by-hop ones (content-length kept when known). */
-export function forwardableResponseHeaders(upstream: Headers, drop: string[] = []): Headers {
+function forwardableResponseHeaders(upstream: Headers, drop: string[] = []): Headers {
   const out = new Headers();
   const extra = drop.length ? new Set(drop.map((d) => d.toLowerCase())) : undefined;
   upstream.forEach((v, k) => {

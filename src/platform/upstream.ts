@@ -5,13 +5,16 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, errors } from "../errors.js";
 import { splitRequestUrl } from "../../middleware/normalize/index.js";
 import {
-  appSetCookie,
   forwardableRequestHeaders,
-  forwardableResponseHeaders,
-  relayableBody,
+  relayByRequest,
+  relayResponse,
+  setForwardHeader,
   toHeaders,
   UpstreamHeadersTimeout,
   type ForwardHeaders,
+  type RelayedAnswer,
+  type RelayOptions,
+  type RelayRequest,
   type UpstreamTransport,
 } from "./transport.js";
 import type { GatewayMetrics } from "../telemetry/gateway-metrics.js";
@@ -44,8 +47,6 @@ export class Upstream {
     readonly transport: UpstreamTransport,
     private readonly apiKey: string | undefined,
     private readonly metrics?: GatewayMetrics,
-    /** Off: every relay takes the standard path even where the transport has a direct one (`server.directRelay`). */
-    private readonly directRelays = true,
   ) {
     this.origin = config.baseUrl.replace(/\/+$/, "");
     const base = new URL(this.origin);
@@ -92,23 +93,60 @@ export class Upstream {
   }
 
   /**
-   * Sends one request to an absolute upstream URL. The timeout covers only the wait for response headers (streamed
-   * bodies are not cut); a client that goes away aborts it; failures become 502/504 JSON errors.
+   * Sends one request to an absolute upstream URL; the answer is the gateway's to read. The timeout covers only the
+   * wait for response headers (streamed bodies are not cut); a client that goes away aborts it; failures become 502/504
+   * JSON errors.
    */
   send(
     c: Context<GatewayEnv>,
-    given: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
     opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean } = {},
   ): Promise<Response> {
-    const req = { ...given, headers: toHeaders(given.headers) };
-    return this.tracer ? this.traced(c, req, () => this.sendOnce(c, req, opts)) : this.sendOnce(c, req, opts);
+    return this.exchange(c, req, opts, this.read);
+  }
+
+  /**
+   * Sends a request whose answer goes back to the client as it is (the proxied planes: runtime, exposed ports,
+   * presigned files), minus hop-by-hop headers (and Set-Cookie unless `keepSetCookie`). How it is relayed is the
+   * transport's (UpstreamTransport.relay: on Node, socket to socket); the same timeouts, errors, log fields and metrics.
+   */
+  forward(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { unavailableMessage?: string; keepSetCookie?: boolean } = {},
+  ): Promise<Response> {
+    return this.exchange(c, req, opts, this.relayed);
+  }
+
+  /** send()'s exchange: the transport's Response, read by the gateway. */
+  private readonly read = async (r: RelayRequest): Promise<RelayedAnswer> => {
+    const response = await this.transport.request({ ...r, headers: toHeaders(r.headers), signal: r.signal() });
+    return { response, contentLength: response.headers.get("content-length") };
+  };
+
+  /** forward()'s exchange: the transport's relay, or its request made relayable. */
+  private readonly relayed = (r: RelayRequest, client: unknown, opts: RelayOptions): Promise<RelayedAnswer> =>
+    this.transport.relay ? this.transport.relay(r, client, opts) : relayByRequest(this.transport, r, opts);
+
+  /** One upstream exchange, traced when tracing is on. */
+  private exchange(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean; keepSetCookie?: boolean },
+    run: (r: RelayRequest, client: unknown, opts: RelayOptions) => Promise<RelayedAnswer>,
+  ): Promise<Response> {
+    return this.tracer ? this.traced(c, req, () => this.once(c, req, opts, run)) : this.once(c, req, opts, run);
   }
 
   /** Runs one upstream call in a client span (when the request is traced) whose traceparent the upstream receives. */
-  private async traced(c: Context<GatewayEnv>, req: { url: string; method: string; headers: Headers }, run: () => Promise<Response>) {
+  private async traced(
+    c: Context<GatewayEnv>,
+    req: { url: string; method: string; headers: ForwardHeaders },
+    run: () => Promise<Response>,
+  ) {
     const span = childSpan(c, this.tracer, `upstream ${req.method}`, "client");
     if (!span) return run();
-    req.headers.set("traceparent", span.traceparent());
+    setForwardHeader(req.headers, "traceparent", span.traceparent());
     span.setAttribute("http.request.method", req.method);
     span.setAttribute("url.path", new URL(req.url).pathname);
     try {
@@ -122,39 +160,53 @@ export class Upstream {
     }
   }
 
-  private async sendOnce(
+  private async once(
     c: Context<GatewayEnv>,
-    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
-    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean },
+    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
+    opts: { timeoutMs?: number; unavailableMessage?: string; detachFromClient?: boolean; keepSetCookie?: boolean },
+    run: (r: RelayRequest, client: unknown, opts: RelayOptions) => Promise<RelayedAnswer>,
   ): Promise<Response> {
     const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
+    const raw = c.req.raw;
     if (this.transport.enforcesHeadersTimeout) {
-      // No timer and no controller of our own: the transport times the headers, the client's signal aborts it.
+      // No timer and no controller of our own: the transport times the headers; the client's signal (made only if the
+      // transport asks for it) aborts it.
       const begun = performance.now();
       try {
-        const res = await this.transport.request({
-          ...req,
-          signal: opts.detachFromClient ? undefined : c.req.raw.signal,
-          headersTimeoutMs: timeoutMs,
-        });
-        this.observe(c, req.body, res.headers.get("content-length"), performance.now() - begun, res.status);
-        return res;
+        const { response, contentLength } = await run(
+          {
+            url: req.url,
+            method: req.method,
+            headers: req.headers,
+            body: req.body,
+            headersTimeoutMs: timeoutMs,
+            signal: opts.detachFromClient ? noSignal : () => raw.signal,
+          },
+          c.env,
+          opts,
+        );
+        this.observe(c, req.body, contentLength, performance.now() - begun, response.status);
+        return response;
       } catch (err) {
-        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
+        if (!raw.signal?.aborted) this.metrics?.upstreamFailed();
         if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
         throw errors.upstreamUnavailable(opts.unavailableMessage);
       }
     }
     const ctrl = new AbortController();
     const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), timeoutMs);
-    const clientSignal = opts.detachFromClient ? undefined : c.req.raw.signal;
+    const clientSignal = opts.detachFromClient ? undefined : raw.signal;
     const onClientAbort = () => ctrl.abort(new Error("client went away"));
     clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
     const started = performance.now();
     try {
-      const res = await this.transport.request({ ...req, signal: ctrl.signal });
-      this.observe(c, req.body, res.headers.get("content-length"), performance.now() - started, res.status);
-      return res;
+      const { response, contentLength } = await run(
+        { url: req.url, method: req.method, headers: req.headers, body: req.body, signal: () => ctrl.signal },
+        c.env,
+        opts,
+      );
+      this.observe(c, req.body, contentLength, performance.now() - started, response.status);
+      return response;
     } catch {
       if (!clientSignal?.aborted) this.metrics?.upstreamFailed();
       if (ctrl.signal.aborted && !clientSignal?.aborted) throw errors.upstreamTimeout();
@@ -165,70 +217,9 @@ export class Upstream {
     }
   }
 
-  /**
-   * Sends a request whose answer goes back to the client as it is (the proxied planes: runtime, exposed ports,
-   * presigned files), minus hop-by-hop headers (and Set-Cookie unless `keepSetCookie`). Where the transport has a
-   * direct relay for this client (Node), the answer's body never becomes a Web stream; elsewhere `send` + `relay`.
-   */
-  async forward(
-    c: Context<GatewayEnv>,
-    req: { url: string; method: string; headers: ForwardHeaders; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
-    opts: { unavailableMessage?: string; keepSetCookie?: boolean } = {},
-  ): Promise<Response> {
-    const direct = this.transport.direct;
-    if (this.directRelays && direct?.available(c.env)) {
-      if (this.tracer) {
-        // Traced: the upstream gets the span's traceparent, so the headers become a Headers the span can write to.
-        const traced = { ...req, headers: toHeaders(req.headers) };
-        return this.traced(c, traced, () => this.relayDirect(c, traced, opts));
-      }
-      const begun = performance.now();
-      try {
-        const { response, contentLength } = await direct.relay({ ...req, headersTimeoutMs: this.config.timeoutMs }, c.env, opts);
-        this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
-        return response;
-      } catch (err) {
-        if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
-        if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
-        throw errors.upstreamUnavailable(opts.unavailableMessage);
-      }
-    }
-    const res = await this.send(c, req, opts);
-    if (!opts.keepSetCookie) return Upstream.relay(res);
-    const cookies = res.headers.getSetCookie?.() ?? [];
-    const relayed = Upstream.relay(res);
-    for (const sc of cookies) {
-      const kept = appSetCookie(sc);
-      if (kept) relayed.headers.append("set-cookie", kept);
-    }
-    return relayed;
-  }
-
-  /** forward()'s direct relay, for a traced call (the untraced one stays inline: it is the hot path). */
-  private async relayDirect(
-    c: Context<GatewayEnv>,
-    req: { url: string; method: string; headers: Headers; body?: ReadableStream<Uint8Array> | Uint8Array | string | null },
-    opts: { unavailableMessage?: string; keepSetCookie?: boolean },
-  ): Promise<Response> {
-    const begun = performance.now();
-    try {
-      const { response, contentLength } = await this.transport.direct!.relay(
-        { ...req, headersTimeoutMs: this.config.timeoutMs },
-        c.env,
-        opts,
-      );
-      this.observe(c, req.body, contentLength ?? null, performance.now() - begun, response.status);
-      return response;
-    } catch (err) {
-      if (!c.req.raw.signal?.aborted) this.metrics?.upstreamFailed();
-      if (err instanceof UpstreamHeadersTimeout) throw errors.upstreamTimeout();
-      throw errors.upstreamUnavailable(opts.unavailableMessage);
-    }
-  }
-
   /** Drops an answer `forward` gave that will not be passed on (a 401 before a replay). */
   async discard(c: Context<GatewayEnv>, res: Response): Promise<void> {
-    if (this.transport.direct?.discard(res, c.env)) return;
+    if (this.transport.discard?.(res, c.env)) return;
     await res.body?.cancel().catch(() => {});
   }
 
@@ -246,16 +237,11 @@ export class Upstream {
 
   /** Passes an upstream response back to the client (streaming), minus hop-by-hop headers. */
   static relay(res: Response, extraHeaders?: Record<string, string>): Response {
-    const headers = forwardableResponseHeaders(res.headers);
-    if (extraHeaders) for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
-    const { body, held } = relayableBody(res);
-    // A transport's own response has no status text worth reading (and reading it costs a full Response on Node).
-    return new Response(
-      body as BodyInit | null,
-      held ? { status: res.status, headers } : { status: res.status, statusText: res.statusText, headers },
-    );
+    return relayResponse(res, false, extraHeaders);
   }
 }
+
+const noSignal = () => undefined;
 
 const utf8 = new TextEncoder();
 

@@ -90,9 +90,14 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     });
   };
 
-  return async function exposedPortsMiddleware(c, next) {
+  // Mounted behind middleware/exposed-ports, which lets only a port-shaped Host (or X-Forwarded-Host) reach it.
+  return function exposedPortsMiddleware(c, next) {
     const target = parseExposedHost(clientView(c, services).host);
     if (!target) return next();
+    return servePort(c, target);
+  };
+
+  async function servePort(c: Context<GatewayEnv>, target: { port: number; id: string; rest: string }): Promise<Response> {
     // A port-shaped Host is either exactly one the gateway handed out, or nothing at all: never path routing.
     if (!(await isPublicHostFor(services, target.id, target.rest)))
       throw new GatewayError(404, "not_found", "No such host on this gateway.");
@@ -135,7 +140,7 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     const body = m === "GET" || m === "HEAD" ? null : c.req.raw.body;
     // The app's own cookies go back to the browser (the runtime plane drops Set-Cookie; a port's app is the browser's).
     return sendUpstream(c, services, { url: upstreamUrl, method: m, headers: out, body }, { keepSetCookie: true });
-  };
+  }
 }
 
 /** Whether to reach `<port>-<id>.<runtime host>` by its own name, or through the runtime host with a Host header. */

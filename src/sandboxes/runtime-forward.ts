@@ -54,14 +54,26 @@ export class RuntimeForwarder {
    * Sends a runtime call; `read`: the answer is for the gateway to read (a presign to rewrite), otherwise it is relayed
    * to the client as it is (see sendUpstream).
    */
-  async forward(c: Context<GatewayEnv>, call: RuntimeCall, opts: { read?: boolean } = {}): Promise<Response> {
-    const { body, replayable } = await clientBody(c);
+  forward(c: Context<GatewayEnv>, call: RuntimeCall, opts: { read?: boolean } = {}): Promise<Response> {
+    const m = c.req.method;
+    // Bodiless methods (the hot path) go straight on; a body is read first (clientBody).
+    if (m === "GET" || m === "HEAD" || m === "OPTIONS") return this.forwardWith(c, call, null, true, opts.read);
+    return clientBody(c).then(({ body, replayable }) => this.forwardWith(c, call, body, replayable, opts.read));
+  }
+
+  private async forwardWith(
+    c: Context<GatewayEnv>,
+    call: RuntimeCall,
+    body: Uint8Array | ReadableStream<Uint8Array> | null,
+    replayable: boolean,
+    read: boolean | undefined,
+  ): Promise<Response> {
     let cred = await this.custody.current(c, call.sandboxId);
-    let res = await this.send(c, cred, call, body, opts.read);
+    let res = await this.send(c, cred, call, body, read);
     if (res.status === 401 && replayable) {
       await this.services.upstream.discard(c, res);
       cred = await this.custody.renew(c, call.sandboxId);
-      res = await this.send(c, cred, call, body, opts.read);
+      res = await this.send(c, cred, call, body, read);
     }
     return res;
   }

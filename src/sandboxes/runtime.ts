@@ -33,7 +33,8 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
   const forwarder = new RuntimeForwarder(services, custody);
 
   return {
-    "runtime.forward": async (c) => {
+    // Not async: the hot path's answer is the forwarder's promise itself (no frame of its own).
+    "runtime.forward": (c) => {
       const id = c.req.param("id")!;
       return forwarder.forward(c, {
         sandboxId: id,

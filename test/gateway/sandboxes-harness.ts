@@ -9,7 +9,8 @@ import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { undiciTransport } from "../../src/platform/node/undici-transport.js";
 import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
-import type { UpstreamTransport } from "../../src/platform/transport.js";
+import { relayByRequest, type UpstreamTransport } from "../../src/platform/transport.js";
+import { offersDirectRelay } from "../../src/platform/node/direct-relay.js";
 
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const CAPTURE_LIMIT = 64 * 1024 * 1024;
@@ -34,18 +35,19 @@ export interface SandboxStack {
 
 /** Wraps the gateway's transport to learn every credential the upstream hands it (tokens in JSON bodies and URLs). */
 function recordingTransport(inner: UpstreamTransport, seen: Set<string>, relayed: { n: number }): UpstreamTransport {
-  const direct = inner.direct;
-  return {
-    // The Node fast path stays on (runtime and port answers carry no upstream token), counted.
+  const relay = inner.relay;
+  const outer: UpstreamTransport = {
+    // The Node fast path stays on (runtime and port answers carry no upstream token), counted; the standard path's
+    // relays go through `request` below.
     enforcesHeadersTimeout: inner.enforcesHeadersTimeout,
-    direct: direct && {
-      available: (client) => direct.available(client),
-      discard: (res, client) => direct.discard(res, client),
-      relay(req, client, opts) {
-        relayed.n++;
-        return direct.relay(req, client, opts);
-      },
-    },
+    relay: relay
+      ? (req, client, opts) => {
+          if (!offersDirectRelay(client)) return relayByRequest(outer, req, opts);
+          relayed.n++;
+          return relay(req, client, opts);
+        }
+      : undefined,
+    discard: inner.discard && ((res, client) => inner.discard!(res, client)),
     async request(req) {
       const res = await inner.request(req);
       if ((res.headers.get("content-type") ?? "").includes("json") && res.body) {
@@ -61,6 +63,7 @@ function recordingTransport(inner: UpstreamTransport, seen: Set<string>, relayed
       return res;
     },
   };
+  return outer;
 }
 
 export async function startSandboxStack(

@@ -15,8 +15,9 @@ import {
   RESPONSE_DROPPED,
   UpstreamHeadersTimeout,
   type ForwardHeaders,
-  type UpstreamRelay,
-  type UpstreamRequest,
+  type RelayedAnswer,
+  type RelayOptions,
+  type RelayRequest,
 } from "../transport.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
@@ -56,8 +57,6 @@ const client = (env: unknown): (ServerResponse & { [WRAPPED]?: true }) | undefin
   return out?.[WRAPPED] ? out : undefined;
 };
 
-type RelayRequest = Omit<UpstreamRequest, "headers"> & { headers: ForwardHeaders };
-
 /**
  * The upstream request's headers as node:http takes them. The client's own are read off its parsed raw headers (names
  * lower-cased, repeats joined with ", " as a `Headers` would), minus REQUEST_DROPPED: no `Headers` object is built.
@@ -86,8 +85,26 @@ function outgoingHeaders(h: ForwardHeaders, incoming: IncomingMessage | undefine
   return headers;
 }
 
+/**
+ * Relays an upstream answer straight to the client's connection, for the undici transport's `relay` where the Node entry
+ * offers the client's socket (`available`). The chain gets a body-less Response with the status (and a tag), which it may
+ * add headers to; the server writes it and passes the body (withDirectRelays). It needs no abort signal: the client's
+ * socket says when it goes away.
+ */
+interface DirectRelay {
+  available(client: unknown): boolean;
+  /** Enforces `headersTimeoutMs` (rejects with UpstreamHeadersTimeout) and follows the client going away. */
+  relay(req: RelayRequest, client: unknown, opts: RelayOptions): Promise<RelayedAnswer>;
+  /** Drops a relayed answer that will not be sent (a 401 before a replay); false if `response` is not one. */
+  discard(response: Response, client: unknown): boolean;
+  close(): void;
+}
+
+/** True when the Node entry offers this client's socket for a direct relay (its server finishes them: withDirectRelays). */
+export const offersDirectRelay = (env: unknown): boolean => client(env) !== undefined;
+
 /** Keep-alive agents of one gateway, and the parsed upstream origins (the path after them is all that changes). */
-export function directRelay(): UpstreamRelay & { close(): void } {
+export function directRelay(): DirectRelay {
   const agents = {
     http: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
     https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
@@ -155,7 +172,7 @@ export function directRelay(): UpstreamRelay & { close(): void } {
   };
 
   return {
-    available: (env) => client(env) !== undefined,
+    available: offersDirectRelay,
     async relay(req, env, opts) {
       const out = client(env)!;
       const upstream = await send(req, out, true, (env as NodeClient).incoming);
@@ -183,7 +200,7 @@ export function directRelay(): UpstreamRelay & { close(): void } {
       const response = new Response(null, { status: upstream.statusCode ?? 502, headers: [[TAG, tag]] });
       pending.get(out)?.upstream.destroy();
       pending.set(out, { response, tag, upstream, headers: relayed });
-      return { response, contentLength };
+      return { response, contentLength: contentLength ?? null };
     },
     discard(response, env) {
       const out = client(env);

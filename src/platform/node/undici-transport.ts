@@ -6,7 +6,7 @@
 import { type Dispatcher, request } from "undici";
 import { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { Readable } from "node:stream";
-import { heldBodyResponse, UpstreamHeadersTimeout, type UpstreamTransport } from "../transport.js";
+import { heldBodyResponse, relayByRequest, UpstreamHeadersTimeout, type UpstreamTransport } from "../transport.js";
 import { upstreamAgent } from "./undici-agent.js";
 import { directRelay } from "./direct-relay.js";
 
@@ -45,9 +45,11 @@ export function undiciTransport(
   const dispatcher = upstreamAgent(opts.connections ?? 256);
   // Answers relayed to the client as they are (runtime, exposed ports) go socket to socket: src/platform/node/direct-relay.ts.
   const direct = directRelay();
-  return {
+  const transport: UpstreamTransport & { close(): Promise<void> } = {
     enforcesHeadersTimeout: true,
-    direct,
+    /** Socket to socket where the Node entry offers the client's socket (server.directRelay), else request + relayResponse. */
+    relay: (req, client, opts) => (direct.available(client) ? direct.relay(req, client, opts) : relayByRequest(transport, req, opts)),
+    discard: (response, client) => direct.discard(response, client),
     /**
      * Settles within `headersTimeoutMs` (UpstreamHeadersTimeout) unless the answer came, counting from the call and from
      * each chunk of request body sent (a slow client upload is not the upstream's delay): also while the request waits
@@ -108,4 +110,5 @@ export function undiciTransport(
       return dispatcher.close();
     },
   };
+  return transport;
 }
