@@ -1,7 +1,7 @@
 // Mounts the route table (src/routing/table.ts) on the app. One line per step, in the order every row runs them:
 //   identify → scope (in identify) → rate limit → owner → body → quota → meter → handler.
 // A request that matches no row is answered 404 route_not_fronted; nothing reaches the upstream without a row.
-import type { Context, ErrorHandler, Handler, Hono, MiddlewareHandler } from "hono";
+import type { Hono, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../src/context.js";
 import { GatewayError } from "../src/errors.js";
 import type { GatewayServices } from "../src/services.js";
@@ -39,43 +39,9 @@ export function mountRouteTable(
     const meter = meterCredits(services, row);
     if (meter) chain.push(meter);
     const tracer = services.tracer;
-    if (!tracer) app.on(methodsOf(row), [row.path], compiledRow(app, chain, handler, row));
+    if (!tracer) app.on(methodsOf(row), [row.path], ...chain, (c) => handler(c, row));
     else app.on(methodsOf(row), [row.path], ...tracedChain(tracer, chain, row, handler));
   }
-}
-
-/**
- * A row's chain compiled at mount time into one handler: the router holds one entry per row instead of one per step,
- * and the steps run by index. Each step still gets `next` and sees `c.res` after it, exactly as under Hono's compose: an
- * error thrown below a step becomes the app's error answer at that level (`app.onError`), so the steps around it
- * still run their after-parts on it (rate-limit headers, quota release, meter settlement).
- */
-function compiledRow(
-  app: Hono<GatewayEnv>,
-  steps: MiddlewareHandler<GatewayEnv>[],
-  handler: RowHandler,
-  row: RouteRow,
-): Handler<GatewayEnv> {
-  // app.onError's handler (set before the table is mounted); Hono keeps it on the instance.
-  const onError = (app as unknown as { errorHandler: ErrorHandler<GatewayEnv> }).errorHandler;
-  const n = steps.length;
-  const run = async (c: Context<GatewayEnv>, i: number): Promise<void> => {
-    let res: Response | undefined;
-    let isError = false;
-    try {
-      res = (i < n ? await steps[i]!(c, () => run(c, i + 1)) : await handler(c, row)) || undefined;
-    } catch (err) {
-      if (!(err instanceof Error)) throw err;
-      c.error = err;
-      res = await onError(err, c);
-      isError = true;
-    }
-    if (res && (c.finalized === false || isError)) c.res = res;
-  };
-  return async (c) => {
-    await run(c, 0);
-    return c.res;
-  };
 }
 
 /** Traced (when configured): one span per step, named after it, the handler's included. */
