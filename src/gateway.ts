@@ -2,10 +2,12 @@
 //
 //   normalise the path (refuse what could be read two ways) → request-id → tenant store check (when due, beside the
 //     request) → access-log → valid Host (400)
-//     → client address → public hosts (421) → CORS → /_tollgate (own endpoints: health, tokens, usage)
+//     → client address → public hosts (421) → CORS
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
-//     → the route table (src/routing/table.ts), every row mounted by middleware/chain.ts:
-//         identify → scope → rate limit → owner → quota → meter → handler (forward, pay, rewrite)
+//     → the route table (src/routing/table.ts): the gateway's own rows (src/routing/own-rows.ts: /_tollgate health,
+//       ready, metrics, usage, ledger, tokens, admin API, docs, console; /mcp) and the upstream's, every row mounted
+//       by middleware/chain.ts: identify (the one caller resolver: keys, tokens, tickets, the metrics bearer, the
+//       console's session) → scope → rate limit (once per request) → owner → body → quota → meter → handler
 //     → anything else: 404 route_not_fronted
 import { Hono, type Context, type ExecutionContext } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
@@ -14,7 +16,7 @@ import type { GatewayEnv } from "./context.js";
 import { errorResponse, GatewayError } from "./errors.js";
 import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
 import { TenantDirectory } from "./access/tenants.js";
-import { authenticateTenant } from "../middleware/authenticate/index.js";
+import { identifyKey } from "../middleware/identify/index.js";
 import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
 import { Upstream, pathAndQuery } from "./platform/upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
@@ -22,7 +24,7 @@ import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
-import { ownRoutes, OWN_PREFIX } from "./operators/own-routes.js";
+import { ownHandlers } from "./operators/own-routes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
@@ -32,12 +34,11 @@ import { isStateUnavailable } from "./state/errors.js";
 import { exposedPorts } from "./sandboxes/ports.js";
 import { runtimeHandlers } from "./sandboxes/runtime.js";
 import { sandboxHandlers } from "./sandboxes/routes.js";
-import { usageRoutes } from "./operators/usage-routes.js";
+import { usageHandlers } from "./operators/usage-routes.js";
 import { cdpHandlers } from "./sessions/cdp.js";
 import { liveHandlers } from "./sessions/live.js";
 import { sessionHandlers } from "./sessions/routes.js";
-import { tokenRoutes } from "./access/token-routes.js";
-import { rateLimit } from "../middleware/rate-limit/index.js";
+import { tokenHandlers } from "./access/token-routes.js";
 import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
@@ -51,20 +52,20 @@ import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { workersPeerAddress } from "./platform/client-address.js";
 import { clientView } from "./platform/forwarded.js";
-import { metricsRoutes } from "./operators/metrics-route.js";
-import { readyRoutes } from "./operators/ready-route.js";
+import { metricsHandlers } from "./operators/metrics-route.js";
+import { readyHandlers } from "./operators/ready-route.js";
 import { Readiness } from "./operators/readiness.js";
 import { TenantSync } from "./operators/tenant-sync.js";
-import { operatorRoutes } from "./operators/admin/index.js";
-import { consoleRoutes } from "./console/routes.js";
+import { operatorHandlers } from "./operators/admin/index.js";
+import { consoleHandlers } from "./console/routes.js";
 import { keyUseRecorder } from "./operators/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
-import { docsRoutes, type DocsAssets } from "./operators/docs.js";
+import { docsHandlers, type DocsAssets } from "./operators/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
-import { mcpRoutes } from "./mcp/endpoint.js";
+import { mcpHandlers } from "./mcp/endpoint.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -209,7 +210,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   });
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
     try {
-      await authenticateTenant(c, directory, "admin");
+      await identifyKey(services, c, "admin");
       const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: c.req.raw.headers, body: c.req.raw.body });
       logger.info("admin passthrough", { requestId: c.get("requestId"), tenant: c.get("tenant")?.id, method: c.req.method });
       return Upstream.relay(res);
@@ -230,20 +231,21 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
-  app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
-  app.route(OWN_PREFIX, ownRoutes(directory));
-  app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
-  app.route(OWN_PREFIX, docsRoutes(deps.docsAssets)); // /docs: the OpenAPI document as a page
-  app.route(OWN_PREFIX, readyRoutes(new Readiness(services), services));
-  app.route(OWN_PREFIX, metricsRoutes(services, metrics));
-  app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
   app.use(exposedPorts(services));
-  app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
-  app.route(OWN_PREFIX, usageRoutes(services));
-  app.route("/", mcpRoutes(services)); // [mount: /mcp, each tool a request through the route table below]
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
   const common = commonHandlers(services);
   mountRouteTable(app, services, {
+    // The gateway's own rows (src/routing/own-rows.ts)
+    ...ownHandlers,
+    ...operatorHandlers(services), // admin API and /openapi.json
+    ...docsHandlers(deps.docsAssets), // /docs: the OpenAPI document as a page
+    ...readyHandlers(new Readiness(services), services),
+    ...metricsHandlers(services, metrics),
+    ...consoleHandlers(services), // the operator console, server-rendered pages
+    ...tokenHandlers(services),
+    ...usageHandlers(services),
+    ...mcpHandlers(services), // /mcp: each tool a request through the route table
+    // The upstream's rows
     ...common,
     ...volumeHandlers(services, common),
     ...nestedHandlers(services, common),

@@ -4,8 +4,10 @@
 // changes every tenant; an operator-readonly key sees every tenant and changes nothing; a tenant key sees only itself
 // (another tenant's pages and resources are 404) and manages its own keys and keyless tokens. Sign-in swaps a key, or a
 // one-time link from `tollgate console link`, for a session cookie; every form carries the session's token and must
-// come from the console's own origin; every change is in the audit log.
-import { Hono, type Context, type MiddlewareHandler } from "hono";
+// come from the console's own origin; every change is in the audit log. The pages are one row of the route table
+// (`console.pages`, src/routing/own-rows.ts): the chain's identify step reads the session cookie, and the row's handler
+// runs these pages with that caller (their own error pages, CSRF check and page headers included).
+import { Hono, type Context, type ExecutionContext, type MiddlewareHandler } from "hono";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import type { Child } from "hono/jsx";
@@ -26,7 +28,8 @@ import { createTenant, patchTenant, setTenantEnabled } from "../operators/admin/
 import { keyCreateBody, keyRotateBody, tenantCreateBody, tenantPatchBody } from "../operators/admin/schemas.js";
 import { auditPage, concernsTenant, ledgerSurface, SURFACES } from "../operators/admin/views.js";
 import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../access/token-routes.js";
-import { currentSession, endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
+import { CONSOLE_PATH, endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
+import type { RowHandler } from "../routing/handlers.js";
 import { peekLink, redeemLink } from "./link.js";
 import { liveResources, stopResource, type LiveKind } from "./resources.js";
 import { spendHistory, tenantSpend } from "./spend.js";
@@ -147,9 +150,39 @@ function ledgerCsv(entries: LedgerEntry[]): string {
   return `${[CSV_COLUMNS.join(","), ...rows].join("\r\n")}\r\n`;
 }
 
-export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
+/** The gateway request a console page runs for: its context carries the caller, request id and log fields. */
+const gatewayRequests = new WeakMap<Request, Context<GatewayEnv>>();
+
+/** The request's ExecutionContext where the runtime has one (Workers). */
+function executionContextOf(c: Context): ExecutionContext | undefined {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `console.pages` row: the console's pages, run with the caller the chain identified. */
+export function consoleHandlers(services: GatewayServices): Record<string, RowHandler> {
+  const pages = consoleRoutes(services);
+  return {
+    "console.pages": (c) => {
+      gatewayRequests.set(c.req.raw, c);
+      return pages.fetch(c.req.raw, c.env, executionContextOf(c));
+    },
+  };
+}
+
+function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   const { stores, directory } = services;
-  const app = new Hono<ConsoleEnv>();
+  const app = new Hono<ConsoleEnv>().basePath(CONSOLE_PATH);
+
+  // The gateway's context for this request (request id, log fields, the caller identify set) is the page's too.
+  app.use("*", async function gatewayContext(c, next) {
+    const gateway = gatewayRequests.get(c.req.raw);
+    if (gateway) for (const [k, v] of Object.entries(gateway.var)) asGatewayContext(c).set(k as never, v as never);
+    await next();
+  });
 
   app.onError((err, c) => {
     let status = 503;
@@ -210,14 +243,17 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     return c.redirect(href(""), 303);
   });
 
-  /** The live session's viewer, or undefined: the tenant must still exist, be enabled and hold the key signed in with. */
+  /**
+   * The live session's viewer, or undefined, from the caller the chain's identify step read off the session cookie: a
+   * session whose tenant is gone, disabled or no longer holds the key signed in with is ended here.
+   */
   async function signedIn(c: C): Promise<{ session: ConsoleSession; tenant: Tenant } | undefined> {
-    const session = await currentSession(services, c);
+    const caller = asGatewayContext(c).get("caller");
+    if (caller?.via !== "console") return undefined;
+    if (caller.error !== undefined) throw caller.error;
+    const { session, tenant } = caller;
     if (!session) return undefined;
-    const tenant = directory.get(session.tenant);
-    const now = services.now();
-    const keyLive = tenant?.keys.some((k) => k.hash === session.keyHash && (!k.expiresAt || Date.parse(k.expiresAt) > now));
-    if (!tenant?.enabled || !keyLive) {
+    if (!tenant) {
       await endSession(services, c, session);
       return undefined;
     }
