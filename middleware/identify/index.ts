@@ -175,8 +175,8 @@ function identifyOwn(services: GatewayServices, row: RouteRow): MiddlewareHandle
     }
     const presented = presentedKey(headers);
     if (open) {
-      const fromQuery = !presented && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined;
-      return (await quietly(services, presented ?? fromQuery)) ?? { via: "public" };
+      // Only to count the request against its tenant: an open row's answer does not depend on it.
+      return (await quietly(services, presented ?? c.req.query("token"))) ?? { via: "public" };
     }
     if (looksLikeGatewayToken(presented) && (takesMcp || row.wrongToken)) {
       const wrong = (kind: string) =>
