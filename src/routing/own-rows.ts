@@ -5,7 +5,15 @@
 // keys), "operator" (an admin or operator-readonly key: read-only keys may read, not change), "metrics-token"
 // (TOLLGATE_METRICS_TOKEN as a bearer), "mcp-token" (a keyless MCP token for its tenant), "console" (the console's
 // session cookie; the console's own pages sign in and out).
-import { keyCreateBody, keyExpireBody, keyRotateBody, SECTIONS, tenantCreateBody, tenantPatchBody, consoleLinkBody } from "../operators/admin/schemas.js";
+import {
+  keyCreateBody,
+  keyExpireBody,
+  keyRotateBody,
+  SECTIONS,
+  tenantCreateBody,
+  tenantPatchBody,
+  consoleLinkBody,
+} from "../operators/admin/schemas.js";
 import type * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Method, RouteRow } from "./table.js";
@@ -29,7 +37,11 @@ const PUBLIC = ["public"] as const,
   TENANT = ["tenant-key"] as const,
   OPERATOR = ["operator"] as const;
 /** Minting and revoking keyless tokens takes the tenant's key: a token cannot mint another. */
-const KEY_NOT_TOKEN = { status: 403, code: "tenant_key_required", message: "Tokens are minted and revoked with a tenant key, not with a gateway token." } as const;
+const KEY_NOT_TOKEN = {
+  status: 403,
+  code: "tenant_key_required",
+  message: "Tokens are minted and revoked with a tenant key, not with a gateway token.",
+} as const;
 
 // biome-ignore format: one row per line, so the table reads as a table
 export const OWN_ROWS: readonly RouteRow[] = [

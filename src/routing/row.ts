@@ -99,4 +99,3 @@ export interface RouteRow {
   /** Deliberately not fronted: answered with this refusal, never forwarded. */
   refuse?: { status: 403 | 404 | 410; code: string; message: string };
 }
-
