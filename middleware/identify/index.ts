@@ -14,7 +14,7 @@ import { roleOf } from "../../src/operators/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
 import { currentSession, type ConsoleSession } from "../../src/console/session.js";
 
-export type Caller =
+type Caller =
   | {
       via: "key";
       tenant: Tenant /** The key as presented (MCP tools call rows with it; a console link is bound to it). */;

@@ -1,13 +1,15 @@
 // The gateway's own liveness and identity rows (src/routing/own-rows.ts): /_tollgate/health and /_tollgate/whoami.
-import type { RowHandler } from "../routing/handlers.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+// (Imports nothing of the chain: the version is read by metrics and the OpenAPI document too.)
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
 
 export const VERSION = "0.1.0";
 
-export const ownHandlers: Record<string, RowHandler> = {
-  "own.health": (c) => c.json({ status: "ok", service: "tollgate", version: VERSION }),
-  "own.whoami": (c) => {
-    const t = callerTenant(c);
+export const ownHandlers = {
+  "own.health": (c: Context<GatewayEnv>) => c.json({ status: "ok", service: "tollgate", version: VERSION }),
+  /** A "tenant-key" row: identify has set the caller. */
+  "own.whoami": (c: Context<GatewayEnv>) => {
+    const t = c.get("tenant")!;
     return c.json({ tenant: t.id, scopes: t.scopes });
   },
 };

@@ -16,9 +16,9 @@ import {
 } from "../operators/admin/schemas.js";
 import type * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
-import type { Method, RouteRow } from "./table.js";
+import type { Method, RouteRow } from "./row.js";
 
-export const OWN_PREFIX = "/_tollgate";
+const OWN_PREFIX = "/_tollgate";
 const P = OWN_PREFIX;
 const GET = "GET" as const,
   POST = "POST" as const,

@@ -13,7 +13,7 @@ export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
  * operator-readonly key), "metrics-token", "mcp-token" (a keyless MCP token) and "console" (the console's session).
  * middleware/identify reads them all; nothing else parses credentials.
  */
-export type Credential =
+type Credential =
   | "key"
   | "search-token"
   | "sandbox-token"
