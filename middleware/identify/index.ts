@@ -183,8 +183,9 @@ function identifyOwn(services: GatewayServices, row: RouteRow): MiddlewareHandle
         new GatewayError(row.wrongToken!.status, row.wrongToken!.code, row.wrongToken!.message.replace("{kind}", kind));
       if (!takesMcp) throw wrong("gateway");
       const token = await services.tokens.verify(presented);
-      const tenant = token.kind === "mcp" && takesMcp ? services.directory.get(token.tenant) : undefined;
-      if (token.kind === "mcp" && takesMcp && !tenant?.enabled && row.wrongToken?.code !== "tenant_key_required")
+      const tenant = token.kind === "mcp" ? services.directory.get(token.tenant) : undefined;
+      // /mcp says a disabled tenant is disabled; /usage answers it as any token it cannot read with (as it always has).
+      if (token.kind === "mcp" && !tenant?.enabled && row.wrongToken?.code !== "tenant_key_required")
         throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
       if (!tenant?.enabled || token.cap === undefined) throw wrong(token.kind);
       return { via: "token", tenant, token, presented };
