@@ -57,7 +57,8 @@ import { readyHandlers } from "./operators/ready-route.js";
 import { Readiness } from "./operators/readiness.js";
 import { TenantSync } from "./operators/tenant-sync.js";
 import { operatorHandlers } from "./operators/admin/index.js";
-import { consoleHandlers } from "./console/routes.js";
+import { consolePages } from "./console/routes.js";
+import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "./operators/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
@@ -232,31 +233,42 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
   app.use(exposedPorts(services));
+  // The console's rows, on a sub-app that answers with the console's own pages (its errors, headers, origin check).
+  const isPage = (r: RouteRow) => r.auth.includes("console");
+  const pageRows = ROUTES.filter(isPage);
+  app.route(
+    "/",
+    consolePages(services, (pages, handlers) => mountRouteTable(pages, services, handlers, pageRows)),
+  );
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
   const common = commonHandlers(services);
-  mountRouteTable(app, services, {
-    // The gateway's own rows (src/routing/own-rows.ts)
-    ...ownHandlers,
-    ...operatorHandlers(services), // admin API and /openapi.json
-    ...docsHandlers(deps.docsAssets), // /docs: the OpenAPI document as a page
-    ...readyHandlers(new Readiness(services), services),
-    ...metricsHandlers(services, metrics),
-    ...consoleHandlers(services), // the operator console, server-rendered pages
-    ...tokenHandlers(services),
-    ...usageHandlers(services),
-    ...mcpHandlers(services), // /mcp: each tool a request through the route table
-    // The upstream's rows
-    ...common,
-    ...volumeHandlers(services, common),
-    ...nestedHandlers(services, common),
-    ...paidSearchHandlers(services, signer),
-    ...x402SessionHandlers(services, signer),
-    ...sessionHandlers(services),
-    ...cdpHandlers(services),
-    ...liveHandlers(services),
-    ...sandboxHandlers(services),
-    ...runtimeHandlers(services),
-  });
+  mountRouteTable(
+    app,
+    services,
+    {
+      // The gateway's own rows (src/routing/own-rows.ts)
+      ...ownHandlers,
+      ...operatorHandlers(services), // admin API and /openapi.json
+      ...docsHandlers(deps.docsAssets), // /docs: the OpenAPI document as a page
+      ...readyHandlers(new Readiness(services), services),
+      ...metricsHandlers(services, metrics),
+      ...tokenHandlers(services),
+      ...usageHandlers(services),
+      ...mcpHandlers(services), // /mcp: each tool a request through the route table
+      // The upstream's rows
+      ...common,
+      ...volumeHandlers(services, common),
+      ...nestedHandlers(services, common),
+      ...paidSearchHandlers(services, signer),
+      ...x402SessionHandlers(services, signer),
+      ...sessionHandlers(services),
+      ...cdpHandlers(services),
+      ...liveHandlers(services),
+      ...sandboxHandlers(services),
+      ...runtimeHandlers(services),
+    },
+    ROUTES.filter((r) => !isPage(r)),
+  );
 
   // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
   const dispatch = app.fetch;

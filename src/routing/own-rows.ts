@@ -35,7 +35,11 @@ const own = (r: OwnRow): RouteRow => ({ scope: undefined, pay: "free", body: BOD
 
 const PUBLIC = ["public"] as const,
   TENANT = ["tenant-key"] as const,
-  OPERATOR = ["operator"] as const;
+  OPERATOR = ["operator"] as const,
+  /** The console's session cookie (a page without one redirects to sign-in; the sign-in pages take none). */
+  CONSOLE = ["console"] as const;
+/** A console form (urlencoded or multipart), read by the page. */
+const FORM = handlerBody("form");
 /** Minting and revoking keyless tokens takes the tenant's key: a token cannot mint another. */
 const KEY_NOT_TOKEN = {
   status: 403,
@@ -83,7 +87,31 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "admin.ledger", method: GET, path: `${P}/admin/ledger`, auth: OPERATOR, scope: "admin", handler: "admin.ledger" }),
   own({ name: "admin.webhooks", method: GET, path: `${P}/admin/webhooks`, auth: OPERATOR, scope: "admin", handler: "admin.webhooks" }),
   // ── The operator console: server-rendered pages behind its session cookie (sign-in pages are open) ──
-  own({ name: "console.pages", method: ANY, path: `${P}/console/*`, auth: ["console"], body: handlerBody("form: the console's pages"), handler: "console.pages" }),
+  own({ name: "console.login.page", method: GET, path: `${P}/console/login`, auth: CONSOLE, handler: "console.login.page" }),
+  own({ name: "console.login", method: POST, path: `${P}/console/login`, auth: CONSOLE, body: FORM, handler: "console.login" }),
+  own({ name: "console.link.page", method: GET, path: `${P}/console/link`, auth: CONSOLE, handler: "console.link.page" }),
+  own({ name: "console.link", method: POST, path: `${P}/console/link`, auth: CONSOLE, body: FORM, handler: "console.link" }),
+  own({ name: "console.logout", method: POST, path: `${P}/console/logout`, auth: CONSOLE, body: FORM, handler: "console.logout" }),
+  own({ name: "console.overview", method: GET, path: `${P}/console`, auth: CONSOLE, handler: "console.overview" }),
+  own({ name: "console.tenants.create", method: POST, path: `${P}/console/tenants`, auth: CONSOLE, body: FORM, handler: "console.tenants.create" }),
+  own({ name: "console.tenant", method: GET, path: `${P}/console/tenants/:id`, auth: CONSOLE, handler: "console.tenant" }),
+  own({ name: "console.tenant.settings", method: POST, path: `${P}/console/tenants/:id/settings`, auth: CONSOLE, body: FORM, handler: "console.tenant.settings" }),
+  own({ name: "console.tenant.enable", method: POST, path: `${P}/console/tenants/:id/enable`, auth: CONSOLE, body: FORM, handler: "console.tenant.enabled" }),
+  own({ name: "console.tenant.disable", method: POST, path: `${P}/console/tenants/:id/disable`, auth: CONSOLE, body: FORM, handler: "console.tenant.enabled" }),
+  own({ name: "console.ledger", method: GET, path: `${P}/console/ledger`, auth: CONSOLE, handler: "console.ledger" }),
+  own({ name: "console.ledger.csv", method: GET, path: `${P}/console/ledger.csv`, auth: CONSOLE, handler: "console.ledger.csv" }),
+  own({ name: "console.resources", method: GET, path: `${P}/console/resources`, auth: CONSOLE, handler: "console.resources" }),
+  own({ name: "console.resources.stopSandbox", method: POST, path: `${P}/console/resources/sandbox/:id/stop`, auth: CONSOLE, body: FORM, handler: "console.resources.stop" }),
+  own({ name: "console.resources.stopSession", method: POST, path: `${P}/console/resources/session/:id/stop`, auth: CONSOLE, body: FORM, handler: "console.resources.stop" }),
+  own({ name: "console.keys", method: GET, path: `${P}/console/keys`, auth: CONSOLE, handler: "console.keys" }),
+  own({ name: "console.keys.create", method: POST, path: `${P}/console/tenants/:id/keys`, auth: CONSOLE, body: FORM, handler: "console.keys.create" }),
+  own({ name: "console.keys.rotate", method: POST, path: `${P}/console/tenants/:id/keys/:keyId/rotate`, auth: CONSOLE, body: FORM, handler: "console.keys.rotate" }),
+  own({ name: "console.keys.revoke", method: POST, path: `${P}/console/tenants/:id/keys/:keyId/revoke`, auth: CONSOLE, body: FORM, handler: "console.keys.revoke" }),
+  own({ name: "console.tokens", method: GET, path: `${P}/console/tokens`, auth: CONSOLE, handler: "console.tokens" }),
+  own({ name: "console.tokens.mint", method: POST, path: `${P}/console/tokens`, auth: CONSOLE, body: FORM, handler: "console.tokens.mint" }),
+  own({ name: "console.tokens.revoke", method: POST, path: `${P}/console/tokens/:jti/revoke`, auth: CONSOLE, body: FORM, handler: "console.tokens.revoke" }),
+  own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
+  own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
   own({ name: "mcp.metadata", method: GET, path: "/.well-known/oauth-protected-resource", auth: ["none"], handler: "mcp.metadata" }),
   own({ name: "mcp.metadata.resource", method: GET, path: "/.well-known/oauth-protected-resource/mcp", auth: ["none"], handler: "mcp.metadata" }),
