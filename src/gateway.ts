@@ -45,7 +45,7 @@ import { PaymentReconciler } from "./payments/reconcile.js";
 import { PaymentSigner } from "./payments/signer.js";
 import { normalisePath, splitRequestUrl } from "./routing/normalize.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
-import { commonHandlers } from "./routing/handlers.js";
+import { commonHandlers, type RowHandler } from "./routing/handlers.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
@@ -235,40 +235,35 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(exposedPorts(services));
   // The console's rows, on a sub-app that answers with the console's own pages (its errors, headers, origin check).
   const isPage = (r: RouteRow) => r.auth.includes("console");
-  const pageRows = ROUTES.filter(isPage);
-  app.route(
-    "/",
-    consolePages(services, (pages, handlers) => mountRouteTable(pages, services, handlers, pageRows)),
-  );
+  const [pageRows, tableRows] = [ROUTES.filter(isPage), ROUTES.filter((r) => !isPage(r))];
+  const mountPages = (pages: Hono<GatewayEnv>, handlers: Record<string, RowHandler>) =>
+    mountRouteTable(pages, services, handlers, pageRows);
+  app.route("/", consolePages(services, mountPages)); // [mount: the operator console's rows, its own pages]
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined;
   const common = commonHandlers(services);
-  mountRouteTable(
-    app,
-    services,
-    {
-      // The gateway's own rows (src/routing/own-rows.ts)
-      ...ownHandlers,
-      ...operatorHandlers(services), // admin API and /openapi.json
-      ...docsHandlers(deps.docsAssets), // /docs: the OpenAPI document as a page
-      ...readyHandlers(new Readiness(services), services),
-      ...metricsHandlers(services, metrics),
-      ...tokenHandlers(services),
-      ...usageHandlers(services),
-      ...mcpHandlers(services), // /mcp: each tool a request through the route table
-      // The upstream's rows
-      ...common,
-      ...volumeHandlers(services, common),
-      ...nestedHandlers(services, common),
-      ...paidSearchHandlers(services, signer),
-      ...x402SessionHandlers(services, signer),
-      ...sessionHandlers(services),
-      ...cdpHandlers(services),
-      ...liveHandlers(services),
-      ...sandboxHandlers(services),
-      ...runtimeHandlers(services),
-    },
-    ROUTES.filter((r) => !isPage(r)),
-  );
+  const rowHandlers: Record<string, RowHandler> = {
+    // The gateway's own rows (src/routing/own-rows.ts)
+    ...ownHandlers,
+    ...operatorHandlers(services), // admin API and /openapi.json
+    ...docsHandlers(deps.docsAssets), // /docs: the OpenAPI document as a page
+    ...readyHandlers(new Readiness(services), services),
+    ...metricsHandlers(services, metrics),
+    ...tokenHandlers(services),
+    ...usageHandlers(services),
+    ...mcpHandlers(services), // /mcp: each tool a request through the route table
+    // The upstream's rows
+    ...common,
+    ...volumeHandlers(services, common),
+    ...nestedHandlers(services, common),
+    ...paidSearchHandlers(services, signer),
+    ...x402SessionHandlers(services, signer),
+    ...sessionHandlers(services),
+    ...cdpHandlers(services),
+    ...liveHandlers(services),
+    ...sandboxHandlers(services),
+    ...runtimeHandlers(services),
+  };
+  mountRouteTable(app, services, rowHandlers, tableRows);
 
   // Paths are normalised before any route sees them, the way the upstream will read them (src/routing/normalize.ts).
   const dispatch = app.fetch;
