@@ -51,7 +51,15 @@ export class TenantSync {
     this.inflight ??= (async () => {
       try {
         await this.seed();
-        const v = await this.store.version();
+        let v = await this.store.version();
+        if (v < this.version) {
+          // The counter went back: the store lost its records (a Redis restarted without persistence). The config
+          // file's tenants are seeded again before the snapshot is replaced, so they never vanish with it.
+          this.logger.error("tenant store lost its records; seeding the config tenants again", { version: v, was: this.version });
+          this.seeded = undefined;
+          await this.seed();
+          v = await this.store.version();
+        }
         if (v !== this.version) {
           const records = await this.store.list();
           this.directory.replace(records.filter((r) => !r.deleted).map((r) => r.tenant));
