@@ -2,10 +2,12 @@
 //
 //   normalise the path (refuse what could be read two ways) → request-id → tenant store check (when due, beside the
 //     request) → access-log → valid Host (400)
-//     → client address → public hosts (421) → CORS → /_tollgate (own endpoints: health, tokens, usage)
+//     → client address → public hosts (421) → CORS
 //     → exposed ports (by Host: <port>-<id>.<gateway host>)      gateway token or browser cookie → upstream port
-//     → the route table (src/routing/table.ts), every row mounted by middleware/chain.ts:
-//         identify → scope → rate limit → owner → quota → meter → handler (forward, pay, rewrite)
+//     → the route table (src/routing/table.ts): the gateway's own rows (src/routing/own-rows.ts: /_tollgate health,
+//       ready, metrics, usage, ledger, tokens, admin API, docs, console; /mcp) and the upstream's, every row mounted
+//       by middleware/chain.ts: identify (the one caller resolver: keys, tokens, tickets, the metrics bearer, the
+//       console's session) → scope → rate limit (once per request) → owner → body → quota → meter → handler
 //     → anything else: 404 route_not_fronted
 import { Hono, type Context, type ExecutionContext } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
@@ -14,7 +16,7 @@ import type { GatewayEnv } from "./context.js";
 import { errorResponse, GatewayError } from "./errors.js";
 import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
 import { TenantDirectory } from "../middleware/identify/tenants.js";
-import { authenticateTenant } from "../middleware/authenticate/index.js";
+import { identifyKey, metricsTokenCheck } from "../middleware/identify/index.js";
 import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
 import { Upstream, pathAndQuery } from "./platform/upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
@@ -22,7 +24,7 @@ import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
-import { ownRoutes, OWN_PREFIX } from "./operators/own-routes.js";
+import { ownHandlers } from "./operators/own-routes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
@@ -33,40 +35,40 @@ import { exposedPorts } from "./sandboxes/ports.js";
 import { portHosts } from "../middleware/exposed-ports/index.js";
 import { runtimeHandlers } from "./sandboxes/runtime.js";
 import { sandboxHandlers } from "./sandboxes/routes.js";
-import { usageRoutes } from "./operators/usage-routes.js";
+import { usageHandlers } from "./operators/usage-routes.js";
 import { cdpHandlers } from "./sessions/cdp.js";
 import { liveHandlers } from "./sessions/live.js";
 import { sessionHandlers } from "./sessions/routes.js";
-import { tokenRoutes } from "./operators/token-routes.js";
-import { rateLimit } from "../middleware/rate-limit/index.js";
+import { tokenHandlers } from "./operators/token-routes.js";
 import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
 import { PaymentSigner } from "./payments/signer.js";
 import { normalisingFetch, splitRequestUrl } from "../middleware/normalize/index.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
-import { commonHandlers } from "./routing/handlers.js";
+import { commonHandlers, type RowHandler } from "./routing/handlers.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { workersPeerAddress } from "./platform/client-address.js";
 import { clientAddressOf } from "./platform/forwarded.js";
-import { metricsRoutes } from "./operators/metrics-route.js";
-import { readyRoutes } from "./operators/ready-route.js";
+import { metricsHandlers } from "./operators/metrics-route.js";
+import { readyHandlers } from "./operators/ready-route.js";
 import { Readiness } from "./operators/readiness.js";
 import { pollTenantStore, TenantSync } from "../middleware/identify/tenant-sync.js";
-import { operatorRoutes } from "./operators/admin/index.js";
-import { consoleRoutes } from "./console/routes.js";
+import { operatorHandlers } from "./operators/admin/index.js";
+import { consolePages } from "./console/routes.js";
+import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "../middleware/identify/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
 import { startWebhookDispatcher } from "./operators/webhooks.js";
-import { docsRoutes, type DocsAssets } from "./operators/docs.js";
+import { docsHandlers, type DocsAssets } from "./operators/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
-import { mcpRoutes } from "./mcp/endpoint.js";
+import { mcpHandlers } from "./mcp/endpoint.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -181,6 +183,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     background: background.run.bind(background),
     onClose: (fn) => closers.push(fn),
+    isMetricsToken: metricsTokenCheck(deps.secrets.metricsToken), // [the metrics token's one holder]
   };
   services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
@@ -206,7 +209,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   });
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
     try {
-      await authenticateTenant(c, directory, "admin");
+      await identifyKey(services, c, "admin");
       const res = await upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: c.req.raw.headers, body: c.req.raw.body });
       logger.info("admin passthrough", { requestId: c.get("requestId"), tenant: c.get("tenant")?.id, method: c.req.method });
       return Upstream.relay(res);
@@ -223,19 +226,25 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
-  app.use(`${OWN_PREFIX}/*`, rateLimit(services)); // [mount: rate limit on the gateway's own endpoints; table rows count in their chain]
-  app.route(OWN_PREFIX, ownRoutes(directory));
-  app.route(OWN_PREFIX, operatorRoutes(services)); // admin API (/admin/*) and /openapi.json
-  app.route(OWN_PREFIX, docsRoutes(deps.docsAssets)); // /docs: the OpenAPI document as a page
-  app.route(OWN_PREFIX, readyRoutes(new Readiness(services, signer), services));
-  app.route(OWN_PREFIX, metricsRoutes(services, metrics, deps.secrets.metricsToken));
-  app.route(`${OWN_PREFIX}/console`, consoleRoutes(services)); // [mount: the operator console, server-rendered pages]
   app.use(portHosts(exposedPorts(services))); // [mount: only a port-shaped Host reaches the sandbox port relay]
-  app.route(`${OWN_PREFIX}/tokens`, tokenRoutes(services));
-  app.route(OWN_PREFIX, usageRoutes(services));
-  app.route("/", mcpRoutes(services, !!signer)); // [mount: /mcp, each tool a request through the route table below]
+  // The console's rows, on a sub-app that answers with the console's own pages (its errors, headers, origin check).
+  const isPage = (r: RouteRow) => r.auth.includes("console");
+  const [pageRows, tableRows] = [ROUTES.filter(isPage), ROUTES.filter((r) => !isPage(r))];
+  const mountPages = (pages: Hono<GatewayEnv>, handlers: Record<string, RowHandler>) =>
+    mountRouteTable(pages, services, handlers, pageRows);
+  app.route("/", consolePages(services, mountPages)); // [mount: the operator console's rows, its own pages]
   const common = commonHandlers(services);
-  mountRouteTable(app, services, {
+  const rowHandlers: Record<string, RowHandler> = {
+    // The gateway's own rows (src/routing/own-rows.ts)
+    ...ownHandlers,
+    ...operatorHandlers(services), // admin API and /openapi.json
+    ...docsHandlers(deps.docsAssets), // /docs: the OpenAPI document as a page
+    ...readyHandlers(new Readiness(services, signer), services),
+    ...metricsHandlers(services, metrics),
+    ...tokenHandlers(services),
+    ...usageHandlers(services),
+    ...mcpHandlers(services, !!signer), // /mcp: each tool a request through the route table
+    // The upstream's rows
     ...common,
     ...volumeHandlers(services, common),
     ...nestedHandlers(services),
@@ -246,7 +255,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...liveHandlers(services),
     ...sandboxHandlers(services),
     ...runtimeHandlers(services),
-  });
+  };
+  mountRouteTable(app, services, rowHandlers, tableRows);
 
   // Paths are normalised before any route sees them, the way the upstream will read them (middleware/normalize/index.ts).
   const dispatch = app.fetch;

@@ -56,4 +56,6 @@ export interface GatewayServices {
    * a request that starts another resource (a task's kept-open browser) creates it as the caller would.
    */
   dispatch?: (req: Request, c: Context) => Promise<Response>;
+  /** Whether a bearer is the TOLLGATE_METRICS_TOKEN (middleware/identify's metricsTokenCheck; the token stays there). */
+  isMetricsToken?: (bearer: string) => boolean;
 }

@@ -45,7 +45,9 @@ export type BodySpec =
   /** The sandbox runtime plane: the body goes to the sandbox the caller's token is bound to and names nothing else. */
   | { kind: "sandbox" }
   /** Bytes streamed as they come (an upload to a presigned ticket). */
-  | { kind: "bytes" };
+  | { kind: "bytes" }
+  /** An own row's body, read by its handler and checked there once (with `schema` when it is the admin API's). */
+  | { kind: "handler"; what: string; schema?: z.ZodType };
 
 export const json = (schema: z.ZodType): BodySpec => ({ kind: "json", schema });
 

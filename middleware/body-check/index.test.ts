@@ -36,7 +36,7 @@ function setup(unknownBodyFields: "refuse" | "forward" = "refuse") {
       r.method as string,
       [r.path],
       (c, next) => {
-        c.set("caller", { via: "key", tenant: acme });
+        c.set("caller", { via: "key", tenant: acme, presented: "tg_test_key" });
         c.set("requestId", "req-1");
         return next();
       },

@@ -1,5 +1,6 @@
-// Who is calling, identified once at the head of a row's chain: a tenant key, or one of the gateway's own tokens.
-// Scope, rate limit, quota, budget and ownership all read the one `caller` this sets; no route parses credentials.
+// Who is calling, identified once at the head of a row's chain: a tenant key, one of the gateway's own tokens, the
+// metrics bearer or the console's session cookie. Scope, rate limit, quota, budget and ownership all read the one
+// `caller` this sets; no route parses credentials.
 import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
@@ -7,28 +8,47 @@ import type { GatewayServices } from "../../src/services.js";
 import { bearerToken, presentedKey, requireScope, type Tenant } from "./tenants.js";
 import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "./tokens.js";
 import type { RouteRow } from "../../src/routing/table.js";
+import type { Scope } from "../../config/schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
+import { roleOf } from "../../src/operators/roles.js";
+import { publicOriginOf } from "../../src/platform/public-origin.js";
+import { currentSession, type ConsoleSession } from "../../src/console/session.js";
 
 type Caller =
-  | { via: "key"; tenant: Tenant }
+  | {
+      via: "key";
+      tenant: Tenant /** The key as presented (MCP tools call rows with it; a console link is bound to it). */;
+      presented: string;
+    }
   | {
       via: "token";
       tenant: Tenant;
       token: GatewayToken /** The token as presented, for checks while a socket is open. */;
       presented: string;
     }
-  | { via: "ticket" };
+  | { via: "ticket" }
+  /** An own row open to anyone, called without a valid credential. */
+  | { via: "public" }
+  | { via: "metrics-token" }
+  /**
+   * The console's session cookie: the session and its tenant, or only the session when its tenant or key is no longer
+   * live (the console ends it), or the error reading it (the console answers it with its own page).
+   */
+  | { via: "console"; session?: ConsoleSession; tenant?: Tenant; error?: unknown };
 
 declare module "hono" {
   interface ContextVariableMap {
     caller: Caller;
+    /** The tenant behind the request, once a key or token has been checked. */
+    tenant: Tenant | undefined;
   }
 }
 
 /** The tenant a key or token caller acts for (ticket callers have none). */
 export function callerTenant(c: Context<GatewayEnv>): Tenant {
   const caller = c.get("caller");
-  if (!caller || caller.via === "ticket") throw new GatewayError(401, "unauthorized", "This route needs a tenant key or a gateway token.");
+  if (!caller || !("tenant" in caller) || !caller.tenant)
+    throw new GatewayError(401, "unauthorized", "This route needs a tenant key or a gateway token.");
   return caller.tenant;
 }
 
@@ -51,6 +71,7 @@ const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {
  * @example app.on("POST", "/api/sandbox", identify(services, row), handler)
  */
 export function identify(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> {
+  if (row.auth.some((a) => OWN_CREDENTIALS.has(a))) return identifyOwn(services, row);
   const acceptsKey = row.auth.includes("key");
   const tokenKinds = new Set(row.auth.map((a) => TOKEN_KIND[a]).filter(Boolean));
   const open = row.auth.includes("none") || row.auth.includes("ticket");
@@ -93,8 +114,8 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
         throw new GatewayError(401, "tenant_key_required", "This route takes a tenant key, not a gateway token.");
       if (!presented && tokenKinds.has("session")) await services.tokens.verify(undefined); // token_missing: a CDP URL lost its token
       const tenant = await services.directory.authenticate(presented);
-      requireScope(tenant, row.scope);
-      caller = { via: "key", tenant };
+      if (row.scope) requireScope(tenant, row.scope);
+      caller = { via: "key", tenant, presented: presented! };
     } else {
       await services.tokens.verify(presented); // missing or not a token: 401 saying so
       throw new GatewayError(401, "unauthorized", "This route needs a gateway token.");
@@ -111,7 +132,7 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
  * the row's scope must be the token's and its tenant's; the token's cap applies to whatever the row spends (callerCap).
  */
 function mcpTokenTenant(services: GatewayServices, row: RouteRow, token: GatewayToken): Tenant {
-  if (!(token.scopes as string[]).includes(row.scope))
+  if (!row.scope || !(token.scopes as string[]).includes(row.scope))
     throw new GatewayError(403, "token_scope", `This token does not allow "${row.scope}" (it allows: ${token.scopes.join(", ")}).`, {
       requiredScope: row.scope,
     });
@@ -119,4 +140,139 @@ function mcpTokenTenant(services: GatewayServices, row: RouteRow, token: Gateway
   if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
   requireScope(tenant, row.scope);
   return tenant;
+}
+
+const OWN_CREDENTIALS = new Set(["public", "tenant-key", "operator", "metrics-token", "mcp-token", "console"]);
+
+/** Equal strings in time that does not depend on where they differ. */
+function sameSecret(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
+  return diff === 0;
+}
+
+/**
+ * The check of a TOLLGATE_METRICS_TOKEN bearer, given to services in place of the token (which stays in this closure
+ * and reaches nothing else). undefined: no metrics token, only operator keys may scrape.
+ */
+export function metricsTokenCheck(token: string | undefined): ((bearer: string) => boolean) | undefined {
+  return token ? (bearer) => sameSecret(bearer, token) : undefined;
+}
+
+/**
+ * The caller of one of the gateway's own rows (src/routing/own-rows.ts). "public": a valid key or gateway token is the
+ * caller (counted by the rate limit), anything else is no reason to refuse. "tenant-key" and "operator": a tenant key
+ * (a gateway token is refused with the row's `wrongToken`, else as an unknown key); an operator key may read, an
+ * operator-readonly key may not change (403 read_only). "metrics-token": the TOLLGATE_METRICS_TOKEN bearer. "mcp-token":
+ * a keyless MCP token stands for its tenant. "console": the console's session cookie (the console answers its absence).
+ */
+function identifyOwn(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> {
+  const has = (a: string) => row.auth.includes(a as never);
+  const open = has("public"),
+    operator = has("operator"),
+    takesKey = operator || has("tenant-key"),
+    takesMcp = has("mcp-token");
+  const isMetricsToken = has("metrics-token") ? services.isMetricsToken : undefined;
+
+  async function resolve(c: Context<GatewayEnv>): Promise<Caller> {
+    if (has("console")) return consoleCaller(services, c);
+    const headers = c.req.raw.headers;
+    if (isMetricsToken) {
+      const bearer = bearerToken(headers);
+      if (bearer && isMetricsToken(bearer)) return { via: "metrics-token" };
+    }
+    const presented = presentedKey(headers);
+    if (open) {
+      // Only to count the request against its tenant: an open row's answer does not depend on it.
+      return (await quietly(services, presented ?? c.req.query("token"))) ?? { via: "public" };
+    }
+    if (looksLikeGatewayToken(presented) && (takesMcp || row.wrongToken)) {
+      const wrong = (kind: string) =>
+        new GatewayError(row.wrongToken!.status, row.wrongToken!.code, row.wrongToken!.message.replace("{kind}", kind));
+      if (!takesMcp) throw wrong("gateway");
+      const token = await services.tokens.verify(presented);
+      const tenant = token.kind === "mcp" ? services.directory.get(token.tenant) : undefined;
+      // /mcp says a disabled tenant is disabled; /usage answers it as any token it cannot read with (as it always has).
+      if (token.kind === "mcp" && !tenant?.enabled && row.wrongToken?.code !== "tenant_key_required")
+        throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+      if (!tenant?.enabled || token.cap === undefined) throw wrong(token.kind);
+      return { via: "token", tenant, token, presented };
+    }
+    if (!takesKey) throw new GatewayError(401, "unauthorized", "This route needs a tenant key.");
+    const tenant = await services.directory.authenticate(presented);
+    if (operator) {
+      const role = roleOf(tenant);
+      const reads = c.req.method === "GET" || c.req.method === "HEAD";
+      if (role === "readonly" && !reads && !row.readOnlyMay)
+        throw new GatewayError(
+          403,
+          "read_only",
+          "This key has the operator-readonly scope: it may read the admin API but not change anything.",
+        );
+      if (role === "tenant") requireScope(tenant, "admin");
+    } else if (row.scope) requireScope(tenant, row.scope);
+    return { via: "key", tenant, presented: presented! };
+  }
+
+  return async function identifyOwnCaller(c, next) {
+    const f = c.get("logFields");
+    f.route = row.name;
+    let caller: Caller;
+    try {
+      caller = await resolve(c);
+    } catch (err) {
+      if (row.bearerChallenge && err instanceof GatewayError && err.status === 401)
+        throw new GatewayError(err.status, err.code, err.message, err.details, {
+          "www-authenticate": `Bearer resource_metadata="${publicOriginOf(c, services)}${row.bearerChallenge}"`,
+        });
+      throw err;
+    }
+    c.set("caller", caller);
+    if ("tenant" in caller && caller.tenant) {
+      c.set("tenant", caller.tenant);
+      f.tenant = caller.tenant.id;
+    }
+    return next();
+  };
+}
+
+/**
+ * A tenant key with `scope`, outside the route table: the admin passthrough (server.adminPassthrough) answers paths no
+ * row fronts. Sets the caller as a row's identify would.
+ */
+export async function identifyKey(services: GatewayServices, c: Context<GatewayEnv>, scope: Scope): Promise<Tenant> {
+  const presented = presentedKey(c.req.raw.headers);
+  const tenant = await services.directory.authenticate(presented);
+  requireScope(tenant, scope);
+  c.set("caller", { via: "key", tenant, presented: presented! });
+  c.set("tenant", tenant);
+  c.get("logFields").tenant = tenant.id;
+  return tenant;
+}
+
+/** A key or gateway token when it is valid, else nobody (an open row does not refuse for it). */
+async function quietly(services: GatewayServices, presented: string | undefined): Promise<Caller | undefined> {
+  if (!presented) return undefined;
+  try {
+    if (!looksLikeGatewayToken(presented)) return { via: "key", tenant: await services.directory.authenticate(presented), presented };
+    const token = await services.tokens.verify(presented);
+    const tenant = services.directory.get(token.tenant);
+    return tenant ? { via: "token", tenant, token, presented } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The console session the cookie names: live only while its tenant is enabled and still holds the key signed in with. */
+async function consoleCaller(services: GatewayServices, c: Context<GatewayEnv>): Promise<Caller> {
+  try {
+    const session = await currentSession(services, c);
+    if (!session) return { via: "public" };
+    const tenant = services.directory.get(session.tenant);
+    const now = services.now();
+    const keyLive = tenant?.keys.some((k) => k.hash === session.keyHash && (!k.expiresAt || Date.parse(k.expiresAt) > now));
+    return tenant?.enabled && keyLive ? { via: "console", session, tenant } : { via: "console", session };
+  } catch (error) {
+    return { via: "console", error };
+  }
 }

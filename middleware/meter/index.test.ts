@@ -57,7 +57,7 @@ function setup(opts: { budget?: Record<string, string>; credits?: Record<string,
       r.method as string,
       [r.path],
       (c, next) => {
-        c.set("caller", { via: "key", tenant: acme });
+        c.set("caller", { via: "key", tenant: acme, presented: "tg_test_key" });
         return next();
       },
       ...before,

@@ -49,7 +49,7 @@ function mount(stores: StateStores, r: RouteRow, via: CallerVia = "key") {
     [r.path],
     (c, next) => {
       if (via === "ticket") c.set("caller", { via: "ticket" });
-      else if (via === "key") c.set("caller", { via: "key", tenant: acme });
+      else if (via === "key") c.set("caller", { via: "key", tenant: acme, presented: "tg_test_key" });
       else {
         const token = { tenant: "acme", kind: "sandbox", scopes: [], jti: "j", exp: 0, iat: 0, ...via.token } as GatewayToken;
         c.set("caller", { via: "token", tenant: acme, token, presented: "tg_x" });

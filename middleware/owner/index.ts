@@ -21,7 +21,7 @@ export function requireOwner(services: OwnerServices, row: RouteRow): Middleware
   return async function requireOwnerMiddleware(c, next) {
     const id = c.req.param(owns.param) ?? "";
     const caller = c.get("caller");
-    if (caller.via === "ticket") throw notOwned(owns.kind, id);
+    if (caller.via !== "key" && caller.via !== "token") throw notOwned(owns.kind, id);
     if (owns.byName) {
       const key = await ownedVolumeKey(services, caller.tenant.id, id);
       if (!key) throw notOwned(owns.kind, id);

@@ -8,6 +8,8 @@ import { createGateway, type Gateway } from "../../src/gateway.js";
 import { Logger, Redactor } from "../../src/log.js";
 import { generateTenantKey, hashTenantKey } from "../identify/tenants.js";
 import { accessLog } from "../access-log/index.js";
+import { OWN_ROWS } from "../../src/routing/own-rows.js";
+import { identify } from "../identify/index.js";
 import { rateLimit } from "./index.js";
 
 /** 2026-03-10 12:00:10 UTC: ten seconds into a minute window. */
@@ -40,6 +42,8 @@ async function setup() {
     c.set("caller", { via: "ticket" });
     await next();
   });
+  // identify() as an open own row runs it: a valid key or gateway token (header or ?token=) is the caller, else nobody.
+  a.use("/_tollgate/*", identify(g.services, OWN_ROWS.find((r) => r.name === "own.health")!));
   a.use(rateLimit(g.services));
   let routeRuns = 0;
   a.all("*", (c) => {

@@ -1,39 +1,23 @@
-// Per-tenant request rate limit (quotas.requestsPerMinute) on every request that carries a tenant key or gateway token.
+// Per-tenant request rate limit (quotas.requestsPerMinute) on every row whose caller is a tenant key or gateway token.
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import { presentedKey, type Tenant } from "../identify/tenants.js";
-import { looksLikeGatewayToken } from "../identify/tokens.js";
 import "../identify/index.js";
 
 const WINDOW_MS = 60_000;
 
 /**
- * Counts the request against its tenant's per-minute limit in a fixed window shared by every gateway instance
- * (services.stores.rateLimiter) and refuses with 429 `rate_limited` and `Retry-After` past it. A request whose key or
- * token is not valid passes untouched: authentication is the route's job, this only counts. Gateway tokens count
- * against the tenant that minted them.
- * @example app.use("/api/*", rateLimit(services))
+ * Counts the request against its caller's tenant (the caller middleware/identify set: a key, or a gateway token for the
+ * tenant that minted it) in a fixed per-minute window shared by every gateway instance (services.stores.rateLimiter),
+ * and refuses with 429 `rate_limited` and `Retry-After` past it. Callers with no tenant (tickets, open rows called
+ * without a credential, the metrics bearer, console sessions) pass uncounted. Mounted once per row by
+ * middleware/chain.ts, so a request is counted once.
+ * @example app.on("GET", "/_tollgate/usage", identify(services, row), rateLimit(services), handler)
  */
 export function rateLimit(services: GatewayServices): MiddlewareHandler {
-  async function tenantOf(presented: string | undefined): Promise<Tenant | undefined> {
-    if (!presented) return undefined;
-    try {
-      if (looksLikeGatewayToken(presented)) return services.directory.get((await services.tokens.verify(presented)).tenant);
-      return await services.directory.authenticate(presented);
-    } catch {
-      return undefined;
-    }
-  }
-
   return async function rateLimitMiddleware(c, next) {
-    // Route-table rows identified their caller already; the gateway's own endpoints are counted from their credentials.
     const caller = c.get("caller");
-    const tenant = caller
-      ? caller.via === "ticket"
-        ? undefined
-        : caller.tenant
-      : await tenantOf(presentedKey(c.req.raw.headers) ?? c.req.query("token"));
+    const tenant = caller?.via === "key" || caller?.via === "token" ? caller.tenant : undefined;
     const limit = tenant?.quotas.requestsPerMinute;
     if (!tenant || limit === undefined) return next();
     const fields = c.get("logFields");

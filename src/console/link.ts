@@ -1,10 +1,9 @@
 // Console sign-in links: an operator's CLI (`tollgate console link`) asks the admin API for a one-time code; the URL it
 // prints carries the code (never a key) in its query, which the access log does not record. The code lives five
 // minutes in shared state, only as its hash, and the first exchange on any instance uses it up.
-import { Hono } from "hono";
-import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { hashTenantKey } from "../../middleware/identify/tenants.js";
+import type { RowHandler } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { audit } from "../operators/tenant-changes.js";
 import { validBody } from "../operators/admin/validate.js";
@@ -27,21 +26,23 @@ const digestOf = async (code: string) => (await hashTenantKey(code)).slice("sha2
 const CODE_SHAPE = /^[A-Za-z0-9_-]{40,64}$/;
 
 /** POST /_tollgate/admin/console-links: a one-time sign-in URL for the calling operator (admin or operator-readonly). */
-export function consoleLinkRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-  app.post("/console-links", async (c) => {
-    const body = await validBody(c, consoleLinkBody);
-    const tenant = c.get("tenant")!;
-    const ttlSeconds = body.ttlSeconds ?? LINK_TTL_DEFAULT_S;
-    const code = randomToken();
-    const record: LinkRecord = { tenant: tenant.id, keyHash: await hashTenantKey(presentedKey(c.req.raw.headers) ?? "") };
-    await services.stores.kv.set(codeKey(await digestOf(code)), JSON.stringify(record), ttlSeconds * 1000);
-    const expiresAt = new Date(services.now() + ttlSeconds * 1000).toISOString();
-    await audit(services, c, "console.link.create", `tenant:${tenant.id}`, undefined, { expiresAt });
-    const url = `${publicOriginOf(c, services)}${CONSOLE_PATH}/link?code=${code}`;
-    return c.json({ url, expiresAt }, 201);
-  });
-  return app;
+export function consoleLinkHandlers(services: GatewayServices): Record<string, RowHandler> {
+  return {
+    "admin.consoleLink": async (c) => {
+      const body = await validBody(c, consoleLinkBody);
+      const caller = c.get("caller");
+      if (caller.via !== "key") throw new Error("admin.consoleLink: the row's caller is an operator key");
+      const tenant = caller.tenant;
+      const ttlSeconds = body.ttlSeconds ?? LINK_TTL_DEFAULT_S;
+      const code = randomToken();
+      const record: LinkRecord = { tenant: tenant.id, keyHash: await hashTenantKey(caller.presented) };
+      await services.stores.kv.set(codeKey(await digestOf(code)), JSON.stringify(record), ttlSeconds * 1000);
+      const expiresAt = new Date(services.now() + ttlSeconds * 1000).toISOString();
+      await audit(services, c, "console.link.create", `tenant:${tenant.id}`, undefined, { expiresAt });
+      const url = `${publicOriginOf(c, services)}${CONSOLE_PATH}/link?code=${code}`;
+      return c.json({ url, expiresAt }, 201);
+    },
+  };
 }
 
 /** The link's tenant without using it up (the confirmation page names who will be signed in). */

@@ -4,7 +4,9 @@
 // changes every tenant; an operator-readonly key sees every tenant and changes nothing; a tenant key sees only itself
 // (another tenant's pages and resources are 404) and manages its own keys and keyless tokens. Sign-in swaps a key, or a
 // one-time link from `tollgate console link`, for a session cookie; every form carries the session's token and must
-// come from the console's own origin; every change is in the audit log.
+// come from the console's own origin; every change is in the audit log. The pages are one row of the route table
+// (`console.pages`, src/routing/own-rows.ts): the chain's identify step reads the session cookie, and the row's handler
+// runs these pages with that caller (their own error pages, CSRF check and page headers included).
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
@@ -26,7 +28,8 @@ import { createTenant, patchTenant, setTenantEnabled } from "../operators/admin/
 import { keyCreateBody, keyRotateBody, tenantCreateBody, tenantPatchBody } from "../operators/admin/schemas.js";
 import { auditPage, concernsTenant, ledgerSurface, SURFACES } from "../operators/admin/views.js";
 import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../operators/token-routes.js";
-import { currentSession, endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
+import { CONSOLE_PATH, endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
+import type { RowHandler } from "../routing/handlers.js";
 import { peekLink, redeemLink } from "./link.js";
 import { liveResources, stopResource, type LiveKind } from "./resources.js";
 import { spendHistory, tenantSpend } from "./spend.js";
@@ -147,37 +150,61 @@ function ledgerCsv(entries: LedgerEntry[]): string {
   return `${[CSV_COLUMNS.join(","), ...rows].join("\r\n")}\r\n`;
 }
 
-export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
-  const { stores, directory } = services;
-  const app = new Hono<ConsoleEnv>();
+type Page = (c: C) => Response | Promise<Response>;
+const asConsoleContext = (c: Context<GatewayEnv>) => c as unknown as C;
+/** A path parameter of the page's row ("" when the row has none by that name). */
+const param = (c: C, name: string): string => c.req.param(name) ?? "";
 
-  app.onError((err, c) => {
+/**
+ * The console's rows (src/routing/own-rows.ts, caller "console"), mounted by the chain (`mount`: middleware/chain.ts's
+ * mountRouteTable) on a sub-app of their own, which answers any refusal with the console's HTML error page and gives
+ * every page its headers and the origin check on forms.
+ * @example app.route("/", consolePages(services, (pages, handlers) => mountRouteTable(pages, services, handlers, rows)))
+ */
+export function consolePages(
+  services: GatewayServices,
+  mount: (pages: Hono<GatewayEnv>, handlers: Record<string, RowHandler>) => void,
+): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  app.onError((err, gc) => {
+    const c = asConsoleContext(gc);
     let status = 503;
     let message = "The console could not complete this request; try again shortly.";
     if (err instanceof GatewayError) [status, message] = [err.status, err.message];
     else if (err instanceof HTTPException)
       [status, message] = [err.status, err.status === 403 ? "This form was not sent from the console's own page." : err.message];
     else if (isStateUnavailable(err)) message = "The gateway's shared state store is unreachable; try again shortly.";
-    else services.logger.error("console error", { requestId: c.get("requestId"), error: String((err as Error)?.stack ?? err) });
+    else services.logger.error("console error", { requestId: gc.get("requestId"), error: String((err as Error)?.stack ?? err) });
     const code = ([400, 401, 403, 404, 409, 502, 503] as const).find((s) => s === status) ?? 503;
     return render(c, <ErrorPage status={code} message={message} viewer={c.get("viewer")} nonce={c.get("nonce") ?? ""} />, code);
   });
+  app.use(
+    `${CONSOLE_PATH}/*`,
+    pageHeaders as unknown as MiddlewareHandler<GatewayEnv>,
+    // Forms must come from this origin (the request's own, or the configured public one behind a proxy).
+    csrf({ origin: (origin, c) => origin === new URL(c.req.url).origin || origin === publicOriginOf(c, services) }),
+  );
+  mount(app, consoleHandlers(services));
+  return app;
+}
 
-  app.use("*", pageHeaders);
-  // Forms must come from this origin (the request's own, or the configured public one behind a proxy).
-  app.use("*", csrf({ origin: (origin, c) => origin === new URL(c.req.url).origin || origin === publicOriginOf(c, services) }));
+/** Every console page's handler by name: the sign-in pages open, the others behind a live session. */
+function consoleHandlers(services: GatewayServices): Record<string, RowHandler> {
+  const { stores, directory } = services;
+  const open: Record<string, Page> = {};
+  const pages: Record<string, Page> = {};
 
   /** Records a console action in the audit log, under the tenant acting. */
   const record = (c: C, action: string, target: string, after?: unknown) =>
     audit(services, asGatewayContext(c), action, target, undefined, after);
 
   // ---- sign-in: a key typed in the form, or a one-time link ------------------------------------------------------
-  app.get("/login", async (c) => {
+  open["console.login.page"] = async (c) => {
     if (await signedIn(c)) return c.redirect(href(""), 303);
     return render(c, <LoginPage nonce={c.get("nonce")} />);
-  });
+  };
 
-  app.post("/login", async (c) => {
+  open["console.login"] = async (c) => {
     const key = field(await formOf(c), "key");
     let tenant: Tenant;
     try {
@@ -191,15 +218,15 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     asGatewayContext(c).set("tenant", tenant);
     await record(c, "console.login", `key:${tenant.id}/${keyIdOf(keyHash)}`, { via: "key" });
     return c.redirect(href(""), 303);
-  });
+  };
 
-  app.get("/link", async (c) => {
+  open["console.link.page"] = async (c) => {
     const code = c.req.query("code") ?? "";
     const link = await peekLink(services, code);
     return render(c, <LinkPage nonce={c.get("nonce")} code={link ? code : undefined} tenant={link?.tenant} />, link ? 200 : 404);
-  });
+  };
 
-  app.post("/link", async (c) => {
+  open["console.link"] = async (c) => {
     const link = await redeemLink(services, field(await formOf(c), "code"));
     const tenant = link ? directory.get(link.tenant) : undefined;
     if (!link || !tenant?.enabled || !tenant.keys.some((k) => k.hash === link.keyHash))
@@ -208,16 +235,19 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     asGatewayContext(c).set("tenant", tenant);
     await record(c, "console.login", `key:${tenant.id}/${keyIdOf(link.keyHash)}`, { via: "link" });
     return c.redirect(href(""), 303);
-  });
+  };
 
-  /** The live session's viewer, or undefined: the tenant must still exist, be enabled and hold the key signed in with. */
+  /**
+   * The live session's viewer, or undefined, from the caller the chain's identify step read off the session cookie: a
+   * session whose tenant is gone, disabled or no longer holds the key signed in with is ended here.
+   */
   async function signedIn(c: C): Promise<{ session: ConsoleSession; tenant: Tenant } | undefined> {
-    const session = await currentSession(services, c);
+    const caller = asGatewayContext(c).get("caller");
+    if (caller?.via !== "console") return undefined;
+    if (caller.error !== undefined) throw caller.error;
+    const { session, tenant } = caller;
     if (!session) return undefined;
-    const tenant = directory.get(session.tenant);
-    const now = services.now();
-    const keyLive = tenant?.keys.some((k) => k.hash === session.keyHash && (!k.expiresAt || Date.parse(k.expiresAt) > now));
-    if (!tenant?.enabled || !keyLive) {
+    if (!tenant) {
       await endSession(services, c, session);
       return undefined;
     }
@@ -225,7 +255,8 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
   }
 
   // ---- everything else needs a session (and, for a form, its token) ------------------------------------------------
-  app.use("*", async function consoleSession(c, next) {
+  /** The session a page needs (set as the viewer), or the answer instead of the page: sign in first. */
+  async function consoleSession(c: C): Promise<Response | undefined> {
     const found = await signedIn(c);
     if (!found) {
       if (c.req.method === "GET" || c.req.method === "HEAD") return c.redirect(href("/login"), 303);
@@ -243,14 +274,14 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       if (role === "readonly" && !c.req.path.endsWith("/logout"))
         throw new GatewayError(403, "read_only", "This is a read-only operator session: it can see everything and change nothing.");
     }
-    await next();
-  });
+    return undefined;
+  }
 
-  app.post("/logout", async (c) => {
+  pages["console.logout"] = async (c) => {
     await record(c, "console.logout", `tenant:${c.get("viewer").tenant}`);
     await endSession(services, c, c.get("session"));
     return c.redirect(href("/login"), 303);
-  });
+  };
 
   const visibleTenants = (c: C): Tenant[] => {
     const v = c.get("viewer");
@@ -303,9 +334,9 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     );
   }
 
-  app.get("/", (c) => overview(c));
+  pages["console.overview"] = (c) => overview(c);
 
-  app.post("/tenants", async (c) => {
+  pages["console.tenants.create"] = async (c) => {
     requireAdmin(c);
     const form = await formOf(c);
     const value = withoutUndefined({
@@ -324,7 +355,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       throw err;
     }
     return overview(c, { issued: { tenant: created.tenant.id, id: created.keyId, key: created.key } }, 201);
-  });
+  };
 
   async function tenantPage(c: C, tenant: Tenant, extra: { notice?: string; formError?: string } = {}, status: 200 | 400 | 409 = 200) {
     const [spend, resources, ledger, auditLog, savings, history, used] = await Promise.all([
@@ -360,8 +391,8 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     );
   }
 
-  app.get("/tenants/:id", async (c) => {
-    const tenant = visibleTenant(c, c.req.param("id"));
+  pages["console.tenant"] = async (c) => {
+    const tenant = visibleTenant(c, param(c, "id"));
     const saved = c.req.query("saved");
     const notice =
       saved === "settings"
@@ -372,11 +403,11 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
             ? "Tenant disabled."
             : undefined;
     return tenantPage(c, tenant, { notice });
-  });
+  };
 
-  app.post("/tenants/:id/settings", async (c) => {
+  pages["console.tenant.settings"] = async (c) => {
     requireAdmin(c);
-    const tenant = visibleTenant(c, c.req.param("id"));
+    const tenant = visibleTenant(c, param(c, "id"));
     const form = await formOf(c);
     const thresholds = field(form, "alerts.thresholds");
     const webhooks = field(form, "alerts.webhooks")
@@ -417,15 +448,15 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       throw err;
     }
     return c.redirect(href(`/tenants/${encodeURIComponent(tenant.id)}?saved=settings`), 303);
-  });
+  };
 
-  app.post("/tenants/:id/:verb{enable|disable}", async (c) => {
+  pages["console.tenant.enabled"] = async (c) => {
     requireAdmin(c);
-    const tenant = visibleTenant(c, c.req.param("id"));
-    const verb = c.req.param("verb");
+    const tenant = visibleTenant(c, param(c, "id"));
+    const verb = c.req.path.endsWith("/enable") ? "enable" : "disable";
     await setTenantEnabled(services, asGatewayContext(c), tenant.id, verb === "enable");
     return c.redirect(href(`/tenants/${encodeURIComponent(tenant.id)}?saved=${verb}`), 303);
-  });
+  };
 
   // ---- ledger --------------------------------------------------------------------------------------------------------
   async function ledgerRows(c: C): Promise<{ filters: LedgerFilters; matching: LedgerEntry[] }> {
@@ -464,7 +495,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     return { filters, matching };
   }
 
-  app.get("/ledger", async (c) => {
+  pages["console.ledger"] = async (c) => {
     const viewer = c.get("viewer");
     const { filters, matching } = await ledgerRows(c);
     const entries = matching.slice(filters.offset, filters.offset + filters.limit);
@@ -480,20 +511,20 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
         hasMore={matching.length > filters.offset + filters.limit}
       />,
     );
-  });
+  };
 
   /** Every matching entry (up to the scan bound), not one page: what an export is for. */
-  app.get("/ledger.csv", async (c) => {
+  pages["console.ledger.csv"] = async (c) => {
     const { filters, matching } = await ledgerRows(c);
     const name = `tollgate-ledger-${filters.tenant ?? "all"}-${new Date(services.now()).toISOString().slice(0, 10)}.csv`;
     return c.body(ledgerCsv(matching), 200, {
       "content-type": "text/csv; charset=utf-8",
       "content-disposition": `attachment; filename="${name}"`,
     });
-  });
+  };
 
   // ---- sandboxes and sessions ---------------------------------------------------------------------------------------
-  app.get("/resources", async (c) => {
+  pages["console.resources"] = async (c) => {
     const resources = await liveResources(
       services,
       visibleTenants(c).map((t) => t.id),
@@ -502,11 +533,11 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const notice =
       stopped && /^(sandbox|session):/.test(stopped) && RESOURCE_ID.test(stopped) ? `Stopped ${stopped.replace(":", " ")}.` : undefined;
     return render(c, <ResourcesPage viewer={c.get("viewer")} nonce={c.get("nonce")} resources={resources} notice={notice} />);
-  });
+  };
 
-  app.post("/resources/:kind{sandbox|session}/:id/stop", async (c) => {
-    const kind = c.req.param("kind") as LiveKind;
-    const id = c.req.param("id");
+  pages["console.resources.stop"] = async (c) => {
+    const kind: LiveKind = c.req.path.startsWith(href("/resources/sandbox/")) ? "sandbox" : "session";
+    const id = param(c, "id");
     const owner = RESOURCE_ID.test(id) ? await stores.ownership.owner(kind, id) : undefined;
     if (!owner) throw new GatewayError(404, "not_found", `No ${kind} "${id}" here.`);
     visibleTenant(c, owner);
@@ -515,7 +546,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
       throw new GatewayError(502, "upstream_error", `The upstream would not stop ${kind} ${id} (${status}); try again.`);
     await record(c, "resource.stop", `${kind}:${owner}/${id}`, { status });
     return c.redirect(href(`/resources?stopped=${kind}:${encodeURIComponent(id)}`), 303);
-  });
+  };
 
   // ---- keys ---------------------------------------------------------------------------------------------------------
   async function keysPage(c: C, issued?: Parameters<typeof KeysPage>[0]["issued"], status: 200 | 201 = 200) {
@@ -541,10 +572,10 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     );
   }
 
-  app.get("/keys", (c) => keysPage(c));
+  pages["console.keys"] = (c) => keysPage(c);
 
-  app.post("/tenants/:id/keys", async (c) => {
-    const tenant = keyTenant(c, c.req.param("id"));
+  pages["console.keys.create"] = async (c) => {
+    const tenant = keyTenant(c, param(c, "id"));
     const id = tenant.id;
     if (!c.get("viewer").canEdit && tenant.keys.length >= SELF_SERVICE_KEYS)
       throw new GatewayError(409, "too_many_keys", `A tenant holds at most ${SELF_SERVICE_KEYS} keys of its own making; revoke one first.`);
@@ -556,22 +587,22 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const issued = await createKey(services, asGatewayContext(c), id, body);
     // The plain key is in this one answer (not cached: see pageHeaders) and nowhere else.
     return keysPage(c, { tenant: id, id: issued.id, key: issued.key }, 201);
-  });
+  };
 
-  app.post("/tenants/:id/keys/:keyId/rotate", async (c) => {
-    const id = keyTenant(c, c.req.param("id")).id;
+  pages["console.keys.rotate"] = async (c) => {
+    const id = keyTenant(c, param(c, "id")).id;
     const form = await formOf(c);
     const body = formValue(
       keyRotateBody,
       withoutUndefined({ graceSeconds: numberField(form, "graceSeconds"), expiresAt: field(form, "expiresAt") }),
     );
-    const r = await rotateKey(services, asGatewayContext(c), id, c.req.param("keyId"), body);
+    const r = await rotateKey(services, asGatewayContext(c), id, param(c, "keyId"), body);
     return keysPage(c, { tenant: id, id: r.id, key: r.key, replaced: r.replaced, replacedExpiresAt: r.replacedExpiresAt }, 201);
-  });
+  };
 
-  app.post("/tenants/:id/keys/:keyId/revoke", async (c) => {
-    const tenant = keyTenant(c, c.req.param("id"));
-    const keyId = c.req.param("keyId");
+  pages["console.keys.revoke"] = async (c) => {
+    const tenant = keyTenant(c, param(c, "id"));
+    const keyId = param(c, "keyId");
     // A tenant managing itself keeps one live key (an admin is held to the fleet's last admin key instead).
     if (!c.get("viewer").canEdit) {
       const now = services.now();
@@ -580,7 +611,7 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     }
     await revokeKey(services, asGatewayContext(c), tenant.id, keyId);
     return c.redirect(href(`/keys?revoked=${keyId}`), 303);
-  });
+  };
 
   // ---- keyless tokens (a tenant's own) --------------------------------------------------------------------------
   const tokenTenant = (c: C): Tenant => {
@@ -613,9 +644,9 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     );
   }
 
-  app.get("/tokens", (c) => tokensPage(c));
+  pages["console.tokens"] = (c) => tokensPage(c);
 
-  app.post("/tokens", async (c) => {
+  pages["console.tokens.mint"] = async (c) => {
     const tenant = tokenTenant(c);
     const form = await formOf(c);
     const target = field(form, "target");
@@ -631,18 +662,18 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
     const minted = await mintKeylessToken(services, c, tenant, formValue(mintRequest, withoutUndefined(request)));
     await record(c, "token.mint", `tenant:${tenant.id}`, { jti: minted.jti, kind: minted.kind, expiresAt: minted.expiresAt });
     return tokensPage(c, { jti: minted.jti, token: minted.token, kind: minted.kind }, 201);
-  });
+  };
 
-  app.post("/tokens/:jti/revoke", async (c) => {
+  pages["console.tokens.revoke"] = async (c) => {
     const tenant = tokenTenant(c);
-    const jti = c.req.param("jti");
+    const jti = param(c, "jti");
     await revokeKeylessToken(services, tenant, jti);
     await record(c, "token.revoke", `tenant:${tenant.id}`, { jti });
     return c.redirect(href(`/tokens?revoked=${encodeURIComponent(jti)}`), 303);
-  });
+  };
 
   // ---- audit and alerts -----------------------------------------------------------------------------------------------
-  app.get("/audit", async (c) => {
+  pages["console.audit"] = async (c) => {
     const viewer = c.get("viewer");
     const q = c.req.query();
     const before = /^\d+$/.test(q.before ?? "") ? Number(q.before) : undefined;
@@ -681,10 +712,18 @@ export function consoleRoutes(services: GatewayServices): Hono<ConsoleEnv> {
         filters={filters}
       />,
     );
-  });
+  };
 
-  app.all("*", () => {
+  pages["console.notFound"] = () => {
     throw new GatewayError(404, "not_found", "There is no such console page.");
-  });
-  return app;
+  };
+
+  const handlers: Record<string, RowHandler> = {};
+  for (const [name, page] of Object.entries(open)) handlers[name] = (c) => page(asConsoleContext(c));
+  for (const [name, page] of Object.entries(pages))
+    handlers[name] = async (gc) => {
+      const c = asConsoleContext(gc);
+      return (await consoleSession(c)) ?? page(c);
+    };
+  return handlers;
 }

@@ -3,16 +3,15 @@
 // MCP token (`Authorization: Bearer`); its tools run as requests through the route table (./call.ts).
 import { StreamableHTTPTransport } from "@hono/mcp";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { Hono, type Context } from "hono";
+import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
+import type { RowHandler } from "../routing/handlers.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey } from "../../middleware/identify/tenants.js";
-import { looksLikeGatewayToken, MCP_SCOPES, type McpScope } from "../../middleware/identify/tokens.js";
+import { MCP_SCOPES, type McpScope } from "../../middleware/identify/tokens.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { jsonValue } from "../../middleware/body-limit/index.js";
-import { rateLimit } from "../../middleware/rate-limit/index.js";
 import { GatewayCall } from "./call.js";
 import { registerTools } from "./tools.js";
 
@@ -20,7 +19,6 @@ import { registerTools } from "./tools.js";
 const MCP_BODY_LIMIT = 1024 * 1024;
 /** Values in one tool call's arguments (the SDK counts them before validating). */
 const MAX_ARGUMENT_ELEMENTS = 10_000;
-const METADATA_PATH = "/.well-known/oauth-protected-resource";
 
 interface McpCaller {
   credential: string;
@@ -28,23 +26,17 @@ interface McpCaller {
   scopes: McpScope[];
 }
 
-/** The caller of /mcp: a tenant key (its scopes, admin aside) or an MCP token (its scopes within its tenant's). */
-async function mcpCaller(services: GatewayServices, c: Context<GatewayEnv>): Promise<McpCaller> {
-  const presented = presentedKey(c.req.raw.headers);
-  if (looksLikeGatewayToken(presented)) {
-    const token = await services.tokens.verify(presented);
-    if (token.kind !== "mcp")
-      throw new GatewayError(403, "token_scope", `This is a ${token.kind} token; /mcp takes a tenant key or an MCP token.`);
-    const tenant = services.directory.get(token.tenant);
-    if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+/** The caller of /mcp as the chain identified it: a tenant key (its scopes, admin aside) or an MCP token (its scopes within its tenant's). */
+function mcpCaller(c: Context<GatewayEnv>): McpCaller {
+  const caller = c.get("caller");
+  if (caller.via === "token")
     return {
-      credential: presented,
-      tenant: tenant.id,
-      scopes: MCP_SCOPES.filter((s) => (token.scopes as string[]).includes(s) && tenant.scopes.includes(s)),
+      credential: caller.presented,
+      tenant: caller.tenant.id,
+      scopes: MCP_SCOPES.filter((s) => (caller.token.scopes as string[]).includes(s) && caller.tenant.scopes.includes(s)),
     };
-  }
-  const tenant = await services.directory.authenticate(presented);
-  return { credential: presented!, tenant: tenant.id, scopes: MCP_SCOPES.filter((s) => tenant.scopes.includes(s)) };
+  if (caller.via !== "key") throw new Error("mcp: the row's caller is a tenant key or an MCP token");
+  return { credential: caller.presented, tenant: caller.tenant.id, scopes: MCP_SCOPES.filter((s) => caller.tenant.scopes.includes(s)) };
 }
 
 /** A refusal before any MCP message is read, as JSON-RPC (the MCP client reads it) with the gateway's code. */
@@ -53,13 +45,10 @@ function rpcError(status: number, rpcCode: number, code: string, message: string
 }
 
 /**
- * `paysX402`: the gateway holds a wallet (its tools say searches are paid in x402, else in credits).
- * @example app.route("/", mcpRoutes(services, !!signer))
+ * The MCP rows (src/routing/own-rows.ts): the endpoint, whose caller the chain identified (a 401 carries the
+ * `WWW-Authenticate` challenge naming the metadata), and the protected resource metadata.
  */
-export function mcpRoutes(services: GatewayServices, paysX402: boolean): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-  const metadataUrl = (c: Context<GatewayEnv>) => `${publicOriginOf(c, services)}${METADATA_PATH}/mcp`;
-
+export function mcpHandlers(services: GatewayServices, paysX402: boolean): Record<string, RowHandler> {
   // RFC 9728. Tollgate runs no OAuth authorization server: a tenant mints the bearer token (POST /_tollgate/tokens
   // {"kind":"mcp"}) and hands it to the agent, so `authorization_servers` is left out.
   const metadata = (c: Context<GatewayEnv>) =>
@@ -69,21 +58,9 @@ export function mcpRoutes(services: GatewayServices, paysX402: boolean): Hono<Ga
       bearer_methods_supported: ["header"],
       scopes_supported: [...MCP_SCOPES],
     });
-  app.get(METADATA_PATH, metadata);
-  app.get(`${METADATA_PATH}/mcp`, metadata);
 
-  app.use("/mcp", rateLimit(services));
-  app.all("/mcp", async (c) => {
-    let caller: McpCaller;
-    try {
-      caller = await mcpCaller(services, c);
-    } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      const challenge: Record<string, string> =
-        err.status === 401 ? { "www-authenticate": `Bearer resource_metadata="${metadataUrl(c)}"` } : {};
-      return jsonResponse(err.status, { message: err.message, code: err.code, ...err.details }, challenge);
-    }
-    c.get("logFields").tenant = caller.tenant;
+  async function endpoint(c: Context<GatewayEnv>): Promise<Response> {
+    const caller = mcpCaller(c);
     // Stateless: no server-initiated stream to hold open, no session to end.
     if (c.req.method !== "POST")
       return rpcError(405, -32000, "method_not_allowed", "This MCP endpoint is stateless: send messages with POST.", { allow: "POST" });
@@ -113,6 +90,7 @@ export function mcpRoutes(services: GatewayServices, paysX402: boolean): Hono<Ga
       if (err instanceof HTTPException) return err.getResponse();
       throw err;
     }
-  });
-  return app;
+  }
+
+  return { "mcp.metadata": metadata, mcp: endpoint };
 }

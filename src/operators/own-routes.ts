@@ -1,19 +1,15 @@
-// The gateway's own endpoints under /_tollgate, a prefix the upstream never uses (/api, /x402, /sandbox are its).
-import { Hono } from "hono";
+// The gateway's own liveness and identity rows (src/routing/own-rows.ts): /_tollgate/health and /_tollgate/whoami.
+// (Imports nothing of the chain: the version is read by metrics and the OpenAPI document too.)
+import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
-import { authenticate } from "../../middleware/authenticate/index.js";
-import type { TenantDirectory } from "../../middleware/identify/tenants.js";
 
-export const OWN_PREFIX = "/_tollgate";
 export const VERSION = "0.1.0";
 
-export function ownRoutes(directory: TenantDirectory, extra?: (app: Hono<GatewayEnv>) => void): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-  app.get("/health", (c) => c.json({ status: "ok", service: "tollgate", version: VERSION }));
-  app.get("/whoami", authenticate(directory), (c) => {
+export const ownHandlers = {
+  "own.health": (c: Context<GatewayEnv>) => c.json({ status: "ok", service: "tollgate", version: VERSION }),
+  /** A "tenant-key" row: identify has set the caller. */
+  "own.whoami": (c: Context<GatewayEnv>) => {
     const t = c.get("tenant")!;
     return c.json({ tenant: t.id, scopes: t.scopes });
-  });
-  extra?.(app);
-  return app;
-}
+  },
+};

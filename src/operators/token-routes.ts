@@ -1,12 +1,12 @@
 // Keyless access: a tenant mints short-lived tokens scoped to one sandbox, one session or a capped search budget,
 // hands them to an untrusted client, and can revoke them at once. Mounted under /_tollgate/tokens.
-import { Hono, type Context } from "hono";
+import type { Context } from "hono";
 import * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, requireScope, type Tenant } from "../../middleware/identify/tenants.js";
-import { looksLikeGatewayToken, MCP_SCOPES, type TokenScope } from "../../middleware/identify/tokens.js";
+import { requireScope, type Tenant } from "../../middleware/identify/tenants.js";
+import { MCP_SCOPES, type TokenScope } from "../../middleware/identify/tokens.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../sessions/rewrite.js";
 import { gatewayRuntime } from "../sandboxes/rewrite.js";
@@ -14,6 +14,8 @@ import { publicOriginOf } from "../platform/public-origin.js";
 import { usdAmount } from "../../config/schema.js";
 import { stateKeys } from "../state/keys.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
+import { callerTenant } from "../../middleware/identify/index.js";
+import type { RowHandler } from "../routing/handlers.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
 const TOKEN_BODY_LIMIT = 16 * 1024;
@@ -48,16 +50,6 @@ type MintRequest = z.infer<typeof mintRequest>;
 interface MintRecord {
   tenant: string;
   exp: number;
-}
-
-async function tenantKeyCaller(c: Context<GatewayEnv>, services: GatewayServices): Promise<Tenant> {
-  const key = presentedKey(c.req.raw.headers);
-  if (looksLikeGatewayToken(key))
-    throw new GatewayError(403, "tenant_key_required", "Tokens are minted and revoked with a tenant key, not with a gateway token.");
-  const tenant = await services.directory.authenticate(key);
-  c.set("tenant", tenant);
-  c.get("logFields").tenant = tenant.id;
-  return tenant;
 }
 
 async function readMintRequest(c: Context): Promise<MintRequest> {
@@ -181,38 +173,32 @@ export async function revokeKeylessToken(services: GatewayServices, tenant: Tena
   await services.tokens.revoke(jti, record.exp);
 }
 
-export function tokenRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-
-  app.post("/", async (c) => {
-    const tenant = await tenantKeyCaller(c, services);
-    return c.json(await mintKeylessToken(services, c, tenant, await readMintRequest(c)), 201);
-  });
-
+/** The tokens rows (a tenant key caller, a gateway token refused 403 tenant_key_required: src/routing/own-rows.ts). */
+export function tokenHandlers(services: GatewayServices): Record<string, RowHandler> {
   async function revoke(c: Context<GatewayEnv>, tenant: Tenant, jti: string, exp: number) {
     await services.tokens.revoke(jti, exp);
     services.logger.info("token revoked", { requestId: c.get("requestId"), tenant: tenant.id, jti });
     return c.json({ revoked: true, jti });
   }
 
-  app.delete("/:jti", async (c) => {
-    const tenant = await tenantKeyCaller(c, services);
-    const jti = c.req.param("jti");
-    await revokeKeylessToken(services, tenant, jti);
-    services.logger.info("token revoked", { requestId: c.get("requestId"), tenant: tenant.id, jti });
-    return c.json({ revoked: true, jti });
-  });
-
-  // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
-  app.post("/revoke", async (c) => {
-    const tenant = await tenantKeyCaller(c, services);
-    const token = (await jsonBody(c, TOKEN_BODY_LIMIT)).json.token;
-    if (typeof token !== "string" || !token)
-      throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
-    const t = await services.tokens.inspect(token);
-    if (!t || t.tenant !== tenant.id) throw new GatewayError(404, "not_found", "No token of this tenant matches.");
-    return revoke(c, tenant, t.jti, t.exp);
-  });
-
-  return app;
+  return {
+    "own.tokens.mint": async (c) => c.json(await mintKeylessToken(services, c, callerTenant(c), await readMintRequest(c)), 201),
+    "own.tokens.revoke": async (c) => {
+      const tenant = callerTenant(c);
+      const jti = c.req.param("jti") ?? "";
+      await revokeKeylessToken(services, tenant, jti);
+      services.logger.info("token revoked", { requestId: c.get("requestId"), tenant: tenant.id, jti });
+      return c.json({ revoked: true, jti });
+    },
+    // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
+    "own.tokens.revokeByToken": async (c) => {
+      const tenant = callerTenant(c);
+      const token = (await jsonBody(c, TOKEN_BODY_LIMIT)).json.token;
+      if (typeof token !== "string" || !token)
+        throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
+      const t = await services.tokens.inspect(token);
+      if (!t || t.tenant !== tenant.id) throw new GatewayError(404, "not_found", "No token of this tenant matches.");
+      return revoke(c, tenant, t.jti, t.exp);
+    },
+  };
 }

@@ -1,18 +1,16 @@
 // Spend visibility: a tenant reads its own usage, budget and ledger; an admin reads everyone's. Both kinds of spend
 // (x402 payments and credit-billed calls) count in one budget; each window also shows them apart.
-import { Hono, type Context } from "hono";
-import type { GatewayEnv } from "../context.js";
+import type { Context } from "hono";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { presentedKey, requireScope, type Tenant } from "../../middleware/identify/tenants.js";
-import { looksLikeGatewayToken } from "../../middleware/identify/tokens.js";
-import { authenticateTenant } from "../../middleware/authenticate/index.js";
+import type { Tenant } from "../../middleware/identify/tenants.js";
+import { callerTenant } from "../../middleware/identify/index.js";
+import type { RowHandler } from "../routing/handlers.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";
 import { tenantLimits } from "../payments/limits.js";
 import { resetAt } from "../state/windows.js";
 import { fleetSavings } from "./savings.js";
-import { isOperator } from "./roles.js";
 import { lastCreditDrift } from "../payments/credit-drift.js";
 import { calibrate, usageCsv, usageExport, windowOf } from "../payments/usage-export.js";
 import { capLedgerTenant } from "../payments/spend.js";
@@ -69,69 +67,50 @@ function listFilter(c: Context) {
   return { state, kind: kind || undefined, resource, limit };
 }
 
-export function usageRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-  const auth = (c: Context<GatewayEnv>) => authenticateTenant(c, services.directory);
-
-  app.get("/usage", async (c) => {
-    // A keyless MCP token reads its tenant's windows and its own cap (what its calls may still spend).
-    const presented = presentedKey(c.req.raw.headers);
-    if (!looksLikeGatewayToken(presented)) return c.json(await usageOf(services, await auth(c)));
-    const token = await services.tokens.verify(presented);
-    const tenant = token.kind === "mcp" ? services.directory.get(token.tenant) : undefined;
-    if (!tenant?.enabled || token.cap === undefined)
-      throw new GatewayError(401, "tenant_key_required", "Usage is read with a tenant key or an MCP token.");
-    c.get("logFields").tenant = tenant.id;
-    const spent = (await services.stores.ledger.usage(capLedgerTenant(token.jti), services.now())).total;
-    const capLeft = token.cap > spent ? token.cap - spent : 0n;
-    return c.json({
-      ...(await usageOf(services, tenant)),
-      token: {
-        jti: token.jti,
-        scopes: token.scopes,
-        cap: atomicToUsd(token.cap),
-        spent: atomicToUsd(spent),
-        remaining: atomicToUsd(capLeft),
-      },
-    });
-  });
-  app.get("/ledger", async (c) => {
-    const tenant = await auth(c);
-    const entries = await services.stores.ledger.list({ tenant: tenant.id, ...listFilter(c) });
-    return c.json({ entries: entries.map(ledgerView) });
-  });
-  /** Admin views: an admin or operator-readonly key (the admin API's own gate says the same). */
-  const operator = async (c: Context<GatewayEnv>) => {
-    const t = await auth(c);
-    if (!isOperator(t)) requireScope(t, "admin");
+/** The spend rows: /usage and /ledger (the caller's own), the admin views (an operator caller, checked by the chain). */
+export function usageHandlers(services: GatewayServices): Record<string, RowHandler> {
+  return {
+    "own.usage": async (c) => {
+      // A keyless MCP token reads its tenant's windows and its own cap (what its calls may still spend).
+      const caller = c.get("caller");
+      if (caller.via !== "token") return c.json(await usageOf(services, callerTenant(c)));
+      const { token, tenant } = caller;
+      const spent = (await services.stores.ledger.usage(capLedgerTenant(token.jti), services.now())).total;
+      const capLeft = token.cap! > spent ? token.cap! - spent : 0n;
+      return c.json({
+        ...(await usageOf(services, tenant)),
+        token: {
+          jti: token.jti,
+          scopes: token.scopes,
+          cap: atomicToUsd(token.cap!),
+          spent: atomicToUsd(spent),
+          remaining: atomicToUsd(capLeft),
+        },
+      });
+    },
+    "own.ledger": async (c) => {
+      const tenant = callerTenant(c);
+      const entries = await services.stores.ledger.list({ tenant: tenant.id, ...listFilter(c) });
+      return c.json({ entries: entries.map(ledgerView) });
+    },
+    "admin.usage": async (c) => {
+      const tenants = await Promise.all(services.directory.list().map((t) => usageOf(services, t)));
+      // The books against the bill: the reconciler's last comparison of the team's usage with the ledger.
+      return c.json({ tenants, credits: { drift: (await lastCreditDrift(services)) ?? null } });
+    },
+    // Chargeback: ?from=&to= (ISO; default this month) &format=json|csv, by tenant, day, kind and route row.
+    "admin.usage.export": async (c) => {
+      const format = c.req.query("format") ?? "json";
+      if (format !== "json" && format !== "csv")
+        throw new GatewayError(400, "invalid_params", "format must be json or csv.", { field: "format" });
+      const x = await usageExport(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()));
+      if (format === "json") return c.json(x);
+      return c.body(usageCsv(x), 200, {
+        "content-type": "text/csv; charset=utf-8",
+        "content-disposition": `attachment; filename="tollgate-usage-${x.from.slice(0, 10)}-${x.to.slice(0, 10)}.csv"`,
+      });
+    },
+    "admin.credits.calibrate": async (c) =>
+      c.json(await calibrate(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()))),
   };
-  app.get("/admin/usage", async (c) => {
-    await operator(c);
-    const tenants = await Promise.all(services.directory.list().map((t) => usageOf(services, t)));
-    // The books against the bill: the reconciler's last comparison of the team's usage with the ledger.
-    return c.json({ tenants, credits: { drift: (await lastCreditDrift(services)) ?? null } });
-  });
-  // Chargeback: ?from=&to= (ISO; default this month) &format=json|csv, by tenant, day, kind and route row.
-  app.get("/admin/usage/export", async (c) => {
-    await operator(c);
-    const format = c.req.query("format") ?? "json";
-    if (format !== "json" && format !== "csv")
-      throw new GatewayError(400, "invalid_params", "format must be json or csv.", { field: "format" });
-    const x = await usageExport(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()));
-    if (format === "json") return c.json(x);
-    return c.body(usageCsv(x), 200, {
-      "content-type": "text/csv; charset=utf-8",
-      "content-disposition": `attachment; filename="tollgate-usage-${x.from.slice(0, 10)}-${x.to.slice(0, 10)}.csv"`,
-    });
-  });
-  app.get("/admin/credits/calibrate", async (c) => {
-    await operator(c);
-    return c.json(await calibrate(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now())));
-  });
-  app.get("/admin/ledger", async (c) => {
-    await operator(c);
-    const entries = await services.stores.ledger.list({ tenant: c.req.query("tenant") || undefined, ...listFilter(c) });
-    return c.json({ entries: entries.map(ledgerView) });
-  });
-  return app;
 }

@@ -35,6 +35,7 @@ function bodyText(row: RouteRow): string {
   if (b.kind === "none") return "—";
   if (b.kind === "sandbox") return "sandbox plane";
   if (b.kind === "bytes") return "bytes";
+  if (b.kind === "handler") return b.what;
   if (b.kind === "multipart") return `multipart: ${b.fields.join(", ")}`;
   const refs = referenceFields(b.schema);
   return refs.length ? `JSON; owned: ${refs.map((r) => `\`${r.path}\` ${r.kind}`).join(", ")}` : "JSON";
@@ -47,7 +48,7 @@ export function routeTableMarkdown(rows: readonly RouteRow[] = ROUTES): string {
     "|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : r.scope} | ${owner(r)} | ${bodyText(r)} | ${paid(r)} |`,
+        `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : (r.scope ?? "—")} | ${owner(r)} | ${bodyText(r)} | ${paid(r)} |`,
     ),
   ];
   return `${lines.join("\n")}\n`;

@@ -1,82 +1,15 @@
 // The route table: every upstream operation Tollgate fronts, one row each. What is not here is refused
 // (404 route_not_fronted). The chain (./chain.ts) mounts every row: identify → scope → rate limit → owner → quota → meter →
 // handler. Paths are matched after normalisation (./normalize.ts), so a row sees what the upstream will.
+// The gateway's own endpoints (/_tollgate/*, /mcp) are rows too (./own-rows.ts), first in ROUTES; the row's shape is ./row.ts.
 import type { Scope } from "../../config/schema.js";
 import type { ResourceKind } from "../state/types.js";
 import type { TokenScope } from "../../middleware/identify/tokens.js";
 import { BODY, type BodySpec } from "./bodies/index.js";
+import type { Meter, Method, RouteRow } from "./row.js";
+import { OWN_ROWS } from "./own-rows.js";
 
-export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
-
-/** Who may call a row: a tenant key, or one of the gateway's own tokens. */
-type Credential = "key" | "search-token" | "sandbox-token" | "session-token" | "ticket" | "none";
-
-/** Credit prices an operator sets (config `credits.prices`); USD per unit. */
-export type PriceName =
-  | "webSearch"
-  | "webFetch"
-  | "webPage"
-  | "scrape"
-  | "scrapePage"
-  | "crawlPage"
-  | "extract"
-  | "agentStep"
-  | "sessionMinute"
-  | "sandboxMinute";
-
-/**
- * How a credit-billed row is metered. `call`: one price per call, committed on success, released on failure.
- * `units`: price × the count the request asks for at most (its `urls`, `maxPages`, `maxSteps`…; a missing limit is set
- * to `default` so the upstream cannot run past what was reserved), settled when the job ends. `minutes`: price × `timeoutMinutes` reserved at creation, settled at stop, expiry or an upstream stop.
- * `extension`: price × `durationMinutes` added to the `resource`'s own hold (and its end time), so it settles once.
- */
-export type Meter =
-  | { per: "call"; price: PriceName }
-  | {
-      per: "units";
-      price: PriceName;
-      /** `extractPages`: one per URL, `maxLinks` for each URL ending in `/*` (`default` is then maxLinks when absent). */
-      units: "urls" | "maxPages" | "crawlOptions.maxPages" | "maxSteps" | "extractPages";
-      default: number;
-    }
-  | { per: "minutes"; price: PriceName; resource: "sandbox" | "session" }
-  | { per: "extension"; price: PriceName; resource: "sandbox" | "session" };
-
-export interface RouteRow {
-  /** Unique name: logs, metrics and the audit speak of rows by it. */
-  name: string;
-  method: Method | readonly Method[];
-  /** Hono pattern on the normalised path. */
-  path: string;
-  auth: readonly Credential[];
-  /** Scope a tenant key needs (tokens carry their own scopes, `tokenScope`). */
-  scope: Scope;
-  tokenScope?: TokenScope;
-  /**
-   * The caller must own the resource named by this path parameter (another tenant's id answers 404). `byName`: the
-   * parameter may also be the caller's own name for it (volumes), resolved within the caller's names only.
-   */
-  owns?: { kind: ResourceKind; param: string; byName?: boolean };
-  /** The answer's id (`id` or `jobId`) becomes the caller's. */
-  creates?: ResourceKind;
-  /** A list of `field` filtered to the caller's `kind` (null: unpaged, filtered in the shape the upstream answered). */
-  list?: { kind: ResourceKind; field: string | null };
-  pay: "free" | "x402" | "credits";
-  meter?: Meter;
-  /**
-   * What the request body may hold (./bodies/): a JSON body is checked against its schema before anything is forwarded
-   * (unknown fields 400 unknown_field, limits 400 invalid_params, an id of a resource the caller does not own 404).
-   */
-  body: BodySpec;
-  /** A JSON body above this many bytes answers 413 body_too_large (default 1 MiB; a search needs a few KiB). */
-  bodyLimit?: number;
-  /** Creation counted against the tenant's active-resource quota and body limits. */
-  quota?: "sandbox" | "session";
-  /** Route handler; "forward" relays the request to the upstream with the operator's key. */
-  handler: string;
-  /** Deliberately not fronted: answered with this refusal, never forwarded. */
-  refuse?: { status: 403 | 404 | 410; code: string; message: string };
-}
+export type { Meter, Method, PriceName, RouteRow } from "./row.js";
 
 const KEY = ["key"] as const;
 /** A search is a query and a few filters; a fetch may carry an output schema. */
@@ -166,7 +99,7 @@ function runtime(
 }
 
 // biome-ignore format: one row per line, so the table reads as a table
-export const ROUTES: readonly RouteRow[] = [
+const UPSTREAM_ROWS: readonly RouteRow[] = [
   // ── Web search and fetch: x402 (the gateway pays) or the operator's credits; cached and coalesced either way ──
   { name: "x402.web.search", method: POST, path: "/x402/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: SEARCH_BODY, body: BODY.webSearch, handler: "paid.search" },
   { name: "x402.web.fetch", method: POST, path: "/x402/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: FETCH_BODY, body: BODY.webFetch, handler: "paid.search" },
@@ -284,6 +217,9 @@ export const ROUTES: readonly RouteRow[] = [
   runtime("pty.resize", POST, "/pty/:tid/resize", "runtime.forward", "terminal"),
   runtime("pty.attach", GET, "/pty/:tid/ws", "runtime.websocket", "terminal"),
 ];
+
+/** Every row the chain mounts, in mount order: the gateway's own (./own-rows.ts), then the upstream's. */
+export const ROUTES: readonly RouteRow[] = [...OWN_ROWS, ...UPSTREAM_ROWS];
 
 // Exposed ports are not path routes: `<port>-<id>.<gateway host>` forwards any method and path to that port of the
 // sandbox (src/sandboxes/ports.ts), for a gateway token with the "ports" scope or the browser cookie it grants.

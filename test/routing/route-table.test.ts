@@ -215,7 +215,7 @@ describe("every row checks its scope and its owner", () => {
     "%s refuses a key without its scope (403 missing_scope), forwarding nothing",
     async (_n, row) => {
       const before = upstream.seen.length;
-      const r = await call(row, keys[row.scope]!);
+      const r = await call(row, keys[row.scope!]!);
       expect(r.status).toBe(403);
       expect(await r.json()).toMatchObject({ code: "missing_scope", requiredScope: row.scope });
       expect(upstream.seen.length).toBe(before);

@@ -1,6 +1,6 @@
 // Admin API: a tenant's keys — create (the plain key is in that one answer and nowhere else), rotate, revoke, expire.
 // The console makes the same changes through the same functions (src/console/routes.tsx).
-import { Hono, type Context } from "hono";
+import type { Context } from "hono";
 import type * as z from "zod";
 import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
@@ -9,6 +9,7 @@ import { changeTenant } from "../tenant-changes.js";
 import { generateTenantKey, hashTenantKey, keyIdOf, type Tenant } from "../../../middleware/identify/tenants.js";
 import { keyCreateBody, keyExpireBody, keyRotateBody } from "./schemas.js";
 import { validBody } from "./validate.js";
+import type { RowHandler } from "../../routing/handlers.js";
 
 type KeyEntry = Tenant["keys"][number];
 
@@ -87,22 +88,14 @@ async function expireKey(services: GatewayServices, c: Ctx, id: string, keyId: s
   return { tenant: id, id: keyId, expiresAt };
 }
 
-export function keyAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-  app.post("/tenants/:id/keys", async (c) =>
-    c.json(await createKey(services, c, c.req.param("id"), await validBody(c, keyCreateBody)), 201),
-  );
-  app.post("/tenants/:id/keys/:keyId/rotate", async (c) => {
-    const { id, keyId } = c.req.param();
-    return c.json(await rotateKey(services, c, id, keyId, await validBody(c, keyRotateBody)), 201);
-  });
-  app.delete("/tenants/:id/keys/:keyId", async (c) => {
-    const { id, keyId } = c.req.param();
-    return c.json(await revokeKey(services, c, id, keyId));
-  });
-  app.post("/tenants/:id/keys/:keyId/expire", async (c) => {
-    const { id, keyId } = c.req.param();
-    return c.json(await expireKey(services, c, id, keyId, await validBody(c, keyExpireBody)));
-  });
-  return app;
+/** The key rows of the admin API (src/routing/own-rows.ts); the chain has checked the operator caller. */
+export function keyAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+  const p = (c: Ctx, name: string) => c.req.param(name) ?? "";
+  return {
+    "admin.keys.create": async (c) => c.json(await createKey(services, c, p(c, "id"), await validBody(c, keyCreateBody)), 201),
+    "admin.keys.rotate": async (c) =>
+      c.json(await rotateKey(services, c, p(c, "id"), p(c, "keyId"), await validBody(c, keyRotateBody)), 201),
+    "admin.keys.revoke": async (c) => c.json(await revokeKey(services, c, p(c, "id"), p(c, "keyId"))),
+    "admin.keys.expire": async (c) => c.json(await expireKey(services, c, p(c, "id"), p(c, "keyId"), await validBody(c, keyExpireBody))),
+  };
 }

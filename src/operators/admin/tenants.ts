@@ -1,6 +1,6 @@
 // Admin API: tenants — list, create (with a first key, shown once), read, update, replace one section, disable,
 // enable, delete. Every change is audited and applies on every instance within a second.
-import { Hono, type Context } from "hono";
+import type { Context } from "hono";
 import type * as z from "zod";
 import { tenantSchema, type TenantConfig } from "../../../config/schema.js";
 import type { GatewayEnv } from "../../context.js";
@@ -10,6 +10,7 @@ import { audit, changeTenant, liveRecord, refuseReceivers, tenantView } from "..
 import { issueKey } from "./keys.js";
 import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "./schemas.js";
 import { validBody } from "./validate.js";
+import type { RowHandler } from "../../routing/handlers.js";
 
 /** A new tenant with its first key (the plain key is in the answer, once). 409 when the id is taken or was deleted. */
 export async function createTenant(services: GatewayServices, c: Context<GatewayEnv>, body: z.infer<typeof tenantCreateBody>) {
@@ -36,48 +37,43 @@ export const setTenantEnabled = (services: GatewayServices, c: Context<GatewayEn
 export const patchTenant = (services: GatewayServices, c: Context<GatewayEnv>, id: string, patch: z.infer<typeof tenantPatchBody>) =>
   changeTenant(services, c, id, { action: "tenant.update" }, (t) => ({ ...t, ...patch }) as TenantConfig);
 
-export function tenantAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
+/** The tenant rows of the admin API (src/routing/own-rows.ts); the chain has checked the operator caller. */
+export function tenantAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
   const { stores } = services;
-
-  app.get("/tenants", async (c) => {
-    const records = (await stores.tenants.list()).filter((r) => !r.deleted);
-    return c.json({ tenants: records.map(tenantView) });
-  });
-
-  app.post("/tenants", async (c) => c.json(await createTenant(services, c, await validBody(c, tenantCreateBody)), 201));
-
-  app.get("/tenants/:id", async (c) => c.json(tenantView(await liveRecord(services, c.req.param("id")))));
-
-  app.patch("/tenants/:id", async (c) => {
-    const r = await patchTenant(services, c, c.req.param("id"), await validBody(c, tenantPatchBody));
-    return c.json(tenantView(r));
-  });
-
-  app.put("/tenants/:id/:section{scopes|budget|payment|quotas|alerts}", async (c) => {
-    const section = c.req.param("section") as Section;
-    const value = await validBody(c, SECTIONS[section]);
-    const r = await changeTenant(
-      services,
-      c,
-      c.req.param("id"),
-      { action: `tenant.${section}` },
-      (t) => ({ ...t, [section]: value }) as TenantConfig,
-    );
-    return c.json(tenantView(r));
-  });
-
-  for (const [verb, enabled] of [
-    ["disable", false],
-    ["enable", true],
-  ] as const) {
-    app.post(`/tenants/:id/${verb}`, async (c) => c.json(tenantView(await setTenantEnabled(services, c, c.req.param("id"), enabled))));
-  }
-
-  app.delete("/tenants/:id", async (c) => {
-    const id = c.req.param("id");
-    await changeTenant(services, c, id, { action: "tenant.delete", remove: true });
-    return c.json({ id, deleted: true });
-  });
-  return app;
+  const id = (c: Context<GatewayEnv>) => c.req.param("id") ?? "";
+  const enabling =
+    (enabled: boolean): RowHandler =>
+    async (c) =>
+      c.json(tenantView(await setTenantEnabled(services, c, id(c), enabled)));
+  return {
+    "admin.tenants.list": async (c) => {
+      const records = (await stores.tenants.list()).filter((r) => !r.deleted);
+      return c.json({ tenants: records.map(tenantView) });
+    },
+    "admin.tenants.create": async (c) => c.json(await createTenant(services, c, await validBody(c, tenantCreateBody)), 201),
+    "admin.tenants.get": async (c) => c.json(tenantView(await liveRecord(services, id(c)))),
+    "admin.tenants.patch": async (c) => {
+      const r = await patchTenant(services, c, id(c), await validBody(c, tenantPatchBody));
+      return c.json(tenantView(r));
+    },
+    // PUT /admin/tenants/:id/<section>: the section is the path's last segment (one row per section).
+    "admin.tenants.section": async (c) => {
+      const section = c.req.path.slice(c.req.path.lastIndexOf("/") + 1) as Section;
+      const value = await validBody(c, SECTIONS[section]);
+      const r = await changeTenant(
+        services,
+        c,
+        id(c),
+        { action: `tenant.${section}` },
+        (t) => ({ ...t, [section]: value }) as TenantConfig,
+      );
+      return c.json(tenantView(r));
+    },
+    "admin.tenants.disable": enabling(false),
+    "admin.tenants.enable": enabling(true),
+    "admin.tenants.delete": async (c) => {
+      await changeTenant(services, c, id(c), { action: "tenant.delete", remove: true });
+      return c.json({ id: id(c), deleted: true });
+    },
+  };
 }

@@ -1,11 +1,10 @@
 // Admin API: read-only views — the audit log and every tenant's ledger, filtered and paged.
-import { Hono } from "hono";
-import type { GatewayEnv } from "../../context.js";
 import type { GatewayServices } from "../../services.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import { ledgerView } from "../usage-routes.js";
 import { auditQuery, ledgerQuery } from "./schemas.js";
 import { validQuery } from "./validate.js";
+import type { RowHandler } from "../../routing/handlers.js";
 
 export const SURFACES = ["search", "fetch", "session", "sandbox", "other"] as const;
 
@@ -76,37 +75,39 @@ export async function auditPage(
   return { entries: out, next: out.length ? out[out.length - 1]!.seq : null };
 }
 
-export function viewAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-
-  app.get("/audit", async (c) => {
-    const { limit, cursor, ...filter } = validQuery(c, auditQuery);
-    const before = cursor !== undefined && /^\d+$/.test(cursor) ? Number(cursor) : undefined;
-    const { entries, next } = await auditPage(services, filter, limit, before);
-    return c.json({ entries: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })), next: next === null ? null : String(next) });
-  });
-
-  app.get("/ledger", async (c) => {
-    const q = validQuery(c, ledgerQuery);
-    const offset = q.cursor !== undefined && /^\d+$/.test(q.cursor) ? Number(q.cursor) : 0;
-    // The ledger pages by count; a surface filter is applied here, so it scans further.
-    const scan = q.surface ? LEDGER_SCAN : offset + q.limit + 1;
-    const dated = q.since !== undefined || q.until !== undefined;
-    const all = await services.stores.ledger.list({
-      tenant: q.tenant || undefined,
-      state: q.state,
-      kind: q.kind,
-      limit: dated ? LEDGER_SCAN : scan,
-    });
-    const matching = all.filter(
-      (e) =>
-        (!q.surface || ledgerSurface(e) === q.surface) &&
-        (q.since === undefined || e.createdAt >= q.since) &&
-        (q.until === undefined || e.createdAt < q.until),
-    );
-    const page = matching.slice(offset, offset + q.limit);
-    const next = matching.length > offset + q.limit ? String(offset + q.limit) : null;
-    return c.json({ entries: page.map((e) => ({ ...ledgerView(e), surface: ledgerSurface(e) })), next });
-  });
-  return app;
+/** The read-only view rows of the admin API (src/routing/own-rows.ts). */
+export function viewAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+  return {
+    "admin.audit": async (c) => {
+      const { limit, cursor, ...filter } = validQuery(c, auditQuery);
+      const before = cursor !== undefined && /^\d+$/.test(cursor) ? Number(cursor) : undefined;
+      const { entries, next } = await auditPage(services, filter, limit, before);
+      return c.json({
+        entries: entries.map((e) => ({ ...e, at: new Date(e.at).toISOString() })),
+        next: next === null ? null : String(next),
+      });
+    },
+    "admin.ledger": async (c) => {
+      const q = validQuery(c, ledgerQuery);
+      const offset = q.cursor !== undefined && /^\d+$/.test(q.cursor) ? Number(q.cursor) : 0;
+      // The ledger pages by count; a surface filter is applied here, so it scans further.
+      const scan = q.surface ? LEDGER_SCAN : offset + q.limit + 1;
+      const dated = q.since !== undefined || q.until !== undefined;
+      const all = await services.stores.ledger.list({
+        tenant: q.tenant || undefined,
+        state: q.state,
+        kind: q.kind,
+        limit: dated ? LEDGER_SCAN : scan,
+      });
+      const matching = all.filter(
+        (e) =>
+          (!q.surface || ledgerSurface(e) === q.surface) &&
+          (q.since === undefined || e.createdAt >= q.since) &&
+          (q.until === undefined || e.createdAt < q.until),
+      );
+      const page = matching.slice(offset, offset + q.limit);
+      const next = matching.length > offset + q.limit ? String(offset + q.limit) : null;
+      return c.json({ entries: page.map((e) => ({ ...ledgerView(e), surface: ledgerSurface(e) })), next });
+    },
+  };
 }

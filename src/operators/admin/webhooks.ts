@@ -1,11 +1,10 @@
 // Admin API: the alert outbox — webhook deliveries waiting (with their attempts and last error) and the dead letters.
 // Receivers are shown by host only: a webhook URL (a Slack one, say) often carries its own secret.
-import { Hono } from "hono";
 import * as z from "zod";
-import type { GatewayEnv } from "../../context.js";
 import type { GatewayServices } from "../../services.js";
 import type { OutboxMessage } from "../../state/types.js";
 import { validQuery } from "./validate.js";
+import type { RowHandler } from "../../routing/handlers.js";
 
 export const outboxQuery = z.object({
   state: z.enum(["pending", "dead"]).default("pending"),
@@ -42,11 +41,12 @@ function view(m: OutboxMessage): z.infer<typeof outboxMessageView> {
   };
 }
 
-export function webhookAdminRoutes(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
-  app.get("/webhooks", async (c) => {
-    const q = validQuery(c, outboxQuery);
-    return c.json({ state: q.state, messages: (await services.stores.outbox.list(q.state, q.limit)).map(view) });
-  });
-  return app;
+/** GET /_tollgate/admin/webhooks (src/routing/own-rows.ts). */
+export function webhookAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+  return {
+    "admin.webhooks": async (c) => {
+      const q = validQuery(c, outboxQuery);
+      return c.json({ state: q.state, messages: (await services.stores.outbox.list(q.state, q.limit)).map(view) });
+    },
+  };
 }

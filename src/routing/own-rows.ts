@@ -1,0 +1,120 @@
+// The gateway's own endpoints as rows of the route table (./table.ts): under /_tollgate (a prefix the upstream never
+// uses) and the MCP endpoint. The chain mounts them like any row (identify → rate limit → body → handler); they are
+// free, forward nothing, and their handlers sit by name beside their surface (src/operators/, src/access/token-routes.ts,
+// src/mcp/endpoint.ts; the console's in src/console/routes.tsx, whose rows are mounted on its own sub-app). Callers: "public" (anyone; a
+// tenant key or gateway token presented is still the caller, for the rate limit), "tenant-key" (any of a tenant's
+// keys), "operator" (an admin or operator-readonly key: read-only keys may read, not change), "metrics-token"
+// (TOLLGATE_METRICS_TOKEN as a bearer), "mcp-token" (a keyless MCP token for its tenant), "console" (the console's
+// session cookie; the console's own pages sign in and out).
+import {
+  keyCreateBody,
+  keyExpireBody,
+  keyRotateBody,
+  SECTIONS,
+  tenantCreateBody,
+  tenantPatchBody,
+  consoleLinkBody,
+} from "../operators/admin/schemas.js";
+import type * as z from "zod";
+import { BODY, type BodySpec } from "./bodies/index.js";
+import type { Method, RouteRow } from "./row.js";
+
+const OWN_PREFIX = "/_tollgate";
+const P = OWN_PREFIX;
+const GET = "GET" as const,
+  POST = "POST" as const,
+  PATCH = "PATCH" as const,
+  PUT = "PUT" as const,
+  DELETE = "DELETE" as const;
+const ANY = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/** A body the handler reads and checks itself (with this schema: the admin API's own, so it is checked once). */
+const handlerBody = (what: string, schema?: z.ZodType): BodySpec => ({ kind: "handler", what, ...(schema ? { schema } : {}) });
+
+type OwnRow = Pick<RouteRow, "name" | "path" | "auth" | "handler"> & Partial<RouteRow> & { method: Method | readonly Method[] };
+const own = (r: OwnRow): RouteRow => ({ scope: undefined, pay: "free", body: BODY.none, ...r });
+
+const PUBLIC = ["public"] as const,
+  TENANT = ["tenant-key"] as const,
+  OPERATOR = ["operator"] as const,
+  /** The console's session cookie (a page without one redirects to sign-in; the sign-in pages take none). */
+  CONSOLE = ["console"] as const;
+/** A console form (urlencoded or multipart), read by the page. */
+const FORM = handlerBody("form");
+/** Minting and revoking keyless tokens takes the tenant's key: a token cannot mint another. */
+const KEY_NOT_TOKEN = {
+  status: 403,
+  code: "tenant_key_required",
+  message: "Tokens are minted and revoked with a tenant key, not with a gateway token.",
+} as const;
+
+// biome-ignore format: one row per line, so the table reads as a table
+export const OWN_ROWS: readonly RouteRow[] = [
+  own({ name: "own.health", method: GET, path: `${P}/health`, auth: PUBLIC, handler: "own.health" }),
+  own({ name: "own.whoami", method: GET, path: `${P}/whoami`, auth: TENANT, handler: "own.whoami" }),
+  own({ name: "own.ready", method: GET, path: `${P}/ready`, auth: PUBLIC, handler: "own.ready" }),
+  own({ name: "own.metrics", method: GET, path: `${P}/metrics`, auth: ["metrics-token", "operator"], scope: "admin", handler: "own.metrics" }),
+  own({ name: "own.openapi", method: GET, path: `${P}/openapi.json`, auth: PUBLIC, handler: "own.openapi" }),
+  own({ name: "own.docs", method: GET, path: `${P}/docs`, auth: PUBLIC, handler: "own.docs" }),
+  own({ name: "own.docs.init", method: GET, path: `${P}/docs/init.js`, auth: PUBLIC, handler: "own.docs.init" }),
+  own({ name: "own.docs.asset", method: GET, path: `${P}/docs/:asset`, auth: PUBLIC, handler: "own.docs.asset" }),
+  // ── Spend visibility: a tenant's own; an operator's of everyone ──
+  own({ name: "own.usage", method: GET, path: `${P}/usage`, auth: ["tenant-key", "mcp-token"], wrongToken: { status: 401, code: "tenant_key_required", message: "Usage is read with a tenant key or an MCP token." }, handler: "own.usage" }),
+  own({ name: "own.ledger", method: GET, path: `${P}/ledger`, auth: TENANT, handler: "own.ledger" }),
+  // ── Keyless tokens ──
+  own({ name: "own.tokens.mint", method: POST, path: `${P}/tokens`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, body: handlerBody("JSON: a mint request (kind sandbox, session, search or mcp)"), handler: "own.tokens.mint" }),
+  own({ name: "own.tokens.revokeByToken", method: POST, path: `${P}/tokens/revoke`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, body: handlerBody("JSON: {token}"), handler: "own.tokens.revokeByToken" }),
+  own({ name: "own.tokens.revoke", method: DELETE, path: `${P}/tokens/:jti`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.tokens.revoke" }),
+  // ── The admin API: an admin key changes, an operator-readonly key reads ──
+  own({ name: "admin.usage", method: GET, path: `${P}/admin/usage`, auth: OPERATOR, scope: "admin", handler: "admin.usage" }),
+  own({ name: "admin.usage.export", method: GET, path: `${P}/admin/usage/export`, auth: OPERATOR, scope: "admin", handler: "admin.usage.export" }),
+  own({ name: "admin.credits.calibrate", method: GET, path: `${P}/admin/credits/calibrate`, auth: OPERATOR, scope: "admin", handler: "admin.credits.calibrate" }),
+  own({ name: "admin.consoleLink", method: POST, path: `${P}/admin/console-links`, auth: OPERATOR, scope: "admin", readOnlyMay: true, body: handlerBody("JSON: ConsoleLink", consoleLinkBody), handler: "admin.consoleLink" }),
+  own({ name: "admin.tenants.list", method: GET, path: `${P}/admin/tenants`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.list" }),
+  own({ name: "admin.tenants.create", method: POST, path: `${P}/admin/tenants`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: TenantCreate", tenantCreateBody), handler: "admin.tenants.create" }),
+  own({ name: "admin.tenants.get", method: GET, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.get" }),
+  own({ name: "admin.tenants.patch", method: PATCH, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: TenantPatch", tenantPatchBody), handler: "admin.tenants.patch" }),
+  ...(Object.keys(SECTIONS) as (keyof typeof SECTIONS)[]).map((s) =>
+    own({ name: `admin.tenants.${s}`, method: PUT, path: `${P}/admin/tenants/:id/${s}`, auth: OPERATOR, scope: "admin", body: handlerBody(`JSON: the tenant's ${s}`, SECTIONS[s]), handler: "admin.tenants.section" }),
+  ),
+  own({ name: "admin.tenants.disable", method: POST, path: `${P}/admin/tenants/:id/disable`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.disable" }),
+  own({ name: "admin.tenants.enable", method: POST, path: `${P}/admin/tenants/:id/enable`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.enable" }),
+  own({ name: "admin.tenants.delete", method: DELETE, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.delete" }),
+  own({ name: "admin.keys.create", method: POST, path: `${P}/admin/tenants/:id/keys`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyCreate", keyCreateBody), handler: "admin.keys.create" }),
+  own({ name: "admin.keys.rotate", method: POST, path: `${P}/admin/tenants/:id/keys/:keyId/rotate`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyRotate", keyRotateBody), handler: "admin.keys.rotate" }),
+  own({ name: "admin.keys.revoke", method: DELETE, path: `${P}/admin/tenants/:id/keys/:keyId`, auth: OPERATOR, scope: "admin", handler: "admin.keys.revoke" }),
+  own({ name: "admin.keys.expire", method: POST, path: `${P}/admin/tenants/:id/keys/:keyId/expire`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyExpire", keyExpireBody), handler: "admin.keys.expire" }),
+  own({ name: "admin.audit", method: GET, path: `${P}/admin/audit`, auth: OPERATOR, scope: "admin", handler: "admin.audit" }),
+  own({ name: "admin.ledger", method: GET, path: `${P}/admin/ledger`, auth: OPERATOR, scope: "admin", handler: "admin.ledger" }),
+  own({ name: "admin.webhooks", method: GET, path: `${P}/admin/webhooks`, auth: OPERATOR, scope: "admin", handler: "admin.webhooks" }),
+  // ── The operator console: server-rendered pages behind its session cookie (sign-in pages are open) ──
+  own({ name: "console.login.page", method: GET, path: `${P}/console/login`, auth: CONSOLE, handler: "console.login.page" }),
+  own({ name: "console.login", method: POST, path: `${P}/console/login`, auth: CONSOLE, body: FORM, handler: "console.login" }),
+  own({ name: "console.link.page", method: GET, path: `${P}/console/link`, auth: CONSOLE, handler: "console.link.page" }),
+  own({ name: "console.link", method: POST, path: `${P}/console/link`, auth: CONSOLE, body: FORM, handler: "console.link" }),
+  own({ name: "console.logout", method: POST, path: `${P}/console/logout`, auth: CONSOLE, body: FORM, handler: "console.logout" }),
+  own({ name: "console.overview", method: GET, path: `${P}/console`, auth: CONSOLE, handler: "console.overview" }),
+  own({ name: "console.tenants.create", method: POST, path: `${P}/console/tenants`, auth: CONSOLE, body: FORM, handler: "console.tenants.create" }),
+  own({ name: "console.tenant", method: GET, path: `${P}/console/tenants/:id`, auth: CONSOLE, handler: "console.tenant" }),
+  own({ name: "console.tenant.settings", method: POST, path: `${P}/console/tenants/:id/settings`, auth: CONSOLE, body: FORM, handler: "console.tenant.settings" }),
+  own({ name: "console.tenant.enable", method: POST, path: `${P}/console/tenants/:id/enable`, auth: CONSOLE, body: FORM, handler: "console.tenant.enabled" }),
+  own({ name: "console.tenant.disable", method: POST, path: `${P}/console/tenants/:id/disable`, auth: CONSOLE, body: FORM, handler: "console.tenant.enabled" }),
+  own({ name: "console.ledger", method: GET, path: `${P}/console/ledger`, auth: CONSOLE, handler: "console.ledger" }),
+  own({ name: "console.ledger.csv", method: GET, path: `${P}/console/ledger.csv`, auth: CONSOLE, handler: "console.ledger.csv" }),
+  own({ name: "console.resources", method: GET, path: `${P}/console/resources`, auth: CONSOLE, handler: "console.resources" }),
+  own({ name: "console.resources.stopSandbox", method: POST, path: `${P}/console/resources/sandbox/:id/stop`, auth: CONSOLE, body: FORM, handler: "console.resources.stop" }),
+  own({ name: "console.resources.stopSession", method: POST, path: `${P}/console/resources/session/:id/stop`, auth: CONSOLE, body: FORM, handler: "console.resources.stop" }),
+  own({ name: "console.keys", method: GET, path: `${P}/console/keys`, auth: CONSOLE, handler: "console.keys" }),
+  own({ name: "console.keys.create", method: POST, path: `${P}/console/tenants/:id/keys`, auth: CONSOLE, body: FORM, handler: "console.keys.create" }),
+  own({ name: "console.keys.rotate", method: POST, path: `${P}/console/tenants/:id/keys/:keyId/rotate`, auth: CONSOLE, body: FORM, handler: "console.keys.rotate" }),
+  own({ name: "console.keys.revoke", method: POST, path: `${P}/console/tenants/:id/keys/:keyId/revoke`, auth: CONSOLE, body: FORM, handler: "console.keys.revoke" }),
+  own({ name: "console.tokens", method: GET, path: `${P}/console/tokens`, auth: CONSOLE, handler: "console.tokens" }),
+  own({ name: "console.tokens.mint", method: POST, path: `${P}/console/tokens`, auth: CONSOLE, body: FORM, handler: "console.tokens.mint" }),
+  own({ name: "console.tokens.revoke", method: POST, path: `${P}/console/tokens/:jti/revoke`, auth: CONSOLE, body: FORM, handler: "console.tokens.revoke" }),
+  own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
+  own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
+  // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
+  own({ name: "mcp.metadata", method: GET, path: "/.well-known/oauth-protected-resource", auth: ["none"], handler: "mcp.metadata" }),
+  own({ name: "mcp.metadata.resource", method: GET, path: "/.well-known/oauth-protected-resource/mcp", auth: ["none"], handler: "mcp.metadata" }),
+  own({ name: "mcp", method: ANY, path: "/mcp", auth: ["tenant-key", "mcp-token"], wrongToken: { status: 403, code: "token_scope", message: "This is a {kind} token; /mcp takes a tenant key or an MCP token." }, body: handlerBody("JSON-RPC: one MCP message or a batch"), bearerChallenge: "/.well-known/oauth-protected-resource/mcp", handler: "mcp" }),
+];

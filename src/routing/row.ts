@@ -1,0 +1,101 @@
+// The shape of a route-table row (./table.ts holds the rows; ./own-rows.ts the gateway's own).
+import type { Scope } from "../../config/schema.js";
+import type { ResourceKind } from "../state/types.js";
+import type { TokenScope } from "../../middleware/identify/tokens.js";
+import type { BodySpec } from "./bodies/index.js";
+
+export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/**
+ * Who may call a row: a tenant key (with the row's scope), one of the gateway's own tokens, a ticket in the URL (checked
+ * by the handler), or nobody in particular ("none"). The gateway's own rows (./own-rows.ts) add "public" (anyone; a
+ * valid key or token presented still names the caller), "tenant-key" (any key of a tenant), "operator" (an admin or
+ * operator-readonly key), "metrics-token", "mcp-token" (a keyless MCP token) and "console" (the console's session).
+ * middleware/identify reads them all; nothing else parses credentials.
+ */
+type Credential =
+  | "key"
+  | "search-token"
+  | "sandbox-token"
+  | "session-token"
+  | "ticket"
+  | "none"
+  | "public"
+  | "tenant-key"
+  | "operator"
+  | "metrics-token"
+  | "mcp-token"
+  | "console";
+
+/** Credit prices an operator sets (config `credits.prices`); USD per unit. */
+export type PriceName =
+  | "webSearch"
+  | "webFetch"
+  | "webPage"
+  | "scrape"
+  | "scrapePage"
+  | "crawlPage"
+  | "extract"
+  | "agentStep"
+  | "sessionMinute"
+  | "sandboxMinute";
+
+/**
+ * How a credit-billed row is metered. `call`: one price per call, committed on success, released on failure.
+ * `units`: price × the count the request asks for at most (its `urls`, `maxPages`, `maxSteps`…; a missing limit is set
+ * to `default` so the upstream cannot run past what was reserved), settled when the job ends. `minutes`: price × `timeoutMinutes` reserved at creation, settled at stop, expiry or an upstream stop.
+ * `extension`: price × `durationMinutes` added to the `resource`'s own hold (and its end time), so it settles once.
+ */
+export type Meter =
+  | { per: "call"; price: PriceName }
+  | {
+      per: "units";
+      price: PriceName;
+      /** `extractPages`: one per URL, `maxLinks` for each URL ending in `/*` (`default` is then maxLinks when absent). */
+      units: "urls" | "maxPages" | "crawlOptions.maxPages" | "maxSteps" | "extractPages";
+      default: number;
+    }
+  | { per: "minutes"; price: PriceName; resource: "sandbox" | "session" }
+  | { per: "extension"; price: PriceName; resource: "sandbox" | "session" };
+
+export interface RouteRow {
+  /** Unique name: logs, metrics and the audit speak of rows by it. */
+  name: string;
+  method: Method | readonly Method[];
+  /** Hono pattern on the normalised path. */
+  path: string;
+  auth: readonly Credential[];
+  /** Scope a tenant key needs (tokens carry their own scopes, `tokenScope`); none on own rows any key may call. */
+  scope: Scope | undefined;
+  tokenScope?: TokenScope;
+  /**
+   * The caller must own the resource named by this path parameter (another tenant's id answers 404). `byName`: the
+   * parameter may also be the caller's own name for it (volumes), resolved within the caller's names only.
+   */
+  owns?: { kind: ResourceKind; param: string; byName?: boolean };
+  /** The answer's id (`id` or `jobId`) becomes the caller's. */
+  creates?: ResourceKind;
+  /** A list of `field` filtered to the caller's `kind` (null: unpaged, filtered in the shape the upstream answered). */
+  list?: { kind: ResourceKind; field: string | null };
+  pay: "free" | "x402" | "credits";
+  meter?: Meter;
+  /**
+   * What the request body may hold (./bodies/): a JSON body is checked against its schema before anything is forwarded
+   * (unknown fields 400 unknown_field, limits 400 invalid_params, an id of a resource the caller does not own 404).
+   */
+  body: BodySpec;
+  /** A JSON body above this many bytes answers 413 body_too_large (default 1 MiB; a search needs a few KiB). */
+  bodyLimit?: number;
+  /** Creation counted against the tenant's active-resource quota and body limits. */
+  quota?: "sandbox" | "session";
+  /** Route handler; "forward" relays the request to the upstream with the operator's key. */
+  handler: string;
+  /** An own row's answer to a gateway token it does not take (`{kind}`: the token's kind). */
+  wrongToken?: { status: 401 | 403; code: string; message: string };
+  /** "operator" rows: an operator-readonly key may also call this one though it is no read (its own console link). */
+  readOnlyMay?: boolean;
+  /** A 401 from identify carries `WWW-Authenticate: Bearer resource_metadata=<public origin><this path>` (MCP). */
+  bearerChallenge?: string;
+  /** Deliberately not fronted: answered with this refusal, never forwarded. */
+  refuse?: { status: 403 | 404 | 410; code: string; message: string };
+}
