@@ -12,7 +12,8 @@ import type { Scope } from "../../config/schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
 import { roleOf } from "../../src/operators/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
-import { currentSession, type ConsoleSession } from "../../src/console/session.js";
+import { SESSION_COOKIE, sessionById, type ConsoleSession } from "../../src/console/session.js";
+import { getCookie } from "hono/cookie";
 
 type Caller =
   | {
@@ -266,7 +267,8 @@ async function quietly(services: GatewayServices, presented: string | undefined)
 /** The console session the cookie names: live only while its tenant is enabled and still holds the key signed in with. */
 async function consoleCaller(services: GatewayServices, c: Context<GatewayEnv>): Promise<Caller> {
   try {
-    const session = await currentSession(services, c);
+    const id = getCookie(c, SESSION_COOKIE);
+    const session = id && /^[A-Za-z0-9_-]{20,64}$/.test(id) ? await sessionById(services, id) : undefined;
     if (!session) return { via: "public" };
     const tenant = services.directory.get(session.tenant);
     const now = services.now();

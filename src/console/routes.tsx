@@ -7,6 +7,7 @@
 // come from the console's own origin; every change is in the audit log. The pages are one row of the route table
 // (`console.pages`, src/routing/own-rows.ts): the chain's identify step reads the session cookie, and the row's handler
 // runs these pages with that caller (their own error pages, CSRF check and page headers included).
+import { signInKey } from "../../middleware/identify/resources.js";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
@@ -208,7 +209,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
     const key = field(await formOf(c), "key");
     let tenant: Tenant;
     try {
-      tenant = await directory.authenticate(key);
+      tenant = await signInKey(services, key);
     } catch (err) {
       const message = err instanceof GatewayError && err.status === 401 ? err.message : "That key cannot sign in.";
       return render(c, <LoginPage nonce={c.get("nonce")} message={message} />, 401);

@@ -2,12 +2,12 @@
 // it. The server-side record (shared state, so every instance knows it) holds the tenant id, the form token and the
 // expiry — never the key.
 import type { Context } from "hono";
-import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { deleteCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 
 export const CONSOLE_PATH = "/_tollgate/console";
-const SESSION_COOKIE = "tollgate_console";
+export const SESSION_COOKIE = "tollgate_console";
 /** A console session lasts this long from sign-in. */
 const SESSION_TTL_MS = 8 * 3600_000;
 
@@ -52,10 +52,8 @@ export async function startSession(services: GatewayServices, c: Context, tenant
   return session;
 }
 
-/** The session the request's cookie names, if it is live. */
-export async function currentSession(services: GatewayServices, c: Context): Promise<ConsoleSession | undefined> {
-  const id = getCookie(c, SESSION_COOKIE);
-  if (!id || !/^[A-Za-z0-9_-]{20,64}$/.test(id)) return undefined;
+/** The live session of this id (the console's cookie value, read by middleware/identify), if any. */
+export async function sessionById(services: GatewayServices, id: string): Promise<ConsoleSession | undefined> {
   const raw = await services.stores.kv.get(storeKey(id));
   if (!raw) return undefined;
   const rec = JSON.parse(raw) as Omit<ConsoleSession, "id">;

@@ -1,12 +1,10 @@
 // Exposed ports by Host `<port>-<id>.<gateway host>`: HTTP and WebSocket relayed to the upstream's port host; auth:true
 // ports admitted with the gateway token (Bearer) or the cookie its browserUrl bootstrap sets, then the upstream bearer.
 import type { Context, MiddlewareHandler } from "hono";
-import { decodeJwt } from "jose";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { bearerToken } from "../../middleware/identify/tenants.js";
-import type { GatewayToken } from "../../middleware/identify/tokens.js";
+import { PORT_COOKIE, portGrant, portVisitor } from "../../middleware/identify/resources.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { parseExposedHost, upstreamExposedHost } from "./rewrite.js";
@@ -15,20 +13,10 @@ import { isPublicHostFor } from "./port-hosts.js";
 import { sendUpstream } from "./runtime-forward.js";
 import { requestUrl } from "../platform/request-url.js";
 import { clientView } from "../platform/forwarded.js";
-import { generateCookie, getCookie } from "hono/cookie";
+import { generateCookie } from "hono/cookie";
 
-const PORT_COOKIE = "tollgate_port";
 const BOOTSTRAP_PATH = "/_hb/auth";
 const WS_OWN_HEADERS = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"];
-
-/** A bearer the gateway issued (to be verified and replaced) as opposed to the app's own (passed through). */
-function issuedByGateway(token: string): boolean {
-  try {
-    return decodeJwt(token).iss === "tollgate";
-  } catch {
-    return false;
-  }
-}
 
 /**
  * `next` of the bootstrap as a path on this same port host, or undefined. Resolved the way a browser would (tabs and
@@ -62,19 +50,9 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
   const custody = sandboxCustody(services);
   const { ownership } = services.stores;
 
-  /** A gateway token good for this sandbox's ports, minted for the sandbox's owner. */
-  const verifyPortToken = async (token: string, id: string, owner: string): Promise<GatewayToken> => {
-    const t = await services.tokens.verify(token);
-    if (t.kind !== "sandbox" || t.resource !== id || t.tenant !== owner) throw sandboxNotFound(id);
-    if (!t.scopes.includes("ports")) throw new GatewayError(403, "token_scope", 'This token does not allow "ports".');
-    if (!services.directory.get(t.tenant)?.enabled)
-      throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
-    return t;
-  };
-
   const bootstrap = async (c: Context<GatewayEnv>, id: string, owner: string): Promise<Response> => {
     const url = requestUrl(c);
-    const grant = await verifyPortToken(url.searchParams.get("grant") ?? "", id, owner);
+    const grant = await portGrant(services, url.searchParams.get("grant") ?? "", id, owner, () => sandboxNotFound(id));
     const ttl = services.config.tokens.ttlSeconds;
     const cookie = await services.tokens.mint({ tenant: grant.tenant, kind: "sandbox", resource: id, scopes: ["ports"], ttlSeconds: ttl });
     const secure = (services.config.server.publicOrigin ?? clientView(c, services).protocol).startsWith("https:");
@@ -108,15 +86,7 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     if (url.pathname === BOOTSTRAP_PATH) return bootstrap(c, target.id, owner);
 
     const headers = c.req.raw.headers;
-    const bearer = bearerToken(headers);
-    const bearerIsOurs = !!bearer && issuedByGateway(bearer);
-    let admitted = false;
-    if (bearerIsOurs) admitted = !!(await verifyPortToken(bearer, target.id, owner));
-    else {
-      const cookie = getCookie(c, PORT_COOKIE);
-      // A stale cookie must not break a public port: it just admits nothing, and an auth port answers 401 upstream.
-      if (cookie) admitted = !!(await verifyPortToken(cookie, target.id, owner).catch(() => undefined));
-    }
+    const { admitted, bearerIsOurs } = await portVisitor(services, c, target.id, owner, () => sandboxNotFound(target.id));
     c.get("logFields").tenant = owner;
 
     const cred = await custody.current(c, target.id);

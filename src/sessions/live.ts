@@ -1,12 +1,10 @@
 // The gateway's live view of a browser session (`liveUrl`): a page drawn from CDP screencast frames relayed through the
 // gateway, with mouse and keyboard forwarded as Input.dispatch* (unless the session is view-only). The ticket in the link
 // is a gateway token (kind session, scope live, bound to the session); revoking it closes open views within seconds.
-import type { Context } from "hono";
-import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { stateKeys } from "../state/keys.js";
-import { looksLikeGatewayToken } from "../../middleware/identify/tokens.js";
+import { liveViewer } from "../../middleware/identify/resources.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import type { RowHandler } from "../routing/handlers.js";
@@ -71,25 +69,6 @@ export function liveViewScreen(interactive: boolean): (message: string) => { for
   };
 }
 
-const invalidTicket = () =>
-  new GatewayError(401, "ticket_invalid", "This live view link is invalid or has expired; read the session again for a new liveUrl.");
-
-/** The live ticket in `?ticket=`: a live-scoped session token of the session's owner. Anyone else's answers 404. */
-async function liveTicket(c: Context<GatewayEnv>, services: GatewayServices, id: string): Promise<{ ticket: string; tenantId: string }> {
-  const ticket = c.req.query("ticket");
-  if (!looksLikeGatewayToken(ticket) || ticket.length > 4096) throw invalidTicket();
-  const t = await services.tokens.verify(ticket).catch((err: unknown) => {
-    if (err instanceof GatewayError && err.code === "token_revoked")
-      throw new GatewayError(401, "ticket_revoked", "This live view link has been revoked.");
-    throw invalidTicket();
-  });
-  if (t.kind !== "session" || !t.scopes.includes("live") || t.resource !== id) throw notFoundSession(id);
-  if (!services.directory.get(t.tenant)?.enabled)
-    throw new GatewayError(401, "tenant_disabled", "The tenant this live view was shared by is disabled.");
-  if ((await services.stores.ownership.owner("session", id)) !== t.tenant) throw notFoundSession(id);
-  return { ticket, tenantId: t.tenant };
-}
-
 async function isViewOnly(services: GatewayServices, id: string): Promise<boolean> {
   return (await services.stores.kv.get(stateKeys.sessionViewOnly(id))) !== undefined;
 }
@@ -105,7 +84,7 @@ export function liveHandlers(services: GatewayServices): Record<string, RowHandl
     // GET /_tollgate/live/:id?ticket=…: the page. It opens ./ws with the same ticket; nothing upstream is named in it.
     "live.page": async (c) => {
       const id = c.req.param("id")!;
-      await liveTicket(c, services, id);
+      await liveViewer(services, c, id, () => notFoundSession(id));
       const nonce = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(18))));
       const wsOrigin = publicOriginOf(c, services).replace(/^http/, "ws");
       const csp = [
@@ -130,7 +109,7 @@ export function liveHandlers(services: GatewayServices): Record<string, RowHandl
     // GET /_tollgate/live/:id/ws?ticket=… (WebSocket): the session's CDP through the gateway, screened to the live view's commands.
     "live.socket": async (c) => {
       const id = c.req.param("id")!;
-      const { ticket, tenantId } = await liveTicket(c, services, id);
+      const { ticket, tenantId } = await liveViewer(services, c, id, () => notFoundSession(id));
       if (!isWebSocketUpgrade(c.req.raw))
         throw new GatewayError(426, "upgrade_required", "This is the live view's WebSocket; open the live view page instead.");
       const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);

@@ -1,0 +1,76 @@
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { tenantSchema } from "../../config/schema.js";
+import type { GatewayEnv } from "../../src/context.js";
+import { errorResponse, GatewayError } from "../../src/errors.js";
+import { memoryStores } from "../../src/state/memory.js";
+import { liveViewer, PORT_COOKIE, portVisitor } from "./resources.js";
+import { TenantDirectory } from "./tenants.js";
+import { TokenService } from "./tokens.js";
+
+const notFound = () => new GatewayError(404, "not_found", "not found");
+
+async function setup() {
+  const stores = memoryStores(Date.now);
+  const tokens = new TokenService("s".repeat(64), stores.kv);
+  const directory = new TenantDirectory([
+    tenantSchema.parse({ id: "acme", scopes: ["sandboxes", "sessions"], keys: [{ hash: `sha256:${"a".repeat(64)}` }] }),
+  ]);
+  const services = { tokens, directory, stores };
+  const app = new Hono<GatewayEnv>();
+  app.onError((err) => errorResponse(err));
+  app.get("/port", async (c) => c.json(await portVisitor(services, c, "sbx_1", "acme", notFound)));
+  app.get("/live", async (c) => c.json(await liveViewer(services, c, "ses_1", notFound)));
+  const mint = async (kind: "sandbox" | "session", resource: string, scopes: string[]) =>
+    (await tokens.mint({ tenant: "acme", kind, resource, scopes: scopes as never, ttlSeconds: 60 })).token;
+  return { app, mint, stores };
+}
+
+describe("portVisitor", () => {
+  it("admits a ports token as the bearer or in the port cookie, and says whose Authorization it was", async () => {
+    const { app, mint } = await setup();
+    const token = await mint("sandbox", "sbx_1", ["ports"]);
+    expect(await (await app.request("/port", { headers: { authorization: `Bearer ${token}` } })).json()).toEqual({
+      admitted: true,
+      bearerIsOurs: true,
+    });
+    expect(await (await app.request("/port", { headers: { cookie: `${PORT_COOKIE}=${token}` } })).json()).toEqual({
+      admitted: true,
+      bearerIsOurs: false,
+    });
+    expect(await (await app.request("/port", { headers: { authorization: "Bearer the-apps-own" } })).json()).toEqual({
+      admitted: false,
+      bearerIsOurs: false,
+    });
+  });
+
+  it("refuses a gateway bearer for another sandbox (404) or without the ports scope (403); a stale cookie admits nothing", async () => {
+    const { app, mint } = await setup();
+    const other = await mint("sandbox", "sbx_2", ["ports"]);
+    expect((await app.request("/port", { headers: { authorization: `Bearer ${other}` } })).status).toBe(404);
+    const runtimeOnly = await mint("sandbox", "sbx_1", ["runtime"]);
+    const r = await app.request("/port", { headers: { authorization: `Bearer ${runtimeOnly}` } });
+    expect(r.status).toBe(403);
+    expect((await r.json()).code).toBe("token_scope");
+    expect(await (await app.request("/port", { headers: { cookie: `${PORT_COOKIE}=${other}` } })).json()).toEqual({
+      admitted: false,
+      bearerIsOurs: false,
+    });
+  });
+});
+
+describe("liveViewer", () => {
+  it("takes a live ticket of the session's owner; a bad ticket is 401 ticket_invalid, another session's 404", async () => {
+    const { app, mint, stores } = await setup();
+    await stores.ownership.claim("session", "ses_1", "acme");
+    const ticket = await mint("session", "ses_1", ["live"]);
+    expect(await (await app.request(`/live?ticket=${ticket}`)).json()).toEqual({ ticket, tenantId: "acme" });
+    const bad = await app.request("/live?ticket=nope");
+    expect(bad.status).toBe(401);
+    expect((await bad.json()).code).toBe("ticket_invalid");
+    const elsewhere = await mint("session", "ses_2", ["live"]);
+    expect((await app.request(`/live?ticket=${elsewhere}`)).status).toBe(404);
+    const noLive = await mint("session", "ses_1", ["cdp"]);
+    expect((await app.request(`/live?ticket=${noLive}`)).status).toBe(404);
+  });
+});

@@ -1,0 +1,28 @@
+// One caller resolver (issue 27): credentials are read only in middleware/identify. Every other module acts on the
+// caller identify set (c.get("caller")) or on the answer of one of its functions (portVisitor, liveViewer, signInKey).
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+/** What reads a credential: a header's key or bearer, a token's verification, a key's lookup, a cookie. */
+const READS_A_CREDENTIAL = /\b(presentedKey|bearerToken|getCookie)\(|\.verify\(|directory\.authenticate\(|\.authenticate\(/;
+
+function shippedFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((f) => /\.tsx?$/.test(f) && !/\.test\.tsx?$/.test(f) && !f.endsWith(".d.ts"))
+    .map((f) => join(dir, f));
+}
+
+describe("one caller resolver", () => {
+  it("no module outside middleware/identify reads a credential", () => {
+    const readers = [...shippedFiles("src"), ...shippedFiles("middleware")]
+      .filter((f) => !f.startsWith(join("middleware", "identify")))
+      .filter((f) => READS_A_CREDENTIAL.test(readFileSync(f, "utf8")));
+    expect(readers).toEqual([]);
+  });
+
+  it("middleware/identify does read them (the check above would pass on nothing otherwise)", () => {
+    const inIdentify = shippedFiles(join("middleware", "identify")).filter((f) => READS_A_CREDENTIAL.test(readFileSync(f, "utf8")));
+    expect(inIdentify.length).toBeGreaterThanOrEqual(2);
+  });
+});
