@@ -2,26 +2,17 @@
 // reservation is committed or released from the answer (per call), when the job ends (per unit) or when the resource
 // stops (per minute; an extension grows the resource's own hold). The same ledger and windows as x402 payments, so one
 // budget covers both kinds of spend.
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import { usdToAtomic } from "../../src/payments/money.js";
 import type { Tenant } from "../identify/tenants.js";
-import {
-  attachResource,
-  growHold,
-  releaseCredits,
-  reserveCredits,
-  settleCredits,
-  type CreditHold,
-} from "../../src/payments/credit-ledger.js";
+import { attachResource, growHold, releaseCredits, reserveCredits, settleCredits } from "../../src/payments/credit-ledger.js";
 import { callerCap, callerTenant } from "../identify/index.js";
 import { jsonBody, setJsonBody } from "../body-limit/index.js";
-import type { Meter, PriceName, RouteRow } from "../../src/routing/table.js";
+import type { Meter, RouteRow } from "../../src/routing/table.js";
 import { createdBy } from "../../src/routing/created.js";
-import { stateKeys } from "../../src/state/keys.js";
-import { settleEndedResource, settleFinishedJob } from "../../src/payments/settle.js";
+import { keep, kept, priceOf } from "../../src/payments/kept-holds.js";
 import type { LedgerServices } from "../../src/payments/spend.js";
 
 /**
@@ -30,20 +21,8 @@ import type { LedgerServices } from "../../src/payments/spend.js";
  */
 type MeterServices = LedgerServices & Pick<GatewayServices, "upstream">;
 
-/** A reservation kept until what it pays for ends (a job, a sandbox, a session). */
-interface KeptHold extends CreditHold {
-  /** Price per unit or minute, atomic. */
-  rate: string;
-  startedAt: number;
-  meter: Meter["per"];
-}
-
 /** Units a request may ask for at most; above it the request is refused rather than reserved. */
 const MAX_UNITS = 10_000;
-
-export function priceOf(services: Pick<GatewayServices, "config">, name: PriceName): bigint {
-  return usdToAtomic(services.config.credits.prices[name]);
-}
 
 /**
  * Pages an extract may scrape: one per URL, and up to `maxLinks` for each URL ending in `/*` (the site below it is
@@ -103,17 +82,6 @@ function withPath(body: Record<string, unknown>, path: string[], value: unknown)
     ...body,
     [head!]: withPath(inner && typeof inner === "object" && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {}, rest, value),
   };
-}
-
-async function keep(services: MeterServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {
-  await services.stores.kv.set(stateKeys.creditsHold(kind, id), JSON.stringify({ ...hold, amount: hold.amount.toString() }), ttlMs);
-}
-
-async function kept(services: MeterServices, kind: string, id: string): Promise<KeptHold | undefined> {
-  const raw = await services.stores.kv.get(stateKeys.creditsHold(kind, id));
-  if (!raw) return undefined;
-  const h = JSON.parse(raw) as KeptHold & { amount: string };
-  return { ...h, amount: BigInt(h.amount) };
 }
 
 /**
@@ -223,43 +191,4 @@ async function extendKeptHold(
   if (await kept(services, x.kind, x.id))
     await keep(services, x.kind, x.id, { ...hold, amount: BigInt(grown.amount) }, validBefore - services.now() + 24 * 3600_000);
   return true;
-}
-
-/**
- * A time-metered resource ended (stop, expiry, or the upstream says it is closed): settle its hold once, to what the
- * upstream reports it used (src/payments/settle.ts). Safe to call more than once; only the first call settles.
- */
-export async function settleResource(
-  services: MeterServices,
-  kind: "sandbox" | "session",
-  id: string,
-  c?: Context<GatewayEnv>,
-): Promise<void> {
-  const hold = await kept(services, kind, id);
-  if (!hold) return;
-  await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
-  const minutes = BigInt(Math.max(1, Math.ceil((services.now() - hold.startedAt) / 60_000)));
-  await settleEndedResource(services, c, hold, { kind, id, estimate: minutes * BigInt(hold.rate) });
-}
-
-/** Job statuses that mean the job ended (its reservation settles; its ownership retention starts). */
-export const TERMINAL = new Set(["completed", "failed", "stopped", "cancelled", "error"]);
-
-/** A job answer seen on its way to the client (`answer`: its body, parsed once by the handler): when it shows the job ended, its reservation is settled. */
-export async function settleJobFrom(
-  services: MeterServices,
-  id: string,
-  answer: Record<string, unknown> | undefined,
-  c?: Context<GatewayEnv>,
-): Promise<void> {
-  const status = typeof answer?.status === "string" ? answer.status : undefined;
-  if (!answer || !status || !TERMINAL.has(status)) return;
-  const hold = await kept(services, "job", id);
-  if (!hold) return;
-  await services.stores.kv.delete(stateKeys.creditsHold("job", id));
-  if (status === "failed" || status === "error") {
-    await releaseCredits(services, hold, `job ${status}`);
-    return;
-  }
-  await settleFinishedJob(services, c, hold, answer);
 }

@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import { stopUpstream } from "../operators/kill-switch.js";
-import { settleResource } from "../../middleware/meter/index.js";
+import { settleResource } from "../payments/kept-holds.js";
 import { sandboxCustody } from "../sandboxes/custody.js";
 
 export type LiveKind = "sandbox" | "session";

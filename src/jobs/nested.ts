@@ -9,7 +9,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { jsonBody, setJsonBody } from "../../middleware/body-limit/index.js";
 import { type RowHandler, startJob } from "../routing/handlers.js";
-import { settleResource } from "../../middleware/meter/index.js";
+import { settleResource } from "../payments/kept-holds.js";
 import { stopUpstream } from "../operators/kill-switch.js";
 
 /** Headers a sub-request carries from the client's: its credential and its request id, nothing else. */

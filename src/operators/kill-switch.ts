@@ -7,7 +7,7 @@ import type { BudgetWindow, ResourceKind } from "../state/types.js";
 import { deliverBudgetEvent } from "./webhooks.js";
 import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
 import { stateKeys } from "../state/keys.js";
-import { settleResource } from "../../middleware/meter/index.js";
+import { settleResource } from "../payments/kept-holds.js";
 
 export interface KillReport {
   tenant: string;

@@ -7,7 +7,7 @@ import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { keepOwnedItems } from "./owned-items.js";
 import { callerTenant } from "../../middleware/identify/index.js";
-import { settleJobFrom, TERMINAL } from "../../middleware/meter/index.js";
+import { settleJobFrom, TERMINAL } from "../payments/kept-holds.js";
 import type { RouteRow } from "./table.js";
 import { noteCreated } from "./created.js";
 

@@ -16,7 +16,7 @@ import { claimSnapshot, pinSnapshotSource, resolveOwnedSnapshot } from "./snapsh
 import { tenantRewriteContext } from "./tenant-view.js";
 import { callerTenant } from "../../middleware/identify/index.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
-import { settleResource } from "../../middleware/meter/index.js";
+import { settleResource } from "../payments/kept-holds.js";
 import { claimRefused, type RowHandler } from "../routing/handlers.js";
 import { noteCreated } from "../routing/created.js";
 

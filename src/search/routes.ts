@@ -18,7 +18,7 @@ import { budgetRemaining } from "../payments/budget-remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { callerCap, callerTenant } from "../../middleware/identify/index.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
-import { priceOf } from "../../middleware/meter/index.js";
+import { priceOf } from "../payments/kept-holds.js";
 import { releaseCredits, reserveCredits, settleCredits } from "../payments/credit-ledger.js";
 import type { RouteRow } from "../routing/table.js";
 import type { RowHandler } from "../routing/handlers.js";

@@ -15,7 +15,7 @@ import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from 
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./access.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { callerTenant } from "../../middleware/identify/index.js";
-import { settleResource } from "../../middleware/meter/index.js";
+import { settleResource } from "../payments/kept-holds.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { claimRefused, forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
 import { noteCreated } from "../routing/created.js";
