@@ -59,6 +59,9 @@ export function callerCap(c: Context<GatewayEnv>): { id: string; amount: bigint 
   return caller?.via === "token" && caller.token.cap !== undefined ? { id: caller.token.jti, amount: caller.token.cap } : undefined;
 }
 
+/** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
+type IdentifyServices = Pick<GatewayServices, "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress">;
+
 const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {
   "search-token": "search",
   "sandbox-token": "sandbox",
@@ -71,7 +74,7 @@ const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {
  * a gateway token in `?token=`.
  * @example app.on("POST", "/api/sandbox", identify(services, row), handler)
  */
-export function identify(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> {
+export function identify(services: IdentifyServices, row: RouteRow): MiddlewareHandler<GatewayEnv> {
   if (row.auth.some((a) => OWN_CREDENTIALS.has(a))) return identifyOwn(services, row);
   const acceptsKey = row.auth.includes("key");
   const tokenKinds = new Set(row.auth.map((a) => TOKEN_KIND[a]).filter(Boolean));
@@ -132,7 +135,7 @@ export function identify(services: GatewayServices, row: RouteRow): MiddlewareHa
  * A keyless MCP token (POST /_tollgate/tokens {"kind":"mcp"}) stands in for its tenant's key on a row that takes one:
  * the row's scope must be the token's and its tenant's; the token's cap applies to whatever the row spends (callerCap).
  */
-function mcpTokenTenant(services: GatewayServices, row: RouteRow, token: GatewayToken): Tenant {
+function mcpTokenTenant(services: IdentifyServices, row: RouteRow, token: GatewayToken): Tenant {
   if (!row.scope || !(token.scopes as string[]).includes(row.scope))
     throw new GatewayError(403, "token_scope", `This token does not allow "${row.scope}" (it allows: ${token.scopes.join(", ")}).`, {
       requiredScope: row.scope,
@@ -167,7 +170,7 @@ export function metricsTokenCheck(token: string | undefined): ((bearer: string) 
  * operator-readonly key may not change (403 read_only). "metrics-token": the TOLLGATE_METRICS_TOKEN bearer. "mcp-token":
  * a keyless MCP token stands for its tenant. "console": the console's session cookie (the console answers its absence).
  */
-function identifyOwn(services: GatewayServices, row: RouteRow): MiddlewareHandler<GatewayEnv> {
+function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandler<GatewayEnv> {
   const has = (a: string) => row.auth.includes(a as never);
   const open = has("public"),
     operator = has("operator"),
@@ -241,7 +244,7 @@ function identifyOwn(services: GatewayServices, row: RouteRow): MiddlewareHandle
  * A tenant key with `scope`, outside the route table: the admin passthrough (server.adminPassthrough) answers paths no
  * row fronts. Sets the caller as a row's identify would.
  */
-export async function identifyKey(services: GatewayServices, c: Context<GatewayEnv>, scope: Scope): Promise<Tenant> {
+export async function identifyKey(services: IdentifyServices, c: Context<GatewayEnv>, scope: Scope): Promise<Tenant> {
   const presented = presentedKey(c.req.raw.headers);
   const tenant = await services.directory.authenticate(presented);
   requireScope(tenant, scope);
@@ -252,7 +255,7 @@ export async function identifyKey(services: GatewayServices, c: Context<GatewayE
 }
 
 /** A key or gateway token when it is valid, else nobody (an open row does not refuse for it). */
-async function quietly(services: GatewayServices, presented: string | undefined): Promise<Caller | undefined> {
+async function quietly(services: IdentifyServices, presented: string | undefined): Promise<Caller | undefined> {
   if (!presented) return undefined;
   try {
     if (!looksLikeGatewayToken(presented)) return { via: "key", tenant: await services.directory.authenticate(presented), presented };
@@ -265,7 +268,7 @@ async function quietly(services: GatewayServices, presented: string | undefined)
 }
 
 /** The console session the cookie names: live only while its tenant is enabled and still holds the key signed in with. */
-async function consoleCaller(services: GatewayServices, c: Context<GatewayEnv>): Promise<Caller> {
+async function consoleCaller(services: IdentifyServices, c: Context<GatewayEnv>): Promise<Caller> {
   try {
     const id = getCookie(c, SESSION_COOKIE);
     const session = id && /^[A-Za-z0-9_-]{20,64}$/.test(id) ? await sessionById(services, id) : undefined;

@@ -14,7 +14,7 @@ const WINDOW_MS = 60_000;
  * middleware/chain.ts, so a request is counted once.
  * @example app.on("GET", "/_tollgate/usage", identify(services, row), rateLimit(services), handler)
  */
-export function rateLimit(services: GatewayServices): MiddlewareHandler {
+export function rateLimit(services: Pick<GatewayServices, "stores" | "now">): MiddlewareHandler {
   return async function rateLimitMiddleware(c, next) {
     const caller = c.get("caller");
     const tenant = caller?.via === "key" || caller?.via === "token" ? caller.tenant : undefined;

@@ -53,7 +53,7 @@ export async function startSession(services: GatewayServices, c: Context, tenant
 }
 
 /** The live session of this id (the console's cookie value, read by middleware/identify), if any. */
-export async function sessionById(services: GatewayServices, id: string): Promise<ConsoleSession | undefined> {
+export async function sessionById(services: Pick<GatewayServices, "stores" | "now">, id: string): Promise<ConsoleSession | undefined> {
   const raw = await services.stores.kv.get(storeKey(id));
   if (!raw) return undefined;
   const rec = JSON.parse(raw) as Omit<ConsoleSession, "id">;

@@ -1,8 +1,7 @@
 // Where clients reach the gateway: the configured public origin, else the origin the client called (via trusted proxies).
 import type { Context } from "hono";
 import { GatewayError } from "../errors.js";
-import { clientView } from "./forwarded.js";
-import type { GatewayServices } from "../services.js";
+import { clientView, type ForwardedServices } from "./forwarded.js";
 
 /** What `tollgate start` answers to when neither server.publicOrigin nor server.publicHosts is configured. */
 export const LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"] as const;
@@ -30,7 +29,7 @@ export function isListedPublicHost(host: string, listed: readonly string[], prot
  * it is the scheme and host the client used (X-Forwarded-* only from trusted proxies), and when `server.publicHosts`
  * lists hosts, any other host is refused (421) rather than echoed into URLs.
  */
-export function publicOriginOf(c: Context, services: GatewayServices): string {
+export function publicOriginOf(c: Context, services: ForwardedServices): string {
   const { publicOrigin, publicHosts } = services.config.server;
   if (publicOrigin) return publicOrigin.replace(/\/+$/, "");
   const view = clientView(c, services);
