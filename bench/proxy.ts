@@ -13,7 +13,8 @@
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
 // BENCH_STATE (memory; `redis`: the gateways share a local redis-server), BENCH_ROUNDS (1: measure every contender that many times, alternating, and print ranges), BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
 // and Tollgate also on Bun),
-// BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
+// BENCH_FLOOR_BURN (µs: adds the fast-GET floor spinning that long per request, `node raw pipe +burn`: the floor at a slower
+// proxy's pace), BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -35,8 +36,13 @@ const PROXIES = process.env.BENCH_PROXIES?.split(",").map((s) => s.trim());
 const BUN = process.env.BENCH_BUN;
 /** BENCH_ROUNDS: each contender measured this many times, alternating; ratios are of medians, with their range. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
-/** BENCH_PACE: adds the floor held to this many req/s on fast GET (`node raw pipe paced`). */
+/**
+ * BENCH_PACE: adds the floor held to this many req/s on fast GET (`node raw pipe paced`). autocannon sends each second's
+ * quota in a burst, so this is not a steady slower pace (BENCH_FLOOR_BURN is; bench/PROFILE.md).
+ */
 const PACE = Number(process.env.BENCH_PACE ?? 0);
+/** BENCH_FLOOR_BURN: adds the floor spinning this many µs of JS per request on fast GET (`node raw pipe +burn`): its pace, steadily slower. */
+const FLOOR_BURN = Number(process.env.BENCH_FLOOR_BURN ?? 0);
 /**
  * Niceness of every process of the run (this one, which hosts the emulator, the proxies, the upstream, the load): a
  * shared machine's other work (browsers run at -8) would otherwise starve Node's JIT warm-up. Same for every contender.
@@ -400,8 +406,12 @@ try {
     () => honoFast.stop(),
   );
   // The Node floor: a bare node:http pipe (no Hono, no Request/Response), on the runtime and fast upstreams.
-  const rawFor = (upstream: string, token: string, name: string) =>
-    spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token }, profArgs(name));
+  const rawFor = (upstream: string, token: string, name: string, burn = 0) =>
+    spawnReady(
+      here("./raw-node-proxy-process.ts"),
+      { PROXY_UPSTREAM: upstream, PROXY_TOKEN: token, PROXY_BURN_US: String(burn) },
+      profArgs(name),
+    );
   const [rawRuntime, rawFast] = await Promise.all([
     rawFor(emu.runtimeUrl, up.token, "floor-emulator"),
     rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token", "floor-fast"),
@@ -410,6 +420,10 @@ try {
     () => rawRuntime.stop(),
     () => rawFast.stop(),
   );
+  const rawBurn = FLOOR_BURN
+    ? await rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token", "floor-burn", FLOOR_BURN)
+    : undefined;
+  if (rawBurn) stops.push(() => rawBurn.stop());
   const [bunRawRuntime, bunRawFast] = BUN
     ? await Promise.all([
         spawnReady(here("./raw-node-proxy-process.ts"), { PROXY_UPSTREAM: emu.runtimeUrl, PROXY_TOKEN: up.token }, [], BUN),
@@ -553,6 +567,9 @@ try {
         ...(PACE
           ? [{ proxy: "node raw pipe paced", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes"), rate: PACE }, pid: rawFast.pid }]
           : []),
+        ...(rawBurn
+          ? [{ proxy: "node raw pipe +burn", load: { url: at(rawBurn.port, "/sandbox/sbx_fast/processes") }, pid: rawBurn.pid }]
+          : []),
         { proxy: "tollgate", load: { url: at(tgFast.port, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) }, pid: tgFast.pid },
         ...base(tgFastBase, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
         ...standardPath(tgStdFast, (p) => ({ url: at(p, "/sandbox/sbx_fast/processes"), headers: bearer(fastToken) })),
@@ -627,6 +644,19 @@ try {
     if (n === "fast-get") ratio("req/s", n, "tollgate on bun", "node raw pipe", "tollgate-on-bun÷floor");
     ratio("req/s", n, "tollgate", "health");
     ratio("req/s", n, "tollgate@base", "health");
+    // BENCH_FLOOR_BURN: what the floor's own work costs at a slower pace (its CPU per request beyond the spin), and
+    // Tollgate against that paced floor: the kernel's wake-ups of idle receivers cost more per request the slower a proxy is.
+    const burned = of(n, "node raw pipe +burn");
+    if (burned.length && of(n, "node raw pipe").length) {
+      const paced = median(burned.map((r) => r.m.cpuUsPerReq)) - FLOOR_BURN;
+      const floor = median(of(n, "node raw pipe").map((r) => r.m.cpuUsPerReq));
+      const rps = median(burned.map((r) => r.m.rps));
+      console.log(
+        `floor at a slower pace ${n}: ${paced.toFixed(0)} µs/request beyond the spin at ${rps.toFixed(0)} req/s (unpaced ${floor.toFixed(0)})`,
+      );
+      const tg = of(n, "tollgate");
+      if (tg.length) console.log(`cpu/request tollgate÷paced-floor ${n}: ${(median(tg.map((r) => r.m.cpuUsPerReq)) / paced).toFixed(2)}`);
+    }
   }
 } finally {
   await stopSandbox();

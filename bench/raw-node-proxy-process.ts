@@ -8,6 +8,8 @@ const upstream = new URL(process.env.PROXY_UPSTREAM!);
 const token = process.env.PROXY_TOKEN!;
 const host = process.env.PROXY_HOST || upstream.host;
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+/** PROXY_BURN_US: CPU spent in JS per request (a spin), to run the floor at a slower proxy's pace (bench/PROFILE.md). */
+const burnUs = Number(process.env.PROXY_BURN_US ?? 0);
 const HOP = new Set([
   "connection",
   "keep-alive",
@@ -27,6 +29,7 @@ function forwardable(h: IncomingHttpHeaders): Record<string, string | string[]> 
 }
 
 const server = createServer((req, res) => {
+  if (burnUs > 0) for (const t0 = performance.now(); performance.now() - t0 < burnUs / 1000; );
   const headers = forwardable(req.headers);
   headers.host = host;
   headers.authorization = `Bearer ${token}`;
