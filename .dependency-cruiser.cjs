@@ -1,7 +1,7 @@
 // The layout's boundaries (README "Layout"): what may import what. Rules name folders, not files, so the layout stays
 // while files move inside a folder. Run: `npm run lint:boundaries` (part of `npm run lint`).
-// Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry, access,
-// payments → routing and middleware/ (the chain) → surfaces (search, sessions, sandboxes, jobs) and the operator apps
+// Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry,
+// payments → routing and middleware/ (the chain; identity lives in middleware/identify) → surfaces (search, sessions, sandboxes, jobs) and the operator apps
 // (operators, console, mcp) → src/gateway.ts, src/services.ts, the entries (src/platform/{node,worker}.ts, src/cli/).
 
 /** Files that are not the shipped code: tests beside the code, declaration files. */
@@ -18,7 +18,7 @@ const nodeOnlyPackages = `(^|/)node_modules/${nodeOnly}|^${nodeOnly}`;
 
 /** What a chain step may import from src/. */
 const stepMayImport =
-  "^src/(errors|log|context|services)\\.ts$|^src/(state|access|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)";
+  "^src/(errors|log|context|services)\\.ts$|^src/(state|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)";
 
 /** A surface may import another surface only through these declared seams (folder → folder). */
 const seams = {
@@ -101,7 +101,7 @@ module.exports = {
     {
       name: "chain-steps-below-surfaces",
       comment:
-        "A chain step (middleware/<step>/) imports only the base modules, services' types, state, access, routing, telemetry, platform's Web parts, payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
+        "A chain step (middleware/<step>/) imports only the base modules, services' types, state, routing, telemetry, platform's Web parts, payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
       severity: "error",
       from: { path: "^middleware/[^/]+/", pathNot: `^middleware/identify/|${notShipped}` },
       to: { path: "^src/", pathNot: stepMayImport },
@@ -141,10 +141,10 @@ module.exports = {
     {
       name: "lower-layers-import-no-surface",
       comment:
-        "platform (Web parts), telemetry, access (but its route module), payments and routing do not import a surface's routes, an operator app's admin/console/MCP parts, the gateway or an entry.",
+        "platform (Web parts), telemetry, payments and routing do not import a surface's routes, an operator app's admin/console/MCP parts, the gateway or an entry.",
       severity: "error",
       from: {
-        path: "^src/(platform|telemetry|access|payments|routing)/",
+        path: "^src/(platform|telemetry|payments|routing)/",
         pathNot: `${nodeSide}|^src/platform/worker\\.ts$|routes?\\.tsx?$|${notShipped}`,
       },
       to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
