@@ -150,6 +150,14 @@ module.exports = {
       to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
     },
     {
+      name: "platform-and-state-below-the-chain",
+      comment:
+        "src/platform (the runtime seams: transport, upstream, request URL…) and src/state sit below the chain: they import nothing from middleware/.",
+      severity: "error",
+      from: { path: "^src/(platform|state)/", pathNot: `${nodeSide}|^src/platform/worker\\.ts$|^src/platform/node\\.ts$|${notShipped}` },
+      to: { path: "^middleware/" },
+    },
+    {
       name: "config-imports-little-of-src",
       comment: "config/ (schema and loader) imports from src/ only pure helpers of platform (cidr) and operators (alert destinations).",
       severity: "error",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { normalisePath, splitRequestUrl } from "./index.js";
+import { splitRequestUrl } from "../../src/platform/request-url.js";
+import { normalisePath } from "./index.js";
 
 const ok = (raw: string) => {
   const n = normalisePath(raw);

@@ -2,6 +2,7 @@
 // the upstream serves. Unreserved escapes are decoded, dot segments resolved, repeated slashes merged; anything that
 // could be read two ways (an encoded `/` or `\`, NUL or control characters, an invalid escape) is refused.
 import { errorResponse, GatewayError } from "../../src/errors.js";
+import { splitRequestUrl } from "../../src/platform/request-url.js";
 
 export type NormalisedPath = { ok: true; path: string; changed: boolean } | { ok: false; reason: string };
 
@@ -77,17 +78,6 @@ export function normalisePath(raw: string): NormalisedPath {
   }
   const path = `/${out.join("/")}`;
   return { ok: true, path, changed: path !== raw };
-}
-
-/** Splits an absolute request URL string into origin, path and query without a URL parser (which may throw). */
-export function splitRequestUrl(url: string): { origin: string; path: string; query: string } {
-  const schemeEnd = url.indexOf("://");
-  const hostStart = schemeEnd < 0 ? 0 : schemeEnd + 3;
-  let pathStart = url.indexOf("/", hostStart);
-  const q = url.indexOf("?", hostStart);
-  if (pathStart < 0 || (q >= 0 && q < pathStart)) pathStart = q >= 0 ? q : url.length;
-  const queryStart = q >= 0 ? q : url.length;
-  return { origin: url.slice(0, pathStart), path: url.slice(pathStart, queryStart) || "/", query: url.slice(queryStart) };
 }
 
 /**

@@ -22,3 +22,14 @@ export function requestUrl(c: Context): URL {
   }
   return url;
 }
+
+/** Splits an absolute request URL string into origin, path and query without a URL parser (which may throw). */
+export function splitRequestUrl(url: string): { origin: string; path: string; query: string } {
+  const schemeEnd = url.indexOf("://");
+  const hostStart = schemeEnd < 0 ? 0 : schemeEnd + 3;
+  let pathStart = url.indexOf("/", hostStart);
+  const q = url.indexOf("?", hostStart);
+  if (pathStart < 0 || (q >= 0 && q < pathStart)) pathStart = q >= 0 ? q : url.length;
+  const queryStart = q >= 0 ? q : url.length;
+  return { origin: url.slice(0, pathStart), path: url.slice(pathStart, queryStart) || "/", query: url.slice(queryStart) };
+}

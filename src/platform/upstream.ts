@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, errors } from "../errors.js";
-import { splitRequestUrl } from "../../middleware/normalize/index.js";
+import { splitRequestUrl } from "./request-url.js";
 import {
   forwardableRequestHeaders,
   relayByRequest,

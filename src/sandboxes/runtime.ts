@@ -12,7 +12,7 @@ import { sandboxCustody } from "./custody.js";
 import { presignTarget, rewritePresign } from "./presign.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { RuntimeForwarder, clientBody, sendUpstream } from "./runtime-forward.js";
-import { splitRequestUrl } from "../../middleware/normalize/index.js";
+import { splitRequestUrl } from "../platform/request-url.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** Splits `/sandbox/<id><rest>?q` (normalised) into what the upstream gets after its own runtime base URL. */
