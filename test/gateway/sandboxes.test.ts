@@ -123,8 +123,14 @@ describe("runtime plane", () => {
     const events: Array<{ type: string; name: string }> = [];
     const watch = await sbx.files.watchDir("/home/ubuntu/w", (e) => void events.push(e), { recursive: true });
     await sleep(150);
-    await sbx.files.writeText("/home/ubuntu/w/new.txt", "1");
-    for (let i = 0; i < 60 && !events.length; i++) await sleep(50);
+    // A file created before the upstream's watch is in place is not reported (inotify's own rule); on a loaded machine
+    // the watch may take longer than the pause above, so a create that went unseen is made again.
+    const created = () => events.some((e) => e.type === "create" && e.name === "new.txt");
+    for (let attempt = 0; attempt < 5 && !created(); attempt++) {
+      if (attempt > 0) await sbx.files.remove("/home/ubuntu/w/new.txt");
+      await sbx.files.writeText("/home/ubuntu/w/new.txt", "1");
+      for (let i = 0; i < 40 && !created(); i++) await sleep(50);
+    }
     await watch.stop();
     expect(events).toEqual(expect.arrayContaining([{ type: "create", name: "new.txt" }]));
   });
