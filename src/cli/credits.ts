@@ -1,6 +1,7 @@
 // `tollgate usage export` and `tollgate credits calibrate`: chargeback and price calibration from a running gateway.
 import { parseArgs } from "node:util";
 import { AdminCliError, api, common, target } from "./admin.js";
+import type { Calibration } from "../payments/usage-export.js";
 
 const windowQuery = (v: { from?: string; to?: string }) => {
   const q = new URLSearchParams();
@@ -39,20 +40,6 @@ export async function cmdUsage(sub: string | undefined, args: string[]): Promise
   const text = await res.text();
   if (!res.ok) throw new AdminCliError(`GET /usage/export: ${res.status}: ${text.slice(0, 300)}`);
   process.stdout.write(text);
-}
-
-interface Calibration {
-  rows: Array<{
-    route: string;
-    price: string;
-    entries: number;
-    reportedUsd: string;
-    estimatedUsd: string;
-    ratio: string;
-    currentUsd: string;
-    proposedUsd: string;
-  }>;
-  prices: Record<string, string>;
 }
 
 /** `tollgate credits calibrate [--from ISO] [--to ISO]`: a price table that would have matched what the upstream reported. */

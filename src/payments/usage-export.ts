@@ -143,7 +143,15 @@ interface CalibrationRow {
  * reported compares with what the price table estimated for the same work, and the price that would have matched.
  * Rows sharing a price name are pooled into one proposal.
  */
-export async function calibrate(services: GatewayServices, w: UsageWindow) {
+/** What GET /_tollgate/admin/credits/calibrate answers (and `tollgate credits calibrate` reads). */
+export interface Calibration {
+  from: string;
+  to: string;
+  rows: CalibrationRow[];
+  prices: Record<string, string>;
+}
+
+export async function calibrate(services: GatewayServices, w: UsageWindow): Promise<Calibration> {
   const priceOf = new Map<string, PriceName>();
   for (const r of ROUTES) if (r.meter) priceOf.set(r.name, r.meter.price);
   const byRoute = new Map<string, { entries: number; reported: bigint; estimated: bigint }>();
