@@ -1,6 +1,7 @@
 // The route table: every upstream operation Tollgate fronts, one row each. What is not here is refused
-// (404 route_not_fronted). The chain (./chain.ts) mounts every row: identify → scope → rate limit → owner → quota → meter →
-// handler. Paths are matched after normalisation (./normalize.ts), so a row sees what the upstream will.
+// (404 route_not_fronted). The chain (middleware/chain.ts) mounts every row: method-override → identify (+scope) →
+// body-limit → rate limit → owner → body-check → quota → meter → handler. Paths are matched after normalisation
+// (middleware/normalize), so a row sees what the upstream will.
 // The gateway's own endpoints (/_tollgate/*, /mcp) are rows too (./own-rows.ts), first in ROUTES; the row's shape is ./row.ts.
 import type { Scope } from "../../config/schema.js";
 import type { ResourceKind } from "../state/types.js";
