@@ -227,7 +227,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
   app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
   if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
-  app.use(portHosts(exposedPorts(services))); // [mount: only a port-shaped Host reaches the sandbox port relay]
+  app.use(portHosts(exposedPorts(services), config.server.trustedProxies.length > 0)); // [mount: only a port-shaped Host reaches the sandbox port relay]
   // The console's rows, on a sub-app that answers with the console's own pages (its errors, headers, origin check).
   const isPage = (r: RouteRow) => r.auth.includes("console");
   const [pageRows, tableRows] = [ROUTES.filter(isPage), ROUTES.filter((r) => !isPage(r))];
