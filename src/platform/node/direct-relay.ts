@@ -1,12 +1,13 @@
 // The Node fast path for the proxied planes (runtime, exposed ports, presigned files). Once the route table's chain
-// has decided where a request goes, the upstream's answer reaches the client's socket without Web objects in between:
-// node:http with a keep-alive Agent to the upstream, and the answer's body piped from the upstream's socket to the
-// client's. The chain still sees an ordinary Response (status and headers, no body) and may add headers to it
-// (x-request-id, rate-limit, CORS); `withDirectRelays` (the server's fetch wrapper) writes that status and those headers
-// and pipes the body. Workers (and any other transport) keep the standard path: src/platform/upstream.ts `Upstream.forward`.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+// has decided where a request goes, the upstream's answer reaches the client's socket without Web objects and without
+// Node streams in between: undici's dispatcher (the transport's keep-alive pools) calls back with the answer's head and
+// its body chunks, which are written to the client's ServerResponse as they come. The chain still sees an ordinary
+// Response (status and headers, no body) and may add headers to it (x-request-id, rate-limit, CORS);
+// `withDirectRelays` (the server's fetch wrapper) writes that status and those headers and then the body. Workers (and
+// any other transport) keep the standard path: src/platform/upstream.ts `Upstream.forward`.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
+import { Client, type Dispatcher } from "undici";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import {
   appSetCookie,
@@ -32,11 +33,11 @@ interface NodeClient {
  */
 const TAG = "x-tollgate-direct-relay";
 
-/** An answer waiting for the chain to finish: the Response the chain saw, its tag, and the upstream message. */
+/** An answer waiting for the chain to finish: the Response the chain saw, its tag, and the exchange with the upstream. */
 interface Pending {
   response: Response;
   tag: string;
-  upstream: IncomingMessage;
+  exchange: Exchange;
   /** The upstream's relayable headers. */
   headers: OutgoingHttpHeaders;
 }
@@ -48,6 +49,10 @@ const MERGED = new Set(["vary", "set-cookie"]);
 const pending = new WeakMap<ServerResponse, Pending>();
 let tags = 0;
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+/** Body bytes held while the chain finishes before the upstream connection is paused. */
+const HELD_BYTES = 64 * 1024;
+/** An upstream socket closed under a request (a kept-alive one the upstream had just closed, most often). */
+const RESET = new Set(["ECONNRESET", "UND_ERR_SOCKET"]);
 
 /** Set by `withDirectRelays` on the responses it will finish: only those can take a direct relay. */
 const WRAPPED = Symbol("tollgate.directRelays");
@@ -58,31 +63,185 @@ const client = (env: unknown): (ServerResponse & { [WRAPPED]?: true }) | undefin
 };
 
 /**
- * The upstream request's headers as node:http takes them. The client's own are read off its parsed raw headers (names
- * lower-cased, repeats joined with ", " as a `Headers` would), minus REQUEST_DROPPED: no `Headers` object is built.
+ * The upstream request's headers as undici takes them (a flat name, value list). The client's own are read off its
+ * parsed raw headers (names lower-cased, minus REQUEST_DROPPED and the names `set` replaces): no `Headers` object is built.
  */
-function outgoingHeaders(h: ForwardHeaders, incoming: IncomingMessage | undefined): OutgoingHttpHeaders {
-  const headers: OutgoingHttpHeaders = {};
+function outgoingHeaders(h: ForwardHeaders, incoming: IncomingMessage | undefined): string[] {
+  const headers: string[] = [];
   if (!isClientHeaders(h)) {
     h.forEach((v, k) => {
-      headers[k] = v;
+      headers.push(k, v);
     });
     return headers;
   }
+  const set = h.set;
   const raw = incoming?.rawHeaders;
   if (raw) {
     for (let i = 0; i < raw.length; i += 2) {
       const k = raw[i]!.toLowerCase();
-      if (REQUEST_DROPPED.has(k)) continue;
-      const had = headers[k] as string | undefined;
-      headers[k] = had === undefined ? raw[i + 1]! : `${had}, ${raw[i + 1]!}`;
+      if (!REQUEST_DROPPED.has(k) && set[k] === undefined) headers.push(k, raw[i + 1]!);
     }
   } else
     h.client.forEach((v, k) => {
-      if (!REQUEST_DROPPED.has(k)) headers[k] = v;
+      if (!REQUEST_DROPPED.has(k) && set[k] === undefined) headers.push(k, v);
     });
-  for (const k in h.set) headers[k] = h.set[k]!;
+  for (const k in set) headers.push(k, set[k]!);
   return headers;
+}
+
+/**
+ * One relayed exchange, as undici's dispatcher calls it back (its handler interface: no IncomingMessage, no pipe). The
+ * answer's head settles `head`; body chunks that come before the chain has finished are held (past HELD_BYTES the
+ * upstream connection is paused) and written once the server has written the head (`attach`); later ones go straight
+ * to the client's socket, the upstream paused while that is full. The client going away ends the exchange, whether it
+ * was still waiting for the head or the body was being written.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  status = 0;
+  rawHeaders: Buffer[] = [];
+  private complete = false;
+  private abortUpstream?: (err?: Error) => void;
+  private resumeUpstream?: () => void;
+  private out?: ServerResponse;
+  private held?: Buffer[];
+  private heldBytes = 0;
+  private paused = false;
+  private dropped = false;
+  private failed = false;
+  private started = false;
+  private readonly timer?: NodeJS.Timeout;
+  private resolve!: (e: Exchange) => void;
+  private reject!: (err: unknown) => void;
+  readonly head: Promise<Exchange>;
+
+  constructor(
+    dispatcher: Dispatcher,
+    private readonly opts: Dispatcher.DispatchOptions,
+    private readonly client: ServerResponse,
+    headersTimeoutMs: number | undefined,
+    /** May be sent once more on a reset before its head (idempotent, body in hand). */
+    private retry: boolean,
+  ) {
+    this.head = new Promise<Exchange>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    if (headersTimeoutMs !== undefined && headersTimeoutMs > 0)
+      this.timer = setTimeout(() => this.fail(new UpstreamHeadersTimeout()), headersTimeoutMs);
+    client.on("close", this.clientClosed);
+    dispatcher.dispatch(opts, this);
+  }
+
+  private readonly clientClosed = () => {
+    if (!this.complete) this.fail(new Error("client went away"));
+  };
+
+  /** Ends the exchange: rejects a head not come yet, aborts the upstream request, cuts a client's answer begun. */
+  private fail(err: Error) {
+    if (this.timer) clearTimeout(this.timer);
+    this.failed = true;
+    this.complete = true;
+    if (!this.started) this.reject(err);
+    this.abortUpstream?.(err);
+    if (this.out && !this.out.destroyed) this.out.destroy();
+  }
+
+  onConnect(abort: (err?: Error) => void) {
+    this.abortUpstream = abort;
+    if (this.failed) abort(new Error("relay ended"));
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void) {
+    if (status < 200) return true; // informational: the final answer follows
+    if (this.timer) clearTimeout(this.timer);
+    this.status = status;
+    this.rawHeaders = rawHeaders;
+    this.resumeUpstream = resume;
+    this.started = true;
+    this.resolve(this);
+    return true;
+  }
+
+  onData(chunk: Buffer) {
+    if (this.dropped) return true;
+    const out = this.out;
+    if (out) {
+      if (out.write(chunk)) return true;
+      this.pauseFor(out);
+      return false;
+    }
+    (this.held ??= []).push(chunk);
+    this.heldBytes += chunk.byteLength;
+    if (this.heldBytes < HELD_BYTES) return true;
+    this.paused = true;
+    return false;
+  }
+
+  onComplete() {
+    this.complete = true;
+    this.out?.end();
+  }
+
+  onError(err: Error) {
+    if (this.failed) return;
+    // A kept-alive socket the upstream closed just as it was reused: sent once more, on a connection of its own (the
+    // pool's other idle ones may have been closed alike); that client closes once the exchange is over.
+    if (this.retry && !this.started && RESET.has((err as { code?: string }).code ?? "") && !this.client.destroyed) {
+      this.retry = false;
+      this.abortUpstream = undefined;
+      const fresh = new Client(this.opts.origin!);
+      fresh.dispatch(this.opts, this);
+      fresh.close().catch(() => {});
+      return;
+    }
+    this.fail(err);
+  }
+
+  private pauseFor(out: ServerResponse) {
+    this.paused = true;
+    out.once("drain", () => {
+      this.paused = false;
+      this.resumeUpstream?.();
+    });
+  }
+
+  /** Writes the held body, and the rest as it comes, to the client whose head the server has just written. */
+  attach(out: ServerResponse) {
+    if (this.failed) {
+      out.destroy();
+      return;
+    }
+    this.out = out;
+    const held = this.held;
+    this.held = undefined;
+    if (this.complete) {
+      if (!held) out.end();
+      else out.end(held.length === 1 ? held[0] : Buffer.concat(held));
+      return;
+    }
+    let full = false;
+    if (held) for (const chunk of held) full = !out.write(chunk);
+    if (this.paused) {
+      this.paused = false;
+      if (full) this.pauseFor(out);
+      else this.resumeUpstream?.();
+    }
+  }
+
+  /** Reads an answer that will not be sent to its end, so the connection goes back to the pool. */
+  discard() {
+    this.dropped = true;
+    this.held = undefined;
+    if (this.paused) {
+      this.paused = false;
+      this.resumeUpstream?.();
+    }
+  }
+
+  /** Ends an answer that will not be sent (the chain replaced it, or another relay took its place). */
+  destroy() {
+    if (!this.complete) this.fail(new Error("relayed answer dropped"));
+  }
 }
 
 /**
@@ -97,95 +256,47 @@ interface DirectRelay {
   relay(req: RelayRequest, client: unknown, opts: RelayOptions): Promise<RelayedAnswer>;
   /** Drops a relayed answer that will not be sent (a 401 before a replay); false if `response` is not one. */
   discard(response: Response, client: unknown): boolean;
-  close(): void;
 }
 
 /** True when the Node entry offers this client's socket for a direct relay (its server finishes them: withDirectRelays). */
 export const offersDirectRelay = (env: unknown): boolean => client(env) !== undefined;
 
-/** Keep-alive agents of one gateway, and the parsed upstream origins (the path after them is all that changes). */
-export function directRelay(): DirectRelay {
-  const agents = {
-    http: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
-    https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
-  };
-  const origins = new Map<string, { secure: boolean; hostname: string; port: string }>();
-
-  const target = (url: string) => {
-    const slash = url.indexOf("/", url.indexOf("//") + 2);
-    const origin = slash < 0 ? url : url.slice(0, slash);
-    let o = origins.get(origin);
-    if (!o) {
-      const u = new URL(origin);
-      o = { secure: u.protocol === "https:", hostname: u.hostname.replace(/^\[|\]$/g, ""), port: u.port };
-      if (origins.size >= 1024) origins.clear();
-      origins.set(origin, o);
-    }
-    return { ...o, path: slash < 0 ? "/" : url.slice(slash) };
-  };
-
-  const send = (req: RelayRequest, out: ServerResponse, retry: boolean, incoming?: IncomingMessage): Promise<IncomingMessage> => {
-    const t = target(req.url);
-    const headers = outgoingHeaders(req.headers, incoming);
-    const body = req.body;
-    if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
-    else if (typeof body === "string") headers["content-length"] = String(Buffer.byteLength(body));
-    return new Promise((resolve, reject) => {
-      let answer: IncomingMessage | undefined;
-      const up = (t.secure ? httpsRequest : httpRequest)(
-        { hostname: t.hostname, port: t.port, path: t.path, method: req.method, headers, agent: t.secure ? agents.https : agents.http },
-        (res) => {
-          if (timer) clearTimeout(timer);
-          answer = res;
-          resolve(res);
-        },
-      );
-      const timer =
-        req.headersTimeoutMs !== undefined && req.headersTimeoutMs > 0
-          ? setTimeout(() => up.destroy(new UpstreamHeadersTimeout()), req.headersTimeoutMs)
-          : undefined;
-      up.once("error", (err: NodeJS.ErrnoException) => {
-        if (timer) clearTimeout(timer);
-        // A kept-alive socket the upstream closed just as it was reused: an idempotent request is sent once more on a
-        // fresh one (bodies in hand only). Node's agent already retires idle sockets before the upstream's keep-alive hint.
-        if (
-          retry &&
-          up.reusedSocket &&
-          err.code === "ECONNRESET" &&
-          IDEMPOTENT.has(req.method) &&
-          !(body instanceof ReadableStream) &&
-          !out.destroyed
-        )
-          send(req, out, false, incoming).then(resolve, reject);
-        else reject(err);
-      });
-      // A client that goes away before the answer is complete ends the upstream call too, whether it was still waiting
-      // for the headers or the body was being piped (pipe alone would leave the upstream socket paused). No AbortSignal
-      // is needed: the socket says so. (One listener for both phases; after a complete answer it does nothing.)
-      out.once("close", () => {
-        if (!answer?.complete) up.destroy();
-      });
-      if (body == null) up.end();
-      else if (body instanceof Uint8Array || typeof body === "string") up.end(body);
-      else Readable.fromWeb(body as import("node:stream/web").ReadableStream).pipe(up);
-    });
-  };
-
+/** The direct relay of one gateway, over the transport's dispatcher (keep-alive pools by origin). */
+export function directRelay(dispatcher: Dispatcher): DirectRelay {
   return {
     available: offersDirectRelay,
     async relay(req, env, opts) {
       const out = client(env)!;
-      const upstream = await send(req, out, true, (env as NodeClient).incoming);
+      const url = req.url;
+      const slash = url.indexOf("/", url.indexOf("//") + 2);
+      const body = req.body;
+      const exchange = new Exchange(
+        dispatcher,
+        {
+          origin: slash < 0 ? url : url.slice(0, slash),
+          path: slash < 0 ? "/" : url.slice(slash),
+          method: req.method as Dispatcher.HttpMethod,
+          headers: outgoingHeaders(req.headers, (env as NodeClient).incoming),
+          body:
+            body == null || body instanceof Uint8Array || typeof body === "string"
+              ? body
+              : Readable.fromWeb(body as import("node:stream/web").ReadableStream),
+        },
+        out,
+        req.headersTimeoutMs,
+        IDEMPOTENT.has(req.method) && !(body instanceof ReadableStream),
+      );
+      await exchange.head;
       const tag = String(++tags);
       // The upstream's relayable headers stay here, as node:http takes them (repeats joined as a `Headers` would,
       // Set-Cookie as a list): the chain's Response carries only the tag and what the chain adds, so no `Headers` is
       // built from them; they are merged when the answer is written (withDirectRelays).
       const relayed: OutgoingHttpHeaders = {};
-      const raw = upstream.rawHeaders;
+      const raw = exchange.rawHeaders;
       let contentLength: string | undefined;
       for (let i = 0; i < raw.length; i += 2) {
-        const k = raw[i]!.toLowerCase();
-        const v = raw[i + 1]!;
+        const k = raw[i]!.toString("latin1").toLowerCase();
+        const v = raw[i + 1]!.toString("latin1");
         if (k === "content-length") contentLength = v;
         if (k === "set-cookie") {
           // An exposed port's app: its own cookies, host-only, never the gateway's (appSetCookie).
@@ -197,9 +308,9 @@ export function directRelay(): DirectRelay {
         const had = relayed[k];
         relayed[k] = had === undefined ? v : `${had as string}, ${v}`;
       }
-      const response = new Response(null, { status: upstream.statusCode ?? 502, headers: [[TAG, tag]] });
-      pending.get(out)?.upstream.destroy();
-      pending.set(out, { response, tag, upstream, headers: relayed });
+      const response = new Response(null, { status: exchange.status, headers: [[TAG, tag]] });
+      pending.get(out)?.exchange.destroy();
+      pending.set(out, { response, tag, exchange, headers: relayed });
       return { response, contentLength: contentLength ?? null };
     },
     discard(response, env) {
@@ -207,12 +318,8 @@ export function directRelay(): DirectRelay {
       const p = out && pending.get(out);
       if (!out || !p || p.response !== response) return false;
       pending.delete(out);
-      p.upstream.resume(); // read to the end, so the keep-alive socket goes back to the pool
+      p.exchange.discard();
       return true;
-    },
-    close() {
-      agents.http.destroy();
-      agents.https.destroy();
     },
   };
 }
@@ -233,17 +340,17 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
     const p = out && pending.get(out);
     if (!out || !p) return res;
     pending.delete(out);
-    const upstream = p.upstream;
+    const exchange = p.exchange;
     // Hono hands on a copy of the handler's Response when a middleware had looked at `c.res` first (same status, no
     // body, our tag); when an error replaced the answer after the handler, it copies the headers set so far, tag included,
     // into the error's response, which has a body of its own.
     if (res !== p.response && (res.headers.get(TAG) !== p.tag || res.status !== p.response.status || res.body !== null)) {
-      upstream.destroy();
+      exchange.destroy();
       res.headers.delete(TAG);
       return res;
     }
     if (out.destroyed) {
-      upstream.destroy();
+      exchange.destroy();
       return RESPONSE_ALREADY_SENT;
     }
     // The upstream's headers, then the chain's: a header the chain set replaces the upstream's (x-request-id), except
@@ -258,10 +365,9 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
       else headers[k] = `${had as string}, ${v}`;
     });
     out.writeHead(res.status, headers);
-    upstream.pipe(out);
-    // An upstream that fails mid-body cuts the client's answer (it cannot be completed); a client gone mid-body
-    // releases the upstream socket (the listener `send` put on the client's close).
-    upstream.once("error", () => out.destroy());
+    // An upstream that fails mid-body cuts the client's answer (it cannot be completed); a client gone mid-body ends
+    // the upstream request (Exchange).
+    exchange.attach(out);
     return RESPONSE_ALREADY_SENT;
   };
 }

@@ -2,7 +2,7 @@
 // of known length are read whole and handed on as bytes (no Web stream per response). The transport times the wait for
 // the answer itself, from the call on: undici's own headers timeout starts only once a request has a connection, and
 // it does not fire while a request body is still being written. Answers relayed as they are take the direct relay
-// (node:http, socket to socket) instead.
+// (undici's dispatcher straight to the client's socket) instead.
 import { type Dispatcher, request } from "undici";
 import { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { Readable } from "node:stream";
@@ -44,7 +44,7 @@ export function undiciTransport(
 ): UpstreamTransport & { close(): Promise<void> } {
   const dispatcher = upstreamAgent(opts.connections ?? 256);
   // Answers relayed to the client as they are (runtime, exposed ports) go socket to socket: src/platform/node/direct-relay.ts.
-  const direct = directRelay();
+  const direct = directRelay(dispatcher);
   const transport: UpstreamTransport & { close(): Promise<void> } = {
     enforcesHeadersTimeout: true,
     /** Socket to socket where the Node entry offers the client's socket (server.directRelay), else request + relayResponse. */
@@ -105,10 +105,7 @@ export function undiciTransport(
         clearTimeout(timer);
       }
     },
-    close: () => {
-      direct.close();
-      return dispatcher.close();
-    },
+    close: () => dispatcher.close(),
   };
   return transport;
 }
