@@ -17,7 +17,7 @@
 // proxy's pace), BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir, cpus, setPriority } from "node:os";
 import { join } from "node:path";
@@ -65,18 +65,26 @@ function niced(cmd: string, args: string[]): [string, string[]] {
 }
 
 async function spawnReady(script: string, env: Record<string, string>, nodeArgs: string[] = [], bun?: string): Promise<Proc> {
-  // Bun runs the TypeScript itself (BENCH_BUN); Node through tsx.
-  const child = spawn(...niced(bun ?? process.execPath, bun ? [script] : [...nodeArgs, "--import", "tsx", script]), {
+  // Bun runs the TypeScript itself (BENCH_BUN); Node through tsx, except plain JavaScript (the compiled gateway).
+  const args = bun ? [script] : script.endsWith(".mjs") ? [...nodeArgs, script] : [...nodeArgs, "--import", "tsx", script];
+  const child = spawn(...niced(bun ?? process.execPath, args), {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
     detached: true,
   });
   const port = await new Promise<number>((resolve, reject) => {
     let out = "";
+    // After READY the process's stdout (a gateway's access log) is read and dropped, as a log collector would take it.
+    let ready = false;
     child.stdout!.on("data", (d) => {
+      if (ready) return;
       out += d;
       const m = /READY (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
+      if (m) {
+        ready = true;
+        out = "";
+        resolve(Number(m[1]));
+      }
     });
     child.once("exit", (c) => reject(new Error(`${script} exited with ${c}`)));
   });
@@ -261,6 +269,27 @@ if (NICE) {
     /* not allowed: the run goes on at the default priority */
   }
 }
+/** The newest modification time of the files under `dir` (recursively). */
+function newest(dir: string): number {
+  let t = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+// The gateway is measured as it ships: compiled (bench/tollgate-process.mjs). Built here when dist/ is older than its sources.
+{
+  const built = here("../dist/.built");
+  const sources = Math.max(...["../src", "../middleware", "../config"].map((d) => newest(here(d))));
+  if (!existsSync(built) || statSync(built).mtimeMs < sources) {
+    console.log("building the gateway (dist/ is older than its sources)…");
+    const r = spawnSync("npm", ["run", "build", "--silent"], { cwd: here(".."), stdio: "inherit" });
+    if (r.status !== 0) throw new Error(`npm run build failed (${r.status ?? r.signal})`);
+  }
+}
+
 const { startEmulator } = await import("../emulator/index.js");
 const { generateTenantKey, hashTenantKey } = await import("../middleware/identify/tenants.js");
 const { TokenService } = await import("../middleware/identify/tokens.js");
@@ -298,17 +327,29 @@ try {
   const keyHash = await hashTenantKey(key);
   const tokenSecret = randomBytes(32).toString("hex");
   const rport = new URL(emu.runtimeUrl).port;
-  const profArgs = (name: string) => (PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : []);
+  const profArgs = (name: string) => [
+    ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : []),
+    ...(name.startsWith("base") ? (process.env.BENCH_BASE_NODE_ARGS ?? "") : (process.env.BENCH_NODE_ARGS ?? ""))
+      .split(" ")
+      .filter(Boolean),
+  ];
   const gatewayConfig = (baseUrl: string, allowedHosts: string[]) => ({
-    server: { host: "127.0.0.1", port: 0, logLevel: "silent" },
+    // Logging stays on: each request's access log line goes to the process's stdout (BENCH_LOG_LEVEL, default info).
+    server: { host: "127.0.0.1", port: 0, logLevel: process.env.BENCH_LOG_LEVEL ?? "info" },
     upstream: { baseUrl, allowedHosts },
     tenants: [{ id: "bench", keys: [{ hash: keyHash }], scopes: ["sandboxes", "search"] }],
     ...(redisUrl ? { state: { backend: "redis", redisUrl } } : {}),
   });
   const BASELINE = process.env.BENCH_BASELINE_DIR;
+  // Tollgate as it ships (dist/, built now when older than its sources): tsx's transform adds a helper call to every
+  // function the gateway makes per request, which compiled JavaScript does not have. A baseline checkout without
+  // bench/tollgate-process.mjs and a build, and Bun, run the TypeScript.
+  const compiled = (root: string) => existsSync(join(root, "bench/tollgate-process.mjs")) && existsSync(join(root, "dist/.built"));
   const spawnTollgate = async (name: string, config: Record<string, unknown>, apiKey: string, root?: string, bun?: string) =>
     spawnReady(
-      root ? join(root, "test/gateway/sandbox-gateway-process.ts") : here("../test/gateway/sandbox-gateway-process.ts"),
+      !bun && compiled(root ?? here(".."))
+        ? join(root ?? here(".."), "bench/tollgate-process.mjs")
+        : join(root ?? here(".."), "test/gateway/sandbox-gateway-process.ts"),
       { TOLLGATE_CHILD_CONFIG: JSON.stringify(config), TOLLGATE_CHILD_SECRETS: JSON.stringify({ upstreamApiKey: apiKey, tokenSecret }) },
       profArgs(name),
       bun,

@@ -20,6 +20,9 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
   [/\btg[a-z]?_[A-Za-z0-9_-]{16,}/g, "[REDACTED_KEY]"],
 ];
 
+/** Matches wherever one of SECRET_PATTERNS could: a line it does not match is not run through each of them. */
+const MAYBE_SECRET = /bearer|0x[0-9a-f]{64}|[?&](?:token|access_token|grant|ticket|apikey|api_key|key|signature|sig)=|eyJ|tg[a-z]?_/i;
+
 const SECRET_FIELDS =
   /^(x-api-key|authorization|payment-signature|x-payment|cookie|set-cookie|apikey|api_key|token|managementtoken|privatekey|walletkey|secret|password|signature)$/i;
 
@@ -30,26 +33,27 @@ export class Redactor {
 
   /** Registers exact secret values (API keys, wallet key, token secret) that must never be printed. */
   add(...secrets: Array<string | undefined>): this {
-    for (const s of secrets) if (s && s.length >= 6) this.#values.add(s);
+    for (const s of secrets)
+      if (s && s.length >= 6) {
+        this.#values.add(s);
+        // Lines are scrubbed once serialised: a secret with a quote, backslash or control character appears escaped there.
+        const escaped = JSON.stringify(s).slice(1, -1);
+        if (escaped !== s) this.#values.add(escaped);
+      }
     return this;
   }
 
   text(s: string): string {
     let out = s;
     for (const v of this.#values) if (out.includes(v)) out = out.split(v).join("[REDACTED]");
-    for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
-    return out;
-  }
-
-  value(v: unknown, depth = 0): unknown {
-    if (typeof v === "string") return this.text(v);
-    if (v === null || typeof v !== "object" || depth > 6) return typeof v === "bigint" ? v.toString() : v;
-    if (Array.isArray(v)) return v.map((x) => this.value(x, depth + 1));
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = SECRET_FIELDS.test(k) && x ? "[REDACTED]" : this.value(x, depth + 1);
+    if (MAYBE_SECRET.test(out)) for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
     return out;
   }
 }
+
+/** Characters JSON.stringify escapes: a string holding one is scrubbed before it is serialised (see Logger.replacer). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters JSON escapes are what it looks for
+const ESCAPED_IN_JSON = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 export class Logger {
   constructor(
@@ -59,14 +63,60 @@ export class Logger {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * JSON.stringify's replacer for log entries: a secret-named field (at any depth) is written as [REDACTED], a bigint as
+   * its digits. Other values are scrubbed on the serialised line (Redactor.text), which reads a string as it is unless
+   * JSON escaped part of it (a quote, a backslash, a line break in a stack trace): such a string is scrubbed here first.
+   */
+  private readonly replacer = (key: string, value: unknown): unknown => {
+    if (typeof value === "string") {
+      if (key && SECRET_FIELDS.test(key) && value) return "[REDACTED]";
+      return ESCAPED_IN_JSON.test(value) ? this.redactor.text(value) : value;
+    }
+    if (typeof value === "bigint") return value.toString();
+    return value && key && SECRET_FIELDS.test(key) ? "[REDACTED]" : value;
+  };
+
+  /** Field names already checked against SECRET_FIELDS (they are the code's own, a small set). */
+  private readonly secretName = new Map<string, boolean>();
+
+  /**
+   * True when the fields serialise as they are (no replacer needed, which V8 runs much faster): flat primitives, no
+   * bigint, no string JSON would escape, no secret-named field.
+   */
+  private plain(fields: Record<string, unknown>): boolean {
+    for (const k in fields) {
+      const v = fields[k];
+      const t = typeof v;
+      if (t === "string") {
+        if (ESCAPED_IN_JSON.test(v as string)) return false;
+      } else if (t !== "number" && t !== "boolean" && t !== "undefined" && v !== null) return false;
+      let secret = this.secretName.get(k);
+      if (secret === undefined) {
+        secret = SECRET_FIELDS.test(k);
+        if (this.secretName.size < 1024) this.secretName.set(k, secret);
+      }
+      if (secret && v) return false;
+    }
+    return true;
+  }
+
   enabled(level: Exclude<LogLevel, "silent">): boolean {
     return RANK[this.level] >= RANK[level];
   }
 
   log(level: Exclude<LogLevel, "silent">, msg: string, fields: Record<string, unknown> = {}): void {
     if (!this.enabled(level)) return;
-    const entry = { time: new Date(this.now()).toISOString(), level, msg, ...(this.redactor.value(fields) as object) };
-    this.sink(this.redactor.text(JSON.stringify(entry, (_k, v) => (typeof v === "bigint" ? v.toString() : v))));
+    const time = new Date(this.now()).toISOString();
+    let line: string;
+    try {
+      const entry = { time, level, msg, ...fields };
+      line = this.plain(fields) ? JSON.stringify(entry) : JSON.stringify(entry, this.replacer);
+    } catch {
+      // A field that cannot be serialised (a cycle) loses the fields, never the line.
+      line = JSON.stringify({ time, level, msg, logError: "fields not serialisable" });
+    }
+    this.sink(this.redactor.text(line));
   }
 
   info(msg: string, fields?: Record<string, unknown>) {

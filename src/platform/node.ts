@@ -16,6 +16,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
+import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
 import { VERSION } from "../operators/own-routes.js";
@@ -93,7 +94,8 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   gateway = createGateway(opts.config, {
     secrets: opts.secrets,
     transport,
-    logSink: opts.logSink,
+    // Lines to stdout are batched (src/platform/node/log-sink.ts); a caller's own sink gets each line as it comes.
+    logSink: opts.logSink ?? stdoutLogSink(),
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
     webhookSender: nodeWebhookSender(opts.config.alerts),
@@ -136,6 +138,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     stopAlerts();
     await gateway.close(backgroundMs);
     await transport.close();
+    flushStdoutLog();
   };
   return {
     url: `http://${host}:${port}`,

@@ -1,0 +1,72 @@
+import { describe, expect, it } from "vitest";
+import { Logger, Redactor } from "./log.js";
+
+function logged(fields: Record<string, unknown>, secrets: string[] = []) {
+  const lines: string[] = [];
+  const logger = new Logger(
+    (l) => lines.push(l),
+    "info",
+    new Redactor().add(...secrets),
+    () => 0,
+  );
+  logger.info("request", fields);
+  return lines;
+}
+
+describe("Logger: one JSON line per entry, secrets scrubbed", () => {
+  it("writes time, level, msg and the fields; bigints as digits", () => {
+    const [line] = logged({ path: "/sandbox/x", paid: 1234567890123456789n, nested: { n: 1 } });
+    expect(JSON.parse(line!)).toEqual({
+      time: "1970-01-01T00:00:00.000Z",
+      level: "info",
+      msg: "request",
+      path: "/sandbox/x",
+      paid: "1234567890123456789",
+      nested: { n: 1 },
+    });
+  });
+
+  it("scrubs registered secret values wherever they sit, also when JSON escapes them", () => {
+    const plain = "sk_live_upstream_key_123";
+    const quoted = 'we"ird\\secret\nvalue';
+    const line = logged({ a: `x ${plain} y`, deep: { list: [plain, { q: `<${quoted}>` }] }, [plain]: 1 }, [plain, quoted])[0]!;
+    expect(line).not.toContain(plain);
+    expect(line).not.toContain(JSON.stringify(quoted).slice(1, -1));
+    expect(line).not.toContain('we\\"ird');
+    expect(line.match(/\[REDACTED\]/g)?.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("scrubs secret-looking patterns in values, also across a line break JSON escaped", () => {
+    const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0ZW5hbnQifQ.c2lnbmF0dXJlc2ln";
+    const key = "tg_abcdefghijklmnopqrstuvwxyz";
+    const line = logged({
+      userAgent: "x Bearer abcdefghijklmnop",
+      error: `Error: boom\n${key} at line\nBearer\nqrstuvwxyz012345\n${jwt}`,
+      url: "/x?token=supersecret&ok=1",
+      wallet: `0x${"ab".repeat(32)}`,
+    })[0]!;
+    for (const leaked of ["abcdefghijklmnop", key, "qrstuvwxyz012345", jwt, "supersecret", "ab".repeat(32)])
+      expect(line).not.toContain(leaked);
+    expect(JSON.parse(line).url).toBe("/x?token=[REDACTED]&ok=1");
+  });
+
+  it("redacts secret-named fields at any depth, whatever their value", () => {
+    const entry = JSON.parse(logged({ authorization: "Basic Zm9v", inner: { apiKey: "k", privateKey: { x: 1 } }, token: "" })[0]!);
+    expect(entry.authorization).toBe("[REDACTED]");
+    expect(entry.inner).toEqual({ apiKey: "[REDACTED]", privateKey: "[REDACTED]" });
+    expect(entry.token).toBe(""); // nothing to hide
+  });
+
+  it("keeps the line when a field cannot be serialised", () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const entry = JSON.parse(logged({ cyclic })[0]!);
+    expect(entry).toMatchObject({ msg: "request", logError: "fields not serialisable" });
+  });
+
+  it("writes nothing below its level", () => {
+    const lines: string[] = [];
+    new Logger((l) => lines.push(l), "error", new Redactor()).info("request", {});
+    expect(lines).toEqual([]);
+  });
+});

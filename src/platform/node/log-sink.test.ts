@@ -1,0 +1,44 @@
+// The batched stdout sink in a real child process: lines come out in order, soon when the gateway is idle, and all of
+// them when the process exits right after writing.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const sink = fileURLToPath(new URL("./log-sink.ts", import.meta.url));
+
+function run(script: string): { lines: () => string[]; firstLineAt: Promise<number>; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  const started = performance.now();
+  const firstLineAt = new Promise<number>((resolve) => {
+    child.stdout.once("data", () => resolve(performance.now() - started));
+    child.once("close", () => resolve(Number.POSITIVE_INFINITY));
+  });
+  child.stdout.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  return { lines: () => out.split("\n").filter(Boolean), firstLineAt, exited };
+}
+
+describe("stdout log sink (batched)", () => {
+  it("writes every line, in order, when the process exits right after", async () => {
+    const p = run(`import { stdoutLogSink } from ${JSON.stringify(sink)};
+      const log = stdoutLogSink();
+      for (let i = 0; i < 5000; i++) log(JSON.stringify({ i }));
+      process.exit(0);`);
+    expect(await p.exited).toBe(0);
+    const lines = p.lines();
+    expect(lines).toHaveLength(5000);
+    expect(lines.map((l) => JSON.parse(l).i)).toEqual([...Array(5000).keys()]);
+  });
+
+  it("writes a lone line within a few hundred ms while the process stays up", async () => {
+    const p = run(`import { stdoutLogSink } from ${JSON.stringify(sink)};
+      const log = stdoutLogSink();
+      setTimeout(() => log('{"msg":"hello"}'), 50);
+      setTimeout(() => process.exit(0), 3000);`);
+    const at = await p.firstLineAt;
+    expect(at).toBeLessThan(2500); // written by the periodic flush (100 ms), not at exit (3 s)
+    await p.exited;
+    expect(p.lines()).toEqual(['{"msg":"hello"}']);
+  });
+});
