@@ -15,7 +15,11 @@
 // and Tollgate also on Bun),
 // BENCH_FLOOR_BURN (µs: adds the fast-GET floor spinning that long per request, `node raw pipe +burn`: the floor at a slower
 // proxy's pace), BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
-// Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link: measured as `tollgate@base` on a, b, d, e).
+// Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link and `npx tsc -p tsconfig.build.json && touch
+// dist/.built` for its compiled build: measured as `tollgate@base` on a, b, d, e), BENCH_LOG_LEVEL (info: the gateways'
+// access log on, to stdout, read and dropped), BENCH_NODE_ARGS / BENCH_BASE_NODE_ARGS (extra node flags for Tollgate / the
+// baseline), BENCH_HEAP_PROFILE_DIR (a --heap-prof of each Tollgate process).
+// Tollgate runs as it ships: dist/ (built first when older than its sources) through bench/tollgate-process.mjs.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
@@ -329,6 +333,9 @@ try {
   const rport = new URL(emu.runtimeUrl).port;
   const profArgs = (name: string) => [
     ...(PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${join(PROFILE_DIR, name)}`] : []),
+    ...(process.env.BENCH_HEAP_PROFILE_DIR
+      ? ["--heap-prof", "--heap-prof-interval=2048", `--heap-prof-dir=${join(process.env.BENCH_HEAP_PROFILE_DIR, name)}`]
+      : []),
     ...(name.startsWith("base") ? (process.env.BENCH_BASE_NODE_ARGS ?? "") : (process.env.BENCH_NODE_ARGS ?? ""))
       .split(" ")
       .filter(Boolean),

@@ -151,7 +151,8 @@ try {
   const key = generateTenantKey();
   const tokenSecret = randomBytes(32).toString("hex");
   const config = {
-    server: { logLevel: "silent" },
+    // Logging stays on, as deployed (wrangler.toml): each request's access log line through console.log.
+    server: { logLevel: process.env.BENCH_LOG_LEVEL ?? "info" },
     upstream: { baseUrl: upstream, allowedHosts: [] },
     tenants: [{ id: "bench", keys: [{ hash: await hashTenantKey(key) }], scopes: ["sandboxes", "search"] }],
   };
