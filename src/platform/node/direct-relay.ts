@@ -136,11 +136,20 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (!this.complete) this.fail(new Error("client went away"));
   };
 
+  /**
+   * The exchange is over: the client's response lets go of it. (Left on it, the listener kept each relayed request's
+   * objects reachable through V8's young-generation collections, which then promoted them all to the old generation.)
+   */
+  private done() {
+    this.complete = true;
+    this.client.removeListener("close", this.clientClosed);
+  }
+
   /** Ends the exchange: rejects a head not come yet, aborts the upstream request, cuts a client's answer begun. */
   private fail(err: Error) {
     if (this.timer) clearTimeout(this.timer);
     this.failed = true;
-    this.complete = true;
+    this.done();
     if (!this.started) this.reject(err);
     this.abortUpstream?.(err);
     if (this.out && !this.out.destroyed) this.out.destroy();
@@ -178,7 +187,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onComplete() {
-    this.complete = true;
+    this.done();
     this.out?.end();
   }
 

@@ -19,24 +19,17 @@ class RefusalSafeClient extends Client {
     this.origin = origin;
   }
 
+  /**
+   * A refused request is never queued: the client's queue is no longer after dispatch() than before (an accepted one is
+   * in it, waiting or running, since no answer can come back during the call). Read from the public stats, so the
+   * handler is left as it is: wrapping its onError for each request (as this did before) kept every relayed
+   * request's objects reachable through V8's scavenges, which promoted them all to the old generation.
+   */
   override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const h = handler as { onError?: (err: Error) => void };
-    const onError = h.onError;
-    let refused = false;
-    if (typeof onError === "function") {
-      h.onError = (err) => {
-        refused = true;
-        onError.call(handler, err);
-      };
-    }
-    let accepted: boolean;
-    try {
-      accepted = super.dispatch(opts, handler);
-    } finally {
-      if (typeof onError === "function") h.onError = onError;
-    }
+    const queued = this.stats.size;
+    const accepted = super.dispatch(opts, handler);
     // The Pool marks this client busy after dispatch() returns: the 'drain' has to come after that.
-    if (!accepted && refused) {
+    if (!accepted && this.stats.size === queued) {
       // Undici's own clients emit it with their targets, which the Pool passes on (its types name the origin alone).
       const emit = this.emit.bind(this) as (event: "drain", origin: URL, targets: Dispatcher[]) => boolean;
       queueMicrotask(() => emit("drain", this.origin, [this]));
