@@ -50,6 +50,30 @@ describe("Logger: one JSON line per entry, secrets scrubbed", () => {
     expect(JSON.parse(line).url).toBe("/x?token=[REDACTED]&ok=1");
   });
 
+  it("scrubs patterns and values in flat fields too (the fast path), and in the message", () => {
+    const lines: string[] = [];
+    const logger = new Logger(
+      (l) => lines.push(l),
+      "info",
+      new Redactor().add("registered-secret-1"),
+      () => 0,
+    );
+    logger.info("request", { userAgent: "curl Bearer abcdefghijklmnop", path: "/x?ticket=t1234567", n: 1, ok: true, none: null });
+    logger.info("token tg_abcdefghijklmnopqrstu seen", { note: "has registered-secret-1 in it" });
+    logger.info("empty");
+    for (const leaked of ["abcdefghijklmnop", "t1234567", "tg_abcdefghijklmnopqrstu", "registered-secret-1"])
+      expect(lines.join("\n")).not.toContain(leaked);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: "info",
+      msg: "request",
+      n: 1,
+      ok: true,
+      none: null,
+      path: "/x?ticket=[REDACTED]",
+    });
+    expect(JSON.parse(lines[2]!)).toEqual({ time: "1970-01-01T00:00:00.000Z", level: "info", msg: "empty" });
+  });
+
   it("redacts secret-named fields at any depth, whatever their value", () => {
     const entry = JSON.parse(logged({ authorization: "Basic Zm9v", inner: { apiKey: "k", privateKey: { x: 1 } }, token: "" })[0]!);
     expect(entry.authorization).toBe("[REDACTED]");

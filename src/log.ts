@@ -43,13 +43,18 @@ export class Redactor {
     return this;
   }
 
-  text(s: string): string {
+  /** `patterns`: false when the caller knows no part of `s` can match SECRET_PATTERNS (the registered values are always looked for). */
+  text(s: string, patterns = true): string {
     let out = s;
     for (const v of this.#values) if (out.includes(v)) out = out.split(v).join("[REDACTED]");
-    if (MAYBE_SECRET.test(out)) for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
+    if (patterns && MAYBE_SECRET.test(out)) for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
     return out;
   }
 }
+
+const NOT_PLAIN = -1;
+const PLAIN = 0;
+const PLAIN_MAYBE_SECRET = 1;
 
 /** Characters JSON.stringify escapes: a string holding one is scrubbed before it is serialised (see Logger.replacer). */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters JSON escapes are what it looks for
@@ -81,24 +86,40 @@ export class Logger {
   private readonly secretName = new Map<string, boolean>();
 
   /**
-   * True when the fields serialise as they are (no replacer needed, which V8 runs much faster): flat primitives, no
-   * bigint, no string JSON would escape, no secret-named field.
+   * How the fields serialise: NOT_PLAIN when they need the replacer (nested values, a bigint, a string JSON would
+   * escape, a secret-named field); else PLAIN, or PLAIN_MAYBE_SECRET when a string might hold a secret-looking pattern
+   * (then the line is run through SECRET_PATTERNS; registered secret values are looked for in every line).
    */
-  private plain(fields: Record<string, unknown>): boolean {
+  private plain(fields: Record<string, unknown>): number {
+    let found = PLAIN;
     for (const k in fields) {
       const v = fields[k];
       const t = typeof v;
       if (t === "string") {
-        if (ESCAPED_IN_JSON.test(v as string)) return false;
-      } else if (t !== "number" && t !== "boolean" && t !== "undefined" && v !== null) return false;
+        if (ESCAPED_IN_JSON.test(v as string)) return NOT_PLAIN;
+        if (found === PLAIN && MAYBE_SECRET.test(v as string)) found = PLAIN_MAYBE_SECRET;
+      } else if (t !== "number" && t !== "boolean" && t !== "undefined" && v !== null) return NOT_PLAIN;
       let secret = this.secretName.get(k);
       if (secret === undefined) {
         secret = SECRET_FIELDS.test(k);
         if (this.secretName.size < 1024) this.secretName.set(k, secret);
       }
-      if (secret && v) return false;
+      if (secret && v) return NOT_PLAIN;
     }
-    return true;
+    return found;
+  }
+
+  /** The last time stamp written, by the millisecond (a busy gateway writes many lines in each). */
+  private lastMs = Number.NaN;
+  private lastTime = "";
+
+  private timeNow(): string {
+    const ms = this.now();
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastTime = new Date(ms).toISOString();
+    }
+    return this.lastTime;
   }
 
   enabled(level: Exclude<LogLevel, "silent">): boolean {
@@ -107,16 +128,23 @@ export class Logger {
 
   log(level: Exclude<LogLevel, "silent">, msg: string, fields: Record<string, unknown> = {}): void {
     if (!this.enabled(level)) return;
-    const time = new Date(this.now()).toISOString();
+    const time = this.timeNow();
     let line: string;
+    let patterns = true;
     try {
-      const entry = { time, level, msg, ...fields };
-      line = this.plain(fields) ? JSON.stringify(entry) : JSON.stringify(entry, this.replacer);
+      const kind = this.plain(fields);
+      if (kind === NOT_PLAIN) line = JSON.stringify({ time, level, msg, ...fields }, this.replacer);
+      else {
+        // The fields as the caller built them (no copy): the entry's head is written in front of them.
+        const rest = JSON.stringify(fields);
+        line = `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}${rest === "{}" ? "}" : `,${rest.slice(1)}`}`;
+        patterns = kind === PLAIN_MAYBE_SECRET || MAYBE_SECRET.test(msg);
+      }
     } catch {
       // A field that cannot be serialised (a cycle) loses the fields, never the line.
       line = JSON.stringify({ time, level, msg, logError: "fields not serialisable" });
     }
-    this.sink(this.redactor.text(line));
+    this.sink(this.redactor.text(line, patterns));
   }
 
   info(msg: string, fields?: Record<string, unknown>) {

@@ -70,5 +70,6 @@ export function clientView(c: Context, services: ForwardedServices): ClientView 
 
 /** The client's address as the access log reads it (after trusted proxies). */
 export function clientAddressOf(services: ForwardedServices): (c: Context) => string | undefined {
-  return (c) => clientView(c, services).address;
+  // Without trusted proxies (read on each call) the address is the peer's: no URL and no view to build for the log line.
+  return (c) => (services.config.server.trustedProxies.length === 0 ? services.peerAddress?.(c) : clientView(c, services).address);
 }

@@ -22,12 +22,14 @@ import { otelTracer } from "./node/otel-tracer.js";
 import { VERSION } from "../operators/own-routes.js";
 import type { PeerAddress } from "./client-address.js";
 
-/** The TCP peer of the request's socket. */
+/** The TCP peer of the request's socket (what @hono/node-server's getConnInfo reads, without the object it builds). */
 const nodePeerAddress: PeerAddress = (c) => {
+  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+  if (incoming) return incoming.socket?.remoteAddress;
   try {
-    return getConnInfo(c).remote.address;
+    return getConnInfo(c).remote.address; // an HTTP/2 stream, or not served by @hono/node-server: undefined
   } catch {
-    return undefined; // not served by @hono/node-server (app.request in a test)
+    return undefined;
   }
 };
 

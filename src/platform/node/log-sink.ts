@@ -6,7 +6,8 @@ import SonicBoom from "sonic-boom";
 import type { LogSink } from "../../log.js";
 
 const FLUSH_MS = 100;
-const MIN_BATCH = 8 * 1024;
+const MIN_BATCH = 32 * 1024;
+const MAX_WRITE = 64 * 1024;
 const MAX_BUFFERED = 16 * 1024 * 1024;
 
 let stdout: { boom: SonicBoom; dropped: number; toldAt: number } | undefined;
@@ -14,7 +15,14 @@ let stdout: { boom: SonicBoom; dropped: number; toldAt: number } | undefined;
 /** One buffered writer for the process's stdout, shared by every gateway in it (lines stay in order). */
 function shared() {
   if (stdout) return stdout;
-  const boom = new SonicBoom({ fd: 1, minLength: MIN_BATCH, maxLength: MAX_BUFFERED, periodicFlush: FLUSH_MS, sync: false });
+  const boom = new SonicBoom({
+    fd: 1,
+    minLength: MIN_BATCH,
+    maxWrite: MAX_WRITE,
+    maxLength: MAX_BUFFERED,
+    periodicFlush: FLUSH_MS,
+    sync: false,
+  });
   const s = { boom, dropped: 0, toldAt: 0 };
   // Said on stderr, at most once a minute: the log's reader is stuck and lines are being lost.
   boom.on("drop", () => {
