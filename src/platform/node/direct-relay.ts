@@ -20,6 +20,7 @@ import {
   type RelayOptions,
   type RelayRequest,
 } from "../transport.js";
+import { splitRequestUrl } from "../request-url.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
 interface NodeClient {
@@ -276,14 +277,13 @@ export function directRelay(dispatcher: Dispatcher): DirectRelay {
     available: offersDirectRelay,
     async relay(req, env, opts) {
       const out = client(env)!;
-      const url = req.url;
-      const slash = url.indexOf("/", url.indexOf("//") + 2);
+      const target = splitRequestUrl(req.url);
       const body = req.body;
       const exchange = new Exchange(
         dispatcher,
         {
-          origin: slash < 0 ? url : url.slice(0, slash),
-          path: slash < 0 ? "/" : url.slice(slash),
+          origin: target.origin,
+          path: target.path + target.query,
           method: req.method as Dispatcher.HttpMethod,
           headers: outgoingHeaders(req.headers, (env as NodeClient).incoming),
           body:
@@ -337,7 +337,7 @@ type Fetch<E> = (req: Request, env: E) => Response | Promise<Response>;
 
 /**
  * Wraps the server's fetch: when the chain's final answer is a directly relayed one, writes its status and headers
- * (the upstream's relayable ones plus whatever the chain added) and pipes the upstream's body to the client. A relayed
+ * (the upstream's relayable ones plus whatever the chain added) and hands the client to the exchange for the body. A relayed
  * answer the chain replaced (an error after the handler) is dropped, and the replacement is sent as usual.
  */
 export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
