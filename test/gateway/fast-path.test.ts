@@ -224,7 +224,10 @@ describe("the Node fast path for proxied planes", () => {
       expect(await res.body.json()).toMatchObject({ url: "/reset-on-reuse" });
       expect(seen.length).toBe(before + 1); // the reset socket never got as far as a request the upstream served
     }
-    // Not a POST: it may have been acted on, so it is a 502 for the client to decide on.
+    // Not a POST: it may have been acted on, so it is a 502 for the client to decide on. The retry above ran on a
+    // connection of its own, so the pool may hold no kept-alive socket now: one GET served first leaves one to reuse
+    // (without it the POST could open a fresh socket, which the upstream serves).
+    await (await request(`${gatewayUrl}/run`)).body.dump();
     const post = await request(`${gatewayUrl}/reset-on-reuse`, { method: "POST", body: "x", headers: { "content-length": "1" } });
     expect(post.statusCode).toBe(502);
     await post.body.dump();
