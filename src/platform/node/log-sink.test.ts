@@ -31,6 +31,18 @@ describe("stdout log sink (batched)", () => {
     expect(lines.map((l) => JSON.parse(l).i)).toEqual([...Array(5000).keys()]);
   });
 
+  it("writes every line, in order, when batches are in flight as the process exits (a few MB)", async () => {
+    const p = run(`import { stdoutLogSink } from ${JSON.stringify(sink)};
+      const log = stdoutLogSink();
+      const pad = "x".repeat(150);
+      for (let i = 0; i < 20000; i++) log(JSON.stringify({ i, pad }));
+      setImmediate(() => process.exit(0)); // some batches written, one in flight, the rest still gathered`);
+    expect(await p.exited).toBe(0);
+    const lines = p.lines();
+    expect(lines).toHaveLength(20000);
+    expect(lines.every((l, i) => JSON.parse(l).i === i)).toBe(true);
+  });
+
   it("writes a lone line within a few hundred ms while the process stays up", async () => {
     const p = run(`import { stdoutLogSink } from ${JSON.stringify(sink)};
       const log = stdoutLogSink();
