@@ -1,6 +1,7 @@
 // Per-tenant request rate limit (quotas.requestsPerMinute) on every row whose caller is a tenant key or gateway token.
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
+import { setResponseHeader } from "../../src/platform/response-headers.js";
 import type { GatewayServices } from "../../src/services.js";
 import "../identify/index.js";
 
@@ -36,8 +37,8 @@ export function rateLimit(services: Pick<GatewayServices, "stores" | "now">): Mi
     }
     await next();
     try {
-      c.res.headers.set("ratelimit-limit", String(limit));
-      c.res.headers.set("ratelimit-remaining", String(r.remaining));
+      setResponseHeader(c.res, "ratelimit-limit", String(limit));
+      setResponseHeader(c.res, "ratelimit-remaining", String(r.remaining));
     } catch {
       /* immutable response (WebSocket upgrade on some runtimes) */
     }

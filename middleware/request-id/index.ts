@@ -3,6 +3,7 @@
 // WebSocket upgrade's 101 (whose headers some runtimes freeze) is left alone. No async frame of its own: it is the first
 // step of every request.
 import type { MiddlewareHandler } from "hono";
+import { setResponseHeader } from "../../src/platform/response-headers.js";
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -23,7 +24,7 @@ export function requestId(): MiddlewareHandler {
     return next().then(() => {
       if (c.res.status === 101) return;
       try {
-        c.res.headers.set("x-request-id", id);
+        setResponseHeader(c.res, "x-request-id", id);
       } catch {
         /* immutable response from a runtime adapter */
       }

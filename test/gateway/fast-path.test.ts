@@ -149,6 +149,17 @@ describe("the Node fast path for proxied planes", () => {
     expect(typeof logged.at(-1)?.upstreamMs).toBe("number");
   });
 
+  it("writes the standard reason phrase, never the marker the chain's Response carries", async () => {
+    const { get } = await import("node:http");
+    const message = await new Promise<string | undefined>((resolve, reject) =>
+      get(`${gatewayUrl}/run`, (res) => {
+        res.resume();
+        resolve(res.statusMessage);
+      }).on("error", reject),
+    );
+    expect(message).toBe("Created");
+  });
+
   it("takes the standard path on a server that does not finish direct relays", async () => {
     const res = await request(`${unwrappedUrl}/run`, { headers: { "x-request-id": "req-2" } });
     expect(res.statusCode).toBe(201);

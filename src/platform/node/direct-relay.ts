@@ -2,7 +2,8 @@
 // has decided where a request goes, the upstream's answer reaches the client's socket without Web objects and without
 // Node streams in between: undici's dispatcher (the transport's keep-alive pools) calls back with the answer's head and
 // its body chunks, which are written to the client's ServerResponse as they come. The chain still sees an ordinary
-// Response (status and headers, no body) and may add headers to it (x-request-id, rate-limit, CORS);
+// Response (status, no body) and may add headers to it (x-request-id and the rate limit's through setResponseHeader,
+// gathered in a record; others such as CORS on its Headers);
 // `withDirectRelays` (the server's fetch wrapper) writes that status and those headers and then the body. Workers (and
 // any other transport) keep the standard path: src/platform/upstream.ts `Upstream.forward`.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
@@ -21,6 +22,7 @@ import {
   type RelayRequest,
 } from "../transport.js";
 import { splitRequestUrl } from "../request-url.js";
+import { deferResponseHeaders } from "../response-headers.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
 interface NodeClient {
@@ -29,10 +31,11 @@ interface NodeClient {
 }
 
 /**
- * Marks the Response the chain sees, so the answer is still found if Hono copies it (it does when a middleware had
- * already looked at `c.res`); stripped before anything is written.
+ * Marks the Response the chain sees (its status text, never written: the head is written with the status alone), so the
+ * answer is still found if Hono copies it (it does when a middleware had already looked at `c.res`). Not a header: a
+ * `Headers` built for every answer costs more than the rest of the marker.
  */
-const TAG = "x-tollgate-direct-relay";
+const TAG = "tollgate direct relay ";
 
 /** An answer waiting for the chain to finish: the Response the chain saw, its tag, and the exchange with the upstream. */
 interface Pending {
@@ -41,6 +44,8 @@ interface Pending {
   exchange: Exchange;
   /** The upstream's relayable headers. */
   headers: OutgoingHttpHeaders;
+  /** Headers the chain set with setResponseHeader (src/platform/response-headers.ts). */
+  added: Record<string, string>;
 }
 
 /** Headers the chain adds to, rather than replaces, when the upstream sent them too (CORS appends `Vary: Origin`). */
@@ -317,9 +322,12 @@ export function directRelay(dispatcher: Dispatcher): DirectRelay {
         const had = relayed[k];
         relayed[k] = had === undefined ? v : `${had as string}, ${v}`;
       }
-      const response = new Response(null, { status: exchange.status, headers: [[TAG, tag]] });
+      // Its headers given as a `Headers` (empty): node-server's Response then hands that one out as it is when the chain
+      // reads them, where it would build one from a list or record.
+      const response = new Response(null, { status: exchange.status, statusText: TAG + tag, headers: new Headers() });
+      const added = deferResponseHeaders(response);
       pending.get(out)?.exchange.destroy();
-      pending.set(out, { response, tag, exchange, headers: relayed });
+      pending.set(out, { response, tag: TAG + tag, exchange, headers: relayed, added });
       return { response, contentLength: contentLength ?? null };
     },
     discard(response, env) {
@@ -350,12 +358,11 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
     if (!out || !p) return res;
     pending.delete(out);
     const exchange = p.exchange;
-    // Hono hands on a copy of the handler's Response when a middleware had looked at `c.res` first (same status, no
-    // body, our tag); when an error replaced the answer after the handler, it copies the headers set so far, tag included,
-    // into the error's response, which has a body of its own.
-    if (res !== p.response && (res.headers.get(TAG) !== p.tag || res.status !== p.response.status || res.body !== null)) {
+    // Hono hands on a copy of the handler's Response when a middleware had looked at `c.res` first (same status and
+    // status text, no body, the headers set so far); an error that replaced the answer after the handler has a body
+    // and a status text of its own.
+    if (res !== p.response && (res.status !== p.response.status || res.body !== null || res.statusText !== p.tag)) {
       exchange.destroy();
-      res.headers.delete(TAG);
       return res;
     }
     if (out.destroyed) {
@@ -366,13 +373,14 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
     // the ones it adds to (MERGED); Set-Cookie stays a list.
     // (A `Headers` yields each name once, joined, except Set-Cookie, which it yields per cookie.)
     const headers: OutgoingHttpHeaders = { ...p.headers };
-    res.headers.forEach((v, k) => {
-      if (k === TAG) return;
+    const add = (v: string, k: string) => {
       const had = headers[k];
       if (had === undefined || !MERGED.has(k)) headers[k] = k === "set-cookie" ? [v] : v;
       else if (k === "set-cookie") headers[k] = [...(had as string[]), v];
       else headers[k] = `${had as string}, ${v}`;
-    });
+    };
+    for (const k in p.added) add(p.added[k]!, k);
+    res.headers.forEach(add);
     out.writeHead(res.status, headers);
     // An upstream that fails mid-body cuts the client's answer (it cannot be completed); a client gone mid-body ends
     // the upstream request (Exchange).

@@ -1,0 +1,19 @@
+// Headers the chain puts on its answer after the handler (x-request-id, the rate limit's). An answer whose head is
+// written by the Node entry itself (a direct relay, src/platform/node/direct-relay.ts) is a body-less Response whose
+// added headers are gathered here, in a plain record merged when its head is written: a `Headers` would be built for
+// it and each value converted, a few µs a request. Any other answer gets them on its `Headers`, as usual.
+const deferred = new WeakMap<Response, Record<string, string>>();
+
+/** Makes `res` gather the headers set with setResponseHeader; returns the record they land in (lower-case names). */
+export function deferResponseHeaders(res: Response): Record<string, string> {
+  const added: Record<string, string> = {};
+  deferred.set(res, added);
+  return added;
+}
+
+/** Sets a header (a lower-case name) on the chain's answer; throws as `Headers.set` does on an immutable one. */
+export function setResponseHeader(res: Response, name: string, value: string): void {
+  const added = deferred.get(res);
+  if (added) added[name] = value;
+  else res.headers.set(name, value);
+}
