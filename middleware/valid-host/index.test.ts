@@ -84,6 +84,21 @@ describe("validHost", () => {
     expect(res.json).toEqual({ host: seen });
   });
 
+  it("still refuses a bad Host after many good ones (the origins it remembers are bounded)", async () => {
+    const a = new Hono();
+    a.onError((err) => errorResponse(err));
+    a.use(validHost());
+    a.get("*", (c) => c.text("ok"));
+    for (let i = 0; i < 1500; i++) expect((await a.request(`http://h${i}.example.com/x`)).status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const res = await get("foo.123");
+      expect(res.status).toBe(400);
+      expect(res.json).toMatchObject({ code: "invalid_host" });
+    }
+    expect((await get("gw.example.com")).status).toBe(200);
+    expect((await get("gw.example.com")).status).toBe(200);
+  });
+
   it("never lets a Host with spaces, a bad port or none at all reach a route, and never answers 500", async () => {
     // These the Node adapter refuses itself (400) before any middleware runs; an empty Host is read as the bind address.
     const before = routeRuns;

@@ -1,16 +1,16 @@
 // Refuses, before any route runs, a request whose Host makes no valid URL: 400 invalid_host, never a 500 further on.
 import type { MiddlewareHandler } from "hono";
-import { requestUrl } from "../../src/platform/request-url.js";
+import { checkRequestUrl } from "../../src/platform/request-url.js";
 
 /**
- * Parses the request URL once (see requestUrl); a Host such as `foo.123`, `1.2.3.4.5` or `xn--` is answered
+ * Checks the request URL parses (see checkRequestUrl: once per origin); a Host such as `foo.123`, `1.2.3.4.5` or `xn--` is answered
  * `400 {"code":"invalid_host"}` here, so no later `new URL(c.req.url)` can throw.
  *
  * @example app.use(validHost())
  */
 export function validHost(): MiddlewareHandler {
   return function validHostMiddleware(c, next) {
-    requestUrl(c);
+    checkRequestUrl(c);
     return next();
   };
 }
