@@ -43,18 +43,13 @@ export class Redactor {
     return this;
   }
 
-  /** `patterns`: false when the caller knows no part of `s` can match SECRET_PATTERNS (the registered values are always looked for). */
-  text(s: string, patterns = true): string {
+  text(s: string): string {
     let out = s;
     for (const v of this.#values) if (out.includes(v)) out = out.split(v).join("[REDACTED]");
-    if (patterns && MAYBE_SECRET.test(out)) for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
+    if (MAYBE_SECRET.test(out)) for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
     return out;
   }
 }
-
-const NOT_PLAIN = -1;
-const PLAIN = 0;
-const PLAIN_MAYBE_SECRET = 1;
 
 /** Characters JSON.stringify escapes: a string holding one is scrubbed before it is serialised (see Logger.replacer). */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters JSON escapes are what it looks for
@@ -86,27 +81,23 @@ export class Logger {
   private readonly secretName = new Map<string, boolean>();
 
   /**
-   * How the fields serialise: NOT_PLAIN when they need the replacer (nested values, a bigint, a string JSON would
-   * escape, a secret-named field); else PLAIN, or PLAIN_MAYBE_SECRET when a string might hold a secret-looking pattern
-   * (then the line is run through SECRET_PATTERNS; registered secret values are looked for in every line).
+   * True when the fields serialise as they are: flat strings, numbers, booleans, nulls, no secret-named field with a
+   * value. Otherwise (nested values, a bigint, a secret-named field) they go through the replacer; so does a line in
+   * which JSON escaped a string (it holds a backslash then), see log().
    */
-  private plain(fields: Record<string, unknown>): number {
-    let found = PLAIN;
+  private plain(fields: Record<string, unknown>): boolean {
     for (const k in fields) {
       const v = fields[k];
       const t = typeof v;
-      if (t === "string") {
-        if (ESCAPED_IN_JSON.test(v as string)) return NOT_PLAIN;
-        if (found === PLAIN && MAYBE_SECRET.test(v as string)) found = PLAIN_MAYBE_SECRET;
-      } else if (t !== "number" && t !== "boolean" && t !== "undefined" && v !== null) return NOT_PLAIN;
+      if (t !== "string" && t !== "number" && t !== "boolean" && t !== "undefined" && v !== null) return false;
       let secret = this.secretName.get(k);
       if (secret === undefined) {
         secret = SECRET_FIELDS.test(k);
         if (this.secretName.size < 1024) this.secretName.set(k, secret);
       }
-      if (secret && v) return NOT_PLAIN;
+      if (secret && v) return false;
     }
-    return found;
+    return true;
   }
 
   /** The last time stamp written, by the millisecond (a busy gateway writes many lines in each). */
@@ -129,22 +120,22 @@ export class Logger {
   log(level: Exclude<LogLevel, "silent">, msg: string, fields: Record<string, unknown> = {}): void {
     if (!this.enabled(level)) return;
     const time = this.timeNow();
-    let line: string;
-    let patterns = true;
+    let line: string | undefined;
     try {
-      const kind = this.plain(fields);
-      if (kind === NOT_PLAIN) line = JSON.stringify({ time, level, msg, ...fields }, this.replacer);
-      else {
-        // The fields as the caller built them (no copy): the entry's head is written in front of them.
+      if (this.plain(fields)) {
+        // The fields as the caller built them (no copy): the entry's head is written in front of them. A backslash
+        // means JSON escaped a string, which might split a secret: that line is made again with the replacer.
         const rest = JSON.stringify(fields);
-        line = `{"time":"${time}","level":"${level}","msg":${JSON.stringify(msg)}${rest === "{}" ? "}" : `,${rest.slice(1)}`}`;
-        patterns = kind === PLAIN_MAYBE_SECRET || MAYBE_SECRET.test(msg);
+        const head = JSON.stringify(msg);
+        if (!rest.includes("\\") && !head.includes("\\"))
+          line = `{"time":"${time}","level":"${level}","msg":${head}${rest === "{}" ? "}" : `,${rest.slice(1)}`}`;
       }
+      line ??= JSON.stringify({ time, level, msg, ...fields }, this.replacer);
     } catch {
       // A field that cannot be serialised (a cycle) loses the fields, never the line.
       line = JSON.stringify({ time, level, msg, logError: "fields not serialisable" });
     }
-    this.sink(this.redactor.text(line, patterns));
+    this.sink(this.redactor.text(line));
   }
 
   info(msg: string, fields?: Record<string, unknown>) {
