@@ -7,6 +7,8 @@ import type { Secrets } from "../../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "../gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { withDirectRelays } from "./node/direct-relay.js";
+import { unreadHeaderWriter } from "./node/unread-headers.js";
+import { writeUnreadHeadersWith } from "./response-headers.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
@@ -128,6 +130,9 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     );
     s.once("error", reject);
   });
+  // With `serve` running the global Response is node-server's: headers added after the handler go into an answer's
+  // unread record (src/platform/node/unread-headers.ts). Like the direct relay, off where the standard path is asked for.
+  if (directRelays(opts.config)) writeUnreadHeadersWith(unreadHeaderWriter());
   gateUpgrades(server as import("node:http").Server);
   gateHosts(server as import("node:http").Server);
   answerParseErrors(server as import("node:http").Server);
