@@ -301,7 +301,7 @@ export function directRelay(dispatcher: Dispatcher): DirectRelay {
         IDEMPOTENT.has(req.method) && !(body instanceof ReadableStream),
       );
       await exchange.head;
-      const tag = String(++tags);
+      const tag = TAG + ++tags;
       // The upstream's relayable headers stay here, as node:http takes them (repeats joined as a `Headers` would,
       // Set-Cookie as a list): the chain's Response carries only the tag and what the chain adds, so no `Headers` is
       // built from them; they are merged when the answer is written (withDirectRelays).
@@ -324,10 +324,10 @@ export function directRelay(dispatcher: Dispatcher): DirectRelay {
       }
       // Its headers given as a `Headers` (empty): node-server's Response then hands that one out as it is when the chain
       // reads them, where it would build one from a list or record.
-      const response = new Response(null, { status: exchange.status, statusText: TAG + tag, headers: new Headers() });
+      const response = new Response(null, { status: exchange.status, statusText: tag, headers: new Headers() });
       const added = deferResponseHeaders(response);
       pending.get(out)?.exchange.destroy();
-      pending.set(out, { response, tag: TAG + tag, exchange, headers: relayed, added });
+      pending.set(out, { response, tag, exchange, headers: relayed, added });
       return { response, contentLength: contentLength ?? null };
     },
     discard(response, env) {
@@ -372,7 +372,7 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
     // The upstream's headers, then the chain's: a header the chain set replaces the upstream's (x-request-id), except
     // the ones it adds to (MERGED); Set-Cookie stays a list.
     // (A `Headers` yields each name once, joined, except Set-Cookie, which it yields per cookie.)
-    const headers: OutgoingHttpHeaders = { ...p.headers };
+    const headers = p.headers; // this answer's own, made by relay(): written to in place
     const add = (v: string, k: string) => {
       const had = headers[k];
       if (had === undefined || !MERGED.has(k)) headers[k] = k === "set-cookie" ? [v] : v;
