@@ -12,7 +12,7 @@ const base = "^src/(errors|log|context)\\.ts$";
 const surfaces = "search|sessions|sandboxes|jobs";
 /** npm packages that need Node (sockets, process, native code); the Worker bundle must not reach them. */
 const nodeOnly =
-  "(undici|ws|ioredis|prom-client|sonic-boom|@opentelemetry/(sdk-[^/]+|exporter-[^/]+|resources)|@hono/node-server|swagger-ui-dist|node-pty|@lydell/node-pty|puppeteer-core|playwright-core|@tollgate/emulator|autocannon)(/|$)";
+  "(undici|ws|ioredis|prom-client|@opentelemetry/(sdk-[^/]+|exporter-[^/]+|resources)|@hono/node-server|swagger-ui-dist|node-pty|@lydell/node-pty|puppeteer-core|playwright-core|@tollgate/emulator|autocannon)(/|$)";
 // resolved (node_modules/…, or ../main/node_modules/… through a worktree's symlink) or not (the bare name)
 const nodeOnlyPackages = `(^|/)node_modules/${nodeOnly}|^${nodeOnly}`;
 

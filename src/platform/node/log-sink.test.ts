@@ -43,6 +43,39 @@ describe("stdout log sink (batched)", () => {
     expect(lines.every((l, i) => JSON.parse(l).i === i)).toBe(true);
   });
 
+  it("never blocks on a reader that stops reading: lines past 16 MiB are dropped and said on stderr", async () => {
+    // stdout is a shell pipe (blocking, unlike the pipes Node makes for its children) into a reader that never reads.
+    const script = `import { stdoutLogSink } from ${JSON.stringify(sink)};
+      const log = stdoutLogSink();
+      process.on("exit", () => process.stderr.write("exited\\n"));
+      const pad = "x".repeat(200);
+      let i = 0;
+      const t0 = Date.now();
+      const more = () => {
+        for (let k = 0; k < 20000; k++) log(JSON.stringify({ i: i++, pad }));
+        if (i < 200000) setImmediate(more); // ~45 MB in all, the event loop turning between chunks
+        else {
+          process.stderr.write("wrote all in " + (Date.now() - t0) + " ms\\n");
+          setTimeout(() => process.exit(0), 50);
+        }
+      };
+      more();`;
+    const child = spawn("sh", ["-c", `"${process.execPath}" --import tsx --input-type=module -e "$SCRIPT" | sleep 60`], {
+      env: { ...process.env, SCRIPT: script },
+      stdio: ["ignore", "ignore", "pipe"],
+      detached: true,
+    });
+    let err = "";
+    child.stderr!.on("data", (d) => (err += d));
+    const deadline = Date.now() + 20_000;
+    while (!err.includes("exited") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    process.kill(-child.pid!, "SIGKILL");
+    const took = Number(/wrote all in (\d+) ms/.exec(err)?.[1]);
+    expect(took, err).toBeLessThan(10_000); // a blocking write stops at the first full pipe, for good
+    expect(err).toMatch(/stdout is not being read; \d+ log lines dropped so far/);
+    expect(err).toContain("exited"); // the exit flush gave up on the reader (after 2 s) instead of waiting for good
+  }, 30_000);
+
   it("writes a lone line within a few hundred ms while the process stays up", async () => {
     const p = run(`import { stdoutLogSink } from ${JSON.stringify(sink)};
       const log = stdoutLogSink();

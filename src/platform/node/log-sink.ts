@@ -1,50 +1,122 @@
-// The Node entry's log destination: stdout, buffered. A synchronous write per line (what console.log does on a pipe,
-// the way a container's stdout is read) cost ~70 µs a request with the access log on, most of it waking the reader.
-// Lines are gathered here into one string (appending is cheap: V8 keeps a rope until the batch is handed over) and
-// handed to sonic-boom (pino's destination) a batch at a time, at MIN_BATCH characters or every FLUSH_MS; sonic-boom
-// writes them off the request path and synchronously at exit. Handing it line by line cost ~5 µs a line: its utf8
-// mode measures the whole pending chunk (Buffer.byteLength) on every write. Past MAX_BUFFERED bytes a stuck reader
-// costs dropped lines, counted, never memory.
-import SonicBoom from "sonic-boom";
+// The Node entry's log destination: stdout, in batches, in order, never blocking the gateway on a slow reader.
+//
+// A synchronous write per line (console.log on a pipe, the way a container's stdout is read) cost ~70 µs a request
+// with the access log on, most of it waking the reader. Lines are gathered into one string (a rope until written) and
+// written a batch at a time: at MIN_BATCH characters, every FLUSH_MS, and at exit. Every write happens on this thread,
+// so lines always come out in order, at exit too. (sonic-boom, used before, writes asynchronously on libuv's thread
+// pool; at exit its synchronous flush wrote the rest while a batch was still in flight there, out of order, which a
+// test caught under CI load.) Stdout as a pipe is reopened non-blocking (Linux, /proc/self/fd/1): a write the reader
+// has no room for comes back short or EAGAIN and the rest waits, up to MAX_BUFFERED bytes; past that, lines are
+// dropped (counted, said on stderr once a minute), never memory and never a stalled event loop. A file or terminal is
+// written as it is; so is any stdout that cannot be reopened (a socket), which then blocks as console.log would.
+import { constants, fstatSync, openSync, writeSync } from "node:fs";
 import type { LogSink } from "../../log.js";
 
 const FLUSH_MS = 100;
 const MIN_BATCH = 32 * 1024;
-const MAX_WRITE = 64 * 1024;
 const MAX_BUFFERED = 16 * 1024 * 1024;
+/** How long the exit flush waits for a reader with no room before giving the rest up. */
+const EXIT_WAIT_MS = 2_000;
 
 interface Stdout {
-  boom: SonicBoom;
-  /** Lines not handed to sonic-boom yet, each ending in "\n". */
+  fd: number;
+  /** Lines not written yet, each ending in "\n". */
   batch: string;
+  /** Bytes the reader had no room for yet, in order (written before any later batch). */
+  queue: Buffer[];
+  queued: number;
+  /** The reader is gone (EPIPE and the like): lines are dropped from now on. */
+  closed: boolean;
   dropped: number;
   toldAt: number;
 }
 
 let stdout: Stdout | undefined;
 
-function handOver(s: Stdout): void {
-  if (s.batch === "") return;
-  const batch = s.batch;
-  s.batch = "";
-  s.boom.write(batch);
+/** fd 1, or a non-blocking descriptor of the same pipe when stdout is one. */
+function stdoutFd(): number {
+  try {
+    if (fstatSync(1).isFIFO()) return openSync("/proc/self/fd/1", constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch {
+    /* no /proc (not Linux): fd 1 as it is */
+  }
+  return 1;
 }
 
-/** One buffered writer for the process's stdout, shared by every gateway in it (lines stay in order). */
+/** Writes what it can of `buf` now: the bytes written (0 when the reader has no room). */
+function tryWrite(s: Stdout, buf: Buffer): number {
+  try {
+    return writeSync(s.fd, buf);
+  } catch (err) {
+    if ((err as { code?: string }).code === "EAGAIN") return 0;
+    s.closed = true; // EPIPE, EBADF…: nobody reads any more
+    return buf.length;
+  }
+}
+
+function countLines(text: string | Buffer): number {
+  let n = 0;
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) n++;
+  return n;
+}
+
+function drop(s: Stdout, lines: number): void {
+  s.dropped += lines;
+  if (Date.now() - s.toldAt < 60_000) return;
+  s.toldAt = Date.now();
+  process.stderr.write(`tollgate: stdout is not being read; ${s.dropped} log lines dropped so far\n`);
+}
+
+/** Writes the queue, oldest first, as far as the reader takes it. */
+function pump(s: Stdout): void {
+  while (s.queue.length > 0) {
+    const head = s.queue[0]!;
+    const n = s.closed ? head.length : tryWrite(s, head);
+    s.queued -= n;
+    if (n < head.length) {
+      s.queue[0] = head.subarray(n);
+      return;
+    }
+    s.queue.shift();
+  }
+}
+
+/** Writes the gathered lines (after anything still queued). */
+function writeBatch(s: Stdout): void {
+  if (s.batch === "") return;
+  const text = s.batch;
+  s.batch = "";
+  if (s.closed) return;
+  pump(s);
+  const buf = Buffer.from(text, "utf8");
+  if (s.queue.length > 0) {
+    if (s.queued + buf.length > MAX_BUFFERED) {
+      drop(s, countLines(text));
+      return;
+    }
+    s.queue.push(buf);
+    s.queued += buf.length;
+    return;
+  }
+  const n = tryWrite(s, buf);
+  if (n === buf.length) return;
+  const rest = buf.subarray(n);
+  if (rest.length > MAX_BUFFERED) {
+    drop(s, countLines(rest));
+    return;
+  }
+  s.queue.push(rest);
+  s.queued += rest.length;
+}
+
+/** One writer for the process's stdout, shared by every gateway in it (lines stay in order). */
 function shared(): Stdout {
   if (stdout) return stdout;
-  const boom = new SonicBoom({ fd: 1, minLength: 0, maxWrite: MAX_WRITE, maxLength: MAX_BUFFERED, sync: false });
-  const s: Stdout = { boom, batch: "", dropped: 0, toldAt: 0 };
-  // Said on stderr, at most once a minute: the log's reader is stuck and lines are being lost.
-  boom.on("drop", (data: string) => {
-    for (let i = data.indexOf("\n"); i !== -1; i = data.indexOf("\n", i + 1)) s.dropped++;
-    if (Date.now() - s.toldAt < 60_000) return;
-    s.toldAt = Date.now();
-    process.stderr.write(`tollgate: stdout is not being read; ${s.dropped} log lines dropped so far\n`);
-  });
-  // A reader that went away (EPIPE) must not take the gateway down with an unhandled 'error'.
-  boom.on("error", () => {});
-  setInterval(() => handOver(s), FLUSH_MS).unref();
+  const s: Stdout = { fd: stdoutFd(), batch: "", queue: [], queued: 0, closed: false, dropped: 0, toldAt: 0 };
+  setInterval(() => {
+    pump(s);
+    writeBatch(s);
+  }, FLUSH_MS).unref();
   process.once("exit", () => flushStdoutLog());
   stdout = s;
   return s;
@@ -55,17 +127,28 @@ export function stdoutLogSink(): LogSink {
   const s = shared();
   return (line) => {
     s.batch += `${line}\n`;
-    if (s.batch.length >= MIN_BATCH) handOver(s);
+    if (s.batch.length >= MIN_BATCH) writeBatch(s);
   };
 }
 
-/** Writes what is buffered now, synchronously (at exit, on close and drain). */
+/** Writes everything gathered now, waiting up to EXIT_WAIT_MS for a reader with no room (at exit, close and drain). */
 export function flushStdoutLog(): void {
-  if (!stdout) return;
-  try {
-    handOver(stdout);
-    stdout.boom.flushSync();
-  } catch {
-    /* a full or closed pipe at exit: what is left is lost, as with any writer */
+  const s = stdout;
+  if (!s) return;
+  writeBatch(s);
+  pump(s);
+  const deadline = Date.now() + EXIT_WAIT_MS;
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  while (s.queue.length > 0 && !s.closed && Date.now() < deadline) {
+    Atomics.wait(nap, 0, 0, 5);
+    pump(s);
+  }
+  if (s.queue.length > 0) {
+    drop(
+      s,
+      s.queue.reduce((n, b) => n + countLines(b), 0),
+    );
+    s.queue = [];
+    s.queued = 0;
   }
 }
