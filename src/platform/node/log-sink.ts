@@ -81,13 +81,13 @@ function pump(s: Stdout): void {
   }
 }
 
-/** Writes the gathered lines (after anything still queued). */
+/** Writes what is queued, then the gathered lines. */
 function writeBatch(s: Stdout): void {
+  pump(s);
   if (s.batch === "") return;
   const text = s.batch;
   s.batch = "";
   if (s.closed) return;
-  pump(s);
   const buf = Buffer.from(text, "utf8");
   if (s.queue.length > 0) {
     if (s.queued + buf.length > MAX_BUFFERED) {
@@ -113,10 +113,7 @@ function writeBatch(s: Stdout): void {
 function shared(): Stdout {
   if (stdout) return stdout;
   const s: Stdout = { fd: stdoutFd(), batch: "", queue: [], queued: 0, closed: false, dropped: 0, toldAt: 0 };
-  setInterval(() => {
-    pump(s);
-    writeBatch(s);
-  }, FLUSH_MS).unref();
+  setInterval(() => writeBatch(s), FLUSH_MS).unref();
   process.once("exit", () => flushStdoutLog());
   stdout = s;
   return s;
@@ -136,7 +133,6 @@ export function flushStdoutLog(): void {
   const s = stdout;
   if (!s) return;
   writeBatch(s);
-  pump(s);
   const deadline = Date.now() + EXIT_WAIT_MS;
   const nap = new Int32Array(new SharedArrayBuffer(4));
   while (s.queue.length > 0 && !s.closed && Date.now() < deadline) {

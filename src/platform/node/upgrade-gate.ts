@@ -7,6 +7,7 @@
 import { ServerResponse, type IncomingMessage, type Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
+import { originParses } from "../request-url.js";
 
 type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -16,20 +17,8 @@ const refusal = (message: string, code = "upgrade_not_supported") => {
   return `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 };
 
-/** Hosts already found to make a URL (bounded): a connection sends the same Host on every request. */
-const goodHosts = new Set<string>();
-
-function hostMakesUrl(host: string | undefined): boolean {
-  if (host === undefined || goodHosts.has(host)) return true; // undefined: node-server falls back to localhost
-  try {
-    new URL(`http://${host}/`);
-  } catch {
-    return false;
-  }
-  if (goodHosts.size >= 1024) goodHosts.clear();
-  goodHosts.add(host);
-  return true;
-}
+/** undefined: node-server falls back to localhost. Parsed once per Host (a connection sends the same one each time). */
+const hostMakesUrl = (host: string | undefined): boolean => host === undefined || originParses(`http://${host}`);
 
 /**
  * Keeps one 'upgrade' listener (node-server counts them to decide who rejects a failed WebSocket handshake): WebSocket
