@@ -66,6 +66,11 @@ export class RedisConnection {
   private everReady = false;
   private lastError: Error | undefined;
   private firstConnect: Promise<void> | undefined;
+  /** Set by close(): the only end of the client that is meant. */
+  private closing = false;
+  /** Restarts of a client that ioredis ended by itself, since it was last ready (the delay grows with them). */
+  private restarts = 0;
+  private restartTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly where: string;
   private readonly connectTimeoutMs: number;
   /** WAIT on this many replicas after a money write (0: none). */
@@ -117,6 +122,8 @@ export class RedisConnection {
         db: target.db,
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
+        // A sentinel that takes the connection and never answers must not hold a reconnect forever.
+        sentinelCommandTimeout: opts.commandTimeoutMs ?? 2000,
         // A primary that turned replica (after a failover) answers READONLY: reconnect to find the new one.
         reconnectOnError: (err) => /^READONLY\b/.test(err.message),
         failoverDetector: true,
@@ -126,6 +133,23 @@ export class RedisConnection {
     client.on("ready", () => {
       this.everReady = true;
       this.lastError = undefined;
+      this.restarts = 0;
+    });
+    // ioredis ends a client for good when a reconnect is cut short: its failover detector, on a sentinel's
+    // +switch-master, disconnects the connector while that connector is still asking a sentinel where the primary is
+    // (after the old primary died, so the client was already reconnecting), and the reconnect then fails as "Connection
+    // is closed." into the "end" state, from which it never tries again. Seen under load in test/state/failover.test.ts:
+    // both gateways answering 503 for good while the new primary served. Only close() ends it here; any other end
+    // starts the client again.
+    client.on("end", () => {
+      if (this.closing) return;
+      const delay = Math.min(++this.restarts * 100, 1000);
+      clearTimeout(this.restartTimer);
+      this.restartTimer = setTimeout(() => {
+        this.restartTimer = undefined;
+        if (!this.closing && this.client.status === "end") this.client.connect().catch(() => {});
+      }, delay);
+      this.restartTimer.unref?.();
     });
     client.on("error", (err: Error) => {
       this.lastError = err;
@@ -214,6 +238,8 @@ export class RedisConnection {
 
   /** Quits (or stops reconnecting) and resolves once the client has let go of its socket. */
   async close(): Promise<void> {
+    this.closing = true;
+    clearTimeout(this.restartTimer);
     const status = this.client.status;
     if (status === "end") return;
     if (status === "reconnecting" || status === "wait" || status === "close") {

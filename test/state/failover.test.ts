@@ -26,6 +26,8 @@ interface Outcome {
   code?: string;
   kind: "x402" | "credits";
   tenant: string;
+  gateway: number;
+  message?: string;
 }
 
 describe("money across a Redis Sentinel failover", () => {
@@ -71,12 +73,19 @@ describe("money across a Redis Sentinel failover", () => {
         { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops) }] },
       ],
     });
+    const errors: string[] = [];
     const secrets = { upstreamApiKey: emu.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex") };
     for (let i = 0; i < 2; i++) {
       // The stores the Node entry builds from [state] (sentinels, sentinelName, confirmReplicas).
       const stores = nodeStateStores(config) as RedisStores;
       expect(stores.connection.confirmReplicas).toBe(1);
-      gateways.push(await startNodeGateway({ config, secrets, logSink: () => {}, deps: { stores } }));
+      const g = i;
+      // The gateways' error lines (the last few), for a failure's message.
+      const logSink = (line: string) => {
+        errors.push(`gateway ${g}: ${line.slice(0, 400)}`);
+        if (errors.length > 20) errors.shift();
+      };
+      gateways.push(await startNodeGateway({ config, secrets, logSink, deps: { stores } }));
     }
     const before = await chain.balanceOf(wallet.address);
 
@@ -97,8 +106,8 @@ describe("money across a Redis Sentinel failover", () => {
         }).catch(() => undefined);
         const status = res?.status ?? 0;
         const body = res ? await res.text() : "";
-        const code = status >= 400 ? (JSON.parse(body || "{}") as { code?: string }).code : undefined;
-        outcomes.push({ at, status, code, kind, tenant });
+        const err = status >= 400 ? (JSON.parse(body || "{}") as { code?: string; message?: string }) : undefined;
+        outcomes.push({ at, status, code: err?.code, message: err?.message, kind, tenant, gateway: i % 2 });
         // A short pause between calls (longer after a refusal, which comes back at once) keeps 100 clients from
         // starving the machine's two cores: what matters here is 100 calls in flight together, not their rate.
         await new Promise((r) => setTimeout(r, status === 200 ? 100 : 250));
@@ -107,16 +116,33 @@ describe("money across a Redis Sentinel failover", () => {
     const load = Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c)));
 
     // Let the load run, then kill the primary.
+    // What the clients saw since `from`, per gateway, kind and answer (with the last refusal's message), for a failure.
+    const seen = (from: number) => {
+      const groups = new Map<string, { n: number; last?: string }>();
+      for (const o of outcomes.filter((x) => x.at > from)) {
+        const k = `gateway ${o.gateway} ${o.kind} ${o.tenant} ${o.status}${o.code ? ` ${o.code}` : ""}`;
+        const g = groups.get(k) ?? { n: 0 };
+        g.n++;
+        if (o.message) g.last = o.message;
+        groups.set(k, g);
+      }
+      return [...groups].map(([k, g]) => `${k}: ${g.n}${g.last ? ` (last: ${g.last})` : ""}`).join("\n");
+    };
+    let killedAt = Number.POSITIVE_INFINITY;
     const until = async (what: string, ms: number, ok: () => boolean) => {
       const deadline = Date.now() + ms;
       while (!ok()) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `timed out waiting for ${what}; answers since the kill:\n${seen(Math.min(killedAt, Date.now() - ms))}\n` +
+              `${await ha.state().catch((e: Error) => e.message)}\nlast error lines:\n${errors.join("\n")}`,
+          );
         await new Promise((r) => setTimeout(r, 50));
       }
     };
     await until("30 paid answers before the kill", 30_000, () => outcomes.filter((o) => o.status === 200).length >= 30);
     const oldPrimary = ha.primary.port;
-    const killedAt = Date.now();
+    killedAt = Date.now();
     await ha.killPrimary();
     // Recovered: an x402 payment and a credit call, both started after the kill, answered 200.
     // Recovery takes 2–6 s here; the bound is generous for a machine loaded by a parallel suite.

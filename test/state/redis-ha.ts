@@ -90,6 +90,8 @@ export interface SentinelSet {
   killPrimary(): Promise<void>;
   /** The port the sentinels name as primary now. */
   currentPrimary(): Promise<number>;
+  /** What each sentinel names as primary and each live server's replication state, for a failure's message. */
+  state(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -151,6 +153,26 @@ export async function startSentinelSet(opts: { downAfterMs?: number; replicas?: 
       async currentPrimary() {
         const out = await cli(sentinels[0]!.port, "sentinel", "get-master-addr-by-name", name);
         return Number(out.trim().split("\n")[1]);
+      },
+      async state() {
+        const lines: string[] = [];
+        for (const s of sentinels) {
+          const addr = await cli(s.port, "sentinel", "get-master-addr-by-name", name).catch((e: Error) => e.message);
+          lines.push(`sentinel ${s.port}: primary ${addr.trim().split("\n").join(":")}`);
+        }
+        for (const p of [primary, ...replicas]) {
+          if (p.child.exitCode !== null || p.child.signalCode !== null) {
+            lines.push(`redis ${p.port}: exited`);
+            continue;
+          }
+          const info = await cli(p.port, "info", "replication").catch((e: Error) => e.message);
+          const field = (k: string) => new RegExp(`${k}:(\\S+)`).exec(info)?.[1];
+          lines.push(
+            `redis ${p.port}: role ${field("role")}, master ${field("master_port") ?? "-"} link ${field("master_link_status") ?? "-"}, ` +
+              `replicas ${field("connected_slaves")}, offset ${field("master_repl_offset")}`,
+          );
+        }
+        return lines.join("\n");
       },
       async stop() {
         for (const p of procs.reverse()) await stop(p);
