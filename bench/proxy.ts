@@ -6,7 +6,8 @@
 //   (a) runtime-get    GET  /sandbox/<id>/processes                         → emulator runtime
 //   (b) runtime-post   POST /sandbox/<id>/processes/<pid>/wait, JSON body    → emulator runtime (exec-like)
 //   (c) port-get       GET  / on Host 3000-<id>.…, an auth:true exposed port → emulator → app in the sandbox
-//   (d) cache-hit      POST /api/web/search, a cached answer (baseline: Tollgate's /_tollgate/health; nginx proxy_cache)
+//   (d) cache-hit      POST /api/web/search, a cached answer (baselines: Tollgate's /_tollgate/health; nginx proxy_cache;
+//                      `node static answer`, the same bytes from a bare node:http server)
 //                      in front of the fast upstream (the emulator's search lives in its x402 module, which needs a chain)
 //   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
 //
@@ -599,6 +600,13 @@ try {
           tree: true,
         },
         { proxy: "health", load: { url: at(tgFast.port, "/_tollgate/health") }, pid: tgFast.pid },
+        // The same answer's bytes from a bare node:http server (the fast upstream itself): what writing this answer
+        // costs, which /health's few bytes do not show.
+        {
+          proxy: "node static answer",
+          load: { url: at(fast.port, "/api/web/search"), method: "POST", headers: json, body: searchBody },
+          pid: fast.pid,
+        },
         {
           proxy: "tollgate",
           load: { url: at(tgFast.port, "/api/web/search"), method: "POST", headers: { ...json, "x-api-key": key }, body: searchBody },
@@ -636,7 +644,7 @@ try {
 
   // Every contender answers 200 before it is measured (and the caches are warm).
   for (const s of scenarios) for (const c of s.contenders) await expectOk(c.load, `${s.name} via ${c.proxy}`);
-  const hit = await request(scenarios[3]!.contenders[2]!.load.url, {
+  const hit = await request(scenarios[3]!.contenders.find((c) => c.proxy === "tollgate")!.load.url, {
     method: "POST",
     headers: { ...json, "x-api-key": key },
     body: searchBody,
@@ -700,6 +708,9 @@ try {
     if (n === "fast-get") ratio("req/s", n, "tollgate on bun", "node raw pipe", "tollgate-on-bun÷floor");
     ratio("req/s", n, "tollgate", "health");
     ratio("req/s", n, "tollgate@base", "health");
+    ratio("cpu/request", n, "tollgate", "node static answer", "tollgate÷static-answer");
+    ratio("req/s", n, "tollgate", "node static answer", "tollgate÷static-answer");
+    ratio("req/s", n, "health", "node static answer", "health÷static-answer");
     // BENCH_FLOOR_BURN: what the floor's own work costs at a slower pace (its CPU per request beyond the spin), and
     // Tollgate against that paced floor: the kernel's wake-ups of idle receivers cost more per request the slower a proxy is.
     const burned = of(n, "node raw pipe +burn");
