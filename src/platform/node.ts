@@ -7,6 +7,7 @@ import type { Secrets } from "../../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "../gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { withDirectRelays } from "./node/direct-relay.js";
+import { turnEnd } from "./node/turn-writes.js";
 import { unreadHeaderWriter } from "./node/unread-headers.js";
 import { writeUnreadHeadersWith } from "./response-headers.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
@@ -72,7 +73,11 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
     // An upgrade comes without `outgoing`: only then is the env's symbol count needed (no array per plain request).
     const symbolsBefore = env && env.outgoing === undefined ? Object.getOwnPropertySymbols(env).length : 0;
     const res = await fetch(req, env);
-    if (env?.outgoing instanceof ServerResponse) closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
+    if (env?.outgoing instanceof ServerResponse) {
+      closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
+      // node-server writes the answer once this returns: with the turn's other answers (src/platform/node/turn-writes.ts).
+      if (!env.outgoing.headersSent) await turnEnd();
+    }
     const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;
     if (!socket || (req.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") return res;
     // upgradeWebSocket() marks the env with its connection symbol: then the upgrade goes ahead as usual.

@@ -23,6 +23,7 @@ import {
 } from "../transport.js";
 import { splitRequestUrl } from "../request-url.js";
 import { deferResponseHeaders } from "../response-headers.js";
+import { turnEnd } from "./turn-writes.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
 interface NodeClient {
@@ -381,6 +382,11 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
     };
     for (const k in p.added) add(p.added[k]!, k);
     res.headers.forEach(add);
+    await turnEnd(); // written with the turn's other answers (./turn-writes.ts)
+    if (out.destroyed) {
+      exchange.destroy();
+      return RESPONSE_ALREADY_SENT;
+    }
     out.writeHead(res.status, headers);
     // An upstream that fails mid-body cuts the client's answer (it cannot be completed); a client gone mid-body ends
     // the upstream request (Exchange).
