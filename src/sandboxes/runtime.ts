@@ -8,7 +8,7 @@ import type { GatewayServices } from "../services.js";
 import { clientHeaders, forwardableRequestHeaders } from "../platform/transport.js";
 import { Upstream, upstreamJson } from "../platform/upstream.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
-import { sandboxCustody } from "./custody.js";
+import { sandboxCustody, type RuntimeCredential } from "./custody.js";
 import { presignTarget, rewritePresign } from "./presign.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { RuntimeForwarder, clientBody, sendUpstream } from "./runtime-forward.js";
@@ -67,12 +67,21 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
         throw new GatewayError(426, "upgrade_required", "This is a WebSocket endpoint; connect with a WebSocket client.");
       const id = c.req.param("id")!;
       const caller = c.get("caller");
-      const cred = await custody.current(c, id);
-      const target = forwarder.target(cred, runtimeRest(c, ["token"])).replace(/^http/, "ws");
+      const rest = runtimeRest(c, ["token"]);
       // The connection ends when its token is revoked (or, for a keyless token, expires) while it is open.
       const presented = caller.via === "token" ? caller.presented : undefined;
       const stillValid = () => services.tokens.stillValid(presented);
-      return services.webSocketRelay(c, { url: target, headers: { authorization: `Bearer ${cred.token}` }, stillValid });
+      const relay = (cred: RuntimeCredential) =>
+        services.webSocketRelay(c, {
+          url: forwarder.target(cred, rest).replace(/^http/, "ws"),
+          headers: { authorization: `Bearer ${cred.token}` },
+          stillValid,
+        });
+      // As on HTTP (RuntimeForwarder): a kept token the upstream refuses is renewed and the handshake made once more.
+      const res = await relay(await custody.current(c, id));
+      if (res.status !== 401) return res;
+      await res.body?.cancel().catch(() => {});
+      return relay(await custody.renew(c, id));
     },
 
     // The ticket is the credential, as the upstream's token is on its own presigned URLs.

@@ -87,6 +87,7 @@ describe("runtime plane", () => {
       JSON.stringify({ ...cred, token: "revoked-upstream-token", expiresAt: Date.now() + 600_000, receivedAt: Date.now() }),
       600_000,
     );
+    await sleep(1100); // past the instance's one-second read of the shared store, so the refused token is the one used
     expect((await sbx.exec("echo replayed")).stdout).toBe("replayed\n");
   });
 
@@ -166,6 +167,32 @@ describe("runtime plane", () => {
     await conn.resize(40, 120);
     await sleep(100);
     expect((await t.refresh()).current).toMatchObject({ rows: 40, cols: 120 });
+    await conn.close();
+    await reader;
+    await t.kill();
+  });
+});
+
+describe("runtime plane WebSockets", () => {
+  it("renews the kept token and connects once more when the upstream refuses it on a WebSocket handshake", async () => {
+    // The terminal first: an HTTP call would renew the token itself (and the handshake would find it fresh).
+    const t = await sbx.terminal.create({ command: "bash", args: ["--norc", "--noprofile"], rows: 24, cols: 80 });
+    const key = `sandbox-runtime:${sbx.id}`;
+    const cred = JSON.parse((await s.gw.gateway.stores.kv.get(key))!);
+    await s.gw.gateway.stores.kv.set(
+      key,
+      JSON.stringify({ ...cred, token: "revoked-upstream-token", expiresAt: Date.now() + 600_000, receivedAt: Date.now() }),
+      600_000,
+    );
+    await sleep(1100); // past the instance's one-second read of the shared store
+    const conn = await t.attach();
+    let seen = "";
+    const reader = (async () => {
+      for await (const e of conn.events()) if (e.type === "output") seen += (e as { data: string }).data;
+    })();
+    await conn.write("echo renewed-$((6*7))\r");
+    for (let i = 0; i < 60 && !seen.includes("renewed-42\r\n"); i++) await sleep(50);
+    expect(seen).toContain("renewed-42");
     await conn.close();
     await reader;
     await t.kill();
