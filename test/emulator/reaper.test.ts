@@ -30,6 +30,15 @@ async function until(ok: () => boolean, ms = 10_000): Promise<boolean> {
   return ok();
 }
 
+/** A process's command line; "" for one gone between listing and reading (the killed watchdog, being reaped). */
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return "";
+  }
+}
+
 function childrenOf(pid: number): number[] {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
@@ -56,7 +65,7 @@ describe("emulator/reaper.ts", () => {
       expect(alive(sleep)).toBe(true);
       expect(existsSync(dir)).toBe(true);
       // The watchdog is the /bin/sh child; kill it: a new one takes over.
-      const shOf = () => childrenOf(proc.pid!).filter((p) => readFileSync(`/proc/${p}/cmdline`, "utf8").startsWith("/bin/sh"));
+      const shOf = () => childrenOf(proc.pid!).filter((p) => cmdline(p).startsWith("/bin/sh"));
       const [first] = shOf();
       expect(first).toBeGreaterThan(0);
       process.kill(first!, "SIGKILL");
