@@ -94,11 +94,14 @@ describe.concurrent("job families through the gateway", () => {
       const svc = (
         acme.agents as unknown as Record<
           string,
-          { startAndWait(p: unknown): Promise<{ jobId: string; status: string; data?: { finalResult?: string } }> } & Reader
+          {
+            startAndWait(p: unknown): Promise<{ jobId: string; status: string; error?: string | null; data?: { finalResult?: string } }>;
+          } & Reader
         >
       )[family]!;
       const result = await svc.startAndWait({ task: `Open ${SITE}/about and tell me its title.`, maxSteps: 5 });
-      expect(result.status).toBe("completed");
+      // A failed task says why (its error), not only that it failed.
+      expect({ status: result.status, error: result.error ?? undefined }).toEqual({ status: "completed", error: undefined });
       expect(result.data?.finalResult).toContain("About");
       await foreignGets404((initech.agents as unknown as Record<string, Reader>)[family]!, result.jobId);
     },
