@@ -157,21 +157,31 @@ describe("runtime plane", () => {
   it("attaches to a PTY over the relayed WebSocket", async () => {
     const t = await sbx.terminal.create({ command: "bash", args: ["--norc", "--noprofile"], rows: 24, cols: 80 });
     const conn = await t.attach();
-    let seen = "";
-    const reader = (async () => {
-      for await (const e of conn.events()) if (e.type === "output") seen += (e as { data: string }).data;
-    })();
-    await conn.write("echo pty-$((6*7))\r");
-    for (let i = 0; i < 60 && !seen.includes("pty-42\r\n"); i++) await sleep(50);
-    expect(seen).toContain("pty-42");
+    const { closed } = await echoOnPty(conn, "pty");
     await conn.resize(40, 120);
     await sleep(100);
     expect((await t.refresh()).current).toMatchObject({ rows: 40, cols: 120 });
     await conn.close();
-    await reader;
+    await closed;
     await t.kill();
   });
 });
+
+/** Types `echo <word>-$((6*7))` into an attached PTY and waits for `<word>-42`; `closed` settles when the connection ends. */
+async function echoOnPty(
+  conn: { events(): AsyncIterable<{ type: string }>; write(data: string): Promise<unknown> },
+  word: string,
+): Promise<{ closed: Promise<void> }> {
+  let seen = "";
+  // Wrapped in an object: a promise returned as such from an async function would be awaited with it.
+  const closed = (async () => {
+    for await (const e of conn.events()) if (e.type === "output") seen += (e as unknown as { data: string }).data;
+  })();
+  await conn.write(`echo ${word}-$((6*7))\r`);
+  for (let i = 0; i < 60 && !seen.includes(`${word}-42\r\n`); i++) await sleep(50);
+  expect(seen).toContain(`${word}-42`);
+  return { closed };
+}
 
 describe("runtime plane WebSockets", () => {
   it("renews the kept token and connects once more when the upstream refuses it on a WebSocket handshake", async () => {
@@ -186,15 +196,9 @@ describe("runtime plane WebSockets", () => {
     );
     await sleep(1100); // past the instance's one-second read of the shared store
     const conn = await t.attach();
-    let seen = "";
-    const reader = (async () => {
-      for await (const e of conn.events()) if (e.type === "output") seen += (e as { data: string }).data;
-    })();
-    await conn.write("echo renewed-$((6*7))\r");
-    for (let i = 0; i < 60 && !seen.includes("renewed-42\r\n"); i++) await sleep(50);
-    expect(seen).toContain("renewed-42");
+    const { closed } = await echoOnPty(conn, "renewed");
     await conn.close();
-    await reader;
+    await closed;
     await t.kill();
   });
 });
