@@ -53,7 +53,6 @@ import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
-import { workersPeerAddress } from "./platform/client-address.js";
 import { clientAddressOf } from "./platform/forwarded.js";
 import { metricsHandlers } from "./operators/metrics-route.js";
 import { readyHandlers } from "./operators/ready-route.js";
@@ -177,7 +176,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
-    peerAddress: deps.peerAddress ?? workersPeerAddress,
+    peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
     metrics,
     webhookSender: deps.webhookSender,
     tracer: deps.tracer,

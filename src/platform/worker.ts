@@ -3,6 +3,7 @@
 import { parseConfig, secretsFromEnv } from "../../config/load.js";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { ExecutionContext } from "hono";
+import { workersPeerAddress } from "./client-address.js";
 import { createGateway, type Gateway } from "../gateway.js";
 import { doStores, hasStateBinding } from "../state/durable-client.js";
 import type { StateStores } from "../state/types.js";
@@ -44,6 +45,7 @@ function gatewayFor(env: WorkerEnv): Gateway {
     transport: fetchTransport,
     webSocketRelay: fetchWebSocketRelay,
     stores: storesFor(config, env),
+    peerAddress: workersPeerAddress,
   });
   cached = { source, gateway };
   return gateway;
