@@ -8,15 +8,18 @@
 //
 // `npm run bench -- worker`; BENCH_SECONDS (5), BENCH_WARMUP_SECONDS (3), BENCH_CONNECTIONS (32), BENCH_ROUNDS (2:
 // each contender measured that many times, alternating, for a range), BENCH_WORKER_DIR reuses a bundle built beforehand,
-// BENCH_WORKER_STATE=memory runs the Tollgate Worker without its Durable Object (state in the isolate).
+// BENCH_WORKER_STATE=memory runs the Tollgate Worker without its Durable Object (state in the isolate),
+// BENCH_PROFILE_DIR=<dir> writes a CPU profile of the Tollgate Worker's isolate (workerd's inspector, V8's sampling
+// profiler) over each of its measured windows, `worker-<scenario>-<round>.cpuprofile`, for bench/profile-top.ts.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { request } from "undici";
+import WebSocket from "ws";
 import { generateTenantKey, hashTenantKey } from "../middleware/identify/tenants.js";
 import { TokenService } from "../middleware/identify/tokens.js";
 import { memoryStores } from "../src/state/memory.js";
@@ -25,6 +28,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const COMPAT_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSync("wrangler.toml", "utf8"))![1]!;
 const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
@@ -80,11 +84,12 @@ function workerdPids(): Set<number> {
 }
 
 /** A Worker in its own Miniflare (so its own workerd process): its URL and that process's pid. */
-async function startWorker(scriptPath: string, bindings: Record<string, string>, withState = false) {
+async function startWorker(scriptPath: string, bindings: Record<string, string>, withState = false, inspect = false) {
   const before = workerdPids();
   const mf = new Miniflare({
     host: "127.0.0.1",
     port: 0,
+    ...(inspect ? { inspectorPort: 0 } : {}),
     modules: true,
     modulesRoot: dirname(scriptPath),
     scriptPath,
@@ -97,7 +102,39 @@ async function startWorker(scriptPath: string, bindings: Record<string, string>,
   const url = (await mf.ready).origin;
   const pid = [...workerdPids()].find((p) => !before.has(p));
   if (!pid) throw new Error("could not find the workerd process Miniflare started");
-  return { url, pid, stop: () => mf.dispose() };
+  return { url, pid, stop: () => mf.dispose(), profiler: inspect ? () => isolateProfiler(mf) : undefined };
+}
+
+/** V8's sampling profiler of the Worker's isolate, over workerd's inspector: `start()`, then `stop()` for the profile. */
+async function isolateProfiler(mf: Miniflare) {
+  const base = new URL("/json", await mf.getInspectorURL());
+  base.protocol = "http:";
+  const targets = (await (await request(base)).body.json()) as Array<{ title?: string; webSocketDebuggerUrl: string }>;
+  const target = targets.find((t) => !t.title?.includes("miniflare")) ?? targets[0];
+  if (!target) throw new Error("workerd's inspector lists no isolate");
+  const ws = new WebSocket(target.webSocketDebuggerUrl);
+  await new Promise((ok, fail) => ws.once("open", ok).once("error", fail));
+  let id = 0;
+  const waiting = new Map<number, (result: unknown) => void>();
+  ws.on("message", (m) => {
+    const msg = JSON.parse(String(m)) as { id?: number; result?: unknown };
+    if (msg.id !== undefined) waiting.get(msg.id)?.(msg.result);
+  });
+  const send = (method: string, params: object = {}) =>
+    new Promise<unknown>((ok) => {
+      waiting.set(++id, ok);
+      ws.send(JSON.stringify({ id, method, params }));
+    });
+  await send("Profiler.enable");
+  await send("Profiler.setSamplingInterval", { interval: 100 });
+  return {
+    start: () => send("Profiler.start"),
+    stop: async () => {
+      const { profile } = (await send("Profiler.stop")) as { profile: unknown };
+      ws.close();
+      return profile;
+    },
+  };
 }
 
 interface Load {
@@ -164,6 +201,7 @@ try {
       TOLLGATE_TOKEN_SECRET: tokenSecret,
     },
     process.env.BENCH_WORKER_STATE !== "memory",
+    !!PROFILE_DIR,
   );
   stops.push(() => tollgate.stop());
   // BENCH_WORKER_BASE_DIR: an older revision's bundle (`wrangler deploy --dry-run --outdir <dir>` in its checkout), as `Tollgate Worker@base`.
@@ -221,7 +259,13 @@ try {
     ratios.set(s.name, r);
     for (let i = 0; i < ROUNDS; i++) {
       const b = await measure(s.bare, bare.pid);
+      const profiling = await tollgate.profiler?.();
+      await profiling?.start();
       const t = await measure(s.worker, tollgate.pid);
+      if (profiling && PROFILE_DIR) {
+        mkdirSync(PROFILE_DIR, { recursive: true });
+        writeFileSync(join(PROFILE_DIR, `worker-${s.name}-${i + 1}.cpuprofile`), JSON.stringify(await profiling.stop()));
+      }
       for (const [who, m] of [
         ["bare Worker", b],
         ["Tollgate Worker", t],
