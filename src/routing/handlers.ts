@@ -74,7 +74,7 @@ async function presentJob(res: Response, answer: unknown, extra?: Record<string,
   const hideLiveUrl = declaredJson && typeof object?.liveUrl === "string";
   if (!object || (!hideLiveUrl && !extra)) return Upstream.relay(res);
   await res.body?.cancel().catch(() => {});
-  return jsonResponse(res.status, { ...object, ...(hideLiveUrl ? { liveUrl: null } : {}), ...extra });
+  return jsonResponse(res.status, Object.assign({}, object, hideLiveUrl ? { liveUrl: null } : undefined, extra));
 }
 
 /** Starts a job (a scrape, a crawl, an agent task): claimed, noted and answered from one read of the upstream's answer. */
