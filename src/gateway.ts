@@ -9,7 +9,7 @@
 //       by middleware/chain.ts: identify (the one caller resolver: keys, tokens, tickets, the metrics bearer, the
 //       console's session) → scope → rate limit (once per request) → owner → body → quota → meter → handler
 //     → anything else: 404 route_not_fronted
-import { RememberingRouter } from "./routing/remembering-router.js";
+import { RememberingRouter } from "./platform/remembering-router.js";
 import { Hono, type Context, type ExecutionContext } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
@@ -191,7 +191,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined; // [the wallet key's one holder]
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
 
-  // One router for the app and the console's rows (app.route copies them in); see src/routing/remembering-router.ts.
+  // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.
   const app = new Hono<GatewayEnv>({ router: new RememberingRouter() });
   app.onError((err, c) => {
     if (err instanceof GatewayError) metrics.refusal(err.code);
