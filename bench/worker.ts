@@ -102,10 +102,11 @@ async function startWorker(scriptPath: string, bindings: Record<string, string>,
   const url = (await mf.ready).origin;
   const pid = [...workerdPids()].find((p) => !before.has(p));
   if (!pid) throw new Error("could not find the workerd process Miniflare started");
-  return { url, pid, stop: () => mf.dispose(), profiler: inspect ? () => isolateProfiler(mf) : undefined };
+  const profiler = inspect ? await isolateProfiler(mf) : undefined;
+  return { url, pid, stop: () => (profiler?.close(), mf.dispose()), profiler };
 }
 
-/** V8's sampling profiler of the Worker's isolate, over workerd's inspector: `start()`, then `stop()` for the profile. */
+/** V8's sampling profiler of the Worker's isolate, over workerd's inspector: `start()`, then `stop()` for the profile (again per window). */
 async function isolateProfiler(mf: Miniflare) {
   const base = new URL("/json", await mf.getInspectorURL());
   base.protocol = "http:";
@@ -129,11 +130,8 @@ async function isolateProfiler(mf: Miniflare) {
   await send("Profiler.setSamplingInterval", { interval: 100 });
   return {
     start: () => send("Profiler.start"),
-    stop: async () => {
-      const { profile } = (await send("Profiler.stop")) as { profile: unknown };
-      ws.close();
-      return profile;
-    },
+    stop: async () => ((await send("Profiler.stop")) as { profile: unknown }).profile,
+    close: () => ws.close(),
   };
 }
 
@@ -259,12 +257,11 @@ try {
     ratios.set(s.name, r);
     for (let i = 0; i < ROUNDS; i++) {
       const b = await measure(s.bare, bare.pid);
-      const profiling = await tollgate.profiler?.();
-      await profiling?.start();
+      await tollgate.profiler?.start();
       const t = await measure(s.worker, tollgate.pid);
-      if (profiling && PROFILE_DIR) {
+      if (tollgate.profiler && PROFILE_DIR) {
         mkdirSync(PROFILE_DIR, { recursive: true });
-        writeFileSync(join(PROFILE_DIR, `worker-${s.name}-${i + 1}.cpuprofile`), JSON.stringify(await profiling.stop()));
+        writeFileSync(join(PROFILE_DIR, `worker-${s.name}-${i + 1}.cpuprofile`), JSON.stringify(await tollgate.profiler.stop()));
       }
       for (const [who, m] of [
         ["bare Worker", b],

@@ -9,7 +9,6 @@
 //       by middleware/chain.ts: identify (the one caller resolver: keys, tokens, tickets, the metrics bearer, the
 //       console's session) → scope → rate limit (once per request) → owner → body → quota → meter → handler
 //     → anything else: 404 route_not_fronted
-import { RememberingRouter } from "./platform/remembering-router.js";
 import { Hono, type Context, type ExecutionContext } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Secrets } from "../config/load.js";
@@ -54,6 +53,7 @@ import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { clientAddressOf } from "./platform/forwarded.js";
+import { RememberingRouter } from "./platform/remembering-router.js";
 import { metricsHandlers } from "./operators/metrics-route.js";
 import { readyHandlers } from "./operators/ready-route.js";
 import { Readiness } from "./operators/readiness.js";
