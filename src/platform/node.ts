@@ -19,6 +19,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
+import { nodeHeldBody } from "./node/held-body.js";
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
@@ -107,6 +108,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     logSink: opts.logSink ?? stdoutLogSink(),
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
+    heldBody: nodeHeldBody,
     webhookSender: nodeWebhookSender(opts.config.alerts),
     docsAssets: nodeDocsAssets(),
     tracer: opts.config.tracing.otlpEndpoint

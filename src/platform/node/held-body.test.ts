@@ -1,0 +1,85 @@
+// A body node:http has already parsed is taken as it sits (nodeHeldBody), over real sockets: whole in the head's packet
+// it is handed out, and a later read of the body through the Request sees the same bytes; a body still on its way, or
+// of another length than declared, is left to the usual read.
+import { serve, type ServerType } from "@hono/node-server";
+import { Hono } from "hono";
+import { connect, type AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nodeHeldBody } from "./held-body.js";
+
+let server: ServerType;
+let port = 0;
+
+beforeAll(async () => {
+  const app = new Hono();
+  app.post("/take", async (c) => {
+    const length = Number(c.req.header("content-length"));
+    // As in the chain, after the request's first await: the parser has run through the rest of the packet by then.
+    await Promise.resolve();
+    const held = nodeHeldBody(c, length);
+    const again = new Uint8Array(await c.req.arrayBuffer());
+    return c.json({
+      held: held ? Buffer.from(held).toString("utf8") : null,
+      again: Buffer.from(again).toString("utf8"),
+      secondHeld: nodeHeldBody(c, length) === undefined,
+    });
+  });
+  server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
+  });
+  port = (server.address() as AddressInfo).port;
+});
+
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+/** Sends a raw request in the given pieces (`pause` ms apart) and returns the answer's JSON body. */
+function raw(pieces: string[], pause = 0): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, "127.0.0.1");
+    let out = "";
+    sock.on("data", (d) => {
+      out += d.toString("utf8");
+      const at = out.indexOf("\r\n\r\n");
+      if (at >= 0 && /\}$/.test(out)) {
+        sock.destroy();
+        resolve(
+          JSON.parse(
+            out
+              .slice(at + 4)
+              .replace(/^[0-9a-f]+\r\n/, "")
+              .replace(/\r\n0\r\n\r\n$/, ""),
+          ),
+        );
+      }
+    });
+    sock.on("error", reject);
+    sock.on("connect", async () => {
+      for (const [i, p] of pieces.entries()) {
+        if (i > 0 && pause) await new Promise((r) => setTimeout(r, pause));
+        sock.write(p);
+      }
+    });
+  });
+}
+
+const head = (length: number) =>
+  `POST /take HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+describe("nodeHeldBody", () => {
+  it("hands out a body that came with its head, once, and a later read of the Request gets the same bytes", async () => {
+    const body = '{"timeoutMs":1000,"é":"ü"}';
+    const answer = await raw([head(Buffer.byteLength(body)) + body]);
+    expect(answer).toEqual({ held: body, again: body, secondHeld: true });
+  });
+
+  it("leaves a body still on its way to the usual read", async () => {
+    const body = '{"later":true}';
+    const answer = await raw([head(body.length), body], 150);
+    expect(answer).toMatchObject({ held: null, again: body });
+  });
+
+  it("hands out an empty body as empty", async () => {
+    const answer = await raw([head(0)]);
+    expect(answer).toMatchObject({ held: "", again: "" });
+  });
+});
