@@ -74,6 +74,29 @@ describe("Logger: one JSON line per entry, secrets scrubbed", () => {
     expect(JSON.parse(lines[2]!)).toEqual({ time: "1970-01-01T00:00:00.000Z", level: "info", msg: "empty" });
   });
 
+  it("writes flat fields byte for byte as JSON.stringify would (the fast path)", () => {
+    const samples: Array<Record<string, unknown>> = [
+      { requestId: "6855738e-233b", method: "GET", path: "/sandbox/sbx_1/processes", status: 200, durationMs: 24.1 },
+      { a: 0.1 + 0.2, b: -0, c: Number.NaN, d: Number.POSITIVE_INFINITY, e: 1e21, f: -5e-7, g: 2 ** 53 },
+      { t: true, f: false, n: null, u: undefined, s: "", unicode: "é ü 日本", last: 1 },
+      { 2: "two", 1: "one", z: "z", "with space": "ok" },
+      { token: "", apiKey: 0, authorization: null, password: false },
+    ];
+    for (const fields of samples) {
+      const [line] = logged(fields);
+      // The entry's head first, then the fields in JSON.stringify's own order (integer-like names first).
+      const head = '{"time":"1970-01-01T00:00:00.000Z","level":"info","msg":"request",';
+      expect(line).toBe(head + JSON.stringify(fields).slice(1));
+    }
+  });
+
+  it("scrubs a registered value holding regular-expression characters, and only that value's exact case", () => {
+    const odd = "k.e*y+(1)?[x]|$^/\\-";
+    const line = logged({ a: `x${odd}y`, b: "ABCDEFGH", c: "abcdefgh-ok" }, [odd, "abcdefgh"])[0]!;
+    expect(line).not.toContain("k.e*y");
+    expect(JSON.parse(line)).toMatchObject({ b: "ABCDEFGH", c: "[REDACTED]-ok" });
+  });
+
   it("redacts secret-named fields at any depth, whatever their value", () => {
     const entry = JSON.parse(logged({ authorization: "Basic Zm9v", inner: { apiKey: "k", privateKey: { x: 1 } }, token: "" })[0]!);
     expect(entry.authorization).toBe("[REDACTED]");

@@ -30,6 +30,12 @@ const SECRET_FIELDS =
 export class Redactor {
   /** A private field, not a property: the secrets it scrubs are not enumerable on the logger (nor in a dump of it). */
   readonly #values = new Set<string>();
+  /**
+   * One pass over a line for anything to scrub: MAYBE_SECRET or any registered value (case-insensitively, so it may
+   * match more than the exact scrub below, never less). Most lines hold nothing, and a line is long: one scan of it
+   * costs about half of a scan per value and then one for the patterns.
+   */
+  #anything = MAYBE_SECRET;
 
   /** Registers exact secret values (API keys, wallet key, token secret) that must never be printed. */
   add(...secrets: Array<string | undefined>): this {
@@ -40,10 +46,13 @@ export class Redactor {
         const escaped = JSON.stringify(s).slice(1, -1);
         if (escaped !== s) this.#values.add(escaped);
       }
+    const literal = [...this.#values].map((v) => v.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&"));
+    this.#anything = new RegExp([MAYBE_SECRET.source, ...literal].join("|"), "i");
     return this;
   }
 
   text(s: string): string {
+    if (!this.#anything.test(s)) return s;
     let out = s;
     for (const v of this.#values) if (out.includes(v)) out = out.split(v).join("[REDACTED]");
     if (MAYBE_SECRET.test(out)) for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
@@ -77,27 +86,55 @@ export class Logger {
     return value && key && SECRET_FIELDS.test(key) ? "[REDACTED]" : value;
   };
 
-  /** Field names already checked against SECRET_FIELDS (they are the code's own, a small set). */
-  private readonly secretName = new Map<string, boolean>();
+  /**
+   * Each field name as a line writes it (`,"name":`) and whether it is a secret's; null for a name JSON escapes (left
+   * to the replacer, see flat()). The names are the code's own, a small set.
+   */
+  private readonly names = new Map<string, { head: string; secret: boolean } | null>();
+
+  private nameOf(k: string): { head: string; secret: boolean } | null {
+    let n = this.names.get(k);
+    if (n === undefined) {
+      const json = JSON.stringify(k);
+      n = json.includes("\\") ? null : { head: `,${json}:`, secret: SECRET_FIELDS.test(k) };
+      if (this.names.size < 1024) this.names.set(k, n);
+    }
+    return n;
+  }
 
   /**
-   * True when the fields serialise as they are: flat strings, numbers, booleans, nulls, no secret-named field with a
-   * value. Otherwise (nested values, a bigint, a secret-named field) they go through the replacer; so does a line in
-   * which JSON escaped a string (it holds a backslash then), see log().
+   * The fields as a line's tail (`,"a":1,"b":"x"`), written as JSON.stringify would write them, when they serialise as
+   * they are: flat strings none of which JSON escapes, numbers, booleans, nulls, no secret-named field with a value.
+   * Otherwise undefined, and they go through the replacer (nested values, a bigint, a secret-named field, and a string
+   * JSON would escape, as an escape might split a secret). One walk, no second copy of the fields.
    */
-  private plain(fields: Record<string, unknown>): boolean {
+  private flat(fields: Record<string, unknown>): string | undefined {
+    let out = "";
     for (const k in fields) {
       const v = fields[k];
-      const t = typeof v;
-      if (t !== "string" && t !== "number" && t !== "boolean" && t !== "undefined" && v !== null) return false;
-      let secret = this.secretName.get(k);
-      if (secret === undefined) {
-        secret = SECRET_FIELDS.test(k);
-        if (this.secretName.size < 1024) this.secretName.set(k, secret);
+      let json: string;
+      switch (typeof v) {
+        case "string":
+          if (ESCAPED_IN_JSON.test(v)) return undefined;
+          json = `"${v}"`;
+          break;
+        case "number":
+          json = Number.isFinite(v) ? `${v}` : "null";
+          break;
+        case "boolean":
+          json = v ? "true" : "false";
+          break;
+        case "undefined":
+          continue;
+        default:
+          if (v !== null) return undefined;
+          json = "null";
       }
-      if (secret && v) return false;
+      const name = this.nameOf(k);
+      if (name === null || (name.secret && v)) return undefined;
+      out += name.head + json;
     }
-    return true;
+    return out;
   }
 
   /** The last time stamp written, by the millisecond (a busy gateway writes many lines in each). */
@@ -122,14 +159,9 @@ export class Logger {
     const time = this.timeNow();
     let line: string | undefined;
     try {
-      if (this.plain(fields)) {
-        // The fields as the caller built them (no copy): the entry's head is written in front of them. A backslash
-        // means JSON escaped a string, which might split a secret: that line is made again with the replacer.
-        const rest = JSON.stringify(fields);
-        const head = JSON.stringify(msg);
-        if (!rest.includes("\\") && !head.includes("\\"))
-          line = `{"time":"${time}","level":"${level}","msg":${head}${rest === "{}" ? "}" : `,${rest.slice(1)}`}`;
-      }
+      // The entry's head, then the fields as the caller built them (no copy); see flat().
+      const rest = ESCAPED_IN_JSON.test(msg) ? undefined : this.flat(fields);
+      if (rest !== undefined) line = `{"time":"${time}","level":"${level}","msg":"${msg}"${rest}}`;
       line ??= JSON.stringify({ time, level, msg, ...fields }, this.replacer);
     } catch {
       // A field that cannot be serialised (a cycle) loses the fields, never the line.
