@@ -85,14 +85,41 @@ interface Structure {
 const structure = (schema: z.ZodType): Structure => unwrap(schema).def as Structure;
 
 /**
+ * What `schema` can hold: the kind it names when it is a reference, `true` when a reference sits somewhere below it,
+ * `false` when none can (a body's walk stops there). Read once per schema: schemas do not change once declared, and
+ * zod's registry lookup (which merges a schema's parents' entries) is the costly part of a walk.
+ */
+const refsMemo = new WeakMap<z.ZodType, RefKind | boolean>();
+function refsUnder(schema: z.ZodType, depth = 0): RefKind | boolean {
+  const known = refsMemo.get(schema);
+  if (known !== undefined) return known;
+  // Deeper than any declaration goes: walked, as if a reference could sit below (never a missed one).
+  if (depth > 64) return true;
+  const mark = references.get(schema) ?? references.get(unwrap(schema));
+  let at: RefKind | boolean = mark ? mark.ref : false;
+  if (!mark) {
+    const def = structure(schema);
+    const below = [
+      ...Object.values(def.shape ?? {}),
+      ...[def.element, def.valueType, def.left, def.right].filter((s) => s !== undefined),
+      ...(def.options ?? []),
+    ];
+    at = below.some((s) => refsUnder(s, depth + 1) !== false);
+  }
+  refsMemo.set(schema, at);
+  return at;
+}
+
+/**
  * Every resource id `value` names under `schema`, found by walking both together (objects, arrays, records, unions).
  * Walks the raw value, so it works on a body that failed other checks (an unknown field forwarded by the operator's
  * switch still leaves the declared fields checked).
  */
 export function namedRefs(schema: z.ZodType, value: unknown, path = "", out: NamedRef[] = []): NamedRef[] {
-  const mark = references.get(schema) ?? references.get(unwrap(schema));
-  if (mark) {
-    if (typeof value === "string") out.push({ path, kind: mark.ref, id: value });
+  const at = refsUnder(schema);
+  if (at === false) return out;
+  if (at !== true) {
+    if (typeof value === "string") out.push({ path, kind: at, id: value });
     return out;
   }
   if (value === undefined || value === null) return out;

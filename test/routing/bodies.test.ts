@@ -137,6 +137,17 @@ describe("a body declaration", () => {
     ]);
   });
 
+  it("answers the same on every walk (what a schema can hold is read once), and walks nothing that names no resource", () => {
+    const sandbox = jsonRows.find((r) => r.name === "sandbox.create")!.body.schema;
+    const body = { imageName: "node", mounts: { "/mnt/a": { id: "vol_a" } } };
+    const first = namedRefs(sandbox, body);
+    expect(first).toEqual([{ path: "mounts./mnt/a.id", kind: "volume", id: "vol_a" }]);
+    for (let i = 0; i < 3; i++) expect(namedRefs(sandbox, body)).toEqual(first);
+    const search = jsonRows.find((r) => r.name === "web.search")!.body.schema;
+    expect(referenceFields(search)).toEqual([]);
+    expect(namedRefs(search, { query: "vol_a", page: 1 })).toEqual([]);
+  });
+
   it("refuses an undeclared field by its full path, nested ones too", () => {
     const sandbox = jsonRows.find((r) => r.name === "sandbox.create")!.body.schema;
     expect(bodyProblems(sandbox, { imageName: "node", mounts: { "/m": { id: "v", sneaky: 1 } }, extra: true })).toEqual([
