@@ -11,10 +11,19 @@ export function usdToAtomic(usd: string): bigint {
   return parseUnits(text, USD_DECIMALS);
 }
 
+/** Amounts shown lately (a route's price recurs on every answer of it: a cache hit shows it in a header). */
+const shown = new Map<bigint, string>();
+
 /** 5000n → "0.005"; always at least two decimals ("1.00"). */
 export function atomicToUsd(atomic: bigint): string {
-  const [whole, frac = ""] = formatUnits(atomic, USD_DECIMALS).split(".");
-  return `${whole}.${frac.padEnd(2, "0")}`;
+  let usd = shown.get(atomic);
+  if (usd === undefined) {
+    const [whole, frac = ""] = formatUnits(atomic, USD_DECIMALS).split(".");
+    usd = `${whole}.${frac.padEnd(2, "0")}`;
+    if (shown.size >= 256) shown.clear();
+    shown.set(atomic, usd);
+  }
+  return usd;
 }
 
 export function minBigint(...xs: Array<bigint | undefined>): bigint | undefined {

@@ -8,7 +8,7 @@
 // any other transport) keep the standard path: src/platform/upstream.ts `Upstream.forward`.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { Client, type Dispatcher } from "undici";
+import { Client, type Dispatcher, util as undiciUtil } from "undici";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import {
   appSetCookie,
@@ -310,7 +310,7 @@ export function directRelay(dispatcher: Dispatcher): DirectRelay {
       const raw = exchange.rawHeaders;
       let contentLength: string | undefined;
       for (let i = 0; i < raw.length; i += 2) {
-        const k = raw[i]!.toString("latin1").toLowerCase();
+        const k = undiciUtil.headerNameToString(raw[i]!);
         const v = raw[i + 1]!.toString("latin1");
         if (k === "content-length") contentLength = v;
         if (k === "set-cookie") {
