@@ -79,8 +79,6 @@ export interface GatewayDeps {
   webSocketRelay?: WebSocketRelay;
   /** The TCP peer's address, for `server.trustedProxies`; the Node entry passes it, Workers have none. */
   peerAddress?: GatewayServices["peerAddress"];
-  /** A body the runtime already holds, without a copy; the Node entry passes it (src/platform/node/held-body.ts). */
-  heldBody?: GatewayServices["heldBody"];
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
@@ -179,7 +177,6 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
     peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
-    heldBody: deps.heldBody,
     metrics,
     webhookSender: deps.webhookSender,
     tracer: deps.tracer,

@@ -30,11 +30,6 @@ export interface GatewayServices {
   webSocketRelay: WebSocketRelay;
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
-  /**
-   * The request's whole body of `length` bytes when the runtime already holds it and can hand it out without a copy
-   * (Node: src/platform/node/held-body.ts); undefined: read it from the Request.
-   */
-  heldBody?: (c: Context, length: number) => Uint8Array | undefined;
   metrics: GatewayMetrics;
   /** Traces requests when configured (src/telemetry/tracing.ts); undefined: nothing is traced. */
   tracer?: Tracer;

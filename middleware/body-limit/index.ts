@@ -3,6 +3,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
+import { heldBody } from "../../src/platform/held-body.js";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
 const JSON_BODY_LIMIT = 1024 * 1024;
@@ -74,6 +75,16 @@ async function readBoundedText(req: Request, limit: number): Promise<string> {
   return new TextDecoder().decode(all);
 }
 
+const utf8 = new TextDecoder();
+
+/** The body as text when the runtime already holds all of its declared length, within `limit` (src/platform/held-body.ts). */
+function heldText(c: Context, limit: number): string | undefined {
+  const declared = c.req.header("content-length");
+  if (declared === undefined || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined;
+  const bytes = heldBody(c, Number(declared));
+  return bytes && utf8.decode(bytes);
+}
+
 /** Deepest nesting of arrays and objects in a JSON text, counted without parsing (strings skipped). */
 function jsonDepth(text: string, stopAt: number): number {
   let depth = 0;
@@ -124,7 +135,7 @@ function parseJsonObject(text: string, what = "The request body"): Record<string
 export async function jsonBody(c: Context<GatewayEnv>, limit = c.get("bodyLimit") ?? JSON_BODY_LIMIT): Promise<JsonBody> {
   const kept = c.get("jsonBody");
   if (kept) return kept;
-  const text = await readBoundedText(c.req.raw, limit);
+  const text = heldText(c, limit) ?? (await readBoundedText(c.req.raw, limit));
   const body = { text, json: parseJsonObject(text) };
   c.set("jsonBody", body);
   return body;
@@ -132,7 +143,7 @@ export async function jsonBody(c: Context<GatewayEnv>, limit = c.get("bodyLimit"
 
 /** A JSON body of any shape (the admin API takes arrays too), read with the same limits and errors; not kept. */
 export async function jsonValue(c: Context<GatewayEnv>, limit = JSON_BODY_LIMIT): Promise<unknown> {
-  return parseJson(await readBoundedText(c.req.raw, limit), "The request body");
+  return parseJson(heldText(c, limit) ?? (await readBoundedText(c.req.raw, limit)), "The request body");
 }
 
 /** Replaces the body the chain forwards (a quota filled in defaults, a meter fixed a timeout). */

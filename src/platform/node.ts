@@ -19,6 +19,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
+import { takeHeldBodiesWith } from "./held-body.js";
 import { nodeHeldBody } from "./node/held-body.js";
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
@@ -108,7 +109,6 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     logSink: opts.logSink ?? stdoutLogSink(),
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
-    heldBody: nodeHeldBody,
     webhookSender: nodeWebhookSender(opts.config.alerts),
     docsAssets: nodeDocsAssets(),
     tracer: opts.config.tracing.otlpEndpoint
@@ -140,6 +140,8 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   // With `serve` running the global Response is node-server's: headers added after the handler go into an answer's
   // unread record (src/platform/node/unread-headers.ts). Like the direct relay, off where the standard path is asked for.
   if (directRelays(opts.config)) writeUnreadHeadersWith(unreadHeaderWriter());
+  // A small body the parser already holds is taken as it sits (src/platform/node/held-body.ts); likewise a fast path.
+  takeHeldBodiesWith(directRelays(opts.config) ? nodeHeldBody : undefined);
   gateUpgrades(server as import("node:http").Server);
   gateHosts(server as import("node:http").Server);
   answerParseErrors(server as import("node:http").Server);

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
+import { heldBody } from "../platform/held-body.js";
 import { upstreamRuntimeUrl } from "./rewrite.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
 import { setForwardHeader, type ForwardHeaders } from "../platform/transport.js";
@@ -24,7 +25,6 @@ export interface RuntimeCall {
 /** Reads the client's body: buffered when small and of known length (replayable), otherwise the stream itself. */
 export async function clientBody(
   c: Context<GatewayEnv>,
-  held?: GatewayServices["heldBody"],
 ): Promise<{ body: Uint8Array | ReadableStream<Uint8Array> | null; replayable: boolean }> {
   const m = c.req.method;
   if (m === "GET" || m === "HEAD" || m === "OPTIONS") return { body: null, replayable: true };
@@ -33,7 +33,7 @@ export async function clientBody(
   const len = declared === undefined ? NaN : Number(declared);
   if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) {
     // Already parsed in full, as most small bodies are (Node): taken as it is.
-    const taken = held?.(c, len);
+    const taken = heldBody(c, len);
     if (taken) return { body: taken, replayable: true };
     const bytes = await c.req.arrayBuffer().catch(() => {
       throw new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");
@@ -62,7 +62,7 @@ export class RuntimeForwarder {
     const m = c.req.method;
     // Bodiless methods (the hot path) go straight on; a body is read first (clientBody).
     if (m === "GET" || m === "HEAD" || m === "OPTIONS") return this.forwardWith(c, call, null, true, opts.read);
-    return clientBody(c, this.services.heldBody).then(({ body, replayable }) => this.forwardWith(c, call, body, replayable, opts.read));
+    return clientBody(c).then(({ body, replayable }) => this.forwardWith(c, call, body, replayable, opts.read));
   }
 
   private async forwardWith(

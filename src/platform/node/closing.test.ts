@@ -3,8 +3,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
-import type { RunningGateway } from "../node.js";
+import { startNodeGateway, type RunningGateway } from "../node.js";
 import { startBareGateway } from "../../../test/helpers/gateway.js";
+import { parseConfig } from "../../../config/load.js";
+import { generateTenantKey, hashTenantKey } from "../../../middleware/identify/tenants.js";
 
 /** Writes raw bytes (then `more`, if any, without waiting) and collects everything until the gateway closes (or 5 s). */
 function raw(port: number, text: string, more?: Buffer): Promise<{ text: string; closed: boolean; error?: string }> {
@@ -126,5 +128,49 @@ describe("closing connections the server does not read to the end", () => {
 
   it("still serves requests afterwards", async () => {
     expect((await fetch(`http://${host}/_tollgate/health`)).status).toBe(200);
+  });
+});
+
+describe("keeping connections open whose request came in whole", () => {
+  it("answers a small body that came with its head at once, and the connection serves the next request", async () => {
+    // The body is taken as it sits once its declared length is in (./held-body.ts), before node:http has marked the
+    // message complete: that answer is no early one, and must not close the connection (it did: every such request
+    // then paid a new connection and a lingering close).
+    const key = generateTenantKey();
+    const gw = await startNodeGateway({
+      config: parseConfig({
+        server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+        upstream: { baseUrl: "http://127.0.0.1:9" },
+        tenants: [{ id: "acme", keys: [{ hash: await hashTenantKey(key) }] }],
+      }),
+      secrets: { upstreamApiKey: "k", tokenSecret: "s".repeat(40) },
+    });
+    try {
+      const sock = connect(gw.port, "127.0.0.1");
+      let out = "";
+      let closed = false;
+      sock.on("data", (d) => (out += d.toString("latin1")));
+      sock.on("close", () => (closed = true));
+      const body = JSON.stringify({ query: "tollgate", notDeclared: 1 });
+      const request = `POST /api/web/search HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\nx-api-key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const answers = async (n: number) => {
+        for (let i = 0; i < 100 && (out.match(/HTTP\/1\.1 /g)?.length ?? 0) < n; i++) await new Promise((r) => setTimeout(r, 20));
+      };
+      sock.write(request);
+      await answers(1);
+      sock.write(request);
+      await answers(2);
+      sock.destroy();
+      const heads = out.split(/HTTP\/1\.1 /).slice(1);
+      expect(heads).toHaveLength(2);
+      for (const head of heads) {
+        expect(head).toMatch(/^400 /);
+        expect(head).toContain("unknown_field");
+        expect(head).not.toMatch(/\r\nconnection: close\r\n/i);
+      }
+      expect(closed).toBe(false);
+    } finally {
+      await gw.close();
+    }
   });
 });

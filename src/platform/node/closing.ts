@@ -4,6 +4,7 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
+import { bodyTakenWhole } from "./held-body.js";
 
 /** How long a closing connection still reads (and drops) what the client sends. */
 const LINGER_MS = 2000;
@@ -27,7 +28,7 @@ function lingerAndClose(socket: Duplex): void {
  * connection that closes under it. Node then closes the socket right after the answer; here that close lingers.
  */
 export function closeAfterEarlyAnswer(incoming: IncomingMessage, outgoing: ServerResponse): void {
-  if (incoming.complete) return;
+  if (incoming.complete || bodyTakenWhole(incoming)) return;
   outgoing.setHeader("connection", "close");
   const socket = incoming.socket as Socket;
   let closing = false;

@@ -17,5 +17,16 @@ export function nodeHeldBody(c: Context, length: number): Uint8Array | undefined
   const bytes: Buffer | null = length === 0 ? Buffer.alloc(0) : incoming.read(length);
   if (!bytes || bytes.length !== length) return undefined;
   incoming.rawBody = bytes;
+  // The parser marks the message complete a little later (after this turn's I/O): flowing, the stream then ends on
+  // its own ('end', which node-server waits for before it lets the request go, and no drain of it afterwards).
+  incoming.resume();
   return bytes;
+}
+
+/**
+ * True when the request's whole body was taken here: the message is in, though node:http may not have marked it
+ * `complete` yet (an answer given now is no early answer, and the connection stays open; ./closing.ts).
+ */
+export function bodyTakenWhole(incoming: IncomingMessage): boolean {
+  return (incoming as IncomingMessage & { rawBody?: Buffer }).rawBody !== undefined;
 }

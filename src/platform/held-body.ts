@@ -1,0 +1,18 @@
+// A request body the runtime already holds in full, handed out without reading it through the Request: on Node a
+// small body usually arrives with its head and sits parsed in the request's buffer (src/platform/node/held-body.ts).
+// Elsewhere (Workers, a Request made in-process) there is none, and the body is read from the Request as usual.
+import type { Context } from "hono";
+
+type HeldBody = (c: Context, length: number) => Uint8Array | undefined;
+
+let take: HeldBody | undefined;
+
+/** Set by the Node entry when its fast paths are on (server.directRelay); undefined turns it off. */
+export function takeHeldBodiesWith(fn: HeldBody | undefined): void {
+  take = fn;
+}
+
+/** The request's whole body of its declared `length`, when the runtime holds it; undefined: read the Request. */
+export function heldBody(c: Context, length: number): Uint8Array | undefined {
+  return take?.(c, length);
+}
