@@ -30,13 +30,6 @@ const SECRET_FIELDS =
 export class Redactor {
   /** A private field, not a property: the secrets it scrubs are not enumerable on the logger (nor in a dump of it). */
   readonly #values = new Set<string>();
-  /**
-   * One pass over a line for anything to scrub: MAYBE_SECRET or any registered value (case-insensitively, so it may
-   * match more than the exact scrub below, never less). Most lines hold nothing, and a line is long: one scan of it
-   * costs about half of a scan per value and then one for the patterns.
-   */
-  #anything = MAYBE_SECRET;
-
   /** Registers exact secret values (API keys, wallet key, token secret) that must never be printed. */
   add(...secrets: Array<string | undefined>): this {
     for (const s of secrets)
@@ -46,13 +39,10 @@ export class Redactor {
         const escaped = JSON.stringify(s).slice(1, -1);
         if (escaped !== s) this.#values.add(escaped);
       }
-    const literal = [...this.#values].map((v) => v.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&"));
-    this.#anything = new RegExp([MAYBE_SECRET.source, ...literal].join("|"), "i");
     return this;
   }
 
   text(s: string): string {
-    if (!this.#anything.test(s)) return s;
     let out = s;
     for (const v of this.#values) if (out.includes(v)) out = out.split(v).join("[REDACTED]");
     if (MAYBE_SECRET.test(out)) for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);

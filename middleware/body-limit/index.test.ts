@@ -86,6 +86,9 @@ describe("jsonBody", () => {
     const res = await app().request("/echo", post(deep));
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ message: "The request body nests deeper than 64 levels.", code: "invalid_json", maxDepth: 64 });
+    // The shortest text that nests 65 deep (65 opening brackets) is still counted and refused.
+    const shortest = await app().request("/echo", post("[".repeat(65)));
+    expect(await shortest.json()).toMatchObject({ code: "invalid_json", maxDepth: 64 });
     const quoted = await app().request("/echo", post(JSON.stringify({ s: "[".repeat(200) })));
     expect(quoted.status).toBe(200);
   });

@@ -111,7 +111,8 @@ function jsonDepth(text: string, stopAt: number): number {
 /** Parses a JSON body with the limits above; an empty body is `{}`. */
 function parseJson(text: string, what: string): unknown {
   if (!text.trim()) return {};
-  if (jsonDepth(text, JSON_MAX_DEPTH) > JSON_MAX_DEPTH) {
+  // Nesting deeper than the limit takes more opening brackets than a text this short holds: no count needed.
+  if (text.length > JSON_MAX_DEPTH && jsonDepth(text, JSON_MAX_DEPTH) > JSON_MAX_DEPTH) {
     throw new GatewayError(400, "invalid_json", `${what} nests deeper than ${JSON_MAX_DEPTH} levels.`, { maxDepth: JSON_MAX_DEPTH });
   }
   let json: unknown;
