@@ -13,6 +13,7 @@ import { checkBody } from "./body-check/index.js";
 import { requireOwner } from "./owner/index.js";
 import { refuseMethodOverride } from "./method-override/index.js";
 import { meterCredits } from "./meter/index.js";
+import { series } from "./series/index.js";
 import type { RowHandler } from "../src/routing/handlers.js";
 import { methodsOf, ROUTES, type RouteRow } from "../src/routing/table.js";
 import { tracedStep, type Tracer } from "../src/telemetry/tracing.js";
@@ -28,20 +29,50 @@ export function mountRouteTable(
     const handler = handlers[row.handler];
     if (!handler) throw new Error(`route table: row ${row.name} names handler "${row.handler}", which does not exist`);
     const chain: MiddlewareHandler<GatewayEnv>[] = [refuseMethodOverride, identify(services, row)];
+    // The steps that work after next() (the rest return it): each closes a series of Hono's chain (shared()).
+    const after = new Set<MiddlewareHandler<GatewayEnv>>();
     if (row.bodyLimit) chain.push(limitBody(row.bodyLimit));
     // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
-    if (!row.path.startsWith("/sandbox/")) chain.push(limited);
+    if (!row.path.startsWith("/sandbox/")) {
+      chain.push(limited);
+      after.add(limited);
+    }
     const owner = requireOwner(services, row);
     if (owner) chain.push(owner);
     const body = checkBody(services, row);
     if (body) chain.push(body);
-    if (row.quota) chain.push(quota(services, row.quota));
+    if (row.quota) {
+      const counted = quota(services, row.quota);
+      chain.push(counted);
+      after.add(counted);
+    }
     const meter = meterCredits(services, row);
-    if (meter) chain.push(meter);
+    if (meter) {
+      chain.push(meter);
+      after.add(meter);
+    }
     const tracer = services.tracer;
-    if (!tracer) app.on(methodsOf(row), [row.path], ...chain, (c) => handler(c, row));
+    if (!tracer) app.on(methodsOf(row), [row.path], ...shared(chain, after), (c) => handler(c, row));
     else app.on(methodsOf(row), [row.path], ...tracedChain(tracer, chain, row, handler));
   }
+}
+
+/**
+ * The row's steps as few steps of Hono's chain (middleware/series): a series ends at each step that works after
+ * next(). A runtime row's four steps run as one.
+ */
+function shared(chain: MiddlewareHandler<GatewayEnv>[], after: Set<MiddlewareHandler<GatewayEnv>>): MiddlewareHandler<GatewayEnv>[] {
+  const out: MiddlewareHandler<GatewayEnv>[] = [];
+  let run: MiddlewareHandler<GatewayEnv>[] = [];
+  for (const step of chain) {
+    run.push(step);
+    if (after.has(step)) {
+      out.push(series(run));
+      run = [];
+    }
+  }
+  if (run.length) out.push(series(run));
+  return out;
 }
 
 /** Traced (when configured): one span per step, named after it, the handler's included. */

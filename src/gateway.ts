@@ -47,6 +47,7 @@ import { PaymentSigner } from "./payments/signer.js";
 import { normalisingFetch } from "../middleware/normalize/index.js";
 import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
+import { series } from "../middleware/series/index.js";
 import { commonHandlers, type RowHandler } from "./routing/handlers.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
@@ -220,15 +221,26 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     }
   };
 
+  // Steps that do nothing after next() share one step of Hono's chain with the one after them (middleware/series).
   app.use(requestId());
-  // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.
-  app.use(pollTenantStore(tenantSync, services.background));
-  app.use(accessLog(logger, { metrics, clientAddress: clientAddressOf(services) }));
+  app.use(
+    series([
+      // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.
+      pollTenantStore(tenantSync, services.background),
+      accessLog(logger, { metrics, clientAddress: clientAddressOf(services) }),
+    ]),
+  );
   if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]
-  app.use(validHost()); // [mount: a Host that makes no URL is a 400 here, not a 500 later]
-  app.use(publicHostsOnly(services)); // [mount: with server.publicHosts, no other Host gets further]
-  if (config.server.cors.origins.length) app.use(gatewayCors(config.server.cors)); // [mount: CORS preflights, before any credential check]
-  app.use(portHosts(exposedPorts(services), config.server.trustedProxies.length > 0)); // [mount: only a port-shaped Host reaches the sandbox port relay]
+  const hostSteps = [
+    validHost(), // [mount: a Host that makes no URL is a 400 here, not a 500 later]
+    publicHostsOnly(services), // [mount: with server.publicHosts, no other Host gets further]
+  ];
+  const ports = portHosts(exposedPorts(services), config.server.trustedProxies.length > 0); // [mount: only a port-shaped Host reaches the sandbox port relay]
+  if (config.server.cors.origins.length) {
+    // [mount: CORS preflights, before any credential check]; CORS adds its headers after next(), so its series ends there.
+    app.use(series([...hostSteps, gatewayCors(config.server.cors)]));
+    app.use(ports);
+  } else app.use(series([...hostSteps, ports]));
   // The console's rows, on a sub-app that answers with the console's own pages (its errors, headers, origin check).
   const isPage = (r: RouteRow) => r.auth.includes("console");
   const [pageRows, tableRows] = [ROUTES.filter(isPage), ROUTES.filter((r) => !isPage(r))];
