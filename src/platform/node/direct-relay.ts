@@ -52,8 +52,22 @@ interface Pending {
 /** Headers the chain adds to, rather than replaces, when the upstream sent them too (CORS appends `Vary: Origin`). */
 const MERGED = new Set(["vary", "set-cookie"]);
 
-/** By the client's response object: at most one relayed answer per request (a replay discards the first). */
-const pending = new WeakMap<ServerResponse, Pending>();
+/**
+ * On the client's response object: at most one relayed answer per request (a replay discards the first). A property
+ * rather than a WeakMap entry: a request's response object lives as long as the request, and a WeakMap's entries cost
+ * each request a hash and the collector's ephemeron pass.
+ */
+const PENDING = Symbol("tollgate.relayPending");
+type WithPending = ServerResponse & { [PENDING]?: Pending | undefined };
+const pending = {
+  get: (out: ServerResponse) => (out as WithPending)[PENDING],
+  set: (out: ServerResponse, p: Pending) => {
+    (out as WithPending)[PENDING] = p;
+  },
+  delete: (out: ServerResponse) => {
+    (out as WithPending)[PENDING] = undefined;
+  },
+};
 let tags = 0;
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
 /** Body bytes held while the chain finishes before the upstream connection is paused. */
