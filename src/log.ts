@@ -30,6 +30,7 @@ const SECRET_FIELDS =
 export class Redactor {
   /** A private field, not a property: the secrets it scrubs are not enumerable on the logger (nor in a dump of it). */
   readonly #values = new Set<string>();
+
   /** Registers exact secret values (API keys, wallet key, token secret) that must never be printed. */
   add(...secrets: Array<string | undefined>): this {
     for (const s of secrets)

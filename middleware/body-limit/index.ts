@@ -77,11 +77,9 @@ async function readBoundedText(req: Request, limit: number): Promise<string> {
 
 const utf8 = new TextDecoder();
 
-/** The body as text when the runtime already holds all of its declared length, within `limit` (src/platform/held-body.ts). */
+/** The body as text when the runtime already holds it whole, within `limit` (src/platform/held-body.ts). */
 function heldText(c: Context, limit: number): string | undefined {
-  const declared = c.req.header("content-length");
-  if (declared === undefined || !/^\d+$/.test(declared) || Number(declared) > limit) return undefined;
-  const bytes = heldBody(c, Number(declared));
+  const bytes = heldBody(c, limit);
   return bytes && utf8.decode(bytes);
 }
 

@@ -12,7 +12,14 @@ export function takeHeldBodiesWith(fn: HeldBody | undefined): void {
   take = fn;
 }
 
-/** The request's whole body of its declared `length`, when the runtime holds it; undefined: read the Request. */
-export function heldBody(c: Context, length: number): Uint8Array | undefined {
-  return take?.(c, length);
+/**
+ * The request's whole body when the runtime holds all of its declared Content-Length and that is at most `limit`
+ * bytes; undefined (at once where no runtime holds bodies): read the Request.
+ */
+export function heldBody(c: Context, limit: number): Uint8Array | undefined {
+  if (!take) return undefined;
+  const declared = c.req.header("content-length");
+  if (declared === undefined || !/^\d+$/.test(declared)) return undefined;
+  const length = Number(declared);
+  return length <= limit ? take(c, length) : undefined;
 }

@@ -1,19 +1,20 @@
 // A small request body node:http has already parsed, taken as it sits in the request's buffer. The whole message often
 // arrives in the packet that carries its head; by the time the chain asks for the body (after its first await), the
-// parser has pushed all of it: the declared Content-Length is buffered (the parser never pushes past a message's end). Read through node-server's Request instead, it costs the stream's listeners, a
-// resume and its ticks, a promise, and a copy into a new ArrayBuffer; here it is one read of what is there.
+// parser has pushed all of it: the declared Content-Length is buffered (the parser never pushes past a message's end).
+// Read through node-server's Request instead, it costs the stream's listeners, a resume and its ticks, a promise, and
+// a copy into a new ArrayBuffer; here it is one read of what is there.
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 
 /**
- * The request's body when exactly its declared `length` is buffered, untouched by any reader; otherwise
- * undefined (the caller reads it the usual way). What it hands out is kept as the request's raw body, which
- * node-server answers any later read of the body with (its `rawBody` fast path), so a second reader sees the same bytes.
+ * The request's body when exactly its declared `length` is buffered, untouched by any reader; otherwise undefined (the
+ * caller reads it the usual way). What it hands out is kept as the request's raw body, which node-server answers any
+ * later read of the body with (its `rawBody` fast path), so a second reader sees the same bytes.
  */
 export function nodeHeldBody(c: Context, length: number): Uint8Array | undefined {
   const incoming = (c.env as { incoming?: IncomingMessage & { rawBody?: Buffer } } | undefined)?.incoming;
   if (!incoming || incoming.readableDidRead || incoming.rawBody !== undefined) return undefined;
-  if (incoming.readableObjectMode || incoming.readableLength !== length) return undefined;
+  if (incoming.readableLength !== length) return undefined;
   const bytes: Buffer | null = length === 0 ? Buffer.alloc(0) : incoming.read(length);
   if (!bytes || bytes.length !== length) return undefined;
   incoming.rawBody = bytes;
