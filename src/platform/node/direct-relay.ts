@@ -8,14 +8,13 @@
 // any other transport) keep the standard path: src/platform/upstream.ts `Upstream.forward`.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { Client, type Dispatcher, util as undiciUtil } from "undici";
+import { type Dispatcher, util as undiciUtil } from "undici";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import {
   appSetCookie,
   isClientHeaders,
   REQUEST_DROPPED,
   RESPONSE_DROPPED,
-  UpstreamHeadersTimeout,
   type ForwardHeaders,
   type RelayedAnswer,
   type RelayOptions,
@@ -23,6 +22,7 @@ import {
 } from "../transport.js";
 import { splitRequestUrl } from "../request-url.js";
 import { deferResponseHeaders } from "../response-headers.js";
+import { Exchange } from "./relay-exchange.js";
 import { turnEnd } from "./turn-writes.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
@@ -70,10 +70,6 @@ const pending = {
 };
 let tags = 0;
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
-/** Body bytes held while the chain finishes before the upstream connection is paused. */
-const HELD_BYTES = 64 * 1024;
-/** An upstream socket closed under a request (a kept-alive one the upstream had just closed, most often). */
-const RESET = new Set(["ECONNRESET", "UND_ERR_SOCKET"]);
 
 /** Set by `withDirectRelays` on the responses it will finish: only those can take a direct relay. */
 const WRAPPED = Symbol("tollgate.directRelays");
@@ -108,170 +104,6 @@ function outgoingHeaders(h: ForwardHeaders, incoming: IncomingMessage | undefine
     });
   for (const k in set) headers.push(k, set[k]!);
   return headers;
-}
-
-/**
- * One relayed exchange, as undici's dispatcher calls it back (its handler interface: no IncomingMessage, no pipe). The
- * answer's head settles `head`; body chunks that come before the chain has finished are held (past HELD_BYTES the
- * upstream connection is paused) and written once the server has written the head (`attach`); later ones go straight
- * to the client's socket, the upstream paused while that is full. The client going away ends the exchange, whether it
- * was still waiting for the head or the body was being written.
- */
-class Exchange implements Dispatcher.DispatchHandler {
-  status = 0;
-  rawHeaders: Buffer[] = [];
-  private complete = false;
-  private abortUpstream?: (err?: Error) => void;
-  private resumeUpstream?: () => void;
-  private out?: ServerResponse;
-  private held?: Buffer[];
-  private heldBytes = 0;
-  private paused = false;
-  private dropped = false;
-  private failed = false;
-  private started = false;
-  private readonly timer?: NodeJS.Timeout;
-  private resolve!: (e: Exchange) => void;
-  private reject!: (err: unknown) => void;
-  readonly head: Promise<Exchange>;
-
-  constructor(
-    dispatcher: Dispatcher,
-    private readonly opts: Dispatcher.DispatchOptions,
-    private readonly client: ServerResponse,
-    headersTimeoutMs: number | undefined,
-    /** May be sent once more on a reset before its head (idempotent, body in hand). */
-    private retry: boolean,
-  ) {
-    this.head = new Promise<Exchange>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-    if (headersTimeoutMs !== undefined && headersTimeoutMs > 0)
-      this.timer = setTimeout(() => this.fail(new UpstreamHeadersTimeout()), headersTimeoutMs);
-    client.on("close", this.clientClosed);
-    dispatcher.dispatch(opts, this);
-  }
-
-  private readonly clientClosed = () => {
-    if (!this.complete) this.fail(new Error("client went away"));
-  };
-
-  /**
-   * The exchange is over: the client's response lets go of it. (Left on it, the listener kept each relayed request's
-   * objects reachable through V8's young-generation collections, which then promoted them all to the old generation.)
-   */
-  private done() {
-    this.complete = true;
-    this.client.removeListener("close", this.clientClosed);
-  }
-
-  /** Ends the exchange: rejects a head not come yet, aborts the upstream request, cuts a client's answer begun. */
-  private fail(err: Error) {
-    if (this.timer) clearTimeout(this.timer);
-    this.failed = true;
-    this.done();
-    if (!this.started) this.reject(err);
-    this.abortUpstream?.(err);
-    if (this.out && !this.out.destroyed) this.out.destroy();
-  }
-
-  onConnect(abort: (err?: Error) => void) {
-    this.abortUpstream = abort;
-    if (this.failed) abort(new Error("relay ended"));
-  }
-
-  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void) {
-    if (status < 200) return true; // informational: the final answer follows
-    if (this.timer) clearTimeout(this.timer);
-    this.status = status;
-    this.rawHeaders = rawHeaders;
-    this.resumeUpstream = resume;
-    this.started = true;
-    this.resolve(this);
-    return true;
-  }
-
-  onData(chunk: Buffer) {
-    if (this.dropped) return true;
-    const out = this.out;
-    if (out) {
-      if (out.write(chunk)) return true;
-      this.pauseFor(out);
-      return false;
-    }
-    (this.held ??= []).push(chunk);
-    this.heldBytes += chunk.byteLength;
-    if (this.heldBytes < HELD_BYTES) return true;
-    this.paused = true;
-    return false;
-  }
-
-  onComplete() {
-    this.done();
-    this.out?.end();
-  }
-
-  onError(err: Error) {
-    if (this.failed) return;
-    // A kept-alive socket the upstream closed just as it was reused: sent once more, on a connection of its own (the
-    // pool's other idle ones may have been closed alike); that client closes once the exchange is over.
-    if (this.retry && !this.started && RESET.has((err as { code?: string }).code ?? "") && !this.client.destroyed) {
-      this.retry = false;
-      this.abortUpstream = undefined;
-      const fresh = new Client(this.opts.origin!);
-      fresh.dispatch(this.opts, this);
-      fresh.close().catch(() => {});
-      return;
-    }
-    this.fail(err);
-  }
-
-  private pauseFor(out: ServerResponse) {
-    this.paused = true;
-    out.once("drain", () => {
-      this.paused = false;
-      this.resumeUpstream?.();
-    });
-  }
-
-  /** Writes the held body, and the rest as it comes, to the client whose head the server has just written. */
-  attach(out: ServerResponse) {
-    if (this.failed) {
-      out.destroy();
-      return;
-    }
-    this.out = out;
-    const held = this.held;
-    this.held = undefined;
-    if (this.complete) {
-      if (!held) out.end();
-      else out.end(held.length === 1 ? held[0] : Buffer.concat(held));
-      return;
-    }
-    let full = false;
-    if (held) for (const chunk of held) full = !out.write(chunk);
-    if (this.paused) {
-      this.paused = false;
-      if (full) this.pauseFor(out);
-      else this.resumeUpstream?.();
-    }
-  }
-
-  /** Reads an answer that will not be sent to its end, so the connection goes back to the pool. */
-  discard() {
-    this.dropped = true;
-    this.held = undefined;
-    if (this.paused) {
-      this.paused = false;
-      this.resumeUpstream?.();
-    }
-  }
-
-  /** Ends an answer that will not be sent (the chain replaced it, or another relay took its place). */
-  destroy() {
-    if (!this.complete) this.fail(new Error("relayed answer dropped"));
-  }
 }
 
 /**
