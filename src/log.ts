@@ -95,8 +95,8 @@ export class Logger {
 
   /**
    * The fields as a line's tail (`,"a":1,"b":"x"`), written as JSON.stringify would write them, when they serialise as
-   * they are: flat strings none of which JSON escapes, numbers, booleans, nulls, no secret-named field with a value.
-   * Otherwise undefined, and they go through the replacer (nested values, a bigint, a secret-named field, and a string
+   * they are: flat strings none of which JSON escapes, numbers, bigints, booleans, nulls, no secret-named field with a value.
+   * Otherwise undefined, and they go through the replacer (nested values, a secret-named field, and a string
    * JSON would escape, as an escape might split a secret). One walk, no second copy of the fields.
    */
   private flat(fields: Record<string, unknown>): string | undefined {
@@ -114,6 +114,10 @@ export class Logger {
           break;
         case "boolean":
           json = v ? "true" : "false";
+          break;
+        case "bigint":
+          // As the replacer writes it: its digits, a string.
+          json = `"${v}"`;
           break;
         case "undefined":
           continue;

@@ -37,6 +37,11 @@ describe("accessLog", () => {
       userAgent: "probe/1",
     });
     expect(typeof line.durationMs).toBe("number");
+    // The request's own fields first, the chain's in the order it set them, then the outcome.
+    expect(Object.keys(line)).toEqual([
+      ...["time", "level", "msg", "requestId", "method", "path"],
+      ...["tenant", "route", "paid", "status", "userAgent", "durationMs"],
+    ]);
   });
 
   it("writes the line of a refused request too, with the status the client got", async () => {

@@ -48,8 +48,11 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
   const { metrics, clientAddress } = opts;
   const logging = logger.enabled("info");
   return async function accessLogMiddleware(c, next) {
-    // The chain records what it decided here whether or not a line is written.
-    c.set("logFields", {});
+    // The chain records what it decided here whether or not a line is written. The line is this object: it starts with
+    // the request's own fields, the chain adds its own after them (tenant, route, paid...), and the rest is filled in
+    // below, in the order the line has always had (no copy of the fields per request).
+    const f: RequestLogFields = logging ? { requestId: c.get("requestId"), method: c.req.method, path: c.req.path } : {};
+    c.set("logFields", f);
     // Nothing more to do when the level drops request lines and nobody counts requests.
     if (!logging && !metrics) return next();
     const start = now();
@@ -57,7 +60,6 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
       await next();
     } finally {
       const seconds = (now() - start) / 1000;
-      const f = c.get("logFields") ?? {};
       const tenant = f.tenant ?? c.get("tenant")?.id;
       // A response the Node fast path wrote itself records its status here (c.res is only a marker then).
       const status = typeof f.status === "number" ? f.status : c.res.status;
@@ -67,20 +69,14 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
       }
       if (logging) {
         const ua = c.req.header("user-agent");
-        logger.info("request", {
-          requestId: c.get("requestId"),
-          method: c.req.method,
-          // c.req.path, not new URL(): a Host that is no valid URL host (`3000-sbx.127.0.0.1`) must not crash the log.
-          path: c.req.path,
-          ...f,
-          tenant,
-          status,
-          client: clientAddress?.(c),
-          userAgent: ua && ua.length > MAX_USER_AGENT ? ua.slice(0, MAX_USER_AGENT) : ua,
-          durationMs: Math.round(seconds * 10_000) / 10,
-          paid: f.paid !== undefined ? f.paid.toString() : undefined,
-          saved: f.saved !== undefined ? f.saved.toString() : undefined,
-        });
+        // A field the chain set keeps its place and takes its final value (as a later key of an object literal would);
+        // paid and saved, bigints, are written as their digits in quotes (src/log.ts).
+        f.tenant = tenant;
+        f.status = status;
+        f.client = clientAddress?.(c);
+        f.userAgent = ua && ua.length > MAX_USER_AGENT ? ua.slice(0, MAX_USER_AGENT) : ua;
+        f.durationMs = Math.round(seconds * 10_000) / 10;
+        logger.info("request", f);
       }
     }
   };
