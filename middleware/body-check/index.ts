@@ -2,12 +2,12 @@
 // forwarded. Fields the declaration does not know are refused (400 unknown_field, naming the path), limits out of range
 // are refused (400 invalid_params), and every id the body names must be the caller's (else the same 404 as a foreign
 // id in the path). Deny by default, on body fields as on paths.
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
-import { jsonBody } from "../body-limit/index.js";
+import { jsonBody, jsonBodyNow } from "../body-limit/index.js";
 import { bodyProblems, namedRefs, type NamedRef } from "./declare.js";
 import { callerTenant } from "../identify/index.js";
 import type { RouteRow } from "../../src/routing/table.js";
@@ -39,7 +39,6 @@ declare module "hono" {
 
 /** Each id a body names, checked against the ownership registry (one lookup per distinct id). */
 async function requireOwnedRefs(services: BodyCheckServices, c: Context<GatewayEnv>, refs: NamedRef[]): Promise<void> {
-  if (!refs.length) return;
   const tenant = callerTenant(c).id;
   const seen = new Set<string>();
   for (const ref of refs) {
@@ -65,8 +64,7 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   }
   if (spec.kind !== "json") return undefined;
   const schema = spec.schema;
-  return async function checkBodyMiddleware(c, next) {
-    const body = (await jsonBody(c)).json;
+  const checked = (c: Context<GatewayEnv>, next: Next, body: Record<string, unknown>): Promise<void> => {
     const problems = bodyProblems(schema, body);
     const invalid = problems.find((p) => p.code === "invalid_params");
     const unknown = problems.filter((p) => p.code === "unknown_field");
@@ -87,7 +85,13 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
       });
     }
     if (invalid) throw new GatewayError(400, "invalid_params", invalid.message, { field: invalid.field });
-    await requireOwnedRefs(services, c, namedRefs(schema, body));
-    return next();
+    const refs = namedRefs(schema, body);
+    return refs.length ? requireOwnedRefs(services, c, refs).then(next) : next();
+  };
+  // Not an async function: a body already held (src/platform/held-body.ts) naming no id is checked with no promise or
+  // turn of its own. Its refusals are thrown as they are; Hono's chain answers them either way.
+  return function checkBodyMiddleware(c, next) {
+    const now = jsonBodyNow(c);
+    return now ? checked(c, next, now.json) : jsonBody(c).then((b) => checked(c, next, b.json));
   };
 }

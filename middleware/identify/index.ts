@@ -117,7 +117,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
       if (looksLikeGatewayToken(presented))
         throw new GatewayError(401, "tenant_key_required", "This route takes a tenant key, not a gateway token.");
       if (!presented && tokenKinds.has("session")) await services.tokens.verify(undefined); // token_missing: a CDP URL lost its token
-      const tenant = await services.directory.authenticate(presented);
+      const tenant = services.directory.authenticateNow(presented) ?? (await services.directory.authenticate(presented));
       if (row.scope) requireScope(tenant, row.scope);
       caller = { via: "key", tenant, presented: presented! };
     } else {

@@ -85,9 +85,9 @@ export class TenantSync {
     return this.now() - this.checkedAt < this.pollMs ? undefined : this.refresh();
   }
 
-  /** The directory's refresher, before a key lookup: free while recent enough, a wait when stale. */
-  async fresh(): Promise<void> {
-    if (this.now() - this.checkedAt >= this.maxStaleMs) await this.refresh();
+  /** The directory's refresher, before a key lookup: nothing to wait for while recent enough, a check when stale. */
+  fresh(): Promise<void> | undefined {
+    return this.now() - this.checkedAt >= this.maxStaleMs ? this.refresh() : undefined;
   }
 }
 

@@ -48,7 +48,7 @@ export class TenantDirectory {
   /** Hashes of keys seen recently: a repeat caller costs a map lookup, not a SHA-256 (expiry/enabled still checked). */
   private readonly hashes = new LRUCache<string, string>({ max: 4096 });
   private byId = new Map<string, Tenant>();
-  private refresher: (() => Promise<void>) | undefined;
+  private refresher: (() => Promise<void> | undefined) | undefined;
   private onUse: ((hash: string) => void) | undefined;
 
   constructor(
@@ -71,7 +71,7 @@ export class TenantDirectory {
   }
 
   /** Called before each key lookup; it returns at once while the snapshot is recent. */
-  setRefresher(fn: () => Promise<void>): void {
+  setRefresher(fn: () => Promise<void> | undefined): void {
     this.refresher = fn;
   }
 
@@ -92,13 +92,29 @@ export class TenantDirectory {
   /** Resolves a presented key to its tenant, or throws 401 saying why (unknown, expired, disabled). */
   async authenticate(key: string | undefined): Promise<Tenant> {
     if (!key) throw errors.unauthorized();
-    if (this.refresher) await this.refresher();
+    const stale = this.refresher?.();
+    if (stale) await stale;
     let hash = this.hashes.get(key);
     if (!hash) {
       hash = await hashTenantKey(key);
       // Only keys that exist are remembered, so junk keys cannot flush real ones out.
       if (this.byHash.has(hash)) this.hashes.set(key, hash);
     }
+    return this.tenantOf(hash);
+  }
+
+  /**
+   * The same answer without waiting, for a key seen lately while the snapshot is recent; undefined when it takes a
+   * wait (a refresh, a key to hash): then `authenticate`. `authenticateNow(k) ?? (await authenticate(k))`.
+   */
+  authenticateNow(key: string | undefined): Tenant | undefined {
+    if (!key) throw errors.unauthorized();
+    const hash = this.hashes.get(key);
+    if (!hash || this.refresher?.()) return undefined;
+    return this.tenantOf(hash);
+  }
+
+  private tenantOf(hash: string): Tenant {
     const entry = this.byHash.get(hash);
     if (!entry) throw errors.unauthorized("Invalid API key.", "invalid_api_key");
     if (entry.expiresAt !== undefined && entry.expiresAt <= this.now()) {

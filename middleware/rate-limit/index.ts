@@ -1,5 +1,5 @@
 // Per-tenant request rate limit (quotas.requestsPerMinute) on every row whose caller is a tenant key or gateway token.
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { GatewayError } from "../../src/errors.js";
 import { setResponseHeader } from "../../src/platform/response-headers.js";
 import type { GatewayServices } from "../../src/services.js";
@@ -16,15 +16,20 @@ const WINDOW_MS = 60_000;
  * @example app.on("GET", "/_tollgate/usage", identify(services, row), rateLimit(services), handler)
  */
 export function rateLimit(services: Pick<GatewayServices, "stores" | "now">): MiddlewareHandler {
-  return async function rateLimitMiddleware(c, next) {
+  // Not an async function: a request with no limit to count passes on with no promise or turn of its own.
+  return function rateLimitMiddleware(c, next) {
     const caller = c.get("caller");
     const tenant = caller?.via === "key" || caller?.via === "token" ? caller.tenant : undefined;
     const limit = tenant?.quotas.requestsPerMinute;
     if (!tenant || limit === undefined) return next();
+    return counted(c, next, tenant.id, limit);
+  };
+
+  async function counted(c: Context, next: Next, tenantId: string, limit: number): Promise<void> {
     const fields = c.get("logFields");
-    if (fields) fields.tenant = tenant.id; // a refusal's log line names whom it refused (when access-log runs first)
+    if (fields) fields.tenant = tenantId; // a refusal's log line names whom it refused (when access-log runs first)
     const now = services.now();
-    const r = await services.stores.rateLimiter.hit(`tenant:${tenant.id}`, limit, WINDOW_MS, now);
+    const r = await services.stores.rateLimiter.hit(`tenant:${tenantId}`, limit, WINDOW_MS, now);
     if (!r.allowed) {
       const retryAfter = Math.max(1, Math.ceil((r.resetAt - now) / 1000));
       throw new GatewayError(
@@ -42,5 +47,5 @@ export function rateLimit(services: Pick<GatewayServices, "stores" | "now">): Mi
     } catch {
       /* immutable response (WebSocket upgrade on some runtimes) */
     }
-  };
+  }
 }

@@ -4,10 +4,17 @@ import type { Tenant } from "../../middleware/identify/tenants.js";
 import { atomicToUsd } from "./money.js";
 import { tenantLimits } from "./limits.js";
 
-export async function budgetRemaining(services: GatewayServices, tenant: Tenant): Promise<string> {
+/**
+ * A string at once where the tenant has no budget (nothing to subtract from, no ledger read: this runs on every cache
+ * hit), else the ledger's answer: `await` it either way.
+ */
+export function budgetRemaining(services: GatewayServices, tenant: Tenant): string | Promise<string> {
   const limits = tenantLimits(tenant);
-  // Without a budget there is nothing to subtract from: no ledger read (this runs on every cache hit).
   if (limits.daily === undefined && limits.monthly === undefined && limits.total === undefined) return "unlimited";
+  return remainingOf(services, tenant, limits);
+}
+
+async function remainingOf(services: GatewayServices, tenant: Tenant, limits: ReturnType<typeof tenantLimits>): Promise<string> {
   const usage = await services.stores.ledger.usage(tenant.id, services.now());
   let rem: bigint | undefined;
   for (const w of ["daily", "monthly", "total"] as const) {

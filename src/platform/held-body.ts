@@ -23,3 +23,15 @@ export function heldBody(c: Context, limit: number): Uint8Array | undefined {
   const length = Number(declared);
   return length <= limit ? take(c, length) : undefined;
 }
+
+/**
+ * heldBody one turn later. On Node the chain starts as soon as the request's head is parsed, before the parser goes on
+ * to a body that arrived in the same packet: a step that has not waited for anything yet finds no body held, and finds
+ * it after one turn (the turn ends once the parser has pushed what it had). Undefined, at once where no runtime holds
+ * bodies, when it still is not held whole. `heldBody(c, n) ?? (await heldBodyNextTurn(c, n))`.
+ */
+export async function heldBodyNextTurn(c: Context, limit: number): Promise<Uint8Array | undefined> {
+  if (!take) return undefined;
+  await undefined;
+  return heldBody(c, limit);
+}

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { heldBody } from "../platform/held-body.js";
+import { heldBody, heldBodyNextTurn } from "../platform/held-body.js";
 import { upstreamRuntimeUrl } from "./rewrite.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
 import { setForwardHeader, type ForwardHeaders } from "../platform/transport.js";
@@ -33,7 +33,7 @@ export async function clientBody(
   const len = declared === undefined ? NaN : Number(declared);
   if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) {
     // Already parsed in full, as most small bodies are (Node): taken as it is.
-    const taken = heldBody(c, REPLAYABLE_BODY_BYTES);
+    const taken = heldBody(c, REPLAYABLE_BODY_BYTES) ?? (await heldBodyNextTurn(c, REPLAYABLE_BODY_BYTES));
     if (taken) return { body: taken, replayable: true };
     const bytes = await c.req.arrayBuffer().catch(() => {
       throw new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");

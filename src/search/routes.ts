@@ -17,7 +17,7 @@ import { paidCall } from "./paid-call.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { callerCap, callerTenant } from "../../middleware/identify/index.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
+import { jsonBody, jsonBodyNow } from "../../middleware/body-limit/index.js";
 import { priceOf } from "../payments/kept-holds.js";
 import { releaseCredits, reserveCredits, settleCredits } from "../payments/credit-ledger.js";
 import type { RouteRow } from "../routing/table.js";
@@ -34,7 +34,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     const tenant = callerTenant(c);
     const cap = callerCap(c);
     const route = row.path;
-    const { text, json } = await jsonBody(c);
+    const { text, json } = jsonBodyNow(c) ?? (await jsonBody(c));
     const path = pathAndQuery(c);
 
     if (tenant.paysForItself) {
@@ -49,7 +49,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     }
 
     const { maxAgeSeconds, ...keyed } = json;
-    const fingerprint = await fingerprints.of(route, text, keyed);
+    const fingerprint = fingerprints.known(route, text) ?? (await fingerprints.of(route, text, keyed));
     const cacheKey = `${config.cache.scope === "shared" ? "*" : tenant.id}:${fingerprint}`;
     const cc = (c.req.header("cache-control") ?? "").toLowerCase();
     const bypass = !config.cache.enabled || cc.includes("no-cache") || cc.includes("no-store");
@@ -74,13 +74,19 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
 
     const started = services.now();
     const f = c.get("logFields");
-    const produce = async (): Promise<{ answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" }> => {
-      if (bypass) return { answer: await fetchFresh(), how: "bypass" };
+    type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" };
+    /** This instance's cached answer, without waiting. */
+    const cached = (): Produced | undefined => {
+      if (bypass) return undefined;
       const hit = cache.get(cacheKey, services.now(), maxAgeMs);
-      if (hit) {
-        f.saved = hit.paid; // [metrics: USD saved]
-        return { answer: { ...hit, paid: 0n }, how: "hit" };
-      }
+      if (!hit) return undefined;
+      f.saved = hit.paid; // [metrics: USD saved]
+      return { answer: { ...hit, paid: 0n }, how: "hit" };
+    };
+    const produce = async (): Promise<Produced> => cached() ?? produceElsewhere();
+    /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
+    const produceElsewhere = async (): Promise<Produced> => {
+      if (bypass) return { answer: await fetchFresh(), how: "bypass" };
       // A client bounding the age joins only calls started now, which are fresh by definition.
       // One call per key in this process, and (through shared state) one per key across the fleet.
       const { value, leader } = await coalescer.run(cacheKey, () =>
@@ -107,16 +113,17 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       answer = r.answer;
       how = r.replayed ? "idempotent-replay" : produced.how;
     } else {
-      ({ answer, how } = await produce());
+      ({ answer, how } = cached() ?? (await produceElsewhere()));
     }
 
     f.paid = answer.paid;
     f.cache = how;
     if (how === "hit" || how === "coalesced") recordSavings(services, c, tenant.id, how, f.saved ?? 0n);
+    const remaining = budgetRemaining(services, tenant);
     return answerResponse(answer, {
       "x-tollgate-cache": how,
       "x-tollgate-paid": atomicToUsd(answer.paid),
-      "x-tollgate-budget-remaining": await budgetRemaining(services, tenant),
+      "x-tollgate-budget-remaining": typeof remaining === "string" ? remaining : await remaining,
       "cache-control": "private, no-store",
     });
   };
@@ -170,6 +177,11 @@ function isCompletedJob(a: Answer): boolean {
 /** Hash of a request's canonical body (key order and maxAgeSeconds do not matter), remembered for repeated bodies. */
 class RequestFingerprints {
   private readonly seen = new LRUCache<string, string>({ max: 4096, maxSize: 4 * 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
+
+  /** The fingerprint of a body seen lately, without waiting. */
+  known(route: string, text: string): string | undefined {
+    return this.seen.get(`${route}\n${text}`);
+  }
 
   async of(route: string, text: string, keyed: Record<string, unknown>): Promise<string> {
     const k = `${route}\n${text}`;
