@@ -17,7 +17,9 @@ describe("session extensions grow the session's credits hold", () => {
   /** The emulator itself, with the operator's key: what the upstream really holds. */
   let upstream: Hyperbrowser;
   /** The gateway's clock, moved by hand: minutes used are then exact. */
-  let clock = Date.now();
+  // Today's noon (UTC): the tests move it on by minutes, and a start near midnight would carry the settled minutes into
+  // the next day's budget window.
+  let clock = Date.now() - (Date.now() % 86_400_000) + 12 * 3_600_000;
 
   beforeAll(async () => {
     stack = await startSessionGateway(
