@@ -24,7 +24,7 @@ declare module "hono" {
 
 /** A row's JSON body limit: a declared length above it is refused at once, and the reader counts a stream against it. */
 export function limitBody(limit: number): MiddlewareHandler<GatewayEnv> {
-  return async function limitBodyMiddleware(c, next) {
+  return function limitBodyMiddleware(c, next) {
     const declared = c.req.header("content-length");
     if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
     c.set("bodyLimit", limit);

@@ -93,7 +93,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
     const presented = fromHeader ?? (tokenKinds.size > 0 && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined);
     let caller: Caller;
     const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
-    const token = asToken ? await services.tokens.verify(asToken) : undefined;
+    const token = asToken ? (services.tokens.verifyNow(asToken) ?? (await services.tokens.verify(asToken))) : undefined;
     if (asToken && token && acceptsKey && token.kind === "mcp") {
       caller = { via: "token", tenant: mcpTokenTenant(services, row, token), token, presented: asToken };
     } else if (asToken && token && tokenKinds.size > 0) {

@@ -138,6 +138,22 @@ export class TokenService {
   }
 
   /**
+   * The same answer without waiting, for a token verified lately and found not revoked since the fleet's revocation
+   * count was last read; undefined when it takes a wait (a signature to check, the count or the store to read): then
+   * `verify`. Its refusals (missing, expired) are verify's. `verifyNow(t) ?? (await verify(t))`.
+   */
+  verifyNow(token: string | undefined): GatewayToken | undefined {
+    if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
+    const t = this.verified.get(token);
+    if (!t) return undefined;
+    const now = this.now();
+    if (t.exp * 1000 <= now) throw expired();
+    const r = this.revocations;
+    if (!r || now - r.readAt >= REVOCATION_POLL_MS || now < r.readAt || !this.notRevoked.has(t.jti)) return undefined;
+    return t;
+  }
+
+  /**
    * Revoked by its id, or with every token of its tenant (the kill switch). A token found not revoked is trusted
    * without asking the store again while the fleet's revocation count (bumped by every revocation, read at most every
    * REVOCATION_POLL_MS) is unchanged: a runtime call costs no state read, and a revocation on another instance applies

@@ -18,17 +18,23 @@ export function requireOwner(services: OwnerServices, row: RouteRow): Middleware
   const owns = row.owns;
   if (!owns) return undefined;
   const boundTokenSuffices = row.auth.length === 1 && row.auth[0] === "sandbox-token";
-  return async function requireOwnerMiddleware(c, next) {
+  // Not an async function: a token bound to the resource in the path passes with no promise or turn of its own.
+  return function requireOwnerMiddleware(c, next) {
     const id = c.req.param(owns.param) ?? "";
     const caller = c.get("caller");
     if (caller.via !== "key" && caller.via !== "token") throw notOwned(owns.kind, id);
+    const tenant = caller.tenant.id;
     if (owns.byName) {
-      const key = await ownedVolumeKey(services, caller.tenant.id, id);
-      if (!key) throw notOwned(owns.kind, id);
-      c.set("volumeKey", key);
-    } else if (!(boundTokenSuffices && caller.via === "token" && caller.token.resource === id)) {
-      if ((await services.stores.ownership.owner(owns.kind, id)) !== caller.tenant.id) throw notOwned(owns.kind, id);
+      return ownedVolumeKey(services, tenant, id).then((key) => {
+        if (!key) throw notOwned(owns.kind, id);
+        c.set("volumeKey", key);
+        return next();
+      });
     }
-    return next();
+    if (boundTokenSuffices && caller.via === "token" && caller.token.resource === id) return next();
+    return services.stores.ownership.owner(owns.kind, id).then((owner) => {
+      if (owner !== tenant) throw notOwned(owns.kind, id);
+      return next();
+    });
   };
 }

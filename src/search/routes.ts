@@ -48,56 +48,25 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       return Upstream.relay(res);
     }
 
-    const { maxAgeSeconds, ...keyed } = json;
-    const fingerprint = fingerprints.known(route, text) ?? (await fingerprints.of(route, text, keyed));
+    const fingerprint = fingerprints.known(route, text) ?? (await fingerprints.of(route, text, json));
     const cacheKey = `${config.cache.scope === "shared" ? "*" : tenant.id}:${fingerprint}`;
     const cc = (c.req.header("cache-control") ?? "").toLowerCase();
-    const bypass = !config.cache.enabled || cc.includes("no-cache") || cc.includes("no-store");
-    const maxAgeMs = typeof maxAgeSeconds === "number" && maxAgeSeconds >= 0 ? maxAgeSeconds * 1000 : undefined;
-
-    const fetchFresh = async (): Promise<Answer> => {
-      const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
-      headers.set("content-type", "application/json");
-      const send = (payment?: [string, string]) => {
-        const h = new Headers(headers);
-        if (payment) h.set(payment[0], payment[1]);
-        return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
-      };
-      const result =
-        row.pay === "credits"
-          ? await creditCall(c, row, tenant, cap, send)
-          : await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send);
-      const answer = await readAnswer(result.response, result.paid, services.now());
-      if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(cacheKey, answer);
-      return answer;
-    };
-
-    const started = services.now();
-    const f = c.get("logFields");
-    type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" };
-    /** This instance's cached answer, without waiting. */
-    const cached = (): Produced | undefined => {
-      if (bypass) return undefined;
-      const hit = cache.get(cacheKey, services.now(), maxAgeMs);
-      if (!hit) return undefined;
-      f.saved = hit.paid; // [metrics: USD saved]
-      return { answer: { ...hit, paid: 0n }, how: "hit" };
-    };
-    const produce = async (): Promise<Produced> => cached() ?? produceElsewhere();
-    /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
-    const produceElsewhere = async (): Promise<Produced> => {
-      if (bypass) return { answer: await fetchFresh(), how: "bypass" };
-      // A client bounding the age joins only calls started now, which are fresh by definition.
-      // One call per key in this process, and (through shared state) one per key across the fleet.
-      const { value, leader } = await coalescer.run(cacheKey, () =>
-        fleetCoalesce(services, cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs, share: shareable }, fetchFresh),
-      );
-      if (leader && value.fetched) return { answer: value.answer, how: "miss" };
-      if (!value.fetched) cache.set(cacheKey, { ...value.answer });
-      // Published by another instance before this request came: that is a (fleet-wide) cache hit.
-      const how = !value.fetched && value.answer.storedAt < started ? "hit" : "coalesced";
-      f.saved = value.answer.paid; // [metrics: USD saved]
-      return { answer: { ...value.answer, paid: 0n }, how };
+    const maxAgeSeconds = json.maxAgeSeconds;
+    const call: PaidSearch = {
+      c,
+      row,
+      tenant,
+      cap,
+      route,
+      path,
+      text,
+      fingerprint,
+      cacheKey,
+      cc,
+      bypass: !config.cache.enabled || cc.includes("no-cache") || cc.includes("no-store"),
+      maxAgeMs: typeof maxAgeSeconds === "number" && maxAgeSeconds >= 0 ? maxAgeSeconds * 1000 : undefined,
+      started: services.now(),
+      f: c.get("logFields"),
     };
 
     const idemKey = c.req.header("idempotency-key");
@@ -106,16 +75,17 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     if (idemKey) {
       let produced: { how: string } = { how: "miss" };
       const r = await withIdempotency(services, tenant.id, idemKey, fingerprint, async () => {
-        const p = await produce();
+        const p = cached(call) ?? (await produceElsewhere(call));
         produced = p;
         return p.answer;
       });
       answer = r.answer;
       how = r.replayed ? "idempotent-replay" : produced.how;
     } else {
-      ({ answer, how } = cached() ?? (await produceElsewhere()));
+      ({ answer, how } = cached(call) ?? (await produceElsewhere(call)));
     }
 
+    const f = call.f;
     f.paid = answer.paid;
     f.cache = how;
     if (how === "hit" || how === "coalesced") recordSavings(services, c, tenant.id, how, f.saved ?? 0n);
@@ -126,6 +96,51 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       "x-tollgate-budget-remaining": typeof remaining === "string" ? remaining : await remaining,
       "cache-control": "private, no-store",
     });
+  };
+
+  /** This instance's cached answer, without waiting (the hot path: no closure, no promise). */
+  const cached = (s: PaidSearch): Produced | undefined => {
+    if (s.bypass) return undefined;
+    const hit = cache.get(s.cacheKey, services.now(), s.maxAgeMs);
+    if (!hit) return undefined;
+    s.f.saved = hit.paid; // [metrics: USD saved]
+    return { answer: { ...hit, paid: 0n }, how: "hit" };
+  };
+
+  /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
+  const produceElsewhere = async (s: PaidSearch): Promise<Produced> => {
+    const fetchFresh = () => fetchAnswer(s);
+    if (s.bypass) return { answer: await fetchFresh(), how: "bypass" };
+    // A client bounding the age joins only calls started now, which are fresh by definition.
+    // One call per key in this process, and (through shared state) one per key across the fleet.
+    const { value, leader } = await coalescer.run(s.cacheKey, () =>
+      fleetCoalesce(services, s.cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable }, fetchFresh),
+    );
+    if (leader && value.fetched) return { answer: value.answer, how: "miss" };
+    if (!value.fetched) cache.set(s.cacheKey, { ...value.answer });
+    // Published by another instance before this request came: that is a (fleet-wide) cache hit.
+    const how = !value.fetched && value.answer.storedAt < s.started ? "hit" : "coalesced";
+    s.f.saved = value.answer.paid; // [metrics: USD saved]
+    return { answer: { ...value.answer, paid: 0n }, how };
+  };
+
+  /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused. */
+  const fetchAnswer = async (s: PaidSearch): Promise<Answer> => {
+    const { c, row, tenant, cap, route, path, text, fingerprint, cc } = s;
+    const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
+    headers.set("content-type", "application/json");
+    const send = (payment?: [string, string]) => {
+      const h = new Headers(headers);
+      if (payment) h.set(payment[0], payment[1]);
+      return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
+    };
+    const result =
+      row.pay === "credits"
+        ? await creditCall(c, row, tenant, cap, send)
+        : await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send);
+    const answer = await readAnswer(result.response, result.paid, services.now());
+    if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(s.cacheKey, answer);
+    return answer;
   };
 
   /** A credit-billed call: its price reserved before it is sent, committed if the upstream did the work. */
@@ -165,6 +180,29 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   return { "paid.search": searchLike };
 }
 
+/** One paid search or fetch as the handler decided it: what the cache, coalescing and the upstream call read. */
+interface PaidSearch {
+  c: Context<GatewayEnv>;
+  row: RouteRow;
+  tenant: Tenant;
+  cap: { id: string; amount: bigint } | undefined;
+  /** The row's path pattern (the price and the fingerprint are per route). */
+  route: string;
+  /** The request's path and query, forwarded. */
+  path: string;
+  text: string;
+  fingerprint: string;
+  cacheKey: string;
+  /** The request's Cache-Control, lower case. */
+  cc: string;
+  bypass: boolean;
+  maxAgeMs: number | undefined;
+  started: number;
+  f: Record<string, unknown> & { saved?: bigint; paid?: bigint; cache?: string };
+}
+
+type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" };
+
 function isCompletedJob(a: Answer): boolean {
   try {
     const j = JSON.parse(new TextDecoder().decode(a.body));
@@ -183,10 +221,12 @@ class RequestFingerprints {
     return this.seen.get(`${route}\n${text}`);
   }
 
-  async of(route: string, text: string, keyed: Record<string, unknown>): Promise<string> {
+  /** The body's fingerprint: its canonical JSON without maxAgeSeconds (how old an answer may be is no part of it). */
+  async of(route: string, text: string, json: Record<string, unknown>): Promise<string> {
     const k = `${route}\n${text}`;
     let fp = this.seen.get(k);
     if (!fp) {
+      const { maxAgeSeconds: _, ...keyed } = json;
       fp = await sha256Hex(`${route}\n${canonicalJson(keyed)}`);
       this.seen.set(k, fp);
     }

@@ -55,4 +55,32 @@ describe("revocation checks cached per instance", () => {
     now += 250;
     await expect(b.verify(two.token)).rejects.toMatchObject({ status: 401, code: "token_revoked" });
   });
+
+  it("verifyNow answers without waiting exactly when verify would read nothing, and refuses as verify does", async () => {
+    let now = Date.parse("2026-11-23T10:00:00Z");
+    const shared = new MemoryKeyValue(() => now);
+    const a = new TokenService("s".repeat(40), shared, () => now);
+    const b = new TokenService("s".repeat(40), shared, () => now);
+    const one = await a.mint({ tenant: "acme", kind: "sandbox", resource: "sb1", scopes: ["runtime"], ttlSeconds: 600 });
+    expect(() => b.verifyNow(undefined)).toThrow(expect.objectContaining({ code: "token_missing" }));
+    expect(b.verifyNow(one.token)).toBeUndefined(); // a signature to check first
+    await b.verify(one.token);
+    expect(b.verifyNow(one.token)?.jti).toBe(one.jti);
+    // Past the poll interval the count is read again: verify's turn.
+    now += 300;
+    expect(b.verifyNow(one.token)).toBeUndefined();
+    await b.verify(one.token);
+    expect(b.verifyNow(one.token)?.jti).toBe(one.jti);
+    // Revoked elsewhere: not answered from the cache once the interval has passed, refused by verify.
+    await a.revoke(one.jti, Math.floor(now / 1000) + 600);
+    now += 250;
+    expect(b.verifyNow(one.token)).toBeUndefined();
+    await expect(b.verify(one.token)).rejects.toMatchObject({ code: "token_revoked" });
+    expect(b.verifyNow(one.token)).toBeUndefined();
+    // Expired: refused at once.
+    const short = await a.mint({ tenant: "acme", kind: "sandbox", resource: "sb2", scopes: ["runtime"], ttlSeconds: 1 });
+    await b.verify(short.token);
+    now += 1_500;
+    expect(() => b.verifyNow(short.token)).toThrow(expect.objectContaining({ code: "token_expired" }));
+  });
 });
