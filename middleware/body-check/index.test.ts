@@ -101,6 +101,25 @@ describe("checkBody", () => {
     expect(forwarded).toEqual([]);
   });
 
+  it("checks a body sent again as the first time: its ids against the registry on every request, its faults always", async () => {
+    const { create, stores, forwarded } = setup();
+    const body = { profile: { id: "p_later" }, timeoutMinutes: 5 };
+    const before = await create(body);
+    expect(before.status).toBe(404);
+    expect(await before.json()).toMatchObject({ code: "not_found", field: "profile.id" });
+    // The profile is the caller's now: the same text passes; another tenant's id in an equal-shaped body does not.
+    await stores.ownership.claim("profile", "p_later", "acme");
+    expect((await create(body)).status).toBe(200);
+    expect((await create(body)).status).toBe(200);
+    await stores.ownership.claim("profile", "p_theirs", "globex");
+    expect((await create({ profile: { id: "p_theirs" }, timeoutMinutes: 5 })).status).toBe(404);
+    for (let i = 0; i < 2; i++) {
+      const res = await create({ timeoutMinutes: 5, upstreamOnly: 1 });
+      expect(await res.json()).toMatchObject({ code: "unknown_field", field: "upstreamOnly" });
+    }
+    expect(forwarded).toEqual([body, body]);
+  });
+
   it("lets the caller's own ids through", async () => {
     const { create, stores } = setup();
     await stores.ownership.claim("profile", "p_mine", "acme");

@@ -7,7 +7,8 @@ import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
-import { jsonBody, jsonBodyNow } from "../body-limit/index.js";
+import { jsonBody, jsonBodyNow, type JsonBody } from "../body-limit/index.js";
+import { LRUCache } from "lru-cache";
 import { bodyProblems, namedRefs, type NamedRef } from "./declare.js";
 import { callerTenant } from "../identify/index.js";
 import type { RouteRow } from "../../src/routing/table.js";
@@ -25,6 +26,9 @@ const NOUN: Record<ResourceKind, string> = {
   job: "Job",
   task: "Task",
 };
+
+/** Bodies up to this many characters are remembered once they pass (see checkBody). */
+const PASSED_MAX_CHARS = 4096;
 
 /** Another tenant's id (or one nobody here created) answers exactly like a missing one, wherever it was named. */
 export const notOwned = (kind: ResourceKind, id: string, field?: string) =>
@@ -64,7 +68,13 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   }
   if (spec.kind !== "json") return undefined;
   const schema = spec.schema;
-  const checked = (c: Context<GatewayEnv>, next: Next, body: Record<string, unknown>): Promise<void> => {
+  // Texts this row's declaration found nothing wrong with, and the ids each names: a pure function of the text, so a
+  // body sent again is not walked again (its ids are still checked against the registry, on every request).
+  const passed = new LRUCache<string, NamedRef[]>({ max: 1024, maxSize: 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
+  const checked = (c: Context<GatewayEnv>, next: Next, { text, json }: JsonBody): Promise<void> => {
+    const known = passed.get(text);
+    if (known) return known.length ? requireOwnedRefs(services, c, known).then(next) : next();
+    const body = json;
     const problems = bodyProblems(schema, body);
     const invalid = problems.find((p) => p.code === "invalid_params");
     const unknown = problems.filter((p) => p.code === "unknown_field");
@@ -86,12 +96,13 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
     }
     if (invalid) throw new GatewayError(400, "invalid_params", invalid.message, { field: invalid.field });
     const refs = namedRefs(schema, body);
+    if (!problems.length && text.length <= PASSED_MAX_CHARS) passed.set(text, refs);
     return refs.length ? requireOwnedRefs(services, c, refs).then(next) : next();
   };
   // Not an async function: a body already held (src/platform/held-body.ts) naming no id is checked with no promise or
   // turn of its own. Its refusals are thrown as they are; Hono's chain answers them either way.
   return function checkBodyMiddleware(c, next) {
     const now = jsonBodyNow(c);
-    return now ? checked(c, next, now.json) : jsonBody(c).then((b) => checked(c, next, b.json));
+    return now ? checked(c, next, now) : jsonBody(c).then((b) => checked(c, next, b));
   };
 }

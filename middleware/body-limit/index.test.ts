@@ -31,6 +31,13 @@ function app(limit?: number) {
     return c.json({ json: first.json, sameCopy: first === again });
   });
   a.post("/value", async (c) => c.json({ value: await jsonValue(c) }));
+  // A step that changes the object it read (as a quota filling defaults does), then hands back what it saw.
+  a.post("/mutate", async (c) => {
+    const body = await jsonBody(c);
+    const seen = { ...body.json };
+    body.json.changed = true;
+    return c.json({ seen, text: body.text });
+  });
   a.post("/replace", async (c) => {
     await jsonBody(c);
     const replaced = setJsonBody(c, { filled: true });
@@ -70,6 +77,20 @@ describe("jsonBody", () => {
   it("reads the body once and hands every step the same copy; an empty body is {}", async () => {
     const res = await app().request("/echo", { method: "POST" });
     expect(await res.json()).toEqual({ json: {}, sameCopy: true });
+  });
+
+  it("gives each request its own object for a text seen before (parsed when read), and the same refusals", async () => {
+    const a = app();
+    const text = JSON.stringify({ query: "again", n: [1, { deep: true }] });
+    for (let i = 0; i < 3; i++) {
+      const res = await a.request("/mutate", post(text));
+      // A step that changed the object of an earlier request left nothing behind for this one.
+      expect(await res.json()).toEqual({ seen: { query: "again", n: [1, { deep: true }] }, text });
+    }
+    for (let i = 0; i < 2; i++) {
+      const bad = await a.request("/echo", post("[1,2]"));
+      expect(bad.status).toBe(400);
+    }
   });
 
   it("refuses text that is not JSON, and JSON that is not an object, with 400 invalid_json", async () => {

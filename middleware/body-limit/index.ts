@@ -4,15 +4,39 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import { heldBody, heldBodyNextTurn } from "../../src/platform/held-body.js";
+import { LRUCache } from "lru-cache";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
 const JSON_BODY_LIMIT = 1024 * 1024;
 const JSON_MAX_DEPTH = 64;
 
-export interface JsonBody {
-  text: string;
-  json: Record<string, unknown>;
+/**
+ * A request's JSON object body: its text, and the object it parses into. A text parsed into an object lately parses
+ * the same again, so for it the object is made when a step first reads `json` (a cache hit's steps may read none).
+ */
+export class JsonBody {
+  #json: Record<string, unknown> | undefined;
+
+  constructor(
+    readonly text: string,
+    json?: Record<string, unknown>,
+  ) {
+    this.#json = json;
+  }
+
+  get json(): Record<string, unknown> {
+    this.#json ??= parseJsonObject(this.text);
+    return this.#json;
+  }
 }
+
+/**
+ * Texts that lately parsed into an object (bounded in count and bytes; small texts only): the same text parses the
+ * same, depth check included, so a body seen again is parsed only when read. A pure function of the text: shared by
+ * every gateway of the process.
+ */
+const PARSED = new LRUCache<string, true>({ max: 4096, maxSize: 4 * 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
+const PARSED_MAX_CHARS = 4096;
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -153,7 +177,13 @@ export function jsonBodyNow(c: Context<GatewayEnv>, limit = c.get("bodyLimit") ?
 }
 
 function keepJsonBody(c: Context<GatewayEnv>, text: string): JsonBody {
-  const body = { text, json: parseJsonObject(text) };
+  let body: JsonBody;
+  if (text.length > PARSED_MAX_CHARS) body = new JsonBody(text, parseJsonObject(text));
+  else if (PARSED.get(text)) body = new JsonBody(text);
+  else {
+    body = new JsonBody(text, parseJsonObject(text));
+    PARSED.set(text, true);
+  }
   c.set("jsonBody", body);
   return body;
 }
@@ -166,7 +196,7 @@ export async function jsonValue(c: Context<GatewayEnv>, limit = JSON_BODY_LIMIT)
 
 /** Replaces the body the chain forwards (a quota filled in defaults, a meter fixed a timeout). */
 export function setJsonBody(c: Context<GatewayEnv>, json: Record<string, unknown>): JsonBody {
-  const body = { text: JSON.stringify(json), json };
+  const body = new JsonBody(JSON.stringify(json), json);
   c.set("jsonBody", body);
   return body;
 }
