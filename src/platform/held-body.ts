@@ -3,7 +3,8 @@
 // Elsewhere (Workers, a Request made in-process) there is none, and the body is read from the Request as usual.
 import type { Context } from "hono";
 
-type HeldBody = (c: Context, length: number) => Uint8Array | undefined;
+/** The runtime's taker: the whole body when it holds all of the declared length and that is at most `limit` bytes. */
+type HeldBody = (c: Context, limit: number) => Uint8Array | undefined;
 
 let take: HeldBody | undefined;
 
@@ -17,11 +18,7 @@ export function takeHeldBodiesWith(fn: HeldBody | undefined): void {
  * bytes; undefined (at once where no runtime holds bodies): read the Request.
  */
 export function heldBody(c: Context, limit: number): Uint8Array | undefined {
-  if (!take) return undefined;
-  const declared = c.req.header("content-length");
-  if (declared === undefined || !/^\d+$/.test(declared)) return undefined;
-  const length = Number(declared);
-  return length <= limit ? take(c, length) : undefined;
+  return take?.(c, limit);
 }
 
 /**

@@ -34,8 +34,8 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     const tenant = callerTenant(c);
     const cap = callerCap(c);
     const route = row.path;
-    const { text, json } = jsonBodyNow(c) ?? (await jsonBody(c));
-    const path = pathAndQuery(c);
+    const body = jsonBodyNow(c) ?? (await jsonBody(c));
+    const text = body.text;
 
     if (tenant.paysForItself) {
       // The client pays the upstream itself: its payment headers pass through untouched, nothing is charged here.
@@ -44,27 +44,33 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
         const v = c.req.header(n);
         if (v) h.set(n, v);
       }
-      const res = await upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
+      const res = await upstream.call(c, {
+        method: "POST",
+        path: pathAndQuery(c),
+        headers: h,
+        body: text,
+        withApiKey: route.startsWith("/api/"),
+      });
       return Upstream.relay(res);
     }
 
-    const fingerprint = fingerprints.known(route, text) ?? (await fingerprints.of(route, text, json));
-    const cacheKey = `${config.cache.scope === "shared" ? "*" : tenant.id}:${fingerprint}`;
+    // A body seen lately is not parsed here (middleware/body-limit's JsonBody parses when read).
+    const print = fingerprints.known(route, body.text) ?? (await fingerprints.of(route, body.text, body.json));
+    const fingerprint = print.fingerprint;
+    const cacheKey = cacheKeyOf(print, config.cache.scope === "shared" ? "*" : tenant.id);
     const cc = (c.req.header("cache-control") ?? "").toLowerCase();
-    const maxAgeSeconds = json.maxAgeSeconds;
     const call: PaidSearch = {
       c,
       row,
       tenant,
       cap,
       route,
-      path,
       text,
       fingerprint,
       cacheKey,
       cc,
       bypass: !config.cache.enabled || cc.includes("no-cache") || cc.includes("no-store"),
-      maxAgeMs: typeof maxAgeSeconds === "number" && maxAgeSeconds >= 0 ? maxAgeSeconds * 1000 : undefined,
+      maxAgeMs: print.maxAgeMs,
       started: services.now(),
       f: c.get("logFields"),
     };
@@ -126,7 +132,8 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
 
   /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused. */
   const fetchAnswer = async (s: PaidSearch): Promise<Answer> => {
-    const { c, row, tenant, cap, route, path, text, fingerprint, cc } = s;
+    const { c, row, tenant, cap, route, text, fingerprint, cc } = s;
+    const path = pathAndQuery(c);
     const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
     headers.set("content-type", "application/json");
     const send = (payment?: [string, string]) => {
@@ -188,8 +195,6 @@ interface PaidSearch {
   cap: { id: string; amount: bigint } | undefined;
   /** The row's path pattern (the price and the fingerprint are per route). */
   route: string;
-  /** The request's path and query, forwarded. */
-  path: string;
   text: string;
   fingerprint: string;
   cacheKey: string;
@@ -212,24 +217,58 @@ function isCompletedJob(a: Answer): boolean {
   }
 }
 
-/** Hash of a request's canonical body (key order and maxAgeSeconds do not matter), remembered for repeated bodies. */
+/** What a body's text decides once: its fingerprint, how old an answer it takes, and its cache keys by scope. */
+interface Print {
+  fingerprint: string;
+  maxAgeMs: number | undefined;
+  /** The cache key per scope (a tenant, or "*" when shared), made once: the same string, its hash kept. */
+  keys: Map<string, string>;
+}
+
+/**
+ * Hash of a request's canonical body (key order and maxAgeSeconds do not matter), remembered per route for repeated
+ * bodies (bounded in count and bytes), with what else the text decides: a body seen again is not parsed here.
+ */
 class RequestFingerprints {
-  private readonly seen = new LRUCache<string, string>({ max: 4096, maxSize: 4 * 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
+  private readonly byRoute = new Map<string, LRUCache<string, Print>>();
 
-  /** The fingerprint of a body seen lately, without waiting. */
-  known(route: string, text: string): string | undefined {
-    return this.seen.get(`${route}\n${text}`);
-  }
-
-  /** The body's fingerprint: its canonical JSON without maxAgeSeconds (how old an answer may be is no part of it). */
-  async of(route: string, text: string, json: Record<string, unknown>): Promise<string> {
-    const k = `${route}\n${text}`;
-    let fp = this.seen.get(k);
-    if (!fp) {
-      const { maxAgeSeconds: _, ...keyed } = json;
-      fp = await sha256Hex(`${route}\n${canonicalJson(keyed)}`);
-      this.seen.set(k, fp);
+  private seen(route: string): LRUCache<string, Print> {
+    let lru = this.byRoute.get(route);
+    if (!lru) {
+      lru = new LRUCache<string, Print>({ max: 4096, maxSize: 2 * 1024 * 1024, sizeCalculation: (_v, k) => k.length + 128 });
+      this.byRoute.set(route, lru);
     }
-    return fp;
+    return lru;
   }
+
+  /** The print of a body seen lately, without waiting. */
+  known(route: string, text: string): Print | undefined {
+    return this.byRoute.get(route)?.get(text);
+  }
+
+  /** The body's print: its fingerprint is the hash of its canonical JSON without maxAgeSeconds. */
+  async of(route: string, text: string, json: Record<string, unknown>): Promise<Print> {
+    const seen = this.seen(route);
+    let p = seen.get(text);
+    if (!p) {
+      const { maxAgeSeconds, ...keyed } = json;
+      p = {
+        fingerprint: await sha256Hex(`${route}\n${canonicalJson(keyed)}`),
+        maxAgeMs: typeof maxAgeSeconds === "number" && maxAgeSeconds >= 0 ? maxAgeSeconds * 1000 : undefined,
+        keys: new Map(),
+      };
+      seen.set(text, p);
+    }
+    return p;
+  }
+}
+
+/** A print's cache key in a scope; remembered for the first 64 scopes that ask. */
+function cacheKeyOf(p: Print, scope: string): string {
+  let key = p.keys.get(scope);
+  if (key === undefined) {
+    key = `${scope}:${p.fingerprint}`;
+    if (p.keys.size < 64) p.keys.set(scope, key);
+  }
+  return key;
 }

@@ -32,6 +32,12 @@ beforeAll(async () => {
     const soon = atHead ?? (await heldBodyNextTurn(c, 1024));
     return c.json({ body: soon ? Buffer.from(soon).toString("utf8") : null, tookATurn: atHead === undefined });
   });
+  // Over the caller's limit: not taken (the caller's reader refuses it, counting).
+  app.post("/limit", async (c) => {
+    await Promise.resolve();
+    const held = heldBody(c, 4);
+    return c.json({ body: held ? "taken" : null, read: Buffer.from(await c.req.arrayBuffer()).toString("utf8") });
+  });
   takeHeldBodiesWith(nodeHeldBody);
   server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
@@ -105,5 +111,11 @@ describe("nodeHeldBody", () => {
     const body = '{"later":true}';
     const answer = await raw([head(body.length, "/soon"), body], 150);
     expect(answer).toEqual({ body: null, tookATurn: true });
+  });
+
+  it("leaves a body over the caller's limit to the usual read", async () => {
+    const body = '{"a":12345}';
+    const answer = await raw([head(body.length, "/limit") + body]);
+    expect(answer).toEqual({ body: null, read: body });
   });
 });

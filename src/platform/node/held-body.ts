@@ -7,14 +7,19 @@ import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 
 /**
- * The request's body when exactly its declared `length` is buffered, untouched by any reader; otherwise undefined (the
- * caller reads it the usual way). What it hands out is kept as the request's raw body, which node-server answers any
- * later read of the body with (its `rawBody` fast path), so a second reader sees the same bytes.
+ * The request's body when exactly its declared length is buffered, at most `limit` bytes, untouched by any reader;
+ * otherwise undefined (the caller reads it the usual way). What it hands out is kept as the request's raw body, which
+ * node-server answers any later read of the body with (its `rawBody` fast path), so a second reader sees the same
+ * bytes. The length is read from the head node:http parsed (its parser refuses a Content-Length that is not digits,
+ * and two that differ), not through the Request's headers.
  */
-export function nodeHeldBody(c: Context, length: number): Uint8Array | undefined {
+export function nodeHeldBody(c: Context, limit: number): Uint8Array | undefined {
   const incoming = (c.env as { incoming?: IncomingMessage & { rawBody?: Buffer } } | undefined)?.incoming;
   if (!incoming || incoming.readableDidRead || incoming.rawBody !== undefined) return undefined;
-  if (incoming.readableLength !== length) return undefined;
+  const declared = incoming.headers["content-length"];
+  if (declared === undefined) return undefined;
+  const length = Number(declared);
+  if (!Number.isSafeInteger(length) || length < 0 || length > limit || incoming.readableLength !== length) return undefined;
   const bytes: Buffer | null = length === 0 ? Buffer.alloc(0) : incoming.read(length);
   if (!bytes || bytes.length !== length) return undefined;
   incoming.rawBody = bytes;
