@@ -3,7 +3,8 @@ import WebSocket, { WebSocketServer } from "ws";
 import type { IncomingMessage } from "node:http";
 import { upgradeWebSocket } from "@hono/node-server";
 import type { WebSocketRelay } from "../websocket.js";
-import { webSocketKindOf, type GatewayMetrics } from "../../telemetry/gateway-metrics.js";
+import type { GatewayMetrics } from "../../telemetry/gateway-metrics.js";
+import { webSocketKindOf } from "../../telemetry/metric-labels.js";
 
 /** The subprotocol the upstream chose, left on the client's request so our handshake answers the same one. */
 const CHOSEN_PROTOCOL = Symbol("tollgate.chosenProtocol");
