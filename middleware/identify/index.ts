@@ -8,7 +8,7 @@ import type { GatewayServices } from "../../src/services.js";
 import { bearerToken, presentedKey, requireScope, type Tenant } from "./tenants.js";
 import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "./tokens.js";
 import type { RouteRow } from "../../src/routing/table.js";
-import type { Scope } from "../../config/schema.js";
+import type { Scope } from "../../config/tenant-schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
 import { roleOf } from "../../src/operators/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";

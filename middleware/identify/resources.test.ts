@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { tenantSchema } from "../../config/schema.js";
+import { tenantSchema } from "../../config/tenant-schema.js";
 import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse, GatewayError } from "../../src/errors.js";
 import { memoryStores } from "../../src/state/memory.js";

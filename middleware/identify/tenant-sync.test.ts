@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { tenantSchema } from "../../config/schema.js";
+import { tenantSchema } from "../../config/tenant-schema.js";
 import { generateTenantKey, hashTenantKey, TenantDirectory } from "./tenants.js";
 import { Logger, Redactor } from "../../src/log.js";
 import { MemoryTenantStore } from "../../src/state/memory-operators.js";

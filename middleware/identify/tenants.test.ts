@@ -1,7 +1,7 @@
 // The directory's key lookup: `authenticateNow` answers without waiting exactly when `authenticate` would not have to
 // wait, and otherwise says so (undefined); its refusals are authenticate's.
 import { describe, expect, it } from "vitest";
-import { tenantSchema } from "../../config/schema.js";
+import { tenantSchema } from "../../config/tenant-schema.js";
 import { generateTenantKey, hashTenantKey, TenantDirectory } from "./tenants.js";
 
 async function directoryWith(now: () => number) {

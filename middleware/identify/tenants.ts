@@ -1,6 +1,7 @@
 // Tenants and their keys: keys are stored only as SHA-256 hashes and looked up by hash.
 import { LRUCache } from "lru-cache";
-import type { Scope, TenantConfig } from "../../config/schema.js";
+import type { TenantConfig } from "../../config/schema.js";
+import type { Scope } from "../../config/tenant-schema.js";
 import { GatewayError, errors } from "../../src/errors.js";
 
 export type Tenant = TenantConfig;

@@ -11,7 +11,7 @@ import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../sessions/rewrite.js";
 import { gatewayRuntime } from "../sandboxes/rewrite.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { usdAmount } from "../../config/schema.js";
+import { usdAmount } from "../../config/fields.js";
 import { stateKeys } from "../state/keys.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
 import { callerTenant } from "../../middleware/identify/index.js";

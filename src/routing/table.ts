@@ -3,7 +3,7 @@
 // body-limit → rate limit → owner → body-check → quota → meter → handler. Paths are matched after normalisation
 // (middleware/normalize), so a row sees what the upstream will.
 // The gateway's own endpoints (/_tollgate/*, /mcp) are rows too (./own-rows.ts), first in ROUTES; the row's shape is ./row.ts.
-import type { Scope } from "../../config/schema.js";
+import type { Scope } from "../../config/tenant-schema.js";
 import type { ResourceKind } from "../state/types.js";
 import type { TokenScope } from "../../middleware/identify/tokens.js";
 import { BODY, type BodySpec } from "./bodies/index.js";

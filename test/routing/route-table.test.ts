@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { ROUTES, methodsOf, type RouteRow } from "../../src/routing/table.js";
-import { SCOPES } from "../../config/schema.js";
+import { SCOPES } from "../../config/tenant-schema.js";
 import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startTestGateway } from "../helpers/gateway.js";

@@ -1,7 +1,7 @@
 // The admin API's wire shapes (zod): request bodies it validates and the answers it gives. The OpenAPI document is
 // generated from these (../openapi.ts), so what is validated and what is documented cannot drift apart.
 import * as z from "zod";
-import { budgetSchema, paymentPolicySchema, quotaSchema, SCOPES, tenantAlertsSchema, tenantSchema } from "../../../config/schema.js";
+import { budgetSchema, paymentPolicySchema, quotaSchema, SCOPES, tenantAlertsSchema, tenantSchema } from "../../../config/tenant-schema.js";
 
 const isoDate = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { error: 'expected an ISO-8601 date like "2027-01-31T00:00:00Z"' });
 const scopesSchema = z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }));

@@ -2,7 +2,8 @@
 // enable, delete. Every change is audited and applies on every instance within a second.
 import type { Context } from "hono";
 import type * as z from "zod";
-import { tenantSchema, type TenantConfig } from "../../../config/schema.js";
+import type { TenantConfig } from "../../../config/schema.js";
+import { tenantSchema } from "../../../config/tenant-schema.js";
 import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";

@@ -1,0 +1,106 @@
+// A tenant's part of the configuration: its keys and scopes, budget, payment policy, quotas, alerts and chargeback.
+import * as z from "zod";
+import { caip2, evmAddress, isoDate, percent, usdAmount, webhookUrl, windowSeconds } from "./fields.js";
+
+/**
+ * What a tenant key may do; each route-table row names one (src/routing/table.ts). "operator-readonly" reads what an
+ * admin reads (admin API GETs, the console) and changes nothing.
+ */
+export const SCOPES = ["search", "sessions", "sandboxes", "jobs", "agents", "admin", "operator-readonly"] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const tenantKeySchema = z.strictObject({
+  /** `sha256:<64 hex>` of the key; the key itself is never stored. */
+  hash: z.string().regex(/^sha256:[0-9a-f]{64}$/, { error: 'expected "sha256:<64 lowercase hex>" as printed by `tollgate keys create`' }),
+  label: z.string().optional(),
+  expiresAt: isoDate.optional(),
+  /** When the key was issued (set by the admin API and the console; absent for keys written by hand). */
+  createdAt: isoDate.optional(),
+});
+
+export const budgetSchema = z.strictObject({
+  daily: usdAmount.optional(),
+  monthly: usdAmount.optional(),
+  total: usdAmount.optional(),
+});
+
+export const paymentPolicySchema = z.strictObject({
+  networks: z.array(caip2).optional(),
+  assets: z.array(evmAddress).optional(),
+  payees: z.array(evmAddress).optional(),
+  maxPerRequest: usdAmount.optional(),
+  maxAuthorizationSeconds: z.number({ error: "expected a number of seconds" }).int().positive().max(86_400).optional(),
+});
+
+export const quotaSchema = z.strictObject({
+  maxSandboxes: z.number().int().nonnegative().optional(),
+  maxSessions: z.number().int().nonnegative().optional(),
+  maxTimeoutMinutes: z.number().int().positive().optional(),
+  images: z.array(z.string()).optional(),
+  regions: z.array(z.string()).optional(),
+  requestsPerMinute: z.number().int().positive().optional(),
+});
+
+/** The alert rules besides budget thresholds: each absent rule is off. */
+export const alertRulesSchema = z.strictObject({
+  /** Upstream calls answered 5xx or not at all: at least `percent` of at least `minCalls` calls in the window. */
+  upstreamErrors: z
+    .strictObject({ percent: percent, windowSeconds: windowSeconds.default(300), minCalls: z.number().int().positive().default(20) })
+    .optional(),
+  /** Upstream calls slower than `thresholdMs`: at least `percent` of at least `minCalls` calls in the window. */
+  upstreamLatency: z
+    .strictObject({
+      thresholdMs: z.number().int().positive(),
+      percent: percent.default(10),
+      windowSeconds: windowSeconds.default(300),
+      minCalls: z.number().int().positive().default(20),
+    })
+    .optional(),
+  /** The wallet's lowest balance (read as readiness reads it) below this USD amount. */
+  walletBelow: usdAmount.optional(),
+  /** The upstream team's remaining credits (GET /api/team/credit-info) below this number. */
+  teamCreditsBelow: z.number().nonnegative().optional(),
+  /** The state backend not answering for this long. */
+  stateDown: z.strictObject({ afterSeconds: z.number().int().positive().default(30) }).optional(),
+  /** A webhook delivery failed this many attempts (the alert goes to the other receivers). */
+  webhookFailing: z.strictObject({ afterAttempts: z.number().int().positive().default(3) }).optional(),
+});
+
+/** Budget alerts of one tenant: at which percentages of each budget window, and where (besides the global webhooks). */
+export const tenantAlertsSchema = z.strictObject({
+  thresholds: z.array(percent).optional(),
+  webhooks: z.array(webhookUrl).optional(),
+  /** Receivers sent a Slack-compatible `{"text": …}` body (an incoming-webhook URL), besides the global ones. */
+  slack: z.array(webhookUrl).optional(),
+});
+
+export const tenantSchema = z.strictObject({
+  id: z
+    .string({ error: "expected a tenant id" })
+    .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected a lowercase id of letters, digits, '-' or '_'" }),
+  enabled: z.boolean().default(true),
+  scopes: z
+    .array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }))
+    .default(["search", "sessions", "sandboxes", "jobs", "agents"]),
+  keys: z.array(tenantKeySchema).min(1, { error: "expected at least one key (run `tollgate keys create --tenant ID`)" }),
+  budget: budgetSchema.default({}),
+  payment: paymentPolicySchema.default({}),
+  /** Pass the client's own PAYMENT-SIGNATURE through and charge nothing to the tenant. */
+  paysForItself: z.boolean().default(false),
+  quotas: quotaSchema.default({}),
+  /**
+   * When a budget window is exhausted: "block" refuses further paid calls; "stop" also stops the tenant's open
+   * sandboxes and sessions, closes its WebSockets and revokes its gateway tokens (the kill switch).
+   */
+  onExhausted: z.enum(["block", "stop"], { error: 'expected "block" or "stop"' }).default("block"),
+  alerts: tenantAlertsSchema.default({}),
+  /**
+   * Chargeback: what this tenant pays for credit spend relative to its cost, e.g. "1.25" (a 25 % markup) or "0.9" (a
+   * discount). Applied to every credits reservation and settlement in its budget and usage; x402 payments are not
+   * affected. Unset = 1.
+   */
+  creditMultiplier: z
+    .string({ error: 'expected a multiplier like "1.25"' })
+    .regex(/^\d{1,6}(\.\d{1,6})?$/, { error: 'expected a multiplier like "1.25" (at most 6 decimals)' })
+    .optional(),
+});
