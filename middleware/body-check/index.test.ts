@@ -1,7 +1,7 @@
 // checkBody on real in-memory state (src/state/memory.ts): a row's JSON body against its declaration, before anything
 // is forwarded. The caller is set the way the identify step sets it.
 import { Hono } from "hono";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse } from "../../src/errors.js";
@@ -118,6 +118,38 @@ describe("checkBody", () => {
       expect(await res.json()).toMatchObject({ code: "unknown_field", field: "upstreamOnly" });
     }
     expect(forwarded).toEqual([body, body]);
+  });
+
+  it("neither parses nor walks again a text that passed, unless a later step reads the object", async () => {
+    const config = parseConfig({ tenants: [{ id: "acme", keys: [{ hash: `sha256:${"a".repeat(64)}` }] }] });
+    const acme = new TenantDirectory(config.tenants, Date.now).get("acme")!;
+    const step = checkBody(
+      { config, logger: new Logger(() => {}, "silent", new Redactor()), stores: memoryStores(Date.now) },
+      row("session.create"),
+    )!;
+    const app = new Hono<GatewayEnv>();
+    app.onError((err) => errorResponse(err));
+    app.post(
+      "/api/session",
+      (c, next) => {
+        c.set("caller", { via: "key", tenant: acme, presented: "tg_test_key" });
+        return next();
+      },
+      step,
+      (c) => c.json({ text: c.var.jsonBody?.text }),
+    );
+    const text = JSON.stringify({ timeoutMinutes: 7, solveCaptchas: true });
+    const send = () => app.request("/api/session", { method: "POST", headers: { "content-type": "application/json" }, body: text });
+    expect(await (await send()).json()).toEqual({ text });
+    const parse = vi.spyOn(JSON, "parse");
+    try {
+      const again = await send();
+      expect(again.status).toBe(200);
+      // The answer's own JSON.parse below is the test's; the gateway parsed nothing for the request.
+      expect(parse).not.toHaveBeenCalled();
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it("lets the caller's own ids through", async () => {

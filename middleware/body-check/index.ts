@@ -71,10 +71,11 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   // Texts this row's declaration found nothing wrong with, and the ids each names: a pure function of the text, so a
   // body sent again is not walked again (its ids are still checked against the registry, on every request).
   const passed = new LRUCache<string, NamedRef[]>({ max: 1024, maxSize: 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
-  const checked = (c: Context<GatewayEnv>, next: Next, { text, json }: JsonBody): Promise<void> => {
+  const checked = (c: Context<GatewayEnv>, next: Next, read: JsonBody): Promise<void> => {
+    const text = read.text;
     const known = passed.get(text);
     if (known) return known.length ? requireOwnedRefs(services, c, known).then(next) : next();
-    const body = json;
+    const body = read.json; // parsed here, not before: a text that passed needs no object
     const problems = bodyProblems(schema, body);
     const invalid = problems.find((p) => p.code === "invalid_params");
     const unknown = problems.filter((p) => p.code === "unknown_field");
