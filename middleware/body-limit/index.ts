@@ -3,7 +3,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
-import { heldBody, heldBodyNextTurn } from "../../src/platform/held-body.js";
+import { heldBody, heldBodyNextTurn, heldBodyText } from "../../src/platform/held-body.js";
 import { LRUCache } from "lru-cache";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
@@ -99,18 +99,16 @@ async function readBoundedText(req: Request, limit: number): Promise<string> {
   return new TextDecoder().decode(all);
 }
 
-const utf8 = new TextDecoder();
-
 /** The body as text when the runtime already holds it whole, within `limit` (src/platform/held-body.ts). */
 function heldText(c: Context, limit: number): string | undefined {
   const bytes = heldBody(c, limit);
-  return bytes && utf8.decode(bytes);
+  return bytes && heldBodyText(bytes);
 }
 
 /** The same, one turn later (the request's first steps run before Node parses a body that came with the head). */
 async function heldTextNextTurn(c: Context, limit: number): Promise<string | undefined> {
   const bytes = await heldBodyNextTurn(c, limit);
-  return bytes && utf8.decode(bytes);
+  return bytes && heldBodyText(bytes);
 }
 
 /** Deepest nesting of arrays and objects in a JSON text, counted without parsing (strings skipped). */

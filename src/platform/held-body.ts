@@ -8,9 +8,22 @@ type HeldBody = (c: Context, limit: number) => Uint8Array | undefined;
 
 let take: HeldBody | undefined;
 
-/** Set by the Node entry when its fast paths are on (server.directRelay); undefined turns it off. */
-export function takeHeldBodiesWith(fn: HeldBody | undefined): void {
+const utf8 = new TextDecoder();
+let decode: (bytes: Uint8Array) => string = (bytes) => utf8.decode(bytes);
+
+/**
+ * Set by the Node entry when its fast paths are on (server.directRelay); undefined turns it off. `asText`, the
+ * runtime's own UTF-8 decoding of what it hands out, must read as TextDecoder's (a leading BOM dropped, bad sequences
+ * replaced).
+ */
+export function takeHeldBodiesWith(fn: HeldBody | undefined, asText?: (bytes: Uint8Array) => string): void {
   take = fn;
+  decode = fn && asText ? asText : (bytes) => utf8.decode(bytes);
+}
+
+/** A held body's text, decoded as TextDecoder would. */
+export function heldBodyText(bytes: Uint8Array): string {
+  return decode(bytes);
 }
 
 /**

@@ -20,7 +20,7 @@ import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
 import { takeHeldBodiesWith } from "./held-body.js";
-import { nodeHeldBody } from "./node/held-body.js";
+import { nodeHeldBody, nodeHeldText } from "./node/held-body.js";
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
@@ -141,7 +141,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   // unread record (src/platform/node/unread-headers.ts). Like the direct relay, off where the standard path is asked for.
   if (directRelays(opts.config)) writeUnreadHeadersWith(unreadHeaderWriter());
   // A small body the parser already holds is taken as it sits (src/platform/node/held-body.ts); likewise a fast path.
-  takeHeldBodiesWith(directRelays(opts.config) ? nodeHeldBody : undefined);
+  takeHeldBodiesWith(directRelays(opts.config) ? nodeHeldBody : undefined, nodeHeldText);
   gateUpgrades(server as import("node:http").Server);
   gateHosts(server as import("node:http").Server);
   answerParseErrors(server as import("node:http").Server);

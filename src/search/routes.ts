@@ -78,27 +78,30 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     const idemKey = c.req.header("idempotency-key");
     let answer: Answer;
     let how: string;
+    let paid: bigint;
     if (idemKey) {
       let produced: { how: string } = { how: "miss" };
       const r = await withIdempotency(services, tenant.id, idemKey, fingerprint, async () => {
         const p = cached(call) ?? (await produceElsewhere(call));
         produced = p;
-        return p.answer;
+        // Kept for a replay with what this request paid (nothing, for an answer it did not fetch).
+        return p.paid === p.answer.paid ? p.answer : { ...p.answer, paid: p.paid };
       });
       answer = r.answer;
+      paid = answer.paid;
       how = r.replayed ? "idempotent-replay" : produced.how;
     } else {
-      ({ answer, how } = cached(call) ?? (await produceElsewhere(call)));
+      ({ answer, how, paid } = cached(call) ?? (await produceElsewhere(call)));
     }
 
     const f = call.f;
-    f.paid = answer.paid;
+    f.paid = paid;
     f.cache = how;
     if (how === "hit" || how === "coalesced") recordSavings(services, c, tenant.id, how, f.saved ?? 0n);
     const remaining = budgetRemaining(services, tenant);
     return answerResponse(answer, {
       "x-tollgate-cache": how,
-      "x-tollgate-paid": atomicToUsd(answer.paid),
+      "x-tollgate-paid": atomicToUsd(paid),
       "x-tollgate-budget-remaining": typeof remaining === "string" ? remaining : await remaining,
       "cache-control": "private, no-store",
     });
@@ -110,24 +113,27 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     const hit = cache.get(s.cacheKey, services.now(), s.maxAgeMs);
     if (!hit) return undefined;
     s.f.saved = hit.paid; // [metrics: USD saved]
-    return { answer: { ...hit, paid: 0n }, how: "hit" };
+    return { answer: hit, how: "hit", paid: 0n };
   };
 
   /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
   const produceElsewhere = async (s: PaidSearch): Promise<Produced> => {
     const fetchFresh = () => fetchAnswer(s);
-    if (s.bypass) return { answer: await fetchFresh(), how: "bypass" };
+    if (s.bypass) {
+      const answer = await fetchFresh();
+      return { answer, how: "bypass", paid: answer.paid };
+    }
     // A client bounding the age joins only calls started now, which are fresh by definition.
     // One call per key in this process, and (through shared state) one per key across the fleet.
     const { value, leader } = await coalescer.run(s.cacheKey, () =>
       fleetCoalesce(services, s.cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable }, fetchFresh),
     );
-    if (leader && value.fetched) return { answer: value.answer, how: "miss" };
+    if (leader && value.fetched) return { answer: value.answer, how: "miss", paid: value.answer.paid };
     if (!value.fetched) cache.set(s.cacheKey, { ...value.answer });
     // Published by another instance before this request came: that is a (fleet-wide) cache hit.
     const how = !value.fetched && value.answer.storedAt < s.started ? "hit" : "coalesced";
     s.f.saved = value.answer.paid; // [metrics: USD saved]
-    return { answer: { ...value.answer, paid: 0n }, how };
+    return { answer: value.answer, how, paid: 0n };
   };
 
   /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused. */
@@ -206,7 +212,8 @@ interface PaidSearch {
   f: Record<string, unknown> & { saved?: bigint; paid?: bigint; cache?: string };
 }
 
-type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" };
+/** An answer and how it came; `paid` is what this request paid for it (0 for one it did not fetch itself). */
+type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass"; paid: bigint };
 
 function isCompletedJob(a: Answer): boolean {
   try {

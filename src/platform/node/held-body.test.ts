@@ -5,7 +5,7 @@ import { serve, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import { connect, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeHeldBody } from "./held-body.js";
+import { nodeHeldBody, nodeHeldText } from "./held-body.js";
 import { heldBody, heldBodyNextTurn, takeHeldBodiesWith } from "../held-body.js";
 
 let server: ServerType;
@@ -117,5 +117,21 @@ describe("nodeHeldBody", () => {
     const body = '{"a":12345}';
     const answer = await raw([head(body.length, "/limit") + body]);
     expect(answer).toEqual({ body: null, read: body });
+  });
+});
+
+describe("nodeHeldText", () => {
+  it("reads bytes as TextDecoder does: a leading BOM dropped, bad sequences replaced, any other text as it is", () => {
+    const td = new TextDecoder();
+    const samples = [
+      Buffer.from('{"a":"é ü 日本 🙂"}'),
+      Buffer.from([0xef, 0xbb, 0xbf, ...Buffer.from('{"bom":1}')]),
+      Buffer.from([0x7b, 0xff, 0xfe, 0x7d, 0xc3]),
+      Buffer.from([0xef, 0xbb]),
+      Buffer.alloc(0),
+      new Uint8Array(Buffer.from('{"plain":"uint8array"}')),
+      Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf, 0x31]),
+    ];
+    for (const b of samples) expect(nodeHeldText(b)).toBe(td.decode(b));
   });
 });

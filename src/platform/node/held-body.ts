@@ -36,3 +36,13 @@ export function nodeHeldBody(c: Context, limit: number): Uint8Array | undefined 
 export function bodyTakenWhole(incoming: IncomingMessage): boolean {
   return (incoming as IncomingMessage & { rawBody?: Buffer }).rawBody !== undefined;
 }
+
+/**
+ * A held body's text as TextDecoder reads it (a leading BOM dropped; bad sequences become U+FFFD, as Buffer's decoding
+ * does too), without its per-call checks: the body is a Buffer here.
+ */
+export function nodeHeldText(bytes: Uint8Array): string {
+  const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const bom = b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+  return b.toString("utf8", bom ? 3 : 0);
+}
