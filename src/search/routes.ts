@@ -99,12 +99,17 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     f.cache = how;
     if (how === "hit" || how === "coalesced") recordSavings(services, c, tenant.id, how, f.saved ?? 0n);
     const remaining = budgetRemaining(services, tenant);
-    return answerResponse(answer, {
+    const extra: Record<string, string> = {
       "x-tollgate-cache": how,
       "x-tollgate-paid": atomicToUsd(paid),
       "x-tollgate-budget-remaining": typeof remaining === "string" ? remaining : await remaining,
       "cache-control": "private, no-store",
-    });
+    };
+    // The request's id, which middleware/request-id sets after the handler: named here, the answer's record is already
+    // as it will be written and is not copied to add it (src/platform/node/unread-headers.ts).
+    const id = c.get("requestId");
+    if (id) extra["x-request-id"] = id;
+    return answerResponse(answer, extra);
   };
 
   /** This instance's cached answer, without waiting (the hot path: no closure, no promise). */

@@ -24,6 +24,12 @@ beforeAll(async () => {
   });
   app.get("/shared", () => new Response('{"a":1}', { headers: shared }));
   app.get("/bare", () => new Response("plain"));
+  // A handler that named the request's id itself (the paid search's answer does).
+  const named: Record<string, string> = {};
+  app.get("/named", (c) => {
+    named.last = c.get("requestId");
+    return new Response('{"n":1}', { headers: { "content-type": "application/json", "x-request-id": c.get("requestId") } });
+  });
   app.get("/empty", () => new Response(null, { status: 204 }));
   app.get("/read-first", () => new Response('{"b":2}', { headers: { "content-type": "application/json" } }));
   server = await new Promise<ServerType>((resolve) => {
@@ -67,6 +73,13 @@ describe("headers added to an unread answer (node-server)", () => {
     expect(empty.headers["x-request-id"]).toBe("req-d");
     expect(empty.headers["content-type"]).toBeUndefined();
     await empty.body.dump();
+  });
+
+  it("leaves a record that already says it as it would write it", async () => {
+    const res = await request(`${url}/named`, { headers: { "x-request-id": "req-n" } });
+    expect(res.headers["x-request-id"]).toBe("req-n");
+    expect(res.headers["content-type"]).toBe("application/json");
+    expect(await res.body.json()).toEqual({ n: 1 });
   });
 
   it("sets it the usual way on an answer whose headers were read", async () => {

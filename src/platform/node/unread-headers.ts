@@ -21,6 +21,8 @@ export function unreadHeaderWriter(): UnreadHeaderWriter | undefined {
       // What the adapter would write for a body without headers.
       next = cache[1] === null ? {} : { "content-type": DEFAULT_CONTENT_TYPE };
     } else if (typeof had === "object" && !(had instanceof Headers) && !Array.isArray(had)) {
+      // Already there as it would be written (a handler that named the request's id itself): nothing to copy.
+      if ((had as Record<string, string>)[name] === value) return true;
       next = {};
       for (const k in had as Record<string, string>) if (k.toLowerCase() !== name) next[k] = (had as Record<string, string>)[k]!;
     } else return false;
