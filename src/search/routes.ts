@@ -1,6 +1,6 @@
 // Paid search and fetch: /x402/web/{search,fetch} paid with x402, /api/web/{search,fetch} billed to credits. The
 // caller is the chain's; the steps read in order: idempotency → cache → coalesce → pay (or meter) → forward → answer.
-import type { Context } from "hono";
+import type { Context, ContextVariableMap } from "hono";
 import { recordSavings } from "../operators/savings.js";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
@@ -214,7 +214,8 @@ interface PaidSearch {
   bypass: boolean;
   maxAgeMs: number | undefined;
   started: number;
-  f: Record<string, unknown> & { saved?: bigint; paid?: bigint; cache?: string };
+  /** The access log's fields (middleware/access-log). */
+  f: ContextVariableMap["logFields"];
 }
 
 /** An answer and how it came; `paid` is what this request paid for it (0 for one it did not fetch itself). */
@@ -229,12 +230,12 @@ function isCompletedJob(a: Answer): boolean {
   }
 }
 
-/** What a body's text decides once: its fingerprint, how old an answer it takes, and its cache keys by scope. */
+/** What a body's text decides once: its fingerprint, how old an answer it takes, and its last cache key. */
 interface Print {
   fingerprint: string;
   maxAgeMs: number | undefined;
-  /** The cache key per scope (a tenant, or "*" when shared), made once: the same string, its hash kept. */
-  keys: Map<string, string>;
+  /** The cache key last made from it, and its scope (a tenant, or "*" when shared): the same string, its hash kept. */
+  key?: { scope: string; key: string };
 }
 
 /**
@@ -267,7 +268,6 @@ class RequestFingerprints {
       p = {
         fingerprint: await sha256Hex(`${route}\n${canonicalJson(keyed)}`),
         maxAgeMs: typeof maxAgeSeconds === "number" && maxAgeSeconds >= 0 ? maxAgeSeconds * 1000 : undefined,
-        keys: new Map(),
       };
       seen.set(text, p);
     }
@@ -275,12 +275,8 @@ class RequestFingerprints {
   }
 }
 
-/** A print's cache key in a scope; remembered for the first 64 scopes that ask. */
+/** A print's cache key in a scope; the last one made is kept (one per print, so the memo stays bounded). */
 function cacheKeyOf(p: Print, scope: string): string {
-  let key = p.keys.get(scope);
-  if (key === undefined) {
-    key = `${scope}:${p.fingerprint}`;
-    if (p.keys.size < 64) p.keys.set(scope, key);
-  }
-  return key;
+  if (p.key?.scope !== scope) p.key = { scope, key: `${scope}:${p.fingerprint}` };
+  return p.key.key;
 }
