@@ -4,6 +4,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import { heldBody, heldBodyNextTurn, heldBodyText } from "../../src/platform/held-body.js";
+import { hotHeader } from "../../src/platform/request-headers.js";
 import { LRUCache } from "lru-cache";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
@@ -49,7 +50,7 @@ declare module "hono" {
 /** A row's JSON body limit: a declared length above it is refused at once, and the reader counts a stream against it. */
 export function limitBody(limit: number): MiddlewareHandler<GatewayEnv> {
   return function limitBodyMiddleware(c, next) {
-    const declared = c.req.header("content-length");
+    const declared = hotHeader(c, "content-length");
     if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
     c.set("bodyLimit", limit);
     return next();

@@ -1,6 +1,6 @@
 // identify() on the gateway's real services: the one place a request's credentials are read, for upstream rows and
 // the gateway's own (src/routing/own-rows.ts) alike. Each case names the caller it sets or the refusal it answers.
-import { Hono } from "hono";
+import { Context, Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { errorResponse } from "../../src/errors.js";
@@ -119,5 +119,50 @@ describe("identify", () => {
     const r = await call("POST", "http://gw.test/mcp");
     expect(r.status).toBe(401);
     expect(r.headers.get("www-authenticate")).toBe('Bearer resource_metadata="http://gw.test/.well-known/oauth-protected-resource/mcp"');
+  });
+
+  it("admits a key or token checked lately with no promise of its own, and waits (and refuses) exactly as before otherwise", async () => {
+    const { g, keys } = await setup();
+    const step = identify(g.services, row("web.search"));
+    const NEXT = Promise.resolve(); // what the rest of the chain hands back
+    const run = (headers: Record<string, string>) => {
+      const c = new Context(new Request("http://gw.test/api/web/search", { method: "POST", headers }));
+      c.set("logFields", {} as never);
+      let ran = false;
+      let out: unknown;
+      try {
+        out = step(c as never, () => {
+          ran = true;
+          return NEXT;
+        });
+      } catch (err) {
+        out = Promise.reject(err); // thrown at once: Hono's chain answers it as it would a rejection
+      }
+      return { c, out, ran: () => ran };
+    };
+    // A key not hashed yet: the directory checks it (a promise); then the same key answers at once.
+    const first = run({ "x-api-key": keys.search });
+    expect(first.out).not.toBe(NEXT);
+    await first.out;
+    expect(first.ran()).toBe(true);
+    const again = run({ "x-api-key": keys.search });
+    expect(again.out).toBe(NEXT); // next()'s own promise, handed back as it is: no promise or turn of identify's
+    expect(again.c.get("caller")).toMatchObject({ via: "key", tenant: { id: "acme" } });
+    expect(again.c.get("logFields")).toMatchObject({ route: "web.search", tenant: "acme" });
+    // Refusals: an unknown key waits for the directory, then rejects; a missing scope is thrown at once once known.
+    const unknown = run({ "x-api-key": "tg_nobody_at_all_here" });
+    await expect(unknown.out).rejects.toMatchObject({ status: 401 });
+    expect(unknown.ran()).toBe(false);
+    // A token: verified (a promise) the first time, at once after; a revoked one is refused and nothing runs.
+    const { token, jti } = await g.services.tokens.mint({ kind: "search", tenant: "acme", scopes: ["search"], ttlSeconds: 60 });
+    const t1 = run({ authorization: `Bearer ${token}` });
+    expect(t1.out).not.toBe(NEXT);
+    await t1.out;
+    expect(t1.c.get("caller")).toMatchObject({ via: "token", tenant: { id: "acme" } });
+    expect(run({ authorization: `Bearer ${token}` }).out).toBe(NEXT);
+    await g.services.tokens.revoke(jti, Math.floor(Date.now() / 1000) + 60);
+    const t3 = run({ authorization: `Bearer ${token}` });
+    await expect(t3.out).rejects.toMatchObject({ status: 401, code: "token_revoked" });
+    expect(t3.ran()).toBe(false);
   });
 });

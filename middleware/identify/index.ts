@@ -1,7 +1,7 @@
 // Who is calling, identified once at the head of a row's chain: a tenant key, one of the gateway's own tokens, the
 // metrics bearer or the console's session cookie. Scope, rate limit, quota, budget and ownership all read the one
 // `caller` this sets; no route parses credentials.
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
@@ -36,6 +36,9 @@ type Caller =
    * live (the console ends it), or the error reading it (the console answers it with its own page).
    */
   | { via: "console"; session?: ConsoleSession; tenant?: Tenant; error?: unknown };
+
+/** A caller with a tenant key or one of the gateway's tokens. */
+type TenantCaller = Extract<Caller, { via: "key" | "token" }>;
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -81,22 +84,17 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
   const open = row.auth.includes("none") || row.auth.includes("ticket");
   const boundParam = row.owns?.param;
 
-  return async function identifyCaller(c, next) {
-    const f = c.get("logFields");
-    f.route = row.name;
-    if (open) {
-      c.set("caller", { via: "ticket" });
-      return next();
-    }
-    const fromHeader = tokenKinds.size > 0 && !acceptsKey ? bearerToken(c.req.raw.headers) : presentedKey(c.req.raw.headers);
-    // `?token=` only where a client cannot send headers: a WebSocket upgrade (and it is never forwarded).
-    const presented = fromHeader ?? (tokenKinds.size > 0 && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined);
-    let caller: Caller;
-    const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
-    const token = asToken ? (services.tokens.verifyNow(asToken) ?? (await services.tokens.verify(asToken))) : undefined;
+  /** The caller its verified token makes (when it presents one), else its key's; refusals as the row's auth decides. */
+  const callerOf = (
+    c: Context<GatewayEnv>,
+    presented: string | undefined,
+    asToken?: string,
+    token?: GatewayToken,
+  ): TenantCaller | Promise<TenantCaller> => {
     if (asToken && token && acceptsKey && token.kind === "mcp") {
-      caller = { via: "token", tenant: mcpTokenTenant(services, row, token), token, presented: asToken };
-    } else if (asToken && token && tokenKinds.size > 0) {
+      return { via: "token", tenant: mcpTokenTenant(services, row, token), token, presented: asToken };
+    }
+    if (asToken && token && tokenKinds.size > 0) {
       if (!tokenKinds.has(token.kind)) {
         if (acceptsKey) throw new GatewayError(401, "tenant_key_required", `This route takes a tenant key, not a ${token.kind} token.`);
         throw new GatewayError(
@@ -112,22 +110,58 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
       );
       const tenant = services.directory.get(token.tenant);
       if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
-      caller = { via: "token", tenant, token, presented: asToken };
-    } else if (acceptsKey) {
+      return { via: "token", tenant, token, presented: asToken };
+    }
+    if (acceptsKey) {
       if (looksLikeGatewayToken(presented))
         throw new GatewayError(401, "tenant_key_required", "This route takes a tenant key, not a gateway token.");
-      if (!presented && tokenKinds.has("session")) await services.tokens.verify(undefined); // token_missing: a CDP URL lost its token
-      const tenant = services.directory.authenticateNow(presented) ?? (await services.directory.authenticate(presented));
-      if (row.scope) requireScope(tenant, row.scope);
-      caller = { via: "key", tenant, presented: presented! };
-    } else {
-      await services.tokens.verify(presented); // missing or not a token: 401 saying so
-      throw new GatewayError(401, "unauthorized", "This route needs a gateway token.");
+      // token_missing: a CDP URL lost its token
+      if (!presented && tokenKinds.has("session")) return services.tokens.verify(undefined).then(() => keyCaller(presented));
+      return keyCaller(presented);
     }
+    return services.tokens.verify(presented).then(() => {
+      // missing or not a token: verify refused it saying so
+      throw new GatewayError(401, "unauthorized", "This route needs a gateway token.");
+    });
+  };
+
+  /** A tenant key's caller: at once when the key was checked lately, else once the directory has checked it. */
+  const keyCaller = (presented: string | undefined): TenantCaller | Promise<TenantCaller> => {
+    const known = services.directory.authenticateNow(presented);
+    return known ? keyCallerOf(known, presented) : services.directory.authenticate(presented).then((t) => keyCallerOf(t, presented));
+  };
+  const keyCallerOf = (tenant: Tenant, presented: string | undefined): TenantCaller => {
+    if (row.scope) requireScope(tenant, row.scope);
+    return { via: "key", tenant, presented: presented! };
+  };
+
+  const admit = (c: Context<GatewayEnv>, caller: TenantCaller, next: Next) => {
     c.set("caller", caller);
     c.set("tenant", caller.tenant);
-    f.tenant = caller.tenant.id;
+    c.get("logFields").tenant = caller.tenant.id;
     return next();
+  };
+
+  // Not an async function: a key or token checked lately admits its caller with no promise or turn of its own.
+  // Refusals are thrown as they are; Hono's chain answers them either way.
+  return function identifyCaller(c, next) {
+    c.get("logFields").route = row.name;
+    if (open) {
+      c.set("caller", { via: "ticket" });
+      return next();
+    }
+    const fromHeader = tokenKinds.size > 0 && !acceptsKey ? bearerToken(c.req.raw.headers) : presentedKey(c);
+    // `?token=` only where a client cannot send headers: a WebSocket upgrade (and it is never forwarded).
+    const presented = fromHeader ?? (tokenKinds.size > 0 && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined);
+    const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
+    let caller: TenantCaller | Promise<TenantCaller>;
+    if (asToken) {
+      const token = services.tokens.verifyNow(asToken);
+      caller = token
+        ? callerOf(c, presented, asToken, token)
+        : services.tokens.verify(asToken).then((t) => callerOf(c, presented, asToken, t));
+    } else caller = callerOf(c, presented);
+    return caller instanceof Promise ? caller.then((k) => admit(c, k, next)) : admit(c, caller, next);
   };
 }
 
@@ -185,7 +219,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
       const bearer = bearerToken(headers);
       if (bearer && isMetricsToken(bearer)) return { via: "metrics-token" };
     }
-    const presented = presentedKey(headers);
+    const presented = presentedKey(c);
     if (open) {
       // Only to count the request against its tenant: an open row's answer does not depend on it.
       return (await quietly(services, presented ?? c.req.query("token"))) ?? { via: "public" };
@@ -245,7 +279,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
  * row fronts. Sets the caller as a row's identify would.
  */
 export async function identifyKey(services: IdentifyServices, c: Context<GatewayEnv>, scope: Scope): Promise<Tenant> {
-  const presented = presentedKey(c.req.raw.headers);
+  const presented = presentedKey(c);
   const tenant = await services.directory.authenticate(presented);
   requireScope(tenant, scope);
   c.set("caller", { via: "key", tenant, presented: presented! });

@@ -3,6 +3,8 @@ import { LRUCache } from "lru-cache";
 import type { TenantConfig } from "../../config/schema.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { GatewayError, errors } from "../../src/errors.js";
+import type { Context } from "hono";
+import { hotHeader } from "../../src/platform/request-headers.js";
 
 export type Tenant = TenantConfig;
 
@@ -28,8 +30,8 @@ export function bearerToken(headers: Headers): string | undefined {
 }
 
 /** Reads the key a client presents, the way the SDK sends it (`x-api-key`) or as a bearer token. */
-export function presentedKey(headers: Headers): string | undefined {
-  return headers.get("x-api-key")?.trim() || bearerToken(headers);
+export function presentedKey(c: Context): string | undefined {
+  return hotHeader(c, "x-api-key")?.trim() || bearerToken(c.req.raw.headers);
 }
 
 interface KeyEntry {

@@ -20,7 +20,9 @@ import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
 import { takeHeldBodiesWith } from "./held-body.js";
-import { nodeHeldBody, nodeHeldText } from "./node/held-body.js";
+import { readHotHeadersWith } from "./request-headers.js";
+import { nodeHotHeader } from "./node/request-headers.js";
+import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./node/held-body.js";
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
@@ -63,17 +65,19 @@ export interface RunningGateway {
   drain(seconds?: number): Promise<DrainReport>;
 }
 
-/**
- * A refused WebSocket upgrade keeps its JSON body (`{message, code}`), which the SDK reads from a failed handshake;
- * @hono/node-server would otherwise send the status alone.
- */
 /** What @hono/node-server passes as `env`: the Node request and response (and the upgrade marker symbol). */
 type NodeBindings = import("@hono/node-server").HttpBindings | import("@hono/node-server").Http2Bindings | undefined;
 
-function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Response | Promise<Response>) {
+/**
+ * A refused WebSocket upgrade keeps its JSON body (`{message, code}`), which the SDK reads from a failed handshake;
+ * @hono/node-server would otherwise send the status alone. With `holdsBodies` (held bodies are taken), a request
+ * whose body follows its head reaches the chain one turn later, its body held (bodyFollowsHead).
+ */
+function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Response | Promise<Response>, holdsBodies: boolean) {
   return async (req: Request, env: NodeBindings) => {
     // An upgrade comes without `outgoing`: only then is the env's symbol count needed (no array per plain request).
     const symbolsBefore = env && env.outgoing === undefined ? Object.getOwnPropertySymbols(env).length : 0;
+    if (holdsBodies && env?.outgoing instanceof ServerResponse && bodyFollowsHead(env.outgoing.req)) await undefined;
     const res = await fetch(req, env);
     if (env?.outgoing instanceof ServerResponse) {
       closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
@@ -128,7 +132,9 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
         // server.directRelay: the transport may relay answers straight to the client's socket (src/platform/node/direct-relay.ts)
         // only on a server that finishes them; off (or TOLLGATE_DIRECT_RELAY=off, how the test suites run the other way),
         // every answer takes the standard path, the one Workers use.
-        fetch: withUpgradeErrorBodies(directRelays(opts.config) ? withDirectRelays(gateway.app.fetch) : gateway.app.fetch),
+        fetch: directRelays(opts.config)
+          ? withUpgradeErrorBodies(withDirectRelays(gateway.app.fetch), true)
+          : withUpgradeErrorBodies(gateway.app.fetch, false),
         hostname: host,
         port: opts.port ?? opts.config.server.port,
         websocket: { server: wss },
@@ -142,6 +148,8 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   if (directRelays(opts.config)) writeUnreadHeadersWith(unreadHeaderWriter());
   // A small body the parser already holds is taken as it sits (src/platform/node/held-body.ts); likewise a fast path.
   takeHeldBodiesWith(directRelays(opts.config) ? nodeHeldBody : undefined, nodeHeldText);
+  // The chain's hot request headers are read off node:http's parsed head (src/platform/request-headers.ts); likewise.
+  readHotHeadersWith(directRelays(opts.config) ? nodeHotHeader : undefined);
   gateUpgrades(server as import("node:http").Server);
   gateHosts(server as import("node:http").Server);
   answerParseErrors(server as import("node:http").Server);

@@ -4,6 +4,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { heldBody, heldBodyNextTurn } from "../platform/held-body.js";
+import { hotHeader } from "../platform/request-headers.js";
 import { upstreamRuntimeUrl } from "./rewrite.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
 import { setForwardHeader, type ForwardHeaders } from "../platform/transport.js";
@@ -29,7 +30,7 @@ export async function clientBody(
   const m = c.req.method;
   if (m === "GET" || m === "HEAD" || m === "OPTIONS") return { body: null, replayable: true };
   // A declared small length is read at once: looking at `c.req.raw.body` first would cost a full Request on Node.
-  const declared = c.req.header("content-length");
+  const declared = hotHeader(c, "content-length");
   const len = declared === undefined ? NaN : Number(declared);
   if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) {
     // Already parsed in full, as most small bodies are (Node): taken as it is.

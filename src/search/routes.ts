@@ -8,6 +8,7 @@ import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../../middleware/identify/tenants.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
 import { Upstream, pathAndQuery } from "../platform/upstream.js";
+import { hotHeader } from "../platform/request-headers.js";
 import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "./answer.js";
 import { AnswerCache, Coalescer } from "./cache.js";
 import { withIdempotency } from "./idempotency.js";
@@ -58,7 +59,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     const print = fingerprints.known(route, body.text) ?? (await fingerprints.of(route, body.text, body.json));
     const fingerprint = print.fingerprint;
     const cacheKey = cacheKeyOf(print, config.cache.scope === "shared" ? "*" : tenant.id);
-    const cc = (c.req.header("cache-control") ?? "").toLowerCase();
+    const cc = (hotHeader(c, "cache-control") ?? "").toLowerCase();
     const call: PaidSearch = {
       c,
       row,
@@ -75,7 +76,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       f: c.get("logFields"),
     };
 
-    const idemKey = c.req.header("idempotency-key");
+    const idemKey = hotHeader(c, "idempotency-key");
     let answer: Answer;
     let how: string;
     let paid: bigint;

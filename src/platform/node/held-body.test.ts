@@ -1,11 +1,11 @@
 // A body node:http has already parsed is taken as it sits (nodeHeldBody), over real sockets: whole in the head's packet
 // it is handed out, and a later read of the body through the Request sees the same bytes; a body still on its way, or
 // of another length than declared, is left to the usual read.
-import { serve, type ServerType } from "@hono/node-server";
+import { serve, type HttpBindings, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import { connect, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeHeldBody, nodeHeldText } from "./held-body.js";
+import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./held-body.js";
 import { heldBody, heldBodyNextTurn, takeHeldBodiesWith } from "../held-body.js";
 
 let server: ServerType;
@@ -38,9 +38,32 @@ beforeAll(async () => {
     const held = heldBody(c, 4);
     return c.json({ body: held ? "taken" : null, read: Buffer.from(await c.req.arrayBuffer()).toString("utf8") });
   });
+  // A subrequest the gateway dispatches in-process keeps the client's `incoming` (not its `outgoing`): its body is its own.
+  app.post("/inner", async (c) => {
+    const held = heldBody(c, 1024);
+    return c.json({ held: held ? Buffer.from(held).toString("utf8") : null, own: await c.req.text() });
+  });
+  app.post("/outer", async (c) => {
+    await Promise.resolve(); // the client's body is held by now, and nobody took it
+    const env = { incoming: (c.env as HttpBindings).incoming };
+    const res = await app.fetch(new Request("http://127.0.0.1/inner", { method: "POST", body: '{"sub":1}' }), env);
+    return c.json({ inner: await res.json(), client: Buffer.from(heldBody(c, 1024) ?? []).toString("utf8") });
+  });
+  // As the Node entry serves: a request whose body follows its head reaches the app one turn later, and a step that
+  // has not waited finds that body held at once.
+  app.on(["GET", "POST"], "/entry", (c) => {
+    const held = heldBody(c, 1024);
+    return c.json({ follows: (c.env as { follows?: boolean }).follows, body: held ? Buffer.from(held).toString("utf8") : null });
+  });
+  const entry = async (req: Request, env: HttpBindings & { follows?: boolean }) => {
+    if (!req.url.endsWith("/entry")) return app.fetch(req, env);
+    env.follows = bodyFollowsHead(env.incoming);
+    if (env.follows) await undefined;
+    return app.fetch(req, env);
+  };
   takeHeldBodiesWith(nodeHeldBody);
   server = await new Promise<ServerType>((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
+    const s = serve({ fetch: entry as never, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
   });
   port = (server.address() as AddressInfo).port;
 });
@@ -111,6 +134,21 @@ describe("nodeHeldBody", () => {
     const body = '{"later":true}';
     const answer = await raw([head(body.length, "/soon"), body], 150);
     expect(answer).toEqual({ body: null, tookATurn: true });
+  });
+
+  it("bodyFollowsHead: after the entry's one turn, a body that came with its head is held for a step that has not waited", async () => {
+    const body = '{"query":"hot cached query"}';
+    expect(await raw([head(body.length, "/entry") + body])).toEqual({ follows: true, body });
+    // A body on its way: still one turn, then the usual read (nothing held yet).
+    expect(await raw([head(body.length, "/entry"), body], 150)).toEqual({ follows: true, body: null });
+    // No body: no turn.
+    expect(await raw([head(0, "/entry")])).toEqual({ follows: false, body: "" });
+    expect(await raw(["GET /entry HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"])).toEqual({ follows: false, body: null });
+  });
+
+  it("is not taken by a subrequest dispatched in-process with the client's incoming: each reads its own body", async () => {
+    const body = '{"client":true}';
+    expect(await raw([head(body.length, "/outer") + body])).toEqual({ inner: { held: null, own: '{"sub":1}' }, client: body });
   });
 
   it("leaves a body over the caller's limit to the usual read", async () => {

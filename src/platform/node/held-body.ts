@@ -14,8 +14,10 @@ import type { Context } from "hono";
  * and two that differ), not through the Request's headers.
  */
 export function nodeHeldBody(c: Context, limit: number): Uint8Array | undefined {
-  const incoming = (c.env as { incoming?: IncomingMessage & { rawBody?: Buffer } } | undefined)?.incoming;
-  if (!incoming || incoming.readableDidRead || incoming.rawBody !== undefined) return undefined;
+  const env = c.env as { incoming?: IncomingMessage & { rawBody?: Buffer }; outgoing?: unknown } | undefined;
+  const incoming = env?.incoming;
+  // A subrequest the gateway dispatches in-process keeps the client's `incoming` but not `outgoing`: its body is its own.
+  if (!incoming || env.outgoing === undefined || incoming.readableDidRead || incoming.rawBody !== undefined) return undefined;
   const declared = incoming.headers["content-length"];
   if (declared === undefined) return undefined;
   const length = Number(declared);
@@ -27,6 +29,17 @@ export function nodeHeldBody(c: Context, limit: number): Uint8Array | undefined 
   // its own ('end', which node-server waits for before it lets the request go, and no drain of it afterwards).
   incoming.resume();
   return bytes;
+}
+
+/**
+ * A request whose head declares a body node:http has not finished reading. Node calls the server with the head before
+ * its parser goes on to a body that came in the same packet, and pushes that body once the call returns: the Node
+ * entry waits one turn for such a request, and the chain's body steps find its body held whole, with no turn of their
+ * own (a body still on its way is then read the usual way).
+ */
+export function bodyFollowsHead(incoming: IncomingMessage): boolean {
+  const declared = incoming.headers["content-length"];
+  return declared !== undefined && declared !== "0" && !incoming.complete;
 }
 
 /**
