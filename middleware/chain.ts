@@ -29,14 +29,12 @@ export function mountRouteTable(
     const handler = handlers[row.handler];
     if (!handler) throw new Error(`route table: row ${row.name} names handler "${row.handler}", which does not exist`);
     const chain: MiddlewareHandler<GatewayEnv>[] = [refuseMethodOverride, identify(services, row)];
-    // The steps that work after next() (the rest return it): each closes a series of Hono's chain (shared()).
+    // The steps that work after next() (the rest return it; the rate limit names its headers before, see
+    // middleware/request-id): each closes a series of Hono's chain (shared()).
     const after = new Set<MiddlewareHandler<GatewayEnv>>();
     if (row.bodyLimit) chain.push(limitBody(row.bodyLimit));
     // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
-    if (!row.path.startsWith("/sandbox/")) {
-      chain.push(limited);
-      after.add(limited);
-    }
+    if (!row.path.startsWith("/sandbox/")) chain.push(limited);
     const owner = requireOwner(services, row);
     if (owner) chain.push(owner);
     const body = checkBody(services, row);

@@ -1,9 +1,10 @@
 // rateLimit on the gateway's real services (memory state, tenant directory, token service) with the clock driven
 // through services.now: N answers a minute per tenant, then 429 rate_limited until the window turns.
+import { requestId } from "../request-id/index.js";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
-import { errorResponse } from "../../src/errors.js";
+import { errorResponse, GatewayError } from "../../src/errors.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
 import { Logger, Redactor } from "../../src/log.js";
 import { generateTenantKey, hashTenantKey } from "../identify/tenants.js";
@@ -36,6 +37,7 @@ async function setup() {
   const lines: string[] = [];
   const a = new Hono();
   a.onError((err) => errorResponse(err));
+  a.use(requestId()); // writes the limit's headers on the answer, as in the gateway
   a.use(accessLog(new Logger((l) => lines.push(l), "info", new Redactor())));
   // Stands in for identify() on table rows: a ticket caller (an open row) is set before the limit runs.
   a.use("/open/*", async (c, next) => {
@@ -48,6 +50,7 @@ async function setup() {
   let routeRuns = 0;
   a.all("*", (c) => {
     routeRuns++;
+    if (c.req.path === "/_tollgate/refused") throw new GatewayError(404, "not_found", "Session nope not found");
     return c.json({ ok: true });
   });
   const call = (key?: string, path = "/_tollgate/usage") => a.request(path, { headers: key ? { "x-api-key": key } : {} });
@@ -55,6 +58,15 @@ async function setup() {
 }
 
 describe("rateLimit", () => {
+  it("names the limit on an answer a later step refused too, with nothing of its own after next()", async () => {
+    const { keys, call } = await setup();
+    const res = await call(keys.acme, "/_tollgate/refused");
+    expect(res.status).toBe(404);
+    expect(res.headers.get("ratelimit-limit")).toBe("3");
+    expect(res.headers.get("ratelimit-remaining")).toBe("2");
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+  });
+
   it("answers a tenant's requestsPerMinute, saying the limit and what is left, then 429 rate_limited", async () => {
     const { keys, call, runs, lines } = await setup();
     for (const remaining of ["2", "1", "0"]) {
@@ -65,6 +77,7 @@ describe("rateLimit", () => {
     }
     const refused = await call(keys.acme);
     expect(refused.status).toBe(429);
+    expect(runs()).toBe(3);
     expect(refused.headers.get("retry-after")).toBe("50"); // 10 s into the window
     expect(refused.headers.get("ratelimit-limit")).toBe("3");
     expect(refused.headers.get("ratelimit-remaining")).toBe("0");

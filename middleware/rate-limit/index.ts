@@ -1,7 +1,7 @@
 // Per-tenant request rate limit (quotas.requestsPerMinute) on every row whose caller is a tenant key or gateway token.
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { GatewayError } from "../../src/errors.js";
-import { setResponseHeader } from "../../src/platform/response-headers.js";
+import { answerHeader } from "../request-id/index.js";
 import type { GatewayServices } from "../../src/services.js";
 import "../identify/index.js";
 
@@ -40,12 +40,9 @@ export function rateLimit(services: Pick<GatewayServices, "stores" | "now">): Mi
         { "retry-after": String(retryAfter), "ratelimit-limit": String(limit), "ratelimit-remaining": "0" },
       );
     }
-    await next();
-    try {
-      setResponseHeader(c.res, "ratelimit-limit", String(limit));
-      setResponseHeader(c.res, "ratelimit-remaining", String(r.remaining));
-    } catch {
-      /* immutable response (WebSocket upgrade on some runtimes) */
-    }
+    // On whatever answers the request (middleware/request-id writes them): nothing is left to do after next().
+    answerHeader(c, "ratelimit-limit", String(limit));
+    answerHeader(c, "ratelimit-remaining", String(r.remaining));
+    return next();
   }
 }

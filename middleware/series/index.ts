@@ -6,7 +6,7 @@ import type { Env, MiddlewareHandler, Next } from "hono";
 
 /**
  * Runs `steps` in order as one middleware. Every step but the last must do nothing after `next()` (return it, or not
- * call it): a step that does (a rate limit adding its headers, a meter settling) would see an error of a later step of
+ * call it): a step that does (a quota claiming what was created, a meter settling) would see an error of a later step of
  * the series thrown at it, where, a step of its own, it saw that error's answer. The last step may.
  * @example app.use(series([validHost(), publicHostsOnly(services), portHosts(ports, trusted)]))
  */

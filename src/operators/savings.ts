@@ -48,18 +48,18 @@ async function flush(services: GatewayServices, p: Pending): Promise<void> {
       if (s.savedAtomic) await kv.incrBy(stateKeys.savings(tenant, "saved"), Number(s.savedAtomic), TTL_MS);
     } catch (err) {
       // Kept for the next flush rather than lost (the state backend may be back by then).
-      add(p, tenant, s);
+      add(p, tenant, s.hits, s.coalesced, s.savedAtomic);
       throw err;
     }
   }
 }
 
-function add(p: Pending, tenant: string, s: CacheSavings): void {
-  const t = p.figures.get(tenant) ?? { hits: 0, coalesced: 0, savedAtomic: 0n };
-  t.hits += s.hits;
-  t.coalesced += s.coalesced;
-  t.savedAtomic += s.savedAtomic;
-  p.figures.set(tenant, t);
+function add(p: Pending, tenant: string, hits: number, coalesced: number, savedAtomic: bigint): void {
+  let t = p.figures.get(tenant);
+  if (!t) p.figures.set(tenant, (t = { hits: 0, coalesced: 0, savedAtomic: 0n }));
+  t.hits += hits;
+  t.coalesced += coalesced;
+  if (savedAtomic > 0n) t.savedAtomic += savedAtomic;
 }
 
 /** An answer served from the cache or joined to a call in flight: what it saved, counted for the whole fleet. */
@@ -71,7 +71,7 @@ export function recordSavings(
   saved: bigint,
 ): void {
   const p = pending(services);
-  add(p, tenant, { hits: how === "hit" ? 1 : 0, coalesced: how === "coalesced" ? 1 : 0, savedAtomic: saved > 0n ? saved : 0n });
+  add(p, tenant, how === "hit" ? 1 : 0, how === "coalesced" ? 1 : 0, saved);
   if (p.due) return;
   p.due = new Promise<void>((resolve) => setTimeout(resolve, FLUSH_MS).unref?.())
     .then(() => flush(services, p))

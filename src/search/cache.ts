@@ -2,24 +2,36 @@
 import { LRUCache } from "lru-cache";
 import type { Answer } from "./answer.js";
 
+/**
+ * Answers by cache key, bounded in bytes, each reused for `ttlSeconds` from when it was fetched (its `storedAt`, on the
+ * gateway's clock): the age is checked on read, where the caller's max age is checked too. (lru-cache's own TTL would
+ * read its clock and arm a timer every millisecond of a busy cache's reads; an expired entry here is dropped when read,
+ * or evicted by size like any other.)
+ */
 export class AnswerCache {
   private readonly lru: LRUCache<string, Answer>;
+  private readonly ttlMs: number;
 
   constructor(opts: { maxBytes: number; ttlSeconds: number }) {
+    this.ttlMs = Math.max(1, opts.ttlSeconds) * 1000;
     this.lru = new LRUCache<string, Answer>({
       maxSize: opts.maxBytes,
       sizeCalculation: (a) => Math.max(1, a.body.byteLength + 256),
-      ttl: Math.max(1, opts.ttlSeconds) * 1000,
       // Entries larger than a quarter of the cache would evict everything else.
       maxEntrySize: Math.max(1, Math.floor(opts.maxBytes / 4)),
     });
   }
 
-  /** A cached answer no older than maxAgeMs (when given). */
+  /** A cached answer fetched within the TTL, and no older than maxAgeMs (when given). */
   get(key: string, now: number, maxAgeMs?: number): Answer | undefined {
     const a = this.lru.get(key);
     if (!a) return undefined;
-    if (maxAgeMs !== undefined && now - a.storedAt > maxAgeMs) return undefined;
+    const age = now - a.storedAt;
+    if (age > this.ttlMs) {
+      this.lru.delete(key);
+      return undefined;
+    }
+    if (maxAgeMs !== undefined && age > maxAgeMs) return undefined;
     return a;
   }
 
