@@ -144,6 +144,8 @@ describe("nodeHeldBody", () => {
     // No body: no turn.
     expect(await raw([head(0, "/entry")])).toEqual({ follows: false, body: "" });
     expect(await raw(["GET /entry HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"])).toEqual({ follows: false, body: null });
+    // Nor for a GET with a body (no step reads one; its headers are not looked at for it).
+    expect(await raw(["GET /entry HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"])).toEqual({ follows: false, body: null });
   });
 
   it("is not taken by a subrequest dispatched in-process with the client's incoming: each reads its own body", async () => {

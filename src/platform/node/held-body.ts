@@ -38,6 +38,10 @@ export function nodeHeldBody(c: Context, limit: number): Uint8Array | undefined 
  * own (a body still on its way is then read the usual way).
  */
 export function bodyFollowsHead(incoming: IncomingMessage): boolean {
+  // Not asked of a GET, HEAD or OPTIONS (which the chain reads no body of): node builds its header object when first
+  // read, and a request nothing else asks a header of would pay for it here.
+  const m = incoming.method;
+  if (m === "GET" || m === "HEAD" || m === "OPTIONS") return false;
   const declared = incoming.headers["content-length"];
   return declared !== undefined && declared !== "0" && !incoming.complete;
 }
