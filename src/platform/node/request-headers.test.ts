@@ -35,19 +35,17 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
+/** Sends one raw request and returns the answer's JSON body, read once the server has closed the connection. */
 function raw(request: string): Promise<Record<string, { hot: string | null; request: string | null }>> {
   return new Promise((resolve, reject) => {
-    const sock = connect(port, "127.0.0.1", () => sock.write(request));
-    let out = "";
-    sock.on("data", (d) => {
-      out += d.toString("utf8");
-      const at = out.indexOf("\r\n\r\n");
-      if (at >= 0 && /\}$/.test(out)) {
-        sock.destroy();
-        resolve(JSON.parse(out.slice(at + 4)));
-      }
-    });
+    const chunks: Buffer[] = [];
+    const sock = connect(port, "127.0.0.1", () => sock.write(request.replace("\r\n", "\r\nConnection: close\r\n")));
+    sock.on("data", (d: Buffer) => chunks.push(d));
     sock.on("error", reject);
+    sock.on("close", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      resolve(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)));
+    });
   });
 }
 
