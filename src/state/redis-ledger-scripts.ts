@@ -5,6 +5,11 @@
 
 /** Exact comparison of non-negative decimal strings: amounts are bigint, Lua numbers are doubles. */
 const DECIMAL = `
+local function digits(r) -- a table of digits as a decimal string, without leading zeros
+  local out = (table.concat(r):gsub('^0+', ''))
+  if out == '' then return '0' end
+  return out
+end
 local function add(a, b)
   local r, carry, i, j = {}, 0, #a, #b
   while i > 0 or j > 0 or carry > 0 do
@@ -14,9 +19,7 @@ local function add(a, b)
     i = i - 1
     j = j - 1
   end
-  local out = (table.concat(r):gsub('^0+', ''))
-  if out == '' then return '0' end
-  return out
+  return digits(r)
 end
 local function gt(a, b)
   if #a ~= #b then return #a > #b end
@@ -31,9 +34,7 @@ local function sub(a, b) -- a >= b
     i = i - 1
     j = j - 1
   end
-  local out = (table.concat(r):gsub('^0+', ''))
-  if out == '' then return '0' end
-  return out
+  return digits(r)
 end
 -- A budget window's counter (negative counts as 0) if adding amount would pass its limit ('' = no limit), else nil.
 local function over(key, limit, amount)

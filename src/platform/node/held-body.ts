@@ -1,10 +1,20 @@
 // A small request body node:http has already parsed, taken as it sits in the request's buffer. The whole message often
-// arrives in the packet that carries its head; by the time the chain asks for the body (after its first await), the
+// arrives in the packet that carries its head; one turn after the head (the Node entry waits it, bodyFollowsHead), the
 // parser has pushed all of it: the declared Content-Length is buffered (the parser never pushes past a message's end).
 // Read through node-server's Request instead, it costs the stream's listeners, a resume and its ticks, a promise, and
 // a copy into a new ArrayBuffer; here it is one read of what is there.
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
+
+/**
+ * The request node:http parsed, when `c` is that request: node-server's env carries the client's `outgoing` with it.
+ * A subrequest the gateway dispatches in-process keeps the client's `incoming` but not `outgoing`: its headers and
+ * body are its own, not that `incoming`'s.
+ */
+export function parsedIncoming(c: Context): IncomingMessage | undefined {
+  const env = c.env as { incoming?: IncomingMessage; outgoing?: unknown } | undefined;
+  return env?.outgoing === undefined ? undefined : env.incoming;
+}
 
 /**
  * The request's body when exactly its declared length is buffered, at most `limit` bytes, untouched by any reader;
@@ -14,10 +24,8 @@ import type { Context } from "hono";
  * and two that differ), not through the Request's headers.
  */
 export function nodeHeldBody(c: Context, limit: number): Uint8Array | undefined {
-  const env = c.env as { incoming?: IncomingMessage & { rawBody?: Buffer }; outgoing?: unknown } | undefined;
-  const incoming = env?.incoming;
-  // A subrequest the gateway dispatches in-process keeps the client's `incoming` but not `outgoing`: its body is its own.
-  if (!incoming || env.outgoing === undefined || incoming.readableDidRead || incoming.rawBody !== undefined) return undefined;
+  const incoming = parsedIncoming(c) as (IncomingMessage & { rawBody?: Buffer }) | undefined;
+  if (!incoming || incoming.readableDidRead || incoming.rawBody !== undefined) return undefined;
   const declared = incoming.headers["content-length"];
   if (declared === undefined) return undefined;
   const length = Number(declared);
