@@ -34,10 +34,9 @@ export async function readAnswer(res: Response, paid: bigint, now: number): Prom
   return { status: res.status, headers, body, paid, storedAt: now };
 }
 
-export function answerResponse(a: Answer, extra: Record<string, string>): Response {
-  // Object.assign, not `{ ...a.headers, ...extra }`: V8 (Node 20) copies a second spread through a slow runtime path,
-  // ~2 µs here, 3 % of a cache hit.
-  return new Response(a.body.byteLength ? (a.body as BodyInit) : null, { status: a.status, headers: Object.assign({}, a.headers, extra) });
+/** The answer as a Response: `headers`, the whole record it is written with (the answer's own kept headers included). */
+export function answerResponse(a: Answer, headers: Record<string, string>): Response {
+  return new Response(a.body.byteLength ? (a.body as BodyInit) : null, { status: a.status, headers });
 }
 
 /**

@@ -18,7 +18,7 @@ import { paidCall } from "./paid-call.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { callerCap, callerTenant } from "../../middleware/identify/index.js";
-import { jsonBody, jsonBodyNow } from "../../middleware/body-limit/index.js";
+import { jsonBody, jsonBodyNow, type JsonBody } from "../../middleware/body-limit/index.js";
 import { priceOf } from "../payments/kept-holds.js";
 import { releaseCredits, reserveCredits, settleCredits } from "../payments/credit-ledger.js";
 import type { RouteRow } from "../routing/table.js";
@@ -31,43 +31,59 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   const fingerprints = new RequestFingerprints();
   const shareable = (a: Answer) => config.cache.enabled && a.status === 200 && isCompletedJob(a);
 
-  const searchLike = async (c: Context<GatewayEnv>, row: RouteRow) => {
+  // Not async: a cache hit of a body seen lately (the hot path) is answered with no promise of its own; each step that
+  // has to wait (a body still arriving, a new body's print, an Idempotency-Key, a miss, a budget read) continues on a
+  // promise. A sync throw reaches Hono's error handler as a rejection would.
+  const searchLike = (c: Context<GatewayEnv>, row: RouteRow): Response | Promise<Response> => {
+    const body = jsonBodyNow(c);
+    return body ? searchWith(c, row, body) : jsonBody(c).then((b) => searchWith(c, row, b));
+  };
+
+  const searchWith = (c: Context<GatewayEnv>, row: RouteRow, body: JsonBody): Response | Promise<Response> => {
     const tenant = callerTenant(c);
-    const cap = callerCap(c);
-    const route = row.path;
-    const body = jsonBodyNow(c) ?? (await jsonBody(c));
-    const text = body.text;
-
-    if (tenant.paysForItself) {
-      // The client pays the upstream itself: its payment headers pass through untouched, nothing is charged here.
-      const h = forwardableRequestHeaders(c.req.raw.headers);
-      for (const n of ["payment-signature", "x-payment"]) {
-        const v = c.req.header(n);
-        if (v) h.set(n, v);
-      }
-      const res = await upstream.call(c, {
-        method: "POST",
-        path: pathAndQuery(c),
-        headers: h,
-        body: text,
-        withApiKey: route.startsWith("/api/"),
-      });
-      return Upstream.relay(res);
-    }
-
+    if (tenant.paysForItself) return passThrough(c, row, body.text);
     // A body seen lately is not parsed here (middleware/body-limit's JsonBody parses when read).
-    const print = fingerprints.known(route, body.text) ?? (await fingerprints.of(route, body.text, body.json));
-    const fingerprint = print.fingerprint;
+    const print = fingerprints.known(row.path, body.text);
+    return print
+      ? searchPrinted(c, row, tenant, body.text, print)
+      : fingerprints.of(row.path, body.text, body.json).then((p) => searchPrinted(c, row, tenant, body.text, p));
+  };
+
+  /** The client pays the upstream itself: its payment headers pass through untouched, nothing is charged here. */
+  const passThrough = async (c: Context<GatewayEnv>, row: RouteRow, text: string): Promise<Response> => {
+    const h = forwardableRequestHeaders(c.req.raw.headers);
+    for (const n of ["payment-signature", "x-payment"]) {
+      const v = c.req.header(n);
+      if (v) h.set(n, v);
+    }
+    const res = await upstream.call(c, {
+      method: "POST",
+      path: pathAndQuery(c),
+      headers: h,
+      body: text,
+      withApiKey: row.path.startsWith("/api/"),
+    });
+    return Upstream.relay(res);
+  };
+
+  const searchPrinted = (
+    c: Context<GatewayEnv>,
+    row: RouteRow,
+    tenant: Tenant,
+    text: string,
+    print: Print,
+  ): Response | Promise<Response> => {
+    const route = row.path;
     const cacheKey = cacheKeyOf(print, config.cache.scope === "shared" ? "*" : tenant.id);
     const cc = (hotHeader(c, "cache-control") ?? "").toLowerCase();
     const call: PaidSearch = {
       c,
       row,
       tenant,
-      cap,
+      cap: callerCap(c),
       route,
       text,
-      fingerprint,
+      fingerprint: print.fingerprint,
       cacheKey,
       cc,
       bypass: !config.cache.enabled || cc.includes("no-cache") || cc.includes("no-store"),
@@ -75,42 +91,48 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       started: services.now(),
       f: c.get("logFields"),
     };
-
     const idemKey = hotHeader(c, "idempotency-key");
-    let answer: Answer;
-    let how: string;
-    let paid: bigint;
-    if (idemKey) {
-      let produced: { how: string } = { how: "miss" };
-      const r = await withIdempotency(services, tenant.id, idemKey, fingerprint, async () => {
-        const p = cached(call) ?? (await produceElsewhere(call));
-        produced = p;
-        // Kept for a replay with what this request paid (nothing, for an answer it did not fetch).
-        return p.paid === p.answer.paid ? p.answer : { ...p.answer, paid: p.paid };
-      });
-      answer = r.answer;
-      paid = answer.paid;
-      how = r.replayed ? "idempotent-replay" : produced.how;
-    } else {
-      ({ answer, how, paid } = cached(call) ?? (await produceElsewhere(call)));
-    }
+    if (idemKey) return idempotent(call, idemKey).then((p) => answered(call, p));
+    const hit = cached(call);
+    return hit ? answered(call, hit) : produceElsewhere(call).then((p) => answered(call, p));
+  };
 
+  /** The answer kept under an Idempotency-Key (its first request's, replayed), or produced and kept now. */
+  const idempotent = async (call: PaidSearch, idemKey: string): Promise<Produced> => {
+    let produced: { how: Produced["how"] } = { how: "miss" };
+    const r = await withIdempotency(services, call.tenant.id, idemKey, call.fingerprint, async () => {
+      const p = cached(call) ?? (await produceElsewhere(call));
+      produced = p;
+      // Kept for a replay with what this request paid (nothing, for an answer it did not fetch).
+      return p.paid === p.answer.paid ? p.answer : { ...p.answer, paid: p.paid };
+    });
+    return { answer: r.answer, how: r.replayed ? "idempotent-replay" : produced.how, paid: r.answer.paid };
+  };
+
+  /** The answer with what it cost and how it came; the budget left is read only where the tenant has one. */
+  const answered = (call: PaidSearch, { answer, how, paid }: Produced): Response | Promise<Response> => {
     const f = call.f;
     f.paid = paid;
     f.cache = how;
-    if (how === "hit" || how === "coalesced") recordSavings(services, c, tenant.id, how, f.saved ?? 0n);
-    const remaining = budgetRemaining(services, tenant);
-    const extra: Record<string, string> = {
-      "x-tollgate-cache": how,
-      "x-tollgate-paid": atomicToUsd(paid),
-      "x-tollgate-budget-remaining": typeof remaining === "string" ? remaining : await remaining,
-      "cache-control": "private, no-store",
-    };
+    if (how === "hit" || how === "coalesced") recordSavings(services, call.c, call.tenant.id, how, f.saved ?? 0n);
+    const remaining = budgetRemaining(services, call.tenant);
+    return typeof remaining === "string"
+      ? respond(call.c, answer, how, paid, remaining)
+      : remaining.then((r) => respond(call.c, answer, how, paid, r));
+  };
+
+  const respond = (c: Context<GatewayEnv>, answer: Answer, how: string, paid: bigint, remaining: string): Response => {
+    // One record, written in place (no second object merged in): the answer's kept headers, then the gateway's.
+    const headers = Object.assign({}, answer.headers);
+    headers["x-tollgate-cache"] = how;
+    headers["x-tollgate-paid"] = atomicToUsd(paid);
+    headers["x-tollgate-budget-remaining"] = remaining;
+    headers["cache-control"] = "private, no-store";
     // The request's id, which middleware/request-id sets after the handler: named here, the answer's record is already
     // as it will be written and is not copied to add it (src/platform/node/unread-headers.ts).
     const id = c.get("requestId");
-    if (id) extra["x-request-id"] = id;
-    return answerResponse(answer, extra);
+    if (id) headers["x-request-id"] = id;
+    return answerResponse(answer, headers);
   };
 
   /** This instance's cached answer, without waiting (the hot path: no closure, no promise). */
@@ -220,7 +242,7 @@ interface PaidSearch {
 }
 
 /** An answer and how it came; `paid` is what this request paid for it (0 for one it did not fetch itself). */
-type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass"; paid: bigint };
+type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" | "idempotent-replay"; paid: bigint };
 
 function isCompletedJob(a: Answer): boolean {
   try {
