@@ -215,4 +215,4 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
 
 // What the gateway's CLI (`tollgate emulator`, `tollgate dev --worker`) uses besides the emulator itself.
 export { parseCreditSchedule, type CreditSchedule } from "./credits.js";
-export { guardGroup, releaseGroup } from "./reaper.js";
+export { guardDir, guardGroup, releaseDir, releaseGroup } from "./reaper.js";

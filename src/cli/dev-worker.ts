@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { guardGroup, releaseGroup, startEmulator, type EmulatorHandle } from "@tollgate/emulator";
+import { guardDir, guardGroup, releaseDir, releaseGroup, startEmulator, type EmulatorHandle } from "@tollgate/emulator";
 import { demoConfig, type DemoKeys } from "./dev-stack.js";
 import { generateTenantKey } from "../../middleware/identify/tenants.js";
 
@@ -50,7 +50,10 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<Worke
     host,
     log: log ? (event, fields) => log(JSON.stringify({ ts: new Date().toISOString(), source: "emulator", event, ...fields })) : undefined,
   });
+  // wrangler's env file (the dev wallet's key, the upstream key, the token secret) and its local state: deleted on stop,
+  // and by the emulator's watchdog if this process ends any other way (a SIGKILL included).
   const dir = await mkdtemp(join(tmpdir(), "tollgate-wrangler-"));
+  guardDir(dir);
   let child: ChildProcess | undefined;
   const stop = async () => {
     if (child && child.exitCode === null && child.signalCode === null) {
@@ -72,6 +75,7 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<Worke
     }
     await emulator.close();
     await rm(dir, { recursive: true, force: true });
+    releaseDir(dir);
   };
   try {
     const wallet = await emulator.chain!.createFundedWallet(100_000_000n);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -152,6 +152,7 @@ origins = ["https://app.example.com", "app.example.com"]
     expect(err.stderr).toContain("tenants[0].id:");
     expect(err.stderr).toContain("tenants[0].keys: expected at least one key");
     expect(err.stderr).not.toMatch(/\n\s+at /);
+    await rm(dir, { recursive: true, force: true });
   });
 
   it("`tollgate config check` prints the file, line and column of a TOML syntax error", async () => {
@@ -162,6 +163,7 @@ origins = ["https://app.example.com", "app.example.com"]
     expect(err.code).toBe(1);
     expect(err.stderr).toContain(`${f}:4:`);
     expect(err.stderr).not.toMatch(/\n\s+at /);
+    await rm(dir, { recursive: true, force: true });
   });
 
   it("`tollgate keys create` prints a key once and a config line holding only its hash", async () => {

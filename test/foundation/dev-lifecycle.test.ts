@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 
 /** Every descendant of a PID, from /proc (detached children keep their parent while it lives). */
@@ -186,8 +187,14 @@ describe("no child outlives `tollgate dev --worker`", () => {
       const names = kids.map((p) => cmdline(p).join(" "));
       expect(names.some((n) => /workerd/.test(n))).toBe(true);
       expect(names.some((n) => /\/anvil/.test(n))).toBe(true);
+      // wrangler's env file holds the dev wallet's key: its directory goes with the parent too.
+      const envDir = names.map((n) => / --env-file (\S+)\/\.env\b/.exec(n)?.[1]).find(Boolean);
+      expect(envDir && existsSync(join(envDir, ".env"))).toBe(true);
       end(child.pid!, "SIGKILL of the parent alone");
       expect(await survivors([child.pid!, ...kids])).toEqual([]);
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline && existsSync(envDir!)) await new Promise((r) => setTimeout(r, 100));
+      expect(existsSync(envDir!)).toBe(false);
       if (info.logFile) rmSync(info.logFile, { force: true });
     } finally {
       try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -22,5 +22,6 @@ describe("Workers bundle", () => {
     // Workers allow 3 MiB gzip on the free plan.
     expect(Number(m![2])).toBeLessThanOrEqual(420);
     expect((await readdir(out)).some((f) => f.endsWith(".js"))).toBe(true);
+    await rm(out, { recursive: true, force: true });
   }, 180_000);
 });

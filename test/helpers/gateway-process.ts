@@ -1,6 +1,6 @@
 // Runs `tollgate start --config FILE` as a real separate process (its own process group), for fleet and crash tests.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -38,7 +38,8 @@ export async function startGatewayProcess(
   const exitedWith = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
     child.once("exit", (code, signal) => r({ code, signal })),
   );
-  const exited = exitedWith.then(() => {});
+  // The config file (it may hold key hashes and secrets' names) goes with the process, however it ends.
+  const exited = exitedWith.then(() => rm(dir, { recursive: true, force: true }).catch(() => {}));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 30_000);
     const check = () => {
