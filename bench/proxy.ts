@@ -20,6 +20,8 @@
 // dist/.built` for its compiled build: measured as `tollgate@base` on a, b, d, e), BENCH_LOG_LEVEL (info: the gateways'
 // access log on, to stdout, read and dropped), BENCH_NODE_ARGS / BENCH_BASE_NODE_ARGS (extra node flags for Tollgate / the
 // baseline), BENCH_HEAP_PROFILE_DIR (a --heap-prof of each Tollgate process).
+// Last, `## Goals (issue 26)`: each goal of the issue judged on this run alone (the median over rounds, and how many rounds
+// met it), so one run shows whether every line is at its goal together.
 // Tollgate runs as it ships: dist/ (built first when older than its sources) through bench/tollgate-process.mjs.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -653,7 +655,7 @@ try {
   if (hit.headers["x-tollgate-cache"] !== "hit") throw new Error(`expected a cache hit, got ${hit.headers["x-tollgate-cache"]}`);
 
   console.log(
-    `\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${NODE_VERSION}, ${cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)})\n`,
+    `\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${NODE_VERSION}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? "?"}, ${new Date().toISOString().slice(0, 10)})\n`,
   );
   console.log("| scenario | proxy | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
   for (const s of scenarios) {
@@ -681,13 +683,19 @@ try {
    * `<kind> <a>÷<b> <scenario>: x.xx`, the ratio of the medians over the rounds; with several rounds, the range of the
    * same-round ratios follows in parentheses. Nothing when either side was not measured.
    */
-  const ratio = (kind: keyof typeof FIELD, scenario: string, a: string, b: string, label = `${a}÷${b}`) => {
+  const ratioOf = (kind: keyof typeof FIELD, scenario: string, a: string, b: string) => {
     const xs = of(scenario, a);
     const ys = of(scenario, b);
-    if (!xs.length || !ys.length) return;
+    if (!xs.length || !ys.length) return undefined;
     const f = FIELD[kind];
     const value = median(xs.map((r) => f(r.m))) / median(ys.map((r) => f(r.m)));
     const per = xs.flatMap((x) => ys.filter((y) => y.round === x.round).map((y) => f(x.m) / f(y.m)));
+    return { value, per };
+  };
+  const ratio = (kind: keyof typeof FIELD, scenario: string, a: string, b: string, label = `${a}÷${b}`) => {
+    const r = ratioOf(kind, scenario, a, b);
+    if (!r) return;
+    const { value, per } = r;
     const range = per.length > 1 ? ` (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)} over ${per.length} rounds)` : "";
     console.log(`${kind} ${label.replace(/ /g, "-")} ${scenario}: ${value.toFixed(2)}${range}`);
   };
@@ -724,6 +732,30 @@ try {
       const tg = of(n, "tollgate");
       if (tg.length) console.log(`cpu/request tollgate÷paced-floor ${n}: ${(median(tg.map((r) => r.m.cpuUsPerReq)) / paced).toFixed(2)}`);
     }
+  }
+  // Issue 26's goals, judged on this run alone: every line on the median over rounds, and how many rounds met it too.
+  const goals: [kind: keyof typeof FIELD, scenario: string, baseline: string, label: string, at: "≤" | "≥", goal: number][] = [
+    ["cpu/request", "runtime-get", "node raw pipe", "tollgate÷floor", "≤", 1.5],
+    ["cpu/request", "runtime-post", "node raw pipe", "tollgate÷floor", "≤", 1.5],
+    ["cpu/request", "fast-get", "node raw pipe", "tollgate÷floor", "≤", 1.5],
+    ["req/s", "fast-get", "node raw pipe", "tollgate÷floor", "≥", 0.7],
+    ["req/s", "cache-hit", "health", "tollgate÷health", "≥", 0.8],
+  ];
+  const judged = goals.flatMap(([kind, scenario, baseline, label, at, goal]) => {
+    const r = ratioOf(kind, scenario, "tollgate", baseline);
+    if (!r) return [];
+    const meets = (x: number) => (at === "≤" ? x <= goal : x >= goal);
+    const rounds = r.per.length > 1 ? `, ${r.per.filter(meets).length} of ${r.per.length} rounds` : "";
+    return [
+      {
+        met: meets(r.value),
+        line: `goal ${kind} ${label} ${scenario} ${at} ${goal}: ${r.value.toFixed(2)} ${meets(r.value) ? "met" : "NOT met"}${rounds}`,
+      },
+    ];
+  });
+  if (judged.length) {
+    console.log(`\n## Goals (issue 26), this run: ${judged.filter((j) => j.met).length} of ${judged.length} met on the median`);
+    for (const j of judged) console.log(j.line);
   }
 } finally {
   await stopSandbox();
