@@ -112,30 +112,39 @@ export async function startLocalWeb(site: LocalSite): Promise<LocalWeb> {
         return Promise.resolve(undefined);
       }
       if (!/^https?:$/.test(url.protocol) || !site.knows(url.hostname)) return Promise.resolve(undefined);
-      return new Promise((resolve, reject) => {
-        const req = request(
-          {
-            host: "127.0.0.1",
-            port,
-            method: opts.method ?? "GET",
-            path: url.pathname + url.search,
-            headers: { host: url.host, "x-forwarded-proto": url.protocol.slice(0, -1) },
-            signal: opts.signal,
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on("data", (c: Buffer) => chunks.push(c));
-            res.on("end", () => {
-              const headers: Record<string, string> = {};
-              for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") headers[k] = v;
-              resolve({ status: res.statusCode ?? 502, headers, body: Buffer.concat(chunks) });
-            });
-            res.on("error", reject);
-          },
-        );
-        req.on("error", reject);
-        req.end();
-      });
+      // A kept-alive socket the server closes as the request goes out resets it (Node 20's global agent and server both
+      // time an idle socket out at 5 s): sent once more on a fresh connection, as browsers and Node's docs do for a
+      // request on a reused socket. Otherwise the page fails as if its host could not be resolved (the likely cause of a
+      // crawl job's start page failing once in a loaded CI run).
+      const send = (retry: boolean): Promise<LocalWebResponse> =>
+        new Promise((resolve, reject) => {
+          const req = request(
+            {
+              host: "127.0.0.1",
+              port,
+              method: opts.method ?? "GET",
+              path: url.pathname + url.search,
+              headers: { host: url.host, "x-forwarded-proto": url.protocol.slice(0, -1) },
+              signal: opts.signal,
+            },
+            (res) => {
+              const chunks: Buffer[] = [];
+              res.on("data", (c: Buffer) => chunks.push(c));
+              res.on("end", () => {
+                const headers: Record<string, string> = {};
+                for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") headers[k] = v;
+                resolve({ status: res.statusCode ?? 502, headers, body: Buffer.concat(chunks) });
+              });
+              res.on("error", reject);
+            },
+          );
+          req.on("error", (err: NodeJS.ErrnoException) => {
+            if (retry && req.reusedSocket && err.code === "ECONNRESET" && !opts.signal?.aborted) resolve(send(false));
+            else reject(err);
+          });
+          req.end();
+        });
+      return send(true);
     },
     async close() {
       for (const t of timers) clearTimeout(t);

@@ -148,7 +148,9 @@ describe.concurrent("web fetch, batch fetch and crawl", () => {
 
   it("web crawl follows crawlOptions", async () => {
     const job = await h.client.web.crawl.startAndWait({ url: `${SITE}/products`, crawlOptions: { maxPages: 2, ignoreSitemap: true } });
-    expect(job).toMatchObject({ status: "completed", totalPages: 2 });
+    // A failed crawl says why (the job's error, each page's), not only that it failed.
+    const why = { error: job.error, pages: job.data?.map((p) => `${p.url} ${p.status}${p.error ? `: ${p.error}` : ""}`) };
+    expect({ status: job.status, totalPages: job.totalPages, why }).toMatchObject({ status: "completed", totalPages: 2 });
     expect(job.data!.map((p) => p.url)).toEqual([`${SITE}/products`, `${SITE}/`]);
     expect((await h.api("GET", "/api/web/crawl/unknown")).status).toBe(404);
   });
