@@ -745,13 +745,9 @@ try {
     const r = ratioOf(kind, scenario, "tollgate", baseline);
     if (!r) return [];
     const meets = (x: number) => (at === "≤" ? x <= goal : x >= goal);
+    const met = meets(r.value);
     const rounds = r.per.length > 1 ? `, ${r.per.filter(meets).length} of ${r.per.length} rounds` : "";
-    return [
-      {
-        met: meets(r.value),
-        line: `goal ${kind} ${label} ${scenario} ${at} ${goal}: ${r.value.toFixed(2)} ${meets(r.value) ? "met" : "NOT met"}${rounds}`,
-      },
-    ];
+    return [{ met, line: `goal ${kind} ${label} ${scenario} ${at} ${goal}: ${r.value.toFixed(2)} ${met ? "met" : "NOT met"}${rounds}` }];
   });
   if (judged.length) {
     console.log(`\n## Goals (issue 26), this run: ${judged.filter((j) => j.met).length} of ${judged.length} met on the median`);

@@ -64,11 +64,17 @@ export async function startLocalWeb(site: LocalSite): Promise<LocalWeb> {
       timers.delete(timer);
     });
   };
+  // An idle kept-alive connection is closed by the client, never by this server: Node 20's global agent (web.fetch
+  // below) drops a free socket after 5 s, the server's default idle timeout is 5 s too, and a server closing one as a
+  // request went out reset that request (the page then failed as if its host could not be resolved).
+  const KEEP_ALIVE_MS = 65_000;
   const server: Server = createServer(handle);
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
   // One port for both schemes: a TLS client hello starts with 0x16, anything else is plain HTTP. The certificate is
   // self-signed; browsers trust exactly its key (--ignore-certificate-errors-spki-list), nothing else.
   const cert = await localWebCert();
   const secure = cert ? createHttpsServer({ key: cert.key, cert: cert.cert }, handle) : undefined;
+  if (secure) secure.keepAliveTimeout = KEEP_ALIVE_MS;
   const sockets = new Set<Socket>();
   const front = createNetServer((sock) => {
     sockets.add(sock);
@@ -112,39 +118,30 @@ export async function startLocalWeb(site: LocalSite): Promise<LocalWeb> {
         return Promise.resolve(undefined);
       }
       if (!/^https?:$/.test(url.protocol) || !site.knows(url.hostname)) return Promise.resolve(undefined);
-      // A kept-alive socket the server closes as the request goes out resets it (Node 20's global agent and server both
-      // time an idle socket out at 5 s): sent once more on a fresh connection, as browsers and Node's docs do for a
-      // request on a reused socket. Otherwise the page fails as if its host could not be resolved (the likely cause of a
-      // crawl job's start page failing once in a loaded CI run).
-      const send = (retry: boolean): Promise<LocalWebResponse> =>
-        new Promise((resolve, reject) => {
-          const req = request(
-            {
-              host: "127.0.0.1",
-              port,
-              method: opts.method ?? "GET",
-              path: url.pathname + url.search,
-              headers: { host: url.host, "x-forwarded-proto": url.protocol.slice(0, -1) },
-              signal: opts.signal,
-            },
-            (res) => {
-              const chunks: Buffer[] = [];
-              res.on("data", (c: Buffer) => chunks.push(c));
-              res.on("end", () => {
-                const headers: Record<string, string> = {};
-                for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") headers[k] = v;
-                resolve({ status: res.statusCode ?? 502, headers, body: Buffer.concat(chunks) });
-              });
-              res.on("error", reject);
-            },
-          );
-          req.on("error", (err: NodeJS.ErrnoException) => {
-            if (retry && req.reusedSocket && err.code === "ECONNRESET" && !opts.signal?.aborted) resolve(send(false));
-            else reject(err);
-          });
-          req.end();
-        });
-      return send(true);
+      return new Promise((resolve, reject) => {
+        const req = request(
+          {
+            host: "127.0.0.1",
+            port,
+            method: opts.method ?? "GET",
+            path: url.pathname + url.search,
+            headers: { host: url.host, "x-forwarded-proto": url.protocol.slice(0, -1) },
+            signal: opts.signal,
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on("data", (c: Buffer) => chunks.push(c));
+            res.on("end", () => {
+              const headers: Record<string, string> = {};
+              for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") headers[k] = v;
+              resolve({ status: res.statusCode ?? 502, headers, body: Buffer.concat(chunks) });
+            });
+            res.on("error", reject);
+          },
+        );
+        req.on("error", reject);
+        req.end();
+      });
     },
     async close() {
       for (const t of timers) clearTimeout(t);
