@@ -1,7 +1,7 @@
 // The layout's boundaries (README "Layout"): what may import what. Rules name folders, not files, so the layout stays
 // while files move inside a folder. Run: `npm run lint:boundaries` (part of `npm run lint`).
 // Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry,
-// payments → routing and middleware/ (the chain; identity lives in middleware/identify) → surfaces (search, sessions, sandboxes, jobs) and the operator apps
+// payments (it announces budget and credit events through its port, src/payments/events.ts; operators listen) → routing and middleware/ (the chain; identity lives in middleware/identify) → surfaces (search, sessions, sandboxes, jobs) and the operator apps
 // (operators, console, mcp) → src/gateway.ts, src/services.ts, the entries (src/platform/{node,worker}.ts, src/cli/).
 
 /** Files that are not the shipped code: tests beside the code, declaration files. */
@@ -148,6 +148,14 @@ module.exports = {
         pathNot: `${nodeSide}|^src/platform/worker\\.ts$|routes?\\.tsx?$|${notShipped}`,
       },
       to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
+    },
+    {
+      name: "payments-import-no-operators",
+      comment:
+        "src/payments announces budget and credit events through its one port (src/payments/events.ts, wired by src/gateway.ts); src/operators listens: no import from payments into operators.",
+      severity: "error",
+      from: { path: "^src/payments/" },
+      to: { path: "^src/operators/" },
     },
     {
       name: "platform-and-state-below-the-chain",

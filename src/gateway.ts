@@ -64,7 +64,7 @@ import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "../middleware/identify/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
-import { onBudgetExhausted } from "./operators/kill-switch.js";
+import { moneyListener } from "./operators/money-listener.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
 import { startWebhookDispatcher } from "./operators/webhooks.js";
 import { docsHandlers, type DocsAssets } from "./operators/docs.js";
@@ -187,7 +187,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     onClose: (fn) => closers.push(fn),
     isMetricsToken: metricsTokenCheck(deps.secrets.metricsToken), // [the metrics token's one holder]
   };
-  services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
+  services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
   const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined; // [the wallet key's one holder]
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]

@@ -2,6 +2,7 @@
 import { LRUCache } from "lru-cache";
 import type { TenantConfig } from "../../config/schema.js";
 import type { Scope } from "../../config/tenant-schema.js";
+import { tenantAmounts } from "../../config/amounts.js";
 import { GatewayError, errors } from "../../src/errors.js";
 import type { Context } from "hono";
 import { hotHeader } from "../../src/platform/request-headers.js";
@@ -66,6 +67,7 @@ export class TenantDirectory {
     const byId = new Map<string, Tenant>();
     const byHash = new Map<string, KeyEntry>();
     for (const t of tenants) {
+      tenantAmounts(t); // its money parsed once, as it comes in (a synced or changed tenant is a new object)
       byId.set(t.id, t);
       for (const k of t.keys) byHash.set(k.hash, { tenant: t, expiresAt: k.expiresAt ? Date.parse(k.expiresAt) : undefined });
     }

@@ -10,6 +10,7 @@
 // The same pass delivers webhooks due in the outbox (./webhooks.ts).
 import type { GatewayServices } from "../services.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
+import { configAmounts } from "../../config/amounts.js";
 import { Readiness } from "./readiness.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { raiseAlert, webhookDispatcher } from "./webhooks.js";
@@ -165,7 +166,7 @@ export class AlertMonitor {
     await Promise.all([
       walletBelow !== undefined &&
         this.sources.walletBalance().then((b) =>
-          floor("wallet.low", b === undefined ? undefined : b < usdToAtomic(walletBelow), () => ({
+          floor("wallet.low", b === undefined ? undefined : b < configAmounts(this.services.config).walletBelow!, () => ({
             id: `wallet.low:${new Date(this.services.now()).toISOString()}`,
             type: "wallet.low",
             data: { balance: atomicToUsd(b!), floor: walletBelow },

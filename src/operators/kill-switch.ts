@@ -1,12 +1,9 @@
 // The kill switch: stops a tenant's open sandboxes and sessions through the upstream, revokes every gateway token it
 // holds (open WebSockets then close within 2 s, on every instance) and records it. Pulled by an admin disabling or
-// deleting a tenant, and by a budget running out for a tenant with `onExhausted = "stop"` (once per window, fleet-wide).
-import type { Context } from "hono";
+// deleting a tenant, and by a budget running out for a tenant with `onExhausted = "stop"` (once per window, fleet-wide:
+// ./money-listener.ts hears it from payments).
 import type { GatewayServices } from "../services.js";
-import type { BudgetWindow, ResourceKind } from "../state/types.js";
-import { deliverBudgetEvent } from "./webhooks.js";
-import { untilWindowEndsMs, windowPeriod } from "./budget-windows.js";
-import { stateKeys } from "../state/keys.js";
+import type { ResourceKind } from "../state/types.js";
 import { settleResource } from "../payments/kept-holds.js";
 
 export interface KillReport {
@@ -75,28 +72,4 @@ export async function killTenant(services: GatewayServices, tenantId: string, re
   services.metrics.killSwitch("resource_stopped", report.stopped.sandboxes.length + report.stopped.sessions.length);
   await stores.audit.append({ at: services.now(), actor, action: "tenant.kill", target: `tenant:${tenantId}`, after: report });
   return report;
-}
-
-/**
- * A budget window of the tenant is exhausted (a reservation was refused, or a commit reached the limit). Sends the
- * `budget.exhausted` alert and, for `onExhausted = "stop"`, pulls the kill switch: each once per window across the
- * fleet. Never throws (it runs beside the request `c`, which has already been answered or refused).
- */
-export async function onBudgetExhausted(services: GatewayServices, tenantId: string, window: BudgetWindow, c?: Context): Promise<void> {
-  try {
-    const tenant = services.directory.get(tenantId);
-    if (!tenant) return;
-    const now = services.now();
-    const period = windowPeriod(window, now);
-    const first = await services.stores.kv.setIfAbsent(
-      stateKeys.budgetExhausted(tenantId, window, period),
-      services.instanceId,
-      untilWindowEndsMs(window, now),
-    );
-    if (!first) return;
-    deliverBudgetEvent(services, tenant, { type: "budget.exhausted", window, period, onExhausted: tenant.onExhausted }, c);
-    if (tenant.onExhausted === "stop") await killTenant(services, tenantId, `${window} budget exhausted`);
-  } catch (err) {
-    services.logger.error("budget exhaustion handling failed", { tenant: tenantId, window, error: String((err as Error)?.message ?? err) });
-  }
 }

@@ -2,7 +2,8 @@
 import { createPublicClient, http, type PublicClient } from "viem";
 import type { GatewayServices } from "../services.js";
 import type { PaymentSigner } from "../payments/signer.js";
-import { atomicToUsd, usdToAtomic } from "../payments/money.js";
+import { atomicToUsd } from "../payments/money.js";
+import { configAmounts } from "../../config/amounts.js";
 
 const BALANCE_OF_ABI = [
   {
@@ -137,7 +138,7 @@ export class Readiness {
   /** balanceOf(wallet) of each allowed payment asset on each network with an RPC; the smallest must be above the floor. */
   private async probeWallet(): Promise<CheckResult> {
     const { payments } = this.services.config;
-    const floor = usdToAtomic(payments.minWalletBalance);
+    const floor = configAmounts(this.services.config).minWalletBalance;
     if (!payments.enabled || !this.signer) return { ok: true, skipped: "no wallet" };
     if (floor === 0n) return { ok: true, skipped: "payments.minWalletBalance is 0" };
     const networks = Object.keys(payments.rpc).filter((n) => !payments.networks || payments.networks.includes(n));

@@ -8,8 +8,7 @@ import { callerTenant } from "../../middleware/identify/index.js";
 import type { RowHandler } from "../routing/handlers.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";
-import { tenantLimits } from "../payments/limits.js";
-import { resetAt } from "../state/windows.js";
+import { tenantWindows } from "../payments/budgets/remaining.js";
 import { fleetSavings } from "./savings.js";
 import { lastCreditDrift } from "../payments/credit-drift.js";
 import { calibrate, usageCsv, usageExport, windowOf } from "../payments/usage-export.js";
@@ -18,9 +17,6 @@ import { capLedgerTenant } from "../payments/spend.js";
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
 
 async function usageOf(services: GatewayServices, tenant: Tenant) {
-  const now = services.now();
-  const limits = tenantLimits(tenant);
-  const used = await services.stores.ledger.usage(tenant.id, now);
   type Window = {
     limit: string | null;
     spent: string;
@@ -29,14 +25,13 @@ async function usageOf(services: GatewayServices, tenant: Tenant) {
     resetsAt: string | null;
   };
   const windows = {} as Record<string, Window>;
-  for (const w of ["daily", "monthly", "total"] as const) {
-    const l = limits[w];
-    windows[w] = {
-      limit: l === undefined ? null : atomicToUsd(l),
-      spent: atomicToUsd(used[w]),
-      byKind: { x402: atomicToUsd(used.byKind.x402[w]), credits: atomicToUsd(used.byKind.credits[w]) },
-      remaining: l === undefined ? null : atomicToUsd(l - used[w] > 0n ? l - used[w] : 0n),
-      resetsAt: resetAt(w, now),
+  for (const w of await tenantWindows(services, tenant)) {
+    windows[w.window] = {
+      limit: w.limit === undefined ? null : atomicToUsd(w.limit),
+      spent: atomicToUsd(w.spent),
+      byKind: { x402: atomicToUsd(w.x402), credits: atomicToUsd(w.credits) },
+      remaining: w.remaining === undefined ? null : atomicToUsd(w.remaining),
+      resetsAt: w.resetsAt,
     };
   }
   // Answers served from the cache or joined to a call in flight, across the fleet, and what they would have cost.

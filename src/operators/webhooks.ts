@@ -6,7 +6,8 @@
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../../middleware/identify/tenants.js";
-import type { BudgetWindow, OutboxMessage } from "../state/types.js";
+import type { OutboxMessage } from "../state/types.js";
+import type { MoneyEvent } from "../payments/events.js";
 import { DestinationRules } from "./destinations.js";
 import { fetchWebhookSender } from "./webhook-sender.js";
 
@@ -20,23 +21,6 @@ export type AlertServices = Pick<
 >;
 
 const enc = new TextEncoder();
-
-export type BudgetEvent =
-  | { type: "budget.threshold"; window: BudgetWindow; period: string; threshold: number; spent: string; limit: string }
-  | { type: "budget.exhausted"; window: BudgetWindow; period: string; onExhausted: string }
-  /** A credits settlement above its hold, recorded whole (period: the ledger entry). */
-  | {
-      type: "credits.over_hold";
-      window: "total";
-      period: string;
-      route: string;
-      resource: string | null;
-      held: string;
-      settled: string;
-      settledFrom: string;
-    }
-  /** The team's usage and the ledger's credit spend differ past credits.driftAlertUsd (period: the day it was seen). */
-  | { type: "credits.drift"; window: "total"; period: string; driftUsd: string; thresholdUsd: string; teamUsd: string; ledgerUsd: string };
 
 /** An alert as raised: its id (the `webhook-id` every receiver gets, stable across retries), type and details. */
 export interface AlertEvent {
@@ -140,8 +124,8 @@ export function raiseAlert(services: AlertServices, event: AlertEvent, c?: Conte
   );
 }
 
-/** A budget threshold crossed or a window exhausted (./alerts.ts, ./kill-switch.ts). */
-export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, event: BudgetEvent, c?: Context): void {
+/** A money event announced by payments (./money-listener.ts): a budget threshold crossed, a window exhausted… */
+export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, event: MoneyEvent, c?: Context): void {
   const suffix = event.type === "budget.threshold" ? `:${event.threshold}` : "";
   const { type, ...data } = event;
   const summary =

@@ -16,6 +16,7 @@ import {
 } from "./credit-reports.js";
 import { settleCredits, type CreditHold } from "./credit-ledger.js";
 import type { LedgerServices } from "./spend.js";
+import { configAmounts } from "../../config/amounts.js";
 
 /** Settling a resource or job: the ledger, and the upstream (the usage it reports). */
 type SettleServices = LedgerServices & Pick<GatewayServices, "upstream">;
@@ -41,7 +42,7 @@ export async function settleEndedResource(
   r: { kind: "session" | "sandbox"; id: string; estimate: bigint },
 ): Promise<void> {
   const credits = await upstreamCreditsUsed(services, r.kind, r.id);
-  const reported = credits === undefined ? 0n : creditsToAtomic(credits, services.config.credits.usdPerCredit);
+  const reported = credits === undefined ? 0n : creditsToAtomic(credits, configAmounts(services.config).usdPerCredit);
   const from = reported > 0n ? "upstream" : "estimate";
   await settleCredits(services, c, hold, { cost: from === "upstream" ? reported : r.estimate, from, estimate: r.estimate });
   const entryId = hold.ids[0]!;
@@ -72,7 +73,7 @@ export async function settleFinishedJob(
     body = (await readUpstreamJson(services, path.slice(0, -"/status".length))) ?? body;
   const credits = reportedCredits(body);
   if (credits !== undefined) {
-    const cost = creditsToAtomic(credits, services.config.credits.usdPerCredit);
+    const cost = creditsToAtomic(credits, configAmounts(services.config).usdPerCredit);
     await settleCredits(services, c, hold, { cost, from: "upstream", estimate: hold.amount });
     return;
   }
@@ -94,7 +95,7 @@ export async function recheckResourceEntry(services: SettleServices, e: LedgerEn
   const m = RESOURCE.exec(e.resource ?? "");
   if (!m || e.state !== "committed" || e.kind !== "credits") return false;
   const credits = await upstreamCreditsUsed(services, m[1] as "session" | "sandbox", m[2]!);
-  const cost = credits === undefined ? 0n : creditsToAtomic(credits, services.config.credits.usdPerCredit);
+  const cost = credits === undefined ? 0n : creditsToAtomic(credits, configAmounts(services.config).usdPerCredit);
   if (cost === 0n) return false; // not landed yet
   if (e.settledFrom === "upstream" && e.costAmount === cost.toString()) return false;
   await correctSettlement(services, e, cost, "upstream", c);

@@ -15,7 +15,7 @@ import { withIdempotency } from "./idempotency.js";
 import { fleetCoalesce, type FleetResult } from "./fleet-coalesce.js";
 import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "./paid-call.js";
-import { budgetRemaining } from "../payments/budget-remaining.js";
+import { budgetRemaining } from "../payments/budgets/remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { callerCap, callerTenant } from "../../middleware/identify/index.js";
 import { jsonBody, jsonBodyNow, type JsonBody } from "../../middleware/body-limit/index.js";

@@ -17,7 +17,7 @@ import { X402SessionAnswer } from "../sessions/wire.js";
 import { noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { budgetRemaining } from "../payments/budget-remaining.js";
+import { budgetRemaining } from "../payments/budgets/remaining.js";
 import { callerTenant } from "../../middleware/identify/index.js";
 import { claimRefused, type RowHandler } from "../routing/handlers.js";
 import { stateKeys } from "../state/keys.js";

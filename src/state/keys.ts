@@ -42,9 +42,9 @@ export const stateKeys = {
   revocations: "revocations",
   /** Every token of a tenant issued before the stored second is revoked. */
   revokedTenant: (tenant: string) => `revoked-tenant:${tenant}`,
-  /** Once-per-window marker of a budget alert threshold sent (src/operators/alerts.ts). */
+  /** Once-per-window marker of a budget alert threshold announced (src/payments/budgets/thresholds.ts). */
   budgetAlert: (tenant: string, window: string, period: string, threshold: number) => `alert:${tenant}:${window}:${period}:${threshold}`,
-  /** Once-per-window marker of a budget exhaustion handled (src/operators/kill-switch.ts). */
+  /** Once-per-window marker of a budget exhaustion announced (src/payments/budgets/exhaustion.ts). */
   budgetExhausted: (tenant: string, window: string, period: string) => `exhausted:${tenant}:${window}:${period}`,
   /** Read by a readiness probe of the Durable Object backend. */
   ping: "tollgate:ping",

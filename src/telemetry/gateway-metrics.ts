@@ -1,7 +1,8 @@
 // The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
 import type { TenantDirectory } from "../../middleware/identify/tenants.js";
 import type { LedgerState, StateStores } from "../state/types.js";
-import { tenantLimits } from "../payments/limits.js";
+import { limitsOf } from "../payments/budgets/limits.js";
+import { remainingOf } from "../payments/budgets/remaining.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
 import { TextRegistry } from "./text-registry.js";
 import { VERSION } from "../operators/own-routes.js";
@@ -316,10 +317,10 @@ export class GatewayMetrics {
       const usages = await Promise.all(tenants.map((t) => stores.ledger.usage(t.id, now)));
       tenants.forEach((t, i) => {
         const used = usages[i]!;
-        const limits = tenantLimits(t);
+        const limits = limitsOf(t);
         for (const w of WINDOWS) {
           const l = limits[w];
-          rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(l > used[w] ? l - used[w] : 0n)]);
+          rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(remainingOf(l, used[w]))]);
         }
       });
       const held = new Map<string, { amount: bigint; count: number }>();
