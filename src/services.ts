@@ -9,7 +9,7 @@ import type { TokenService } from "../middleware/identify/tokens.js";
 import type { WebSocketRelay } from "./platform/websocket.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "../middleware/identify/tenant-sync.js";
-import type { WebhookSender } from "./operators/webhook-sender.js";
+import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import type { MoneyEvents } from "./payments/events.js";
 

@@ -10,7 +10,7 @@ import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "./t
 import type { RouteRow } from "../../src/routing/table.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
-import { roleOf } from "../../src/operators/roles.js";
+import { roleOf } from "../../src/operators/actions/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
 import { SESSION_COOKIE, sessionById, type ConsoleSession } from "../../src/console/session.js";
 import { getCookie } from "hono/cookie";

@@ -3,7 +3,7 @@
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../../middleware/identify/tenants.js";
 import type { SpendKind } from "../state/types.js";
-import { ledgerSurface, SURFACES } from "../operators/admin/views.js";
+import { ledgerSurface, SURFACES } from "../operators/actions/views.js";
 import { tenantWindows, type WindowFigures } from "../payments/budgets/remaining.js";
 
 export type WindowSpend = WindowFigures;

@@ -26,7 +26,7 @@ import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./node/held-body.js
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
-import { VERSION } from "../operators/own-routes.js";
+import { VERSION } from "../operators/version.js";
 import type { PeerAddress } from "./client-address.js";
 
 /** The TCP peer of the request's socket (what @hono/node-server's getConnInfo reads, without the object it builds). */

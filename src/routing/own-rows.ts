@@ -1,7 +1,7 @@
 // The gateway's own endpoints as rows of the route table (./table.ts): under /_tollgate (a prefix the upstream never
 // uses) and the MCP endpoint. The chain mounts them like any row (identify → rate limit → body → handler); they are
-// free, forward nothing, and their handlers sit by name beside their surface (src/operators/, src/operators/token-routes.ts,
-// src/mcp/endpoint.ts; the console's in src/console/routes.tsx, whose rows are mounted on its own sub-app). Callers: "public" (anyone; a
+// free, forward nothing, and their handlers sit by name beside their surface (src/operators/, src/operators/http/token-routes.ts,
+// src/mcp/endpoint.ts; the console's in src/console/handlers/, whose rows are mounted on its own sub-app). Callers: "public" (anyone; a
 // tenant key or gateway token presented is still the caller, for the rate limit), "tenant-key" (any of a tenant's
 // keys), "operator" (an admin or operator-readonly key: read-only keys may read, not change), "metrics-token"
 // (TOLLGATE_METRICS_TOKEN as a bearer), "mcp-token" (a keyless MCP token for its tenant), "console" (the console's
@@ -14,7 +14,7 @@ import {
   tenantCreateBody,
   tenantPatchBody,
   consoleLinkBody,
-} from "../operators/admin/schemas.js";
+} from "../operators/schemas.js";
 import type * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Method, RouteRow } from "./row.js";

@@ -1,7 +1,7 @@
 // Paid search and fetch: /x402/web/{search,fetch} paid with x402, /api/web/{search,fetch} billed to credits. The
 // caller is the chain's; the steps read in order: idempotency → cache → coalesce → pay (or meter) → forward → answer.
 import type { Context, ContextVariableMap } from "hono";
-import { recordSavings } from "../operators/savings.js";
+import { recordSavings } from "../operators/actions/savings.js";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";

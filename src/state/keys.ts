@@ -22,7 +22,7 @@ export const stateKeys = {
   x402SessionManagement: (id: string) => `session:x402mgmt:${id}`,
   /** When a paid (x402) session ends, for its quota slot. */
   paidSession: (id: string) => `session:paid:${id}`,
-  /** Cache and coalescing savings of a tenant across the fleet, one counter per figure (src/operators/savings.ts). */
+  /** Cache and coalescing savings of a tenant across the fleet, one counter per figure (src/operators/actions/savings.ts). */
   savings: (tenant: string, figure: "hits" | "coalesced" | "saved") => `savings:${tenant}:${figure}`,
   /** A credits hold of a running resource or job (middleware/meter/index.ts). */
   creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,

@@ -5,7 +5,7 @@ import { limitsOf } from "../payments/budgets/limits.js";
 import { remainingOf } from "../payments/budgets/remaining.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
 import { TextRegistry } from "./text-registry.js";
-import { VERSION } from "../operators/own-routes.js";
+import { VERSION } from "../operators/version.js";
 import { BoundedLabel, METHOD_INDEX, METHODS, routeClassOf, runtimeName, type WebSocketKind } from "./metric-labels.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
@@ -21,7 +21,7 @@ const children =
   (...values: string[]): C =>
     family.labels(...values);
 
-/** This instance's upstream calls since it started: what the upstream alert rules read (src/operators/alert-monitor.ts). */
+/** This instance's upstream calls since it started: what the upstream alert rules read (src/operators/alerts/alert-monitor.ts). */
 export interface UpstreamTally {
   calls: number;
   /** Answered 5xx, or not at all. */

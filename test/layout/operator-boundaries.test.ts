@@ -61,4 +61,18 @@ describe("the boundary lint on money and the operator wing", () => {
     });
     expect(clean).toEqual([]);
   }, 60_000);
+
+  it("catches hono, or an HTTP face, imported by an operator action", async () => {
+    const planted = await cruise("actions", {
+      "src/operators/http/admin/validate.ts": "export const validBody = () => {};\n",
+      "src/operators/actions/tenants.ts": 'import type { Context } from "hono";\nexport const create = (c: Context) => c;\n',
+      "src/operators/actions/keys.ts": 'import { validBody } from "../http/admin/validate";\nexport const create = () => validBody();\n',
+      // a face calling an action is the way round it should be
+      "src/operators/http/admin/keys.ts": 'import { create } from "../../actions/keys";\nexport const row = () => create();\n',
+    });
+    expect(planted.sort((a, b) => a.from.localeCompare(b.from))).toEqual([
+      { from: "src/operators/actions/keys.ts", rule: "operator-actions-below-their-faces" },
+      { from: "src/operators/actions/tenants.ts", rule: "operator-actions-import-no-hono" },
+    ]);
+  }, 60_000);
 });

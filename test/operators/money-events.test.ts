@@ -6,7 +6,7 @@ import { parseConfig } from "../../config/load.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
 import { announceExhausted } from "../../src/payments/budgets/exhaustion.js";
 import { reserveSpend, settleSpend } from "../../src/payments/spend.js";
-import { moneyListener } from "../../src/operators/money-listener.js";
+import { moneyListener } from "../../src/operators/alerts/money-listener.js";
 
 const HASH = (n: number) => `sha256:${String(n).padStart(64, "0")}`;
 let gw: Gateway | undefined;
