@@ -2,7 +2,6 @@
 import { parse as parseToml } from "smol-toml";
 import type * as z from "zod";
 import { configSchema, type TollgateConfig } from "./schema.js";
-import { configAmounts, tenantAmounts } from "./amounts.js";
 
 export interface Secrets {
   /** The upstream service's API key (TOLLGATE_UPSTREAM_API_KEY). */
@@ -114,9 +113,6 @@ export function parseConfig(raw: unknown, source = "configuration"): TollgateCon
   const result = configSchema.safeParse(raw, { reportInput: true });
   const problems = [...(result.success ? [] : result.error.issues.flatMap((i) => describeIssue(i).split("\n"))), ...semanticProblems(raw)];
   if (problems.length || !result.success) throw new ConfigError(problems, source);
-  // Its money, parsed once into integer amounts now (config/amounts.ts), not on the requests that count it.
-  configAmounts(result.data);
-  for (const t of result.data.tenants) tenantAmounts(t);
   return result.data;
 }
 

@@ -64,6 +64,7 @@ import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "../middleware/identify/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
+import { configAmounts } from "./payments/amounts.js";
 import { moneyListener } from "./operators/alerts/money-listener.js";
 import { AlertMonitor, type AlertSources } from "./operators/alerts/alert-monitor.js";
 import { startWebhookDispatcher } from "./operators/alerts/webhooks.js";
@@ -150,6 +151,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
+  configAmounts(config); // the configuration's money parsed once, now (the tenants' as the directory takes them in)
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);

@@ -2,7 +2,7 @@
 import { LRUCache } from "lru-cache";
 import type { TenantConfig } from "../../config/schema.js";
 import type { Scope } from "../../config/tenant-schema.js";
-import { tenantAmounts } from "../../config/amounts.js";
+import { tenantAmounts } from "../../src/payments/amounts.js";
 import { GatewayError, errors } from "../../src/errors.js";
 import type { Context } from "hono";
 import { hotHeader } from "../../src/platform/request-headers.js";

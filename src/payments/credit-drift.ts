@@ -7,7 +7,7 @@ import type { GatewayServices } from "../services.js";
 import { stateKeys } from "../state/keys.js";
 import { OPERATOR } from "./events.js";
 import { atomicToUsd } from "./money.js";
-import { configAmounts } from "../../config/amounts.js";
+import { configAmounts } from "./amounts.js";
 import { creditsToAtomic, settledCostSoFar, teamCreditsUsed } from "./credit-reports.js";
 
 /** What the drift check last saw. USD amounts as decimal strings; `driftUsd` signed (positive: the bill is larger). */

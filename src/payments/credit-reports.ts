@@ -8,7 +8,7 @@ import type { LedgerEntry, SettledFrom } from "../state/types.js";
 import { stateKeys } from "../state/keys.js";
 import { checkBudget } from "./budgets/thresholds.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";
-import { ONE, tenantAmounts } from "../../config/amounts.js";
+import { ONE, tenantAmounts } from "./amounts.js";
 import type { Tenant } from "../../middleware/identify/tenants.js";
 import { capEntryId, type LedgerServices } from "./spend.js";
 

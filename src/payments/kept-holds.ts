@@ -7,7 +7,7 @@ import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Meter, PriceName } from "../routing/table.js";
 import { stateKeys } from "../state/keys.js";
-import { configAmounts } from "../../config/amounts.js";
+import { configAmounts } from "./amounts.js";
 import { releaseCredits, type CreditHold } from "./credit-ledger.js";
 import { settleEndedResource, settleFinishedJob } from "./settle.js";
 import type { LedgerServices } from "./spend.js";

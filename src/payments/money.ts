@@ -1,11 +1,15 @@
 // Money at the edges: USD decimal strings in config and display, bigint atomic units (6 decimals) everywhere else.
-// The conversions are viem's (parseUnits/formatUnits); this module fixes the format the gateway shows.
-import { formatUnits } from "viem";
+// The conversions are viem's (parseUnits/formatUnits); this module only fixes the format the gateway accepts and shows.
+import { formatUnits, parseUnits } from "viem";
 
 const USD_DECIMALS = 6;
 
-// Parsing lives with the configuration (config/amounts.ts: every amount is parsed once, when it is loaded).
-export { usdToAtomic } from "../../config/amounts.js";
+/** "0.005" → 5000n. Accepts what config/fields.ts's usdAmount accepts. Configured amounts are parsed once (./amounts.ts). */
+export function usdToAtomic(usd: string): bigint {
+  const text = usd.trim();
+  if (!/^\d+(?:\.\d{1,6})?$/.test(text)) throw new Error(`not a USD amount: ${usd}`);
+  return parseUnits(text, USD_DECIMALS);
+}
 
 /** Amounts shown lately (a route's price recurs on every answer of it: a cache hit shows it in a header). */
 const shown = new Map<bigint, string>();

@@ -1,6 +1,6 @@
 // Payment policy: the global one narrowed by the tenant's, and the choice of the cheapest option it allows.
 import type { TenantConfig, TollgateConfig } from "../../config/schema.js";
-import { configAmounts, tenantAmounts } from "../../config/amounts.js";
+import { configAmounts, tenantAmounts } from "./amounts.js";
 import { atomicToUsd, minBigint } from "./money.js";
 import type { PaymentOption } from "./requirements.js";
 import { schemeFor } from "./schemes/index.js";

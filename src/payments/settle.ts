@@ -16,7 +16,7 @@ import {
 } from "./credit-reports.js";
 import { settleCredits, type CreditHold } from "./credit-ledger.js";
 import type { LedgerServices } from "./spend.js";
-import { configAmounts } from "../../config/amounts.js";
+import { configAmounts } from "./amounts.js";
 
 /** Settling a resource or job: the ledger, and the upstream (the usage it reports). */
 type SettleServices = LedgerServices & Pick<GatewayServices, "upstream">;

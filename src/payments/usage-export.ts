@@ -6,7 +6,7 @@ import type { GatewayServices } from "../services.js";
 import type { LedgerEntry } from "../state/types.js";
 import { ROUTES, type PriceName } from "../routing/table.js";
 import { atomicToUsd } from "./money.js";
-import { configAmounts } from "../../config/amounts.js";
+import { configAmounts } from "./amounts.js";
 
 /** The most entries one export reads; a wider window is refused (narrow from/to). */
 const MAX_ENTRIES = 100_000;

@@ -1,9 +1,9 @@
 // The budget room (src/payments/budgets/) on the memory stores: window boundaries (UTC day and month, the total window
 // that never resets), what is left of a limit, the thresholds reached, and exhaustion (the 402, the once-per-window
-// mark, the "stop" refusal until the window resets); tenants' amounts parsed once (config/amounts.ts); and the money
+// mark, the "stop" refusal until the window resets); tenants' amounts parsed once (src/payments/amounts.ts); and the money
 // events port: what payments announces, a recording listener hears, once each across two "instances".
 import { describe, expect, it } from "vitest";
-import { configAmounts, tenantAmounts } from "../../config/amounts.js";
+import { configAmounts, tenantAmounts } from "../../src/payments/amounts.js";
 import { parseConfig } from "../../config/load.js";
 import { TenantDirectory } from "../../middleware/identify/tenants.js";
 import { GatewayError } from "../../src/errors.js";

@@ -3,7 +3,7 @@ import { createPublicClient, http, type PublicClient } from "viem";
 import type { GatewayServices } from "../../services.js";
 import type { PaymentSigner } from "../../payments/signer.js";
 import { atomicToUsd } from "../../payments/money.js";
-import { configAmounts } from "../../../config/amounts.js";
+import { configAmounts } from "../../payments/amounts.js";
 
 const BALANCE_OF_ABI = [
   {

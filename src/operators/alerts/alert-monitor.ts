@@ -10,7 +10,7 @@
 // The same pass delivers webhooks due in the outbox (./webhooks.ts).
 import type { GatewayServices } from "../../services.js";
 import { atomicToUsd, usdToAtomic } from "../../payments/money.js";
-import { configAmounts } from "../../../config/amounts.js";
+import { configAmounts } from "../../payments/amounts.js";
 import { Readiness } from "../actions/readiness.js";
 import type { PaymentSigner } from "../../payments/signer.js";
 import { raiseAlert, webhookDispatcher } from "./webhooks.js";

@@ -1,6 +1,6 @@
 // A tenant's budget limits as the ledger checks them: the amounts parsed once when the tenant was taken in
-// (config/amounts.ts), never re-derived from the configuration's USD strings on a request.
-import { tenantAmounts } from "../../../config/amounts.js";
+// (src/payments/amounts.ts), never re-derived from the configuration's USD strings on a request.
+import { tenantAmounts } from "../amounts.js";
 import type { Tenant } from "../../../middleware/identify/tenants.js";
 import type { BudgetLimits } from "../../state/types.js";
 

@@ -1,17 +1,9 @@
 // Money in the configuration, parsed once into integer amounts: atomic units (bigint, 6 decimals, USDC's precision).
 // The configuration keeps USD strings (what an operator writes and the admin API shows); the code that counts money
-// reads these amounts, each parsed when the configuration or a tenant is taken in, never again per request.
-import { parseUnits } from "viem";
-import type { TenantConfig, TollgateConfig } from "./schema.js";
-
-const USD_DECIMALS = 6;
-
-/** "0.005" → 5000n. Accepts what ./fields.ts's usdAmount accepts. */
-export function usdToAtomic(usd: string): bigint {
-  const text = usd.trim();
-  if (!/^\d+(?:\.\d{1,6})?$/.test(text)) throw new Error(`not a USD amount: ${usd}`);
-  return parseUnits(text, USD_DECIMALS);
-}
+// reads these amounts, each parsed when the gateway or its tenant directory takes the configuration or a tenant in
+// (createGateway, TenantDirectory.replace), never again per request.
+import type { TenantConfig, TollgateConfig } from "../../config/schema.js";
+import { usdToAtomic } from "./money.js";
 
 /** One million: a multiplier of exactly 1 in millionths, an amount of 1 USD in atomic units. */
 export const ONE = 1_000_000n;
