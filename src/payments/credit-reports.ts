@@ -23,10 +23,13 @@ export function creditsToAtomic(credits: number, usdPerCredit: bigint | string):
   return (millionths * rate + 500_000n) / ONE;
 }
 
-/** An amount with a tenant's multiplier ("1.25") applied, rounded up to the atomic unit; unchanged without one. */
-export function withMultiplier(amount: bigint, multiplier: string | undefined): bigint {
-  if (!multiplier || amount === 0n) return amount;
-  return (amount * usdToAtomic(multiplier) + 999_999n) / 1_000_000n;
+/**
+ * An amount with a tenant's multiplier applied, rounded up to the atomic unit; unchanged without one. The multiplier
+ * as a tenant's parsed amounts hold it (millionths), or as a ledger entry or kept hold recorded it ("1.25").
+ */
+export function withMultiplier(amount: bigint, multiplier: bigint | string | undefined): bigint {
+  if (multiplier === undefined || multiplier === "" || amount === 0n) return amount;
+  return (amount * (typeof multiplier === "string" ? usdToAtomic(multiplier) : multiplier) + 999_999n) / ONE;
 }
 
 /** A multiplier worth recording: undefined for none or exactly 1 (as parsed when the tenant was taken in). */

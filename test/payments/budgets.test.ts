@@ -15,6 +15,7 @@ import { checkBudget, reachedThresholds } from "../../src/payments/budgets/thres
 import { untilWindowEndsMs, windowPeriod, windowResetAt } from "../../src/payments/budgets/windows.js";
 import type { MoneyEvent, MoneyEvents } from "../../src/payments/events.js";
 import { reserveSpend, settleSpend } from "../../src/payments/spend.js";
+import { withMultiplier } from "../../src/payments/credit-reports.js";
 import { memoryStores } from "../../src/state/memory.js";
 import type { StateStores, Usage } from "../../src/state/types.js";
 
@@ -73,6 +74,8 @@ describe("the budget room", () => {
     expect(isBudgeted(acme)).toBe(true);
     expect(isBudgeted(cfg.tenants[2]!)).toBe(false);
     expect(tenantAmounts(cfg.tenants[2]!).creditMultiplier).toBeUndefined(); // exactly 1 is none
+    expect(withMultiplier(1_000n, tenantAmounts({ creditMultiplier: "1.25" }).creditMultiplier)).toBe(1_250n);
+    expect(withMultiplier(1_000n, tenantAmounts({ creditMultiplier: "0" }).creditMultiplier)).toBe(0n); // free, not unchanged
     // A changed tenant is a new object: its amounts are its own.
     const raised = { ...acme, budget: { daily: "2.5" } };
     expect(limitsOf(raised)).toEqual({ daily: 2_500_000n, monthly: undefined, total: undefined });

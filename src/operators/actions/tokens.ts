@@ -70,7 +70,8 @@ export async function listedTokens(services: GatewayServices, tenant: string): P
 
 /**
  * Mints a keyless token for `tenant` (scopes and ownership checked here), records it for revocation and for the
- * console's list. Shared by POST /_tollgate/tokens and the console.
+ * console's list. Shared by POST /_tollgate/tokens and the console. `by.origin` is the gateway's public origin as the
+ * request saw it: where the URLs the answer hands out (a sandbox's runtime, a session's wsEndpoint, /mcp) point.
  */
 export async function mintKeylessToken(
   services: GatewayServices,
