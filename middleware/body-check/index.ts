@@ -6,33 +6,18 @@ import type { Context, MiddlewareHandler, Next } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import type { ResourceKind } from "../../src/state/types.js";
-import { jsonBody, jsonBodyNow, type JsonBody } from "../body-limit/index.js";
+import { jsonBody, jsonBodyNow, type JsonBody } from "../../src/routing/json-body.js";
 import { LRUCache } from "lru-cache";
-import { bodyProblems, namedRefs, type NamedRef } from "./declare.js";
-import { callerTenant } from "../identify/index.js";
+import { notOwned } from "../../src/routing/not-owned.js";
+import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
+import { callerTenant } from "../../src/identity/caller.js";
 import type { RouteRow } from "../../src/routing/table.js";
 
 /** The body step reads the server config (`unknownBodyFields`), logs forwarded unknown fields, checks ownership. */
 type BodyCheckServices = Pick<GatewayServices, "config" | "logger" | "stores">;
 
-const NOUN: Record<ResourceKind, string> = {
-  sandbox: "Sandbox",
-  session: "Session",
-  snapshot: "Snapshot",
-  volume: "Volume",
-  profile: "Profile",
-  extension: "Extension",
-  job: "Job",
-  task: "Task",
-};
-
 /** Bodies up to this many characters are remembered once they pass (see checkBody). */
 const PASSED_MAX_CHARS = 4096;
-
-/** Another tenant's id (or one nobody here created) answers exactly like a missing one, wherever it was named. */
-export const notOwned = (kind: ResourceKind, id: string, field?: string) =>
-  new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`, field ? { field } : {});
 
 declare module "hono" {
   interface ContextVariableMap {

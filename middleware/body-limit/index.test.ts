@@ -4,7 +4,8 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse } from "../../src/errors.js";
-import { jsonBody, jsonValue, limitBody, setJsonBody } from "./index.js";
+import { jsonBody, jsonValue, setJsonBody } from "../../src/routing/json-body.js";
+import { limitBody } from "./index.js";
 
 /** A body sent as a stream of chunks, with no Content-Length (what a chunked upload looks like). */
 function streamed(...chunks: string[]): RequestInit & { duplex: "half" } {

@@ -2,13 +2,13 @@
 // prints carries the code (never a key) in its query, which the access log does not record. The code lives five
 // minutes in shared state, only as its hash, and the first exchange on any instance uses it up.
 import type { GatewayServices } from "../services.js";
-import { hashTenantKey } from "../../middleware/identify/tenants.js";
+import { hashTenantKey } from "../identity/tenants.js";
 import type { RowHandler } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { audit } from "../operators/tenant-changes.js";
 import { validBody } from "../operators/admin/validate.js";
 import { consoleLinkBody } from "../operators/admin/schemas.js";
-import { CONSOLE_PATH, randomToken } from "./session.js";
+import { CONSOLE_PATH, randomToken } from "../identity/console-session.js";
 
 const LINK_TTL_DEFAULT_S = 300;
 /** The longest a code may live (consoleLinkBody's bound); a used code's marker is kept this long. */

@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { jsonBody, setJsonBody } from "../../middleware/body-limit/index.js";
+import { jsonBody, setJsonBody } from "../routing/json-body.js";
 import { type RowHandler, startJob } from "../routing/handlers.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { stopUpstream } from "../operators/kill-switch.js";

@@ -9,9 +9,9 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { RowHandler } from "../routing/handlers.js";
 import type { GatewayServices } from "../services.js";
-import { MCP_SCOPES, type McpScope } from "../../middleware/identify/tokens.js";
+import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { jsonValue } from "../../middleware/body-limit/index.js";
+import { jsonValue } from "../routing/json-body.js";
 import { GatewayCall } from "./call.js";
 import { registerTools } from "./tools.js";
 

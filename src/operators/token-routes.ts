@@ -5,16 +5,16 @@ import * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { requireScope, type Tenant } from "../../middleware/identify/tenants.js";
-import { MCP_SCOPES, type TokenScope } from "../../middleware/identify/tokens.js";
+import { requireScope, type Tenant } from "../identity/tenants.js";
+import { MCP_SCOPES, type TokenScope } from "../identity/tokens.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../sessions/rewrite.js";
 import { gatewayRuntime } from "../sandboxes/rewrite.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { usdAmount } from "../../config/fields.js";
 import { stateKeys } from "../state/keys.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { jsonBody } from "../routing/json-body.js";
+import { callerTenant } from "../identity/caller.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */

@@ -8,8 +8,8 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, upstreamJson } from "../platform/upstream.js";
-import { jsonBody, setJsonBody } from "../../middleware/body-limit/index.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { jsonBody, setJsonBody } from "../routing/json-body.js";
+import { callerTenant } from "../identity/caller.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** The upstream's longest volume name. */

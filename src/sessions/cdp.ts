@@ -6,8 +6,8 @@ import type { GatewayServices } from "../services.js";
 import { Upstream } from "../platform/upstream.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { sessionEndpoints } from "./access.js";
-import { callerTenant } from "../../middleware/identify/index.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
+import { callerTenant } from "../identity/caller.js";
+import { jsonBody } from "../routing/json-body.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */

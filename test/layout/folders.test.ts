@@ -18,7 +18,7 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { undiciTransport } from "../../src/platform/node/undici-transport.js";
 import type { UpstreamTransport } from "../../src/platform/transport.js";

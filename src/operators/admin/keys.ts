@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import { changeTenant } from "../tenant-changes.js";
-import { generateTenantKey, hashTenantKey, keyIdOf, type Tenant } from "../../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey, keyIdOf, type Tenant } from "../../identity/tenants.js";
 import { keyCreateBody, keyExpireBody, keyRotateBody } from "./schemas.js";
 import { validBody } from "./validate.js";
 import type { RowHandler } from "../../routing/handlers.js";

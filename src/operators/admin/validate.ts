@@ -2,7 +2,7 @@
 import type { Context } from "hono";
 import type * as z from "zod";
 import { GatewayError } from "../../errors.js";
-import { jsonValue } from "../../../middleware/body-limit/index.js";
+import { jsonValue } from "../../routing/json-body.js";
 
 /** A whole tenant (settings, quotas, alert rules) fits in a few kilobytes; this is generous. */
 const ADMIN_BODY_LIMIT = 256 * 1024;

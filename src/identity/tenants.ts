@@ -2,9 +2,9 @@
 import { LRUCache } from "lru-cache";
 import type { TenantConfig } from "../../config/schema.js";
 import type { Scope } from "../../config/tenant-schema.js";
-import { GatewayError, errors } from "../../src/errors.js";
+import { GatewayError, errors } from "../errors.js";
 import type { Context } from "hono";
-import { hotHeader } from "../../src/platform/request-headers.js";
+import { hotHeader } from "../platform/request-headers.js";
 
 export type Tenant = TenantConfig;
 
