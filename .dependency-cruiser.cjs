@@ -23,6 +23,22 @@ const nodeOnlyPackages = `(^|/)node_modules/${nodeOnly}|^${nodeOnly}`;
 const stepMayImport =
   "^src/(errors|log|context|services)\\.ts$|^src/(state|identity|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)";
 
+/**
+ * The Node speed helpers (src/platform/speed.ts: the gateway's platform, chosen by its entry) are used only by these
+ * files, through src/platform/{request-headers,held-body,response-headers}.ts; everything else reads and sets headers
+ * and bodies with Hono's API.
+ */
+const speedHelpers = "^src/platform/(request-headers|held-body|response-headers)\\.ts$";
+const speedHelperUsers = [
+  "src/identity/tenants.ts", // the tenant key (x-api-key), read on every keyed request
+  "src/routing/json-body.ts", // the one JSON body reader: a body the runtime holds whole
+  "src/search/routes.ts", // cache-control and idempotency-key on the paid search's hot path
+  "src/sandboxes/runtime-forward.ts", // a runtime call's body: its length, and the body held whole
+  "middleware/body-limit/index.ts", // the declared length against the row's limit
+  "middleware/request-id/index.ts", // the headers added to every answer after the handler
+  "src/platform/node/direct-relay.ts", // an answer whose head the Node entry writes gathers its added headers
+];
+
 /** A surface may import another surface only through these declared seams (folder → folder). */
 const seams = {
   // x402 sessions are browser sessions paid per call: they reuse the sessions surface's access, rewrite and wire.
@@ -131,6 +147,15 @@ module.exports = {
       severity: "error",
       from: { path: "^middleware/([^/]+)/", pathNot: notShipped },
       to: { path: "^middleware/", pathNot: "^middleware/$1/" },
+    },
+    {
+      name: "speed-helpers-fenced",
+      comment: `The Node speed helpers (${speedHelpers}) are used only by: ${speedHelperUsers.join(", ")}. Everything else reads and sets headers and bodies with Hono's API.`,
+      severity: "error",
+      from: {
+        pathNot: `^(${speedHelperUsers.map((f) => f.replace(/[.]/g, "\\.")).join("|")})$|^src/platform/(request-headers|held-body|response-headers|speed)\\.ts$|${notShipped}`,
+      },
+      to: { path: speedHelpers },
     },
     {
       name: "identity-below-the-chain",

@@ -20,10 +20,6 @@ const ALLOWED = {
   "src/platform/node/turn-writes.ts": { turn: "the event loop's current turn: one per process" },
   "src/platform/node/log-sink.ts": { stdout: "fd 1: one per process" },
   "src/platform/node/direct-relay.ts": { tags: "a counter of relay tags, unique in the process" },
-  // Until the Node speed helpers are injected per gateway (issue 41, item 4): the setters the Node entry fills.
-  "src/platform/held-body.ts": { take: "the Node entry's setter (to go)", decode: "the Node entry's setter (to go)" },
-  "src/platform/request-headers.ts": { read: "the Node entry's setter (to go)" },
-  "src/platform/response-headers.ts": { writeUnread: "the Node entry's setter (to go)" },
 };
 
 /** The problems in one file's source (file: its path from the root, for messages and ALLOWED). */

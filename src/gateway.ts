@@ -27,6 +27,7 @@ import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
 import { ownHandlers } from "./operators/own-routes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
+import { webPlatform, type PlatformSpeed } from "./platform/speed.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
 import { TokenService } from "./identity/tokens.js";
@@ -81,6 +82,8 @@ export interface GatewayDeps {
   webSocketRelay?: WebSocketRelay;
   /** The TCP peer's address, for `server.trustedProxies`; the Node entry passes it, Workers have none. */
   peerAddress?: GatewayServices["peerAddress"];
+  /** The runtime's speed helpers for this gateway; the Node entry passes its own, elsewhere the Web default. */
+  platform?: PlatformSpeed;
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
@@ -178,6 +181,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
+    platform: deps.platform ?? webPlatform,
     peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
     metrics,
     webhookSender: deps.webhookSender,
@@ -223,7 +227,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   };
 
   // Steps that do nothing after next() share one step of Hono's chain with the one after them (middleware/series).
-  app.use(requestId());
+  app.use(requestId(services.platform));
   app.use(
     series([
       // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.

@@ -8,6 +8,7 @@ import type { Upstream } from "./platform/upstream.js";
 import type { StateStores } from "./state/types.js";
 import type { TokenService } from "./identity/tokens.js";
 import type { WebSocketRelay } from "./platform/websocket.js";
+import type { PlatformSpeed } from "./platform/speed.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./identity/tenant-sync.js";
 import type { WebhookSender } from "./operators/webhook-sender.js";
@@ -28,6 +29,11 @@ export interface GatewayServices {
   stores: StateStores;
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
+  /**
+   * The runtime's speed helpers for this gateway (src/platform/speed.ts): the Node entry's when its fast paths are on,
+   * else the Web default (everything through the Request and Response).
+   */
+  platform: PlatformSpeed;
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;

@@ -17,7 +17,10 @@ import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { getCookie } from "hono/cookie";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
-type IdentifyServices = Pick<GatewayServices, "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress">;
+type IdentifyServices = Pick<
+  GatewayServices,
+  "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress" | "platform"
+>;
 
 const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {
   "search-token": "search",
@@ -37,6 +40,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
   const tokenKinds = new Set(row.auth.map((a) => TOKEN_KIND[a]).filter(Boolean));
   const open = row.auth.includes("none") || row.auth.includes("ticket");
   const boundParam = row.owns?.param;
+  const platform = services.platform;
 
   /** The caller its verified token makes (when it presents one), else its key's; refusals as the row's auth decides. */
   const callerOf = (
@@ -104,7 +108,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
       c.set("caller", { via: "ticket" });
       return next();
     }
-    const fromHeader = tokenKinds.size > 0 && !acceptsKey ? bearerToken(c.req.raw.headers) : presentedKey(c);
+    const fromHeader = tokenKinds.size > 0 && !acceptsKey ? bearerToken(c.req.raw.headers) : presentedKey(platform, c);
     // `?token=` only where a client cannot send headers: a WebSocket upgrade (and it is never forwarded).
     const presented = fromHeader ?? (tokenKinds.size > 0 && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined);
     const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
@@ -158,7 +162,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
       const bearer = bearerToken(headers);
       if (bearer && isMetricsToken(bearer)) return { via: "metrics-token" };
     }
-    const presented = presentedKey(c);
+    const presented = presentedKey(services.platform, c);
     if (open) {
       // Only to count the request against its tenant: an open row's answer does not depend on it.
       return (await quietly(services, presented ?? c.req.query("token"))) ?? { via: "public" };
@@ -218,7 +222,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
  * row fronts. Sets the caller as a row's identify would.
  */
 export async function identifyKey(services: IdentifyServices, c: Context<GatewayEnv>, scope: Scope): Promise<Tenant> {
-  const presented = presentedKey(c);
+  const presented = presentedKey(services.platform, c);
   const tenant = await services.directory.authenticate(presented);
   requireScope(tenant, scope);
   c.set("caller", { via: "key", tenant, presented: presented! });

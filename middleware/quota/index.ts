@@ -19,7 +19,7 @@ type Quotas = Tenant["quotas"];
  * The quota step counts slots in the state stores (kv, ownership), asks the upstream for a snapshot's image and for
  * resources that may have ended unseen, and reads the clock; nothing else.
  */
-type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now">;
+type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now" | "platform">;
 
 function refuse(status: number, code: string, message: string, figures: Record<string, unknown>): never {
   throw new GatewayError(status, code, message, figures);
@@ -95,7 +95,7 @@ export function quota(services: QuotaServices, kind: "sandbox" | "session"): Mid
     const limit = kind === "sandbox" ? q.maxSandboxes : q.maxSessions;
     const shapesBody = q.maxTimeoutMinutes !== undefined || q.regions !== undefined || (kind === "sandbox" && q.images !== undefined);
     if (limit === undefined && !shapesBody) return next();
-    if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c)).json }));
+    if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c, services.platform)).json }));
     if (limit === undefined) return next();
     let slot = await slots.reserve(kind, tenant.id, limit);
     if (!slot.ok) {

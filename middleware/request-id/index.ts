@@ -4,6 +4,7 @@
 // step of every request.
 import type { MiddlewareHandler } from "hono";
 import { setResponseHeader } from "../../src/platform/response-headers.js";
+import { webPlatform, type PlatformSpeed } from "../../src/platform/speed.js";
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -16,7 +17,7 @@ const SANE = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
  * @example app.use(requestId())  // c.get("requestId"), response header x-request-id
  */
-export function requestId(): MiddlewareHandler {
+export function requestId(platform: PlatformSpeed = webPlatform): MiddlewareHandler {
   return function requestIdMiddleware(c, next) {
     const given = c.req.header("x-request-id");
     const id = given && SANE.test(given) ? given : crypto.randomUUID();
@@ -25,13 +26,13 @@ export function requestId(): MiddlewareHandler {
       const named = c.get("answerHeaders");
       if (named)
         try {
-          for (const k in named) setResponseHeader(c.res, k, named[k]!);
+          for (const k in named) setResponseHeader(platform, c.res, k, named[k]!);
         } catch {
           /* immutable response (a WebSocket upgrade on some runtimes) */
         }
       if (c.res.status === 101) return;
       try {
-        setResponseHeader(c.res, "x-request-id", id);
+        setResponseHeader(platform, c.res, "x-request-id", id);
       } catch {
         /* immutable response from a runtime adapter */
       }

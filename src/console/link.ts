@@ -29,7 +29,7 @@ const CODE_SHAPE = /^[A-Za-z0-9_-]{40,64}$/;
 export function consoleLinkHandlers(services: GatewayServices): Record<string, RowHandler> {
   return {
     "admin.consoleLink": async (c) => {
-      const body = await validBody(c, consoleLinkBody);
+      const body = await validBody(c, services.platform, consoleLinkBody);
       const caller = c.get("caller");
       if (caller.via !== "key") throw new Error("admin.consoleLink: the row's caller is an operator key");
       const tenant = caller.tenant;

@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import { heldBody, heldBodyNextTurn, heldBodyText } from "../platform/held-body.js";
+import type { PlatformSpeed } from "../platform/speed.js";
 import { LRUCache } from "lru-cache";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
@@ -90,15 +91,15 @@ async function readBoundedText(req: Request, limit: number): Promise<string> {
 }
 
 /** The body as text when the runtime already holds it whole, within `limit` (src/platform/held-body.ts). */
-function heldText(c: Context, limit: number): string | undefined {
-  const bytes = heldBody(c, limit);
-  return bytes && heldBodyText(bytes);
+function heldText(platform: PlatformSpeed, c: Context, limit: number): string | undefined {
+  const bytes = heldBody(platform, c, limit);
+  return bytes && heldBodyText(platform, bytes);
 }
 
 /** The same, one turn later (the request's first steps run before Node parses a body that came with the head). */
-async function heldTextNextTurn(c: Context, limit: number): Promise<string | undefined> {
-  const bytes = await heldBodyNextTurn(c, limit);
-  return bytes && heldBodyText(bytes);
+async function heldTextNextTurn(platform: PlatformSpeed, c: Context, limit: number): Promise<string | undefined> {
+  const bytes = await heldBodyNextTurn(platform, c, limit);
+  return bytes && heldBodyText(platform, bytes);
 }
 
 /** Deepest nesting of arrays and objects in a JSON text, counted without parsing (strings skipped). */
@@ -148,19 +149,33 @@ function parseJsonObject(text: string, what = "The request body"): Record<string
   return json as Record<string, unknown>;
 }
 
-/** The request's JSON object body, read once (bounded) and kept on the context for the rest of the chain. */
-export async function jsonBody(c: Context<GatewayEnv>, limit = c.get("bodyLimit") ?? JSON_BODY_LIMIT): Promise<JsonBody> {
-  return jsonBodyNow(c, limit) ?? keepJsonBody(c, (await heldTextNextTurn(c, limit)) ?? (await readBoundedText(c.req.raw, limit)));
+/**
+ * The request's JSON object body, read once (bounded) and kept on the context for the rest of the chain. `platform`:
+ * the gateway's (services.platform), whose runtime may hold the body already.
+ */
+export async function jsonBody(
+  c: Context<GatewayEnv>,
+  platform: PlatformSpeed,
+  limit = c.get("bodyLimit") ?? JSON_BODY_LIMIT,
+): Promise<JsonBody> {
+  return (
+    jsonBodyNow(c, platform, limit) ??
+    keepJsonBody(c, (await heldTextNextTurn(platform, c, limit)) ?? (await readBoundedText(c.req.raw, limit)))
+  );
 }
 
 /**
  * The same body when it is there without waiting (kept by an earlier step, or held whole by the runtime), else
- * undefined. `jsonBodyNow(c) ?? (await jsonBody(c))` spares a hot step a promise and a turn; errors are the same.
+ * undefined. `jsonBodyNow(c, p) ?? (await jsonBody(c, p))` spares a hot step a promise and a turn; errors are the same.
  */
-export function jsonBodyNow(c: Context<GatewayEnv>, limit = c.get("bodyLimit") ?? JSON_BODY_LIMIT): JsonBody | undefined {
+export function jsonBodyNow(
+  c: Context<GatewayEnv>,
+  platform: PlatformSpeed,
+  limit = c.get("bodyLimit") ?? JSON_BODY_LIMIT,
+): JsonBody | undefined {
   const kept = c.get("jsonBody");
   if (kept) return kept;
-  const text = heldText(c, limit);
+  const text = heldText(platform, c, limit);
   return text === undefined ? undefined : keepJsonBody(c, text);
 }
 
@@ -177,8 +192,8 @@ function keepJsonBody(c: Context<GatewayEnv>, text: string): JsonBody {
 }
 
 /** A JSON body of any shape (the admin API takes arrays too), read with the same limits and errors; not kept. */
-export async function jsonValue(c: Context<GatewayEnv>, limit = JSON_BODY_LIMIT): Promise<unknown> {
-  const held = heldText(c, limit) ?? (await heldTextNextTurn(c, limit));
+export async function jsonValue(c: Context<GatewayEnv>, platform: PlatformSpeed, limit = JSON_BODY_LIMIT): Promise<unknown> {
+  const held = heldText(platform, c, limit) ?? (await heldTextNextTurn(platform, c, limit));
   return parseJson(held ?? (await readBoundedText(c.req.raw, limit)), "The request body");
 }
 

@@ -67,7 +67,7 @@ export function volumeHandlers(services: GatewayServices, common: Record<string,
   return {
     "volume.create": async (c, row) => {
       const tenant = callerTenant(c).id;
-      const body = (await jsonBody(c)).json;
+      const body = (await jsonBody(c, services.platform)).json;
       const scopedName = upstreamVolumeName(tenant, String(body.name));
       setJsonBody(c, { ...body, name: scopedName });
       const res = await common["owned.create"]!(c, row);

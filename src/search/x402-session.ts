@@ -36,10 +36,16 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
       const h = forwardableRequestHeaders(c.req.raw.headers);
       for (const n of ["payment-signature", "x-payment"]) if (c.req.header(n)) h.set(n, c.req.header(n)!);
       return Upstream.relay(
-        await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: (await jsonBody(c)).text, withApiKey: false }),
+        await upstream.call(c, {
+          method: "POST",
+          path: pathAndQuery(c),
+          headers: h,
+          body: (await jsonBody(c, services.platform)).text,
+          withApiKey: false,
+        }),
       );
     }
-    const body = await jsonBody(c);
+    const body = await jsonBody(c, services.platform);
     const text = body.text.trim() ? body.text : "{}";
     const json = body.json;
     const route = "/x402/session";

@@ -51,7 +51,7 @@ export function cdpHandlers(services: GatewayServices): Record<string, RowHandle
     "cdp.computerAction": async (c) => {
       const id = c.req.param("id")!;
       // The chain has read and checked the body against the row's declaration (one of the SDK's actions).
-      const body = (await jsonBody(c)).text;
+      const body = (await jsonBody(c, services.platform)).text;
       const url = allowedUpstreamUrl(
         services,
         (await sessionEndpoints(c, services, id)).computerActionEndpoint,
