@@ -6,11 +6,11 @@ import type * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import type { Actor } from "../operators/actions/actor.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { actorOf } from "../operators/http/actor.js";
-import type { ConsoleSession } from "./session.js";
+import type { ConsoleSession } from "../identity/console-session.js";
 import { managesKeysOf, type Viewer } from "./pages/layout.js";
 
 export type ConsoleEnv = { Variables: { nonce: string; session: ConsoleSession; viewer: Viewer } };

@@ -18,7 +18,7 @@ import type { GatewayServices } from "../services.js";
 import { isStateUnavailable } from "../state/errors.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import type { RowHandler } from "../routing/handlers.js";
-import { CONSOLE_PATH } from "./session.js";
+import { CONSOLE_PATH } from "../identity/console-session.js";
 import { ErrorPage } from "./pages/layout.js";
 import { asConsoleContext, type ConsoleEnv, type Page, render } from "./kit.js";
 import { requireSession, signInPages, signOutPages } from "./sign-in.js";

@@ -4,10 +4,10 @@
 // that needs a signed-in operator or tenant (a consent page, say) uses `signedIn` or `requireSession` as these do.
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
-import { hashTenantKey, keyIdOf, type Tenant } from "../../middleware/identify/tenants.js";
-import { signInKey } from "../../middleware/identify/resources.js";
-import { roleOf } from "../operators/actions/roles.js";
-import { endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
+import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
+import { signInKey } from "../identity/resources.js";
+import { roleOf } from "../identity/roles.js";
+import { endSession, startSession, validFormToken, type ConsoleSession } from "../identity/console-session.js";
 import { peekLink, redeemLink } from "./link.js";
 import { asGatewayContext, type C, field, formOf, type Page, record, render } from "./kit.js";
 import { href } from "./pages/layout.js";

@@ -1,7 +1,7 @@
 // Money in the configuration, parsed once into integer amounts: atomic units (bigint, 6 decimals, USDC's precision).
 // The configuration keeps USD strings (what an operator writes and the admin API shows); the code that counts money
-// reads these amounts, each parsed when the gateway or its tenant directory takes the configuration or a tenant in
-// (createGateway, TenantDirectory.replace), never again per request.
+// reads these amounts, each parsed once: the configuration's when the gateway starts (createGateway), a tenant synced
+// from the shared store or changed through the admin API (a new object) the first time its money is counted.
 import type { TenantConfig, TollgateConfig } from "../../config/schema.js";
 import { usdToAtomic } from "./money.js";
 
@@ -46,7 +46,7 @@ const opt = (usd: string | undefined) => (usd ? usdToAtomic(usd) : undefined);
 const tenants = new WeakMap<object, TenantAmounts>();
 const configs = new WeakMap<TollgateConfig, ConfigAmounts>();
 
-/** A tenant's amounts, parsed the first time the tenant is seen (the tenant directory takes every tenant in so). */
+/** A tenant's amounts, parsed the first time they are asked for (createGateway asks for the configured tenants'). */
 export function tenantAmounts(tenant: TenantMoney): TenantAmounts {
   let a = tenants.get(tenant);
   if (a) return a;

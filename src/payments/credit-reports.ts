@@ -9,7 +9,7 @@ import { stateKeys } from "../state/keys.js";
 import { checkBudget } from "./budgets/thresholds.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";
 import { ONE, tenantAmounts } from "./amounts.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { capEntryId, type LedgerServices } from "./spend.js";
 
 /** The running settled cost counter lives this long without a write (it is read each reconciler pass). */

@@ -3,7 +3,7 @@
 // about them (alert webhooks, the kill switch) is the listener's, which the gateway wires in (src/gateway.ts:
 // src/operators/alerts/money-listener.ts). payments/ imports nothing of operators/.
 import type { Context } from "hono";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import type { BudgetWindow } from "../state/types.js";
 
 /** An event of a tenant's money. USD amounts as decimal strings, as the alert receivers get them. */

@@ -7,7 +7,7 @@ import { checkBudget } from "./budgets/thresholds.js";
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { HELD } from "../state/holds.js";
 import type { HoldGrowth, LedgerEntry, NewLedgerEntry, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";

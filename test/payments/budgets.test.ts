@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { configAmounts, tenantAmounts } from "../../src/payments/amounts.js";
 import { parseConfig } from "../../config/load.js";
-import { TenantDirectory } from "../../middleware/identify/tenants.js";
+import { TenantDirectory } from "../../src/identity/tenants.js";
 import { GatewayError } from "../../src/errors.js";
 import { Logger, Redactor } from "../../src/log.js";
 import { announceExhausted, type BudgetServices, exhaustedWindow } from "../../src/payments/budgets/exhaustion.js";

@@ -2,7 +2,7 @@
 // The console's keys: every visible tenant's keys and their last use; create, rotate and revoke through
 // ../../operators/actions/keys.ts as the admin API does, with the limits on a tenant managing its own keys there too.
 import type { GatewayServices } from "../../services.js";
-import { lastUsed } from "../../../middleware/identify/key-usage.js";
+import { lastUsed } from "../../identity/key-usage.js";
 import { createKey, refuseLastOwnKey, refuseSelfServiceKey, revokeKey, rotateKey } from "../../operators/actions/keys.js";
 import { keyCreateBody, keyRotateBody } from "../../operators/schemas.js";
 import { href } from "../pages/layout.js";

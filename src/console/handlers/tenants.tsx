@@ -2,9 +2,9 @@
 // The console's tenant page: its spend, live resources, ledger, audit trail and keys' last use; an admin changes its
 // settings and enables or disables it (../../operators/actions/tenants.ts, as the admin API does).
 import type { GatewayServices } from "../../services.js";
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import { GatewayError } from "../../errors.js";
-import { lastUsed } from "../../../middleware/identify/key-usage.js";
+import { lastUsed } from "../../identity/key-usage.js";
 import { patchTenant, setTenantEnabled } from "../../operators/actions/tenants.js";
 import { fleetSavings } from "../../operators/actions/savings.js";
 import { concernsTenant } from "../../operators/actions/views.js";

@@ -2,7 +2,7 @@
 // The console's keyless tokens (a tenant's own, signed in with its key): list, mint and revoke through
 // ../../operators/actions/tokens.ts, as POST /_tollgate/tokens does.
 import type { GatewayServices } from "../../services.js";
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import { GatewayError } from "../../errors.js";
 import { publicOriginOf } from "../../platform/public-origin.js";
 import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../../operators/actions/tokens.js";

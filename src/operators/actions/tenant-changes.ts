@@ -3,7 +3,7 @@
 // snapshot at once, and pull the kill switch when the change disables the tenant.
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
-import { keyIdOf, type Tenant } from "../../../middleware/identify/tenants.js";
+import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import type { StoredTenant } from "../../state/types.js";
 import { killTenant } from "./kill-switch.js";
 import { receiverProblems } from "../alerts/destinations.js";

@@ -4,8 +4,8 @@
 import * as z from "zod";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
-import { requireScope, type Tenant } from "../../../middleware/identify/tenants.js";
-import { MCP_SCOPES, type TokenScope } from "../../../middleware/identify/tokens.js";
+import { requireScope, type Tenant } from "../../identity/tenants.js";
+import { MCP_SCOPES, type TokenScope } from "../../identity/tokens.js";
 import { atomicToUsd, usdToAtomic } from "../../payments/money.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../../sessions/rewrite.js";
 import { gatewayRuntime } from "../../sandboxes/rewrite.js";

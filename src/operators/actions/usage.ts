@@ -2,8 +2,8 @@
 // with both kinds of spend (x402 payments and credit-billed calls) and each apart, its savings, a keyless token's cap,
 // the ledger's entries as the API shows them, and the fleet's usage with the books against the bill.
 import type { GatewayServices } from "../../services.js";
-import type { Tenant } from "../../../middleware/identify/tenants.js";
-import type { GatewayToken } from "../../../middleware/identify/tokens.js";
+import type { Tenant } from "../../identity/tenants.js";
+import type { GatewayToken } from "../../identity/tokens.js";
 import type { LedgerEntry, SpendKind } from "../../state/types.js";
 import { atomicToUsd } from "../../payments/money.js";
 import { remainingOf, tenantWindows } from "../../payments/budgets/remaining.js";

@@ -5,7 +5,7 @@
 // to a destination the rules refuse (./destinations.ts), redirects not followed.
 import type { Context } from "hono";
 import type { GatewayServices } from "../../services.js";
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import type { OutboxMessage } from "../../state/types.js";
 import type { MoneyEvent } from "../../payments/events.js";
 import { DestinationRules } from "./destinations.js";

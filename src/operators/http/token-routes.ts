@@ -5,18 +5,19 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import { publicOriginOf } from "../../platform/public-origin.js";
-import { jsonBody } from "../../../middleware/body-limit/index.js";
-import { callerTenant } from "../../../middleware/identify/index.js";
+import { jsonBody } from "../../routing/json-body.js";
+import type { PlatformSpeed } from "../../platform/speed.js";
+import { callerTenant } from "../../identity/caller.js";
 import type { RowHandler } from "../../routing/handlers.js";
 import { mintKeylessToken, mintRequest, revokeKeylessToken, revokeTenantToken, type MintRequest } from "../actions/tokens.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
-async function readMintRequest(c: Context): Promise<MintRequest> {
-  const parsed = mintRequest.safeParse((await jsonBody(c, TOKEN_BODY_LIMIT)).json);
+async function readMintRequest(c: Context, platform: PlatformSpeed): Promise<MintRequest> {
+  const parsed = mintRequest.safeParse((await jsonBody(c, platform, TOKEN_BODY_LIMIT)).json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".") || "body";
@@ -35,7 +36,7 @@ export function tokenHandlers(services: GatewayServices): Record<string, RowHand
   return {
     "own.tokens.mint": async (c) => {
       const by = { requestId: c.get("requestId"), origin: publicOriginOf(c, services) };
-      return c.json(await mintKeylessToken(services, by, callerTenant(c), await readMintRequest(c)), 201);
+      return c.json(await mintKeylessToken(services, by, callerTenant(c), await readMintRequest(c, services.platform)), 201);
     },
     "own.tokens.revoke": async (c) => {
       const tenant = callerTenant(c);
@@ -46,7 +47,7 @@ export function tokenHandlers(services: GatewayServices): Record<string, RowHand
     // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
     "own.tokens.revokeByToken": async (c) => {
       const tenant = callerTenant(c);
-      const token = (await jsonBody(c, TOKEN_BODY_LIMIT)).json.token;
+      const token = (await jsonBody(c, services.platform, TOKEN_BODY_LIMIT)).json.token;
       if (typeof token !== "string" || !token)
         throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
       const { jti } = await revokeTenantToken(services, tenant, token);

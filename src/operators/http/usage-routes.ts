@@ -4,7 +4,7 @@
 import type { Context } from "hono";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
-import { callerTenant } from "../../../middleware/identify/index.js";
+import { callerTenant } from "../../identity/caller.js";
 import type { RowHandler } from "../../routing/handlers.js";
 import { SPEND_KINDS, type LedgerState, type SpendKind } from "../../state/types.js";
 import { calibrate, usageCsv, usageExport, windowOf } from "../../payments/usage-export.js";

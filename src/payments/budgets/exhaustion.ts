@@ -4,7 +4,7 @@
 import type { Context } from "hono";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import { stateKeys } from "../../state/keys.js";
 import type { BudgetWindow, ReserveResult } from "../../state/types.js";
 import { atomicToUsd } from "../money.js";

@@ -1,6 +1,6 @@
 // What a tenant has spent and may still spend in each budget window: the figures the usage API, the console, the
 // metrics and a paid answer's `x-tollgate-budget-remaining` header show.
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import type { BudgetLimits, BudgetWindow, StateStores, Usage } from "../../state/types.js";
 import { atomicToUsd } from "../money.js";
 import { isBudgeted, limitsOf } from "./limits.js";

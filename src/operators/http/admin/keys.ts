@@ -15,11 +15,12 @@ type Ctx = Context<GatewayEnv>;
 export function keyAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
   const p = (c: Ctx, name: string) => c.req.param(name) ?? "";
   return {
-    "admin.keys.create": async (c) => c.json(await createKey(services, actorOf(c), p(c, "id"), await validBody(c, keyCreateBody)), 201),
+    "admin.keys.create": async (c) =>
+      c.json(await createKey(services, actorOf(c), p(c, "id"), await validBody(c, services.platform, keyCreateBody)), 201),
     "admin.keys.rotate": async (c) =>
-      c.json(await rotateKey(services, actorOf(c), p(c, "id"), p(c, "keyId"), await validBody(c, keyRotateBody)), 201),
+      c.json(await rotateKey(services, actorOf(c), p(c, "id"), p(c, "keyId"), await validBody(c, services.platform, keyRotateBody)), 201),
     "admin.keys.revoke": async (c) => c.json(await revokeKey(services, actorOf(c), p(c, "id"), p(c, "keyId"))),
     "admin.keys.expire": async (c) =>
-      c.json(await expireKey(services, actorOf(c), p(c, "id"), p(c, "keyId"), await validBody(c, keyExpireBody))),
+      c.json(await expireKey(services, actorOf(c), p(c, "id"), p(c, "keyId"), await validBody(c, services.platform, keyExpireBody))),
   };
 }

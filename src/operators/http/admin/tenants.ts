@@ -28,16 +28,17 @@ export function tenantAdminHandlers(services: GatewayServices): Record<string, R
       c.json(tenantView(await setTenantEnabled(services, actorOf(c), id(c), enabled)));
   return {
     "admin.tenants.list": async (c) => c.json({ tenants: await listTenants(services) }),
-    "admin.tenants.create": async (c) => c.json(await createTenant(services, actorOf(c), await validBody(c, tenantCreateBody)), 201),
+    "admin.tenants.create": async (c) =>
+      c.json(await createTenant(services, actorOf(c), await validBody(c, services.platform, tenantCreateBody)), 201),
     "admin.tenants.get": async (c) => c.json(await readTenant(services, id(c))),
     "admin.tenants.patch": async (c) => {
-      const r = await patchTenant(services, actorOf(c), id(c), await validBody(c, tenantPatchBody));
+      const r = await patchTenant(services, actorOf(c), id(c), await validBody(c, services.platform, tenantPatchBody));
       return c.json(tenantView(r));
     },
     // PUT /admin/tenants/:id/<section>: the section is the path's last segment (one row per section).
     "admin.tenants.section": async (c) => {
       const section = c.req.path.slice(c.req.path.lastIndexOf("/") + 1) as Section;
-      const value = await validBody(c, SECTIONS[section]);
+      const value = await validBody(c, services.platform, SECTIONS[section]);
       return c.json(tenantView(await setTenantSection(services, actorOf(c), id(c), section, value)));
     },
     "admin.tenants.disable": enabling(false),
