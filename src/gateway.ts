@@ -48,7 +48,7 @@ import { normalisingFetch } from "../middleware/normalize/index.js";
 import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { series } from "../middleware/series/index.js";
-import { commonHandlers, type RowHandler } from "./routing/handlers.js";
+import { commonHandlers, type Handlers } from "./routing/handlers.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
@@ -244,11 +244,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   // The console's rows, on a sub-app that answers with the console's own pages (its errors, headers, origin check).
   const isPage = (r: RouteRow) => r.auth.includes("console");
   const [pageRows, tableRows] = [ROUTES.filter(isPage), ROUTES.filter((r) => !isPage(r))];
-  const mountPages = (pages: Hono<GatewayEnv>, handlers: Record<string, RowHandler>) =>
-    mountRouteTable(pages, services, handlers, pageRows);
+  const mountPages = (pages: Hono<GatewayEnv>, handlers: Handlers) => mountRouteTable(pages, services, handlers, pageRows);
   app.route("/", consolePages(services, mountPages)); // [mount: the operator console's rows, its own pages]
   const common = commonHandlers(services);
-  const rowHandlers: Record<string, RowHandler> = {
+  const rowHandlers: Handlers = {
     // The gateway's own rows (src/routing/own-rows.ts)
     ...ownHandlers,
     ...operatorHandlers(services), // admin API and /openapi.json

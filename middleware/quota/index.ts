@@ -10,6 +10,7 @@ import { upstreamJson } from "../../src/platform/upstream.js";
 import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
 import type { WireRecord } from "../../src/platform/upstream-records.js";
 import { createdBy } from "../../src/routing/created.js";
+import type { Quota } from "../../src/routing/table.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
 
@@ -81,12 +82,15 @@ async function imageOfSnapshot(c: Context, services: QuotaServices, name: unknow
 }
 
 /**
- * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is.
+ * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is. A
+ * created one counted `until: "expiry"` (an x402 session) is remembered with its paid end time.
  * The caller is the chain's (middleware/identify/index.ts); the body is the chain's one JSON copy, completed here with the
  * defaults a quota imposes.
- * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, "sandbox"), handler)
+ * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, row.quota), handler)
  */
-export function quota(services: QuotaServices, kind: "sandbox" | "session"): MiddlewareHandler {
+export function quota(services: QuotaServices, spec: Quota): MiddlewareHandler {
+  const kind = spec.kind;
+  const untilExpiry = spec.until === "expiry";
   const slots = new CreationSlots(services.stores.kv, services.stores.ownership, services.now);
 
   return async function quotaMiddleware(c, next) {
@@ -118,7 +122,7 @@ export function quota(services: QuotaServices, kind: "sandbox" | "session"): Mid
     }
     try {
       await next();
-      if (c.res.ok) await claimCreated(c, services, kind, tenant.id, c.req.path.startsWith("/x402/"));
+      if (c.res.ok) await claimCreated(c, services, kind, tenant.id, untilExpiry);
     } finally {
       await slot.release();
     }

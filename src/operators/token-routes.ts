@@ -15,7 +15,7 @@ import { usdAmount } from "../../config/fields.js";
 import { stateKeys } from "../state/keys.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
 import { callerTenant } from "../../middleware/identify/index.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
 const TOKEN_BODY_LIMIT = 16 * 1024;
@@ -174,7 +174,7 @@ export async function revokeKeylessToken(services: GatewayServices, tenant: Tena
 }
 
 /** The tokens rows (a tenant key caller, a gateway token refused 403 tenant_key_required: src/routing/own-rows.ts). */
-export function tokenHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function tokenHandlers(services: GatewayServices): Handlers {
   async function revoke(c: Context<GatewayEnv>, tenant: Tenant, jti: string, exp: number) {
     await services.tokens.revoke(jti, exp);
     services.logger.info("token revoked", { requestId: c.get("requestId"), tenant: tenant.id, jti });

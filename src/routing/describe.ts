@@ -24,7 +24,7 @@ function owner(row: RouteRow): string {
   if (row.owns) parts.push(`owns ${row.owns.kind} :${row.owns.param}`);
   if (row.creates) parts.push(`creates ${row.creates}`);
   if (row.list) parts.push(`lists own ${row.list.kind}`);
-  if (row.quota) parts.push(`quota ${row.quota}`);
+  if (row.quota) parts.push(`quota ${row.quota.kind}`);
   if (row.bodyLimit) parts.push(`body ≤ ${row.bodyLimit / 1024} KiB`);
   return parts.join(", ");
 }

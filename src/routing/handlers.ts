@@ -10,8 +10,15 @@ import { callerTenant } from "../../middleware/identify/index.js";
 import { settleJobFrom, TERMINAL } from "../payments/kept-holds.js";
 import type { RouteRow } from "./table.js";
 import { noteCreated } from "./created.js";
+import type { HandlerName } from "./handler-names.js";
 
 export type RowHandler = (c: Context<GatewayEnv>, row: RouteRow) => Promise<Response> | Response;
+
+/**
+ * Route handlers by name: what a surface implements, and (all of them together) the registry src/gateway.ts assembles.
+ * A name outside the registry's list (./handler-names.ts) fails to compile.
+ */
+export type Handlers = Partial<Record<HandlerName, RowHandler>>;
 
 /** The body to forward: the chain's JSON copy when one was read (and maybe completed), else the client's stream. */
 export function forwardBody(c: Context<GatewayEnv>): { headers: Headers; body: string | ReadableStream<Uint8Array> | null } {
@@ -95,7 +102,7 @@ export async function startJob(
 export const claimRefused = (kind: string) =>
   new GatewayError(409, "resource_conflict", `The upstream answered with a ${kind} this tenant cannot claim; nothing was handed over.`);
 
-export function commonHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function commonHandlers(services: GatewayServices): Handlers {
   return {
     forward: async (c, row) => {
       const res = await forwardUpstream(c, services);

@@ -17,7 +17,7 @@ import { tenantRewriteContext } from "./tenant-view.js";
 import { callerTenant } from "../../middleware/identify/index.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
 import { settleResource } from "../payments/kept-holds.js";
-import { claimRefused, type RowHandler } from "../routing/handlers.js";
+import { claimRefused, type Handlers } from "../routing/handlers.js";
 import { noteCreated } from "../routing/created.js";
 
 const JSON_HEADERS = () => new Headers({ "content-type": "application/json" });
@@ -31,7 +31,7 @@ function answer(res: Response, body: unknown): Response {
   return jsonResponse(res.status, body, headers);
 }
 
-export function sandboxHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function sandboxHandlers(services: GatewayServices): Handlers {
   const { upstream } = services;
   const custody = sandboxCustody(services);
 

@@ -19,14 +19,14 @@ import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints
 import { publicOriginOf } from "../platform/public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import { callerTenant } from "../../middleware/identify/index.js";
-import { claimRefused, type RowHandler } from "../routing/handlers.js";
+import { claimRefused, type Handlers } from "../routing/handlers.js";
 import { stateKeys } from "../state/keys.js";
 
 const MGMT_TTL_MS = 24 * 3600_000;
 /** Upstream fields that are credentials for the upstream itself. */
 const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
 
-export function x402SessionHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Record<string, RowHandler> {
+export function x402SessionHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Handlers {
   const { upstream, stores } = services;
 
   const create = async (c: Context<GatewayEnv>) => {

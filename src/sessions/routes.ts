@@ -17,7 +17,7 @@ import { publicOriginOf } from "../platform/public-origin.js";
 import { callerTenant } from "../../middleware/identify/index.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
-import { claimRefused, forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
+import { claimRefused, forwardBody, forwardUpstream, type Handlers } from "../routing/handlers.js";
 import { noteCreated } from "../routing/created.js";
 import { presignTarget, rewriteSessionFileUrl } from "../sandboxes/presign.js";
 import { sendUpstream } from "../sandboxes/runtime-forward.js";
@@ -52,7 +52,7 @@ function positiveInt(raw: string | undefined, name: string, fallback: number, ma
   return n;
 }
 
-export function sessionHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function sessionHandlers(services: GatewayServices): Handlers {
   const { upstream, stores } = services;
 
   /** Shows a detail on the gateway: records its endpoints and status, mints the gateway token that replaces the upstream's. */
