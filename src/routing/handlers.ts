@@ -9,7 +9,7 @@ import { keepOwnedItems } from "./owned-items.js";
 import { callerTenant } from "../../middleware/identify/index.js";
 import { settleJobFrom, TERMINAL } from "../payments/kept-holds.js";
 import type { RouteRow } from "./table.js";
-import { noteCreated } from "./created.js";
+import { claimCreated, noteCreated } from "./created.js";
 import type { HandlerName } from "./handler-names.js";
 
 export type RowHandler = (c: Context<GatewayEnv>, row: RouteRow) => Promise<Response> | Response;
@@ -57,16 +57,13 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
  * Claims what a creation answer (`answer`, read once) names for the caller, and notes it on the context for the chain's
  * quota and meter steps (src/routing/created.ts), which read it from there rather than from the answer again.
  */
-async function claimCreated(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, answer: unknown): Promise<void> {
+async function claimAnswer(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, answer: unknown): Promise<void> {
   if (!row.creates) return;
   if (answer === NOT_JSON)
     throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not answer with JSON.");
   const { id } = noteCreated(c, answer);
   if (id === undefined) throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
-  const tenant = callerTenant(c);
-  // First claim wins: an upstream answering a creation with something another tenant owns moves nothing.
-  if (!(await services.stores.ownership.claim(row.creates, id, tenant.id))) throw claimRefused(row.creates);
-  services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id, route: row.name });
+  await claimCreated(services, c, { kind: row.creates, id, tenant: callerTenant(c).id, route: row.name });
 }
 
 /**
@@ -94,13 +91,9 @@ export async function startJob(
   const res = await forwardUpstream(c, services);
   if (!res.ok) return Upstream.relay(res);
   const answer = await answerJson(res);
-  await claimCreated(services, c, row, answer);
+  await claimAnswer(services, c, row, answer);
   return presentJob(res, answer, extra);
 }
-
-/** A creation whose answer names a resource another tenant owns: nothing is handed over. */
-export const claimRefused = (kind: string) =>
-  new GatewayError(409, "resource_conflict", `The upstream answered with a ${kind} this tenant cannot claim; nothing was handed over.`);
 
 export function commonHandlers(services: GatewayServices): Handlers {
   return {
@@ -119,7 +112,7 @@ export function commonHandlers(services: GatewayServices): Handlers {
 
     "owned.create": async (c, row) => {
       const res = await forwardUpstream(c, services);
-      if (res.ok && row.creates) await claimCreated(services, c, row, await answerJson(res));
+      if (res.ok && row.creates) await claimAnswer(services, c, row, await answerJson(res));
       return Upstream.relay(res);
     },
 
