@@ -8,7 +8,7 @@ import { ownedPage } from "../sandboxes/owned-list.js";
 import { keepOwnedItems } from "./owned-items.js";
 import { callerTenant } from "../../middleware/identify/index.js";
 import { settleJobFrom, TERMINAL } from "../payments/kept-holds.js";
-import type { RouteRow } from "./table.js";
+import type { RouteRow } from "./row.js";
 import { claimCreated, noteCreated } from "./created.js";
 import type { HandlerName } from "./handler-names.js";
 

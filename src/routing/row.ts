@@ -4,6 +4,7 @@ import type { ResourceKind } from "../state/types.js";
 import type { TokenScope } from "../../middleware/identify/tokens.js";
 import type { BodySpec } from "./bodies/index.js";
 import type { HandlerName } from "./handler-names.js";
+import type * as z from "zod";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -76,6 +77,29 @@ export interface Quota {
   until?: "upstream" | "expiry";
 }
 
+/** One answer of a documented row: JSON of `schema`, and/or a text body of type `text`. */
+export interface DocAnswer {
+  description: string;
+  schema?: z.ZodType;
+  text?: "text/plain" | "text/html" | "text/csv";
+}
+
+/**
+ * How one of the gateway's own rows appears in its OpenAPI document (src/operators/openapi.ts builds the document from
+ * the rows that carry one, and nothing else). Security and the refusals any such row may give follow from `auth`, path
+ * parameters from `path`, the request body from the row's `body` (a handler body's schema) unless `body` names one.
+ */
+export interface RouteDoc {
+  tag: "gateway" | "usage" | "tokens" | "sessions" | "admin";
+  summary: string;
+  /** Default: made from the method and path (`put /admin/tenants/{id}/budget` → putAdminTenantsIdBudget). */
+  operationId?: string;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** The row's answers by status (its refusals beside the common ones, e.g. 409). */
+  answers: Record<number, DocAnswer>;
+}
+
 export interface RouteRow {
   /** Unique name: logs, metrics and the audit speak of rows by it. */
   name: string;
@@ -122,6 +146,8 @@ export interface RouteRow {
   readOnlyMay?: boolean;
   /** A 401 from identify carries `WWW-Authenticate: Bearer resource_metadata=<public origin><this path>` (MCP). */
   bearerChallenge?: string;
+  /** In the gateway's OpenAPI document, thus (own rows, and the gateway-served computer action). */
+  doc?: RouteDoc;
   /** Deliberately not fronted: answered with this refusal, never forwarded. */
   refuse?: { status: 403 | 404 | 410; code: string; message: string };
 }

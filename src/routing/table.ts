@@ -9,6 +9,7 @@ import type { TokenScope } from "../../middleware/identify/tokens.js";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Meter, Method, RouteRow } from "./row.js";
 import { OWN_ROWS } from "./own-rows.js";
+import { anyObject, json } from "./own-answers.js";
 import type { HandlerName } from "./handler-names.js";
 
 export type { Meter, Method, PriceName, Quota, RouteRow } from "./row.js";
@@ -146,7 +147,9 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
     name: "session.computerAction.upstream", method: ["GET", "POST", "PUT"], path: "/api/session/:id/computer-action", auth: ["none"], scope: "sessions", pay: "free", body: BODY.none, handler: "refuse",
     refuse: { status: 404, code: "route_not_fronted", message: "Computer actions go to the session's computerActionEndpoint on the gateway." },
   },
-  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, bodyLimit: ACTION_BODY, handler: "cdp.computerAction" },
+  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, bodyLimit: ACTION_BODY, handler: "cdp.computerAction",
+    doc: { tag: "sessions", operationId: "sessionComputerAction", summary: "A session's computer action (the SDK's computerActionEndpoint)", answers: { 200: json(anyObject, "The upstream's answer") } },
+  },
   { name: "session.cdp", method: GET, path: "/devtools/browser/:id", auth: ["session-token", "key"], scope: "sessions", tokenScope: "cdp", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "cdp.connect" },
   // The gateway's own live view (liveUrl): the ticket in the link is checked by the handler (scope live, the owner's).
   { name: "session.live", method: GET, path: "/_tollgate/live/:id", auth: ["ticket"], scope: "sessions", pay: "free", body: BODY.none, handler: "live.page" },
