@@ -63,7 +63,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       path: pathAndQuery(c),
       headers: h,
       body: text,
-      withApiKey: row.path.startsWith("/api/"),
+      withApiKey: row.pay === "credits", // [the operator's key goes with a credit-billed call, never with an x402 one]
     });
     return Upstream.relay(res);
   };
@@ -175,7 +175,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     const send = (payment?: [string, string]) => {
       const h = new Headers(headers);
       if (payment) h.set(payment[0], payment[1]);
-      return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
+      return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: row.pay === "credits" });
     };
     const meter = row.meter;
     // A credit-billed row's meter settles here (`settles: "handler"`): only a call sent upstream is billed.
