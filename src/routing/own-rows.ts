@@ -5,7 +5,8 @@
 // tenant key or gateway token presented is still the caller, for the rate limit), "tenant-key" (any of a tenant's
 // keys), "operator" (an admin or operator-readonly key: read-only keys may read, not change), "metrics-token"
 // (TOLLGATE_METRICS_TOKEN as a bearer), "mcp-token" (a keyless MCP token for its tenant), "console" (the console's
-// session cookie; the console's own pages sign in and out).
+// session cookie; the console's own pages sign in and out). A row a client calls carries its `doc` (summary, answers
+// as zod schemas from ./own-answers.ts): the OpenAPI document (src/operators/openapi.ts) is built from those rows.
 import {
   keyCreateBody,
   keyExpireBody,
