@@ -5,7 +5,7 @@
 // coalesced answer sends nothing, so costs nothing).
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { releaseCredits, reserveCredits, settleCredits } from "./credit-ledger.js";
 import { priceOf } from "./kept-holds.js";
 import type { LedgerServices } from "./spend.js";

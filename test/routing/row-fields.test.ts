@@ -11,7 +11,7 @@ import { createGateway, type Gateway } from "../../src/gateway.js";
 import { mountRouteTable } from "../../middleware/chain.js";
 import { requestId } from "../../middleware/request-id/index.js";
 import { accessLog } from "../../middleware/access-log/index.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { Logger, Redactor } from "../../src/log.js";
 import { BODY } from "../../src/routing/bodies/index.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
