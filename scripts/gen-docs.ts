@@ -53,7 +53,8 @@ function jsdocByPath(): Map<string, string> {
       if (decl?.type !== "VariableDeclaration") continue;
       for (const d of decl.declarations as AstNode[]) {
         const id = d.id as AstNode;
-        if (id.type === "Identifier" && d.init) decls.push({ name: id.name as string, init: d.init as AstNode, source, comments: byEnd, declStart: stmt.start });
+        if (id.type === "Identifier" && d.init)
+          decls.push({ name: id.name as string, init: d.init as AstNode, source, comments: byEnd, declStart: stmt.start });
       }
     }
   }
@@ -302,11 +303,20 @@ export function configReference(schema: z.ZodType = configSchema): string {
     if (!s.rows.length) continue;
     const inner = s.path.slice(0, -2);
     const title =
-      s.path === "" ? "(top level)" : s.path.endsWith("[]") && !inner.includes("[]") ? `[[${inner}]]` : s.path.includes("[]") ? s.path : `[${s.path}]`;
+      s.path === ""
+        ? "(top level)"
+        : s.path.endsWith("[]") && !inner.includes("[]")
+          ? `[[${inner}]]`
+          : s.path.includes("[]")
+            ? s.path
+            : `[${s.path}]`;
     out.push(`### ${code(title)}`, "");
     if (s.description) out.push(s.description, "");
     out.push("| option | type | default | what |", "|---|---|---|---|");
-    for (const r of s.rows) out.push(`| ${code(r.path)} | ${cell(r.type)} | ${r.default === "—" || r.default === "required" ? r.default : code(r.default)} | ${cell(r.description)} |`);
+    for (const r of s.rows)
+      out.push(
+        `| ${code(r.path)} | ${cell(r.type)} | ${r.default === "—" || r.default === "required" ? r.default : code(r.default)} | ${cell(r.description)} |`,
+      );
     out.push("");
   }
   return out.join("\n");
