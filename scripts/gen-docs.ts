@@ -71,7 +71,10 @@ function jsdocByPath(): Map<string, string> {
     const own = d.name.endsWith("Schema") ? leading(d.source, d.comments, d.declStart) : undefined;
     if (own) list.push({ chain: [], text: clean(own), weak: true });
     const visit = (node: unknown, chain: string[]): void => {
-      if (Array.isArray(node)) return node.forEach((n) => visit(n, chain));
+      if (Array.isArray(node)) {
+        for (const n of node) visit(n, chain);
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const n = node as AstNode;
       if (n.type === "Property" && !n.computed) {
@@ -80,7 +83,8 @@ function jsdocByPath(): Map<string, string> {
         if (name !== undefined) {
           const doc = leading(d.source, d.comments, n.start);
           if (doc) list.push({ chain: [...chain, name], text: clean(doc), weak: false });
-          return visit(n.value, [...chain, name]);
+          visit(n.value, [...chain, name]);
+          return;
         }
       }
       if (n.type === "Identifier" && names.has(n.name as string) && n.name !== d.name) {
@@ -89,7 +93,10 @@ function jsdocByPath(): Map<string, string> {
         mounts.set(n.name as string, at);
         return;
       }
-      if (n.type === "MemberExpression" && !n.computed) return visit(n.object, chain);
+      if (n.type === "MemberExpression" && !n.computed) {
+        visit(n.object, chain);
+        return;
+      }
       for (const [k, v] of Object.entries(n)) if (k !== "type" && k !== "start" && k !== "end") visit(v, chain);
     };
     visit(d.init, []);
@@ -153,7 +160,9 @@ function exampleCommentsByPath(): Map<string, string> {
 // ---------------------------------------------------------------------------------------------------------------------
 // The schema walk.
 
-type Schema = z.ZodType & { _zod: { def: Record<string, any> } };
+// biome-ignore lint/suspicious/noExplicitAny: zod's internal definitions differ by kind; each is read by its fields' names
+type Def = Record<string, any>;
+type Schema = z.ZodType & { _zod: { def: Def } };
 
 /** The shared field types of config/fields.ts, by the schema object itself (a field built on one keeps it as its inner type). */
 const FIELD_TYPES = new Map<unknown, string>([
@@ -187,21 +196,22 @@ function unwrap(s: Schema): Unwrapped {
   const out: Unwrapped = { schema: s, optional: false, hasDefault: false, description: describedBy(s) };
   for (let i = 0; i < 20; i++) {
     const def = out.schema._zod.def;
+    const type: string = def.type; // wrappers newer zod versions add are named here as strings
     if (FIELD_TYPES.has(out.schema)) break;
-    if (def.type === "default" || def.type === "prefault") {
+    if (type === "default" || type === "prefault") {
       if (!out.hasDefault) {
         out.hasDefault = true;
         out.default = def.defaultValue;
       }
-    } else if (def.type === "optional" || def.type === "nullable" || def.type === "exact_optional") out.optional = true;
-    else if (def.type !== "readonly" && def.type !== "catch" && def.type !== "nonoptional" && def.type !== "pipe") break;
-    out.schema = (def.type === "pipe" ? def.in : def.innerType) as Schema;
+    } else if (type === "optional" || type === "nullable" || type === "exact_optional") out.optional = true;
+    else if (type !== "readonly" && type !== "catch" && type !== "nonoptional" && type !== "pipe") break;
+    out.schema = (type === "pipe" ? def.in : def.innerType) as Schema;
     out.description ??= describedBy(out.schema);
   }
   return out;
 }
 
-function range(checks: Array<{ _zod: { def: Record<string, any> } }> | undefined): { int: boolean; min?: string; max?: string } {
+function range(checks: Array<{ _zod: { def: Def } }> | undefined): { int: boolean; min?: string; max?: string } {
   const r: { int: boolean; min?: string; max?: string } = { int: false };
   for (const c of checks ?? []) {
     const d = c._zod.def;
@@ -222,7 +232,7 @@ function typeName(s: Schema): string {
   const def = s._zod.def;
   switch (def.type) {
     case "string": {
-      const checks = (def.checks ?? []) as Array<{ _zod: { def: Record<string, any> } }>;
+      const checks = (def.checks ?? []) as Array<{ _zod: { def: Def } }>;
       const format = checks.map((c) => c._zod.def.format).find((f) => f && f !== "regex");
       return format === "url" ? "URL" : format ? `string (${format})` : "string";
     }
