@@ -204,8 +204,8 @@ function unwrap(s: Schema): Unwrapped {
         out.default = def.defaultValue;
       }
     } else if (type === "optional" || type === "nullable" || type === "exact_optional") out.optional = true;
-    else if (type !== "readonly" && type !== "catch" && type !== "nonoptional" && type !== "pipe") break;
-    out.schema = (type === "pipe" ? def.in : def.innerType) as Schema;
+    else if (type !== "readonly" && type !== "catch" && type !== "nonoptional" && type !== "pipe" && type !== "lazy") break;
+    out.schema = (type === "pipe" ? def.in : type === "lazy" ? def.getter() : def.innerType) as Schema;
     out.description ??= describedBy(out.schema);
   }
   return out;
@@ -293,9 +293,20 @@ export function configReference(schema: z.ZodType = configSchema): string {
       const desc = describe(u, childPlain);
       const def = u.schema._zod.def;
       const element = def.type === "array" ? unwrap(def.element as Schema) : undefined;
+      const entry = def.type === "record" ? unwrap(def.valueType as Schema) : undefined;
       if (def.type === "object") nested.push(() => walkObject(u.schema, childPath, childPlain, desc));
       else if (element?.schema._zod.def.type === "object")
         nested.push(() => walkObject(element.schema, `${childPath}[]`, childPlain, desc ?? element.description));
+      // A table of tables (`[x.<name>]`): the entries' fields, under the key's type.
+      else if (entry?.schema._zod.def.type === "object")
+        nested.push(() =>
+          walkObject(
+            entry.schema,
+            `${childPath}.<${typeName(unwrap(def.keyType as Schema).schema)}>`,
+            childPlain,
+            desc ?? entry.description,
+          ),
+        );
       else
         section.rows.push({
           path: childPath,

@@ -138,3 +138,37 @@ describe("no development history in the product's docs", () => {
       expect(hits).toEqual([]);
     });
 });
+
+describe("the configuration reference generator", () => {
+  it("names every field of a schema it has not seen, whatever its kind, with its type, default and description", async () => {
+    const z = await import("zod");
+    const { configReference } = await import("../../scripts/gen-docs.js");
+    const schema = z.strictObject({
+      plain: z.string().describe("a described string"),
+      level: z.enum(["low", "high"]).default("low").meta({ description: "from meta" }),
+      either: z.union([z.string(), z.number().int().min(1)]).optional(),
+      count: z.number().int().positive().max(10).default(3),
+      maybe: z.string().nullable().optional(),
+      fixed: z.literal("v1").default("v1"),
+      trimmed: z.string().transform((s) => s.trim()),
+      later: z.lazy(() => z.string()).optional(),
+      pools: z.record(z.string(), z.strictObject({ size: z.number().int().describe("pool size") })).default({}),
+      nested: z.strictObject({ deep: z.strictObject({ flag: z.boolean().default(false) }).default({ flag: false }) }).optional(),
+      list: z.array(z.strictObject({ name: z.string() })).default([]),
+    });
+    const md = configReference(schema);
+    for (const line of [
+      "| `plain` | string | required | a described string |",
+      '| `level` | "low" \\| "high" | `"low"` | from meta |',
+      "| `either` | string or integer ≥ 1 | — |",
+      "| `count` | integer 1–10 | `3` |",
+      '| `fixed` | "v1" | `"v1"` |',
+      "| `trimmed` | string | required |",
+      "| `later` | string | — |",
+      "| `pools.<string>.size` | integer | required | pool size |",
+      "| `nested.deep.flag` | boolean | `false` |",
+      "| `list[].name` | string | required |",
+    ])
+      expect(md).toContain(line);
+  });
+});
