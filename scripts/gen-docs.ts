@@ -239,10 +239,11 @@ function typeName(s: Schema): string {
     case "number": {
       const r = range(def.checks);
       const base = r.int ? "integer" : "number";
-      if (r.min !== undefined && r.max !== undefined) return `${base} ${r.min}–${r.max}`;
-      if (r.min !== undefined) return `${base} ≥ ${r.min}`;
-      if (r.max !== undefined) return `${base} ≤ ${r.max}`;
-      return base;
+      const exclusive = (v: string | undefined) => v?.startsWith(">") || v?.startsWith("<");
+      if (r.min !== undefined && r.max !== undefined && !exclusive(r.min) && !exclusive(r.max)) return `${base} ${r.min}–${r.max}`;
+      const min = r.min === undefined ? [] : [r.min.startsWith(">") ? `> ${r.min.slice(1)}` : `≥ ${r.min}`];
+      const max = r.max === undefined ? [] : [r.max.startsWith("<") ? `< ${r.max.slice(1)}` : `≤ ${r.max}`];
+      return [base, [...min, ...max].join(", ")].filter(Boolean).join(" ");
     }
     case "boolean":
       return "boolean";
