@@ -228,7 +228,10 @@ function watchTree(root, recursive, emit) {
         // The watched directory itself went: its parent's watch says so, not this one.
         if (!fs.existsSync(dir)) return;
         const w = watchers.get(full);
-        if (w) (w.close(), watchers.delete(full));
+        if (w) {
+          w.close();
+          watchers.delete(full);
+        }
         return report(full, "remove");
       }
       const existed = seen.has(full);
