@@ -10,6 +10,7 @@ import type * as z from "zod";
 import { declaredPaths } from "../../middleware/body-check/declare.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
 import { pythonSdkDir } from "../helpers/python-sdk.js";
+import * as fixtures from "../fixtures/sdk-models.js";
 import { PY_REQUEST } from "./python-requests.js";
 import { drift, fieldPaths, readNodeSdk, readPythonSdk, type SdkReading } from "./sdk-declarations.js";
 
@@ -132,5 +133,27 @@ describe("a field planted in either SDK is caught by name", () => {
     const planted = readNodeSdk(dir);
     expect(drift("node", lock.node.models, planted.models)).toEqual(["node CreateSandboxImageBuildParams: new field plantedField?: str"]);
     expect(undeclared("image.build.create", fieldPaths(planted.models, "CreateSandboxImageBuildParams"))).toEqual(["plantedField"]);
+  });
+});
+
+describe("the answer shapes the tests parse with (test/fixtures/sdk-models.ts) are the SDKs' own", () => {
+  /** Fixture name → the SDK's model or type of that answer where the name differs ("": none, a parser's own shape). */
+  const PY_NAME: Record<string, string> = { ExtensionList: "" };
+  const NODE_NAME: Record<string, string> = { ExtensionList: "" };
+
+  it.each(Object.keys(fixtures.python))("python %s: every field the fixture names is the SDK model's", (name) => {
+    const model = PY_NAME[name] ?? name;
+    if (!model) return;
+    const sdk = new Set(fieldPaths(python.models, model));
+    expect(sdk.size, `${model} is a model of the Python SDK`).toBeGreaterThan(0);
+    expect([...declaredPaths(fixtures.python[name as keyof typeof fixtures.python]).keys()].filter((p) => !sdk.has(p))).toEqual([]);
+  });
+
+  it.each(Object.keys(fixtures.node))("node %s: every field the fixture names is the SDK type's", (name) => {
+    const model = NODE_NAME[name] ?? name;
+    if (!model) return;
+    const sdk = new Set(fieldPaths(node.models, model));
+    expect(sdk.size, `${model} is a type of the Node SDK`).toBeGreaterThan(0);
+    expect([...declaredPaths(fixtures.node[name as keyof typeof fixtures.node]).keys()].filter((p) => !sdk.has(p))).toEqual([]);
   });
 });
