@@ -3,7 +3,7 @@
 // from its source and checked in ./sdk-drift.test.ts.
 import { describe, expect, it } from "vitest";
 import type * as z from "zod";
-import { bodyProblems, declaredPaths, namedRefs, referenceFields } from "../../middleware/body-check/declare.js";
+import { bodyProblems, declaredPaths, namedRefs, referenceFields } from "../../src/routing/bodies/declare.js";
 import { createSessionBody } from "../../src/routing/bodies/sessions.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
 import { PY_REQUEST } from "./python-requests.js";
