@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type * as z from "zod";
-import { declaredPaths } from "../../middleware/body-check/declare.js";
+import { declaredPaths } from "../../src/routing/bodies/declare.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
 import { pythonSdkDir } from "../helpers/python-sdk.js";
 import * as fixtures from "../fixtures/sdk-models.js";
