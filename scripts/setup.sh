@@ -44,6 +44,17 @@ if ! command -v promtool >/dev/null 2>&1; then
   rm -rf "$tmp"
 fi
 
+# python3 with pydantic 2: the Python SDK's models (its snapshot in ../shared/reference/python-sdk) are read and run
+# by test/python/*.py (docs/sdk-drift.md). The machine image has pydantic 2 (PyPI is out of reach; Debian's is 1.10):
+# without it, it is installed from the image's local wheel store when there is one, else those tests fail naming it.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import pydantic, sys; sys.exit(0 if pydantic.VERSION.startswith("2") else 1)' 2>/dev/null; then
+  if [ -d /opt/pypi/files ] && python3 -m pip install -q --no-index --find-links /opt/pypi/files 'pydantic>=2,<3' 2>/dev/null; then
+    echo "setup: pydantic $(python3 -c 'import pydantic; print(pydantic.VERSION)') from the local wheel store"
+  else
+    echo "setup: python3 has no pydantic 2; the Python SDK tests (test/gateway/python-*.test.ts) will fail naming it"
+  fi
+fi
+
 # Never --omit=optional: workerd, anvil, esbuild and node-pty ship their binaries as optional platform packages.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci…"

@@ -180,6 +180,7 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   // The image catalog is the operator's, shared by every tenant: changing it is for admins.
   { name: "image.delete", method: DELETE, path: "/api/images/:name", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
   { name: "image.build.create", method: POST, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", body: BODY.createImageBuild, handler: "forward" },
+  { name: "image.build.reuse", method: POST, path: "/api/images/builds/reuse", auth: KEY, scope: "admin", pay: "free", body: BODY.reuseImageBuild, handler: "forward" },
   { name: "image.build.list", method: GET, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
   { name: "image.build.get", method: GET, path: "/api/images/builds/:id", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
   { name: "image.build.complete", method: POST, path: "/api/images/builds/:id/complete", auth: KEY, scope: "admin", pay: "free", body: BODY.completeImageBuild, handler: "forward" },
