@@ -227,6 +227,12 @@ export const configSchema = z
           .positive()
           .max(7 * 24 * 60)
           .default(60),
+        /**
+         * The most an upstream report may come to, as a multiple of the hold (or of the price table's estimate, when
+         * larger). A report above it, negative, not finite or not a number is refused: the hold settles to the
+         * estimate, the ledger entry names why (`refusedReport`) and one `credits.report_refused` alert is raised.
+         */
+        maxReportMultiple: z.number({ error: "expected a whole number like 10" }).int().min(1).max(1_000_000).default(10),
       })
       .default({
         enabled: true,
@@ -236,6 +242,7 @@ export const configSchema = z
         usdPerCredit: "0.001",
         driftAlertUsd: "1.00",
         lateUsageMinutes: 60,
+        maxReportMultiple: 10,
       }),
     alerts: z
       .strictObject({
