@@ -111,6 +111,34 @@ export const configSchema = z
         minWalletBalance: usdAmount.default("1.00"),
       })
       .default({ enabled: true, rpc: {}, reconcileIntervalSeconds: 30, minWalletBalance: "1.00" }),
+    /**
+     * What holds the wallet's key (docs/signers.md). "local": TOLLGATE_WALLET_KEY in the gateway's environment.
+     * "pkcs11": a secp256k1 key generated inside an HSM token (SoftHSM, YubiHSM, CloudHSM, Luna…) that never leaves it;
+     * the gateway holds the token's PIN (TOLLGATE_PKCS11_PIN) and no key; Node only. "remote" is not available yet.
+     */
+    wallet: z
+      .strictObject({
+        signer: z.enum(["local", "pkcs11", "remote"], { error: 'expected "local" or "pkcs11"' }).default("local"),
+        pkcs11: z
+          .strictObject({
+            /** The PKCS#11 module (shared library) of the HSM. */
+            module: z.string().min(1).default("/usr/lib/softhsm/libsofthsm2.so"),
+            /** The label of the token (slot) holding the key. */
+            tokenLabel: z.string({ error: "expected the token's label" }).min(1),
+            /** The CKA_LABEL of the key pair (`tollgate signer keygen --label` makes one). */
+            keyLabel: z.string().min(1).default("tollgate-wallet"),
+          })
+          .optional(),
+      })
+      .default({ signer: "local" })
+      .refine((w) => w.signer !== "remote", {
+        error: '"remote" (the out-of-process `tollgate signer`) is not available yet; use "local" or "pkcs11"',
+        path: ["signer"],
+      })
+      .refine((w) => w.signer !== "pkcs11" || !!w.pkcs11, {
+        error: 'required when wallet.signer is "pkcs11": [wallet.pkcs11] tokenLabel = "…" (module and keyLabel have defaults)',
+        path: ["pkcs11"],
+      }),
     cache: z
       .strictObject({
         enabled: z.boolean().default(true),
