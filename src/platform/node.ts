@@ -3,7 +3,7 @@ import { serve, type ServerType } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import { STATUS_CODES, ServerResponse } from "node:http";
 import type { TollgateConfig } from "../../config/schema.js";
-import type { Secrets } from "../../config/load.js";
+import { ConfigError, type Secrets } from "../../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "../gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { withDirectRelays } from "./node/direct-relay.js";
@@ -28,6 +28,8 @@ import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
 import { VERSION } from "../operators/own-routes.js";
 import type { PeerAddress } from "./client-address.js";
+import { openPkcs11Signer } from "./node/pkcs11-signer.js";
+import type { WalletSigner } from "../payments/wallet-signer.js";
 
 /** The TCP peer of the request's socket (what @hono/node-server's getConnInfo reads, without the object it builds). */
 const nodePeerAddress: PeerAddress = (c) => {
@@ -101,11 +103,24 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
 
 const directRelays = (config: TollgateConfig) => config.server.directRelay && process.env.TOLLGATE_DIRECT_RELAY !== "off";
 
+/** The wallet signer `[wallet] signer` names that only Node can open (a PKCS#11 token); none for "local". */
+function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): WalletSigner | undefined {
+  if (config.wallet.signer !== "pkcs11") return undefined;
+  if (secrets.walletKey)
+    throw new ConfigError(['TOLLGATE_WALLET_KEY: set, but wallet.signer is "pkcs11": the key lives in the token; unset it'], "environment");
+  try {
+    return openPkcs11Signer(config.wallet.pkcs11!, secrets.pkcs11Pin);
+  } catch (err) {
+    throw new ConfigError([(err as Error).message], "the wallet signer");
+  }
+}
+
 export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
   const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
   let gateway: Gateway | undefined;
   const metrics = opts.deps?.metrics ?? new GatewayMetrics(promRegistry());
   const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
+  const walletSigner = opts.deps?.walletSigner ?? nodeWalletSigner(opts.config, opts.secrets);
   gateway = createGateway(opts.config, {
     secrets: opts.secrets,
     transport,
@@ -121,6 +136,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     ...opts.deps,
     metrics,
     stores,
+    ...(walletSigner ? { walletSigner } : {}),
   });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
   const stopAlerts = gateway.alerts.start(opts.config.alerts.evaluateSeconds * 1000);
