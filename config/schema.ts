@@ -114,11 +114,12 @@ export const configSchema = z
     /**
      * What holds the wallet's key (docs/signers.md). "local": TOLLGATE_WALLET_KEY in the gateway's environment.
      * "pkcs11": a secp256k1 key generated inside an HSM token (SoftHSM, YubiHSM, CloudHSM, Luna…) that never leaves it;
-     * the gateway holds the token's PIN (TOLLGATE_PKCS11_PIN) and no key; Node only. "remote" is not available yet.
+     * the gateway holds the token's PIN (TOLLGATE_PKCS11_PIN) and no key; Node only. "remote": `tollgate signer serve`
+     * in its own process, with its own limits, over a Unix socket; the gateway holds nothing; Node only.
      */
     wallet: z
       .strictObject({
-        signer: z.enum(["local", "pkcs11", "remote"], { error: 'expected "local" or "pkcs11"' }).default("local"),
+        signer: z.enum(["local", "pkcs11", "remote"], { error: 'expected "local", "pkcs11" or "remote"' }).default("local"),
         pkcs11: z
           .strictObject({
             /** The PKCS#11 module (shared library) of the HSM. */
@@ -129,11 +130,17 @@ export const configSchema = z
             keyLabel: z.string().min(1).default("tollgate-wallet"),
           })
           .optional(),
+        remote: z
+          .strictObject({
+            /** The Unix socket `tollgate signer serve --socket` listens on. */
+            socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer.sock"' }).min(1),
+          })
+          .optional(),
       })
       .default({ signer: "local" })
-      .refine((w) => w.signer !== "remote", {
-        error: '"remote" (the out-of-process `tollgate signer`) is not available yet; use "local" or "pkcs11"',
-        path: ["signer"],
+      .refine((w) => w.signer !== "remote" || !!w.remote, {
+        error: 'required when wallet.signer is "remote": [wallet.remote] socket = "/run/tollgate/signer.sock"',
+        path: ["remote"],
       })
       .refine((w) => w.signer !== "pkcs11" || !!w.pkcs11, {
         error: 'required when wallet.signer is "pkcs11": [wallet.pkcs11] tokenLabel = "…" (module and keyLabel have defaults)',

@@ -22,6 +22,8 @@ Usage:
                                             offline: prints a key and the hash line for the config file
   tollgate signer keygen --token LABEL [--label KEY_LABEL] [--module PATH]
                                             the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
+  tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
+                        --max-per-authorization USD --max-per-day USD   the key in a process of its own, with limits
 
 Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
   tollgate tenants list|get ID|audit

@@ -29,6 +29,7 @@ import { otelTracer } from "./node/otel-tracer.js";
 import { VERSION } from "../operators/own-routes.js";
 import type { PeerAddress } from "./client-address.js";
 import { openPkcs11Signer } from "./node/pkcs11-signer.js";
+import { openRemoteSigner } from "./node/remote-signer.js";
 import type { WalletSigner } from "../payments/wallet-signer.js";
 
 /** The TCP peer of the request's socket (what @hono/node-server's getConnInfo reads, without the object it builds). */
@@ -103,12 +104,17 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
 
 const directRelays = (config: TollgateConfig) => config.server.directRelay && process.env.TOLLGATE_DIRECT_RELAY !== "off";
 
-/** The wallet signer `[wallet] signer` names that only Node can open (a PKCS#11 token); none for "local". */
-function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): WalletSigner | undefined {
-  if (config.wallet.signer !== "pkcs11") return undefined;
+/** The wallet signer `[wallet] signer` names that only Node can open (a PKCS#11 token, the remote signer); none for "local". */
+async function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): Promise<WalletSigner | undefined> {
+  const kind = config.wallet.signer;
+  if (kind === "local") return undefined;
   if (secrets.walletKey)
-    throw new ConfigError(['TOLLGATE_WALLET_KEY: set, but wallet.signer is "pkcs11": the key lives in the token; unset it'], "environment");
+    throw new ConfigError(
+      [`TOLLGATE_WALLET_KEY: set, but wallet.signer is "${kind}": the key lives in the signer; unset it`],
+      "environment",
+    );
   try {
+    if (kind === "remote") return await openRemoteSigner(config.wallet.remote!.socket);
     return openPkcs11Signer(config.wallet.pkcs11!, secrets.pkcs11Pin);
   } catch (err) {
     throw new ConfigError([(err as Error).message], "the wallet signer");
@@ -120,7 +126,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   let gateway: Gateway | undefined;
   const metrics = opts.deps?.metrics ?? new GatewayMetrics(promRegistry());
   const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
-  const walletSigner = opts.deps?.walletSigner ?? nodeWalletSigner(opts.config, opts.secrets);
+  const walletSigner = opts.deps?.walletSigner ?? (await nodeWalletSigner(opts.config, opts.secrets));
   gateway = createGateway(opts.config, {
     secrets: opts.secrets,
     transport,

@@ -227,10 +227,11 @@ describe("choosing the signer in config", () => {
     }
   };
 
-  it('refuses "remote" as not available yet, and "pkcs11" without its section, naming the field', () => {
-    expect(problems({ signer: "remote" })).toEqual([expect.stringMatching(/^wallet\.signer: "remote" .*not available yet/)]);
+  it('refuses "pkcs11" or "remote" without its section, and an unknown signer, naming the field', () => {
+    expect(problems({ signer: "remote" })).toEqual([expect.stringMatching(/^wallet\.remote: required when wallet\.signer is "remote"/)]);
     expect(problems({ signer: "pkcs11" })).toEqual([expect.stringMatching(/^wallet\.pkcs11: required when wallet\.signer is "pkcs11"/)]);
-    expect(problems({ signer: "hsm" })).toEqual([expect.stringMatching(/^wallet\.signer: expected "local" or "pkcs11"/)]);
+    expect(problems({ signer: "hsm" })).toEqual([expect.stringMatching(/^wallet\.signer: expected "local", "pkcs11" or "remote"/)]);
+    expect(problems({ signer: "remote", remote: { socket: "/run/s.sock" } })).toEqual([]);
     expect(problems({ signer: "pkcs11", pkcs11: { tokenLabel: "t" } })).toEqual([]);
   });
 
