@@ -3,7 +3,7 @@
 // signatures from the token normalised to low s with the recovery id found, and a paid search signed inside the token
 // by a gateway running as its own process with no TOLLGATE_WALLET_KEY in its environment, settled on the local chain
 // by the x402 facilitator: the ledger equals the chain to the atomic unit.
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -30,6 +30,7 @@ import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-pro
 import { parseConfig } from "../../config/load.js";
 import { createGateway } from "../../src/gateway.js";
 import { startNodeGateway } from "../../src/platform/node.js";
+import { openRemoteSigner } from "../../src/platform/node/remote-signer.js";
 
 const run = promisify(execFile);
 const MODULE = "/usr/lib/softhsm/libsofthsm2.so";
@@ -131,6 +132,78 @@ describe("the PKCS#11 signer (SoftHSM2)", () => {
     }).catch((e) => e);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('a key pair labelled "tollgate-wallet" exists');
+  }, 60_000);
+});
+
+describe("the out-of-process signer holding the PKCS#11 session", () => {
+  it("serves the token's address and signs an EIP-3009 authorization within its limits, refusing one above", async () => {
+    const socket = join(dir, "serve.sock");
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "src/cli/index.ts",
+        "signer",
+        "serve",
+        "--socket",
+        socket,
+        "--state",
+        join(dir, "serve-state.json"),
+        "--networks",
+        "eip155:31337",
+        "--assets",
+        "0x00000000000000000000000000000000000000aa",
+        "--max-per-authorization",
+        "0.01",
+        "--max-per-day",
+        "1.00",
+        "--pkcs11-token",
+        TOKEN,
+      ],
+      { env: { ...process.env, ...hsmEnv, TOLLGATE_PKCS11_PIN: PIN }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    );
+    let out = "";
+    child.stdout!.on("data", (d) => (out += d));
+    child.stderr!.on("data", (d) => (out += d));
+    const exited = new Promise((r) => child.once("exit", r));
+    try {
+      for (let i = 0; i < 300 && !out.includes("listening"); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain(`for ${address} (pkcs11)`);
+      const remote = await openRemoteSigner(socket);
+      expect(remote).toMatchObject({ kind: "remote", address });
+      const auth = (value: bigint) => ({
+        domain: { name: "USD Coin", version: "2", chainId: 31337, verifyingContract: "0x00000000000000000000000000000000000000aa" },
+        types: {
+          TransferWithAuthorization: [
+            { name: "from", type: "address" },
+            { name: "to", type: "address" },
+            { name: "value", type: "uint256" },
+            { name: "validAfter", type: "uint256" },
+            { name: "validBefore", type: "uint256" },
+            { name: "nonce", type: "bytes32" },
+          ],
+        },
+        primaryType: "TransferWithAuthorization",
+        message: {
+          from: address,
+          to: "0x00000000000000000000000000000000000000bb",
+          value,
+          validAfter: 0n,
+          validBefore: BigInt(Math.floor(Date.now() / 1000) + 120),
+          nonce: `0x${randomBytes(32).toString("hex")}`,
+        },
+      });
+      const ok = auth(5000n);
+      const signature = await remote.signTypedData(ok);
+      expect(await recoverTypedDataAddress({ ...(ok as unknown as TypedDataDefinition), signature })).toBe(address);
+      await expect(remote.signTypedData(auth(20_000n))).rejects.toMatchObject({ status: 402, code: "signer_refused" });
+    } finally {
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {}
+      await exited;
+    }
   }, 60_000);
 });
 
