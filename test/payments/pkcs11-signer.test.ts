@@ -22,7 +22,7 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import type { EmulatorHandle } from "../../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { openPkcs11Signer, ethereumSignature } from "../../src/platform/node/pkcs11-signer.js";
 import type { WalletSigner } from "../../src/payments/wallet-signer.js";
 import { startEmulatorWithChain, search } from "../helpers/paid-stack.js";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EmulatorHandle } from "../../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { limitRefusal, readAuthorization, type SignerLimits } from "../../src/payments/signer-limits.js";
 import { search, startEmulatorWithChain } from "../helpers/paid-stack.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
