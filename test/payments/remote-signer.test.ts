@@ -5,7 +5,7 @@
 // The ledger equals the chain at the end.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, open, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -91,6 +91,36 @@ async function startSigner(limits: { perAuthorization: string; perDay: string; p
 async function restartSigner(limits: Parameters<typeof startSigner>[0]) {
   await signer?.stop();
   signer = await startSigner(limits);
+}
+
+/** Whether any readable mapping of process `pid` holds one of `needles` (read through /proc/<pid>/mem, as root). */
+async function memoryHolds(pid: number, needles: Buffer[]): Promise<boolean> {
+  const maps = (await readFile(`/proc/${pid}/maps`, "utf8")).trim().split("\n");
+  const fd = await open(`/proc/${pid}/mem`, "r");
+  const overlap = Math.max(...needles.map((n) => n.length));
+  const chunk = Buffer.alloc(8 * 1024 * 1024);
+  try {
+    for (const line of maps) {
+      const [range, perms, , , , name] = line.split(/\s+/);
+      if (!perms!.startsWith("r") || name === "[vvar]" || name === "[vsyscall]" || name === "[vvar_vclock]") continue;
+      const [start, end] = range!.split("-").map((h) => Number.parseInt(h, 16)) as [number, number];
+      for (let at = start; at < end; at += chunk.length - overlap) {
+        const len = Math.min(chunk.length, end - at);
+        let got = 0;
+        try {
+          got = (await fd.read(chunk, 0, len, at)).bytesRead;
+        } catch {
+          break; // a mapping the kernel will not read (guard pages)
+        }
+        const view = chunk.subarray(0, got);
+        if (needles.some((n) => view.includes(n))) return true;
+        if (got < len) break;
+      }
+    }
+    return false;
+  } finally {
+    await fd.close();
+  }
 }
 
 const ledger = async () =>
@@ -182,6 +212,14 @@ describe("a gateway with the remote signer", () => {
     await restartSigner({ perAuthorization: "0.01", perDay: "0.02" });
     expect((await paidSearch()).status).toBe(200);
   }, 60_000);
+
+  it("holds the key nowhere in its memory after paying (hex or raw bytes), where the signer's process does", async () => {
+    const hex = wallet.privateKey.slice(2);
+    const needles = [Buffer.from(hex, "latin1"), Buffer.from(hex.toUpperCase(), "latin1"), Buffer.from(hex, "hex")];
+    // The scan finds the key where it is (the signer holds it): the check below is not vacuous.
+    expect(await memoryHolds(signer!.child.pid!, needles)).toBe(true);
+    expect(await memoryHolds(gw.pid, needles)).toBe(false);
+  }, 120_000);
 
   it("keeps the ledger equal to the chain: the wallet's balance fell by exactly the committed total", async () => {
     const entries = await ledger();
