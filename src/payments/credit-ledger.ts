@@ -101,8 +101,8 @@ export async function settleCredits(
   });
   // A per-call settlement (the hot path) keeps its books beside the request; a reported one before it answers.
   if (kept) await books;
-  if (report?.refused) await alertRefusedReport(services, entryId, report.refused, c);
   else services.background(c, books, "credit settlement bookkeeping");
+  if (report?.refused) await alertRefusedReport(services, entryId, report.refused, c);
 }
 
 export async function releaseCredits(services: LedgerServices, hold: CreditHold, reason: string): Promise<void> {

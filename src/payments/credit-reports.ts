@@ -68,9 +68,10 @@ async function readUpstreamAnswer(
       await res.body?.cancel().catch(() => {});
       return undefined;
     }
+    const text = await res.text(); // a body that fails to arrive is nothing said (the outer catch), not a bad report
     let body: unknown;
     try {
-      body = parseUpstreamJson(await res.text());
+      body = parseUpstreamJson(text);
     } catch {
       return "unreadable";
     }
