@@ -22,6 +22,12 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # (apt does not start lxcfs here; the emulator runs its own.) openssl (above) also signs the local web's TLS key.
 [ -x /usr/bin/lxcfs ] || need+=(lxcfs)
 [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
+# softhsm2: a real PKCS#11 token for the HSM wallet signer's tests (test/payments/pkcs11-signer.test.ts); g++, make and
+# python3 build the optional pkcs11js addon at npm ci (node-gyp, against Debian's Node headers: no download).
+command -v softhsm2-util >/dev/null 2>&1 || need+=(softhsm2)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} with apt-get…"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
@@ -56,6 +62,8 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import pydantic, sys; sys
 fi
 
 # Never --omit=optional: workerd, anvil, esbuild and node-pty ship their binaries as optional platform packages.
+# node-gyp builds native addons against the installed Node's headers instead of downloading them (no network here).
+[ -f /usr/include/node/node.h ] && export npm_config_nodedir=/usr
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci…"
   npm ci --no-audit --no-fund

@@ -4,6 +4,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
+import { parseUpstreamJson } from "../platform/upstream-records.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { keepOwnedItems } from "./owned-items.js";
 import { callerTenant } from "../identity/caller.js";
@@ -45,7 +46,7 @@ const NOT_JSON = Symbol("not JSON");
 /** An answer's JSON, read once, from a clone (the answer may still be relayed as it came). */
 async function answerJson(res: Response): Promise<unknown> {
   try {
-    return await res.clone().json();
+    return parseUpstreamJson(await res.clone().text());
   } catch {
     return NOT_JSON;
   }

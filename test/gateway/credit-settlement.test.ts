@@ -144,9 +144,10 @@ describe("jobs settle to the work they report, priced by the table", () => {
   }, 120_000);
 
   it("a settlement above its hold is recorded whole, counted in the budget and alerted once", async () => {
-    // The upstream bills this session far above the table's estimate (a price mismatch the books must not hide).
+    // The upstream bills this session far above the table's estimate (a price mismatch the books must not hide), yet
+    // within credits.maxReportMultiple (10) × its hold: 240 credits a minute for ~2 s is ~8 credits, ~4.7 × $0.0017.
     const before = stack.emulator.credits.schedule.browserMinute;
-    stack.emulator.credits.schedule.browserMinute = 600;
+    stack.emulator.credits.schedule.browserMinute = 240;
     try {
       const session = await acme.sessions.create({ timeoutMinutes: 1 });
       await sleep(2_000);
@@ -156,6 +157,7 @@ describe("jobs settle to the work they report, priced by the table", () => {
       expect(BigInt(e.amount)).toBe(atomicOf(billed.creditsUsed!));
       expect(BigInt(e.amount)).toBeGreaterThan(1700n);
       expect(e).toMatchObject({ state: "committed", settledFrom: "upstream", reservedAmount: "1700" });
+      expect(e.refusedReport).toBeUndefined();
       const alerts = await auditActions("alert.credits.over_hold");
       expect(alerts.filter((a) => (a.after as { period: string }).period === e.id)).toHaveLength(1);
     } finally {
