@@ -7,6 +7,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
+import type { HandlerName } from "../routing/handler-names.js";
 import type { Actor } from "../operators/actions/actor.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { actorOf } from "../operators/http/actor.js";
@@ -17,6 +18,8 @@ export type ConsoleEnv = { Variables: { nonce: string; session: ConsoleSession; 
 export type C = Context<ConsoleEnv>;
 /** A console page: its row's handler, run with the console's context. */
 export type Page = (c: C) => Response | Promise<Response>;
+/** A family's pages by their rows' handler names (src/routing/own-rows.ts). */
+export type Pages = Partial<Record<HandlerName, Page>>;
 
 /** The gateway's view of a console context (the chain's caller, the request id, the acting tenant). */
 export const asGatewayContext = (c: C) => c as unknown as Context<GatewayEnv>;

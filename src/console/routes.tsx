@@ -17,10 +17,11 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { isStateUnavailable } from "../state/errors.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
+import type { HandlerName } from "../routing/handler-names.js";
 import { CONSOLE_PATH } from "../identity/console-session.js";
 import { ErrorPage } from "./pages/layout.js";
-import { asConsoleContext, type ConsoleEnv, type Page, render } from "./kit.js";
+import { asConsoleContext, type ConsoleEnv, type Page, type Pages, render } from "./kit.js";
 import { requireSession, signInPages, signOutPages } from "./sign-in.js";
 import { overviewPages } from "./handlers/overview.js";
 import { tenantPages } from "./handlers/tenants.js";
@@ -54,10 +55,7 @@ const pageHeaders: MiddlewareHandler<ConsoleEnv> = async function consolePageHea
  * every page its headers and the origin check on forms.
  * @example app.route("/", consolePages(services, (pages, handlers) => mountRouteTable(pages, services, handlers, rows)))
  */
-export function consolePages(
-  services: GatewayServices,
-  mount: (pages: Hono<GatewayEnv>, handlers: Record<string, RowHandler>) => void,
-): Hono<GatewayEnv> {
+export function consolePages(services: GatewayServices, mount: (pages: Hono<GatewayEnv>, handlers: Handlers) => void): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.onError((err, gc) => {
     const c = asConsoleContext(gc);
@@ -82,9 +80,9 @@ export function consolePages(
 }
 
 /** Every console page's handler by name, one file per page family (./handlers/): sign-in open, the rest behind a session. */
-function consoleHandlers(services: GatewayServices): Record<string, RowHandler> {
+function consoleHandlers(services: GatewayServices): Handlers {
   const open = signInPages(services);
-  const pages: Record<string, Page> = {
+  const pages: Pages = {
     ...signOutPages(services),
     ...overviewPages(services),
     ...tenantPages(services),
@@ -97,9 +95,9 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
       throw new GatewayError(404, "not_found", "There is no such console page.");
     },
   };
-  const handlers: Record<string, RowHandler> = {};
-  for (const [name, page] of Object.entries(open)) handlers[name] = (c) => page(asConsoleContext(c));
-  for (const [name, page] of Object.entries(pages))
+  const handlers: Handlers = {};
+  for (const [name, page] of Object.entries(open) as [HandlerName, Page][]) handlers[name] = (c) => page(asConsoleContext(c));
+  for (const [name, page] of Object.entries(pages) as [HandlerName, Page][])
     handlers[name] = async (gc) => {
       const c = asConsoleContext(gc);
       return (await requireSession(services, c)) ?? page(c);

@@ -9,7 +9,7 @@ import { signInKey } from "../identity/resources.js";
 import { roleOf } from "../identity/roles.js";
 import { endSession, startSession, validFormToken, type ConsoleSession } from "../identity/console-session.js";
 import { peekLink, redeemLink } from "./link.js";
-import { asGatewayContext, type C, field, formOf, type Page, record, render } from "./kit.js";
+import { asGatewayContext, type C, field, formOf, type Pages, record, render } from "./kit.js";
 import { href } from "./pages/layout.js";
 import { LinkPage, LoginPage } from "./pages/lists.js";
 
@@ -66,7 +66,7 @@ async function begin(services: GatewayServices, c: C, tenant: Tenant, keyHash: s
 }
 
 /** The pages open without a session: sign-in with a key or a link. */
-export function signInPages(services: GatewayServices): Record<string, Page> {
+export function signInPages(services: GatewayServices): Pages {
   return {
     "console.login.page": async (c) => {
       if (await signedIn(services, c)) return c.redirect(href(""), 303);
@@ -99,7 +99,7 @@ export function signInPages(services: GatewayServices): Record<string, Page> {
 }
 
 /** Sign-out (behind the session, like every other page). */
-export function signOutPages(services: GatewayServices): Record<string, Page> {
+export function signOutPages(services: GatewayServices): Pages {
   return {
     "console.logout": async (c) => {
       await record(services, c, "console.logout", `tenant:${c.get("viewer").tenant}`);

@@ -1,5 +1,5 @@
 // The money side's one port outward: payments announces budget and credit events here (a threshold crossed, a window
-// exhausted, a settlement above its hold, the books drifting from the bill), each once across the fleet; what is done
+// exhausted, a settlement above its hold, an upstream report refused, the books drifting from the bill), each once across the fleet; what is done
 // about them (alert webhooks, the kill switch) is the listener's, which the gateway wires in (src/gateway.ts:
 // src/operators/alerts/money-listener.ts). payments/ imports nothing of operators/.
 import type { Context } from "hono";
@@ -21,6 +21,18 @@ export type MoneyEvent =
       held: string;
       settled: string;
       settledFrom: string;
+    }
+  /** An upstream report refused before it touched money; the hold settled to the estimate (period: the ledger entry). */
+  | {
+      type: "credits.report_refused";
+      window: "total";
+      period: string;
+      route: string;
+      resource: string | null;
+      reason: string;
+      field: string;
+      reported: string;
+      settled: string;
     }
   /** The team's usage and the ledger's credit spend differ past credits.driftAlertUsd (period: the day it was seen). */
   | { type: "credits.drift"; window: "total"; period: string; driftUsd: string; thresholdUsd: string; teamUsd: string; ledgerUsd: string };

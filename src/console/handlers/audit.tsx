@@ -4,9 +4,9 @@
 import type { GatewayServices } from "../../services.js";
 import { auditPage, concernsTenant } from "../../operators/actions/views.js";
 import { AuditPage } from "../pages/audit.js";
-import { AUDIT_SCAN, DAY, type Page, render, visibleTenants } from "../kit.js";
+import { AUDIT_SCAN, DAY, type Pages, render, visibleTenants } from "../kit.js";
 
-export function auditPages(services: GatewayServices): Record<string, Page> {
+export function auditPages(services: GatewayServices): Pages {
   return {
     "console.audit": async (c) => {
       const viewer = c.get("viewer");

@@ -15,14 +15,14 @@ import {
   formValue,
   keyTenant,
   numberField,
-  type Page,
+  type Pages,
   param,
   render,
   visibleTenants,
   withoutUndefined,
 } from "../kit.js";
 
-export function keyPages(services: GatewayServices): Record<string, Page> {
+export function keyPages(services: GatewayServices): Pages {
   async function keysPage(c: C, issued?: Parameters<typeof KeysPage>[0]["issued"], status: 200 | 201 = 200) {
     const revoked = c.req.query("revoked");
     const notice = revoked && /^[0-9a-f]{16}$/.test(revoked) ? `Revoked key ${revoked}.` : undefined;

@@ -6,7 +6,7 @@ import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from 
 import { atomicToUsd } from "../../payments/money.js";
 import { ledgerEntries, ledgerSurface, SURFACES } from "../../operators/actions/views.js";
 import { LedgerPage, type LedgerFilters } from "../pages/lists.js";
-import { type C, DAY, type Page, pick, render, visibleTenant, visibleTenants } from "../kit.js";
+import { type C, DAY, type Pages, pick, render, visibleTenant, visibleTenants } from "../kit.js";
 
 const STATES: LedgerState[] = ["reserved", "committed", "released", "uncertain"];
 
@@ -39,7 +39,7 @@ function ledgerCsv(entries: LedgerEntry[]): string {
   return `${[CSV_COLUMNS.join(","), ...rows].join("\r\n")}\r\n`;
 }
 
-export function ledgerPages(services: GatewayServices): Record<string, Page> {
+export function ledgerPages(services: GatewayServices): Pages {
   async function ledgerRows(c: C): Promise<{ filters: LedgerFilters; matching: LedgerEntry[] }> {
     const viewer = c.get("viewer");
     const q = c.req.query();

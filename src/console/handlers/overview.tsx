@@ -16,14 +16,14 @@ import {
   formOf,
   formValue,
   numberField,
-  type Page,
+  type Pages,
   render,
   requireAdmin,
   visibleTenants,
   withoutUndefined,
 } from "../kit.js";
 
-export function overviewPages(services: GatewayServices): Record<string, Page> {
+export function overviewPages(services: GatewayServices): Pages {
   const { stores } = services;
 
   async function overview(

@@ -6,9 +6,9 @@ import { GatewayError } from "../../errors.js";
 import { liveResources, stopResource, type LiveKind } from "../resources.js";
 import { href } from "../pages/layout.js";
 import { ResourcesPage } from "../pages/lists.js";
-import { type Page, param, record, render, RESOURCE_ID, visibleTenant, visibleTenants } from "../kit.js";
+import { type Pages, param, record, render, RESOURCE_ID, visibleTenant, visibleTenants } from "../kit.js";
 
-export function resourcePages(services: GatewayServices): Record<string, Page> {
+export function resourcePages(services: GatewayServices): Pages {
   return {
     "console.resources": async (c) => {
       const resources = await liveResources(

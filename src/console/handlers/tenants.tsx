@@ -22,7 +22,7 @@ import {
   formOf,
   formValue,
   numberField,
-  type Page,
+  type Pages,
   param,
   render,
   requireAdmin,
@@ -30,7 +30,7 @@ import {
   withoutUndefined,
 } from "../kit.js";
 
-export function tenantPages(services: GatewayServices): Record<string, Page> {
+export function tenantPages(services: GatewayServices): Pages {
   const { stores } = services;
 
   async function tenantPage(c: C, tenant: Tenant, extra: { notice?: string; formError?: string } = {}, status: 200 | 400 | 409 = 200) {

@@ -16,7 +16,7 @@ import {
   formOf,
   formValue,
   numberField,
-  type Page,
+  type Pages,
   param,
   record,
   render,
@@ -24,7 +24,7 @@ import {
   withoutUndefined,
 } from "../kit.js";
 
-export function tokenPages(services: GatewayServices): Record<string, Page> {
+export function tokenPages(services: GatewayServices): Pages {
   const { stores, directory } = services;
 
   const tokenTenant = (c: C): Tenant => {

@@ -7,6 +7,7 @@ import type { GatewayServices } from "../../services.js";
 import { requireScope, type Tenant } from "../../identity/tenants.js";
 import { MCP_SCOPES, type TokenScope } from "../../identity/tokens.js";
 import { atomicToUsd, usdToAtomic } from "../../payments/money.js";
+import { spendCeiling } from "../../payments/budgets/remaining.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../../sessions/rewrite.js";
 import { gatewayRuntime } from "../../sandboxes/rewrite.js";
 import { usdAmount } from "../../../config/fields.js";
@@ -128,12 +129,14 @@ export async function mintKeylessToken(
     for (const scope of req.scopes) requireScope(tenant, scope);
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
+    await refuseCapAboveBudget(services, tenant, cap);
     minted = await services.tokens.mint({ tenant: tenant.id, kind: "mcp", scopes: req.scopes, cap, ttlSeconds, keyless: true });
     extra = { scopes: req.scopes, cap: atomicToUsd(cap), capAtomic: cap.toString(), mcp: `${origin}/mcp` };
   } else {
     requireScope(tenant, "search");
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
+    await refuseCapAboveBudget(services, tenant, cap);
     minted = await services.tokens.mint({ tenant: tenant.id, kind: "search", scopes: ["search"], cap, ttlSeconds, keyless: true });
     extra = { scopes: ["search"], cap: atomicToUsd(cap), capAtomic: cap.toString() };
   }
@@ -152,6 +155,24 @@ export async function mintKeylessToken(
   await kv.set(listedKey(tenant.id), JSON.stringify(list), maxTtl * 1000 + 60_000);
   services.logger.info("token minted", { requestId: by.requestId, tenant: tenant.id, kind: req.kind, jti: minted.jti, ttlSeconds });
   return { token: minted.token, jti: minted.jti, expiresAt: minted.expiresAt, kind: req.kind, ...extra };
+}
+
+/**
+ * A token's cap is never above what its tenant's budget could pay: the least of its daily and monthly limits and what
+ * remains of its total budget (a total never resets). Refused with that figure rather than clamped, so the client
+ * never holds a token that promises more than it states. A tenant without a budget has no such ceiling.
+ * @throws GatewayError 400 cap_above_budget
+ */
+async function refuseCapAboveBudget(services: GatewayServices, tenant: Tenant, cap: bigint): Promise<void> {
+  const ceiling = await spendCeiling(services, tenant);
+  if (!ceiling || cap <= ceiling.limit) return;
+  const what = ceiling.window === "total" ? "what remains of its total budget" : `its ${ceiling.window} budget`;
+  throw new GatewayError(
+    400,
+    "cap_above_budget",
+    `cap: $${atomicToUsd(cap)} is above what the tenant's budget can pay, $${atomicToUsd(ceiling.limit)} (${what}); ask for at most that.`,
+    { field: "cap", limit: atomicToUsd(ceiling.limit), window: ceiling.window },
+  );
 }
 
 /** Revokes a keyless token the tenant minted; 404 when it has none live by that id. */

@@ -135,7 +135,9 @@ export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, even
         ? `tenant ${tenant.id} exhausted its ${event.window} budget (${event.onExhausted})`
         : event.type === "credits.over_hold"
           ? `tenant ${tenant.id}: ${event.route} settled at $${event.settled}, above its $${event.held} hold (from ${event.settledFrom})`
-          : `the team's credit usage and the ledger differ by $${event.driftUsd} (alert past $${event.thresholdUsd})`;
+          : event.type === "credits.report_refused"
+            ? `tenant ${tenant.id}: ${event.route} reported ${event.field} ${event.reported} (${event.reason}, refused); its entry stands at $${event.settled}`
+            : `the team's credit usage and the ledger differ by $${event.driftUsd} (alert past $${event.thresholdUsd})`;
   raiseAlert(services, { id: `${type}:${tenant.id}:${event.window}:${event.period}${suffix}`, type, tenant: tenant.id, data, summary }, c);
 }
 

@@ -10,7 +10,7 @@ import { publicOriginOf } from "../../platform/public-origin.js";
 import { jsonBody } from "../../routing/json-body.js";
 import type { PlatformSpeed } from "../../platform/speed.js";
 import { callerTenant } from "../../identity/caller.js";
-import type { RowHandler } from "../../routing/handlers.js";
+import type { Handlers } from "../../routing/handlers.js";
 import { mintKeylessToken, mintRequest, revokeKeylessToken, revokeTenantToken, type MintRequest } from "../actions/tokens.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
@@ -27,7 +27,7 @@ async function readMintRequest(c: Context, platform: PlatformSpeed): Promise<Min
 }
 
 /** The tokens rows (a tenant key caller, a gateway token refused 403 tenant_key_required: src/routing/own-rows.ts). */
-export function tokenHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function tokenHandlers(services: GatewayServices): Handlers {
   const revoked = (c: Context<GatewayEnv>, tenant: Tenant, jti: string) => {
     services.logger.info("token revoked", { requestId: c.get("requestId"), tenant: tenant.id, jti });
     return c.json({ revoked: true, jti });

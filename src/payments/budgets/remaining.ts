@@ -61,6 +61,25 @@ export async function tenantWindows(services: LedgerReader, tenant: Tenant): Pro
 }
 
 /**
+ * The most the tenant's budget could pay for one thing now: the least of its daily and monthly limits and what remains
+ * of its total budget (a total never resets), with the window that sets it; undefined for a tenant without a budget.
+ * (A keyless token's cap is never above it.)
+ */
+export async function spendCeiling(services: LedgerReader, tenant: Tenant): Promise<{ limit: bigint; window: BudgetWindow } | undefined> {
+  const limits = limitsOf(tenant);
+  let ceiling: { limit: bigint; window: BudgetWindow } | undefined;
+  for (const window of ["daily", "monthly"] as const) {
+    const limit = limits[window];
+    if (limit !== undefined && (!ceiling || limit < ceiling.limit)) ceiling = { limit, window };
+  }
+  if (limits.total !== undefined) {
+    const left = remainingOf(limits.total, (await services.stores.ledger.usage(tenant.id, services.now())).total);
+    if (!ceiling || left < ceiling.limit) ceiling = { limit: left, window: "total" };
+  }
+  return ceiling;
+}
+
+/**
  * What a tenant may still spend, as shown on paid answers: a string at once where the tenant has no budget (nothing
  * to subtract from, no ledger read: this runs on every cache hit), else the ledger's answer: `await` it either way.
  */

@@ -7,12 +7,12 @@ import { createKey, expireKey, revokeKey, rotateKey } from "../../actions/keys.j
 import { actorOf } from "../actor.js";
 import { keyCreateBody, keyExpireBody, keyRotateBody } from "../../schemas.js";
 import { validBody } from "./validate.js";
-import type { RowHandler } from "../../../routing/handlers.js";
+import type { Handlers } from "../../../routing/handlers.js";
 
 type Ctx = Context<GatewayEnv>;
 
 /** The key rows of the admin API (src/routing/own-rows.ts); the chain has checked the operator caller. */
-export function keyAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function keyAdminHandlers(services: GatewayServices): Handlers {
   const p = (c: Ctx, name: string) => c.req.param(name) ?? "";
   return {
     "admin.keys.create": async (c) =>

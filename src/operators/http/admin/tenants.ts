@@ -17,10 +17,10 @@ import { tenantView } from "../../actions/tenant-changes.js";
 import { actorOf } from "../actor.js";
 import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "../../schemas.js";
 import { validBody } from "./validate.js";
-import type { RowHandler } from "../../../routing/handlers.js";
+import type { Handlers, RowHandler } from "../../../routing/handlers.js";
 
 /** The tenant rows of the admin API (src/routing/own-rows.ts); the chain has checked the operator caller. */
-export function tenantAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function tenantAdminHandlers(services: GatewayServices): Handlers {
   const id = (c: Context<GatewayEnv>) => c.req.param("id") ?? "";
   const enabling =
     (enabled: boolean): RowHandler =>

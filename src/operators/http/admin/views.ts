@@ -5,10 +5,10 @@ import { auditPage, ledgerEntries, ledgerSurface } from "../../actions/views.js"
 import { ledgerView } from "../../actions/usage.js";
 import { auditQuery, ledgerQuery } from "../../schemas.js";
 import { validQuery } from "./validate.js";
-import type { RowHandler } from "../../../routing/handlers.js";
+import type { Handlers } from "../../../routing/handlers.js";
 
 /** The read-only view rows of the admin API (src/routing/own-rows.ts). */
-export function viewAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function viewAdminHandlers(services: GatewayServices): Handlers {
   return {
     "admin.audit": async (c) => {
       const { limit, cursor, ...filter } = validQuery(c, auditQuery);
