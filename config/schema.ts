@@ -129,6 +129,58 @@ export const configSchema = z
         ttlSeconds: z.number().int().positive().max(86_400).default(900),
       })
       .default({ ttlSeconds: 900 }),
+    /**
+     * The OAuth 2.1 authorization server for /mcp and keyless tokens (src/oauth/): agents connect with a link, the tenant
+     * consents to scopes, a spend cap and an expiry, and the grant's tokens carry them.
+     */
+    oauth: z
+      .strictObject({
+        /** Off: no authorization server (the metadata names none; /authorize, /token, /register answer 404). */
+        enabled: z.boolean().default(true),
+        /** Lifetime of an OAuth access token; defaults to tokens.ttlSeconds. Refresh tokens live as long as their grant. */
+        accessTokenTtlSeconds: z.number().int().min(30).max(86_400).optional(),
+        /** How long an authorization code may wait for its exchange. */
+        codeTtlSeconds: z.number().int().min(10).max(600).default(60),
+        /** The longest expiry a tenant may give a grant on the consent page, and the one offered first. */
+        maxGrantDays: z.number().int().min(1).max(365).default(90),
+        defaultGrantDays: z.number().int().min(1).max(365).default(30),
+        /** Client ID metadata documents: a client_id that is an https URL names the client's JSON document. */
+        clientMetadataDocuments: z
+          .strictObject({
+            enabled: z.boolean().default(true),
+            /** Also http://127.0.0.1 and http://localhost URLs (tests, local development); never in production. */
+            allowHttpLoopback: z.boolean().default(false),
+            timeoutMs: z.number().int().min(100).max(10_000).default(3_000),
+            maxBytes: z.number().int().min(512).max(65_536).default(16_384),
+            /** How long a fetched document is reused, fleet-wide. */
+            cacheSeconds: z.number().int().min(0).max(86_400).default(300),
+          })
+          .default({ enabled: true, allowHttpLoopback: false, timeoutMs: 3_000, maxBytes: 16_384, cacheSeconds: 300 }),
+        /** Dynamic client registration (RFC 7591, POST /register), the fallback for clients without a metadata document. */
+        registration: z
+          .strictObject({
+            enabled: z.boolean().default(true),
+            /** A registration unused for this long is forgotten (the client registers again). */
+            ttlDays: z.number().int().min(1).max(365).default(30),
+            /** Registrations the whole fleet accepts per UTC day. */
+            maxPerDay: z.number().int().min(1).max(1_000_000).default(1_000),
+            /** Registrations one client address may make per hour. */
+            perAddressPerHour: z.number().int().min(1).max(10_000).default(20),
+          })
+          .default({ enabled: true, ttlDays: 30, maxPerDay: 1_000, perAddressPerHour: 20 }),
+      })
+      .superRefine((o, ctx) => {
+        if (o.defaultGrantDays > o.maxGrantDays)
+          ctx.addIssue({ code: "custom", path: ["defaultGrantDays"], message: `must be at most maxGrantDays (${o.maxGrantDays})` });
+      })
+      .default({
+        enabled: true,
+        codeTtlSeconds: 60,
+        maxGrantDays: 90,
+        defaultGrantDays: 30,
+        clientMetadataDocuments: { enabled: true, allowHttpLoopback: false, timeoutMs: 3_000, maxBytes: 16_384, cacheSeconds: 300 },
+        registration: { enabled: true, ttlDays: 30, maxPerDay: 1_000, perAddressPerHour: 20 },
+      }),
     /** The gateway's live view of a session (`liveUrl` → /_tollgate/live/<id>, src/sessions/live.ts). */
     liveView: z
       .strictObject({

@@ -49,6 +49,8 @@ import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { series } from "../middleware/series/index.js";
 import { commonHandlers, type RowHandler } from "./routing/handlers.js";
+import { oauthHandlers } from "./oauth/server.js";
+import { grantHandlers } from "./oauth/grants.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
@@ -258,6 +260,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...tokenHandlers(services),
     ...usageHandlers(services),
     ...mcpHandlers(services, !!signer), // /mcp: each tool a request through the route table
+    ...oauthHandlers(services), // the OAuth authorization server for /mcp (src/oauth/)
+    ...grantHandlers(services), // its grants, per tenant and for operators
     // The upstream's rows
     ...common,
     ...volumeHandlers(services, common),

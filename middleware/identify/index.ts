@@ -56,10 +56,19 @@ export function callerTenant(c: Context<GatewayEnv>): Tenant {
   return caller.tenant;
 }
 
-/** A keyless search or MCP token's own spend cap, when the caller holds one. */
-export function callerCap(c: Context<GatewayEnv>): { id: string; amount: bigint } | undefined {
+/**
+ * A keyless search or MCP token's own spend cap, when the caller holds one: an OAuth grant's tokens share the grant's
+ * cap (counted under the grant's id, in its window), and every entry they spend names the grant.
+ */
+export function callerCap(
+  c: Context<GatewayEnv>,
+): { id: string; amount: bigint; window?: "daily" | "monthly" | "total"; grant?: string } | undefined {
   const caller = c.get("caller");
-  return caller?.via === "token" && caller.token.cap !== undefined ? { id: caller.token.jti, amount: caller.token.cap } : undefined;
+  if (caller?.via !== "token" || caller.token.cap === undefined) return undefined;
+  const { token } = caller;
+  return token.grant
+    ? { id: token.grant, amount: token.cap!, window: token.capWindow ?? "total", grant: token.grant }
+    : { id: token.jti, amount: token.cap! };
 }
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */

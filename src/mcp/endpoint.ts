@@ -39,6 +39,18 @@ function mcpCaller(c: Context<GatewayEnv>): McpCaller {
   return { credential: caller.presented, tenant: caller.tenant.id, scopes: MCP_SCOPES.filter((s) => caller.tenant.scopes.includes(s)) };
 }
 
+/** An OAuth access token is for one resource (RFC 8707): this endpoint, or the gateway as a whole. */
+function requireAudience(c: Context<GatewayEnv>, services: GatewayServices): void {
+  const caller = c.get("caller");
+  const aud = caller.via === "token" ? caller.token.aud : undefined;
+  if (aud === undefined) return;
+  const origin = publicOriginOf(c, services);
+  if (aud === `${origin}/mcp` || aud === origin || aud === `${origin}/`) return;
+  throw new GatewayError(401, "token_audience", `This token was issued for ${aud}, not for this endpoint.`, undefined, {
+    "www-authenticate": `Bearer error="invalid_token", resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`,
+  });
+}
+
 /** A refusal before any MCP message is read, as JSON-RPC (the MCP client reads it) with the gateway's code. */
 function rpcError(status: number, rpcCode: number, code: string, message: string, headers: Record<string, string> = {}): Response {
   return jsonResponse(status, { jsonrpc: "2.0", id: null, error: { code: rpcCode, message, data: { code } } }, headers);
@@ -49,11 +61,12 @@ function rpcError(status: number, rpcCode: number, code: string, message: string
  * `WWW-Authenticate` challenge naming the metadata), and the protected resource metadata.
  */
 export function mcpHandlers(services: GatewayServices, paysX402: boolean): Record<string, RowHandler> {
-  // RFC 9728. Tollgate runs no OAuth authorization server: a tenant mints the bearer token (POST /_tollgate/tokens
-  // {"kind":"mcp"}) and hands it to the agent, so `authorization_servers` is left out.
+  // RFC 9728: the gateway's own authorization server (src/oauth/) issues the tokens, unless oauth.enabled is off (then
+  // a tenant mints the bearer token, POST /_tollgate/tokens {"kind":"mcp"}, and hands it to the agent).
   const metadata = (c: Context<GatewayEnv>) =>
     c.json({
       resource: `${publicOriginOf(c, services)}/mcp`,
+      ...(services.config.oauth.enabled ? { authorization_servers: [publicOriginOf(c, services)] } : {}),
       resource_name: "Tollgate",
       bearer_methods_supported: ["header"],
       scopes_supported: [...MCP_SCOPES],
@@ -61,6 +74,7 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Recor
 
   async function endpoint(c: Context<GatewayEnv>): Promise<Response> {
     const caller = mcpCaller(c);
+    requireAudience(c, services);
     // Stateless: no server-initiated stream to hold open, no session to end.
     if (c.req.method !== "POST")
       return rpcError(405, -32000, "method_not_allowed", "This MCP endpoint is stateless: send messages with POST.", { allow: "POST" });

@@ -114,6 +114,17 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
   own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
+  // ── The OAuth authorization server for /mcp (src/oauth/): metadata, registration, consent, tokens, revocation; grants ──
+  own({ name: "oauth.metadata", method: GET, path: "/.well-known/oauth-authorization-server", auth: ["none"], handler: "oauth.metadata" }),
+  own({ name: "oauth.register", method: POST, path: "/register", auth: ["none"], body: handlerBody("JSON: client metadata (RFC 7591)"), handler: "oauth.register" }),
+  own({ name: "oauth.authorize.page", method: GET, path: "/authorize", auth: ["none"], handler: "oauth.authorize.page" }),
+  own({ name: "oauth.authorize", method: POST, path: "/authorize", auth: ["none"], body: handlerBody("form: the consent"), handler: "oauth.authorize" }),
+  own({ name: "oauth.token", method: POST, path: "/token", auth: ["none"], body: handlerBody("form: a token request (RFC 6749)"), handler: "oauth.token" }),
+  own({ name: "oauth.revoke", method: POST, path: "/revoke", auth: ["none"], body: handlerBody("form: a revocation (RFC 7009)"), handler: "oauth.revoke" }),
+  own({ name: "own.grants", method: GET, path: `${P}/grants`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.grants" }),
+  own({ name: "own.grants.revoke", method: DELETE, path: `${P}/grants/:id`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.grants.revoke" }),
+  own({ name: "admin.grants", method: GET, path: `${P}/admin/grants`, auth: OPERATOR, scope: "admin", handler: "admin.grants" }),
+  own({ name: "admin.grants.revoke", method: DELETE, path: `${P}/admin/grants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.grants.revoke" }),
   own({ name: "mcp.metadata", method: GET, path: "/.well-known/oauth-protected-resource", auth: ["none"], handler: "mcp.metadata" }),
   own({ name: "mcp.metadata.resource", method: GET, path: "/.well-known/oauth-protected-resource/mcp", auth: ["none"], handler: "mcp.metadata" }),
   own({ name: "mcp", method: ANY, path: "/mcp", auth: ["tenant-key", "mcp-token"], wrongToken: { status: 403, code: "token_scope", message: "This is a {kind} token; /mcp takes a tenant key or an MCP token." }, body: handlerBody("JSON-RPC: one MCP message or a batch"), bearerChallenge: "/.well-known/oauth-protected-resource/mcp", handler: "mcp" }),
