@@ -65,13 +65,13 @@ async function grantView(services: GatewayServices, g: OAuthGrant) {
 type GrantView = Awaited<ReturnType<typeof grantView>>;
 
 /** A tenant's grants, newest first. */
-async function tenantGrants(services: GatewayServices, tenant: string): Promise<GrantView[]> {
+export async function tenantGrants(services: GatewayServices, tenant: string): Promise<GrantView[]> {
   const store = kvOAuthStore(services.stores.kv);
   return Promise.all((await store.listGrants(tenant)).map((g) => grantView(services, g)));
 }
 
 /** Revokes one of `tenant`'s grants (any tenant's when undefined: an operator); another tenant's answers 404. */
-async function revokeTenantGrant(services: GatewayServices, c: Context<GatewayEnv>, id: string, tenant: string | undefined) {
+export async function revokeTenantGrant(services: GatewayServices, c: Context<GatewayEnv>, id: string, tenant: string | undefined) {
   const store = kvOAuthStore(services.stores.kv);
   const grant = GRANT_ID.test(id) ? await store.getGrant(id) : undefined;
   if (!grant || (tenant !== undefined && grant.tenant !== tenant)) throw new GatewayError(404, "not_found", `No grant ${id}.`);

@@ -111,6 +111,8 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "console.tokens", method: GET, path: `${P}/console/tokens`, auth: CONSOLE, handler: "console.tokens" }),
   own({ name: "console.tokens.mint", method: POST, path: `${P}/console/tokens`, auth: CONSOLE, body: FORM, handler: "console.tokens.mint" }),
   own({ name: "console.tokens.revoke", method: POST, path: `${P}/console/tokens/:jti/revoke`, auth: CONSOLE, body: FORM, handler: "console.tokens.revoke" }),
+  own({ name: "console.grants", method: GET, path: `${P}/console/grants`, auth: CONSOLE, handler: "console.grants" }),
+  own({ name: "console.grants.revoke", method: POST, path: `${P}/console/grants/:id/revoke`, auth: CONSOLE, body: FORM, handler: "console.grants.revoke" }),
   own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
   own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──

@@ -31,6 +31,7 @@ beforeAll(async () => {
     [
       { id: "acme", scopes: ALL, budget: { daily: "5.00" } },
       { id: "initech", scopes: ["search"] },
+      { id: "ops", scopes: ["admin", "search"] },
     ],
     {
       modules: ["sessions", "jobs", "x402"],
@@ -165,13 +166,7 @@ const call = (c: Client, name: string, args: Record<string, unknown> = {}) =>
   c.callTool({ name, arguments: args }, undefined, { timeout: 60_000 }) as Promise<CallToolResult>;
 const json = (r: CallToolResult) => JSON.parse((r.content.find((p) => p.type === "text") as { text: string }).text);
 function ok(r: CallToolResult) {
-  if (r.isError)
-    throw new Error(
-      `tool error: ${JSON.stringify(r.content)} ${stack.logs
-        .filter((l) => !l.includes("/mcp"))
-        .slice(-4)
-        .join("\n")}`,
-    );
+  if (r.isError) throw new Error(`tool error: ${JSON.stringify(r.content)}`);
   return json(r);
 }
 
@@ -362,6 +357,96 @@ describe("the MCP client's OAuth flow", () => {
       client_id: clientId,
     });
     expect(await refreshed.json()).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+describe("grants in the console and the admin API", () => {
+  const asOps = { "x-api-key": "" };
+  beforeAll(() => {
+    asOps["x-api-key"] = stack.keys.ops!;
+  });
+
+  /** A console session for a key: its cookie. */
+  async function signedIn(key: string): Promise<string> {
+    const r = await fetch(`${base}/_tollgate/console/login`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
+      body: new URLSearchParams({ key }),
+    });
+    expect(r.status).toBe(303);
+    return r.headers.get("set-cookie")!.split(";")[0]!;
+  }
+
+  it("lists each grant with its client, spend and last use, and revokes it: the tenant in the console, an operator by API", async () => {
+    const provider = new TestProvider();
+    const { client } = await connectWithOAuth(provider, {
+      credential: stack.keys.acme!,
+      scopes: ["search"],
+      cap: "0.20",
+      window: "monthly",
+    });
+    ok(await call(client, "web_search", { query: "listed grant" }));
+    const id = ok(await call(client, "budget")).token.grant as string;
+
+    const listed = await (await fetch(`${base}/_tollgate/admin/grants?tenant=acme`, { headers: asOps })).json();
+    const g = listed.grants.find((x: any) => x.id === id);
+    expect(g).toMatchObject({
+      tenant: "acme",
+      state: "active",
+      cap: "0.20",
+      window: "monthly",
+      spent: "0.005",
+      client: { name: "Test Agent" },
+    });
+    expect(Date.parse(g.lastUsedAt)).toBeGreaterThan(Date.parse(g.createdAt) - 1);
+    expect((await fetch(`${base}/_tollgate/admin/grants?tenant=acme`, { headers: { "x-api-key": stack.keys.acme! } })).status).toBe(403);
+    expect((await fetch(`${base}/_tollgate/admin/grants`, { headers: asOps })).status).toBe(400);
+
+    // The tenant's console lists it; revoking it there ends the agent's session.
+    const cookie = await signedIn(stack.keys.acme!);
+    const page = await (await fetch(`${base}/_tollgate/console/grants`, { headers: { cookie } })).text();
+    expect(page).toContain(`data-grant="${id}"`);
+    expect(page).toContain("Test Agent");
+    const csrf = page.match(/name="_csrf" value="([^"]+)"/)![1]!;
+    const other = await signedIn(stack.keys.initech!);
+    const otherPage = await (await fetch(`${base}/_tollgate/console/grants`, { headers: { cookie: other } })).text();
+    expect(otherPage).not.toContain(id);
+    const revoke = await fetch(`${base}/_tollgate/console/grants/${id}/revoke`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, origin: base, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf: csrf }),
+    });
+    expect(revoke.status).toBe(303);
+    await expect(call(client, "budget")).rejects.toThrow();
+    const after = await (await fetch(`${base}/_tollgate/admin/grants?tenant=acme`, { headers: asOps })).json();
+    expect(after.grants.find((x: any) => x.id === id)).toMatchObject({ state: "revoked", revokedReason: "revoked by the tenant" });
+
+    // An operator revokes another through the admin API.
+    const second = new TestProvider();
+    const c2 = await connectWithOAuth(second, { credential: stack.keys.acme!, scopes: ["search"] });
+    const id2 = ok(await call(c2.client, "budget")).token.grant as string;
+    const del = await fetch(`${base}/_tollgate/admin/grants/${id2}`, { method: "DELETE", headers: asOps });
+    expect(await del.json()).toMatchObject({ id: id2, state: "revoked", revokedReason: "revoked by an operator" });
+    await expect(call(c2.client, "budget")).rejects.toThrow();
+    expect((await fetch(`${base}/_tollgate/admin/grants/grt_AAAAAAAAAAAAAAAAAAAAAAAA`, { method: "DELETE", headers: asOps })).status).toBe(
+      404,
+    );
+  });
+
+  it("the consent page signs in with a one-time console link too", async () => {
+    const link = await (
+      await fetch(`${base}/_tollgate/admin/console-links`, {
+        method: "POST",
+        headers: { ...asOps, "content-type": "application/json" },
+        body: "{}",
+      })
+    ).json();
+    const provider = new TestProvider();
+    const { client } = await connectWithOAuth(provider, { credential: link.url, scopes: ["search"] });
+    expect(ok(await call(client, "budget")).token.grant).toMatch(/^grt_/);
+    expect((await (await fetch(`${base}/_tollgate/grants`, { headers: asOps })).json()).grants).toHaveLength(1);
   });
 });
 
