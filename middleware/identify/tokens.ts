@@ -39,6 +39,8 @@ export interface GatewayToken {
   capWindow?: "daily" | "monthly" | "total";
   /** The resource (RFC 8707) an OAuth access token was issued for: the gateway's `/mcp` URL or its origin. */
   aud?: string;
+  /** The MCP tools an OAuth grant allows (within its scopes); absent: every tool of its scopes. */
+  tools?: string[];
 }
 
 const ISSUER = "tollgate";
@@ -114,6 +116,7 @@ export class TokenService {
       ...(t.grant ? { g: t.grant } : {}),
       ...(t.capWindow && t.capWindow !== "total" ? { cw: t.capWindow } : {}),
       ...(t.aud ? { aud: t.aud } : {}),
+      ...(t.tools ? { tl: t.tools } : {}),
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
       .setIssuer(ISSUER)
@@ -270,6 +273,7 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     ...(typeof payload.g === "string" ? { grant: payload.g } : {}),
     ...(payload.g !== undefined ? { capWindow: (payload.cw as GatewayToken["capWindow"]) ?? "total" } : {}),
     ...(typeof payload.aud === "string" ? { aud: payload.aud } : {}),
+    ...(Array.isArray(payload.tl) ? { tools: payload.tl as string[] } : {}),
   };
 }
 

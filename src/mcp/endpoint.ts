@@ -39,6 +39,19 @@ function mcpCaller(c: Context<GatewayEnv>): McpCaller {
   return { credential: caller.presented, tenant: caller.tenant.id, scopes: MCP_SCOPES.filter((s) => caller.tenant.scopes.includes(s)) };
 }
 
+/** An OAuth grant that allows some of its scopes' tools only: the others are left out of this server as they register. */
+function onlyGrantedTools(server: McpServer, c: Context<GatewayEnv>): void {
+  const caller = c.get("caller");
+  const allowed = caller.via === "token" ? caller.token.tools : undefined;
+  if (!allowed) return;
+  const register = server.registerTool.bind(server) as (...args: unknown[]) => { remove(): void };
+  server.registerTool = ((name: string, ...rest: unknown[]) => {
+    const tool = register(name, ...rest);
+    if (name !== "budget" && !allowed.includes(name)) tool.remove();
+    return tool;
+  }) as typeof server.registerTool;
+}
+
 /** An OAuth access token is for one resource (RFC 8707): this endpoint, or the gateway as a whole. */
 function requireAudience(c: Context<GatewayEnv>, services: GatewayServices): void {
   const caller = c.get("caller");
@@ -90,6 +103,7 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Recor
       { name: "tollgate", version: "1.0.0" },
       { capabilities: { tools: {} }, maxToolInputElements: MAX_ARGUMENT_ELEMENTS },
     );
+    onlyGrantedTools(server, c);
     registerTools(server, {
       call: new GatewayCall(services, c, caller.credential),
       scopes: caller.scopes,

@@ -49,6 +49,7 @@ async function grantView(services: GatewayServices, g: OAuthGrant) {
     state,
     client: { id: g.clientId, name: g.clientName, redirectHost: g.redirectHost },
     scopes: g.scopes,
+    ...(g.tools ? { tools: g.tools } : {}),
     cap: atomicToUsd(BigInt(g.cap)),
     window: g.capWindow,
     spent: atomicToUsd(usage[g.capWindow]),

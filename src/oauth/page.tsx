@@ -13,11 +13,13 @@ export interface ConsentView {
   verifiedHost?: string;
   redirectHost: string;
   scopes: string[];
+  /** The tools each scope offers (the tenant may narrow the grant to some). */
+  tools: Record<string, string[]>;
   defaultDays: number;
   maxDays: number;
   message?: string;
   /** What was typed before a refused post (never the credential). */
-  chosen?: { scopes: string[]; cap: string; window: string; days: string };
+  chosen?: { scopes: string[]; tools: string[]; toolsShown: boolean; cap: string; window: string; days: string };
 }
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -31,6 +33,7 @@ const SCOPE_TEXT: Record<string, string> = {
 export function ConsentPage(v: ConsentView) {
   const chosen = v.chosen;
   const checked = (s: string) => (chosen ? chosen.scopes.includes(s) : true);
+  const toolChecked = (t: string) => (chosen?.toolsShown ? chosen.tools.includes(t) : true);
   const window = chosen?.window ?? "total";
   return (
     <html lang="en">
@@ -69,10 +72,23 @@ export function ConsentPage(v: ConsentView) {
             </fieldset>
             <fieldset>
               <legend>What it may do</legend>
+              <input type="hidden" name="tools_shown" value="1" />
               {v.scopes.map((s) => (
-                <label>
-                  <input type="checkbox" name="scope" value={s} checked={checked(s)} /> {SCOPE_TEXT[s] ?? s} ({s})
-                </label>
+                <div class="scope">
+                  <label>
+                    <input type="checkbox" name="scope" value={s} checked={checked(s)} /> {SCOPE_TEXT[s] ?? s} ({s})
+                  </label>
+                  {(v.tools[s] ?? []).length > 0 && (
+                    <div class="tools muted">
+                      Tools:{" "}
+                      {(v.tools[s] ?? []).map((t) => (
+                        <label>
+                          <input type="checkbox" name="tool" value={t} checked={toolChecked(t)} /> <code>{t}</code>{" "}
+                        </label>
+                      ))}
+                    </div>
+                  )}
+                </div>
               ))}
             </fieldset>
             <fieldset>

@@ -10,7 +10,8 @@ import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { RowHandler } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { MCP_SCOPES, looksLikeGatewayToken } from "../../middleware/identify/tokens.js";
+import { MCP_SCOPES, looksLikeGatewayToken, type McpScope } from "../../middleware/identify/tokens.js";
+import { toolsByScope } from "./tools.js";
 import { signInKey } from "../../middleware/identify/resources.js";
 import type { Tenant } from "../../middleware/identify/tenants.js";
 import { redeemLink } from "../console/link.js";
@@ -259,6 +260,7 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     ...(p.verifiedHost ? { verifiedHost: p.verifiedHost } : {}),
     redirectHost: new URL(p.redirectUri).host || p.redirectUri,
     scopes: p.scopes,
+    tools: toolsByScope(),
     defaultDays: config.defaultGrantDays,
     maxDays: config.maxGrantDays,
     ...extra,
@@ -320,6 +322,8 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     }
     const chosen = {
       scopes: form.getAll("scope"),
+      tools: form.getAll("tool"),
+      toolsShown: form.get("tools_shown") === "1",
       cap: (form.get("cap") ?? "").trim(),
       window: form.get("window") ?? "",
       days: form.get("days") ?? "",
@@ -337,6 +341,11 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       return again(400, 'cap: expected a USD amount above 0, like "5.00".');
     const window = CAP_WINDOWS.find((w) => w === chosen.window);
     if (!window) return again(400, "window: choose day, month or the grant's whole life.");
+    // The tools within the chosen scopes (a form without the tool boxes allows them all); all of them: no list.
+    const offered = scopes.flatMap((s) => toolsByScope()[s as McpScope] ?? []);
+    const picked = offered.filter((t) => chosen.tools.includes(t));
+    if (chosen.toolsShown && offered.length > 0 && picked.length === 0) return again(400, "Pick at least one tool.");
+    const tools = chosen.toolsShown && picked.length < offered.length ? picked : undefined;
     const days = Number(chosen.days);
     if (!Number.isInteger(days) || days < 1 || days > config.maxGrantDays)
       return again(400, `days: a whole number from 1 to ${config.maxGrantDays}.`);
@@ -353,6 +362,7 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       redirectUri: p.redirectUri,
       codeChallenge: p.codeChallenge,
       scopes,
+      ...(tools ? { tools } : {}),
       cap: usdToAtomic(chosen.cap).toString(),
       capWindow: window,
       resource: p.resource,
@@ -379,6 +389,7 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       grant: grant.id,
       capWindow: grant.capWindow,
       aud: grant.resource,
+      ...(grant.tools ? { tools: grant.tools } : {}),
     });
     const refresh = `tgr_${randomToken()}`;
     await store.putRefresh(await sha256url(refresh), grant.id, Math.max(1000, grant.expiresAt - now));

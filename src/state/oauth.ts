@@ -23,6 +23,8 @@ interface OAuthConsent {
   /** The host of the redirect URI the consent was given for (shown in the grants list). */
   redirectHost: string;
   scopes: string[];
+  /** The MCP tools allowed within the scopes; absent: all of them. */
+  tools?: string[];
   /** Spend cap, atomic units (decimal string). */
   cap: string;
   capWindow: "daily" | "monthly" | "total";

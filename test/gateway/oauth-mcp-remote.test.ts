@@ -90,6 +90,8 @@ describe("mcp-remote, as Claude Desktop runs it", () => {
         const box = page.locator(`input[name="scope"][value="${s}"]`);
         if (await box.count()) await box.uncheck();
       }
+      // Of the jobs tools, not crawl (the longest, costliest).
+      await page.uncheck('input[name="tool"][value="crawl"]');
       await page.fill('input[name="cap"]', "0.25");
       await page.selectOption('select[name="window"]', "daily");
       await page.fill('input[name="days"]', "7");
@@ -100,12 +102,15 @@ describe("mcp-remote, as Claude Desktop runs it", () => {
       const names = (await client.listTools()).tools.map((t) => t.name);
       expect(names).toEqual(expect.arrayContaining(["budget", "web_search", "scrape"]));
       expect(names).not.toContain("browser_create");
+      expect(names).not.toContain("crawl");
       const budget = (await client.callTool({ name: "budget", arguments: {} })) as CallToolResult;
       const answer = JSON.parse((budget.content[0] as { text: string }).text);
       expect(answer.token).toMatchObject({ cap: "0.25", window: "daily", spent: "0.00" });
       expect(answer.token.grant).toMatch(/^grt_/);
       const grants = await (await fetch(`${stack.gateway.url}/_tollgate/grants`, { headers: { "x-api-key": stack.keys.acme! } })).json();
       expect(grants.grants).toHaveLength(1);
+      expect(grants.grants[0].tools).toEqual(expect.arrayContaining(["web_search", "scrape"]));
+      expect(grants.grants[0].tools).not.toContain("crawl");
       expect(grants.grants[0]).toMatchObject({
         scopes: ["search", "jobs"],
         window: "daily",

@@ -106,6 +106,8 @@ interface Choices {
   window?: string;
   days?: string;
   action?: string;
+  /** The tool boxes ticked (the form then says it showed them). */
+  tools?: string[];
 }
 
 /** Reads the consent page as a browser would and posts its form with the tenant's choices. */
@@ -126,6 +128,8 @@ async function consent(authUrl: URL | string, choices: Choices): Promise<Respons
     action: choices.action ?? "allow",
   });
   for (const s of choices.scopes ?? ["search"]) form.append("scope", s);
+  if (choices.tools) form.set("tools_shown", "1");
+  for (const t of choices.tools ?? []) form.append("tool", t);
   return fetch(`${base}/authorize`, {
     method: "POST",
     body: form,
@@ -343,6 +347,21 @@ describe("the MCP client's OAuth flow", () => {
     });
     expect(direct.status).toBe(401);
     expect(await direct.json()).toMatchObject({ code: "token_revoked" });
+  });
+
+  it("a grant narrowed to some tools lists and runs only those (budget always)", async () => {
+    const provider = new TestProvider();
+    const { client } = await connectWithOAuth(provider, {
+      credential: stack.keys.acme!,
+      scopes: ["search", "jobs"],
+      tools: ["web_search", "scrape"],
+    });
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["budget", "scrape", "web_search"]);
+    const fetched = await call(client, "web_fetch", { url: "http://web.emulator.test/about" });
+    expect(fetched.isError).toBe(true);
+    expect(JSON.stringify(fetched.content)).toMatch(/Tool web_fetch not found/);
+    const grant = ok(await call(client, "budget")).token.grant;
+    expect((await grantsOf("acme")).find((g) => g.id === grant)).toMatchObject({ tools: ["web_search", "scrape"] });
   });
 
   it("RFC 7009: revoking the refresh token ends the grant; unknown tokens answer 200", async () => {
