@@ -49,7 +49,7 @@ import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { series } from "../middleware/series/index.js";
 import { commonHandlers, type RowHandler } from "./routing/handlers.js";
-import { oauthHandlers } from "./oauth/server.js";
+import { OAUTH_CORS_PATHS, oauthHandlers, oauthPreflight } from "./oauth/server.js";
 import { grantHandlers } from "./oauth/grants.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
@@ -274,6 +274,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...sandboxHandlers(services),
     ...runtimeHandlers(services),
   };
+  // CORS preflights of the OAuth endpoints (browser-based MCP clients): any origin, no credentials.
+  for (const path of OAUTH_CORS_PATHS) app.options(path, () => oauthPreflight());
   mountRouteTable(app, services, rowHandlers, tableRows);
 
   // Paths are normalised before any route sees them, the way the upstream will read them (middleware/normalize/index.ts).

@@ -77,13 +77,17 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Recor
   // RFC 9728: the gateway's own authorization server (src/oauth/) issues the tokens, unless oauth.enabled is off (then
   // a tenant mints the bearer token, POST /_tollgate/tokens {"kind":"mcp"}, and hands it to the agent).
   const metadata = (c: Context<GatewayEnv>) =>
-    c.json({
-      resource: `${publicOriginOf(c, services)}/mcp`,
-      ...(services.config.oauth.enabled ? { authorization_servers: [publicOriginOf(c, services)] } : {}),
-      resource_name: "Tollgate",
-      bearer_methods_supported: ["header"],
-      scopes_supported: [...MCP_SCOPES],
-    });
+    c.json(
+      {
+        resource: `${publicOriginOf(c, services)}/mcp`,
+        ...(services.config.oauth.enabled ? { authorization_servers: [publicOriginOf(c, services)] } : {}),
+        resource_name: "Tollgate",
+        bearer_methods_supported: ["header"],
+        scopes_supported: [...MCP_SCOPES],
+      },
+      200,
+      { "access-control-allow-origin": "*" },
+    );
 
   async function endpoint(c: Context<GatewayEnv>): Promise<Response> {
     const caller = mcpCaller(c);

@@ -111,6 +111,29 @@ function one(form: URLSearchParams, name: string): string | undefined {
   return all[0] === "" ? undefined : all[0];
 }
 
+/** The paths a browser-based OAuth client reads or posts to from another origin (its preflights are answered). */
+export const OAUTH_CORS_PATHS = [
+  "/.well-known/oauth-authorization-server",
+  "/.well-known/oauth-protected-resource",
+  "/.well-known/oauth-protected-resource/mcp",
+  "/register",
+  "/token",
+  "/revoke",
+];
+
+/** A CORS preflight to one of OAUTH_CORS_PATHS: any origin, no credentials. */
+export function oauthPreflight(): Response {
+  return new Response(null, {
+    status: 204,
+    headers: {
+      "access-control-allow-origin": "*",
+      "access-control-allow-methods": "GET, POST",
+      "access-control-allow-headers": "content-type, authorization, mcp-protocol-version",
+      "access-control-max-age": "600",
+    },
+  });
+}
+
 export function oauthHandlers(services: GatewayServices): Record<string, RowHandler> {
   const config = services.config.oauth;
   const store: OAuthStore = kvOAuthStore(services.stores.kv);
@@ -126,17 +149,23 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     if (!config.enabled) throw new OAuthError(404, "not_found", "This gateway runs no authorization server (oauth.enabled = false).");
   };
 
-  /** Wraps a handler: OAuth errors answer in OAuth's shape, never a 500 for a client's mistake. */
+  /**
+   * Wraps a handler: OAuth errors answer in OAuth's shape, never a 500 for a client's mistake. Readable from any origin
+   * (browser-based clients such as the MCP Inspector run the flow in a page; no cookie is involved).
+   */
   const oauth =
     (fn: (c: Context<GatewayEnv>) => Promise<Response>): RowHandler =>
     async (c) => {
+      let res: Response;
       try {
         enabled();
-        return await fn(c);
+        res = await fn(c);
       } catch (err) {
-        if (err instanceof OAuthError) return oauthErrorResponse(err);
-        throw err;
+        if (!(err instanceof OAuthError)) throw err;
+        res = oauthErrorResponse(err);
       }
+      res.headers.set("access-control-allow-origin", "*");
+      return res;
     };
 
   // ── RFC 8414 metadata ──
@@ -329,14 +358,11 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       days: form.get("days") ?? "",
     };
     const again = (status: number, message: string) => html(ConsentPage(view(id, p, { message, chosen })), status);
-    const tenant = await signIn((form.get("credential") ?? "").trim());
-    if (!tenant) return again(401, "That key or link cannot sign in.");
+    // Everything the form alone decides first: a one-time link is used up by the sign-in, so it comes last.
     const scopes = [...new Set(chosen.scopes)];
     if (scopes.length === 0) return again(400, "Pick at least one thing it may do.");
     const notAsked = scopes.filter((s) => !p.scopes.includes(s));
     if (notAsked.length) return again(400, `The client did not ask for: ${notAsked.join(", ")}.`);
-    const lacking = scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
-    if (lacking.length) return again(403, `Tenant "${tenant.id}" does not have the scope ${lacking.join(", ")}.`);
     if (!usdAmount.safeParse(chosen.cap).success || usdToAtomic(chosen.cap) <= 0n)
       return again(400, 'cap: expected a USD amount above 0, like "5.00".');
     const window = CAP_WINDOWS.find((w) => w === chosen.window);
@@ -349,6 +375,10 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     const days = Number(chosen.days);
     if (!Number.isInteger(days) || days < 1 || days > config.maxGrantDays)
       return again(400, `days: a whole number from 1 to ${config.maxGrantDays}.`);
+    const tenant = await signIn((form.get("credential") ?? "").trim());
+    if (!tenant) return again(401, "That key or link cannot sign in.");
+    const lacking = scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
+    if (lacking.length) return again(403, `Tenant "${tenant.id}" does not have the scope ${lacking.join(", ")}.`);
     if ((await store.takePending(id)) === undefined)
       return errorPage(400, "This request has expired", "Go back to the application and connect again.");
     const now = services.now();

@@ -247,6 +247,26 @@ describe("discovery", () => {
       client_id_metadata_document_supported: true,
     });
   });
+
+  it("a browser-based client (the MCP Inspector) may run the flow from its own origin: CORS on the OAuth endpoints", async () => {
+    const pre = await fetch(`${base}/register`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://localhost:6274",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+      },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-origin")).toBe("*");
+    expect(pre.headers.get("access-control-allow-headers")).toContain("mcp-protocol-version");
+    const as = await fetch(`${base}/.well-known/oauth-authorization-server`, { headers: { origin: "http://localhost:6274" } });
+    expect(as.headers.get("access-control-allow-origin")).toBe("*");
+    const prm = await fetch(`${base}/.well-known/oauth-protected-resource/mcp`, { headers: { origin: "http://localhost:6274" } });
+    expect(prm.headers.get("access-control-allow-origin")).toBe("*");
+    const bad = await post("/token", { grant_type: "nope" });
+    expect(bad.headers.get("access-control-allow-origin")).toBe("*");
+  });
 });
 
 describe("the MCP client's OAuth flow", () => {
