@@ -3,9 +3,9 @@ import type { Context, MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
-import type { Tenant } from "../identify/tenants.js";
-import { callerTenant } from "../identify/index.js";
-import { jsonBody, setJsonBody } from "../body-limit/index.js";
+import type { Tenant } from "../../src/identity/tenants.js";
+import { callerTenant } from "../../src/identity/caller.js";
+import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import { upstreamJson } from "../../src/platform/upstream.js";
 import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
 import type { WireRecord } from "../../src/platform/upstream-records.js";
@@ -19,7 +19,7 @@ type Quotas = Tenant["quotas"];
  * The quota step counts slots in the state stores (kv, ownership), asks the upstream for a snapshot's image and for
  * resources that may have ended unseen, and reads the clock; nothing else.
  */
-type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now">;
+type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now" | "platform">;
 
 function refuse(status: number, code: string, message: string, figures: Record<string, unknown>): never {
   throw new GatewayError(status, code, message, figures);
@@ -95,7 +95,7 @@ export function quota(services: QuotaServices, kind: "sandbox" | "session"): Mid
     const limit = kind === "sandbox" ? q.maxSandboxes : q.maxSessions;
     const shapesBody = q.maxTimeoutMinutes !== undefined || q.regions !== undefined || (kind === "sandbox" && q.images !== undefined);
     if (limit === undefined && !shapesBody) return next();
-    if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c)).json }));
+    if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c, services.platform)).json }));
     if (limit === undefined) return next();
     let slot = await slots.reserve(kind, tenant.id, limit);
     if (!slot.ok) {

@@ -7,7 +7,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { RowHandler } from "../routing/handlers.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { callerTenant } from "../identity/caller.js";
 import { capLedgerTenant } from "../payments/spend.js";
 import { atomicToUsd } from "../payments/money.js";
 import { audit } from "../operators/tenant-changes.js";

@@ -10,10 +10,10 @@ import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { RowHandler } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { MCP_SCOPES, looksLikeGatewayToken, type McpScope } from "../../middleware/identify/tokens.js";
+import { MCP_SCOPES, looksLikeGatewayToken, type McpScope } from "../identity/tokens.js";
 import { toolsByScope } from "./tools.js";
-import { signInKey } from "../../middleware/identify/resources.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import { signInKey } from "../identity/resources.js";
+import type { Tenant } from "../identity/tenants.js";
 import { redeemLink } from "../console/link.js";
 import { usdAmount } from "../../config/fields.js";
 import { usdToAtomic } from "../payments/money.js";
@@ -22,7 +22,7 @@ import { OAuthError, oauthErrorResponse } from "./errors.js";
 import { redirectMatches, registerClient, resolveClient } from "./clients.js";
 import { ConsentPage, OAuthErrorPage, type ConsentView } from "./page.js";
 import { revokeGrant } from "./grants.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
+import { jsonBody } from "../routing/json-body.js";
 import { clientAddressOf } from "../platform/forwarded.js";
 
 /** A pending authorization request waits this long for its consent. */
@@ -211,7 +211,7 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       throw new OAuthError(429, "too_many_registrations", "Too many client registrations from this address; try again within the hour.");
     let body: unknown;
     try {
-      body = (await jsonBody(c, FORM_LIMIT)).json;
+      body = (await jsonBody(c, services.platform, FORM_LIMIT)).json;
     } catch {
       throw new OAuthError(400, "invalid_client_metadata", "The registration must be a JSON object (RFC 7591).");
     }

@@ -1,7 +1,7 @@
 // The MCP tools each scope offers (src/mcp/tools.ts), learned by registering them on a recorder: the consent page lets
 // the tenant narrow a grant to some of them.
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { MCP_SCOPES, type McpScope } from "../../middleware/identify/tokens.js";
+import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import type { GatewayCall } from "../mcp/call.js";
 import { registerTools } from "../mcp/tools.js";
 

@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 
