@@ -252,10 +252,13 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       if (!challenge) return back("invalid_request", "code_challenge is required (PKCE with S256).");
       if (method !== "S256") return back("invalid_request", "code_challenge_method must be S256 (plain is not accepted).");
       if (!CODE_CHALLENGE.test(challenge)) return back("invalid_request", "code_challenge is not a base64url S256 digest.");
-      const requested = (one(q, "scope") ?? "").split(" ").filter(Boolean);
-      const unknown = requested.filter((s) => !(MCP_SCOPES as readonly string[]).includes(s));
-      if (unknown.length)
-        return back("invalid_scope", `Unknown scope: ${unknown.join(", ")} (this server offers ${MCP_SCOPES.join(", ")}).`);
+      // The gateway's operator scopes are never granted; scopes it does not know (openid, offline_access, a host's own)
+      // are ignored (RFC 6749 §3.3), so a client asking for them still connects with what it may have.
+      const asked = (one(q, "scope") ?? "").split(" ").filter(Boolean);
+      const operator = asked.filter((s) => s === "admin" || s === "operator-readonly");
+      if (operator.length)
+        return back("invalid_scope", `${operator.join(", ")} cannot be granted to a client (this server offers ${MCP_SCOPES.join(", ")}).`);
+      const requested = asked.filter((s) => (MCP_SCOPES as readonly string[]).includes(s));
       const resources = q.getAll("resource");
       if (resources.length > 1) return back("invalid_target", "One resource per request.");
       const resource = resources[0] || `${origin(c)}/mcp`;
@@ -498,7 +501,7 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     if (resource !== undefined && !resourceOk(c, resource))
       throw new OAuthError(400, "invalid_target", `This grant's tokens are for ${grant.resource}.`);
     if (scope !== undefined) {
-      const wider = scope.split(" ").filter((s) => s && !grant.scopes.includes(s));
+      const wider = scope.split(" ").filter((s) => (MCP_SCOPES as readonly string[]).includes(s) && !grant.scopes.includes(s));
       if (wider.length) throw new OAuthError(400, "invalid_scope", `This grant does not include: ${wider.join(", ")}.`);
     }
     tenantStillAllows(grant);

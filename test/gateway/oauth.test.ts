@@ -520,6 +520,10 @@ describe("mistakes get OAuth error codes, never a 500", () => {
     expect(await errorOf({ ...ok, code_challenge_method: undefined })).toBe("invalid_request");
     expect(await errorOf({ ...ok, resource: "https://other.example/mcp" })).toBe("invalid_target");
     expect(await errorOf({ ...ok, scope: "admin" })).toBe("invalid_scope");
+    // Scopes it does not know are ignored: the page offers what the client may have.
+    const lenient = await fetch(authorizeUrl({ ...ok, scope: "openid offline_access search" }), { redirect: "manual" });
+    expect(lenient.status).toBe(200);
+    expect(await lenient.text()).toContain('value="search"');
     expect(await errorOf({ ...ok, response_type: "token" })).toBe("unsupported_response_type");
     // A loopback redirect URI matches on any port (RFC 8252); another path does not.
     const loop = await fetch(authorizeUrl({ ...ok, redirect_uri: "http://127.0.0.1:5555/oauth/callback" }), { redirect: "manual" });
