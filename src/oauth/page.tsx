@@ -30,6 +30,15 @@ const SCOPE_TEXT: Record<string, string> = {
   sandboxes: "Sandboxes: run commands, read and write files",
 };
 
+/** Room between the form's fields (the console's style sheet is made for tables and filters). */
+const PAGE_CSS = `
+fieldset { margin: 0 0 14px; padding: 10px 14px; }
+fieldset label { margin-right: 12px; }
+.scope { margin: 6px 0; }
+.tools { margin: 2px 0 0 24px; }
+.tools label { margin-right: 10px; }
+`;
+
 export function ConsentPage(v: ConsentView) {
   const chosen = v.chosen;
   const checked = (s: string) => (chosen ? chosen.scopes.includes(s) : true);
@@ -41,7 +50,7 @@ export function ConsentPage(v: ConsentView) {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`Allow ${v.clientName} · Tollgate`}</title>
-        <style>{raw(CONSOLE_CSS)}</style>
+        <style>{raw(CONSOLE_CSS + PAGE_CSS)}</style>
       </head>
       <body>
         <header>
@@ -72,6 +81,7 @@ export function ConsentPage(v: ConsentView) {
             </fieldset>
             <fieldset>
               <legend>What it may do</legend>
+              <p class="muted">Only scopes the tenant has can be granted; untick a tool to keep it from the agent.</p>
               <input type="hidden" name="tools_shown" value="1" />
               {v.scopes.map((s) => (
                 <div class="scope">
@@ -121,7 +131,7 @@ export function ConsentPage(v: ConsentView) {
               </label>
               <p class="muted">You can revoke it at any time in the console or through the admin API.</p>
             </fieldset>
-            <button type="submit" name="action" value="allow">
+            <button class="primary" type="submit" name="action" value="allow">
               Allow
             </button>{" "}
             <button type="submit" name="action" value="deny" formnovalidate>

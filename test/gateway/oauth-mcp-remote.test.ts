@@ -93,6 +93,9 @@ describe("mcp-remote, as Claude Desktop runs it", () => {
       // Of the jobs tools, not crawl (the longest, costliest).
       await page.uncheck('input[name="tool"][value="crawl"]');
       await page.fill('input[name="cap"]', "0.25");
+      // TOLLGATE_SCREENSHOTS=<dir>: the consent page as the tenant sees it (docs/oauth-consent.png).
+      if (process.env.TOLLGATE_SCREENSHOTS)
+        await page.screenshot({ path: join(process.env.TOLLGATE_SCREENSHOTS, "oauth-consent.png"), fullPage: true });
       await page.selectOption('select[name="window"]', "daily");
       await page.fill('input[name="days"]', "7");
       await Promise.all([page.waitForURL(/\/oauth\/callback/, { timeout: 30_000 }), page.click('button[value="allow"]')]);
