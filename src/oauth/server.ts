@@ -487,10 +487,14 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     const scope = one(form, "scope");
     if (!token) throw new OAuthError(400, "invalid_request", "refresh_token is required.");
     if (!clientId) throw new OAuthError(400, "invalid_request", "client_id is required (public clients identify themselves).");
-    const used = /^tgr_[A-Za-z0-9_-]{43}$/.test(token) ? await store.useRefresh(await sha256url(token)) : undefined;
-    if (!used) throw new OAuthError(400, "invalid_grant", "This refresh token is unknown or has expired.");
-    const grant = await store.getGrant(used.grantId);
+    const digest = /^tgr_[A-Za-z0-9_-]{43}$/.test(token) ? await sha256url(token) : undefined;
+    const grantId = digest ? await store.refreshGrant(digest) : undefined;
+    if (!digest || !grantId) throw new OAuthError(400, "invalid_grant", "This refresh token is unknown or has expired.");
+    // The client is checked before the token is used: another client presenting it uses nothing up.
+    const grant = await store.getGrant(grantId);
     if (!grant || grant.clientId !== clientId) throw new OAuthError(400, "invalid_grant", "This refresh token belongs to another client.");
+    const used = await store.useRefresh(digest);
+    if (!used) throw new OAuthError(400, "invalid_grant", "This refresh token is unknown or has expired.");
     if (used.reused) {
       // A rotated refresh token came back: one of its holders is not the client. The whole grant ends.
       await revokeGrant(services, store, grant.id, "refresh token reused");

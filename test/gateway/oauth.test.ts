@@ -388,6 +388,16 @@ describe("the MCP client's OAuth flow", () => {
     const provider = new TestProvider();
     await connectWithOAuth(provider, { credential: stack.keys.acme!, scopes: ["search"] });
     const clientId = provider.client!.client_id;
+    // Another client presenting the refresh token: invalid_grant, and the token is not used up by it.
+    const stranger = await post("/token", {
+      grant_type: "refresh_token",
+      refresh_token: provider.saved!.refresh_token!,
+      client_id: await registered(),
+    });
+    expect(await stranger.json()).toMatchObject({ error: "invalid_grant" });
+    const own = await post("/token", { grant_type: "refresh_token", refresh_token: provider.saved!.refresh_token!, client_id: clientId });
+    expect(own.status).toBe(200);
+    provider.saved = await own.json();
     expect((await post("/revoke", { token: "tgr_nothing", client_id: clientId })).status).toBe(200);
     expect((await post("/revoke", { token: provider.saved!.refresh_token!, client_id: clientId })).status).toBe(200);
     const refreshed = await post("/token", {
