@@ -160,7 +160,7 @@ export const configSchema = z
         registration: z
           .strictObject({
             enabled: z.boolean().default(true),
-            /** A registration unused for this long is forgotten (the client registers again). */
+            /** A registration is forgotten this long after it was made (the client registers again; its grants live on). */
             ttlDays: z.number().int().min(1).max(365).default(30),
             /** Registrations the whole fleet accepts per UTC day. */
             maxPerDay: z.number().int().min(1).max(1_000_000).default(1_000),
