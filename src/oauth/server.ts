@@ -27,6 +27,8 @@ import { clientAddressOf } from "../platform/forwarded.js";
 
 /** A pending authorization request waits this long for its consent. */
 const PENDING_TTL_MS = 15 * 60_000;
+/** Consent pages one client address may open per minute (each keeps a pending request for PENDING_TTL_MS). */
+const AUTHORIZE_PER_MINUTE = 120;
 /** Form and token requests are small. */
 const FORM_LIMIT = 16 * 1024;
 const CAP_WINDOWS = ["daily", "monthly", "total"] as const;
@@ -300,6 +302,14 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
 
   const authorizePage: RowHandler = async (c) => {
     if (!config.enabled) return errorPage(404, "Not available", "This gateway runs no authorization server.");
+    // Each page keeps a pending request for a while: bounded per client address.
+    const limit = await services.stores.rateLimiter.hit(
+      `oauth-authorize:${addressOf(c) ?? "unknown"}`,
+      AUTHORIZE_PER_MINUTE,
+      60_000,
+      services.now(),
+    );
+    if (!limit.allowed) return errorPage(429, "Too many sign-in pages", "Wait a minute and connect again.");
     const checked = await checkRequest(c, new URL(c.req.url).searchParams);
     if (checked instanceof Response) return checked;
     const id = randomToken(24);
