@@ -36,12 +36,22 @@ beforeAll(async () => {
     {
       modules: ["sessions", "jobs", "x402"],
       now: () => Date.now() + ahead,
-      config: { oauth: { accessTokenTtlSeconds: 300, clientMetadataDocuments: { allowHttpLoopback: true, cacheSeconds: 60 } } },
+      config: {
+        oauth: { accessTokenTtlSeconds: 300, clientMetadataDocuments: { allowHttpLoopback: true, cacheSeconds: 60, timeoutMs: 500 } },
+      },
     },
   );
   base = stack.gateway.url;
   // A client's metadata document (CIMD), served from the "client's" own origin.
   docServer = createServer((req, res) => {
+    const self = `http://127.0.0.1:${(docServer.address() as AddressInfo).port}${req.url}`;
+    if (req.url === "/big.json")
+      return res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ client_id: self, pad: "x".repeat(100_000), redirect_uris: [REDIRECT] }));
+    if (req.url === "/slow.json") return; // never answers
+    if (req.url === "/other-id.json") return res.writeHead(200).end(JSON.stringify({ client_id: docUrl, redirect_uris: [REDIRECT] }));
+    if (req.url === "/not-json.json") return res.writeHead(200).end("<html>");
     if (req.url !== "/client.json") return res.writeHead(404).end();
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ client_id: docUrl, client_name: "Doc Agent", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" }));
@@ -52,6 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => {})));
+  docServer?.closeAllConnections();
   docServer?.close();
   await stack?.close();
 });
@@ -540,6 +551,27 @@ describe("mistakes get OAuth error codes, never a 500", () => {
     expect(loop.status).toBe(200);
     const otherPath = await fetch(authorizeUrl({ ...ok, redirect_uri: "http://127.0.0.1:5555/elsewhere" }), { redirect: "manual" });
     expect(otherPath.status).toBe(400);
+  });
+
+  it("a client metadata document that is too big, too slow, not JSON, names another URL or is missing: invalid_client, no redirect", async () => {
+    const { challenge } = pkce();
+    const origin = new URL(docUrl).origin;
+    for (const path of ["/big.json", "/slow.json", "/not-json.json", "/other-id.json", "/missing.json"]) {
+      const started = Date.now();
+      const r = await fetch(
+        authorizeUrl({
+          response_type: "code",
+          client_id: `${origin}${path}`,
+          redirect_uri: REDIRECT,
+          code_challenge: challenge,
+          code_challenge_method: "S256",
+        }),
+        { redirect: "manual" },
+      );
+      expect(r.status, path).toBe(400);
+      expect(await r.text()).toContain("invalid_client");
+      expect(Date.now() - started).toBeLessThan(2_000);
+    }
   });
 
   it("the consent form: a wrong key, a scope the tenant lacks, no cap are refused on the page; deny goes back as access_denied", async () => {
