@@ -26,7 +26,7 @@ export async function revokeGrant(
 ): Promise<OAuthGrant | undefined> {
   const grant = await store.getGrant(id);
   const now = services.now();
-  const until = grant ? grant.expiresAt - now + REVOCATION_MARGIN_MS : 400 * 86_400_000;
+  const until = (grant ? grant.expiresAt - now : services.config.oauth.maxGrantDays * 86_400_000) + REVOCATION_MARGIN_MS;
   // First the tokens (the part that matters), then the record.
   await services.tokens.revokeGrant(id, until);
   if (grant && !grant.revokedAt) await store.putGrant({ ...grant, revokedAt: now, revokedReason: reason }, false);
