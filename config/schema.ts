@@ -111,6 +111,41 @@ export const configSchema = z
         minWalletBalance: usdAmount.default("1.00"),
       })
       .default({ enabled: true, rpc: {}, reconcileIntervalSeconds: 30, minWalletBalance: "1.00" }),
+    /**
+     * What holds the wallet's key (docs/signers.md). "local": TOLLGATE_WALLET_KEY in the gateway's environment.
+     * "pkcs11": a secp256k1 key generated inside an HSM token (SoftHSM, YubiHSM, CloudHSM, Luna…) that never leaves it;
+     * the gateway holds the token's PIN (TOLLGATE_PKCS11_PIN) and no key; Node only. "remote": `tollgate signer serve`
+     * in its own process, with its own limits, over a Unix socket; the gateway holds nothing; Node only.
+     */
+    wallet: z
+      .strictObject({
+        signer: z.enum(["local", "pkcs11", "remote"], { error: 'expected "local", "pkcs11" or "remote"' }).default("local"),
+        pkcs11: z
+          .strictObject({
+            /** The PKCS#11 module (shared library) of the HSM. */
+            module: z.string().min(1).default("/usr/lib/softhsm/libsofthsm2.so"),
+            /** The label of the token (slot) holding the key. */
+            tokenLabel: z.string({ error: "expected the token's label" }).min(1),
+            /** The CKA_LABEL of the key pair (`tollgate signer keygen --label` makes one). */
+            keyLabel: z.string().min(1).default("tollgate-wallet"),
+          })
+          .optional(),
+        remote: z
+          .strictObject({
+            /** The Unix socket `tollgate signer serve --socket` listens on. */
+            socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer.sock"' }).min(1),
+          })
+          .optional(),
+      })
+      .default({ signer: "local" })
+      .refine((w) => w.signer !== "remote" || !!w.remote, {
+        error: 'required when wallet.signer is "remote": [wallet.remote] socket = "/run/tollgate/signer.sock"',
+        path: ["remote"],
+      })
+      .refine((w) => w.signer !== "pkcs11" || !!w.pkcs11, {
+        error: 'required when wallet.signer is "pkcs11": [wallet.pkcs11] tokenLabel = "…" (module and keyLabel have defaults)',
+        path: ["pkcs11"],
+      }),
     cache: z
       .strictObject({
         enabled: z.boolean().default(true),
@@ -141,16 +176,20 @@ export const configSchema = z
         accessTokenTtlSeconds: z.number().int().min(30).max(86_400).optional(),
         /** How long an authorization code may wait for its exchange. */
         codeTtlSeconds: z.number().int().min(10).max(600).default(60),
-        /** The longest expiry a tenant may give a grant on the consent page, and the one offered first. */
+        /** The longest expiry a tenant may give a grant on the consent page. */
         maxGrantDays: z.number().int().min(1).max(365).default(90),
+        /** The expiry the consent page offers first (at most maxGrantDays). */
         defaultGrantDays: z.number().int().min(1).max(365).default(30),
         /** Client ID metadata documents: a client_id that is an https URL names the client's JSON document. */
         clientMetadataDocuments: z
           .strictObject({
+            /** Off: only registered clients (client_id from POST /register). */
             enabled: z.boolean().default(true),
             /** Also http://127.0.0.1 and http://localhost URLs (tests, local development); never in production. */
             allowHttpLoopback: z.boolean().default(false),
+            /** How long the gateway waits for a client's document. */
             timeoutMs: z.number().int().min(100).max(10_000).default(3_000),
+            /** The largest document read (a bigger one is refused, not truncated). */
             maxBytes: z.number().int().min(512).max(65_536).default(16_384),
             /** How long a fetched document is reused, fleet-wide. */
             cacheSeconds: z.number().int().min(0).max(86_400).default(300),
@@ -159,6 +198,7 @@ export const configSchema = z
         /** Dynamic client registration (RFC 7591, POST /register), the fallback for clients without a metadata document. */
         registration: z
           .strictObject({
+            /** Off: clients identify themselves with a metadata document only. */
             enabled: z.boolean().default(true),
             /** A registration is forgotten this long after it was made (the client registers again; its grants live on). */
             ttlDays: z.number().int().min(1).max(365).default(30),
@@ -279,6 +319,12 @@ export const configSchema = z
           .positive()
           .max(7 * 24 * 60)
           .default(60),
+        /**
+         * The most an upstream report may come to, as a multiple of the hold (or of the price table's estimate, when
+         * larger). A report above it, negative, not finite or not a number is refused: the hold settles to the
+         * estimate, the ledger entry names why (`refusedReport`) and one `credits.report_refused` alert is raised.
+         */
+        maxReportMultiple: z.number({ error: "expected a whole number like 10" }).int().min(1).max(1_000_000).default(10),
       })
       .default({
         enabled: true,
@@ -288,6 +334,7 @@ export const configSchema = z
         usdPerCredit: "0.001",
         driftAlertUsd: "1.00",
         lateUsageMinutes: 60,
+        maxReportMultiple: 10,
       }),
     alerts: z
       .strictObject({
