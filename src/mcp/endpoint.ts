@@ -14,6 +14,7 @@ import { publicOriginOf } from "../platform/public-origin.js";
 import { jsonValue } from "../routing/json-body.js";
 import { GatewayCall } from "./call.js";
 import { registerTools } from "./tools.js";
+import { authorizationServers, onlyGrantedTools, requireAudience } from "../oauth/mcp-guard.js";
 
 /** One JSON-RPC message (or a batch): tool arguments included. A file written through MCP is at most 512 KiB. */
 const MCP_BODY_LIMIT = 1024 * 1024;
@@ -39,31 +40,6 @@ function mcpCaller(c: Context<GatewayEnv>): McpCaller {
   return { credential: caller.presented, tenant: caller.tenant.id, scopes: MCP_SCOPES.filter((s) => caller.tenant.scopes.includes(s)) };
 }
 
-/** An OAuth grant that allows some of its scopes' tools only: the others are left out of this server as they register. */
-function onlyGrantedTools(server: McpServer, c: Context<GatewayEnv>): void {
-  const caller = c.get("caller");
-  const allowed = caller.via === "token" ? caller.token.tools : undefined;
-  if (!allowed) return;
-  const register = server.registerTool.bind(server) as (...args: unknown[]) => { remove(): void };
-  server.registerTool = ((name: string, ...rest: unknown[]) => {
-    const tool = register(name, ...rest);
-    if (name !== "budget" && !allowed.includes(name)) tool.remove();
-    return tool;
-  }) as typeof server.registerTool;
-}
-
-/** An OAuth access token is for one resource (RFC 8707): this endpoint, or the gateway as a whole. */
-function requireAudience(c: Context<GatewayEnv>, services: GatewayServices): void {
-  const caller = c.get("caller");
-  const aud = caller.via === "token" ? caller.token.aud : undefined;
-  if (aud === undefined) return;
-  const origin = publicOriginOf(c, services);
-  if (aud === `${origin}/mcp` || aud === origin || aud === `${origin}/`) return;
-  throw new GatewayError(401, "token_audience", `This token was issued for ${aud}, not for this endpoint.`, undefined, {
-    "www-authenticate": `Bearer error="invalid_token", resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`,
-  });
-}
-
 /** A refusal before any MCP message is read, as JSON-RPC (the MCP client reads it) with the gateway's code. */
 function rpcError(status: number, rpcCode: number, code: string, message: string, headers: Record<string, string> = {}): Response {
   return jsonResponse(status, { jsonrpc: "2.0", id: null, error: { code: rpcCode, message, data: { code } } }, headers);
@@ -80,7 +56,7 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handl
     c.json(
       {
         resource: `${publicOriginOf(c, services)}/mcp`,
-        ...(services.config.oauth.enabled ? { authorization_servers: [publicOriginOf(c, services)] } : {}),
+        ...authorizationServers(c, services),
         resource_name: "Tollgate",
         bearer_methods_supported: ["header"],
         scopes_supported: [...MCP_SCOPES],
