@@ -14,6 +14,8 @@ import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotoc
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
+import { parseConfig } from "../../config/load.js";
+import { startNodeGateway } from "../../src/platform/node.js";
 
 const ALL = ["search", "sessions", "sandboxes", "jobs", "agents"];
 const REDIRECT = "http://127.0.0.1:9/oauth/callback";
@@ -655,5 +657,36 @@ describe("mistakes get OAuth error codes, never a 500", () => {
     expect(await errorOf(await reg(JSON.stringify({ redirect_uris: [REDIRECT], grant_types: ["client_credentials"] })))).toBe(
       "invalid_client_metadata",
     );
+  });
+});
+
+describe("oauth.enabled = false", () => {
+  it("names no authorization server, and its endpoints answer 404", async () => {
+    const off = await startNodeGateway({
+      config: parseConfig({
+        server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+        upstream: { baseUrl: "http://127.0.0.1:9" },
+        oauth: { enabled: false },
+      }),
+      secrets: { upstreamApiKey: "k", tokenSecret: "s".repeat(40) },
+    });
+    try {
+      const prm = await (await fetch(`${off.url}/.well-known/oauth-protected-resource/mcp`)).json();
+      expect(prm.authorization_servers).toBeUndefined();
+      expect((await fetch(`${off.url}/.well-known/oauth-authorization-server`)).status).toBe(404);
+      const token = await fetch(`${off.url}/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=refresh_token",
+      });
+      expect(token.status).toBe(404);
+      expect(await token.json()).toMatchObject({ error: "not_found" });
+      expect((await fetch(`${off.url}/authorize?client_id=x`)).status).toBe(404);
+      expect(
+        (await fetch(`${off.url}/register`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status,
+      ).toBe(404);
+    } finally {
+      await off.close();
+    }
   });
 });
