@@ -29,6 +29,7 @@ import { ledgerPages } from "./handlers/ledger.js";
 import { resourcePages } from "./handlers/resources.js";
 import { keyPages } from "./handlers/keys.js";
 import { tokenPages } from "./handlers/tokens.js";
+import { grantPages } from "./handlers/grants.js";
 import { auditPages } from "./handlers/audit.js";
 
 /** Nonce for the one inline script, and headers that keep the pages out of frames and caches. */
@@ -90,6 +91,7 @@ function consoleHandlers(services: GatewayServices): Handlers {
     ...resourcePages(services),
     ...keyPages(services),
     ...tokenPages(services),
+    ...grantPages(services),
     ...auditPages(services),
     "console.notFound": () => {
       throw new GatewayError(404, "not_found", "There is no such console page.");

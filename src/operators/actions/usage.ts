@@ -47,9 +47,17 @@ export function ledgerView(e: LedgerEntry) {
   };
 }
 
-/** A keyless token's usage: its tenant's, and its own cap (what its calls may still spend). */
-export async function tokenUsage(services: GatewayServices, tenant: Tenant, token: Pick<GatewayToken, "jti" | "scopes" | "cap">) {
-  const spent = (await services.stores.ledger.usage(capLedgerTenant(token.jti), services.now())).total;
+/**
+ * A keyless token's usage: its tenant's, and its own cap (what its calls may still spend). An OAuth grant's tokens
+ * share the grant's cap, in its window.
+ */
+export async function tokenUsage(
+  services: GatewayServices,
+  tenant: Tenant,
+  token: Pick<GatewayToken, "jti" | "scopes" | "cap" | "grant" | "capWindow">,
+) {
+  const capUsage = await services.stores.ledger.usage(capLedgerTenant(token.grant ?? token.jti), services.now());
+  const spent = capUsage[token.grant ? (token.capWindow ?? "total") : "total"];
   return {
     ...(await usageOf(services, tenant)),
     token: {
@@ -58,6 +66,7 @@ export async function tokenUsage(services: GatewayServices, tenant: Tenant, toke
       cap: atomicToUsd(token.cap!),
       spent: atomicToUsd(spent),
       remaining: atomicToUsd(remainingOf(token.cap!, spent)),
+      ...(token.grant ? { grant: token.grant, window: token.capWindow ?? "total" } : {}),
     },
   };
 }
