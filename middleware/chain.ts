@@ -85,7 +85,7 @@ export function routeNotFronted(method: string, path: string): GatewayError {
   return new GatewayError(
     404,
     "route_not_fronted",
-    `Tollgate does not front ${method} ${path}. See the route table in the README for what it does.`,
+    `Tollgate does not front ${method} ${path}. See docs/routes.md (or "tollgate routes") for what it fronts.`,
     { method, path },
   );
 }
