@@ -4,6 +4,7 @@ import { LRUCache } from "lru-cache";
 import { GatewayError } from "../../src/errors.js";
 import type { KeyValueStore } from "../../src/state/types.js";
 import { stateKeys } from "../../src/state/keys.js";
+import type { AgentPolicy } from "../../config/tenant-schema.js";
 
 /**
  * What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer, live (the live view ticket);
@@ -30,6 +31,11 @@ export interface GatewayToken {
   iat: number;
   /** Minted by a tenant for an untrusted client (as opposed to handed out in a rewritten response). */
   keyless?: boolean;
+  /**
+   * What the agent holding it may do, within its tenant's and the operator's policies (never wider: every layer
+   * applies; middleware/body-check/policy.ts). Carried signed, as the `pol` claim.
+   */
+  policy?: AgentPolicy;
 }
 
 const ISSUER = "tollgate";
@@ -102,6 +108,7 @@ export class TokenService {
       s: t.scopes,
       ...(t.cap !== undefined ? { cap: t.cap.toString() } : {}),
       ...(t.keyless ? { kl: 1 } : {}),
+      ...(t.policy && Object.keys(t.policy).length ? { pol: t.policy } : {}),
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
       .setIssuer(ISSUER)
@@ -241,6 +248,7 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     exp: Number(payload.exp),
     iat: Number(payload.iat ?? 0),
     keyless: payload.kl === 1,
+    ...(payload.pol && typeof payload.pol === "object" ? { policy: payload.pol as AgentPolicy } : {}),
   };
 }
 

@@ -68,7 +68,7 @@ async function checkBody(c: Context, services: QuotaServices, kind: ResourceKind
 }
 
 /** A sandbox started from a snapshot runs the snapshot's image; unknown snapshots are left to the upstream's 404. */
-async function imageOfSnapshot(c: Context, services: QuotaServices, name: unknown): Promise<string | undefined> {
+export async function imageOfSnapshot(c: Context, services: Pick<GatewayServices, "upstream">, name: unknown): Promise<string | undefined> {
   if (typeof name !== "string" || !name) return undefined;
   const res = await services.upstream.call(c, { method: "GET", path: `/api/snapshots/${encodeURIComponent(name)}` });
   if (!res.ok) {

@@ -12,6 +12,7 @@ import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../sessions/re
 import { gatewayRuntime } from "../sandboxes/rewrite.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { usdAmount } from "../../config/fields.js";
+import { agentPolicySchema } from "../../config/tenant-schema.js";
 import { stateKeys } from "../state/keys.js";
 import { jsonBody } from "../../middleware/body-limit/index.js";
 import { callerTenant } from "../../middleware/identify/index.js";
@@ -40,10 +41,17 @@ export const mintRequest = z.discriminatedUnion("kind", [
     scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(),
     ttlSeconds: ttl,
   }),
-  z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl }),
+  // `policy` narrows what the holder may do within its tenant's policy (never wider: both apply; docs/agent-policies.md).
+  z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl, policy: agentPolicySchema.optional() }),
   // An agent's credential for the MCP endpoint (/mcp) and the rows its tools call: the tenant scopes it may act in, and
   // its own spend cap within the tenant's budget.
-  z.strictObject({ kind: z.literal("mcp"), scopes: nonEmptyUnique(MCP_SCOPES), cap: usdAmount, ttlSeconds: ttl }),
+  z.strictObject({
+    kind: z.literal("mcp"),
+    scopes: nonEmptyUnique(MCP_SCOPES),
+    cap: usdAmount,
+    ttlSeconds: ttl,
+    policy: agentPolicySchema.optional(),
+  }),
 ]);
 type MintRequest = z.infer<typeof mintRequest>;
 
@@ -139,13 +147,29 @@ export async function mintKeylessToken(services: GatewayServices, c: Context, te
     for (const scope of req.scopes) requireScope(tenant, scope);
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
-    minted = await services.tokens.mint({ tenant: tenant.id, kind: "mcp", scopes: req.scopes, cap, ttlSeconds, keyless: true });
+    minted = await services.tokens.mint({
+      tenant: tenant.id,
+      kind: "mcp",
+      scopes: req.scopes,
+      cap,
+      ttlSeconds,
+      keyless: true,
+      ...(req.policy ? { policy: req.policy } : {}),
+    });
     extra = { scopes: req.scopes, cap: atomicToUsd(cap), capAtomic: cap.toString(), mcp: `${origin}/mcp` };
   } else {
     requireScope(tenant, "search");
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
-    minted = await services.tokens.mint({ tenant: tenant.id, kind: "search", scopes: ["search"], cap, ttlSeconds, keyless: true });
+    minted = await services.tokens.mint({
+      tenant: tenant.id,
+      kind: "search",
+      scopes: ["search"],
+      cap,
+      ttlSeconds,
+      keyless: true,
+      ...(req.policy ? { policy: req.policy } : {}),
+    });
     extra = { scopes: ["search"], cap: atomicToUsd(cap), capAtomic: cap.toString() };
   }
   const exp = Math.floor(Date.parse(minted.expiresAt) / 1000);
