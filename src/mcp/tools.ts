@@ -7,6 +7,7 @@ import { AGENTS } from "../routing/table.js";
 import type { McpScope } from "../../middleware/identify/tokens.js";
 import { errorResult, type GatewayCall, type Json, jsonResult, ToolRefusal } from "./call.js";
 import { startAndWait, type ToolExtra, WAIT_DEFAULT_S, WAIT_MAX_S } from "./jobs.js";
+import type { TaskTool } from "./tasks.js";
 
 export interface ToolContext {
   call: GatewayCall;
@@ -65,6 +66,35 @@ const crawlArgs = {
   scrapeOptions,
   wait,
 };
+const scrapeArgs = { url, scrapeOptions, wait };
+const extractArgs = {
+  urls: z.array(url).min(1).max(100),
+  prompt: z.string().max(100_000).optional(),
+  schema: z
+    .string()
+    .max(100_000)
+    .optional()
+    .describe('A JSON Schema for the data, as JSON text (e.g. {"type":"object","properties":{"title":{"type":"string"}}}).'),
+  wait,
+};
+/** An extract's body: its schema argument is JSON text (a closed argument schema cannot hold an open JSON Schema). */
+function extractBody(a: Json): Json {
+  const { wait: _w, schema, ...named } = a;
+  let parsed: unknown;
+  if (typeof schema === "string") {
+    try {
+      parsed = JSON.parse(schema);
+    } catch {
+      throw new ToolRefusal(400, "invalid_params", "schema: not JSON text.", { field: "schema" });
+    }
+  }
+  return { ...dropUndefined(named), ...dropUndefined({ schema: parsed }) };
+}
+/** A job's body: its arguments less the tool's own (`wait`, and `agent`, which picks the row). */
+function jobBody(a: Json): Json {
+  const { wait: _w, agent: _a, ...named } = a;
+  return dropUndefined(named);
+}
 /** An agent task's arguments. */
 const taskArgs = {
   agent: z.enum(AGENTS).default("browser-use"),
@@ -91,8 +121,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
     };
   const job = (path: string) =>
     guarded<{ wait?: number } & Json>((a, extra) => {
-      const { wait: w, ...named } = a;
-      return startAndWait(call, extra, path, dropUndefined(named), w ?? WAIT_DEFAULT_S);
+      return startAndWait(call, extra, path, jobBody(a), a.wait ?? WAIT_DEFAULT_S);
     });
 
   server.registerTool(
@@ -130,7 +159,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       "scrape",
       {
         description: "Scrapes one page in a real browser and waits for it: markdown, HTML, links or a screenshot (scrapeOptions.formats).",
-        inputSchema: args({ url, scrapeOptions, wait }),
+        inputSchema: args(scrapeArgs),
       },
       job("/api/scrape"),
     );
@@ -147,35 +176,9 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       "extract",
       {
         description: "Extracts structured data from pages with a prompt and/or a JSON schema, and waits for it.",
-        inputSchema: args({
-          urls: z.array(url).min(1).max(100),
-          prompt: z.string().max(100_000).optional(),
-          schema: z
-            .string()
-            .max(100_000)
-            .optional()
-            .describe('A JSON Schema for the data, as JSON text (e.g. {"type":"object","properties":{"title":{"type":"string"}}}).'),
-          wait,
-        }),
+        inputSchema: args(extractArgs),
       },
-      guarded<{ wait?: number; schema?: string } & Json>((a, extra) => {
-        const { wait: w, schema, ...named } = a;
-        let parsed: unknown;
-        if (schema !== undefined) {
-          try {
-            parsed = JSON.parse(schema);
-          } catch {
-            throw new ToolRefusal(400, "invalid_params", "schema: not JSON text.", { field: "schema" });
-          }
-        }
-        return startAndWait(
-          call,
-          extra,
-          "/api/extract",
-          { ...dropUndefined(named), ...dropUndefined({ schema: parsed }) },
-          w ?? WAIT_DEFAULT_S,
-        );
-      }),
+      guarded<{ wait?: number } & Json>((a, extra) => startAndWait(call, extra, "/api/extract", extractBody(a), a.wait ?? WAIT_DEFAULT_S)),
     );
   }
 
@@ -187,9 +190,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
           "Runs a browser agent on a task and waits for it (progress notifications while it runs). Credits are reserved for maxSteps and settled for the steps taken.",
         inputSchema: args(taskArgs),
       },
-      guarded(({ agent, wait: w, ...named }, extra) =>
-        startAndWait(call, extra, `/api/task/${agent}`, dropUndefined(named), w ?? WAIT_DEFAULT_S),
-      ),
+      guarded((a, extra) => startAndWait(call, extra, `/api/task/${a.agent}`, jobBody(a), a.wait ?? WAIT_DEFAULT_S)),
     );
   }
 
@@ -207,6 +208,21 @@ export function registerTools(server: McpServer, t: ToolContext): void {
 
   if (has("sessions")) registerSessionTools(server, call, guarded, (err) => errorResult(err, t.log));
   if (has("sandboxes")) registerSandboxTools(server, call, guarded);
+}
+
+/**
+ * The tools that may run as MCP tasks (./tasks.ts), for the caller's scopes: each names its job row, its arguments and
+ * the body it sends (the same as the waiting tool's).
+ */
+export function taskTools(scopes: readonly McpScope[]): Record<string, TaskTool> {
+  const out: Record<string, TaskTool> = {};
+  if (scopes.includes("jobs")) {
+    out.scrape = { family: () => "scrape", schema: args(scrapeArgs), body: jobBody };
+    out.crawl = { family: () => "crawl", schema: args(crawlArgs), body: jobBody };
+    out.extract = { family: () => "extract", schema: args(extractArgs), body: extractBody };
+  }
+  if (scopes.includes("agents")) out.agent_task = { family: (a) => `task/${String(a.agent)}`, schema: args(taskArgs), body: jobBody };
+  return out;
 }
 
 type Guard = <A>(fn: (args: A, extra: ToolExtra) => Promise<Json>) => Handler<A>;

@@ -69,7 +69,7 @@ describe("the MCP endpoint", () => {
     const r = await fetch(`${stack.gateway.url}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(r.status).toBe(401);
     expect(r.headers.get("www-authenticate")).toBe(
-      `Bearer resource_metadata="${stack.gateway.url}/.well-known/oauth-protected-resource/mcp"`,
+      `Bearer resource_metadata="${stack.gateway.url}/.well-known/oauth-protected-resource/mcp", scope="search jobs agents sessions sandboxes"`,
     );
     const meta = await (await fetch(`${stack.gateway.url}/.well-known/oauth-protected-resource/mcp`)).json();
     expect(meta).toMatchObject({ resource: `${stack.gateway.url}/mcp`, bearer_methods_supported: ["header"] });
