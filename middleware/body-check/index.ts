@@ -67,9 +67,13 @@ function callerLayers(services: BodyCheckServices, c: Context<GatewayEnv>): Poli
 }
 
 /** The row's policy on the body (./policy.ts), after its declaration passed: refused, or the body to forward set. */
-async function enforcePolicy(services: BodyCheckServices, c: Context<GatewayEnv>, row: RouteRow, read: JsonBody): Promise<void> {
-  const layers = callerLayers(services, c);
-  if (!layers.length) return;
+async function enforcePolicy(
+  services: BodyCheckServices,
+  c: Context<GatewayEnv>,
+  row: RouteRow,
+  read: JsonBody,
+  layers: PolicyLayer[],
+): Promise<void> {
   const body = read.json as Record<string, unknown>;
   const out = await applyPolicy(row.name, layers, body, async (name) => {
     const { upstream } = services;
@@ -99,7 +103,12 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   const passed = new LRUCache<string, NamedRef[]>({ max: 1024, maxSize: 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
   const checked = (c: Context<GatewayEnv>, next0: Next, read: JsonBody): Promise<void> => {
     // Rows that start work apply the caller's agent policy last (nothing to do, and no promise, for other rows).
-    const next: Next = policed ? () => enforcePolicy(services, c, row, read).then(next0) : next0;
+    const next: Next = policed
+      ? () => {
+          const layers = callerLayers(services, c);
+          return layers.length ? enforcePolicy(services, c, row, read, layers).then(next0) : next0();
+        }
+      : next0;
     const text = read.text;
     const known = passed.get(text);
     if (known) return known.length ? requireOwnedRefs(services, c, known).then(next) : next();

@@ -67,8 +67,38 @@ describe("applyPolicy", () => {
     await expect(applyPolicy("sandbox.create", [images], {}, none)).rejects.toMatchObject({ details: { field: "imageName" } });
   });
 
+  it("an x402 session cannot carry a floor: refused under one; its timeout is sent within 5–60 under a lifetime limit", async () => {
+    await expect(applyPolicy("x402.session.create", [op], {}, none)).rejects.toMatchObject({
+      details: { policy: "egress", field: "body" },
+    });
+    const life: PolicyLayer = { by: "tenant", policy: { maxSessionMinutes: 30.5 } };
+    expect(await applyPolicy("x402.session.create", [life], {}, none)).toEqual({ timeoutMinutes: 30 });
+    await expect(applyPolicy("x402.session.create", [life], { timeoutMinutes: 45 }, none)).rejects.toMatchObject({
+      details: { policy: "maxSessionMinutes" },
+    });
+    await expect(applyPolicy("x402.session.create", [{ by: "token", policy: { maxSessionMinutes: 3 } }], {}, none)).rejects.toMatchObject({
+      details: { policy: "maxSessionMinutes", by: "token" },
+    });
+  });
+
   it("rows without a policy, and callers without layers, are left alone", async () => {
     expect(await applyPolicy("session.get", [op], {}, none)).toBeUndefined();
     expect(await applyPolicy("crawl.start", [], { url: "https://x.test" }, none)).toBeUndefined();
+  });
+});
+
+describe("policy configuration", () => {
+  it("a malformed policy is a config error naming the exact field", async () => {
+    const { parseConfig } = await import("../../config/load.js");
+    const hash = `sha256:${"a".repeat(64)}`;
+    expect(() =>
+      parseConfig({
+        upstream: { baseUrl: "http://x.test" },
+        policy: { egress: { denyOut: [3] } },
+        tenants: [{ id: "a", keys: [{ hash }], policy: { maxSandboxMinutes: "x", domains: { allow: ["bad host"] } } }],
+      }),
+    ).toThrow(
+      /policy\.egress\.denyOut\[0\][\s\S]*tenants\[0\]\.policy\.domains\.allow\[0\]: expected a host name[\s\S]*tenants\[0\]\.policy\.maxSandboxMinutes/,
+    );
   });
 });

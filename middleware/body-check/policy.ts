@@ -286,7 +286,28 @@ const ROW_POLICIES: Record<string, RowPolicy> = {
     applySessionOptions(layers, body);
   },
   "session.create": (layers, body) => applySession(layers, body, "", true),
-  "x402.session.create": (layers, body) => applySession(layers, body, "", false),
+  // The x402 session takes a few fields only (no allowOut/denyOut/urlBlocklist): a floor it cannot carry refuses it.
+  "x402.session.create": (layers, body) => {
+    const floor = layers.find((l) => l.policy.egress || l.policy.domains?.deny?.length);
+    if (floor)
+      throw policyDenied(floor.policy.egress ? "egress" : "domains.deny", "body", "an x402 session", floor.by, {
+        reason: "an x402 session cannot carry the egress floor or a URL blocklist; create it with POST /api/session",
+      });
+    const limit = layers
+      .filter((l) => l.policy.maxSessionMinutes !== undefined)
+      .sort((a, b) => a.policy.maxSessionMinutes! - b.policy.maxSessionMinutes!)[0];
+    if (limit && (body.timeoutMinutes === undefined || body.timeoutMinutes === null)) {
+      // Its timeout is 5 to 60 whole minutes; left out, the upstream's default may be longer than the limit.
+      const max = Math.floor(limit.policy.maxSessionMinutes!);
+      if (max < 5)
+        throw policyDenied("maxSessionMinutes", "timeoutMinutes", "none", limit.by, {
+          limit: limit.policy.maxSessionMinutes,
+          reason: "an x402 session lasts at least 5 minutes",
+        });
+      body.timeoutMinutes = Math.min(max, 60);
+    }
+    checkMinutes(layers, "maxSessionMinutes", body, "timeoutMinutes", "", false);
+  },
   "session.extend": (layers, body) => {
     const limit = layers.find((l) => l.policy.maxSessionMinutes !== undefined);
     // A session's start is the upstream's to know: under a lifetime limit, its lifetime is the one it was created with.

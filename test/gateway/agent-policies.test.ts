@@ -32,6 +32,7 @@ beforeAll(async () => {
         },
       },
       { id: "initech", scopes: ALL },
+      { id: "ops", scopes: ["admin"] },
     ],
     {
       modules: ["sessions", "jobs", "sandboxes"],
@@ -209,6 +210,29 @@ describe("agent policies over HTTP (the Hyperbrowser SDK)", () => {
     // A policy that is not one is refused at the mint, naming the field.
     const bad = await post("/_tollgate/tokens", { kind: "mcp", cap: "1", scopes: ["jobs"], policy: { maxCrawlPages: -1 } });
     expect(bad).toMatchObject({ status: 400, body: { code: "invalid_token_request", field: "policy.maxCrawlPages" } });
+  });
+});
+
+describe("a tenant's policy through the admin API", () => {
+  const admin = (method: string, path: string, body?: unknown) =>
+    fetch(`${stack.gateway.url}/_tollgate/admin${path}`, {
+      method,
+      headers: { "x-api-key": stack.keys.ops!, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+
+  it("is set, applied at once, replaced, and a malformed one refused naming the field", async () => {
+    const created = await admin("POST", "/tenants", { id: "globex", scopes: ["jobs"], policy: { maxCrawlPages: 3 } });
+    expect(created.status).toBe(201);
+    const { key } = (await created.json()) as { key: string };
+    expect((await post("/api/crawl", { url: `${SITE}/`, maxPages: 4 }, key)).body).toMatchObject({ policy: "maxCrawlPages", by: "tenant" });
+    const put = await admin("PUT", "/tenants/globex/policy", { domains: { deny: ["web.emulator.test"] } });
+    expect(put.status).toBe(200);
+    expect(((await put.json()) as { policy: unknown }).policy).toEqual({ domains: { deny: ["web.emulator.test"] } });
+    expect((await post("/api/crawl", { url: `${SITE}/`, maxPages: 4 }, key)).body).toMatchObject({ policy: "domains.deny", by: "tenant" });
+    const bad = await admin("PATCH", "/tenants/globex", { policy: { domains: { deny: ["not a host"] } } });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(await bad.json())).toContain("policy.domains.deny.0");
   });
 });
 
