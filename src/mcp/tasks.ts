@@ -214,7 +214,10 @@ export function offerTasks(server: McpServer, store: JobTaskStore, tools: Record
     try {
       return await store.start(tool.family(args), tool.body(args));
     } catch (err) {
-      return errorResult(err, log);
+      // No task was made: a JSON-RPC error carrying the gateway's refusal (a client awaiting a task reads errors, not
+      // tool results), e.g. policy_denied or token_cap_exceeded with its figures.
+      const refusal = errorResult(err, log).structuredContent?.error as Json & { code: string; message: string };
+      throw new McpError(ErrorCode.InvalidRequest, `${refusal.code}: ${refusal.message}`, refusal);
     }
   });
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser, type HyperbrowserError } from "@hyperbrowser/sdk";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
 
 const SITE = "http://web.emulator.test";
@@ -264,6 +264,22 @@ describe("agent policies through MCP (the official MCP client, a header token)",
     expect(forwarded(from, "POST", "/api/crawl") + forwarded(from, "POST", "/api/sandbox") + forwarded(from, "POST", "/api/session")).toBe(
       0,
     );
+  });
+
+  it("a crawl started as an MCP task is refused the same way, naming the policy; no task, nothing forwarded", async () => {
+    const c = await connect((await mint({})).token);
+    const from = stack.emulator.received.length;
+    const seen: Array<{ type: string; error?: { message: string; data?: unknown } }> = [];
+    for await (const m of c.experimental.tasks.callToolStream(
+      { name: "crawl", arguments: { url: "https://denied.example/" } },
+      CallToolResultSchema,
+      { task: { ttl: 60_000 } },
+    ))
+      seen.push(m as never);
+    expect(seen.map((m) => m.type)).toEqual(["error"]);
+    expect(seen[0]!.error!.message).toContain("policy_denied: policy domains.deny refuses url (denied.example)");
+    expect(seen[0]!.error!.data).toMatchObject({ code: "policy_denied", policy: "domains.deny", status: 403 });
+    expect(forwarded(from, "POST", "/api/crawl")).toBe(0);
   });
 
   it("a token's narrower policy applies to its tools", async () => {
