@@ -1,8 +1,11 @@
 // The layout's boundaries (README "Layout"): what may import what. Rules name folders, not files, so the layout stays
 // while files move inside a folder. Run: `npm run lint:boundaries` (part of `npm run lint`).
-// Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry,
-// payments → routing and middleware/ (the chain; identity lives in middleware/identify) → surfaces (search, sessions, sandboxes, jobs) and the operator apps
-// (operators, console, mcp) → src/gateway.ts, src/services.ts, the entries (src/platform/{node,worker}.ts, src/cli/).
+// Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry, identity
+// (tenants, tokens, the caller), payments → routing (the route table, the body vocabulary, the JSON body reader) →
+// surfaces (search, sessions, sandboxes, jobs) and the operator apps (operators, console, mcp) → src/gateway.ts,
+// src/services.ts, the entries (src/platform/{node,worker}.ts, src/cli/). middleware/ holds the chain's steps only: each
+// imports what it needs from src/ below the surfaces, never another step; only src/gateway.ts and the chain's
+// composition (middleware/chain.ts) import middleware/.
 
 /** Files that are not the shipped code: tests beside the code, declaration files. */
 const notShipped = "\\.test\\.tsx?$|\\.d\\.ts$";
@@ -18,7 +21,23 @@ const nodeOnlyPackages = `(^|/)node_modules/${nodeOnly}|^${nodeOnly}`;
 
 /** What a chain step may import from src/. */
 const stepMayImport =
-  "^src/(errors|log|context|services)\\.ts$|^src/(state|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)";
+  "^src/(errors|log|context|services)\\.ts$|^src/(state|identity|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)";
+
+/**
+ * The Node speed helpers (src/platform/speed.ts: the gateway's platform, chosen by its entry) are used only by these
+ * files, through src/platform/{request-headers,held-body,response-headers}.ts; everything else reads and sets headers
+ * and bodies with Hono's API.
+ */
+const speedHelpers = "^src/platform/(request-headers|held-body|response-headers)\\.ts$";
+const speedHelperUsers = [
+  "src/identity/tenants.ts", // the tenant key (x-api-key), read on every keyed request
+  "src/routing/json-body.ts", // the one JSON body reader: a body the runtime holds whole
+  "src/search/routes.ts", // cache-control and idempotency-key on the paid search's hot path
+  "src/sandboxes/runtime-forward.ts", // a runtime call's body: its length, and the body held whole
+  "middleware/body-limit/index.ts", // the declared length against the row's limit
+  "middleware/request-id/index.ts", // the headers added to every answer after the handler
+  "src/platform/node/direct-relay.ts", // an answer whose head the Node entry writes gathers its added headers
+];
 
 /** A surface may import another surface only through these declared seams (folder → folder). */
 const seams = {
@@ -103,16 +122,48 @@ module.exports = {
       comment:
         "A chain step (middleware/<step>/) imports only the base modules, services' types, state, routing, telemetry, platform's Web parts, payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
       severity: "error",
-      from: { path: "^middleware/[^/]+/", pathNot: `^middleware/identify/|${notShipped}` },
+      from: { path: "^middleware/[^/]+/", pathNot: notShipped },
       to: { path: "^src/", pathNot: stepMayImport },
     },
     {
-      name: "the-caller-resolver-below-surfaces",
+      name: "only-the-gateway-and-the-chain-import-steps",
       comment:
-        "middleware/identify (the one caller resolver) imports what any step may, and also the operator side's caller kinds (operator roles, console sessions): never a route module (the next rule), a surface, the gateway or an entry.",
+        "middleware/ holds the chain's steps: src/ imports them only from src/gateway.ts (which composes the app) and the chain's composition (middleware/chain.ts) mounts them; nothing else in src/ or config/ does.",
       severity: "error",
-      from: { path: "^middleware/identify/", pathNot: notShipped },
-      to: { path: "^src/", pathNot: `${stepMayImport}|^src/(operators|console)/` },
+      from: { path: "^(src|config)/", pathNot: `^src/gateway\\.ts$|${notShipped}` },
+      to: { path: "^middleware/" },
+    },
+    {
+      name: "the-chain-is-composed-by-the-gateway",
+      comment: "middleware/chain.ts (the chain's composition) is imported only by src/gateway.ts.",
+      severity: "error",
+      from: { pathNot: `^src/gateway\\.ts$|${notShipped}` },
+      to: { path: "^middleware/chain\\.ts$" },
+    },
+    {
+      name: "steps-import-no-other-step",
+      comment:
+        "A step (middleware/<step>/) imports no other step: what two steps share (the caller, the JSON body, an answer header) lives in src/.",
+      severity: "error",
+      from: { path: "^middleware/([^/]+)/", pathNot: notShipped },
+      to: { path: "^middleware/", pathNot: "^middleware/$1/" },
+    },
+    {
+      name: "speed-helpers-fenced",
+      comment: `The Node speed helpers (${speedHelpers}) are used only by: ${speedHelperUsers.join(", ")}. Everything else reads and sets headers and bodies with Hono's API.`,
+      severity: "error",
+      from: {
+        pathNot: `^(${speedHelperUsers.map((f) => f.replace(/[.]/g, "\\.")).join("|")})$|^src/platform/(request-headers|held-body|response-headers|speed)\\.ts$|${notShipped}`,
+      },
+      to: { path: speedHelpers },
+    },
+    {
+      name: "identity-below-the-chain",
+      comment:
+        "src/identity (tenants, tokens, the caller, console sessions, operator roles) imports only the base modules, services' types, state, config and platform's Web parts: never routing, a step, a surface or an operator app.",
+      severity: "error",
+      from: { path: "^src/identity/", pathNot: notShipped },
+      to: { path: "^(src|middleware)/", pathNot: `${base}|^src/services\\.ts$|^src/(identity|state)/|^src/platform/(?!node|worker)` },
     },
     {
       name: "chain-mounts-rows-not-apps",
@@ -141,10 +192,10 @@ module.exports = {
     {
       name: "lower-layers-import-no-surface",
       comment:
-        "platform (Web parts), telemetry, payments and routing do not import a surface's routes, an operator app's admin/console/MCP parts, the gateway or an entry.",
+        "platform (Web parts), telemetry, identity, payments and routing do not import a surface's routes, an operator app's admin/console/MCP parts, the gateway or an entry.",
       severity: "error",
       from: {
-        path: "^src/(platform|telemetry|payments|routing)/",
+        path: "^src/(platform|telemetry|identity|payments|routing)/",
         pathNot: `${nodeSide}|^src/platform/worker\\.ts$|routes?\\.tsx?$|${notShipped}`,
       },
       to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },

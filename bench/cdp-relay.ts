@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startEmulator } from "../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../src/identity/tenants.js";
 import { startGatewayProcess } from "../test/helpers/gateway-process.js";
 
 const SEQ = Number(process.env.BENCH_CDP_SEQ ?? 2000);

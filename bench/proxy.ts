@@ -306,8 +306,8 @@ function newest(dir: string): number {
 }
 
 const { startEmulator } = await import("../emulator/index.js");
-const { generateTenantKey, hashTenantKey } = await import("../middleware/identify/tenants.js");
-const { TokenService } = await import("../middleware/identify/tokens.js");
+const { generateTenantKey, hashTenantKey } = await import("../src/identity/tenants.js");
+const { TokenService } = await import("../src/identity/tokens.js");
 const { memoryStores } = await import("../src/state/memory.js");
 const { upstreamExposedHost } = await import("../src/sandboxes/rewrite.js");
 const { Hyperbrowser } = await import("@hyperbrowser/sdk");

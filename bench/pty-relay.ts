@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startEmulator } from "../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../src/identity/tenants.js";
 import { startGatewayProcess } from "../test/helpers/gateway-process.js";
 
 const KEYS = Number(process.env.BENCH_PTY_KEYS ?? 400);

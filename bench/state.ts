@@ -19,7 +19,7 @@ import { readFile } from "node:fs/promises";
 import { parseConfig } from "../config/load.js";
 import { startEmulator } from "../emulator/index.js";
 import { redisStores } from "../src/state/redis.js";
-import { generateTenantKey, hashTenantKey, TenantDirectory, type Tenant } from "../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey, TenantDirectory, type Tenant } from "../src/identity/tenants.js";
 import { startGatewayProcess } from "../test/helpers/gateway-process.js";
 import { startRedisServer } from "../test/state/redis-server.js";
 

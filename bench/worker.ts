@@ -20,8 +20,8 @@ import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { request } from "undici";
 import WebSocket from "ws";
-import { generateTenantKey, hashTenantKey } from "../middleware/identify/tenants.js";
-import { TokenService } from "../middleware/identify/tokens.js";
+import { generateTenantKey, hashTenantKey } from "../src/identity/tenants.js";
+import { TokenService } from "../src/identity/tokens.js";
 import { memoryStores } from "../src/state/memory.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);

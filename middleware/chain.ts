@@ -32,7 +32,7 @@ export function mountRouteTable(
     // The steps that work after next() (the rest return it; the rate limit names its headers before, see
     // middleware/request-id): each closes a series of Hono's chain (shared()).
     const after = new Set<MiddlewareHandler<GatewayEnv>>();
-    if (row.bodyLimit) chain.push(limitBody(row.bodyLimit));
+    if (row.bodyLimit) chain.push(limitBody(row.bodyLimit, services.platform));
     // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
     if (!row.path.startsWith("/sandbox/")) chain.push(limited);
     const owner = requireOwner(services, row);

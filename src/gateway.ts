@@ -15,8 +15,9 @@ import type { Secrets } from "../config/load.js";
 import type { GatewayEnv } from "./context.js";
 import { errorResponse, GatewayError } from "./errors.js";
 import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
-import { TenantDirectory } from "../middleware/identify/tenants.js";
-import { identifyKey, metricsTokenCheck } from "../middleware/identify/index.js";
+import { TenantDirectory } from "./identity/tenants.js";
+import { identifyKey } from "../middleware/identify/index.js";
+import { metricsTokenCheck } from "./identity/caller.js";
 import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
 import { Upstream, pathAndQuery } from "./platform/upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
@@ -26,9 +27,10 @@ import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
 import { ownHandlers } from "./operators/own-routes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
+import { webPlatform, type PlatformSpeed } from "./platform/speed.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
-import { TokenService } from "../middleware/identify/tokens.js";
+import { TokenService } from "./identity/tokens.js";
 import type { GatewayServices } from "./services.js";
 import { isStateUnavailable } from "./state/errors.js";
 import { exposedPorts } from "./sandboxes/ports.js";
@@ -58,11 +60,11 @@ import { RememberingRouter } from "./platform/remembering-router.js";
 import { metricsHandlers } from "./operators/metrics-route.js";
 import { readyHandlers } from "./operators/ready-route.js";
 import { Readiness } from "./operators/readiness.js";
-import { pollTenantStore, TenantSync } from "../middleware/identify/tenant-sync.js";
+import { pollTenantStore, TenantSync } from "./identity/tenant-sync.js";
 import { operatorHandlers } from "./operators/admin/index.js";
 import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
-import { keyUseRecorder } from "../middleware/identify/key-usage.js";
+import { keyUseRecorder } from "./identity/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
 import { onBudgetExhausted } from "./operators/kill-switch.js";
 import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
@@ -80,6 +82,8 @@ export interface GatewayDeps {
   webSocketRelay?: WebSocketRelay;
   /** The TCP peer's address, for `server.trustedProxies`; the Node entry passes it, Workers have none. */
   peerAddress?: GatewayServices["peerAddress"];
+  /** The runtime's speed helpers for this gateway; the Node entry passes its own, elsewhere the Web default. */
+  platform?: PlatformSpeed;
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;
@@ -177,6 +181,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
+    platform: deps.platform ?? webPlatform,
     peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
     metrics,
     webhookSender: deps.webhookSender,
@@ -222,7 +227,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   };
 
   // Steps that do nothing after next() share one step of Hono's chain with the one after them (middleware/series).
-  app.use(requestId());
+  app.use(requestId(services.platform));
   app.use(
     series([
       // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.

@@ -3,13 +3,14 @@ import type { BudgetWindow } from "./state/types.js";
 import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Logger } from "./log.js";
-import type { TenantDirectory } from "../middleware/identify/tenants.js";
+import type { TenantDirectory } from "./identity/tenants.js";
 import type { Upstream } from "./platform/upstream.js";
 import type { StateStores } from "./state/types.js";
-import type { TokenService } from "../middleware/identify/tokens.js";
+import type { TokenService } from "./identity/tokens.js";
 import type { WebSocketRelay } from "./platform/websocket.js";
+import type { PlatformSpeed } from "./platform/speed.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
-import type { TenantSync } from "../middleware/identify/tenant-sync.js";
+import type { TenantSync } from "./identity/tenant-sync.js";
 import type { WebhookSender } from "./operators/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
 
@@ -28,6 +29,11 @@ export interface GatewayServices {
   stores: StateStores;
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
+  /**
+   * The runtime's speed helpers for this gateway (src/platform/speed.ts): the Node entry's when its fast paths are on,
+   * else the Web default (everything through the Request and Response).
+   */
+  platform: PlatformSpeed;
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;
@@ -56,6 +62,6 @@ export interface GatewayServices {
    * a request that starts another resource (a task's kept-open browser) creates it as the caller would.
    */
   dispatch?: (req: Request, c: Context) => Promise<Response>;
-  /** Whether a bearer is the TOLLGATE_METRICS_TOKEN (middleware/identify's metricsTokenCheck; the token stays there). */
+  /** Whether a bearer is the TOLLGATE_METRICS_TOKEN (src/identity/caller.ts's metricsTokenCheck; the token stays there). */
   isMetricsToken?: (bearer: string) => boolean;
 }

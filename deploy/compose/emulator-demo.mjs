@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { startEmulator } from "/src/emulator/dist/index.js";
-import { generateTenantKey, hashTenantKey } from "/src/dist/middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "/src/dist/src/identity/tenants.js";
 import { parse, stringify } from "/src/node_modules/smol-toml/dist/index.js";
 
 const out = process.env.DEMO_DIR ?? "/run/demo";

@@ -6,10 +6,10 @@ import { parseConfig } from "../../config/load.js";
 import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse } from "../../src/errors.js";
 import { Logger, Redactor } from "../../src/log.js";
-import { TenantDirectory } from "../identify/tenants.js";
+import { TenantDirectory } from "../../src/identity/tenants.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
-import "../identify/index.js";
+import "../../src/identity/caller.js";
 import { checkBody } from "./index.js";
 
 const row = (name: string): RouteRow => ROUTES.find((r) => r.name === name)!;

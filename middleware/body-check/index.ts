@@ -6,35 +6,21 @@ import type { Context, MiddlewareHandler, Next } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import type { ResourceKind } from "../../src/state/types.js";
-import { jsonBody, jsonBodyNow, type JsonBody, setJsonBody } from "../body-limit/index.js";
+import { jsonBody, jsonBodyNow, type JsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import { LRUCache } from "lru-cache";
-import { bodyProblems, namedRefs, type NamedRef } from "./declare.js";
-import { callerTenant } from "../identify/index.js";
+import { notOwned } from "../../src/routing/not-owned.js";
+import { webPlatform } from "../../src/platform/speed.js";
+import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
+import { callerTenant } from "../../src/identity/caller.js";
 import type { RouteRow } from "../../src/routing/table.js";
-import { imageOfSnapshot } from "../quota/index.js";
+import { imageOfSnapshot } from "../../src/sandboxes/snapshot-image.js";
 import { activeLayers, applyPolicy, type PolicyLayer, rowHasPolicy } from "./policy.js";
 
 /** The body step reads the server config (`unknownBodyFields`), logs forwarded unknown fields, checks ownership. */
-type BodyCheckServices = Pick<GatewayServices, "config" | "logger" | "stores"> & Partial<Pick<GatewayServices, "upstream">>;
-
-const NOUN: Record<ResourceKind, string> = {
-  sandbox: "Sandbox",
-  session: "Session",
-  snapshot: "Snapshot",
-  volume: "Volume",
-  profile: "Profile",
-  extension: "Extension",
-  job: "Job",
-  task: "Task",
-};
+type BodyCheckServices = Pick<GatewayServices, "config" | "logger" | "stores"> & Partial<Pick<GatewayServices, "platform" | "upstream">>;
 
 /** Bodies up to this many characters are remembered once they pass (see checkBody). */
 const PASSED_MAX_CHARS = 4096;
-
-/** Another tenant's id (or one nobody here created) answers exactly like a missing one, wherever it was named. */
-export const notOwned = (kind: ResourceKind, id: string, field?: string) =>
-  new GatewayError(404, "not_found", `${NOUN[kind]} ${id} not found`, field ? { field } : {});
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -98,6 +84,7 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   if (spec.kind !== "json") return undefined;
   const schema = spec.schema;
   const policed = rowHasPolicy(row.name);
+  const platform = services.platform ?? webPlatform;
   // Texts this row's declaration found nothing wrong with, and the ids each names: a pure function of the text, so a
   // body sent again is not walked again (its ids are still checked against the registry, on every request).
   const passed = new LRUCache<string, NamedRef[]>({ max: 1024, maxSize: 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
@@ -140,7 +127,7 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   // Not an async function: a body already held (src/platform/held-body.ts) naming no id is checked with no promise or
   // turn of its own. Its refusals are thrown as they are; Hono's chain answers them either way.
   return function checkBodyMiddleware(c, next) {
-    const now = jsonBodyNow(c);
-    return now ? checked(c, next, now) : jsonBody(c).then((b) => checked(c, next, b));
+    const now = jsonBodyNow(c, platform);
+    return now ? checked(c, next, now) : jsonBody(c, platform).then((b) => checked(c, next, b));
   };
 }

@@ -4,7 +4,9 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse } from "../../src/errors.js";
-import { jsonBody, jsonValue, limitBody, setJsonBody } from "./index.js";
+import { jsonBody, jsonValue, setJsonBody } from "../../src/routing/json-body.js";
+import { limitBody } from "./index.js";
+import { webPlatform } from "../../src/platform/speed.js";
 
 /** A body sent as a stream of chunks, with no Content-Length (what a chunked upload looks like). */
 function streamed(...chunks: string[]): RequestInit & { duplex: "half" } {
@@ -26,22 +28,22 @@ function app(limit?: number) {
   a.onError((err) => errorResponse(err));
   if (limit !== undefined) a.use("/echo", limitBody(limit));
   a.post("/echo", async (c) => {
-    const first = await jsonBody(c);
-    const again = await jsonBody(c);
+    const first = await jsonBody(c, webPlatform);
+    const again = await jsonBody(c, webPlatform);
     return c.json({ json: first.json, sameCopy: first === again });
   });
-  a.post("/value", async (c) => c.json({ value: await jsonValue(c) }));
+  a.post("/value", async (c) => c.json({ value: await jsonValue(c, webPlatform) }));
   // A step that changes the object it read (as a quota filling defaults does), then hands back what it saw.
   a.post("/mutate", async (c) => {
-    const body = await jsonBody(c);
+    const body = await jsonBody(c, webPlatform);
     const seen = { ...body.json };
     body.json.changed = true;
     return c.json({ seen, text: body.text });
   });
   a.post("/replace", async (c) => {
-    await jsonBody(c);
+    await jsonBody(c, webPlatform);
     const replaced = setJsonBody(c, { filled: true });
-    return c.json({ text: replaced.text, kept: (await jsonBody(c)).json });
+    return c.json({ text: replaced.text, kept: (await jsonBody(c, webPlatform)).json });
   });
   return a;
 }

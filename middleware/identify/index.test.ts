@@ -6,7 +6,7 @@ import { parseConfig } from "../../config/load.js";
 import { errorResponse } from "../../src/errors.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
 import { Logger, Redactor } from "../../src/log.js";
-import { generateTenantKey, hashTenantKey } from "./tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { OWN_ROWS } from "../../src/routing/own-rows.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
 import { accessLog } from "../access-log/index.js";

@@ -5,65 +5,22 @@ import type { Context, MiddlewareHandler, Next } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import { bearerToken, presentedKey, requireScope, type Tenant } from "./tenants.js";
-import { looksLikeGatewayToken, MCP_SCOPES, requireTokenScope, type GatewayToken } from "./tokens.js";
+import { bearerToken, presentedKey, requireScope, type Tenant } from "../../src/identity/tenants.js";
+import { looksLikeGatewayToken, MCP_SCOPES, requireTokenScope, type GatewayToken } from "../../src/identity/tokens.js";
 import type { RouteRow } from "../../src/routing/table.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
-import { roleOf } from "../../src/operators/roles.js";
+import { roleOf } from "../../src/identity/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
-import { SESSION_COOKIE, sessionById, type ConsoleSession } from "../../src/console/session.js";
+import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.js";
+import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { getCookie } from "hono/cookie";
 
-type Caller =
-  | {
-      via: "key";
-      tenant: Tenant /** The key as presented (MCP tools call rows with it; a console link is bound to it). */;
-      presented: string;
-    }
-  | {
-      via: "token";
-      tenant: Tenant;
-      token: GatewayToken /** The token as presented, for checks while a socket is open. */;
-      presented: string;
-    }
-  | { via: "ticket" }
-  /** An own row open to anyone, called without a valid credential. */
-  | { via: "public" }
-  | { via: "metrics-token" }
-  /**
-   * The console's session cookie: the session and its tenant, or only the session when its tenant or key is no longer
-   * live (the console ends it), or the error reading it (the console answers it with its own page).
-   */
-  | { via: "console"; session?: ConsoleSession; tenant?: Tenant; error?: unknown };
-
-/** A caller with a tenant key or one of the gateway's tokens. */
-type TenantCaller = Extract<Caller, { via: "key" | "token" }>;
-
-declare module "hono" {
-  interface ContextVariableMap {
-    caller: Caller;
-    /** The tenant behind the request, once a key or token has been checked. */
-    tenant: Tenant | undefined;
-  }
-}
-
-/** The tenant a key or token caller acts for (ticket callers have none). */
-export function callerTenant(c: Context<GatewayEnv>): Tenant {
-  const caller = c.get("caller");
-  if (!caller || !("tenant" in caller) || !caller.tenant)
-    throw new GatewayError(401, "unauthorized", "This route needs a tenant key or a gateway token.");
-  return caller.tenant;
-}
-
-/** A keyless search or MCP token's own spend cap, when the caller holds one. */
-export function callerCap(c: Context<GatewayEnv>): { id: string; amount: bigint } | undefined {
-  const caller = c.get("caller");
-  return caller?.via === "token" && caller.token.cap !== undefined ? { id: caller.token.jti, amount: caller.token.cap } : undefined;
-}
-
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
-type IdentifyServices = Pick<GatewayServices, "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress">;
+type IdentifyServices = Pick<
+  GatewayServices,
+  "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress" | "platform"
+>;
 
 const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {
   "search-token": "search",
@@ -83,6 +40,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
   const tokenKinds = new Set(row.auth.map((a) => TOKEN_KIND[a]).filter(Boolean));
   const open = row.auth.includes("none") || row.auth.includes("ticket");
   const boundParam = row.owns?.param;
+  const platform = services.platform;
 
   /** The caller its verified token makes (when it presents one), else its key's; refusals as the row's auth decides. */
   const callerOf = (
@@ -150,7 +108,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
       c.set("caller", { via: "ticket" });
       return next();
     }
-    const fromHeader = tokenKinds.size > 0 && !acceptsKey ? bearerToken(c.req.raw.headers) : presentedKey(c);
+    const fromHeader = tokenKinds.size > 0 && !acceptsKey ? bearerToken(c.req.raw.headers) : presentedKey(platform, c);
     // `?token=` only where a client cannot send headers: a WebSocket upgrade (and it is never forwarded).
     const presented = fromHeader ?? (tokenKinds.size > 0 && isWebSocketUpgrade(c.req.raw) ? c.req.query("token") : undefined);
     const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
@@ -182,21 +140,6 @@ function mcpTokenTenant(services: IdentifyServices, row: RouteRow, token: Gatewa
 
 const OWN_CREDENTIALS = new Set(["public", "tenant-key", "operator", "metrics-token", "mcp-token", "console"]);
 
-/** Equal strings in time that does not depend on where they differ. */
-function sameSecret(a: string, b: string): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
-  return diff === 0;
-}
-
-/**
- * The check of a TOLLGATE_METRICS_TOKEN bearer, given to services in place of the token (which stays in this closure
- * and reaches nothing else). undefined: no metrics token, only operator keys may scrape.
- */
-export function metricsTokenCheck(token: string | undefined): ((bearer: string) => boolean) | undefined {
-  return token ? (bearer) => sameSecret(bearer, token) : undefined;
-}
-
 /**
  * The caller of one of the gateway's own rows (src/routing/own-rows.ts). "public": a valid key or gateway token is the
  * caller (counted by the rate limit), anything else is no reason to refuse. "tenant-key" and "operator": a tenant key
@@ -219,7 +162,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
       const bearer = bearerToken(headers);
       if (bearer && isMetricsToken(bearer)) return { via: "metrics-token" };
     }
-    const presented = presentedKey(c);
+    const presented = presentedKey(services.platform, c);
     if (open) {
       // Only to count the request against its tenant: an open row's answer does not depend on it.
       return (await quietly(services, presented ?? c.req.query("token"))) ?? { via: "public" };
@@ -293,7 +236,7 @@ function bearerChallenge(c: Context<GatewayEnv>, metadata: string, err: GatewayE
  * row fronts. Sets the caller as a row's identify would.
  */
 export async function identifyKey(services: IdentifyServices, c: Context<GatewayEnv>, scope: Scope): Promise<Tenant> {
-  const presented = presentedKey(c);
+  const presented = presentedKey(services.platform, c);
   const tenant = await services.directory.authenticate(presented);
   requireScope(tenant, scope);
   c.set("caller", { via: "key", tenant, presented: presented! });

@@ -14,7 +14,7 @@ import { noteCreated } from "../../src/routing/created.js";
 import { accessLog } from "../access-log/index.js";
 import { requestId } from "../request-id/index.js";
 import { Logger, Redactor } from "../../src/log.js";
-import "../identify/index.js";
+import "../../src/identity/caller.js";
 import { quota } from "../quota/index.js";
 import { meterCredits } from "./index.js";
 

@@ -6,10 +6,10 @@ import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import type { Tenant } from "../identify/tenants.js";
+import type { Tenant } from "../../src/identity/tenants.js";
 import { attachResource, growHold, releaseCredits, reserveCredits, settleCredits } from "../../src/payments/credit-ledger.js";
-import { callerCap, callerTenant } from "../identify/index.js";
-import { jsonBody, setJsonBody } from "../body-limit/index.js";
+import { callerCap, callerTenant } from "../../src/identity/caller.js";
+import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import type { Meter, RouteRow } from "../../src/routing/table.js";
 import { createdBy } from "../../src/routing/created.js";
 import { keep, kept, priceOf } from "../../src/payments/kept-holds.js";
@@ -19,7 +19,7 @@ import type { LedgerServices } from "../../src/payments/spend.js";
  * What the meter touches: credit prices and hold times (config), the clock, its kept holds (kv), the ledger (whose
  * settlements may raise budget alerts), and the upstream (the usage a resource or job reports when it settles).
  */
-type MeterServices = LedgerServices & Pick<GatewayServices, "upstream">;
+type MeterServices = LedgerServices & Pick<GatewayServices, "upstream" | "platform">;
 
 /** Units a request may ask for at most; above it the request is refused rather than reserved. */
 const MAX_UNITS = 10_000;
@@ -103,10 +103,10 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
       amount = rate;
       validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
     } else if (meter.per === "units") {
-      amount = rate * BigInt(unitsOf(c, meter, (await jsonBody(c)).json));
+      amount = rate * BigInt(unitsOf(c, meter, (await jsonBody(c, services.platform)).json));
       validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
     } else if (meter.per === "extension") {
-      const minutes = Number((await jsonBody(c)).json.durationMinutes);
+      const minutes = Number((await jsonBody(c, services.platform)).json.durationMinutes);
       if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60)
         throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
       const id = c.req.param(row.owns?.param ?? "id")!;
@@ -116,7 +116,7 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
       validBefore = now + minutes * 60_000;
     } else {
       // The gateway names the timeout itself, so the reservation is the resource's true maximum.
-      const body = (await jsonBody(c)).json;
+      const body = (await jsonBody(c, services.platform)).json;
       const asked = body.timeoutMinutes;
       const minutes =
         typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : services.config.credits.defaultTimeoutMinutes;

@@ -5,12 +5,12 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse } from "../../src/errors.js";
-import { TenantDirectory } from "../identify/tenants.js";
-import type { GatewayToken } from "../identify/tokens.js";
+import { TenantDirectory } from "../../src/identity/tenants.js";
+import type { GatewayToken } from "../../src/identity/tokens.js";
 import { memoryStores } from "../../src/state/memory.js";
 import type { StateStores } from "../../src/state/types.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
-import "../identify/index.js";
+import "../../src/identity/caller.js";
 import { requireOwner } from "./index.js";
 
 const config = parseConfig({

@@ -8,7 +8,7 @@ import type { GatewayServices } from "../../src/services.js";
 type OwnerServices = Pick<GatewayServices, "stores">;
 import { ownedVolumeKey } from "../../src/sandboxes/volume-names.js";
 import type { RouteRow } from "../../src/routing/table.js";
-import { notOwned } from "../body-check/index.js";
+import { notOwned } from "../../src/routing/not-owned.js";
 
 /**
  * Another tenant's id (or an id nobody here created) answers exactly like a missing one. On the runtime plane (the hot

@@ -12,7 +12,7 @@ import { createGateway, type Gateway } from "../../src/gateway.js";
 import { Logger, Redactor } from "../../src/log.js";
 import { identify } from "../identify/index.js";
 import { ROUTES } from "../../src/routing/table.js";
-import { generateTenantKey, hashTenantKey } from "../identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { accessLog } from "../access-log/index.js";
 import { requestId } from "../request-id/index.js";
 import { quota } from "./index.js";

@@ -3,11 +3,10 @@ import type { Context, MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { ResourceKind } from "../../src/state/types.js";
-import type { Tenant } from "../identify/tenants.js";
-import { callerTenant } from "../identify/index.js";
-import { jsonBody, setJsonBody } from "../body-limit/index.js";
-import { upstreamJson } from "../../src/platform/upstream.js";
-import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
+import type { Tenant } from "../../src/identity/tenants.js";
+import { callerTenant } from "../../src/identity/caller.js";
+import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
+import { imageOfSnapshot } from "../../src/sandboxes/snapshot-image.js";
 import type { WireRecord } from "../../src/platform/upstream-records.js";
 import { createdBy } from "../../src/routing/created.js";
 import { CreationSlots } from "./slots.js";
@@ -19,7 +18,7 @@ type Quotas = Tenant["quotas"];
  * The quota step counts slots in the state stores (kv, ownership), asks the upstream for a snapshot's image and for
  * resources that may have ended unseen, and reads the clock; nothing else.
  */
-type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now">;
+type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now" | "platform">;
 
 function refuse(status: number, code: string, message: string, figures: Record<string, unknown>): never {
   throw new GatewayError(status, code, message, figures);
@@ -67,19 +66,6 @@ async function checkBody(c: Context, services: QuotaServices, kind: ResourceKind
   return out;
 }
 
-/** A sandbox started from a snapshot runs the snapshot's image; unknown snapshots are left to the upstream's 404. */
-export async function imageOfSnapshot(c: Context, services: Pick<GatewayServices, "upstream">, name: unknown): Promise<string | undefined> {
-  if (typeof name !== "string" || !name) return undefined;
-  const res = await services.upstream.call(c, { method: "GET", path: `/api/snapshots/${encodeURIComponent(name)}` });
-  if (!res.ok) {
-    await res.body?.cancel();
-    return undefined;
-  }
-  const body = await upstreamJson(res, SnapshotAnswer);
-  const image = body.snapshot?.imageName ?? body.imageName;
-  return typeof image === "string" ? image : undefined;
-}
-
 /**
  * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is.
  * The caller is the chain's (middleware/identify/index.ts); the body is the chain's one JSON copy, completed here with the
@@ -95,7 +81,7 @@ export function quota(services: QuotaServices, kind: "sandbox" | "session"): Mid
     const limit = kind === "sandbox" ? q.maxSandboxes : q.maxSessions;
     const shapesBody = q.maxTimeoutMinutes !== undefined || q.regions !== undefined || (kind === "sandbox" && q.images !== undefined);
     if (limit === undefined && !shapesBody) return next();
-    if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c)).json }));
+    if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c, services.platform)).json }));
     if (limit === undefined) return next();
     let slot = await slots.reserve(kind, tenant.id, limit);
     if (!slot.ok) {

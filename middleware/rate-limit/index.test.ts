@@ -7,7 +7,7 @@ import { parseConfig } from "../../config/load.js";
 import { errorResponse, GatewayError } from "../../src/errors.js";
 import { createGateway, type Gateway } from "../../src/gateway.js";
 import { Logger, Redactor } from "../../src/log.js";
-import { generateTenantKey, hashTenantKey } from "../identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { accessLog } from "../access-log/index.js";
 import { OWN_ROWS } from "../../src/routing/own-rows.js";
 import { identify } from "../identify/index.js";

@@ -1,9 +1,9 @@
 // Per-tenant request rate limit (quotas.requestsPerMinute) on every row whose caller is a tenant key or gateway token.
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { GatewayError } from "../../src/errors.js";
-import { answerHeader } from "../request-id/index.js";
+import { answerHeader } from "../../src/context.js";
 import type { GatewayServices } from "../../src/services.js";
-import "../identify/index.js";
+import "../../src/identity/caller.js";
 
 const WINDOW_MS = 60_000;
 

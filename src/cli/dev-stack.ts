@@ -4,7 +4,7 @@ import type { configSchema, TollgateConfig } from "../../config/schema.js";
 import type * as z from "zod";
 import { parseConfig } from "../../config/load.js";
 import { startEmulator, type EmulatorHandle, type EmulatorOptions } from "@tollgate/emulator";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../platform/node.js";
 import type { LogSink } from "../log.js";
 

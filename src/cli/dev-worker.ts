@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { guardDir, guardGroup, releaseDir, releaseGroup, startEmulator, type EmulatorHandle } from "@tollgate/emulator";
 import { demoConfig, type DemoKeys } from "./dev-stack.js";
-import { generateTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey } from "../identity/tenants.js";
 
 export interface WorkerDev {
   gateway: string;

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfigFile, secretsFromEnv } from "../../config/load.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
 import { cmdCredits, cmdUsage } from "./credits.js";

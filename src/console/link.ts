@@ -2,13 +2,13 @@
 // prints carries the code (never a key) in its query, which the access log does not record. The code lives five
 // minutes in shared state, only as its hash, and the first exchange on any instance uses it up.
 import type { GatewayServices } from "../services.js";
-import { hashTenantKey } from "../../middleware/identify/tenants.js";
+import { hashTenantKey } from "../identity/tenants.js";
 import type { RowHandler } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { audit } from "../operators/tenant-changes.js";
 import { validBody } from "../operators/admin/validate.js";
 import { consoleLinkBody } from "../operators/admin/schemas.js";
-import { CONSOLE_PATH, randomToken } from "./session.js";
+import { CONSOLE_PATH, randomToken } from "../identity/console-session.js";
 
 const LINK_TTL_DEFAULT_S = 300;
 /** The longest a code may live (consoleLinkBody's bound); a used code's marker is kept this long. */
@@ -29,7 +29,7 @@ const CODE_SHAPE = /^[A-Za-z0-9_-]{40,64}$/;
 export function consoleLinkHandlers(services: GatewayServices): Record<string, RowHandler> {
   return {
     "admin.consoleLink": async (c) => {
-      const body = await validBody(c, consoleLinkBody);
+      const body = await validBody(c, services.platform, consoleLinkBody);
       const caller = c.get("caller");
       if (caller.via !== "key") throw new Error("admin.consoleLink: the row's caller is an operator key");
       const tenant = caller.tenant;

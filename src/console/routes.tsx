@@ -7,7 +7,7 @@
 // come from the console's own origin; every change is in the audit log. The pages are one row of the route table
 // (`console.pages`, src/routing/own-rows.ts): the chain's identify step reads the session cookie, and the row's handler
 // runs these pages with that caller (their own error pages, CSRF check and page headers included).
-import { signInKey } from "../../middleware/identify/resources.js";
+import { signInKey } from "../identity/resources.js";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
@@ -16,20 +16,20 @@ import type * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { hashTenantKey, keyIdOf, type Tenant } from "../../middleware/identify/tenants.js";
+import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
 import { isStateUnavailable } from "../state/errors.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { atomicToUsd } from "../payments/money.js";
 import { audit } from "../operators/tenant-changes.js";
-import { roleOf } from "../operators/roles.js";
-import { lastUsed } from "../../middleware/identify/key-usage.js";
+import { roleOf } from "../identity/roles.js";
+import { lastUsed } from "../identity/key-usage.js";
 import { createKey, revokeKey, rotateKey } from "../operators/admin/keys.js";
 import { createTenant, patchTenant, setTenantEnabled } from "../operators/admin/tenants.js";
 import { keyCreateBody, keyRotateBody, tenantCreateBody, tenantPatchBody } from "../operators/admin/schemas.js";
 import { auditPage, concernsTenant, ledgerSurface, SURFACES } from "../operators/admin/views.js";
 import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../operators/token-routes.js";
-import { CONSOLE_PATH, endSession, startSession, validFormToken, type ConsoleSession } from "./session.js";
+import { CONSOLE_PATH, endSession, startSession, validFormToken, type ConsoleSession } from "../identity/console-session.js";
 import type { RowHandler } from "../routing/handlers.js";
 import { peekLink, redeemLink } from "./link.js";
 import { liveResources, stopResource, type LiveKind } from "./resources.js";

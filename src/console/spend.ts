@@ -1,7 +1,7 @@
 // What the console shows about money: each tenant's spend per budget window (both kinds, and each apart) against
 // its limits, and what the cache and coalescing saved.
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import type { BudgetWindow, SpendKind } from "../state/types.js";
 import { ledgerSurface, SURFACES } from "../operators/admin/views.js";
 import { tenantLimits } from "../payments/limits.js";

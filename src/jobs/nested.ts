@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { jsonBody, setJsonBody } from "../../middleware/body-limit/index.js";
+import { jsonBody, setJsonBody } from "../routing/json-body.js";
 import { type RowHandler, startJob } from "../routing/handlers.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { stopUpstream } from "../operators/kill-switch.js";
@@ -63,7 +63,7 @@ async function abandon(services: GatewayServices, c: Context<GatewayEnv>, sessio
 export function nestedHandlers(services: GatewayServices): Record<string, RowHandler> {
   return {
     "task.start": async (c, row) => {
-      const body = (await jsonBody(c)).json;
+      const body = (await jsonBody(c, services.platform)).json;
       if (body.keepBrowserOpen !== true || (typeof body.sessionId === "string" && body.sessionId)) return startJob(services, c, row);
       const sessionId = await createCallerSession(services, c, body.sessionOptions);
       const { sessionOptions: _options, ...rest } = body;

@@ -9,9 +9,9 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { RowHandler } from "../routing/handlers.js";
 import type { GatewayServices } from "../services.js";
-import { MCP_SCOPES, type McpScope } from "../../middleware/identify/tokens.js";
+import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { jsonValue } from "../../middleware/body-limit/index.js";
+import { jsonValue } from "../routing/json-body.js";
 import { GatewayCall } from "./call.js";
 import { answerStateless, isStateless } from "./stateless.js";
 import { JobTaskStore, offerTasks } from "./tasks.js";
@@ -72,7 +72,7 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Recor
       return rpcError(405, -32000, "method_not_allowed", "This MCP endpoint is stateless: send messages with POST.", { allow: "POST" });
     let message: unknown;
     try {
-      message = await jsonValue(c, MCP_BODY_LIMIT);
+      message = await jsonValue(c, services.platform, MCP_BODY_LIMIT);
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
       return rpcError(err.status, err.status === 413 ? -32600 : -32700, err.code, err.message);

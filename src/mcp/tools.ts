@@ -4,7 +4,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
 import { AGENTS } from "../routing/table.js";
-import type { McpScope } from "../../middleware/identify/tokens.js";
+import type { McpScope } from "../identity/tokens.js";
 import { errorResult, type GatewayCall, type Json, jsonResult, ToolRefusal } from "./call.js";
 import { startAndWait, type ToolExtra, WAIT_DEFAULT_S, WAIT_MAX_S } from "./jobs.js";
 import type { TaskTool } from "./tasks.js";

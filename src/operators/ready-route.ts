@@ -3,7 +3,7 @@
 // are shown only to an operator key (admin or operator-readonly); anyone else sees whether the check passed.
 import type { Readiness, ReadinessReport } from "./readiness.js";
 import type { GatewayServices } from "../services.js";
-import { isOperator } from "./roles.js";
+import { isOperator } from "../identity/roles.js";
 import { lastCreditDrift } from "../payments/credit-drift.js";
 import type { RowHandler } from "../routing/handlers.js";
 

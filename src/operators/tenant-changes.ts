@@ -5,7 +5,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { keyIdOf, type Tenant } from "../../middleware/identify/tenants.js";
+import { keyIdOf, type Tenant } from "../identity/tenants.js";
 import type { StoredTenant } from "../state/types.js";
 import { killTenant } from "./kill-switch.js";
 import { receiverProblems } from "./destinations.js";

@@ -5,8 +5,8 @@ import * as z from "zod";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { requireScope, type Tenant } from "../../middleware/identify/tenants.js";
-import { MCP_SCOPES, type TokenScope } from "../../middleware/identify/tokens.js";
+import { requireScope, type Tenant } from "../identity/tenants.js";
+import { MCP_SCOPES, type TokenScope } from "../identity/tokens.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../sessions/rewrite.js";
 import { gatewayRuntime } from "../sandboxes/rewrite.js";
@@ -14,8 +14,9 @@ import { publicOriginOf } from "../platform/public-origin.js";
 import { usdAmount } from "../../config/fields.js";
 import { agentPolicySchema } from "../../config/tenant-schema.js";
 import { stateKeys } from "../state/keys.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { jsonBody } from "../routing/json-body.js";
+import type { PlatformSpeed } from "../platform/speed.js";
+import { callerTenant } from "../identity/caller.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
@@ -60,8 +61,8 @@ interface MintRecord {
   exp: number;
 }
 
-async function readMintRequest(c: Context): Promise<MintRequest> {
-  const parsed = mintRequest.safeParse((await jsonBody(c, TOKEN_BODY_LIMIT)).json);
+async function readMintRequest(c: Context, platform: PlatformSpeed): Promise<MintRequest> {
+  const parsed = mintRequest.safeParse((await jsonBody(c, platform, TOKEN_BODY_LIMIT)).json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".") || "body";
@@ -206,7 +207,8 @@ export function tokenHandlers(services: GatewayServices): Record<string, RowHand
   }
 
   return {
-    "own.tokens.mint": async (c) => c.json(await mintKeylessToken(services, c, callerTenant(c), await readMintRequest(c)), 201),
+    "own.tokens.mint": async (c) =>
+      c.json(await mintKeylessToken(services, c, callerTenant(c), await readMintRequest(c, services.platform)), 201),
     "own.tokens.revoke": async (c) => {
       const tenant = callerTenant(c);
       const jti = c.req.param("jti") ?? "";
@@ -217,7 +219,7 @@ export function tokenHandlers(services: GatewayServices): Record<string, RowHand
     // Revoke by the token itself (any token this gateway signed for the tenant, also one handed out in a response).
     "own.tokens.revokeByToken": async (c) => {
       const tenant = callerTenant(c);
-      const token = (await jsonBody(c, TOKEN_BODY_LIMIT)).json.token;
+      const token = (await jsonBody(c, services.platform, TOKEN_BODY_LIMIT)).json.token;
       if (typeof token !== "string" || !token)
         throw new GatewayError(400, "invalid_token_request", "token: expected the token to revoke", { field: "token" });
       const t = await services.tokens.inspect(token);

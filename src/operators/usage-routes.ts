@@ -3,8 +3,8 @@
 import type { Context } from "hono";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import type { Tenant } from "../identity/tenants.js";
+import { callerTenant } from "../identity/caller.js";
 import type { RowHandler } from "../routing/handlers.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";

@@ -5,7 +5,7 @@
 // to a destination the rules refuse (./destinations.ts), redirects not followed.
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import type { BudgetWindow, OutboxMessage } from "../state/types.js";
 import { DestinationRules } from "./destinations.js";
 import { fetchWebhookSender } from "./webhook-sender.js";

@@ -1,6 +1,6 @@
 // What a tenant may still spend: the smallest remaining amount over its budget windows, shown on paid answers.
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { atomicToUsd } from "./money.js";
 import { tenantLimits } from "./limits.js";
 

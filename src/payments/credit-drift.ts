@@ -4,7 +4,7 @@
 // mismatch; it is published as tollgate_credits_drift_usd, kept in shared state for /_tollgate/ready and the admin
 // usage view, and alerted once past credits.driftAlertUsd (again only after it went back under).
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { stateKeys } from "../state/keys.js";
 import { deliverBudgetEvent } from "../operators/webhooks.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";

@@ -2,7 +2,7 @@
 // the tenant's budget windows (and a keyless token's cap), later committed (possibly for less) or released.
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import {
   attachSpend,
   extendSpend,

@@ -1,5 +1,5 @@
 // A tenant's budget windows as the ledger reads them: USD strings from the configuration, in atomic units.
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import type { BudgetLimits } from "../state/types.js";
 import { usdToAtomic } from "./money.js";
 

@@ -8,7 +8,7 @@ import { resetAt } from "../state/windows.js";
 import { stateKeys } from "../state/keys.js";
 import { GatewayError } from "../errors.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { HELD } from "../state/holds.js";
 import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";

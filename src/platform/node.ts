@@ -9,7 +9,6 @@ import { undiciTransport } from "./node/undici-transport.js";
 import { withDirectRelays } from "./node/direct-relay.js";
 import { turnEnd } from "./node/turn-writes.js";
 import { unreadHeaderWriter } from "./node/unread-headers.js";
-import { writeUnreadHeadersWith } from "./response-headers.js";
 import { nodeWebSocketRelay, relayWebSocketServer } from "./node/ws-relay.js";
 import { nodeStateStores } from "./node/stores.js";
 import { drainable, type DrainReport } from "./node/drain.js";
@@ -19,8 +18,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
-import { takeHeldBodiesWith } from "./held-body.js";
-import { readHotHeadersWith } from "./request-headers.js";
+import type { PlatformSpeed } from "./speed.js";
 import { nodeHotHeader } from "./node/request-headers.js";
 import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./node/held-body.js";
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
@@ -106,8 +104,17 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   let gateway: Gateway | undefined;
   const metrics = opts.deps?.metrics ?? new GatewayMetrics(promRegistry());
   const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
+  // The Node fast paths, this gateway's own (src/platform/speed.ts): where server.directRelay is on, the chain's hot
+  // request headers are read off node:http's parsed head (./node/request-headers.ts), a small body the parser already
+  // holds is taken as it sits (./node/held-body.ts), and (once `serve` runs, below) headers added after the handler go
+  // into an answer's unread record (./node/unread-headers.ts). Off, every request takes the standard path, the one
+  // Workers use.
+  const platform: PlatformSpeed = directRelays(opts.config)
+    ? { hotHeader: nodeHotHeader, heldBody: nodeHeldBody, heldText: nodeHeldText, writeUnread: undefined }
+    : {};
   gateway = createGateway(opts.config, {
     secrets: opts.secrets,
+    platform,
     transport,
     // Lines to stdout are batched (src/platform/node/log-sink.ts); a caller's own sink gets each line as it comes.
     logSink: opts.logSink ?? stdoutLogSink(),
@@ -144,12 +151,8 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     s.once("error", reject);
   });
   // With `serve` running the global Response is node-server's: headers added after the handler go into an answer's
-  // unread record (src/platform/node/unread-headers.ts). Like the direct relay, off where the standard path is asked for.
-  if (directRelays(opts.config)) writeUnreadHeadersWith(unreadHeaderWriter());
-  // A small body the parser already holds is taken as it sits (src/platform/node/held-body.ts); likewise a fast path.
-  takeHeldBodiesWith(directRelays(opts.config) ? nodeHeldBody : undefined, nodeHeldText);
-  // The chain's hot request headers are read off node:http's parsed head (src/platform/request-headers.ts); likewise.
-  readHotHeadersWith(directRelays(opts.config) ? nodeHotHeader : undefined);
+  // unread record (src/platform/node/unread-headers.ts). Like the other fast paths, only where they are on.
+  if (directRelays(opts.config)) platform.writeUnread = unreadHeaderWriter();
   gateUpgrades(server as import("node:http").Server);
   gateHosts(server as import("node:http").Server);
   answerParseErrors(server as import("node:http").Server);

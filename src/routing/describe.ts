@@ -1,5 +1,5 @@
 // The route table as a reader sees it: one markdown line per row (`tollgate routes`, docs/routes.md).
-import { referenceFields } from "../../middleware/body-check/declare.js";
+import { referenceFields } from "./bodies/declare.js";
 import { methodsOf, ROUTES, type Meter, type RouteRow } from "./table.js";
 
 function meterText(m: Meter | undefined): string {

@@ -6,7 +6,7 @@ import type { GatewayServices } from "../services.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { keepOwnedItems } from "./owned-items.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { callerTenant } from "../identity/caller.js";
 import { settleJobFrom, TERMINAL } from "../payments/kept-holds.js";
 import type { RouteRow } from "./table.js";
 import { noteCreated } from "./created.js";

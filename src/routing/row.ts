@@ -1,7 +1,7 @@
 // The shape of a route-table row (./table.ts holds the rows; ./own-rows.ts the gateway's own).
 import type { Scope } from "../../config/tenant-schema.js";
 import type { ResourceKind } from "../state/types.js";
-import type { TokenScope } from "../../middleware/identify/tokens.js";
+import type { TokenScope } from "../identity/tokens.js";
 import type { BodySpec } from "./bodies/index.js";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";

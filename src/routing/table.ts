@@ -5,7 +5,7 @@
 // The gateway's own endpoints (/_tollgate/*, /mcp) are rows too (./own-rows.ts), first in ROUTES; the row's shape is ./row.ts.
 import type { Scope } from "../../config/tenant-schema.js";
 import type { ResourceKind } from "../state/types.js";
-import type { TokenScope } from "../../middleware/identify/tokens.js";
+import type { TokenScope } from "../identity/tokens.js";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Meter, Method, RouteRow } from "./row.js";
 import { OWN_ROWS } from "./own-rows.js";

@@ -8,7 +8,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { ResourceKind } from "../state/types.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { Upstream, upstreamJson } from "../platform/upstream.js";
 import { requestUrl } from "../platform/request-url.js";
 import { listItems, readWire, WireRecord } from "../platform/upstream-records.js";

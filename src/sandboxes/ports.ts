@@ -4,7 +4,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { PORT_COOKIE, portGrant, portVisitor } from "../../middleware/identify/resources.js";
+import { PORT_COOKIE, portGrant, portVisitor } from "../identity/resources.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { parseExposedHost, upstreamExposedHost } from "./rewrite.js";

@@ -14,8 +14,8 @@ import { ownedPage } from "./owned-list.js";
 import { rememberPublicHost } from "./port-hosts.js";
 import { claimSnapshot, pinSnapshotSource, resolveOwnedSnapshot } from "./snapshots.js";
 import { tenantRewriteContext } from "./tenant-view.js";
-import { callerTenant } from "../../middleware/identify/index.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
+import { callerTenant } from "../identity/caller.js";
+import { jsonBody } from "../routing/json-body.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { claimRefused, type RowHandler } from "../routing/handlers.js";
 import { noteCreated } from "../routing/created.js";
@@ -54,7 +54,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
   return {
     "sandbox.create": async (c) => {
       const tenant = callerTenant(c);
-      const body = { ...(await jsonBody(c)).json };
+      const body = { ...(await jsonBody(c, services.platform)).json };
       await pinSnapshotSource(services, tenant, body);
       const res = await upstream.call(c, { method: "POST", path: "/api/sandbox", headers: JSON_HEADERS(), body: JSON.stringify(body) });
       if (!res.ok) return Upstream.relay(res);
@@ -93,7 +93,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
     },
 
     "sandbox.snapshot": async (c) => {
-      const res = await forwardJson(c, (await jsonBody(c)).text || "{}");
+      const res = await forwardJson(c, (await jsonBody(c, services.platform)).text || "{}");
       if (!res.ok) return Upstream.relay(res);
       const snap = await upstreamJson(res, SnapshotAnswer);
       if (snap.snapshotId) await claimSnapshot(services, callerTenant(c), String(snap.snapshotId), snap.snapshotName);
@@ -102,7 +102,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
 
     "sandbox.expose": async (c) => {
       const id = c.req.param("id")!;
-      const res = await forwardJson(c, (await jsonBody(c)).text || "{}");
+      const res = await forwardJson(c, (await jsonBody(c, services.platform)).text || "{}");
       if (!res.ok) return Upstream.relay(res);
       const ctx = tenantRewriteContext(c, services, callerTenant(c));
       await rememberPublicHost(services, id, ctx.publicOrigin);

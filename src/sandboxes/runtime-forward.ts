@@ -5,6 +5,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { heldBody, heldBodyNextTurn } from "../platform/held-body.js";
 import { hotHeader } from "../platform/request-headers.js";
+import type { PlatformSpeed } from "../platform/speed.js";
 import { upstreamRuntimeUrl } from "./rewrite.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
 import { setForwardHeader, type ForwardHeaders } from "../platform/transport.js";
@@ -26,15 +27,16 @@ export interface RuntimeCall {
 /** Reads the client's body: buffered when small and of known length (replayable), otherwise the stream itself. */
 export async function clientBody(
   c: Context<GatewayEnv>,
+  platform: PlatformSpeed,
 ): Promise<{ body: Uint8Array | ReadableStream<Uint8Array> | null; replayable: boolean }> {
   const m = c.req.method;
   if (m === "GET" || m === "HEAD" || m === "OPTIONS") return { body: null, replayable: true };
   // A declared small length is read at once: looking at `c.req.raw.body` first would cost a full Request on Node.
-  const declared = hotHeader(c, "content-length");
+  const declared = hotHeader(platform, c, "content-length");
   const len = declared === undefined ? NaN : Number(declared);
   if (Number.isFinite(len) && len <= REPLAYABLE_BODY_BYTES) {
     // Already parsed in full, as most small bodies are (Node): taken as it is.
-    const taken = heldBody(c, REPLAYABLE_BODY_BYTES) ?? (await heldBodyNextTurn(c, REPLAYABLE_BODY_BYTES));
+    const taken = heldBody(platform, c, REPLAYABLE_BODY_BYTES) ?? (await heldBodyNextTurn(platform, c, REPLAYABLE_BODY_BYTES));
     if (taken) return { body: taken, replayable: true };
     const bytes = await c.req.arrayBuffer().catch(() => {
       throw new GatewayError(400, "body_incomplete", "The request body ended before it was complete (the connection closed).");
@@ -63,7 +65,7 @@ export class RuntimeForwarder {
     const m = c.req.method;
     // Bodiless methods (the hot path) go straight on; a body is read first (clientBody).
     if (m === "GET" || m === "HEAD" || m === "OPTIONS") return this.forwardWith(c, call, null, true, opts.read);
-    return clientBody(c).then(({ body, replayable }) => this.forwardWith(c, call, body, replayable, opts.read));
+    return clientBody(c, this.services.platform).then(({ body, replayable }) => this.forwardWith(c, call, body, replayable, opts.read));
   }
 
   private async forwardWith(

@@ -91,7 +91,7 @@ export function runtimeHandlers(services: GatewayServices): Record<string, RowHa
       if (!rec) throw new GatewayError(401, "unauthorized", "This file URL is invalid or has expired; ask for a new one.");
       if (!services.upstream.isAllowedUrl(rec.url))
         throw new GatewayError(502, "upstream_url_refused", "The file URL points at a host the gateway is not configured to follow.");
-      const { body } = await clientBody(c);
+      const { body } = await clientBody(c, services.platform);
       const headers = forwardableRequestHeaders(c.req.raw.headers);
       headers.set("x-request-id", c.get("requestId"));
       return sendUpstream(c, services, { url: rec.url, method: c.req.method, headers, body });

@@ -1,7 +1,7 @@
 // Snapshot ownership: a snapshot belongs to the tenant whose sandbox took it; names resolve within that tenant only.
 import type { WireRecord } from "../platform/upstream-records.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { snapshotNotFound } from "./tenant-view.js";
 import { stateKeys } from "../state/keys.js";
 

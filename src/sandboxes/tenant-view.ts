@@ -2,7 +2,7 @@
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import type { SandboxRewriteContext } from "./rewrite.js";
 import { GatewayError } from "../errors.js";
 import { publicOriginOf } from "../platform/public-origin.js";

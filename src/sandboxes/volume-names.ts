@@ -8,8 +8,8 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, upstreamJson } from "../platform/upstream.js";
-import { jsonBody, setJsonBody } from "../../middleware/body-limit/index.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { jsonBody, setJsonBody } from "../routing/json-body.js";
+import { callerTenant } from "../identity/caller.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** The upstream's longest volume name. */
@@ -67,7 +67,7 @@ export function volumeHandlers(services: GatewayServices, common: Record<string,
   return {
     "volume.create": async (c, row) => {
       const tenant = callerTenant(c).id;
-      const body = (await jsonBody(c)).json;
+      const body = (await jsonBody(c, services.platform)).json;
       const scopedName = upstreamVolumeName(tenant, String(body.name));
       setJsonBody(c, { ...body, name: scopedName });
       const res = await common["owned.create"]!(c, row);

@@ -41,7 +41,7 @@ export function answerResponse(a: Answer, headers: Record<string, string>): Resp
 
 /**
  * Canonical JSON: keys sorted at every depth, so equal requests have equal text whatever their key order. Recursive:
- * its callers pass bodies read by middleware/body-limit/index.ts, whose depth check (JSON_MAX_DEPTH) runs before parsing.
+ * its callers pass bodies read by src/routing/json-body.ts, whose depth check (JSON_MAX_DEPTH) runs before parsing.
  */
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;

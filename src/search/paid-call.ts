@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { x402HTTPClient, x402Client } from "@x402/core/client";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import type { LedgerEntry } from "../state/types.js";
 import { isStateUnavailable } from "../state/errors.js";
 import { atomicToUsd } from "../payments/money.js";

@@ -5,7 +5,7 @@ import { recordSavings } from "../operators/savings.js";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
 import { Upstream, pathAndQuery } from "../platform/upstream.js";
 import { hotHeader } from "../platform/request-headers.js";
@@ -17,15 +17,15 @@ import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "./paid-call.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
-import { callerCap, callerTenant } from "../../middleware/identify/index.js";
-import { jsonBody, jsonBodyNow, type JsonBody } from "../../middleware/body-limit/index.js";
+import { callerCap, callerTenant } from "../identity/caller.js";
+import { jsonBody, jsonBodyNow, type JsonBody } from "../routing/json-body.js";
 import { priceOf } from "../payments/kept-holds.js";
 import { releaseCredits, reserveCredits, settleCredits } from "../payments/credit-ledger.js";
 import type { RouteRow } from "../routing/table.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 export function paidSearchHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Record<string, RowHandler> {
-  const { config, upstream } = services;
+  const { config, upstream, platform } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
   const coalescer = new Coalescer<FleetResult>();
   const fingerprints = new RequestFingerprints();
@@ -35,8 +35,8 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   // has to wait (a body still arriving, a new body's print, an Idempotency-Key, a miss, a budget read) continues on a
   // promise. A sync throw reaches Hono's error handler as a rejection would.
   const searchLike = (c: Context<GatewayEnv>, row: RouteRow): Response | Promise<Response> => {
-    const body = jsonBodyNow(c);
-    return body ? searchWith(c, row, body) : jsonBody(c).then((b) => searchWith(c, row, b));
+    const body = jsonBodyNow(c, platform);
+    return body ? searchWith(c, row, body) : jsonBody(c, platform).then((b) => searchWith(c, row, b));
   };
 
   const searchWith = (c: Context<GatewayEnv>, row: RouteRow, body: JsonBody): Response | Promise<Response> => {
@@ -75,7 +75,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   ): Response | Promise<Response> => {
     const route = row.path;
     const cacheKey = cacheKeyOf(print, config.cache.scope === "shared" ? "*" : tenant.id);
-    const cc = (hotHeader(c, "cache-control") ?? "").toLowerCase();
+    const cc = (hotHeader(platform, c, "cache-control") ?? "").toLowerCase();
     const call: PaidSearch = {
       c,
       row,
@@ -91,7 +91,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       started: services.now(),
       f: c.get("logFields"),
     };
-    const idemKey = hotHeader(c, "idempotency-key");
+    const idemKey = hotHeader(platform, c, "idempotency-key");
     if (idemKey) return idempotent(call, idemKey).then((p) => answered(call, p));
     const hit = cached(call);
     return hit ? answered(call, hit) : produceElsewhere(call).then((p) => answered(call, p));

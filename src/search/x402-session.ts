@@ -6,7 +6,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
 import { Upstream, pathAndQuery } from "../platform/upstream.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
+import { jsonBody } from "../routing/json-body.js";
 import { canonicalJson, sha256Hex } from "./answer.js";
 import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "./paid-call.js";
@@ -18,7 +18,7 @@ import { noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { callerTenant } from "../identity/caller.js";
 import { claimRefused, type RowHandler } from "../routing/handlers.js";
 import { stateKeys } from "../state/keys.js";
 
@@ -36,10 +36,16 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
       const h = forwardableRequestHeaders(c.req.raw.headers);
       for (const n of ["payment-signature", "x-payment"]) if (c.req.header(n)) h.set(n, c.req.header(n)!);
       return Upstream.relay(
-        await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: (await jsonBody(c)).text, withApiKey: false }),
+        await upstream.call(c, {
+          method: "POST",
+          path: pathAndQuery(c),
+          headers: h,
+          body: (await jsonBody(c, services.platform)).text,
+          withApiKey: false,
+        }),
       );
     }
-    const body = await jsonBody(c);
+    const body = await jsonBody(c, services.platform);
     const text = body.text.trim() ? body.text : "{}";
     const json = body.json;
     const route = "/x402/session";

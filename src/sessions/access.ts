@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { TokenScope } from "../../middleware/identify/tokens.js";
+import type { TokenScope } from "../identity/tokens.js";
 import { upstreamJson } from "../platform/upstream.js";
 import { sessionEndpointsOf, type SessionEndpoints } from "./rewrite.js";
 import { stateKeys } from "../state/keys.js";

@@ -6,8 +6,8 @@ import type { GatewayServices } from "../services.js";
 import { Upstream } from "../platform/upstream.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { sessionEndpoints } from "./access.js";
-import { callerTenant } from "../../middleware/identify/index.js";
-import { jsonBody } from "../../middleware/body-limit/index.js";
+import { callerTenant } from "../identity/caller.js";
+import { jsonBody } from "../routing/json-body.js";
 import type { RowHandler } from "../routing/handlers.js";
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
@@ -51,7 +51,7 @@ export function cdpHandlers(services: GatewayServices): Record<string, RowHandle
     "cdp.computerAction": async (c) => {
       const id = c.req.param("id")!;
       // The chain has read and checked the body against the row's declaration (one of the SDK's actions).
-      const body = (await jsonBody(c)).text;
+      const body = (await jsonBody(c, services.platform)).text;
       const url = allowedUpstreamUrl(
         services,
         (await sessionEndpoints(c, services, id)).computerActionEndpoint,

@@ -4,7 +4,7 @@
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { stateKeys } from "../state/keys.js";
-import { liveViewer } from "../../middleware/identify/resources.js";
+import { liveViewer } from "../identity/resources.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import type { RowHandler } from "../routing/handlers.js";

@@ -9,12 +9,12 @@ const FILE_FIELDS: Record<string, string> = {
   "session.downloadsUrl": "downloadsUrl",
 };
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "../identity/tenants.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
 import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from "./rewrite.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./access.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { callerTenant } from "../../middleware/identify/index.js";
+import { callerTenant } from "../identity/caller.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { claimRefused, forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";

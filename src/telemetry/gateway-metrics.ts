@@ -1,5 +1,5 @@
 // The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
-import type { TenantDirectory } from "../../middleware/identify/tenants.js";
+import type { TenantDirectory } from "../identity/tenants.js";
 import type { LedgerState, StateStores } from "../state/types.js";
 import { tenantLimits } from "../payments/limits.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";

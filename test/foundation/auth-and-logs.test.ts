@@ -1,6 +1,6 @@
 import { Agent, request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashTenantKey, generateTenantKey } from "../../middleware/identify/tenants.js";
+import { hashTenantKey, generateTenantKey } from "../../src/identity/tenants.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startTestGateway } from "../helpers/gateway.js";
 

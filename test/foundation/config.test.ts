@@ -170,7 +170,7 @@ origins = ["https://app.example.com", "app.example.com"]
     const { stdout } = await run("npx", ["tsx", "src/cli/index.ts", "keys", "create", "--tenant", "acme"]);
     const key = stdout.match(/\n {2}(tg_[A-Za-z0-9_-]+)\n/)![1];
     const hash = stdout.match(/hash = "(sha256:[0-9a-f]{64})"/)![1];
-    const { hashTenantKey } = await import("../../middleware/identify/tenants.js");
+    const { hashTenantKey } = await import("../../src/identity/tenants.js");
     expect(await hashTenantKey(key)).toBe(hash);
     const pasted = stdout.slice(stdout.indexOf("keys = ")).trim();
     expect(pasted).not.toContain(key);

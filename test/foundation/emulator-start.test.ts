@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 function cli(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, ["--import", "tsx", "src/cli/index.ts", ...args], {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryKeyValue } from "../../src/state/memory.js";
 import type { KeyValueStore } from "../../src/state/types.js";
-import { TokenService } from "../../middleware/identify/tokens.js";
+import { TokenService } from "../../src/identity/tokens.js";
 
 /** A key-value store that counts its reads. */
 function counting(kv: KeyValueStore) {

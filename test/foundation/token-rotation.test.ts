@@ -3,8 +3,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
 import { ConfigError, secretsFromEnv } from "../../config/load.js";
 import { memoryStores } from "../../src/state/memory.js";
-import { TokenService } from "../../middleware/identify/tokens.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { TokenService } from "../../src/identity/tokens.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startTestGateway } from "../helpers/gateway.js";
 

@@ -7,7 +7,7 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { request } from "undici";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 let emu: EmulatorHandle;
 let key: string;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import type { EmulatorHandle } from "../../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startEmulator } from "../../emulator/index.js";
 import { search } from "../helpers/paid-stack.js";

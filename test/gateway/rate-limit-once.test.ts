@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 
 describe("rate limit: once per request", () => {

@@ -60,7 +60,7 @@ export async function spawnGateway(config: Record<string, unknown>, secrets: Rec
 export async function startChildStack(opts: { runtimeTokenTtlSeconds?: number } = {}) {
   const { randomBytes } = await import("node:crypto");
   const { startEmulator } = await import("../../emulator/index.js");
-  const { generateTenantKey, hashTenantKey } = await import("../../middleware/identify/tenants.js");
+  const { generateTenantKey, hashTenantKey } = await import("../../src/identity/tenants.js");
   const { Hyperbrowser } = await import("@hyperbrowser/sdk");
   const emu = await startEmulator({ modules: ["sandboxes"], runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds });
   const rport = new URL(emu.runtimeUrl).port;

@@ -8,7 +8,7 @@ import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { undiciTransport } from "../../src/platform/node/undici-transport.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { relayByRequest, type UpstreamTransport } from "../../src/platform/transport.js";
 import { offersDirectRelay } from "../../src/platform/node/direct-relay.js";
 

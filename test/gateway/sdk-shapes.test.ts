@@ -12,7 +12,7 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { writeZip } from "../../emulator/sessions/zip-writer.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { node, parsesUnder, python } from "../fixtures/sdk-models.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
 

@@ -15,7 +15,7 @@ import {
   settleSpend,
 } from "../../src/payments/spend.js";
 import { memoryStores } from "../../src/state/memory.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 /** 2026-03-10 12:00 UTC. */
 const T0 = Date.UTC(2026, 2, 10, 12, 0, 0);

@@ -6,7 +6,7 @@ import type { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startSandboxStack, type SandboxStack } from "./sandboxes-harness.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startGatewayProcess } from "../helpers/gateway-process.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 let s: SandboxStack;
 let sbx: Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;

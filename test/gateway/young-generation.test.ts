@@ -10,8 +10,8 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TokenService } from "../../middleware/identify/tokens.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { TokenService } from "../../src/identity/tokens.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { memoryStores } from "../../src/state/memory.js";
 
 const BODY = JSON.stringify({ data: [{ id: "proc_1", status: "completed", command: "true", exit_code: 0 }] });

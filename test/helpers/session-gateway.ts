@@ -4,7 +4,7 @@ import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import type { CreditSchedule } from "../../emulator/credits.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 export interface TenantSpec {
   id: string;

@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { stringify } from "smol-toml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 const run = promisify(execFile);
 const enabled = process.env.TOLLGATE_IMAGE_TEST === "1";

@@ -1,5 +1,6 @@
-// One caller resolver (issue 27): credentials are read only in middleware/identify. Every other module acts on the
-// caller identify set (c.get("caller")) or on the answer of one of its functions (portVisitor, liveViewer, signInKey).
+// One caller resolver (issue 27): credentials are read only in middleware/identify (the step) and src/identity (what it
+// reads them with). Every other module acts on the caller identify set (c.get("caller")) or on the answer of one of
+// identity's functions (portVisitor, liveViewer, signInKey).
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -14,15 +15,17 @@ function shippedFiles(dir: string): string[] {
 }
 
 describe("one caller resolver", () => {
-  it("no module outside middleware/identify reads a credential", () => {
+  it("no module outside middleware/identify and src/identity reads a credential", () => {
     const readers = [...shippedFiles("src"), ...shippedFiles("middleware")]
-      .filter((f) => !f.startsWith(join("middleware", "identify")))
+      .filter((f) => !f.startsWith(join("middleware", "identify")) && !f.startsWith(join("src", "identity")))
       .filter((f) => READS_A_CREDENTIAL.test(readFileSync(f, "utf8")));
     expect(readers).toEqual([]);
   });
 
-  it("middleware/identify does read them (the check above would pass on nothing otherwise)", () => {
-    const inIdentify = shippedFiles(join("middleware", "identify")).filter((f) => READS_A_CREDENTIAL.test(readFileSync(f, "utf8")));
+  it("middleware/identify and src/identity do read them (the check above would pass on nothing otherwise)", () => {
+    const inIdentify = [...shippedFiles(join("middleware", "identify")), ...shippedFiles(join("src", "identity"))].filter((f) =>
+      READS_A_CREDENTIAL.test(readFileSync(f, "utf8")),
+    );
     expect(inIdentify.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -2,7 +2,7 @@
 // paged ledger view, config seeding, and the OpenAPI document.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
 
 type Running = Awaited<ReturnType<typeof startTestGateway>>;

@@ -11,7 +11,7 @@ import { ConfigError, parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { nodeWebhookSender } from "../../src/platform/node/webhook-sender.js";
 import { redisStores } from "../../src/state/redis.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 

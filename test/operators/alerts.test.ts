@@ -9,7 +9,7 @@ import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { Webhook } from "standardwebhooks";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { search } from "../helpers/paid-stack.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";

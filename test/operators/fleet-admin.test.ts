@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { memoryStores } from "../../src/state/memory.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 
 const keys = { ops: generateTenantKey(), acme: generateTenantKey() };

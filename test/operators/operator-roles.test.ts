@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
 
 type Running = Awaited<ReturnType<typeof startTestGateway>>;
@@ -82,7 +82,7 @@ describe("operator roles and admin fixes", () => {
       createdAt: created.json.createdAt,
     });
     expect((await fetch(`${gw.url}/_tollgate/whoami`, { headers: { "x-api-key": created.json.key } })).status).toBe(200);
-    const { lastUsed } = await import("../../middleware/identify/key-usage.js");
+    const { lastUsed } = await import("../../src/identity/key-usage.js");
     const hash = await hashTenantKey(created.json.key);
     let used: number | undefined;
     for (let i = 0; i < 50 && used === undefined; i++) {

@@ -7,7 +7,7 @@ import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/pai
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startTestGateway } from "../helpers/gateway.js";
 import { startRedisServer } from "../state/redis-server.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { sampleSum, scrape } from "./prometheus.js";
 
 /** The readiness report; with an operator key (admin or operator-readonly) it carries the wallet's figures. */

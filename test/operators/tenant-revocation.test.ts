@@ -2,7 +2,7 @@
 // is refused, open connections holding one are told to close, other tenants and later tokens are untouched.
 import { describe, expect, it } from "vitest";
 import { MemoryKeyValue } from "../../src/state/memory.js";
-import { TokenService } from "../../middleware/identify/tokens.js";
+import { TokenService } from "../../src/identity/tokens.js";
 
 describe("TokenService.revokeTenant", () => {
   it("revokes every token the tenant holds, on every instance sharing the state, and nothing else", async () => {

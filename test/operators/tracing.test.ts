@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { parseConfig } from "../../config/load.js";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { startNodeGateway } from "../../src/platform/node.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 
 interface ExportedSpan {

@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 import { sendBulkBody } from "./bulk-body.js";
 import { rssMiB, sampleRss } from "./process-memory.js";

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import type { ChainHandle } from "../../emulator/types.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 import { startFaultProxy, type FaultProxy } from "./fault-proxy.js";
 

@@ -3,7 +3,7 @@
 // its models' wire names.
 import { describe, expect, it } from "vitest";
 import type * as z from "zod";
-import { bodyProblems, declaredPaths, namedRefs, referenceFields } from "../../middleware/body-check/declare.js";
+import { bodyProblems, declaredPaths, namedRefs, referenceFields } from "../../src/routing/bodies/declare.js";
 import { createSessionBody } from "../../src/routing/bodies/sessions.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
 import { PYTHON_PARAMS } from "./python-sdk-params.js";

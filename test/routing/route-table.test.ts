@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { ROUTES, methodsOf, type RouteRow } from "../../src/routing/table.js";
 import { SCOPES } from "../../config/tenant-schema.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startEchoUpstream } from "../helpers/echo-upstream.js";
 import { startTestGateway } from "../helpers/gateway.js";
 

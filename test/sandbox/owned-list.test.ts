@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { startEmulator } from "../../emulator/index.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
 
 const METRICS_TOKEN = "m".repeat(40);

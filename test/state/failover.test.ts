@@ -12,7 +12,7 @@ import { startEmulator } from "../../emulator/index.js";
 import { startNodeGateway } from "../../src/platform/node.js";
 import { nodeStateStores } from "../../src/platform/node/stores.js";
 import type { RedisStores } from "../../src/state/redis.js";
-import { generateTenantKey, hashTenantKey } from "../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { type SentinelSet, startSentinelSet } from "./redis-ha.js";
 
 const X402_PRICE = 5000n; // the emulator's paid search, $0.005

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { createGateway } from "../../src/gateway.js";
 import { doStores } from "../../src/state/durable-client.js";
-import { hashTenantKey } from "../../middleware/identify/tenants.js";
+import { hashTenantKey } from "../../src/identity/tenants.js";
 
 const bindings = env as unknown as Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 // Alerts (the thresholds in force, where they go, the alerts raised) and the audit log of admin actions.
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import type { AuditEntry } from "../../state/types.js";
 import { href, Page, type Viewer } from "./layout.js";
 import { AuditTable } from "./tables.js";

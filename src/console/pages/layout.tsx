@@ -3,8 +3,8 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { CONSOLE_CSS } from "../style.js";
-import { CONSOLE_PATH } from "../session.js";
-import type { OperatorRole } from "../../operators/roles.js";
+import { CONSOLE_PATH } from "../../identity/console-session.js";
+import type { OperatorRole } from "../../identity/roles.js";
 
 /**
  * Who is looking: the tenant signed in, its role, and the form token of its session. `admin` is true for both operator

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The list pages: the ledger with its filters, date range, paging and CSV export; the live sandboxes and sessions;
 // every visible tenant's keys; a tenant's keyless tokens; and the sign-in pages (key, or a one-time link).
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import type { LedgerEntry } from "../../state/types.js";
 import type { ListedToken } from "../../operators/token-routes.js";
 import type { LiveResource } from "../resources.js";

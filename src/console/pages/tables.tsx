@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The tables several pages share: ledger entries, live resources (with Stop), a tenant's keys (with Revoke), audit.
 import { atomicToUsd } from "../../payments/money.js";
-import { keyIdOf, type Tenant } from "../../../middleware/identify/tenants.js";
+import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import { ledgerSurface } from "../../operators/admin/views.js";
 import type { LiveResource } from "../resources.js";

@@ -3,7 +3,7 @@
 // limit, what happens on exhaustion and its alert receivers; enable or disable it. The answers go through the admin
 // API's own schemas and functions (src/operators/admin/*), so the console can set nothing the API would refuse.
 import { SCOPES } from "../../../config/tenant-schema.js";
-import type { Tenant } from "../../../middleware/identify/tenants.js";
+import type { Tenant } from "../../identity/tenants.js";
 import { FormToken, href, type Viewer } from "./layout.js";
 
 function Field(props: { name: string; label: string; value?: string | number; placeholder?: string; type?: string; width?: string }) {

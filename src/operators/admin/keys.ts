@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import { changeTenant } from "../tenant-changes.js";
-import { generateTenantKey, hashTenantKey, keyIdOf, type Tenant } from "../../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey, keyIdOf, type Tenant } from "../../identity/tenants.js";
 import { keyCreateBody, keyExpireBody, keyRotateBody } from "./schemas.js";
 import { validBody } from "./validate.js";
 import type { RowHandler } from "../../routing/handlers.js";
@@ -92,10 +92,12 @@ async function expireKey(services: GatewayServices, c: Ctx, id: string, keyId: s
 export function keyAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
   const p = (c: Ctx, name: string) => c.req.param(name) ?? "";
   return {
-    "admin.keys.create": async (c) => c.json(await createKey(services, c, p(c, "id"), await validBody(c, keyCreateBody)), 201),
+    "admin.keys.create": async (c) =>
+      c.json(await createKey(services, c, p(c, "id"), await validBody(c, services.platform, keyCreateBody)), 201),
     "admin.keys.rotate": async (c) =>
-      c.json(await rotateKey(services, c, p(c, "id"), p(c, "keyId"), await validBody(c, keyRotateBody)), 201),
+      c.json(await rotateKey(services, c, p(c, "id"), p(c, "keyId"), await validBody(c, services.platform, keyRotateBody)), 201),
     "admin.keys.revoke": async (c) => c.json(await revokeKey(services, c, p(c, "id"), p(c, "keyId"))),
-    "admin.keys.expire": async (c) => c.json(await expireKey(services, c, p(c, "id"), p(c, "keyId"), await validBody(c, keyExpireBody))),
+    "admin.keys.expire": async (c) =>
+      c.json(await expireKey(services, c, p(c, "id"), p(c, "keyId"), await validBody(c, services.platform, keyExpireBody))),
   };
 }

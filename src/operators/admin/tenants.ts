@@ -51,16 +51,17 @@ export function tenantAdminHandlers(services: GatewayServices): Record<string, R
       const records = (await stores.tenants.list()).filter((r) => !r.deleted);
       return c.json({ tenants: records.map(tenantView) });
     },
-    "admin.tenants.create": async (c) => c.json(await createTenant(services, c, await validBody(c, tenantCreateBody)), 201),
+    "admin.tenants.create": async (c) =>
+      c.json(await createTenant(services, c, await validBody(c, services.platform, tenantCreateBody)), 201),
     "admin.tenants.get": async (c) => c.json(tenantView(await liveRecord(services, id(c)))),
     "admin.tenants.patch": async (c) => {
-      const r = await patchTenant(services, c, id(c), await validBody(c, tenantPatchBody));
+      const r = await patchTenant(services, c, id(c), await validBody(c, services.platform, tenantPatchBody));
       return c.json(tenantView(r));
     },
     // PUT /admin/tenants/:id/<section>: the section is the path's last segment (one row per section).
     "admin.tenants.section": async (c) => {
       const section = c.req.path.slice(c.req.path.lastIndexOf("/") + 1) as Section;
-      const value = await validBody(c, SECTIONS[section]);
+      const value = await validBody(c, services.platform, SECTIONS[section]);
       const r = await changeTenant(
         services,
         c,

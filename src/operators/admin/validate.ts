@@ -2,7 +2,8 @@
 import type { Context } from "hono";
 import type * as z from "zod";
 import { GatewayError } from "../../errors.js";
-import { jsonValue } from "../../../middleware/body-limit/index.js";
+import { jsonValue } from "../../routing/json-body.js";
+import type { PlatformSpeed } from "../../platform/speed.js";
 
 /** A whole tenant (settings, quotas, alert rules) fits in a few kilobytes; this is generous. */
 const ADMIN_BODY_LIMIT = 256 * 1024;
@@ -12,8 +13,8 @@ function describe(error: z.ZodError): { message: string; fields: Array<{ field: 
   return { message: fields.map((f) => `${f.field}: ${f.problem}`).join("; "), fields };
 }
 
-export async function validBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
-  const r = schema.safeParse(await jsonValue(c, ADMIN_BODY_LIMIT));
+export async function validBody<S extends z.ZodType>(c: Context, platform: PlatformSpeed, schema: S): Promise<z.infer<S>> {
+  const r = schema.safeParse(await jsonValue(c, platform, ADMIN_BODY_LIMIT));
   if (!r.success) {
     const { message, fields } = describe(r.error);
     throw new GatewayError(400, "invalid_body", message, { fields });

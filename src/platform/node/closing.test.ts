@@ -6,7 +6,7 @@ import { connect } from "node:net";
 import { startNodeGateway, type RunningGateway } from "../node.js";
 import { startBareGateway } from "../../../test/helpers/gateway.js";
 import { parseConfig } from "../../../config/load.js";
-import { generateTenantKey, hashTenantKey } from "../../../middleware/identify/tenants.js";
+import { generateTenantKey, hashTenantKey } from "../../identity/tenants.js";
 
 /** Writes raw bytes (then `more`, if any, without waiting) and collects everything until the gateway closes (or 5 s). */
 function raw(port: number, text: string, more?: Buffer): Promise<{ text: string; closed: boolean; error?: string }> {

@@ -6,8 +6,11 @@ import { Hono } from "hono";
 import { connect, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./held-body.js";
-import { heldBody, heldBodyNextTurn, takeHeldBodiesWith } from "../held-body.js";
+import { heldBody, heldBodyNextTurn } from "../held-body.js";
+import type { PlatformSpeed } from "../speed.js";
 
+/** The Node entry's, with its fast paths on. */
+const platform: PlatformSpeed = { heldBody: nodeHeldBody };
 let server: ServerType;
 let port = 0;
 
@@ -28,31 +31,31 @@ beforeAll(async () => {
   // The core's seam, as the chain uses it: a step that has not waited yet runs before the parser reaches a body that
   // came in the head's packet; one turn later that body is held.
   app.post("/soon", async (c) => {
-    const atHead = heldBody(c, 1024);
-    const soon = atHead ?? (await heldBodyNextTurn(c, 1024));
+    const atHead = heldBody(platform, c, 1024);
+    const soon = atHead ?? (await heldBodyNextTurn(platform, c, 1024));
     return c.json({ body: soon ? Buffer.from(soon).toString("utf8") : null, tookATurn: atHead === undefined });
   });
   // Over the caller's limit: not taken (the caller's reader refuses it, counting).
   app.post("/limit", async (c) => {
     await Promise.resolve();
-    const held = heldBody(c, 4);
+    const held = heldBody(platform, c, 4);
     return c.json({ body: held ? "taken" : null, read: Buffer.from(await c.req.arrayBuffer()).toString("utf8") });
   });
   // A subrequest the gateway dispatches in-process keeps the client's `incoming` (not its `outgoing`): its body is its own.
   app.post("/inner", async (c) => {
-    const held = heldBody(c, 1024);
+    const held = heldBody(platform, c, 1024);
     return c.json({ held: held ? Buffer.from(held).toString("utf8") : null, own: await c.req.text() });
   });
   app.post("/outer", async (c) => {
     await Promise.resolve(); // the client's body is held by now, and nobody took it
     const env = { incoming: (c.env as HttpBindings).incoming };
     const res = await app.fetch(new Request("http://127.0.0.1/inner", { method: "POST", body: '{"sub":1}' }), env);
-    return c.json({ inner: await res.json(), client: Buffer.from(heldBody(c, 1024) ?? []).toString("utf8") });
+    return c.json({ inner: await res.json(), client: Buffer.from(heldBody(platform, c, 1024) ?? []).toString("utf8") });
   });
   // As the Node entry serves: a request whose body follows its head reaches the app one turn later, and a step that
   // has not waited finds that body held at once.
   app.on(["GET", "POST"], "/entry", (c) => {
-    const held = heldBody(c, 1024);
+    const held = heldBody(platform, c, 1024);
     return c.json({ follows: (c.env as { follows?: boolean }).follows, body: held ? Buffer.from(held).toString("utf8") : null });
   });
   const entry = async (req: Request, env: HttpBindings & { follows?: boolean }) => {
@@ -61,7 +64,6 @@ beforeAll(async () => {
     if (env.follows) await undefined;
     return app.fetch(req, env);
   };
-  takeHeldBodiesWith(nodeHeldBody);
   server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: entry as never, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
   });
@@ -69,7 +71,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  takeHeldBodiesWith(undefined);
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 

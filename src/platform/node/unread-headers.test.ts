@@ -7,17 +7,19 @@ import type { AddressInfo } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requestId } from "../../../middleware/request-id/index.js";
-import { writeUnreadHeadersWith } from "../response-headers.js";
+import type { PlatformSpeed } from "../speed.js";
 import { unreadHeaderWriter } from "./unread-headers.js";
 
 const shared = { "Content-Type": "application/json", "X-Request-Id": "from-the-upstream" };
+/** The gateway's, its writer set once the server runs (as the Node entry does). */
+const platform: PlatformSpeed = {};
 let server: ServerType;
 let url = "";
 let writes = 0;
 
 beforeAll(async () => {
   const app = new Hono();
-  app.use(requestId());
+  app.use(requestId(platform));
   app.use("/read-first", async (c, next) => {
     await next();
     c.res.headers.get("content-type"); // read: a full Response now
@@ -38,15 +40,14 @@ beforeAll(async () => {
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const writer = unreadHeaderWriter();
   expect(writer).toBeDefined(); // node-server keeps its record as this expects (it checks itself when made)
-  writeUnreadHeadersWith((res, name, value) => {
+  platform.writeUnread = (res, name, value) => {
     const done = writer!(res, name, value);
     if (done) writes++;
     return done;
-  });
+  };
 });
 
 afterAll(async () => {
-  writeUnreadHeadersWith(undefined);
   await new Promise((r) => server.close(r));
 });
 

@@ -1,6 +1,6 @@
 // Every body a route-table row declares, by name: the table (../table.ts) names them, the chain checks them
 // (../check-body.ts), `tollgate routes` lists the fields that name resources.
-import { json, type BodySpec } from "../../../middleware/body-check/declare.js";
+import { json, type BodySpec } from "./declare.js";
 import * as jobs from "./jobs.js";
 import * as sandboxes from "./sandboxes.js";
 import * as sessions from "./sessions.js";
@@ -41,4 +41,4 @@ export const BODY = {
   cancelImageBuild: json(sandboxes.cancelImageBuildBody),
 } as const;
 
-export type { BodySpec } from "../../../middleware/body-check/declare.js";
+export type { BodySpec } from "./declare.js";

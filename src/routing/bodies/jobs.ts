@@ -2,7 +2,7 @@
 // the SDKs' Start*Params (Node: dist/types/{scrape,crawl,extract,web/*,agents/*}.d.ts; Python: hyperbrowser/models/).
 // Counts a reservation is computed from (urls, maxPages, maxLinks, maxSteps) are integers within range, never coerced.
 import * as z from "zod";
-import { count, fields, opaque, options, owned } from "../../../middleware/body-check/declare.js";
+import { count, fields, opaque, options, owned } from "./declare.js";
 import { createSessionBody } from "./sessions.js";
 
 /** Most units one request may ask for (pages, urls, steps): above it the request is refused rather than reserved. */

@@ -2,7 +2,7 @@
 // and what services/sandboxes.js puts on the wire — it renames cpu/memoryMiB/diskMiB to vcpus/memMiB/diskSizeMiB;
 // Python: hyperbrowser/models/{sandbox,volume,profile}.py).
 import * as z from "zod";
-import { count, fields, options, owned } from "../../../middleware/body-check/declare.js";
+import { count, fields, options, owned } from "./declare.js";
 import { MAX_TIMEOUT_MINUTES } from "./sessions.js";
 
 const strings = z.array(z.string().max(4096)).max(1000);

@@ -3,7 +3,7 @@
 // Python: hyperbrowser/models/session.py). Enumerations (countries, locales, platforms…) are the upstream's to check:
 // they name no resource, so they are declared as strings.
 import * as z from "zod";
-import { count, fields, options, owned } from "../../../middleware/body-check/declare.js";
+import { count, fields, options, owned } from "./declare.js";
 
 /** Longest timeout a body may ask for (7 days); a tenant's own limit is the quota's (`quotas.maxTimeoutMinutes`). */
 export const MAX_TIMEOUT_MINUTES = 7 * 24 * 60;

@@ -5,9 +5,9 @@
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { decodeJwt } from "jose";
-import type { GatewayEnv } from "../../src/context.js";
-import { GatewayError } from "../../src/errors.js";
-import type { GatewayServices } from "../../src/services.js";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
 import { bearerToken } from "./tenants.js";
 import { looksLikeGatewayToken, type GatewayToken } from "./tokens.js";
 

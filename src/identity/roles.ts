@@ -1,6 +1,6 @@
 // Who may do what on the operator surface: "admin" reads and changes everything; "operator-readonly" reads what an
 // admin reads (admin API GETs, every tenant in the console, readiness figures) and changes nothing.
-import type { Tenant } from "../../middleware/identify/tenants.js";
+import type { Tenant } from "./tenants.js";
 
 export type OperatorRole = "admin" | "readonly" | "tenant";
 

@@ -2,7 +2,7 @@
 // that names a resource is marked with its kind, wherever it sits. One declaration does three jobs: it refuses what is
 // not declared, it finds the ids a body names (so the chain can check they are the caller's), and it documents the row.
 import * as z from "zod";
-import type { ResourceKind } from "../../src/state/types.js";
+import type { ResourceKind } from "../../state/types.js";
 
 /** The kinds a body field may name. Snapshots cover sandbox and session snapshots. */
 export type RefKind = Extract<ResourceKind, "volume" | "profile" | "extension" | "snapshot" | "session" | "sandbox" | "job" | "task">;

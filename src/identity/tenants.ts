@@ -2,9 +2,10 @@
 import { LRUCache } from "lru-cache";
 import type { TenantConfig } from "../../config/schema.js";
 import type { Scope } from "../../config/tenant-schema.js";
-import { GatewayError, errors } from "../../src/errors.js";
+import { GatewayError, errors } from "../errors.js";
 import type { Context } from "hono";
-import { hotHeader } from "../../src/platform/request-headers.js";
+import { hotHeader } from "../platform/request-headers.js";
+import type { PlatformSpeed } from "../platform/speed.js";
 
 export type Tenant = TenantConfig;
 
@@ -30,8 +31,8 @@ export function bearerToken(headers: Headers): string | undefined {
 }
 
 /** Reads the key a client presents, the way the SDK sends it (`x-api-key`) or as a bearer token. */
-export function presentedKey(c: Context): string | undefined {
-  return hotHeader(c, "x-api-key")?.trim() || bearerToken(c.req.raw.headers);
+export function presentedKey(platform: PlatformSpeed, c: Context): string | undefined {
+  return hotHeader(platform, c, "x-api-key")?.trim() || bearerToken(c.req.raw.headers);
 }
 
 interface KeyEntry {

@@ -1,7 +1,7 @@
 // When each key was last used, cheaply: a key's use is written to shared state at most once a minute per key and
 // instance (a local note of the last write keeps the hot path to a map lookup), so "last used" is exact to a minute.
 import { LRUCache } from "lru-cache";
-import type { GatewayServices } from "../../src/services.js";
+import type { GatewayServices } from "../services.js";
 
 const WRITE_EVERY_MS = 60_000;
 /** Kept this long after the last use (a key unused for longer shows "never" again). */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { tenantSchema } from "../../config/tenant-schema.js";
 import { generateTenantKey, hashTenantKey, TenantDirectory } from "./tenants.js";
-import { Logger, Redactor } from "../../src/log.js";
-import { MemoryTenantStore } from "../../src/state/memory-operators.js";
-import type { TenantStore } from "../../src/state/types.js";
+import { Logger, Redactor } from "../log.js";
+import { MemoryTenantStore } from "../state/memory-operators.js";
+import type { TenantStore } from "../state/types.js";
 import { TenantSync } from "./tenant-sync.js";
 
 /** A store that can "restart" empty, the way a Redis without persistence comes back. */

@@ -1,9 +1,9 @@
 // Tollgate's own short-lived, scoped tokens (HS256 JWTs): what clients hold instead of upstream credentials.
 import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
-import { GatewayError } from "../../src/errors.js";
-import type { KeyValueStore } from "../../src/state/types.js";
-import { stateKeys } from "../../src/state/keys.js";
+import { GatewayError } from "../errors.js";
+import type { KeyValueStore } from "../state/types.js";
+import { stateKeys } from "../state/keys.js";
 import type { AgentPolicy } from "../../config/tenant-schema.js";
 
 /**

@@ -4,9 +4,9 @@
 // a change made anywhere applies everywhere within about that long, with no timer (Workers allow none outside a request).
 import type { Context, MiddlewareHandler } from "hono";
 import type { TenantConfig } from "../../config/schema.js";
-import type { Logger } from "../../src/log.js";
+import type { Logger } from "../log.js";
 import type { TenantDirectory } from "./tenants.js";
-import type { TenantStore } from "../../src/state/types.js";
+import type { TenantStore } from "../state/types.js";
 
 export interface TenantSyncOptions {
   /** A check is started when the snapshot is older than this (default 250 ms). */

@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { tenantSchema } from "../../config/tenant-schema.js";
-import type { GatewayEnv } from "../../src/context.js";
-import { errorResponse, GatewayError } from "../../src/errors.js";
-import { memoryStores } from "../../src/state/memory.js";
+import type { GatewayEnv } from "../context.js";
+import { errorResponse, GatewayError } from "../errors.js";
+import { memoryStores } from "../state/memory.js";
 import { liveViewer, PORT_COOKIE, portVisitor } from "./resources.js";
 import { TenantDirectory } from "./tenants.js";
 import { TokenService } from "./tokens.js";

@@ -1,0 +1,70 @@
+// Who is calling: the caller a request's identify step sets (a tenant key, one of the gateway's own tokens, the metrics
+// bearer, the console's session cookie), and what routes read of it. The step itself is middleware/identify.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { ConsoleSession } from "./console-session.js";
+import type { Tenant } from "./tenants.js";
+import type { GatewayToken } from "./tokens.js";
+
+export type Caller =
+  | {
+      via: "key";
+      tenant: Tenant /** The key as presented (MCP tools call rows with it; a console link is bound to it). */;
+      presented: string;
+    }
+  | {
+      via: "token";
+      tenant: Tenant;
+      token: GatewayToken /** The token as presented, for checks while a socket is open. */;
+      presented: string;
+    }
+  | { via: "ticket" }
+  /** An own row open to anyone, called without a valid credential. */
+  | { via: "public" }
+  | { via: "metrics-token" }
+  /**
+   * The console's session cookie: the session and its tenant, or only the session when its tenant or key is no longer
+   * live (the console ends it), or the error reading it (the console answers it with its own page).
+   */
+  | { via: "console"; session?: ConsoleSession; tenant?: Tenant; error?: unknown };
+
+/** A caller with a tenant key or one of the gateway's tokens. */
+export type TenantCaller = Extract<Caller, { via: "key" | "token" }>;
+
+declare module "hono" {
+  interface ContextVariableMap {
+    caller: Caller;
+    /** The tenant behind the request, once a key or token has been checked. */
+    tenant: Tenant | undefined;
+  }
+}
+
+/** The tenant a key or token caller acts for (ticket callers have none). */
+export function callerTenant(c: Context<GatewayEnv>): Tenant {
+  const caller = c.get("caller");
+  if (!caller || !("tenant" in caller) || !caller.tenant)
+    throw new GatewayError(401, "unauthorized", "This route needs a tenant key or a gateway token.");
+  return caller.tenant;
+}
+
+/** A keyless search or MCP token's own spend cap, when the caller holds one. */
+export function callerCap(c: Context<GatewayEnv>): { id: string; amount: bigint } | undefined {
+  const caller = c.get("caller");
+  return caller?.via === "token" && caller.token.cap !== undefined ? { id: caller.token.jti, amount: caller.token.cap } : undefined;
+}
+
+/** Equal strings in time that does not depend on where they differ. */
+function sameSecret(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
+  return diff === 0;
+}
+
+/**
+ * The check of a TOLLGATE_METRICS_TOKEN bearer, given to services in place of the token (which stays in this closure
+ * and reaches nothing else). undefined: no metrics token, only operator keys may scrape.
+ */
+export function metricsTokenCheck(token: string | undefined): ((bearer: string) => boolean) | undefined {
+  return token ? (bearer) => sameSecret(bearer, token) : undefined;
+}
