@@ -5,6 +5,7 @@
 // claim). Every layer applies, so a narrower layer never widens another: the intersection is what passes. A refusal
 // is 403 policy_denied naming the policy, the field and the layer; nothing is forwarded.
 import type { AgentPolicy } from "../../config/tenant-schema.js";
+import { LRUCache } from "lru-cache";
 import { GatewayError } from "../../src/errors.js";
 import { cidrMatcher, isCidr } from "../../src/platform/cidr.js";
 import { AGENTS } from "../../src/routing/table.js";
@@ -79,6 +80,18 @@ function prefixOf(entry: string): number {
  * domain rules ("example.com" covers "api.example.com" and "*.example.com").
  */
 export function egressCovers(outer: string, inner: string): boolean {
+  const key = `${outer}\n${inner}`;
+  let known = covered.get(key);
+  if (known === undefined) {
+    known = computeCovers(outer, inner);
+    covered.set(key, known);
+  }
+  return known;
+}
+/** Answers by pair: a range is parsed (BigInt arithmetic, ~15 µs) once per rule and entry, not on every request. */
+const covered = new LRUCache<string, boolean>({ max: 4096 });
+
+function computeCovers(outer: string, inner: string): boolean {
   const o = outer.trim();
   const i = inner.trim();
   if (o === "*" || o === i) return true;
@@ -326,6 +339,20 @@ const ROW_POLICIES: Record<string, RowPolicy> = {
 };
 for (const agent of AGENTS) ROW_POLICIES[`task.${agent}.start`] = (layers, body) => applySessionOptions(layers, body);
 
+/** Whether the policy changed nothing: the same keys, each the same value (nested objects compared as JSON). */
+function sameJson(a: Json, b: Json): boolean {
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const k of keys) {
+    const x = a[k];
+    const y = b[k];
+    if (x === y) continue;
+    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null) return false;
+    if (JSON.stringify(x) !== JSON.stringify(y)) return false;
+  }
+  return true;
+}
+
 /** Whether a row has a policy to apply (checked once per row when the chain is mounted). */
 export function rowHasPolicy(rowName: string): boolean {
   return rowName in ROW_POLICIES;
@@ -345,5 +372,5 @@ export async function applyPolicy(
   if (!fn || !layers.length) return undefined;
   const out = { ...body };
   await fn(layers, out, snapshotImage);
-  return JSON.stringify(out) === JSON.stringify(body) ? undefined : out;
+  return sameJson(out, body) ? undefined : out;
 }
