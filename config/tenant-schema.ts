@@ -53,7 +53,14 @@ const domainRule = z.string().regex(/^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(
  */
 export const agentPolicySchema = z.strictObject({
   /** Hosts the URLs of fetch, scrape, crawl and extract may name: `allow` (when set, only these) and `deny`. */
-  domains: z.strictObject({ allow: z.array(domainRule).optional(), deny: z.array(domainRule).optional() }).optional(),
+  domains: z
+    .strictObject({
+      /** When set, only URLs on these hosts ("example.com" and its subdomains; "*.example.com" its subdomains only). */
+      allow: z.array(domainRule).optional(),
+      /** URLs on these hosts are refused; they are also added to the urlBlocklist of every browser an agent starts. */
+      deny: z.array(domainRule).optional(),
+    })
+    .optional(),
   /** Sandbox images a sandbox may start from ("name", or "prefix*"); a snapshot's image counts. */
   images: z.array(z.string().min(1).max(256)).optional(),
   /** The longest a browser session may live (its timeoutMinutes; sent when the body leaves it out). */
@@ -69,8 +76,11 @@ export const agentPolicySchema = z.strictObject({
    */
   egress: z
     .strictObject({
+      /** false: a body asking for internet access is refused, and false is sent. */
       allowInternetAccess: z.boolean().optional(),
+      /** Addresses, CIDR ranges or hosts a body's allowOut entries must lie within (sent when the body names none). */
       allowOut: z.array(z.string().min(1).max(4096)).optional(),
+      /** Addresses, CIDR ranges or hosts always added to denyOut; a body's allowOut entry inside one is refused. */
       denyOut: z.array(z.string().min(1).max(4096)).optional(),
     })
     .optional(),
@@ -124,7 +134,7 @@ export const tenantSchema = z.strictObject({
   /** Pass the client's own PAYMENT-SIGNATURE through and charge nothing to the tenant. */
   paysForItself: z.boolean().default(false),
   quotas: quotaSchema.default({}),
-  /** What this tenant's agents may do, within the operator's `policy` (docs/agent-policies.md). */
+  /** What this tenant's agents may do, within the operator's `policy` ([agent policies](agent-policies.md)). */
   policy: agentPolicySchema.optional(),
   /**
    * When a budget window is exhausted: "block" refuses further paid calls; "stop" also stops the tenant's open
