@@ -16,6 +16,7 @@ import { GatewayCall } from "./call.js";
 import { answerStateless, isStateless } from "./stateless.js";
 import { JobTaskStore, offerTasks } from "./tasks.js";
 import { registerTools, taskTools } from "./tools.js";
+import { authorizationServers, onlyGrantedTools, requireAudience } from "../oauth/mcp-guard.js";
 
 /** One JSON-RPC message (or a batch): tool arguments included. A file written through MCP is at most 512 KiB. */
 const MCP_BODY_LIMIT = 1024 * 1024;
@@ -55,18 +56,24 @@ function rpcError(status: number, rpcCode: number, code: string, message: string
  * `WWW-Authenticate` challenge naming the metadata), and the protected resource metadata.
  */
 export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handlers {
-  // RFC 9728. Tollgate runs no OAuth authorization server: a tenant mints the bearer token (POST /_tollgate/tokens
-  // {"kind":"mcp"}) and hands it to the agent, so `authorization_servers` is left out.
+  // RFC 9728: the gateway's own authorization server (src/oauth/) issues the tokens, unless oauth.enabled is off (then
+  // a tenant mints the bearer token, POST /_tollgate/tokens {"kind":"mcp"}, and hands it to the agent).
   const metadata = (c: Context<GatewayEnv>) =>
-    c.json({
-      resource: `${publicOriginOf(c, services)}/mcp`,
-      resource_name: "Tollgate",
-      bearer_methods_supported: ["header"],
-      scopes_supported: [...MCP_SCOPES],
-    });
+    c.json(
+      {
+        resource: `${publicOriginOf(c, services)}/mcp`,
+        ...authorizationServers(c, services),
+        resource_name: "Tollgate",
+        bearer_methods_supported: ["header"],
+        scopes_supported: [...MCP_SCOPES],
+      },
+      200,
+      { "access-control-allow-origin": "*" },
+    );
 
   async function endpoint(c: Context<GatewayEnv>): Promise<Response> {
     const caller = mcpCaller(c);
+    requireAudience(c, services);
     // Stateless: no server-initiated stream to hold open, no session to end.
     if (c.req.method !== "POST")
       return rpcError(405, -32000, "method_not_allowed", "This MCP endpoint is stateless: send messages with POST.", { allow: "POST" });
@@ -88,8 +95,13 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handl
       maxToolInputElements: MAX_ARGUMENT_ELEMENTS,
       taskStore: tasks,
     });
+    onlyGrantedTools(server, c);
     registerTools(server, { call, scopes: caller.scopes, pays: paysX402 ? "x402" : "credits", log });
-    offerTasks(server, tasks, taskTools(caller.scopes), log);
+    // An OAuth grant's tools bound its tasks too (a tool it was not granted is not run as a task either).
+    const who = c.get("caller");
+    const granted = who.via === "token" ? who.token.tools : undefined;
+    const taskable = Object.fromEntries(Object.entries(taskTools(caller.scopes)).filter(([name]) => !granted || granted.includes(name)));
+    offerTasks(server, tasks, taskable, log);
 
     if (isStateless(c, message))
       return answerStateless(c, message, server, {

@@ -9,10 +9,12 @@ import {
   releaseSpend as release,
   reserveSpend as reserve,
   type LedgerServices,
+  type SpendCap,
   type SpendRef,
   settleSpend as settle,
 } from "./spend.js";
 import type { LedgerEntry, SettledFrom } from "../state/types.js";
+import { tenantAmounts } from "./amounts.js";
 import { afterCreditSettlement, alertRefusedReport, multiplierOf, withMultiplier } from "./credit-reports.js";
 import type { RefusedReport } from "./report-screen.js";
 
@@ -38,7 +40,7 @@ export interface CreditReport {
 
 export interface CreditReservation {
   tenant: Tenant;
-  cap?: { id: string; amount: bigint };
+  cap?: SpendCap;
   route: string;
   amount: bigint;
   meter: string;
@@ -56,7 +58,7 @@ export async function reserveCredits(services: LedgerServices, c: Context<Gatewa
       kind: "credits",
       route: r.route,
       fingerprint: c.get("requestId"),
-      amount: withMultiplier(r.amount, multiplier).toString(),
+      amount: withMultiplier(r.amount, tenantAmounts(r.tenant).creditMultiplier).toString(),
       meter: r.meter,
       validBefore: Math.floor(r.validBefore / 1000),
       ...(multiplier ? { multiplier } : {}),

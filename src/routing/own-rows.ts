@@ -1,12 +1,12 @@
 // The gateway's own endpoints as rows of the route table (./table.ts): under /_tollgate (a prefix the upstream never
 // uses) and the MCP endpoint. The chain mounts them like any row (identify → rate limit → body → handler); they are
-// free, forward nothing, and their handlers sit by name beside their surface (src/operators/, src/operators/token-routes.ts,
-// src/mcp/endpoint.ts; the console's in src/console/routes.tsx, whose rows are mounted on its own sub-app). Callers: "public" (anyone; a
+// free, forward nothing, and their handlers sit by name beside their surface (src/operators/, src/operators/http/token-routes.ts,
+// src/mcp/endpoint.ts; the console's in src/console/handlers/, whose rows are mounted on its own sub-app). Callers: "public" (anyone; a
 // tenant key or gateway token presented is still the caller, for the rate limit), "tenant-key" (any of a tenant's
 // keys), "operator" (an admin or operator-readonly key: read-only keys may read, not change), "metrics-token"
 // (TOLLGATE_METRICS_TOKEN as a bearer), "mcp-token" (a keyless MCP token for its tenant), "console" (the console's
 // session cookie; the console's own pages sign in and out). A row a client calls carries its `doc` (summary, answers
-// as zod schemas from ./own-answers.ts): the OpenAPI document (src/operators/openapi.ts) is built from those rows.
+// as zod schemas from ./own-answers.ts): the OpenAPI document (src/operators/http/openapi.ts) is built from those rows.
 import {
   keyCreateBody,
   keyExpireBody,
@@ -19,9 +19,9 @@ import {
   pageQuery,
   tenantView,
   issuedKey,
-} from "../operators/admin/schemas.js";
-import { outboxMessageView, outboxQuery } from "../operators/admin/webhooks.js";
-import { mintRequest } from "../operators/token-routes.js";
+} from "../operators/schemas.js";
+import { outboxMessageView, outboxQuery } from "../operators/http/admin/webhooks.js";
+import { mintRequest } from "../operators/actions/tokens.js";
 import * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Method, RouteDoc, RouteRow } from "./row.js";
@@ -64,7 +64,7 @@ const PUBLIC = ["public"] as const,
   OPERATOR = ["operator"] as const,
   /** The console's session cookie (a page without one redirects to sign-in; the sign-in pages take none). */
   CONSOLE = ["console"] as const;
-/** A row's entry in the OpenAPI document (src/operators/openapi.ts): its tag, summary and answers. */
+/** A row's entry in the OpenAPI document (src/operators/http/openapi.ts): its tag, summary and answers. */
 const doc = (
   tag: RouteDoc["tag"],
   operationId: string | undefined,
@@ -151,9 +151,22 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "console.tokens", method: GET, path: `${P}/console/tokens`, auth: CONSOLE, handler: "console.tokens" }),
   own({ name: "console.tokens.mint", method: POST, path: `${P}/console/tokens`, auth: CONSOLE, body: FORM, handler: "console.tokens.mint" }),
   own({ name: "console.tokens.revoke", method: POST, path: `${P}/console/tokens/:jti/revoke`, auth: CONSOLE, body: FORM, handler: "console.tokens.revoke" }),
+  own({ name: "console.grants", method: GET, path: `${P}/console/grants`, auth: CONSOLE, handler: "console.grants" }),
+  own({ name: "console.grants.revoke", method: POST, path: `${P}/console/grants/:id/revoke`, auth: CONSOLE, body: FORM, handler: "console.grants.revoke" }),
   own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
   own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
+  // ── The OAuth authorization server for /mcp (src/oauth/): metadata, registration, consent, tokens, revocation; grants ──
+  own({ name: "oauth.metadata", method: GET, path: "/.well-known/oauth-authorization-server", auth: ["none"], handler: "oauth.metadata" }),
+  own({ name: "oauth.register", method: POST, path: "/register", auth: ["none"], body: handlerBody("JSON: client metadata (RFC 7591)"), handler: "oauth.register" }),
+  own({ name: "oauth.authorize.page", method: GET, path: "/authorize", auth: ["none"], handler: "oauth.authorize.page" }),
+  own({ name: "oauth.authorize", method: POST, path: "/authorize", auth: ["none"], body: handlerBody("form: the consent"), handler: "oauth.authorize" }),
+  own({ name: "oauth.token", method: POST, path: "/token", auth: ["none"], body: handlerBody("form: a token request (RFC 6749)"), handler: "oauth.token" }),
+  own({ name: "oauth.revoke", method: POST, path: "/revoke", auth: ["none"], body: handlerBody("form: a revocation (RFC 7009)"), handler: "oauth.revoke" }),
+  own({ name: "own.grants", method: GET, path: `${P}/grants`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.grants", doc: doc("tokens", "listGrants", "The tenant's OAuth grants (agents connected with a link): client, scopes, cap, spend, last use", { 200: json(z.object({ grants: z.array(anyObject) }), "Grants, newest first") }) }),
+  own({ name: "own.grants.revoke", method: DELETE, path: `${P}/grants/:id`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.grants.revoke", doc: doc("tokens", "revokeGrant", "Revoke an OAuth grant: its tokens and refreshes are refused fleet-wide at once", { 200: json(anyObject, "The revoked grant") }) }),
+  own({ name: "admin.grants", method: GET, path: `${P}/admin/grants`, auth: OPERATOR, scope: "admin", handler: "admin.grants", doc: doc("admin", "adminListGrants", "A tenant's OAuth grants", { 200: json(z.object({ grants: z.array(anyObject) }), "Grants, newest first") }, { query: z.object({ tenant: z.string() }) }) }),
+  own({ name: "admin.grants.revoke", method: DELETE, path: `${P}/admin/grants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.grants.revoke", doc: doc("admin", "adminRevokeGrant", "Revoke any tenant's OAuth grant", { 200: json(anyObject, "The revoked grant") }) }),
   own({ name: "mcp.metadata", method: GET, path: "/.well-known/oauth-protected-resource", auth: ["none"], handler: "mcp.metadata" }),
   own({ name: "mcp.metadata.resource", method: GET, path: "/.well-known/oauth-protected-resource/mcp", auth: ["none"], handler: "mcp.metadata" }),
   own({ name: "mcp", method: ANY, path: "/mcp", auth: ["tenant-key", "mcp-token"], wrongToken: { status: 403, code: "token_scope", message: "This is a {kind} token; /mcp takes a tenant key or an MCP token." }, body: handlerBody("JSON-RPC: one MCP message or a batch"), bearerChallenge: "/.well-known/oauth-protected-resource/mcp", handler: "mcp" }),
