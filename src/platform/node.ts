@@ -105,12 +105,8 @@ const directRelays = (config: TollgateConfig) => config.server.directRelay && pr
 /** The wallet signer `[wallet] signer` names that only Node can open (a PKCS#11 token, the remote signer); none for "local". */
 async function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): Promise<WalletSigner | undefined> {
   const kind = config.wallet.signer;
+  // A TOLLGATE_WALLET_KEY set beside another signer is refused by createGateway (the one reader of the key).
   if (kind === "local") return undefined;
-  if (secrets.walletKey)
-    throw new ConfigError(
-      [`TOLLGATE_WALLET_KEY: set, but wallet.signer is "${kind}": the key lives in the signer; unset it`],
-      "environment",
-    );
   try {
     if (kind === "remote") return await openRemoteSigner(config.wallet.remote!.socket);
     return openPkcs11Signer(config.wallet.pkcs11!, secrets.pkcs11Pin);
