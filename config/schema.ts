@@ -2,7 +2,7 @@
 import * as z from "zod";
 import { DestinationRules } from "../src/operators/alerts/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
-import { alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
+import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -378,6 +378,8 @@ export const configSchema = z
         serviceName: z.string().min(1).default("tollgate"),
       })
       .default({ serviceName: "tollgate" }),
+    /** What every tenant's agents may do ([agent policies](agent-policies.md)); each tenant's `policy` narrows it, never widens it. */
+    policy: agentPolicySchema.default({}),
     tenants: z.array(tenantSchema).default([]),
   })
   // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.

@@ -41,6 +41,52 @@ export const quotaSchema = z.strictObject({
   requestsPerMinute: z.number().int().positive().optional(),
 });
 
+/** A host name a domain rule names: "example.com" (it and its subdomains) or "*.example.com" (its subdomains only). */
+const domainRule = z.string().regex(/^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i, {
+  error: 'expected a host name like "example.com" or "*.example.com"',
+});
+
+/**
+ * What an agent may do (docs/agent-policies.md): declared by the operator for every tenant (`policy`) and per tenant
+ * (`tenants[].policy`), narrowed per keyless token or grant. Every layer applies: a request passes only if each allows
+ * it, so a narrower layer can never widen another. Checked on the route table's body step, before anything is forwarded.
+ */
+export const agentPolicySchema = z.strictObject({
+  /** Hosts the URLs of fetch, scrape, crawl and extract may name: `allow` (when set, only these) and `deny`. */
+  domains: z
+    .strictObject({
+      /** When set, only URLs on these hosts ("example.com" and its subdomains; "*.example.com" its subdomains only). */
+      allow: z.array(domainRule).optional(),
+      /** URLs on these hosts are refused; they are also added to the urlBlocklist of every browser an agent starts. */
+      deny: z.array(domainRule).optional(),
+    })
+    .optional(),
+  /** Sandbox images a sandbox may start from ("name", or "prefix*"); a snapshot's image counts. */
+  images: z.array(z.string().min(1).max(256)).optional(),
+  /** The longest a browser session may live (its timeoutMinutes; sent when the body leaves it out). */
+  maxSessionMinutes: z.number({ error: "expected a number of minutes" }).positive().optional(),
+  /** The longest a sandbox may live (its timeoutMinutes; sent when the body leaves it out). */
+  maxSandboxMinutes: z.number({ error: "expected a number of minutes" }).positive().optional(),
+  /** The largest crawl: maxPages of a crawl and a web crawl, maxLinks of an extract (sent when left out). */
+  maxCrawlPages: z.number({ error: "expected a number of pages" }).int().positive().optional(),
+  /**
+   * The egress floor merged into every sandbox and session create (and a sandbox's network update): `denyOut` is always
+   * added; a body's `allowOut` must fit within `allowOut` and outside `denyOut`; `allowInternetAccess: false` cannot be
+   * turned on.
+   */
+  egress: z
+    .strictObject({
+      /** false: a body asking for internet access is refused, and false is sent. */
+      allowInternetAccess: z.boolean().optional(),
+      /** Addresses, CIDR ranges or hosts a body's allowOut entries must lie within (sent when the body names none). */
+      allowOut: z.array(z.string().min(1).max(4096)).optional(),
+      /** Addresses, CIDR ranges or hosts always added to denyOut; a body's allowOut entry inside one is refused. */
+      denyOut: z.array(z.string().min(1).max(4096)).optional(),
+    })
+    .optional(),
+});
+export type AgentPolicy = z.infer<typeof agentPolicySchema>;
+
 /** The alert rules besides budget thresholds: each absent rule is off. */
 export const alertRulesSchema = z.strictObject({
   /** Upstream calls answered 5xx or not at all: at least `percent` of at least `minCalls` calls in the window. */
@@ -88,6 +134,8 @@ export const tenantSchema = z.strictObject({
   /** Pass the client's own PAYMENT-SIGNATURE through and charge nothing to the tenant. */
   paysForItself: z.boolean().default(false),
   quotas: quotaSchema.default({}),
+  /** What this tenant's agents may do, within the operator's `policy` ([agent policies](agent-policies.md)). */
+  policy: agentPolicySchema.optional(),
   /**
    * When a budget window is exhausted: "block" refuses further paid calls; "stop" also stops the tenant's open
    * sandboxes and sessions, closes its WebSockets and revokes its gateway tokens (the kill switch).

@@ -6,16 +6,18 @@ import type { Context, MiddlewareHandler, Next } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import { jsonBody, jsonBodyNow, type JsonBody } from "../../src/routing/json-body.js";
+import { jsonBody, jsonBodyNow, type JsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import { LRUCache } from "lru-cache";
 import { notOwned } from "../../src/routing/not-owned.js";
 import { webPlatform } from "../../src/platform/speed.js";
 import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
 import { callerTenant } from "../../src/identity/caller.js";
 import type { RouteRow } from "../../src/routing/table.js";
+import { imageOfSnapshot } from "../../src/sandboxes/snapshot-image.js";
+import { activeLayers, applyPolicy, type PolicyLayer, rowHasPolicy } from "./policy.js";
 
 /** The body step reads the server config (`unknownBodyFields`), logs forwarded unknown fields, checks ownership. */
-type BodyCheckServices = Pick<GatewayServices, "config" | "logger" | "stores"> & Partial<Pick<GatewayServices, "platform">>;
+type BodyCheckServices = Pick<GatewayServices, "config" | "logger" | "stores"> & Partial<Pick<GatewayServices, "platform" | "upstream">>;
 
 /** Bodies up to this many characters are remembered once they pass (see checkBody). */
 const PASSED_MAX_CHARS = 4096;
@@ -39,6 +41,33 @@ async function requireOwnedRefs(services: BodyCheckServices, c: Context<GatewayE
   }
 }
 
+/** The policy layers that apply to the caller: the operator's, its tenant's, its token's or grant's. */
+function callerLayers(services: BodyCheckServices, c: Context<GatewayEnv>): PolicyLayer[] {
+  const caller = c.get("caller");
+  const tenant = caller && "tenant" in caller ? caller.tenant : undefined;
+  return activeLayers([
+    { by: "operator", policy: services.config.policy ?? {} },
+    tenant ? { by: "tenant", policy: tenant.policy ?? {} } : undefined,
+    caller?.via === "token" && caller.token.policy ? { by: "token", policy: caller.token.policy } : undefined,
+  ]);
+}
+
+/** The row's policy on the body (./policy.ts), after its declaration passed: refused, or the body to forward set. */
+async function enforcePolicy(
+  services: BodyCheckServices,
+  c: Context<GatewayEnv>,
+  row: RouteRow,
+  read: JsonBody,
+  layers: PolicyLayer[],
+): Promise<void> {
+  const body = read.json as Record<string, unknown>;
+  const out = await applyPolicy(row.name, layers, body, async (name) => {
+    const { upstream } = services;
+    return upstream ? imageOfSnapshot(c, { upstream }, name) : undefined;
+  });
+  if (out) setJsonBody(c, out);
+}
+
 /**
  * The body step of a row's chain, or undefined for rows whose body is not JSON (runtime plane, uploads): those stream
  * through, and a row that declares no body forwards none.
@@ -54,11 +83,19 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   }
   if (spec.kind !== "json") return undefined;
   const schema = spec.schema;
+  const policed = rowHasPolicy(row.name);
   const platform = services.platform ?? webPlatform;
   // Texts this row's declaration found nothing wrong with, and the ids each names: a pure function of the text, so a
   // body sent again is not walked again (its ids are still checked against the registry, on every request).
   const passed = new LRUCache<string, NamedRef[]>({ max: 1024, maxSize: 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
-  const checked = (c: Context<GatewayEnv>, next: Next, read: JsonBody): Promise<void> => {
+  const checked = (c: Context<GatewayEnv>, next0: Next, read: JsonBody): Promise<void> => {
+    // Rows that start work apply the caller's agent policy last (nothing to do, and no promise, for other rows).
+    const next: Next = policed
+      ? () => {
+          const layers = callerLayers(services, c);
+          return layers.length ? enforcePolicy(services, c, row, read, layers).then(next0) : next0();
+        }
+      : next0;
     const text = read.text;
     const known = passed.get(text);
     if (known) return known.length ? requireOwnedRefs(services, c, known).then(next) : next();

@@ -24,7 +24,8 @@ export function gatewayCors(opts: GatewayCorsOptions): MiddlewareHandler {
   const allow = cors({
     origin: (origin) => (origins.has(origin) ? origin : null),
     allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
-    exposeHeaders: ["x-request-id", "retry-after", "payment-required", "payment-response"],
+    // www-authenticate: a browser MCP host reads the 401 challenge (protected resource metadata, scope, error).
+    exposeHeaders: ["x-request-id", "retry-after", "payment-required", "payment-response", "www-authenticate"],
     maxAge: opts.maxAgeSeconds,
     credentials: false,
   });

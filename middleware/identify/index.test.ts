@@ -118,7 +118,9 @@ describe("identify", () => {
     mount("mcp");
     const r = await call("POST", "http://gw.test/mcp");
     expect(r.status).toBe(401);
-    expect(r.headers.get("www-authenticate")).toBe('Bearer resource_metadata="http://gw.test/.well-known/oauth-protected-resource/mcp"');
+    expect(r.headers.get("www-authenticate")).toBe(
+      'Bearer resource_metadata="http://gw.test/.well-known/oauth-protected-resource/mcp", scope="search jobs agents sessions sandboxes"',
+    );
   });
 
   it("admits a key or token checked lately with no promise of its own, and waits (and refuses) exactly as before otherwise", async () => {

@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import { bearerToken, presentedKey, requireScope, type Tenant } from "../../src/identity/tenants.js";
-import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "../../src/identity/tokens.js";
+import { looksLikeGatewayToken, MCP_SCOPES, requireTokenScope, type GatewayToken } from "../../src/identity/tokens.js";
 import type { RouteRow } from "../../src/routing/row.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
@@ -204,7 +204,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
     } catch (err) {
       if (row.bearerChallenge && err instanceof GatewayError && err.status === 401)
         throw new GatewayError(err.status, err.code, err.message, err.details, {
-          "www-authenticate": `Bearer resource_metadata="${publicOriginOf(c, services)}${row.bearerChallenge}"`,
+          "www-authenticate": bearerChallenge(c, `${publicOriginOf(c, services)}${row.bearerChallenge}`, err),
         });
       throw err;
     }
@@ -215,6 +215,20 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
     }
     return next();
   };
+}
+
+/**
+ * The `WWW-Authenticate` challenge of a refused bearer (RFC 6750 §3, RFC 9728 §5.1, MCP authorization): the protected
+ * resource metadata's address and the scopes to ask for; a credential that was presented and refused also gets
+ * `error="invalid_token"` and, in `error_description`, the gateway's own code (token_revoked, token_expired…) so a
+ * client shows the user why. A request with no credential gets no error code, as RFC 6750 asks.
+ */
+function bearerChallenge(c: Context<GatewayEnv>, metadata: string, err: GatewayError): string {
+  const quoted = (v: string) => `"${v.replace(/["\\]/g, "").replace(/[^\x20-\x7e]/g, "")}"`;
+  const presented = !!(c.req.header("authorization") || c.req.header("x-api-key"));
+  const parts = presented ? [`error="invalid_token"`, `error_description=${quoted(`${err.code}: ${err.message}`)}`] : [];
+  parts.push(`resource_metadata=${quoted(metadata)}`, `scope=${quoted(MCP_SCOPES.join(" "))}`);
+  return `Bearer ${parts.join(", ")}`;
 }
 
 /**

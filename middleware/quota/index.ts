@@ -6,8 +6,7 @@ import type { ResourceKind } from "../../src/state/types.js";
 import type { Tenant } from "../../src/identity/tenants.js";
 import { callerTenant } from "../../src/identity/caller.js";
 import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
-import { upstreamJson } from "../../src/platform/upstream.js";
-import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
+import { imageOfSnapshot } from "../../src/sandboxes/snapshot-image.js";
 import type { WireRecord } from "../../src/platform/upstream-records.js";
 import { claimCreated, claimedHere, createdBy } from "../../src/routing/created.js";
 import type { Quota } from "../../src/routing/table.js";
@@ -66,19 +65,6 @@ async function checkBody(c: Context, services: QuotaServices, kind: ResourceKind
       refuse(403, "quota_image", "imageName is required: this tenant may only use listed images.", { allowed });
   }
   return out;
-}
-
-/** A sandbox started from a snapshot runs the snapshot's image; unknown snapshots are left to the upstream's 404. */
-async function imageOfSnapshot(c: Context, services: QuotaServices, name: unknown): Promise<string | undefined> {
-  if (typeof name !== "string" || !name) return undefined;
-  const res = await services.upstream.call(c, { method: "GET", path: `/api/snapshots/${encodeURIComponent(name)}` });
-  if (!res.ok) {
-    await res.body?.cancel();
-    return undefined;
-  }
-  const body = await upstreamJson(res, SnapshotAnswer);
-  const image = body.snapshot?.imageName ?? body.imageName;
-  return typeof image === "string" ? image : undefined;
 }
 
 /**

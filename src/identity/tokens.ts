@@ -4,6 +4,7 @@ import { LRUCache } from "lru-cache";
 import { GatewayError } from "../errors.js";
 import type { KeyValueStore } from "../state/types.js";
 import { stateKeys } from "../state/keys.js";
+import type { AgentPolicy } from "../../config/tenant-schema.js";
 
 /**
  * What a token may be used for. Sandbox: runtime, terminal, ports; session: cdp, computer, live (the live view ticket);
@@ -30,6 +31,11 @@ export interface GatewayToken {
   iat: number;
   /** Minted by a tenant for an untrusted client (as opposed to handed out in a rewritten response). */
   keyless?: boolean;
+  /**
+   * What the agent holding it may do, within its tenant's and the operator's policies (never wider: every layer
+   * applies; middleware/body-check/policy.ts). Carried signed, as the `pol` claim.
+   */
+  policy?: AgentPolicy;
   /**
    * The OAuth grant (src/oauth/) this token belongs to: its cap is the grant's (counted under the grant's id, shared by
    * every token the grant's refreshes mint) and revoking the grant revokes it.
@@ -113,6 +119,7 @@ export class TokenService {
       s: t.scopes,
       ...(t.cap !== undefined ? { cap: t.cap.toString() } : {}),
       ...(t.keyless ? { kl: 1 } : {}),
+      ...(t.policy && Object.keys(t.policy).length ? { pol: t.policy } : {}),
       ...(t.grant ? { g: t.grant } : {}),
       ...(t.capWindow && t.capWindow !== "total" ? { cw: t.capWindow } : {}),
       ...(t.aud ? { aud: t.aud } : {}),
@@ -270,6 +277,7 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     exp: Number(payload.exp),
     iat: Number(payload.iat ?? 0),
     keyless: payload.kl === 1,
+    ...(payload.pol && typeof payload.pol === "object" ? { policy: payload.pol as AgentPolicy } : {}),
     ...(typeof payload.g === "string" ? { grant: payload.g } : {}),
     ...(payload.g !== undefined ? { capWindow: (payload.cw as GatewayToken["capWindow"]) ?? "total" } : {}),
     ...(typeof payload.aud === "string" ? { aud: payload.aud } : {}),

@@ -13,13 +13,19 @@ import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { jsonValue } from "../routing/json-body.js";
 import { GatewayCall } from "./call.js";
-import { registerTools } from "./tools.js";
+import { answerStateless, isStateless } from "./stateless.js";
+import { JobTaskStore, offerTasks } from "./tasks.js";
+import { registerTools, taskTools } from "./tools.js";
 import { authorizationServers, onlyGrantedTools, requireAudience } from "../oauth/mcp-guard.js";
 
 /** One JSON-RPC message (or a batch): tool arguments included. A file written through MCP is at most 512 KiB. */
 const MCP_BODY_LIMIT = 1024 * 1024;
 /** Values in one tool call's arguments (the SDK counts them before validating). */
 const MAX_ARGUMENT_ELEMENTS = 10_000;
+
+const SERVER_INFO = { name: "tollgate", version: "1.0.0" };
+/** Tools, and long jobs as tasks (2025-11-25 tasks utility: tools/call with `task`, tasks/get, result, list, cancel). */
+const CAPABILITIES = { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
 
 interface McpCaller {
   credential: string;
@@ -79,17 +85,29 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handl
       return rpcError(err.status, err.status === 413 ? -32600 : -32700, err.code, err.message);
     }
 
-    const server = new McpServer(
-      { name: "tollgate", version: "1.0.0" },
-      { capabilities: { tools: {} }, maxToolInputElements: MAX_ARGUMENT_ELEMENTS },
-    );
-    onlyGrantedTools(server, c);
-    registerTools(server, {
-      call: new GatewayCall(services, c, caller.credential),
-      scopes: caller.scopes,
-      pays: paysX402 ? "x402" : "credits",
-      log: (error) => services.logger.error("mcp tool failed", { requestId: c.get("requestId"), tenant: caller.tenant, error }),
+    const call = new GatewayCall(services, c, caller.credential);
+    const log = (error: string) =>
+      services.logger.error("mcp tool failed", { requestId: c.get("requestId"), tenant: caller.tenant, error });
+    // Long jobs may run as MCP tasks (./tasks.ts): the task is the job, read through its rows with this caller's credential.
+    const tasks = new JobTaskStore(call, services.stores.kv, caller.tenant, services.now);
+    const server = new McpServer(SERVER_INFO, {
+      capabilities: CAPABILITIES,
+      maxToolInputElements: MAX_ARGUMENT_ELEMENTS,
+      taskStore: tasks,
     });
+    onlyGrantedTools(server, c);
+    registerTools(server, { call, scopes: caller.scopes, pays: paysX402 ? "x402" : "credits", log });
+    // An OAuth grant's tools bound its tasks too (a tool it was not granted is not run as a task either).
+    const who = c.get("caller");
+    const granted = who.via === "token" ? who.token.tools : undefined;
+    const taskable = Object.fromEntries(Object.entries(taskTools(caller.scopes)).filter(([name]) => !granted || granted.includes(name)));
+    offerTasks(server, tasks, taskable, log);
+
+    if (isStateless(c, message))
+      return answerStateless(c, message, server, {
+        capabilities: CAPABILITIES,
+        serverInfo: SERVER_INFO,
+      });
     const transport = new StreamableHTTPTransport({ sessionIdGenerator: undefined });
     await server.connect(transport);
     try {

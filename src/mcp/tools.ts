@@ -5,8 +5,9 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
 import { AGENTS } from "../routing/table.js";
 import type { McpScope } from "../identity/tokens.js";
-import { errorResult, type GatewayCall, type Json, jsonResult } from "./call.js";
+import { errorResult, type GatewayCall, type Json, jsonResult, ToolRefusal } from "./call.js";
 import { startAndWait, type ToolExtra, WAIT_DEFAULT_S, WAIT_MAX_S } from "./jobs.js";
+import type { TaskTool } from "./tasks.js";
 
 export interface ToolContext {
   call: GatewayCall;
@@ -19,8 +20,33 @@ export interface ToolContext {
 
 const id = z.string().min(1).max(256);
 const url = z.string().url().max(8192);
-/** Fields of the SDK's request the tool does not name, passed through as they are (the row's body check refuses unknown ones). */
-const options = z.record(z.string(), z.unknown()).optional().describe("More fields of the service's request, as the SDK names them.");
+/**
+ * Every tool's arguments are a closed object (`additionalProperties: false` at every level, test/gateway/mcp-protocol
+ * .test.ts walks them): a strict validator in the host sees no open schema, and an argument the tool does not name is
+ * refused before anything is sent.
+ */
+const args = <S extends z.ZodRawShape>(shape: S) => z.strictObject(shape);
+const strings = z.array(z.string().max(4096)).max(1000);
+/** What a scrape or crawl reads of each page. */
+const scrapeOptions = z
+  .strictObject({
+    formats: z
+      .array(z.enum(["markdown", "html", "links", "screenshot"]))
+      .max(4)
+      .optional(),
+    onlyMainContent: z.boolean().optional(),
+    includeTags: strings.optional(),
+    excludeTags: strings.optional(),
+    waitFor: z.number().int().min(0).max(600_000).optional(),
+    timeout: z.number().int().min(0).max(600_000).optional(),
+  })
+  .optional();
+/** A sandbox's or browser's network: the operator's egress floor is merged in, and a wider rule is refused. */
+const egress = {
+  allowInternetAccess: z.boolean().optional(),
+  allowOut: strings.optional().describe("Addresses, CIDR ranges or hosts it may reach (within the operator's floor)."),
+  denyOut: strings.optional().describe("Addresses, CIDR ranges or hosts it may not reach (added to the operator's floor)."),
+};
 const wait = z
   .number()
   .int()
@@ -29,6 +55,54 @@ const wait = z
   .optional()
   .describe(`Seconds to wait for the job to end (default ${WAIT_DEFAULT_S}); 0 returns at once with its id.`);
 const enc = encodeURIComponent;
+
+/** A crawl's arguments (the crawl tool, and the crawl run as an MCP task). */
+const crawlArgs = {
+  url,
+  maxPages: z.number().int().min(1).max(1000).optional(),
+  followLinks: z.boolean().optional(),
+  includePatterns: strings.optional(),
+  excludePatterns: strings.optional(),
+  scrapeOptions,
+  wait,
+};
+const scrapeArgs = { url, scrapeOptions, wait };
+const extractArgs = {
+  urls: z.array(url).min(1).max(100),
+  prompt: z.string().max(100_000).optional(),
+  schema: z
+    .string()
+    .max(100_000)
+    .optional()
+    .describe('A JSON Schema for the data, as JSON text (e.g. {"type":"object","properties":{"title":{"type":"string"}}}).'),
+  wait,
+};
+/** An extract's body: its schema argument is JSON text (a closed argument schema cannot hold an open JSON Schema). */
+function extractBody(a: Json): Json {
+  const { wait: _w, schema, ...named } = a;
+  let parsed: unknown;
+  if (typeof schema === "string") {
+    try {
+      parsed = JSON.parse(schema);
+    } catch {
+      throw new ToolRefusal(400, "invalid_params", "schema: not JSON text.", { field: "schema" });
+    }
+  }
+  return { ...dropUndefined(named), ...dropUndefined({ schema: parsed }) };
+}
+/** A job's body: its arguments less the tool's own (`wait`, and `agent`, which picks the row). */
+function jobBody(a: Json): Json {
+  const { wait: _w, agent: _a, ...named } = a;
+  return dropUndefined(named);
+}
+/** An agent task's arguments. */
+const taskArgs = {
+  agent: z.enum(AGENTS).default("browser-use"),
+  task: z.string().min(1).max(100_000),
+  maxSteps: z.number().int().min(1).max(1000).optional(),
+  llm: z.string().max(128).optional(),
+  wait,
+};
 
 type Handler<A> = (args: A, extra: ToolExtra) => Promise<CallToolResult>;
 
@@ -47,8 +121,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
     };
   const job = (path: string) =>
     guarded<{ wait?: number } & Json>((a, extra) => {
-      const { wait: w, options: more, ...named } = a;
-      return startAndWait(call, extra, path, { ...(more as Json | undefined), ...dropUndefined(named) }, w ?? WAIT_DEFAULT_S);
+      return startAndWait(call, extra, path, jobBody(a), a.wait ?? WAIT_DEFAULT_S);
     });
 
   server.registerTool(
@@ -56,7 +129,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
     {
       description:
         "What the caller may still spend: the tenant's daily, monthly and total windows (limit, spent, remaining, reset) and, for an MCP token, its own cap and what is left of it.",
-      inputSchema: {},
+      inputSchema: args({}),
     },
     guarded(() => call.json("GET", "/_tollgate/usage")),
   );
@@ -67,19 +140,17 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       "web_search",
       {
         description: `Searches the web; each search is paid (${t.pays === "x402" ? "x402, by the gateway's wallet" : "credits"}) within the caller's budget. Returns result titles, URLs and snippets.`,
-        inputSchema: { query: z.string().min(1).max(2048), page: z.number().int().min(1).max(1000).optional(), options },
+        inputSchema: args({ query: z.string().min(1).max(2048), page: z.number().int().min(1).max(1000).optional() }),
       },
-      guarded(({ query, page, options: more }) =>
-        call.json("POST", `${prefix}/web/search`, { ...more, query, ...dropUndefined({ page }) }),
-      ),
+      guarded(({ query, page }) => call.json("POST", `${prefix}/web/search`, { query, ...dropUndefined({ page }) })),
     );
     server.registerTool(
       "web_fetch",
       {
         description: `Fetches one web page (paid like a search: ${t.pays}) and returns its content, as markdown by default.`,
-        inputSchema: { url, options },
+        inputSchema: args({ url }),
       },
-      guarded(({ url: u, options: more }) => call.json("POST", `${prefix}/web/fetch`, { ...more, url: u })),
+      guarded(({ url: u }) => call.json("POST", `${prefix}/web/fetch`, { url: u })),
     );
   }
 
@@ -88,7 +159,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       "scrape",
       {
         description: "Scrapes one page in a real browser and waits for it: markdown, HTML, links or a screenshot (scrapeOptions.formats).",
-        inputSchema: { url, scrapeOptions: z.record(z.string(), z.unknown()).optional(), wait, options },
+        inputSchema: args(scrapeArgs),
       },
       job("/api/scrape"),
     );
@@ -97,13 +168,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       {
         description:
           "Crawls a site from a URL, following links up to maxPages pages, and waits for it; progress notifications report the job's status while it runs. Credits are reserved for maxPages and settled for the pages crawled.",
-        inputSchema: {
-          url,
-          maxPages: z.number().int().min(1).max(1000).optional(),
-          scrapeOptions: z.record(z.string(), z.unknown()).optional(),
-          wait,
-          options,
-        },
+        inputSchema: args(crawlArgs),
       },
       job("/api/crawl"),
     );
@@ -111,15 +176,9 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       "extract",
       {
         description: "Extracts structured data from pages with a prompt and/or a JSON schema, and waits for it.",
-        inputSchema: {
-          urls: z.array(url).min(1).max(100),
-          prompt: z.string().max(100_000).optional(),
-          schema: z.record(z.string(), z.unknown()).optional(),
-          wait,
-          options,
-        },
+        inputSchema: args(extractArgs),
       },
-      job("/api/extract"),
+      guarded<{ wait?: number } & Json>((a, extra) => startAndWait(call, extra, "/api/extract", extractBody(a), a.wait ?? WAIT_DEFAULT_S)),
     );
   }
 
@@ -129,17 +188,9 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       {
         description:
           "Runs a browser agent on a task and waits for it (progress notifications while it runs). Credits are reserved for maxSteps and settled for the steps taken.",
-        inputSchema: {
-          agent: z.enum(AGENTS).default("browser-use"),
-          task: z.string().min(1).max(100_000),
-          maxSteps: z.number().int().min(1).max(1000).optional(),
-          wait,
-          options,
-        },
+        inputSchema: args(taskArgs),
       },
-      guarded(({ agent, wait: w, options: more, ...named }, extra) =>
-        startAndWait(call, extra, `/api/task/${agent}`, { ...more, ...dropUndefined(named) }, w ?? WAIT_DEFAULT_S),
-      ),
+      guarded((a, extra) => startAndWait(call, extra, `/api/task/${a.agent}`, jobBody(a), a.wait ?? WAIT_DEFAULT_S)),
     );
   }
 
@@ -149,7 +200,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
       "job_result",
       {
         description: "Reads a job started by scrape, crawl, extract or agent_task (its status and, once ended, its data).",
-        inputSchema: { family: z.enum(families as [string, ...string[]]), jobId: id },
+        inputSchema: args({ family: z.enum(families as [string, ...string[]]), jobId: id }),
       },
       guarded(({ family, jobId }) => call.json("GET", `/api/${family}/${enc(jobId)}`)),
     );
@@ -157,6 +208,21 @@ export function registerTools(server: McpServer, t: ToolContext): void {
 
   if (has("sessions")) registerSessionTools(server, call, guarded, (err) => errorResult(err, t.log));
   if (has("sandboxes")) registerSandboxTools(server, call, guarded);
+}
+
+/**
+ * The tools that may run as MCP tasks (./tasks.ts), for the caller's scopes: each names its job row, its arguments and
+ * the body it sends (the same as the waiting tool's).
+ */
+export function taskTools(scopes: readonly McpScope[]): Record<string, TaskTool> {
+  const out: Record<string, TaskTool> = {};
+  if (scopes.includes("jobs")) {
+    out.scrape = { family: () => "scrape", schema: args(scrapeArgs), body: jobBody };
+    out.crawl = { family: () => "crawl", schema: args(crawlArgs), body: jobBody };
+    out.extract = { family: () => "extract", schema: args(extractArgs), body: extractBody };
+  }
+  if (scopes.includes("agents")) out.agent_task = { family: (a) => `task/${String(a.agent)}`, schema: args(taskArgs), body: jobBody };
+  return out;
 }
 
 type Guard = <A>(fn: (args: A, extra: ToolExtra) => Promise<Json>) => Handler<A>;
@@ -167,17 +233,23 @@ function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Gua
     {
       description:
         "Starts a remote browser session (billed by the minute up to timeoutMinutes). Returns its id, wsEndpoint (a CDP URL on the gateway, for puppeteer.connect or Playwright connectOverCDP) and liveUrl.",
-      inputSchema: {
+      inputSchema: args({
         timeoutMinutes: z
           .number()
           .positive()
           .max(24 * 60)
           .optional(),
-        options,
-      },
+        useStealth: z.boolean().optional(),
+        useProxy: z.boolean().optional(),
+        proxyCountry: z.string().max(8).optional(),
+        solveCaptchas: z.boolean().optional(),
+        adblock: z.boolean().optional(),
+        region: z.string().max(64).optional(),
+        ...egress,
+      }),
     },
-    guarded(async ({ timeoutMinutes, options: more }) => {
-      const s = await call.json("POST", "/api/session", { ...more, ...dropUndefined({ timeoutMinutes }) });
+    guarded(async (named) => {
+      const s = await call.json("POST", "/api/session", dropUndefined(named));
       return pick(s, ["id", "status", "wsEndpoint", "liveUrl", "computerActionEndpoint", "sessionUrl", "startTime", "endTime"]);
     }),
   );
@@ -186,7 +258,7 @@ function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Gua
     {
       description:
         "One computer action in a session: click, type_text, press_keys, move_mouse, drag, scroll, screenshot… A screenshot (or returnScreenshot) comes back as image content.",
-      inputSchema: {
+      inputSchema: args({
         sessionId: id,
         action: z.enum([
           "click",
@@ -207,12 +279,23 @@ function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Gua
         y: z.number().optional(),
         text: z.string().max(100_000).optional(),
         keys: z.array(z.string().max(64)).max(100).optional(),
-        options,
-      },
+        key: z.string().max(64).optional().describe("hold_key: the key."),
+        duration: z.number().min(0).max(60_000).optional().describe("hold_key: milliseconds."),
+        scrollX: z.number().optional(),
+        scrollY: z.number().optional(),
+        button: z.string().max(16).optional(),
+        numClicks: z.number().int().min(1).max(10).optional(),
+        path: z
+          .array(z.strictObject({ x: z.number(), y: z.number() }))
+          .max(10_000)
+          .optional()
+          .describe("drag: the points."),
+        returnScreenshot: z.boolean().optional(),
+      }),
     },
-    async ({ sessionId, options: more, ...named }) => {
+    async ({ sessionId, ...named }) => {
       try {
-        const r = await call.json("POST", `/_tollgate/computer-action/${enc(sessionId)}`, { ...more, ...dropUndefined(named) });
+        const r = await call.json("POST", `/_tollgate/computer-action/${enc(sessionId)}`, dropUndefined(named));
         const { screenshot, ...rest } = r;
         const result = jsonResult(rest);
         if (typeof screenshot === "string" && screenshot)
@@ -225,7 +308,7 @@ function registerSessionTools(server: McpServer, call: GatewayCall, guarded: Gua
   );
   server.registerTool(
     "browser_stop",
-    { description: "Stops a browser session; its minutes are settled.", inputSchema: { sessionId: id } },
+    { description: "Stops a browser session; its minutes are settled.", inputSchema: args({ sessionId: id }) },
     guarded(({ sessionId }) => call.json("PUT", `/api/session/${enc(sessionId)}/stop`)),
   );
 }
@@ -243,19 +326,22 @@ function registerSandboxTools(server: McpServer, call: GatewayCall, guarded: Gua
   server.registerTool(
     "sandbox_create",
     {
-      description: "Creates a sandbox (a Linux VM, billed by the minute up to timeoutMinutes). Returns its id and status.",
-      inputSchema: {
+      description:
+        "Creates a sandbox (a Linux VM, billed by the minute up to timeoutMinutes) from an image (imageName) or from one of your snapshots (snapshotName). Returns its id and status.",
+      inputSchema: args({
         imageName: z.string().min(1).max(256).optional(),
+        snapshotName: z.string().min(1).max(256).optional().describe("Start from this snapshot of yours instead of an image."),
         timeoutMinutes: z
           .number()
           .positive()
           .max(24 * 60)
           .optional(),
-        options,
-      },
+        region: z.string().max(64).optional(),
+        ...egress,
+      }),
     },
-    guarded(async ({ imageName, timeoutMinutes, options: more }) => {
-      const s = await call.json("POST", "/api/sandbox", { ...more, ...dropUndefined({ imageName, timeoutMinutes }) });
+    guarded(async (named) => {
+      const s = await call.json("POST", "/api/sandbox", dropUndefined(named));
       return pick(s, ["id", "status", "region", "imageName", "startTime", "endTime", "timeoutMinutes"]);
     }),
   );
@@ -263,25 +349,25 @@ function registerSandboxTools(server: McpServer, call: GatewayCall, guarded: Gua
     "sandbox_exec",
     {
       description: "Runs a shell command in a sandbox and returns its exit code, stdout and stderr.",
-      inputSchema: {
+      inputSchema: args({
         sandboxId,
         command: z.string().min(1).max(100_000),
         cwd: z.string().max(4096).optional(),
         timeoutMs: z.number().int().positive().max(600_000).optional(),
-      },
+      }),
     },
     guarded(({ sandboxId: s, ...named }) => runtime(s, "POST", "/exec", dropUndefined(named))),
   );
   server.registerTool(
     "sandbox_read_file",
-    { description: "Reads a text file in a sandbox.", inputSchema: { sandboxId, path } },
+    { description: "Reads a text file in a sandbox.", inputSchema: args({ sandboxId, path }) },
     guarded(({ sandboxId: s, path: p }) => runtime(s, "POST", "/files/read", { path: p, encoding: "utf8" })),
   );
   server.registerTool(
     "sandbox_write_file",
     {
       description: "Writes a text file in a sandbox (created or replaced).",
-      inputSchema: { sandboxId, path, content: z.string().max(512 * 1024), append: z.boolean().optional() },
+      inputSchema: args({ sandboxId, path, content: z.string().max(512 * 1024), append: z.boolean().optional() }),
     },
     guarded(({ sandboxId: s, path: p, content, append }) =>
       runtime(s, "POST", "/files/write", { path: p, data: content, encoding: "utf8", ...dropUndefined({ append }) }),
@@ -291,7 +377,7 @@ function registerSandboxTools(server: McpServer, call: GatewayCall, guarded: Gua
     "sandbox_list_files",
     {
       description: "Lists a directory in a sandbox (depth 1 by default).",
-      inputSchema: { sandboxId, path, depth: z.number().int().min(1).max(10).optional() },
+      inputSchema: args({ sandboxId, path, depth: z.number().int().min(1).max(10).optional() }),
     },
     guarded(({ sandboxId: s, path: p, depth }) =>
       runtime(s, "GET", `/files?${new URLSearchParams({ path: p, depth: String(depth ?? 1) })}`),
@@ -299,7 +385,7 @@ function registerSandboxTools(server: McpServer, call: GatewayCall, guarded: Gua
   );
   server.registerTool(
     "sandbox_stop",
-    { description: "Stops a sandbox; its minutes are settled.", inputSchema: { sandboxId } },
+    { description: "Stops a sandbox; its minutes are settled.", inputSchema: args({ sandboxId }) },
     guarded(({ sandboxId: s }) => call.json("PUT", `/api/sandbox/${enc(s)}/stop`)),
   );
 }

@@ -1,7 +1,15 @@
 // The admin API's wire shapes (zod): request bodies it validates and the answers it gives. The OpenAPI document is
 // generated from these (./http/openapi.ts), so what is validated and what is documented cannot drift apart.
 import * as z from "zod";
-import { budgetSchema, paymentPolicySchema, quotaSchema, SCOPES, tenantAlertsSchema, tenantSchema } from "../../config/tenant-schema.js";
+import {
+  agentPolicySchema,
+  budgetSchema,
+  paymentPolicySchema,
+  quotaSchema,
+  SCOPES,
+  tenantAlertsSchema,
+  tenantSchema,
+} from "../../config/tenant-schema.js";
 
 const isoDate = z.string().refine((s) => !Number.isNaN(Date.parse(s)), { error: 'expected an ISO-8601 date like "2027-01-31T00:00:00Z"' });
 const scopesSchema = z.array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }));
@@ -14,6 +22,7 @@ const settings = {
   payment: paymentPolicySchema,
   paysForItself: z.boolean(),
   quotas: quotaSchema,
+  policy: agentPolicySchema,
   onExhausted: z.enum(["block", "stop"], { error: 'expected "block" or "stop"' }),
   alerts: tenantAlertsSchema,
   creditMultiplier: tenantSchema.shape.creditMultiplier.unwrap(),
@@ -27,6 +36,7 @@ const optionalSettings = {
   payment: settings.payment.optional(),
   paysForItself: settings.paysForItself.optional(),
   quotas: settings.quotas.optional(),
+  policy: settings.policy.optional(),
   onExhausted: settings.onExhausted.optional(),
   alerts: settings.alerts.optional(),
   creditMultiplier: settings.creditMultiplier.optional(),
@@ -50,6 +60,7 @@ export const SECTIONS = {
   budget: settings.budget,
   payment: settings.payment,
   quotas: settings.quotas,
+  policy: settings.policy,
   alerts: settings.alerts,
 } as const;
 export type Section = keyof typeof SECTIONS;
@@ -83,6 +94,7 @@ export const tenantView = z
     updatedAt: z.string(),
     keys: z.array(keyView),
     ...settings,
+    policy: settings.policy.optional(),
   })
   .meta({ id: "Tenant" });
 export const issuedKey = z

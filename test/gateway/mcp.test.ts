@@ -69,7 +69,7 @@ describe("the MCP endpoint", () => {
     const r = await fetch(`${stack.gateway.url}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(r.status).toBe(401);
     expect(r.headers.get("www-authenticate")).toBe(
-      `Bearer resource_metadata="${stack.gateway.url}/.well-known/oauth-protected-resource/mcp"`,
+      `Bearer resource_metadata="${stack.gateway.url}/.well-known/oauth-protected-resource/mcp", scope="search jobs agents sessions sandboxes"`,
     );
     const meta = await (await fetch(`${stack.gateway.url}/.well-known/oauth-protected-resource/mcp`)).json();
     expect(meta).toMatchObject({ resource: `${stack.gateway.url}/mcp`, bearer_methods_supported: ["header"] });
@@ -187,7 +187,10 @@ describe("the MCP endpoint", () => {
     expect(scraped.status).toBe("completed");
     expect(JSON.stringify(scraped.data)).toContain("About");
     const extracted = ok(
-      await call(c, "extract", { urls: [`${SITE}/about`], schema: { type: "object", properties: { title: { type: "string" } } } }),
+      await call(c, "extract", {
+        urls: [`${SITE}/about`],
+        schema: JSON.stringify({ type: "object", properties: { title: { type: "string" } } }),
+      }),
     );
     expect(extracted.status).toBe("completed");
     const progress: Array<{ progress: number; message?: string }> = [];
@@ -270,11 +273,13 @@ describe("the MCP endpoint", () => {
     const bad = await call(c, "web_search", { query: 42 });
     expect(bad.isError).toBe(true);
     expect(JSON.stringify(bad.content)).toMatch(/validation/i);
-    expect(refused(await call(c, "web_search", { query: "x", options: { sneaky: 1 } }))).toMatchObject({
-      code: "unknown_field",
-      status: 400,
-    });
-    expect(refused(await call(c, "crawl", { url: `${SITE}/`, options: { maxPages: 0 } }))).toMatchObject({ status: 400 });
+    // Arguments are closed objects: a field the tool does not name is refused before anything is sent.
+    const sneaky = await call(c, "web_search", { query: "x", sneaky: 1 });
+    expect(sneaky.isError).toBe(true);
+    expect(JSON.stringify(sneaky.content)).toMatch(/validation/i);
+    const zero = await call(c, "crawl", { url: `${SITE}/`, maxPages: 0 });
+    expect(zero.isError).toBe(true);
+    expect(refused(await call(c, "extract", { urls: [`${SITE}/`], schema: "{not json" }))).toMatchObject({ status: 400, field: "schema" });
     await expect(call(c, "sandbox_write_file", { sandboxId: "x", path: "/a", content: "x".repeat(2 * 1024 * 1024) })).rejects.toThrow(
       /body_too_large/,
     );

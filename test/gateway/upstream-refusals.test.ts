@@ -53,7 +53,10 @@ beforeAll(async () => {
   gw = await startTestGateway(
     {
       upstream: { baseUrl: `http://${upstreamHost}` },
-      tenants: [{ id: "acme", keys: [{ hash: await hashTenantKey(key) }], scopes: ["jobs"] }],
+      // A domain this tenant's agent policy denies: a refusal the gateway makes itself, before the upstream.
+      tenants: [
+        { id: "acme", keys: [{ hash: await hashTenantKey(key) }], scopes: ["jobs"], policy: { domains: { deny: ["denied.example"] } } },
+      ],
     },
     { upstreamApiKey: UPSTREAM_KEY, tokenSecret: randomBytes(32).toString("hex") },
   );
@@ -100,7 +103,9 @@ describe("an upstream's refusal through MCP", () => {
   });
 
   it("keeps the gateway's own code where the gateway refused", async () => {
-    const { error } = await refusal({ url: "https://example.com/x", options: { notAField: true } });
-    expect(error).toMatchObject({ status: 400, code: "unknown_field" });
+    // (MCP tool arguments are closed objects: an unknown field is the SDK's validation error, so the gateway's own
+    // refusal here is its agent policy's.)
+    const { error } = await refusal({ url: "https://denied.example/x" });
+    expect(error).toMatchObject({ status: 403, code: "policy_denied", policy: "domains.deny" });
   });
 });

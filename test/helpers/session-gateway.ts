@@ -13,6 +13,8 @@ export interface TenantSpec {
   budget?: { daily?: string; monthly?: string; total?: string };
   onExhausted?: "block" | "stop";
   creditMultiplier?: string;
+  /** The tenant's agent policy (docs/agent-policies.md). */
+  policy?: Record<string, unknown>;
 }
 
 export interface SessionGateway {

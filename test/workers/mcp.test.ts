@@ -100,8 +100,56 @@ describe("MCP in workerd", () => {
 
     const unknown = (await agent.callTool({ name: "scrape", arguments: {} })) as CallToolResult;
     expect(unknown.isError).toBe(true);
-    const bad = (await agent.callTool({ name: "web_search", arguments: { query: "x", options: { sneaky: true } } })) as CallToolResult;
-    expect(text(bad)).toMatchObject({ code: "unknown_field", status: 400 });
+    // Arguments are closed objects: a field the tool does not name is refused before anything is sent.
+    const bad = (await agent.callTool({ name: "web_search", arguments: { query: "x", sneaky: true } })) as CallToolResult;
+    expect(bad.isError).toBe(true);
+    expect(JSON.stringify(bad.content)).toMatch(/validation/i);
+    // The stateless revision answers in workerd too.
+    const discover = await worker.fetch(
+      new Request(`${ORIGIN}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "server/discover",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "server/discover",
+          params: { _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28" } },
+        }),
+      }),
+      e as any,
+      ctx,
+    );
+    expect(((await discover.json()) as { result: { supportedVersions: string[] } }).result.supportedVersions).toContain("2026-07-28");
+    const statelessCall = await worker.fetch(
+      new Request(`${ORIGIN}/mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "tools/call",
+          "mcp-name": "budget",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 2,
+          method: "tools/call",
+          params: { name: "budget", arguments: {}, _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28" } },
+        }),
+      }),
+      e as any,
+      ctx,
+    );
+    const answered = (await statelessCall.json()) as { result: { resultType: string; content: Array<{ text: string }> } };
+    expect(answered.result.resultType).toBe("complete");
+    expect(JSON.parse(answered.result.content[0]!.text)).toHaveProperty("tenant", tenant);
     await byKey.close();
     await agent.close();
   });

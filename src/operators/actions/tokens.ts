@@ -11,6 +11,7 @@ import { spendCeiling } from "../../payments/budgets/remaining.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../../sessions/rewrite.js";
 import { gatewayRuntime } from "../../sandboxes/rewrite.js";
 import { usdAmount } from "../../../config/fields.js";
+import { agentPolicySchema } from "../../../config/tenant-schema.js";
 import { stateKeys } from "../../state/keys.js";
 import type { Actor } from "./actor.js";
 
@@ -34,10 +35,17 @@ export const mintRequest = z.discriminatedUnion("kind", [
     scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(),
     ttlSeconds: ttl,
   }),
-  z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl }),
+  // `policy` narrows what the holder may do within its tenant's policy (never wider: both apply; docs/agent-policies.md).
+  z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl, policy: agentPolicySchema.optional() }),
   // An agent's credential for the MCP endpoint (/mcp) and the rows its tools call: the tenant scopes it may act in, and
   // its own spend cap within the tenant's budget.
-  z.strictObject({ kind: z.literal("mcp"), scopes: nonEmptyUnique(MCP_SCOPES), cap: usdAmount, ttlSeconds: ttl }),
+  z.strictObject({
+    kind: z.literal("mcp"),
+    scopes: nonEmptyUnique(MCP_SCOPES),
+    cap: usdAmount,
+    ttlSeconds: ttl,
+    policy: agentPolicySchema.optional(),
+  }),
 ]);
 export type MintRequest = z.infer<typeof mintRequest>;
 
@@ -130,14 +138,30 @@ export async function mintKeylessToken(
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
     await refuseCapAboveBudget(services, tenant, cap);
-    minted = await services.tokens.mint({ tenant: tenant.id, kind: "mcp", scopes: req.scopes, cap, ttlSeconds, keyless: true });
+    minted = await services.tokens.mint({
+      tenant: tenant.id,
+      kind: "mcp",
+      scopes: req.scopes,
+      cap,
+      ttlSeconds,
+      keyless: true,
+      ...(req.policy ? { policy: req.policy } : {}),
+    });
     extra = { scopes: req.scopes, cap: atomicToUsd(cap), capAtomic: cap.toString(), mcp: `${origin}/mcp` };
   } else {
     requireScope(tenant, "search");
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
     await refuseCapAboveBudget(services, tenant, cap);
-    minted = await services.tokens.mint({ tenant: tenant.id, kind: "search", scopes: ["search"], cap, ttlSeconds, keyless: true });
+    minted = await services.tokens.mint({
+      tenant: tenant.id,
+      kind: "search",
+      scopes: ["search"],
+      cap,
+      ttlSeconds,
+      keyless: true,
+      ...(req.policy ? { policy: req.policy } : {}),
+    });
     extra = { scopes: ["search"], cap: atomicToUsd(cap), capAtomic: cap.toString() };
   }
   const exp = Math.floor(Date.parse(minted.expiresAt) / 1000);
