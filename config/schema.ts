@@ -3,6 +3,7 @@ import * as z from "zod";
 import { DestinationRules } from "../src/operators/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
 import { alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
+import { operatorsSchema } from "./operators-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -279,6 +280,8 @@ export const configSchema = z
         serviceName: z.string().min(1).default("tollgate"),
       })
       .default({ serviceName: "tollgate" }),
+    /** Sign-in through an identity provider (OIDC) or Cloudflare Access: docs/sign-in.md. */
+    operators: operatorsSchema,
     tenants: z.array(tenantSchema).default([]),
   })
   // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.

@@ -73,6 +73,7 @@ import { docsHandlers, type DocsAssets } from "./operators/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
+import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -152,6 +153,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     deps.secrets.metricsToken,
     deps.secrets.webhookSecret,
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
+    deps.secrets.oidcClientSecret,
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   const directory = new TenantDirectory(config.tenants, now);
@@ -191,6 +193,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     background: background.run.bind(background),
     onClose: (fn) => closers.push(fn),
     isMetricsToken: metricsTokenCheck(deps.secrets.metricsToken), // [the metrics token's one holder]
+    signIn: {
+      oidc: config.operators.oidc ? oidcSignIn(config.operators.oidc, deps.secrets.oidcClientSecret) : undefined, // [the OIDC client secret's one holder]
+      access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
+    },
   };
   services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]

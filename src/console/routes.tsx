@@ -39,7 +39,9 @@ import { ErrorPage, href, managesKeysOf, type Viewer } from "./pages/layout.js";
 import { OverviewPage } from "./pages/overview.js";
 import { TenantPage } from "./pages/tenant.js";
 import { AuditPage } from "./pages/audit.js";
-import { KeysPage, LedgerPage, LinkPage, LoginPage, ResourcesPage, TokensPage, type LedgerFilters } from "./pages/lists.js";
+import { KeysPage, LedgerPage, LinkPage, LoginPage, MovingOnPage, ResourcesPage, TokensPage, type LedgerFilters } from "./pages/lists.js";
+import { getCookie, setCookie, deleteCookie } from "hono/cookie";
+import { ACCESS_HEADER, actorOf, identityTenant, type PendingSignIn, type SignedInIdentity } from "../identity/sign-in.js";
 
 type ConsoleEnv = { Variables: { nonce: string; session: ConsoleSession; viewer: Viewer } };
 type C = Context<ConsoleEnv>;
@@ -201,8 +203,8 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
 
   // ---- sign-in: a key typed in the form, or a one-time link ------------------------------------------------------
   open["console.login.page"] = async (c) => {
-    if (await signedIn(c)) return c.redirect(href(""), 303);
-    return render(c, <LoginPage nonce={c.get("nonce")} />);
+    if ((await signedIn(c)) ?? (await accessSession(c))) return c.redirect(href(""), 303);
+    return render(c, <LoginPage nonce={c.get("nonce")} sso={!!services.signIn.oidc} />);
   };
 
   open["console.login"] = async (c) => {
@@ -212,7 +214,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
       tenant = await signInKey(services, key);
     } catch (err) {
       const message = err instanceof GatewayError && err.status === 401 ? err.message : "That key cannot sign in.";
-      return render(c, <LoginPage nonce={c.get("nonce")} message={message} />, 401);
+      return render(c, <LoginPage nonce={c.get("nonce")} message={message} sso={!!services.signIn.oidc} />, 401);
     }
     const keyHash = await hashTenantKey(key);
     await startSession(services, c, tenant.id, keyHash);
@@ -238,6 +240,79 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
     return c.redirect(href(""), 303);
   };
 
+  // ---- sign-in through the identity provider (OIDC authorization code + PKCE) or Cloudflare Access -----------------
+  const OIDC_COOKIE = "tollgate_oidc";
+  const OIDC_TTL_MS = 10 * 60_000;
+  const pendingKey = (state: string) => `console:oidc:${state}`;
+  const oidcClient = () => {
+    const oidc = services.signIn.oidc;
+    if (!oidc) throw new GatewayError(404, "not_found", "Sign-in through an identity provider is not configured here ([operators.oidc]).");
+    return oidc;
+  };
+  const callbackUri = (c: C) => `${publicOriginOf(c, services)}${href("/oidc/callback")}`;
+
+  /** A session for a person the provider (or Access) vouched for, with its role; an identity with no role gets none. */
+  async function signInIdentity(c: C, who: SignedInIdentity | undefined, sub: string, via: SignedInIdentity["via"]) {
+    const gc = asGatewayContext(c);
+    gc.set("actor", actorOf({ via, sub }));
+    if (!who) {
+      await record(c, "console.login.denied", `user:${actorOf({ via, sub })}`, { via, reason: "no_role" });
+      throw new GatewayError(403, "no_role", "Your account has no role in this gateway; ask an operator to map one of your groups.");
+    }
+    const tenant = identityTenant(directory, who);
+    if (!tenant) {
+      await record(c, "console.login.denied", `user:${actorOf(who)}`, { via, reason: "unknown_tenant", tenant: who.tenant });
+      throw new GatewayError(403, "no_role", `Your account names tenant "${who.tenant}", which is not live in this gateway.`);
+    }
+    const session = await startSession(services, c, tenant.id, "", who);
+    gc.set("tenant", tenant);
+    await record(c, "console.login", who.role === "tenant" ? `tenant:${tenant.id}` : `user:${actorOf(who)}`, { via, role: who.role });
+    return { session, tenant };
+  }
+
+  open["console.oidc.login"] = async (c) => {
+    const oidc = oidcClient();
+    const { url, pending } = await oidc.start(callbackUri(c));
+    await stores.kv.set(pendingKey(pending.state), JSON.stringify(pending), OIDC_TTL_MS);
+    // Lax: the provider's redirect back is a top-level GET from another site, which a Strict cookie would miss.
+    setCookie(c, OIDC_COOKIE, pending.state, {
+      path: href("/oidc"),
+      httpOnly: true,
+      sameSite: "Lax",
+      secure: callbackUri(c).startsWith("https:"),
+      maxAge: OIDC_TTL_MS / 1000,
+    });
+    return c.redirect(url, 302);
+  };
+
+  open["console.oidc.callback"] = async (c) => {
+    const oidc = oidcClient();
+    const state = getCookie(c, OIDC_COOKIE);
+    deleteCookie(c, OIDC_COOKIE, { path: href("/oidc") });
+    const raw = state && /^[A-Za-z0-9_-]{16,128}$/.test(state) ? await stores.kv.get(pendingKey(state)) : undefined;
+    const again = (message: string, status: 400 | 401) => render(c, <LoginPage nonce={c.get("nonce")} message={message} sso />, status);
+    if (!raw) return again("This sign-in expired or was started in another browser; sign in again.", 400);
+    await stores.kv.delete(pendingKey(state!)); // one use
+    let result: Awaited<ReturnType<typeof oidc.finish>>;
+    try {
+      result = await oidc.finish(new URL(c.req.url), JSON.parse(raw) as PendingSignIn);
+    } catch (err) {
+      if (err instanceof GatewayError && err.status === 401) return again(err.message, 401);
+      throw err;
+    }
+    const { tenant } = await signInIdentity(c, result.identity, result.sub, "oidc");
+    return render(c, <MovingOnPage nonce={c.get("nonce")} title="Signed in" message={`Signed in (${tenant.id}).`} to={href("")} />);
+  };
+
+  /** Cloudflare Access in front of the console: its signed header starts a session (once; the cookie then stands for it). */
+  async function accessSession(c: C): Promise<{ session: ConsoleSession; tenant: Tenant } | undefined> {
+    const access = services.signIn.access;
+    const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
+    if (!access || !assertion) return undefined;
+    const { sub, identity } = await access.verify(assertion);
+    return signInIdentity(c, identity, sub, "access");
+  }
+
   /**
    * The live session's viewer, or undefined, from the caller the chain's identify step read off the session cookie: a
    * session whose tenant is gone, disabled or no longer holds the key signed in with is ended here.
@@ -258,7 +333,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
   // ---- everything else needs a session (and, for a form, its token) ------------------------------------------------
   /** The session a page needs (set as the viewer), or the answer instead of the page: sign in first. */
   async function consoleSession(c: C): Promise<Response | undefined> {
-    const found = await signedIn(c);
+    const found = (await signedIn(c)) ?? (await accessSession(c));
     if (!found) {
       if (c.req.method === "GET" || c.req.method === "HEAD") return c.redirect(href("/login"), 303);
       throw new GatewayError(401, "unauthorized", "Your console session has ended; sign in again.");
@@ -267,7 +342,16 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
     const role = roleOf(tenant);
     c.set("session", session);
     asGatewayContext(c).set("tenant", tenant); // the actions below are audited under this tenant
-    c.set("viewer", { tenant: tenant.id, role, admin: role !== "tenant", canEdit: role === "admin", csrf: session.csrf });
+    const who = session.identity ? (session.identity.name ?? actorOf(session.identity)) : undefined;
+    if (session.identity) asGatewayContext(c).set("actor", actorOf(session.identity));
+    c.set("viewer", {
+      tenant: tenant.id,
+      role,
+      admin: role !== "tenant",
+      canEdit: role === "admin",
+      csrf: session.csrf,
+      ...(who ? { who } : {}),
+    });
     if (c.req.method === "POST") {
       const form = await formOf(c);
       if (!validFormToken(session, form._csrf))
@@ -280,7 +364,15 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
 
   pages["console.logout"] = async (c) => {
     await record(c, "console.logout", `tenant:${c.get("viewer").tenant}`);
-    await endSession(services, c, c.get("session"));
+    const session = c.get("session");
+    await endSession(services, c, session);
+    // Signed in through the provider: its own session ends too when it advertises an end_session_endpoint.
+    const oidc = services.signIn.oidc;
+    if (session.identity?.via === "oidc" && oidc) {
+      const back = `${publicOriginOf(c, services)}${oidc.config.postLogoutPath ?? href("/login")}`;
+      const url = await oidc.logoutUrl(back).catch(() => undefined);
+      if (url) return render(c, <MovingOnPage nonce={c.get("nonce")} title="Signed out" message="Signed out of the console." to={url} />);
+    }
     return c.redirect(href("/login"), 303);
   };
 

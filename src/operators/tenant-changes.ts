@@ -43,7 +43,7 @@ export async function audit(
 ) {
   await services.stores.audit.append({
     at: services.now(),
-    actor: c.get("tenant")?.id ?? "unknown",
+    actor: c.get("actor") ?? c.get("tenant")?.id ?? "unknown",
     action,
     target,
     requestId: c.get("requestId"),
