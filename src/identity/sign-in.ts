@@ -73,8 +73,11 @@ export function identityTenant(directory: Pick<TenantDirectory, "get">, who: Sig
     const t = who.tenant ? directory.get(who.tenant) : undefined;
     return t?.enabled ? t : undefined;
   }
-  return tenantSchema.parse({ id: actorOf(who), scopes: [who.role === "admin" ? "admin" : "operator-readonly"], keys: [] });
+  return { ...templateTenant(), id: actorOf(who), scopes: [who.role === "admin" ? "admin" : "operator-readonly"], keys: [] };
 }
+
+/** A tenant's defaults (no budget, no quotas) for an operator's stand-in; the placeholder key never leaves it. */
+const templateTenant = (): Tenant => tenantSchema.parse({ id: "operator", keys: [{ hash: `sha256:${"0".repeat(64)}` }] });
 
 /** Three base64url segments, the first a JSON header: a JWT (a tenant key or gateway token never looks like one). */
 export const looksLikeJwt = (s: string | undefined): s is string => !!s && /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(s);
@@ -238,8 +241,7 @@ export interface AccessSignIn {
 }
 
 /** The team domain as an origin: "myteam.cloudflareaccess.com" → https://myteam.cloudflareaccess.com. */
-export const accessOrigin = (teamDomain: string) =>
-  /^https?:\/\//.test(teamDomain) ? new URL(teamDomain).origin : `https://${teamDomain}`;
+const accessOrigin = (teamDomain: string) => (/^https?:\/\//.test(teamDomain) ? new URL(teamDomain).origin : `https://${teamDomain}`);
 
 /** Cloudflare Access's signed JWT, verified against `<team domain>/cdn-cgi/access/certs` (keys cached and refreshed by jose). */
 export function accessSignIn(config: AccessConfig, fallback?: Pick<OidcConfig, "roles" | "tenantClaim">): AccessSignIn {
