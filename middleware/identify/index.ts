@@ -14,7 +14,7 @@ import { roleOf } from "../../src/identity/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
 import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.js";
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
-import { ACCESS_HEADER, actorOf, identityTenant, looksLikeJwt } from "../../src/identity/sign-in.js";
+import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";
 import { getCookie } from "hono/cookie";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
@@ -286,7 +286,7 @@ async function identityCaller(
   const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
   let verified: Awaited<ReturnType<NonNullable<typeof oidc>["verifyBearer"]>> | undefined;
   if (access && assertion) verified = await access.verify(assertion);
-  else if (oidc?.config.apiBearer && looksLikeJwt(presented) && !c.req.header("x-api-key")) verified = await oidc.verifyBearer(presented);
+  else if (oidc?.config.apiBearer && looksLikeProviderJwt(presented) && !c.req.header("x-api-key")) verified = await oidc.verifyBearer(presented);
   if (!verified) return undefined;
   const who = verified.identity;
   if (!who) throw new GatewayError(403, "no_role", "This identity maps to no role in this gateway (see [operators.oidc.roles]).");

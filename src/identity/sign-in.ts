@@ -4,7 +4,7 @@
 // operator-readonly, tenant) come from the configured claim mappings; an identity no mapping matches gets nothing.
 // Web standards only (fetch, WebCrypto): it runs on Workers. The client secret lives in this closure and nowhere else.
 import * as oauth from "oauth4webapi";
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from "jose";
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
 import type { AccessConfig, OidcConfig, RoleMapping } from "../../config/operators-schema.js";
 import { tenantSchema } from "../../config/tenant-schema.js";
 import { GatewayError } from "../errors.js";
@@ -79,8 +79,19 @@ export function identityTenant(directory: Pick<TenantDirectory, "get">, who: Sig
 /** A tenant's defaults (no budget, no quotas) for an operator's stand-in; the placeholder key never leaves it. */
 const templateTenant = (): Tenant => tenantSchema.parse({ id: "operator", keys: [{ hash: `sha256:${"0".repeat(64)}` }] });
 
-/** Three base64url segments, the first a JSON header: a JWT (a tenant key or gateway token never looks like one). */
-export const looksLikeJwt = (s: string | undefined): s is string => !!s && /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(s);
+/**
+ * A JWT signed with a public-key algorithm: what a provider issues. The gateway's own tokens are JWTs too, but HMAC
+ * (HS256), and are left to the token checks.
+ */
+export function looksLikeProviderJwt(s: string | undefined): s is string {
+  if (!s || !/^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(s)) return false;
+  try {
+    const { alg } = decodeProtectedHeader(s);
+    return typeof alg === "string" && /^(RS|PS|ES|Ed)/.test(alg);
+  } catch {
+    return false;
+  }
+}
 
 const subjectOf = (claims: JWTPayload): string => {
   if (typeof claims.sub !== "string" || !claims.sub || claims.sub.length > 255)

@@ -67,7 +67,7 @@ describe("OIDC sign-in against a real provider", () => {
     });
     gw = await startTestGateway(
       {
-        server: { logLevel: "error" },
+        server: { logLevel: "debug" },
         upstream: { baseUrl: emu.controlUrl },
         operators: {
           oidc: {
@@ -193,8 +193,22 @@ describe("OIDC sign-in against a real provider", () => {
       .sign(privateKey);
     const refused = await admin("GET", "/tenants", { authorization: `Bearer ${forged}` });
     expect([refused.status, refused.json.code]).toEqual([401, "invalid_identity_token"]);
+    // An HMAC JWT (the shape of the gateway's own tokens) is not taken for the provider's: the key check refuses it.
+    const hmac = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").sign(new Uint8Array(32));
+    const asKey = await admin("GET", "/tenants", { authorization: `Bearer ${hmac}` });
+    expect(asKey.status).toBe(401);
+    expect(asKey.json.code).not.toBe("invalid_identity_token");
     // Keys stay for automation.
     expect((await admin("GET", "/tenants", { "x-api-key": opsKey })).status).toBe(200);
+  });
+
+  it("logs no client secret, code, ID token or session id", async () => {
+    const text = gw.logs.join("\n");
+    expect(text.length).toBeGreaterThan(0);
+    expect(text).not.toContain(idp.clientSecret);
+    expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/);
+    expect(text).not.toMatch(/[?&]code=/);
+    expect(text).not.toMatch(/tollgate_console=/);
   });
 
   it("refuses a callback it did not start and a tampered state without a crash", async () => {
@@ -208,6 +222,31 @@ describe("OIDC sign-in against a real provider", () => {
     const bad = await browser.follow(consoleUrl(`/oidc/callback?code=abc&state=not-${auth.searchParams.get("state")}`));
     expect(bad.status).toBe(401);
     expect(bad.html).toContain("Sign-in with the identity provider failed");
+  });
+});
+
+describe("a provider that cannot be reached", () => {
+  it("answers 502 identity_provider_unavailable (a page on the console, JSON on the admin API), never a 500", async () => {
+    const gw = await startTestGateway(
+      {
+        server: { logLevel: "error" },
+        upstream: { baseUrl: "http://127.0.0.1:9" },
+        operators: { oidc: { issuer: "http://127.0.0.1:9/realms/x", clientId: "c", roles: ROLES } },
+        tenants: [],
+      },
+      { tokenSecret: randomBytes(32).toString("hex") },
+    );
+    try {
+      const page = await fetch(`${gw.url}/_tollgate/console/oidc/login`, { redirect: "manual" });
+      expect(page.status).toBe(502);
+      expect(await page.text()).toContain("identity provider could not be reached");
+      const { privateKey } = await generateKeyPair("ES256");
+      const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject("x").sign(privateKey);
+      const api = await fetch(`${gw.url}/_tollgate/admin/tenants`, { headers: { authorization: `Bearer ${jwt}` } });
+      expect([api.status, ((await api.json()) as { code: string }).code]).toEqual([502, "identity_provider_unavailable"]);
+    } finally {
+      await gw.close();
+    }
   });
 });
 
