@@ -286,7 +286,8 @@ async function identityCaller(
   const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
   let verified: Awaited<ReturnType<NonNullable<typeof oidc>["verifyBearer"]>> | undefined;
   if (access && assertion) verified = await access.verify(assertion);
-  else if (oidc?.config.apiBearer && looksLikeProviderJwt(presented) && !c.req.header("x-api-key")) verified = await oidc.verifyBearer(presented);
+  else if (oidc?.config.apiBearer && looksLikeProviderJwt(presented) && !c.req.header("x-api-key"))
+    verified = await oidc.verifyBearer(presented);
   if (!verified) return undefined;
   const who = verified.identity;
   if (!who) throw new GatewayError(403, "no_role", "This identity maps to no role in this gateway (see [operators.oidc.roles]).");
