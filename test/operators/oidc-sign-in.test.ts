@@ -5,16 +5,15 @@
 // no session); an operator-readonly group reads only; logout ends the session and the provider's (RP-initiated). The
 // admin API takes the provider's JWT as a bearer. Cloudflare Access's signed header is checked against a JWKS served
 // from 127.0.0.1.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { generateKeyPair, importJWK, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { roleFromClaims } from "../../src/identity/sign-in.js";
 import { parseConfig } from "../../config/load.js";
 import { startTestGateway } from "../helpers/gateway.js";
+import { startAccessCerts } from "../helpers/access-certs.js";
 import { formIn, HttpBrowser, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
 
 type Running = Awaited<ReturnType<typeof startTestGateway>>;
@@ -285,34 +284,27 @@ describe("role mapping and config", () => {
 });
 
 describe("Cloudflare Access's signed header (JWKS served from 127.0.0.1)", () => {
-  let certs: Server;
+  let certs: Awaited<ReturnType<typeof startAccessCerts>>;
   let gw: Running;
-  let team = "";
   let sign: (claims: Record<string, unknown>, aud?: string) => Promise<string>;
   const AUD = "a1b2c3d4e5f6";
 
   beforeAll(async () => {
-    const { privateKey, publicKey } = await generateKeyPair("RS256");
-    const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: "access-1", alg: "RS256", use: "sig" }] };
-    certs = createServer((req, res) => {
-      res.writeHead(req.url === "/cdn-cgi/access/certs" ? 200 : 404, { "content-type": "application/json" });
-      res.end(req.url === "/cdn-cgi/access/certs" ? JSON.stringify(jwks) : "{}");
-    });
-    await new Promise<void>((resolve) => certs.listen(0, "127.0.0.1", resolve));
-    team = `http://127.0.0.1:${(certs.address() as AddressInfo).port}`;
+    certs = await startAccessCerts();
+    const key = await importJWK(certs.privateJwk, "RS256");
     sign = (claims, aud = AUD) =>
       new SignJWT(claims)
         .setProtectedHeader({ alg: "RS256", kid: "access-1" })
-        .setIssuer(team)
+        .setIssuer(certs.teamDomain)
         .setAudience(aud)
         .setSubject(String(claims.sub))
         .setExpirationTime("5m")
-        .sign(privateKey);
+        .sign(key);
     gw = await startTestGateway(
       {
         server: { logLevel: "error" },
         upstream: { baseUrl: "http://127.0.0.1:9" },
-        operators: { access: { teamDomain: team, aud: AUD, roles: ROLES } },
+        operators: { access: { teamDomain: certs.teamDomain, aud: AUD, roles: ROLES } },
         tenants: [{ id: "acme", keys: [{ hash: await hashTenantKey(generateTenantKey()) }] }],
       },
       { tokenSecret: randomBytes(32).toString("hex") },
@@ -321,7 +313,7 @@ describe("Cloudflare Access's signed header (JWKS served from 127.0.0.1)", () =>
   afterAll(async () => {
     if (process.env.OIDC_TEST_LOGS) console.error(gw?.logs.join("\n"));
     await gw?.close();
-    await new Promise((resolve) => certs?.close(resolve));
+    await certs?.close();
   });
 
   const get = (path: string, assertion?: string) =>
