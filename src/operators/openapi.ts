@@ -57,7 +57,7 @@ function routes(): RouteConfig[] {
     ...r,
     path: `${P}/admin${r.path}`,
     tags: ["admin"],
-    security: tenantKey,
+    security: [...tenantKey, { identityProvider: [] }],
     responses: { ...errors, ...r.responses },
   });
   return [
@@ -375,6 +375,13 @@ export function openApiDocument(publicOrigin?: string) {
     type: "http",
     scheme: "bearer",
     description: "A tenant key as `Authorization: Bearer <key>`",
+  });
+  registry.registerComponent("securitySchemes", "identityProvider", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "With [operators.oidc]: a JWT of the identity provider (its role from the configured mappings), or Cloudflare Access's Cf-Access-Jwt-Assertion header with [operators.access] (docs/sign-in.md)",
   });
   registry.registerComponent("securitySchemes", "metricsToken", {
     type: "http",
