@@ -66,5 +66,5 @@ export interface GatewayServices {
   /** Whether a bearer is the TOLLGATE_METRICS_TOKEN (src/identity/caller.ts's metricsTokenCheck; the token stays there). */
   isMetricsToken?: (bearer: string) => boolean;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
-  signIn: { oidc?: OidcSignIn; access?: AccessSignIn };
+  signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

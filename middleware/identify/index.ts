@@ -282,7 +282,7 @@ async function identityCaller(
   c: Context<GatewayEnv>,
   presented: string | undefined,
 ): Promise<Caller | undefined> {
-  const { oidc, access } = services.signIn;
+  const { oidc, access } = services.signIn ?? {};
   const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
   let verified: Awaited<ReturnType<NonNullable<typeof oidc>["verifyBearer"]>> | undefined;
   if (access && assertion) verified = await access.verify(assertion);

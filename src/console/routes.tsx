@@ -204,7 +204,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
   // ---- sign-in: a key typed in the form, or a one-time link ------------------------------------------------------
   open["console.login.page"] = async (c) => {
     if ((await signedIn(c)) ?? (await accessSession(c))) return c.redirect(href(""), 303);
-    return render(c, <LoginPage nonce={c.get("nonce")} sso={!!services.signIn.oidc} />);
+    return render(c, <LoginPage nonce={c.get("nonce")} sso={!!services.signIn?.oidc} />);
   };
 
   open["console.login"] = async (c) => {
@@ -214,7 +214,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
       tenant = await signInKey(services, key);
     } catch (err) {
       const message = err instanceof GatewayError && err.status === 401 ? err.message : "That key cannot sign in.";
-      return render(c, <LoginPage nonce={c.get("nonce")} message={message} sso={!!services.signIn.oidc} />, 401);
+      return render(c, <LoginPage nonce={c.get("nonce")} message={message} sso={!!services.signIn?.oidc} />, 401);
     }
     const keyHash = await hashTenantKey(key);
     await startSession(services, c, tenant.id, keyHash);
@@ -245,7 +245,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
   const OIDC_TTL_MS = 10 * 60_000;
   const pendingKey = (state: string) => `console:oidc:${state}`;
   const oidcClient = () => {
-    const oidc = services.signIn.oidc;
+    const oidc = services.signIn?.oidc;
     if (!oidc) throw new GatewayError(404, "not_found", "Sign-in through an identity provider is not configured here ([operators.oidc]).");
     return oidc;
   };
@@ -306,7 +306,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
 
   /** Cloudflare Access in front of the console: its signed header starts a session (once; the cookie then stands for it). */
   async function accessSession(c: C): Promise<{ session: ConsoleSession; tenant: Tenant } | undefined> {
-    const access = services.signIn.access;
+    const access = services.signIn?.access;
     const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
     if (!access || !assertion) return undefined;
     const { sub, identity } = await access.verify(assertion);
@@ -367,7 +367,7 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
     const session = c.get("session");
     await endSession(services, c, session);
     // Signed in through the provider: its own session ends too when it advertises an end_session_endpoint.
-    const oidc = services.signIn.oidc;
+    const oidc = services.signIn?.oidc;
     if (session.identity?.via === "oidc" && oidc) {
       const back = `${publicOriginOf(c, services)}${oidc.config.postLogoutPath ?? href("/login")}`;
       const url = await oidc.logoutUrl(back).catch(() => undefined);
