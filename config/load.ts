@@ -19,6 +19,8 @@ export interface Secrets {
   metricsToken?: string;
   /** Secret that signs alert webhooks (TOLLGATE_WEBHOOK_SECRET); receivers check the `tollgate-signature` header. */
   webhookSecret?: string;
+  /** The user PIN of the PKCS#11 token holding the wallet key (TOLLGATE_PKCS11_PIN), with `[wallet] signer = "pkcs11"`. */
+  pkcs11Pin?: string;
   /** The OIDC client's secret, read from where [operators.oidc] says (clientSecretEnv or clientSecretFile). */
   oidcClientSecret?: string;
 }
@@ -30,6 +32,7 @@ export const SECRET_ENV = {
   tokenSecrets: "TOLLGATE_TOKEN_SECRETS",
   metricsToken: "TOLLGATE_METRICS_TOKEN",
   webhookSecret: "TOLLGATE_WEBHOOK_SECRET",
+  pkcs11Pin: "TOLLGATE_PKCS11_PIN",
 } as const;
 
 const KID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -169,6 +172,7 @@ export function secretsFromEnv(env: Record<string, string | undefined>): Secrets
     ...(tokenSecrets ? { tokenSecrets } : {}),
     metricsToken: metricsToken || undefined,
     webhookSecret: env[SECRET_ENV.webhookSecret] || undefined,
+    pkcs11Pin: env[SECRET_ENV.pkcs11Pin] || undefined,
   };
 }
 

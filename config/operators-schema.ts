@@ -13,7 +13,9 @@ const claimMatch = z
 /** Which claims give which role: the first role (admin, then operator-readonly, then tenant) with a match wins. */
 export const roleMappingSchema = z
   .strictObject({
+    /** `"<claim>:<value>"` rules giving the admin role, e.g. "groups:platform-admins". */
     admin: z.array(claimMatch).default([]),
+    /** Rules giving operator-readonly: every tenant seen, nothing changed. */
     "operator-readonly": z.array(claimMatch).default([]),
     /** A tenant user also needs `tenantClaim`, naming an existing tenant. */
     tenant: z.array(claimMatch).default([]),
@@ -34,6 +36,7 @@ export const oidcSchema = z
       (s) => new URL(s).protocol === "https:" || ["127.0.0.1", "localhost", "[::1]"].includes(new URL(s).hostname),
       { error: "expected an https issuer (http: only for 127.0.0.1 or localhost)" },
     ),
+    /** The client id registered at the provider for Tollgate (redirect URI `<public origin>/_tollgate/console/oidc/callback`). */
     clientId: z.string({ error: "expected the client id registered at the provider" }).min(1),
     /** Where the client secret is: an environment variable's name (Node and Workers) … */
     clientSecretEnv: z
@@ -42,6 +45,7 @@ export const oidcSchema = z
       .optional(),
     /** … or a file (Node: Kubernetes/Docker secrets). Neither: a public client (PKCE only). */
     clientSecretFile: z.string().min(1).optional(),
+    /** The scopes asked for; "openid" is required, add the one your provider needs for groups. */
     scopes: z
       .array(z.string().regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, { error: "expected a scope name" }))
       .default(["openid", "profile", "email"]),
@@ -50,6 +54,7 @@ export const oidcSchema = z
     tenantClaim: claimName.default("tenant"),
     /** The admin API takes `Authorization: Bearer <JWT>` from this issuer with this audience (default: clientId). */
     apiBearer: z.boolean().default(true),
+    /** The audience a bearer JWT must carry on the admin API (default: clientId, i.e. ID tokens of this client). */
     apiAudience: z.string().min(1).optional(),
     /** Where the provider sends the browser back after RP-initiated logout (default: the console's sign-in page). */
     postLogoutPath: z
@@ -84,6 +89,7 @@ export const accessSchema = z.strictObject({
   aud: z.string({ error: "expected the Access application's AUD tag" }).min(1),
   /** Role mapping for Access users; default: the same as [operators.oidc.roles]. */
   roles: roleMappingSchema.optional(),
+  /** The claim naming a tenant user's tenant; default: [operators.oidc]'s, else "tenant". */
   tenantClaim: claimName.optional(),
 });
 

@@ -112,6 +112,41 @@ export const configSchema = z
         minWalletBalance: usdAmount.default("1.00"),
       })
       .default({ enabled: true, rpc: {}, reconcileIntervalSeconds: 30, minWalletBalance: "1.00" }),
+    /**
+     * What holds the wallet's key (docs/signers.md). "local": TOLLGATE_WALLET_KEY in the gateway's environment.
+     * "pkcs11": a secp256k1 key generated inside an HSM token (SoftHSM, YubiHSM, CloudHSM, Luna…) that never leaves it;
+     * the gateway holds the token's PIN (TOLLGATE_PKCS11_PIN) and no key; Node only. "remote": `tollgate signer serve`
+     * in its own process, with its own limits, over a Unix socket; the gateway holds nothing; Node only.
+     */
+    wallet: z
+      .strictObject({
+        signer: z.enum(["local", "pkcs11", "remote"], { error: 'expected "local", "pkcs11" or "remote"' }).default("local"),
+        pkcs11: z
+          .strictObject({
+            /** The PKCS#11 module (shared library) of the HSM. */
+            module: z.string().min(1).default("/usr/lib/softhsm/libsofthsm2.so"),
+            /** The label of the token (slot) holding the key. */
+            tokenLabel: z.string({ error: "expected the token's label" }).min(1),
+            /** The CKA_LABEL of the key pair (`tollgate signer keygen --label` makes one). */
+            keyLabel: z.string().min(1).default("tollgate-wallet"),
+          })
+          .optional(),
+        remote: z
+          .strictObject({
+            /** The Unix socket `tollgate signer serve --socket` listens on. */
+            socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer.sock"' }).min(1),
+          })
+          .optional(),
+      })
+      .default({ signer: "local" })
+      .refine((w) => w.signer !== "remote" || !!w.remote, {
+        error: 'required when wallet.signer is "remote": [wallet.remote] socket = "/run/tollgate/signer.sock"',
+        path: ["remote"],
+      })
+      .refine((w) => w.signer !== "pkcs11" || !!w.pkcs11, {
+        error: 'required when wallet.signer is "pkcs11": [wallet.pkcs11] tokenLabel = "…" (module and keyLabel have defaults)',
+        path: ["pkcs11"],
+      }),
     cache: z
       .strictObject({
         enabled: z.boolean().default(true),
@@ -228,6 +263,12 @@ export const configSchema = z
           .positive()
           .max(7 * 24 * 60)
           .default(60),
+        /**
+         * The most an upstream report may come to, as a multiple of the hold (or of the price table's estimate, when
+         * larger). A report above it, negative, not finite or not a number is refused: the hold settles to the
+         * estimate, the ledger entry names why (`refusedReport`) and one `credits.report_refused` alert is raised.
+         */
+        maxReportMultiple: z.number({ error: "expected a whole number like 10" }).int().min(1).max(1_000_000).default(10),
       })
       .default({
         enabled: true,
@@ -237,6 +278,7 @@ export const configSchema = z
         usdPerCredit: "0.001",
         driftAlertUsd: "1.00",
         lateUsageMinutes: 60,
+        maxReportMultiple: 10,
       }),
     alerts: z
       .strictObject({

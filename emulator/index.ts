@@ -45,6 +45,8 @@ export interface ReceivedRequest {
 export interface EmulatorHandle {
   controlUrl: string;
   runtimeUrl: string;
+  /** Where presigned uploads go (object storage, a host of its own). */
+  storageUrl: string;
   apiKey: string;
   chain?: ChainHandle;
   modules: EmulatorModule[];
@@ -78,11 +80,13 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   guardDir(stateDir);
   let controlOrigin = "";
   let runtimeOrigin = "";
+  let storageOrigin = "";
   const log = opts.log ?? (() => {});
   const ctx: EmulatorContext = {
     apiKey,
     controlOrigin: () => controlOrigin,
     runtimeOrigin: () => runtimeOrigin,
+    storageOrigin: () => storageOrigin,
     tokenSecret: randomBytes(32),
     runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds ?? 900,
     stateDir,
@@ -144,6 +148,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
 
   const control = new Hono();
   const runtime = new Hono();
+  const storage = new Hono();
   const received: ReceivedRequest[] = [];
   if (opts.record) {
     for (const app of [control, runtime])
@@ -156,8 +161,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   for (const m of modules) {
     if (m.control) control.route("/", m.control);
     if (m.runtime) runtime.route("/", m.runtime);
+    if (m.storage) storage.route("/", m.storage);
   }
-  for (const app of [control, runtime]) {
+  for (const app of [control, runtime, storage]) {
     app.notFound(() => jsonError(404, "Not found", "not_found"));
     app.onError((err) => {
       log("emulator.error", { error: String(err?.stack ?? err) });
@@ -167,6 +173,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
 
   const controlServer = createServer(getRequestListener(control.fetch));
   const runtimeServer = createServer(getRequestListener(runtime.fetch));
+  const storageServer = createServer(getRequestListener(storage.fetch));
   const refuseUpgrade = (socket: import("node:stream").Duplex) => {
     socket.end(
       "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n" +
@@ -183,14 +190,17 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   });
   const cp = await listen(controlServer, host, opts.controlPort ?? 0);
   const rp = await listen(runtimeServer, host, opts.runtimePort ?? 0);
+  const sp = await listen(storageServer, host, 0);
   controlOrigin = `http://${host}:${cp}`;
   runtimeOrigin = `http://${host}:${rp}`;
+  storageOrigin = `http://${host}:${sp}`;
   log("emulator.ready", { control: controlOrigin, runtime: runtimeOrigin });
 
   let closed = false;
   return {
     controlUrl: controlOrigin,
     runtimeUrl: runtimeOrigin,
+    storageUrl: storageOrigin,
     apiKey,
     chain,
     modules,
@@ -204,9 +214,11 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
       const serversClosed = Promise.all([
         new Promise((r) => controlServer.close(() => r(null))),
         new Promise((r) => runtimeServer.close(() => r(null))),
+        new Promise((r) => storageServer.close(() => r(null))),
       ]);
       controlServer.closeAllConnections?.();
       runtimeServer.closeAllConnections?.();
+      storageServer.closeAllConnections?.();
       await closeAll();
       await serversClosed;
     },

@@ -1,8 +1,9 @@
-// The team behind the emulator's API key: its id, and its credit balance at /api/team/credit-info.
+// The team behind the emulator's API key: its id, and its credit balance at /api/team/credit-info, in whole credits
+// (both SDKs' models: Python's TeamCreditInfo takes integers only, Node's numbers): the usage is the meter's running
+// total rounded up, a started credit counting as used, and what remains is the limit less that.
 import { Hono } from "hono";
 import { requireApiKey } from "./auth.js";
 import type { EmulatorContext, EmulatorModule } from "./types.js";
-import { roundCredits } from "./credits.js";
 
 /** The one team the emulator's API key belongs to. */
 export const TEAM_ID = "team_emulator";
@@ -23,8 +24,9 @@ export function createTeamModule(ctx: EmulatorContext, opts: { limit?: number; u
   const control = new Hono();
   control.use("/api/team/*", requireApiKey(ctx));
   control.get("/api/team/credit-info", (c) => {
-    const used = usage();
-    return c.json({ usage: used, limit, remaining: roundCredits(Math.max(0, limit - used)) } satisfies TeamCreditInfo);
+    // The meter keeps thousandths; a hair above a whole number from float sums (3.0000000001) is that number.
+    const used = Math.ceil(Math.round(usage() * 1000) / 1000);
+    return c.json({ usage: used, limit, remaining: Math.max(0, limit - used) } satisfies TeamCreditInfo);
   });
   return { name: "team", control, async close() {} };
 }

@@ -16,6 +16,11 @@ export interface EmulatorContext {
   controlOrigin(): string;
   /** Runtime-plane origin, e.g. `http://127.0.0.1:41235` (no trailing slash). */
   runtimeOrigin(): string;
+  /**
+   * Object-storage origin, e.g. `http://127.0.0.1:41236`: presigned upload URLs (image builds) point here, a host of its
+   * own as a real service's storage bucket is, never the API's.
+   */
+  storageOrigin(): string;
   /** Secret used to sign emulator-issued tokens (runtime tokens, CDP tokens, presigned URLs). */
   tokenSecret: Uint8Array;
   /** Runtime token lifetime in seconds (tests set it down to a few seconds). */
@@ -36,6 +41,8 @@ export interface EmulatorModule {
   control?: Hono<any>;
   /** Routes on the runtime listener (`/sandbox/<id>/...`, exposed ports by Host). */
   runtime?: Hono<any>;
+  /** Routes on the storage listener (presigned object uploads: their URL carries its own credential). */
+  storage?: Hono<any>;
   /** WebSocket upgrades on the control listener; return true when handled. */
   upgradeControl?: UpgradeHandler;
   /** WebSocket upgrades on the runtime listener; return true when handled. */

@@ -14,14 +14,14 @@ import { requireOwner } from "./owner/index.js";
 import { refuseMethodOverride } from "./method-override/index.js";
 import { meterCredits } from "./meter/index.js";
 import { series } from "./series/index.js";
-import type { RowHandler } from "../src/routing/handlers.js";
+import type { Handlers, RowHandler } from "../src/routing/handlers.js";
 import { methodsOf, ROUTES, type RouteRow } from "../src/routing/table.js";
 import { tracedStep, type Tracer } from "../src/telemetry/tracing.js";
 
 export function mountRouteTable(
   app: Hono<GatewayEnv>,
   services: GatewayServices,
-  handlers: Record<string, RowHandler>,
+  handlers: Handlers,
   rows: readonly RouteRow[] = ROUTES,
 ): void {
   const limited = rateLimit(services);
@@ -33,8 +33,8 @@ export function mountRouteTable(
     // middleware/request-id): each closes a series of Hono's chain (shared()).
     const after = new Set<MiddlewareHandler<GatewayEnv>>();
     if (row.bodyLimit) chain.push(limitBody(row.bodyLimit, services.platform));
-    // The runtime plane is the hot path and is bounded by its sandbox; tenant rate limits apply to the control plane.
-    if (!row.path.startsWith("/sandbox/")) chain.push(limited);
+    // The row says whether the tenant's rate limit applies (the runtime plane's do not: bounded by their sandbox).
+    if (row.rateLimited !== false) chain.push(limited);
     const owner = requireOwner(services, row);
     if (owner) chain.push(owner);
     const body = checkBody(services, row);

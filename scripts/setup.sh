@@ -22,6 +22,12 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # (apt does not start lxcfs here; the emulator runs its own.) openssl (above) also signs the local web's TLS key.
 [ -x /usr/bin/lxcfs ] || need+=(lxcfs)
 [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || need+=(e2fsprogs)
+# softhsm2: a real PKCS#11 token for the HSM wallet signer's tests (test/payments/pkcs11-signer.test.ts); g++, make and
+# python3 build the optional pkcs11js addon at npm ci (node-gyp, against Debian's Node headers: no download).
+command -v softhsm2-util >/dev/null 2>&1 || need+=(softhsm2)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} with apt-get…"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
@@ -44,7 +50,20 @@ if ! command -v promtool >/dev/null 2>&1; then
   rm -rf "$tmp"
 fi
 
+# python3 with pydantic 2: the Python SDK's models (its snapshot in ../shared/reference/python-sdk) are read and run
+# by test/python/*.py (docs/sdk-drift.md). The machine image has pydantic 2 (PyPI is out of reach; Debian's is 1.10):
+# without it, it is installed from the image's local wheel store when there is one, else those tests fail naming it.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import pydantic, sys; sys.exit(0 if pydantic.VERSION.startswith("2") else 1)' 2>/dev/null; then
+  if [ -d /opt/pypi/files ] && python3 -m pip install -q --no-index --find-links /opt/pypi/files 'pydantic>=2,<3' 2>/dev/null; then
+    echo "setup: pydantic $(python3 -c 'import pydantic; print(pydantic.VERSION)') from the local wheel store"
+  else
+    echo "setup: python3 has no pydantic 2; the Python SDK tests (test/gateway/python-*.test.ts) will fail naming it"
+  fi
+fi
+
 # Never --omit=optional: workerd, anvil, esbuild and node-pty ship their binaries as optional platform packages.
+# node-gyp builds native addons against the installed Node's headers instead of downloading them (no network here).
+[ -f /usr/include/node/node.h ] && export npm_config_nodedir=/usr
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci…"
   npm ci --no-audit --no-fund

@@ -11,7 +11,7 @@
 //     → anything else: 404 route_not_fronted
 import { Hono, type Context, type ExecutionContext } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
-import type { Secrets } from "../config/load.js";
+import { ConfigError, type Secrets } from "../config/load.js";
 import type { GatewayEnv } from "./context.js";
 import { errorResponse, GatewayError } from "./errors.js";
 import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
@@ -46,11 +46,12 @@ import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
 import { PaymentSigner } from "./payments/signer.js";
+import { localWalletSigner, type WalletSigner } from "./payments/wallet-signer.js";
 import { normalisingFetch } from "../middleware/normalize/index.js";
 import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { series } from "../middleware/series/index.js";
-import { commonHandlers, type RowHandler } from "./routing/handlers.js";
+import { commonHandlers, type Handlers } from "./routing/handlers.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
@@ -100,6 +101,11 @@ export interface GatewayDeps {
   docsAssets?: DocsAssets;
   /** Alert webhooks; the Node entry passes one that checks the resolved address and connects to it. */
   webhookSender?: GatewayServices["webhookSender"];
+  /**
+   * What holds the wallet's key when it is not the local TOLLGATE_WALLET_KEY (`[wallet] signer`): the Node entry opens
+   * a PKCS#11 token (src/platform/node/pkcs11-signer.ts). The gateway closes it when it closes.
+   */
+  walletSigner?: WalletSigner;
 }
 
 export interface Gateway {
@@ -140,6 +146,23 @@ function subrequestEnv(env: unknown): unknown {
   return rest;
 }
 
+/**
+ * The signer `[wallet] signer` names: the local key (TOLLGATE_WALLET_KEY) or one the entry opened (deps.walletSigner);
+ * none when no key is configured (paid calls answer 503). @throws ConfigError when the two disagree.
+ */
+function paymentSignerOf(config: TollgateConfig, deps: GatewayDeps): PaymentSigner | undefined {
+  const kind = config.wallet.signer;
+  if (kind === "local") return deps.secrets.walletKey ? new PaymentSigner(localWalletSigner(deps.secrets.walletKey)) : undefined;
+  if (deps.secrets.walletKey)
+    throw new ConfigError(
+      [`TOLLGATE_WALLET_KEY: set, but wallet.signer is "${kind}": the key lives in the signer; unset it`],
+      "environment",
+    );
+  if (!deps.walletSigner || deps.walletSigner.kind !== kind)
+    throw new ConfigError([`wallet.signer: "${kind}" is opened by the Node entry (tollgate start); this runtime cannot`], "configuration");
+  return new PaymentSigner(deps.walletSigner);
+}
+
 function randomSecret(): string {
   return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -152,6 +175,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     deps.secrets.tokenSecret,
     deps.secrets.metricsToken,
     deps.secrets.webhookSecret,
+    deps.secrets.pkcs11Pin,
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
     deps.secrets.oidcClientSecret,
   );
@@ -200,7 +224,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   };
   services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
-  const signer = deps.secrets.walletKey ? new PaymentSigner(deps.secrets.walletKey) : undefined; // [the wallet key's one holder]
+  const signer = paymentSignerOf(config, deps); // [the wallet key's one holder, or the signer that holds it elsewhere]
+  const wallet = deps.walletSigner;
+  if (wallet?.close) closers.push(() => wallet.close!());
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
 
   // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.
@@ -255,11 +281,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   // The console's rows, on a sub-app that answers with the console's own pages (its errors, headers, origin check).
   const isPage = (r: RouteRow) => r.auth.includes("console");
   const [pageRows, tableRows] = [ROUTES.filter(isPage), ROUTES.filter((r) => !isPage(r))];
-  const mountPages = (pages: Hono<GatewayEnv>, handlers: Record<string, RowHandler>) =>
-    mountRouteTable(pages, services, handlers, pageRows);
+  const mountPages = (pages: Hono<GatewayEnv>, handlers: Handlers) => mountRouteTable(pages, services, handlers, pageRows);
   app.route("/", consolePages(services, mountPages)); // [mount: the operator console's rows, its own pages]
   const common = commonHandlers(services);
-  const rowHandlers: Record<string, RowHandler> = {
+  const rowHandlers: Handlers = {
     // The gateway's own rows (src/routing/own-rows.ts)
     ...ownHandlers,
     ...operatorHandlers(services), // admin API and /openapi.json

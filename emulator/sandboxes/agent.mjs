@@ -200,6 +200,88 @@ const ops = {
   },
 };
 
+/** Directories one recursive watch follows at most (each is an inotify watch). */
+const MAX_WATCHED_DIRS = 4096;
+
+/**
+ * Watches `root` (and, when `recursive`, every directory under it) with one non-recursive fs.watch per directory.
+ * Node 20's own recursive watch on Linux misses events in subdirectories (a file created and written there may show
+ * its create but not its write); here a directory that appears is watched as soon as it is seen, and what it already
+ * holds by then is reported (create, and write for a file with content) so nothing written before the watch
+ * attached goes unsaid. Events: create, write, remove, rename (a name seen before that reappears).
+ */
+function watchTree(root, recursive, emit) {
+  const watchers = new Map();
+  const seen = new Set();
+  let onError = () => {};
+  let closed = false;
+  const report = (full, op) => {
+    if (op === "remove") seen.delete(full);
+    else seen.add(full);
+    emit(full, op);
+  };
+  const change = (dir, kind, name) => {
+    const full = path.join(dir, name);
+    fs.lstat(full, (err, st) => {
+      if (closed) return;
+      if (err) {
+        // The watched directory itself went: its parent's watch says so, not this one.
+        if (!fs.existsSync(dir)) return;
+        const w = watchers.get(full);
+        if (w) {
+          w.close();
+          watchers.delete(full);
+        }
+        return report(full, "remove");
+      }
+      const existed = seen.has(full);
+      report(full, kind === "rename" ? (existed ? "rename" : "create") : "write");
+      if (recursive && st.isDirectory() && !watchers.has(full)) add(full, true).catch(() => {});
+    });
+  };
+  const add = async (dir, fresh) => {
+    if (closed || watchers.has(dir) || watchers.size >= MAX_WATCHED_DIRS) return;
+    let w;
+    try {
+      w = fs.watch(dir, (kind, name) => name && !closed && change(dir, kind, String(name)));
+    } catch (e) {
+      if (dir === root) throw e;
+      return;
+    }
+    watchers.set(dir, w);
+    w.on("error", (e) => {
+      w.close();
+      watchers.delete(dir);
+      if (dir === root) onError(e);
+    });
+    if (!recursive && dir === root) return;
+    const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      const full = path.join(dir, e.name);
+      // A directory that appeared while watched: what it held before its own watch attached is reported now.
+      if (fresh && !seen.has(full)) {
+        report(full, "create");
+        if (e.isFile()) {
+          const st = await fsp.lstat(full).catch(() => undefined);
+          if (st && st.size > 0) report(full, "write");
+        }
+      }
+      if (recursive && e.isDirectory()) await add(full, fresh);
+    }
+  };
+  return {
+    ready: add(root, false),
+    onError(fn) {
+      onError = fn;
+    },
+    close() {
+      closed = true;
+      for (const w of watchers.values()) w.close();
+      watchers.clear();
+    },
+  };
+}
+
 const reply = (sock, obj) => sock.write(JSON.stringify(obj) + "\n");
 const fail = (sock, err) => {
   const body =
@@ -241,23 +323,14 @@ async function stream(sock, req, rest) {
     await ops.checkDir(req);
     // Watched at its real path, as listed: events name the target's files (the SDK makes names relative to it).
     const p = await fsp.realpath(abs(req.path));
-    const watcher = fs.watch(p, { recursive: Boolean(req.recursive) });
-    reply(sock, { ok: true, body: { path: p } });
-    const seen = new Set();
-    watcher.on("change", (kind, name) => {
-      if (!name) return;
-      const full = path.join(p, String(name));
-      fs.lstat(full, (err) => {
-        const existed = seen.has(full);
-        const op = err ? "remove" : kind === "rename" ? (existed ? "rename" : "create") : "write";
-        if (err) seen.delete(full);
-        else seen.add(full);
-        if (!sock.destroyed) sock.write(JSON.stringify({ path: full, op, timestamp: Date.now() }) + "\n");
-      });
+    const tree = watchTree(p, Boolean(req.recursive), (full, op) => {
+      if (!sock.destroyed) sock.write(JSON.stringify({ path: full, op, timestamp: Date.now() }) + "\n");
     });
-    watcher.on("error", (e) => fail(sock, e));
-    sock.on("close", () => watcher.close());
-    sock.on("error", () => watcher.close());
+    await tree.ready;
+    reply(sock, { ok: true, body: { path: p } });
+    tree.onError((e) => fail(sock, e));
+    sock.on("close", () => tree.close());
+    sock.on("error", () => tree.close());
     return;
   }
   const fn = ops[req.op];

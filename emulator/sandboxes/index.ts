@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { EmulatorContext, EmulatorModule } from "../types.js";
 import { sandboxControlRoutes } from "./control.js";
 import { ImageBuildStore } from "./image-builds.js";
-import { imageRoutes } from "./image-routes.js";
+import { imageRoutes, imageStorageRoutes } from "./image-routes.js";
 import { ImageCatalog } from "./images.js";
 import { probeCgroups } from "./cgroups.js";
 import { probeIsolation } from "./jail.js";
@@ -96,6 +96,7 @@ export async function createSandboxModule(ctx: EmulatorContext): Promise<Emulato
       .route("/", imageRoutes(ctx, images, builds, tokens))
       .route("/", volumeRoutes(ctx, service)),
     runtime: sandboxRuntimeRoutes(ctx, service, tokens, ports),
+    storage: imageStorageRoutes(ctx, builds, tokens),
     upgradeRuntime: upgrades.handle,
     /** Test hook: the host PIDs still alive in a sandbox's PID namespace (and its bwrap), to prove stop leaves none. */
     async hostPids(id: string): Promise<number[]> {

@@ -3,7 +3,7 @@ import { SignJWT, jwtVerify } from "jose";
 import { randomBytes } from "node:crypto";
 import { ApiError } from "./errors.js";
 
-export type TokenKind = "runtime" | "presign" | "port-grant" | "port-cookie" | "image-upload";
+export type TokenKind = "runtime" | "presign" | "port-grant" | "port-cookie" | "image-upload" | "image-blob";
 
 export interface TokenClaims {
   sub: string;

@@ -72,7 +72,8 @@ function replayWatch(ws: WebSocket, w: ReturnType<Sandbox["watches"]["get"]>, cu
   }
   for (const event of backlog) send({ type: "event", event });
   const finish = () => {
-    send({ type: "done", status: w.error ? "failed" : "stopped" });
+    // The watch's status record, as GET says it (the Python SDK parses it into SandboxFileWatchStatus).
+    send({ type: "done", status: w.wire() });
     ws.close(1000, "done");
   };
   if (!w.active) {

@@ -19,6 +19,17 @@ function refuse(socket: Duplex, status: number, message: string, code: string): 
   );
 }
 
+/** Whether a client's CDP frame is `Browser.close` (read only when the bytes could be; a frame is one JSON command). */
+function isBrowserClose(data: WebSocket.RawData): boolean {
+  const buf = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+  if (buf.length > 4096 || !buf.includes("Browser.close")) return false;
+  try {
+    return (JSON.parse(buf.toString("utf8")) as { method?: unknown }).method === "Browser.close";
+  } catch {
+    return false;
+  }
+}
+
 export interface CdpRelay {
   upgrade: UpgradeHandler;
   close(): void;
@@ -36,7 +47,10 @@ export function createCdpRelay(ctx: EmulatorContext, sessions: BrowserSessions):
     const set = open.get(sessionId) ?? new Set<WebSocket>();
     open.set(sessionId, set);
     set.add(client);
-    client.on("message", (data, isBinary) => browser.readyState === WebSocket.OPEN && browser.send(data, { binary: isBinary }));
+    client.on("message", (data, isBinary) => {
+      if (!isBinary && isBrowserClose(data)) sessions.clientClosedBrowser(sessionId);
+      if (browser.readyState === WebSocket.OPEN) browser.send(data, { binary: isBinary });
+    });
     browser.on("message", (data, isBinary) => client.readyState === WebSocket.OPEN && client.send(data, { binary: isBinary }));
     const teardown = () => {
       set.delete(client);

@@ -67,6 +67,8 @@ export interface SessionRecord {
   pages?: PageTracker;
   timer?: NodeJS.Timeout;
   ending?: Promise<void>;
+  /** A client sent CDP `Browser.close`: the browser's exit that follows ends the session as closed, not in error. */
+  closedByClient?: boolean;
 }
 
 /**
@@ -187,7 +189,9 @@ export class BrowserSessions implements SessionService {
     this.schedule(record);
     this.setCaptchaSolving(record, params.solveCaptchas);
     browser.exited.then(() => {
-      if (record.status === "active" && !record.ending) void this.end(record, "error", "browser exited");
+      // Browser.close from a client is the session's end (closed, as a stop); any other exit is a crash (error).
+      if (record.status === "active" && !record.ending)
+        void (record.closedByClient ? this.end(record, "closed", "Browser.close") : this.end(record, "error", "browser exited"));
     });
     this.ctx.log("session.started", { id, pid: browser.pid, binary: binary.source, ms: Date.now() - started });
     if (this.closing) {
@@ -226,6 +230,12 @@ export class BrowserSessions implements SessionService {
     if (!enabled || record.watchingCaptchas || !record.pages) return;
     record.watchingCaptchas = true;
     watchCaptchas(record.pages, record.events, () => record.live.solveCaptchas);
+  }
+
+  /** A client of session `id` sent CDP `Browser.close` (the relay saw it): its browser is about to exit on purpose. */
+  clientClosedBrowser(id: string): void {
+    const record = this.records.get(id);
+    if (record?.status === "active") record.closedByClient = true;
   }
 
   record(id: string): SessionRecord | undefined {

@@ -7,7 +7,7 @@ import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import { bearerToken, presentedKey, requireScope, type Tenant } from "../../src/identity/tenants.js";
 import { looksLikeGatewayToken, requireTokenScope, type GatewayToken } from "../../src/identity/tokens.js";
-import type { RouteRow } from "../../src/routing/table.js";
+import type { RouteRow } from "../../src/routing/row.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
 import { roleOf } from "../../src/identity/roles.js";

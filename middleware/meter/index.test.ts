@@ -179,7 +179,7 @@ describe("meterCredits: rows reserved for what they may run", () => {
         );
         return new Response(body, { headers: { "content-type": "application/json" } });
       },
-      [quota(g.services, "sandbox")],
+      [quota(g.services, { kind: "sandbox" })],
     );
     const res = await send("/api/sandbox", { imageName: "node", timeoutMinutes: 10 });
     expect(res.status).toBe(200);

@@ -14,6 +14,7 @@ import type { Meter, RouteRow } from "../../src/routing/table.js";
 import { createdBy } from "../../src/routing/created.js";
 import { keep, kept, priceOf } from "../../src/payments/kept-holds.js";
 import type { LedgerServices } from "../../src/payments/spend.js";
+import { billCall } from "../../src/payments/credit-call.js";
 
 /**
  * What the meter touches: credit prices and hold times (config), the clock, its kept holds (kv), the ledger (whose
@@ -86,23 +87,29 @@ function withPath(body: Record<string, unknown>, path: string[], value: unknown)
 
 /**
  * Reserves a credit-billed row's price before it is forwarded; 402 budget_exceeded (or token_cap_exceeded) when the
- * tenant's budget cannot cover it. Rows whose handler meters itself (cached search) get no middleware.
+ * tenant's budget cannot cover it. Rows whose meter `settles` in the handler (cached search) get no step.
  * @example app.on("POST", "/api/scrape", identify(...), meterCredits(services, row), handler)
  */
 export function meterCredits(services: MeterServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
   const meter = row.meter;
-  if (!meter || row.handler === "paid.search") return undefined;
+  if (!meter || (meter.per === "call" && meter.settles === "handler")) return undefined;
   return async function meterCreditsMiddleware(c, next) {
     if (!services.config.credits.enabled) return next();
     const tenant = callerTenant(c);
+    if (meter.per === "call") {
+      // Billed where every per-call row is (src/payments/credit-call.ts), around the rest of the chain.
+      const call = { row: { name: row.name, meter }, tenant, cap: callerCap(c), holdMs: services.config.credits.jobHoldMinutes * 60_000 };
+      await billCall(services, c, call, async () => {
+        await next();
+        return c.res;
+      });
+      return;
+    }
     const rate = priceOf(services, meter.price);
     const now = services.now();
     let amount: bigint;
     let validBefore: number;
-    if (meter.per === "call") {
-      amount = rate;
-      validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
-    } else if (meter.per === "units") {
+    if (meter.per === "units") {
       amount = rate * BigInt(unitsOf(c, meter, (await jsonBody(c, services.platform)).json));
       validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
     } else if (meter.per === "extension") {
@@ -138,7 +145,7 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
       await releaseCredits(services, hold, `upstream answered ${res.status}`);
       return;
     }
-    if (meter.per === "call" || meter.per === "extension") {
+    if (meter.per === "extension") {
       await settleCredits(services, c, hold);
       return;
     }

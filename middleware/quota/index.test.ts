@@ -83,7 +83,7 @@ async function setup(quotas: Quotas) {
       await hold;
       const refuse = c.req.header("x-test-upstream-refuses");
       if (refuse) return c.json({ message: "refused upstream", code: "bad_request" }, 400);
-      const id = `${row.quota}_${++made}`;
+      const id = `${row.quota!.kind}_${++made}`;
       upstreamState.statuses.set(id, "active"); // as if the upstream had made it
       return c.json({ id, status: "active" });
     });

@@ -9,7 +9,8 @@ import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import { upstreamJson } from "../../src/platform/upstream.js";
 import { SnapshotAnswer } from "../../src/sandboxes/wire.js";
 import type { WireRecord } from "../../src/platform/upstream-records.js";
-import { createdBy } from "../../src/routing/created.js";
+import { claimCreated, claimedHere, createdBy } from "../../src/routing/created.js";
+import type { Quota } from "../../src/routing/table.js";
 import { CreationSlots } from "./slots.js";
 import { refreshActive, rememberPaidSession } from "./reconcile.js";
 
@@ -17,9 +18,9 @@ type Quotas = Tenant["quotas"];
 
 /**
  * The quota step counts slots in the state stores (kv, ownership), asks the upstream for a snapshot's image and for
- * resources that may have ended unseen, and reads the clock; nothing else.
+ * resources that may have ended unseen, reads the clock, and logs a creation it claims; nothing else.
  */
-type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now" | "platform">;
+type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now" | "platform" | "logger">;
 
 function refuse(status: number, code: string, message: string, figures: Record<string, unknown>): never {
   throw new GatewayError(status, code, message, figures);
@@ -81,12 +82,15 @@ async function imageOfSnapshot(c: Context, services: QuotaServices, name: unknow
 }
 
 /**
- * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is.
+ * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is. A
+ * created one counted `until: "expiry"` (an x402 session) is remembered with its paid end time.
  * The caller is the chain's (middleware/identify/index.ts); the body is the chain's one JSON copy, completed here with the
  * defaults a quota imposes.
- * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, "sandbox"), handler)
+ * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, row.quota), handler)
  */
-export function quota(services: QuotaServices, kind: "sandbox" | "session"): MiddlewareHandler {
+export function quota(services: QuotaServices, spec: Quota): MiddlewareHandler {
+  const kind = spec.kind;
+  const untilExpiry = spec.until === "expiry";
   const slots = new CreationSlots(services.stores.kv, services.stores.ownership, services.now);
 
   return async function quotaMiddleware(c, next) {
@@ -118,18 +122,21 @@ export function quota(services: QuotaServices, kind: "sandbox" | "session"): Mid
     }
     try {
       await next();
-      if (c.res.ok) await claimCreated(c, services, kind, tenant.id, c.req.path.startsWith("/x402/"));
+      if (c.res.ok) await countCreated(c, services, kind, tenant.id, untilExpiry);
     } finally {
       await slot.release();
     }
   };
 }
 
-/** Makes sure a created resource counts against the tenant even when the route downstream did not claim it. */
-async function claimCreated(c: Context, services: QuotaServices, kind: ResourceKind, tenant: string, paid: boolean) {
+/**
+ * Makes sure a created resource counts against the tenant: claimed (src/routing/created.ts, the one place that claims)
+ * unless the handler claimed it already; one counted until expiry is remembered with its end time.
+ */
+async function countCreated(c: Context, services: QuotaServices, kind: ResourceKind, tenant: string, untilExpiry: boolean) {
   const created = await createdBy(c);
   if (!created.id) return;
   const id = created.id;
-  if (paid) await rememberPaidSession(services, id, created.expiresAt);
-  if ((await services.stores.ownership.owner(kind, id)) === undefined) await services.stores.ownership.claim(kind, id, tenant);
+  if (untilExpiry) await rememberPaidSession(services, id, created.expiresAt);
+  if (!claimedHere(c, kind, id)) await claimCreated(services, c, { kind, id, tenant });
 }

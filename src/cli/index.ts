@@ -20,6 +20,10 @@ Usage:
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
                                             offline: prints a key and the hash line for the config file
+  tollgate signer keygen --token LABEL [--label KEY_LABEL] [--module PATH]
+                                            the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
+  tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
+                        --max-per-authorization USD --max-per-day USD   the key in a process of its own, with limits
 
 Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
   tollgate tenants list|get ID|audit
@@ -324,6 +328,7 @@ export async function main(argv: string[]) {
     if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
     if (cmd === "usage") return await cmdUsage(sub, rest);
     if (cmd === "credits") return await cmdCredits(sub, rest);
+    if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {

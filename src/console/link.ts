@@ -4,7 +4,7 @@
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { hashTenantKey } from "../identity/tenants.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { audit } from "../operators/tenant-changes.js";
 import { validBody } from "../operators/admin/validate.js";
@@ -27,7 +27,7 @@ const digestOf = async (code: string) => (await hashTenantKey(code)).slice("sha2
 const CODE_SHAPE = /^[A-Za-z0-9_-]{40,64}$/;
 
 /** POST /_tollgate/admin/console-links: a one-time sign-in URL for the calling operator (admin or operator-readonly). */
-export function consoleLinkHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function consoleLinkHandlers(services: GatewayServices): Handlers {
   return {
     "admin.consoleLink": async (c) => {
       const body = await validBody(c, services.platform, consoleLinkBody);

@@ -30,7 +30,8 @@ import { keyCreateBody, keyRotateBody, tenantCreateBody, tenantPatchBody } from 
 import { auditPage, concernsTenant, ledgerSurface, SURFACES } from "../operators/admin/views.js";
 import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../operators/token-routes.js";
 import { CONSOLE_PATH, endSession, startSession, validFormToken, type ConsoleSession } from "../identity/console-session.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
+import type { HandlerName } from "../routing/handler-names.js";
 import { peekLink, redeemLink } from "./link.js";
 import { liveResources, stopResource, type LiveKind } from "./resources.js";
 import { spendHistory, tenantSpend } from "./spend.js";
@@ -164,10 +165,7 @@ const param = (c: C, name: string): string => c.req.param(name) ?? "";
  * every page its headers and the origin check on forms.
  * @example app.route("/", consolePages(services, (pages, handlers) => mountRouteTable(pages, services, handlers, rows)))
  */
-export function consolePages(
-  services: GatewayServices,
-  mount: (pages: Hono<GatewayEnv>, handlers: Record<string, RowHandler>) => void,
-): Hono<GatewayEnv> {
+export function consolePages(services: GatewayServices, mount: (pages: Hono<GatewayEnv>, handlers: Handlers) => void): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   app.onError((err, gc) => {
     const c = asConsoleContext(gc);
@@ -192,10 +190,10 @@ export function consolePages(
 }
 
 /** Every console page's handler by name: the sign-in pages open, the others behind a live session. */
-function consoleHandlers(services: GatewayServices): Record<string, RowHandler> {
+function consoleHandlers(services: GatewayServices): Handlers {
   const { stores, directory } = services;
-  const open: Record<string, Page> = {};
-  const pages: Record<string, Page> = {};
+  const open: Partial<Record<HandlerName, Page>> = {};
+  const pages: Partial<Record<HandlerName, Page>> = {};
 
   /** Records a console action in the audit log, under the tenant acting. */
   const record = (c: C, action: string, target: string, after?: unknown) =>
@@ -811,9 +809,9 @@ function consoleHandlers(services: GatewayServices): Record<string, RowHandler> 
     throw new GatewayError(404, "not_found", "There is no such console page.");
   };
 
-  const handlers: Record<string, RowHandler> = {};
-  for (const [name, page] of Object.entries(open)) handlers[name] = (c) => page(asConsoleContext(c));
-  for (const [name, page] of Object.entries(pages))
+  const handlers: Handlers = {};
+  for (const [name, page] of Object.entries(open) as [HandlerName, Page][]) handlers[name] = (c) => page(asConsoleContext(c));
+  for (const [name, page] of Object.entries(pages) as [HandlerName, Page][])
     handlers[name] = async (gc) => {
       const c = asConsoleContext(gc);
       return (await consoleSession(c)) ?? page(c);

@@ -8,7 +8,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { jsonBody, setJsonBody } from "../routing/json-body.js";
-import { type RowHandler, startJob } from "../routing/handlers.js";
+import { type Handlers, startJob } from "../routing/handlers.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { stopUpstream } from "../operators/kill-switch.js";
 
@@ -60,7 +60,7 @@ async function abandon(services: GatewayServices, c: Context<GatewayEnv>, sessio
  * Agent task starts: a task that asks to keep its browser open without naming one of the caller's sessions runs in a
  * session the gateway creates for the caller first, with the task's `sessionOptions`.
  */
-export function nestedHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function nestedHandlers(services: GatewayServices): Handlers {
   return {
     "task.start": async (c, row) => {
       const body = (await jsonBody(c, services.platform)).json;

@@ -66,14 +66,50 @@ export class GatewayCall {
     }
     const answer = (json && typeof json === "object" && !Array.isArray(json) ? json : { data: json }) as Json;
     if (res.ok) return answer;
-    const { message, code, ...figures } = answer;
-    throw new ToolRefusal(
-      res.status,
-      typeof code === "string" ? code : `http_${res.status}`,
-      typeof message === "string" ? message : `The gateway answered ${res.status}.`,
-      figures,
-    );
+    throw refusalOf(this.services, res.status, answer);
   }
+}
+
+/**
+ * A refusal from a tool request's answer: the gateway's own `{message, code}` where the gateway refused, else the
+ * upstream's own words as it sent them (`message`, or `error`, or a text body) and its `code` (or `http_<status>`) —
+ * with every secret the gateway holds, and the upstream's hosts, scrubbed from them first.
+ */
+function refusalOf(services: GatewayServices, status: number, answer: Json): ToolRefusal {
+  const { message, code, ...rest } = answer;
+  let said: unknown = message;
+  for (const field of ["error", "text"] as const) {
+    const v = rest[field];
+    if (typeof said === "string" && said.trim()) break;
+    if (typeof v === "string" && v.trim()) {
+      said = v;
+      delete rest[field];
+    }
+  }
+  const scrub = upstreamScrubber(services);
+  const figures: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(rest)) figures[k] = typeof v === "string" ? scrub(v) : v;
+  return new ToolRefusal(
+    status,
+    typeof code === "string" && code ? scrub(code) : `http_${status}`,
+    typeof said === "string" && said.trim() ? scrub(said.trim().slice(0, 2000)) : `The gateway answered ${status}.`,
+    figures,
+  );
+}
+
+/** Scrubs a text the upstream wrote: the gateway's secrets (the log redactor's) and the upstream's host names. */
+function upstreamScrubber(services: GatewayServices): (s: string) => string {
+  const { baseUrl, allowedHosts } = services.config.upstream;
+  const { host, hostname } = new URL(baseUrl);
+  // A bare name is scrubbed too (api.example.com), not a loopback or IP address a message may name for its own reasons.
+  const named = /^(localhost|[\d.]+|\[[\da-f:]+\])$/i.test(hostname) ? [] : [hostname];
+  const hosts = [host, ...named, ...allowedHosts].filter((h) => h.length > 0);
+  hosts.sort((a, b) => b.length - a.length);
+  return (s) => {
+    let out = services.logger.redactor.text(s);
+    for (const h of hosts) if (out.includes(h)) out = out.split(h).join("upstream");
+    return out;
+  };
 }
 
 /** A tool's JSON answer as text content (and structured content, for clients that read it). */

@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 import type { GatewayServices } from "../services.js";
 import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { publicOriginOf } from "../platform/public-origin.js";
@@ -48,7 +48,7 @@ function rpcError(status: number, rpcCode: number, code: string, message: string
  * The MCP rows (src/routing/own-rows.ts): the endpoint, whose caller the chain identified (a 401 carries the
  * `WWW-Authenticate` challenge naming the metadata), and the protected resource metadata.
  */
-export function mcpHandlers(services: GatewayServices, paysX402: boolean): Record<string, RowHandler> {
+export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handlers {
   // RFC 9728. Tollgate runs no OAuth authorization server: a tenant mints the bearer token (POST /_tollgate/tokens
   // {"kind":"mcp"}) and hands it to the agent, so `authorization_servers` is left out.
   const metadata = (c: Context<GatewayEnv>) =>

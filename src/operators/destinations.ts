@@ -2,7 +2,9 @@
 // (cloud metadata), private, shared (CGNAT), multicast or reserved addresses unless an operator allowlists a CIDR.
 // Checked on the URL at config time (an IP literal, a local-only name) and again at delivery on every address the
 // name resolves to (src/platform/node/webhook-sender.ts connects to the address it checked; Workers refuse IP literals only).
-import { cidrMatcher } from "../platform/cidr.js";
+// Both see the host through one normaliser (destinationHost): trailing dots dropped, and an IPv6 literal that only wraps
+// an IPv4 address (`[::7f00:1]`, `[::127.0.0.1]`, `[::ffff:0:7f00:1]`) read as that IPv4 address.
+import { cidrMatcher, wrappedIPv4 } from "../platform/cidr.js";
 
 /** Ranges no webhook reaches unless allowlisted (IPv4-mapped IPv6 is folded to IPv4 by the matcher). */
 const BLOCKED = [
@@ -26,6 +28,7 @@ const BLOCKED = [
   "64:ff9b::/96", // NAT64: would reach any IPv4 address, private ones included
   "64:ff9b:1::/48", // local-use NAT64
   "100::/64", // discard
+  "2001::/32", // Teredo: embeds IPv4 addresses
   "2001:db8::/32", // documentation
   "2002::/16", // 6to4: embeds any IPv4 address
   "fc00::/7", // unique local (fd00:ec2::254, the AWS metadata address, included)
@@ -45,12 +48,17 @@ export interface DestinationPolicy {
 
 const isBlocked = cidrMatcher(BLOCKED);
 
-/** A URL's host as an IP literal (brackets dropped), or undefined for a name. */
-function ipLiteral(hostname: string): string | undefined {
-  const h = hostname.replace(/^\[|\]$/g, "");
-  if (h.includes(":")) return h;
-  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(h)) return h;
-  return undefined;
+/**
+ * A destination's host as every check sees it, at config time and at delivery: an IP literal (brackets dropped, an
+ * IPv6 form that wraps an IPv4 address written as that address), or a name in lower case without trailing dots
+ * (`localhost.` is `localhost`). `hostname` as the URL parser gives it (IPv4 in any notation already dotted).
+ */
+export function destinationHost(hostname: string): { ip: string } | { name: string } {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  if (h.includes(":")) return { ip: wrappedIPv4(h) ?? h };
+  const name = h.replace(/\.+$/, "");
+  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(name)) return { ip: name };
+  return { name };
 }
 
 /**
@@ -76,7 +84,8 @@ export class DestinationRules {
   }
 
   /** Why `address` (a resolved IP) may not be sent to, or undefined when it may. */
-  addressProblem(address: string): string | undefined {
+  addressProblem(resolved: string): string | undefined {
+    const address = wrappedIPv4(resolved) ?? resolved;
     if (this.allowed(address)) return undefined;
     if (isBlocked(address))
       return `${address} is a loopback, link-local, private or reserved address (allowlist its range in alerts.allowCidrs to send there)`;
@@ -94,9 +103,9 @@ export class DestinationRules {
     if (u.protocol !== "https:" && u.protocol !== "http:") return `the ${u.protocol} scheme is not allowed (https only)`;
     if (u.protocol === "http:" && !this.policy.allowHttp) return "http is not allowed (use https, or set alerts.allowHttp)";
     if (u.username || u.password) return "credentials in the URL are not allowed";
-    const ip = ipLiteral(u.hostname);
-    if (ip) return this.addressProblem(ip);
-    if (LOCAL_NAME.test(u.hostname) || !u.hostname.includes("."))
+    const host = destinationHost(u.hostname);
+    if ("ip" in host) return this.addressProblem(host.ip);
+    if (LOCAL_NAME.test(host.name) || !host.name.includes("."))
       return `${u.hostname} names a local host (use its address and allowlist it in alerts.allowCidrs)`;
     return undefined;
   }

@@ -2,7 +2,7 @@
 // from the swagger-ui-dist package (no CDN). The runtime hands the asset reader in: the Node entry reads node_modules;
 // where none is given (Workers), the page answers 404 docs_unavailable and /_tollgate/openapi.json stays the reference.
 import { GatewayError } from "../errors.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
 /** Reads one file of the swagger-ui-dist package, or undefined when it has none by that name. */
 export type DocsAssets = (name: string) => Promise<Uint8Array | undefined>;
@@ -35,7 +35,7 @@ const INIT = `window.ui = SwaggerUIBundle({ url: "openapi.json", dom_id: "#swagg
 const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'";
 
 /** The docs rows (src/routing/own-rows.ts), open to anyone. */
-export function docsHandlers(assets: DocsAssets | undefined): Record<string, RowHandler> {
+export function docsHandlers(assets: DocsAssets | undefined): Handlers {
   const unavailable = () => {
     throw new GatewayError(404, "docs_unavailable", "The docs page is served by the Node gateway; read /_tollgate/openapi.json.");
   };

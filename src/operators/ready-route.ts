@@ -5,7 +5,7 @@ import type { Readiness, ReadinessReport } from "./readiness.js";
 import type { GatewayServices } from "../services.js";
 import { isOperator } from "../identity/roles.js";
 import { lastCreditDrift } from "../payments/credit-drift.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
 /** The report without money figures: the wallet check says only ok (and, when not ok, that it is not). */
 function publicView(report: ReadinessReport): ReadinessReport {
@@ -19,7 +19,7 @@ function publicView(report: ReadinessReport): ReadinessReport {
 }
 
 /** The row is open ("public"): a tenant key the probe presents (identified by the chain) only widens the view. */
-export function readyHandlers(readiness: Readiness, services: GatewayServices): Record<string, RowHandler> {
+export function readyHandlers(readiness: Readiness, services: GatewayServices): Handlers {
   return {
     "own.ready": async (c) => {
       const report = await readiness.check();

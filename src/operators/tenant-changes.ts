@@ -9,6 +9,7 @@ import { keyIdOf, type Tenant } from "../identity/tenants.js";
 import type { StoredTenant } from "../state/types.js";
 import { killTenant } from "./kill-switch.js";
 import { receiverProblems } from "./destinations.js";
+import { stateKeys } from "../state/keys.js";
 
 /** A tenant as the admin API shows it: keys by id, never by hash. */
 export function tenantView(r: StoredTenant) {
@@ -64,23 +65,60 @@ function guardSelf(c: Context<GatewayEnv>, before: Tenant, after: Tenant | undef
   }
 }
 
-/** Keys that can act as an admin now: of enabled admin tenants, not expired. */
-function liveAdminKeys(tenants: Tenant[], now: number): number {
-  let n = 0;
+/**
+ * Until when the fleet can be administered: the latest end (epoch ms; Infinity for a key without expiry) of any key of
+ * an enabled admin tenant still live at `now`; 0 when there is none.
+ */
+function adminHorizon(tenants: Tenant[], now: number): number {
+  let until = 0;
   for (const t of tenants) {
     if (!t.enabled || !t.scopes.includes("admin")) continue;
-    n += t.keys.filter((k) => !k.expiresAt || Date.parse(k.expiresAt) > now).length;
+    for (const k of t.keys) {
+      const end = k.expiresAt ? Date.parse(k.expiresAt) : Number.POSITIVE_INFINITY;
+      if (end > now && end > until) until = end;
+    }
   }
-  return n;
+  return until;
 }
 
-/** The fleet keeps at least one live admin key: a change (revoke, expire, disable, delete) leaving none is refused. */
+/**
+ * The fleet keeps its last admin key: a change (revoke, expire now or later, rotate to a key that ends sooner,
+ * disable, delete, drop the scope) that would bring forward the moment the gateway has no live admin key left is
+ * refused. Revoking one of two keys without expiry changes nothing; expiring the only such key at any date does.
+ */
 async function guardLastAdminKey(services: GatewayServices, id: string, after: Tenant | undefined) {
   const now = services.now();
   const all = (await services.stores.tenants.list()).filter((r) => !r.deleted).map((r) => r.tenant);
   const others = all.filter((t) => t.id !== id);
-  if (liveAdminKeys(all, now) > 0 && liveAdminKeys(after ? [...others, after] : others, now) === 0) {
-    throw new GatewayError(409, "last_admin_key", "This would leave the gateway without a live admin key; create another admin key first.");
+  const before = adminHorizon(all, now);
+  const then = adminHorizon(after ? [...others, after] : others, now);
+  if (then < before) {
+    const when = then === 0 ? "without a live admin key" : `without a live admin key from ${new Date(then).toISOString()}`;
+    throw new GatewayError(409, "last_admin_key", `This would leave the gateway ${when}; create another admin key (without expiry) first.`);
+  }
+}
+
+/** How long a change to an admin tenant waits for another one in progress (the guard above reads, then writes). */
+const ADMIN_CHANGE_WAIT_MS = 3_000;
+const ADMIN_CHANGE_LOCK_MS = 10_000;
+
+/**
+ * Runs `work` holding the fleet-wide lock on admin tenant changes, so two concurrent revocations (on two instances,
+ * say) cannot each see the other's key as the one that remains. @throws GatewayError 409 change_in_progress.
+ */
+async function withAdminChangeLock<T>(services: GatewayServices, work: () => Promise<T>): Promise<T> {
+  const { kv } = services.stores;
+  const key = stateKeys.adminChangeLock;
+  const deadline = Date.now() + ADMIN_CHANGE_WAIT_MS;
+  while (!(await kv.setIfAbsent(key, services.instanceId, ADMIN_CHANGE_LOCK_MS))) {
+    if (Date.now() > deadline)
+      throw new GatewayError(409, "change_in_progress", "Another change to an admin tenant is in progress; try again in a moment.");
+    await new Promise((r) => setTimeout(r, 25 + Math.random() * 50));
+  }
+  try {
+    return await work();
+  } finally {
+    await kv.delete(key);
   }
 }
 
@@ -92,13 +130,13 @@ export interface ChangeOptions {
   remove?: boolean;
 }
 
-/** Applies `mutate` to the live tenant `id` and returns the new record. */
 /** A tenant's alert receivers must pass the destination rules, as in the config file (./destinations.ts). */
 export function refuseReceivers(services: GatewayServices, tenant: Tenant): void {
   const fields = receiverProblems(services.config.alerts, tenant.alerts ?? {});
   if (fields.length) throw new GatewayError(400, "invalid_body", fields.map((f) => `${f.field}: ${f.problem}`).join("; "), { fields });
 }
 
+/** Applies `mutate` to the live tenant `id` and returns the new record. */
 export async function changeTenant(
   services: GatewayServices,
   c: Context<GatewayEnv>,
@@ -106,7 +144,20 @@ export async function changeTenant(
   opts: ChangeOptions,
   mutate: (t: Tenant) => Tenant = (t) => t,
 ): Promise<StoredTenant> {
-  const before = await liveRecord(services, id);
+  const current = await liveRecord(services, id);
+  // A change to an admin tenant is made under the lock, on the record read under it (making one an admin only adds).
+  if (!current.tenant.scopes.includes("admin")) return applyChange(services, c, current, opts, mutate);
+  return withAdminChangeLock(services, async () => applyChange(services, c, await liveRecord(services, id), opts, mutate));
+}
+
+async function applyChange(
+  services: GatewayServices,
+  c: Context<GatewayEnv>,
+  before: StoredTenant,
+  opts: ChangeOptions,
+  mutate: (t: Tenant) => Tenant,
+): Promise<StoredTenant> {
+  const id = before.tenant.id;
   const tenant = mutate(structuredClone(before.tenant));
   guardSelf(c, before.tenant, opts.remove ? undefined : tenant);
   if (!opts.remove) refuseReceivers(services, tenant);

@@ -8,6 +8,8 @@ import type { GatewayServices } from "../services.js";
 import { requireScope, type Tenant } from "../identity/tenants.js";
 import { MCP_SCOPES, type TokenScope } from "../identity/tokens.js";
 import { atomicToUsd, usdToAtomic } from "../payments/money.js";
+import { tenantLimits } from "../payments/limits.js";
+import type { BudgetWindow } from "../state/types.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../sessions/rewrite.js";
 import { gatewayRuntime } from "../sandboxes/rewrite.js";
 import { publicOriginOf } from "../platform/public-origin.js";
@@ -16,7 +18,7 @@ import { stateKeys } from "../state/keys.js";
 import { jsonBody } from "../routing/json-body.js";
 import type { PlatformSpeed } from "../platform/speed.js";
 import { callerTenant } from "../identity/caller.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
 const TOKEN_BODY_LIMIT = 16 * 1024;
@@ -140,12 +142,14 @@ export async function mintKeylessToken(services: GatewayServices, c: Context, te
     for (const scope of req.scopes) requireScope(tenant, scope);
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
+    await refuseCapAboveBudget(services, tenant, cap);
     minted = await services.tokens.mint({ tenant: tenant.id, kind: "mcp", scopes: req.scopes, cap, ttlSeconds, keyless: true });
     extra = { scopes: req.scopes, cap: atomicToUsd(cap), capAtomic: cap.toString(), mcp: `${origin}/mcp` };
   } else {
     requireScope(tenant, "search");
     const cap = usdToAtomic(req.cap);
     if (cap <= 0n) throw new GatewayError(400, "invalid_token_request", "cap: must be more than 0", { field: "cap" });
+    await refuseCapAboveBudget(services, tenant, cap);
     minted = await services.tokens.mint({ tenant: tenant.id, kind: "search", scopes: ["search"], cap, ttlSeconds, keyless: true });
     extra = { scopes: ["search"], cap: atomicToUsd(cap), capAtomic: cap.toString() };
   }
@@ -166,6 +170,34 @@ export async function mintKeylessToken(services: GatewayServices, c: Context, te
   return { token: minted.token, jti: minted.jti, expiresAt: minted.expiresAt, kind: req.kind, ...extra };
 }
 
+/**
+ * A token's cap is never above what its tenant's budget could pay: the least of its daily and monthly limits and what
+ * remains of its total budget (a total never resets). Refused with that figure rather than clamped, so the client
+ * never holds a token that promises more than it states. A tenant without a budget has no such ceiling.
+ * @throws GatewayError 400 cap_above_budget
+ */
+async function refuseCapAboveBudget(services: GatewayServices, tenant: Tenant, cap: bigint): Promise<void> {
+  const limits = tenantLimits(tenant);
+  let ceiling: { limit: bigint; window: BudgetWindow } | undefined;
+  for (const window of ["daily", "monthly"] as const) {
+    const limit = limits[window];
+    if (limit !== undefined && (!ceiling || limit < ceiling.limit)) ceiling = { limit, window };
+  }
+  if (limits.total !== undefined) {
+    const spent = (await services.stores.ledger.usage(tenant.id, services.now())).total;
+    const left = limits.total > spent ? limits.total - spent : 0n;
+    if (!ceiling || left < ceiling.limit) ceiling = { limit: left, window: "total" };
+  }
+  if (!ceiling || cap <= ceiling.limit) return;
+  const what = ceiling.window === "total" ? "what remains of its total budget" : `its ${ceiling.window} budget`;
+  throw new GatewayError(
+    400,
+    "cap_above_budget",
+    `cap: $${atomicToUsd(cap)} is above what the tenant's budget can pay, $${atomicToUsd(ceiling.limit)} (${what}); ask for at most that.`,
+    { field: "cap", limit: atomicToUsd(ceiling.limit), window: ceiling.window },
+  );
+}
+
 /** Revokes a keyless token the tenant minted; 404 when it has none live by that id. */
 export async function revokeKeylessToken(services: GatewayServices, tenant: Tenant, jti: string): Promise<void> {
   const raw = await services.stores.kv.get(stateKeys.mintedToken(jti));
@@ -175,7 +207,7 @@ export async function revokeKeylessToken(services: GatewayServices, tenant: Tena
 }
 
 /** The tokens rows (a tenant key caller, a gateway token refused 403 tenant_key_required: src/routing/own-rows.ts). */
-export function tokenHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function tokenHandlers(services: GatewayServices): Handlers {
   async function revoke(c: Context<GatewayEnv>, tenant: Tenant, jti: string, exp: number) {
     await services.tokens.revoke(jti, exp);
     services.logger.info("token revoked", { requestId: c.get("requestId"), tenant: tenant.id, jti });

@@ -5,7 +5,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
 import { callerTenant } from "../identity/caller.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../state/types.js";
 import { atomicToUsd } from "../payments/money.js";
 import { tenantLimits } from "../payments/limits.js";
@@ -68,7 +68,7 @@ function listFilter(c: Context) {
 }
 
 /** The spend rows: /usage and /ledger (the caller's own), the admin views (an operator caller, checked by the chain). */
-export function usageHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function usageHandlers(services: GatewayServices): Handlers {
   return {
     "own.usage": async (c) => {
       // A keyless MCP token reads its tenant's windows and its own cap (what its calls may still spend).

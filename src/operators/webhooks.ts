@@ -35,6 +35,18 @@ export type BudgetEvent =
       settled: string;
       settledFrom: string;
     }
+  /** An upstream report refused before it touched money; the hold settled to the estimate (period: the ledger entry). */
+  | {
+      type: "credits.report_refused";
+      window: "total";
+      period: string;
+      route: string;
+      resource: string | null;
+      reason: string;
+      field: string;
+      reported: string;
+      settled: string;
+    }
   /** The team's usage and the ledger's credit spend differ past credits.driftAlertUsd (period: the day it was seen). */
   | { type: "credits.drift"; window: "total"; period: string; driftUsd: string; thresholdUsd: string; teamUsd: string; ledgerUsd: string };
 
@@ -151,7 +163,9 @@ export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, even
         ? `tenant ${tenant.id} exhausted its ${event.window} budget (${event.onExhausted})`
         : event.type === "credits.over_hold"
           ? `tenant ${tenant.id}: ${event.route} settled at $${event.settled}, above its $${event.held} hold (from ${event.settledFrom})`
-          : `the team's credit usage and the ledger differ by $${event.driftUsd} (alert past $${event.thresholdUsd})`;
+          : event.type === "credits.report_refused"
+            ? `tenant ${tenant.id}: ${event.route} reported ${event.field} ${event.reported} (${event.reason}, refused); its entry stands at $${event.settled}`
+            : `the team's credit usage and the ledger differ by $${event.driftUsd} (alert past $${event.thresholdUsd})`;
   raiseAlert(services, { id: `${type}:${tenant.id}:${event.window}:${event.period}${suffix}`, type, tenant: tenant.id, data, summary }, c);
 }
 

@@ -13,7 +13,8 @@ import {
   settleSpend as settle,
 } from "./spend.js";
 import type { LedgerEntry, SettledFrom } from "../state/types.js";
-import { afterCreditSettlement, multiplierOf, withMultiplier } from "./credit-reports.js";
+import { afterCreditSettlement, alertRefusedReport, multiplierOf, withMultiplier } from "./credit-reports.js";
+import type { RefusedReport } from "./report-screen.js";
 
 /**
  * A credit reservation: its ledger ids (the tenant's entry and a capped token's), its tenant, its amount at cost (the
@@ -31,6 +32,8 @@ export interface CreditReport {
   from: SettledFrom;
   /** What the price table says the same work costs (default: the cost). */
   estimate?: bigint;
+  /** The upstream's own figure was refused (./report-screen.ts): `cost` is the estimate, the entry is flagged. */
+  refused?: RefusedReport;
 }
 
 export interface CreditReservation {
@@ -84,6 +87,7 @@ export async function settleCredits(
     settledFrom: report?.from ?? "estimate",
     costAmount: cost.toString(),
     estimatedAmount: (report?.estimate ?? cost).toString(),
+    ...(report?.refused ? { refusedReport: report.refused.reason } : {}),
   } as const;
   await settle(services, hold, { finalAmount: charged, context: c, fields });
   const recorded = charged ?? withMultiplier(hold.amount, hold.multiplier);
@@ -98,6 +102,7 @@ export async function settleCredits(
   // A per-call settlement (the hot path) keeps its books beside the request; a reported one before it answers.
   if (kept) await books;
   else services.background(c, books, "credit settlement bookkeeping");
+  if (report?.refused) await alertRefusedReport(services, entryId, report.refused, c);
 }
 
 export async function releaseCredits(services: LedgerServices, hold: CreditHold, reason: string): Promise<void> {

@@ -9,15 +9,21 @@ import { stateKeys } from "../state/keys.js";
 import { deliverBudgetEvent } from "../operators/webhooks.js";
 import { checkBudgetAlerts } from "../operators/alerts.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";
+import { firstReading, readFigure, refusal, type Reading, type RefusedReport } from "./report-screen.js";
+import { parseUpstreamJson } from "../platform/upstream-records.js";
 import { capEntryId, type LedgerServices } from "./spend.js";
 
 /** The running settled cost counter lives this long without a write (it is read each reconciler pass). */
 const COUNTER_TTL_MS = 400 * 24 * 3_600_000;
 
-/** `credits` (as the upstream reports them, a decimal number) in atomic USD at `usdPerCredit`, rounded half up. */
+/**
+ * `credits` (as the upstream reports them, a decimal number) in atomic USD at `usdPerCredit`, rounded half up. Never
+ * throws: a figure too large for millionths in a double (1e303) is converted whole (./report-screen.ts refuses it).
+ */
 export function creditsToAtomic(credits: number, usdPerCredit: string): bigint {
   if (!Number.isFinite(credits) || credits <= 0) return 0n;
-  const millionths = BigInt(Math.round(credits * 1e6));
+  const scaled = credits * 1e6;
+  const millionths = Number.isFinite(scaled) ? BigInt(Math.round(scaled)) : BigInt(Math.round(credits)) * 1_000_000n;
   return (millionths * usdToAtomic(usdPerCredit) + 500_000n) / 1_000_000n;
 }
 
@@ -38,6 +44,18 @@ export async function readUpstreamJson(
   services: Pick<GatewayServices, "upstream" | "config">,
   path: string,
 ): Promise<Record<string, unknown> | undefined> {
+  const read = await readUpstreamAnswer(services, path);
+  return read === "unreadable" ? undefined : read;
+}
+
+/**
+ * The upstream answer at `path` as a JSON object; "unreadable" when it answered 2xx with something else (a report
+ * the books refuse), undefined when it could not be read (unreachable, an error status: nothing said yet).
+ */
+async function readUpstreamAnswer(
+  services: Pick<GatewayServices, "upstream" | "config">,
+  path: string,
+): Promise<Record<string, unknown> | "unreadable" | undefined> {
   const { upstream } = services;
   try {
     const res = await upstream.transport.request({
@@ -50,8 +68,14 @@ export async function readUpstreamJson(
       await res.body?.cancel().catch(() => {});
       return undefined;
     }
-    const body = (await res.json()) as unknown;
-    return body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    const text = await res.text(); // a body that fails to arrive is nothing said (the outer catch), not a bad report
+    let body: unknown;
+    try {
+      body = parseUpstreamJson(text);
+    } catch {
+      return "unreadable";
+    }
+    return body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : "unreadable";
   } catch {
     return undefined;
   }
@@ -59,15 +83,18 @@ export async function readUpstreamJson(
 
 const DETAIL_PATH = { session: "/api/session/", sandbox: "/api/sandbox/" } as const;
 
-/** A session's or sandbox's `creditsUsed` as the upstream reports it now; undefined when it says nothing usable. */
+/**
+ * A session's or sandbox's `creditsUsed` as the upstream reports it now: undefined when it says nothing (yet), refused
+ * when what it says is no figure (./report-screen.ts).
+ */
 export async function upstreamCreditsUsed(
   services: Pick<GatewayServices, "upstream" | "config">,
   kind: "session" | "sandbox",
   id: string,
-): Promise<number | undefined> {
-  const body = await readUpstreamJson(services, `${DETAIL_PATH[kind]}${encodeURIComponent(id)}`);
-  const v = body?.creditsUsed;
-  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+): Promise<Reading> {
+  const body = await readUpstreamAnswer(services, `${DETAIL_PATH[kind]}${encodeURIComponent(id)}`);
+  if (body === "unreadable") return refusal("unreadable", "creditsUsed", undefined);
+  return readFigure("creditsUsed", body?.creditsUsed);
 }
 
 /** The team's credit usage so far (`GET /api/team/credit-info`), or undefined when it cannot be read. */
@@ -81,27 +108,32 @@ export async function settledCostSoFar(services: Pick<GatewayServices, "stores">
   return BigInt(await services.stores.kv.incrBy(stateKeys.creditsSettledCost, 0, COUNTER_TTL_MS));
 }
 
-/** A work count a finished job's answer reports (pages scraped, steps completed), or undefined. */
-export function reportedWork(body: Record<string, unknown>): number | undefined {
+/**
+ * The work count a finished job's answer reports (pages scraped, steps completed; the first field present decides),
+ * refused when it is no figure, or undefined when it reports none.
+ */
+export function reportedWork(body: Record<string, unknown>): Reading {
   const meta = body.metadata && typeof body.metadata === "object" ? (body.metadata as Record<string, unknown>) : {};
-  for (const v of [
-    meta.numPagesScraped,
-    meta.numTaskStepsCompleted,
-    body.totalCrawledPages,
-    body.totalScrapedPages,
-    body.totalPages,
-    body.pagesCount,
-  ])
-    if (typeof v === "number" && Number.isFinite(v) && v >= 0) return Math.floor(v);
+  const r = firstReading([
+    ["metadata.numPagesScraped", meta.numPagesScraped],
+    ["metadata.numTaskStepsCompleted", meta.numTaskStepsCompleted],
+    ["totalCrawledPages", body.totalCrawledPages],
+    ["totalScrapedPages", body.totalScrapedPages],
+    ["totalPages", body.totalPages],
+    ["pagesCount", body.pagesCount],
+  ]);
+  if (r) return "figure" in r ? { ...r, figure: Math.floor(r.figure) } : r;
   const steps = (body.data as { steps?: unknown } | null | undefined)?.steps;
-  return Array.isArray(steps) ? steps.length : undefined;
+  return Array.isArray(steps) ? { figure: steps.length, field: "data.steps" } : undefined;
 }
 
-/** Credits a job answer reports for itself (`creditsUsed` at the top or in its metadata), or undefined. */
-export function reportedCredits(body: Record<string, unknown>): number | undefined {
+/** Credits a job answer reports for itself (`creditsUsed` at the top or in its metadata): a reading, as above. */
+export function reportedCredits(body: Record<string, unknown>): Reading {
   const meta = body.metadata && typeof body.metadata === "object" ? (body.metadata as Record<string, unknown>) : {};
-  for (const v of [body.creditsUsed, meta.creditsUsed]) if (typeof v === "number" && Number.isFinite(v) && v >= 0) return v;
-  return undefined;
+  return firstReading([
+    ["creditsUsed", body.creditsUsed],
+    ["metadata.creditsUsed", meta.creditsUsed],
+  ]);
 }
 
 /**
@@ -147,6 +179,44 @@ async function alertOverHold(services: LedgerServices, e: LedgerEntry, c: Contex
     },
     c,
   );
+}
+
+/**
+ * A report refused for the entry `entryId` (./report-screen.ts): logged, and alerted once per entry fleet-wide with
+ * what was reported and what the entry now stands at. Never throws.
+ */
+export async function alertRefusedReport(
+  services: LedgerServices,
+  entryId: string,
+  refused: RefusedReport,
+  c: Context | undefined,
+): Promise<void> {
+  try {
+    const e = await services.stores.ledger.get(entryId);
+    const tenant = e && services.directory.get(e.tenant);
+    if (!e || !tenant) return;
+    const won = await services.stores.kv.setIfAbsent(stateKeys.creditsReportRefused(e.id), services.instanceId, 7 * 24 * 3_600_000);
+    if (!won) return;
+    services.logger.info("upstream report refused", { entry: e.id, tenant: e.tenant, route: e.route, ...refused, amount: e.amount });
+    deliverBudgetEvent(
+      services,
+      tenant,
+      {
+        type: "credits.report_refused",
+        window: "total",
+        period: e.id,
+        route: e.route,
+        resource: e.resource ?? null,
+        reason: refused.reason,
+        field: refused.field,
+        reported: refused.shown,
+        settled: atomicToUsd(BigInt(e.amount)),
+      },
+      c,
+    );
+  } catch (err) {
+    services.logger.error("refused report alert failed", { entry: entryId, error: String((err as Error)?.message ?? err) });
+  }
 }
 
 /**

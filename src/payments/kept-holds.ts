@@ -5,7 +5,7 @@
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import type { Meter, PriceName } from "../routing/table.js";
+import type { Meter, PriceName } from "../routing/row.js";
 import { stateKeys } from "../state/keys.js";
 import { usdToAtomic } from "./money.js";
 import { releaseCredits, type CreditHold } from "./credit-ledger.js";

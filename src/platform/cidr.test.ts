@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cidrMatcher, isCidr } from "./cidr.js";
+import { cidrMatcher, isCidr, wrappedIPv4 } from "./cidr.js";
 
 describe("cidrMatcher", () => {
   it("matches IPv4 ranges and bare addresses", () => {
@@ -34,5 +34,12 @@ describe("cidrMatcher", () => {
     for (const bad of ["10.0.0.0/33", "10.0.0.256", "010.0.0.1", "proxy.local", "::1/129", "1:2:3:4:5:6:7:8:9", "10.0.0.0/8/1", ""])
       expect(isCidr(bad), bad).toBe(false);
     expect(() => cidrMatcher(["nope"])).toThrow(/not an address or CIDR range: nope/);
+  });
+
+  it("reads the IPv4 address an IPv6 form only wraps: mapped, compatible and translated; nothing else", () => {
+    for (const a of ["::7f00:1", "::127.0.0.1", "::ffff:7f00:1", "::ffff:127.0.0.1", "::ffff:0:7f00:1", "[::ffff:0:127.0.0.1]"])
+      expect(wrappedIPv4(a), a).toBe("127.0.0.1");
+    expect(wrappedIPv4("::a9fe:a9fe")).toBe("169.254.169.254");
+    for (const a of ["::", "::1", "fe80::1", "2001:db8::7f00:1", "127.0.0.1", "nope"]) expect(wrappedIPv4(a), a).toBeUndefined();
   });
 });

@@ -93,3 +93,18 @@ export function cidrMatcher(cidrs: readonly string[]): (address: string | undefi
     return ranges.some((r) => r.width === a[1] && (a[0] & r.mask) === r.base);
   };
 }
+
+/**
+ * The IPv4 address an IPv6 address stands for, where its form only wraps one: IPv4-mapped (`::ffff:a.b.c.d`),
+ * IPv4-compatible (`::a.b.c.d`, deprecated; `::` and `::1` excluded) and IPv4-translated (`::ffff:0:a.b.c.d`), dotted;
+ * undefined for any other address (and for IPv4 itself). `[::7f00:1]` and `[::127.0.0.1]` are 127.0.0.1.
+ */
+export function wrappedIPv4(address: string): string | undefined {
+  const v6 = parseIPv6(address);
+  if (v6 === undefined) return undefined;
+  const high = v6 >> 32n;
+  const wrapped = high === 0xffffn || high === 0xffff0000n || (high === 0n && v6 > 1n);
+  if (!wrapped) return undefined;
+  const v4 = v6 & 0xffffffffn;
+  return [24n, 16n, 8n, 0n].map((s) => String((v4 >> s) & 0xffn)).join(".");
+}

@@ -3,7 +3,7 @@ import { serve, type ServerType } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import { STATUS_CODES, ServerResponse } from "node:http";
 import type { TollgateConfig } from "../../config/schema.js";
-import type { Secrets } from "../../config/load.js";
+import { ConfigError, type Secrets } from "../../config/load.js";
 import { createGateway, type Gateway, type GatewayDeps } from "../gateway.js";
 import { undiciTransport } from "./node/undici-transport.js";
 import { withDirectRelays } from "./node/direct-relay.js";
@@ -26,6 +26,9 @@ import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
 import { VERSION } from "../operators/own-routes.js";
 import type { PeerAddress } from "./client-address.js";
+import { openPkcs11Signer } from "./node/pkcs11-signer.js";
+import { openRemoteSigner } from "./node/remote-signer.js";
+import type { WalletSigner } from "../payments/wallet-signer.js";
 
 /** The TCP peer of the request's socket (what @hono/node-server's getConnInfo reads, without the object it builds). */
 const nodePeerAddress: PeerAddress = (c) => {
@@ -99,11 +102,29 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
 
 const directRelays = (config: TollgateConfig) => config.server.directRelay && process.env.TOLLGATE_DIRECT_RELAY !== "off";
 
+/** The wallet signer `[wallet] signer` names that only Node can open (a PKCS#11 token, the remote signer); none for "local". */
+async function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): Promise<WalletSigner | undefined> {
+  const kind = config.wallet.signer;
+  if (kind === "local") return undefined;
+  if (secrets.walletKey)
+    throw new ConfigError(
+      [`TOLLGATE_WALLET_KEY: set, but wallet.signer is "${kind}": the key lives in the signer; unset it`],
+      "environment",
+    );
+  try {
+    if (kind === "remote") return await openRemoteSigner(config.wallet.remote!.socket);
+    return openPkcs11Signer(config.wallet.pkcs11!, secrets.pkcs11Pin);
+  } catch (err) {
+    throw new ConfigError([(err as Error).message], "the wallet signer");
+  }
+}
+
 export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
   const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
   let gateway: Gateway | undefined;
   const metrics = opts.deps?.metrics ?? new GatewayMetrics(promRegistry());
   const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
+  const walletSigner = opts.deps?.walletSigner ?? (await nodeWalletSigner(opts.config, opts.secrets));
   // The Node fast paths, this gateway's own (src/platform/speed.ts): where server.directRelay is on, the chain's hot
   // request headers are read off node:http's parsed head (./node/request-headers.ts), a small body the parser already
   // holds is taken as it sits (./node/held-body.ts), and (once `serve` runs, below) headers added after the handler go
@@ -128,6 +149,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     ...opts.deps,
     metrics,
     stores,
+    ...(walletSigner ? { walletSigner } : {}),
   });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
   const stopAlerts = gateway.alerts.start(opts.config.alerts.evaluateSeconds * 1000);

@@ -29,3 +29,39 @@ export function listItems<S extends z.ZodType<object>>(
   const raw = Array.isArray(body[name]) ? body[name] : Array.isArray(data[name]) ? data[name] : [];
   return (raw as unknown[]).map((item) => readWire(schema, item));
 }
+
+/**
+ * An upstream answer's text as JSON, tolerating the bare `NaN`, `Infinity` and `-Infinity` some JSON writers emit
+ * (Python's, by default): each is read as the string of its name, so a reader sees a value it will refuse rather
+ * than an unreadable answer. @throws SyntaxError for anything else that is not JSON.
+ */
+export function parseUpstreamJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    if (!/NaN|Infinity/.test(text)) throw err;
+    return JSON.parse(quoteNonFinite(text));
+  }
+}
+
+/** `text` with every bare NaN / Infinity / -Infinity outside a string quoted. */
+function quoteNonFinite(text: string): string {
+  let out = "";
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (inString) {
+      out += ch;
+      if (ch === "\\") out += text[++i] ?? "";
+      else if (ch === '"') inString = false;
+      continue;
+    }
+    if (ch === '"') inString = true;
+    const word = ["NaN", "Infinity", "-Infinity"].find((w) => text.startsWith(w, i));
+    if (word) {
+      out += `"${word}"`;
+      i += word.length - 1;
+    } else out += ch;
+  }
+  return out;
+}

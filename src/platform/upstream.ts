@@ -21,7 +21,7 @@ import type { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { routeLabel } from "../telemetry/route-label.js";
 import { childSpan, type Tracer } from "../telemetry/tracing.js";
 import type * as z from "zod";
-import { readWire } from "./upstream-records.js";
+import { parseUpstreamJson, readWire } from "./upstream-records.js";
 
 export interface UpstreamCall {
   method?: string;
@@ -265,7 +265,7 @@ export async function upstreamJson(res: Response, schema?: z.ZodType<object>): P
   let value: unknown = {};
   if (text) {
     try {
-      value = JSON.parse(text);
+      value = parseUpstreamJson(text);
     } catch {
       throw new GatewayError(502, "upstream_bad_response", "The upstream answered with something that is not JSON.");
     }

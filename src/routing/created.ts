@@ -1,9 +1,13 @@
 // Creation answers: what a create call (sandbox, session, credit-billed job) names: `id`, or `jobId` for jobs, the job's
 // status, and when a paid session ends. The answer is read once per request: the handler that reads it notes what it
-// named on the context (noteCreated), and the chain's quota and meter steps take it from there (createdBy).
+// named on the context (noteCreated), and the chain's quota and meter steps take it from there (createdBy). What a
+// creation makes becomes the caller's here and nowhere else (claimCreated).
 import type { Context } from "hono";
 import * as z from "zod";
+import { GatewayError } from "../errors.js";
 import { lenient, readWire } from "../platform/upstream-records.js";
+import type { GatewayServices } from "../services.js";
+import type { ResourceKind } from "../state/types.js";
 
 const CreatedAnswer = z.looseObject({
   id: lenient(z.union([z.string(), z.number()])),
@@ -26,6 +30,8 @@ declare module "hono" {
   interface ContextVariableMap {
     /** Set by the handler that read the creation's answer (noteCreated), or by the first step to ask (createdBy). */
     created: Created;
+    /** The resource claimed for the caller in this request (`kind:id`), set by claimCreated. */
+    claimed: string;
   }
 }
 
@@ -53,3 +59,26 @@ export async function createdBy(c: Context): Promise<Created> {
   }
   return noteCreated(c, answer);
 }
+
+/** A creation whose answer names a resource another tenant owns: nothing is handed over. */
+const claimRefused = (kind: string) =>
+  new GatewayError(409, "resource_conflict", `The upstream answered with a ${kind} this tenant cannot claim; nothing was handed over.`);
+
+/**
+ * The one place a created resource becomes a tenant's: the first claim wins, so an upstream answering a creation with
+ * something another tenant owns moves nothing (409 resource_conflict). Noted on the context, so the chain's quota step
+ * (which makes sure what it counted is claimed) does not claim it again.
+ * @example await claimCreated(services, c, { kind: "sandbox", id: "sb_1", tenant: "acme", route: row.name })
+ */
+export async function claimCreated(
+  services: Pick<GatewayServices, "stores" | "logger">,
+  c: Context,
+  r: { kind: ResourceKind; id: string; tenant: string; route?: string },
+): Promise<void> {
+  if (!(await services.stores.ownership.claim(r.kind, r.id, r.tenant))) throw claimRefused(r.kind);
+  c.set("claimed", `${r.kind}:${r.id}`);
+  services.logger.info(`${r.kind}.created`, { tenant: r.tenant, id: r.id, ...(r.route ? { route: r.route } : {}) });
+}
+
+/** True when this request's creation of `kind` `id` was claimed already (by the handler, with claimCreated). */
+export const claimedHere = (c: Context, kind: ResourceKind, id: string): boolean => c.get("claimed") === `${kind}:${id}`;

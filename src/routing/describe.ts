@@ -4,7 +4,7 @@ import { methodsOf, ROUTES, type Meter, type RouteRow } from "./table.js";
 
 function meterText(m: Meter | undefined): string {
   if (!m) return "";
-  if (m.per === "call") return `${m.price} per call`;
+  if (m.per === "call") return m.settles === "handler" ? `${m.price} per upstream call (a cached answer is free)` : `${m.price} per call`;
   if (m.per === "units" && m.units === "extractPages")
     return `${m.price} × pages (1 per URL, maxLinks per URL ending in /*, maxLinks default ${m.default})`;
   if (m.per === "units") return `${m.price} × ${m.units} (default ${m.default})`;
@@ -24,7 +24,8 @@ function owner(row: RouteRow): string {
   if (row.owns) parts.push(`owns ${row.owns.kind} :${row.owns.param}`);
   if (row.creates) parts.push(`creates ${row.creates}`);
   if (row.list) parts.push(`lists own ${row.list.kind}`);
-  if (row.quota) parts.push(`quota ${row.quota}`);
+  if (row.quota) parts.push(`quota ${row.quota.kind}${row.quota.until === "expiry" ? " (until its paid end)" : ""}`);
+  if (row.rateLimited === false) parts.push("no rate limit");
   if (row.bodyLimit) parts.push(`body ≤ ${row.bodyLimit / 1024} KiB`);
   return parts.join(", ");
 }

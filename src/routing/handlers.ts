@@ -4,14 +4,22 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
+import { parseUpstreamJson } from "../platform/upstream-records.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { keepOwnedItems } from "./owned-items.js";
 import { callerTenant } from "../identity/caller.js";
 import { settleJobFrom, TERMINAL } from "../payments/kept-holds.js";
-import type { RouteRow } from "./table.js";
-import { noteCreated } from "./created.js";
+import type { RouteRow } from "./row.js";
+import { claimCreated, noteCreated } from "./created.js";
+import type { HandlerName } from "./handler-names.js";
 
 export type RowHandler = (c: Context<GatewayEnv>, row: RouteRow) => Promise<Response> | Response;
+
+/**
+ * Route handlers by name: what a surface implements, and (all of them together) the registry src/gateway.ts assembles.
+ * A name outside the registry's list (./handler-names.ts) fails to compile.
+ */
+export type Handlers = Partial<Record<HandlerName, RowHandler>>;
 
 /** The body to forward: the chain's JSON copy when one was read (and maybe completed), else the client's stream. */
 export function forwardBody(c: Context<GatewayEnv>): { headers: Headers; body: string | ReadableStream<Uint8Array> | null } {
@@ -38,7 +46,7 @@ const NOT_JSON = Symbol("not JSON");
 /** An answer's JSON, read once, from a clone (the answer may still be relayed as it came). */
 async function answerJson(res: Response): Promise<unknown> {
   try {
-    return await res.clone().json();
+    return parseUpstreamJson(await res.clone().text());
   } catch {
     return NOT_JSON;
   }
@@ -50,16 +58,13 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
  * Claims what a creation answer (`answer`, read once) names for the caller, and notes it on the context for the chain's
  * quota and meter steps (src/routing/created.ts), which read it from there rather than from the answer again.
  */
-async function claimCreated(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, answer: unknown): Promise<void> {
+async function claimAnswer(services: GatewayServices, c: Context<GatewayEnv>, row: RouteRow, answer: unknown): Promise<void> {
   if (!row.creates) return;
   if (answer === NOT_JSON)
     throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not answer with JSON.");
   const { id } = noteCreated(c, answer);
   if (id === undefined) throw new GatewayError(502, "upstream_bad_response", "The upstream created something but did not say its id.");
-  const tenant = callerTenant(c);
-  // First claim wins: an upstream answering a creation with something another tenant owns moves nothing.
-  if (!(await services.stores.ownership.claim(row.creates, id, tenant.id))) throw claimRefused(row.creates);
-  services.logger.info(`${row.creates}.created`, { tenant: tenant.id, id, route: row.name });
+  await claimCreated(services, c, { kind: row.creates, id, tenant: callerTenant(c).id, route: row.name });
 }
 
 /**
@@ -87,15 +92,11 @@ export async function startJob(
   const res = await forwardUpstream(c, services);
   if (!res.ok) return Upstream.relay(res);
   const answer = await answerJson(res);
-  await claimCreated(services, c, row, answer);
+  await claimAnswer(services, c, row, answer);
   return presentJob(res, answer, extra);
 }
 
-/** A creation whose answer names a resource another tenant owns: nothing is handed over. */
-export const claimRefused = (kind: string) =>
-  new GatewayError(409, "resource_conflict", `The upstream answered with a ${kind} this tenant cannot claim; nothing was handed over.`);
-
-export function commonHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function commonHandlers(services: GatewayServices): Handlers {
   return {
     forward: async (c, row) => {
       const res = await forwardUpstream(c, services);
@@ -112,7 +113,7 @@ export function commonHandlers(services: GatewayServices): Record<string, RowHan
 
     "owned.create": async (c, row) => {
       const res = await forwardUpstream(c, services);
-      if (res.ok && row.creates) await claimCreated(services, c, row, await answerJson(res));
+      if (res.ok && row.creates) await claimAnswer(services, c, row, await answerJson(res));
       return Upstream.relay(res);
     },
 

@@ -5,7 +5,8 @@
 // tenant key or gateway token presented is still the caller, for the rate limit), "tenant-key" (any of a tenant's
 // keys), "operator" (an admin or operator-readonly key: read-only keys may read, not change), "metrics-token"
 // (TOLLGATE_METRICS_TOKEN as a bearer), "mcp-token" (a keyless MCP token for its tenant), "console" (the console's
-// session cookie; the console's own pages sign in and out).
+// session cookie; the console's own pages sign in and out). A row a client calls carries its `doc` (summary, answers
+// as zod schemas from ./own-answers.ts): the OpenAPI document (src/operators/openapi.ts) is built from those rows.
 import {
   keyCreateBody,
   keyExpireBody,
@@ -14,10 +15,34 @@ import {
   tenantCreateBody,
   tenantPatchBody,
   consoleLinkBody,
+  ledgerQuery,
+  pageQuery,
+  tenantView,
+  issuedKey,
 } from "../operators/admin/schemas.js";
-import type * as z from "zod";
+import { outboxMessageView, outboxQuery } from "../operators/admin/webhooks.js";
+import { mintRequest } from "../operators/token-routes.js";
+import * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
-import type { Method, RouteRow } from "./row.js";
+import type { Method, RouteDoc, RouteRow } from "./row.js";
+import {
+  anyObject,
+  auditPage,
+  consoleLinkAnswer,
+  healthAnswer,
+  json,
+  keyRotated,
+  ledgerEntry,
+  ledgerPage,
+  readiness,
+  refusal,
+  revokedToken,
+  tenantCreated,
+  text,
+  tokenByValue,
+  usageWindow,
+  whoamiAnswer,
+} from "./own-answers.js";
 
 const OWN_PREFIX = "/_tollgate";
 const P = OWN_PREFIX;
@@ -39,6 +64,21 @@ const PUBLIC = ["public"] as const,
   OPERATOR = ["operator"] as const,
   /** The console's session cookie (a page without one redirects to sign-in; the sign-in pages take none). */
   CONSOLE = ["console"] as const;
+/** A row's entry in the OpenAPI document (src/operators/openapi.ts): its tag, summary and answers. */
+const doc = (
+  tag: RouteDoc["tag"],
+  operationId: string | undefined,
+  summary: string,
+  answers: RouteDoc["answers"],
+  more: Partial<RouteDoc> = {},
+): RouteDoc => ({
+  tag,
+  ...(operationId ? { operationId } : {}),
+  summary,
+  answers,
+  ...more,
+});
+const tenantAnswer = (description: string) => ({ 200: json(tenantView, description) });
 /** A console form (urlencoded or multipart), read by the page. */
 const FORM = handlerBody("form");
 /** Minting and revoking keyless tokens takes the tenant's key: a token cannot mint another. */
@@ -50,43 +90,43 @@ const KEY_NOT_TOKEN = {
 
 // biome-ignore format: one row per line, so the table reads as a table
 export const OWN_ROWS: readonly RouteRow[] = [
-  own({ name: "own.health", method: GET, path: `${P}/health`, auth: PUBLIC, handler: "own.health" }),
-  own({ name: "own.whoami", method: GET, path: `${P}/whoami`, auth: TENANT, handler: "own.whoami" }),
-  own({ name: "own.ready", method: GET, path: `${P}/ready`, auth: PUBLIC, handler: "own.ready" }),
-  own({ name: "own.metrics", method: GET, path: `${P}/metrics`, auth: ["metrics-token", "operator"], scope: "admin", handler: "own.metrics" }),
-  own({ name: "own.openapi", method: GET, path: `${P}/openapi.json`, auth: PUBLIC, handler: "own.openapi" }),
-  own({ name: "own.docs", method: GET, path: `${P}/docs`, auth: PUBLIC, handler: "own.docs" }),
+  own({ name: "own.health", method: GET, path: `${P}/health`, auth: PUBLIC, handler: "own.health", doc: doc("gateway", "getHealth", "Liveness", { 200: json(healthAnswer, "Up") }) }),
+  own({ name: "own.whoami", method: GET, path: `${P}/whoami`, auth: TENANT, handler: "own.whoami", doc: doc("gateway", "whoAmI", "The tenant behind a key", { 200: json(whoamiAnswer, "The tenant") }) }),
+  own({ name: "own.ready", method: GET, path: `${P}/ready`, auth: PUBLIC, handler: "own.ready", doc: doc("gateway", "getReadiness", "Readiness: the state backend, the upstream, the signer and the wallet, each with its figures", { 200: json(readiness, "Ready, or degraded (serving; payments at risk)"), 503: json(readiness, "Not ready: the state backend or the upstream cannot be reached") }) }),
+  own({ name: "own.metrics", method: GET, path: `${P}/metrics`, auth: ["metrics-token", "operator"], scope: "admin", handler: "own.metrics", doc: doc("gateway", "getMetrics", "Prometheus metrics (an admin key, or the TOLLGATE_METRICS_TOKEN bearer)", { 200: text("text/plain", "The text exposition format 0.0.4") }) }),
+  own({ name: "own.openapi", method: GET, path: `${P}/openapi.json`, auth: PUBLIC, handler: "own.openapi", doc: doc("gateway", "getOpenApiDocument", "This document", { 200: json(anyObject, "The OpenAPI 3.1 document") }) }),
+  own({ name: "own.docs", method: GET, path: `${P}/docs`, auth: PUBLIC, handler: "own.docs", doc: doc("gateway", "getApiDocs", "This document, as a browsable page (Swagger UI served by the gateway)", { 200: text("text/html", "The page"), 404: refusal("Not served by this runtime (Workers)") }) }),
   own({ name: "own.docs.init", method: GET, path: `${P}/docs/init.js`, auth: PUBLIC, handler: "own.docs.init" }),
   own({ name: "own.docs.asset", method: GET, path: `${P}/docs/:asset`, auth: PUBLIC, handler: "own.docs.asset" }),
   // ── Spend visibility: a tenant's own; an operator's of everyone ──
-  own({ name: "own.usage", method: GET, path: `${P}/usage`, auth: ["tenant-key", "mcp-token"], wrongToken: { status: 401, code: "tenant_key_required", message: "Usage is read with a tenant key or an MCP token." }, handler: "own.usage" }),
-  own({ name: "own.ledger", method: GET, path: `${P}/ledger`, auth: TENANT, handler: "own.ledger" }),
+  own({ name: "own.usage", method: GET, path: `${P}/usage`, auth: ["tenant-key", "mcp-token"], wrongToken: { status: 401, code: "tenant_key_required", message: "Usage is read with a tenant key or an MCP token." }, handler: "own.usage", doc: doc("usage", "getUsage", "Budget windows (limit, spent, remaining, reset) and cache savings across the fleet", { 200: json(anyObject, "Usage") }) }),
+  own({ name: "own.ledger", method: GET, path: `${P}/ledger`, auth: TENANT, handler: "own.ledger", doc: doc("usage", "listLedger", "The tenant's own payment authorizations", { 200: json(z.object({ entries: z.array(ledgerEntry) }), "Entries, newest first") }, { query: z.object({ state: ledgerQuery.shape.state, limit: pageQuery.shape.limit }) }) }),
   // ── Keyless tokens ──
-  own({ name: "own.tokens.mint", method: POST, path: `${P}/tokens`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, body: handlerBody("JSON: a mint request (kind sandbox, session, search or mcp)"), handler: "own.tokens.mint" }),
-  own({ name: "own.tokens.revokeByToken", method: POST, path: `${P}/tokens/revoke`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, body: handlerBody("JSON: {token}"), handler: "own.tokens.revokeByToken" }),
-  own({ name: "own.tokens.revoke", method: DELETE, path: `${P}/tokens/:jti`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.tokens.revoke" }),
+  own({ name: "own.tokens.mint", method: POST, path: `${P}/tokens`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, body: handlerBody("JSON: a mint request (kind sandbox, session, search or mcp)"), handler: "own.tokens.mint", doc: doc("tokens", "mintToken", "Mint a keyless token for an untrusted client", { 201: json(anyObject, "The token, once") }, { body: mintRequest }) }),
+  own({ name: "own.tokens.revokeByToken", method: POST, path: `${P}/tokens/revoke`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, body: handlerBody("JSON: {token}"), handler: "own.tokens.revokeByToken", doc: doc("tokens", "revokeToken", "Revoke a token by its value", { 200: json(revokedToken, "Revoked") }, { body: tokenByValue }) }),
+  own({ name: "own.tokens.revoke", method: DELETE, path: `${P}/tokens/:jti`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.tokens.revoke", doc: doc("tokens", "revokeTokenById", "Revoke a minted token", { 200: json(revokedToken, "Revoked") }) }),
   // ── The admin API: an admin key changes, an operator-readonly key reads ──
-  own({ name: "admin.usage", method: GET, path: `${P}/admin/usage`, auth: OPERATOR, scope: "admin", handler: "admin.usage" }),
-  own({ name: "admin.usage.export", method: GET, path: `${P}/admin/usage/export`, auth: OPERATOR, scope: "admin", handler: "admin.usage.export" }),
-  own({ name: "admin.credits.calibrate", method: GET, path: `${P}/admin/credits/calibrate`, auth: OPERATOR, scope: "admin", handler: "admin.credits.calibrate" }),
-  own({ name: "admin.consoleLink", method: POST, path: `${P}/admin/console-links`, auth: OPERATOR, scope: "admin", readOnlyMay: true, body: handlerBody("JSON: ConsoleLink", consoleLinkBody), handler: "admin.consoleLink" }),
-  own({ name: "admin.tenants.list", method: GET, path: `${P}/admin/tenants`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.list" }),
-  own({ name: "admin.tenants.create", method: POST, path: `${P}/admin/tenants`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: TenantCreate", tenantCreateBody), handler: "admin.tenants.create" }),
-  own({ name: "admin.tenants.get", method: GET, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.get" }),
-  own({ name: "admin.tenants.patch", method: PATCH, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: TenantPatch", tenantPatchBody), handler: "admin.tenants.patch" }),
+  own({ name: "admin.usage", method: GET, path: `${P}/admin/usage`, auth: OPERATOR, scope: "admin", handler: "admin.usage", doc: doc("admin", "adminGetUsage", "Every tenant's usage", { 200: json(z.object({ tenants: z.array(anyObject) }), "Usage per tenant") }) }),
+  own({ name: "admin.usage.export", method: GET, path: `${P}/admin/usage/export`, auth: OPERATOR, scope: "admin", handler: "admin.usage.export", doc: doc("admin", "adminExportUsage", "Chargeback: spend by tenant, day, kind and route row, as JSON or CSV", { 200: { ...json(anyObject, "The export (format=csv: a CSV file)"), text: "text/csv" } }, { query: usageWindow.extend({ format: z.enum(["json", "csv"]).optional() }) }) }),
+  own({ name: "admin.credits.calibrate", method: GET, path: `${P}/admin/credits/calibrate`, auth: OPERATOR, scope: "admin", handler: "admin.credits.calibrate", doc: doc("admin", "adminCalibrateCredits", "The credit price table against what the upstream reported over a window", { 200: json(anyObject, "The comparison per price") }, { query: usageWindow }) }),
+  own({ name: "admin.consoleLink", method: POST, path: `${P}/admin/console-links`, auth: OPERATOR, scope: "admin", readOnlyMay: true, body: handlerBody("JSON: ConsoleLink", consoleLinkBody), handler: "admin.consoleLink", doc: doc("admin", "adminCreateConsoleLink", "A one-time console sign-in link for the calling operator (the code is in this answer only)", { 201: json(consoleLinkAnswer, "The link, once") }) }),
+  own({ name: "admin.tenants.list", method: GET, path: `${P}/admin/tenants`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.list", doc: doc("admin", "adminListTenants", "List tenants", { 200: json(z.object({ tenants: z.array(tenantView) }), "Tenants") }) }),
+  own({ name: "admin.tenants.create", method: POST, path: `${P}/admin/tenants`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: TenantCreate", tenantCreateBody), handler: "admin.tenants.create", doc: doc("admin", "adminCreateTenant", "Create a tenant and its first key (shown once)", { 201: json(tenantCreated, "Created"), 409: refusal("The id is taken") }) }),
+  own({ name: "admin.tenants.get", method: GET, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.get", doc: doc("admin", "adminGetTenant", "Read a tenant", tenantAnswer("The tenant")) }),
+  own({ name: "admin.tenants.patch", method: PATCH, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: TenantPatch", tenantPatchBody), handler: "admin.tenants.patch", doc: doc("admin", "adminUpdateTenant", "Update a tenant (disabling pulls the kill switch)", { ...tenantAnswer("Updated"), 409: refusal("An admin would lock itself out") }) }),
   ...(Object.keys(SECTIONS) as (keyof typeof SECTIONS)[]).map((s) =>
-    own({ name: `admin.tenants.${s}`, method: PUT, path: `${P}/admin/tenants/:id/${s}`, auth: OPERATOR, scope: "admin", body: handlerBody(`JSON: the tenant's ${s}`, SECTIONS[s]), handler: "admin.tenants.section" }),
+    own({ name: `admin.tenants.${s}`, method: PUT, path: `${P}/admin/tenants/:id/${s}`, auth: OPERATOR, scope: "admin", body: handlerBody(`JSON: the tenant's ${s}`, SECTIONS[s]), handler: "admin.tenants.section", doc: doc("admin", undefined, `Replace a tenant's ${s}`, tenantAnswer("Updated")) }),
   ),
-  own({ name: "admin.tenants.disable", method: POST, path: `${P}/admin/tenants/:id/disable`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.disable" }),
-  own({ name: "admin.tenants.enable", method: POST, path: `${P}/admin/tenants/:id/enable`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.enable" }),
-  own({ name: "admin.tenants.delete", method: DELETE, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.delete" }),
-  own({ name: "admin.keys.create", method: POST, path: `${P}/admin/tenants/:id/keys`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyCreate", keyCreateBody), handler: "admin.keys.create" }),
-  own({ name: "admin.keys.rotate", method: POST, path: `${P}/admin/tenants/:id/keys/:keyId/rotate`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyRotate", keyRotateBody), handler: "admin.keys.rotate" }),
-  own({ name: "admin.keys.revoke", method: DELETE, path: `${P}/admin/tenants/:id/keys/:keyId`, auth: OPERATOR, scope: "admin", handler: "admin.keys.revoke" }),
-  own({ name: "admin.keys.expire", method: POST, path: `${P}/admin/tenants/:id/keys/:keyId/expire`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyExpire", keyExpireBody), handler: "admin.keys.expire" }),
-  own({ name: "admin.audit", method: GET, path: `${P}/admin/audit`, auth: OPERATOR, scope: "admin", handler: "admin.audit" }),
-  own({ name: "admin.ledger", method: GET, path: `${P}/admin/ledger`, auth: OPERATOR, scope: "admin", handler: "admin.ledger" }),
-  own({ name: "admin.webhooks", method: GET, path: `${P}/admin/webhooks`, auth: OPERATOR, scope: "admin", handler: "admin.webhooks" }),
+  own({ name: "admin.tenants.disable", method: POST, path: `${P}/admin/tenants/:id/disable`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.disable", doc: doc("admin", "adminDisableTenant", "Disable a tenant: stops its sandboxes and sessions, revokes its tokens", tenantAnswer("Disabled")) }),
+  own({ name: "admin.tenants.enable", method: POST, path: `${P}/admin/tenants/:id/enable`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.enable", doc: doc("admin", "adminEnableTenant", "Enable a tenant", tenantAnswer("Enabled")) }),
+  own({ name: "admin.tenants.delete", method: DELETE, path: `${P}/admin/tenants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.tenants.delete", doc: doc("admin", "adminDeleteTenant", "Delete a tenant (kill switch, then a tombstone)", { 200: json(z.object({ id: z.string(), deleted: z.literal(true) }), "Deleted") }) }),
+  own({ name: "admin.keys.create", method: POST, path: `${P}/admin/tenants/:id/keys`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyCreate", keyCreateBody), handler: "admin.keys.create", doc: doc("admin", "adminCreateKey", "Create a key (the plain key is in this answer only)", { 201: json(issuedKey, "The new key, once") }) }),
+  own({ name: "admin.keys.rotate", method: POST, path: `${P}/admin/tenants/:id/keys/:keyId/rotate`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyRotate", keyRotateBody), handler: "admin.keys.rotate", doc: doc("admin", "adminRotateKey", "Replace a key by a new one (the old one stops now or after graceSeconds)", { 201: json(keyRotated, "The new key, once") }) }),
+  own({ name: "admin.keys.revoke", method: DELETE, path: `${P}/admin/tenants/:id/keys/:keyId`, auth: OPERATOR, scope: "admin", handler: "admin.keys.revoke", doc: doc("admin", "adminRevokeKey", "Revoke a key", { 200: json(z.object({ tenant: z.string(), revoked: z.string() }), "Revoked") }) }),
+  own({ name: "admin.keys.expire", method: POST, path: `${P}/admin/tenants/:id/keys/:keyId/expire`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyExpire", keyExpireBody), handler: "admin.keys.expire", doc: doc("admin", "adminExpireKey", "Set a key's expiry", { 200: json(z.object({ tenant: z.string(), id: z.string(), expiresAt: z.string() }), "Expiry set") }) }),
+  own({ name: "admin.audit", method: GET, path: `${P}/admin/audit`, auth: OPERATOR, scope: "admin", handler: "admin.audit", doc: doc("admin", "adminListAudit", "The audit log of admin actions, paged", { 200: json(auditPage, "A page, newest first") }, { query: pageQuery }) }),
+  own({ name: "admin.ledger", method: GET, path: `${P}/admin/ledger`, auth: OPERATOR, scope: "admin", handler: "admin.ledger", doc: doc("admin", "adminListLedger", "Every tenant's ledger, filtered and paged", { 200: json(ledgerPage, "A page, newest first") }, { query: ledgerQuery }) }),
+  own({ name: "admin.webhooks", method: GET, path: `${P}/admin/webhooks`, auth: OPERATOR, scope: "admin", handler: "admin.webhooks", doc: doc("admin", "adminListWebhookDeliveries", "The alert outbox: deliveries waiting (attempts, next try, last error) or given up (dead letters)", { 200: json(z.object({ state: z.enum(["pending", "dead"]), messages: z.array(outboxMessageView) }), "Messages") }, { query: outboxQuery }) }),
   // ── The operator console: server-rendered pages behind its session cookie (sign-in pages are open) ──
   own({ name: "console.login.page", method: GET, path: `${P}/console/login`, auth: CONSOLE, handler: "console.login.page" }),
   own({ name: "console.login", method: POST, path: `${P}/console/login`, auth: CONSOLE, body: FORM, handler: "console.login" }),

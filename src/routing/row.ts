@@ -3,6 +3,8 @@ import type { Scope } from "../../config/tenant-schema.js";
 import type { ResourceKind } from "../state/types.js";
 import type { TokenScope } from "../identity/tokens.js";
 import type { BodySpec } from "./bodies/index.js";
+import type { HandlerName } from "./handler-names.js";
+import type * as z from "zod";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -47,7 +49,15 @@ export type PriceName =
  * `extension`: price × `durationMinutes` added to the `resource`'s own hold (and its end time), so it settles once.
  */
 export type Meter =
-  | { per: "call"; price: PriceName }
+  | {
+      per: "call";
+      price: PriceName;
+      /**
+       * Where the call is billed: "chain" (default: the meter step, around the handler) or "handler" (the handler bills
+       * only a call it sends upstream, src/payments/credit-call.ts: a cached or coalesced answer costs nothing).
+       */
+      settles?: "chain" | "handler";
+    }
   | {
       per: "units";
       price: PriceName;
@@ -57,6 +67,38 @@ export type Meter =
     }
   | { per: "minutes"; price: PriceName; resource: "sandbox" | "session" }
   | { per: "extension"; price: PriceName; resource: "sandbox" | "session" };
+
+/**
+ * A creation counted against the tenant's active `kind`s. `until`: how a created one stops counting: "upstream" (default:
+ * while the upstream says it runs) or "expiry" (an x402 session, not visible on the upstream's API: its paid `expiresAt`).
+ */
+export interface Quota {
+  kind: "sandbox" | "session";
+  until?: "upstream" | "expiry";
+}
+
+/** One answer of a documented row: JSON of `schema`, and/or a text body of type `text`. */
+export interface DocAnswer {
+  description: string;
+  schema?: z.ZodType;
+  text?: "text/plain" | "text/html" | "text/csv";
+}
+
+/**
+ * How one of the gateway's own rows appears in its OpenAPI document (src/operators/openapi.ts builds the document from
+ * the rows that carry one, and nothing else). Security and the refusals any such row may give follow from `auth`, path
+ * parameters from `path`, the request body from the row's `body` (a handler body's schema) unless `body` names one.
+ */
+export interface RouteDoc {
+  tag: "gateway" | "usage" | "tokens" | "sessions" | "admin";
+  summary: string;
+  /** Default: made from the method and path (`put /admin/tenants/{id}/budget` → putAdminTenantsIdBudget). */
+  operationId?: string;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** The row's answers by status (its refusals beside the common ones, e.g. 409). */
+  answers: Record<number, DocAnswer>;
+}
 
 export interface RouteRow {
   /** Unique name: logs, metrics and the audit speak of rows by it. */
@@ -87,15 +129,25 @@ export interface RouteRow {
   /** A JSON body above this many bytes answers 413 body_too_large (default 1 MiB; a search needs a few KiB). */
   bodyLimit?: number;
   /** Creation counted against the tenant's active-resource quota and body limits. */
-  quota?: "sandbox" | "session";
-  /** Route handler; "forward" relays the request to the upstream with the operator's key. */
-  handler: string;
+  quota?: Quota;
+  /**
+   * The tenant's rate limit (requestsPerMinute) applies to this row; default true. The runtime plane sets false: it is
+   * the hot path and is bounded by its sandbox.
+   */
+  rateLimited?: boolean;
+  /**
+   * Route handler, by its name in the one registry (./handler-names.ts: a name not there fails to compile); "forward"
+   * relays the request to the upstream with the operator's key.
+   */
+  handler: HandlerName;
   /** An own row's answer to a gateway token it does not take (`{kind}`: the token's kind). */
   wrongToken?: { status: 401 | 403; code: string; message: string };
   /** "operator" rows: an operator-readonly key may also call this one though it is no read (its own console link). */
   readOnlyMay?: boolean;
   /** A 401 from identify carries `WWW-Authenticate: Bearer resource_metadata=<public origin><this path>` (MCP). */
   bearerChallenge?: string;
+  /** In the gateway's OpenAPI document, thus (own rows, and the gateway-served computer action). */
+  doc?: RouteDoc;
   /** Deliberately not fronted: answered with this refusal, never forwarded. */
   refuse?: { status: 403 | 404 | 410; code: string; message: string };
 }

@@ -9,8 +9,10 @@ import type { TokenScope } from "../identity/tokens.js";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Meter, Method, RouteRow } from "./row.js";
 import { OWN_ROWS } from "./own-rows.js";
+import { anyObject, json } from "./own-answers.js";
+import type { HandlerName } from "./handler-names.js";
 
-export type { Meter, Method, PriceName, RouteRow } from "./row.js";
+export type { Meter, Method, PriceName, Quota, RouteRow } from "./row.js";
 
 const KEY = ["key"] as const;
 /** A search is a query and a few filters; a fetch may carry an output schema. */
@@ -33,7 +35,7 @@ function jobRows(o: {
   body: BodySpec;
   stop?: boolean;
   /** The start row's handler (agent tasks: "task.start", which may create the task's session first). */
-  start?: string;
+  start?: HandlerName;
 }): RouteRow[] {
   /** A read (or stop) of one job by id: the caller's own, free, no body. */
   const byId = (op: string, method: Method, rest: string): RouteRow => ({
@@ -82,7 +84,7 @@ function runtime(
   name: string,
   method: Method | readonly Method[],
   rest: string,
-  handler = "runtime.forward",
+  handler: HandlerName = "runtime.forward",
   tokenScope: TokenScope = "runtime",
 ): RouteRow {
   return {
@@ -93,6 +95,7 @@ function runtime(
     scope: "sandboxes",
     tokenScope,
     owns: { kind: "sandbox", param: "id" },
+    rateLimited: false,
     pay: "free",
     body: BODY.sandboxPlane,
     handler,
@@ -104,8 +107,8 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   // ── Web search and fetch: x402 (the gateway pays) or the operator's credits; cached and coalesced either way ──
   { name: "x402.web.search", method: POST, path: "/x402/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: SEARCH_BODY, body: BODY.webSearch, handler: "paid.search" },
   { name: "x402.web.fetch", method: POST, path: "/x402/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "x402", bodyLimit: FETCH_BODY, body: BODY.webFetch, handler: "paid.search" },
-  { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch" }, bodyLimit: SEARCH_BODY, body: BODY.webSearch, handler: "paid.search" },
-  { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch" }, bodyLimit: FETCH_BODY, body: BODY.webFetch, handler: "paid.search" },
+  { name: "web.search", method: POST, path: "/api/web/search", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webSearch", settles: "handler" }, bodyLimit: SEARCH_BODY, body: BODY.webSearch, handler: "paid.search" },
+  { name: "web.fetch", method: POST, path: "/api/web/fetch", auth: ["key", "search-token"], scope: "search", tokenScope: "search", pay: "credits", meter: { per: "call", price: "webFetch", settles: "handler" }, bodyLimit: FETCH_BODY, body: BODY.webFetch, handler: "paid.search" },
   ...jobRows({ name: "web.batchFetch", path: "/api/web/batch-fetch", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "urls", default: 1 }, body: BODY.batchFetch }),
   ...jobRows({ name: "web.crawl", path: "/api/web/crawl", scope: "search", kind: "job", meter: { per: "units", price: "webPage", units: "crawlOptions.maxPages", default: 10 }, body: BODY.webCrawl }),
 
@@ -119,7 +122,7 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   ),
 
   // ── Browser sessions (credits by the minute) ──
-  { name: "session.create", method: POST, path: "/api/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "credits", meter: { per: "minutes", price: "sessionMinute", resource: "session" }, body: BODY.createSession, handler: "session.create" },
+  { name: "session.create", method: POST, path: "/api/session", auth: KEY, scope: "sessions", creates: "session", quota: { kind: "session" }, pay: "credits", meter: { per: "minutes", price: "sessionMinute", resource: "session" }, body: BODY.createSession, handler: "session.create" },
   { name: "session.list", method: GET, path: "/api/sessions", auth: KEY, scope: "sessions", list: { kind: "session", field: "sessions" }, pay: "free", body: BODY.none, handler: "session.list" },
   { name: "session.activeCount", method: GET, path: "/api/sessions/active-count", auth: KEY, scope: "sessions", pay: "free", body: BODY.none, handler: "session.activeCount" },
   { name: "session.get", method: GET, path: "/api/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "session.get" },
@@ -144,12 +147,14 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
     name: "session.computerAction.upstream", method: ["GET", "POST", "PUT"], path: "/api/session/:id/computer-action", auth: ["none"], scope: "sessions", pay: "free", body: BODY.none, handler: "refuse",
     refuse: { status: 404, code: "route_not_fronted", message: "Computer actions go to the session's computerActionEndpoint on the gateway." },
   },
-  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, bodyLimit: ACTION_BODY, handler: "cdp.computerAction" },
+  { name: "session.computerAction", method: POST, path: "/_tollgate/computer-action/:id", auth: ["key", "session-token"], scope: "sessions", tokenScope: "computer", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.computerAction, bodyLimit: ACTION_BODY, handler: "cdp.computerAction",
+    doc: { tag: "sessions", operationId: "sessionComputerAction", summary: "A session's computer action (the SDK's computerActionEndpoint)", answers: { 200: json(anyObject, "The upstream's answer") } },
+  },
   { name: "session.cdp", method: GET, path: "/devtools/browser/:id", auth: ["session-token", "key"], scope: "sessions", tokenScope: "cdp", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "cdp.connect" },
   // The gateway's own live view (liveUrl): the ticket in the link is checked by the handler (scope live, the owner's).
   { name: "session.live", method: GET, path: "/_tollgate/live/:id", auth: ["ticket"], scope: "sessions", pay: "free", body: BODY.none, handler: "live.page" },
   { name: "session.liveSocket", method: GET, path: "/_tollgate/live/:id/ws", auth: ["ticket"], scope: "sessions", pay: "free", body: BODY.none, handler: "live.socket" },
-  { name: "x402.session.create", method: POST, path: "/x402/session", auth: KEY, scope: "sessions", creates: "session", quota: "session", pay: "x402", body: BODY.x402Session, handler: "x402session.create" },
+  { name: "x402.session.create", method: POST, path: "/x402/session", auth: KEY, scope: "sessions", creates: "session", quota: { kind: "session", until: "expiry" }, pay: "x402", body: BODY.x402Session, handler: "x402session.create" },
   { name: "x402.session.get", method: GET, path: "/x402/session/:id", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "x402session.get" },
   { name: "x402.session.stop", method: PUT, path: "/x402/session/:id/stop", auth: KEY, scope: "sessions", owns: { kind: "session", param: "id" }, pay: "free", body: BODY.none, handler: "x402session.stop" },
 
@@ -163,7 +168,7 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   { name: "extension.list", method: GET, path: "/api/extensions/list", auth: KEY, scope: "sessions", list: { kind: "extension", field: null }, pay: "free", body: BODY.none, handler: "owned.list" },
 
   // ── Sandboxes (credits by the minute), images, snapshots, volumes ──
-  { name: "sandbox.create", method: POST, path: "/api/sandbox", auth: KEY, scope: "sandboxes", creates: "sandbox", quota: "sandbox", pay: "credits", meter: { per: "minutes", price: "sandboxMinute", resource: "sandbox" }, body: BODY.createSandbox, handler: "sandbox.create" },
+  { name: "sandbox.create", method: POST, path: "/api/sandbox", auth: KEY, scope: "sandboxes", creates: "sandbox", quota: { kind: "sandbox" }, pay: "credits", meter: { per: "minutes", price: "sandboxMinute", resource: "sandbox" }, body: BODY.createSandbox, handler: "sandbox.create" },
   { name: "sandbox.list", method: GET, path: "/api/sandboxes", auth: KEY, scope: "sandboxes", list: { kind: "sandbox", field: "sandboxes" }, pay: "free", body: BODY.none, handler: "sandbox.list" },
   { name: "sandbox.get", method: GET, path: "/api/sandbox/:id", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.none, handler: "sandbox.get" },
   { name: "sandbox.stop", method: PUT, path: "/api/sandbox/:id/stop", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.none, handler: "sandbox.stop" },
@@ -175,6 +180,7 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   // The image catalog is the operator's, shared by every tenant: changing it is for admins.
   { name: "image.delete", method: DELETE, path: "/api/images/:name", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
   { name: "image.build.create", method: POST, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", body: BODY.createImageBuild, handler: "forward" },
+  { name: "image.build.reuse", method: POST, path: "/api/images/builds/reuse", auth: KEY, scope: "admin", pay: "free", body: BODY.reuseImageBuild, handler: "forward" },
   { name: "image.build.list", method: GET, path: "/api/images/builds", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
   { name: "image.build.get", method: GET, path: "/api/images/builds/:id", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
   { name: "image.build.complete", method: POST, path: "/api/images/builds/:id/complete", auth: KEY, scope: "admin", pay: "free", body: BODY.completeImageBuild, handler: "forward" },
@@ -210,7 +216,7 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   runtime("files.watch.events", GET, "/files/watch/:wid/ws", "runtime.websocket"),
   runtime("files.presignUpload", POST, "/files/presign-upload", "runtime.presign"),
   runtime("files.presignDownload", POST, "/files/presign-download", "runtime.presign"),
-  { name: "runtime.files.presigned", method: ["GET", "HEAD", "PUT"], path: "/sandbox/:id/files/presigned", auth: ["ticket"], scope: "sandboxes", pay: "free", body: BODY.bytes, handler: "runtime.presigned" },
+  { name: "runtime.files.presigned", method: ["GET", "HEAD", "PUT"], path: "/sandbox/:id/files/presigned", auth: ["ticket"], scope: "sandboxes", rateLimited: false, pay: "free", body: BODY.bytes, handler: "runtime.presigned" },
   runtime("pty.create", POST, "/pty", "runtime.forward", "terminal"),
   runtime("pty.get", GET, "/pty/:tid", "runtime.forward", "terminal"),
   runtime("pty.wait", POST, "/pty/:tid/wait", "runtime.forward", "terminal"),

@@ -17,8 +17,8 @@ import { tenantRewriteContext } from "./tenant-view.js";
 import { callerTenant } from "../identity/caller.js";
 import { jsonBody } from "../routing/json-body.js";
 import { settleResource } from "../payments/kept-holds.js";
-import { claimRefused, type RowHandler } from "../routing/handlers.js";
-import { noteCreated } from "../routing/created.js";
+import type { Handlers } from "../routing/handlers.js";
+import { claimCreated, noteCreated } from "../routing/created.js";
 
 const JSON_HEADERS = () => new Headers({ "content-type": "application/json" });
 const ENDED = new Set(["closed", "close-error", "error"]);
@@ -31,7 +31,7 @@ function answer(res: Response, body: unknown): Response {
   return jsonResponse(res.status, body, headers);
 }
 
-export function sandboxHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function sandboxHandlers(services: GatewayServices): Handlers {
   const { upstream } = services;
   const custody = sandboxCustody(services);
 
@@ -52,7 +52,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
     upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers: JSON_HEADERS(), body });
 
   return {
-    "sandbox.create": async (c) => {
+    "sandbox.create": async (c, row) => {
       const tenant = callerTenant(c);
       const body = { ...(await jsonBody(c, services.platform)).json };
       await pinSnapshotSource(services, tenant, body);
@@ -60,8 +60,7 @@ export function sandboxHandlers(services: GatewayServices): Record<string, RowHa
       if (!res.ok) return Upstream.relay(res);
       const detail = await upstreamJson(res, SandboxDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
-      if (!(await services.stores.ownership.claim("sandbox", String(detail.id), tenant.id))) throw claimRefused("sandbox");
-      services.logger.info("sandbox.created", { tenant: tenant.id, sandbox: detail.id });
+      await claimCreated(services, c, { kind: "sandbox", id: String(detail.id), tenant: tenant.id, route: row.name });
       const shown = await present(c, detail);
       // The chain's quota and meter steps take the created id from here, not from the answer again.
       noteCreated(c, shown);

@@ -13,7 +13,7 @@ import { presignTarget, rewritePresign } from "./presign.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { RuntimeForwarder, clientBody, sendUpstream } from "./runtime-forward.js";
 import { splitRequestUrl } from "../platform/request-url.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
 /** Splits `/sandbox/<id><rest>?q` (normalised) into what the upstream gets after its own runtime base URL. */
 function runtimeRest(c: Context<GatewayEnv>, dropQuery: string[] = []): string {
@@ -28,7 +28,7 @@ function runtimeRest(c: Context<GatewayEnv>, dropQuery: string[] = []): string {
   return (idEnd < 0 ? "/" : path.slice(idEnd)) + (qs ? `?${qs}` : "");
 }
 
-export function runtimeHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function runtimeHandlers(services: GatewayServices): Handlers {
   const custody = sandboxCustody(services);
   const forwarder = new RuntimeForwarder(services, custody);
 

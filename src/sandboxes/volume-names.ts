@@ -10,7 +10,7 @@ import type { GatewayServices } from "../services.js";
 import { Upstream, upstreamJson } from "../platform/upstream.js";
 import { jsonBody, setJsonBody } from "../routing/json-body.js";
 import { callerTenant } from "../identity/caller.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
 /** The upstream's longest volume name. */
 const NAME_MAX = 63;
@@ -63,7 +63,7 @@ declare module "hono" {
   }
 }
 
-export function volumeHandlers(services: GatewayServices, common: Record<string, RowHandler>): Record<string, RowHandler> {
+export function volumeHandlers(services: GatewayServices, common: Handlers): Handlers {
   return {
     "volume.create": async (c, row) => {
       const tenant = callerTenant(c).id;

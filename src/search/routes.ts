@@ -19,12 +19,14 @@ import { budgetRemaining } from "../payments/budget-remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { callerCap, callerTenant } from "../identity/caller.js";
 import { jsonBody, jsonBodyNow, type JsonBody } from "../routing/json-body.js";
-import { priceOf } from "../payments/kept-holds.js";
-import { releaseCredits, reserveCredits, settleCredits } from "../payments/credit-ledger.js";
+import { billCall } from "../payments/credit-call.js";
 import type { RouteRow } from "../routing/table.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
-export function paidSearchHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Record<string, RowHandler> {
+/** A search's credit hold: one upstream call, so an hour is ample; left open past it (a crash), it is committed. */
+const CALL_HOLD_MS = 3_600_000;
+
+export function paidSearchHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Handlers {
   const { config, upstream, platform } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
   const coalescer = new Coalescer<FleetResult>();
@@ -61,7 +63,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       path: pathAndQuery(c),
       headers: h,
       body: text,
-      withApiKey: row.path.startsWith("/api/"),
+      withApiKey: row.pay === "credits", // [the operator's key goes with a credit-billed call, never with an x402 one]
     });
     return Upstream.relay(res);
   };
@@ -173,49 +175,19 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     const send = (payment?: [string, string]) => {
       const h = new Headers(headers);
       if (payment) h.set(payment[0], payment[1]);
-      return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: route.startsWith("/api/") });
+      return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: row.pay === "credits" });
     };
+    const meter = row.meter;
+    // A credit-billed row's meter settles here (`settles: "handler"`): only a call sent upstream is billed.
     const result =
-      row.pay === "credits"
-        ? await creditCall(c, row, tenant, cap, send)
-        : await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send);
+      row.pay !== "credits"
+        ? await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send)
+        : meter?.per === "call"
+          ? await billCall(services, c, { row: { name: row.name, meter }, tenant, cap, holdMs: CALL_HOLD_MS }, send)
+          : { response: await send(), paid: 0n };
     const answer = await readAnswer(result.response, result.paid, services.now());
     if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(s.cacheKey, answer);
     return answer;
-  };
-
-  /** A credit-billed call: its price reserved before it is sent, committed if the upstream did the work. */
-  const creditCall = async (
-    c: Context<GatewayEnv>,
-    row: RouteRow,
-    tenant: Tenant,
-    cap: { id: string; amount: bigint } | undefined,
-    send: () => Promise<Response>,
-  ) => {
-    if (!config.credits.enabled || !row.meter) return { response: await send(), paid: 0n };
-    const amount = priceOf(services, row.meter.price);
-    const hold = await reserveCredits(services, c, {
-      tenant,
-      cap,
-      route: row.name,
-      amount,
-      meter: "call",
-      validBefore: services.now() + 3600_000,
-    });
-    let response: Response;
-    try {
-      response = await send();
-    } catch (err) {
-      await releaseCredits(services, hold, "no answer from the upstream");
-      throw err;
-    }
-    if (!response.ok) {
-      await releaseCredits(services, hold, `upstream answered ${response.status}`);
-      return { response, paid: 0n };
-    }
-    await settleCredits(services, c, hold);
-    c.get("logFields").credits = amount;
-    return { response, paid: amount };
   };
 
   return { "paid.search": searchLike };

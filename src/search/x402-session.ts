@@ -14,22 +14,23 @@ import type { PaymentSigner } from "../payments/signer.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../sessions/rewrite.js";
 import { readWire, WireRecord } from "../platform/upstream-records.js";
 import { X402SessionAnswer } from "../sessions/wire.js";
-import { noteCreated } from "../routing/created.js";
+import { claimCreated, noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { budgetRemaining } from "../payments/budget-remaining.js";
 import { callerTenant } from "../identity/caller.js";
-import { claimRefused, type RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
+import type { RouteRow } from "../routing/table.js";
 import { stateKeys } from "../state/keys.js";
 
 const MGMT_TTL_MS = 24 * 3600_000;
 /** Upstream fields that are credentials for the upstream itself. */
 const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
 
-export function x402SessionHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Record<string, RowHandler> {
+export function x402SessionHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Handlers {
   const { upstream, stores } = services;
 
-  const create = async (c: Context<GatewayEnv>) => {
+  const create = async (c: Context<GatewayEnv>, row: RouteRow) => {
     const tenant = callerTenant(c);
     if (tenant.paysForItself) {
       // Self-paying tenants talk to the upstream directly through the gateway, credentials and all.
@@ -65,7 +66,7 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
     const detail = readWire(X402SessionAnswer, await res.json());
     const id = String(detail.id ?? "");
     if (!id) throw new GatewayError(502, "upstream_bad_response", "The upstream sold a session without an id.");
-    if (!(await stores.ownership.claim("session", id, tenant.id))) throw claimRefused("session");
+    await claimCreated(services, c, { kind: "session", id, tenant: tenant.id, route: row.name });
     if (typeof detail.managementToken === "string")
       await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));

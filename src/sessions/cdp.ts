@@ -8,7 +8,7 @@ import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { sessionEndpoints } from "./access.js";
 import { callerTenant } from "../identity/caller.js";
 import { jsonBody } from "../routing/json-body.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
 export function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
@@ -24,7 +24,7 @@ export function allowedUpstreamUrl(services: GatewayServices, url: string | unde
   return url;
 }
 
-export function cdpHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function cdpHandlers(services: GatewayServices): Handlers {
   return {
     // wsEndpoint: ws(s)://<gateway>/devtools/browser/<id>?token=… → the upstream wsEndpoint, kept server-side.
     "cdp.connect": async (c) => {

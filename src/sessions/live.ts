@@ -7,7 +7,7 @@ import { stateKeys } from "../state/keys.js";
 import { liveViewer } from "../identity/resources.js";
 import { isWebSocketUpgrade } from "../platform/websocket.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import type { RowHandler } from "../routing/handlers.js";
+import type { Handlers } from "../routing/handlers.js";
 import { allowedUpstreamUrl } from "./cdp.js";
 import { livePage } from "./live-page.js";
 import { notFoundSession, sessionEndpoints } from "./access.js";
@@ -79,7 +79,7 @@ function frameAncestors(services: GatewayServices): string {
   return origins.length > 0 ? origins.join(" ") : "'none'";
 }
 
-export function liveHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function liveHandlers(services: GatewayServices): Handlers {
   return {
     // GET /_tollgate/live/:id?ticket=…: the page. It opens ./ws with the same ticket; nothing upstream is named in it.
     "live.page": async (c) => {

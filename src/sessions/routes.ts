@@ -17,8 +17,8 @@ import { publicOriginOf } from "../platform/public-origin.js";
 import { callerTenant } from "../identity/caller.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
-import { claimRefused, forwardBody, forwardUpstream, type RowHandler } from "../routing/handlers.js";
-import { noteCreated } from "../routing/created.js";
+import { forwardBody, forwardUpstream, type Handlers } from "../routing/handlers.js";
+import { claimCreated, noteCreated } from "../routing/created.js";
 import { presignTarget, rewriteSessionFileUrl } from "../sandboxes/presign.js";
 import { sendUpstream } from "../sandboxes/runtime-forward.js";
 import { forwardableRequestHeaders } from "../platform/transport.js";
@@ -52,7 +52,7 @@ function positiveInt(raw: string | undefined, name: string, fallback: number, ma
   return n;
 }
 
-export function sessionHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function sessionHandlers(services: GatewayServices): Handlers {
   const { upstream, stores } = services;
 
   /** Shows a detail on the gateway: records its endpoints and status, mints the gateway token that replaces the upstream's. */
@@ -74,14 +74,14 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
   const passError = (res: Response) => Upstream.relay(res);
 
   return {
-    "session.create": async (c) => {
+    "session.create": async (c, row) => {
       const tenant = callerTenant(c);
       const { headers, body } = forwardBody(c);
       const res = await upstream.call(c, { method: "POST", path: pathAndQuery(c), headers, body });
       if (!res.ok) return passError(res);
       const detail = await upstreamJson(res, SessionDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
-      if (!(await stores.ownership.claim("session", String(detail.id), tenant.id))) throw claimRefused("session");
+      await claimCreated(services, c, { kind: "session", id: String(detail.id), tenant: tenant.id, route: row.name });
       if (viewOnlyAsked(c, detail)) await stores.kv.set(stateKeys.sessionViewOnly(String(detail.id)), "1", VIEW_ONLY_TTL_MS);
       const shown = await presentDetail(c, tenant, detail);
       noteCreated(c, shown); // [the chain's quota and meter steps take the created id from here]
@@ -89,13 +89,13 @@ export function sessionHandlers(services: GatewayServices): Record<string, RowHa
     },
 
     // A session snapshot is a resource of its own that later sessions start from: it is the snapshotting tenant's.
-    "session.snapshot": async (c) => {
+    "session.snapshot": async (c, row) => {
       const res = await forwardUpstream(c, services);
       if (!res.ok) return Upstream.relay(res);
       const taken = (await upstreamJson(res.clone())) as { snapshotId?: unknown };
       if (typeof taken.snapshotId !== "string" || !taken.snapshotId)
         throw new GatewayError(502, "upstream_bad_response", "The upstream took a snapshot but did not say its id.");
-      if (!(await stores.ownership.claim("snapshot", taken.snapshotId, callerTenant(c).id))) throw claimRefused("snapshot");
+      await claimCreated(services, c, { kind: "snapshot", id: taken.snapshotId, tenant: callerTenant(c).id, route: row.name });
       return Upstream.relay(res);
     },
 

@@ -32,8 +32,12 @@ export const stateKeys = {
   creditsRechecked: (entry: string) => `credits:rechecked:${entry}`,
   /** Once-per-entry marker of a credit settlement above its hold alerted. */
   creditsOverHold: (entry: string) => `credits:over-hold:${entry}`,
+  /** Once-per-entry marker of a refused upstream report alerted (src/payments/report-screen.ts). */
+  creditsReportRefused: (entry: string) => `credits:report-refused:${entry}`,
   /** The drift check's starting point, last figure and once-marker of its alert (src/payments/credit-drift.ts). */
   creditsDrift: (what: "baseline" | "last" | "alerted") => `credits:drift:${what}`,
+  /** The fleet-wide lock on changes to admin tenants (src/operators/tenant-changes.ts): the last-admin-key guard. */
+  adminChangeLock: "admin:change-lock",
   /** A gateway token minted by POST /_tollgate/tokens, for its later revocation. */
   mintedToken: (jti: string) => `token:minted:${jti}`,
   /** One revoked gateway token. */

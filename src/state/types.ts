@@ -16,11 +16,18 @@ export const SPEND_KINDS: readonly SpendKind[] = ["x402", "credits"];
 /** Where a credits settlement came from: the upstream's report, or the price table's estimate. */
 export type SettledFrom = "upstream" | "estimate";
 
+/**
+ * Why an upstream report was refused (src/payments/report-screen.ts): not a number, negative, NaN or infinite, above
+ * credits.maxReportMultiple × the hold, or an answer that is not JSON.
+ */
+export type RefusedReason = "not_a_number" | "negative" | "not_finite" | "above_limit" | "unreadable";
+
 /** What a credits commit records beside its amount (see LedgerEntry). Amounts atomic, as decimal strings. */
 export interface SettlementFields {
   settledFrom?: SettledFrom;
   costAmount?: string;
   estimatedAmount?: string;
+  refusedReport?: RefusedReason;
 }
 
 /** One reservation of spend. Amounts are atomic units (USD, 6 decimals) as decimal strings. */
@@ -66,6 +73,11 @@ export interface LedgerEntry {
   costAmount?: string;
   /** Credits, once committed: what the price table says the same work costs, before the multiplier (calibration). */
   estimatedAmount?: string;
+  /**
+   * Credits: the upstream reported a figure the gateway refused (why), so the entry was settled to the estimate (or
+   * left as it was) instead; alerted once (`credits.report_refused`).
+   */
+  refusedReport?: RefusedReason;
   state: LedgerState;
   /** Why it was released or held uncertain. */
   reason?: string;

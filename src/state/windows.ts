@@ -78,6 +78,7 @@ export function settlementPatch(f: SettlementFields | undefined): SettlementFiel
   if (f?.settledFrom) out.settledFrom = f.settledFrom;
   if (f?.costAmount !== undefined) out.costAmount = f.costAmount;
   if (f?.estimatedAmount !== undefined) out.estimatedAmount = f.estimatedAmount;
+  if (f?.refusedReport) out.refusedReport = f.refusedReport;
   return out;
 }
 

@@ -1,5 +1,5 @@
 // In-process metrics that render Prometheus text themselves (Web standards only): the Workers and default registry.
-// On Workers every isolate keeps its own counters; see README "Metrics" for the platform's fleet-wide options.
+// On Workers every isolate keeps its own counters; see docs/metrics.md for the platform's fleet-wide options.
 import type { CounterChild, GaugeChild, HistogramChild, MetricDefinition, MetricFamily, MetricsRegistry } from "./types.js";
 
 const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');

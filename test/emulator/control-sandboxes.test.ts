@@ -219,3 +219,88 @@ describe("snapshot deletion", { timeout: 120_000 }, () => {
     expect((await control(h.emu, "DELETE", "/api/snapshots/to-delete")).status).toBe(404);
   });
 });
+
+describe("image builds from a Dockerfile context", { timeout: 120_000 }, () => {
+  /** A build context: a Dockerfile and an app directory, as a tar.gz (the SDK's bundle, or the whole context). */
+  function contextTarball(name: string): { bytes: Buffer; sha256: string } {
+    const root = join(work, `${name}-context`);
+    mkdirSync(join(root, "app"), { recursive: true });
+    writeFileSync(
+      join(root, "Dockerfile"),
+      `FROM debian:bookworm\nWORKDIR /srv\nCOPY app/ /srv/app/\nENV MODE=${name}\nRUN false\nCMD ["sleep", "5"]\n`,
+    );
+    writeFileSync(join(root, "app/hello.txt"), `hello from ${name}\n`);
+    const path = join(work, `${name}.tar.gz`);
+    execFileSync("tar", ["-czf", path, "-C", root, "Dockerfile", "app"]);
+    const bytes = readFileSync(path);
+    return { bytes, sha256: createHash("sha256").update(bytes).digest("hex") };
+  }
+
+  it("a manifest build asks for its missing bundle on the storage host, refuses to complete without it, and builds", async () => {
+    const bundle = contextTarball("ctx-manifest");
+    const manifest = {
+      version: 1,
+      dockerfilePath: "Dockerfile",
+      contextMode: "full",
+      bundles: [{ sha256: bundle.sha256, sizeBytes: bundle.bytes.length, uncompressedSizeBytes: 1, entryCount: 3 }],
+    };
+    const input = Buffer.from(JSON.stringify(manifest));
+    const inputSha256 = createHash("sha256").update(input).digest("hex");
+    const created = await control(h.emu, "POST", "/api/images/builds", {
+      imageName: "ctx-manifest",
+      inputSha256,
+      inputSizeBytes: input.length,
+      inputFormat: "dockerfile_context_manifest_v1",
+      dockerfilePath: "Dockerfile",
+      contextManifest: manifest,
+    });
+    expect(created.status).toBe(200);
+    expect(created.json.upload).toBeUndefined();
+    expect(created.json.uploads).toEqual([
+      expect.objectContaining({ sha256: bundle.sha256, method: "PUT", objectKey: `blobs/sha256/${bundle.sha256}` }),
+    ]);
+    const url = created.json.uploads[0].url as string;
+    expect(new URL(url).origin).toBe(h.emu.storageUrl);
+    const id = created.json.build.id as string;
+    const complete = (body: unknown) => control(h.emu, "POST", `/api/images/builds/${id}/complete`, body);
+    expect((await complete({ inputSha256, inputSizeBytes: input.length })).json).toMatchObject({ code: "upload_missing" });
+    const wrong = await request(url, { method: "PUT", body: Buffer.concat([bundle.bytes, Buffer.from("x")]) });
+    expect(wrong.statusCode).toBe(400);
+    await wrong.body.dump();
+    const put = await request(url, { method: "PUT", headers: created.json.uploads[0].headers, body: bundle.bytes });
+    expect(put.statusCode).toBe(200);
+    await put.body.dump();
+    const done = await complete({ inputSha256, inputSizeBytes: input.length, inputFormat: "dockerfile_context_manifest_v1" });
+    expect(done.json.build).toMatchObject({
+      status: "completed",
+      metadata: { ignoredInstructions: ["FROM", "RUN"], imageInit: { env: { MODE: "ctx-manifest" }, workingDir: "/srv" } },
+    });
+    const sbx = await h.hb.sandboxes.create({ imageName: "ctx-manifest" });
+    expect((await sbx.exec("cat /srv/app/hello.txt")).stdout).toBe("hello from ctx-manifest\n");
+    await sbx.stop();
+    expect((await h.hb.sandboxes.deleteImage("ctx-manifest")).deleted).toBe(true);
+  });
+
+  it("a context tarball build (dockerfile_context_tar_gz) uploads its one tarball and applies the Dockerfile", async () => {
+    const tar = contextTarball("ctx-tarball");
+    const created = await control(h.emu, "POST", "/api/images/builds", {
+      imageName: "ctx-tarball",
+      inputSha256: tar.sha256,
+      inputSizeBytes: tar.bytes.length,
+      inputFormat: "dockerfile_context_tar_gz",
+    });
+    expect(created.json.uploads).toEqual([]);
+    const put = await request(created.json.upload.url, { method: "PUT", headers: created.json.upload.headers, body: tar.bytes });
+    expect(put.statusCode).toBe(200);
+    await put.body.dump();
+    const done = await control(h.emu, "POST", `/api/images/builds/${created.json.build.id}/complete`, {
+      inputSha256: tar.sha256,
+      inputSizeBytes: tar.bytes.length,
+    });
+    expect(done.json.build).toMatchObject({ status: "completed" });
+    const sbx = await h.hb.sandboxes.create({ imageName: "ctx-tarball" });
+    expect((await sbx.exec("cat /srv/app/hello.txt")).stdout).toBe("hello from ctx-tarball\n");
+    await sbx.stop();
+    expect((await h.hb.sandboxes.deleteImage("ctx-tarball")).deleted).toBe(true);
+  });
+});

@@ -16,6 +16,7 @@ beforeAll(async () => {
   const ctx = {
     apiKey,
     controlOrigin: () => origin,
+    storageOrigin: () => origin,
     runtimeOrigin: () => origin,
     tokenSecret: randomBytes(32),
     runtimeTokenTtlSeconds: 60,

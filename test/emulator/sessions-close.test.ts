@@ -22,6 +22,29 @@ describe("closing the sessions emulator", () => {
     }
   });
 
+  it("ends a session whose client sent Browser.close as closed (not error); a reconnect is refused 409 as closed", async () => {
+    const emu = await startSessionsEmulator();
+    try {
+      const client = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });
+      const s = await client.sessions.create();
+      const pid = emu.sessions.record(s.id)!.browser!.pid;
+      const browser = await puppeteer.connect({ browserWSEndpoint: s.wsEndpoint, defaultViewport: null });
+      await browser.close();
+      await expect.poll(async () => (await client.sessions.get(s.id)).status, { timeout: 5000 }).toBe("closed");
+      await expect.poll(() => livingGroupMembers(pid), { timeout: 5000 }).toEqual([]);
+      const again = await puppeteer.connect({ browserWSEndpoint: s.wsEndpoint }).then(
+        () => "connected",
+        (e: Error) => e.message,
+      );
+      expect(again).toMatch(/409/);
+      expect((await client.sessions.list({ status: "error" })).totalCount).toBe(0);
+      // A stop after it is a no-op success, as for any closed session.
+      expect(await client.sessions.stop(s.id)).toMatchObject({ success: true });
+    } finally {
+      await emu.close();
+    }
+  });
+
   it("kills every session's process group and removes the profiles, even with a client connected", async () => {
     const emu = await startSessionsEmulator();
     const client = new Hyperbrowser({ apiKey: emu.apiKey, baseUrl: emu.controlUrl });

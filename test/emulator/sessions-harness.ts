@@ -43,6 +43,7 @@ export async function startSessionsEmulator(): Promise<SessionsEmulator> {
   const ctx: EmulatorContext = {
     apiKey: `emu_${randomBytes(12).toString("base64url")}`,
     controlOrigin: () => origin,
+    storageOrigin: () => origin,
     runtimeOrigin: () => origin,
     tokenSecret: randomBytes(32),
     runtimeTokenTtlSeconds: 900,

@@ -45,6 +45,7 @@ export async function startX402Harness(
   const ctx: EmulatorContext = {
     apiKey: `emu_${randomBytes(12).toString("hex")}`,
     controlOrigin: () => origin,
+    storageOrigin: () => origin,
     runtimeOrigin: () => origin,
     tokenSecret: randomBytes(32),
     runtimeTokenTtlSeconds: 300,

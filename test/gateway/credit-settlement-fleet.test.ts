@@ -3,7 +3,7 @@
 // figure is corrected by whichever reconciler gets there first, and only once; both instances see the same drift and
 // the alert fires once for the fleet; an export from either sums to the shared ledger, a multiplier in force.
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
@@ -104,10 +104,17 @@ describe("credit settlement across two instances on one Redis", () => {
     const alerts = async () => (await audit.list({ limit: 1000 })).filter((x) => x.action === "alert.credits.drift").length;
     const before = await alerts();
     expect((await a.gateway.reconciler.runOnce()).creditsDrift).toMatchObject({ driftUsd: "0.00" });
+    // The team's usage is in whole credits (as both SDKs read it): for this test the emulator bills browser time at a
+    // rate that makes the direct session's second whole credits, and the drift is what the team's usage grew by.
+    const usageBefore = (await upstream.team.getCreditInfo()).usage;
+    emu.credits.schedule.browserMinute = 240;
+    onTestFinished(() => {
+      emu.credits.schedule.browserMinute = 2;
+    });
     const direct = await upstream.sessions.create({});
     await sleep(1_000);
     await upstream.sessions.stop(direct.id);
-    const drift = atomicToUsd(atomicOf((await upstream.sessions.get(direct.id)).creditsUsed!));
+    const drift = atomicToUsd(atomicOf((await upstream.team.getCreditInfo()).usage - usageBefore));
     const [ra, rb] = await Promise.all([a.gateway.reconciler.runOnce(), b.gateway.reconciler.runOnce()]);
     expect(ra.creditsDrift).toMatchObject({ driftUsd: drift, alerting: true });
     expect(rb.creditsDrift).toMatchObject({ driftUsd: drift, alerting: true });

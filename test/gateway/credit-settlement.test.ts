@@ -5,7 +5,7 @@
 // upstream directly (one alert), a tenant's multiplier in its usage, and an export that sums to the ledger.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import puppeteer from "puppeteer-core";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
@@ -144,9 +144,10 @@ describe("jobs settle to the work they report, priced by the table", () => {
   }, 120_000);
 
   it("a settlement above its hold is recorded whole, counted in the budget and alerted once", async () => {
-    // The upstream bills this session far above the table's estimate (a price mismatch the books must not hide).
+    // The upstream bills this session far above the table's estimate (a price mismatch the books must not hide), yet
+    // within credits.maxReportMultiple (10) × its hold: 240 credits a minute for ~2 s is ~8 credits, ~4.7 × $0.0017.
     const before = stack.emulator.credits.schedule.browserMinute;
-    stack.emulator.credits.schedule.browserMinute = 600;
+    stack.emulator.credits.schedule.browserMinute = 240;
     try {
       const session = await acme.sessions.create({ timeoutMinutes: 1 });
       await sleep(2_000);
@@ -156,6 +157,7 @@ describe("jobs settle to the work they report, priced by the table", () => {
       expect(BigInt(e.amount)).toBe(atomicOf(billed.creditsUsed!));
       expect(BigInt(e.amount)).toBeGreaterThan(1700n);
       expect(e).toMatchObject({ state: "committed", settledFrom: "upstream", reservedAmount: "1700" });
+      expect(e.refusedReport).toBeUndefined();
       const alerts = await auditActions("alert.credits.over_hold");
       expect(alerts.filter((a) => (a.after as { period: string }).period === e.id)).toHaveLength(1);
     } finally {
@@ -239,10 +241,18 @@ describe("the reconciler: late usage and drift", () => {
     expect((await reconciler().runOnce()).creditsDrift).toMatchObject({ driftUsd: "0.00", alerting: false });
 
     // Work the gateway never sees: a session made and stopped with the operator's key, straight on the upstream.
+    // The team's usage is in whole credits (as both SDKs read it): for this test the emulator bills browser time at a
+    // rate that makes the direct session's second whole credits, and the drift is what the team's usage grew by.
+    const usageBefore = (await upstream.team.getCreditInfo()).usage;
+    stack.emulator.credits.schedule.browserMinute = 240;
+    onTestFinished(() => {
+      stack.emulator.credits.schedule.browserMinute = 2;
+    });
     const direct = await upstream.sessions.create({});
     await sleep(1_000);
     await upstream.sessions.stop(direct.id);
-    const credits = (await upstream.sessions.get(direct.id)).creditsUsed!;
+    const credits = (await upstream.team.getCreditInfo()).usage - usageBefore;
+    expect(credits).toBeGreaterThanOrEqual(Math.floor((await upstream.sessions.get(direct.id)).creditsUsed!));
     expect(credits).toBeGreaterThan(0);
     const drift = atomicToUsd(atomicOf(credits));
 

@@ -243,6 +243,49 @@ describe("alert destinations", () => {
     expect(problems({ webhooks: ["https://hooks.example.com/tollgate"] })).toEqual([]);
   });
 
+  it("normalises the host before the check: trailing dots, every IPv6 form of an IPv4 address, private and link-local", () => {
+    for (const url of [
+      "https://localhost./x",
+      "https://x.localhost./x",
+      "https://LOCALHOST../x",
+      "https://metadata.google.internal./x",
+      "https://127.0.0.1./x",
+      "https://0x7f.1/x",
+      "https://2130706433/x",
+      "https://[::7f00:1]/x",
+      "https://[::127.0.0.1]/x",
+      "https://[::ffff:0:7f00:1]/x",
+      "https://[::ffff:0:127.0.0.1]/x",
+      "https://[::ffff:127.0.0.1]/x",
+      "https://[0:0:0:0:0:ffff:7f00:1]/x",
+      "https://[::a9fe:a9fe]/latest", // 169.254.169.254
+      "https://[::ffff:0:a00:1]/x", // 10.0.0.1
+      "https://[::c0a8:102]/x", // 192.168.1.2
+      "https://169.254.169.254./latest",
+      "https://[fe80::1]/x",
+      "https://[fc00::1]/x",
+      "https://[::]/x",
+      "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x", // Teredo
+      "https://[64:ff9b::7f00:1]/x",
+    ])
+      expect(problems({ webhooks: [url] }), url).toEqual([expect.stringMatching(/^alerts\.webhooks\[0\]: webhook .* refused: /)]);
+    expect(problems({ webhooks: ["https://[::7f00:1]/x"] })[0]).toMatch(/127\.0\.0\.1 is a loopback/);
+    expect(problems({ webhooks: ["https://[::ffff:0:a00:1]/x"] })[0]).toMatch(/10\.0\.0\.1 is a loopback, link-local, private/);
+    // A public address in any of those forms, and a public name with its trailing dot, are accepted.
+    for (const url of ["https://hooks.example.com./x", "https://[::ffff:0:808:808]/x", "https://[2606:4700::1111]/x"])
+      expect(problems({ webhooks: [url] }), url).toEqual([]);
+    // Allowlisting 127.0.0.0/8 covers its IPv6 spellings.
+    expect(problems({ allowCidrs: ["127.0.0.0/8"], webhooks: ["https://[::7f00:1]/x"] })).toEqual([]);
+  });
+
+  it("refuses at delivery an IP literal in any of those forms, before connecting (the same normaliser)", async () => {
+    const send = nodeWebhookSender({ allowHttp: true, allowCidrs: [] });
+    for (const host of ["[::7f00:1]", "[::127.0.0.1]", "[::ffff:0:7f00:1]", "127.0.0.1.", "[::ffff:7f00:1]"])
+      await expect(send({ url: `http://${host}:9/hook`, headers: new Headers(), body: "{}", timeoutMs: 2000 }), host).rejects.toThrow(
+        /^refused: 127\.0\.0\.1 is a loopback/,
+      );
+  });
+
   it("refuses at delivery a name that resolves to loopback, and an outbox message to a loopback address, unless allowlisted", async () => {
     const receiver = await startWebhookReceiver();
     const port = new URL(receiver.url).port;

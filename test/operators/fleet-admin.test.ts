@@ -77,6 +77,31 @@ function fleetSuite(name: string, start: () => Promise<[RunningGateway, RunningG
       expect((await admin(a.url, "POST", `/tenants/t-${name}/disable`)).status).toBe(200);
       expect(await within(3000, async () => (await whoamiStatus(b.url, made.json.key)) === 401)).toBeLessThan(1000);
     });
+
+    it("of two revocations of the fleet's last two admin keys sent at once to the two instances, one is refused (409)", async () => {
+      // ops' config key gets an end (2100) once another admin key without one exists: the two raced are then the last.
+      const first = await admin(a.url, "POST", "/tenants/ops/keys", { label: "a0" });
+      const opsKey = (await admin(a.url, "GET", "/tenants/ops")).json.keys[0].id;
+      expect((await admin(a.url, "POST", `/tenants/ops/keys/${opsKey}/expire`, { expiresAt: "2100-01-01T00:00:00Z" })).status).toBe(200);
+      const ops2 = await admin(a.url, "POST", "/tenants", { id: `ops2-${randomBytes(3).toString("hex")}`, scopes: ["admin"] });
+      expect(ops2.status).toBe(201);
+      const second = ops2.json.tenant.id as string;
+      let pair = { a: first.json.id as string, b: ops2.json.keyId as string };
+      for (let round = 0; round < 6; round++) {
+        const [x, y] = await Promise.all([
+          admin(a.url, "DELETE", `/tenants/ops/keys/${pair.a}`),
+          admin(b.url, "DELETE", `/tenants/${second}/keys/${pair.b}`),
+        ]);
+        expect([x.status, y.status].sort(), `round ${round}: ${JSON.stringify([x.json, y.json])}`).toEqual([200, 409]);
+        expect([x, y].find((r) => r.status === 409)!.json.code).toBe("last_admin_key");
+        // The next pair: fresh keys on both, then the survivor goes (allowed: there are two more).
+        const na = await admin(a.url, "POST", "/tenants/ops/keys", { label: `a${round + 1}` });
+        const nb = await admin(b.url, "POST", `/tenants/${second}/keys`, { label: `b${round + 1}` });
+        const survivor = x.status === 409 ? ["ops", pair.a] : [second, pair.b];
+        expect((await admin(a.url, "DELETE", `/tenants/${survivor[0]}/keys/${survivor[1]}`)).status).toBe(200);
+        pair = { a: na.json.id, b: nb.json.id };
+      }
+    });
   });
 }
 

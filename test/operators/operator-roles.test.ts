@@ -208,3 +208,126 @@ describe("operator roles and admin fixes", () => {
     );
   });
 });
+
+describe("the fleet's last admin key, through every path", () => {
+  let gw: Running;
+  const keys = { ops: generateTenantKey(), ops2: generateTenantKey() };
+  const call = async (method: string, path: string, body?: unknown, key = keys.ops) => {
+    const res = await fetch(`${gw.url}/_tollgate/admin${path}`, {
+      method,
+      headers: { "x-api-key": key, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : undefined };
+  };
+  const keyIdOf = async (tenant: string) => (await call("GET", `/tenants/${tenant}`)).json.keys[0].id as string;
+  const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+
+  beforeAll(async () => {
+    gw = await startTestGateway(
+      {
+        upstream: { baseUrl: "http://127.0.0.1:9" },
+        tenants: [
+          { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops) }] },
+          { id: "ops2", scopes: ["admin"], keys: [{ hash: await hashTenantKey(keys.ops2), expiresAt: "2020-01-01T00:00:00Z" }] },
+        ],
+      },
+      { tokenSecret: randomBytes(32).toString("hex") },
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  it("refuses to expire it at a later date, or to rotate it into a key that ends, with 409 last_admin_key naming when", async () => {
+    const id = await keyIdOf("ops");
+    const later = await call("POST", `/tenants/ops/keys/${id}/expire`, { expiresAt: inAnHour() });
+    expect(later.status).toBe(409);
+    expect(later.json).toMatchObject({ code: "last_admin_key", message: expect.stringMatching(/without a live admin key from 20\d\d-/) });
+    for (const body of [
+      { graceSeconds: 60, expiresAt: "2020-01-01T00:00:00Z" }, // the new key is dead on arrival, the old one ends in a minute
+      { graceSeconds: 0, expiresAt: inAnHour() }, // the new key ends in an hour
+    ]) {
+      const r = await call("POST", `/tenants/ops/keys/${id}/rotate`, body);
+      expect(r.status, JSON.stringify(body)).toBe(409);
+      expect(r.json.code).toBe("last_admin_key");
+    }
+    expect((await call("GET", "/tenants/ops")).json.keys).toEqual([expect.not.objectContaining({ expiresAt: expect.anything() })]);
+    // Another admin key without expiry first: then the first one may be given an end.
+    const more = await call("POST", "/tenants/ops2/keys", { label: "second" });
+    expect(more.status).toBe(201);
+    expect((await call("POST", `/tenants/ops/keys/${id}/expire`, { expiresAt: inAnHour() })).status).toBe(200);
+    expect((await call("POST", `/tenants/ops/keys/${id}/expire`, { expiresAt: "2100-01-01T00:00:00Z" })).status).toBe(200);
+    keys.ops2 = more.json.key;
+    // Now ops2's new key is the only one without expiry: it can be neither revoked nor expired.
+    const r = await call("DELETE", `/tenants/ops2/keys/${more.json.id}`);
+    expect(r.json.code).toBe("last_admin_key");
+    expect((await call("DELETE", `/tenants/ops/keys/${id}`)).status).toBe(200); // ops' key ended sooner anyway
+    keys.ops = keys.ops2;
+  });
+
+  it("refuses it through the CLI (exit 1, the code printed) and the console (409)", async () => {
+    const id = (await call("GET", "/tenants/ops2")).json.keys.find((k: { expiresAt?: string }) => !k.expiresAt).id as string;
+    const cli = await run(process.execPath, [
+      "--import",
+      "tsx",
+      "src/cli/index.ts",
+      "keys",
+      "revoke",
+      "--tenant",
+      "ops2",
+      "--key",
+      id,
+      "--gateway",
+      gw.url,
+      "--admin-key",
+      keys.ops,
+    ]).catch((e) => e);
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toContain("409 last_admin_key");
+
+    const login = await fetch(`${gw.url}/_tollgate/console/login`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { origin: gw.url, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ key: keys.ops }),
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+    const page = await (await fetch(`${gw.url}/_tollgate/console/keys`, { headers: { cookie } })).text();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+    const revoked = await fetch(`${gw.url}/_tollgate/console/tenants/ops2/keys/${id}/revoke`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, origin: gw.url, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf: csrf }),
+    });
+    expect(revoked.status).toBe(409);
+    expect(await revoked.text()).toContain("without a live admin key");
+    expect((await fetch(`${gw.url}/_tollgate/whoami`, { headers: { "x-api-key": keys.ops } })).status).toBe(200);
+  }, 60_000);
+
+  it("lets one of two concurrent revocations of the last two admin keys through, never both", async () => {
+    // The caller's own key ends in 2100: the two raced are the last admin keys without expiry.
+    const caller = await call("POST", "/tenants/ops/keys", { label: "caller", expiresAt: "2100-01-01T00:00:00Z" });
+    expect(caller.status).toBe(201);
+    keys.ops = caller.json.key;
+    for (let round = 0; round < 5; round++) {
+      const a = await call("POST", "/tenants/ops/keys", { label: `a${round}` });
+      const b = await call("POST", "/tenants/ops2/keys", { label: `b${round}` });
+      for (const t of ["ops", "ops2"])
+        for (const k of (await call("GET", `/tenants/${t}`)).json.keys as Array<{ id: string; expiresAt?: string }>)
+          if (!k.expiresAt && k.id !== a.json.id && k.id !== b.json.id)
+            expect((await call("DELETE", `/tenants/${t}/keys/${k.id}`)).status).toBe(200);
+      const [x, y] = await Promise.all([
+        call("DELETE", `/tenants/ops/keys/${a.json.id}`),
+        call("DELETE", `/tenants/ops2/keys/${b.json.id}`),
+      ]);
+      expect([x.status, y.status].sort(), `round ${round}`).toEqual([200, 409]);
+      expect([x, y].find((r) => r.status === 409)!.json.code).toBe("last_admin_key");
+      const survivor = x.status === 409 ? a.json.key : b.json.key;
+      expect((await fetch(`${gw.url}/_tollgate/whoami`, { headers: { "x-api-key": survivor } })).status).toBe(200);
+    }
+  });
+});

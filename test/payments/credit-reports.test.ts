@@ -1,8 +1,10 @@
-// Pure logic of the books: credits to dollars exactly, a multiplier rounded up, work counts read from job answers,
-// and the export's window and CSV.
+// Pure logic of the books: credits to dollars exactly, a multiplier rounded up, work counts read from job answers
+// (and refused when they are no figure or past the ceiling), and the export's window and CSV.
 import { describe, expect, it } from "vitest";
 import { creditsToAtomic, multiplierOf, reportedCredits, reportedWork, withMultiplier } from "../../src/payments/credit-reports.js";
 import { usageCsv, windowOf } from "../../src/payments/usage-export.js";
+import { ceilingOf, judgeReading, readFigure } from "../../src/payments/report-screen.js";
+import { parseUpstreamJson } from "../../src/platform/upstream-records.js";
 
 describe("credit reports", () => {
   it("turns credits into atomic USD at usdPerCredit, half up, never negative", () => {
@@ -26,15 +28,57 @@ describe("credit reports", () => {
   });
 
   it("reads the work a job answer counts, and the credits it reports", () => {
-    expect(reportedWork({ metadata: { numPagesScraped: 9 } })).toBe(9);
-    expect(reportedWork({ metadata: { numTaskStepsCompleted: 2 } })).toBe(2);
-    expect(reportedWork({ totalCrawledPages: 4 })).toBe(4);
-    expect(reportedWork({ data: { steps: [1, 2, 3] } })).toBe(3);
+    expect(reportedWork({ metadata: { numPagesScraped: 9 } })).toEqual({ figure: 9, field: "metadata.numPagesScraped" });
+    expect(reportedWork({ metadata: { numTaskStepsCompleted: 2 } })).toMatchObject({ figure: 2 });
+    expect(reportedWork({ totalCrawledPages: 4.7 })).toMatchObject({ figure: 4 });
+    expect(reportedWork({ data: { steps: [1, 2, 3] } })).toMatchObject({ figure: 3 });
     expect(reportedWork({ status: "completed" })).toBeUndefined();
-    expect(reportedWork({ metadata: { numPagesScraped: -1 } })).toBeUndefined();
-    expect(reportedCredits({ creditsUsed: 12.5 })).toBe(12.5);
-    expect(reportedCredits({ metadata: { creditsUsed: 3 } })).toBe(3);
+    expect(reportedCredits({ creditsUsed: 12.5 })).toMatchObject({ figure: 12.5 });
+    expect(reportedCredits({ metadata: { creditsUsed: 3 } })).toEqual({ figure: 3, field: "metadata.creditsUsed" });
     expect(reportedCredits({ creditsUsed: null })).toBeUndefined();
+  });
+
+  it("refuses a figure that is negative, not finite or not a number, naming the field and what it said", () => {
+    expect(reportedWork({ metadata: { numPagesScraped: -1 } })).toEqual({
+      refused: { reason: "negative", field: "metadata.numPagesScraped", shown: "-1" },
+    });
+    expect(reportedCredits({ creditsUsed: "12" })).toMatchObject({ refused: { reason: "not_a_number", shown: '"12"' } });
+    expect(reportedCredits({ creditsUsed: "NaN" })).toMatchObject({ refused: { reason: "not_finite" } });
+    expect(reportedCredits({ creditsUsed: Number.POSITIVE_INFINITY })).toMatchObject({ refused: { reason: "not_finite" } });
+    expect(reportedCredits({ creditsUsed: { n: 1 } })).toMatchObject({ refused: { reason: "not_a_number", shown: '{"n":1}' } });
+    const long = reportedCredits({ creditsUsed: "x".repeat(500) });
+    expect(long && "refused" in long && long.refused.shown.length).toBeLessThanOrEqual(41);
+    expect(readFigure("creditsUsed", 0)).toEqual({ figure: 0, field: "creditsUsed" });
+  });
+
+  it("converts a figure too large for millionths in a double without throwing (1e303 was a RangeError)", () => {
+    expect(() => creditsToAtomic(1e303, "0.001")).not.toThrow();
+    expect(creditsToAtomic(1e303, "0.001")).toBe(BigInt(1e303) * 1000n);
+    expect(creditsToAtomic(Number.MAX_VALUE, "0.001")).toBeGreaterThan(0n);
+  });
+
+  it("judges a figure against the ceiling: multiple × the larger of hold and estimate", () => {
+    expect(ceilingOf(10, 51_000n, 1_700n)).toBe(510_000n);
+    expect(ceilingOf(10, 1_700n, 51_000n)).toBe(510_000n);
+    const cost = (n: number) => creditsToAtomic(n, "0.001");
+    expect(judgeReading({ figure: 510, field: "creditsUsed" }, cost, 510_000n)).toEqual({ cost: 510_000n });
+    expect(judgeReading({ figure: 510.001, field: "creditsUsed" }, cost, 510_000n)).toEqual({
+      refused: { reason: "above_limit", field: "creditsUsed", shown: "510.001" },
+    });
+    expect(judgeReading({ figure: 1e303, field: "creditsUsed" }, cost, 510_000n)).toMatchObject({ refused: { reason: "above_limit" } });
+    expect(judgeReading(undefined, cost, 1n)).toBeUndefined();
+  });
+
+  it("reads an upstream answer with a bare NaN or Infinity as their names, refusing anything else that is not JSON", () => {
+    expect(parseUpstreamJson('{"a":NaN,"b":[Infinity,-Infinity],"c":"NaN, Infinity","d":"q\\"NaN"}')).toEqual({
+      a: "NaN",
+      b: ["Infinity", "-Infinity"],
+      c: "NaN, Infinity",
+      d: 'q"NaN',
+    });
+    expect(parseUpstreamJson('{"a":1}')).toEqual({ a: 1 });
+    expect(() => parseUpstreamJson("<html>")).toThrow(SyntaxError);
+    expect(() => parseUpstreamJson("{NaN}")).toThrow(SyntaxError);
   });
 });
 

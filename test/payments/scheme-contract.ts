@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { LedgerEntry } from "../../src/state/types.js";
 import { paymentOptions, type PaymentOption } from "../../src/payments/requirements.js";
 import type { PaymentScheme, WalletKey } from "../../src/payments/schemes/types.js";
+import { localWalletSigner } from "../../src/payments/wallet-signer.js";
 import type { PaymentRequired } from "../../src/payments/wire.js";
 
 export interface SchemeFixture {
@@ -50,7 +51,7 @@ export function paymentSchemeContract(name: string, scheme: PaymentScheme, fixtu
     it("signs exactly the option sent: the header echoes it as the upstream wrote it", async () => {
       const f = fixture();
       const option = optionOf(f);
-      const signed = await scheme.sign(f.wallet, f.paymentRequired, option, 300);
+      const signed = await scheme.sign(localWalletSigner(f.wallet), f.paymentRequired, option, 300);
       expect(signed.header[0]).toBe(f.headerName);
       const decoded = f.signedFor(signed.header[1]);
       expect({ scheme: decoded.scheme, network: decoded.network }).toEqual({ scheme: option.raw.scheme, network: option.raw.network });
@@ -61,8 +62,8 @@ export function paymentSchemeContract(name: string, scheme: PaymentScheme, fixtu
       const f = fixture();
       const option = optionOf(f);
       const now = Math.floor(Date.now() / 1000);
-      const a = await scheme.sign(f.wallet, f.paymentRequired, option, 30);
-      const b = await scheme.sign(f.wallet, f.paymentRequired, option, 30);
+      const a = await scheme.sign(localWalletSigner(f.wallet), f.paymentRequired, option, 30);
+      const b = await scheme.sign(localWalletSigner(f.wallet), f.paymentRequired, option, 30);
       expect(a.nonce).not.toBe(b.nonce);
       expect(a.payer.toLowerCase()).toBe(f.payer.toLowerCase());
       expect(a.validBefore).toBeGreaterThan(now);
@@ -72,7 +73,7 @@ export function paymentSchemeContract(name: string, scheme: PaymentScheme, fixtu
     it("owns the ledger entries it signs, not a credits entry", async () => {
       const f = fixture();
       const option = optionOf(f);
-      const signed = await scheme.sign(f.wallet, f.paymentRequired, option, 60);
+      const signed = await scheme.sign(localWalletSigner(f.wallet), f.paymentRequired, option, 60);
       const entry = entryOf(option, signed);
       expect(scheme.owns(entry)).toBe(true);
       expect(scheme.owns({ ...entry, kind: "credits", network: undefined, asset: undefined })).toBe(false);
@@ -81,7 +82,7 @@ export function paymentSchemeContract(name: string, scheme: PaymentScheme, fixtu
     it("keeps an entry held when no RPC is configured for its network", async () => {
       const f = fixture();
       const option = optionOf(f);
-      const signed = await scheme.sign(f.wallet, f.paymentRequired, option, 60);
+      const signed = await scheme.sign(localWalletSigner(f.wallet), f.paymentRequired, option, 60);
       expect(await scheme.verdict(entryOf(option, signed), {})).toBe("no-rpc");
     });
   });

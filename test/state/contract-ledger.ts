@@ -330,6 +330,26 @@ export function ledgerContract(b: ContractBackend) {
       await expect(ledger.resettle("no-such-entry", 1n, {}, T0)).rejects.toThrow(/not found/);
     });
 
+    it("keeps a refused report's flag through a commit and a later resettle of the same amount", async () => {
+      const { ledger } = await open.fresh();
+      const s = await reserveOk(ledger, credit("t1", 3000n, { meter: "minute", resource: "session:s2" }));
+      await ledger.commit(s, undefined, T0 + MIN, 1000n, {
+        settledFrom: "estimate",
+        costAmount: "1000",
+        estimatedAmount: "1000",
+        refusedReport: "not_finite",
+      });
+      expect(await ledger.get(s)).toMatchObject({ amount: "1000", settledFrom: "estimate", refusedReport: "not_finite" });
+      expect(await ledger.resettle(s, 1000n, { refusedReport: "above_limit" }, T0 + 2 * MIN)).toBe(0n);
+      expect(await ledger.get(s)).toMatchObject({
+        amount: "1000",
+        settledFrom: "estimate",
+        costAmount: "1000",
+        refusedReport: "above_limit",
+      });
+      expect(await ledger.usage("t1", T0)).toMatchObject({ daily: 1000n, total: 1000n });
+    });
+
     it("checks every window against the sum of both kinds", async () => {
       const { ledger } = await open.fresh();
       const limits = { daily: 1000n, monthly: 5000n, total: 20_000n };

@@ -9,7 +9,7 @@ import { changeTenant } from "../tenant-changes.js";
 import { generateTenantKey, hashTenantKey, keyIdOf, type Tenant } from "../../identity/tenants.js";
 import { keyCreateBody, keyExpireBody, keyRotateBody } from "./schemas.js";
 import { validBody } from "./validate.js";
-import type { RowHandler } from "../../routing/handlers.js";
+import type { Handlers } from "../../routing/handlers.js";
 
 type KeyEntry = Tenant["keys"][number];
 
@@ -89,7 +89,7 @@ async function expireKey(services: GatewayServices, c: Ctx, id: string, keyId: s
 }
 
 /** The key rows of the admin API (src/routing/own-rows.ts); the chain has checked the operator caller. */
-export function keyAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function keyAdminHandlers(services: GatewayServices): Handlers {
   const p = (c: Ctx, name: string) => c.req.param(name) ?? "";
   return {
     "admin.keys.create": async (c) =>

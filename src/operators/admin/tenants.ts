@@ -11,7 +11,7 @@ import { audit, changeTenant, liveRecord, refuseReceivers, tenantView } from "..
 import { issueKey } from "./keys.js";
 import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "./schemas.js";
 import { validBody } from "./validate.js";
-import type { RowHandler } from "../../routing/handlers.js";
+import type { Handlers, RowHandler } from "../../routing/handlers.js";
 
 /** A new tenant with its first key (the plain key is in the answer, once). 409 when the id is taken or was deleted. */
 export async function createTenant(services: GatewayServices, c: Context<GatewayEnv>, body: z.infer<typeof tenantCreateBody>) {
@@ -39,7 +39,7 @@ export const patchTenant = (services: GatewayServices, c: Context<GatewayEnv>, i
   changeTenant(services, c, id, { action: "tenant.update" }, (t) => ({ ...t, ...patch }) as TenantConfig);
 
 /** The tenant rows of the admin API (src/routing/own-rows.ts); the chain has checked the operator caller. */
-export function tenantAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function tenantAdminHandlers(services: GatewayServices): Handlers {
   const { stores } = services;
   const id = (c: Context<GatewayEnv>) => c.req.param("id") ?? "";
   const enabling =

@@ -4,7 +4,7 @@ import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import { ledgerView } from "../usage-routes.js";
 import { auditQuery, ledgerQuery } from "./schemas.js";
 import { validQuery } from "./validate.js";
-import type { RowHandler } from "../../routing/handlers.js";
+import type { Handlers } from "../../routing/handlers.js";
 
 export const SURFACES = ["search", "fetch", "session", "sandbox", "other"] as const;
 
@@ -76,7 +76,7 @@ export async function auditPage(
 }
 
 /** The read-only view rows of the admin API (src/routing/own-rows.ts). */
-export function viewAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function viewAdminHandlers(services: GatewayServices): Handlers {
   return {
     "admin.audit": async (c) => {
       const { limit, cursor, ...filter } = validQuery(c, auditQuery);

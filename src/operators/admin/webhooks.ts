@@ -4,7 +4,7 @@ import * as z from "zod";
 import type { GatewayServices } from "../../services.js";
 import type { OutboxMessage } from "../../state/types.js";
 import { validQuery } from "./validate.js";
-import type { RowHandler } from "../../routing/handlers.js";
+import type { Handlers } from "../../routing/handlers.js";
 
 export const outboxQuery = z.object({
   state: z.enum(["pending", "dead"]).default("pending"),
@@ -42,7 +42,7 @@ function view(m: OutboxMessage): z.infer<typeof outboxMessageView> {
 }
 
 /** GET /_tollgate/admin/webhooks (src/routing/own-rows.ts). */
-export function webhookAdminHandlers(services: GatewayServices): Record<string, RowHandler> {
+export function webhookAdminHandlers(services: GatewayServices): Handlers {
   return {
     "admin.webhooks": async (c) => {
       const q = validQuery(c, outboxQuery);

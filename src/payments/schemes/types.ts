@@ -4,8 +4,9 @@
 import type { LedgerEntry } from "../../state/types.js";
 import type { PaymentRequired } from "../wire.js";
 import type { PaymentOption } from "../requirements.js";
+import type { WalletSigner } from "../wallet-signer.js";
 
-/** The gateway's wallet: a hex private key; each scheme derives the account it signs with. */
+/** A wallet key in hex (TOLLGATE_WALLET_KEY): what the local signer holds (../wallet-signer.ts). */
 export type WalletKey = `0x${string}`;
 
 /**
@@ -31,8 +32,8 @@ export interface PaymentScheme {
   readonly scheme: string;
   /** Whether it can pay an option (its scheme, and a network it knows how to sign for). */
   accepts(option: PaymentOption): boolean;
-  /** Signs exactly `option`, with an authorization that lives at most `maxLifetimeSeconds`. */
-  sign(wallet: WalletKey, paymentRequired: PaymentRequired, option: PaymentOption, maxLifetimeSeconds: number): Promise<SignedPayment>;
+  /** Signs exactly `option` with `wallet` (whatever holds the key), with an authorization living at most `maxLifetimeSeconds`. */
+  sign(wallet: WalletSigner, paymentRequired: PaymentRequired, option: PaymentOption, maxLifetimeSeconds: number): Promise<SignedPayment>;
   /** Whether a ledger entry (signed fields, network, asset) is one of this scheme's authorizations. */
   owns(entry: LedgerEntry): boolean;
   /** Asks the chain about a signed entry through the RPC URL configured for its network (`rpc[network]`); throws when the RPC fails. */

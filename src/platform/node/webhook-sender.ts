@@ -6,7 +6,7 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 import type { DestinationPolicy } from "../../operators/destinations.js";
-import { DestinationRules } from "../../operators/destinations.js";
+import { DestinationRules, destinationHost } from "../../operators/destinations.js";
 import type { WebhookSender } from "../../operators/webhook-sender.js";
 
 /** A dns lookup that fails when any address of the name is refused by `rules`. */
@@ -27,10 +27,15 @@ function checkedLookup(rules: DestinationRules): LookupFunction {
 
 /** @example createGateway(config, { ..., webhookSender: nodeWebhookSender(config.alerts) }) */
 export function nodeWebhookSender(policy: DestinationPolicy): WebhookSender {
-  const lookup = checkedLookup(new DestinationRules(policy));
+  const rules = new DestinationRules(policy);
+  const lookup = checkedLookup(rules);
   return ({ url, headers, body, timeoutMs }) =>
     new Promise<number>((resolve, reject) => {
       const u = new URL(url);
+      // An IP literal is connected to without a lookup: checked here, through the normaliser the config check uses.
+      const host = destinationHost(u.hostname);
+      const problem = "ip" in host ? rules.addressProblem(host.ip) : undefined;
+      if (problem) return reject(new Error(`refused: ${problem}`));
       const send = u.protocol === "https:" ? httpsRequest : httpRequest;
       const req = send(u, { method: "POST", headers: Object.fromEntries(headers), lookup, timeout: timeoutMs, agent: false }, (res) => {
         res.resume();

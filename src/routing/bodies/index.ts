@@ -37,6 +37,7 @@ export const BODY = {
   network: json(sandboxes.networkBody),
   createVolume: json(sandboxes.createVolumeBody),
   createImageBuild: json(sandboxes.createImageBuildBody),
+  reuseImageBuild: json(sandboxes.reuseImageBuildBody),
   completeImageBuild: json(sandboxes.completeImageBuildBody),
   cancelImageBuild: json(sandboxes.cancelImageBuildBody),
 } as const;

@@ -2,20 +2,17 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import type { PaymentRequired } from "../../wire.js";
 import type { PaymentOption } from "../../requirements.js";
-import type { SignedPayment, WalletKey } from "../types.js";
-
-const accounts = new Map<WalletKey, PrivateKeyAccount>();
-const accountOf = (key: WalletKey) => accounts.get(key) ?? accounts.set(key, privateKeyToAccount(key)).get(key)!;
+import type { SignedPayment } from "../types.js";
+import type { WalletSigner } from "../../wallet-signer.js";
 
 /**
  * Signs exactly `option`, with an authorization that lives at most `maxLifetimeSeconds`. The library computes
  * validBefore from maxTimeoutSeconds, so the cap is applied there; the option echoed back stays as the upstream sent it.
  */
 export async function signExactEvm(
-  key: WalletKey,
+  wallet: WalletSigner,
   paymentRequired: PaymentRequired,
   option: PaymentOption,
   maxLifetimeSeconds: number,
@@ -24,7 +21,7 @@ export async function signExactEvm(
   // The option as the upstream sent it, with the capped lifetime: the library's own record type (it reads v1 and v2).
   const capped = { ...option.raw, maxTimeoutSeconds: lifetime } as unknown as PaymentRequirements;
   const client = new x402Client(() => capped).setSpendControls(false);
-  registerExactEvmScheme(client, { signer: accountOf(key) });
+  registerExactEvmScheme(client, { signer: { address: wallet.address, signTypedData: (data) => wallet.signTypedData(data) } });
   const http = new x402HTTPClient(client);
   const payload: PaymentPayload = await client.createPaymentPayload({ ...paymentRequired, accepts: [capped] } as Parameters<
     x402Client["createPaymentPayload"]

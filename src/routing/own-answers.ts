@@ -1,0 +1,62 @@
+// What the gateway's own rows answer, as zod schemas: their rows (./own-rows.ts) carry them in `doc`, and the OpenAPI
+// document (src/operators/openapi.ts) is built from the rows. Bodies the handlers read are the admin API's own
+// (src/operators/admin/schemas.ts), declared on the rows too.
+import * as z from "zod";
+import { auditEntryView, errorBody, issuedKey, tenantView } from "../operators/admin/schemas.js";
+import type { DocAnswer } from "./row.js";
+
+/** An answer of JSON of `schema`. */
+export const json = (schema: z.ZodType, description: string): DocAnswer => ({ description, schema });
+/** An answer of text of `text`. */
+export const text = (type: NonNullable<DocAnswer["text"]>, description: string): DocAnswer => ({ description, text: type });
+/** A refusal beside the common ones (`{message, code}`). */
+export const refusal = (description: string): DocAnswer => ({ description, schema: errorBody });
+
+export const anyObject = z.object({}).passthrough();
+
+export const healthAnswer = z.object({ status: z.literal("ok"), service: z.string(), version: z.string() });
+export const whoamiAnswer = z.object({ tenant: z.string(), scopes: z.array(z.string()) });
+
+export const readiness = z
+  .object({
+    status: z.enum(["ready", "degraded", "not_ready"]),
+    checks: z.object({ state: anyObject, upstream: anyObject, signer: anyObject, wallet: anyObject }),
+  })
+  .meta({ id: "Readiness" });
+
+export const ledgerEntry = z
+  .object({
+    id: z.string(),
+    tenant: z.string(),
+    route: z.string(),
+    kind: z.string().optional(),
+    amount: z.string(),
+    amountUsd: z.string(),
+    state: z.enum(["reserved", "committed", "released", "uncertain"]),
+    transaction: z.string().optional(),
+    createdAt: z.number(),
+  })
+  .passthrough()
+  .meta({ id: "LedgerEntry" });
+
+export const revokedToken = z.object({ revoked: z.boolean(), jti: z.string() });
+export const tokenByValue = z.object({ token: z.string() });
+
+/** A usage window's bounds: `from` and `to` (ISO; default: this month). */
+export const usageWindow = z.object({
+  from: z.string().optional().describe("ISO date or time; default: the start of this month"),
+  to: z.string().optional().describe("ISO date or time, exclusive; default: now"),
+});
+
+export const ledgerPage = z.object({ entries: z.array(ledgerEntry), next: z.string().nullable() });
+export const auditPage = z.object({ entries: z.array(auditEntryView), next: z.string().nullable() });
+export const tenantCreated = z.object({
+  tenant: tenantView,
+  key: z.string().describe("The plain key: shown once, never stored"),
+  keyId: z.string(),
+});
+export const keyRotated = issuedKey.extend({ replaced: z.string(), replacedExpiresAt: z.string() });
+export const consoleLinkAnswer = z.object({
+  url: z.string().describe("The console's sign-in URL with a one-time code in its query"),
+  expiresAt: z.string(),
+});
