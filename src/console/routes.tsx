@@ -348,7 +348,7 @@ function consoleHandlers(services: GatewayServices): Handlers {
       admin: role !== "tenant",
       canEdit: role === "admin",
       csrf: session.csrf,
-      ...(who ? { who } : {}),
+      ...(who && session.identity ? { who, actor: actorOf(session.identity) } : {}),
     });
     if (c.req.method === "POST") {
       const form = await formOf(c);

@@ -147,6 +147,10 @@ describe("OIDC sign-in against a real provider", () => {
     );
     const line = (await auditEntries()).find((e) => e.action === "key.create" && String(e.target).startsWith("key:acme/"));
     expect(line?.actor).toBe("oidc:tom");
+    // Its own audit page names it; an operator's actions on its tenant are shown as "admin", not by person.
+    const audit = await browser.follow(consoleUrl("/audit"));
+    expect(audit.html).toContain("oidc:tom");
+    expect(audit.html).not.toContain("oidc:alice");
   });
 
   it("gives an unknown group nothing: a 403 page, no session, and the refusal audited", async () => {

@@ -16,8 +16,9 @@ export interface Viewer {
   admin: boolean;
   canEdit: boolean;
   csrf: string;
-  /** A person signed in through the identity provider: their email or name (or subject). */
+  /** A person signed in through the identity provider: their email or name (or subject), and their audit actor. */
   who?: string;
+  actor?: string;
 }
 
 const NAV: Array<[string, string, OperatorRole[]]> = [
