@@ -12,6 +12,8 @@ import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { roleFromClaims } from "../../src/identity/sign-in.js";
 import { parseConfig } from "../../config/load.js";
+import { createGateway } from "../../src/gateway.js";
+import { memoryStores } from "../../src/state/memory.js";
 import { startTestGateway } from "../helpers/gateway.js";
 import { startAccessCerts } from "../helpers/access-certs.js";
 import { formIn, HttpBrowser, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
@@ -250,6 +252,30 @@ describe("a provider that cannot be reached", () => {
     } finally {
       await gw.close();
     }
+  });
+});
+
+describe("the client secret's one holder", () => {
+  it("is held by nothing enumerable in the gateway's services", async () => {
+    const secret = "oidc-client-secret-0123456789abcdef";
+    const config = parseConfig({
+      server: { logLevel: "error" },
+      operators: { oidc: { issuer: "https://idp.example.com", clientId: "c", roles: ROLES } },
+    });
+    const gateway = createGateway(config, { secrets: { oidcClientSecret: secret }, stores: memoryStores(Date.now), logSink: () => {} });
+    const seen = new WeakSet<object>();
+    const holders: string[] = [];
+    const walk = (v: unknown, path: string, depth: number) => {
+      if (typeof v === "string") return void (v.includes(secret) && holders.push(path));
+      if (!v || typeof v !== "object" || depth > 12 || seen.has(v)) return;
+      seen.add(v);
+      if (v instanceof Map) for (const [k, x] of v) walk(x, `${path}.get(${String(k)})`, depth + 1);
+      else for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`, depth + 1);
+    };
+    walk(gateway.services, "services", 0);
+    expect(holders).toEqual([]);
+    expect(gateway.services.signIn?.oidc).toBeDefined();
+    await gateway.close?.();
   });
 });
 
