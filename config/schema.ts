@@ -165,6 +165,63 @@ export const configSchema = z
         ttlSeconds: z.number().int().positive().max(86_400).default(900),
       })
       .default({ ttlSeconds: 900 }),
+    /**
+     * The OAuth 2.1 authorization server for /mcp and keyless tokens (src/oauth/): agents connect with a link, the tenant
+     * consents to scopes, a spend cap and an expiry, and the grant's tokens carry them.
+     */
+    oauth: z
+      .strictObject({
+        /** Off: no authorization server (the metadata names none; /authorize, /token, /register answer 404). */
+        enabled: z.boolean().default(true),
+        /** Lifetime of an OAuth access token; defaults to tokens.ttlSeconds. Refresh tokens live as long as their grant. */
+        accessTokenTtlSeconds: z.number().int().min(30).max(86_400).optional(),
+        /** How long an authorization code may wait for its exchange. */
+        codeTtlSeconds: z.number().int().min(10).max(600).default(60),
+        /** The longest expiry a tenant may give a grant on the consent page. */
+        maxGrantDays: z.number().int().min(1).max(365).default(90),
+        /** The expiry the consent page offers first (at most maxGrantDays). */
+        defaultGrantDays: z.number().int().min(1).max(365).default(30),
+        /** Client ID metadata documents: a client_id that is an https URL names the client's JSON document. */
+        clientMetadataDocuments: z
+          .strictObject({
+            /** Off: only registered clients (client_id from POST /register). */
+            enabled: z.boolean().default(true),
+            /** Also http://127.0.0.1 and http://localhost URLs (tests, local development); never in production. */
+            allowHttpLoopback: z.boolean().default(false),
+            /** How long the gateway waits for a client's document. */
+            timeoutMs: z.number().int().min(100).max(10_000).default(3_000),
+            /** The largest document read (a bigger one is refused, not truncated). */
+            maxBytes: z.number().int().min(512).max(65_536).default(16_384),
+            /** How long a fetched document is reused, fleet-wide. */
+            cacheSeconds: z.number().int().min(0).max(86_400).default(300),
+          })
+          .default({ enabled: true, allowHttpLoopback: false, timeoutMs: 3_000, maxBytes: 16_384, cacheSeconds: 300 }),
+        /** Dynamic client registration (RFC 7591, POST /register), the fallback for clients without a metadata document. */
+        registration: z
+          .strictObject({
+            /** Off: clients identify themselves with a metadata document only. */
+            enabled: z.boolean().default(true),
+            /** A registration is forgotten this long after it was made (the client registers again; its grants live on). */
+            ttlDays: z.number().int().min(1).max(365).default(30),
+            /** Registrations the whole fleet accepts per UTC day. */
+            maxPerDay: z.number().int().min(1).max(1_000_000).default(1_000),
+            /** Registrations one client address may make per hour. */
+            perAddressPerHour: z.number().int().min(1).max(10_000).default(20),
+          })
+          .default({ enabled: true, ttlDays: 30, maxPerDay: 1_000, perAddressPerHour: 20 }),
+      })
+      .superRefine((o, ctx) => {
+        if (o.defaultGrantDays > o.maxGrantDays)
+          ctx.addIssue({ code: "custom", path: ["defaultGrantDays"], message: `must be at most maxGrantDays (${o.maxGrantDays})` });
+      })
+      .default({
+        enabled: true,
+        codeTtlSeconds: 60,
+        maxGrantDays: 90,
+        defaultGrantDays: 30,
+        clientMetadataDocuments: { enabled: true, allowHttpLoopback: false, timeoutMs: 3_000, maxBytes: 16_384, cacheSeconds: 300 },
+        registration: { enabled: true, ttlDays: 30, maxPerDay: 1_000, perAddressPerHour: 20 },
+      }),
     /** The gateway's live view of a session (`liveUrl` → /_tollgate/live/<id>, src/sessions/live.ts). */
     liveView: z
       .strictObject({

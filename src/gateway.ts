@@ -52,6 +52,8 @@ import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { series } from "../middleware/series/index.js";
 import { commonHandlers, type Handlers } from "./routing/handlers.js";
+import { OAUTH_CORS_PATHS, oauthHandlers, oauthPreflight } from "./oauth/server.js";
+import { grantHandlers } from "./oauth/grants.js";
 import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
@@ -294,6 +296,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...tokenHandlers(services),
     ...usageHandlers(services),
     ...mcpHandlers(services, !!signer), // /mcp: each tool a request through the route table
+    ...oauthHandlers(services), // the OAuth authorization server for /mcp (src/oauth/)
+    ...grantHandlers(services), // its grants, per tenant and for operators
     // The upstream's rows
     ...common,
     ...volumeHandlers(services, common),
@@ -306,6 +310,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...sandboxHandlers(services),
     ...runtimeHandlers(services),
   };
+  // CORS preflights of the OAuth endpoints (browser-based MCP clients): any origin, no credentials.
+  for (const path of OAUTH_CORS_PATHS) app.options(path, () => oauthPreflight());
   mountRouteTable(app, services, rowHandlers, tableRows);
 
   // Paths are normalised before any route sees them, the way the upstream will read them (middleware/normalize/index.ts).

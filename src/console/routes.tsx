@@ -40,6 +40,8 @@ import { ErrorPage, href, managesKeysOf, type Viewer } from "./pages/layout.js";
 import { OverviewPage } from "./pages/overview.js";
 import { TenantPage } from "./pages/tenant.js";
 import { AuditPage } from "./pages/audit.js";
+import { GrantsPage } from "./pages/grants.js";
+import { revokeTenantGrant, tenantGrants } from "../oauth/grants.js";
 import { KeysPage, LedgerPage, LinkPage, LoginPage, MovingOnPage, ResourcesPage, TokensPage, type LedgerFilters } from "./pages/lists.js";
 import { getCookie, setCookie, deleteCookie } from "hono/cookie";
 import { ACCESS_HEADER, actorOf, identityTenant, type PendingSignIn, type SignedInIdentity } from "../identity/sign-in.js";
@@ -761,6 +763,25 @@ function consoleHandlers(services: GatewayServices): Handlers {
     await revokeKeylessToken(services, tenant, jti);
     await record(c, "token.revoke", `tenant:${tenant.id}`, { jti });
     return c.redirect(href(`/tokens?revoked=${encodeURIComponent(jti)}`), 303);
+  };
+
+  // ---- agent grants (OAuth, src/oauth/): a tenant's own; every tenant's for an operator ---------------------------
+  pages["console.grants"] = async (c) => {
+    const viewer = c.get("viewer");
+    const tenants = viewer.admin ? directory.list().map((t) => t.id) : [viewer.tenant];
+    const grants = (await Promise.all(tenants.slice(0, 200).map((t) => tenantGrants(services, t)))).flat();
+    const revoked = c.req.query("revoked");
+    const notice = revoked && RESOURCE_ID.test(revoked) ? `Revoked grant ${revoked}.` : undefined;
+    const canRevoke = (g: { tenant: string }) => viewer.canEdit || (viewer.role === "tenant" && g.tenant === viewer.tenant);
+    return render(c, <GrantsPage viewer={viewer} nonce={c.get("nonce")} grants={grants} notice={notice} canRevoke={canRevoke} />);
+  };
+
+  pages["console.grants.revoke"] = async (c) => {
+    const viewer = c.get("viewer");
+    const id = param(c, "id");
+    if (!viewer.canEdit && viewer.role !== "tenant") throw new GatewayError(403, "read_only", "A read-only operator cannot revoke grants.");
+    await revokeTenantGrant(services, asGatewayContext(c), id, viewer.canEdit ? undefined : viewer.tenant);
+    return c.redirect(href(`/grants?revoked=${encodeURIComponent(id)}`), 303);
   };
 
   // ---- audit and alerts -----------------------------------------------------------------------------------------------

@@ -53,10 +53,19 @@ export function callerTenant(c: Context<GatewayEnv>): Tenant {
   return caller.tenant;
 }
 
-/** A keyless search or MCP token's own spend cap, when the caller holds one. */
-export function callerCap(c: Context<GatewayEnv>): { id: string; amount: bigint } | undefined {
+/**
+ * A keyless search or MCP token's own spend cap, when the caller holds one: an OAuth grant's tokens share the grant's
+ * cap (counted under the grant's id, in its window), and every entry they spend names the grant.
+ */
+export function callerCap(
+  c: Context<GatewayEnv>,
+): { id: string; amount: bigint; window?: "daily" | "monthly" | "total"; grant?: string } | undefined {
   const caller = c.get("caller");
-  return caller?.via === "token" && caller.token.cap !== undefined ? { id: caller.token.jti, amount: caller.token.cap } : undefined;
+  if (caller?.via !== "token") return undefined;
+  const { token } = caller;
+  const amount = token.cap;
+  if (amount === undefined) return undefined;
+  return token.grant ? { id: token.grant, amount, window: token.capWindow ?? "total", grant: token.grant } : { id: token.jti, amount };
 }
 
 /** Equal strings in time that does not depend on where they differ. */

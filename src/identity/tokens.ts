@@ -30,6 +30,17 @@ export interface GatewayToken {
   iat: number;
   /** Minted by a tenant for an untrusted client (as opposed to handed out in a rewritten response). */
   keyless?: boolean;
+  /**
+   * The OAuth grant (src/oauth/) this token belongs to: its cap is the grant's (counted under the grant's id, shared by
+   * every token the grant's refreshes mint) and revoking the grant revokes it.
+   */
+  grant?: string;
+  /** The window a grant's cap counts in ("total" when absent). */
+  capWindow?: "daily" | "monthly" | "total";
+  /** The resource (RFC 8707) an OAuth access token was issued for: the gateway's `/mcp` URL or its origin. */
+  aud?: string;
+  /** The MCP tools an OAuth grant allows (within its scopes); absent: every tool of its scopes. */
+  tools?: string[];
 }
 
 const ISSUER = "tollgate";
@@ -102,6 +113,10 @@ export class TokenService {
       s: t.scopes,
       ...(t.cap !== undefined ? { cap: t.cap.toString() } : {}),
       ...(t.keyless ? { kl: 1 } : {}),
+      ...(t.grant ? { g: t.grant } : {}),
+      ...(t.capWindow && t.capWindow !== "total" ? { cw: t.capWindow } : {}),
+      ...(t.aud ? { aud: t.aud } : {}),
+      ...(t.tools ? { tl: t.tools } : {}),
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
       .setIssuer(ISSUER)
@@ -163,8 +178,7 @@ export class TokenService {
     const now = this.now();
     if (readNow) {
       // An open socket's periodic check: the store itself, so a revocation anywhere closes it within its period.
-      const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
-      return !!one || (all !== undefined && t.iat <= Number(all));
+      return this.readRevoked(t);
     }
     if (!this.revocations || now - this.revocations.readAt >= REVOCATION_POLL_MS || now < this.revocations.readAt) {
       const count = await this.kv.get(stateKeys.revocations);
@@ -172,10 +186,19 @@ export class TokenService {
       this.revocations = { count, readAt: now };
     }
     if (this.notRevoked.has(t.jti)) return false;
-    const [one, all] = await Promise.all([this.kv.get(stateKeys.revokedToken(t.jti)), this.kv.get(stateKeys.revokedTenant(t.tenant))]);
-    const revoked = !!one || (all !== undefined && t.iat <= Number(all));
+    const revoked = await this.readRevoked(t);
     if (!revoked) this.notRevoked.set(t.jti, true);
     return revoked;
+  }
+
+  /** The shared store's word: the token itself, its tenant's tokens up to a moment, or its OAuth grant revoked. */
+  private async readRevoked(t: GatewayToken): Promise<boolean> {
+    const [one, all, grant] = await Promise.all([
+      this.kv.get(stateKeys.revokedToken(t.jti)),
+      this.kv.get(stateKeys.revokedTenant(t.tenant)),
+      t.grant ? this.kv.get(stateKeys.revokedGrant(t.grant)) : undefined,
+    ]);
+    return !!one || !!grant || (all !== undefined && t.iat <= Number(all));
   }
 
   /** After a revocation is stored: tells the fleet (the count) and forgets this instance's answers. */
@@ -188,6 +211,12 @@ export class TokenService {
   /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */
   async revokeTenant(tenant: string): Promise<void> {
     await this.kv.set(stateKeys.revokedTenant(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
+    await this.revoked();
+  }
+
+  /** Revokes every token of an OAuth grant, minted or still to be minted, for `ttlMs` (the grant's longest life). */
+  async revokeGrant(grant: string, ttlMs: number): Promise<void> {
+    await this.kv.set(stateKeys.revokedGrant(grant), "1", Math.max(1000, ttlMs));
     await this.revoked();
   }
 
@@ -241,6 +270,10 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     exp: Number(payload.exp),
     iat: Number(payload.iat ?? 0),
     keyless: payload.kl === 1,
+    ...(typeof payload.g === "string" ? { grant: payload.g } : {}),
+    ...(payload.g !== undefined ? { capWindow: (payload.cw as GatewayToken["capWindow"]) ?? "total" } : {}),
+    ...(typeof payload.aud === "string" ? { aud: payload.aud } : {}),
+    ...(Array.isArray(payload.tl) ? { tools: payload.tl as string[] } : {}),
   };
 }
 

@@ -14,6 +14,7 @@ import { publicOriginOf } from "../platform/public-origin.js";
 import { jsonValue } from "../routing/json-body.js";
 import { GatewayCall } from "./call.js";
 import { registerTools } from "./tools.js";
+import { authorizationServers, onlyGrantedTools, requireAudience } from "../oauth/mcp-guard.js";
 
 /** One JSON-RPC message (or a batch): tool arguments included. A file written through MCP is at most 512 KiB. */
 const MCP_BODY_LIMIT = 1024 * 1024;
@@ -49,18 +50,24 @@ function rpcError(status: number, rpcCode: number, code: string, message: string
  * `WWW-Authenticate` challenge naming the metadata), and the protected resource metadata.
  */
 export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handlers {
-  // RFC 9728. Tollgate runs no OAuth authorization server: a tenant mints the bearer token (POST /_tollgate/tokens
-  // {"kind":"mcp"}) and hands it to the agent, so `authorization_servers` is left out.
+  // RFC 9728: the gateway's own authorization server (src/oauth/) issues the tokens, unless oauth.enabled is off (then
+  // a tenant mints the bearer token, POST /_tollgate/tokens {"kind":"mcp"}, and hands it to the agent).
   const metadata = (c: Context<GatewayEnv>) =>
-    c.json({
-      resource: `${publicOriginOf(c, services)}/mcp`,
-      resource_name: "Tollgate",
-      bearer_methods_supported: ["header"],
-      scopes_supported: [...MCP_SCOPES],
-    });
+    c.json(
+      {
+        resource: `${publicOriginOf(c, services)}/mcp`,
+        ...authorizationServers(c, services),
+        resource_name: "Tollgate",
+        bearer_methods_supported: ["header"],
+        scopes_supported: [...MCP_SCOPES],
+      },
+      200,
+      { "access-control-allow-origin": "*" },
+    );
 
   async function endpoint(c: Context<GatewayEnv>): Promise<Response> {
     const caller = mcpCaller(c);
+    requireAudience(c, services);
     // Stateless: no server-initiated stream to hold open, no session to end.
     if (c.req.method !== "POST")
       return rpcError(405, -32000, "method_not_allowed", "This MCP endpoint is stateless: send messages with POST.", { allow: "POST" });
@@ -76,6 +83,7 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handl
       { name: "tollgate", version: "1.0.0" },
       { capabilities: { tools: {} }, maxToolInputElements: MAX_ARGUMENT_ELEMENTS },
     );
+    onlyGrantedTools(server, c);
     registerTools(server, {
       call: new GatewayCall(services, c, caller.credential),
       scopes: caller.scopes,

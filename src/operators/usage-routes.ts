@@ -75,7 +75,9 @@ export function usageHandlers(services: GatewayServices): Handlers {
       const caller = c.get("caller");
       if (caller.via !== "token") return c.json(await usageOf(services, callerTenant(c)));
       const { token, tenant } = caller;
-      const spent = (await services.stores.ledger.usage(capLedgerTenant(token.jti), services.now())).total;
+      // An OAuth grant's tokens share the grant's cap, in its window.
+      const capUsage = await services.stores.ledger.usage(capLedgerTenant(token.grant ?? token.jti), services.now());
+      const spent = capUsage[token.grant ? (token.capWindow ?? "total") : "total"];
       const capLeft = token.cap! > spent ? token.cap! - spent : 0n;
       return c.json({
         ...(await usageOf(services, tenant)),
@@ -85,6 +87,7 @@ export function usageHandlers(services: GatewayServices): Handlers {
           cap: atomicToUsd(token.cap!),
           spent: atomicToUsd(spent),
           remaining: atomicToUsd(capLeft),
+          ...(token.grant ? { grant: token.grant, window: token.capWindow ?? "total" } : {}),
         },
       });
     },

@@ -9,6 +9,7 @@ import {
   releaseSpend as release,
   reserveSpend as reserve,
   type LedgerServices,
+  type SpendCap,
   type SpendRef,
   settleSpend as settle,
 } from "./spend.js";
@@ -38,7 +39,7 @@ export interface CreditReport {
 
 export interface CreditReservation {
   tenant: Tenant;
-  cap?: { id: string; amount: bigint };
+  cap?: SpendCap;
   route: string;
   amount: bigint;
   meter: string;

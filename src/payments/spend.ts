@@ -23,6 +23,10 @@ export type LedgerServices = BudgetAlertServices;
 export interface SpendCap {
   id: string;
   amount: bigint;
+  /** The window the cap counts in (an OAuth grant's choice); "total" when absent. */
+  window?: "daily" | "monthly" | "total";
+  /** The OAuth grant the cap belongs to: every entry of the spend names it. */
+  grant?: string;
 }
 
 export interface SpendRequest {
@@ -67,13 +71,13 @@ export async function reserveSpend(services: LedgerServices, req: SpendRequest):
   const ledger = services.stores.ledger;
   const now = services.now();
   const id = req.entry.id ?? crypto.randomUUID();
-  const base = { instance: services.instanceId, ...req.entry, id };
+  const base = { instance: services.instanceId, ...req.entry, ...(cap?.grant ? { grant: cap.grant } : {}), id };
   const price = BigInt(base.amount);
   let capId: string | undefined;
   try {
     if (cap) {
       capId = capEntryId(id);
-      const r = await ledger.reserve({ ...base, id: capId, tenant: capLedgerTenant(cap.id) }, { total: cap.amount }, now);
+      const r = await ledger.reserve({ ...base, id: capId, tenant: capLedgerTenant(cap.id) }, { [cap.window ?? "total"]: cap.amount }, now);
       if (!r.ok) {
         throw new GatewayError(
           402,

@@ -44,6 +44,8 @@ export const stateKeys = {
   revokedToken: (jti: string) => `revoked:${jti}`,
   /** How many revocations the fleet has made: instances reread it to know their cached "not revoked" still holds. */
   revocations: "revocations",
+  /** Every token of an OAuth grant (src/oauth/) is revoked. */
+  revokedGrant: (grant: string) => `revoked-grant:${grant}`,
   /** Every token of a tenant issued before the stored second is revoked. */
   revokedTenant: (tenant: string) => `revoked-tenant:${tenant}`,
   /** Once-per-window marker of a budget alert threshold sent (src/operators/alerts.ts). */

@@ -83,6 +83,8 @@ export interface LedgerEntry {
   reason?: string;
   /** Which gateway instance holds the reservation (crash recovery). */
   instance?: string;
+  /** The OAuth grant (src/oauth/) whose token spent it, when one did. */
+  grant?: string;
   /** Day and month windows the amount counts against (UTC), fixed at reservation. */
   day: string;
   month: string;

@@ -6,6 +6,7 @@ import { ledgerContract } from "./contract-ledger.js";
 import { idempotencyContract, kvContract, ownershipContract, rateLimiterContract } from "./contract-maps.js";
 import { auditLogContract, setIfAbsentContract, tenantStoreContract } from "./contract-tenants.js";
 import { outboxContract } from "./contract-outbox.js";
+import { oauthContract } from "./contract-oauth.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -18,6 +19,7 @@ export function stateContract(b: ContractBackend) {
   tenantStoreContract(b);
   auditLogContract(b);
   outboxContract(b);
+  oauthContract(b);
   pingContract(b);
 }
 

@@ -27,6 +27,7 @@ const NAV: Array<[string, string, OperatorRole[]]> = [
   ["/resources", "Sandboxes & sessions", ["admin", "readonly", "tenant"]],
   ["/keys", "Keys", ["admin", "readonly", "tenant"]],
   ["/tokens", "Keyless tokens", ["tenant"]],
+  ["/grants", "Agent grants", ["admin", "readonly", "tenant"]],
   ["/audit", "Audit & alerts", ["admin", "readonly", "tenant"]],
 ];
 const ROLE_LABEL: Record<OperatorRole, string> = { admin: "admin", readonly: "read-only operator", tenant: "tenant" };

@@ -1,0 +1,203 @@
+// OAuth clients: a client ID metadata document (the client_id is an https URL; its JSON names the client and its
+// redirect URIs), or a dynamic registration (RFC 7591) as the fallback. Public clients only (PKCE, no secret). Redirect
+// URIs compare exactly, but a loopback one (127.0.0.1, [::1], localhost over http) matches on any port (RFC 8252 §7.3).
+import type { TollgateConfig } from "../../config/schema.js";
+import type { OAuthClient, OAuthStore } from "../state/oauth.js";
+import { OAuthError } from "./errors.js";
+
+type OAuthConfig = TollgateConfig["oauth"];
+
+const LOOPBACK = new Set(["127.0.0.1", "[::1]", "localhost"]);
+/** Schemes a redirect may never use (a page's script, a local file, inline data). */
+const FORBIDDEN_SCHEMES = new Set(["javascript:", "data:", "file:", "blob:", "vbscript:", "about:"]);
+const MAX_REDIRECT_URIS = 10;
+const MAX_NAME = 200;
+
+function parseUrl(s: unknown): URL | undefined {
+  if (typeof s !== "string" || s.length > 2000) return undefined;
+  try {
+    return new URL(s);
+  } catch {
+    return undefined;
+  }
+}
+
+const isLoopbackHttp = (u: URL) => u.protocol === "http:" && LOOPBACK.has(u.hostname);
+
+/** Why a redirect URI cannot be registered, or undefined when it can (https, loopback http, or an app's own scheme). */
+function redirectProblem(raw: unknown): string | undefined {
+  const u = parseUrl(raw);
+  if (!u) return "is not an absolute URL";
+  if (u.hash) return "must not carry a fragment";
+  if (FORBIDDEN_SCHEMES.has(u.protocol)) return `may not use ${u.protocol}`;
+  if (u.protocol === "http:" && !isLoopbackHttp(u)) return "may use http only on a loopback address (127.0.0.1, [::1], localhost)";
+  return undefined;
+}
+
+/** Whether `presented` is one of the client's redirect URIs: the same string, or a loopback one on another port. */
+export function redirectMatches(client: OAuthClient, presented: string): boolean {
+  if (client.redirectUris.includes(presented)) return true;
+  const p = parseUrl(presented);
+  if (!p || !isLoopbackHttp(p)) return false;
+  return client.redirectUris.some((r) => {
+    const u = parseUrl(r);
+    return !!u && isLoopbackHttp(u) && u.hostname === p.hostname && u.pathname === p.pathname && u.search === p.search;
+  });
+}
+
+/** The client metadata a registration or a metadata document declares, checked; the first problem is thrown. */
+function clientFromMetadata(doc: unknown, clientId: string, via: OAuthClient["via"], now: number): OAuthClient {
+  const bad = (description: string) => new OAuthError(400, "invalid_client_metadata", description);
+  if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw bad("The client metadata must be a JSON object.");
+  const m = doc as Record<string, unknown>;
+  const uris = m.redirect_uris;
+  if (!Array.isArray(uris) || uris.length === 0)
+    throw new OAuthError(400, "invalid_redirect_uri", "redirect_uris: at least one is required.");
+  if (uris.length > MAX_REDIRECT_URIS) throw new OAuthError(400, "invalid_redirect_uri", `redirect_uris: at most ${MAX_REDIRECT_URIS}.`);
+  uris.forEach((u, i) => {
+    const problem = redirectProblem(u);
+    if (problem) throw new OAuthError(400, "invalid_redirect_uri", `redirect_uris[${i}] ${problem}.`);
+  });
+  const auth = m.token_endpoint_auth_method;
+  if (via === "metadata-document" && auth !== undefined && auth !== "none")
+    throw bad('token_endpoint_auth_method: this server takes public clients only ("none", with PKCE).');
+  const grants = m.grant_types;
+  if (grants !== undefined && (!Array.isArray(grants) || grants.some((g) => g !== "authorization_code" && g !== "refresh_token")))
+    throw bad('grant_types: only "authorization_code" and "refresh_token" are supported.');
+  const responses = m.response_types;
+  if (responses !== undefined && (!Array.isArray(responses) || responses.some((r) => r !== "code")))
+    throw bad('response_types: only "code" is supported.');
+  const name = typeof m.client_name === "string" ? m.client_name.slice(0, MAX_NAME) : undefined;
+  const uri = parseUrl(m.client_uri);
+  return {
+    clientId,
+    ...(name ? { clientName: name } : {}),
+    ...(uri && (uri.protocol === "https:" || uri.protocol === "http:") ? { clientUri: uri.href } : {}),
+    redirectUris: uris as string[],
+    via,
+    createdAt: now,
+  };
+}
+
+/** A registration's answer (RFC 7591 §3.2.1). */
+function registrationAnswer(client: OAuthClient, expiresAt: number) {
+  return {
+    client_id: client.clientId,
+    client_id_issued_at: Math.floor(client.createdAt / 1000),
+    client_secret_expires_at: 0,
+    registration_expires_at: Math.floor(expiresAt / 1000),
+    redirect_uris: client.redirectUris,
+    ...(client.clientName ? { client_name: client.clientName } : {}),
+    ...(client.clientUri ? { client_uri: client.clientUri } : {}),
+    token_endpoint_auth_method: "none",
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+  };
+}
+
+const randomId = (prefix: string) => {
+  let hex = "";
+  for (const b of crypto.getRandomValues(new Uint8Array(16))) hex += b.toString(16).padStart(2, "0");
+  return `${prefix}${hex}`;
+};
+
+/** Registers a client (RFC 7591). The caller has counted it against the limits. */
+export async function registerClient(store: OAuthStore, config: OAuthConfig, body: unknown, now: number) {
+  const client = clientFromMetadata(body, randomId("tgc_"), "registration", now);
+  const ttlMs = config.registration.ttlDays * 86_400_000;
+  await store.putClient(client, ttlMs);
+  return registrationAnswer(client, now + ttlMs);
+}
+
+/** Whether a client_id names a metadata document (an https URL with a path; http loopback when config allows it). */
+function metadataDocumentUrl(config: OAuthConfig, clientId: string): URL | undefined {
+  if (!config.clientMetadataDocuments.enabled) return undefined;
+  const u = parseUrl(clientId);
+  if (!u || u.pathname === "/" || u.hash || u.username || u.password) return undefined;
+  if (u.protocol === "https:") {
+    // Not an address inside the gateway's own network: a client's document lives on the public web.
+    if (LOOPBACK.has(u.hostname) || /^\d+\.\d+\.\d+\.\d+$/.test(u.hostname) || u.hostname.startsWith("[")) return undefined;
+    return u;
+  }
+  return config.clientMetadataDocuments.allowHttpLoopback && isLoopbackHttp(u) ? u : undefined;
+}
+
+/** Reads at most `max` bytes of a body: more is refused, not truncated. */
+async function boundedText(res: Response, max: number): Promise<string> {
+  const declared = Number(res.headers.get("content-length") ?? "0");
+  if (declared > max) throw new Error(`the document is larger than ${max} bytes`);
+  const reader = res.body?.getReader();
+  if (!reader) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw new Error(`the document is larger than ${max} bytes`);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** Fetches and checks a client's metadata document (bounded in time and size, no redirects). */
+async function fetchMetadataDocument(config: OAuthConfig, url: URL, now: number): Promise<OAuthClient> {
+  const cfg = config.clientMetadataDocuments;
+  let doc: unknown;
+  try {
+    const res = await fetch(url.href, {
+      headers: { accept: "application/json" },
+      redirect: "manual",
+      signal: AbortSignal.timeout(cfg.timeoutMs),
+    });
+    if (res.status !== 200) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error(`it answered HTTP ${res.status}`);
+    }
+    doc = JSON.parse(await boundedText(res, cfg.maxBytes));
+  } catch (err) {
+    const why = err instanceof SyntaxError ? "it is not JSON" : err instanceof Error ? err.message : String(err);
+    throw new OAuthError(400, "invalid_client", `The client's metadata document at ${url.href} could not be read: ${why}.`);
+  }
+  if ((doc as { client_id?: unknown })?.client_id !== url.href)
+    throw new OAuthError(400, "invalid_client", "The client's metadata document must name its own URL as client_id.");
+  try {
+    return clientFromMetadata(doc, url.href, "metadata-document", now);
+  } catch (err) {
+    if (err instanceof OAuthError) throw new OAuthError(400, "invalid_client", `The client's metadata document: ${err.description}`);
+    throw err;
+  }
+}
+
+/**
+ * The client a client_id names: a registration, or a metadata document (fetched, then kept `cacheSeconds` for the
+ * fleet). @throws OAuthError invalid_client when it names none.
+ */
+export async function resolveClient(store: OAuthStore, config: OAuthConfig, clientId: string, now: number): Promise<OAuthClient> {
+  if (!clientId || clientId.length > 2000) throw new OAuthError(400, "invalid_client", "client_id is missing.");
+  const url = metadataDocumentUrl(config, clientId);
+  if (!url) {
+    const client = /^tgc_[0-9a-f]{32}$/.test(clientId) && config.registration.enabled ? await store.getClient(clientId) : undefined;
+    if (client?.via !== "registration")
+      throw new OAuthError(
+        400,
+        "invalid_client",
+        "Unknown client_id: register the client (POST /register) or use its metadata document URL.",
+      );
+    return client;
+  }
+  const cached = await store.getClient(url.href);
+  if (cached?.via === "metadata-document") return cached;
+  const client = await fetchMetadataDocument(config, url, now);
+  if (config.clientMetadataDocuments.cacheSeconds > 0) await store.putClient(client, config.clientMetadataDocuments.cacheSeconds * 1000);
+  return client;
+}

@@ -1,0 +1,95 @@
+// Contract for the OAuth store (src/state/oauth.ts) over each backend's key-value store: a code is exchanged once and a
+// refresh token rotated once across instances, a second use is reported as a replay (with the grant to revoke), and a
+// tenant's grants list is its own, newest first, whatever the concurrency. Also: a ledger entry keeps its grant.
+import { describe, expect, it } from "vitest";
+import { kvOAuthStore, type OAuthCode, type OAuthGrant } from "../../src/state/oauth.js";
+import { opener, type ContractBackend } from "./contract-backend.js";
+
+const T0 = 1_800_000_000_000;
+const code = (grantId: string): OAuthCode => ({
+  grantId,
+  tenant: "acme",
+  clientId: "tgc_0123456789abcdef0123456789abcdef",
+  clientName: "Agent",
+  redirectHost: "127.0.0.1:9",
+  redirectUri: "http://127.0.0.1:9/cb",
+  codeChallenge: "x".repeat(43),
+  scopes: ["search"],
+  cap: "1000000",
+  capWindow: "daily",
+  resource: "https://gw.example/mcp",
+  expiresAt: T0 + 86_400_000,
+});
+const grant = (id: string, tenant = "acme"): OAuthGrant => {
+  const { grantId: _g, redirectUri: _r, codeChallenge: _c, ...consent } = code(id);
+  return { ...consent, tenant, id, createdAt: T0, refreshedAt: T0, issued: 1 };
+};
+
+export function oauthContract(b: ContractBackend) {
+  describe(`OAuthStore (${b.name})`, () => {
+    const open = opener(b);
+
+    it("keeps clients and pending requests; a pending request is taken once", async () => {
+      const s = kvOAuthStore((await open.fresh()).kv);
+      const client = { clientId: "tgc_a", redirectUris: ["http://127.0.0.1/cb"], via: "registration" as const, createdAt: T0 };
+      await s.putClient(client, 60_000);
+      expect(await s.getClient("tgc_a")).toEqual(client);
+      expect(await s.getClient("tgc_b")).toBeUndefined();
+      await s.putPending("r1", "{}", 60_000);
+      expect(await s.getPending("r1")).toBe("{}");
+      expect(await s.takePending("r1")).toBe("{}");
+      expect(await s.takePending("r1")).toBeUndefined();
+    });
+
+    it("exchanges a code once across instances; every other try is a replay naming the grant", async () => {
+      const [a, b2] = (await open.pair()).map((x) => kvOAuthStore(x.kv));
+      await a!.putCode("d1", code("grt_1"), 60_000);
+      const uses = await Promise.all([a!.useCode("d1"), b2!.useCode("d1"), a!.useCode("d1"), b2!.useCode("d1")]);
+      expect(uses.filter((u) => u && !u.replayed)).toHaveLength(1);
+      expect(uses.filter((u) => u?.replayed).map((u) => (u as { grantId: string }).grantId)).toEqual(["grt_1", "grt_1", "grt_1"]);
+      expect(await a!.useCode("d1")).toEqual({ grantId: "grt_1", replayed: true });
+      expect(await a!.useCode("unknown")).toBeUndefined();
+    });
+
+    it("rotates a refresh token once across instances; a reuse names its grant", async () => {
+      const [a, b2] = (await open.pair()).map((x) => kvOAuthStore(x.kv));
+      await a!.putRefresh("r1", "grt_9", 60_000);
+      expect(await b2!.refreshGrant("r1")).toBe("grt_9");
+      const uses = await Promise.all([a!.useRefresh("r1"), b2!.useRefresh("r1"), a!.useRefresh("r1")]);
+      expect(uses.filter((u) => u && !u.reused)).toHaveLength(1);
+      expect(uses.filter((u) => u?.reused)).toHaveLength(2);
+      expect(await b2!.useRefresh("r1")).toEqual({ grantId: "grt_9", reused: true });
+      expect(await b2!.useRefresh("nope")).toBeUndefined();
+    });
+
+    it("lists a tenant's grants newest first, none lost to concurrent creation, none of another tenant", async () => {
+      const [a, b2] = (await open.pair()).map((x) => kvOAuthStore(x.kv));
+      await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a! : b2!).putGrant(grant(`grt_${i}`), true)));
+      await a!.putGrant(grant("grt_other", "initech"), true);
+      const listed = await b2!.listGrants("acme");
+      expect(listed.map((g) => g.id).sort()).toEqual(["grt_0", "grt_1", "grt_2", "grt_3", "grt_4", "grt_5"]);
+      await a!.putGrant({ ...grant("grt_6"), createdAt: T0 + 1 }, true);
+      expect((await b2!.listGrants("acme"))[0]!.id).toBe("grt_6");
+      expect((await a!.listGrants("initech")).map((g) => g.id)).toEqual(["grt_other"]);
+      // An update (revocation) changes the record, not the list.
+      await a!.putGrant({ ...grant("grt_6"), revokedAt: T0 + 5 }, false);
+      expect(await b2!.getGrant("grt_6")).toMatchObject({ revokedAt: T0 + 5 });
+      expect(await b2!.listGrants("acme")).toHaveLength(7);
+      expect(await a!.count("c", 60_000)).toBe(1);
+      expect(await b2!.count("c", 60_000)).toBe(2);
+    });
+
+    it("a ledger entry keeps the grant its token spent under", async () => {
+      const { ledger } = await open.fresh();
+      const r = await ledger.reserve(
+        { id: "e-grant", tenant: "acme", route: "web.search", fingerprint: "f", amount: "5000", grant: "grt_7" },
+        {},
+        T0,
+      );
+      expect(r.ok && r.entry.grant).toBe("grt_7");
+      await ledger.commit("e-grant", undefined, T0 + 1);
+      expect(await ledger.get("e-grant")).toMatchObject({ grant: "grt_7", state: "committed" });
+      expect((await ledger.list({ tenant: "acme" }))[0]).toMatchObject({ grant: "grt_7" });
+    });
+  });
+}
