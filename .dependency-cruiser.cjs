@@ -1,11 +1,13 @@
 // The layout's boundaries (README "Layout"): what may import what. Rules name folders, not files, so the layout stays
 // while files move inside a folder. Run: `npm run lint:boundaries` (part of `npm run lint`).
 // Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry, identity
-// (tenants, tokens, the caller), payments → routing (the route table, the body vocabulary, the JSON body reader) →
-// surfaces (search, sessions, sandboxes, jobs) and the operator apps (operators, console, mcp) → src/gateway.ts,
-// src/services.ts, the entries (src/platform/{node,worker}.ts, src/cli/). middleware/ holds the chain's steps only: each
-// imports what it needs from src/ below the surfaces, never another step; only src/gateway.ts and the chain's
-// composition (middleware/chain.ts) import middleware/.
+// (tenants, tokens, the caller), payments (it announces budget and credit events through one port,
+// src/payments/events.ts) → routing (the route table, the body vocabulary, the JSON body reader) → surfaces (search,
+// sessions, sandboxes, jobs) and the operator apps (operators: actions with no hono → their HTTP faces (admin API,
+// OpenAPI) and alerts, which listen to payments; console, mcp) → src/gateway.ts, src/services.ts, the entries
+// (src/platform/{node,worker}.ts, src/cli/). middleware/ holds the chain's steps only: each imports what it needs from
+// src/ below the surfaces, never another step; only src/gateway.ts and the chain's composition (middleware/chain.ts)
+// import middleware/.
 
 /** Files that are not the shipped code: tests beside the code, declaration files. */
 const notShipped = "\\.test\\.tsx?$|\\.d\\.ts$";
@@ -199,6 +201,29 @@ module.exports = {
         pathNot: `${nodeSide}|^src/platform/worker\\.ts$|routes?\\.tsx?$|${notShipped}`,
       },
       to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
+    },
+    {
+      name: "payments-import-no-operators",
+      comment:
+        "src/payments announces budget and credit events through its one port (src/payments/events.ts, wired by src/gateway.ts); src/operators listens: no import from payments into operators.",
+      severity: "error",
+      from: { path: "^src/payments/" },
+      to: { path: "^src/operators/" },
+    },
+    {
+      name: "operator-actions-import-no-hono",
+      comment:
+        "src/operators/actions/ (the operators' domain operations: tenants, keys, tokens, usage, views, the kill switch…) take plain values and an actor, never a request: they import no hono. Their HTTP faces (src/operators/http/, src/console/) read the request and call them.",
+      severity: "error",
+      from: { path: "^src/operators/actions/" },
+      to: { path: "(^|/)node_modules/hono/|^hono(/|$)" },
+    },
+    {
+      name: "operator-actions-below-their-faces",
+      comment: "src/operators/actions/ import none of their HTTP faces: the admin API and OpenAPI (src/operators/http/) or the console.",
+      severity: "error",
+      from: { path: "^src/operators/actions/" },
+      to: { path: "^src/operators/http/|^src/console/" },
     },
     {
       name: "platform-and-state-below-the-chain",

@@ -1,6 +1,6 @@
 // The configuration file's schema: every option, its default, and the message a wrong value gets.
 import * as z from "zod";
-import { DestinationRules } from "../src/operators/destinations.js";
+import { DestinationRules } from "../src/operators/alerts/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
 import { alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 import { operatorsSchema } from "./operators-schema.js";
@@ -355,7 +355,7 @@ export const configSchema = z
          * address at delivery); a receiver on the operator's own network needs its range here.
          */
         allowCidrs: z.array(cidr).default([]),
-        /** Alerts besides budgets; each is off until configured (src/operators/alert-monitor.ts). */
+        /** Alerts besides budgets; each is off until configured (src/operators/alerts/alert-monitor.ts). */
         rules: alertRulesSchema.default({ webhookFailing: { afterAttempts: 3 } }),
         /** How often each instance evaluates the rules and looks for deliveries due. */
         evaluateSeconds: z.number().int().positive().max(3600).default(15),

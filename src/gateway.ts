@@ -25,7 +25,7 @@ import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
-import { ownHandlers } from "./operators/own-routes.js";
+import { ownHandlers } from "./operators/http/own-routes.js";
 import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
 import { webPlatform, type PlatformSpeed } from "./platform/speed.js";
 import { memoryStores } from "./state/memory.js";
@@ -37,11 +37,11 @@ import { exposedPorts } from "./sandboxes/ports.js";
 import { portHosts } from "../middleware/exposed-ports/index.js";
 import { runtimeHandlers } from "./sandboxes/runtime.js";
 import { sandboxHandlers } from "./sandboxes/routes.js";
-import { usageHandlers } from "./operators/usage-routes.js";
+import { usageHandlers } from "./operators/http/usage-routes.js";
 import { cdpHandlers } from "./sessions/cdp.js";
 import { liveHandlers } from "./sessions/live.js";
 import { sessionHandlers } from "./sessions/routes.js";
-import { tokenHandlers } from "./operators/token-routes.js";
+import { tokenHandlers } from "./operators/http/token-routes.js";
 import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
@@ -60,19 +60,20 @@ import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { clientAddressOf } from "./platform/forwarded.js";
 import { RememberingRouter } from "./platform/remembering-router.js";
-import { metricsHandlers } from "./operators/metrics-route.js";
-import { readyHandlers } from "./operators/ready-route.js";
-import { Readiness } from "./operators/readiness.js";
+import { metricsHandlers } from "./operators/http/metrics-route.js";
+import { readyHandlers } from "./operators/http/ready-route.js";
+import { Readiness } from "./operators/actions/readiness.js";
 import { pollTenantStore, TenantSync } from "./identity/tenant-sync.js";
-import { operatorHandlers } from "./operators/admin/index.js";
+import { operatorHandlers } from "./operators/http/admin/index.js";
 import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "./identity/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
-import { onBudgetExhausted } from "./operators/kill-switch.js";
-import { AlertMonitor, type AlertSources } from "./operators/alert-monitor.js";
-import { startWebhookDispatcher } from "./operators/webhooks.js";
-import { docsHandlers, type DocsAssets } from "./operators/docs.js";
+import { configAmounts, tenantAmounts } from "./payments/amounts.js";
+import { moneyListener } from "./operators/alerts/money-listener.js";
+import { AlertMonitor, type AlertSources } from "./operators/alerts/alert-monitor.js";
+import { startWebhookDispatcher } from "./operators/alerts/webhooks.js";
+import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
@@ -182,6 +183,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     deps.secrets.oidcClientSecret,
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
+  // The configuration's money parsed once, now (a tenant synced or changed later: the first time its money is counted).
+  configAmounts(config);
+  for (const t of config.tenants) tenantAmounts(t);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
@@ -224,7 +228,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
     },
   };
-  services.onBudgetExhausted = (tenant, window, c) => onBudgetExhausted(services, tenant, window, c);
+  services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
   const signer = paymentSignerOf(config, deps); // [the wallet key's one holder, or the signer that holds it elsewhere]
   const wallet = deps.walletSigner;

@@ -1,5 +1,4 @@
 // Everything a route module needs, built once per gateway and passed down (no globals).
-import type { BudgetWindow } from "./state/types.js";
 import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Logger } from "./log.js";
@@ -11,9 +10,10 @@ import type { WebSocketRelay } from "./platform/websocket.js";
 import type { PlatformSpeed } from "./platform/speed.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./identity/tenant-sync.js";
-import type { WebhookSender } from "./operators/webhook-sender.js";
+import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
+import type { MoneyEvents } from "./payments/events.js";
 
 /**
  * No secret is here: each reaches only the module that uses it (createGateway hands them out): the upstream API key to
@@ -54,10 +54,10 @@ export interface GatewayServices {
   /** Registers cleanup run when the gateway closes. */
   onClose(fn: () => Promise<void> | void): void;
   /**
-   * A budget window of a tenant ran out (src/operators/kill-switch.ts onBudgetExhausted: the alert, and the kill switch
-   * for `onExhausted = "stop"`). Set by createGateway; the ledger's callers only announce it.
+   * Where the money side (src/payments) announces budget and credit events: thresholds, exhaustion, settlements above
+   * their hold, drift. Set by createGateway to the operators' listener (alerts, the kill switch); none: nobody hears.
    */
-  onBudgetExhausted?: (tenant: string, window: BudgetWindow, c?: Context) => Promise<void>;
+  moneyEvents?: MoneyEvents;
   /**
    * Sends a request through the gateway's own app, the same chain as a client's (identify, scope, quota, meter…): how
    * a request that starts another resource (a task's kept-open browser) creates it as the caller would.

@@ -6,9 +6,10 @@ import { GatewayError } from "../errors.js";
 import { hashTenantKey } from "../identity/tenants.js";
 import type { Handlers } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { audit } from "../operators/tenant-changes.js";
-import { validBody } from "../operators/admin/validate.js";
-import { consoleLinkBody } from "../operators/admin/schemas.js";
+import { audit } from "../operators/actions/tenant-changes.js";
+import { validBody } from "../operators/http/admin/validate.js";
+import { actorOf } from "../operators/http/actor.js";
+import { consoleLinkBody } from "../operators/schemas.js";
 import { CONSOLE_PATH, randomToken } from "../identity/console-session.js";
 
 const LINK_TTL_DEFAULT_S = 300;
@@ -44,7 +45,7 @@ export function consoleLinkHandlers(services: GatewayServices): Handlers {
       const record: LinkRecord = { tenant: tenant.id, keyHash: await hashTenantKey(caller.presented) };
       await services.stores.kv.set(codeKey(await digestOf(code)), JSON.stringify(record), ttlSeconds * 1000);
       const expiresAt = new Date(services.now() + ttlSeconds * 1000).toISOString();
-      await audit(services, c, "console.link.create", `tenant:${tenant.id}`, undefined, { expiresAt });
+      await audit(services, actorOf(c), "console.link.create", `tenant:${tenant.id}`, undefined, { expiresAt });
       const url = `${publicOriginOf(c, services)}${CONSOLE_PATH}/link?code=${code}`;
       return c.json({ url, expiresAt }, 201);
     },

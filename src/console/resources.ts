@@ -2,7 +2,7 @@
 // what state each is in; Stop goes through the same steps as the gateway's own stop routes.
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
-import { stopUpstream } from "../operators/kill-switch.js";
+import { stopUpstream } from "../operators/actions/kill-switch.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { sandboxCustody } from "../sandboxes/custody.js";
 

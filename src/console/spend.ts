@@ -2,42 +2,19 @@
 // its limits, and what the cache and coalescing saved.
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
-import type { BudgetWindow, SpendKind } from "../state/types.js";
-import { ledgerSurface, SURFACES } from "../operators/admin/views.js";
-import { tenantLimits } from "../payments/limits.js";
-import { resetAt } from "../state/windows.js";
+import type { SpendKind } from "../state/types.js";
+import { ledgerSurface, SURFACES } from "../operators/actions/views.js";
+import { tenantWindows, type WindowFigures } from "../payments/budgets/remaining.js";
 
-export interface WindowSpend {
-  window: BudgetWindow;
-  limit?: bigint;
-  spent: bigint;
-  x402: bigint;
-  credits: bigint;
-  resetsAt: string | null;
-}
+export type WindowSpend = WindowFigures;
 
 export interface TenantSpend {
   tenant: Tenant;
   windows: WindowSpend[];
 }
 
-const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
-
 export async function tenantSpend(services: GatewayServices, tenant: Tenant): Promise<TenantSpend> {
-  const now = services.now();
-  const limits = tenantLimits(tenant);
-  const used = await services.stores.ledger.usage(tenant.id, now);
-  return {
-    tenant,
-    windows: WINDOWS.map((w) => ({
-      window: w,
-      limit: limits[w],
-      spent: used[w],
-      x402: used.byKind.x402[w],
-      credits: used.byKind.credits[w],
-      resetsAt: resetAt(w, now),
-    })),
-  };
+  return { tenant, windows: await tenantWindows(services, tenant) };
 }
 
 /** The ledger entries a history is drawn from: the newest this many (of the tenants shown). */

@@ -10,7 +10,8 @@ import type { RowHandler } from "../routing/handlers.js";
 import { callerTenant } from "../identity/caller.js";
 import { capLedgerTenant } from "../payments/spend.js";
 import { atomicToUsd } from "../payments/money.js";
-import { audit } from "../operators/tenant-changes.js";
+import { audit } from "../operators/actions/tenant-changes.js";
+import { actorOf } from "../operators/http/actor.js";
 import { kvOAuthStore, type OAuthGrant, type OAuthStore } from "../state/oauth.js";
 
 /** How long past its expiry a grant's revocation is kept (longer than any of its tokens lives). */
@@ -77,7 +78,7 @@ export async function revokeTenantGrant(services: GatewayServices, c: Context<Ga
   const grant = GRANT_ID.test(id) ? await store.getGrant(id) : undefined;
   if (!grant || (tenant !== undefined && grant.tenant !== tenant)) throw new GatewayError(404, "not_found", `No grant ${id}.`);
   await revokeGrant(services, store, id, tenant === undefined ? "revoked by an operator" : "revoked by the tenant");
-  await audit(services, c, "grant.revoke", `grant:${grant.tenant}/${id}`, undefined, { client: grant.clientId });
+  await audit(services, actorOf(c), "grant.revoke", `grant:${grant.tenant}/${id}`, undefined, { client: grant.clientId });
   return grantView(services, (await store.getGrant(id)) ?? grant);
 }
 

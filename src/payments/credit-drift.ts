@@ -4,10 +4,10 @@
 // mismatch; it is published as tollgate_credits_drift_usd, kept in shared state for /_tollgate/ready and the admin
 // usage view, and alerted once past credits.driftAlertUsd (again only after it went back under).
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../identity/tenants.js";
 import { stateKeys } from "../state/keys.js";
-import { deliverBudgetEvent } from "../operators/webhooks.js";
-import { atomicToUsd, usdToAtomic } from "./money.js";
+import { OPERATOR } from "./events.js";
+import { atomicToUsd } from "./money.js";
+import { configAmounts } from "./amounts.js";
 import { creditsToAtomic, settledCostSoFar, teamCreditsUsed } from "./credit-reports.js";
 
 /** What the drift check last saw. USD amounts as decimal strings; `driftUsd` signed (positive: the bill is larger). */
@@ -36,7 +36,7 @@ const KEEP_MS = 400 * 24 * 3_600_000;
 const signedUsd = (atomic: bigint) => (atomic < 0n ? `-${atomicToUsd(-atomic)}` : atomicToUsd(atomic));
 
 /** The drift figure in atomic units (signed), for a baseline and the current readings. */
-function driftOf(base: Baseline, credits: number, settled: bigint, usdPerCredit: string) {
+function driftOf(base: Baseline, credits: number, settled: bigint, usdPerCredit: bigint) {
   const team = creditsToAtomic(credits, usdPerCredit) - creditsToAtomic(base.credits, usdPerCredit);
   const ledger = settled - BigInt(base.settled);
   return { team, ledger, drift: team - ledger };
@@ -55,9 +55,8 @@ export async function checkCreditDrift(services: GatewayServices): Promise<Credi
   const fresh: Baseline = { credits, settled: settled.toString(), at: now };
   await kv.setIfAbsent(stateKeys.creditsDrift("baseline"), JSON.stringify(fresh), KEEP_MS);
   const base = JSON.parse((await kv.get(stateKeys.creditsDrift("baseline"))) ?? JSON.stringify(fresh)) as Baseline;
-  const { usdPerCredit, driftAlertUsd } = services.config.credits;
+  const { usdPerCredit, driftAlert: threshold } = configAmounts(services.config);
   const d = driftOf(base, credits, settled, usdPerCredit);
-  const threshold = usdToAtomic(driftAlertUsd);
   const over = (d.drift < 0n ? -d.drift : d.drift) > threshold;
   const report: CreditDrift = {
     driftUsd: signedUsd(d.drift),
@@ -77,8 +76,7 @@ export async function checkCreditDrift(services: GatewayServices): Promise<Credi
   if (await kv.setIfAbsent(stateKeys.creditsDrift("alerted"), services.instanceId, KEEP_MS)) {
     services.logger.error("credit spend drifted from the team's usage", { driftUsd: report.driftUsd, thresholdUsd: report.thresholdUsd });
     // Not one tenant's event: it goes to the global receivers (an operator pseudo-tenant with no receivers of its own).
-    const operator = { id: "_operator", alerts: {} } as Tenant;
-    deliverBudgetEvent(services, operator, {
+    await services.moneyEvents?.announce(OPERATOR, {
       type: "credits.drift",
       window: "total",
       period: report.at.slice(0, 10),

@@ -14,6 +14,7 @@ import {
   settleSpend as settle,
 } from "./spend.js";
 import type { LedgerEntry, SettledFrom } from "../state/types.js";
+import { tenantAmounts } from "./amounts.js";
 import { afterCreditSettlement, alertRefusedReport, multiplierOf, withMultiplier } from "./credit-reports.js";
 import type { RefusedReport } from "./report-screen.js";
 
@@ -57,7 +58,7 @@ export async function reserveCredits(services: LedgerServices, c: Context<Gatewa
       kind: "credits",
       route: r.route,
       fingerprint: c.get("requestId"),
-      amount: withMultiplier(r.amount, multiplier).toString(),
+      amount: withMultiplier(r.amount, tenantAmounts(r.tenant).creditMultiplier).toString(),
       meter: r.meter,
       validBefore: Math.floor(r.validBefore / 1000),
       ...(multiplier ? { multiplier } : {}),

@@ -6,9 +6,10 @@ import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import type { LedgerEntry, SettledFrom } from "../state/types.js";
 import { stateKeys } from "../state/keys.js";
-import { deliverBudgetEvent } from "../operators/webhooks.js";
-import { checkBudgetAlerts } from "../operators/alerts.js";
+import { checkBudget } from "./budgets/thresholds.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";
+import { ONE, tenantAmounts } from "./amounts.js";
+import type { Tenant } from "../identity/tenants.js";
 import { firstReading, readFigure, refusal, type Reading, type RefusedReport } from "./report-screen.js";
 import { parseUpstreamJson } from "../platform/upstream-records.js";
 import { capEntryId, type LedgerServices } from "./spend.js";
@@ -20,23 +21,26 @@ const COUNTER_TTL_MS = 400 * 24 * 3_600_000;
  * `credits` (as the upstream reports them, a decimal number) in atomic USD at `usdPerCredit`, rounded half up. Never
  * throws: a figure too large for millionths in a double (1e303) is converted whole (./report-screen.ts refuses it).
  */
-export function creditsToAtomic(credits: number, usdPerCredit: string): bigint {
+export function creditsToAtomic(credits: number, usdPerCredit: bigint | string): bigint {
   if (!Number.isFinite(credits) || credits <= 0) return 0n;
   const scaled = credits * 1e6;
   const millionths = Number.isFinite(scaled) ? BigInt(Math.round(scaled)) : BigInt(Math.round(credits)) * 1_000_000n;
-  return (millionths * usdToAtomic(usdPerCredit) + 500_000n) / 1_000_000n;
+  const rate = typeof usdPerCredit === "string" ? usdToAtomic(usdPerCredit) : usdPerCredit;
+  return (millionths * rate + 500_000n) / ONE;
 }
 
-/** An amount with a tenant's multiplier ("1.25") applied, rounded up to the atomic unit; unchanged without one. */
-export function withMultiplier(amount: bigint, multiplier: string | undefined): bigint {
-  if (!multiplier || amount === 0n) return amount;
-  return (amount * usdToAtomic(multiplier) + 999_999n) / 1_000_000n;
+/**
+ * An amount with a tenant's multiplier applied, rounded up to the atomic unit; unchanged without one. The multiplier
+ * as a tenant's parsed amounts hold it (millionths), or as a ledger entry or kept hold recorded it ("1.25").
+ */
+export function withMultiplier(amount: bigint, multiplier: bigint | string | undefined): bigint {
+  if (multiplier === undefined || multiplier === "" || amount === 0n) return amount;
+  return (amount * (typeof multiplier === "string" ? usdToAtomic(multiplier) : multiplier) + 999_999n) / ONE;
 }
 
-/** A multiplier worth recording: undefined for none or exactly 1. */
-export function multiplierOf(tenant: { creditMultiplier?: string }): string | undefined {
-  const m = tenant.creditMultiplier;
-  return m && usdToAtomic(m) !== 1_000_000n ? m : undefined;
+/** A multiplier worth recording: undefined for none or exactly 1 (as parsed when the tenant was taken in). */
+export function multiplierOf(tenant: Pick<Tenant, "creditMultiplier">): string | undefined {
+  return tenantAmounts(tenant).creditMultiplier === undefined ? undefined : tenant.creditMultiplier;
 }
 
 /** The upstream answer at `path` (control plane, the operator's key) as a JSON object; undefined on any failure. */
@@ -164,8 +168,7 @@ async function alertOverHold(services: LedgerServices, e: LedgerEntry, c: Contex
   const won = await services.stores.kv.setIfAbsent(stateKeys.creditsOverHold(e.id), services.instanceId, 7 * 24 * 3_600_000);
   if (!won) return;
   services.logger.info("credit settlement above its hold", { entry: e.id, tenant: e.tenant, route: e.route, amount: e.amount });
-  deliverBudgetEvent(
-    services,
+  await services.moneyEvents?.announce(
     tenant,
     {
       type: "credits.over_hold",
@@ -198,8 +201,7 @@ export async function alertRefusedReport(
     const won = await services.stores.kv.setIfAbsent(stateKeys.creditsReportRefused(e.id), services.instanceId, 7 * 24 * 3_600_000);
     if (!won) return;
     services.logger.info("upstream report refused", { entry: e.id, tenant: e.tenant, route: e.route, ...refused, amount: e.amount });
-    deliverBudgetEvent(
-      services,
+    await services.moneyEvents?.announce(
       tenant,
       {
         type: "credits.report_refused",
@@ -238,7 +240,7 @@ export async function correctSettlement(
   if (cap?.state === "committed") await services.stores.ledger.resettle(cap.id, charged, fields, now);
   const before = BigInt(e.costAmount ?? e.amount);
   await afterCreditSettlement(services, c, { entryId: e.id, tenant: e.tenant, route: e.route, charged: delta, cost: cost - before });
-  if (delta > 0n) services.background(c, checkBudgetAlerts(services, e.tenant, c), "budget alert check");
+  if (delta > 0n) services.background(c, checkBudget(services, e.tenant, c), "budget alert check");
   services.logger.info("credit settlement corrected", {
     entry: e.id,
     tenant: e.tenant,

@@ -7,7 +7,7 @@ import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Meter, PriceName } from "../routing/row.js";
 import { stateKeys } from "../state/keys.js";
-import { usdToAtomic } from "./money.js";
+import { configAmounts } from "./amounts.js";
 import { releaseCredits, type CreditHold } from "./credit-ledger.js";
 import { settleEndedResource, settleFinishedJob } from "./settle.js";
 import type { LedgerServices } from "./spend.js";
@@ -24,7 +24,7 @@ export interface KeptHold extends CreditHold {
 }
 
 export function priceOf(services: Pick<GatewayServices, "config">, name: PriceName): bigint {
-  return usdToAtomic(services.config.credits.prices[name]);
+  return configAmounts(services.config).creditPrices[name];
 }
 
 export async function keep(services: KeptHoldServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {

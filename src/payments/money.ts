@@ -4,7 +4,7 @@ import { formatUnits, parseUnits } from "viem";
 
 const USD_DECIMALS = 6;
 
-/** "0.005" → 5000n. Accepts what config/schema.ts's usdAmount accepts. */
+/** "0.005" → 5000n. Accepts what config/fields.ts's usdAmount accepts. Configured amounts are parsed once (./amounts.ts). */
 export function usdToAtomic(usd: string): bigint {
   const text = usd.trim();
   if (!/^\d+(?:\.\d{1,6})?$/.test(text)) throw new Error(`not a USD amount: ${usd}`);

@@ -21,6 +21,7 @@ import { settleCredits, type CreditHold, type CreditReport } from "./credit-ledg
 import { capEntryId } from "./spend.js";
 import { ceilingOf, judgeReading } from "./report-screen.js";
 import type { LedgerServices } from "./spend.js";
+import { configAmounts } from "./amounts.js";
 
 /** Settling a resource or job: the ledger, and the upstream (the usage it reports). */
 type SettleServices = LedgerServices & Pick<GatewayServices, "upstream">;
@@ -45,7 +46,8 @@ export async function settleEndedResource(
   hold: RatedHold,
   r: { kind: "session" | "sandbox"; id: string; estimate: bigint },
 ): Promise<void> {
-  const { usdPerCredit, maxReportMultiple } = services.config.credits;
+  const { maxReportMultiple } = services.config.credits;
+  const { usdPerCredit } = configAmounts(services.config);
   const judged = judgeReading(
     await upstreamCreditsUsed(services, r.kind, r.id),
     (credits) => creditsToAtomic(credits, usdPerCredit),
@@ -82,7 +84,8 @@ export async function settleFinishedJob(
   const path = c?.req.path;
   if (reportedCredits(body) === undefined && reportedWork(body) === undefined && path?.endsWith("/status"))
     body = (await readUpstreamJson(services, path.slice(0, -"/status".length))) ?? body;
-  const { usdPerCredit, maxReportMultiple } = services.config.credits;
+  const { maxReportMultiple } = services.config.credits;
+  const { usdPerCredit } = configAmounts(services.config);
   const ceiling = ceilingOf(maxReportMultiple, hold.amount);
   const credits = judgeReading(reportedCredits(body), (n) => creditsToAtomic(n, usdPerCredit), ceiling);
   if (credits && "cost" in credits) {
@@ -106,7 +109,8 @@ export async function settleFinishedJob(
 export async function recheckResourceEntry(services: SettleServices, e: LedgerEntry, c?: Context): Promise<boolean> {
   const m = RESOURCE.exec(e.resource ?? "");
   if (!m || e.state !== "committed" || e.kind !== "credits") return false;
-  const { usdPerCredit, maxReportMultiple } = services.config.credits;
+  const { maxReportMultiple } = services.config.credits;
+  const { usdPerCredit } = configAmounts(services.config);
   const held = BigInt(e.reservedAmount ?? e.amount);
   const judged = judgeReading(
     await upstreamCreditsUsed(services, m[1] as "session" | "sandbox", m[2]!),

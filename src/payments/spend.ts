@@ -1,23 +1,22 @@
 // Spend against budgets, for both kinds (x402 payments and credit-billed calls): reserve in the tenant's windows and a
 // keyless token's cap at once, then settle, release or hold every entry the spend counts under.
 import type { Context } from "hono";
-import { tenantLimits } from "./limits.js";
-import { type BudgetAlertServices, checkBudgetAlerts } from "../operators/alerts.js";
-import { windowPeriod } from "../operators/budget-windows.js";
-import { resetAt } from "../state/windows.js";
-import { stateKeys } from "../state/keys.js";
+import { limitsOf } from "./budgets/limits.js";
+import { budgetExceeded, type BudgetServices, refuseWhileStopped } from "./budgets/exhaustion.js";
+import { checkBudget } from "./budgets/thresholds.js";
+import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
 import type { Tenant } from "../identity/tenants.js";
 import { HELD } from "../state/holds.js";
-import type { HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult, SettlementFields } from "../state/types.js";
+import type { HoldGrowth, LedgerEntry, NewLedgerEntry, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";
 
 /**
  * What the ledger touches: the ledger itself and the budget markers (stores), the clock, this instance's id, the log,
- * background work, and the budget alerts a settlement may raise (their webhooks, the kill switch's announcement).
+ * metrics, background work, and the money events port the budget events a settlement may raise are announced on.
  */
-export type LedgerServices = BudgetAlertServices;
+export type LedgerServices = BudgetServices & Pick<GatewayServices, "metrics">;
 
 /** A keyless token's own spend cap, checked with the tenant's budget. */
 export interface SpendCap {
@@ -91,8 +90,8 @@ export async function reserveSpend(services: LedgerServices, req: SpendRequest):
         );
       }
     }
-    if (tenant.onExhausted === "stop") await refuseWhileStopped(services, tenant, price, now);
-    const r = await ledger.reserve({ ...base, tenant: tenant.id }, tenantLimits(tenant), now);
+    await refuseWhileStopped(services, tenant, price, now);
+    const r = await ledger.reserve({ ...base, tenant: tenant.id }, limitsOf(tenant), now);
     if (!r.ok) {
       if (capId) await ledger.release(capId, "tenant budget exceeded", now);
       throw budgetExceeded(services, tenant, r, price, req.context);
@@ -104,47 +103,6 @@ export async function reserveSpend(services: LedgerServices, req: SpendRequest):
       remember(services, capId ? [id, capId] : [id], "reservation's answer lost (state store unavailable)");
     throw failClosed(services, err);
   }
-}
-
-/**
- * A tenant with `onExhausted = "stop"` whose budget ran out in a window stays stopped until that window resets, even
- * once holds settled at the stop give budget back: the exhausted mark (set once per window, fleet-wide, by the kill
- * switch) is in the shared state, so every instance refuses alike.
- */
-async function refuseWhileStopped(services: LedgerServices, tenant: Tenant, price: bigint, now: number): Promise<void> {
-  const limits = tenantLimits(tenant);
-  const windows = (["daily", "monthly", "total"] as const).filter((w) => limits[w] !== undefined);
-  const marks = await Promise.all(
-    windows.map((w) => services.stores.kv.get(stateKeys.budgetExhausted(tenant.id, w, windowPeriod(w, now)))),
-  );
-  const window = windows.find((_, i) => marks[i] !== undefined);
-  if (!window) return;
-  const reset = resetAt(window, now);
-  throw new GatewayError(
-    402,
-    "budget_exceeded",
-    `The ${window} budget of tenant "${tenant.id}" ran out and its onExhausted policy is "stop": paid calls are refused until the window resets${reset ? ` at ${reset}` : ""}.`,
-    { window, stopped: true, price: atomicToUsd(price), resetAt: reset ?? undefined },
-  );
-}
-
-/** The 402 for a tenant whose budget window cannot take `price`; the alert (and kill switch) hear of it. */
-function budgetExceeded(
-  services: LedgerServices,
-  tenant: Tenant,
-  r: Extract<ReserveResult, { ok: false }>,
-  price: bigint,
-  context?: Context,
-) {
-  // The alert, and the kill switch for onExhausted = "stop".
-  const announced = services.onBudgetExhausted?.(tenant.id, r.window, context);
-  if (announced) services.background(context, announced, "budget exhaustion");
-  return new GatewayError(
-    402,
-    "budget_exceeded",
-    `The ${r.window} budget of tenant "${tenant.id}" cannot cover this call: $${atomicToUsd(r.spent)} of $${atomicToUsd(r.limit)} spent, this call costs $${atomicToUsd(price)}.${r.resetAt ? ` It resets at ${r.resetAt}.` : ""}`,
-    { window: r.window, limit: atomicToUsd(r.limit), spent: atomicToUsd(r.spent), price: atomicToUsd(price), resetAt: r.resetAt },
-  );
 }
 
 /** Fail closed: a ledger that cannot be reached means no reservation, so no spend. */
@@ -175,7 +133,7 @@ export async function extendSpend(
   const [id, ...caps] = spend.ids;
   let entry: LedgerEntry;
   try {
-    const r = await ledger.extend(id!, { amount, seconds }, amount > 0n ? tenantLimits(tenant) : {}, now);
+    const r = await ledger.extend(id!, { amount, seconds }, amount > 0n ? limitsOf(tenant) : {}, now);
     if (!r.ok) throw budgetExceeded(services, tenant, r, amount, context);
     entry = r.entry;
   } catch (err) {
@@ -222,7 +180,7 @@ export async function settleSpend(services: LedgerServices, spend: AnySpend, set
   const now = services.now();
   for (const id of await idsOf(services, spend)) await services.stores.ledger.commit(id, transaction, now, finalAmount, fields);
   const tenant = "entry" in spend ? spend.entry.tenant : spend.tenant;
-  if (!tenant.startsWith("token:")) services.background(context, checkBudgetAlerts(services, tenant, context), "budget alert check");
+  if (!tenant.startsWith("token:")) services.background(context, checkBudget(services, tenant, context), "budget alert check");
 }
 
 /** Nothing was spent: every entry's amount goes back to the budget. */

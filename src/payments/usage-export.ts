@@ -5,7 +5,8 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { LedgerEntry } from "../state/types.js";
 import { ROUTES, type PriceName } from "../routing/table.js";
-import { atomicToUsd, usdToAtomic } from "./money.js";
+import { atomicToUsd } from "./money.js";
+import { configAmounts } from "./amounts.js";
 
 /** The most entries one export reads; a wider window is refused (narrow from/to). */
 const MAX_ENTRIES = 100_000;
@@ -164,9 +165,9 @@ export async function calibrate(services: GatewayServices, w: UsageWindow): Prom
     acc.estimated += BigInt(e.estimatedAmount);
     byRoute.set(e.route, acc);
   }
-  const prices = services.config.credits.prices as Record<PriceName, string>;
+  const prices = configAmounts(services.config).creditPrices as Record<PriceName, bigint>;
   const proposeFor = (price: PriceName, reported: bigint, estimated: bigint) =>
-    estimated === 0n ? usdToAtomic(prices[price]) : (usdToAtomic(prices[price]) * reported + estimated / 2n) / estimated;
+    estimated === 0n ? prices[price] : (prices[price] * reported + estimated / 2n) / estimated;
   const ratioOf = (reported: bigint, estimated: bigint) =>
     estimated === 0n ? "n/a" : (Number((reported * 10_000n) / estimated) / 10_000).toFixed(4);
   const rows: CalibrationRow[] = [...byRoute.entries()]
@@ -180,7 +181,7 @@ export async function calibrate(services: GatewayServices, w: UsageWindow): Prom
         reportedUsd: atomicToUsd(a.reported),
         estimatedUsd: atomicToUsd(a.estimated),
         ratio: ratioOf(a.reported, a.estimated),
-        currentUsd: prices[price],
+        currentUsd: services.config.credits.prices[price],
         proposedUsd: atomicToUsd(proposeFor(price, a.reported, a.estimated)),
       };
     });

@@ -24,7 +24,7 @@ import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./node/held-body.js
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
-import { VERSION } from "../operators/own-routes.js";
+import { VERSION } from "../operators/version.js";
 import type { PeerAddress } from "./client-address.js";
 import { openPkcs11Signer } from "./node/pkcs11-signer.js";
 import { openRemoteSigner } from "./node/remote-signer.js";

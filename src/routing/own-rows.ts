@@ -1,12 +1,12 @@
 // The gateway's own endpoints as rows of the route table (./table.ts): under /_tollgate (a prefix the upstream never
 // uses) and the MCP endpoint. The chain mounts them like any row (identify → rate limit → body → handler); they are
-// free, forward nothing, and their handlers sit by name beside their surface (src/operators/, src/operators/token-routes.ts,
-// src/mcp/endpoint.ts; the console's in src/console/routes.tsx, whose rows are mounted on its own sub-app). Callers: "public" (anyone; a
+// free, forward nothing, and their handlers sit by name beside their surface (src/operators/, src/operators/http/token-routes.ts,
+// src/mcp/endpoint.ts; the console's in src/console/handlers/, whose rows are mounted on its own sub-app). Callers: "public" (anyone; a
 // tenant key or gateway token presented is still the caller, for the rate limit), "tenant-key" (any of a tenant's
 // keys), "operator" (an admin or operator-readonly key: read-only keys may read, not change), "metrics-token"
 // (TOLLGATE_METRICS_TOKEN as a bearer), "mcp-token" (a keyless MCP token for its tenant), "console" (the console's
 // session cookie; the console's own pages sign in and out). A row a client calls carries its `doc` (summary, answers
-// as zod schemas from ./own-answers.ts): the OpenAPI document (src/operators/openapi.ts) is built from those rows.
+// as zod schemas from ./own-answers.ts): the OpenAPI document (src/operators/http/openapi.ts) is built from those rows.
 import {
   keyCreateBody,
   keyExpireBody,
@@ -19,9 +19,9 @@ import {
   pageQuery,
   tenantView,
   issuedKey,
-} from "../operators/admin/schemas.js";
-import { outboxMessageView, outboxQuery } from "../operators/admin/webhooks.js";
-import { mintRequest } from "../operators/token-routes.js";
+} from "../operators/schemas.js";
+import { outboxMessageView, outboxQuery } from "../operators/http/admin/webhooks.js";
+import { mintRequest } from "../operators/actions/tokens.js";
 import * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Method, RouteDoc, RouteRow } from "./row.js";
@@ -64,7 +64,7 @@ const PUBLIC = ["public"] as const,
   OPERATOR = ["operator"] as const,
   /** The console's session cookie (a page without one redirects to sign-in; the sign-in pages take none). */
   CONSOLE = ["console"] as const;
-/** A row's entry in the OpenAPI document (src/operators/openapi.ts): its tag, summary and answers. */
+/** A row's entry in the OpenAPI document (src/operators/http/openapi.ts): its tag, summary and answers. */
 const doc = (
   tag: RouteDoc["tag"],
   operationId: string | undefined,

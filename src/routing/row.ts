@@ -85,7 +85,7 @@ export interface DocAnswer {
 }
 
 /**
- * How one of the gateway's own rows appears in its OpenAPI document (src/operators/openapi.ts builds the document from
+ * How one of the gateway's own rows appears in its OpenAPI document (src/operators/http/openapi.ts builds the document from
  * the rows that carry one, and nothing else). Security and the refusals any such row may give follow from `auth`, path
  * parameters from `path`, the request body from the row's `body` (a handler body's schema) unless `body` names one.
  */

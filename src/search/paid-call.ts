@@ -108,7 +108,7 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
     );
 
   const paymentRequired = await readPaymentRequired(first);
-  const choice = chooseOption(paymentOptions(paymentRequired), effectivePolicy(services.config.payments, ctx.tenant.payment));
+  const choice = chooseOption(paymentOptions(paymentRequired), effectivePolicy(services.config, ctx.tenant));
   if (!choice.ok) {
     const { ok: _ok, code, message, ...figures } = choice;
     throw new GatewayError(402, code, message, figures);
@@ -132,11 +132,7 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
 
   let signed: SignedPayment;
   try {
-    signed = await ctx.signer.sign(
-      paymentRequired,
-      option,
-      effectivePolicy(services.config.payments, ctx.tenant.payment).maxAuthorizationSeconds,
-    );
+    signed = await ctx.signer.sign(paymentRequired, option, effectivePolicy(services.config, ctx.tenant).maxAuthorizationSeconds);
     // The ledger learns of the authorization before it leaves the gateway.
     await signedSpend(services, hold, { nonce: signed.nonce, validBefore: signed.validBefore, payer: signed.payer });
   } catch (err) {

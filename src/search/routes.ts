@@ -1,7 +1,7 @@
 // Paid search and fetch: /x402/web/{search,fetch} paid with x402, /api/web/{search,fetch} billed to credits. The
 // caller is the chain's; the steps read in order: idempotency → cache → coalesce → pay (or meter) → forward → answer.
 import type { Context, ContextVariableMap } from "hono";
-import { recordSavings } from "../operators/savings.js";
+import { recordSavings } from "../operators/actions/savings.js";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
@@ -15,7 +15,7 @@ import { withIdempotency } from "./idempotency.js";
 import { fleetCoalesce, type FleetResult } from "./fleet-coalesce.js";
 import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "./paid-call.js";
-import { budgetRemaining } from "../payments/budget-remaining.js";
+import { budgetRemaining } from "../payments/budgets/remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { callerCap, callerTenant } from "../identity/caller.js";
 import { jsonBody, jsonBodyNow, type JsonBody } from "../routing/json-body.js";

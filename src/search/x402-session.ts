@@ -17,7 +17,7 @@ import { X402SessionAnswer } from "../sessions/wire.js";
 import { claimCreated, noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-import { budgetRemaining } from "../payments/budget-remaining.js";
+import { budgetRemaining } from "../payments/budgets/remaining.js";
 import { callerTenant } from "../identity/caller.js";
 import type { Handlers } from "../routing/handlers.js";
 import type { RouteRow } from "../routing/table.js";

@@ -22,7 +22,7 @@ export const stateKeys = {
   x402SessionManagement: (id: string) => `session:x402mgmt:${id}`,
   /** When a paid (x402) session ends, for its quota slot. */
   paidSession: (id: string) => `session:paid:${id}`,
-  /** Cache and coalescing savings of a tenant across the fleet, one counter per figure (src/operators/savings.ts). */
+  /** Cache and coalescing savings of a tenant across the fleet, one counter per figure (src/operators/actions/savings.ts). */
   savings: (tenant: string, figure: "hits" | "coalesced" | "saved") => `savings:${tenant}:${figure}`,
   /** A credits hold of a running resource or job (middleware/meter/index.ts). */
   creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,
@@ -36,7 +36,7 @@ export const stateKeys = {
   creditsReportRefused: (entry: string) => `credits:report-refused:${entry}`,
   /** The drift check's starting point, last figure and once-marker of its alert (src/payments/credit-drift.ts). */
   creditsDrift: (what: "baseline" | "last" | "alerted") => `credits:drift:${what}`,
-  /** The fleet-wide lock on changes to admin tenants (src/operators/tenant-changes.ts): the last-admin-key guard. */
+  /** The fleet-wide lock on changes to admin tenants (src/operators/actions/tenant-changes.ts): the last-admin-key guard. */
   adminChangeLock: "admin:change-lock",
   /** A gateway token minted by POST /_tollgate/tokens, for its later revocation. */
   mintedToken: (jti: string) => `token:minted:${jti}`,
@@ -48,9 +48,9 @@ export const stateKeys = {
   revokedGrant: (grant: string) => `revoked-grant:${grant}`,
   /** Every token of a tenant issued before the stored second is revoked. */
   revokedTenant: (tenant: string) => `revoked-tenant:${tenant}`,
-  /** Once-per-window marker of a budget alert threshold sent (src/operators/alerts.ts). */
+  /** Once-per-window marker of a budget alert threshold announced (src/payments/budgets/thresholds.ts). */
   budgetAlert: (tenant: string, window: string, period: string, threshold: number) => `alert:${tenant}:${window}:${period}:${threshold}`,
-  /** Once-per-window marker of a budget exhaustion handled (src/operators/kill-switch.ts). */
+  /** Once-per-window marker of a budget exhaustion announced (src/payments/budgets/exhaustion.ts). */
   budgetExhausted: (tenant: string, window: string, period: string) => `exhausted:${tenant}:${window}:${period}`,
   /** Read by a readiness probe of the Durable Object backend. */
   ping: "tollgate:ping",

@@ -1,10 +1,11 @@
 // The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
 import type { TenantDirectory } from "../identity/tenants.js";
 import type { LedgerState, StateStores } from "../state/types.js";
-import { tenantLimits } from "../payments/limits.js";
+import { limitsOf } from "../payments/budgets/limits.js";
+import { remainingOf } from "../payments/budgets/remaining.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
 import { TextRegistry } from "./text-registry.js";
-import { VERSION } from "../operators/own-routes.js";
+import { VERSION } from "../operators/version.js";
 import { BoundedLabel, METHOD_INDEX, METHODS, routeClassOf, runtimeName, type WebSocketKind } from "./metric-labels.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
@@ -20,7 +21,7 @@ const children =
   (...values: string[]): C =>
     family.labels(...values);
 
-/** This instance's upstream calls since it started: what the upstream alert rules read (src/operators/alert-monitor.ts). */
+/** This instance's upstream calls since it started: what the upstream alert rules read (src/operators/alerts/alert-monitor.ts). */
 export interface UpstreamTally {
   calls: number;
   /** Answered 5xx, or not at all. */
@@ -316,10 +317,10 @@ export class GatewayMetrics {
       const usages = await Promise.all(tenants.map((t) => stores.ledger.usage(t.id, now)));
       tenants.forEach((t, i) => {
         const used = usages[i]!;
-        const limits = tenantLimits(t);
+        const limits = limitsOf(t);
         for (const w of WINDOWS) {
           const l = limits[w];
-          rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(l > used[w] ? l - used[w] : 0n)]);
+          rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(remainingOf(l, used[w]))]);
         }
       });
       const held = new Map<string, { amount: bigint; count: number }>();

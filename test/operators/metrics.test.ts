@@ -5,7 +5,7 @@ import type { EmulatorHandle } from "../../emulator/index.js";
 import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { histogram, promtoolCheck, sampleSum, scrape } from "./prometheus.js";
-import { VERSION } from "../../src/operators/own-routes.js";
+import { VERSION } from "../../src/operators/version.js";
 import { startNodeGateway } from "../../src/platform/node.js";
 import { startRedisServer } from "../state/redis-server.js";
 

@@ -3,7 +3,7 @@
 // is what the document says. Served as is by /_tollgate/openapi.json (test/operators/openapi.test.ts lints it).
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
-import { openApiDocument } from "../../src/operators/openapi.js";
+import { openApiDocument } from "../../src/operators/http/openapi.js";
 import { OWN_ROWS } from "../../src/routing/own-rows.js";
 import { BODY } from "../../src/routing/bodies/index.js";
 import { methodsOf, ROUTES, type RouteRow } from "../../src/routing/table.js";

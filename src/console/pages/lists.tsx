@@ -3,7 +3,7 @@
 // every visible tenant's keys; a tenant's keyless tokens; and the sign-in pages (key, or a one-time link).
 import type { Tenant } from "../../identity/tenants.js";
 import type { LedgerEntry } from "../../state/types.js";
-import type { ListedToken } from "../../operators/token-routes.js";
+import type { ListedToken } from "../../operators/actions/tokens.js";
 import type { LiveResource } from "../resources.js";
 import { FormToken, href, managesKeysOf, Page, type Viewer } from "./layout.js";
 import { duration, KeyTable, LedgerTable, NewKeyForm, ResourceTable, when } from "./tables.js";

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The overview: every visible tenant's spend against its budget windows, and what the cache and coalescing saved.
 import { atomicToUsd } from "../../payments/money.js";
-import type { CacheSavings } from "../../operators/savings.js";
+import type { CacheSavings } from "../../operators/actions/savings.js";
 import type { TenantSpend } from "../spend.js";
 import { href, Page, type Viewer } from "./layout.js";
 import { ChartKey, SpendChart } from "./spend-chart.js";

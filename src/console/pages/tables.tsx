@@ -3,7 +3,7 @@
 import { atomicToUsd } from "../../payments/money.js";
 import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
-import { ledgerSurface } from "../../operators/admin/views.js";
+import { ledgerSurface } from "../../operators/actions/views.js";
 import type { LiveResource } from "../resources.js";
 import { FormToken, href, managesKeysOf, type Viewer } from "./layout.js";
 

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // One tenant: spend per window in figures and bars, quotas in use, alert settings, keys, live resources, recent ledger.
 import { atomicToUsd } from "../../payments/money.js";
-import type { CacheSavings } from "../../operators/savings.js";
+import type { CacheSavings } from "../../operators/actions/savings.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import type { LiveResource } from "../resources.js";
 import type { TenantSpend } from "../spend.js";

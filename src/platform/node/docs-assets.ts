@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import type { DocsAssets } from "../../operators/docs.js";
+import type { DocsAssets } from "../../operators/http/docs.js";
 
 export function nodeDocsAssets(): DocsAssets | undefined {
   let dir: string;

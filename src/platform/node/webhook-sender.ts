@@ -1,13 +1,13 @@
 // Node's alert webhook sender: resolves the receiver's name itself, refuses it when any address it resolves to is in
-// a blocked range (../operators/destinations.ts), and connects to the address it checked (no second lookup a DNS
+// a blocked range (../../operators/alerts/destinations.ts), and connects to the address it checked (no second lookup a DNS
 // rebinding could answer differently). node:http never follows redirects.
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
-import type { DestinationPolicy } from "../../operators/destinations.js";
-import { DestinationRules, destinationHost } from "../../operators/destinations.js";
-import type { WebhookSender } from "../../operators/webhook-sender.js";
+import type { DestinationPolicy } from "../../operators/alerts/destinations.js";
+import { DestinationRules, destinationHost } from "../../operators/alerts/destinations.js";
+import type { WebhookSender } from "../../operators/alerts/webhook-sender.js";
 
 /** A dns lookup that fails when any address of the name is refused by `rules`. */
 function checkedLookup(rules: DestinationRules): LookupFunction {

@@ -1,0 +1,192 @@
+// Readiness: can this instance serve? State backend, upstream, signer and the wallet's balance, each checked cheaply.
+import { createPublicClient, http, type PublicClient } from "viem";
+import type { GatewayServices } from "../../services.js";
+import type { PaymentSigner } from "../../payments/signer.js";
+import { atomicToUsd } from "../../payments/money.js";
+import { configAmounts } from "../../payments/amounts.js";
+
+const BALANCE_OF_ABI = [
+  {
+    type: "function",
+    name: "balanceOf",
+    stateMutability: "view",
+    inputs: [{ name: "account", type: "address" }],
+    outputs: [{ type: "uint256" }],
+  },
+] as const;
+
+export interface CheckResult {
+  ok: boolean;
+  [figure: string]: unknown;
+}
+
+export interface ReadinessReport {
+  /** ready: all good; degraded: serves, but payments may fail (no signer, low or unknown balance); not_ready: cannot serve. */
+  status: "ready" | "degraded" | "not_ready";
+  checks: { state: CheckResult; upstream: CheckResult; signer: CheckResult; wallet: CheckResult };
+}
+
+export interface ReadinessOptions {
+  /** How long an upstream probe answer is reused. */
+  upstreamCacheMs?: number;
+  /** How long a wallet balance is reused. */
+  walletCacheMs?: number;
+  timeoutMs?: number;
+}
+
+/** A value computed at most once per `ttlMs`; concurrent callers share the computation in flight. */
+class Cached<T> {
+  private value: { at: number; v: T } | undefined;
+  private inflight: Promise<T> | undefined;
+  constructor(
+    private readonly ttlMs: number,
+    private readonly compute: () => Promise<T>,
+  ) {}
+  get(now: number): Promise<T> {
+    if (this.value && now - this.value.at < this.ttlMs) return Promise.resolve(this.value.v);
+    this.inflight ??= this.compute()
+      .then((v) => {
+        this.value = { at: now, v };
+        return v;
+      })
+      .finally(() => (this.inflight = undefined));
+    return this.inflight;
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export class Readiness {
+  private readonly timeoutMs: number;
+  private readonly upstreamProbe: Cached<CheckResult>;
+  private readonly walletProbe: Cached<CheckResult>;
+  private readonly clients = new Map<string, PublicClient>();
+
+  /** `signer`: the gateway's signer (its address is all readiness reads), undefined when no wallet key is set. */
+  constructor(
+    private readonly services: Pick<GatewayServices, "config" | "stores" | "upstream" | "now">,
+    private readonly signer: Pick<PaymentSigner, "address"> | undefined,
+    opts: ReadinessOptions = {},
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? 2000;
+    this.upstreamProbe = new Cached(opts.upstreamCacheMs ?? 5000, () => this.probeUpstream());
+    this.walletProbe = new Cached(opts.walletCacheMs ?? 30_000, () => this.probeWallet());
+  }
+
+  async check(): Promise<ReadinessReport> {
+    const now = this.services.now();
+    const [state, upstream, wallet] = await Promise.all([this.probeState(), this.upstreamProbe.get(now), this.walletProbe.get(now)]);
+    const signer = this.signerCheck();
+    const status = !state.ok || !upstream.ok ? "not_ready" : !signer.ok || !wallet.ok ? "degraded" : "ready";
+    return { status, checks: { state, upstream, signer, wallet } };
+  }
+
+  /** The wallet check alone (cached like check()'s): `balance` is the lowest balance in USD when it could be read. */
+  wallet(): Promise<CheckResult> {
+    return this.walletProbe.get(this.services.now());
+  }
+
+  private async probeState(): Promise<CheckResult> {
+    const started = performance.now();
+    try {
+      await withTimeout(this.services.stores.ping(), this.timeoutMs, "state ping");
+      return { ok: true, backend: this.services.config.state.backend, ms: ms(started) };
+    } catch {
+      // The error names the backend's host; the check says only that it did not answer.
+      return { ok: false, backend: this.services.config.state.backend, ms: ms(started), error: "the state backend did not answer" };
+    }
+  }
+
+  /** Any HTTP answer from the upstream's origin means it is reachable; only a network failure or timeout does not. */
+  private async probeUpstream(): Promise<CheckResult> {
+    const started = performance.now();
+    const ctrl = new AbortController();
+    const timer = setTimeout(() => ctrl.abort(new Error("timeout")), this.timeoutMs);
+    try {
+      const res = await this.services.upstream.transport.request({
+        url: `${this.services.upstream.origin}/`,
+        method: "GET",
+        headers: new Headers(),
+        signal: ctrl.signal,
+      });
+      await res.body?.cancel().catch(() => {});
+      return { ok: true, status: res.status, ms: ms(started) };
+    } catch {
+      return {
+        ok: false,
+        ms: ms(started),
+        error: ctrl.signal.aborted ? `no answer within ${this.timeoutMs} ms` : "the upstream could not be reached",
+      };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private signerCheck(): CheckResult {
+    const enabled = this.services.config.payments.enabled;
+    const present = !!this.signer;
+    if (!enabled) return { ok: true, present, payments: "disabled" };
+    return present ? { ok: true, present } : { ok: false, present, error: "no wallet key (TOLLGATE_WALLET_KEY): paid calls answer 503" };
+  }
+
+  /** balanceOf(wallet) of each allowed payment asset on each network with an RPC; the smallest must be above the floor. */
+  private async probeWallet(): Promise<CheckResult> {
+    const { payments } = this.services.config;
+    const floor = configAmounts(this.services.config).minWalletBalance;
+    if (!payments.enabled || !this.signer) return { ok: true, skipped: "no wallet" };
+    if (floor === 0n) return { ok: true, skipped: "payments.minWalletBalance is 0" };
+    const networks = Object.keys(payments.rpc).filter((n) => !payments.networks || payments.networks.includes(n));
+    const assets = payments.assets ?? [];
+    if (!networks.length || !assets.length) return { ok: true, skipped: "needs payments.rpc and payments.assets to read the balance" };
+    const address = this.signer.address;
+    const balances: Array<{ network: string; asset: string; balance: string }> = [];
+    let lowest: bigint | undefined;
+    try {
+      for (const network of networks) {
+        for (const asset of assets) {
+          const b = await withTimeout(
+            this.client(network).readContract({
+              address: asset as `0x${string}`,
+              abi: BALANCE_OF_ABI,
+              functionName: "balanceOf",
+              args: [address],
+            }),
+            this.timeoutMs,
+            "balanceOf",
+          );
+          balances.push({ network, asset, balance: atomicToUsd(b) });
+          if (lowest === undefined || b < lowest) lowest = b;
+        }
+      }
+    } catch {
+      return { ok: false, floor: atomicToUsd(floor), balances, error: "the wallet balance could not be read from the RPC" };
+    }
+    const ok = lowest! >= floor;
+    return {
+      ok,
+      balance: atomicToUsd(lowest!),
+      floor: atomicToUsd(floor),
+      balances,
+      ...(ok ? {} : { error: `wallet balance $${atomicToUsd(lowest!)} is below the floor of $${atomicToUsd(floor)}` }),
+    };
+  }
+
+  private client(network: string): PublicClient {
+    let c = this.clients.get(network);
+    if (!c) {
+      c = createPublicClient({
+        transport: http(this.services.config.payments.rpc[network], { retryCount: 0, timeout: this.timeoutMs }),
+      }) as PublicClient;
+      this.clients.set(network, c);
+    }
+    return c;
+  }
+}
+
+const ms = (started: number) => Math.round((performance.now() - started) * 10) / 10;

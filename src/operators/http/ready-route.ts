@@ -1,0 +1,34 @@
+// GET /_tollgate/ready: 200 ready or degraded (payments at risk), 503 not_ready, each check with its figures.
+// /_tollgate/health (./own-routes.ts) stays the cheap liveness check that touches nothing. The wallet's balances and floor
+// are shown only to an operator key (admin or operator-readonly); anyone else sees whether the check passed.
+import type { Readiness, ReadinessReport } from "../actions/readiness.js";
+import type { GatewayServices } from "../../services.js";
+import { isOperator } from "../../identity/roles.js";
+import { lastCreditDrift } from "../../payments/credit-drift.js";
+import type { Handlers } from "../../routing/handlers.js";
+
+/** The report without money figures: the wallet check says only ok (and, when not ok, that it is not). */
+function publicView(report: ReadinessReport): ReadinessReport {
+  const { ok, skipped } = report.checks.wallet;
+  const wallet = {
+    ok,
+    ...(skipped !== undefined ? { skipped } : {}),
+    ...(ok ? {} : { error: "the wallet check failed (details for operators)" }),
+  };
+  return { ...report, checks: { ...report.checks, wallet } };
+}
+
+/** The row is open ("public"): a tenant key the probe presents (identified by the chain) only widens the view. */
+export function readyHandlers(readiness: Readiness, services: GatewayServices): Handlers {
+  return {
+    "own.ready": async (c) => {
+      const report = await readiness.check();
+      const caller = c.get("caller");
+      const tenant = caller.via === "key" ? caller.tenant : undefined;
+      // Operators see the wallet's figures; admins also the credit drift (the books against the team's bill).
+      const shown = tenant && isOperator(tenant) ? report : publicView(report);
+      const extras = tenant?.scopes.includes("admin") ? { credits: { drift: (await lastCreditDrift(services)) ?? null } } : {};
+      return c.json({ ...shown, ...extras }, report.status === "not_ready" ? 503 : 200, { "cache-control": "no-store" });
+    },
+  };
+}

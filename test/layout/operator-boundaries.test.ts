@@ -1,0 +1,78 @@
+// The boundary lint's rules on money and the operator wing (.dependency-cruiser.cjs), shown to catch a planted violation:
+// dependency-cruiser runs (as `npm run lint:boundaries` does) with the repo's own rules on a few files written to a
+// temporary tree shaped like the repo, and must name the rule; the same files without the forbidden import pass.
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = process.cwd();
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "tollgate-plant-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Writes `files` under a fresh tree and cruises it with the repo's rules: the names of the rules broken, per importer. */
+async function cruise(name: string, files: Record<string, string>): Promise<Array<{ from: string; rule: string }>> {
+  const root = join(dir, name);
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await writeFile(join(root, path), text);
+  }
+  await writeFile(join(root, "tsconfig.json"), JSON.stringify({ compilerOptions: { module: "nodenext", moduleResolution: "nodenext" } }));
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      "--import",
+      join(ROOT, "scripts/depcruise-typescript.mjs"),
+      join(ROOT, "node_modules/dependency-cruiser/bin/dependency-cruise.mjs"),
+      "--config",
+      join(ROOT, ".dependency-cruiser.cjs"),
+      "--output-type",
+      "json",
+      "--no-progress",
+      "src",
+    ],
+    { cwd: root, maxBuffer: 16 * 1024 * 1024 },
+  ).catch((err) => err as { stdout: string }); // exit code 1 when a rule is broken: the report is still on stdout
+  const report = JSON.parse(stdout) as { summary: { violations: Array<{ from: string; rule: { name: string } }> } };
+  return report.summary.violations.filter((v) => v.rule.name !== "no-orphans").map((v) => ({ from: v.from, rule: v.rule.name }));
+}
+
+describe("the boundary lint on money and the operator wing", () => {
+  it("catches an import from src/payments into src/operators (payments announces through its port instead)", async () => {
+    const planted = await cruise("payments", {
+      "src/operators/alerts/webhooks.ts": "export const deliver = () => {};\n",
+      "src/payments/events.ts": "export interface MoneyEvents { announce(): void }\n",
+      "src/payments/spend.ts": 'import { deliver } from "../operators/alerts/webhooks";\nexport const spend = () => deliver();\n',
+      // the other way is the listener's: allowed
+      "src/operators/alerts/money-listener.ts":
+        'import type { MoneyEvents } from "../../payments/events";\nexport const l: MoneyEvents = { announce() {} };\n',
+    });
+    expect(planted).toEqual([{ from: "src/payments/spend.ts", rule: "payments-import-no-operators" }]);
+    const clean = await cruise("payments-clean", {
+      "src/payments/events.ts": "export interface MoneyEvents { announce(): void }\n",
+      "src/payments/spend.ts": 'import type { MoneyEvents } from "./events";\nexport const spend = (e: MoneyEvents) => e.announce();\n',
+    });
+    expect(clean).toEqual([]);
+  }, 60_000);
+
+  it("catches hono, or an HTTP face, imported by an operator action", async () => {
+    const planted = await cruise("actions", {
+      "src/operators/http/admin/validate.ts": "export const validBody = () => {};\n",
+      "src/operators/actions/tenants.ts": 'import type { Context } from "hono";\nexport const create = (c: Context) => c;\n',
+      "src/operators/actions/keys.ts": 'import { validBody } from "../http/admin/validate";\nexport const create = () => validBody();\n',
+      // a face calling an action is the way round it should be
+      "src/operators/http/admin/keys.ts": 'import { create } from "../../actions/keys";\nexport const row = () => create();\n',
+    });
+    expect(planted.sort((a, b) => a.from.localeCompare(b.from))).toEqual([
+      { from: "src/operators/actions/keys.ts", rule: "operator-actions-below-their-faces" },
+      { from: "src/operators/actions/tenants.ts", rule: "operator-actions-import-no-hono" },
+    ]);
+  }, 60_000);
+});
