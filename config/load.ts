@@ -21,6 +21,8 @@ export interface Secrets {
   webhookSecret?: string;
   /** The user PIN of the PKCS#11 token holding the wallet key (TOLLGATE_PKCS11_PIN), with `[wallet] signer = "pkcs11"`. */
   pkcs11Pin?: string;
+  /** The OIDC client's secret, read from where [operators.oidc] says (clientSecretEnv or clientSecretFile). */
+  oidcClientSecret?: string;
 }
 
 export const SECRET_ENV = {
@@ -172,4 +174,34 @@ export function secretsFromEnv(env: Record<string, string | undefined>): Secrets
     webhookSecret: env[SECRET_ENV.webhookSecret] || undefined,
     pkcs11Pin: env[SECRET_ENV.pkcs11Pin] || undefined,
   };
+}
+
+/**
+ * The OIDC client secret from where [operators.oidc] says: an environment variable (process.env on Node, a secret
+ * binding on Workers) or, on Node, a file (oidcClientSecret). A problem names the config field, never the secret.
+ */
+export function oidcClientSecretFromEnv(config: TollgateConfig, env: Record<string, string | undefined>): string | undefined {
+  const oidc = config.operators.oidc;
+  if (!oidc) return undefined;
+  if (oidc.clientSecretFile)
+    throw new ConfigError(["operators.oidc.clientSecretFile: files cannot be read here; use clientSecretEnv with a secret binding"]);
+  if (!oidc.clientSecretEnv) return undefined;
+  const v = env[oidc.clientSecretEnv]?.trim();
+  if (!v) throw new ConfigError([`operators.oidc.clientSecretEnv: the environment variable ${oidc.clientSecretEnv} is not set`]);
+  return v;
+}
+
+/** The OIDC client secret on Node: from a file when clientSecretFile is set, else as oidcClientSecretFromEnv. */
+export async function oidcClientSecret(config: TollgateConfig, env: Record<string, string | undefined>): Promise<string | undefined> {
+  const file = config.operators.oidc?.clientSecretFile;
+  if (!file) return oidcClientSecretFromEnv(config, env);
+  const { readFile } = await import("node:fs/promises");
+  let v: string;
+  try {
+    v = (await readFile(file, "utf8")).trim();
+  } catch (err) {
+    throw new ConfigError([`operators.oidc.clientSecretFile: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
+  }
+  if (!v) throw new ConfigError([`operators.oidc.clientSecretFile: ${file} is empty`]);
+  return v;
 }

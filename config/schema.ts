@@ -3,6 +3,7 @@ import * as z from "zod";
 import { DestinationRules } from "../src/operators/alerts/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
 import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
+import { operatorsSchema } from "./operators-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -380,6 +381,8 @@ export const configSchema = z
       .default({ serviceName: "tollgate" }),
     /** What every tenant's agents may do ([agent policies](agent-policies.md)); each tenant's `policy` narrows it, never widens it. */
     policy: agentPolicySchema.default({}),
+    /** Sign-in through an identity provider (OIDC) or Cloudflare Access: docs/sign-in.md. */
+    operators: operatorsSchema,
     tenants: z.array(tenantSchema).default([]),
   })
   // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.

@@ -77,6 +77,7 @@ import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
+import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
 
 export interface GatewayDeps {
   secrets: Secrets;
@@ -179,6 +180,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     deps.secrets.webhookSecret,
     deps.secrets.pkcs11Pin,
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
+    deps.secrets.oidcClientSecret,
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   // The configuration's money parsed once, now (a tenant synced or changed later: the first time its money is counted).
@@ -221,6 +223,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     background: background.run.bind(background),
     onClose: (fn) => closers.push(fn),
     isMetricsToken: metricsTokenCheck(deps.secrets.metricsToken), // [the metrics token's one holder]
+    signIn: {
+      oidc: config.operators.oidc ? oidcSignIn(config.operators.oidc, deps.secrets.oidcClientSecret) : undefined, // [the OIDC client secret's one holder]
+      access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
+    },
   };
   services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]

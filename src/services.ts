@@ -12,6 +12,7 @@ import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./identity/tenant-sync.js";
 import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
+import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
 import type { MoneyEvents } from "./payments/events.js";
 
 /**
@@ -64,4 +65,6 @@ export interface GatewayServices {
   dispatch?: (req: Request, c: Context) => Promise<Response>;
   /** Whether a bearer is the TOLLGATE_METRICS_TOKEN (src/identity/caller.ts's metricsTokenCheck; the token stays there). */
   isMetricsToken?: (bearer: string) => boolean;
+  /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
+  signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

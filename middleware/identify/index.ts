@@ -14,12 +14,13 @@ import { roleOf } from "../../src/identity/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
 import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.js";
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
+import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";
 import { getCookie } from "hono/cookie";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
 type IdentifyServices = Pick<
   GatewayServices,
-  "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress" | "platform"
+  "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress" | "platform" | "signIn"
 >;
 
 const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {
@@ -179,6 +180,10 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
       if (!tenant?.enabled || token.cap === undefined) throw wrong(token.kind);
       return { via: "token", tenant, token, presented };
     }
+    if (operator) {
+      const person = await identityCaller(services, c, presented);
+      if (person) return person;
+    }
     if (!takesKey) throw new GatewayError(401, "unauthorized", "This route needs a tenant key.");
     const tenant = await services.directory.authenticate(presented);
     if (operator) {
@@ -209,6 +214,8 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
       throw err;
     }
     c.set("caller", caller);
+    const person = caller.via === "identity" ? caller.identity : caller.via === "console" ? caller.session?.identity : undefined;
+    if (person) c.set("actor", actorOf(person));
     if ("tenant" in caller && caller.tenant) {
       c.set("tenant", caller.tenant);
       f.tenant = caller.tenant.id;
@@ -264,6 +271,11 @@ async function consoleCaller(services: IdentifyServices, c: Context<GatewayEnv>)
     const id = getCookie(c, SESSION_COOKIE);
     const session = id && /^[A-Za-z0-9_-]{20,64}$/.test(id) ? await sessionById(services, id) : undefined;
     if (!session) return { via: "public" };
+    if (session.identity) {
+      // Signed in through the identity provider: the role it mapped to, for as long as the session lasts.
+      const tenant = identityTenant(services.directory, session.identity);
+      return tenant ? { via: "console", session, tenant } : { via: "console", session };
+    }
     const tenant = services.directory.get(session.tenant);
     const now = services.now();
     const keyLive = tenant?.keys.some((k) => k.hash === session.keyHash && (!k.expiresAt || Date.parse(k.expiresAt) > now));
@@ -271,4 +283,36 @@ async function consoleCaller(services: IdentifyServices, c: Context<GatewayEnv>)
   } catch (error) {
     return { via: "console", error };
   }
+}
+
+/**
+ * A person on the admin API: an `Authorization: Bearer` JWT of the OIDC provider ([operators.oidc], apiBearer), or
+ * Cloudflare Access's `Cf-Access-Jwt-Assertion` ([operators.access]). undefined: neither is configured or presented
+ * (a tenant key is then checked as usual). An identity no role mapping matches gets 403; a tenant user gets 403 (the
+ * admin API is for operators); operator-readonly may read only, as its key would.
+ */
+async function identityCaller(
+  services: IdentifyServices,
+  c: Context<GatewayEnv>,
+  presented: string | undefined,
+): Promise<Caller | undefined> {
+  const { oidc, access } = services.signIn ?? {};
+  const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
+  let verified: Awaited<ReturnType<NonNullable<typeof oidc>["verifyBearer"]>> | undefined;
+  if (access && assertion) verified = await access.verify(assertion);
+  else if (oidc?.config.apiBearer && looksLikeProviderJwt(presented) && !c.req.header("x-api-key"))
+    verified = await oidc.verifyBearer(presented);
+  if (!verified) return undefined;
+  const who = verified.identity;
+  if (!who) throw new GatewayError(403, "no_role", "This identity maps to no role in this gateway (see [operators.oidc.roles]).");
+  if (who.role === "tenant")
+    throw new GatewayError(403, "missing_scope", "The admin API is for operators; this identity is a tenant user.");
+  const reads = c.req.method === "GET" || c.req.method === "HEAD";
+  if (who.role === "readonly" && !reads)
+    throw new GatewayError(
+      403,
+      "read_only",
+      "This identity has the operator-readonly role: it may read the admin API but not change anything.",
+    );
+  return { via: "identity", tenant: identityTenant(services.directory, who)!, identity: who };
 }

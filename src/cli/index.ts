@@ -3,7 +3,7 @@ import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfigFile, secretsFromEnv } from "../../config/load.js";
+import { ConfigError, loadConfigFile, oidcClientSecret, secretsFromEnv } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
@@ -208,7 +208,7 @@ async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
   const config = await loadConfigFile(values.config);
-  const secrets = secretsFromEnv(process.env);
+  const secrets = { ...secretsFromEnv(process.env), oidcClientSecret: await oidcClientSecret(config, process.env) };
   if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
   if (!secrets.tokenSecret && !secrets.tokenSecrets)
     fail(

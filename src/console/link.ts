@@ -2,6 +2,7 @@
 // prints carries the code (never a key) in its query, which the access log does not record. The code lives five
 // minutes in shared state, only as its hash, and the first exchange on any instance uses it up.
 import type { GatewayServices } from "../services.js";
+import { GatewayError } from "../errors.js";
 import { hashTenantKey } from "../identity/tenants.js";
 import type { Handlers } from "../routing/handlers.js";
 import { publicOriginOf } from "../platform/public-origin.js";
@@ -32,7 +33,12 @@ export function consoleLinkHandlers(services: GatewayServices): Handlers {
     "admin.consoleLink": async (c) => {
       const body = await validBody(c, services.platform, consoleLinkBody);
       const caller = c.get("caller");
-      if (caller.via !== "key") throw new Error("admin.consoleLink: the row's caller is an operator key");
+      if (caller.via !== "key")
+        throw new GatewayError(
+          400,
+          "key_required",
+          "A console link is made with an operator key; people with an identity provider sign in to the console directly.",
+        );
       const tenant = caller.tenant;
       const ttlSeconds = body.ttlSeconds ?? LINK_TTL_DEFAULT_S;
       const code = randomToken();

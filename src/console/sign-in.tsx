@@ -1,7 +1,11 @@
 /** @jsxImportSource hono/jsx */
 // Console sign-in: a key typed in the form, or a one-time link from `tollgate console link`, swapped for a session
-// cookie (./session.ts); the session every other page needs (and, for a form, its token); sign-out. Another page
-// that needs a signed-in operator or tenant (a consent page, say) uses `signedIn` or `requireSession` as these do.
+// cookie (./session.ts); or a person signed in through the identity provider (OIDC authorization code + PKCE) or
+// vouched for by Cloudflare Access (src/identity/sign-in.ts), audited as `oidc:<sub>` / `access:<sub>`; the session
+// every other page needs (and, for a form, its token); sign-out (and, for the provider's sign-in, the provider's own
+// sign-out). Another page that needs a signed-in operator or tenant (a consent page, say) uses `signedIn` or
+// `requireSession` as these do.
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
@@ -11,7 +15,9 @@ import { endSession, startSession, validFormToken, type ConsoleSession } from ".
 import { peekLink, redeemLink } from "./link.js";
 import { asGatewayContext, type C, field, formOf, type Pages, record, render } from "./kit.js";
 import { href } from "./pages/layout.js";
-import { LinkPage, LoginPage } from "./pages/lists.js";
+import { LinkPage, LoginPage, MovingOnPage } from "./pages/lists.js";
+import { publicOriginOf } from "../platform/public-origin.js";
+import { ACCESS_HEADER, actorOf as personOf, identityTenant, type PendingSignIn, type SignedInIdentity } from "../identity/sign-in.js";
 
 /**
  * The live session and its tenant, or undefined, from the caller the chain's identify step read off the session
@@ -37,7 +43,7 @@ export async function signedIn(services: GatewayServices, c: C): Promise<{ sessi
  * form is refused (sign-out aside).
  */
 export async function requireSession(services: GatewayServices, c: C): Promise<Response | undefined> {
-  const found = await signedIn(services, c);
+  const found = (await signedIn(services, c)) ?? (await accessSession(services, c));
   if (!found) {
     if (c.req.method === "GET" || c.req.method === "HEAD") return c.redirect(href("/login"), 303);
     throw new GatewayError(401, "unauthorized", "Your console session has ended; sign in again.");
@@ -46,7 +52,17 @@ export async function requireSession(services: GatewayServices, c: C): Promise<R
   const role = roleOf(tenant);
   c.set("session", session);
   asGatewayContext(c).set("tenant", tenant); // the actions below are audited under this tenant
-  c.set("viewer", { tenant: tenant.id, role, admin: role !== "tenant", canEdit: role === "admin", csrf: session.csrf });
+  // ... or under the person signed in through the provider, who sees their own audit lines by name.
+  const person = session.identity ? personOf(session.identity) : undefined;
+  if (person) asGatewayContext(c).set("actor", person);
+  c.set("viewer", {
+    tenant: tenant.id,
+    role,
+    admin: role !== "tenant",
+    canEdit: role === "admin",
+    csrf: session.csrf,
+    ...(person && session.identity ? { who: session.identity.name ?? person, actor: person } : {}),
+  });
   if (c.req.method === "POST") {
     const form = await formOf(c);
     if (!validFormToken(session, form._csrf))
@@ -65,12 +81,64 @@ async function begin(services: GatewayServices, c: C, tenant: Tenant, keyHash: s
   return c.redirect(href(""), 303);
 }
 
-/** The pages open without a session: sign-in with a key or a link. */
+// ---- sign-in through the identity provider (OIDC authorization code + PKCE) or Cloudflare Access -------------------
+const OIDC_COOKIE = "tollgate_oidc";
+const OIDC_TTL_MS = 10 * 60_000;
+const pendingKey = (state: string) => `console:oidc:${state}`;
+const sso = (services: GatewayServices) => !!services.signIn?.oidc;
+
+function oidcClient(services: GatewayServices) {
+  const oidc = services.signIn?.oidc;
+  if (!oidc) throw new GatewayError(404, "not_found", "Sign-in through an identity provider is not configured here ([operators.oidc]).");
+  return oidc;
+}
+
+const callbackUri = (services: GatewayServices, c: C) => `${publicOriginOf(c, services)}${href("/oidc/callback")}`;
+
+/** A session for a person the provider (or Access) vouched for, with its role; an identity with no role gets none. */
+async function signInIdentity(
+  services: GatewayServices,
+  c: C,
+  who: SignedInIdentity | undefined,
+  sub: string,
+  via: SignedInIdentity["via"],
+): Promise<{ session: ConsoleSession; tenant: Tenant }> {
+  const gc = asGatewayContext(c);
+  const person = personOf({ via, sub });
+  gc.set("actor", person);
+  if (!who) {
+    await record(services, c, "console.login.denied", `user:${person}`, { via, reason: "no_role" });
+    throw new GatewayError(403, "no_role", "Your account has no role in this gateway; ask an operator to map one of your groups.");
+  }
+  const tenant = identityTenant(services.directory, who);
+  if (!tenant) {
+    await record(services, c, "console.login.denied", `user:${person}`, { via, reason: "unknown_tenant", tenant: who.tenant });
+    throw new GatewayError(403, "no_role", `Your account names tenant "${who.tenant}", which is not live in this gateway.`);
+  }
+  const session = await startSession(services, c, tenant.id, "", who);
+  gc.set("tenant", tenant);
+  await record(services, c, "console.login", who.role === "tenant" ? `tenant:${tenant.id}` : `user:${personOf(who)}`, {
+    via,
+    role: who.role,
+  });
+  return { session, tenant };
+}
+
+/** Cloudflare Access in front of the console: its signed header starts a session (once; the cookie then stands for it). */
+async function accessSession(services: GatewayServices, c: C): Promise<{ session: ConsoleSession; tenant: Tenant } | undefined> {
+  const access = services.signIn?.access;
+  const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
+  if (!access || !assertion) return undefined;
+  const { sub, identity } = await access.verify(assertion);
+  return signInIdentity(services, c, identity, sub, "access");
+}
+
+/** The pages open without a session: sign-in with a key, a link, or through the identity provider. */
 export function signInPages(services: GatewayServices): Pages {
   return {
     "console.login.page": async (c) => {
-      if (await signedIn(services, c)) return c.redirect(href(""), 303);
-      return render(c, <LoginPage nonce={c.get("nonce")} />);
+      if ((await signedIn(services, c)) ?? (await accessSession(services, c))) return c.redirect(href(""), 303);
+      return render(c, <LoginPage nonce={c.get("nonce")} sso={sso(services)} />);
     },
     "console.login": async (c) => {
       const key = field(await formOf(c), "key");
@@ -79,7 +147,7 @@ export function signInPages(services: GatewayServices): Pages {
         tenant = await signInKey(services, key);
       } catch (err) {
         const message = err instanceof GatewayError && err.status === 401 ? err.message : "That key cannot sign in.";
-        return render(c, <LoginPage nonce={c.get("nonce")} message={message} />, 401);
+        return render(c, <LoginPage nonce={c.get("nonce")} message={message} sso={sso(services)} />, 401);
       }
       return begin(services, c, tenant, await hashTenantKey(key), "key");
     },
@@ -95,6 +163,38 @@ export function signInPages(services: GatewayServices): Pages {
         return render(c, <LinkPage nonce={c.get("nonce")} />, 401);
       return begin(services, c, tenant, link.keyHash, "link");
     },
+    "console.oidc.login": async (c) => {
+      const oidc = oidcClient(services);
+      const { url, pending } = await oidc.start(callbackUri(services, c));
+      await services.stores.kv.set(pendingKey(pending.state), JSON.stringify(pending), OIDC_TTL_MS);
+      // Lax: the provider's redirect back is a top-level GET from another site, which a Strict cookie would miss.
+      setCookie(c, OIDC_COOKIE, pending.state, {
+        path: href("/oidc"),
+        httpOnly: true,
+        sameSite: "Lax",
+        secure: callbackUri(services, c).startsWith("https:"),
+        maxAge: OIDC_TTL_MS / 1000,
+      });
+      return c.redirect(url, 302);
+    },
+    "console.oidc.callback": async (c) => {
+      const oidc = oidcClient(services);
+      const state = getCookie(c, OIDC_COOKIE);
+      deleteCookie(c, OIDC_COOKIE, { path: href("/oidc") });
+      const raw = state && /^[A-Za-z0-9_-]{16,128}$/.test(state) ? await services.stores.kv.get(pendingKey(state)) : undefined;
+      const again = (message: string, status: 400 | 401) => render(c, <LoginPage nonce={c.get("nonce")} message={message} sso />, status);
+      if (!state || !raw) return again("This sign-in expired or was started in another browser; sign in again.", 400);
+      await services.stores.kv.delete(pendingKey(state)); // one use
+      let result: Awaited<ReturnType<typeof oidc.finish>>;
+      try {
+        result = await oidc.finish(new URL(c.req.url), JSON.parse(raw) as PendingSignIn);
+      } catch (err) {
+        if (err instanceof GatewayError && err.status === 401) return again(err.message, 401);
+        throw err;
+      }
+      const { tenant } = await signInIdentity(services, c, result.identity, result.sub, "oidc");
+      return render(c, <MovingOnPage nonce={c.get("nonce")} title="Signed in" message={`Signed in (${tenant.id}).`} to={href("")} />);
+    },
   };
 }
 
@@ -103,7 +203,15 @@ export function signOutPages(services: GatewayServices): Pages {
   return {
     "console.logout": async (c) => {
       await record(services, c, "console.logout", `tenant:${c.get("viewer").tenant}`);
-      await endSession(services, c, c.get("session"));
+      const session = c.get("session");
+      await endSession(services, c, session);
+      // Signed in through the provider: its own session ends too when it advertises an end_session_endpoint.
+      const oidc = services.signIn?.oidc;
+      if (session.identity?.via === "oidc" && oidc) {
+        const back = `${publicOriginOf(c, services)}${oidc.config.postLogoutPath ?? href("/login")}`;
+        const url = await oidc.logoutUrl(back).catch(() => undefined);
+        if (url) return render(c, <MovingOnPage nonce={c.get("nonce")} title="Signed out" message="Signed out of the console." to={url} />);
+      }
       return c.redirect(href("/login"), 303);
     },
   };

@@ -32,7 +32,7 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
 .pill.bad,.pill.error{background:#fde0e0;color:#8e1c1c}
 form.inline{display:inline;margin:0}
 button,.button{font:inherit;border:1px solid #b9c2d3;background:#fff;border-radius:6px;padding:4px 12px;cursor:pointer;color:#1d2330}
-button.primary{background:#2456c7;border-color:#2456c7;color:#fff}
+button.primary,a.button.primary{background:#2456c7;border-color:#2456c7;color:#fff}
 button.danger{border-color:#d45;color:#b1182b}
 input,select{font:inherit;padding:5px 8px;border:1px solid #b9c2d3;border-radius:6px;background:#fff}
 .filters{display:flex;gap:10px;align-items:end;flex-wrap:wrap;margin-bottom:12px}

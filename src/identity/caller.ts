@@ -6,6 +6,7 @@ import { GatewayError } from "../errors.js";
 import type { ConsoleSession } from "./console-session.js";
 import type { Tenant } from "./tenants.js";
 import type { GatewayToken } from "./tokens.js";
+import type { SignedInIdentity } from "./sign-in.js";
 
 export type Caller =
   | {
@@ -27,7 +28,9 @@ export type Caller =
    * The console's session cookie: the session and its tenant, or only the session when its tenant or key is no longer
    * live (the console ends it), or the error reading it (the console answers it with its own page).
    */
-  | { via: "console"; session?: ConsoleSession; tenant?: Tenant; error?: unknown };
+  | { via: "console"; session?: ConsoleSession; tenant?: Tenant; error?: unknown }
+  /** A person signed in through the identity provider (a bearer JWT) or Cloudflare Access, on the admin API. */
+  | { via: "identity"; tenant: Tenant; identity: SignedInIdentity };
 
 /** A caller with a tenant key or one of the gateway's tokens. */
 export type TenantCaller = Extract<Caller, { via: "key" | "token" }>;
@@ -37,6 +40,8 @@ declare module "hono" {
     caller: Caller;
     /** The tenant behind the request, once a key or token has been checked. */
     tenant: Tenant | undefined;
+    /** Who the audit log names when it is not the tenant: `oidc:<sub>` or `access:<sub>` for a person signed in through a provider. */
+    actor: string | undefined;
   }
 }
 

@@ -5,6 +5,7 @@ import type { Context } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
 import { publicOriginOf } from "../platform/public-origin.js";
+import type { SignedInIdentity } from "./sign-in.js";
 
 export const CONSOLE_PATH = "/_tollgate/console";
 export const SESSION_COOKIE = "tollgate_console";
@@ -14,8 +15,10 @@ const SESSION_TTL_MS = 8 * 3600_000;
 export interface ConsoleSession {
   id: string;
   tenant: string;
-  /** Hash of the key signed in with (not the key): the session ends when that key is revoked or expires. */
+  /** Hash of the key signed in with (not the key): the session ends when that key is revoked or expires. "" for a provider's sign-in. */
   keyHash: string;
+  /** Signed in through the identity provider (or Cloudflare Access): the subject and role, not a key. */
+  identity?: SignedInIdentity;
   /** Echoed in every form as `_csrf`; a post without it is refused even from the same origin. */
   csrf: string;
   expiresAt: number;
@@ -38,8 +41,21 @@ function secureCookie(c: Context, services: GatewayServices): boolean {
   }
 }
 
-export async function startSession(services: GatewayServices, c: Context, tenant: string, keyHash: string): Promise<ConsoleSession> {
-  const session: ConsoleSession = { id: randomToken(), tenant, keyHash, csrf: randomToken(), expiresAt: services.now() + SESSION_TTL_MS };
+export async function startSession(
+  services: GatewayServices,
+  c: Context,
+  tenant: string,
+  keyHash: string,
+  identity?: SignedInIdentity,
+): Promise<ConsoleSession> {
+  const session: ConsoleSession = {
+    id: randomToken(),
+    tenant,
+    keyHash,
+    ...(identity ? { identity } : {}),
+    csrf: randomToken(),
+    expiresAt: services.now() + SESSION_TTL_MS,
+  };
   const { id: _id, ...record } = session;
   await services.stores.kv.set(storeKey(session.id), JSON.stringify(record), SESSION_TTL_MS);
   setCookie(c, SESSION_COOKIE, session.id, {

@@ -130,6 +130,8 @@ export const OWN_ROWS: readonly RouteRow[] = [
   // ── The operator console: server-rendered pages behind its session cookie (sign-in pages are open) ──
   own({ name: "console.login.page", method: GET, path: `${P}/console/login`, auth: CONSOLE, handler: "console.login.page" }),
   own({ name: "console.login", method: POST, path: `${P}/console/login`, auth: CONSOLE, body: FORM, handler: "console.login" }),
+  own({ name: "console.oidc.login", method: GET, path: `${P}/console/oidc/login`, auth: CONSOLE, handler: "console.oidc.login" }),
+  own({ name: "console.oidc.callback", method: GET, path: `${P}/console/oidc/callback`, auth: CONSOLE, handler: "console.oidc.callback" }),
   own({ name: "console.link.page", method: GET, path: `${P}/console/link`, auth: CONSOLE, handler: "console.link.page" }),
   own({ name: "console.link", method: POST, path: `${P}/console/link`, auth: CONSOLE, body: FORM, handler: "console.link" }),
   own({ name: "console.logout", method: POST, path: `${P}/console/logout`, auth: CONSOLE, body: FORM, handler: "console.logout" }),

@@ -38,7 +38,7 @@ describe("/_tollgate/openapi.json", () => {
 
   it("gives servers, security schemes, and error answers for every operation", () => {
     expect(doc.servers).toEqual([expect.objectContaining({ url: "/" })]);
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["metricsToken", "tenantBearer", "tenantKey"]);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["identityProvider", "metricsToken", "tenantBearer", "tenantKey"]);
     for (const { path, method, op } of operations()) {
       const codes = Object.keys(op.responses);
       expect(

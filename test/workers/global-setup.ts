@@ -7,6 +7,7 @@ import type { TestProject } from "vitest/node";
 import { startEmulator } from "../../emulator/index.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { startWebhookReceiver } from "../operators/webhook-receiver.js";
+import { startAccessCerts } from "../helpers/access-certs.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -34,6 +35,9 @@ declare module "vitest" {
       neverArrivedUrl: string;
       /** Takes alert webhooks, holding each answer 500 ms; GET lists the deliveries (each with `answeredAt`). */
       webhookUrl: string;
+      /** A Cloudflare Access team domain stand-in (its certs on 127.0.0.1) and the private JWK that signs its tokens. */
+      accessTeamDomain: string;
+      accessPrivateJwk: Record<string, unknown>;
     };
   }
 }
@@ -45,10 +49,11 @@ export default async function setup(project: TestProject) {
   const reconcileWallet = await chain.createFundedWallet(10_000_000n);
   const alertsWallet = await chain.createFundedWallet(10_000_000n);
   const mcpWallet = await chain.createFundedWallet(10_000_000n);
-  const [settledButLost, neverArrived, webhooks] = await Promise.all([
+  const [settledButLost, neverArrived, webhooks, access] = await Promise.all([
     startStallingProxy(emu.controlUrl, "forward-then-stall"),
     startStallingProxy(emu.controlUrl, "swallow"),
     startWebhookReceiver({ delayMs: 500 }),
+    startAccessCerts(),
   ]);
   project.provide("stack", {
     controlUrl: emu.controlUrl,
@@ -68,9 +73,11 @@ export default async function setup(project: TestProject) {
     settledButLostUrl: settledButLost.url,
     neverArrivedUrl: neverArrived.url,
     webhookUrl: webhooks.url,
+    accessTeamDomain: access.teamDomain,
+    accessPrivateJwk: access.privateJwk,
   });
   return async () => {
-    await Promise.all([settledButLost.close(), neverArrived.close(), webhooks.close()]);
+    await Promise.all([settledButLost.close(), neverArrived.close(), webhooks.close(), access.close()]);
     await emu.close();
   };
 }

@@ -16,6 +16,9 @@ export interface Viewer {
   admin: boolean;
   canEdit: boolean;
   csrf: string;
+  /** A person signed in through the identity provider: their email or name (or subject), and their audit actor. */
+  who?: string;
+  actor?: string;
 }
 
 const NAV: Array<[string, string, OperatorRole[]]> = [
@@ -61,7 +64,8 @@ export function Page(props: { title: string; viewer?: Viewer; active?: string; n
           )}
           {viewer && (
             <span class="who" data-role={viewer.role}>
-              {viewer.tenant} ({ROLE_LABEL[viewer.role]})
+              {viewer.who ? (viewer.role === "tenant" ? `${viewer.who} · ${viewer.tenant}` : viewer.who) : viewer.tenant} (
+              {ROLE_LABEL[viewer.role]})
             </span>
           )}
           {viewer && (

@@ -278,7 +278,7 @@ export function TokensPage(props: {
   );
 }
 
-export function LoginPage(props: { nonce: string; message?: string }) {
+export function LoginPage(props: { nonce: string; message?: string; sso?: boolean }) {
   return (
     <Page title="Sign in" nonce={props.nonce}>
       <form class="login" method="post" action={href("/login")}>
@@ -288,6 +288,13 @@ export function LoginPage(props: { nonce: string; message?: string }) {
           see your own. Operators can also run <code>tollgate console link</code> for a one-time sign-in link.
         </p>
         {props.message && <div class="notice bad">{props.message}</div>}
+        {props.sso && (
+          <p>
+            <a class="button primary" href={href("/oidc/login")} data-sso>
+              Sign in with your identity provider
+            </a>
+          </p>
+        )}
         <label for="key">API key</label>
         <input id="key" name="key" type="password" autocomplete="off" required />
         <button class="primary" type="submit">
@@ -322,5 +329,27 @@ export function LinkPage(props: { nonce: string; code?: string; tenant?: string 
         </p>
       </form>
     </Page>
+  );
+}
+
+/**
+ * A page that moves on by itself (meta refresh, no script): after the provider's callback, so the console's SameSite=Strict
+ * cookie is sent on a navigation of the console's own making; before the provider's logout, which a form's
+ * `form-action 'self'` would not let a redirect reach.
+ */
+export function MovingOnPage(props: { nonce: string; title: string; message: string; to: string }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta http-equiv="refresh" content={`0;url=${props.to}`} />
+        <title>{`${props.title} · Tollgate console`}</title>
+      </head>
+      <body>
+        <p>
+          {props.message} <a href={props.to}>Continue</a>
+        </p>
+      </body>
+    </html>
   );
 }

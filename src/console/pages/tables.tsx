@@ -247,7 +247,7 @@ export function NewKeyForm({ tenant, viewer }: { tenant: string; viewer: Viewer 
 
 /** A tenant sees who acted on it as "admin", not the admin tenant's id. */
 const actorAs = (actor: string, viewer?: Viewer) =>
-  !viewer || viewer.admin || actor === viewer.tenant || actor === "system" ? actor : "admin";
+  !viewer || viewer.admin || actor === viewer.tenant || actor === viewer.actor || actor === "system" ? actor : "admin";
 
 export function AuditTable({ entries, viewer }: { entries: AuditEntry[]; viewer?: Viewer }) {
   if (!entries.length) return <p class="muted">Nothing recorded.</p>;

@@ -4,6 +4,9 @@
 export interface Actor {
   /** The acting tenant's id; undefined: nobody known (recorded as "unknown"). */
   tenant?: string;
+  /** A person signed in through the identity provider or Cloudflare Access (`oidc:<sub>`, `access:<sub>`): the audit
+   * log names them instead of the tenant (their role's stand-in, src/identity/sign-in.ts). */
+  person?: string;
   /** The request the action came with, for the audit log. */
   requestId?: string;
 }

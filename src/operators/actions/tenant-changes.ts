@@ -37,7 +37,7 @@ export async function liveRecord(services: GatewayServices, id: string): Promise
 export async function audit(services: GatewayServices, by: Actor, action: string, target: string, before: unknown, after: unknown) {
   await services.stores.audit.append({
     at: services.now(),
-    actor: by.tenant ?? "unknown",
+    actor: by.person ?? by.tenant ?? "unknown",
     action,
     target,
     requestId: by.requestId,

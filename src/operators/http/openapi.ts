@@ -29,6 +29,8 @@ function access(row: RouteRow): Pick<RouteConfig, "security" | "responses"> {
   if (row.auth.includes("public") || row.auth.includes("none")) return { security: [], responses: openErrors };
   if (row.auth.includes("metrics-token"))
     return { security: [{ metricsToken: [] }, ...tenantKey], responses: { 401: errors[401], 403: errors[403], ...openErrors } };
+  // The admin API also takes a person signed in through the identity provider (docs/sign-in.md).
+  if (row.auth.includes("operator")) return { security: [...tenantKey, { identityProvider: [] }], responses: errors };
   return { security: tenantKey, responses: errors };
 }
 
@@ -110,6 +112,13 @@ export function openApiDocument(publicOrigin?: string, rows: readonly RouteRow[]
     type: "http",
     scheme: "bearer",
     description: "A tenant key as `Authorization: Bearer <key>`",
+  });
+  registry.registerComponent("securitySchemes", "identityProvider", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "With [operators.oidc]: a JWT of the identity provider (its role from the configured mappings), or Cloudflare Access's Cf-Access-Jwt-Assertion header with [operators.access] (docs/sign-in.md)",
   });
   registry.registerComponent("securitySchemes", "metricsToken", {
     type: "http",
