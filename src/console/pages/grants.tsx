@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The agents a tenant let in with OAuth (src/oauth/): each grant with its client, scopes, cap and what was spent under
 // it, its last use and expiry, and a button that revokes it (its open MCP sessions and refreshes end at once).
-import { FormToken, href, Page, type Viewer } from "./layout.js";
+import { DangerForm, href, Page, type Viewer } from "./layout.js";
 
 /** A grant as the console shows it (src/oauth/grants.ts grantView). */
 export interface GrantRow {
@@ -75,17 +75,13 @@ export function GrantsPage(props: {
                 <td data-state={g.state}>{g.revokedReason ? `${g.state}: ${g.revokedReason}` : g.state}</td>
                 <td>
                   {g.state === "active" && props.canRevoke(g) && (
-                    <form
-                      class="inline"
-                      method="post"
+                    <DangerForm
+                      viewer={viewer}
                       action={href(`/grants/${encodeURIComponent(g.id)}/revoke`)}
-                      data-confirm={`Revoke ${g.client.name}'s access?`}
-                    >
-                      <FormToken viewer={viewer} />
-                      <button class="danger" type="submit" data-revoke-grant={g.id}>
-                        Revoke
-                      </button>
-                    </form>
+                      confirm={`Revoke ${g.client.name}'s access?`}
+                      label="Revoke"
+                      mark={{ "data-revoke-grant": g.id }}
+                    />
                   )}
                 </td>
               </tr>

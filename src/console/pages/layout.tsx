@@ -40,6 +40,16 @@ export const href = (path: string) => `${CONSOLE_PATH}${path}`;
 /** A form's hidden CSRF field. */
 export const FormToken = ({ viewer }: { viewer: Viewer }) => <input type="hidden" name="_csrf" value={viewer.csrf} />;
 
+/** A one-button POST form the console's script confirms before sending (stop, revoke): `mark` names the button for tests. */
+export const DangerForm = (props: { viewer: Viewer; action: string; confirm: string; label: string; mark: Record<string, string> }) => (
+  <form class="inline" method="post" action={props.action} data-confirm={props.confirm}>
+    <FormToken viewer={props.viewer} />
+    <button class="danger" type="submit" {...props.mark}>
+      {props.label}
+    </button>
+  </form>
+);
+
 export function Page(props: { title: string; viewer?: Viewer; active?: string; nonce: string; children?: Child }) {
   const { viewer } = props;
   return (

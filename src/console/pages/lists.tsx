@@ -5,7 +5,7 @@ import type { Tenant } from "../../identity/tenants.js";
 import type { LedgerEntry } from "../../state/types.js";
 import type { ListedToken } from "../../operators/actions/tokens.js";
 import type { LiveResource } from "../resources.js";
-import { FormToken, href, managesKeysOf, Page, type Viewer } from "./layout.js";
+import { DangerForm, FormToken, href, managesKeysOf, Page, type Viewer } from "./layout.js";
 import { duration, KeyTable, LedgerTable, NewKeyForm, ResourceTable, when } from "./tables.js";
 
 export interface LedgerFilters {
@@ -255,17 +255,13 @@ export function TokensPage(props: {
                 <td>{when(t.mintedAt)}</td>
                 <td>{duration(t.exp - props.now / 1000)}</td>
                 <td>
-                  <form
-                    class="inline"
-                    method="post"
+                  <DangerForm
+                    viewer={viewer}
                     action={href(`/tokens/${encodeURIComponent(t.jti)}/revoke`)}
-                    data-confirm={`Revoke token ${t.jti}?`}
-                  >
-                    <FormToken viewer={viewer} />
-                    <button class="danger" type="submit" data-revoke-token={t.jti}>
-                      Revoke
-                    </button>
-                  </form>
+                    confirm={`Revoke token ${t.jti}?`}
+                    label="Revoke"
+                    mark={{ "data-revoke-token": t.jti }}
+                  />
                 </td>
               </tr>
             ))}

@@ -5,7 +5,7 @@ import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import { ledgerSurface } from "../../operators/actions/views.js";
 import type { LiveResource } from "../resources.js";
-import { FormToken, href, managesKeysOf, type Viewer } from "./layout.js";
+import { DangerForm, FormToken, href, managesKeysOf, type Viewer } from "./layout.js";
 
 export const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
 const short = (s: string | undefined, n = 14) => (s && s.length > n ? `${s.slice(0, n)}…` : (s ?? ""));
@@ -105,17 +105,13 @@ export function ResourceTable({ resources, viewer, showTenant }: { resources: Li
             <td data-hold-ends>{r.holdEndsAt ? when(r.holdEndsAt) : ""}</td>
             <td>
               {(r.status === "active" || r.status === "unknown") && (viewer.canEdit || viewer.role === "tenant") && (
-                <form
-                  class="inline"
-                  method="post"
+                <DangerForm
+                  viewer={viewer}
                   action={href(`/resources/${r.kind}/${encodeURIComponent(r.id)}/stop`)}
-                  data-confirm={`Stop ${r.kind} ${r.id}?`}
-                >
-                  <FormToken viewer={viewer} />
-                  <button class="danger" type="submit" data-stop={r.id}>
-                    Stop
-                  </button>
-                </form>
+                  confirm={`Stop ${r.kind} ${r.id}?`}
+                  label="Stop"
+                  mark={{ "data-stop": r.id }}
+                />
               )}
             </td>
           </tr>
@@ -205,17 +201,13 @@ export function KeyTable({
                       <button type="submit">Rotate</button>
                     </form>
                   )}{" "}
-                  <form
-                    class="inline"
-                    method="post"
+                  <DangerForm
+                    viewer={viewer}
                     action={href(`/tenants/${encodeURIComponent(tenant.id)}/keys/${id}/revoke`)}
-                    data-confirm={`Revoke key ${id} of ${tenant.id}?`}
-                  >
-                    <FormToken viewer={viewer} />
-                    <button class="danger" type="submit" data-revoke={id}>
-                      Revoke
-                    </button>
-                  </form>
+                    confirm={`Revoke key ${id} of ${tenant.id}?`}
+                    label="Revoke"
+                    mark={{ "data-revoke": id }}
+                  />
                 </td>
               )}
             </tr>
