@@ -99,7 +99,7 @@ export function ConsentPage(v: ConsentView) {
                 <>
                   <label>
                     Tenant key or one-time console link
-                    <input type="password" name="credential" autocomplete="off" required={!v.provider} />
+                    <input type="password" name="credential" autocomplete="off" required />
                   </label>
                   {v.provider && (
                     <p>
