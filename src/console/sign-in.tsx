@@ -5,6 +5,7 @@
 // every other page needs (and, for a form, its token); sign-out (and, for the provider's sign-in, the provider's own
 // sign-out). Another page that needs a signed-in operator or tenant (a consent page, say) uses `signedIn` or
 // `requireSession` as these do.
+import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
@@ -17,6 +18,7 @@ import { asGatewayContext, type C, field, formOf, type Pages, record, render } f
 import { href } from "./pages/layout.js";
 import { LinkPage, LoginPage, MovingOnPage } from "./pages/lists.js";
 import { publicOriginOf } from "../platform/public-origin.js";
+import { consentSignedIn } from "../oauth/oidc-consent.js";
 import { ACCESS_HEADER, actorOf as personOf, identityTenant, type PendingSignIn, type SignedInIdentity } from "../identity/sign-in.js";
 
 /**
@@ -93,7 +95,7 @@ function oidcClient(services: GatewayServices) {
   return oidc;
 }
 
-const callbackUri = (services: GatewayServices, c: C) => `${publicOriginOf(c, services)}${href("/oidc/callback")}`;
+const callbackUri = (services: GatewayServices, c: Context) => `${publicOriginOf(c, services)}${href("/oidc/callback")}`;
 
 /** A session for a person the provider (or Access) vouched for, with its role; an identity with no role gets none. */
 async function signInIdentity(
@@ -133,6 +135,29 @@ async function accessSession(services: GatewayServices, c: C): Promise<{ session
   return signInIdentity(services, c, identity, sub, "access");
 }
 
+/** A sign-in in flight: for the console, or for a consent page (the pending authorization request it returns to). */
+type PendingConsoleSignIn = PendingSignIn & { consent?: string };
+
+/**
+ * Sends the browser to the identity provider, its `state` kept server-side (single use, OIDC_TTL_MS) and in a cookie
+ * scoped to the callback. With `consent`, the callback returns to that pending OAuth authorization (src/oauth/).
+ */
+export async function startProviderSignIn(services: GatewayServices, c: Context, consent?: string): Promise<Response> {
+  const oidc = oidcClient(services);
+  const { url, pending } = await oidc.start(callbackUri(services, c));
+  const kept: PendingConsoleSignIn = consent ? { ...pending, consent } : pending;
+  await services.stores.kv.set(pendingKey(pending.state), JSON.stringify(kept), OIDC_TTL_MS);
+  // Lax: the provider's redirect back is a top-level GET from another site, which a Strict cookie would miss.
+  setCookie(c, OIDC_COOKIE, pending.state, {
+    path: href("/oidc"),
+    httpOnly: true,
+    sameSite: "Lax",
+    secure: callbackUri(services, c).startsWith("https:"),
+    maxAge: OIDC_TTL_MS / 1000,
+  });
+  return c.redirect(url, 302);
+}
+
 /** The pages open without a session: sign-in with a key, a link, or through the identity provider. */
 export function signInPages(services: GatewayServices): Pages {
   return {
@@ -163,20 +188,7 @@ export function signInPages(services: GatewayServices): Pages {
         return render(c, <LinkPage nonce={c.get("nonce")} />, 401);
       return begin(services, c, tenant, link.keyHash, "link");
     },
-    "console.oidc.login": async (c) => {
-      const oidc = oidcClient(services);
-      const { url, pending } = await oidc.start(callbackUri(services, c));
-      await services.stores.kv.set(pendingKey(pending.state), JSON.stringify(pending), OIDC_TTL_MS);
-      // Lax: the provider's redirect back is a top-level GET from another site, which a Strict cookie would miss.
-      setCookie(c, OIDC_COOKIE, pending.state, {
-        path: href("/oidc"),
-        httpOnly: true,
-        sameSite: "Lax",
-        secure: callbackUri(services, c).startsWith("https:"),
-        maxAge: OIDC_TTL_MS / 1000,
-      });
-      return c.redirect(url, 302);
-    },
+    "console.oidc.login": (c) => startProviderSignIn(services, c),
     "console.oidc.callback": async (c) => {
       const oidc = oidcClient(services);
       const state = getCookie(c, OIDC_COOKIE);
@@ -186,12 +198,16 @@ export function signInPages(services: GatewayServices): Pages {
       if (!state || !raw) return again("This sign-in expired or was started in another browser; sign in again.", 400);
       await services.stores.kv.delete(pendingKey(state)); // one use
       let result: Awaited<ReturnType<typeof oidc.finish>>;
+      let pending: PendingConsoleSignIn;
       try {
-        result = await oidc.finish(new URL(c.req.url), JSON.parse(raw) as PendingSignIn);
+        pending = JSON.parse(raw) as PendingConsoleSignIn;
+        result = await oidc.finish(new URL(c.req.url), pending);
       } catch (err) {
         if (err instanceof GatewayError && err.status === 401) return again(err.message, 401);
         throw err;
       }
+      // Started on a consent page: back there, signed in as a tenant user's tenant (no console session).
+      if (pending.consent) return consentSignedIn(services, asGatewayContext(c), result, pending.consent);
       const { tenant } = await signInIdentity(services, c, result.identity, result.sub, "oidc");
       return render(c, <MovingOnPage nonce={c.get("nonce")} title="Signed in" message={`Signed in (${tenant.id}).`} to={href("")} />);
     },

@@ -18,6 +18,10 @@ export interface ConsentView {
   defaultDays: number;
   maxDays: number;
   message?: string;
+  /** The operators' identity provider, when one is configured: its name on the "Sign in with" button. */
+  provider?: string;
+  /** Signed in through the provider (a consent ticket, ./oidc-consent.ts): the tenant and who. */
+  signedIn?: { ticket: string; tenant: string; who: string };
   /** What was typed before a refused post (never the credential). */
   chosen?: { scopes: string[]; tools: string[]; toolsShown: boolean; cap: string; window: string; days: string };
 }
@@ -38,6 +42,18 @@ fieldset label { margin-right: 12px; }
 .tools { margin: 2px 0 0 24px; }
 .tools label { margin-right: 10px; }
 `;
+
+/** Headers for the consent and error pages: never framed, cached or sniffed; no script at all. */
+const PAGE_HEADERS = {
+  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+};
+/** A consent or error page as a response. */
+export const oauthHtml = (body: unknown, status: number) =>
+  new Response(`<!doctype html>${body}`, { status, headers: { "content-type": "text/html; charset=utf-8", ...PAGE_HEADERS } });
 
 export function ConsentPage(v: ConsentView) {
   const chosen = v.chosen;
@@ -74,10 +90,27 @@ export function ConsentPage(v: ConsentView) {
             <input type="hidden" name="_csrf" value={v.csrf} />
             <fieldset>
               <legend>Sign in</legend>
-              <label>
-                Tenant key or one-time console link
-                <input type="password" name="credential" autocomplete="off" required />
-              </label>
+              {v.signedIn ? (
+                <p>
+                  <input type="hidden" name="ticket" value={v.signedIn.ticket} />
+                  Signed in as <strong>{v.signedIn.who}</strong> for tenant <strong>{v.signedIn.tenant}</strong>.
+                </p>
+              ) : (
+                <>
+                  <label>
+                    Tenant key or one-time console link
+                    <input type="password" name="credential" autocomplete="off" required />
+                  </label>
+                  {v.provider && (
+                    <p>
+                      or{" "}
+                      <a class="button" href={`/authorize?${new URLSearchParams({ request: v.request, signin: "oidc" })}`}>
+                        Sign in with {v.provider}
+                      </a>
+                    </p>
+                  )}
+                </>
+              )}
             </fieldset>
             <fieldset>
               <legend>What it may do</legend>

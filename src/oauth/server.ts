@@ -20,8 +20,11 @@ import { usdToAtomic } from "../payments/money.js";
 import { kvOAuthStore, type OAuthClient, type OAuthCode, type OAuthGrant, type OAuthStore } from "../state/oauth.js";
 import { OAuthError, oauthErrorResponse } from "./errors.js";
 import { redirectMatches, registerClient, resolveClient } from "./clients.js";
-import { ConsentPage, OAuthErrorPage, type ConsentView } from "./page.js";
+import { ConsentPage, OAuthErrorPage, oauthHtml, type ConsentView } from "./page.js";
+import { peekConsentTicket, takeConsentTicket, type ConsentTicket } from "./oidc-consent.js";
+import { startProviderSignIn } from "../console/sign-in.js";
 import { revokeGrant } from "./grants.js";
+import { audit } from "../operators/actions/tenant-changes.js";
 import { jsonBody } from "../routing/json-body.js";
 import { clientAddressOf } from "../platform/forwarded.js";
 
@@ -76,16 +79,7 @@ function redirectTo(uri: string, params: Record<string, string | undefined>): Re
   return new Response(null, { status: 302, headers: { location: u.href, "cache-control": "no-store" } });
 }
 
-/** Headers for the consent and error pages: never framed, cached or sniffed; no script at all. */
-const PAGE_HEADERS = {
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
-  "x-frame-options": "DENY",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store",
-};
-const html = (body: unknown, status: number) =>
-  new Response(`<!doctype html>${body}`, { status, headers: { "content-type": "text/html; charset=utf-8", ...PAGE_HEADERS } });
+const html = oauthHtml;
 const errorPage = (status: number, title: string, message: string) => html(OAuthErrorPage({ title, message }), status);
 
 /** Form fields (application/x-www-form-urlencoded), repeated ones kept; anything else is invalid_request. */
@@ -140,6 +134,7 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
   const config = services.config.oauth;
   const store: OAuthStore = kvOAuthStore(services.stores.kv);
   const addressOf = clientAddressOf(services);
+  const oidc = services.signIn?.oidc;
 
   const origin = (c: Context) => publicOriginOf(c, services);
   /** The resources a token may be for: the MCP endpoint, or the gateway as a whole (its origin). */
@@ -297,8 +292,31 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     tools: toolsByScope(),
     defaultDays: config.defaultGrantDays,
     maxDays: config.maxGrantDays,
+    ...(oidc ? { provider: new URL(oidc.config.issuer).host } : {}),
     ...extra,
   });
+  /** The page's signed-in state from a consent ticket. */
+  const signedInView = (ticket: string, t: ConsentTicket): Partial<ConsentView> => ({
+    signedIn: { ticket, tenant: t.tenant, who: t.name ?? t.actor },
+  });
+
+  /**
+   * The consent page's own sign-in through the identity provider: `?request=<id>&signin=oidc` starts it (the console's
+   * OIDC flow, bound to the pending request), `?request=<id>&ticket=<t>` is where its callback sends the browser back.
+   */
+  async function providerSignIn(c: Context<GatewayEnv>, q: URLSearchParams): Promise<Response> {
+    const id = q.get("request") ?? "";
+    const raw = /^[A-Za-z0-9_-]{20,64}$/.test(id) ? await store.getPending(id) : undefined;
+    if (!raw) return errorPage(400, "This request has expired", "Go back to the application and connect again.");
+    if (q.get("signin") === "oidc") {
+      if (!oidc) return errorPage(404, "Not available", "No identity provider is configured here ([operators.oidc]).");
+      return startProviderSignIn(services, c, id);
+    }
+    const ticket = q.get("ticket") ?? "";
+    const t = await peekConsentTicket(services, ticket, id);
+    if (!t) return errorPage(400, "This sign-in has expired", "Go back to the application and connect again.");
+    return html(ConsentPage(view(id, JSON.parse(raw) as PendingRequest, signedInView(ticket, t))), 200);
+  }
 
   const authorizePage: RowHandler = async (c) => {
     if (!config.enabled) return errorPage(404, "Not available", "This gateway runs no authorization server.");
@@ -310,7 +328,9 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       services.now(),
     );
     if (!limit.allowed) return errorPage(429, "Too many sign-in pages", "Wait a minute and connect again.");
-    const checked = await checkRequest(c, new URL(c.req.url).searchParams);
+    const query = new URL(c.req.url).searchParams;
+    if (query.has("request") && !query.has("client_id")) return providerSignIn(c, query);
+    const checked = await checkRequest(c, query);
     if (checked instanceof Response) return checked;
     const id = randomToken(24);
     await store.putPending(id, JSON.stringify(checked.pending), PENDING_TTL_MS);
@@ -370,7 +390,12 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       window: form.get("window") ?? "",
       days: form.get("days") ?? "",
     };
-    const again = (status: number, message: string) => html(ConsentPage(view(id, p, { message, chosen })), status);
+    // Signed in through the identity provider: its ticket (checked again, and used up, once the form is good).
+    const ticket = form.get("ticket") ?? "";
+    const viaProvider = ticket ? await peekConsentTicket(services, ticket, id) : undefined;
+    if (ticket && !viaProvider) return errorPage(400, "This sign-in has expired", "Go back to the application and connect again.");
+    const signedInExtra = viaProvider ? signedInView(ticket, viaProvider) : {};
+    const again = (status: number, message: string) => html(ConsentPage(view(id, p, { message, chosen, ...signedInExtra })), status);
     // Everything the form alone decides first: a one-time link is used up by the sign-in, so it comes last.
     const scopes = [...new Set(chosen.scopes)];
     if (scopes.length === 0) return again(400, "Pick at least one thing it may do.");
@@ -388,10 +413,13 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     const days = Number(chosen.days);
     if (!Number.isInteger(days) || days < 1 || days > config.maxGrantDays)
       return again(400, `days: a whole number from 1 to ${config.maxGrantDays}.`);
-    const tenant = await signIn((form.get("credential") ?? "").trim());
-    if (!tenant) return again(401, "That key or link cannot sign in.");
+    const fromTicket = viaProvider ? services.directory.get(viaProvider.tenant) : undefined;
+    const tenant = viaProvider ? (fromTicket?.enabled ? fromTicket : undefined) : await signIn((form.get("credential") ?? "").trim());
+    if (!tenant) return again(401, viaProvider ? `Tenant "${viaProvider.tenant}" is not live here.` : "That key or link cannot sign in.");
     const lacking = scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
     if (lacking.length) return again(403, `Tenant "${tenant.id}" does not have the scope ${lacking.join(", ")}.`);
+    if (viaProvider && !(await takeConsentTicket(services, ticket, id)))
+      return errorPage(400, "This sign-in has expired", "Go back to the application and connect again.");
     if ((await store.takePending(id)) === undefined)
       return errorPage(400, "This request has expired", "Go back to the application and connect again.");
     const now = services.now();
@@ -413,6 +441,15 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
     };
     await store.putCode(await sha256url(code), record, config.codeTtlSeconds * 1000);
     services.logger.info("oauth consent", { requestId: c.get("requestId"), tenant: tenant.id, client: p.clientId, grant: record.grantId });
+    if (viaProvider)
+      await audit(
+        services,
+        { tenant: tenant.id, person: viaProvider.actor, requestId: c.get("requestId") },
+        "grant.consent",
+        `grant:${tenant.id}/${record.grantId}`,
+        undefined,
+        { via: "oidc", client: p.clientId, scopes, cap: chosen.cap, capWindow: window },
+      );
     return redirectTo(p.redirectUri, { code, state: p.state, iss });
   };
 
