@@ -6,7 +6,7 @@
 // sign-out). Another page that needs a signed-in operator or tenant (a consent page, say) uses `signedIn` or
 // `requireSession` as these do.
 import type { Context } from "hono";
-import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { deleteCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
@@ -19,7 +19,14 @@ import { href } from "./pages/layout.js";
 import { LinkPage, LoginPage, MovingOnPage } from "./pages/lists.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { consentSignedIn } from "../oauth/oidc-consent.js";
-import { ACCESS_HEADER, actorOf as personOf, identityTenant, type PendingSignIn, type SignedInIdentity } from "../identity/sign-in.js";
+import {
+  accessPerson,
+  actorOf as personOf,
+  pendingSignInState,
+  identityTenant,
+  type PendingSignIn,
+  type SignedInIdentity,
+} from "../identity/sign-in.js";
 
 /**
  * The live session and its tenant, or undefined, from the caller the chain's identify step read off the session
@@ -128,11 +135,8 @@ async function signInIdentity(
 
 /** Cloudflare Access in front of the console: its signed header starts a session (once; the cookie then stands for it). */
 async function accessSession(services: GatewayServices, c: C): Promise<{ session: ConsoleSession; tenant: Tenant } | undefined> {
-  const access = services.signIn?.access;
-  const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
-  if (!access || !assertion) return undefined;
-  const { sub, identity } = await access.verify(assertion);
-  return signInIdentity(services, c, identity, sub, "access");
+  const person = await accessPerson(services.signIn?.access, c);
+  return person && signInIdentity(services, c, person.identity, person.sub, "access");
 }
 
 /** A sign-in in flight: for the console, or for a consent page (the pending authorization request it returns to). */
@@ -191,7 +195,7 @@ export function signInPages(services: GatewayServices): Pages {
     "console.oidc.login": (c) => startProviderSignIn(services, c),
     "console.oidc.callback": async (c) => {
       const oidc = oidcClient(services);
-      const state = getCookie(c, OIDC_COOKIE);
+      const state = pendingSignInState(c, OIDC_COOKIE);
       deleteCookie(c, OIDC_COOKIE, { path: href("/oidc") });
       const raw = state && /^[A-Za-z0-9_-]{16,128}$/.test(state) ? await services.stores.kv.get(pendingKey(state)) : undefined;
       const again = (message: string, status: 400 | 401) => render(c, <LoginPage nonce={c.get("nonce")} message={message} sso />, status);

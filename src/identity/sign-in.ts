@@ -3,6 +3,8 @@
 // bearers on the admin API, and Cloudflare Access's signed `Cf-Access-Jwt-Assertion` on Workers. Roles (admin,
 // operator-readonly, tenant) come from the configured claim mappings; an identity no mapping matches gets nothing.
 // Web standards only (fetch, WebCrypto): it runs on Workers. The client secret lives in this closure and nowhere else.
+import type { Context } from "hono";
+import { getCookie } from "hono/cookie";
 import * as oauth from "oauth4webapi";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
 import type { AccessConfig, OidcConfig, RoleMapping } from "../../config/operators-schema.js";
@@ -281,3 +283,16 @@ export function accessSignIn(config: AccessConfig, fallback?: Pick<OidcConfig, "
 
 /** The header Cloudflare Access sets on every request it lets through. */
 export const ACCESS_HEADER = "cf-access-jwt-assertion";
+
+/** The person Cloudflare Access vouches for on this request (its signed header), or undefined without one. */
+export async function accessPerson(
+  access: AccessSignIn | undefined,
+  c: Context,
+): Promise<Awaited<ReturnType<AccessSignIn["verify"]>> | undefined> {
+  const assertion = access ? c.req.header(ACCESS_HEADER) : undefined;
+  if (!access || !assertion) return undefined;
+  return access.verify(assertion);
+}
+
+/** The `state` a sign-in in flight left in its browser (the cookie that binds the provider's callback to it). */
+export const pendingSignInState = (c: Context, cookie: string): string | undefined => getCookie(c, cookie);
