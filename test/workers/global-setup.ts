@@ -2,7 +2,10 @@
 // hands their addresses, plus a funded wallet for the Worker, to the tests running inside workerd. Two stalling proxies
 // in front of the emulator lose the answer to a paid request (after the upstream settled it, or before it arrived),
 // so the Worker is left with an uncertain hold; they only drop traffic, they decide nothing. A webhook receiver that
-// answers slowly takes budget alerts (a GET on it lists what it received).
+// answers slowly takes budget alerts (a GET on it lists what it received). An OAuth client's metadata document (CIMD)
+// is served from 127.0.0.1, naming its own URL as client_id.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
 import { startEmulator } from "../../emulator/index.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
@@ -38,6 +41,8 @@ declare module "vitest" {
       /** A Cloudflare Access team domain stand-in (its certs on 127.0.0.1) and the private JWK that signs its tokens. */
       accessTeamDomain: string;
       accessPrivateJwk: Record<string, unknown>;
+      /** An OAuth client ID metadata document ("Doc Agent", redirect http://127.0.0.1:9/oauth/callback) on 127.0.0.1. */
+      clientDocUrl: string;
     };
   }
 }
@@ -55,6 +60,20 @@ export default async function setup(project: TestProject) {
     startWebhookReceiver({ delayMs: 500 }),
     startAccessCerts(),
   ]);
+  const docs = createServer((req, res) => {
+    const self = `http://127.0.0.1:${(docs.address() as AddressInfo).port}${req.url}`;
+    if (req.url !== "/client.json") return res.writeHead(404).end();
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        client_id: self,
+        client_name: "Doc Agent",
+        redirect_uris: ["http://127.0.0.1:9/oauth/callback"],
+        token_endpoint_auth_method: "none",
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => docs.listen(0, "127.0.0.1", resolve));
   project.provide("stack", {
     controlUrl: emu.controlUrl,
     runtimeUrl: emu.runtimeUrl,
@@ -75,9 +94,17 @@ export default async function setup(project: TestProject) {
     webhookUrl: webhooks.url,
     accessTeamDomain: access.teamDomain,
     accessPrivateJwk: access.privateJwk,
+    clientDocUrl: `http://127.0.0.1:${(docs.address() as AddressInfo).port}/client.json`,
   });
   return async () => {
-    await Promise.all([settledButLost.close(), neverArrived.close(), webhooks.close(), access.close()]);
+    docs.closeAllConnections();
+    await Promise.all([
+      settledButLost.close(),
+      neverArrived.close(),
+      webhooks.close(),
+      access.close(),
+      new Promise<void>((resolve) => docs.close(() => resolve())),
+    ]);
     await emu.close();
   };
 }

@@ -1,9 +1,12 @@
 // The OAuth authorization server inside workerd (the Worker entry, Durable Objects state), driven by the official MCP
 // client's auth() with the Worker as its fetch: metadata discovery, dynamic registration, the consent form, the PKCE
 // code exchange, a tool called under the grant, a refresh that rotates, and a rotated refresh token used again
-// revoking the grant (its open session refused at once).
+// revoking the grant (its open session refused at once). Then, against the emulator and the local chain: a client ID
+// metadata document (CIMD, served on 127.0.0.1 by global-setup) instead of registration, searches paid with x402 under
+// the grant until its cap refuses with the ledger exact, a refresh after the access token expired (the gateway's clock
+// moved ahead), and the tenant revoking the grant closing the open session (token_revoked).
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { auth, UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
@@ -199,5 +202,175 @@ describe("OAuth in workerd", () => {
       }),
     });
     expect(await current.json()).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+const stack = inject("stack");
+
+/** A paying gateway (the emulator upstream, x402 on the local chain) for a fresh tenant; CIMD on loopback allowed. */
+async function paidEnv(tenant: string, key: string) {
+  const config = {
+    server: { logLevel: "error" },
+    upstream: { baseUrl: stack.controlUrl, allowedHosts: [new URL(stack.runtimeUrl).host] },
+    payments: { networks: [stack.network], assets: [stack.asset], maxPerRequest: "0.50" },
+    cache: { enabled: false },
+    state: { backend: "durable-objects" },
+    oauth: { accessTokenTtlSeconds: 300, clientMetadataDocuments: { allowHttpLoopback: true, cacheSeconds: 60, timeoutMs: 2_000 } },
+    tenants: [
+      { id: tenant, keys: [{ hash: await sha256(key) }], scopes: ["search"], budget: { daily: "1.00" } },
+      { id: `${tenant}-other`, keys: [{ hash: await sha256(`${key}_other`) }], scopes: ["search"] },
+    ],
+  };
+  return {
+    ...(env as Record<string, unknown>),
+    TOLLGATE_CONFIG: JSON.stringify(config),
+    TOLLGATE_UPSTREAM_API_KEY: stack.apiKey,
+    // The alerts file's wallet: no file checks its balance, so these payments disturb no one's figures.
+    TOLLGATE_WALLET_KEY: stack.alertsWalletKey,
+    TOLLGATE_TOKEN_SECRET: "c".repeat(40),
+  };
+}
+
+type FetchFn = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
+/** 401 → discovery → (registration unless the provider names its client) → consent → code → tokens → connected. */
+async function connectWithOAuth(fetchFn: FetchFn, provider: MemoryProvider, key: string, cap: string) {
+  const mcpUrl = new URL(`${ORIGIN}/mcp`);
+  const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchFn });
+  await expect(new Client({ name: "w", version: "1" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+  const page = await (await fetchFn(provider.authUrl!.href)).text();
+  const form = new URLSearchParams({
+    request: page.match(/name="request" value="([^"]+)"/)![1]!,
+    _csrf: page.match(/name="_csrf" value="([^"]+)"/)![1]!,
+    credential: key,
+    scope: "search",
+    cap,
+    window: "total",
+    days: "1",
+    action: "allow",
+  });
+  const back = await fetchFn(`${ORIGIN}/authorize`, {
+    method: "POST",
+    body: form,
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
+  expect(back.status).toBe(302);
+  await first.finishAuth(new URL(back.headers.get("location")!).searchParams.get("code")!);
+  const client = new Client({ name: "w", version: "1" });
+  await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchFn }));
+  return { client, page };
+}
+
+const call = (c: Client, name: string, args: Record<string, unknown> = {}) =>
+  c.callTool({ name, arguments: args }, undefined, { timeout: 30_000 }) as Promise<CallToolResult>;
+const json = (r: CallToolResult) => JSON.parse((r.content.find((p) => p.type === "text") as { text: string }).text);
+function ok(r: CallToolResult) {
+  if (r.isError) throw new Error(`tool error: ${JSON.stringify(r.content)}`);
+  return json(r);
+}
+
+describe("OAuth in workerd, paying", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("a client ID metadata document; paid searches until the grant's cap, the ledger exact; a refresh after expiry", async () => {
+    // The gateway's clock, movable: the spy is in place before this config's gateway is built (it keeps Date.now).
+    const realNow = Date.now;
+    let ahead = 0;
+    vi.spyOn(Date, "now").mockImplementation(() => realNow() + ahead);
+    const tenant = `oa-${crypto.randomUUID().slice(0, 8)}`;
+    const key = `tg_worker_${crypto.randomUUID()}`;
+    const e = await paidEnv(tenant, key);
+    const fetchFn: FetchFn = async (url, init) => worker.fetch(new Request(url, init), e as any, ctx);
+    const as = (await (await fetchFn(`${ORIGIN}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    expect(as.client_id_metadata_document_supported).toBe(true);
+
+    // The client names its metadata document as client_id: no registration; the consent page describes it from there.
+    const provider = new MemoryProvider();
+    provider.client = { client_id: stack.clientDocUrl };
+    const { client, page } = await connectWithOAuth(fetchFn, provider, key, "0.012");
+    expect(page).toContain("Doc Agent");
+    expect(page).toContain("Its description comes from 127.0.0.1:");
+    expect(provider.client.client_id).toBe(stack.clientDocUrl);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["budget", "web_fetch", "web_search"]);
+
+    // Two searches paid (0.005 each); the third would pass the cap of 0.012 and is refused before anything is paid.
+    ok(await call(client, "web_search", { query: `workerd oauth one ${tenant}` }));
+    ok(await call(client, "web_search", { query: `workerd oauth two ${tenant}` }));
+    const third = await call(client, "web_search", { query: `workerd oauth three ${tenant}` });
+    expect(third.isError).toBe(true);
+    expect(json(third)).toMatchObject({ code: "token_cap_exceeded", status: 402, limit: "0.012", spent: "0.01" });
+    const budget = ok(await call(client, "budget"));
+    expect(budget.token).toMatchObject({ cap: "0.012", spent: "0.01", remaining: "0.002", window: "total" });
+    const grantId = budget.token.grant as string;
+    const asTenant = { "x-api-key": key };
+    const ledger = (await (await fetchFn(`${ORIGIN}/_tollgate/ledger?limit=100`, { headers: asTenant })).json()) as {
+      entries: Array<Record<string, unknown>>;
+    };
+    expect(ledger.entries.map((x) => [x.grant, x.state, x.amountUsd])).toEqual([
+      [grantId, "committed", "0.005"],
+      [grantId, "committed", "0.005"],
+    ]);
+    const grants = async () =>
+      ((await (await fetchFn(`${ORIGIN}/_tollgate/grants`, { headers: asTenant })).json()) as { grants: any[] }).grants;
+    expect((await grants()).find((g) => g.id === grantId)).toMatchObject({
+      state: "active",
+      cap: "0.012",
+      spent: "0.01",
+      tokensIssued: 1,
+      client: { id: stack.clientDocUrl, name: "Doc Agent" },
+    });
+
+    // Past the access token's life: the next call is refused, the SDK refreshes (a new pair), and goes on.
+    const before = provider.saved!;
+    ahead += 301_000;
+    expect(ok(await call(client, "budget")).token).toMatchObject({ grant: grantId, spent: "0.01" });
+    expect(provider.saved!.access_token).not.toBe(before.access_token);
+    expect(provider.saved!.refresh_token).not.toBe(before.refresh_token);
+    expect((await grants()).find((g) => g.id === grantId)).toMatchObject({ state: "active", spent: "0.01", tokensIssued: 2 });
+    await client.close();
+  });
+
+  it("the tenant revoking the grant closes its open session: token_revoked; another tenant cannot see or revoke it", async () => {
+    const tenant = `ob-${crypto.randomUUID().slice(0, 8)}`;
+    const key = `tg_worker_${crypto.randomUUID()}`;
+    const e = await paidEnv(tenant, key);
+    const fetchFn: FetchFn = async (url, init) => worker.fetch(new Request(url, init), e as any, ctx);
+    const provider = new MemoryProvider();
+    const { client } = await connectWithOAuth(fetchFn, provider, key, "0.50");
+    expect(provider.client?.client_id).toMatch(/^tgc_/);
+    const grantId = ok(await call(client, "budget")).token.grant as string;
+
+    const other = await fetchFn(`${ORIGIN}/_tollgate/grants/${grantId}`, { method: "DELETE", headers: { "x-api-key": `${key}_other` } });
+    expect(other.status).toBe(404);
+    const r = await fetchFn(`${ORIGIN}/_tollgate/grants/${grantId}`, { method: "DELETE", headers: { "x-api-key": key } });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ id: grantId, state: "revoked" });
+
+    // The open session's next call is refused, and so is its refresh: the client has to ask the tenant again.
+    await expect(call(client, "budget")).rejects.toThrow();
+    const direct = await fetchFn(`${ORIGIN}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${provider.saved!.access_token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(direct.status).toBe(401);
+    expect(await direct.json()).toMatchObject({ code: "token_revoked" });
+    const refresh = await fetchFn(`${ORIGIN}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: provider.saved!.refresh_token!,
+        client_id: provider.client!.client_id,
+      }),
+    });
+    expect(await refresh.json()).toMatchObject({ error: "invalid_grant" });
   });
 });
