@@ -220,24 +220,27 @@ function watchTree(root, recursive, emit) {
     else seen.add(full);
     emit(full, op);
   };
+  // Each event is looked at as it arrives (a synchronous lstat): a new file's rename-then-change pair is then reported
+  // in its order, create before write (two lstat callbacks could come back the other way round).
   const change = (dir, kind, name) => {
+    if (closed) return;
     const full = path.join(dir, name);
-    fs.lstat(full, (err, st) => {
-      if (closed) return;
-      if (err) {
-        // The watched directory itself went: its parent's watch says so, not this one.
-        if (!fs.existsSync(dir)) return;
-        const w = watchers.get(full);
-        if (w) {
-          w.close();
-          watchers.delete(full);
-        }
-        return report(full, "remove");
+    let st;
+    try {
+      st = fs.lstatSync(full);
+    } catch {
+      // The watched directory itself went: its parent's watch says so, not this one.
+      if (!fs.existsSync(dir)) return;
+      const w = watchers.get(full);
+      if (w) {
+        w.close();
+        watchers.delete(full);
       }
-      const existed = seen.has(full);
-      report(full, kind === "rename" ? (existed ? "rename" : "create") : "write");
-      if (recursive && st.isDirectory() && !watchers.has(full)) add(full, true).catch(() => {});
-    });
+      return report(full, "remove");
+    }
+    const existed = seen.has(full);
+    report(full, kind === "rename" ? (existed ? "rename" : "create") : "write");
+    if (recursive && st.isDirectory() && !watchers.has(full)) add(full, true).catch(() => {});
   };
   const add = async (dir, fresh) => {
     if (closed || watchers.has(dir) || watchers.size >= MAX_WATCHED_DIRS) return;
