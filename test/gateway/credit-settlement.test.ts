@@ -273,10 +273,11 @@ describe("the reconciler: late usage and drift", () => {
 });
 
 describe("chargeback", () => {
+  /** Yesterday to tomorrow (UTC): the entries made before midnight still count when the export runs after it. */
   const window = () => {
-    const day = new Date(services().now()).toISOString().slice(0, 10);
-    const next = new Date(Date.parse(day) + 86_400_000).toISOString().slice(0, 10);
-    return `from=${day}&to=${next}`;
+    const day = Date.parse(new Date(services().now()).toISOString().slice(0, 10));
+    const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
+    return `from=${iso(day - 86_400_000)}&to=${iso(day + 86_400_000)}`;
   };
   /** What the ledger counts for the window: every entry but released ones and keyless tokens' mirrors. */
   const ledgerTotal = async () =>
