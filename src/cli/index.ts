@@ -24,6 +24,9 @@ Usage:
                                             the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
   tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
                         --max-per-authorization USD --max-per-day USD   the key in a process of its own, with limits
+  tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--amount USD] [--print]
+                                            the one-time Permit2 approval (exact over Permit2, upto); key: TOLLGATE_WALLET_KEY
+  tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--owner 0x…]
 
 Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
   tollgate tenants list|get ID|audit
@@ -329,6 +332,7 @@ export async function main(argv: string[]) {
     if (cmd === "usage") return await cmdUsage(sub, rest);
     if (cmd === "credits") return await cmdCredits(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
+    if (cmd === "wallet") return await (await import("./wallet.js")).cmdWallet(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {

@@ -1,0 +1,82 @@
+// Permit2 (Uniswap's canonical contract, the same address on every EVM chain), as the `exact`-over-Permit2 and `upto`
+// schemes use it: the wallet approves Permit2 once per token (`tollgate wallet approve`, never silently), then signs
+// witness transfers whose unordered nonces Permit2 marks used in a bitmap (what the chain says of a held payment).
+import { createPublicClient, http, type PublicClient } from "viem";
+import type { PaymentOption } from "../requirements.js";
+import type { ChainVerdict } from "./types.js";
+
+export const PERMIT2_ADDRESS = "0x000000000022D473030F116dDEE9F6B43aC78BA3" as const;
+
+const PERMIT2_ABI = [
+  {
+    type: "function",
+    name: "nonceBitmap",
+    stateMutability: "view",
+    inputs: [
+      { name: "owner", type: "address" },
+      { name: "wordPos", type: "uint256" },
+    ],
+    outputs: [{ type: "uint256" }],
+  },
+] as const;
+
+const ALLOWANCE_ABI = [
+  {
+    type: "function",
+    name: "allowance",
+    stateMutability: "view",
+    inputs: [
+      { name: "owner", type: "address" },
+      { name: "spender", type: "address" },
+    ],
+    outputs: [{ type: "uint256" }],
+  },
+] as const;
+
+/** One client per RPC URL, kept for the process. */
+const clients = new Map<string, PublicClient>();
+
+export function rpcClient(url: string): PublicClient {
+  let c = clients.get(url);
+  if (!c) {
+    c = createPublicClient({ transport: http(url, { retryCount: 1, timeout: 10_000 }) }) as PublicClient;
+    clients.set(url, c);
+  }
+  return c;
+}
+
+/** Whether an option is paid over Permit2 (`upto` always; `exact` when the seller says `assetTransferMethod: "permit2"`). */
+export const paysOverPermit2 = (option: PaymentOption) =>
+  option.scheme === "upto" || (option.raw.extra as { assetTransferMethod?: unknown } | undefined)?.assetTransferMethod === "permit2";
+
+/** A Permit2 nonce as the ledger keeps it: the uint256 in decimal (EIP-3009 nonces are 0x-hex). */
+export const isPermit2Nonce = (nonce: string | undefined) => !!nonce && /^\d{1,78}$/.test(nonce);
+
+/** What a Permit2 payload says of its authorization (its nonce, deadline and payer), or undefined. */
+export function readPermit2Authorization(payload: unknown): { nonce: string; validBefore: number; payer: string } | undefined {
+  const auth = (payload as { permit2Authorization?: { nonce?: unknown; deadline?: unknown; from?: unknown } })?.permit2Authorization;
+  if (auth?.nonce === undefined || auth.deadline === undefined || typeof auth.from !== "string") return undefined;
+  return { nonce: String(auth.nonce), validBefore: Number(auth.deadline), payer: auth.from };
+}
+
+/** The wallet's ERC-20 allowance to Permit2 for `asset`, read through `rpcUrl`. */
+export async function permit2Allowance(rpcUrl: string, asset: string, owner: string): Promise<bigint> {
+  return rpcClient(rpcUrl).readContract({
+    address: asset as `0x${string}`,
+    abi: ALLOWANCE_ABI,
+    functionName: "allowance",
+    args: [owner as `0x${string}`, PERMIT2_ADDRESS],
+  });
+}
+
+/** Whether Permit2 has used `owner`'s `nonce`: the settlement went through ("used") or not yet ("unused"). */
+export async function permit2Verdict(rpcUrl: string, owner: string, nonce: string): Promise<ChainVerdict> {
+  const n = BigInt(nonce);
+  const bitmap = await rpcClient(rpcUrl).readContract({
+    address: PERMIT2_ADDRESS,
+    abi: PERMIT2_ABI,
+    functionName: "nonceBitmap",
+    args: [owner as `0x${string}`, n >> 8n],
+  });
+  return (bitmap >> (n & 0xffn)) & 1n ? "used" : "unused";
+}
