@@ -118,7 +118,7 @@ describe("payment-identifier", () => {
     expect(ext).toEqual({ info: { required: true, id: a.paymentId }, schema: { type: "object" } });
     // Undeclared by the seller: sent as the extension's spec writes it.
     const plain = await exactEvm.sign(localWalletSigner(wallet), permit2Required(), paymentOptions(permit2Required())[0]!, 60);
-    const info = (decodePaymentSignatureHeader(plain.header[1]).extensions?.["payment-identifier"] as { info: unknown }).info;
+    const info = (decodePaymentSignatureHeader(plain.header[1]).extensions?.["payment-identifier"] as { info: unknown } | undefined)?.info;
     expect(info).toEqual({ required: false, id: plain.paymentId });
   });
 
