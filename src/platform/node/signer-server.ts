@@ -81,7 +81,7 @@ export async function startSignerServer(o: SignerServerOptions): Promise<{ close
   let queue: Promise<unknown> = Promise.resolve();
 
   async function sign(data: TypedData): Promise<[number, unknown]> {
-    const a = readAuthorization(data);
+    const a = readAuthorization(data, o.wallet.address);
     if ("refused" in a) return [403, { code: "signer_refused", message: a.refused }];
     const t = now();
     if (day.day !== dayOf(t)) day = { day: dayOf(t), spent: 0n };
