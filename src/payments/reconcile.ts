@@ -14,6 +14,9 @@ import type { LedgerEntry } from "../state/types.js";
 import { usdToAtomic } from "./money.js";
 import { stateKeys } from "../state/keys.js";
 
+/** The settlement transaction an entry held as `settlement pending` names in its reason (src/search/paid-call.ts). */
+const PENDING_TX = /\(transaction (0x[0-9a-fA-F]{64})\)/;
+
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
 const GRACE_SECONDS = 5;
 /** How many holds of each kind one pass looks at. */
@@ -79,7 +82,14 @@ export class PaymentReconciler {
         }
         const used = verdict === "used";
         if (used) {
-          await stores.ledger.commit(e.id, e.transaction, now);
+          // The settlement's transaction, when known: an upto entry is committed at what it moved, not its maximum.
+          const transaction = e.transaction ?? PENDING_TX.exec(e.reason ?? "")?.[1];
+          const moved =
+            transaction && scheme?.settledOnChain
+              ? await scheme.settledOnChain(e, transaction, this.services.config.payments.rpc)
+              : undefined;
+          const finalAmount = moved !== undefined && moved <= BigInt(e.amount) ? moved : undefined;
+          await stores.ledger.commit(e.id, transaction, now, finalAmount);
           report.committed++;
         } else {
           await stores.ledger.release(e.id, "authorization expired unused (checked on chain)", now);

@@ -223,6 +223,37 @@ describe("every x402 scheme the upstream may ask for (emulator + local chain + l
     }
   }, 60_000);
 
+  it("upto with settlement_pending: the maximum held, then committed at what the transaction moved; ledger == chain", async () => {
+    reset();
+    demand().schemes[SEARCH] = "upto";
+    demand().uptoSettlePercent = 40;
+    demand().settlementPending = true;
+    const s = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" } }], { payments: { maxAuthorizationSeconds: 12 } });
+    try {
+      const chain = emu.chain!;
+      await giveGas(chain.rpcUrl, s.wallet.address);
+      await walletCli(["approve", "--network", chain.network, "--asset", chain.token.address, "--rpc", chain.rpcUrl], s.wallet.privateKey);
+      const [before, payeeBefore] = [await chain.balanceOf(s.wallet.address), await chain.balanceOf(chain.payee)];
+      const r = await search(s.gateway.url, s.keys.acme, { query: "upto pending" });
+      expect(r.status).toBe(502);
+      expect(await r.json()).toMatchObject({ code: "payment_outcome_unknown", reason: "settlement_pending", held: "0.005" });
+      demand().settlementPending = false;
+      let [entry] = await ledgerOf(s.gateway.url, s.keys.acme);
+      expect(entry).toMatchObject({ state: "uncertain", amount: "5000" });
+      expect(before - (await chain.balanceOf(s.wallet.address))).toBe(2000n);
+      await new Promise((res) => setTimeout(res, Math.max(0, Date.parse(entry!.validBefore!) + 5_500 - Date.now())));
+      expect((await s.gateway.gateway.reconciler.runOnce()).committed).toBe(1);
+      [entry] = await ledgerOf(s.gateway.url, s.keys.acme);
+      expect(entry).toMatchObject({ state: "committed", amount: "2000" });
+      expect(entry!.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+      await ledgerEqualsChain(s.gateway.url, s.keys.acme, s.wallet.address, before, payeeBefore);
+      const usage = await (await fetch(`${s.gateway.url}/_tollgate/usage`, { headers: { "x-api-key": s.keys.acme } })).json();
+      expect(usage.daily.spent).toBe("0.002");
+    } finally {
+      await s.close();
+    }
+  }, 90_000);
+
   it("offers only for what the gateway cannot pay (Solana): the answer names them, nothing is held or paid", async () => {
     reset();
     demand().schemes[SEARCH] = "solana";

@@ -69,6 +69,31 @@ export async function permit2Allowance(rpcUrl: string, asset: string, owner: str
   });
 }
 
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+const topicOf = (address: string) => `0x${address.slice(2).toLowerCase().padStart(64, "0")}`;
+
+/**
+ * What `transaction` moved of `asset` from `payer` to `payee` (the ERC-20 Transfer logs of its receipt), or undefined
+ * when it failed or moved nothing: an `upto` settlement's actual amount, which Permit2's nonce alone does not say.
+ */
+export async function transferredIn(
+  rpcUrl: string,
+  transaction: string,
+  asset: string,
+  payer: string,
+  payee: string,
+): Promise<bigint | undefined> {
+  const receipt = await rpcClient(rpcUrl).getTransactionReceipt({ hash: transaction as `0x${string}` });
+  if (receipt.status !== "success") return undefined;
+  let total = 0n;
+  for (const log of receipt.logs) {
+    if (log.address.toLowerCase() !== asset.toLowerCase() || log.topics[0] !== TRANSFER_TOPIC) continue;
+    if (log.topics[1]?.toLowerCase() !== topicOf(payer) || log.topics[2]?.toLowerCase() !== topicOf(payee)) continue;
+    total += BigInt(log.data);
+  }
+  return total > 0n ? total : undefined;
+}
+
 /** Whether Permit2 has used `owner`'s `nonce`: the settlement went through ("used") or not yet ("unused"). */
 export async function permit2Verdict(rpcUrl: string, owner: string, nonce: string): Promise<ChainVerdict> {
   const n = BigInt(nonce);

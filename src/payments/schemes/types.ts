@@ -45,4 +45,9 @@ export interface PaymentScheme {
   owns(entry: LedgerEntry): boolean;
   /** Asks the chain about a signed entry through the RPC URL configured for its network (`rpc[network]`); throws when the RPC fails. */
   verdict(entry: LedgerEntry, rpc: Record<string, string>): Promise<ChainVerdict>;
+  /**
+   * For a scheme settling below its amount (`upto`): what a used entry's settlement `transaction` moved from its payer
+   * to its payee, read from the receipt; undefined when it cannot be told (the reserved maximum then stands).
+   */
+  settledOnChain?(entry: LedgerEntry, transaction: string, rpc: Record<string, string>): Promise<bigint | undefined>;
 }

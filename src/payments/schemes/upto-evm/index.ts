@@ -5,7 +5,7 @@ import { UptoEvmScheme } from "@x402/evm/upto/client";
 import type { PaymentScheme } from "../types.js";
 import { exactEvmVerdict } from "../exact-evm/settle.js";
 import { signWithLibrary } from "../library-sign.js";
-import { isPermit2Nonce, readPermit2Authorization } from "../permit2.js";
+import { isPermit2Nonce, readPermit2Authorization, transferredIn } from "../permit2.js";
 
 const isEvm = (network: string | undefined) => !!network && network.startsWith("eip155:");
 
@@ -29,4 +29,9 @@ export const uptoEvm: PaymentScheme = {
     ),
   owns: (entry) => entry.kind === "x402" && isEvm(entry.network) && isPermit2Nonce(entry.nonce),
   verdict: exactEvmVerdict,
+  settledOnChain: async (entry, transaction, rpc) => {
+    const url = entry.network ? rpc[entry.network] : undefined;
+    if (!url || !entry.asset || !entry.payer || !entry.payee) return undefined;
+    return transferredIn(url, transaction, entry.asset, entry.payer, entry.payee);
+  },
 };
