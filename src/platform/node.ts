@@ -108,7 +108,10 @@ async function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): Promi
   // A TOLLGATE_WALLET_KEY set beside another signer is refused by createGateway (the one reader of the key).
   if (kind === "local") return undefined;
   try {
-    if (kind === "remote") return await openRemoteSigner(config.wallet.remote!.socket);
+    if (kind === "remote") {
+      const r = config.wallet.remote!;
+      return await openRemoteSigner(r.url ? { url: r.url, ca: r.ca!, cert: r.cert!, key: r.key! } : { socket: r.socket! });
+    }
     return openPkcs11Signer(config.wallet.pkcs11!, secrets.pkcs11Pin);
   } catch (err) {
     throw new ConfigError([(err as Error).message], "the wallet signer");
