@@ -48,6 +48,21 @@ async function imageIds(env: NodeJS.ProcessEnv): Promise<Set<string>> {
   );
 }
 
+/** The id an image name points at now, or undefined. */
+const imageId = (name: string, env: NodeJS.ProcessEnv) =>
+  run("podman", ["image", "inspect", "--format", "{{.Id}}", name], { env }).then(
+    (r) => r.stdout.trim(),
+    () => undefined,
+  );
+
+/**
+ * A rebuild moves the name to the new image and leaves the one it replaced untagged: that one (and only when the
+ * rebuild replaced it) is removed by id. `podman rmi` without --force refuses an image still tagged or used.
+ */
+async function dropReplaced(name: string, old: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
+  if (old && old !== (await imageId(name, env))) await run("podman", ["rmi", old], { env }).catch(() => {});
+}
+
 describe.skipIf(!enabled)("compose.yaml (podman-compose): two replicas, one cache, one spend", () => {
   let env: NodeJS.ProcessEnv = process.env;
   const ports = { one: 0, two: 0 };
@@ -71,6 +86,8 @@ describe.skipIf(!enabled)("compose.yaml (podman-compose): two replicas, one cach
       GATEWAY_2_PORT: String(ports.two),
     };
     await step("node", ["deploy/npm-cache.mjs"], 5 * 60_000, env);
+    const demo = ["localhost/tollgate-emulator:latest", "localhost/tollgate-redis:latest"];
+    const old = await Promise.all(demo.map((name) => imageId(name, env)));
     const before = await imageIds(env);
     const t = Date.now();
     // The demo's own images, built from this tree every time (the gateway's is built once, by `up`, if missing);
@@ -86,6 +103,7 @@ describe.skipIf(!enabled)("compose.yaml (podman-compose): two replicas, one cach
       named.add((await run("podman", ["image", "inspect", "--format", "{{.Id}}", image], { env })).stdout.trim());
     }
     made = [...(await imageIds(env))].filter((id) => !before.has(id) && !named.has(id));
+    for (const [i, name] of demo.entries()) await dropReplaced(name, old[i], env);
     const emulatorSize = Number(
       (await run("podman", ["image", "inspect", "--format", "{{.Size}}", "localhost/tollgate-emulator:latest"], { env })).stdout,
     );

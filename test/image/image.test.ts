@@ -48,6 +48,21 @@ async function imageIds(env: NodeJS.ProcessEnv): Promise<Set<string>> {
   );
 }
 
+/** The id an image name points at now, or undefined. */
+const imageId = (name: string, env: NodeJS.ProcessEnv) =>
+  run("podman", ["image", "inspect", "--format", "{{.Id}}", name], { env }).then(
+    (r) => r.stdout.trim(),
+    () => undefined,
+  );
+
+/**
+ * A rebuild moves the name to the new image and leaves the one it replaced untagged: that one (and only when the
+ * rebuild replaced it) is removed by id. `podman rmi` without --force refuses an image still tagged or used.
+ */
+async function dropReplaced(name: string, old: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
+  if (old && old !== (await imageId(name, env))) await run("podman", ["rmi", old], { env }).catch(() => {});
+}
+
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const s = createServer().listen(0, "127.0.0.1", () => {
@@ -77,6 +92,7 @@ describe.skipIf(!enabled)("the container image (podman)", () => {
     figures.runtime = (await podman(["info", "--format", "{{.Host.OCIRuntime.Name}}"])).stdout.trim();
     figures.containersConf = conf || "(podman's defaults)";
     await step("node", ["deploy/npm-cache.mjs"], 5 * 60_000);
+    const old = await imageId(IMAGE, env);
     before = await imageIds(env);
     t = Date.now();
     // No network in the build's RUN steps: every package comes from deploy/npm-cache, or the build fails. No layer cache:
@@ -84,6 +100,7 @@ describe.skipIf(!enabled)("the container image (podman)", () => {
     await step("podman", ["build", "--network", "none", "--layers=false", "--format", "docker", "-t", IMAGE, "."], 30 * 60_000, env);
     figures.build = `${secs(t)} s`;
     made = [...(await imageIds(env))].filter((id) => !before.has(id));
+    await dropReplaced(IMAGE, old, env);
     const size = Number((await podman(["image", "inspect", "--format", "{{.Size}}", IMAGE])).stdout.trim());
     figures.size = `${(size / 1e6).toFixed(0)} MB`;
     figures.sizeBytes = String(size);
