@@ -36,8 +36,17 @@ NPM_VERSION="${NPM_VERSION:-$(npm -v 2>/dev/null)}"
 BASE="localhost/tollgate-base:$SUITE"
 BUILD_BASE="localhost/tollgate-build-base:$SUITE"
 
+# Whether this host's podman runs containers as it comes, and if not, the settings that do (deploy/podman-conf.sh).
+podman_hint() {
+  local conf
+  if conf=$(TOLLGATE_PODMAN_IMAGE="$BASE" "$(dirname "$0")/podman-conf.sh"); then
+    [ -z "$conf" ] || echo "base-image: before podman build/run or podman-compose here: export CONTAINERS_CONF=$conf" >&2
+  fi
+}
+
 if [ "${TOLLGATE_BASE_REBUILD:-0}" != 1 ] && podman image exists "$BASE" && podman image exists "$BUILD_BASE"; then
   echo "base-image: $BASE and $BUILD_BASE exist (TOLLGATE_BASE_REBUILD=1 rebuilds them)" >&2
+  podman_hint
   exit 0
 fi
 
@@ -67,3 +76,4 @@ $SUDO cp -a "$work/npm/package" "$root/usr/local/lib/node_modules/npm"
 $SUDO ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
 $SUDO tar -C "$root" -c . | podman import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' - "$BUILD_BASE" >/dev/null
 podman image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E "tollgate-(build-)?base:$SUITE" >&2
+podman_hint
