@@ -65,6 +65,7 @@ export class PaymentReconciler {
         return undefined;
       });
     }
+    if (this.services.config.payments.enabled) await this.settlePendingEarly(now, report);
     for (const e of await stores.ledger.expiredHolds(now, BATCH)) {
       if (e.validBefore && (e.validBefore + GRACE_SECONDS) * 1000 > now) continue;
       if (!e.nonce || !e.payer) {
@@ -102,6 +103,41 @@ export class PaymentReconciler {
       }
     }
     return report;
+  }
+
+  /**
+   * A used authorization is committed: with the settlement's transaction when known (paid-call names it in the hold's
+   * reason), an upto entry at what that transaction moved, not its maximum.
+   */
+  private async commitUsed(e: LedgerEntry, scheme: ReturnType<typeof schemeOfEntry>, now: number) {
+    const transaction = e.transaction ?? PENDING_TX.exec(e.reason ?? "")?.[1];
+    const moved =
+      transaction && scheme?.settledOnChain ? await scheme.settledOnChain(e, transaction, this.services.config.payments.rpc) : undefined;
+    const finalAmount = moved !== undefined && moved <= BigInt(e.amount) ? moved : undefined;
+    await this.services.stores.ledger.commit(e.id, transaction, now, finalAmount);
+  }
+
+  /**
+   * Payments held as `settlement pending` are asked of the chain on every pass, not only once they lapse: as soon as
+   * their authorization shows used they are committed. Unused ones wait for validBefore (the seller's transaction may
+   * still land, or another one use the authorization), then the pass below releases them.
+   */
+  private async settlePendingEarly(now: number, report: ReconcileReport) {
+    const { stores, logger } = this.services;
+    const pending = (await stores.ledger.list({ state: "uncertain", kind: "x402", limit: BATCH })).filter(
+      (e) => e.nonce && e.payer && PENDING_TX.test(e.reason ?? "") && (!e.validBefore || e.validBefore * 1000 > now),
+    );
+    for (const e of pending) {
+      const scheme = schemeOfEntry(e);
+      try {
+        if (!scheme || (await scheme.verdict(e, this.services.config.payments.rpc)) !== "used") continue;
+        await this.commitUsed(e, scheme, now);
+        report.committed++;
+        logger.info("payment reconciled", { entry: e.id, tenant: e.tenant, outcome: "committed", early: true });
+      } catch (err) {
+        logger.error("reconciliation of a pending settlement failed; will retry", { entry: e.id, error: String(err) });
+      }
+    }
   }
 
   /** Credits holds whose resource can no longer be running: the upstream billed it up to its maximum. */
