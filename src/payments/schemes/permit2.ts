@@ -1,7 +1,9 @@
 // Permit2 (Uniswap's canonical contract, the same address on every EVM chain), as the `exact`-over-Permit2 and `upto`
 // schemes use it: the wallet approves Permit2 once per token (`tollgate wallet approve`, never silently), then signs
 // witness transfers whose unordered nonces Permit2 marks used in a bitmap (what the chain says of a held payment).
-import { createPublicClient, http, type PublicClient } from "viem";
+// Chain reads with `createClient` + the actions they need (what the Worker bundle keeps of viem: docs/worker-bundle.md).
+import { createClient, http, type Client } from "viem";
+import { getTransactionReceipt, readContract } from "viem/actions";
 import type { PaymentOption } from "../requirements.js";
 import type { ChainVerdict } from "./types.js";
 
@@ -34,12 +36,12 @@ const ALLOWANCE_ABI = [
 ] as const;
 
 /** One client per RPC URL, kept for the process. */
-const clients = new Map<string, PublicClient>();
+const clients = new Map<string, Client>();
 
-export function rpcClient(url: string): PublicClient {
+export function rpcClient(url: string): Client {
   let c = clients.get(url);
   if (!c) {
-    c = createPublicClient({ transport: http(url, { retryCount: 1, timeout: 10_000 }) }) as PublicClient;
+    c = createClient({ transport: http(url, { retryCount: 1, timeout: 10_000 }) });
     clients.set(url, c);
   }
   return c;
@@ -61,7 +63,7 @@ export function readPermit2Authorization(payload: unknown): { nonce: string; val
 
 /** The wallet's ERC-20 allowance to Permit2 for `asset`, read through `rpcUrl`. */
 export async function permit2Allowance(rpcUrl: string, asset: string, owner: string): Promise<bigint> {
-  return rpcClient(rpcUrl).readContract({
+  return readContract(rpcClient(rpcUrl), {
     address: asset as `0x${string}`,
     abi: ALLOWANCE_ABI,
     functionName: "allowance",
@@ -83,7 +85,7 @@ export async function transferredIn(
   payer: string,
   payee: string,
 ): Promise<bigint | undefined> {
-  const receipt = await rpcClient(rpcUrl).getTransactionReceipt({ hash: transaction as `0x${string}` });
+  const receipt = await getTransactionReceipt(rpcClient(rpcUrl), { hash: transaction as `0x${string}` });
   if (receipt.status !== "success") return undefined;
   let total = 0n;
   for (const log of receipt.logs) {
@@ -97,7 +99,7 @@ export async function transferredIn(
 /** Whether Permit2 has used `owner`'s `nonce`: the settlement went through ("used") or not yet ("unused"). */
 export async function permit2Verdict(rpcUrl: string, owner: string, nonce: string): Promise<ChainVerdict> {
   const n = BigInt(nonce);
-  const bitmap = await rpcClient(rpcUrl).readContract({
+  const bitmap = await readContract(rpcClient(rpcUrl), {
     address: PERMIT2_ADDRESS,
     abi: PERMIT2_ABI,
     functionName: "nonceBitmap",

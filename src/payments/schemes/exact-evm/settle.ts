@@ -1,5 +1,6 @@
 // EVM schemes on chain: an EIP-3009 authorization was used iff the token's authorizationState(payer, nonce) is true; a
 // Permit2 one (exact over Permit2, upto) iff Permit2's nonce bitmap has its bit set.
+import { readContract } from "viem/actions";
 import type { LedgerEntry } from "../../../state/types.js";
 import type { ChainVerdict } from "../types.js";
 import { isPermit2Nonce, permit2Verdict, rpcClient } from "../permit2.js";
@@ -21,7 +22,7 @@ export async function exactEvmVerdict(entry: LedgerEntry, rpc: Record<string, st
   const url = entry.network ? rpc[entry.network] : undefined;
   if (!url || !entry.asset) return "no-rpc";
   if (isPermit2Nonce(entry.nonce)) return permit2Verdict(url, entry.payer!, entry.nonce!);
-  const used = await rpcClient(url).readContract({
+  const used = await readContract(rpcClient(url), {
     address: entry.asset as `0x${string}`,
     abi: AUTHORIZATION_STATE_ABI,
     functionName: "authorizationState",
