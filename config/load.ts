@@ -90,7 +90,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
  * Cross-field rules the schema cannot say field by field. Read from the raw input (any tenant with a string id, any
  * key with a string hash), so they are reported in the same pass as the schema's problems.
  */
-function semanticProblems(raw: unknown): string[] {
+export function semanticProblems(raw: unknown): string[] {
   const problems: string[] = [];
   const tenants = (raw as { tenants?: unknown } | null)?.tenants;
   if (!Array.isArray(tenants)) return problems;

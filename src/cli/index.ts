@@ -8,6 +8,7 @@ import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
 import { cmdCredits, cmdUsage } from "./credits.js";
+import { cmdExport, cmdPlan } from "./config-code.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -35,6 +36,10 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS] [--expires ISO]
   tollgate keys revoke --tenant ID --key KEY_ID
   tollgate keys expire --tenant ID --key KEY_ID --expires ISO
+  tollgate export [--out FILE] [--json]     the live state (tenants, key hashes, budgets, policies, quotas, alerts)
+                                            in the config file's shape (docs/config-as-code.md)
+  tollgate diff FILE [--prune] [--exit-code]  what applying FILE would change (--exit-code: 1 when it differs)
+  tollgate apply FILE [--prune]             make the fleet match what FILE names (--prune: delete what it does not)
   tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
   tollgate usage export [--from ISO] [--to ISO] [--format csv|json]   spend by tenant, day, kind and route row
   tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
@@ -326,6 +331,8 @@ export async function main(argv: string[]) {
     if (cmd === "keys") return await cmdKeysRemote(sub, rest);
     if (cmd === "tenants") return await cmdTenants(sub, rest);
     if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
+    if (cmd === "export") return await cmdExport(argv.slice(1));
+    if (cmd === "diff" || cmd === "apply") return await cmdPlan(cmd, argv.slice(1));
     if (cmd === "usage") return await cmdUsage(sub, rest);
     if (cmd === "credits") return await cmdCredits(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
