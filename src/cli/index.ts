@@ -3,7 +3,7 @@ import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfigFile, oidcClientSecret, secretsFromEnv } from "../../config/load.js";
+import { ConfigError, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
@@ -213,11 +213,17 @@ async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
   const config = await loadConfigFile(values.config);
-  const secrets = { ...secretsFromEnv(process.env), oidcClientSecret: await oidcClientSecret(config, process.env) };
-  if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
+  const { readSecretFiles } = await import("../platform/node/reload.js");
+  // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
+  const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
+  const secrets = { ...secretsFromEnv(process.env), ...fromFiles, oidcClientSecret: await oidcClientSecret(config, process.env) };
+  if (!secrets.upstreamApiKey)
+    fail(
+      "tollgate start: set TOLLGATE_UPSTREAM_API_KEY (or secrets.upstreamApiKeyFile, TOLLGATE_UPSTREAM_API_KEY_FILE) to the upstream API key.",
+    );
   if (!secrets.tokenSecret && !secrets.tokenSecrets)
     fail(
-      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.",
+      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters), TOLLGATE_TOKEN_SECRETS (kid:secret,…) or secrets.tokenSecretFile to sign the gateway's tokens.",
     );
   if (!config.server.publicOrigin && !config.server.publicHosts) {
     // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
@@ -225,7 +231,12 @@ async function cmdStart(args: string[]) {
     say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
   const { startNodeGateway } = await import("../platform/node.js");
-  const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
+  const running = await startNodeGateway({
+    config,
+    secrets,
+    port: values.port !== undefined ? Number(values.port) : undefined,
+    configFile: values.config, // read again on SIGHUP or when it changes (docs/config-as-code.md)
+  });
   say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
