@@ -164,6 +164,7 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "console.grants", method: GET, path: `${P}/console/grants`, auth: CONSOLE, handler: "console.grants" }),
   own({ name: "console.grants.revoke", method: POST, path: `${P}/console/grants/:id/revoke`, auth: CONSOLE, body: FORM, handler: "console.grants.revoke" }),
   own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
+  own({ name: "console.config", method: GET, path: `${P}/console/config`, auth: CONSOLE, handler: "console.config" }),
   own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
   // ── The OAuth authorization server for /mcp (src/oauth/): metadata, registration, consent, tokens, revocation; grants ──

@@ -235,6 +235,33 @@ describe("config as code", () => {
     expect((await call(empty, "GET", "/_tollgate/admin/tenants/ops")).json.scopes).toEqual(["admin"]);
   }, 60_000);
 
+  it("the console's drift page shows the drifted tenant to operators, not to tenants", async () => {
+    const consolePage = async (key: string) => {
+      const login = await fetch(`${empty.url}/_tollgate/console/login`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { origin: empty.url, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ key }),
+      });
+      expect(login.status).toBe(303);
+      const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+      const res = await fetch(`${empty.url}/_tollgate/console/config`, { headers: { cookie } });
+      return { status: res.status, html: await res.text() };
+    };
+    expect((await consolePage(ops)).html).toContain('data-drift="in-sync"');
+    await call(empty, "PATCH", "/_tollgate/admin/tenants/acme", { quotas: { maxSandboxes: 9 } });
+    for (const key of [ops, viewer]) {
+      const page = await consolePage(key);
+      expect(page.status).toBe(200);
+      expect(page.html).toContain('data-drift="drift"');
+      expect(page.html).toContain('data-drift-tenant="acme" data-action="update"');
+      expect(page.html).toContain("quotas.maxSandboxes");
+      expect(page.html).toContain('data-against="last-apply"');
+      expect(page.html).not.toContain("sha256:");
+    }
+    expect((await consolePage(acmeKey)).status).toBe(404);
+  });
+
   it("a read-only operator may diff, not apply", async () => {
     const doc = (await call(empty, "GET", "/_tollgate/admin/config/export?format=json")).json;
     expect((await call(empty, "POST", "/_tollgate/admin/config/diff", { document: doc }, viewer)).json.inSync).toBe(true);
