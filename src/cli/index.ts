@@ -15,7 +15,8 @@ const USAGE = `tollgate — an x402-paying, credential-holding gateway
 Usage:
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
-  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
+  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* variables or files);
+                                            SIGHUP (or FILE changing) reloads its tenants and the secret files
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
   tollgate config check FILE                validate a config file, listing every problem
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
