@@ -209,6 +209,7 @@ export async function applyConfig(services: GatewayServices, by: Actor, doc: Sta
       throw new GatewayError(409, "config_conflict", refused.map((c) => `tenants ${c.id}: ${c.reason}`).join("; "), { plan });
     if (plan.inSync) {
       await remember(services, by, doc, opts.origin);
+      await services.tenantSync.refresh(); // this instance current too (another may just have applied the same file)
       return plan;
     }
     const fileTenant = new Map(doc.tenants.map((t) => [t.id, tenantSchema.parse(t)]));

@@ -91,6 +91,8 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
       if (statics.length) log.error("config reload: these sections changed and take a restart", { sections: statics.join(", ") });
       refs = secretFileRefs(next, opts.env);
       config = next;
+      // The file as started is seeded first (when no request has yet), so the new one's changes are applied, and audited.
+      await gateway.services.tenantSync.refresh();
       gateway.services.tenantSync.setFileTenants(next.tenants);
       if (next.tenants.length) {
         const plan = await applyConfig(
