@@ -222,6 +222,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     closers.push(() => deps.tracer!.flush());
   }
   const background = new BackgroundWork(logger);
+  let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
   const services: GatewayServices = {
     config,
     logger,
@@ -240,7 +241,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     background: background.run.bind(background),
     onClose: (fn) => closers.push(fn),
-    isMetricsToken: metricsTokenCheck(deps.secrets.metricsToken), // [the metrics token's one holder]
+    // [the metrics token's one holder]; read through, so a rotated token (rotateSecrets) applies to mounted rows too
+    isMetricsToken: (bearer) => metricsCheck?.(bearer) ?? false,
     signIn: {
       oidc: config.operators.oidc ? oidcSignIn(config.operators.oidc, deps.secrets.oidcClientSecret) : undefined, // [the OIDC client secret's one holder]
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
@@ -370,7 +372,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       }
       if (next.metricsToken && next.metricsToken !== held.metricsToken) {
         redactor.add(next.metricsToken);
-        services.isMetricsToken = metricsTokenCheck(next.metricsToken);
+        metricsCheck = metricsTokenCheck(next.metricsToken);
         changed.push("metricsToken");
       }
       held = { ...held, ...Object.fromEntries(changed.map((k) => [k, next[k as keyof RotatableSecrets]])) };

@@ -61,7 +61,8 @@ describe("secrets from files", () => {
   const ops = generateTenantKey();
   const keys = { one: `up_${randomBytes(16).toString("hex")}`, two: `up_${randomBytes(16).toString("hex")}` };
   const tokenSecrets = { one: randomBytes(32).toString("base64url"), two: randomBytes(32).toString("base64url") };
-  const files = { upstream: "", token: "", webhook: "" };
+  const files = { upstream: "", token: "", webhook: "", metrics: "" };
+  const metricsTokens = { one: `m_${randomBytes(16).toString("hex")}`, two: `m_${randomBytes(16).toString("hex")}` };
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "tg-secrets-"));
@@ -73,10 +74,18 @@ describe("secrets from files", () => {
     await writeFile(files.upstream, `${keys.one}\n`);
     await writeFile(files.token, tokenSecrets.one);
     await writeFile(files.webhook, "whsec_" + randomBytes(24).toString("base64"));
+    files.metrics = join(dir, "metrics-token");
+    await writeFile(files.metrics, metricsTokens.one);
     const config = parseConfig({
       server: { host: "127.0.0.1", port: 0, logLevel: "debug" },
       upstream: { baseUrl: upstream.url },
-      secrets: { upstreamApiKeyFile: files.upstream, tokenSecretFile: files.token, webhookSecretFile: files.webhook, checkSeconds: 0.1 },
+      secrets: {
+        upstreamApiKeyFile: files.upstream,
+        tokenSecretFile: files.token,
+        webhookSecretFile: files.webhook,
+        metricsTokenFile: files.metrics,
+        checkSeconds: 0.1,
+      },
       tenants: [{ id: "ops", scopes: ["admin", "search"], keys: [{ hash: await hashTenantKey(ops) }] }],
     });
     const secrets = await readSecretFiles(secretFileRefs(config, {}));
@@ -148,6 +157,18 @@ describe("secrets from files", () => {
     expect((await usage(fresh)).status).toBe(200);
     expect((await usage(old)).status).toBe(200);
     expect(logs.join("\n")).not.toContain(tokenSecrets.two);
+  }, 30_000);
+
+  it("the metrics bearer and the webhook secret are taken anew from their files", async () => {
+    const metrics = (token: string) => fetch(`${gw.url}/_tollgate/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await metrics(metricsTokens.one)).status).toBe(200);
+    const mark = logs.length;
+    await swap(files.metrics, metricsTokens.two);
+    await swap(files.webhook, "whsec_" + randomBytes(24).toString("base64"));
+    await until("the new bearer", async () => (await metrics(metricsTokens.two)).status === 200);
+    expect((await metrics(metricsTokens.one)).status).toBe(401);
+    await until("the webhook secret", () => logs.slice(mark).some((l) => l.includes("webhookSecret")));
+    expect(logs.join("\n")).not.toContain(metricsTokens.two);
   }, 30_000);
 
   it("a file that becomes empty or unreadable is named by its field and changes nothing", async () => {
