@@ -233,6 +233,13 @@ describe("config as code", () => {
     const r = await call(empty, "POST", "/_tollgate/admin/config/apply", { document: doc });
     expect(r.status).toBe(409);
     expect((await call(empty, "GET", "/_tollgate/admin/tenants/ops")).json.scopes).toEqual(["admin"]);
+    // A file naming only a newcomer, with prune, would delete every admin: refused before anything is written.
+    const lone = { tenants: [{ id: "newcomer", keys: [{ hash: await hashTenantKey(generateTenantKey()) }] }] };
+    const pruned = await call(empty, "POST", "/_tollgate/admin/config/apply", { document: lone, prune: true });
+    expect(pruned.status).toBe(409);
+    expect(pruned.json.code).toBe("last_admin_key");
+    expect((await call(empty, "GET", "/_tollgate/admin/tenants/newcomer")).status).toBe(404);
+    expect((await call(empty, "GET", "/_tollgate/admin/tenants/acme")).status).toBe(200);
   }, 60_000);
 
   it("the console's drift page shows the drifted tenant to operators, not to tenants", async () => {

@@ -16,7 +16,7 @@ import { stateKeys } from "../../state/keys.js";
 import type { StoredTenant } from "../../state/types.js";
 import { receiverProblems } from "../alerts/destinations.js";
 import type { Actor } from "./actor.js";
-import { audit, changeTenant, tenantView } from "./tenant-changes.js";
+import { adminHorizon, audit, changeTenant, tenantView } from "./tenant-changes.js";
 
 /** The sections of the file config as code manages; every other top-level key is static configuration (ignored here). */
 const SECTION_NAMES = ["tenants"] as const;
@@ -189,6 +189,30 @@ async function withApplyLock<T>(services: GatewayServices, work: () => Promise<T
   }
 }
 
+/**
+ * The guards each change meets on its own (./tenant-changes.ts), checked first on the fleet as the whole apply would
+ * leave it, so a file that would lock the fleet out is refused before anything is written: no live admin key left any
+ * sooner than now (409 last_admin_key), or the acting admin disabled, deleted or stripped of its admin scope (409
+ * admin_lockout).
+ */
+async function refuseLockout(services: GatewayServices, by: Actor, doc: StateDocument, plan: ConfigPlan): Promise<void> {
+  const live = (await services.stores.tenants.list()).filter((r) => !r.deleted).map((r) => r.tenant);
+  const deleted = new Set(plan.sections.tenants.changes.filter((c) => c.action === "delete").map((c) => c.id));
+  const fromFile = new Map(doc.tenants.map((t) => [t.id, tenantSchema.parse(t)]));
+  const after = [...live.filter((t) => !deleted.has(t.id) && !fromFile.has(t.id)), ...fromFile.values()];
+  const now = services.now();
+  if (adminHorizon(after, now) < adminHorizon(live, now))
+    throw new GatewayError(409, "last_admin_key", "This file would leave the gateway without a live admin key; keep one in the file.");
+  const self = by.tenant ? live.find((t) => t.id === by.tenant) : undefined;
+  const selfAfter = self ? after.find((t) => t.id === self.id) : undefined;
+  if (self?.scopes.includes("admin") && (!selfAfter?.enabled || !selfAfter.scopes.includes("admin")))
+    throw new GatewayError(
+      409,
+      "admin_lockout",
+      `This file would disable, delete or drop the admin scope of the acting admin "${self.id}"; apply it with another admin's key.`,
+    );
+}
+
 export interface ApplyOptions {
   prune?: boolean;
   /** Where the file came from, for the audit log ("tollgate apply", "reload of /etc/tollgate/tollgate.toml"). */
@@ -207,6 +231,7 @@ export async function applyConfig(services: GatewayServices, by: Actor, doc: Sta
     const refused = plan.sections.tenants.changes.filter((c) => c.action === "refused");
     if (refused.length)
       throw new GatewayError(409, "config_conflict", refused.map((c) => `tenants ${c.id}: ${c.reason}`).join("; "), { plan });
+    await refuseLockout(services, by, doc, plan);
     if (plan.inSync) {
       await remember(services, by, doc, opts.origin);
       await services.tenantSync.refresh(); // this instance current too (another may just have applied the same file)

@@ -62,7 +62,7 @@ function guardSelf(by: Actor, before: Tenant, after: Tenant | undefined) {
  * Until when the fleet can be administered: the latest end (epoch ms; Infinity for a key without expiry) of any key of
  * an enabled admin tenant still live at `now`; 0 when there is none.
  */
-function adminHorizon(tenants: Tenant[], now: number): number {
+export function adminHorizon(tenants: Tenant[], now: number): number {
   let until = 0;
   for (const t of tenants) {
     if (!t.enabled || !t.scopes.includes("admin")) continue;
