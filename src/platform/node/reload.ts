@@ -70,7 +70,6 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
   if (!opts.configFile && !refs.length) return undefined;
   const seen = new Map<string, string>();
   let running: Promise<void> | undefined;
-  let again = false;
 
   /** The file's text when it changed since last seen (the first read only records it); undefined otherwise. */
   const changed = async (path: string, force: boolean): Promise<string | undefined> => {
@@ -133,20 +132,22 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
     }
   };
 
+  let queued: Promise<void> | undefined;
+  /** One pass at a time; a forced one (SIGHUP) asked for during another runs right after it, and is what it resolves. */
   const pass = (force: boolean, why: string): Promise<void> => {
     if (running) {
-      again ||= force;
-      return running;
+      if (!force) return running;
+      queued ??= running.then(() => {
+        queued = undefined;
+        return pass(true, why);
+      });
+      return queued;
     }
     running = (async () => {
       await reloadConfig(force, why);
       await reloadSecrets(force, why);
     })().finally(() => {
       running = undefined;
-      if (again) {
-        again = false;
-        void pass(true, why);
-      }
     });
     return running;
   };
