@@ -4,6 +4,7 @@ import { DestinationRules } from "../src/operators/alerts/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
 import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 import { operatorsSchema } from "./operators-schema.js";
+import { secretFilesSchema } from "./secrets-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -394,6 +395,8 @@ export const configSchema = z
     policy: agentPolicySchema.default({}),
     /** Sign-in through an identity provider (OIDC) or Cloudflare Access: docs/sign-in.md. */
     operators: operatorsSchema,
+    /** Secrets read from files (Kubernetes and Docker secrets), re-read when they change: docs/secrets.md. */
+    secrets: secretFilesSchema,
     tenants: z.array(tenantSchema).default([]),
   })
   // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.
