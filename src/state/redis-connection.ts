@@ -168,6 +168,15 @@ export class RedisConnection {
     return this.prefix + parts.join(":");
   }
 
+  /**
+   * A key of one tenant in the tenant layout (the hash-tag layout: a Cluster, or `hashTags`): the tenant is the hash
+   * tag, "tollgate:{t:acme}:ledger:e:<id>", so every script of a tenant's ledger touches one slot and tenants spread
+   * over the primaries.
+   */
+  tenantKey(tenant: string, ...parts: string[]): string {
+    return `${this.prefix}{t:${tenant}}:${parts.join(":")}`;
+  }
+
   /** A key of `group` named by a ready-made name (windows.ts builds the budget counter names). */
   keyIn(group: string, name: string): string {
     return this.tagged ? `${this.prefix}{${group}}:${name}` : this.prefix + name;

@@ -48,18 +48,92 @@ describe("Redis Cluster key layout", () => {
       const groups = new Map<string, Set<number>>();
       for (const entry of keys) {
         const key = entry.slice(entry.indexOf("|") + 1);
-        const group = /^[^:]+:\{(\w+)\}:/.exec(key)?.[1];
+        const group = /^[^:]+:\{([\w:]+)\}:/.exec(key)?.[1];
         if (!group) continue;
         if (!groups.has(group)) groups.set(group, new Set());
         groups.get(group)!.add(await slotOf(key));
       }
-      expect([...groups.keys()].sort()).toEqual(["ledger", "own"]);
+      // The ledger's keys carry its tenant as hash tag: one slot per tenant.
+      expect([...groups.keys()].sort()).toEqual(["own", "t:t1"]);
       for (const slots of groups.values()) expect(slots.size).toBe(1);
       const kvNodes = new Set(keys.filter((k) => k.includes(":kv:")).map((k) => k.slice(0, k.indexOf("|"))));
       expect(kvNodes.size).toBe(3);
     } finally {
       admin.disconnect();
       await stores.close();
+    }
+  });
+});
+
+describe("Redis Cluster: the ledger sharded by tenant", () => {
+  const entry = (id: string, tenant: string, amount = "5") => ({
+    id,
+    tenant,
+    route: "/r",
+    fingerprint: "f",
+    amount,
+    asset: "a",
+    network: "n",
+    payee: "p",
+  });
+
+  it("spreads tenants' ledgers over the three primaries, and reads across them from another instance", async () => {
+    const p = prefix();
+    const a = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const b = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      const t0 = Date.now() - 3_600_000;
+      const tenants = Array.from({ length: 24 }, (_, i) => `tenant-${i}`);
+      for (const [i, t] of tenants.entries()) expect((await a.ledger.reserve(entry(`e${i}`, t), { daily: 100n }, t0 + i)).ok).toBe(true);
+      // Each tenant's keys on one slot; the tenants over every primary.
+      const slots = new Set<number>();
+      for (const t of tenants) slots.add(Number(await admin.cluster("KEYSLOT", `${p}{t:${t}}:ledger:e:x`)));
+      const ranges = await admin.cluster("SLOTS");
+      const primaries = new Set([...slots].map((slot) => ranges.find(([from, to]) => slot >= from && slot <= to)![2][1]));
+      expect(primaries.size).toBe(3);
+
+      // Another instance (nothing remembered) commits and reads by id alone, and sees the fleet.
+      await b.ledger.commit("e3", "0xtx", Date.now());
+      expect((await b.ledger.get("e3"))?.state).toBe("committed");
+      const all = await b.ledger.list({});
+      expect(all.map((e) => e.id)).toEqual(tenants.map((_, i) => `e${i}`).reverse());
+      expect((await b.ledger.list({ limit: 2 })).map((e) => e.id)).toEqual(["e23", "e22"]);
+      expect((await b.ledger.list({ state: "committed" })).map((e) => e.id)).toEqual(["e3"]);
+      // The reconciler's view: every tenant's expired holds, soonest first, across the primaries.
+      const holds = await b.ledger.expiredHolds(Date.now(), 100);
+      expect(holds.map((e) => e.id)).toEqual(tenants.map((_, i) => `e${i}`).filter((id) => id !== "e3"));
+      expect((await b.ledger.expiredHolds(Date.now(), 3)).map((e) => e.id)).toEqual(["e0", "e1", "e2"]);
+      expect((await b.ledger.usage("tenant-3", Date.now())).total).toBe(5n);
+    } finally {
+      admin.disconnect();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("finds an entry whose id key was lost by asking each tenant, and counts the budget once", async () => {
+    const p = prefix();
+    const a = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      expect((await a.ledger.reserve(entry("lost", "acme", "7"), { daily: 10n }, Date.now())).ok).toBe(true);
+      expect((await a.ledger.reserve(entry("other", "globex", "1"), { daily: 10n }, Date.now())).ok).toBe(true);
+      await admin.del(`${p}ledger-id:lost`);
+      const b = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        await b.ledger.release("lost", "test", Date.now());
+        expect((await b.ledger.get("lost"))?.state).toBe("released");
+        expect(await admin.get(`${p}ledger-id:lost`)).toBe("acme");
+        expect((await b.ledger.usage("acme", Date.now())).total).toBe(0n);
+        await expect(b.ledger.commit("nobody", undefined, Date.now())).rejects.toThrow(/ledger entry nobody not found/);
+        expect(await b.ledger.get("nobody")).toBeUndefined();
+      } finally {
+        await b.close();
+      }
+    } finally {
+      admin.disconnect();
+      await a.close();
     }
   });
 });
@@ -83,7 +157,7 @@ describe("Redis Cluster with a replica per shard: money writes confirmed by WAIT
       await stores.ledger.commit("w1", "0xtx", Date.now());
       expect(await stores.idempotency.begin("k1", "fp", 60_000)).toEqual({ state: "new" });
       // The shard's replica holds the committed entry already (WAIT returned only once it had it).
-      const key = `${p}{ledger}:e:w1`;
+      const key = `${p}{t:t1}:ledger:e:w1`;
       const slot = Number(await admin.cluster("KEYSLOT", key));
       const ranges = await admin.cluster("SLOTS");
       const primaryPort = ranges.find(([from, to]) => slot >= from && slot <= to)![2][1];
