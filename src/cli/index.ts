@@ -17,6 +17,7 @@ Usage:
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
   tollgate config check FILE                validate a config file, listing every problem
+  tollgate state migrate --config FILE      a Redis Cluster's ledger moved to the per-tenant layout (gateways stopped)
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
                                             offline: prints a key and the hash line for the config file
@@ -328,6 +329,7 @@ export async function main(argv: string[]) {
     if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
     if (cmd === "usage") return await cmdUsage(sub, rest);
     if (cmd === "credits") return await cmdCredits(sub, rest);
+    if (cmd === "state") return await (await import("./state.js")).cmdState(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);

@@ -9,6 +9,7 @@
 // reconciler's expired holds) fan out over the set of tenants that ever reserved. Calls that name only an entry id
 // find its tenant through a per-id key written beside the reservation (remembered per instance).
 import type { RedisConnection } from "./redis-connection.js";
+import { ledgerIdKey, ledgerTenantsKey, refuseUnmigrated } from "./redis-migrate.js";
 import { HELD, holdExpiresAt, matches, UNSIGNED_HOLD_MS } from "./holds.js";
 import type {
   BudgetLedger,
@@ -54,7 +55,7 @@ function fieldsOf(o: object): string[] {
 const FAN_OUT = 8;
 
 /** Runs `fn` over `items`, at most `limit` at a time; results in order. */
-export async function bounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+async function bounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
@@ -82,7 +83,7 @@ export class RedisLedger implements BudgetLedger {
   private readonly listed = new Set<string>();
 
   constructor(private readonly r: RedisConnection) {
-    this.perTenant = r.tagged;
+    this.perTenant = r.ledgerPerTenant;
   }
 
   /** A key of the tenant's ledger group: hash-tagged by tenant in the tenant layout. */
@@ -92,13 +93,21 @@ export class RedisLedger implements BudgetLedger {
   private entryKey(id: string, tenant: string) {
     return this.k(tenant, "e", id);
   }
-  /** The tenant layout's id -> tenant key: on its own slot, found by the id alone. */
   private idKey(id: string) {
-    return `${this.r.prefix}ledger-id:${id}`;
+    return ledgerIdKey(this.r, id);
   }
-  /** The tenant layout's set of every tenant that reserved: what the fleet views fan out over. */
-  tenantsKey() {
-    return `${this.r.prefix}ledger-tenants`;
+  private tenantsKey() {
+    return ledgerTenantsKey(this.r);
+  }
+  /** Settles once per instance that no shared-layout ledger waits to be migrated (the tenant layout only). */
+  private layoutChecked: Promise<void> | undefined;
+  private async layout(): Promise<void> {
+    if (!this.perTenant) return;
+    this.layoutChecked ??= refuseUnmigrated(this.r).catch((err) => {
+      this.layoutChecked = undefined; // asked again next time
+      throw err;
+    });
+    await this.layoutChecked;
   }
   /** A tenant's index; the fleet-wide one (`tenant` undefined) exists only in the shared layout. */
   private idx(state: LedgerState | "all", tenant?: string) {
@@ -134,6 +143,7 @@ export class RedisLedger implements BudgetLedger {
   }
   /** Every tenant that ever reserved (tenant layout). */
   async allTenants(): Promise<string[]> {
+    await this.layout();
     return (await this.r.run(() => this.r.client.smembers(this.tenantsKey()))).sort();
   }
   /**
@@ -143,6 +153,7 @@ export class RedisLedger implements BudgetLedger {
    */
   private async tenantOf(id: string): Promise<string | undefined> {
     if (!this.perTenant) return "";
+    await this.layout();
     const known = this.tenants.get(id);
     if (known !== undefined) return known;
     const t = await this.r.run(() => this.r.client.get(this.idKey(id)));
@@ -210,6 +221,7 @@ export class RedisLedger implements BudgetLedger {
     ];
     let res: [number, number?, string?];
     if (this.perTenant) {
+      await this.layout();
       // The tenant joins the set the fleet views read before its first entry can exist (once per instance).
       if (!this.listed.has(t)) {
         await this.r.run(() => this.r.client.sadd(this.tenantsKey(), t));
@@ -401,6 +413,7 @@ export class RedisLedger implements BudgetLedger {
       const merged = lists.flat().sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
       return f.limit ? merged.slice(0, f.limit) : merged;
     }
+    await this.layout();
     return this.listIn(f, f.tenant ?? "");
   }
 
@@ -429,6 +442,7 @@ export class RedisLedger implements BudgetLedger {
   }
 
   async usage(tenant: string, now: number): Promise<Usage> {
+    await this.layout();
     const day = dayOf(now);
     const month = monthOf(now);
     const k = this.windowKeys(tenant, day, month);
@@ -445,6 +459,7 @@ export class RedisLedger implements BudgetLedger {
   /** In the tenant layout each tenant's holds are asked (bounded concurrency), merged soonest-expired first. */
   private async holds(kind: SpendKind, now: number, limit: number) {
     if (!this.perTenant) return this.holdsIn(kind, "", now, limit);
+    await this.layout();
     const lists = await bounded(await this.allTenants(), FAN_OUT, (t) => this.holdsIn(kind, t, now, limit));
     return lists
       .flat()

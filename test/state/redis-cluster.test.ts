@@ -2,11 +2,18 @@
 // redis-cli --cluster create): every multi-key script must find its keys on one slot, which the hash-tagged key
 // groups ensure, while single-key values spread over the shards.
 import { Cluster, Redis } from "ioredis";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StateUnavailableError } from "../../src/state/errors.js";
 import { redisStores } from "../../src/state/redis.js";
 import { stateContract } from "./contract.js";
 import { type RedisClusterSet, startRedisCluster } from "./redis-ha.js";
+
+const run = promisify(execFile);
 
 let cluster: RedisClusterSet;
 beforeAll(async () => {
@@ -136,6 +143,108 @@ describe("Redis Cluster: the ledger sharded by tenant", () => {
       await a.close();
     }
   });
+});
+
+describe("Redis Cluster: upgrading a ledger from the shared layout", () => {
+  const entry = (id: string, tenant: string, amount: string, extra: Record<string, unknown> = {}) => ({
+    id,
+    tenant,
+    route: "/r",
+    fingerprint: "f",
+    amount,
+    asset: "a",
+    network: "n",
+    payee: "p",
+    ...extra,
+  });
+
+  it("refuses the old ledger until `tollgate state migrate` moved it, then reads and settles it exactly", async () => {
+    const p = prefix();
+    const now = Date.now();
+    // The previous version: every ledger key under the one {ledger} tag.
+    const before = redisStores({ cluster: cluster.nodes }, { prefix: p, ledgerLayout: "shared" });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      const limits = { daily: 100n, monthly: 1000n, total: 5000n };
+      expect((await before.ledger.reserve(entry("paid", "acme", "30"), limits, now)).ok).toBe(true);
+      await before.ledger.signed("paid", { nonce: "0x1", validBefore: Math.floor(now / 1000) + 60, payer: "0xpayer" }, now);
+      await before.ledger.commit("paid", "0xtx", now);
+      expect((await before.ledger.reserve(entry("held", "acme", "40"), limits, now)).ok).toBe(true);
+      expect(
+        (
+          await before.ledger.reserve(
+            entry("credit", "globex", "7", { kind: "credits", resource: "sandbox:s1", meter: "minute" }),
+            limits,
+            now,
+          )
+        ).ok,
+      ).toBe(true);
+      expect((await before.ledger.reserve(entry("gone", "globex", "5"), limits, now)).ok).toBe(true);
+      await before.ledger.release("gone", "upstream refused", now);
+      const oldList = await before.ledger.list({});
+      const oldUsage = { acme: await before.ledger.usage("acme", now), globex: await before.ledger.usage("globex", now) };
+      expect(await admin.exists(`${p}{ledger}:e:paid`)).toBe(1);
+      await before.close();
+
+      // The new version refuses the unmoved ledger (budgets would start again from zero): fail closed.
+      const early = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        await expect(early.ledger.reserve(entry("new", "acme", "1"), limits, now)).rejects.toBeInstanceOf(StateUnavailableError);
+        await expect(early.ledger.usage("acme", now)).rejects.toThrow(/tollgate state migrate/);
+      } finally {
+        await early.close();
+      }
+
+      // The command, as an operator runs it, with the gateway's config file.
+      const dir = await mkdtemp(join(tmpdir(), "tollgate-migrate-"));
+      const file = join(dir, "tollgate.toml");
+      const nodes = cluster.nodes.map((n) => `"${n.host}:${n.port}"`).join(", ");
+      await writeFile(file, `[state]\nbackend = "redis"\nclusterNodes = [${nodes}]\n`);
+      const cli = () => run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "state", "migrate", "--config", file]);
+      try {
+        const { migrateLedgerToTenantLayout } = await import("../../src/state/redis-migrate.js");
+        const moving = redisStores({ cluster: cluster.nodes }, { prefix: p });
+        try {
+          expect(await migrateLedgerToTenantLayout(moving.connection)).toEqual({ entries: 4, counters: 9, tenants: 2, already: false });
+          expect((await migrateLedgerToTenantLayout(moving.connection)).already).toBe(true);
+        } finally {
+          await moving.close();
+        }
+        // The command line on a Redis that has nothing left to move (the default prefix): it says so, exit 0.
+        expect((await cli()).stdout).toMatch(/Moved 0 ledger entries|already/);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+
+      const after = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        // Every entry as it was (the order of entries made in the same millisecond aside).
+        const byId = (l: { id: string }[]) => [...l].sort((a, b) => a.id.localeCompare(b.id));
+        expect(byId(await after.ledger.list({}))).toEqual(byId(oldList));
+        expect(await after.ledger.usage("acme", now)).toEqual(oldUsage.acme);
+        expect(await after.ledger.usage("globex", now)).toEqual(oldUsage.globex);
+        expect((await after.ledger.get("paid"))?.transaction).toBe("0xtx");
+        expect((await after.ledger.list({ resource: "sandbox:s1" })).map((e) => e.id)).toEqual(["credit"]);
+        // The hold left by the old version is the reconciler's, found through the tenant's holds.
+        expect((await after.ledger.expiredHolds(now + 11 * 60_000, 10)).map((e) => e.id)).toEqual(["held"]);
+        expect((await after.ledger.expiredCreditHolds(now + 11 * 60_000, 10)).map((e) => e.id)).toEqual(["credit"]);
+        // Settling it moves the migrated counters: 30 committed + 40 held = 70 of 100; released, 30.
+        await after.ledger.release("held", "reconciled", now);
+        expect((await after.ledger.usage("acme", now)).daily).toBe(30n);
+        // The budget goes on from what was spent before: 30 + 71 > 100 is refused, 70 fits.
+        const over = await after.ledger.reserve(entry("big", "acme", "71"), limits, now);
+        expect(over.ok).toBe(false);
+        expect((await after.ledger.reserve(entry("fits", "acme", "70"), limits, now)).ok).toBe(true);
+        expect((await after.ledger.usage("acme", now)).daily).toBe(100n);
+        // Newest first still: the new entry's sequence follows the migrated ones.
+        expect((await after.ledger.list({ tenant: "acme", limit: 1 }))[0]?.id).toBe("fits");
+      } finally {
+        await after.close();
+      }
+    } finally {
+      admin.disconnect();
+    }
+  }, 60_000);
 });
 
 describe("Redis Cluster with a replica per shard: money writes confirmed by WAIT", () => {
