@@ -3,6 +3,7 @@
 import { StateUnavailableError } from "./errors.js";
 import type { OwnerRow, TollgateStateStub } from "./durable-object.js";
 import type { SequencedEntry, WireFilter, WireLimits } from "./durable-ledger.js";
+import { bounded, FAN_OUT } from "./fan-out.js";
 import { holdExpiresAt } from "./holds.js";
 import type {
   BudgetLedger,
@@ -184,7 +185,7 @@ class DurableLedger implements BudgetLedger {
     if (f.tenant !== undefined) return (await this.o.call(`ledger:${f.tenant}`, (s) => s.ledgerList(wire, f.limit), f.tenant)).map(strip);
     // Across tenants: each object's newest, merged. Sequences are per object, so ties on createdAt order arbitrarily.
     const tenants = await this.allTenants();
-    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerList(wire, f.limit))));
+    const lists = await bounded(tenants, FAN_OUT, (t) => this.o.call(`ledger:${t}`, (s) => s.ledgerList(wire, f.limit)));
     const merged = lists.flat().sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq);
     return (f.limit ? merged.slice(0, f.limit) : merged).map(strip);
   }
@@ -196,7 +197,7 @@ class DurableLedger implements BudgetLedger {
   /** Every tenant's object is asked (they are listed in the index shards): meant for a periodic reconciler. */
   private async holds(kind: SpendKind, now: number, limit: number) {
     const tenants = await this.allTenants();
-    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(kind, now, limit))));
+    const lists = await bounded(tenants, FAN_OUT, (t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(kind, now, limit)));
     return lists
       .flat()
       .sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b))

@@ -9,6 +9,7 @@
 // reconciler's expired holds) fan out over the set of tenants that ever reserved. Calls that name only an entry id
 // find its tenant through a per-id key written beside the reservation (remembered per instance).
 import type { RedisConnection } from "./redis-connection.js";
+import { bounded, FAN_OUT } from "./fan-out.js";
 import { ledgerIdKey, ledgerTenantsKey, refuseUnmigrated } from "./redis-migrate.js";
 import { HELD, holdExpiresAt, matches, UNSIGNED_HOLD_MS } from "./holds.js";
 import type {
@@ -48,23 +49,6 @@ function toEntry(h: Record<string, string>): LedgerEntry | undefined {
 function fieldsOf(o: object): string[] {
   const out: string[] = [];
   for (const [k, v] of Object.entries(o)) if (v !== undefined && v !== null) out.push(k, String(v));
-  return out;
-}
-
-/** How many tenants a fleet view reads at once. */
-const FAN_OUT = 8;
-
-/** Runs `fn` over `items`, at most `limit` at a time; results in order. */
-async function bounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
 
