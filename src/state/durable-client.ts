@@ -283,8 +283,17 @@ class DurableOwnership implements OwnershipRegistry {
     await this.pull(kind, id);
     // The resource's object decides (the first claim wins); the tenant's lists it.
     const cutoff = this.cutoff();
-    if (!(await this.o.call(this.res(kind, id), (s) => s.ownClaim(kind, id, tenant, cutoff), tenant))) return false;
-    return this.o.call(this.own(tenant), (s) => s.ownClaim(kind, id, tenant), tenant);
+    // One round trip: the resource's object decides (the first claim wins) while the tenant's lists it; a refused
+    // claim (another tenant's id, rare) takes the listing back.
+    const [won, listed] = await Promise.all([
+      this.o.call(this.res(kind, id), (s) => s.ownClaim(kind, id, tenant, cutoff), tenant),
+      this.o.call(this.own(tenant), (s) => s.ownClaim(kind, id, tenant), tenant),
+    ]);
+    if (!won) {
+      await this.o.call(this.own(tenant), (s) => s.ownDrop(kind, id), tenant);
+      return false;
+    }
+    return listed;
   }
   async owner(kind: ResourceKind, id: string) {
     await this.pull(kind, id);

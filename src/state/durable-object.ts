@@ -177,6 +177,10 @@ export class TollgateState extends DurableObject {
       return true;
     });
   }
+  /** Forgets one resource's row: a tenant's listing of a claim its resource's object refused. */
+  ownDrop(kind: ResourceKind, id: string) {
+    this.sql.exec("DELETE FROM owners WHERE kind = ? AND id = ?", kind, id);
+  }
   /** Forgets resources that ended before `cutoff` (epoch ms): past their retention. */
   private ownForget(cutoff: number) {
     this.sql.exec("DELETE FROM owners WHERE ended_at IS NOT NULL AND ended_at <= ?", cutoff);
