@@ -132,8 +132,10 @@ export class RedisLedger implements BudgetLedger {
   }
   /**
    * The tenant of an entry known by its id: "" in the shared layout (keys do not name it). In the tenant layout, from
-   * memory, else the id's key, else (the id key lost: its write failed beside a reserve that succeeded) each tenant's
-   * ledger asked, and the id key written again. Undefined when no tenant has the entry.
+   * memory, else the id's key. Undefined when the id is unknown: one read, never a search over the tenants (callers
+   * look up ids that often do not exist, e.g. a settlement's cap entry). An entry whose id key is missing (the key's
+   * write failed beside a reservation, which then failed closed) is still reached through the fleet views: the
+   * reconciler's expired holds load it from its tenant's shard, and this instance remembers its tenant from there.
    */
   private async tenantOf(id: string): Promise<string | undefined> {
     if (!this.perTenant) return "";
@@ -141,19 +143,9 @@ export class RedisLedger implements BudgetLedger {
     const known = this.tenants.get(id);
     if (known !== undefined) return known;
     const t = await this.r.run(() => this.r.client.get(this.idKey(id)));
-    if (t !== null) {
-      this.remember(id, t);
-      return t;
-    }
-    const tenants = await this.allTenants();
-    const found = (await bounded(tenants, FAN_OUT, (x) => this.r.run(() => this.r.client.exists(this.entryKey(id, x))))).findIndex(
-      (n) => n === 1,
-    );
-    if (found < 0) return undefined;
-    const tenant = tenants[found]!;
-    await this.r.run(() => this.r.client.set(this.idKey(id), tenant, "NX")).catch(() => {});
-    this.remember(id, tenant);
-    return tenant;
+    if (t === null) return undefined;
+    this.remember(id, t);
+    return t;
   }
   private async tenantOrMissing(id: string): Promise<string> {
     const t = await this.tenantOf(id);
@@ -211,10 +203,11 @@ export class RedisLedger implements BudgetLedger {
         await this.r.run(() => this.r.client.sadd(this.tenantsKey(), t));
         this.listed.add(t);
       }
-      // The id key beside the reservation, in the same round trip: losing it costs a fan-out later, never money.
+      // The id key beside the reservation, in the same round trip (its own slot). Both must land: a reservation whose
+      // id key failed fails closed like one that got no answer (nothing is signed on it; the reconciler releases it).
       const [reserved] = await Promise.all([
         this.r.confirmed<[number, number?, string?]>((p) => p.tgReserve(...keys, ...args)),
-        this.r.run(() => this.r.client.set(this.idKey(e.id), t, "NX")).catch(() => undefined),
+        this.r.run(() => this.r.client.set(this.idKey(e.id), t, "NX")),
       ]);
       res = reserved;
       this.remember(e.id, t);
