@@ -339,7 +339,10 @@ class DurableOwnership implements OwnershipRegistry {
  * left to move. Other backends have nothing to move.
  */
 export function migrateDurableState(stores: StateStores): Promise<boolean> {
-  return stores.ownership instanceof DurableOwnership ? stores.ownership.migrateLegacy() : Promise.resolve(true);
+  // Found on the stores object itself: the gateway wraps the registries (metering, remembered owners) by spreading the
+  // stores, which keeps this property and hides the DurableOwnership instance.
+  const step = (stores as { migrateLegacyState?: () => Promise<boolean> }).migrateLegacyState;
+  return typeof step === "function" ? step() : Promise.resolve(true);
 }
 
 const keyObject = (key: string) => `keys:${shard(key, KEY_SHARDS)}`;
@@ -465,9 +468,12 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
   }
   const o = new Objects(env[binding] as StateNamespace, opts.namespace ? `${opts.namespace}/` : "", opts.locationHint);
   const kv = new DurableKeyValue(o);
-  return {
+  const ownership = new DurableOwnership(o, opts.endedRetentionMs ?? ENDED_RETENTION_MS);
+  const stores: StateStores & { migrateLegacyState: () => Promise<boolean> } = {
+    // One step of moving the previous layout out (migrateDurableState, the Worker's cron).
+    migrateLegacyState: () => ownership.migrateLegacy(),
     ledger: new DurableLedger(o),
-    ownership: new DurableOwnership(o, opts.endedRetentionMs ?? ENDED_RETENTION_MS),
+    ownership,
     kv,
     idempotency: new DurableIdempotency(o),
     rateLimiter: new FixedWindowRateLimiter(kv),
@@ -478,4 +484,5 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     outbox: new DurableOutbox(o),
     async close() {},
   };
+  return stores;
 }
