@@ -3,7 +3,7 @@ import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfigFile, oidcClientSecret, secretsFromEnv } from "../../config/load.js";
+import { accountApiKeys, ConfigError, loadConfigFile, oidcClientSecret, secretsFromEnv } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
@@ -208,8 +208,12 @@ async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
   const config = await loadConfigFile(values.config);
-  const secrets = { ...secretsFromEnv(process.env), oidcClientSecret: await oidcClientSecret(config, process.env) };
-  if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
+  const secrets = {
+    ...secretsFromEnv(process.env),
+    oidcClientSecret: await oidcClientSecret(config, process.env),
+    accountApiKeys: await accountApiKeys(config, process.env),
+  };
+  if (!secrets.upstreamApiKey && !secrets.accountApiKeys) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
   if (!secrets.tokenSecret && !secrets.tokenSecrets)
     fail(
       "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.",
@@ -290,7 +294,10 @@ async function cmdConfigCheck(args: string[]) {
   if (!file) fail("tollgate config check FILE");
   try {
     const cfg = await loadConfigFile(file);
-    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"})\n`);
+    const accounts = cfg.upstream.accounts
+      ? `, ${cfg.upstream.accounts.length} upstream account${cfg.upstream.accounts.length === 1 ? "" : "s"}`
+      : "";
+    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"}${accounts})\n`);
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
