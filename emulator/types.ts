@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { CreditMeter } from "./credits.js";
+import type { EmulatorAccounts } from "./accounts.js";
 
 export interface EmulatorLog {
   (event: string, fields?: Record<string, unknown>): void;
@@ -28,6 +29,8 @@ export interface EmulatorContext {
   /** Directory under which the emulator keeps its state (sandbox roots, browser profiles). Removed on close. */
   stateDir: string;
   log: EmulatorLog;
+  /** The accounts whose keys the control plane takes (./accounts.ts): the default one (`apiKey`) and any others. */
+  accounts?: EmulatorAccounts;
   /** What the team is charged, by the emulator's schedule (./credits.ts); absent in tests of one module: nothing charged. */
   credits?: CreditMeter;
 }
