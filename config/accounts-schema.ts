@@ -34,6 +34,24 @@ export const upstreamAccountSchema = z
     path: ["apiKeyEnv"],
   });
 
+/** Each account's circuit breaker (with [[upstream.accounts]]): what opens it, and how long it stays open. */
+export const breakerSchema = z
+  .strictObject({
+    /** Failures (5xx answers, no answer, answers slower than slowMs) among the last `window` calls that open it. */
+    failures: z.number().int().min(1).max(1000).default(5),
+    window: z.number().int().min(1).max(1000).default(20),
+    /** An answer slower than this (to its headers) counts as a failure. */
+    slowMs: z.number().int().positive().max(600_000).default(10_000),
+    /** How long it stays open before one probe call is let through (half-open). */
+    openSeconds: z.number().positive().max(3600).default(30),
+    /** Safe calls (GETs) that got no answer or a 502/503/504 are retried this many times at most per request… */
+    retries: z.number().int().min(0).max(5).default(2),
+    /** …with this first backoff, doubled each time, within this budget per request. */
+    retryBackoffMs: z.number().int().min(0).max(10_000).default(100),
+    retryBudgetMs: z.number().int().min(0).max(60_000).default(2_000),
+  })
+  .default({ failures: 5, window: 20, slowMs: 10_000, openSeconds: 30, retries: 2, retryBackoffMs: 100, retryBudgetMs: 2_000 });
+
 export type UpstreamAccountConfig = z.infer<typeof upstreamAccountSchema>;
 
 /** Cross-field rules: unique account ids, and tenants pinned only to accounts that exist. */

@@ -4,7 +4,7 @@ import { DestinationRules } from "../src/operators/alerts/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
 import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 import { operatorsSchema } from "./operators-schema.js";
-import { accountProblems, upstreamAccountSchema } from "./accounts-schema.js";
+import { accountProblems, breakerSchema, upstreamAccountSchema } from "./accounts-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -103,8 +103,16 @@ export const configSchema = z
          * Absent: the one account of TOLLGATE_UPSTREAM_API_KEY.
          */
         accounts: z.array(upstreamAccountSchema).min(1, { error: "expected at least one [[upstream.accounts]] entry" }).optional(),
+        /** Each account's circuit breaker and the retries of safe calls (with [[upstream.accounts]] only). */
+        breaker: breakerSchema,
       })
-      .default({ baseUrl: "https://api.hyperbrowser.ai", allowedHosts: [], timeoutMs: 30_000, exposedPorts: "auto" }),
+      .default({
+        baseUrl: "https://api.hyperbrowser.ai",
+        allowedHosts: [],
+        timeoutMs: 30_000,
+        exposedPorts: "auto",
+        breaker: { failures: 5, window: 20, slowMs: 10_000, openSeconds: 30, retries: 2, retryBackoffMs: 100, retryBudgetMs: 2_000 },
+      }),
     payments: paymentPolicySchema
       .extend({
         enabled: z.boolean().default(true),

@@ -3,7 +3,6 @@ import type { Hono } from "hono";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { CreditMeter } from "./credits.js";
-import type { EmulatorAccounts } from "./accounts.js";
 
 export interface EmulatorLog {
   (event: string, fields?: Record<string, unknown>): void;
@@ -30,7 +29,11 @@ export interface EmulatorContext {
   stateDir: string;
   log: EmulatorLog;
   /** The accounts whose keys the control plane takes (./accounts.ts): the default one (`apiKey`) and any others. */
-  accounts?: EmulatorAccounts;
+  accounts?: {
+    byKey(key: string | undefined): unknown;
+    readonly several: boolean;
+    currentAccount(): string | undefined;
+  };
   /** What the team is charged, by the emulator's schedule (./credits.ts); absent in tests of one module: nothing charged. */
   credits?: CreditMeter;
 }

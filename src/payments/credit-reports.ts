@@ -65,7 +65,7 @@ async function readUpstreamAnswer(
     const res = await upstream.transport.request({
       url: `${upstream.origin}${path}`,
       method: "GET",
-      headers: upstream.controlHeaders(`credits-${crypto.randomUUID()}`),
+      headers: await upstream.headersFor(`credits-${crypto.randomUUID()}`, path),
       signal: AbortSignal.timeout(services.config.upstream.timeoutMs),
     });
     if (!res.ok) {
