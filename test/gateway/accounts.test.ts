@@ -4,12 +4,13 @@
 // with its own account; a pinned tenant never lands elsewhere; another tenant's id is 404 whatever account holds it.
 import { randomBytes } from "node:crypto";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { statusOf } from "../helpers/sdk-status.js";
+import { stateKeys } from "../../src/state/keys.js";
 
 let emu: EmulatorHandle;
 let gw: RunningGateway;
@@ -66,6 +67,9 @@ beforeAll(async () => {
       ],
       breaker: { failures: 3, window: 10, openSeconds: 1, retryBackoffMs: 20 },
     },
+    // Per account, the team's usage is in whole credits (so up to one credit, $0.001, apart from the ledger's exact
+    // figures); work the gateway never saw is more than that.
+    credits: { driftAlertUsd: "0.002" },
     tenants,
   });
   gw = await startNodeGateway({
@@ -249,6 +253,86 @@ describe("resilience", () => {
   });
 
   it("logs no account's key", () => {
+    expect(logs.length).toBeGreaterThan(0);
     for (const a of ["a", "b", "c"]) expect(logs.join("\n")).not.toContain(emu.accounts.get(a)!.apiKey);
+  });
+});
+
+describe("books per account", () => {
+  const services = () => gw.gateway.services;
+  const reconcile = async () => (await gw.gateway.reconciler.runOnce()).creditsDrift!;
+  const usd = (credits: number) => Math.round(credits * 1000) / 1e6; // usdPerCredit 0.001, in USD
+
+  it("settles each session from its own account and reconciles each account's books with its own usage", async () => {
+    const acme = sdk("acme");
+    // 4 credits a second, so each account's usage grows by whole credits. The emulator prices a session by the schedule
+    // when asked, earlier ones too: the books start over from here (each account's baseline).
+    emu.credits.schedule.browserMinute = 240;
+    onTestFinished(() => {
+      emu.credits.schedule.browserMinute = 2;
+    });
+    for (const a of ["a", "b", "c"]) await services().stores.kv.delete(stateKeys.creditsDrift("baseline", a));
+    const first = await reconcile();
+    expect(Object.keys(first.accounts!).sort()).toEqual(["a", "b", "c"]);
+    expect(first.driftUsd).toBe("0.00");
+    const before = Object.fromEntries(["a", "b", "c"].map((a) => [a, emu.credits.usage(a)]));
+    const sessions: string[] = [];
+    // Until each account holds one (a takes one at a time: by weight it is asked again, refuses, and the session moves on).
+    for (let i = 0; i < 6 && new Set(sessions.map(ownerOf)).size < 3; i++) sessions.push((await acme.sessions.create()).id);
+    await new Promise((r) => setTimeout(r, 1_000));
+    for (const id of sessions) await acme.sessions.stop(id);
+    expect(new Set(sessions.map(ownerOf))).toEqual(new Set(["a", "b", "c"]));
+    const report = await reconcile();
+    const perAccount: Record<string, number> = {};
+    for (const id of sessions) {
+      const account = ownerOf(id)!;
+      // The session's creditsUsed, read from its own account, is its ledger entry (at cost, multiplier 1)...
+      const used = (await acme.sessions.get(id)).creditsUsed!;
+      expect(used).toBeGreaterThan(1);
+      const [entry] = await services().stores.ledger.list({ tenant: "acme", resource: `session:${id}` });
+      expect(entry).toMatchObject({ state: "committed", settledFrom: "upstream", amount: String(Math.round(used * 1000)) });
+      // ...and what the account reports it used.
+      perAccount[account] = (perAccount[account] ?? 0) + used;
+    }
+    for (const [account, used] of Object.entries(perAccount)) {
+      expect(emu.credits.usage(account) - before[account]!).toBeCloseTo(used, 3);
+      // Each account's books: the ledger's spend on it is its sessions, the team's usage the same within a credit.
+      const books = report.accounts![account]!;
+      expect(Number(books.ledgerUsd)).toBeCloseTo(usd(used), 6);
+      expect(Math.abs(Number(books.driftUsd))).toBeLessThan(0.001);
+      expect(books.alerting).toBe(false);
+    }
+    expect(report.alerting).toBe(false);
+  }, 60_000);
+
+  it("names the account whose usage drifted from the ledger (work the gateway never saw)", async () => {
+    const earlier = await reconcile();
+    emu.credits.schedule.browserMinute = 240;
+    onTestFinished(() => {
+      emu.credits.schedule.browserMinute = 2;
+    });
+    const headers = { "x-api-key": emu.accounts.get("b")!.apiKey, "content-type": "application/json" };
+    const direct = (await (await fetch(`${emu.controlUrl}/api/session`, { method: "POST", headers, body: "{}" })).json()) as { id: string };
+    await new Promise((r) => setTimeout(r, 1_000));
+    await fetch(`${emu.controlUrl}/api/session/${direct.id}/stop`, { method: "PUT", headers });
+    const report = await reconcile();
+    expect(report.alerting).toBe(true);
+    // The ledger spent nothing more on b; b's usage grew by the direct session.
+    expect(report.accounts!.b).toMatchObject({ alerting: true, ledgerUsd: earlier.accounts!.b!.ledgerUsd });
+    expect(Number(report.accounts!.b!.driftUsd)).toBeGreaterThanOrEqual(0.004);
+    expect(report.accounts!.a!.alerting).toBe(false);
+    expect(report.accounts!.c!.alerting).toBe(false);
+    const alerts = (await services().stores.audit.list({ limit: 1000 })).filter((a) => a.action === "alert.credits.drift");
+    expect(JSON.stringify(alerts)).toContain('"account":"b"');
+    expect(logs.some((l) => l.includes("credit spend drifted") && l.includes('"account":"b"'))).toBe(true);
+  }, 60_000);
+
+  it("exports usage with an account column", async () => {
+    const res = await fetch(`${gw.url}/_tollgate/admin/usage/export?format=csv`, { headers: { "x-api-key": keys.ops! } });
+    expect(res.status).toBe(200);
+    const [header, ...rows] = (await res.text()).trim().split("\r\n");
+    expect(header).toBe("tenant,account,day,kind,route,entries,amountUsd,committedUsd,heldUsd,costUsd");
+    const accountsSeen = new Set(rows.filter((r) => r.startsWith("acme,") && r.includes(",session.create,")).map((r) => r.split(",")[1]));
+    expect(accountsSeen).toEqual(new Set(["a", "b", "c"]));
   });
 });
