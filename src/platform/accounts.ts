@@ -231,6 +231,12 @@ export class UpstreamAccounts {
     return pin ? this.list.filter((a) => pin.includes(a.id)) : this.list;
   }
 
+  /** For work that creates nothing (a credit-billed search): the heaviest allowed account whose breaker lets calls through. */
+  pick(tenant: { accounts?: string[] } | undefined): UpstreamAccount | undefined {
+    const pool = this.allowed(tenant).filter((a) => this.breakers.get(a.id)!.available());
+    return pool.sort((a, b) => b.weight - a.weight)[0];
+  }
+
   /**
    * The order in which to try a creation of `kind` for the tenant: the next by weight (smooth weighted round robin)
    * among the accounts with headroom and a breaker letting calls through, then the others with headroom by weight,

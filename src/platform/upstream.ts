@@ -141,7 +141,7 @@ export class Upstream {
     // The addressed resource's account first: a request may read several resources (a list's details).
     let account = call.account ?? (await accounts.accountOfPath(call.path)) ?? c.get("upstreamAccount");
     if (account === undefined && placement && (call.method ?? "GET") === "POST") return this.place(c, call, placement, accounts);
-    account ??= placement?.only ?? accounts.placementOrder(placement?.tenant ?? c.get("tenant"), undefined)[0]?.id ?? accounts.defaultId;
+    account ??= placement?.only ?? accounts.pick(placement?.tenant ?? c.get("tenant"))?.id ?? accounts.defaultId;
     if (!c.get("upstreamAccount")) c.set("upstreamAccount", account);
     return this.guarded(c, call, account, accounts);
   }
