@@ -3,6 +3,9 @@
 // with nothing made twice; a failing account opens its breaker and new work goes elsewhere while every resource stays
 // with its own account; a pinned tenant never lands elsewhere; another tenant's id is 404 whatever account holds it.
 import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
@@ -10,6 +13,7 @@ import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { statusOf } from "../helpers/sdk-status.js";
+import { writeZip } from "../../emulator/sessions/zip-writer.js";
 import { stateKeys } from "../../src/state/keys.js";
 
 let emu: EmulatorHandle;
@@ -101,6 +105,33 @@ describe("placement", () => {
     const listed = await acme.profiles.list({ limit: 100 } as never);
     expect(listed.profiles.map((p) => p.id).sort()).toEqual([...ids].sort());
     expect(listed.totalCount).toBe(8);
+  });
+
+  it("places an uploaded extension too (its multipart body held for a spill), and merges the extension list", async () => {
+    const work = mkdtempSync(join(tmpdir(), "tg-acct-ext-"));
+    try {
+      const dir = join(work, "ext");
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, "manifest.json"), JSON.stringify({ manifest_version: 3, name: "Hello", version: "1.0" }));
+      const zipPath = join(work, "hello.zip");
+      await writeZip(dir, zipPath);
+      const acme = sdk("acme");
+      const ids: string[] = [];
+      emu.accounts.set("a", "refuse"); // a's turn spills: the same upload is sent to the next account
+      try {
+        for (let i = 0; i < 4; i++) ids.push((await acme.extensions.create({ filePath: zipPath, name: `e${i}` })).id);
+      } finally {
+        emu.accounts.set("a", "ok");
+      }
+      expect(ids.every((id) => ownerOf(id) !== "a")).toBe(true);
+      expect(new Set(ids.map(ownerOf)).size).toBe(2);
+      const listed = (await acme.extensions.list()) as unknown as { extensions: Array<{ id: string }> };
+      expect(listed.extensions.map((e) => e.id).sort()).toEqual([...ids].sort());
+      const theirs = (await sdk("globex").extensions.list()) as unknown as { extensions: Array<{ id: string }> };
+      expect(theirs.extensions).toEqual([]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it("spills a session past one account's concurrency limit to another, making nothing twice", async () => {
