@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
+import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
@@ -35,17 +36,18 @@ async function metrics(): Promise<string> {
   return (await fetch(`${gw.url}/_tollgate/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
 }
 
-/** Upstream requests naming `id`, with the account whose key each carried. */
+/** Control-plane requests naming `id` (those with an API key), with the account whose key each carried. */
 function accountsThatSaw(id: string): Set<string> {
   const seen = new Set<string>();
-  for (const r of emu.received) if (r.url.includes(id)) seen.add(emu.accounts.byKey(r.headers["x-api-key"])?.id ?? "none");
+  for (const r of emu.received)
+    if (r.url.includes(id) && r.headers["x-api-key"]) seen.add(emu.accounts.byKey(r.headers["x-api-key"])?.id ?? "unknown");
   return seen;
 }
 
 beforeAll(async () => {
   // The emulator's account "a" takes one session at a time; the gateway is not told (the upstream's 429 is the truth).
   emu = await startEmulator({
-    modules: ["sessions"],
+    modules: ["sessions", "sandboxes"],
     record: true,
     accounts: [{ id: "a", limits: { sessions: 1 } }, { id: "b" }, { id: "c" }],
   });
@@ -57,13 +59,13 @@ beforeAll(async () => {
     ["ops", { scopes: ["admin", "sessions"] }],
   ] as const) {
     keys[id] = generateTenantKey();
-    tenants.push({ id, scopes: ["sessions"], ...extra, keys: [{ hash: await hashTenantKey(keys[id]) }] });
+    tenants.push({ id, scopes: ["sessions", "sandboxes"], ...extra, keys: [{ hash: await hashTenantKey(keys[id]) }] });
   }
   const config = parseConfig({
     server: { host: "127.0.0.1", port: 0, logLevel: "info" },
     upstream: {
       baseUrl: emu.controlUrl,
-      allowedHosts: [new URL(emu.controlUrl).host],
+      allowedHosts: [new URL(emu.controlUrl).host, new URL(emu.runtimeUrl).host, `localhost:${new URL(emu.runtimeUrl).port}`],
       accounts: [
         { id: "a", apiKeyEnv: "KEY_A", weight: 2 },
         { id: "b", apiKeyEnv: "KEY_B", weight: 1 },
@@ -348,8 +350,9 @@ describe("books per account", () => {
     await fetch(`${emu.controlUrl}/api/session/${direct.id}/stop`, { method: "PUT", headers });
     const report = await reconcile();
     expect(report.alerting).toBe(true);
-    // The ledger spent nothing more on b; b's usage grew by the direct session.
-    expect(report.accounts!.b).toMatchObject({ alerting: true, ledgerUsd: earlier.accounts!.b!.ledgerUsd });
+    // b's usage grew by the direct session; the ledger did not see it.
+    expect(report.accounts!.b!.alerting).toBe(true);
+    expect(Number(report.accounts!.b!.teamUsd)).toBeGreaterThan(Number(earlier.accounts!.b!.teamUsd));
     expect(Number(report.accounts!.b!.driftUsd)).toBeGreaterThan(0.002); // past driftAlertUsd
     expect(report.accounts!.a!.alerting).toBe(false);
     expect(report.accounts!.c!.alerting).toBe(false);
@@ -388,4 +391,41 @@ describe("books per account", () => {
     const accountsSeen = new Set(rows.filter((r) => r.startsWith("acme,") && r.includes(",session.create,")).map((r) => r.split(",")[1]));
     expect(accountsSeen).toEqual(new Set(["a", "b", "c"]));
   });
+});
+
+describe("custody on the runtime plane and CDP", () => {
+  it("runs a sandbox's commands and a session's CDP through the account that holds each", async () => {
+    const acme = sdk("acme");
+    const sandboxes = [];
+    for (let i = 0; i < 4 && new Set(sandboxes.map((s) => ownerOf(s.id))).size < 2; i++)
+      sandboxes.push(await acme.sandboxes.create({ imageName: "node" }));
+    try {
+      expect(new Set(sandboxes.map((s) => ownerOf(s.id))).size).toBe(2);
+      for (const sbx of sandboxes) {
+        expect((await acme.sandboxes.get(sbx.id)).status).toBe("active");
+        expect((await sbx.exec("echo hi")).stdout).toBe("hi\n");
+        // Its control calls (the runtime token included) carried its own account's key only.
+        expect(accountsThatSaw(sbx.id)).toEqual(new Set([ownerOf(sbx.id)]));
+      }
+    } finally {
+      for (const sbx of sandboxes) await acme.sandboxes.stop(sbx.id).catch(() => {});
+    }
+    let session: Awaited<ReturnType<typeof acme.sessions.create>> | undefined;
+    const made = [];
+    for (let i = 0; i < 4 && (!session || ownerOf(session.id) === "a"); i++) made.push((session = await acme.sessions.create()));
+    try {
+      expect(ownerOf(session!.id)).not.toBe("a");
+      const browser = await puppeteer.connect({ browserWSEndpoint: session!.wsEndpoint, defaultViewport: null });
+      try {
+        const page = (await browser.pages())[0] ?? (await browser.newPage());
+        expect(await page.evaluate(() => 1 + 1)).toBe(2);
+      } finally {
+        await browser.disconnect();
+      }
+      expect((await acme.sessions.get(session!.id)).status).toBe("active");
+      expect(accountsThatSaw(session!.id)).toEqual(new Set([ownerOf(session!.id)]));
+    } finally {
+      for (const s of made) await acme.sessions.stop(s.id).catch(() => {});
+    }
+  }, 120_000);
 });
