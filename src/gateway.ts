@@ -76,6 +76,7 @@ import { startWebhookDispatcher } from "./operators/alerts/webhooks.js";
 import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
+import { RequestRecorder } from "./telemetry/request-recorder.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
 
@@ -228,6 +229,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
     },
   };
+  // [the tenants' request log: each request's record written beside it, in batches, never before its upstream call]
+  services.requests = new RequestRecorder({ log: stores.requests, keep: config.requestLog.keep, background: services.background, now });
+  closers.push(() => services.requests?.flush().catch((err) => logger.error("request log not written at close", { error: String(err) })));
   services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
   const signer = paymentSignerOf(config, deps); // [the wallet key's one holder, or the signer that holds it elsewhere]
@@ -238,6 +242,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.
   const app = new Hono<GatewayEnv>({ router: new RememberingRouter() });
   app.onError((err, c) => {
+    const f = c.get("logFields");
+    if (f) f.code = err instanceof GatewayError ? err.code : isStateUnavailable(err) ? "state_unavailable" : "internal_error";
     if (err instanceof GatewayError) metrics.refusal(err.code);
     if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
     if (isStateUnavailable(err))
@@ -251,6 +257,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     // An operator may open a passthrough for admins (off by default): everything else is refused, never forwarded.
     if (config.server.adminPassthrough && path.startsWith("/api/")) return adminPassthrough(c);
     metrics.refusal("route_not_fronted");
+    if (c.get("logFields")) c.get("logFields").code = "route_not_fronted";
     return errorResponse(routeNotFronted(c.req.method, path), c.get("requestId"));
   });
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
@@ -270,7 +277,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     series([
       // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.
       pollTenantStore(tenantSync, services.background),
-      accessLog(logger, { metrics, clientAddress: clientAddressOf(services) }),
+      accessLog(logger, { metrics, clientAddress: clientAddressOf(services), requests: services.requests, clock: now }),
     ]),
   );
   if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]

@@ -1,6 +1,6 @@
 // In-process tenant directory records and audit log (one gateway process; fleets use Redis or Durable Objects).
 import { seedReplaces } from "./tenant-records.js";
-import type { AuditEntry, AuditLog, OutboxMessage, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
+import type { AuditEntry, AuditLog, OutboxMessage, RequestLog, RequestRecord, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
 
 const copy = <T>(v: T): T => structuredClone(v);
 
@@ -101,5 +101,23 @@ export class MemoryOutbox implements WebhookOutbox {
       .sort((a, b) => a.nextAt - b.nextAt)
       .slice(0, limit)
       .map(copy);
+  }
+}
+
+/** The request log of one process: per tenant, an array oldest first, cut to the newest `keep` at each append. */
+export class MemoryRequestLog implements RequestLog {
+  private readonly byTenant = new Map<string, RequestRecord[]>();
+
+  async append(records: RequestRecord[], keep: number) {
+    for (const r of records) {
+      let list = this.byTenant.get(r.tenant);
+      if (!list) this.byTenant.set(r.tenant, (list = []));
+      list.push(copy(r));
+      if (list.length > keep) list.splice(0, list.length - keep);
+    }
+  }
+  async list(tenant: string, limit: number) {
+    const list = this.byTenant.get(tenant) ?? [];
+    return list.slice(Math.max(0, list.length - limit)).reverse().map(copy);
   }
 }

@@ -8,6 +8,7 @@ import { keyAdminHandlers } from "./keys.js";
 import { tenantAdminHandlers } from "./tenants.js";
 import { viewAdminHandlers } from "./views.js";
 import { webhookAdminHandlers } from "./webhooks.js";
+import { requestLogHandlers } from "../request-routes.js";
 
 /** Every admin API row's handler by name, and GET /_tollgate/openapi.json. */
 export function operatorHandlers(services: GatewayServices): Handlers {
@@ -19,5 +20,6 @@ export function operatorHandlers(services: GatewayServices): Handlers {
     ...keyAdminHandlers(services),
     ...viewAdminHandlers(services),
     ...webhookAdminHandlers(services), // the alert outbox: pending deliveries and dead letters
+    ...requestLogHandlers(services), // the tenants' request logs: a tenant's own, any tenant's for operators
   };
 }

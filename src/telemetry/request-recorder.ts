@@ -1,0 +1,103 @@
+// Writes each tenant's requests to the shared request log (src/state/types.ts RequestLog), off the request's path: the
+// access log hands over a record once the answer is ready, records wait in a small buffer, and one background write
+// (kept alive by waitUntil on Workers) appends a batch at most every FLUSH_MS. No request waits for the log, and none
+// makes a round trip to the state before its upstream call. What a record holds: route, status, latency, spend, error
+// code, request and trace id; never a body, header, query string or credential.
+import type { Context } from "hono";
+import type { RequestLog, RequestRecord } from "../state/types.js";
+import { routeLabel } from "./route-label.js";
+
+/** How long records wait to be written together. */
+const FLUSH_MS = 200;
+/** Records held while the backend is slow or down; past it the oldest are dropped (and counted). */
+const MAX_PENDING = 5_000;
+const MAX_PATH = 256;
+const MAX_CODE = 64;
+
+/** The log fields (middleware/access-log) a record is made from. */
+export interface RecordedFields {
+  tenant?: string;
+  route?: string;
+  paid?: bigint;
+  credits?: unknown;
+  cache?: string;
+  upstreamMs?: number;
+  traceId?: unknown;
+  code?: unknown;
+}
+
+export interface RequestRecorderOptions {
+  log: RequestLog;
+  /** Each tenant's newest records kept (config requestLog.keep); 0 records nothing. */
+  keep: number;
+  /** Runs the write beside the request (GatewayServices.background). */
+  background: (c: Context | undefined, work: Promise<unknown>, what: string) => void;
+  now: () => number;
+  flushMs?: number;
+}
+
+export class RequestRecorder {
+  private pending: RequestRecord[] = [];
+  private scheduled: Promise<void> | undefined;
+  /** Records dropped because the buffer was full (the backend could not keep up). */
+  dropped = 0;
+
+  constructor(private readonly o: RequestRecorderOptions) {}
+
+  get enabled(): boolean {
+    return this.o.keep > 0;
+  }
+
+  /**
+   * The record of a request that ended with `status` after `durationMs`, from its log fields; none for a request no
+   * tenant made (refused before a key was read) or a console page.
+   */
+  static recordOf(c: Context, f: RecordedFields, status: number, durationMs: number, at: number): RequestRecord | undefined {
+    const tenant = f.tenant ?? c.get("tenant")?.id;
+    if (!tenant) return undefined;
+    const route = routeLabel(c);
+    if (route.startsWith("console.")) return undefined;
+    const spent = (f.paid ?? 0n) + (status < 400 && typeof f.credits === "bigint" ? f.credits : 0n);
+    const r: RequestRecord = {
+      id: String(c.get("requestId") ?? ""),
+      at,
+      tenant,
+      method: c.req.method,
+      route,
+      path: c.req.path.slice(0, MAX_PATH),
+      status,
+      durationMs,
+    };
+    if (typeof f.upstreamMs === "number") r.upstreamMs = f.upstreamMs;
+    if (spent > 0n) r.spend = spent.toString();
+    if (typeof f.code === "string" && status >= 400) r.code = f.code.slice(0, MAX_CODE);
+    if (typeof f.traceId === "string") r.traceId = f.traceId;
+    if (f.cache) r.cache = f.cache;
+    return r;
+  }
+
+  /** Queues the record; the write happens beside the request `c`. */
+  record(c: Context | undefined, r: RequestRecord): void {
+    if (!this.enabled) return;
+    this.pending.push(r);
+    if (this.pending.length > MAX_PENDING) {
+      this.dropped += this.pending.length - MAX_PENDING;
+      this.pending.splice(0, this.pending.length - MAX_PENDING);
+    }
+    if (this.scheduled) return;
+    const work = new Promise<void>((resolve) => setTimeout(resolve, this.o.flushMs ?? FLUSH_MS)).then(() => {
+      this.scheduled = undefined;
+      return this.flush();
+    });
+    this.scheduled = work;
+    this.o.background(c, work, "request log write");
+  }
+
+  /** Writes what is queued now (a read on this instance sees its own requests; closing loses none). */
+  async flush(): Promise<void> {
+    if (!this.pending.length) return;
+    const batch = this.pending;
+    this.pending = [];
+    await this.o.log.append(batch, this.o.keep);
+  }
+}
