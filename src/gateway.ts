@@ -99,7 +99,7 @@ export interface GatewayDeps {
   instanceId?: string;
   /** Where the wallet and team-credit alert rules read their figures (default: readiness's wallet probe, the upstream). */
   alertSources?: AlertSources;
-  /** Traces (OpenTelemetry on Node, when tracing.otlpEndpoint is set); none: nothing traced, nothing spent. */
+  /** Traces when tracing.otlpEndpoint is set (OpenTelemetry on Node, OTLP over fetch on Workers); none: nothing traced, nothing spent. */
   tracer?: Tracer;
   /** The docs page's assets (swagger-ui-dist); the Node entry reads them from node_modules, Workers have none. */
   docsAssets?: DocsAssets;
@@ -257,9 +257,22 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     // An operator may open a passthrough for admins (off by default): everything else is refused, never forwarded.
     if (config.server.adminPassthrough && path.startsWith("/api/")) return adminPassthrough(c);
     metrics.refusal("route_not_fronted");
-    if (c.get("logFields")) c.get("logFields").code = "route_not_fronted";
+    const f = c.get("logFields");
+    if (f) {
+      f.code = "route_not_fronted";
+      // The request log records it for the tenant whose key it carries, when that key was seen lately (no wait).
+      f.tenant ??= knownTenant(c);
+    }
     return errorResponse(routeNotFronted(c.req.method, path), c.get("requestId"));
   });
+  const knownTenant = (c: Context<GatewayEnv>): string | undefined => {
+    const key = c.req.header("x-api-key") ?? c.req.header("authorization")?.replace(/^Bearer\s+/i, "");
+    try {
+      return key ? directory.authenticateNow(key)?.id : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
     try {
       await identifyKey(services, c, "admin");
@@ -280,7 +293,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       accessLog(logger, { metrics, clientAddress: clientAddressOf(services), requests: services.requests, clock: now }),
     ]),
   );
-  if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]
+  if (deps.tracer) app.use(traceRequests(deps.tracer, services.background)); // [mount: the request's span, from its traceparent; its trace id in the log line]
   const hostSteps = [
     validHost(), // [mount: a Host that makes no URL is a 400 here, not a 500 later]
     publicHostsOnly(services), // [mount: with server.publicHosts, no other Host gets further]

@@ -118,6 +118,9 @@ export class MemoryRequestLog implements RequestLog {
   }
   async list(tenant: string, limit: number) {
     const list = this.byTenant.get(tenant) ?? [];
-    return list.slice(Math.max(0, list.length - limit)).reverse().map(copy);
+    return list
+      .slice(Math.max(0, list.length - limit))
+      .reverse()
+      .map(copy);
   }
 }

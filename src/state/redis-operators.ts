@@ -137,7 +137,14 @@ export class RedisRequestLog implements RequestLog {
     await Promise.all(
       [...byTenant].map(([tenant, rows]) => {
         const key = this.r.key("requests", tenant);
-        return this.r.run(() => this.r.client.multi().lpush(key, ...rows).ltrim(key, 0, keep - 1).pexpire(key, REQUESTS_IDLE_MS).exec());
+        return this.r.run(() =>
+          this.r.client
+            .multi()
+            .lpush(key, ...rows)
+            .ltrim(key, 0, keep - 1)
+            .pexpire(key, REQUESTS_IDLE_MS)
+            .exec(),
+        );
       }),
     );
   }

@@ -13,6 +13,8 @@ const FLUSH_MS = 200;
 const MAX_PENDING = 5_000;
 const MAX_PATH = 256;
 const MAX_CODE = 64;
+/** Reads of the request log itself are not recorded in it (a page kept open would fill it). */
+const UNRECORDED = new Set(["own.requests", "own.requests.get", "admin.requests"]);
 
 /** The log fields (middleware/access-log) a record is made from. */
 export interface RecordedFields {
@@ -50,13 +52,13 @@ export class RequestRecorder {
 
   /**
    * The record of a request that ended with `status` after `durationMs`, from its log fields; none for a request no
-   * tenant made (refused before a key was read) or a console page.
+   * tenant made (refused before a key was read), a console page, or a read of the log itself.
    */
   static recordOf(c: Context, f: RecordedFields, status: number, durationMs: number, at: number): RequestRecord | undefined {
     const tenant = f.tenant ?? c.get("tenant")?.id;
     if (!tenant) return undefined;
     const route = routeLabel(c);
-    if (route.startsWith("console.")) return undefined;
+    if (route.startsWith("console.") || UNRECORDED.has(route)) return undefined;
     const spent = (f.paid ?? 0n) + (status < 400 && typeof f.credits === "bigint" ? f.credits : 0n);
     const r: RequestRecord = {
       id: String(c.get("requestId") ?? ""),

@@ -24,7 +24,10 @@ export function requestLogContract(b: ContractBackend) {
     it("keeps each tenant's newest records within the bound, newest first, tenants apart", async () => {
       const { requests } = await open.fresh();
       await requests.append([rec("acme", 1), rec("beta", 1), rec("acme", 2)], 3);
-      await requests.append([rec("acme", 3), rec("acme", 4, { status: 402, code: "budget_exceeded", spend: "5000", traceId: "t".repeat(32) })], 3);
+      await requests.append(
+        [rec("acme", 3), rec("acme", 4, { status: 402, code: "budget_exceeded", spend: "5000", traceId: "t".repeat(32) })],
+        3,
+      );
       const acme = await requests.list("acme", 10);
       expect(acme.map((r) => r.id)).toEqual(["req-acme-4", "req-acme-3", "req-acme-2"]);
       expect(acme[0]).toEqual(rec("acme", 4, { status: 402, code: "budget_exceeded", spend: "5000", traceId: "t".repeat(32) }));

@@ -30,8 +30,7 @@ export function RequestsPage(props: {
       )}
       <h1>Requests</h1>
       <p class="muted">
-        The last {props.keep} requests of each tenant: route, status, latency, spend and error code; no bodies, headers or
-        credentials.
+        The last {props.keep} requests of each tenant: route, status, latency, spend and error code; no bodies, headers or credentials.
       </p>
       <form class="filters" method="get" action={href("/requests")} data-request-filters>
         {props.viewer.admin && (

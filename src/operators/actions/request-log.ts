@@ -32,7 +32,7 @@ const DAY_MS = 86_400_000;
 const invalid = (field: string, message: string) => new GatewayError(400, "invalid_params", `${field}: ${message}`, { field });
 
 /** A search's test of one record, and its limit. @throws GatewayError 400 naming the field at fault. */
-export function requestFilter(q: RequestSearch): { test: (r: RequestRecord) => boolean; limit: number } {
+function requestFilter(q: RequestSearch): { test: (r: RequestRecord) => boolean; limit: number } {
   const tests: Array<(r: RequestRecord) => boolean> = [];
   const status = q.status?.trim().toLowerCase();
   if (status) {
@@ -68,7 +68,8 @@ export function requestFilter(q: RequestSearch): { test: (r: RequestRecord) => b
   let limit = DEFAULT_LIMIT;
   if (q.limit !== undefined && q.limit !== "") {
     limit = Number(q.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid("limit", `expected a whole number from 1 to ${MAX_LIMIT}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+      throw invalid("limit", `expected a whole number from 1 to ${MAX_LIMIT}`);
   }
   return { test: (r) => tests.every((t) => t(r)), limit };
 }
@@ -82,7 +83,7 @@ function timeOf(field: string, s: string | undefined, end: boolean): number | un
 }
 
 /** A record as the API shows it: its time as ISO, its spend in USD beside the atomic figure. */
-export function requestView(r: RequestRecord) {
+function requestView(r: RequestRecord) {
   return {
     id: r.id,
     time: new Date(r.at).toISOString(),

@@ -11,7 +11,7 @@ import { requestsCsv, searchRequests, tenantRequest, type RequestSearch, type Re
 const SEARCH_FIELDS = ["status", "route", "code", "method", "id", "from", "to", "limit"] as const;
 
 /** The search a query string names. */
-export function searchOf(c: Context): RequestSearch {
+function searchOf(c: Context): RequestSearch {
   const q: RequestSearch = {};
   for (const k of SEARCH_FIELDS) {
     const v = c.req.query(k);
@@ -21,7 +21,7 @@ export function searchOf(c: Context): RequestSearch {
 }
 
 /** The answer in the format asked (json by default, csv as a download named after `who`). */
-export function requestsAnswer(c: Context, rows: RequestView[], who: string): Response {
+function requestsAnswer(c: Context, rows: RequestView[], who: string): Response {
   const format = c.req.query("format") ?? "json";
   if (format === "json") return c.json({ requests: rows });
   if (format !== "csv") throw new GatewayError(400, "invalid_params", "format: expected json or csv", { field: "format" });
@@ -33,7 +33,7 @@ export function requestsAnswer(c: Context, rows: RequestView[], who: string): Re
 }
 
 /** The tenants an operator's search covers: the one named (404 when unknown), or all of them. */
-export function tenantsOf(services: GatewayServices, tenant: string | undefined): string[] {
+function tenantsOf(services: GatewayServices, tenant: string | undefined): string[] {
   if (!tenant) return services.directory.list().map((t) => t.id);
   if (!services.directory.get(tenant)) throw new GatewayError(404, "not_found", `No tenant ${tenant}.`);
   return [tenant];
