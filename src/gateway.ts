@@ -241,9 +241,22 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.
   const app = new Hono<GatewayEnv>({ router: new RememberingRouter() });
+  const knownTenant = (c: Context<GatewayEnv>): string | undefined => {
+    const key = c.req.header("x-api-key") ?? c.req.header("authorization")?.replace(/^Bearer\s+/i, "");
+    try {
+      return key ? directory.authenticateNow(key)?.id : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   app.onError((err, c) => {
     const f = c.get("logFields");
-    if (f) f.code = err instanceof GatewayError ? err.code : isStateUnavailable(err) ? "state_unavailable" : "internal_error";
+    if (f) {
+      f.code = err instanceof GatewayError ? err.code : isStateUnavailable(err) ? "state_unavailable" : "internal_error";
+      // A refusal before the caller was admitted (a key without the row's scope): the request log files it under the
+      // key's tenant when that key was checked lately (no wait).
+      f.tenant ??= knownTenant(c);
+    }
     if (err instanceof GatewayError) metrics.refusal(err.code);
     if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
     if (isStateUnavailable(err))
@@ -265,14 +278,6 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     }
     return errorResponse(routeNotFronted(c.req.method, path), c.get("requestId"));
   });
-  const knownTenant = (c: Context<GatewayEnv>): string | undefined => {
-    const key = c.req.header("x-api-key") ?? c.req.header("authorization")?.replace(/^Bearer\s+/i, "");
-    try {
-      return key ? directory.authenticateNow(key)?.id : undefined;
-    } catch {
-      return undefined;
-    }
-  };
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
     try {
       await identifyKey(services, c, "admin");
