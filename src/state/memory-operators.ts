@@ -112,7 +112,7 @@ export class MemoryRequestLog implements RequestLog {
     for (const r of records) {
       let list = this.byTenant.get(r.tenant);
       if (!list) this.byTenant.set(r.tenant, (list = []));
-      list.push(copy(r));
+      list.push({ ...r }); // flat: a shallow copy is a whole copy
       if (list.length > keep) list.splice(0, list.length - keep);
     }
   }

@@ -9,7 +9,7 @@ import { routeLabel } from "./route-label.js";
 
 /** How long records wait to be written together. */
 const FLUSH_MS = 200;
-/** Records held while the backend is slow or down; past it the oldest are dropped (and counted). */
+/** Records held while the backend is slow or down; past it the oldest half is dropped (and counted). */
 const MAX_PENDING = 5_000;
 const MAX_PATH = 256;
 const MAX_CODE = 64;
@@ -81,11 +81,13 @@ export class RequestRecorder {
   /** Queues the record; the write happens beside the request `c`. */
   record(c: Context | undefined, r: RequestRecord): void {
     if (!this.enabled) return;
-    this.pending.push(r);
-    if (this.pending.length > MAX_PENDING) {
-      this.dropped += this.pending.length - MAX_PENDING;
-      this.pending.splice(0, this.pending.length - MAX_PENDING);
+    // Full (the backend is down, or no timer has run yet): the oldest half goes at once, so a full buffer costs one
+    // move per MAX_PENDING / 2 records, not one per record.
+    if (this.pending.length >= MAX_PENDING) {
+      this.dropped += MAX_PENDING / 2;
+      this.pending.splice(0, MAX_PENDING / 2);
     }
+    this.pending.push(r);
     if (this.scheduled) return;
     const work = new Promise<void>((resolve) => setTimeout(resolve, this.o.flushMs ?? FLUSH_MS)).then(() => {
       this.scheduled = undefined;
