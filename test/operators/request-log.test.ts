@@ -1,7 +1,8 @@
 // Per-tenant request logs against a real gateway (emulator + local chain, real payments): paid searches, a budget
 // refusal, an unfronted path; searched by status, route, error code and time through the admin API and a tenant's own
 // endpoint (another tenant's request id answers 404), exported as CSV and JSON; malformed searches refused naming the
-// field; nothing secret in the log. Also: the log's write is off the request's path (a slow store delays no answer).
+// field; nothing secret in the log. Also: the write is off the request's path (a slow store delays no answer), and two
+// gateways on one Redis share the log (a request on one is read on the other).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { EmulatorHandle } from "../../emulator/index.js";
@@ -218,3 +219,50 @@ describe("the request log's write", () => {
     expect(await stores.requests.list("acme", 10)).toEqual([]);
   });
 });
+
+describe("the request log across a fleet (two gateways on one Redis)", () => {
+  it("shows a request made on one instance to an operator reading another, within the write's 200 ms", async () => {
+    const { startRedisServer } = await import("../state/redis-server.js");
+    const { redisStores } = await import("../../src/state/redis.js");
+    const redis = await startRedisServer();
+    const key = generateTenantKey();
+    const ops = generateTenantKey();
+    const config = parseConfig({
+      server: { logLevel: "error" },
+      upstream: { baseUrl: "http://127.0.0.1:9" },
+      tenants: [
+        { id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }] },
+        { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(ops) }] },
+      ],
+    });
+    const prefix = `reqlog-${Date.now()}:`;
+    const make = () =>
+      createGateway(config, { secrets: { upstreamApiKey: "k", tokenSecret: "s".repeat(40) }, stores: redisStores(redis.url, { prefix }) });
+    const [a, b] = [make(), make()];
+    try {
+      await seenAcross(a, b, key, ops);
+    } finally {
+      await a.close();
+      await b.close();
+      await redis.stop();
+    }
+  }, 30_000);
+});
+
+/** A request on `a`, read by an operator on `b`: how long until it shows. */
+async function seenAcross(a: ReturnType<typeof createGateway>, b: ReturnType<typeof createGateway>, key: string, ops: string) {
+  const w = await a.app.request("/_tollgate/whoami", { headers: { "x-api-key": key, "x-request-id": "fleet-2" } });
+  expect(w.status).toBe(200);
+  const t0 = Date.now();
+  let seen: Array<{ id: string; tenant: string; route: string }> = [];
+  while (Date.now() - t0 < 3000) {
+    const res = await b.app.request("/_tollgate/admin/requests?tenant=acme&id=fleet-2", { headers: { "x-api-key": ops } });
+    seen = ((await res.json()) as { requests: typeof seen }).requests;
+    if (seen.length) break;
+    await new Promise((res) => setTimeout(res, 25));
+  }
+  const ms = Date.now() - t0;
+  console.log(`[request log] seen on the other instance after ${ms} ms`);
+  expect(seen).toEqual([expect.objectContaining({ id: "fleet-2", tenant: "acme", route: "own.whoami" })]);
+  expect(ms).toBeLessThan(1000);
+}
