@@ -104,23 +104,28 @@ export class MemoryOutbox implements WebhookOutbox {
   }
 }
 
-/** The request log of one process: per tenant, an array oldest first, cut to the newest `keep` at each append. */
+/**
+ * The request log of one process: per tenant, an array oldest first. It is cut back to the newest `keep` once it holds
+ * twice that (one move per `keep` records, not one per record); reads see only the newest `keep`.
+ */
 export class MemoryRequestLog implements RequestLog {
   private readonly byTenant = new Map<string, RequestRecord[]>();
+  private keep = Number.POSITIVE_INFINITY;
 
   async append(records: RequestRecord[], keep: number) {
+    this.keep = keep;
     for (const r of records) {
       let list = this.byTenant.get(r.tenant);
       if (!list) this.byTenant.set(r.tenant, (list = []));
       list.push({ ...r }); // flat: a shallow copy is a whole copy
-      if (list.length > keep) list.splice(0, list.length - keep);
+      if (list.length >= 2 * keep) list.splice(0, list.length - keep);
     }
   }
   async list(tenant: string, limit: number) {
     const list = this.byTenant.get(tenant) ?? [];
-    return list
-      .slice(Math.max(0, list.length - limit))
-      .reverse()
-      .map(copy);
+    const n = Math.min(limit, this.keep, list.length);
+    const out: RequestRecord[] = [];
+    for (let i = list.length - 1; out.length < n; i--) out.push({ ...list[i]! });
+    return out;
   }
 }

@@ -1,14 +1,13 @@
 // Writes each tenant's requests to the shared request log (src/state/types.ts RequestLog), off the request's path: the
-// access log hands over a record once the answer is ready, records wait in a small buffer, and one background write
-// (kept alive by waitUntil on Workers) appends a batch at most every FLUSH_MS. No request waits for the log, and none
-// makes a round trip to the state before its upstream call. What a record holds: route, status, latency, spend, error
-// code, request and trace id; never a body, header, query string or credential.
+// access log hands over a record once the answer is ready, and one background write (kept alive by waitUntil on
+// Workers) appends it. One write is in flight per gateway at a time; records that arrive meanwhile wait in a bounded
+// buffer and go together in the next one, so writes batch by themselves under load and no timer is needed. No request
+// waits for the log, and none makes a round trip to the state before its upstream call. What a record holds: route,
+// status, latency, spend, error code, request and trace id; never a body, header, query string or credential.
 import type { Context } from "hono";
 import type { RequestLog, RequestRecord } from "../state/types.js";
 import { routeLabel } from "./route-label.js";
 
-/** How long records wait to be written together. */
-const FLUSH_MS = 200;
 /** Records held while the backend is slow or down; past it the oldest half is dropped (and counted). */
 const MAX_PENDING = 5_000;
 const MAX_PATH = 256;
@@ -35,12 +34,12 @@ export interface RequestRecorderOptions {
   /** Runs the write beside the request (GatewayServices.background). */
   background: (c: Context | undefined, work: Promise<unknown>, what: string) => void;
   now: () => number;
-  flushMs?: number;
 }
 
 export class RequestRecorder {
   private pending: RequestRecord[] = [];
-  private scheduled: Promise<void> | undefined;
+  /** The write in flight, if any. */
+  private writing: Promise<void> | undefined;
   /** Records dropped because the buffer was full (the backend could not keep up). */
   dropped = 0;
 
@@ -78,27 +77,55 @@ export class RequestRecorder {
     return r;
   }
 
-  /** Queues the record; the write happens beside the request `c`. */
+  /** Queues the record; the write happens beside the request `c` (or with the write in flight's next batch). */
   record(c: Context | undefined, r: RequestRecord): void {
     if (!this.enabled) return;
-    // Full (the backend is down, or no timer has run yet): the oldest half goes at once, so a full buffer costs one
-    // move per MAX_PENDING / 2 records, not one per record.
+    // Full (the backend is down or slow): the oldest half goes at once, so a full buffer costs one move per
+    // MAX_PENDING / 2 records, not one per record.
     if (this.pending.length >= MAX_PENDING) {
       this.dropped += MAX_PENDING / 2;
       this.pending.splice(0, MAX_PENDING / 2);
     }
     this.pending.push(r);
-    if (this.scheduled) return;
-    const work = new Promise<void>((resolve) => setTimeout(resolve, this.o.flushMs ?? FLUSH_MS)).then(() => {
-      this.scheduled = undefined;
-      return this.flush();
+    if (this.writing) return;
+    const writing = this.drain().finally(() => {
+      if (this.writing === writing) this.writing = undefined;
     });
-    this.scheduled = work;
-    this.o.background(c, work, "request log write");
+    this.writing = writing;
+    this.o.background(this.keptAlive(c), writing, "request log write");
   }
 
-  /** Writes what is queued now (a read on this instance sees its own requests; closing loses none). */
+  /** Whether the runtime gives requests an ExecutionContext (Workers), learnt from the first request. */
+  private hasContext: boolean | undefined;
+  /**
+   * The request to keep the write alive by, where the runtime has an ExecutionContext; none elsewhere (Node), so the
+   * background runner does not look for one (Hono's getter throws without it: an exception a request, for nothing).
+   */
+  private keptAlive(c: Context | undefined): Context | undefined {
+    if (!c) return undefined;
+    if (this.hasContext === undefined) {
+      try {
+        this.hasContext = !!c.executionCtx;
+      } catch {
+        this.hasContext = false;
+      }
+    }
+    return this.hasContext ? c : undefined;
+  }
+
+  /** Writes batches until nothing waits; a failed write loses its batch (logged by the background runner). */
+  private async drain(): Promise<void> {
+    await Promise.resolve(); // after the request's own last steps
+    while (this.pending.length) {
+      const batch = this.pending;
+      this.pending = [];
+      await this.o.log.append(batch, this.o.keep);
+    }
+  }
+
+  /** Waits for the write in flight, then writes what is queued (a read on this instance sees its own requests). */
   async flush(): Promise<void> {
+    await this.writing?.catch(() => {});
     if (!this.pending.length) return;
     const batch = this.pending;
     this.pending = [];
