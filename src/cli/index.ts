@@ -17,9 +17,11 @@ const USAGE = `tollgate — an x402-paying, credential-holding gateway
 Usage:
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
-  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
+  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* variables or files);
+                                            SIGHUP (or FILE changing) reloads its tenants and the secret files
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
   tollgate config check FILE                validate a config file, listing every problem
+  tollgate state migrate --config FILE      a Redis Cluster's ledger moved to the per-tenant layout (gateways stopped)
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
                                             offline: prints a key and the hash line for the config file
@@ -27,6 +29,9 @@ Usage:
                                             the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
   tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
                         --max-per-authorization USD --max-per-day USD   the key in a process of its own, with limits
+  tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--amount USD] [--print]
+                                            the one-time Permit2 approval (exact over Permit2, upto); key: TOLLGATE_WALLET_KEY
+  tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--owner 0x…]
 
 Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
   tollgate tenants list|get ID|audit
@@ -38,6 +43,10 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS] [--expires ISO]
   tollgate keys revoke --tenant ID --key KEY_ID
   tollgate keys expire --tenant ID --key KEY_ID --expires ISO
+  tollgate export [--out FILE] [--json]     the live state (tenants, key hashes, budgets, policies, quotas, alerts)
+                                            in the config file's shape (docs/config-as-code.md)
+  tollgate diff FILE [--prune] [--exit-code]  what applying FILE would change (--exit-code: 1 when it differs)
+  tollgate apply FILE [--prune]             make the fleet match what FILE names (--prune: delete what it does not)
   tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
   tollgate usage export [--from DATE] [--to DATE (that day included)] [--format csv|json]
                                             spend by tenant, day, kind and route row
@@ -198,13 +207,19 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
 async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
-  const { loadConfigFile, oidcClientSecret, secretsFromEnv } = await configLoader();
+  const { loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
   const config = await loadConfigFile(values.config);
-  const secrets = { ...secretsFromEnv(process.env), oidcClientSecret: await oidcClientSecret(config, process.env) };
-  if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
+  const { readSecretFiles } = await import("../platform/node/reload.js");
+  // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
+  const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
+  const secrets = { ...secretsFromEnv(process.env), ...fromFiles, oidcClientSecret: await oidcClientSecret(config, process.env) };
+  if (!secrets.upstreamApiKey)
+    fail(
+      "tollgate start: set TOLLGATE_UPSTREAM_API_KEY (or secrets.upstreamApiKeyFile, TOLLGATE_UPSTREAM_API_KEY_FILE) to the upstream API key.",
+    );
   if (!secrets.tokenSecret && !secrets.tokenSecrets)
     fail(
-      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.",
+      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters), TOLLGATE_TOKEN_SECRETS (kid:secret,…) or secrets.tokenSecretFile to sign the gateway's tokens.",
     );
   if (!config.server.publicOrigin && !config.server.publicHosts) {
     // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
@@ -213,7 +228,12 @@ async function cmdStart(args: string[]) {
     say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
   const { startNodeGateway } = await import("../platform/node.js");
-  const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
+  const running = await startNodeGateway({
+    config,
+    secrets,
+    port: values.port !== undefined ? Number(values.port) : undefined,
+    configFile: values.config, // read again on SIGHUP or when it changes (docs/config-as-code.md)
+  });
   say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
@@ -321,9 +341,13 @@ export async function main(argv: string[]) {
     if (cmd === "keys") return await (await adminCli()).cmdKeysRemote(sub, rest);
     if (cmd === "tenants") return await (await adminCli()).cmdTenants(sub, rest);
     if (cmd === "console" && sub === "link") return await (await adminCli()).cmdConsoleLink(rest);
+    if (cmd === "export") return await (await import("./config-code.js")).cmdExport(argv.slice(1));
+    if (cmd === "diff" || cmd === "apply") return await (await import("./config-code.js")).cmdPlan(cmd, argv.slice(1));
     if (cmd === "usage") return await (await creditsCli()).cmdUsage(sub, rest);
     if (cmd === "credits") return await (await creditsCli()).cmdCredits(sub, rest);
+    if (cmd === "state") return await (await import("./state.js")).cmdState(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
+    if (cmd === "wallet") return await (await import("./wallet.js")).cmdWallet(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {

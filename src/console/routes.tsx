@@ -32,6 +32,7 @@ import { tokenPages } from "./handlers/tokens.js";
 import { grantPages } from "./handlers/grants.js";
 import { auditPages } from "./handlers/audit.js";
 import { requestPages } from "./handlers/requests.js";
+import { driftPages } from "./handlers/drift.js";
 
 /** Nonce for the one inline script, and headers that keep the pages out of frames and caches. */
 const pageHeaders: MiddlewareHandler<ConsoleEnv> = async function consolePageHeaders(c, next) {
@@ -95,6 +96,7 @@ function consoleHandlers(services: GatewayServices): Handlers {
     ...grantPages(services),
     ...auditPages(services),
     ...requestPages(services),
+    ...driftPages(services), // config drift (operators)
     "console.notFound": () => {
       throw new GatewayError(404, "not_found", "There is no such console page.");
     },

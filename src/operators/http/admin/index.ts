@@ -9,6 +9,7 @@ import { tenantAdminHandlers } from "./tenants.js";
 import { viewAdminHandlers } from "./views.js";
 import { webhookAdminHandlers } from "./webhooks.js";
 import { requestLogHandlers } from "../request-routes.js";
+import { configAdminHandlers } from "./config.js";
 
 /** Every admin API row's handler by name, and GET /_tollgate/openapi.json. */
 export function operatorHandlers(services: GatewayServices): Handlers {
@@ -21,5 +22,6 @@ export function operatorHandlers(services: GatewayServices): Handlers {
     ...viewAdminHandlers(services),
     ...webhookAdminHandlers(services), // the alert outbox: pending deliveries and dead letters
     ...requestLogHandlers(services), // the tenants' request logs: a tenant's own, any tenant's for operators
+    ...configAdminHandlers(services), // config as code: export, diff, apply, drift
   };
 }
