@@ -207,15 +207,20 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
 async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
-  const { loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
+  const { accountApiKeys, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
   const config = await loadConfigFile(values.config);
   const { readSecretFiles } = await import("../platform/node/reload.js");
   // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
   const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
-  const secrets = { ...secretsFromEnv(process.env), ...fromFiles, oidcClientSecret: await oidcClientSecret(config, process.env) };
-  if (!secrets.upstreamApiKey)
+  const secrets = {
+    ...secretsFromEnv(process.env),
+    ...fromFiles,
+    oidcClientSecret: await oidcClientSecret(config, process.env),
+    accountApiKeys: await accountApiKeys(config, process.env),
+  };
+  if (!secrets.upstreamApiKey && !secrets.accountApiKeys)
     fail(
-      "tollgate start: set TOLLGATE_UPSTREAM_API_KEY (or secrets.upstreamApiKeyFile, TOLLGATE_UPSTREAM_API_KEY_FILE) to the upstream API key.",
+      "tollgate start: set TOLLGATE_UPSTREAM_API_KEY (or secrets.upstreamApiKeyFile, TOLLGATE_UPSTREAM_API_KEY_FILE) to the upstream API key, or configure [[upstream.accounts]].",
     );
   if (!secrets.tokenSecret && !secrets.tokenSecrets)
     fail(
@@ -304,7 +309,10 @@ async function cmdConfigCheck(args: string[]) {
   const { ConfigError, loadConfigFile } = await configLoader();
   try {
     const cfg = await loadConfigFile(file);
-    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"})\n`);
+    const accounts = cfg.upstream.accounts
+      ? `, ${cfg.upstream.accounts.length} upstream account${cfg.upstream.accounts.length === 1 ? "" : "s"}`
+      : "";
+    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"}${accounts})\n`);
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
