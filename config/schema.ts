@@ -404,7 +404,17 @@ export const configSchema = z
         rules: { webhookFailing: { afterAttempts: 3 } },
         evaluateSeconds: 15,
       }),
-    /** OpenTelemetry traces (Node): spans for each request, its chain steps, payment and upstream calls. Off without an endpoint. */
+    /** The last requests of each tenant, searchable in the console and the admin API ([request logs](request-logs.md)). */
+    requestLog: z
+      .strictObject({
+        /** How many of each tenant's newest requests are kept in the shared state (0: none recorded). */
+        keep: z.number().int().min(0).max(10_000).default(1000),
+      })
+      .default({ keep: 1000 }),
+    /**
+     * OpenTelemetry traces (Node, and Workers over fetch): spans for each request, its chain steps, payment and upstream
+     * calls. Off without an endpoint.
+     */
     tracing: z
       .strictObject({
         /** An OTLP/HTTP traces endpoint, e.g. "http://127.0.0.1:4318/v1/traces" (a collector). */

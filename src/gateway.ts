@@ -77,6 +77,7 @@ import { rotateWebhookSecret, startWebhookDispatcher } from "./operators/alerts/
 import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
+import { RequestRecorder } from "./telemetry/request-recorder.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
 
@@ -99,7 +100,7 @@ export interface GatewayDeps {
   instanceId?: string;
   /** Where the wallet and team-credit alert rules read their figures (default: readiness's wallet probe, the upstream). */
   alertSources?: AlertSources;
-  /** Traces (OpenTelemetry on Node, when tracing.otlpEndpoint is set); none: nothing traced, nothing spent. */
+  /** Traces when tracing.otlpEndpoint is set (OpenTelemetry on Node, OTLP over fetch on Workers); none: nothing traced, nothing spent. */
   tracer?: Tracer;
   /** The docs page's assets (swagger-ui-dist); the Node entry reads them from node_modules, Workers have none. */
   docsAssets?: DocsAssets;
@@ -278,6 +279,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
     },
   };
+  // [the tenants' request log: each request's record written beside it, in batches, never before its upstream call]
+  services.requests = new RequestRecorder({ log: stores.requests, keep: config.requestLog.keep, background: services.background, now });
+  closers.push(() => services.requests?.flush().catch((err) => logger.error("request log not written at close", { error: String(err) })));
   services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
   const signer = paymentSignerOf(config, deps); // [the wallet key's one holder, or the signer that holds it elsewhere]
@@ -287,7 +291,22 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
 
   // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.
   const app = new Hono<GatewayEnv>({ router: new RememberingRouter() });
+  const knownTenant = (c: Context<GatewayEnv>): string | undefined => {
+    const key = c.req.header("x-api-key") ?? c.req.header("authorization")?.replace(/^Bearer\s+/i, "");
+    try {
+      return key ? directory.authenticateNow(key)?.id : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   app.onError((err, c) => {
+    const f = c.get("logFields");
+    if (f) {
+      f.code = err instanceof GatewayError ? err.code : isStateUnavailable(err) ? "state_unavailable" : "internal_error";
+      // A refusal before the caller was admitted (a key without the row's scope): the request log files it under the
+      // key's tenant when that key was checked lately (no wait).
+      f.tenant ??= knownTenant(c);
+    }
     if (err instanceof GatewayError) metrics.refusal(err.code);
     if (isStateUnavailable(err) || (err instanceof GatewayError && err.code === "state_unavailable")) metrics.stateError();
     if (isStateUnavailable(err))
@@ -301,6 +320,12 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     // An operator may open a passthrough for admins (off by default): everything else is refused, never forwarded.
     if (config.server.adminPassthrough && path.startsWith("/api/")) return adminPassthrough(c);
     metrics.refusal("route_not_fronted");
+    const f = c.get("logFields");
+    if (f) {
+      f.code = "route_not_fronted";
+      // The request log records it for the tenant whose key it carries, when that key was seen lately (no wait).
+      f.tenant ??= knownTenant(c);
+    }
     return errorResponse(routeNotFronted(c.req.method, path), c.get("requestId"));
   });
   const adminPassthrough = async (c: Context<GatewayEnv>) => {
@@ -320,10 +345,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     series([
       // Each request starts the tenant store check when one is due, beside itself: no timer, and no request waits for it.
       pollTenantStore(tenantSync, services.background),
-      accessLog(logger, { metrics, clientAddress: clientAddressOf(services) }),
+      accessLog(logger, { metrics, clientAddress: clientAddressOf(services), requests: services.requests, clock: now }),
     ]),
   );
-  if (deps.tracer) app.use(traceRequests(deps.tracer)); // [mount: the request's span, from its traceparent; its trace id in the log line]
+  if (deps.tracer) app.use(traceRequests(deps.tracer, services.background)); // [mount: the request's span, from its traceparent; its trace id in the log line]
   const hostSteps = [
     validHost(), // [mount: a Host that makes no URL is a 400 here, not a 500 later]
     publicHostsOnly(services), // [mount: with server.publicHosts, no other Host gets further]

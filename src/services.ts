@@ -14,6 +14,7 @@ import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
 import type { MoneyEvents } from "./payments/events.js";
+import type { RequestRecorder } from "./telemetry/request-recorder.js";
 
 /**
  * No secret is here: each reaches only the module that uses it (createGateway hands them out): the upstream API key to
@@ -65,6 +66,8 @@ export interface GatewayServices {
   dispatch?: (req: Request, c: Context) => Promise<Response>;
   /** Whether a bearer is the TOLLGATE_METRICS_TOKEN (src/identity/caller.ts's metricsTokenCheck; the token stays there). */
   isMetricsToken?: (bearer: string) => boolean;
+  /** Writes each tenant's requests to the shared request log (src/telemetry/request-recorder.ts), set by createGateway. */
+  requests?: RequestRecorder;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

@@ -4,6 +4,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { Logger } from "../../src/log.js";
 import type { GatewayMetrics } from "../../src/telemetry/gateway-metrics.js";
 import { routeLabel } from "../../src/telemetry/route-label.js";
+import { RequestRecorder } from "../../src/telemetry/request-recorder.js";
 
 export interface AccessLogOptions {
   /** Counts each request (tollgate_requests_total, the latency histogram, cache outcomes). */
@@ -11,6 +12,10 @@ export interface AccessLogOptions {
   /** The client's address (socket peer, or X-Forwarded-For behind a trusted proxy); see src/platform/client-address.ts. */
   clientAddress?: (c: Context) => string | undefined;
   now?: () => number;
+  /** The tenants' request log (src/telemetry/request-recorder.ts): each request a tenant made, written beside it. */
+  requests?: RequestRecorder;
+  /** Epoch ms, for the request log's records. */
+  clock?: () => number;
 }
 
 const MAX_USER_AGENT = 256;
@@ -30,6 +35,8 @@ interface RequestLogFields {
   upstreamBytesOut?: number;
   /** Bytes the upstream announced in its response bodies (Content-Length), when known. */
   upstreamBytesIn?: number;
+  /** The gateway's error code when it refused or failed the request (set where the error is answered). */
+  code?: string;
   [k: string]: unknown;
 }
 
@@ -46,6 +53,8 @@ declare module "hono" {
 export function accessLog(logger: Logger, opts: AccessLogOptions = {}): MiddlewareHandler {
   const now = opts.now ?? (() => performance.now());
   const { metrics, clientAddress } = opts;
+  const clock = opts.clock ?? Date.now;
+  const requests = opts.requests?.enabled ? opts.requests : undefined;
   const logging = logger.enabled("info");
   return async function accessLogMiddleware(c, next) {
     // The chain records what it decided here whether or not a line is written. The line is this object: it starts with
@@ -54,8 +63,9 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
     const f: RequestLogFields = logging ? { requestId: c.get("requestId"), method: c.req.method, path: c.req.path } : {};
     c.set("logFields", f);
     // Nothing more to do when the level drops request lines and nobody counts requests.
-    if (!logging && !metrics) return next();
+    if (!logging && !metrics && !requests) return next();
     const start = now();
+    const at = requests ? clock() : 0;
     try {
       await next();
     } finally {
@@ -66,6 +76,10 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
       if (metrics) {
         metrics.request(routeLabel(c), c.req.method, status, tenant ?? "", seconds);
         if (f.cache) metrics.cache(f.cache, f.saved);
+      }
+      if (requests) {
+        const r = RequestRecorder.recordOf(c, f, status, Math.round(seconds * 10_000) / 10, at);
+        if (r) requests.record(c, r);
       }
       if (logging) {
         const ua = c.req.header("user-agent");

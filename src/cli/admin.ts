@@ -1,7 +1,9 @@
 // `tollgate tenants …` and `tollgate keys … --gateway URL`: the admin API of a running gateway, from a terminal.
 import { parseArgs } from "node:util";
 
-export class AdminCliError extends Error {}
+export class AdminCliError extends Error {
+  override name = "AdminCliError";
+}
 
 export const common = {
   gateway: { type: "string" },

@@ -14,10 +14,15 @@ const windowQuery = (v: { from?: string; to?: string }) => {
   return q;
 };
 
-/** `tollgate usage export [--from ISO] [--to ISO] [--format csv|json]`: the ledger by tenant, day, kind and route. */
+/**
+ * `tollgate usage export [--from ISO] [--to ISO] [--format csv|json]`: the ledger by tenant, day, kind and route. A bare
+ * date `--to` includes that day: `--from 2026-11-24 --to 2026-11-24` is that one day.
+ */
 export async function cmdUsage(sub: string | undefined, args: string[]): Promise<void> {
   if (sub !== "export")
-    throw new AdminCliError("tollgate usage export [--from ISO] [--to ISO] [--format csv|json] --gateway URL --admin-key KEY");
+    throw new AdminCliError(
+      "tollgate usage export [--from DATE] [--to DATE (that day included)] [--format csv|json] --gateway URL --admin-key KEY",
+    );
   const { values } = parseArgs({
     args,
     options: { ...common, from: { type: "string" }, to: { type: "string" }, format: { type: "string" } },

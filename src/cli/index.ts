@@ -3,12 +3,14 @@ import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { accountApiKeys, ConfigError, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } from "../../config/load.js";
-import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
-import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
-import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
-import { cmdCredits, cmdUsage } from "./credits.js";
-import { cmdExport, cmdPlan } from "./config-code.js";
+
+// Each command loads what it uses when it runs (the config schema and zod, the identity code, the admin client): `tollgate
+// --help` and the admin commands start with Node's own modules only (docs/operating.md has the figures).
+const configLoader = () => import("../../config/load.js");
+const adminCli = () => import("./admin.js");
+const creditsCli = () => import("./credits.js");
+/** The errors a command reports as a plain message (ConfigError, AdminCliError), known by name: neither is loaded yet. */
+const isUserError = (err: unknown): err is Error => err instanceof Error && (err.name === "ConfigError" || err.name === "AdminCliError");
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
@@ -46,7 +48,8 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate diff FILE [--prune] [--exit-code]  what applying FILE would change (--exit-code: 1 when it differs)
   tollgate apply FILE [--prune]             make the fleet match what FILE names (--prune: delete what it does not)
   tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
-  tollgate usage export [--from ISO] [--to ISO] [--format csv|json]   spend by tenant, day, kind and route row
+  tollgate usage export [--from DATE] [--to DATE (that day included)] [--format csv|json]
+                                            spend by tenant, day, kind and route row
   tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
 `;
 
@@ -161,34 +164,19 @@ async function cmdDev(args: string[]) {
     );
     return;
   }
-  const k = stack.tenants.acme;
-  process.stdout.write(`
-Tollgate is running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
-
-  gateway   ${g}
-  upstream  ${stack.emulator.controlUrl}   (local emulator)
-  chain     ${stack.emulator.chain?.rpcUrl ?? "-"}   (anvil, payer ${stack.payer})
-  console   ${g}/_tollgate/console   (sign in with the ops key below, or a tenant's)
-
-Demo tenants (keys are new on every start):
-  acme    ${stack.tenants.acme}   everything but admin; $5.00/day
-  initech ${stack.tenants.initech}   the same, to see isolation: acme's ids answer 404 here
-  globex  ${stack.tenants.globex}   search only; $0.05/day
-  ops     ${stack.tenants.ops}   admin
-
-Try it:
-  curl -s ${g}/x402/web/search -H 'x-api-key: ${k}' -H 'content-type: application/json' -d '{"query":"electric vehicle charging"}'
-  curl -s ${g}/_tollgate/usage -H 'x-api-key: ${k}'
-  npx tollgate tenants list --gateway ${g} --admin-key ${stack.tenants.ops}
-
-  // SDK (npm i @hyperbrowser/sdk)
-  import { Hyperbrowser } from "@hyperbrowser/sdk";
-  const client = new Hyperbrowser({ apiKey: "${k}", baseUrl: "${g.replace("127.0.0.1", "localhost")}" });
-  const sbx = await client.sandboxes.create({ imageName: "node" });
-  console.log((await sbx.exec("echo hello from the sandbox")).stdout);
-
-Ctrl-C stops everything.
-`);
+  const { devBanner, keysOnDemand } = await import("./banner.js");
+  process.stdout.write(
+    devBanner({
+      gateway: g,
+      upstream: stack.emulator.controlUrl,
+      chain: stack.emulator.chain?.rpcUrl ?? null,
+      payer: stack.payer,
+      tenants: stack.tenants,
+      readySeconds: (Date.now() - started) / 1000,
+      pid: process.pid,
+    }),
+  );
+  keysOnDemand(stack.tenants);
 }
 
 async function cmdDevWorker(json: boolean, port: number | undefined, host: string | undefined) {
@@ -207,16 +195,19 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
     tenants: dev.tenants,
     logFile: logs?.path,
   };
-  if (json) process.stdout.write(JSON.stringify(info) + "\n");
-  else
-    process.stdout.write(
-      `\nTollgate (Worker, under wrangler dev) on ${dev.gateway}\n  acme ${dev.tenants.acme}\n  initech ${dev.tenants.initech}\n  globex ${dev.tenants.globex}\n  ops ${dev.tenants.ops}\nCtrl-C stops everything.\n`,
-    );
+  if (json) return void process.stdout.write(JSON.stringify(info) + "\n");
+  const { devBanner, keysOnDemand } = await import("./banner.js");
+  const tenants = { ...dev.tenants } as Record<string, string>;
+  process.stdout.write(
+    devBanner({ gateway: dev.gateway, upstream: info.upstream, chain: info.chain, tenants, worker: true, pid: process.pid }),
+  );
+  keysOnDemand(tenants);
 }
 
 async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
+  const { accountApiKeys, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
   const config = await loadConfigFile(values.config);
   const { readSecretFiles } = await import("../platform/node/reload.js");
   // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
@@ -237,6 +228,7 @@ async function cmdStart(args: string[]) {
     );
   if (!config.server.publicOrigin && !config.server.publicHosts) {
     // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
+    const { LOOPBACK_HOSTS } = await import("../platform/public-origin.js");
     config.server.publicHosts = [...LOOPBACK_HOSTS];
     say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
@@ -314,6 +306,7 @@ async function cmdEmulator(args: string[]) {
 async function cmdConfigCheck(args: string[]) {
   const file = args[0];
   if (!file) fail("tollgate config check FILE");
+  const { ConfigError, loadConfigFile } = await configLoader();
   try {
     const cfg = await loadConfigFile(file);
     const accounts = cfg.upstream.accounts
@@ -330,6 +323,7 @@ async function cmdKeysCreate(args: string[]) {
   const { values } = parseArgs({ args, options: { tenant: { type: "string" }, expires: { type: "string" }, label: { type: "string" } } });
   if (!values.tenant) fail("tollgate keys create --tenant ID");
   if (values.expires && Number.isNaN(Date.parse(values.expires))) fail(`--expires: expected an ISO-8601 date like "2027-01-31T00:00:00Z"`);
+  const { generateTenantKey, hashTenantKey } = await import("../identity/tenants.js");
   const key = generateTenantKey();
   const hash = await hashTenantKey(key);
   const fields = [`hash = "${hash}"`];
@@ -352,20 +346,20 @@ export async function main(argv: string[]) {
     if (cmd === "routes") return void process.stdout.write((await import("../routing/describe.js")).routeTableMarkdown());
     const remote = rest.some((a) => a === "--gateway" || a.startsWith("--gateway=")) || !!process.env.TOLLGATE_GATEWAY;
     if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
-    if (cmd === "keys") return await cmdKeysRemote(sub, rest);
-    if (cmd === "tenants") return await cmdTenants(sub, rest);
-    if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
-    if (cmd === "export") return await cmdExport(argv.slice(1));
-    if (cmd === "diff" || cmd === "apply") return await cmdPlan(cmd, argv.slice(1));
-    if (cmd === "usage") return await cmdUsage(sub, rest);
-    if (cmd === "credits") return await cmdCredits(sub, rest);
+    if (cmd === "keys") return await (await adminCli()).cmdKeysRemote(sub, rest);
+    if (cmd === "tenants") return await (await adminCli()).cmdTenants(sub, rest);
+    if (cmd === "console" && sub === "link") return await (await adminCli()).cmdConsoleLink(rest);
+    if (cmd === "export") return await (await import("./config-code.js")).cmdExport(argv.slice(1));
+    if (cmd === "diff" || cmd === "apply") return await (await import("./config-code.js")).cmdPlan(cmd, argv.slice(1));
+    if (cmd === "usage") return await (await creditsCli()).cmdUsage(sub, rest);
+    if (cmd === "credits") return await (await creditsCli()).cmdCredits(sub, rest);
     if (cmd === "state") return await (await import("./state.js")).cmdState(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
     if (cmd === "wallet") return await (await import("./wallet.js")).cmdWallet(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof AdminCliError) fail(err.message);
+    if (isUserError(err)) fail(err.message);
     fail(`tollgate: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

@@ -31,6 +31,7 @@ import { keyPages } from "./handlers/keys.js";
 import { tokenPages } from "./handlers/tokens.js";
 import { grantPages } from "./handlers/grants.js";
 import { auditPages } from "./handlers/audit.js";
+import { requestPages } from "./handlers/requests.js";
 import { driftPages } from "./handlers/drift.js";
 
 /** Nonce for the one inline script, and headers that keep the pages out of frames and caches. */
@@ -94,6 +95,7 @@ function consoleHandlers(services: GatewayServices): Handlers {
     ...tokenPages(services),
     ...grantPages(services),
     ...auditPages(services),
+    ...requestPages(services),
     ...driftPages(services), // config drift (operators)
     "console.notFound": () => {
       throw new GatewayError(404, "not_found", "There is no such console page.");

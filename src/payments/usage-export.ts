@@ -19,11 +19,15 @@ export interface UsageWindow {
   to: number;
 }
 
-/** `from` and `to` from a query (ISO dates or date-times; `to` exclusive); default: this UTC month so far. */
+/**
+ * `from` and `to` from a query (ISO dates or date-times); default: this UTC month so far. A date-time `to` is exclusive;
+ * a bare date `to` includes that whole UTC day (`--from 2026-11-24 --to 2026-11-24` is that one day).
+ */
 export function windowOf(q: { from?: string; to?: string }, now: number): UsageWindow {
   const parse = (name: string, s: string | undefined, fallback: number) => {
     if (s === undefined || s === "") return fallback;
     const t = Date.parse(s);
+    if (name === "to" && /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(t)) return t + 86_400_000;
     if (Number.isNaN(t))
       throw new GatewayError(400, "invalid_params", `${name}: expected an ISO-8601 date like "2026-11-01" or "2026-11-01T00:00:00Z"`, {
         field: name,

@@ -9,6 +9,8 @@ import { doStores, hasStateBinding, migrateDurableState } from "../state/durable
 import type { StateStores } from "../state/types.js";
 import { fetchTransport } from "./transport.js";
 import { fetchWebSocketRelay } from "./websocket.js";
+import { FetchTracer } from "../telemetry/fetch-tracer.js";
+import { VERSION } from "../operators/version.js";
 
 export interface WorkerEnv {
   /** The whole config as JSON (a `[vars]` entry in wrangler.toml, or a secret). */
@@ -54,6 +56,10 @@ function gatewayFor(env: WorkerEnv): Gateway {
     webSocketRelay: fetchWebSocketRelay,
     stores: storesFor(config, env),
     peerAddress: workersPeerAddress,
+    // Traces over OTLP/HTTP with fetch, sent beside each request (waitUntil): [tracing] otlpEndpoint.
+    tracer: config.tracing.otlpEndpoint
+      ? new FetchTracer({ endpoint: config.tracing.otlpEndpoint, serviceName: config.tracing.serviceName, version: VERSION })
+      : undefined,
   });
   cached = { source, gateway };
   return gateway;

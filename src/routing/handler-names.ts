@@ -9,6 +9,7 @@ export const HANDLER_NAMES = [
   "console.login.page", "console.login", "console.oidc.login", "console.oidc.callback", "console.link.page", "console.link", "console.logout", "console.overview", "console.tenants.create", "console.tenant", "console.tenant.settings", "console.tenant.enabled", "console.ledger", "console.ledger.csv", "console.resources", "console.resources.stop", "console.keys", "console.keys.create", "console.keys.rotate", "console.keys.revoke", "console.tokens", "console.tokens.mint", "console.tokens.revoke", "console.grants", "console.grants.revoke", "console.audit", "console.notFound",
   "mcp.metadata", "mcp",
   "oauth.metadata", "oauth.register", "oauth.authorize.page", "oauth.authorize", "oauth.token", "oauth.revoke", "own.grants", "own.grants.revoke", "admin.grants", "admin.grants.revoke",
+  "own.requests", "own.requests.get", "admin.requests", "console.requests",
   "paid.search",
   "job.start", "job.read",
   "task.start",

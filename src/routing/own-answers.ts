@@ -61,6 +61,37 @@ export const consoleLinkAnswer = z.object({
   expiresAt: z.string(),
 });
 
+/** One request of a tenant's request log (src/operators/actions/request-log.ts). */
+export const requestRecord = z.object({
+  id: z.string(),
+  time: z.string(),
+  tenant: z.string(),
+  method: z.string(),
+  route: z.string(),
+  path: z.string(),
+  status: z.number().int(),
+  durationMs: z.number(),
+  upstreamMs: z.number().optional(),
+  spend: z.string().optional().describe("Atomic units (USD, 6 decimals)"),
+  spendUsd: z.string().optional(),
+  code: z.string().optional(),
+  traceId: z.string().optional(),
+  cache: z.string().optional(),
+});
+export const requestPage = z.object({ requests: z.array(requestRecord) });
+/** The search of a request log; each field optional. */
+export const requestQuery = z.object({
+  status: z.string().optional().describe('"404", "4xx", "5xx", "error" or "ok"'),
+  route: z.string().optional().describe('A row ("x402.web.search"), a family ("sandbox") or a path prefix ("/api/")'),
+  code: z.string().optional().describe('The error code, e.g. "budget_exceeded"'),
+  method: z.string().optional(),
+  id: z.string().optional().describe("A request id"),
+  from: z.string().optional().describe("ISO date or date-time"),
+  to: z.string().optional().describe("ISO date (that whole day included) or date-time (exclusive)"),
+  limit: z.string().optional().describe("1–1000, default 100"),
+  format: z.enum(["json", "csv"]).optional(),
+});
+
 /** Config as code (src/operators/actions/config-state.ts): a plan (diff, apply, drift) and the exported state. */
 const itemChange = z.object({
   id: z.string(),

@@ -45,6 +45,9 @@ import {
   tokenByValue,
   usageWindow,
   whoamiAnswer,
+  requestPage,
+  requestQuery,
+  requestRecord,
 } from "./own-answers.js";
 
 const OWN_PREFIX = "/_tollgate";
@@ -164,6 +167,7 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "console.grants", method: GET, path: `${P}/console/grants`, auth: CONSOLE, handler: "console.grants" }),
   own({ name: "console.grants.revoke", method: POST, path: `${P}/console/grants/:id/revoke`, auth: CONSOLE, body: FORM, handler: "console.grants.revoke" }),
   own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
+  own({ name: "console.requests", method: GET, path: `${P}/console/requests`, auth: CONSOLE, handler: "console.requests" }),
   own({ name: "console.config", method: GET, path: `${P}/console/config`, auth: CONSOLE, handler: "console.config" }),
   own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
@@ -178,6 +182,10 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "own.grants.revoke", method: DELETE, path: `${P}/grants/:id`, auth: TENANT, wrongToken: KEY_NOT_TOKEN, handler: "own.grants.revoke", doc: doc("tokens", "revokeGrant", "Revoke an OAuth grant: its tokens and refreshes are refused fleet-wide at once", { 200: json(anyObject, "The revoked grant") }) }),
   own({ name: "admin.grants", method: GET, path: `${P}/admin/grants`, auth: OPERATOR, scope: "admin", handler: "admin.grants", doc: doc("admin", "adminListGrants", "A tenant's OAuth grants", { 200: json(z.object({ grants: z.array(anyObject) }), "Grants, newest first") }, { query: z.object({ tenant: z.string() }) }) }),
   own({ name: "admin.grants.revoke", method: DELETE, path: `${P}/admin/grants/:id`, auth: OPERATOR, scope: "admin", handler: "admin.grants.revoke", doc: doc("admin", "adminRevokeGrant", "Revoke any tenant's OAuth grant", { 200: json(anyObject, "The revoked grant") }) }),
+  // The tenants' request logs (docs/request-logs.md): a tenant's own, and any tenant's for operators; JSON or CSV.
+  own({ name: "own.requests", method: GET, path: `${P}/requests`, auth: TENANT, handler: "own.requests", doc: doc("usage", "listRequests", "The tenant's last requests (route, status, latency, spend, error code, request and trace id), searched", { 200: { ...json(requestPage, "Requests, newest first (format=csv: a CSV file)"), text: "text/csv" }, 400: refusal("A search field is malformed (named in `field`)") }, { query: requestQuery }) }),
+  own({ name: "own.requests.get", method: GET, path: `${P}/requests/:id`, auth: TENANT, handler: "own.requests.get", doc: doc("usage", "getRequest", "One of the tenant's requests by its request id", { 200: json(requestRecord, "The request"), 404: refusal("Not one of this tenant's kept requests") }) }),
+  own({ name: "admin.requests", method: GET, path: `${P}/admin/requests`, auth: OPERATOR, scope: "admin", handler: "admin.requests", doc: doc("admin", "adminListRequests", "Any tenant's last requests (every tenant's without `tenant`), searched", { 200: { ...json(requestPage, "Requests, newest first (format=csv: a CSV file)"), text: "text/csv" }, 400: refusal("A search field is malformed (named in `field`)"), 404: refusal("No such tenant") }, { query: requestQuery.extend({ tenant: z.string().optional() }) }) }),
   own({ name: "mcp.metadata", method: GET, path: "/.well-known/oauth-protected-resource", auth: ["none"], handler: "mcp.metadata" }),
   own({ name: "mcp.metadata.resource", method: GET, path: "/.well-known/oauth-protected-resource/mcp", auth: ["none"], handler: "mcp.metadata" }),
   own({ name: "mcp", method: ANY, path: "/mcp", auth: ["tenant-key", "mcp-token"], wrongToken: { status: 403, code: "token_scope", message: "This is a {kind} token; /mcp takes a tenant key or an MCP token." }, body: handlerBody("JSON-RPC: one MCP message or a batch"), bearerChallenge: "/.well-known/oauth-protected-resource/mcp", handler: "mcp" }),

@@ -21,6 +21,8 @@ import type {
   TenantStore,
   OutboxMessage,
   WebhookOutbox,
+  RequestLog,
+  RequestRecord,
   LedgerState,
   NewLedgerEntry,
   OwnershipRegistry,
@@ -430,6 +432,19 @@ class DurableOutbox implements WebhookOutbox {
   }
 }
 
+/** The request log: one object per tenant (`requests:<tenant>`), one RPC per tenant per batch of records. */
+class DurableRequestLog implements RequestLog {
+  constructor(private readonly o: Objects) {}
+  async append(records: RequestRecord[], keep: number) {
+    const byTenant = new Map<string, string[]>();
+    for (const r of records) byTenant.set(r.tenant, [...(byTenant.get(r.tenant) ?? []), JSON.stringify(r)]);
+    await Promise.all([...byTenant].map(([tenant, rows]) => this.o.call(`requests:${tenant}`, (s) => s.requestsAppend(rows, keep))));
+  }
+  async list(tenant: string, limit: number) {
+    return (await this.o.call(`requests:${tenant}`, (s) => s.requestsList(limit))).map((r) => JSON.parse(r) as RequestRecord);
+  }
+}
+
 class DurableIdempotency implements IdempotencyStore {
   constructor(private readonly o: Objects) {}
   begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
@@ -482,6 +497,7 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     tenants: new DurableTenantStore(o),
     audit: new DurableAuditLog(o),
     outbox: new DurableOutbox(o),
+    requests: new DurableRequestLog(o),
     async close() {},
   };
   return stores;

@@ -14,6 +14,7 @@
 //   tenant-records       one object: tenant records and their version counter (rare writes, polled reads).
 //   audit                one object: the audit log, in sequence.
 //   outbox               one object: webhook deliveries waiting (with their claims) and the dead letters.
+//   requests:<tenant>    one object per tenant: its request log, the newest N kept (a busy tenant never slows another).
 //   keys:<0-31>          expiring values, idempotency keys and rate-limit counters, sharded by key: no operation spans
 //                        two keys, so shards scale them out; an alarm deletes expired rows.
 // Every RPC method below is synchronous SQL inside one transaction, so it runs without interleaving.
@@ -68,6 +69,7 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS outbox (id TEXT PRIMARY KEY, message TEXT NOT NULL, next_at INTEGER NOT NULL, owner TEXT)`,
   `CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_at)`,
   `CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, message TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS requests (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 ];
 
@@ -363,6 +365,17 @@ export class TollgateState extends DurableObject {
         ? this.rows("SELECT message FROM outbox_dead ORDER BY seq DESC LIMIT ?", limit)
         : this.rows("SELECT message FROM outbox ORDER BY next_at LIMIT ?", limit);
     return rows.map((r) => r.message as string);
+  }
+
+  // requests:<tenant>
+  requestsAppend(records: string[], keep: number): void {
+    this.tx(() => {
+      for (const r of records) this.sql.exec("INSERT INTO requests (record) VALUES (?)", r);
+      this.sql.exec("DELETE FROM requests WHERE seq <= (SELECT MAX(seq) FROM requests) - ?", keep);
+    });
+  }
+  requestsList(limit: number): string[] {
+    return this.rows("SELECT record FROM requests ORDER BY seq DESC LIMIT ?", limit).map((r) => r.record as string);
   }
 
   // keys:<n>

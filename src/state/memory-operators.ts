@@ -1,6 +1,6 @@
 // In-process tenant directory records and audit log (one gateway process; fleets use Redis or Durable Objects).
 import { seedReplaces } from "./tenant-records.js";
-import type { AuditEntry, AuditLog, OutboxMessage, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
+import type { AuditEntry, AuditLog, OutboxMessage, RequestLog, RequestRecord, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
 
 const copy = <T>(v: T): T => structuredClone(v);
 
@@ -101,5 +101,31 @@ export class MemoryOutbox implements WebhookOutbox {
       .sort((a, b) => a.nextAt - b.nextAt)
       .slice(0, limit)
       .map(copy);
+  }
+}
+
+/**
+ * The request log of one process: per tenant, an array oldest first. It is cut back to the newest `keep` once it holds
+ * twice that (one move per `keep` records, not one per record); reads see only the newest `keep`.
+ */
+export class MemoryRequestLog implements RequestLog {
+  private readonly byTenant = new Map<string, RequestRecord[]>();
+  private keep = Number.POSITIVE_INFINITY;
+
+  async append(records: RequestRecord[], keep: number) {
+    this.keep = keep;
+    for (const r of records) {
+      let list = this.byTenant.get(r.tenant);
+      if (!list) this.byTenant.set(r.tenant, (list = []));
+      list.push({ ...r }); // flat: a shallow copy is a whole copy
+      if (list.length >= 2 * keep) list.splice(0, list.length - keep);
+    }
+  }
+  async list(tenant: string, limit: number) {
+    const list = this.byTenant.get(tenant) ?? [];
+    const n = Math.min(limit, this.keep, list.length);
+    const out: RequestRecord[] = [];
+    for (let i = list.length - 1; out.length < n; i--) out.push({ ...list[i]! });
+    return out;
   }
 }

@@ -22,7 +22,7 @@ import type {
 } from "./types.js";
 import { ENDED_RETENTION_MS, type OwnedRecord } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
-import { MemoryAuditLog, MemoryOutbox, MemoryTenantStore } from "./memory-operators.js";
+import { MemoryAuditLog, MemoryOutbox, MemoryRequestLog, MemoryTenantStore } from "./memory-operators.js";
 import {
   COUNTED,
   creditKeys,
@@ -348,6 +348,7 @@ export function memoryStores(now: () => number = Date.now, opts: { endedRetentio
     tenants: new MemoryTenantStore(),
     audit: new MemoryAuditLog(),
     outbox: new MemoryOutbox(),
+    requests: new MemoryRequestLog(),
     async close() {},
   };
 }

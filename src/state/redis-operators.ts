@@ -1,7 +1,7 @@
 // Tenant records and the audit log on Redis: a hash of records with a version counter readers poll, and a sorted set
 // of audit entries keyed by a fleet-wide sequence. Each write is one Lua script (./redis-scripts.ts).
 import type { RedisConnection } from "./redis-connection.js";
-import type { AuditEntry, AuditLog, OutboxMessage, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
+import type { AuditEntry, AuditLog, OutboxMessage, RequestLog, RequestRecord, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
 
 export class RedisTenantStore implements TenantStore {
   constructor(private readonly r: RedisConnection) {}
@@ -114,5 +114,42 @@ export class RedisOutbox implements WebhookOutbox {
     if (!ids.length) return [];
     const rows = await this.r.run(() => this.r.client.hmget(this.k("messages"), ...ids));
     return rows.filter((row): row is string => !!row).map((row) => JSON.parse(row) as OutboxMessage);
+  }
+}
+
+/** A tenant's request log left unwritten this long is dropped whole (a tenant gone quiet, or deleted). */
+const REQUESTS_IDLE_MS = 30 * 86_400_000;
+
+/**
+ * The request log on Redis: one list per tenant, newest first. An append is one MULTI per tenant (LPUSH the records,
+ * LTRIM to the newest `keep`, PEXPIRE): one key each, so it runs on any Cluster slot.
+ */
+export class RedisRequestLog implements RequestLog {
+  constructor(private readonly r: RedisConnection) {}
+
+  async append(records: RequestRecord[], keep: number) {
+    const byTenant = new Map<string, string[]>();
+    for (const rec of records) {
+      const list = byTenant.get(rec.tenant) ?? [];
+      list.push(JSON.stringify(rec));
+      byTenant.set(rec.tenant, list);
+    }
+    await Promise.all(
+      [...byTenant].map(([tenant, rows]) => {
+        const key = this.r.key("requests", tenant);
+        return this.r.run(() =>
+          this.r.client
+            .multi()
+            .lpush(key, ...rows)
+            .ltrim(key, 0, keep - 1)
+            .pexpire(key, REQUESTS_IDLE_MS)
+            .exec(),
+        );
+      }),
+    );
+  }
+  async list(tenant: string, limit: number) {
+    const rows = await this.r.run(() => this.r.client.lrange(this.r.key("requests", tenant), 0, limit - 1));
+    return rows.map((row) => JSON.parse(row) as RequestRecord);
   }
 }

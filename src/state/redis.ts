@@ -4,7 +4,7 @@
 import { RedisConnection, type RedisStoresOptions, type RedisTarget } from "./redis-connection.js";
 import { RedisLedger } from "./redis-ledger.js";
 import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
-import { RedisAuditLog, RedisOutbox, RedisTenantStore } from "./redis-operators.js";
+import { RedisAuditLog, RedisOutbox, RedisRequestLog, RedisTenantStore } from "./redis-operators.js";
 import type { StateStores } from "./types.js";
 
 export interface RedisStores extends StateStores {
@@ -31,6 +31,7 @@ export function redisStores(target: RedisTarget, opts: RedisStoresOptions = {}):
     tenants: new RedisTenantStore(connection),
     audit: new RedisAuditLog(connection),
     outbox: new RedisOutbox(connection),
+    requests: new RedisRequestLog(connection),
     close: () => connection.close(),
   };
 }

@@ -377,6 +377,45 @@ export interface WebhookOutbox {
   list(which: "pending" | "dead", limit: number): Promise<OutboxMessage[]>;
 }
 
+/**
+ * One request as the per-tenant request log keeps it (src/operators/request-log.ts): what it was, how it ended, what it
+ * cost. No body, header, query string or credential is ever in it.
+ */
+export interface RequestRecord {
+  /** The request id (x-request-id). */
+  id: string;
+  /** Epoch ms the request arrived. */
+  at: number;
+  tenant: string;
+  method: string;
+  /** The route table's row name (e.g. "x402.web.search"), or the matched route. */
+  route: string;
+  /** The path without its query string, cut to 256 characters. */
+  path: string;
+  status: number;
+  durationMs: number;
+  /** Time spent waiting on the upstream, when it was called. */
+  upstreamMs?: number;
+  /** Atomic units (USD, 6 decimals) spent: x402 paid plus credits billed, as a decimal string; absent when nothing. */
+  spend?: string;
+  /** The gateway's error code (`code` of the JSON error), when it refused or failed. */
+  code?: string;
+  traceId?: string;
+  /** Cache outcome of a paid search (hit, coalesced, miss...). */
+  cache?: string;
+}
+
+/**
+ * The last requests of each tenant, bounded: appending keeps only the newest `keep` of the tenant (older ones drop
+ * off). Written beside the request (never before the upstream call), read by the admin API and the console.
+ */
+export interface RequestLog {
+  /** Appends records (any tenants), keeping each tenant's newest `keep`. */
+  append(records: RequestRecord[], keep: number): Promise<void>;
+  /** The tenant's records, newest first, at most `limit`. */
+  list(tenant: string, limit: number): Promise<RequestRecord[]>;
+}
+
 export interface StateStores {
   ledger: BudgetLedger;
   ownership: OwnershipRegistry;
@@ -389,5 +428,7 @@ export interface StateStores {
   audit: AuditLog;
   /** Webhook deliveries (alerts), durable and shared by the fleet. */
   outbox: WebhookOutbox;
+  /** The last requests of each tenant (bounded). */
+  requests: RequestLog;
   close(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 // Traces, as the core sees them: a Tracer that starts spans from a W3C `traceparent` or a parent span, and a span
 // that ends with an error or not and says its own traceparent (sent upstream). The Node entry passes one that exports
-// over OTLP/HTTP (src/platform/node/otel-tracer.ts) when `tracing.otlpEndpoint` is set; without one nothing is traced and
+// over OTLP/HTTP (src/platform/node/otel-tracer.ts) when `tracing.otlpEndpoint` is set, the Worker entry one that exports
+// with fetch (./fetch-tracer.ts); without one nothing is traced and
 // nothing costs anything (no middleware mounted, no wrapper, one property check per upstream call).
 import type { Context, MiddlewareHandler } from "hono";
 
@@ -16,8 +17,10 @@ export interface Span {
 export interface Tracer {
   /** A span whose parent is `parent` (a span, or an incoming `traceparent` value); a new trace when there is none. */
   start(name: string, parent: Span | string | undefined, attributes?: Record<string, string | number | boolean>, kind?: "client"): Span;
-  /** Sends what is buffered (at close). */
+  /** Sends what is buffered (at close; after each request too when `exportsPerRequest`). */
   flush(): Promise<void>;
+  /** True for a tracer with no timer of its own (Workers): each request's spans are sent beside it (middleware/trace). */
+  readonly exportsPerRequest?: boolean;
 }
 
 declare module "hono" {

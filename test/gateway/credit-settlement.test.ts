@@ -348,6 +348,14 @@ describe("chargeback", () => {
     const { stdout: table } = await cli("credits", "calibrate", "--from", from!, "--to", to!);
     expect(table).toMatch(/^session\.create\tsessionMinute\t/m);
     expect(table).toMatch(/^\[credits\.prices\]\nsessionMinute = "[0-9.]+"$/m);
+    // One day: a bare `--to` includes that day, so --from D --to D is day D (every entry here was made today).
+    const today = new Date(services().now()).toISOString().slice(0, 10);
+    const { stdout: oneDay } = await cli("usage", "export", "--from", today, "--to", today, "--format", "json");
+    const day = JSON.parse(oneDay) as { from: string; to: string; rows: Array<{ day: string }> };
+    expect(day.from).toBe(`${today}T00:00:00.000Z`);
+    expect(Date.parse(day.to) - Date.parse(day.from)).toBe(86_400_000);
+    expect(day.rows.length).toBeGreaterThan(0);
+    expect(day.rows.every((r) => r.day === today)).toBe(true);
     const bad = await cli("usage", "export", "--format", "xml").catch((e) => e);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("--format: expected csv or json");

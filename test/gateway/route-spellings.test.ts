@@ -61,7 +61,7 @@ beforeAll(async () => {
   await a.files.writeText("/tmp/spelled.txt", "spelled");
 });
 afterAll(async () => {
-  if (s) assertNoUpstreamSecrets(s);
+  if (s) await assertNoUpstreamSecrets(s);
   await s?.close();
 });
 

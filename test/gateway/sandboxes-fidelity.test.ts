@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(made.map((x) => x.stop().catch(() => {})));
-  if (s) assertNoUpstreamSecrets(s);
+  if (s) await assertNoUpstreamSecrets(s);
   await s?.close();
 });
 

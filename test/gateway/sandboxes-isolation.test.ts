@@ -29,7 +29,7 @@ beforeAll(async () => {
   await a.expose({ port: 3001, auth: true });
 });
 afterAll(async () => {
-  if (s) assertNoUpstreamSecrets(s);
+  if (s) await assertNoUpstreamSecrets(s);
   await s?.close();
 });
 

@@ -17,7 +17,7 @@ beforeAll(async () => {
   sbx = await s.alice.sandboxes.create({ imageName: "ubuntu" });
 });
 afterAll(async () => {
-  if (s) assertNoUpstreamSecrets(s);
+  if (s) await assertNoUpstreamSecrets(s);
   await s?.close();
 });
 

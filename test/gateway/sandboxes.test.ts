@@ -26,7 +26,7 @@ beforeAll(async () => {
   sbx = await s.alice.sandboxes.create({ imageName: "node" });
 });
 afterAll(async () => {
-  if (s) assertNoUpstreamSecrets(s);
+  if (s) await assertNoUpstreamSecrets(s);
   await s?.close();
 });
 

@@ -91,6 +91,14 @@ describe("usage export", () => {
     expect(() => windowOf({ from: "2024-01-01", to: "2026-01-01" }, now)).toThrow(/366 days/);
   });
 
+  it("takes a bare date `to` as that whole day (one day: from D to D), a date-time `to` as exclusive", () => {
+    expect(windowOf({ from: "2026-11-24", to: "2026-11-24" }, now)).toEqual({ from: Date.UTC(2026, 10, 24), to: Date.UTC(2026, 10, 25) });
+    expect(windowOf({ from: "2026-11-24", to: "2026-11-24T12:00:00Z" }, now)).toEqual({
+      from: Date.UTC(2026, 10, 24),
+      to: Date.UTC(2026, 10, 24, 12),
+    });
+  });
+
   it("writes RFC 4180 CSV", () => {
     const row = {
       tenant: "a",

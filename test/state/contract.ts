@@ -7,6 +7,7 @@ import { idempotencyContract, kvContract, ownershipContract, rateLimiterContract
 import { auditLogContract, setIfAbsentContract, tenantStoreContract } from "./contract-tenants.js";
 import { outboxContract } from "./contract-outbox.js";
 import { oauthContract } from "./contract-oauth.js";
+import { requestLogContract } from "./contract-requests.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -20,6 +21,7 @@ export function stateContract(b: ContractBackend) {
   auditLogContract(b);
   outboxContract(b);
   oauthContract(b);
+  requestLogContract(b);
   pingContract(b);
 }
 

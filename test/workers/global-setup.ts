@@ -43,6 +43,8 @@ declare module "vitest" {
       accessPrivateJwk: Record<string, unknown>;
       /** An OAuth client ID metadata document ("Doc Agent", redirect http://127.0.0.1:9/oauth/callback) on 127.0.0.1. */
       clientDocUrl: string;
+      /** An OTLP/HTTP traces receiver (JSON): POST /v1/traces takes an export, GET lists every span received. */
+      otlpUrl: string;
     };
   }
 }
@@ -74,6 +76,18 @@ export default async function setup(project: TestProject) {
     );
   });
   await new Promise<void>((resolve) => docs.listen(0, "127.0.0.1", resolve));
+  const spans: unknown[] = [];
+  const otlp = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      if (req.method === "GET") return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(spans));
+      const doc = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: unknown[] }> }> };
+      for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => otlp.listen(0, "127.0.0.1", resolve));
   project.provide("stack", {
     controlUrl: emu.controlUrl,
     runtimeUrl: emu.runtimeUrl,
@@ -95,15 +109,18 @@ export default async function setup(project: TestProject) {
     accessTeamDomain: access.teamDomain,
     accessPrivateJwk: access.privateJwk,
     clientDocUrl: `http://127.0.0.1:${(docs.address() as AddressInfo).port}/client.json`,
+    otlpUrl: `http://127.0.0.1:${(otlp.address() as AddressInfo).port}/v1/traces`,
   });
   return async () => {
     docs.closeAllConnections();
+    otlp.closeAllConnections();
     await Promise.all([
       settledButLost.close(),
       neverArrived.close(),
       webhooks.close(),
       access.close(),
       new Promise<void>((resolve) => docs.close(() => resolve())),
+      new Promise<void>((resolve) => otlp.close(() => resolve())),
     ]);
     await emu.close();
   };

@@ -22,11 +22,20 @@ import {
   withoutUndefined,
 } from "../kit.js";
 
+/** Tenants per page of the keys page (each with all its keys). */
+const KEY_TENANTS_PER_PAGE = 10;
+
 export function keyPages(services: GatewayServices): Pages {
   async function keysPage(c: C, issued?: Parameters<typeof KeysPage>[0]["issued"], status: 200 | 201 = 200) {
     const revoked = c.req.query("revoked");
     const notice = revoked && /^[0-9a-f]{16}$/.test(revoked) ? `Revoked key ${revoked}.` : undefined;
-    const tenants = visibleTenants(services, c);
+    const visible = visibleTenants(services, c);
+    // One tenant (the one just changed, or the one asked for), or a page of tenants: never every key of every tenant.
+    const only = issued?.tenant ?? c.req.query("tenant");
+    const page = only ? 1 : Math.max(1, Math.floor(Number(c.req.query("page"))) || 1);
+    const matching = only ? visible.filter((t) => t.id === only) : visible;
+    const pages = Math.max(1, Math.ceil(matching.length / KEY_TENANTS_PER_PAGE));
+    const tenants = matching.slice((page - 1) * KEY_TENANTS_PER_PAGE, page * KEY_TENANTS_PER_PAGE);
     const used = await lastUsed(
       services,
       tenants.flatMap((t) => t.keys.map((k) => k.hash)),
@@ -41,6 +50,7 @@ export function keyPages(services: GatewayServices): Pages {
         now={services.now()}
         notice={notice}
         issued={issued}
+        paging={{ page, pages, tenantCount: matching.length, perPage: KEY_TENANTS_PER_PAGE, only, all: visible.map((t) => t.id) }}
       />,
       status,
     );

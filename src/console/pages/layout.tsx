@@ -25,6 +25,7 @@ const NAV: Array<[string, string, OperatorRole[]]> = [
   ["", "Overview", ["admin", "readonly", "tenant"]],
   ["/ledger", "Ledger", ["admin", "readonly", "tenant"]],
   ["/resources", "Sandboxes & sessions", ["admin", "readonly", "tenant"]],
+  ["/requests", "Requests", ["admin", "readonly", "tenant"]],
   ["/keys", "Keys", ["admin", "readonly", "tenant"]],
   ["/tokens", "Keyless tokens", ["tenant"]],
   ["/grants", "Agent grants", ["admin", "readonly", "tenant"]],

@@ -139,8 +139,12 @@ export function KeysPage(props: {
   now: number;
   notice?: string;
   issued?: { tenant: string; id: string; key: string; replaced?: string; replacedExpiresAt?: string };
+  /** Which tenants this page shows: one (`only`), or page `page` of `pages`. */
+  paging: { page: number; pages: number; tenantCount: number; perPage: number; only?: string; all: string[] };
 }) {
   const issued = props.issued;
+  const p = props.paging;
+  const first = (p.page - 1) * p.perPage + 1;
   return (
     <Page title="Keys" viewer={props.viewer} active="/keys" nonce={props.nonce}>
       <h1>Keys</h1>
@@ -161,6 +165,43 @@ export function KeysPage(props: {
       )}
       {props.notice && <div class="notice">{props.notice}</div>}
       <p class="muted">"Last used" is recorded at most once a minute per key.</p>
+      {p.all.length > 1 && (
+        <form class="filters" method="get" action={href("/keys")} data-keys-filter>
+          <label>
+            Tenant
+            <select name="tenant">
+              <option value="">All tenants</option>
+              {p.all.map((id) => (
+                <option value={id} selected={p.only === id}>
+                  {id}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="submit">Show</button>
+        </form>
+      )}
+      {!p.only && p.pages > 1 && (
+        <p class="muted" data-keys-paging>
+          Tenants {first}–{first + props.tenants.length - 1} of {p.tenantCount} · page {p.page} of {p.pages}
+          {p.page > 1 && (
+            <>
+              {" · "}
+              <a href={href(`/keys?page=${p.page - 1}`)} data-page="previous">
+                Previous
+              </a>
+            </>
+          )}
+          {p.page < p.pages && (
+            <>
+              {" · "}
+              <a href={href(`/keys?page=${p.page + 1}`)} data-page="next">
+                Next
+              </a>
+            </>
+          )}
+        </p>
+      )}
       {props.tenants.map((t) => (
         <section>
           <h2>{t.id}</h2>

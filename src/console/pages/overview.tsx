@@ -7,7 +7,7 @@ import { href, Page, type Viewer } from "./layout.js";
 import { ChartKey, SpendChart } from "./spend-chart.js";
 import type { SpendHistory } from "../spend.js";
 import { HistoryChart, TopTables } from "./history-chart.js";
-import { NewTenantForm } from "./tenant-forms.js";
+import { NewTenantForm, SaveError } from "./tenant-forms.js";
 
 export function SavingsStats({ savings, live }: { savings: CacheSavings; live?: { sandboxes: number; sessions: number } }) {
   return (
@@ -110,6 +110,7 @@ export function OverviewPage(props: {
           </div>
         </div>
       )}
+      {props.formError && <SaveError error={props.formError} />}
       <SavingsStats savings={props.savings} live={props.live} />
       <p class="muted" style="font-size:12px">
         Savings are counted by this gateway instance since it started.

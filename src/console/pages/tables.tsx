@@ -273,6 +273,26 @@ export function AuditTable({ entries, viewer }: { entries: AuditEntry[]; viewer?
   );
 }
 
+/** The grace a rotation gave the old key, from the key as the entry's `after` holds it (gone: it stopped at once). */
+function rotationDetail(e: AuditEntry): string {
+  type Keys = { keys?: Array<{ id: string; expiresAt?: string }> };
+  const keyId = e.target.slice(e.target.lastIndexOf("/") + 1);
+  const old = (e.after as Keys | undefined)?.keys?.find((k) => k.id === keyId);
+  if (!old?.expiresAt) return "old key stopped at once (no grace)";
+  const before = (e.before as Keys | undefined)?.keys?.find((k) => k.id === keyId);
+  if (before?.expiresAt === old.expiresAt) return `old key until its own expiry, ${old.expiresAt}`;
+  const seconds = Math.max(0, Math.round((Date.parse(old.expiresAt) - e.at) / 1000));
+  const grace =
+    seconds % 86_400 === 0 && seconds
+      ? `${seconds / 86_400} d`
+      : seconds % 3600 === 0 && seconds
+        ? `${seconds / 3600} h`
+        : seconds % 60 === 0 && seconds
+          ? `${seconds / 60} min`
+          : `${seconds} s`;
+  return `old key kept ${grace} more, until ${old.expiresAt}`;
+}
+
 /** A line about what an alert or a kill did, from the figures the entry recorded (never its before/after as a whole). */
 function auditDetail(e: AuditEntry): string {
   const a = (e.after ?? {}) as Record<string, unknown>;
@@ -280,7 +300,7 @@ function auditDetail(e: AuditEntry): string {
   if (e.action === "alert.budget.exhausted") return `${a.window} ${a.period}: exhausted (then ${a.onExhausted})`;
   if (e.action === "resource.stop") return `stopped (upstream ${a.status})`;
   if (e.action === "console.login") return `signed in with ${a.via}`;
-  if (e.action === "key.rotate") return `old key until ${a.replacedExpiresAt ?? "now"}`;
+  if (e.action === "key.rotate") return rotationDetail(e);
   if (e.action === "tenant.kill") {
     const stopped = (a.stopped ?? {}) as { sandboxes?: unknown[]; sessions?: unknown[] };
     return `${a.reason}: stopped ${stopped.sandboxes?.length ?? 0} sandboxes, ${stopped.sessions?.length ?? 0} sessions`;

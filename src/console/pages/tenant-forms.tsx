@@ -34,10 +34,28 @@ function ScopeBoxes({ scopes }: { scopes: readonly string[] }) {
   );
 }
 
+/**
+ * A save the gateway refused, at the top of the page (where the page opens after the form is sent), naming the field
+ * at fault and pointing at the form, which keeps the same message beside the fields.
+ */
+export function SaveError({ error }: { error: string }) {
+  return (
+    <div class="notice bad" role="alert" data-save-error>
+      <b>Not saved.</b> {error} <a href="#save-form">Back to the form</a>
+    </div>
+  );
+}
+
 export function TenantEditForm({ tenant, viewer, error }: { tenant: Tenant; viewer: Viewer; error?: string }) {
   const q = tenant.quotas;
   return (
-    <form method="post" action={href(`/tenants/${encodeURIComponent(tenant.id)}/settings`)} class="card edit" data-edit-tenant={tenant.id}>
+    <form
+      method="post"
+      action={href(`/tenants/${encodeURIComponent(tenant.id)}/settings`)}
+      class="card edit"
+      id="save-form"
+      data-edit-tenant={tenant.id}
+    >
       <h3>Settings</h3>
       {error && (
         <div class="notice bad" data-form-error>
@@ -115,7 +133,7 @@ export function EnableForm({ tenant, viewer }: { tenant: Tenant; viewer: Viewer 
 
 export function NewTenantForm({ viewer, error }: { viewer: Viewer; error?: string }) {
   return (
-    <form method="post" action={href("/tenants")} class="card edit" data-new-tenant>
+    <form method="post" action={href("/tenants")} class="card edit" id="save-form" data-new-tenant>
       <h3>New tenant</h3>
       {error && (
         <div class="notice bad" data-form-error>

@@ -12,7 +12,7 @@ import { AlertSettings } from "./audit.js";
 import { AuditTable, KeyTable, LedgerTable, NewKeyForm, ResourceTable } from "./tables.js";
 import type { SpendHistory } from "../spend.js";
 import { HistoryChart, TopTables } from "./history-chart.js";
-import { EnableForm, TenantEditForm } from "./tenant-forms.js";
+import { EnableForm, SaveError, TenantEditForm } from "./tenant-forms.js";
 import { managesKeysOf } from "./layout.js";
 
 export function TenantPage(props: {
@@ -42,6 +42,7 @@ export function TenantPage(props: {
         {viewer.canEdit && <EnableForm tenant={tenant} viewer={viewer} />}
       </h1>
       {props.notice && <div class="notice">{props.notice}</div>}
+      {props.formError && <SaveError error={props.formError} />}
       <SavingsStats savings={props.savings} />
       <div class="grid">
         <div class="card wide">
