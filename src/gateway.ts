@@ -58,6 +58,7 @@ import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
+import { OWNER_MEMORY_MS, withRememberedOwners } from "./state/remembered-owners.js";
 import { clientAddressOf } from "./platform/forwarded.js";
 import { RememberingRouter } from "./platform/remembering-router.js";
 import { metricsHandlers } from "./operators/http/metrics-route.js";
@@ -189,10 +190,13 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
-  const stores = withMeteredLedger(
-    deps.stores ?? memoryStores(now, { endedRetentionMs: config.state.endedRetentionDays * 86_400_000 }),
-    metrics,
-  );
+  const endedRetentionMs = config.state.endedRetentionDays * 86_400_000;
+  // Owners are remembered per instance (an owner never changes once written): a control read's owner check costs no
+  // state round trip once this instance has seen the resource (src/state/remembered-owners.ts).
+  const stores = withRememberedOwners(withMeteredLedger(deps.stores ?? memoryStores(now, { endedRetentionMs }), metrics), {
+    now,
+    ttlMs: Math.min(OWNER_MEMORY_MS, endedRetentionMs),
+  });
   const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
   directory.setRefresher(tenantSync.fresh.bind(tenantSync));
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;

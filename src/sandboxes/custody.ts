@@ -20,6 +20,8 @@ export interface RuntimeCredential {
 const RENEW_MAX_MS = 60_000;
 /** How long a credential read from the shared store is reused before it is read again (see RuntimeCustody.peek). */
 const SHARED_READ_FRESH_MS = 1000;
+/** How long a credential this instance stored (or read) is taken to still be in the shared store, unchanged. */
+const UNCHANGED_KEPT_MS = 30_000;
 
 export const sandboxNotFound = (id: string) => new GatewayError(404, "not_found", `Sandbox ${id} not found`);
 const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
@@ -29,6 +31,10 @@ export function needsRenewal(cred: RuntimeCredential, now: number): boolean {
   const lifetime = cred.expiresAt - cred.receivedAt;
   return cred.expiresAt - now <= Math.min(RENEW_MAX_MS, lifetime / 2);
 }
+
+/** The same upstream credential (when it was received aside). */
+const sameCredential = (a: RuntimeCredential, b: RuntimeCredential) =>
+  a.token === b.token && a.baseUrl === b.baseUrl && a.host === b.host && a.expiresAt === b.expiresAt;
 
 export class RuntimeCustody {
   private readonly inflight = new Map<string, Promise<RuntimeCredential>>();
@@ -62,6 +68,11 @@ export class RuntimeCustody {
     const expiresAt = Number.isFinite(parsed) ? parsed : now + 60_000;
     const cred: RuntimeCredential = { token, baseUrl, host: detail.runtime?.host ?? undefined, expiresAt, receivedAt: now };
     if (expiresAt > now) {
+      // A control read hands back the same credential the shared store already holds (this instance stored it or read
+      // it there lately): nothing to write, no round trip. Were it gone from the store meanwhile (forgotten or replaced
+      // by another instance), a runtime call finds that out and renews.
+      const seen = this.parsed.get(id);
+      if (seen && now - seen.at < UNCHANGED_KEPT_MS && sameCredential(seen.cred, cred)) return { ...seen.cred };
       const raw = JSON.stringify(cred);
       await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), raw, expiresAt - now);
       this.remember(id, raw, { ...cred }, now);

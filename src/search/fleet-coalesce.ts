@@ -1,5 +1,6 @@
 // Coalescing across gateway instances: the first instance to claim a request's key pays and publishes the answer in
 // shared state; the others wait for it instead of paying again. It doubles as a cache shared by the fleet.
+import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import { fromBase64 as unb64, toBase64 as b64, type Answer } from "./answer.js";
 
@@ -22,7 +23,7 @@ export interface FleetResult {
 export async function fleetCoalesce(
   services: GatewayServices,
   key: string,
-  opts: { ttlMs: number; maxAgeMs?: number; share: (a: Answer) => boolean },
+  opts: { ttlMs: number; maxAgeMs?: number; share: (a: Answer) => boolean; context?: Context },
   fetch: () => Promise<Answer>,
 ): Promise<FleetResult> {
   const store = services.stores.idempotency;
@@ -53,8 +54,10 @@ export async function fleetCoalesce(
     await store.abandon(k).catch(() => {});
     throw err;
   }
+  // Published behind the answer: the caller has it now; the fleet sees it a round trip later (an instance waiting on
+  // the key polls until then, one dying meanwhile lets the lease lapse as before). Kept alive beside the request.
   if (opts.share(answer) && opts.ttlMs > 0) {
-    await store
+    const publish = store
       .complete(
         k,
         {
@@ -66,8 +69,13 @@ export async function fleetCoalesce(
         opts.ttlMs,
       )
       .catch(() => store.abandon(k).catch(() => {}));
+    services.background(opts.context, publish, "publish a coalesced answer");
   } else {
-    await store.abandon(k).catch(() => {});
+    services.background(
+      opts.context,
+      store.abandon(k).catch(() => {}),
+      "release a coalescing claim",
+    );
   }
   return { answer, fetched: true };
 }

@@ -117,7 +117,11 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     f.paid = paid;
     f.cache = how;
     if (how === "hit" || how === "coalesced") recordSavings(services, call.c, call.tenant.id, how, f.saved ?? 0n);
-    const remaining = budgetRemaining(services, call.tenant);
+    // Shown from what this instance read lately (a hit waits for no state), refreshed behind the answer.
+    const remaining = budgetRemaining(services, call.tenant, {
+      justPaid: how === "miss" || how === "bypass" ? paid : 0n,
+      background: (work) => services.background(call.c, work, "budget figure reread"),
+    });
     return typeof remaining === "string"
       ? respond(call.c, answer, how, paid, remaining)
       : remaining.then((r) => respond(call.c, answer, how, paid, r));
@@ -156,7 +160,12 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     // A client bounding the age joins only calls started now, which are fresh by definition.
     // One call per key in this process, and (through shared state) one per key across the fleet.
     const { value, leader } = await coalescer.run(s.cacheKey, () =>
-      fleetCoalesce(services, s.cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable }, fetchFresh),
+      fleetCoalesce(
+        services,
+        s.cacheKey,
+        { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable, context: s.c },
+        fetchFresh,
+      ),
     );
     if (leader && value.fetched) return { answer: value.answer, how: "miss", paid: value.answer.paid };
     if (!value.fetched) cache.set(s.cacheKey, { ...value.answer });
