@@ -123,8 +123,10 @@ describe("credit settlement across two instances on one Redis", () => {
   }, 60_000);
 
   it("an export from either instance sums exactly to the shared ledger", async () => {
-    const day = new Date().toISOString().slice(0, 10);
-    const to = new Date(Date.parse(day) + 86_400_000).toISOString().slice(0, 10);
+    // Yesterday to tomorrow (UTC): entries made before midnight still count if the export runs after it.
+    const today = Date.parse(new Date().toISOString().slice(0, 10));
+    const day = new Date(today - 86_400_000).toISOString().slice(0, 10);
+    const to = new Date(today + 86_400_000).toISOString().slice(0, 10);
     const total = (await a.gateway.services.stores.ledger.list({}))
       .filter((e) => e.state !== "released" && !e.tenant.startsWith("token:"))
       .reduce((s, e) => s + BigInt(e.amount), 0n);
