@@ -45,8 +45,11 @@ export class RuntimeCustody {
 
   constructor(private readonly services: GatewayServices) {}
 
-  /** Records the runtime credential from an upstream sandbox detail; a detail without a token forgets it. */
-  async keep(record: unknown): Promise<RuntimeCredential | undefined> {
+  /**
+   * Records the runtime credential from an upstream sandbox detail; a detail without a token forgets it. `reuse`: a
+   * detail a client asked for (not a renewal) leaves a kept credential that still serves in place, unwritten.
+   */
+  async keep(record: unknown, opts: { reuse?: boolean } = {}): Promise<RuntimeCredential | undefined> {
     const detail = readWire(SandboxDetail, record);
     const id = String(detail.id);
     const token = typeof detail.token === "string" && detail.token ? detail.token : undefined;
@@ -75,7 +78,7 @@ export class RuntimeCustody {
       // token per detail; the kept one stays valid to its expiry): nothing to write, no round trip. Were it gone from
       // the store meanwhile (forgotten or replaced by another instance), a runtime call finds that out and renews.
       const seen = this.parsed.get(id);
-      if (seen && now - seen.at < UNCHANGED_KEPT_MS && stillServes(seen.cred, cred, now)) return { ...seen.cred };
+      if (opts.reuse && seen && now - seen.at < UNCHANGED_KEPT_MS && stillServes(seen.cred, cred, now)) return { ...seen.cred };
       const raw = JSON.stringify(cred);
       await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), raw, expiresAt - now);
       this.remember(id, raw, { ...cred }, now);
