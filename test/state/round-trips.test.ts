@@ -1,9 +1,11 @@
 // How many sequential state round trips each request class waits for, asserted so a regression fails CI. The gateway's
-// stores (memory) make every call wait DELAY ms first; a class's median latency with the delay, less without it,
+// stores (memory) make every call wait DELAY ms first; a class's fastest latency with the delay, less without it,
 // divided by DELAY is the round trips on its critical path. Work done behind the answer (the budget figure reread,
 // a coalesced answer published, the revocation count reread ahead) costs the answer nothing and is not counted.
 // Targets (issue 44): paid search cache hit 0, control read of an own sandbox 0 once its owner is remembered,
-// creation ≤ 1, runtime call with a bound token 0, paid search miss ≤ 4 (coalescing claim, reserve, signed, commit).
+// creation ≤ 1, runtime call with a bound token 0, paid search miss ≤ 3 (the fleet's coalescing claim, sent beside
+// the unpaid first call; the reservation; the signature recorded before it leaves). The commit, the coalesced answer
+// and the budget figure go behind the answer.
 import { randomBytes } from "node:crypto";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,7 +20,8 @@ import { delayedStores, type DelayedStores } from "../helpers/delayed-stores.js"
 const DELAY = 100;
 const RUNS = 3;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The fastest of a few runs: each sequential round trip adds DELAY to every run; noise (the chain settling a payment, a busy machine) only adds. */
+const fastest = (xs: number[]) => Math.min(...xs);
 
 describe("sequential state round trips per request class", () => {
   let emu: EmulatorHandle;
@@ -66,8 +69,8 @@ describe("sequential state round trips per request class", () => {
     expect(r.status, text.slice(0, 200)).toBe(200);
   };
 
-  /** The round trips one request of a class waits for: (median with the delay − median without) / delay, rounded. */
-  const roundTrips = async (run: (i: number) => Promise<void>, pauseMs = 3 * DELAY) => {
+  /** The round trips one request of a class waits for: (fastest with the delay − fastest without) / delay, rounded. */
+  const roundTrips = async (run: (i: number) => Promise<void>, pauseMs = 3 * DELAY, runs = RUNS) => {
     const timed = async (i: number) => {
       const t = performance.now();
       await run(i);
@@ -78,20 +81,20 @@ describe("sequential state round trips per request class", () => {
     state.setDelay(0);
     for (let i = 0; i < 2; i++) await timed(1000 + i); // warm
     const near: number[] = [];
-    for (let i = 0; i < RUNS; i++) near.push(await timed(i));
+    for (let i = 0; i < runs; i++) near.push(await timed(i));
     state.setDelay(DELAY);
     const far: number[] = [];
-    for (let i = 0; i < RUNS; i++) far.push(await timed(100 + i));
+    for (let i = 0; i < runs; i++) far.push(await timed(100 + i));
     state.setDelay(0);
-    return Math.max(0, Math.round((median(far) - median(near)) / DELAY));
+    return Math.max(0, Math.round((fastest(far) - fastest(near)) / DELAY));
   };
 
-  it("a paid search cache hit waits for none, a miss for at most 4 (none after the paid call but the commit)", async () => {
+  it("a paid search cache hit waits for none, a miss for at most 3 (none after the paid call)", async () => {
     const hit = await roundTrips(() => call("/x402/web/search", { query: "the same query" }));
     expect(hit).toBe(0);
     const salt = randomBytes(4).toString("hex");
-    const miss = await roundTrips((i) => call("/x402/web/search", { query: `miss ${salt} ${i}` }));
-    expect(miss).toBeLessThanOrEqual(4);
+    const miss = await roundTrips((i) => call("/x402/web/search", { query: `miss ${salt} ${i}` }), 3 * DELAY, 5);
+    expect(miss).toBeLessThanOrEqual(3);
   }, 120_000);
 
   it("creation waits for at most one, a control read of an own sandbox and a runtime call for none", async () => {
