@@ -19,7 +19,7 @@ export interface OwnerMemory {
   max?: number;
 }
 
-export function rememberingOwnership(inner: OwnershipRegistry, opts: OwnerMemory): OwnershipRegistry {
+function rememberingOwnership(inner: OwnershipRegistry, opts: OwnerMemory): OwnershipRegistry {
   if (opts.ttlMs <= 0) return inner;
   const known = new LRUCache<string, { tenant: string; at: number }>({ max: opts.max ?? 100_000 });
   const keyOf = (kind: ResourceKind, id: string) => `${kind}\u0000${id}`;
