@@ -1,10 +1,13 @@
 // The Worker bundle: its size (wrangler's own `Total Upload … gzip` line, offline dry run), what is in it (esbuild
 // metafile, by package), and its cold start in workerd through Miniflare: instantiation until ready, then the first
-// `/_tollgate/health` answer (the script's top-level evaluation plus the first gateway build), against a trivial Worker.
+// `/_tollgate/health` answer (the script's top-level evaluation plus the first gateway build), against a trivial Worker;
+// and the same bundle's top-level evaluation and first health answer in a fresh Node process (V8 alone, no workerd or
+// Durable Object set-up: `cloudflare:workers` stubbed), which isolates what the script itself costs.
 //
 // `npm run bench -- worker-cold-start`; BENCH_COLD_RUNS (5); BENCH_WORKER_DIR reuses a bundle built beforehand;
 // BENCH_WORKER_COMPARE_DIR adds another prebuilt bundle (e.g. an older revision's), measured in the same rounds.
 import { execFileSync } from "node:child_process";
+import { pathToFileURL } from "node:url";
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -73,6 +76,21 @@ async function coldStart(scriptPath: string, withState: boolean): Promise<{ read
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** The bundle evaluated by Node in a fresh process: [top-level evaluation ms, first /_tollgate/health ms]. */
+function nodeEval(scriptPath: string): [number, number] {
+  const copy = scriptPath.replace(/\.js$/, ".node-eval.mjs");
+  const src = readFileSync(scriptPath, "utf8").replace(
+    /import\s*\{\s*DurableObject as (\w+)\s*\}\s*from\s*"cloudflare:workers";?/,
+    "const $1=class{};",
+  );
+  writeFileSync(copy, src);
+  const probe = `const t=performance.now();import(${JSON.stringify(pathToFileURL(copy).href)}).then(async(m)=>{const t1=performance.now();
+const r=await m.default.fetch(new Request("http://localhost/_tollgate/health"),{TOLLGATE_CONFIG:'{"server":{"logLevel":"silent"}}'},{waitUntil(){},passThroughOnException(){}});
+await r.text();if(r.status!==200)throw new Error("health answered "+r.status);console.log(JSON.stringify([t1-t,performance.now()-t1]))})`;
+  const out = execFileSync(process.execPath, ["--input-type=module", "-e", probe], { encoding: "utf8" });
+  return JSON.parse(out.trim().split("\n").pop()!);
+}
+
 const given = process.env.BENCH_WORKER_DIR;
 const built = given ? { dir: given, line: "(prebuilt)" } : build();
 try {
@@ -80,7 +98,7 @@ try {
   console.log(`\n## Worker bundle (wrangler dry run, ${new Date().toISOString().slice(0, 10)})\n\n${built.line}\n`);
   const meta = join(built.dir, "meta.json");
   if (existsSync(meta)) {
-    console.log("| package / source | KiB in bundle (minified: no) |\n|---|---|");
+    console.log("| package / source | KiB in bundle (minified) |\n|---|---|");
     for (const [k, v] of composition(meta).slice(0, 15)) console.log(`| ${k} | ${(v / 1024).toFixed(1)} |`);
   }
   const trivialPath = join(built.dir, "trivial.js");
@@ -104,6 +122,12 @@ try {
     const r = median(xs.map((x) => x.readyMs));
     const f = median(xs.map((x) => x.firstMs));
     console.log(`| ${name} | ${r.toFixed(0)} | ${f.toFixed(1)} | ${median(xs.map((x) => x.readyMs + x.firstMs)).toFixed(0)} |`);
+  }
+  console.log(`\n## The same bundle in a fresh Node process (median of ${RUNS})\n`);
+  console.log("| worker | top-level evaluation ms | first /_tollgate/health ms |\n|---|---|---|");
+  for (const [name, path] of rows.slice(1)) {
+    const xs = Array.from({ length: RUNS }, () => nodeEval(path));
+    console.log(`| ${name} | ${median(xs.map((x) => x[0])).toFixed(0)} | ${median(xs.map((x) => x[1])).toFixed(1)} |`);
   }
 } finally {
   if (!given) rmSync(built.dir, { recursive: true, force: true });

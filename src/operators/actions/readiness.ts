@@ -1,5 +1,6 @@
 // Readiness: can this instance serve? State backend, upstream, signer and the wallet's balance, each checked cheaply.
-import { createPublicClient, http, type PublicClient } from "viem";
+import { createClient, http, type Client } from "viem";
+import { readContract } from "viem/actions";
 import type { GatewayServices } from "../../services.js";
 import type { PaymentSigner } from "../../payments/signer.js";
 import { atomicToUsd } from "../../payments/money.js";
@@ -66,7 +67,7 @@ export class Readiness {
   private readonly timeoutMs: number;
   private readonly upstreamProbe: Cached<CheckResult>;
   private readonly walletProbe: Cached<CheckResult>;
-  private readonly clients = new Map<string, PublicClient>();
+  private readonly clients = new Map<string, Client>();
 
   /** `signer`: the gateway's signer (its address is all readiness reads), undefined when no wallet key is set. */
   constructor(
@@ -151,7 +152,7 @@ export class Readiness {
       for (const network of networks) {
         for (const asset of assets) {
           const b = await withTimeout(
-            this.client(network).readContract({
+            readContract(this.client(network), {
               address: asset as `0x${string}`,
               abi: BALANCE_OF_ABI,
               functionName: "balanceOf",
@@ -177,12 +178,12 @@ export class Readiness {
     };
   }
 
-  private client(network: string): PublicClient {
+  private client(network: string): Client {
     let c = this.clients.get(network);
     if (!c) {
-      c = createPublicClient({
+      c = createClient({
         transport: http(this.services.config.payments.rpc[network], { retryCount: 0, timeout: this.timeoutMs }),
-      }) as PublicClient;
+      });
       this.clients.set(network, c);
     }
     return c;

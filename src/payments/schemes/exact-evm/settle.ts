@@ -1,5 +1,6 @@
 // exact-EVM on chain: an EIP-3009 authorization was used iff the token's authorizationState(payer, nonce) is true.
-import { createPublicClient, http, type PublicClient } from "viem";
+import { createClient, http, type Client } from "viem";
+import { readContract } from "viem/actions";
 import type { LedgerEntry } from "../../../state/types.js";
 import type { ChainVerdict } from "../types.js";
 
@@ -17,12 +18,12 @@ const AUTHORIZATION_STATE_ABI = [
 ] as const;
 
 /** One client per RPC URL, kept for the process. */
-const clients = new Map<string, PublicClient>();
+const clients = new Map<string, Client>();
 
-function clientFor(url: string): PublicClient {
+function clientFor(url: string): Client {
   let c = clients.get(url);
   if (!c) {
-    c = createPublicClient({ transport: http(url, { retryCount: 1, timeout: 10_000 }) }) as PublicClient;
+    c = createClient({ transport: http(url, { retryCount: 1, timeout: 10_000 }) });
     clients.set(url, c);
   }
   return c;
@@ -31,7 +32,7 @@ function clientFor(url: string): PublicClient {
 export async function exactEvmVerdict(entry: LedgerEntry, rpc: Record<string, string>): Promise<ChainVerdict> {
   const url = entry.network ? rpc[entry.network] : undefined;
   if (!url || !entry.asset) return "no-rpc";
-  const used = await clientFor(url).readContract({
+  const used = await readContract(clientFor(url), {
     address: entry.asset as `0x${string}`,
     abi: AUTHORIZATION_STATE_ABI,
     functionName: "authorizationState",
