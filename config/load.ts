@@ -90,7 +90,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
  * Cross-field rules the schema cannot say field by field. Read from the raw input (any tenant with a string id, any
  * key with a string hash), so they are reported in the same pass as the schema's problems.
  */
-function semanticProblems(raw: unknown): string[] {
+export function semanticProblems(raw: unknown): string[] {
   const problems: string[] = [];
   const tenants = (raw as { tenants?: unknown } | null)?.tenants;
   if (!Array.isArray(tenants)) return problems;
@@ -204,4 +204,83 @@ export async function oidcClientSecret(config: TollgateConfig, env: Record<strin
   }
   if (!v) throw new ConfigError([`operators.oidc.clientSecretFile: ${file} is empty`]);
   return v;
+}
+
+/** The secrets a file may hold, by their config field; each also takes `<its variable>_FILE` in the environment. */
+const SECRET_FILE_FIELDS = {
+  upstreamApiKeyFile: "upstreamApiKey",
+  tokenSecretFile: "tokenSecret",
+  webhookSecretFile: "webhookSecret",
+  metricsTokenFile: "metricsToken",
+  walletKeyFile: "walletKey",
+  pkcs11PinFile: "pkcs11Pin",
+} as const;
+
+/** One secret given as a file: which secret, the file, and where that was said (the config field or the variable). */
+export interface SecretFileRef {
+  secret: (typeof SECRET_FILE_FIELDS)[keyof typeof SECRET_FILE_FIELDS];
+  path: string;
+  /** `secrets.upstreamApiKeyFile` or `TOLLGATE_UPSTREAM_API_KEY_FILE`: named in every problem, never the secret. */
+  field: string;
+}
+
+/**
+ * The secrets given as files, from `[secrets] *File` and `TOLLGATE_*_FILE`. A secret given twice (a file and its
+ * variable, or a field and a `_FILE` variable) is a config error naming both. TOLLGATE_TOKEN_SECRETS counts as the
+ * token secret's variable.
+ */
+export function secretFileRefs(config: TollgateConfig, env: Record<string, string | undefined>): SecretFileRef[] {
+  const problems: string[] = [];
+  const refs: SecretFileRef[] = [];
+  for (const [field, secret] of Object.entries(SECRET_FILE_FIELDS) as Array<[keyof typeof SECRET_FILE_FIELDS, SecretFileRef["secret"]]>) {
+    const variable = SECRET_ENV[secret];
+    const fromConfig = config.secrets[field];
+    const fromEnv = env[`${variable}_FILE`]?.trim() || undefined;
+    const direct = [variable, ...(secret === "tokenSecret" ? [SECRET_ENV.tokenSecrets] : [])].filter((v) => env[v]?.trim());
+    if (fromConfig && fromEnv) problems.push(`secrets.${field}: also given as ${variable}_FILE; keep one`);
+    else if ((fromConfig || fromEnv) && direct.length)
+      problems.push(`${fromConfig ? `secrets.${field}` : `${variable}_FILE`}: ${direct.join(" and ")} is set too; keep one`);
+    else if (fromConfig) refs.push({ secret, path: fromConfig, field: `secrets.${field}` });
+    else if (fromEnv) refs.push({ secret, path: fromEnv, field: `${variable}_FILE` });
+  }
+  if (problems.length) throw new ConfigError(problems, "configuration");
+  return refs;
+}
+
+/**
+ * A secret file's content as the secret it holds (trimmed), checked as its variable would be. The token secret's file
+ * holds one secret or a "kid:secret,…" list; a lone secret signs under a kid made from its own hash (`kidOf`), so every
+ * instance names the same secret alike. @throws ConfigError naming the field, never the secret.
+ */
+export function secretFromFile(ref: SecretFileRef, text: string, kidOf: (secret: string) => string): Partial<Secrets> {
+  const v = text.trim();
+  const problems: string[] = [];
+  if (!v) problems.push(`${ref.field}: ${ref.path} is empty`);
+  else if (ref.secret === "tokenSecret") {
+    // A "kid:secret,…" list when every entry reads as one; anything else is one secret.
+    const isList = v.split(",").every((e) => /^\s*[A-Za-z0-9._-]{1,64}:\S{32,}\s*$/.test(e));
+    const list = isList ? parseTokenSecrets(v, problems) : undefined;
+    if (list) return { tokenSecrets: list };
+    if (!problems.length && v.length < 32) problems.push(`${ref.field}: expected a secret of at least 32 characters`);
+    if (!problems.length) return { tokenSecrets: [{ kid: kidOf(v), secret: v }] };
+  } else if (ref.secret === "walletKey" && !/^0x[0-9a-fA-F]{64}$/.test(v))
+    problems.push(`${ref.field}: expected 0x followed by 64 hex characters`);
+  else if (ref.secret === "metricsToken" && v.length < 16) problems.push(`${ref.field}: expected at least 16 characters`);
+  if (problems.length)
+    throw new ConfigError(
+      problems.map((p) => p.replace(SECRET_ENV.tokenSecrets, ref.field)),
+      "secret file",
+    );
+  return { [ref.secret]: v };
+}
+
+/** Workers read no files: a `[secrets] *File` field there is a config error saying to bind the secret instead. */
+export function refuseSecretFiles(config: TollgateConfig): void {
+  const problems = (Object.keys(SECRET_FILE_FIELDS) as Array<keyof typeof SECRET_FILE_FIELDS>)
+    .filter((field) => config.secrets[field])
+    .map(
+      (field) =>
+        `secrets.${field}: files cannot be read on Workers; bind the secret instead (wrangler secret put ${SECRET_ENV[SECRET_FILE_FIELDS[field]]})`,
+    );
+  if (problems.length) throw new ConfigError(problems);
 }

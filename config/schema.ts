@@ -4,6 +4,7 @@ import { DestinationRules } from "../src/operators/alerts/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
 import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 import { operatorsSchema } from "./operators-schema.js";
+import { secretFilesSchema } from "./secrets-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -134,7 +135,18 @@ export const configSchema = z
         remote: z
           .strictObject({
             /** The Unix socket `tollgate signer serve --socket` listens on. */
-            socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer.sock"' }).min(1),
+            socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer.sock"' }).min(1).optional(),
+            /** Or its https URL (`tollgate signer serve --listen`), reached with mutual TLS: `ca`, `cert` and `key` below. */
+            url: z.url({ protocol: /^https$/, error: 'expected the signer\'s https URL, e.g. "https://signer.internal:8443"' }).optional(),
+            /** PEM file of the CA the signer's certificate comes from (and the gateway's, on the signer's side). */
+            ca: z.string().min(1).optional(),
+            /** PEM files of the gateway's client certificate and its private key (TLS only: no wallet key material). */
+            cert: z.string().min(1).optional(),
+            key: z.string().min(1).optional(),
+          })
+          .refine((r) => !r.socket !== !r.url, { error: "give either socket (a Unix socket) or url (mutual TLS), not both or neither" })
+          .refine((r) => !r.url || (!!r.ca && !!r.cert && !!r.key), {
+            error: "url needs ca, cert and key (PEM files): the signer accepts only clients with a certificate from its CA",
           })
           .optional(),
       })
@@ -383,6 +395,8 @@ export const configSchema = z
     policy: agentPolicySchema.default({}),
     /** Sign-in through an identity provider (OIDC) or Cloudflare Access: docs/sign-in.md. */
     operators: operatorsSchema,
+    /** Secrets read from files (Kubernetes and Docker secrets), re-read when they change: docs/secrets.md. */
+    secrets: secretFilesSchema,
     tenants: z.array(tenantSchema).default([]),
   })
   // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.

@@ -9,7 +9,7 @@ import { getRequestListener } from "@hono/node-server";
 import type { ChainHandle, EmulatorContext, EmulatorModule } from "./types.js";
 import { createSandboxModule } from "./sandboxes/index.js";
 import { createSessionModule } from "./sessions/index.js";
-import { createX402Module, type X402Prices } from "./x402/index.js";
+import { createX402Module, type X402Demand, type X402Prices } from "./x402/index.js";
 import { createJobsModule } from "./jobs/index.js";
 import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
@@ -28,6 +28,8 @@ export interface EmulatorOptions {
   /** Which halves to run; all by default. Tests of one half skip the others to start faster. */
   modules?: Array<"sandboxes" | "sessions" | "x402" | "jobs">;
   prices?: Partial<X402Prices>;
+  /** What the paid routes demand (scheme per route), what `upto` settles, `settlement_pending`, lost answers. */
+  x402?: Partial<X402Demand>;
   /** The credit schedule (emulator/credits.ts): what sessions, sandboxes, jobs and searches cost the team. */
   credits?: Partial<CreditSchedule>;
   log?: (event: string, fields?: Record<string, unknown>) => void;
@@ -49,6 +51,8 @@ export interface EmulatorHandle {
   storageUrl: string;
   apiKey: string;
   chain?: ChainHandle;
+  /** The x402 half's demand (with the x402 module): change it and the next request follows (emulator/x402/schemes.ts). */
+  x402?: X402Demand;
   modules: EmulatorModule[];
   /** What it received, oldest first (with `record`; the first 10,000). */
   received: ReceivedRequest[];
@@ -96,6 +100,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402", "jobs"]);
   const modules: EmulatorModule[] = [];
   let chain: ChainHandle | undefined;
+  let demand: X402Demand | undefined;
   let ownsChain = false;
   const closeAll = async () => {
     for (const m of modules.reverse()) await m.close().catch((e) => log("module.close.error", { module: m.name, error: String(e) }));
@@ -138,8 +143,17 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     }
     if (wanted.has("x402")) {
       if (typeof opts.chain === "object") chain = opts.chain;
-      if (chain)
-        modules.push(await createX402Module(ctx, { chain, sessions: sessions!.service, prices: opts.prices, searchEngine: engine }));
+      if (chain) {
+        const x402 = await createX402Module(ctx, {
+          chain,
+          sessions: sessions!.service,
+          prices: opts.prices,
+          searchEngine: engine,
+          demand: opts.x402,
+        });
+        demand = x402.demand;
+        modules.push(x402);
+      }
     }
   } catch (err) {
     await closeAll();
@@ -203,6 +217,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     storageUrl: storageOrigin,
     apiKey,
     chain,
+    x402: demand,
     modules,
     received,
     credits: ctx.credits!,

@@ -75,5 +75,9 @@ export interface ChainHandle {
   balanceOf(address: `0x${string}`): Promise<bigint>;
   /** EIP-3009 authorizationState(authorizer, nonce). */
   authorizationState(authorizer: `0x${string}`, nonce: `0x${string}`): Promise<boolean>;
+  /** Whether Permit2 has used `nonce` of `owner` (its unordered nonce bitmap): an `exact`/Permit2 or `upto` payment spent. */
+  permit2NonceUsed(owner: `0x${string}`, nonce: bigint): Promise<boolean>;
+  /** The token's ERC-20 allowance of `owner` to `spender` (Permit2 needs one from the payer: `tollgate wallet approve`). */
+  allowance(owner: `0x${string}`, spender: `0x${string}`): Promise<bigint>;
   close(): Promise<void>;
 }

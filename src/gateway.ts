@@ -73,7 +73,7 @@ import { BackgroundWork } from "./platform/background.js";
 import { configAmounts, tenantAmounts } from "./payments/amounts.js";
 import { moneyListener } from "./operators/alerts/money-listener.js";
 import { AlertMonitor, type AlertSources } from "./operators/alerts/alert-monitor.js";
-import { startWebhookDispatcher } from "./operators/alerts/webhooks.js";
+import { rotateWebhookSecret, startWebhookDispatcher } from "./operators/alerts/webhooks.js";
 import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
@@ -128,7 +128,17 @@ export interface Gateway {
    * audit record), then releases timers and connections held by the gateway's state.
    */
   close(backgroundMs?: number): Promise<void>;
+  /**
+   * Secrets re-read where they are kept (a file changed, docs/secrets.md), each handed to its one holder as
+   * createGateway did: the upstream key to `upstream` (from the next call), token secrets to `tokens` (the replaced one
+   * verifies `tokenGraceMs` more), the webhook secret to the dispatcher, the metrics token to its check. Returns the
+   * names of those that changed; never logs a value (each new one is added to the log's redactor).
+   */
+  rotateSecrets(next: RotatableSecrets, tokenGraceMs: number): string[];
 }
+
+/** The secrets a running gateway takes anew (the wallet key and the PKCS#11 PIN are read at start only). */
+export type RotatableSecrets = Pick<Secrets, "upstreamApiKey" | "tokenSecrets" | "webhookSecret" | "metricsToken">;
 
 /** The request's ExecutionContext where the runtime has one (Workers), so a sub-request's background work is kept alive. */
 function executionContextOf(c: Context): ExecutionContext | undefined {
@@ -200,6 +210,14 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
   directory.setRefresher(tenantSync.fresh.bind(tenantSync));
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
+  // What rotateSecrets compares a re-read with (the holders keep their own copies; this one only tells what changed).
+  let held: RotatableSecrets = {
+    upstreamApiKey: deps.secrets.upstreamApiKey,
+    tokenSecrets:
+      deps.secrets.tokenSecrets ?? (deps.secrets.tokenSecret ? [{ kid: "default", secret: deps.secrets.tokenSecret }] : undefined),
+    webhookSecret: deps.secrets.webhookSecret,
+    metricsToken: deps.secrets.metricsToken,
+  };
   if (!tokenSecrets) logger.info("token secret not set (TOLLGATE_TOKEN_SECRET); minted tokens will not survive a restart");
   const tokens = new TokenService(tokenSecrets ?? randomSecret(), stores.kv, now, (kind) => metrics.tokenMinted(kind));
   const closers: Array<() => Promise<void> | void> = [() => stores.close()];
@@ -208,6 +226,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     closers.push(() => deps.tracer!.flush());
   }
   const background = new BackgroundWork(logger);
+  let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
   const services: GatewayServices = {
     config,
     logger,
@@ -226,7 +245,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     instanceId: deps.instanceId ?? crypto.randomUUID(),
     background: background.run.bind(background),
     onClose: (fn) => closers.push(fn),
-    isMetricsToken: metricsTokenCheck(deps.secrets.metricsToken), // [the metrics token's one holder]
+    // [the metrics token's one holder]; read through, so a rotated token (rotateSecrets) applies to mounted rows too
+    isMetricsToken: (bearer) => metricsCheck?.(bearer) ?? false,
     signIn: {
       oidc: config.operators.oidc ? oidcSignIn(config.operators.oidc, deps.secrets.oidcClientSecret) : undefined, // [the OIDC client secret's one holder]
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
@@ -336,6 +356,32 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     stores,
     reconciler: new PaymentReconciler(services),
     alerts: new AlertMonitor(services, deps.alertSources, signer),
+    rotateSecrets(next, tokenGraceMs) {
+      const changed: string[] = [];
+      if (next.upstreamApiKey && next.upstreamApiKey !== held.upstreamApiKey) {
+        redactor.add(next.upstreamApiKey);
+        upstream.setApiKey(next.upstreamApiKey);
+        changed.push("upstreamApiKey");
+      }
+      const tokenList = next.tokenSecrets;
+      if (tokenList?.length && JSON.stringify(tokenList) !== JSON.stringify(held.tokenSecrets)) {
+        redactor.add(...tokenList.map((t) => t.secret));
+        tokens.replaceSecrets(tokenList, tokenGraceMs);
+        changed.push("tokenSecrets");
+      }
+      if (next.webhookSecret && next.webhookSecret !== held.webhookSecret) {
+        redactor.add(next.webhookSecret);
+        rotateWebhookSecret(services, next.webhookSecret);
+        changed.push("webhookSecret");
+      }
+      if (next.metricsToken && next.metricsToken !== held.metricsToken) {
+        redactor.add(next.metricsToken);
+        metricsCheck = metricsTokenCheck(next.metricsToken);
+        changed.push("metricsToken");
+      }
+      held = { ...held, ...Object.fromEntries(changed.map((k) => [k, next[k as keyof RotatableSecrets]])) };
+      return changed;
+    },
     async close(backgroundMs = 2_000) {
       const left = await background.settled(backgroundMs);
       if (left > 0) logger.error("closing with background work unfinished", { pending: left, waitedMs: backgroundMs });

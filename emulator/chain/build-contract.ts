@@ -23,7 +23,7 @@ interface Artifact {
 }
 
 export async function buildContracts(): Promise<Artifact[]> {
-  const files = ["TestUSDC.sol", "Multicall3.sol"];
+  const files = ["TestUSDC.sol", "Multicall3.sol", "Permit2Lite.sol", "X402ExactPermit2Proxy.sol", "X402UptoPermit2Proxy.sol"];
   const sources: Record<string, { content: string }> = {};
   for (const f of files) sources[f] = { content: await readFile(join(contractsDir, f), "utf8") };
   const input = {

@@ -18,9 +18,20 @@ import { startAnvil } from "./anvil.js";
 const require = createRequire(import.meta.url);
 const testUsdcArtifact = require("./contracts/TestUSDC.json") as { abi: Abi; bytecode: Hex };
 const multicallArtifact = require("./contracts/Multicall3.json") as { abi: Abi; deployedBytecode: Hex };
+const permit2Artifact = require("./contracts/Permit2Lite.json") as { abi: Abi; deployedBytecode: Hex };
+const exactProxyArtifact = require("./contracts/X402ExactPermit2Proxy.json") as { deployedBytecode: Hex };
+const uptoProxyArtifact = require("./contracts/X402UptoPermit2Proxy.json") as { deployedBytecode: Hex };
 
 /** Where Multicall3 lives on every public chain; the x402 facilitator reads through it to explain failures. */
 export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11" as const;
+/**
+ * Where Permit2 and x402's two Permit2 proxies live on public chains (the x402 EVM package's constants): our own
+ * stand-ins (contracts/Permit2Lite.sol, X402{Exact,Upto}Permit2Proxy.sol) are placed there, so the `exact`-over-Permit2
+ * and `upto` schemes sign and settle here exactly as there.
+ */
+export const PERMIT2_ADDRESS = "0x000000000022D473030F116dDEE9F6B43aC78BA3" as const;
+export const EXACT_PERMIT2_PROXY_ADDRESS = "0x402085c248EeA27D92E8b30b2C58ed07f9E20001" as const;
+export const UPTO_PERMIT2_PROXY_ADDRESS = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002" as const;
 
 /**
  * Chain id 84532 (Base Sepolia's id) by default: x402 v1 names networks ("base-sepolia") and knows no name for
@@ -83,6 +94,9 @@ export async function startChain(opts: StartChainOptions = {}): Promise<LocalCha
       rpc("anvil_setBalance", [deployer.address, ether]),
       rpc("anvil_setBalance", [facilitator.address, ether]),
       rpc("anvil_setCode", [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode]),
+      rpc("anvil_setCode", [PERMIT2_ADDRESS, permit2Artifact.deployedBytecode]),
+      rpc("anvil_setCode", [EXACT_PERMIT2_PROXY_ADDRESS, exactProxyArtifact.deployedBytecode]),
+      rpc("anvil_setCode", [UPTO_PERMIT2_PROXY_ADDRESS, uptoProxyArtifact.deployedBytecode]),
     ]);
     const deployerWallet = createWalletClient({ account: deployer, chain, transport });
     const deployHash = await deployerWallet.deployContract({
@@ -136,6 +150,23 @@ export async function startChain(opts: StartChainOptions = {}): Promise<LocalCha
           abi: testUsdcArtifact.abi,
           functionName: "balanceOf",
           args: [address],
+        })) as bigint;
+      },
+      async permit2NonceUsed(owner, nonce) {
+        const bitmap = (await publicClient.readContract({
+          address: PERMIT2_ADDRESS,
+          abi: permit2Artifact.abi,
+          functionName: "nonceBitmap",
+          args: [owner, nonce >> 8n],
+        })) as bigint;
+        return ((bitmap >> (nonce & 0xffn)) & 1n) === 1n;
+      },
+      async allowance(owner, spender) {
+        return (await publicClient.readContract({
+          address: tokenAddress,
+          abi: testUsdcArtifact.abi,
+          functionName: "allowance",
+          args: [owner, spender],
         })) as bigint;
       },
       async authorizationState(authorizer, nonce) {

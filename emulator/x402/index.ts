@@ -6,11 +6,13 @@ import { createLocalFacilitator } from "./facilitator.js";
 import { Paywall } from "./paywall.js";
 import { resolvePrices, type X402Prices } from "./prices.js";
 import { createSessionRoutes } from "./session-routes.js";
+import { resolveDemand, type X402Demand } from "./schemes.js";
 
 export type { X402Prices, AtomicAmount, PriceList } from "./prices.js";
 export { DEFAULT_PRICES, resolvePrices } from "./prices.js";
 export { V1_ONLY_HEADER } from "./paywall.js";
 export { x402SessionParams } from "./session-routes.js";
+export type { X402Demand, X402SchemeMode } from "./schemes.js";
 
 export interface X402ModuleOptions {
   chain: ChainHandle;
@@ -20,6 +22,8 @@ export interface X402ModuleOptions {
   maxTimeoutSeconds?: number;
   /** Share one index between modules or tests; built from the default corpus otherwise. */
   searchEngine?: SearchEngine;
+  /** The scheme each paid route demands, what `upto` settles, `settlement_pending`, lost answers (./schemes.ts). */
+  demand?: Partial<X402Demand>;
 }
 
 /**
@@ -29,11 +33,12 @@ export interface X402ModuleOptions {
 export async function createX402Module(
   ctx: EmulatorContext,
   opts: X402ModuleOptions,
-): Promise<EmulatorModule & { engine: SearchEngine; prices: ReturnType<typeof resolvePrices> }> {
+): Promise<EmulatorModule & { engine: SearchEngine; prices: ReturnType<typeof resolvePrices>; demand: X402Demand }> {
   const prices = resolvePrices(opts.prices);
   const engine = opts.searchEngine ?? new SearchEngine();
-  const local = await createLocalFacilitator(opts.chain);
-  const paywall = new Paywall({ ctx, chain: opts.chain, local, maxTimeoutSeconds: opts.maxTimeoutSeconds ?? 120 });
+  const demand = resolveDemand(opts.demand);
+  const local = await createLocalFacilitator(opts.chain, () => demand.settlementPending);
+  const paywall = new Paywall({ ctx, chain: opts.chain, local, maxTimeoutSeconds: opts.maxTimeoutSeconds ?? 120, demand });
 
   const control = new Hono();
   control.route("/", createWebRoutes(ctx, engine));
@@ -77,6 +82,7 @@ export async function createX402Module(
     control,
     engine,
     prices,
+    demand,
     async close() {
       /* nothing long-lived: the chain belongs to whoever started it */
     },

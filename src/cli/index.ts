@@ -3,18 +3,20 @@ import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfigFile, oidcClientSecret, secretsFromEnv } from "../../config/load.js";
+import { ConfigError, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
 import { cmdCredits, cmdUsage } from "./credits.js";
+import { cmdExport, cmdPlan } from "./config-code.js";
 
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
 Usage:
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
-  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* environment variables)
+  tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* variables or files);
+                                            SIGHUP (or FILE changing) reloads its tenants and the secret files
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
   tollgate config check FILE                validate a config file, listing every problem
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
@@ -24,6 +26,9 @@ Usage:
                                             the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
   tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
                         --max-per-authorization USD --max-per-day USD   the key in a process of its own, with limits
+  tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--amount USD] [--print]
+                                            the one-time Permit2 approval (exact over Permit2, upto); key: TOLLGATE_WALLET_KEY
+  tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--owner 0x…]
 
 Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
   tollgate tenants list|get ID|audit
@@ -35,6 +40,10 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate keys rotate --tenant ID --key KEY_ID [--grace SECONDS] [--expires ISO]
   tollgate keys revoke --tenant ID --key KEY_ID
   tollgate keys expire --tenant ID --key KEY_ID --expires ISO
+  tollgate export [--out FILE] [--json]     the live state (tenants, key hashes, budgets, policies, quotas, alerts)
+                                            in the config file's shape (docs/config-as-code.md)
+  tollgate diff FILE [--prune] [--exit-code]  what applying FILE would change (--exit-code: 1 when it differs)
+  tollgate apply FILE [--prune]             make the fleet match what FILE names (--prune: delete what it does not)
   tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
   tollgate usage export [--from ISO] [--to ISO] [--format csv|json]   spend by tenant, day, kind and route row
   tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
@@ -208,11 +217,17 @@ async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
   const config = await loadConfigFile(values.config);
-  const secrets = { ...secretsFromEnv(process.env), oidcClientSecret: await oidcClientSecret(config, process.env) };
-  if (!secrets.upstreamApiKey) fail("tollgate start: set TOLLGATE_UPSTREAM_API_KEY to the upstream API key.");
+  const { readSecretFiles } = await import("../platform/node/reload.js");
+  // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
+  const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
+  const secrets = { ...secretsFromEnv(process.env), ...fromFiles, oidcClientSecret: await oidcClientSecret(config, process.env) };
+  if (!secrets.upstreamApiKey)
+    fail(
+      "tollgate start: set TOLLGATE_UPSTREAM_API_KEY (or secrets.upstreamApiKeyFile, TOLLGATE_UPSTREAM_API_KEY_FILE) to the upstream API key.",
+    );
   if (!secrets.tokenSecret && !secrets.tokenSecrets)
     fail(
-      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters) or TOLLGATE_TOKEN_SECRETS (kid:secret,…) to sign the gateway's tokens.",
+      "tollgate start: set TOLLGATE_TOKEN_SECRET (32+ characters), TOLLGATE_TOKEN_SECRETS (kid:secret,…) or secrets.tokenSecretFile to sign the gateway's tokens.",
     );
   if (!config.server.publicOrigin && !config.server.publicHosts) {
     // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
@@ -220,7 +235,12 @@ async function cmdStart(args: string[]) {
     say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
   const { startNodeGateway } = await import("../platform/node.js");
-  const running = await startNodeGateway({ config, secrets, port: values.port !== undefined ? Number(values.port) : undefined });
+  const running = await startNodeGateway({
+    config,
+    secrets,
+    port: values.port !== undefined ? Number(values.port) : undefined,
+    configFile: values.config, // read again on SIGHUP or when it changes (docs/config-as-code.md)
+  });
   say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
@@ -326,9 +346,12 @@ export async function main(argv: string[]) {
     if (cmd === "keys") return await cmdKeysRemote(sub, rest);
     if (cmd === "tenants") return await cmdTenants(sub, rest);
     if (cmd === "console" && sub === "link") return await cmdConsoleLink(rest);
+    if (cmd === "export") return await cmdExport(argv.slice(1));
+    if (cmd === "diff" || cmd === "apply") return await cmdPlan(cmd, argv.slice(1));
     if (cmd === "usage") return await cmdUsage(sub, rest);
     if (cmd === "credits") return await cmdCredits(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
+    if (cmd === "wallet") return await (await import("./wallet.js")).cmdWallet(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {

@@ -3,14 +3,14 @@
 // (src/platform/node/signer-server.ts). PINs and keys come from the environment, never an argument.
 import { parseArgs } from "node:util";
 import { generatePkcs11Key, openPkcs11Signer } from "../platform/node/pkcs11-signer.js";
-import { startSignerServer } from "../platform/node/signer-server.js";
+import { startSignerServer, type SignerTls } from "../platform/node/signer-server.js";
 import { localWalletSigner, type WalletSigner } from "../payments/wallet-signer.js";
 import { usdToAtomic } from "../payments/money.js";
 import type { SignerLimits } from "../payments/signer-limits.js";
 
 const USAGE =
   "tollgate signer keygen --token LABEL [--label KEY_LABEL] [--module PATH]\n" +
-  "tollgate signer serve --socket PATH --state FILE --networks eip155:N,… --assets 0x…,… [--payees 0x…,…]\n" +
+  "tollgate signer serve (--socket PATH | --listen HOST:PORT --tls-cert F --tls-key F --tls-ca F) --state FILE --networks eip155:N,… --assets 0x…,… [--payees 0x…,…]\n" +
   "                      --max-per-authorization USD --max-per-day USD [--max-lifetime SECONDS]\n" +
   "                      [--pkcs11-token LABEL [--pkcs11-label KEY_LABEL] [--pkcs11-module PATH]]\n" +
   "  key: TOLLGATE_SIGNER_KEY (0x + 64 hex), or with --pkcs11-token the token's PIN in TOLLGATE_PKCS11_PIN";
@@ -79,6 +79,10 @@ async function serve(args: string[]): Promise<void> {
     options: Object.fromEntries(
       [
         "socket",
+        "listen",
+        "tls-cert",
+        "tls-key",
+        "tls-ca",
         "state",
         "networks",
         "assets",
@@ -93,7 +97,20 @@ async function serve(args: string[]): Promise<void> {
     ),
   });
   const v = values as Record<string, string | undefined>;
-  if (!v.socket) throw new Error("tollgate signer serve: --socket PATH (the Unix socket gateways reach it at) is required");
+  if (!v.socket === !v.listen)
+    throw new Error(
+      "tollgate signer serve: --socket PATH (a Unix socket) or --listen HOST:PORT with --tls-cert, --tls-key and --tls-ca (mutual TLS) is required",
+    );
+  let tls: SignerTls | undefined;
+  if (v.listen) {
+    const m = /^(.+):(\d{1,5})$/.exec(v.listen);
+    if (!m) throw new Error("tollgate signer serve: --listen must be HOST:PORT");
+    if (!v["tls-cert"] || !v["tls-key"] || !v["tls-ca"])
+      throw new Error(
+        "tollgate signer serve: --listen needs --tls-cert, --tls-key and --tls-ca (PEM files; clients need a certificate from that CA)",
+      );
+    tls = { host: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]), cert: v["tls-cert"], key: v["tls-key"], ca: v["tls-ca"] };
+  }
   if (!v.state) throw new Error("tollgate signer serve: --state FILE (where the day's signed total is kept) is required");
   const limits = limitsOf(v);
   let wallet: WalletSigner;
@@ -110,8 +127,9 @@ async function serve(args: string[]): Promise<void> {
   }
   const log = (fields: Record<string, unknown>) =>
     process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...fields })}\n`);
-  const server = await startSignerServer({ socket: v.socket, wallet, limits, stateFile: v.state, log });
-  process.stderr.write(`tollgate signer listening on unix:${v.socket} for ${wallet.address} (${wallet.kind})\n`);
+  const server = await startSignerServer({ socket: v.socket, tls, wallet, limits, stateFile: v.state, log });
+  const on = tls ? `https://${v.listen} (mutual TLS)` : `unix:${v.socket}`;
+  process.stderr.write(`tollgate signer listening on ${on} for ${wallet.address} (${wallet.kind})\n`);
   const stop = () => {
     server
       .close()

@@ -31,6 +31,7 @@ import { keyPages } from "./handlers/keys.js";
 import { tokenPages } from "./handlers/tokens.js";
 import { grantPages } from "./handlers/grants.js";
 import { auditPages } from "./handlers/audit.js";
+import { driftPages } from "./handlers/drift.js";
 
 /** Nonce for the one inline script, and headers that keep the pages out of frames and caches. */
 const pageHeaders: MiddlewareHandler<ConsoleEnv> = async function consolePageHeaders(c, next) {
@@ -93,6 +94,7 @@ function consoleHandlers(services: GatewayServices): Handlers {
     ...tokenPages(services),
     ...grantPages(services),
     ...auditPages(services),
+    ...driftPages(services), // config drift (operators)
     "console.notFound": () => {
       throw new GatewayError(404, "not_found", "There is no such console page.");
     },

@@ -26,13 +26,23 @@ export class TenantSync {
   constructor(
     private readonly store: TenantStore,
     private readonly directory: TenantDirectory,
-    private readonly configTenants: TenantConfig[],
+    private configTenants: TenantConfig[],
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
     opts: TenantSyncOptions = {},
   ) {
     this.pollMs = opts.pollMs ?? 250;
     this.maxStaleMs = opts.maxStaleMs ?? 750;
+  }
+
+  /** The tenants of the config file this instance runs with (as last loaded: at start, or by a reload). */
+  fileTenants(): TenantConfig[] {
+    return this.configTenants;
+  }
+
+  /** A reload read the file again: its tenants are seeded from now on (after a store loss, say). */
+  setFileTenants(tenants: TenantConfig[]): void {
+    this.configTenants = tenants;
   }
 
   /** Writes the config file's tenants into the store (an API-made record wins; see TenantStore.seed). */

@@ -51,6 +51,9 @@ export interface GatewayToken {
 
 const ISSUER = "tollgate";
 
+const importSecret = (secret: string) =>
+  crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+
 /** One signing secret and the id (`kid`) tokens signed with it carry. */
 export interface TokenSecret {
   kid: string;
@@ -70,8 +73,10 @@ const REVOCATION_COUNT_TTL_MS = 400 * 86_400_000;
 
 export class TokenService {
   /** HMAC keys by kid, imported once (jose would import raw bytes again on every call). The first one signs. */
-  private readonly keys: Map<string, Promise<CryptoKey>>;
-  private readonly signer: string;
+  private keys: Map<string, Promise<CryptoKey>>;
+  private signer: string;
+  /** Kids of replaced secrets that still verify, until when (epoch ms): see replaceSecrets. */
+  private retiring = new Map<string, number>();
   /** Signatures already checked, by token: the hot path then costs a map lookup (expiry and revocation still checked). */
   private readonly verified = new LRUCache<string, GatewayToken>({ max: 10_000 });
   /** Token ids found not revoked since the fleet's revocation count was last seen to change. */
@@ -92,13 +97,42 @@ export class TokenService {
   ) {
     const list = typeof secrets === "string" ? [{ kid: DEFAULT_KID, secret: secrets }] : secrets;
     if (list.length === 0) throw new TypeError("TokenService needs at least one secret");
-    this.keys = new Map(
-      list.map(({ kid, secret }) => [
-        kid,
-        crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]),
-      ]),
-    );
+    this.keys = new Map(list.map(({ kid, secret }) => [kid, importSecret(secret)]));
     this.signer = list[0]!.kid;
+  }
+
+  /**
+   * New secrets (their file changed): the first signs from now on; a kid held before and not in `list` still verifies
+   * the tokens it signed for `graceMs` more (0: they stop at once), then is dropped.
+   */
+  replaceSecrets(list: readonly TokenSecret[], graceMs: number): void {
+    if (list.length === 0) throw new TypeError("TokenService needs at least one secret");
+    const until = this.now() + graceMs;
+    const keys = new Map(list.map(({ kid, secret }) => [kid, importSecret(secret)]));
+    for (const [kid, key] of this.keys) {
+      if (keys.has(kid)) this.retiring.delete(kid);
+      else if (graceMs > 0) {
+        keys.set(kid, key);
+        this.retiring.set(kid, Math.min(until, this.retiring.get(kid) ?? until));
+      } else this.retiring.delete(kid);
+    }
+    this.keys = keys;
+    this.signer = list[0]!.kid;
+    this.verified.clear(); // a token checked with a dropped key must be checked again
+  }
+
+  /** Drops the replaced secrets whose grace is over (checked as tokens are verified: no timer, as on Workers). */
+  private retire(): void {
+    if (!this.retiring.size) return;
+    const now = this.now();
+    let dropped = false;
+    for (const [kid, until] of this.retiring) {
+      if (until > now) continue;
+      this.retiring.delete(kid);
+      this.keys.delete(kid);
+      dropped = true;
+    }
+    if (dropped) this.verified.clear();
   }
 
   /**
@@ -146,6 +180,7 @@ export class TokenService {
    */
   async verify(token: string | undefined, opts: { fresh?: boolean } = {}): Promise<GatewayToken> {
     if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
+    this.retire();
     let t = this.verified.get(token);
     if (!t) {
       let payload: JWTPayload;
@@ -170,6 +205,7 @@ export class TokenService {
    */
   verifyNow(token: string | undefined): GatewayToken | undefined {
     if (!token) throw new GatewayError(401, "token_missing", "Missing gateway token. Send `Authorization: Bearer <token>` or `?token=`.");
+    this.retire();
     const t = this.verified.get(token);
     if (!t) return undefined;
     const now = this.now();

@@ -39,15 +39,32 @@ export type Choice =
   | { ok: false; code: "price_above_policy"; message: string; price: string; limit: string }
   | {
       ok: false;
-      code: "no_allowed_payment_option";
+      code: "no_allowed_payment_option" | "no_payable_payment_option";
       message: string;
-      offered: Array<{ network: string; asset: string; payTo: string; price: string }>;
+      offered: Array<{ scheme: string; network: string; asset: string; payTo: string; price: string }>;
     };
 
 /** Filters options by scheme (one the gateway can pay), network, asset and payee, then takes the cheapest within the per-request maximum. */
 export function chooseOption(options: PaymentOption[], policy: EffectivePolicy): Choice {
-  const allowed = options
-    .filter((o) => schemeFor(o) !== undefined)
+  const offered = options.map((o) => ({
+    scheme: o.scheme,
+    network: o.network,
+    asset: o.asset,
+    payTo: o.payTo,
+    price: atomicToUsd(o.amount),
+  }));
+  const payable = options.filter((o) => schemeFor(o) !== undefined);
+  if (!payable.length) {
+    // Nothing the gateway knows how to sign (a Solana network, an unknown scheme): named, so the operator sees why.
+    const named = [...new Set(options.map((o) => `${o.scheme} on ${o.network}`))].join(", ") || "no readable option";
+    return {
+      ok: false,
+      code: "no_payable_payment_option",
+      message: `The upstream only accepts payment the gateway cannot make (${named}); it pays exact (EIP-3009 or Permit2) and upto on EVM (eip155) networks. Nothing was paid.`,
+      offered,
+    };
+  }
+  const allowed = payable
     .filter((o) => !policy.networks || policy.networks.has(o.network.toLowerCase()))
     .filter((o) => !policy.assets || policy.assets.has(o.asset.toLowerCase()))
     .filter((o) => !policy.payees || policy.payees.has(o.payTo.toLowerCase()))
@@ -57,7 +74,7 @@ export function chooseOption(options: PaymentOption[], policy: EffectivePolicy):
       ok: false,
       code: "no_allowed_payment_option",
       message: "The upstream asked for payment in a way the payment policy does not allow (network, asset, payee or scheme).",
-      offered: options.map((o) => ({ network: o.network, asset: o.asset, payTo: o.payTo, price: atomicToUsd(o.amount) })),
+      offered,
     };
   }
   const cheapest = allowed[0];

@@ -14,6 +14,9 @@ import type { LedgerEntry } from "../state/types.js";
 import { usdToAtomic } from "./money.js";
 import { stateKeys } from "../state/keys.js";
 
+/** The settlement transaction an entry held as `settlement pending` names in its reason (src/search/paid-call.ts). */
+const PENDING_TX = /\(transaction (0x[0-9a-fA-F]{64})\)/;
+
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
 const GRACE_SECONDS = 5;
 /** How many holds of each kind one pass looks at. */
@@ -62,6 +65,7 @@ export class PaymentReconciler {
         return undefined;
       });
     }
+    if (this.services.config.payments.enabled) await this.settlePendingEarly(now, report);
     for (const e of await stores.ledger.expiredHolds(now, BATCH)) {
       if (e.validBefore && (e.validBefore + GRACE_SECONDS) * 1000 > now) continue;
       if (!e.nonce || !e.payer) {
@@ -79,7 +83,14 @@ export class PaymentReconciler {
         }
         const used = verdict === "used";
         if (used) {
-          await stores.ledger.commit(e.id, e.transaction, now);
+          // The settlement's transaction, when known: an upto entry is committed at what it moved, not its maximum.
+          const transaction = e.transaction ?? PENDING_TX.exec(e.reason ?? "")?.[1];
+          const moved =
+            transaction && scheme?.settledOnChain
+              ? await scheme.settledOnChain(e, transaction, this.services.config.payments.rpc)
+              : undefined;
+          const finalAmount = moved !== undefined && moved <= BigInt(e.amount) ? moved : undefined;
+          await stores.ledger.commit(e.id, transaction, now, finalAmount);
           report.committed++;
         } else {
           await stores.ledger.release(e.id, "authorization expired unused (checked on chain)", now);
@@ -92,6 +103,41 @@ export class PaymentReconciler {
       }
     }
     return report;
+  }
+
+  /**
+   * A used authorization is committed: with the settlement's transaction when known (paid-call names it in the hold's
+   * reason), an upto entry at what that transaction moved, not its maximum.
+   */
+  private async commitUsed(e: LedgerEntry, scheme: ReturnType<typeof schemeOfEntry>, now: number) {
+    const transaction = e.transaction ?? PENDING_TX.exec(e.reason ?? "")?.[1];
+    const moved =
+      transaction && scheme?.settledOnChain ? await scheme.settledOnChain(e, transaction, this.services.config.payments.rpc) : undefined;
+    const finalAmount = moved !== undefined && moved <= BigInt(e.amount) ? moved : undefined;
+    await this.services.stores.ledger.commit(e.id, transaction, now, finalAmount);
+  }
+
+  /**
+   * Payments held as `settlement pending` are asked of the chain on every pass, not only once they lapse: as soon as
+   * their authorization shows used they are committed. Unused ones wait for validBefore (the seller's transaction may
+   * still land, or another one use the authorization), then the pass below releases them.
+   */
+  private async settlePendingEarly(now: number, report: ReconcileReport) {
+    const { stores, logger } = this.services;
+    const pending = (await stores.ledger.list({ state: "uncertain", kind: "x402", limit: BATCH })).filter(
+      (e) => e.nonce && e.payer && PENDING_TX.test(e.reason ?? "") && (!e.validBefore || e.validBefore * 1000 > now),
+    );
+    for (const e of pending) {
+      const scheme = schemeOfEntry(e);
+      try {
+        if (!scheme || (await scheme.verdict(e, this.services.config.payments.rpc)) !== "used") continue;
+        await this.commitUsed(e, scheme, now);
+        report.committed++;
+        logger.info("payment reconciled", { entry: e.id, tenant: e.tenant, outcome: "committed", early: true });
+      } catch (err) {
+        logger.error("reconciliation of a pending settlement failed; will retry", { entry: e.id, error: String(err) });
+      }
+    }
   }
 
   /** Credits holds whose resource can no longer be running: the upstream billed it up to its maximum. */

@@ -1,8 +1,9 @@
 // The out-of-process signer's own limits (`tollgate signer serve`, docs/signers.md): what it will sign whatever the
-// gateway asks. It signs only EIP-3009 authorizations (TransferWithAuthorization: what `exact` pays with), reads the
-// payment out of the typed data itself, and refuses one on a network, asset or payee it does not allow, above its most
-// per authorization, living longer than it allows, or past its most per UTC day. Anything else is refused: a new kind of
-// signature needs a new rule here first.
+// gateway asks. It signs only EIP-3009 authorizations (TransferWithAuthorization: what `exact` pays with) and Permit2
+// witness transfers to x402's two proxies (exact over Permit2, and upto, whose amount is the most it may move), reads
+// the payment out of the typed data itself, and refuses one on a network, asset or payee it does not allow, above its
+// most per authorization, living longer than it allows, or past its most per UTC day. Anything else is refused: a new
+// kind of signature needs a new rule here first.
 import type { TypedData } from "./wallet-signer.js";
 
 export interface SignerLimits {
@@ -41,10 +42,64 @@ const toBigInt = (v: unknown): bigint | undefined => {
   }
 };
 
-/** The authorization `data` makes, or why it is not one this signer reads. */
-export function readAuthorization(data: TypedData): Authorization | { refused: string } {
+/** Permit2, and the two x402 proxies a Permit2 witness transfer may name as spender (each pays only `witness.to`). */
+const PERMIT2 = "0x000000000022d473030f116ddee9f6b43ac78ba3";
+const X402_PROXIES = ["0x402085c248eea27d92e8b30b2c58ed07f9e20001", "0x4020a4f3b7b90cca423b9fabcc0ce57c6c240002"];
+const PERMIT2_FIELDS = ["permitted:TokenPermissions", "spender:address", "nonce:uint256", "deadline:uint256", "witness:Witness"];
+const TOKEN_PERMISSIONS_FIELDS = ["token:address", "amount:uint256"];
+const WITNESS_FIELDS = [
+  ["to:address", "validAfter:uint256"],
+  ["to:address", "facilitator:address", "validAfter:uint256"],
+];
+
+const fieldsOf = (data: TypedData, type: string) =>
+  (data.types[type] as Array<{ name: string; type: string }> | undefined)?.map((f) => `${f.name}:${f.type}`).join();
+
+/**
+ * A Permit2 witness transfer (x402 exact over Permit2, or upto): Permit2's domain, x402's types exactly, a spender
+ * that is one of x402's proxies (which pay only the witness's payee), from this signer's wallet (Permit2 takes the
+ * signer as the owner).
+ */
+function readPermit2(data: TypedData, address: string): Authorization | { refused: string } {
+  if (
+    fieldsOf(data, "PermitWitnessTransferFrom") !== PERMIT2_FIELDS.join() ||
+    fieldsOf(data, "TokenPermissions") !== TOKEN_PERMISSIONS_FIELDS.join() ||
+    !WITNESS_FIELDS.some((w) => fieldsOf(data, "Witness") === w.join())
+  )
+    return { refused: "the PermitWitnessTransferFrom types are not x402's" };
+  const { name, chainId, verifyingContract } = data.domain as { name?: unknown; chainId?: unknown; verifyingContract?: unknown };
+  if (name !== "Permit2" || !isAddress(verifyingContract) || verifyingContract.toLowerCase() !== PERMIT2)
+    return { refused: "the witness transfer is not for Permit2" };
+  const m = data.message as {
+    permitted?: Record<string, unknown>;
+    spender?: unknown;
+    deadline?: unknown;
+    witness?: Record<string, unknown>;
+  };
+  if (!isAddress(m.spender) || !X402_PROXIES.includes(m.spender.toLowerCase()))
+    return { refused: "the witness transfer's spender is not one of x402's Permit2 proxies" };
+  const id = toBigInt(chainId);
+  const value = toBigInt(m.permitted?.amount);
+  const validBefore = toBigInt(m.deadline);
+  if (id === undefined || !isAddress(m.permitted?.token) || !isAddress(m.witness?.to) || value === undefined || validBefore === undefined)
+    return { refused: "the authorization is malformed" };
+  return {
+    chainId: Number(id),
+    asset: m.permitted.token.toLowerCase(),
+    from: address.toLowerCase(),
+    to: m.witness.to.toLowerCase(),
+    value,
+    validBefore: Number(validBefore),
+  };
+}
+
+/** The authorization `data` makes for the wallet `address`, or why it is not one this signer reads. */
+export function readAuthorization(data: TypedData, address = ""): Authorization | { refused: string } {
+  if (data.primaryType === "PermitWitnessTransferFrom" && address) return readPermit2(data, address);
   if (data.primaryType !== "TransferWithAuthorization")
-    return { refused: `only EIP-3009 TransferWithAuthorization is signed, not ${String(data.primaryType).slice(0, 60)}` };
+    return {
+      refused: `only EIP-3009 TransferWithAuthorization and Permit2 witness transfers are signed, not ${String(data.primaryType).slice(0, 60)}`,
+    };
   const fields = (data.types.TransferWithAuthorization as Array<{ name: string; type: string }> | undefined)?.map(
     (f) => `${f.name}:${f.type}`,
   );

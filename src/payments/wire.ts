@@ -31,5 +31,7 @@ export const SettleResponse = z.looseObject({
   errorReason: lenient(z.string()),
   payer: lenient(z.string()),
   network: lenient(z.string()),
+  /** `upto`: the atomic amount the seller settled (at most the signed maximum). */
+  amount: lenient(z.string()),
 });
 export type SettleResponse = z.infer<typeof SettleResponse>;

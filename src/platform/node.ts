@@ -29,6 +29,7 @@ import type { PeerAddress } from "./client-address.js";
 import { openPkcs11Signer } from "./node/pkcs11-signer.js";
 import { openRemoteSigner } from "./node/remote-signer.js";
 import type { WalletSigner } from "../payments/wallet-signer.js";
+import { watchForReload } from "./node/reload.js";
 
 /** The TCP peer of the request's socket (what @hono/node-server's getConnInfo reads, without the object it builds). */
 const nodePeerAddress: PeerAddress = (c) => {
@@ -49,6 +50,13 @@ export interface NodeGatewayOptions {
   port?: number;
   /** Extra deps (state stores, clock) forwarded to createGateway. */
   deps?: Partial<GatewayDeps>;
+  /**
+   * The config file the gateway runs with: read again on SIGHUP or when it changes, its tenants applied
+   * (./node/reload.ts). The secret files (`[secrets] *File`, `TOLLGATE_*_FILE` in `env`) are watched either way.
+   */
+  configFile?: string;
+  /** Where `TOLLGATE_*_FILE` names are read (default process.env). */
+  env?: Record<string, string | undefined>;
 }
 
 export interface RunningGateway {
@@ -58,6 +66,8 @@ export interface RunningGateway {
   server: ServerType;
   /** Closes everything at once: connections, WebSockets, then (after up to 2 s of background work) state, transport. */
   close(): Promise<void>;
+  /** Reads the config file and the secret files again now, as SIGHUP does (undefined: neither is watched). */
+  reload?: (why: string) => Promise<void>;
   /**
    * Graceful stop (SIGTERM/SIGINT): refuses new connections, lets in-flight requests finish for up to `seconds`
    * (server.drainSeconds), closes WebSockets with 1001, lets background work (alert webhooks being delivered) finish
@@ -108,7 +118,10 @@ async function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): Promi
   // A TOLLGATE_WALLET_KEY set beside another signer is refused by createGateway (the one reader of the key).
   if (kind === "local") return undefined;
   try {
-    if (kind === "remote") return await openRemoteSigner(config.wallet.remote!.socket);
+    if (kind === "remote") {
+      const r = config.wallet.remote!;
+      return await openRemoteSigner(r.url ? { url: r.url, ca: r.ca!, cert: r.cert!, key: r.key! } : { socket: r.socket! });
+    }
     return openPkcs11Signer(config.wallet.pkcs11!, secrets.pkcs11Pin);
   } catch (err) {
     throw new ConfigError([(err as Error).message], "the wallet signer");
@@ -147,6 +160,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     stores,
     ...(walletSigner ? { walletSigner } : {}),
   });
+  const reloader = watchForReload({ gateway, config: opts.config, configFile: opts.configFile, env: opts.env ?? process.env });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);
   const stopAlerts = gateway.alerts.start(opts.config.alerts.evaluateSeconds * 1000);
   const wss = relayWebSocketServer();
@@ -179,6 +193,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const drainer = drainable(server as import("node:http").Server, wss);
   let closed = false;
   const release = async (backgroundMs?: number) => {
+    reloader?.stop();
     stopReconciler();
     stopAlerts();
     await gateway.close(backgroundMs);
@@ -190,6 +205,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     port,
     gateway,
     server,
+    ...(reloader ? { reload: reloader.reload } : {}),
     async close() {
       if (closed) return;
       closed = true;

@@ -45,12 +45,17 @@ export class Upstream {
   constructor(
     private readonly config: TollgateConfig["upstream"],
     readonly transport: UpstreamTransport,
-    private readonly apiKey: string | undefined,
+    private apiKey: string | undefined,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.origin = config.baseUrl.replace(/\/+$/, "");
     const base = new URL(this.origin);
     this.allowedHosts = new Set([base.host, ...config.allowedHosts.map((h) => h.toLowerCase())]);
+  }
+
+  /** A rotated API key (its file changed): used from the next upstream call; calls under way keep the one they sent. */
+  setApiKey(key: string): void {
+    this.apiKey = key;
   }
 
   /** True when an upstream-provided URL points at a host the gateway is configured to follow. */

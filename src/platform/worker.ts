@@ -1,6 +1,6 @@
 // Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch, the cron
 // handler that reconciles held spend, and the Durable Object class that holds shared state.
-import { oidcClientSecretFromEnv, parseConfig, secretsFromEnv } from "../../config/load.js";
+import { oidcClientSecretFromEnv, parseConfig, refuseSecretFiles, secretsFromEnv } from "../../config/load.js";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { ExecutionContext } from "hono";
 import { workersPeerAddress } from "./client-address.js";
@@ -39,6 +39,7 @@ function gatewayFor(env: WorkerEnv): Gateway {
   const source = env.TOLLGATE_CONFIG ?? "{}";
   if (cached?.source === source) return cached.gateway;
   const config = parseConfig(JSON.parse(source), "TOLLGATE_CONFIG");
+  refuseSecretFiles(config); // secrets on Workers are bindings (docs/secrets.md)
   const envVars = env as Record<string, string | undefined>;
   const secrets = { ...secretsFromEnv(envVars), oidcClientSecret: oidcClientSecretFromEnv(config, envVars) };
   const gateway = createGateway(config, {

@@ -60,3 +60,22 @@ export const consoleLinkAnswer = z.object({
   url: z.string().describe("The console's sign-in URL with a one-time code in its query"),
   expiresAt: z.string(),
 });
+
+/** Config as code (src/operators/actions/config-state.ts): a plan (diff, apply, drift) and the exported state. */
+const itemChange = z.object({
+  id: z.string(),
+  action: z.enum(["create", "update", "delete", "refused"]),
+  fields: z.array(z.string()).optional().describe("An update's differing fields (keys by id, never by hash)"),
+  reason: z.string().optional(),
+});
+export const configPlan = z
+  .object({
+    inSync: z.boolean(),
+    prune: z.boolean(),
+    sections: z.object({
+      tenants: z.object({ changes: z.array(itemChange), unchanged: z.number(), notInFile: z.array(z.string()) }),
+    }),
+    ignored: z.array(z.string()).describe("Top-level keys of the file that are static configuration, not applied"),
+  })
+  .meta({ id: "ConfigPlan" });
+export const configState = z.object({ tenants: z.array(anyObject) }).meta({ id: "ConfigState" });

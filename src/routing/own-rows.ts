@@ -22,12 +22,15 @@ import {
 } from "../operators/schemas.js";
 import { outboxMessageView, outboxQuery } from "../operators/http/admin/webhooks.js";
 import { mintRequest } from "../operators/actions/tokens.js";
+import { CONFIG_BODY_LIMIT, configApplyBody } from "../operators/actions/config-state.js";
 import * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Method, RouteDoc, RouteRow } from "./row.js";
 import {
   anyObject,
   auditPage,
+  configPlan,
+  configState,
   consoleLinkAnswer,
   healthAnswer,
   json,
@@ -127,6 +130,11 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "admin.audit", method: GET, path: `${P}/admin/audit`, auth: OPERATOR, scope: "admin", handler: "admin.audit", doc: doc("admin", "adminListAudit", "The audit log of admin actions, paged", { 200: json(auditPage, "A page, newest first") }, { query: pageQuery }) }),
   own({ name: "admin.ledger", method: GET, path: `${P}/admin/ledger`, auth: OPERATOR, scope: "admin", handler: "admin.ledger", doc: doc("admin", "adminListLedger", "Every tenant's ledger, filtered and paged", { 200: json(ledgerPage, "A page, newest first") }, { query: ledgerQuery }) }),
   own({ name: "admin.webhooks", method: GET, path: `${P}/admin/webhooks`, auth: OPERATOR, scope: "admin", handler: "admin.webhooks", doc: doc("admin", "adminListWebhookDeliveries", "The alert outbox: deliveries waiting (attempts, next try, last error) or given up (dead letters)", { 200: json(z.object({ state: z.enum(["pending", "dead"]), messages: z.array(outboxMessageView) }), "Messages") }, { query: outboxQuery }) }),
+  // Config as code (docs/config-as-code.md): the live state in the config file's shape; a file compared and applied.
+  own({ name: "admin.config.export", method: GET, path: `${P}/admin/config/export`, auth: OPERATOR, scope: "admin", handler: "admin.config.export", doc: doc("admin", "adminExportConfig", "The live state (tenants, their key hashes, budgets, policies, quotas, alerts) in the config file's shape: TOML, or JSON with format=json", { 200: { ...json(configState, "The state (format=json); TOML by default"), text: "application/toml" } }, { query: z.object({ format: z.enum(["toml", "json"]).optional() }) }) }),
+  own({ name: "admin.config.diff", method: POST, path: `${P}/admin/config/diff`, auth: OPERATOR, scope: "admin", readOnlyMay: true, bodyLimit: CONFIG_BODY_LIMIT, body: handlerBody("JSON: ConfigApply", configApplyBody), handler: "admin.config.diff", doc: doc("admin", "adminDiffConfig", "What applying a file would change (nothing is written)", { 200: json(configPlan, "The plan"), 400: refusal("The file is invalid (every problem named by its path)") }) }),
+  own({ name: "admin.config.apply", method: POST, path: `${P}/admin/config/apply`, auth: OPERATOR, scope: "admin", bodyLimit: CONFIG_BODY_LIMIT, body: handlerBody("JSON: ConfigApply", configApplyBody), handler: "admin.config.apply", doc: doc("admin", "adminApplyConfig", "Apply a file: what it names is made to match it, what it does not name is left alone (deleted with prune); audited", { 200: json(configPlan.extend({ applied: z.boolean() }), "What was applied"), 400: refusal("The file is invalid"), 409: refusal("An item is refused (a deleted id, the last admin key): nothing written") }) }),
+  own({ name: "admin.config.drift", method: GET, path: `${P}/admin/config/drift`, auth: OPERATOR, scope: "admin", handler: "admin.config.drift", doc: doc("admin", "adminConfigDrift", "Drift: what the admin API and console changed since the last apply (before any, against the gateway's config file)", { 200: json(configPlan.extend({ against: anyObject }), "The drift") }) }),
   // ── The operator console: server-rendered pages behind its session cookie (sign-in pages are open) ──
   own({ name: "console.login.page", method: GET, path: `${P}/console/login`, auth: CONSOLE, handler: "console.login.page" }),
   own({ name: "console.login", method: POST, path: `${P}/console/login`, auth: CONSOLE, body: FORM, handler: "console.login" }),
@@ -156,6 +164,7 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "console.grants", method: GET, path: `${P}/console/grants`, auth: CONSOLE, handler: "console.grants" }),
   own({ name: "console.grants.revoke", method: POST, path: `${P}/console/grants/:id/revoke`, auth: CONSOLE, body: FORM, handler: "console.grants.revoke" }),
   own({ name: "console.audit", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
+  own({ name: "console.config", method: GET, path: `${P}/console/config`, auth: CONSOLE, handler: "console.config" }),
   own({ name: "console.notFound", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
   // ── The OAuth authorization server for /mcp (src/oauth/): metadata, registration, consent, tokens, revocation; grants ──

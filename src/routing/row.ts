@@ -81,7 +81,7 @@ export interface Quota {
 export interface DocAnswer {
   description: string;
   schema?: z.ZodType;
-  text?: "text/plain" | "text/html" | "text/csv";
+  text?: "text/plain" | "text/html" | "text/csv" | "application/toml";
 }
 
 /**

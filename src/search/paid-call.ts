@@ -11,6 +11,9 @@ import { chooseOption, effectivePolicy } from "../payments/policy.js";
 import { paymentOptions } from "../payments/requirements.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import type { SignedPayment } from "../payments/schemes/types.js";
+import { schemeFor } from "../payments/schemes/index.js";
+import { permit2ApprovalRequired, requirePermit2Approval } from "../payments/permit2-approval.js";
+import type { PaymentOption } from "../payments/requirements.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "../payments/spend.js";
 import { readWire } from "../platform/upstream-records.js";
 import { PaymentRequired, SettleResponse } from "../payments/wire.js";
@@ -67,7 +70,7 @@ function settlement(res: Response): SettleResponse | undefined {
     const answer = parser.getPaymentSettleResponse((n) => res.headers.get(n));
     if (!answer) return undefined;
     const s = readWire(SettleResponse, answer);
-    return { success: s.success, transaction: s.transaction || undefined, errorReason: s.errorReason };
+    return { success: s.success, transaction: s.transaction || undefined, errorReason: s.errorReason, amount: s.amount };
   } catch {
     return undefined;
   }
@@ -98,6 +101,42 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?:
   }
 }
 
+/**
+ * Sends the signed payment; when no answer comes back (the connection failed), sends the very same payment once more:
+ * its payment id is the same, so a seller that took it answers what it answered, and the chain takes an authorization
+ * once in any case. A payment without an id (x402 v1) is not sent twice.
+ */
+async function sendPaid(services: GatewayServices, send: UpstreamSend, signed: SignedPayment): Promise<Response> {
+  try {
+    return await send(signed.header);
+  } catch (err) {
+    // A timeout may be a seller still at work: sending again would only race it. A lost connection is sent again.
+    const timedOut = err instanceof GatewayError && err.status === 504;
+    if (timedOut || !signed.paymentId || signed.validBefore * 1000 <= services.now()) throw err;
+    services.logger.info("no answer to a paid request; sending the same payment again", { paymentId: signed.paymentId });
+    return send(signed.header);
+  }
+}
+
+/**
+ * What an `upto` payment came to: the settlement answer's amount, never above the signed maximum (reserved and
+ * checked by the policy). Undefined for a scheme that settles its whole amount, or when the answer names no valid
+ * amount (the maximum then stands: the ledger never counts less than may have moved).
+ */
+function settledAmount(services: GatewayServices, option: PaymentOption, amount: string | undefined, entry: string): bigint | undefined {
+  if (!schemeFor(option)?.settlesBelowAmount) return undefined;
+  if (typeof amount !== "string" || !/^\d{1,78}$/.test(amount)) {
+    services.logger.info("an upto settlement named no amount; the maximum stands", { entry });
+    return undefined;
+  }
+  const n = BigInt(amount);
+  if (n > option.amount) {
+    services.logger.error("an upto settlement named more than the signed maximum; the maximum stands", { entry, amount });
+    return undefined;
+  }
+  return n;
+}
+
 /** After the upstream's 402: choose, reserve, sign, send again, settle (or release, or hold). */
 async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): Promise<PaidResult> {
   const { services } = ctx;
@@ -115,6 +154,9 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
     throw new GatewayError(402, code, message, figures);
   }
   const option = choice.option;
+  // Permit2 (exact over Permit2, upto) needs the wallet's one-time approval: refused by name before anything is held.
+  await requirePermit2Approval(option, ctx.signer.address, services.config.payments.rpc, services.now());
+  // upto: the option's amount is the maximum; it is what is reserved and what the policy checked.
   const hold = await reserveSpend(services, {
     tenant: ctx.tenant,
     cap: ctx.cap,
@@ -145,7 +187,7 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
 
   let res: Response;
   try {
-    res = await send(signed.header);
+    res = await sendPaid(services, send, signed);
   } catch {
     await holdSpend(services, hold, "no answer after the signature was sent");
     throw new GatewayError(
@@ -158,15 +200,43 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
 
   const settled = settlement(res);
   if (res.ok && settled?.success) {
-    // Recorded behind the answer: the hold already counts the amount in every window and carries the signature, so
-    // the budget is right whether or not the commit has landed; were the gateway to die first (or the store refuse
-    // the commit), the reconciler settles the signed hold from the chain once it expires, as after a crash mid-payment.
+    const finalAmount = settledAmount(services, option, settled.amount, entry.id);
+    // Recorded behind the answer: the hold already counts the (larger or equal) reserved amount in every window and
+    // carries the signature, so the budget never undercounts whether or not the commit has landed; were the gateway to
+    // die first (or the store refuse the commit), the reconciler settles the signed hold from the chain once it
+    // expires, as after a crash mid-payment.
     services.background(
       ctx.context,
-      settleSpend(services, hold, { transaction: settled.transaction, context: ctx.context }),
+      settleSpend(services, hold, { transaction: settled.transaction, context: ctx.context, finalAmount }),
       "commit a settled payment",
     );
-    return { response: res, paid: option.amount, entry: { ...entry, state: "committed", transaction: settled.transaction } };
+    const paid = finalAmount ?? option.amount;
+    return {
+      response: res,
+      paid,
+      entry: {
+        ...entry,
+        state: "committed",
+        transaction: settled.transaction,
+        ...(finalAmount !== undefined ? { amount: paid.toString() } : {}),
+      },
+    };
+  }
+  if (settled?.errorReason === "settlement_pending") {
+    // The settlement was sent and not yet seen mined: unknown, not failed. Held until the chain says (the reconciler).
+    await holdSpend(services, hold, `settlement pending${settled.transaction ? ` (transaction ${settled.transaction})` : ""}`);
+    if (res.ok) return { response: res, paid: option.amount, entry: { ...entry, state: "uncertain" } };
+    throw new GatewayError(
+      502,
+      "payment_outcome_unknown",
+      `The upstream says its settlement of the payment is still pending; $${atomicToUsd(option.amount)} stays held until ${new Date(signed.validBefore * 1000).toISOString()} and is then settled from the chain. Retry with the same Idempotency-Key to avoid paying twice.`,
+      {
+        held: atomicToUsd(option.amount),
+        validBefore: new Date(signed.validBefore * 1000).toISOString(),
+        reason: "settlement_pending",
+        ...(settled.transaction ? { transaction: settled.transaction } : {}),
+      },
+    );
   }
   if (res.status === 402 || (res.status >= 400 && res.status < 500) || settled?.success === false) {
     // The upstream verifies before it works and settles after: a 4xx (or a failed settlement) took no money.
@@ -175,12 +245,17 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
     if (res.status === 402) {
       const body = await res.text().catch(() => "");
       let detail = "";
+      let code = "";
       try {
         const j = JSON.parse(body);
         detail = j.message ?? j.error ?? "";
+        code = typeof j.code === "string" ? j.code : typeof j.error === "string" ? j.error : "";
       } catch {
         /* not JSON */
       }
+      // The seller's facilitator found no Permit2 allowance: the same named answer as the gateway's own check.
+      if (code === "permit2_allowance_required" || settled?.errorReason === "permit2_allowance_required")
+        throw permit2ApprovalRequired(option, ctx.signer.address);
       throw new GatewayError(
         502,
         "upstream_refused_payment",

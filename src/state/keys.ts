@@ -38,6 +38,10 @@ export const stateKeys = {
   creditsDrift: (what: "baseline" | "last" | "alerted") => `credits:drift:${what}`,
   /** The fleet-wide lock on changes to admin tenants (src/operators/actions/tenant-changes.ts): the last-admin-key guard. */
   adminChangeLock: "admin:change-lock",
+  /** The fleet-wide lock on config applies (src/operators/actions/config-state.ts): one apply at a time. */
+  configApplyLock: "config:apply-lock",
+  /** The file last applied to the fleet (its managed sections, who, when): what the drift view compares with. */
+  configLastApplied: "config:last-applied",
   /** A gateway token minted by POST /_tollgate/tokens, for its later revocation. */
   mintedToken: (jti: string) => `token:minted:${jti}`,
   /** One revoked gateway token. */

@@ -7,6 +7,8 @@ import { join } from "node:path";
 export interface GatewayProcess {
   url: string;
   pid: number;
+  /** The config file the process was started with (a test may change it and send SIGHUP). */
+  configFile: string;
   output: () => string;
   /** SIGTERM to the process group, SIGKILL after 5 s. */
   stop(): Promise<void>;
@@ -67,6 +69,7 @@ export async function startGatewayProcess(
   return {
     url,
     pid,
+    configFile: file,
     output: () => out,
     exited: exitedWith,
     signal(sig) {

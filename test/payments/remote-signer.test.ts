@@ -270,6 +270,69 @@ describe("the signer's limits (pure)", () => {
     expect(readAuthorization(typed({ value: "lots" }))).toMatchObject({ refused: "the authorization is malformed" });
   });
 
+  // A Permit2 witness transfer as @x402/evm asks for one (exact over Permit2; upto adds witness.facilitator).
+  const permit2 = (over: { spender?: string; verifyingContract?: string; facilitator?: boolean } = {}) => ({
+    domain: { name: "Permit2", chainId: 84532, verifyingContract: over.verifyingContract ?? "0x000000000022D473030F116dDEE9F6B43aC78BA3" },
+    types: {
+      PermitWitnessTransferFrom: [
+        { name: "permitted", type: "TokenPermissions" },
+        { name: "spender", type: "address" },
+        { name: "nonce", type: "uint256" },
+        { name: "deadline", type: "uint256" },
+        { name: "witness", type: "Witness" },
+      ],
+      TokenPermissions: [
+        { name: "token", type: "address" },
+        { name: "amount", type: "uint256" },
+      ],
+      Witness: over.facilitator
+        ? [
+            { name: "to", type: "address" },
+            { name: "facilitator", type: "address" },
+            { name: "validAfter", type: "uint256" },
+          ]
+        : [
+            { name: "to", type: "address" },
+            { name: "validAfter", type: "uint256" },
+          ],
+    },
+    primaryType: "PermitWitnessTransferFrom",
+    message: {
+      permitted: { token: "0x00000000000000000000000000000000000000AA", amount: 20_000n },
+      spender:
+        over.spender ?? (over.facilitator ? "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002" : "0x402085c248EeA27D92E8b30b2C58ed07f9E20001"),
+      nonce: 12345n,
+      deadline: 1_000_300n,
+      witness: { to: OTHER, validAfter: 0n, ...(over.facilitator ? { facilitator: OTHER } : {}) },
+    },
+  });
+
+  it("reads a Permit2 witness transfer to x402's proxies (exact over Permit2, upto's maximum) under the same limits", () => {
+    for (const facilitator of [false, true]) {
+      const a = readAuthorization(permit2({ facilitator }), from);
+      expect(a).toMatchObject({
+        chainId: 84532,
+        asset: limits.assets[0],
+        from,
+        to: OTHER.toLowerCase(),
+        value: 20_000n,
+        validBefore: 1_000_300,
+      });
+      // 20,000 is above the most per authorization (10,000): refused, as an EIP-3009 one would be.
+      expect(limitRefusal(a as Exclude<typeof a, { refused: string }>, from, limits, 0n, 1_000_000)).toMatch(/most per authorization/);
+    }
+    // Any other spender could pull the tokens anywhere: refused; so is a domain that is not Permit2's.
+    expect(readAuthorization(permit2({ spender: OTHER }), from)).toMatchObject({
+      refused: expect.stringMatching(/spender is not one of x402/),
+    });
+    expect(readAuthorization(permit2({ verifyingContract: OTHER }), from)).toMatchObject({
+      refused: expect.stringMatching(/not for Permit2/),
+    });
+    expect(readAuthorization({ ...permit2(), types: { ...permit2().types, Witness: [] } }, from)).toMatchObject({
+      refused: expect.stringMatching(/not x402's/),
+    });
+  });
+
   it("refuses on network, asset, payee, amount, lifetime, day and wallet, each named", () => {
     const a = readAuthorization(typed()) as Exclude<ReturnType<typeof readAuthorization>, { refused: string }>;
     const now = 1_000_000;

@@ -29,6 +29,7 @@ const NAV: Array<[string, string, OperatorRole[]]> = [
   ["/tokens", "Keyless tokens", ["tenant"]],
   ["/grants", "Agent grants", ["admin", "readonly", "tenant"]],
   ["/audit", "Audit & alerts", ["admin", "readonly", "tenant"]],
+  ["/config", "Config drift", ["admin", "readonly"]],
 ];
 const ROLE_LABEL: Record<OperatorRole, string> = { admin: "admin", readonly: "read-only operator", tenant: "tenant" };
 

@@ -62,7 +62,7 @@ function guardSelf(by: Actor, before: Tenant, after: Tenant | undefined) {
  * Until when the fleet can be administered: the latest end (epoch ms; Infinity for a key without expiry) of any key of
  * an enabled admin tenant still live at `now`; 0 when there is none.
  */
-function adminHorizon(tenants: Tenant[], now: number): number {
+export function adminHorizon(tenants: Tenant[], now: number): number {
   let until = 0;
   for (const t of tenants) {
     if (!t.enabled || !t.scopes.includes("admin")) continue;
@@ -121,6 +121,8 @@ export interface ChangeOptions {
   target?: string;
   /** Delete instead of update (a tombstone stays, so the config file does not bring the tenant back). */
   remove?: boolean;
+  /** Who the new record comes from: "api" (an admin's edit, the default) or "config" (an applied config file). */
+  source?: StoredTenant["source"];
 }
 
 /** A tenant's alert receivers must pass the destination rules, as in the config file (./destinations.ts). */
@@ -155,7 +157,12 @@ async function applyChange(
   guardSelf(by, before.tenant, opts.remove ? undefined : tenant);
   if (!opts.remove) refuseReceivers(services, tenant);
   await guardLastAdminKey(services, id, opts.remove ? undefined : tenant);
-  const after: StoredTenant = { tenant, source: "api", updatedAt: services.now(), ...(opts.remove ? { deleted: true } : {}) };
+  const after: StoredTenant = {
+    tenant,
+    source: opts.source ?? "api",
+    updatedAt: services.now(),
+    ...(opts.remove ? { deleted: true } : {}),
+  };
   await services.stores.tenants.put(after);
   await audit(services, by, opts.action, opts.target ?? `tenant:${id}`, tenantView(before), opts.remove ? undefined : tenantView(after));
   await services.tenantSync.refresh();

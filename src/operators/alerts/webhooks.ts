@@ -153,7 +153,7 @@ class WebhookDispatcher {
   /** `secret`: the signing secret (TOLLGATE_WEBHOOK_SECRET), held here and nowhere else past the entry. */
   constructor(
     private readonly services: AlertServices,
-    private readonly secret: string | undefined,
+    private secret: string | undefined,
   ) {
     this.rules = new DestinationRules(services.config.alerts);
     services.onClose(() => {
@@ -161,6 +161,11 @@ class WebhookDispatcher {
       for (const t of this.timers) clearTimeout(t);
       this.timers.clear();
     });
+  }
+
+  /** A rotated signing secret (its file changed): deliveries from now on are signed with it. */
+  setSecret(secret: string): void {
+    this.secret = secret;
   }
 
   /**
@@ -292,6 +297,11 @@ const dispatchers = new WeakMap<AlertServices, WebhookDispatcher>();
 /** Starts the gateway's dispatcher with the webhook signing secret (createGateway, once): the secret's only holder. */
 export function startWebhookDispatcher(services: AlertServices, secret: string | undefined): void {
   dispatchers.set(services, new WebhookDispatcher(services, secret));
+}
+
+/** Hands the gateway's dispatcher a rotated signing secret (createGateway's rotateSecrets): still its only holder. */
+export function rotateWebhookSecret(services: AlertServices, secret: string): void {
+  webhookDispatcher(services).setSecret(secret);
 }
 
 /**

@@ -6,6 +6,7 @@ import type { GatewayServices } from "../../services.js";
 import { isOperator } from "../../identity/roles.js";
 import { lastCreditDrift } from "../../payments/credit-drift.js";
 import type { Handlers } from "../../routing/handlers.js";
+import { configDrift, driftSummary } from "../actions/config-state.js";
 
 /** The report without money figures: the wallet check says only ok (and, when not ok, that it is not). */
 function publicView(report: ReadinessReport): ReadinessReport {
@@ -25,9 +26,15 @@ export function readyHandlers(readiness: Readiness, services: GatewayServices): 
       const report = await readiness.check();
       const caller = c.get("caller");
       const tenant = caller.via === "key" ? caller.tenant : undefined;
-      // Operators see the wallet's figures; admins also the credit drift (the books against the team's bill).
+      // Operators see the wallet's figures; admins also the credit drift (the books against the team's bill) and the
+      // config drift (admin edits since the last apply: docs/config-as-code.md).
       const shown = tenant && isOperator(tenant) ? report : publicView(report);
-      const extras = tenant?.scopes.includes("admin") ? { credits: { drift: (await lastCreditDrift(services)) ?? null } } : {};
+      const extras = tenant?.scopes.includes("admin")
+        ? {
+            credits: { drift: (await lastCreditDrift(services)) ?? null },
+            config: { drift: await configDrift(services).then(driftSummary, () => null) },
+          }
+        : {};
       return c.json({ ...shown, ...extras }, report.status === "not_ready" ? 503 : 200, { "cache-control": "no-store" });
     },
   };

@@ -22,14 +22,21 @@ interface SignedFields {
 export interface SignedPayment extends SignedFields {
   /** Header name and value to send upstream (PAYMENT-SIGNATURE for v2, X-PAYMENT for v1). */
   header: [string, string];
+  /** The payment-identifier extension's id (v2): the same on a resend of this payment, deduplicated by the seller. */
+  paymentId?: string;
 }
 
 /** Where a held authorization stands on chain: used (commit), unused and expired (release), or no RPC to ask (keep held). */
 export type ChainVerdict = "used" | "unused" | "no-rpc";
 
 export interface PaymentScheme {
-  /** The x402 `scheme` of the options it pays (`exact`). */
+  /** The x402 `scheme` of the options it pays (`exact`, `upto`). */
   readonly scheme: string;
+  /**
+   * The option's amount is a maximum the seller may settle below (`upto`): the ledger reserves it, then settles to the
+   * amount the settlement answer names and releases the rest.
+   */
+  readonly settlesBelowAmount?: boolean;
   /** Whether it can pay an option (its scheme, and a network it knows how to sign for). */
   accepts(option: PaymentOption): boolean;
   /** Signs exactly `option` with `wallet` (whatever holds the key), with an authorization living at most `maxLifetimeSeconds`. */
@@ -38,4 +45,9 @@ export interface PaymentScheme {
   owns(entry: LedgerEntry): boolean;
   /** Asks the chain about a signed entry through the RPC URL configured for its network (`rpc[network]`); throws when the RPC fails. */
   verdict(entry: LedgerEntry, rpc: Record<string, string>): Promise<ChainVerdict>;
+  /**
+   * For a scheme settling below its amount (`upto`): what a used entry's settlement `transaction` moved from its payer
+   * to its payee, read from the receipt; undefined when it cannot be told (the reserved maximum then stands).
+   */
+  settledOnChain?(entry: LedgerEntry, transaction: string, rpc: Record<string, string>): Promise<bigint | undefined>;
 }

@@ -141,14 +141,12 @@ export async function ethereumSignature(hash: `0x${string}`, rs: Buffer, address
   throw new Error("the token's signature recovers to neither address (is the key the wallet's?)");
 }
 
-/**
- * Opens the token and finds the key pair `keyLabel`: a WalletSigner whose signatures the token makes. The session
- * stays open (logged in) until `close()`; signatures are made one at a time on it.
- * @throws Error naming the setting at fault (module, token label, PIN, key label).
- */
-export function openPkcs11Signer(opts: Pkcs11Options, pin: string | undefined): WalletSigner {
-  if (!pin) throw new Error('TOLLGATE_PKCS11_PIN: required with wallet.signer "pkcs11" (the token\'s user PIN)');
-  const p = loadPkcs11js();
+/** What a PKCS#11 error says when the session or the token went away: the session is opened again, once per call. */
+const SESSION_LOST =
+  /CKR_(SESSION_HANDLE_INVALID|SESSION_CLOSED|DEVICE_REMOVED|DEVICE_ERROR|TOKEN_NOT_PRESENT|TOKEN_NOT_RECOGNIZED|USER_NOT_LOGGED_IN|CRYPTOKI_NOT_INITIALIZED|SLOT_ID_INVALID)/;
+
+/** An open, logged-in session on the token with the key pair found in it. */
+function attach(p: Pkcs11Module, opts: Pkcs11Options, pin: string) {
   const { lib, session, close } = openSession(p, opts, pin);
   try {
     const privateKey = findKey(p, lib, session, p.CKO_PRIVATE_KEY, opts.keyLabel);
@@ -158,35 +156,77 @@ export function openPkcs11Signer(opts: Pkcs11Options, pin: string | undefined): 
         `wallet.pkcs11.keyLabel: no EC key pair labelled "${opts.keyLabel}" on token "${opts.tokenLabel}" (make one with \`tollgate signer keygen\`)`,
       );
     const [point] = lib.C_GetAttributeValue(session, publicKey, [{ type: p.CKA_EC_POINT }]);
-    const address = addressOfPoint(point!.value as Buffer);
-    let queue: Promise<unknown> = Promise.resolve();
-    let closed = false;
-    const signOnToken = (hash: `0x${string}`) =>
-      new Promise<Buffer>((resolve, reject) => {
-        if (closed) return reject(new Error("the PKCS#11 signer is closed"));
-        lib.C_SignInit(session, { mechanism: p.CKM_ECDSA }, privateKey);
-        lib.C_Sign(session, Buffer.from(hash.slice(2), "hex"), Buffer.alloc(128), (err, sig) => (err ? reject(err) : resolve(sig)));
-      });
-    return {
-      kind: "pkcs11",
-      address,
-      async signTypedData(data: TypedData) {
-        const hash = hashTypedData(data as unknown as TypedDataDefinition);
-        // One operation at a time on the session (C_SignInit … C_Sign must not interleave).
-        const rs = (queue = queue.catch(() => {}).then(() => signOnToken(hash))) as Promise<Buffer>;
-        return ethereumSignature(hash, await rs, address);
-      },
-      async close() {
-        if (closed) return;
-        closed = true;
-        await queue.catch(() => {});
-        close();
-      },
-    };
+    return { lib, session, close, privateKey, address: addressOfPoint(point!.value as Buffer) };
   } catch (err) {
     close();
     throw err;
   }
+}
+
+/**
+ * Opens the token and finds the key pair `keyLabel`: a WalletSigner whose signatures the token makes. The session
+ * stays open (logged in) until `close()`; signatures are made one at a time on it. When the session or the token goes
+ * away (an HSM restarted, a network HSM dropped, every session closed), the next signature opens a new session, logs
+ * in again and checks the key is the same wallet's, then signs; while the token cannot be reached each signature
+ * fails (the gateway pays nothing) and the next one tries again.
+ * @throws Error naming the setting at fault (module, token label, PIN, key label).
+ */
+export function openPkcs11Signer(opts: Pkcs11Options, pin: string | undefined): WalletSigner {
+  if (!pin) throw new Error('TOLLGATE_PKCS11_PIN: required with wallet.signer "pkcs11" (the token\'s user PIN)');
+  const p = loadPkcs11js();
+  let current: ReturnType<typeof attach> | undefined = attach(p, opts, pin);
+  const address = current.address;
+  let queue: Promise<unknown> = Promise.resolve();
+  let closed = false;
+  const signOn = (t: ReturnType<typeof attach>, hash: `0x${string}`) =>
+    new Promise<Buffer>((resolve, reject) => {
+      t.lib.C_SignInit(t.session, { mechanism: p.CKM_ECDSA }, t.privateKey);
+      t.lib.C_Sign(t.session, Buffer.from(hash.slice(2), "hex"), Buffer.alloc(128), (err, sig) => (err ? reject(err) : resolve(sig)));
+    });
+  /** The session gone: let go of it (its handle may be dead) and open a new one on the same key. */
+  const reattach = () => {
+    const old = current;
+    current = undefined;
+    try {
+      old?.close();
+    } catch {
+      /* the session is gone already */
+    }
+    const next = attach(p, opts, pin);
+    if (next.address.toLowerCase() !== address.toLowerCase()) {
+      next.close();
+      throw new Error(`the PKCS#11 key "${opts.keyLabel}" is now another wallet's (${next.address}); not signing`);
+    }
+    current = next;
+    return next;
+  };
+  const signOnToken = async (hash: `0x${string}`): Promise<Buffer> => {
+    if (closed) throw new Error("the PKCS#11 signer is closed");
+    if (!current) return signOn(reattach(), hash);
+    try {
+      return await signOn(current, hash);
+    } catch (err) {
+      if (!SESSION_LOST.test(String((err as Error)?.message))) throw err;
+      return signOn(reattach(), hash);
+    }
+  };
+  return {
+    kind: "pkcs11",
+    address,
+    async signTypedData(data: TypedData) {
+      const hash = hashTypedData(data as unknown as TypedDataDefinition);
+      // One operation at a time on the session (C_SignInit … C_Sign must not interleave).
+      const rs = (queue = queue.catch(() => {}).then(() => signOnToken(hash))) as Promise<Buffer>;
+      return ethereumSignature(hash, await rs, address);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await queue.catch(() => {});
+      current?.close();
+      current = undefined;
+    },
+  };
 }
 
 /**

@@ -1,16 +1,31 @@
 // `tollgate signer serve`: the wallet's key (or its PKCS#11 session) in a process of its own, reached over a Unix
-// socket (mode 0600) by gateways that hold no key material. It enforces its own limits (src/payments/signer-limits.ts)
+// socket (mode 0600), or over TCP with mutual TLS (only clients with a certificate from its CA), by gateways that
+// hold no key material. It enforces its own limits (src/payments/signer-limits.ts)
 // whatever a gateway asks, counts what it signed per UTC day in a state file written before each signature leaves
 // (so a restart resumes the day's count), and signs one request at a time.
 //   GET  /address → {"address"}
 //   POST /sign {"typedData"} (bigints as decimal strings) → 200 {"signature"} | 403 {"code":"signer_refused","message"}
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
+import type { AddressInfo } from "node:net";
 import { chmod, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { limitRefusal, readAuthorization, type SignerLimits } from "../../payments/signer-limits.js";
 import type { TypedData, WalletSigner } from "../../payments/wallet-signer.js";
 
+/** Mutual TLS on TCP: PEM files of the signer's certificate and key, and of the CA its clients' certificates come from. */
+export interface SignerTls {
+  host: string;
+  /** 0: any free port (the server answers which). */
+  port: number;
+  cert: string;
+  key: string;
+  ca: string;
+}
+
 export interface SignerServerOptions {
-  socket: string;
+  /** The Unix socket to listen on (mode 0600); or `tls` for TCP with mutual TLS. */
+  socket?: string;
+  tls?: SignerTls;
   wallet: WalletSigner;
   limits: SignerLimits;
   /** Where the day's signed total is kept across restarts. */
@@ -74,14 +89,14 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-export async function startSignerServer(o: SignerServerOptions): Promise<{ close(): Promise<void> }> {
+export async function startSignerServer(o: SignerServerOptions): Promise<{ close(): Promise<void>; port?: number }> {
   const now = o.now ?? Date.now;
   const log = o.log ?? (() => {});
   let day = await loadDay(o.stateFile, dayOf(now()));
   let queue: Promise<unknown> = Promise.resolve();
 
   async function sign(data: TypedData): Promise<[number, unknown]> {
-    const a = readAuthorization(data);
+    const a = readAuthorization(data, o.wallet.address);
     if ("refused" in a) return [403, { code: "signer_refused", message: a.refused }];
     const t = now();
     if (day.day !== dayOf(t)) day = { day: dayOf(t), spent: 0n };
@@ -99,7 +114,7 @@ export async function startSignerServer(o: SignerServerOptions): Promise<{ close
     return [200, { signature }];
   }
 
-  const server = createServer((req, res) => {
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
     if (req.method === "GET" && req.url === "/address") return answer(res, 200, { address: o.wallet.address, kind: o.wallet.kind });
     if (req.method !== "POST" || req.url !== "/sign") return answer(res, 404, { code: "not_found", message: "GET /address or POST /sign" });
     bodyOf(req)
@@ -118,14 +133,31 @@ export async function startSignerServer(o: SignerServerOptions): Promise<{ close
         );
       })
       .catch(() => answer(res, 400, { code: "invalid_request", message: "the body is not JSON of at most 64 KiB" }));
-  });
-  await rm(o.socket, { force: true });
+  };
+  if (!o.socket === !o.tls) throw new Error("the signer listens on a Unix socket or over mutual TLS: give one of the two");
+  const server = o.tls
+    ? createTlsServer(
+        {
+          cert: await readFile(o.tls.cert),
+          key: await readFile(o.tls.key),
+          ca: await readFile(o.tls.ca),
+          // Mutual TLS: a client without a certificate from `ca` is refused during the handshake.
+          requestCert: true,
+          rejectUnauthorized: true,
+          minVersion: "TLSv1.2",
+        },
+        handler,
+      )
+    : createServer(handler);
+  if (o.socket) await rm(o.socket, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(o.socket, () => resolve());
+    if (o.tls) server.listen(o.tls.port, o.tls.host, () => resolve());
+    else server.listen(o.socket, () => resolve());
   });
-  await chmod(o.socket, 0o600);
+  if (o.socket) await chmod(o.socket, 0o600);
   return {
+    port: o.tls ? (server.address() as AddressInfo).port : undefined,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

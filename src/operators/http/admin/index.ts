@@ -8,6 +8,7 @@ import { keyAdminHandlers } from "./keys.js";
 import { tenantAdminHandlers } from "./tenants.js";
 import { viewAdminHandlers } from "./views.js";
 import { webhookAdminHandlers } from "./webhooks.js";
+import { configAdminHandlers } from "./config.js";
 
 /** Every admin API row's handler by name, and GET /_tollgate/openapi.json. */
 export function operatorHandlers(services: GatewayServices): Handlers {
@@ -19,5 +20,6 @@ export function operatorHandlers(services: GatewayServices): Handlers {
     ...keyAdminHandlers(services),
     ...viewAdminHandlers(services),
     ...webhookAdminHandlers(services), // the alert outbox: pending deliveries and dead letters
+    ...configAdminHandlers(services), // config as code: export, diff, apply, drift
   };
 }

@@ -1,8 +1,9 @@
-// exact-EVM on chain: an EIP-3009 authorization was used iff the token's authorizationState(payer, nonce) is true.
-import { createClient, http, type Client } from "viem";
+// EVM schemes on chain: an EIP-3009 authorization was used iff the token's authorizationState(payer, nonce) is true; a
+// Permit2 one (exact over Permit2, upto) iff Permit2's nonce bitmap has its bit set.
 import { readContract } from "viem/actions";
 import type { LedgerEntry } from "../../../state/types.js";
 import type { ChainVerdict } from "../types.js";
+import { isPermit2Nonce, permit2Verdict, rpcClient } from "../permit2.js";
 
 const AUTHORIZATION_STATE_ABI = [
   {
@@ -17,22 +18,11 @@ const AUTHORIZATION_STATE_ABI = [
   },
 ] as const;
 
-/** One client per RPC URL, kept for the process. */
-const clients = new Map<string, Client>();
-
-function clientFor(url: string): Client {
-  let c = clients.get(url);
-  if (!c) {
-    c = createClient({ transport: http(url, { retryCount: 1, timeout: 10_000 }) });
-    clients.set(url, c);
-  }
-  return c;
-}
-
 export async function exactEvmVerdict(entry: LedgerEntry, rpc: Record<string, string>): Promise<ChainVerdict> {
   const url = entry.network ? rpc[entry.network] : undefined;
   if (!url || !entry.asset) return "no-rpc";
-  const used = await readContract(clientFor(url), {
+  if (isPermit2Nonce(entry.nonce)) return permit2Verdict(url, entry.payer!, entry.nonce!);
+  const used = await readContract(rpcClient(url), {
     address: entry.asset as `0x${string}`,
     abi: AUTHORIZATION_STATE_ABI,
     functionName: "authorizationState",

@@ -1,0 +1,167 @@
+// Reload without a restart (Node; docs/config-as-code.md, docs/secrets.md): on SIGHUP, and when a file is seen to
+// change (checked every `secrets.checkSeconds`), the secret files are read again and each changed secret handed to its
+// holder (Gateway.rotateSecrets), and the config file is read again and its tenants applied as `tollgate apply` would
+// (the file is the truth for what it names; audited as `system:config-reload`). A file that cannot be read or parsed is
+// logged by its field and changes nothing: the gateway keeps serving with what it had.
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { ConfigError, parseConfigText, secretFileRefs, secretFromFile, type SecretFileRef, type Secrets } from "../../../config/load.js";
+import type { TollgateConfig } from "../../../config/schema.js";
+import type { Gateway, RotatableSecrets } from "../../gateway.js";
+import { applyConfig } from "../../operators/actions/config-state.js";
+
+/** The kid a token secret read from a file signs under: from its hash, so every instance names the same secret alike. */
+const fileSecretKid = (secret: string) => `f-${createHash("sha256").update(secret).digest("hex").slice(0, 12)}`;
+
+const reason = (err: unknown) => (err instanceof ConfigError ? err.problems.join("; ") : String((err as Error)?.message ?? err));
+
+/** Reads every secret file named by `refs`; @throws ConfigError naming the field of each that cannot be read or is wrong. */
+export async function readSecretFiles(refs: readonly SecretFileRef[]): Promise<Partial<Secrets>> {
+  const out: Partial<Secrets> = {};
+  const problems: string[] = [];
+  for (const ref of refs) {
+    try {
+      const text = await readFile(ref.path, "utf8").catch((err: NodeJS.ErrnoException) => {
+        throw new ConfigError([`${ref.field}: cannot read ${ref.path}: ${err.code ?? String(err)}`]);
+      });
+      Object.assign(out, secretFromFile(ref, text, fileSecretKid));
+    } catch (err) {
+      if (err instanceof ConfigError) problems.push(...err.problems);
+      else throw err;
+    }
+  }
+  if (problems.length) throw new ConfigError(problems, "secret files");
+  return out;
+}
+
+/** The top-level sections whose change takes a restart (everything but tenants and the secret files' contents). */
+function staticChanges(before: TollgateConfig, after: TollgateConfig): string[] {
+  const { tenants: _a, ...b } = before;
+  const { tenants: _b, ...a } = after;
+  return Object.keys({ ...a, ...b }).filter(
+    (k) => JSON.stringify((b as Record<string, unknown>)[k]) !== JSON.stringify((a as Record<string, unknown>)[k]),
+  );
+}
+
+export interface ReloadOptions {
+  gateway: Gateway;
+  config: TollgateConfig;
+  /** The config file the gateway was started with; none: only the secret files are watched. */
+  configFile?: string;
+  /** The environment the secret files' `TOLLGATE_*_FILE` names were read from. */
+  env: Record<string, string | undefined>;
+}
+
+export interface Reloader {
+  /** Reads the files now (what SIGHUP does); resolves when done (never rejects: problems are logged). */
+  reload(why: string): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * Watches the config file and the secret files; nothing is started when there are neither. The first check reads what
+ * the gateway was started with, so only a later change acts.
+ */
+export function watchForReload(opts: ReloadOptions): Reloader | undefined {
+  const { gateway } = opts;
+  const log = gateway.logger;
+  let config = opts.config;
+  let refs = secretFileRefs(config, opts.env);
+  if (!opts.configFile && !refs.length) return undefined;
+  const seen = new Map<string, string>();
+  let running: Promise<void> | undefined;
+
+  /** The file's text when it changed since last seen (the first read only records it); undefined otherwise. */
+  const changed = async (path: string, force: boolean): Promise<string | undefined> => {
+    const text = await readFile(path, "utf8");
+    const before = seen.get(path);
+    seen.set(path, text);
+    return before === undefined && !force ? undefined : before !== text || force ? text : undefined;
+  };
+
+  const reloadConfig = async (force: boolean, why: string) => {
+    if (!opts.configFile) return;
+    let text: string | undefined;
+    try {
+      text = await changed(opts.configFile, force);
+      if (text === undefined) return;
+      const next = parseConfigText(text, opts.configFile);
+      const statics = staticChanges(config, next);
+      if (statics.length) log.error("config reload: these sections changed and take a restart", { sections: statics.join(", ") });
+      refs = secretFileRefs(next, opts.env);
+      config = next;
+      // The file as started is seeded first (when no request has yet), so the new one's changes are applied, and audited.
+      await gateway.services.tenantSync.refresh();
+      gateway.services.tenantSync.setFileTenants(next.tenants);
+      if (next.tenants.length) {
+        const plan = await applyConfig(
+          gateway.services,
+          { person: "system:config-reload" },
+          { tenants: next.tenants, ignored: [] },
+          { origin: `${why} of ${opts.configFile}` },
+        );
+        const t = plan.sections.tenants;
+        log.info("config reloaded", {
+          why,
+          created: t.changes.filter((c) => c.action === "create").length,
+          updated: t.changes.filter((c) => c.action === "update").length,
+          unchanged: t.unchanged,
+        });
+      } else log.info("config reloaded", { why, tenants: 0 });
+    } catch (err) {
+      log.error("config reload failed; serving with the config as it was", { why, file: opts.configFile, error: reason(err) });
+    }
+  };
+
+  const reloadSecrets = async (force: boolean, why: string) => {
+    let any = force;
+    for (const ref of refs) {
+      try {
+        if ((await changed(ref.path, false)) !== undefined) any = true;
+      } catch {
+        any = true; // reported by the read below, by its field
+      }
+    }
+    if (!any) return;
+    try {
+      const next = (await readSecretFiles(refs)) as RotatableSecrets;
+      const rotated = gateway.rotateSecrets(next, config.secrets.tokenGraceSeconds * 1000);
+      if (rotated.length) log.info("secrets re-read from their files", { why, rotated: rotated.join(", ") });
+    } catch (err) {
+      log.error("secret files: keeping the secrets as they were", { why, error: reason(err) });
+    }
+  };
+
+  let queued: Promise<void> | undefined;
+  /** One pass at a time; a forced one (SIGHUP) asked for during another runs right after it, and is what it resolves. */
+  const pass = (force: boolean, why: string): Promise<void> => {
+    if (running) {
+      if (!force) return running;
+      queued ??= running.then(() => {
+        queued = undefined;
+        return pass(true, why);
+      });
+      return queued;
+    }
+    running = (async () => {
+      await reloadConfig(force, why);
+      await reloadSecrets(force, why);
+    })().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+
+  void pass(false, "start");
+  const timer = setInterval(() => void pass(false, "file change"), config.secrets.checkSeconds * 1000);
+  timer.unref();
+  const onHup = () => void pass(true, "SIGHUP");
+  process.on("SIGHUP", onHup);
+  return {
+    reload: (why) => pass(true, why),
+    stop() {
+      clearInterval(timer);
+      process.off("SIGHUP", onHup);
+    },
+  };
+}
