@@ -10,6 +10,7 @@ const BENCHES = [
   "worker-cold-start.ts",
   "worker.ts",
   "state.ts",
+  "ledger-cluster.ts",
 ];
 const only = process.argv.slice(2);
 // A name that is exactly a bench (`proxy` → proxy.ts) picks that one alone; otherwise any bench containing it.

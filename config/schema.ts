@@ -271,6 +271,12 @@ export const configSchema = z
         /** Redis Cluster: some of its nodes ("host:port"); the rest are discovered. */
         clusterNodes: z.array(hostPort).optional(),
         /**
+         * Redis Cluster: where the ledger's keys live. "tenant" (the default): each tenant's keys share its hash tag, so
+         * the ledger spreads over the primaries; "shared": the previous layout, one hash slot for the whole ledger (kept
+         * until `tollgate state migrate` has moved it; see docs/state-layout.md).
+         */
+        ledgerLayout: z.enum(["tenant", "shared"], { error: 'expected "tenant" or "shared"' }).optional(),
+        /**
          * Money writes (ledger, idempotency keys) count as done only once this many replicas confirm them (Redis WAIT);
          * fewer in `confirmTimeoutMs` fails the call closed. Set 1 with Sentinel so a failover cannot lose a payment.
          */

@@ -120,6 +120,9 @@ export const tenantAlertsSchema = z.strictObject({
   slack: z.array(webhookUrl).optional(),
 });
 
+/** Cloudflare's Durable Object location hints. */
+const LOCATION_HINTS = ["wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me"] as const;
+
 export const tenantSchema = z.strictObject({
   id: z
     .string({ error: "expected a tenant id" })
@@ -151,4 +154,9 @@ export const tenantSchema = z.strictObject({
     .string({ error: 'expected a multiplier like "1.25"' })
     .regex(/^\d{1,6}(\.\d{1,6})?$/, { error: 'expected a multiplier like "1.25" (at most 6 decimals)' })
     .optional(),
+  /**
+   * Workers: where this tenant's Durable Objects (its ledger, its resources) are created, a Cloudflare location hint
+   * near its users. Applies when an object is first created. Unset: near the first request that needs it.
+   */
+  locationHint: z.enum(LOCATION_HINTS, { error: `expected a Durable Object location hint: ${LOCATION_HINTS.join(", ")}` }).optional(),
 });

@@ -19,6 +19,7 @@ Usage:
                                             SIGHUP (or FILE changing) reloads its tenants and the secret files
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
   tollgate config check FILE                validate a config file, listing every problem
+  tollgate state migrate --config FILE      a Redis Cluster's ledger moved to the per-tenant layout (gateways stopped)
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
                                             offline: prints a key and the hash line for the config file
@@ -350,6 +351,7 @@ export async function main(argv: string[]) {
     if (cmd === "diff" || cmd === "apply") return await cmdPlan(cmd, argv.slice(1));
     if (cmd === "usage") return await cmdUsage(sub, rest);
     if (cmd === "credits") return await cmdCredits(sub, rest);
+    if (cmd === "state") return await (await import("./state.js")).cmdState(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
     if (cmd === "wallet") return await (await import("./wallet.js")).cmdWallet(sub, rest);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);

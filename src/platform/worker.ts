@@ -5,7 +5,7 @@ import type { TollgateConfig } from "../../config/schema.js";
 import type { ExecutionContext } from "hono";
 import { workersPeerAddress } from "./client-address.js";
 import { createGateway, type Gateway } from "../gateway.js";
-import { doStores, hasStateBinding } from "../state/durable-client.js";
+import { doStores, hasStateBinding, migrateDurableState } from "../state/durable-client.js";
 import type { StateStores } from "../state/types.js";
 import { fetchTransport } from "./transport.js";
 import { fetchWebSocketRelay } from "./websocket.js";
@@ -27,7 +27,9 @@ export { TollgateState } from "../state/durable-object.js";
  * its own budgets. Redis needs the Node entry.
  */
 function storesFor(config: TollgateConfig, env: WorkerEnv): StateStores | undefined {
-  const opts = { endedRetentionMs: config.state.endedRetentionDays * 86_400_000 };
+  // Each tenant's objects are created near it when the config gives it a location hint.
+  const hints = new Map(config.tenants.flatMap((t) => (t.locationHint ? [[t.id, t.locationHint] as const] : [])));
+  const opts = { endedRetentionMs: config.state.endedRetentionDays * 86_400_000, locationHint: (tenant: string) => hints.get(tenant) };
   if (config.state.backend === "durable-objects") return doStores(env, opts);
   if (config.state.backend === "redis") throw new Error('state.backend "redis" is for the Node entry; on Workers use "durable-objects"');
   return hasStateBinding(env) ? doStores(env, opts) : undefined;
@@ -67,6 +69,7 @@ export default {
    * retries due), as the Node entry runs on timers.
    * x402 holds past validBefore are settled from the chain through payments.rpc (JSON-RPC over fetch); credits holds
    * past their end time are committed at their maximum. Holds live in the Durable Objects, so any invocation sees all.
+   * Also one step of moving ownership out of the previous layout's one object, until it is empty.
    */
   async scheduled(_controller: unknown, env: WorkerEnv, ctx: WaitUntil): Promise<void> {
     const gateway = gatewayFor(env);
@@ -76,6 +79,8 @@ export default {
         (err) => gateway.logger.error("reconciler error", { error: String(err) }),
       ),
       gateway.alerts.runOnce(), // alert rules, and webhook deliveries due (retries)
+      // State left in the previous layout's objects moved out, a batch a run (docs/state-layout.md).
+      migrateDurableState(gateway.stores).catch((err) => gateway.logger.error("state migration error", { error: String(err) })),
     ]);
     ctx.waitUntil(pass);
     await pass;

@@ -1,8 +1,9 @@
 // The state interfaces over TollgateState Durable Object stubs (Workers RPC). See ./durable-object.ts for which object
 // holds what. Calls that fail for any reason but the ledger's own refusals reject with StateUnavailableError.
 import { StateUnavailableError } from "./errors.js";
-import type { TollgateStateStub } from "./durable-object.js";
+import type { OwnerRow, TollgateStateStub } from "./durable-object.js";
 import type { SequencedEntry, WireFilter, WireLimits } from "./durable-ledger.js";
+import { bounded, FAN_OUT } from "./fan-out.js";
 import { holdExpiresAt } from "./holds.js";
 import type {
   BudgetLedger,
@@ -39,8 +40,11 @@ import { FixedWindowRateLimiter } from "./fixed-window.js";
 /** The Durable Object namespace binding (`[[durable_objects.bindings]]` in wrangler.toml). */
 interface StateNamespace {
   idFromName(name: string): unknown;
-  get(id: unknown): TollgateStateStub;
+  get(id: unknown, opts?: { locationHint?: string }): TollgateStateStub;
 }
+
+/** Where a tenant's objects are created (a Cloudflare location hint such as "weur"), when the config says. */
+type LocationHints = (tenant: string) => string | undefined;
 
 const DEFAULT_BINDING = "TOLLGATE_STATE";
 const INDEX_SHARDS = 16;
@@ -65,12 +69,18 @@ class Objects {
   constructor(
     private readonly ns: StateNamespace,
     private readonly prefix: string,
+    private readonly hints: LocationHints = () => undefined,
   ) {}
 
-  /** A fresh stub per call: stubs are cheap, and the gateway outlives any one request. */
-  async call<T>(name: string, fn: (stub: TollgateStateStub) => Promise<T>): Promise<T> {
+  /**
+   * A fresh stub per call: stubs are cheap, and the gateway outlives any one request. `near`: the tenant whose location
+   * hint applies, for an object of that tenant (the hint only matters when the object is first created).
+   */
+  async call<T>(name: string, fn: (stub: TollgateStateStub) => Promise<T>, near?: string): Promise<T> {
     try {
-      return await fn(this.ns.get(this.ns.idFromName(this.prefix + name)));
+      const hint = near === undefined ? undefined : this.hints(near);
+      const id = this.ns.idFromName(this.prefix + name);
+      return await fn(hint ? this.ns.get(id, { locationHint: hint }) : this.ns.get(id));
     } catch (err) {
       throw new StateUnavailableError(
         `Durable Object "${name}" is unavailable (${(err as Error)?.message ?? err}); the operation may not have been applied`,
@@ -121,7 +131,7 @@ class DurableLedger implements BudgetLedger {
     // The index first: an entry must never exist that commit/release cannot find by its id.
     await this.o.call(`ledger-index:${shard(e.id, INDEX_SHARDS)}`, (s) => s.indexPut(e.id, e.tenant));
     this.remember(e.id, e.tenant);
-    const r = await this.o.call(`ledger:${e.tenant}`, (s) => s.ledgerReserve({ ...e, amount }, wire, now));
+    const r = await this.o.call(`ledger:${e.tenant}`, (s) => s.ledgerReserve({ ...e, amount }, wire, now), e.tenant);
     if (r.ok) return r;
     return { ok: false, window: r.window, limit: BigInt(r.limit), spent: BigInt(r.spent), resetAt: r.resetAt };
   }
@@ -172,22 +182,22 @@ class DurableLedger implements BudgetLedger {
     if (f.state !== undefined) wire.state = f.state;
     if (f.kind !== undefined) wire.kind = f.kind;
     if (f.resource !== undefined) wire.resource = f.resource;
-    if (f.tenant !== undefined) return (await this.o.call(`ledger:${f.tenant}`, (s) => s.ledgerList(wire, f.limit))).map(strip);
+    if (f.tenant !== undefined) return (await this.o.call(`ledger:${f.tenant}`, (s) => s.ledgerList(wire, f.limit), f.tenant)).map(strip);
     // Across tenants: each object's newest, merged. Sequences are per object, so ties on createdAt order arbitrarily.
     const tenants = await this.allTenants();
-    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerList(wire, f.limit))));
+    const lists = await bounded(tenants, FAN_OUT, (t) => this.o.call(`ledger:${t}`, (s) => s.ledgerList(wire, f.limit)));
     const merged = lists.flat().sort((a, b) => b.createdAt - a.createdAt || b.seq - a.seq);
     return (f.limit ? merged.slice(0, f.limit) : merged).map(strip);
   }
   async usage(tenant: string, now: number): Promise<Usage> {
-    const u = await this.o.call(`ledger:${tenant}`, (s) => s.ledgerUsage(tenant, now));
+    const u = await this.o.call(`ledger:${tenant}`, (s) => s.ledgerUsage(tenant, now), tenant);
     const big = (w: Record<BudgetWindow, string>) => ({ daily: BigInt(w.daily), monthly: BigInt(w.monthly), total: BigInt(w.total) });
     return usageOf(big(u), big(u.credits));
   }
   /** Every tenant's object is asked (they are listed in the index shards): meant for a periodic reconciler. */
   private async holds(kind: SpendKind, now: number, limit: number) {
     const tenants = await this.allTenants();
-    const lists = await Promise.all(tenants.map((t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(kind, now, limit))));
+    const lists = await bounded(tenants, FAN_OUT, (t) => this.o.call(`ledger:${t}`, (s) => s.ledgerExpiredHolds(kind, now, limit)));
     return lists
       .flat()
       .sort((a, b) => holdExpiresAt(a) - holdExpiresAt(b))
@@ -201,7 +211,12 @@ class DurableLedger implements BudgetLedger {
   }
 }
 
+/** How many rows of the previous layout's one ownership object each scheduled run copies out. */
+const OWNERSHIP_MIGRATION_BATCH = 200;
+
 class DurableOwnership implements OwnershipRegistry {
+  /** Set once the previous layout's "ownership" object is empty or copied out: never asked again in this isolate. */
+  private legacyDone = false;
   constructor(
     private readonly o: Objects,
     private readonly retentionMs: number,
@@ -210,31 +225,124 @@ class DurableOwnership implements OwnershipRegistry {
   private cutoff() {
     return Date.now() - this.retentionMs;
   }
-  claim(kind: ResourceKind, id: string, tenant: string) {
-    return this.o.call("ownership", (s) => s.ownClaim(kind, id, tenant));
+  private res(kind: ResourceKind, id: string) {
+    return `res:${kind}:${id}`;
   }
-  owner(kind: ResourceKind, id: string) {
-    const cutoff = this.cutoff();
-    return this.o.call("ownership", (s) => s.ownOwner(kind, id, cutoff));
+  private own(tenant: string) {
+    return `own:${tenant}`;
   }
-  list(kind: ResourceKind, tenant: string) {
-    const cutoff = this.cutoff();
-    return this.o.call("ownership", (s) => s.ownList(kind, tenant, cutoff));
+  /** Whether the previous layout may still hold rows not copied out (asked until it says done, then never). */
+  private async migrating(): Promise<boolean> {
+    if (this.legacyDone) return false;
+    const { done } = await this.o.call("ownership", (s) => s.ownLegacyState());
+    if (done) this.legacyDone = true;
+    return !done;
   }
-  records(kind: ResourceKind, tenant: string) {
+  /** Copies rows of the previous layout into their resource's and tenant's objects (a row already there is kept). */
+  private async place(rows: OwnerRow[]) {
+    const byTenant = new Map<string, OwnerRow[]>();
+    for (const r of rows) byTenant.set(r.tenant, [...(byTenant.get(r.tenant) ?? []), r]);
+    await Promise.all([
+      ...[...byTenant].map(([t, rs]) => this.o.call(this.own(t), (s) => s.ownImport(rs), t)),
+      ...rows.map((r) => this.o.call(this.res(r.kind, r.id), (s) => s.ownImport([r]), r.tenant)),
+    ]);
+  }
+  /** While migrating: the resource's row moved from the previous layout before it is read or written here. */
+  private async pull(kind: ResourceKind, id: string) {
+    if (!(await this.migrating())) return;
+    const row = await this.o.call("ownership", (s) => s.ownRow(kind, id));
+    if (row) await this.place([row]);
+  }
+  /** While migrating: the tenant's rows of a kind moved from the previous layout before its list is read. */
+  private async pullTenant(kind: ResourceKind, tenant: string) {
+    if (!(await this.migrating())) return;
+    for (let after = 0, i = 0; i < 10_000; i++) {
+      const rows = await this.o.call("ownership", (s) => s.ownExport(after, 500, tenant, kind));
+      if (rows.length) await this.o.call(this.own(tenant), (s) => s.ownImport(rows), tenant);
+      if (rows.length < 500) return;
+      after = rows[rows.length - 1]!.seq;
+    }
+  }
+  /**
+   * One step of copying the previous layout's one ownership object out (run by the Worker's cron): a batch of rows
+   * into their resources' and tenants' objects, then the cursor; the marker once all are out. True when done.
+   */
+  async migrateLegacy(limit = OWNERSHIP_MIGRATION_BATCH): Promise<boolean> {
+    const state = await this.o.call("ownership", (s) => s.ownLegacyState());
+    if (state.done) return (this.legacyDone = true);
+    const rows = await this.o.call("ownership", (s) => s.ownExport(state.cursor, limit));
+    await this.place(rows);
+    const last = rows.at(-1)?.seq;
+    await this.o.call("ownership", async (s) => {
+      if (last !== undefined) await s.metaSet("owners-cursor", String(last));
+      if (rows.length < limit) await s.metaSet("owners-migrated", "1");
+    });
+    return rows.length < limit;
+  }
+  async claim(kind: ResourceKind, id: string, tenant: string) {
+    await this.pull(kind, id);
+    // The resource's object decides (the first claim wins); the tenant's lists it.
     const cutoff = this.cutoff();
-    return this.o.call("ownership", (s) => s.ownRecords(kind, tenant, cutoff));
+    // One round trip: the resource's object decides (the first claim wins) while the tenant's lists it; a refused
+    // claim (another tenant's id, rare) takes the listing back.
+    const [won, listed] = await Promise.all([
+      this.o.call(this.res(kind, id), (s) => s.ownClaim(kind, id, tenant, cutoff), tenant),
+      this.o.call(this.own(tenant), (s) => s.ownClaim(kind, id, tenant), tenant),
+    ]);
+    if (!won) {
+      await this.o.call(this.own(tenant), (s) => s.ownDrop(kind, id), tenant);
+      return false;
+    }
+    return listed;
+  }
+  async owner(kind: ResourceKind, id: string) {
+    await this.pull(kind, id);
+    const cutoff = this.cutoff();
+    return this.o.call(this.res(kind, id), (s) => s.ownOwner(kind, id, cutoff));
+  }
+  async list(kind: ResourceKind, tenant: string) {
+    await this.pullTenant(kind, tenant);
+    const cutoff = this.cutoff();
+    return this.o.call(this.own(tenant), (s) => s.ownList(kind, tenant, cutoff), tenant);
+  }
+  async records(kind: ResourceKind, tenant: string) {
+    await this.pullTenant(kind, tenant);
+    const cutoff = this.cutoff();
+    return this.o.call(this.own(tenant), (s) => s.ownRecords(kind, tenant, cutoff), tenant);
+  }
+  /** The owner of a known resource (its own object answers), undefined for an unknown one. */
+  private async tenantOf(kind: ResourceKind, id: string) {
+    await this.pull(kind, id);
+    return this.o.call(this.res(kind, id), (s) => s.ownOwner(kind, id, 0));
   }
   async noteStatus(kind: ResourceKind, id: string, status: string) {
-    await this.o.call("ownership", (s) => s.ownNoteStatus(kind, id, status));
+    const tenant = await this.tenantOf(kind, id);
+    if (tenant !== undefined) await this.o.call(this.own(tenant), (s) => s.ownNoteStatus(kind, id, status), tenant);
   }
   async setActive(kind: ResourceKind, id: string, active: boolean) {
     const now = Date.now();
-    await this.o.call("ownership", (s) => s.ownSetActive(kind, id, active, now));
+    const tenant = await this.tenantOf(kind, id);
+    if (tenant === undefined) return;
+    await Promise.all([
+      this.o.call(this.res(kind, id), (s) => s.ownSetActive(kind, id, active, now), tenant),
+      this.o.call(this.own(tenant), (s) => s.ownSetActive(kind, id, active, now), tenant),
+    ]);
   }
-  activeCount(kind: ResourceKind, tenant: string) {
-    return this.o.call("ownership", (s) => s.ownActiveCount(kind, tenant));
+  async activeCount(kind: ResourceKind, tenant: string) {
+    await this.pullTenant(kind, tenant);
+    return this.o.call(this.own(tenant), (s) => s.ownActiveCount(kind, tenant), tenant);
   }
+}
+
+/**
+ * One step of moving Durable Object state from the previous layout (run by the Worker's cron): true once nothing is
+ * left to move. Other backends have nothing to move.
+ */
+export function migrateDurableState(stores: StateStores): Promise<boolean> {
+  // Found on the stores object itself: the gateway wraps the registries (metering, remembered owners) by spreading the
+  // stores, which keeps this property and hides the DurableOwnership instance.
+  const step = (stores as { migrateLegacyState?: () => Promise<boolean> }).migrateLegacyState;
+  return typeof step === "function" ? step() : Promise.resolve(true);
 }
 
 const keyObject = (key: string) => `keys:${shard(key, KEY_SHARDS)}`;
@@ -342,6 +450,8 @@ export interface DurableStoresOptions {
   namespace?: string;
   /** How long the owner of an ended resource is remembered (default 7 days). */
   endedRetentionMs?: number;
+  /** A tenant's location hint (tenants[].locationHint): where its ledger and ownership objects are created. */
+  locationHint?: LocationHints;
 }
 
 /** True when env carries the TollgateState binding. */
@@ -356,11 +466,14 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
   if (!hasStateBinding(env, binding)) {
     throw new Error(`state.backend "durable-objects" needs the Durable Object binding ${binding} (see wrangler.toml)`);
   }
-  const o = new Objects(env[binding] as StateNamespace, opts.namespace ? `${opts.namespace}/` : "");
+  const o = new Objects(env[binding] as StateNamespace, opts.namespace ? `${opts.namespace}/` : "", opts.locationHint);
   const kv = new DurableKeyValue(o);
-  return {
+  const ownership = new DurableOwnership(o, opts.endedRetentionMs ?? ENDED_RETENTION_MS);
+  const stores: StateStores & { migrateLegacyState: () => Promise<boolean> } = {
+    // One step of moving the previous layout out (migrateDurableState, the Worker's cron).
+    migrateLegacyState: () => ownership.migrateLegacy(),
     ledger: new DurableLedger(o),
-    ownership: new DurableOwnership(o, opts.endedRetentionMs ?? ENDED_RETENTION_MS),
+    ownership,
     kv,
     idempotency: new DurableIdempotency(o),
     rateLimiter: new FixedWindowRateLimiter(kv),
@@ -371,4 +484,5 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     outbox: new DurableOutbox(o),
     async close() {},
   };
+  return stores;
 }

@@ -5,7 +5,12 @@
 //                        budgets are exact (one object serialises its own calls) and tenants never wait for each other.
 //   ledger-index:<0-15>  id -> tenant, sharded by id: commit/release/get name only the id. Also the set of tenants, for
 //                        the rare cross-tenant reads (an operator's list, the reconciler's expired holds).
-//   ownership            one object: claims are rare (a sandbox or session start) and need lookups by id and by tenant.
+//   res:<kind>:<id>      one object per resource: who owns it (the first claim wins there), whether it ended and when;
+//                        an owner lookup asks only this object, created near the tenant that claimed it.
+//   own:<tenant>         one object per tenant: the tenant's resources newest first, their liveness and last status
+//                        (lists, counts). Both written on a claim, a change of liveness; status notes only here.
+//   ownership            the previous layout's one object for every resource: read through while its rows are copied
+//                        out (by the cron, a batch a minute), then never again (docs/state-layout.md).
 //   tenant-records       one object: tenant records and their version counter (rare writes, polled reads).
 //   audit                one object: the audit log, in sequence.
 //   outbox               one object: webhook deliveries waiting (with their claims) and the dead letters.
@@ -63,7 +68,19 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS outbox (id TEXT PRIMARY KEY, message TEXT NOT NULL, next_at INTEGER NOT NULL, owner TEXT)`,
   `CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_at)`,
   `CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, message TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
 ];
+
+/** An ownership row as stored (see ownRow). */
+export interface OwnerRow {
+  kind: ResourceKind;
+  id: string;
+  tenant: string;
+  active: number;
+  seq: number;
+  status: string | null;
+  ended_at: number | null;
+}
 
 export class TollgateState extends DurableObject {
   private readonly storage: StorageLike;
@@ -139,11 +156,15 @@ export class TollgateState extends DurableObject {
   }
 
   // ownership
-  ownClaim(kind: ResourceKind, id: string, tenant: string): boolean {
+  /** `cutoff` (epoch ms): a record that ended at or before it is past its retention, as if never claimed. */
+  ownClaim(kind: ResourceKind, id: string, tenant: string, cutoff = 0): boolean {
     return this.tx(() => {
+      this.sql.exec("DELETE FROM owners WHERE kind = ? AND id = ? AND ended_at IS NOT NULL AND ended_at <= ?", kind, id, cutoff);
       const had = this.rows("SELECT tenant FROM owners WHERE kind = ? AND id = ?", kind, id)[0]?.tenant as string | undefined;
       if (had !== undefined && had !== tenant) return false;
-      const seq = ((this.rows("SELECT MAX(seq) AS s FROM owners")[0]?.s as number | null) ?? 0) + 1;
+      // Never below the clock (ms): claims made in a tenant's own object after an upgrade sort above the rows copied in
+      // later from the previous layout's one object (whose sequences count from 1).
+      const seq = Math.max(((this.rows("SELECT MAX(seq) AS s FROM owners")[0]?.s as number | null) ?? 0) + 1, Date.now());
       this.sql.exec(
         "INSERT INTO owners (kind, id, tenant, active, seq) VALUES (?, ?, ?, 1, ?) ON CONFLICT (kind, id) DO UPDATE SET tenant = ?, active = 1, seq = ?, ended_at = NULL",
         kind,
@@ -155,6 +176,10 @@ export class TollgateState extends DurableObject {
       );
       return true;
     });
+  }
+  /** Forgets one resource's row: a tenant's listing of a claim its resource's object refused. */
+  ownDrop(kind: ResourceKind, id: string) {
+    this.sql.exec("DELETE FROM owners WHERE kind = ? AND id = ?", kind, id);
   }
   /** Forgets resources that ended before `cutoff` (epoch ms): past their retention. */
   private ownForget(cutoff: number) {
@@ -182,6 +207,63 @@ export class TollgateState extends DurableObject {
       // A change of liveness means the status changed: the last one seen no longer holds.
       this.sql.exec("UPDATE owners SET status = NULL WHERE kind = ? AND id = ? AND active <> ?", kind, id, active ? 1 : 0);
       this.sql.exec("UPDATE owners SET active = ?, ended_at = ? WHERE kind = ? AND id = ?", active ? 1 : 0, active ? null : now, kind, id);
+    });
+  }
+  /**
+   * One resource's whole row: what moves it from the fleet-wide "ownership" object of the previous layout to its
+   * own object and its tenant's (see ownImport).
+   */
+  ownRow(kind: ResourceKind, id: string): OwnerRow | undefined {
+    return this.rows(
+      "SELECT kind, id, tenant, active, seq, status, ended_at FROM owners WHERE kind = ? AND id = ?",
+      kind,
+      id,
+    )[0] as unknown as OwnerRow | undefined;
+  }
+  /** Rows after `afterSeq` in sequence (of one tenant and kind when given): the previous layout read out in batches. */
+  ownExport(afterSeq: number, limit: number, tenant?: string, kind?: ResourceKind): OwnerRow[] {
+    const q = "SELECT kind, id, tenant, active, seq, status, ended_at FROM owners WHERE seq > ?";
+    const rows =
+      tenant === undefined
+        ? this.rows(`${q} ORDER BY seq LIMIT ?`, afterSeq, limit)
+        : this.rows(`${q} AND tenant = ? AND kind = ? ORDER BY seq LIMIT ?`, afterSeq, tenant, kind, limit);
+    return rows as unknown as OwnerRow[];
+  }
+  /** Rows copied in as they were; a row this object has already is kept (it is the newer: written here since). */
+  ownImport(rows: OwnerRow[]) {
+    this.tx(() => {
+      for (const r of rows)
+        this.sql.exec(
+          "INSERT INTO owners (kind, id, tenant, active, seq, status, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, id) DO NOTHING",
+          r.kind,
+          r.id,
+          r.tenant,
+          r.active,
+          r.seq,
+          r.status ?? null,
+          r.ended_at ?? null,
+        );
+    });
+  }
+  /** A small named value (the previous layout's migration cursor and marker). */
+  metaGet(name: string): string | undefined {
+    return this.rows("SELECT value FROM meta WHERE name = ?", name)[0]?.value as string | undefined;
+  }
+  metaSet(name: string, value: string) {
+    this.sql.exec("INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = ?", name, value, value);
+  }
+  /**
+   * The previous layout's "ownership" object: "done" once every row was copied out (or it never had any), else the
+   * sequence the copy has reached.
+   */
+  ownLegacyState(): { done: boolean; cursor: number } {
+    return this.tx(() => {
+      if (this.metaGet("owners-migrated") === "1") return { done: true, cursor: 0 };
+      if (this.rows("SELECT 1 FROM owners LIMIT 1").length === 0) {
+        this.metaSet("owners-migrated", "1");
+        return { done: true, cursor: 0 };
+      }
+      return { done: false, cursor: Number(this.metaGet("owners-cursor") ?? 0) };
     });
   }
   ownActiveCount(kind: ResourceKind, tenant: string): number {

@@ -25,6 +25,11 @@ export interface RedisStoresOptions {
   endedRetentionMs?: number;
   /** Key layout with hash tags even on one Redis (always on in a Cluster). */
   hashTags?: boolean;
+  /**
+   * Where the ledger's keys live with hash tags: "tenant" (default), one tag per tenant, so a Cluster spreads the
+   * ledger over its primaries; "shared", the layout before it, one "{ledger}" tag (one slot) for every tenant.
+   */
+  ledgerLayout?: "tenant" | "shared";
 }
 
 /** Where the state lives: one Redis (a URL), a primary found through Sentinel, or a Cluster. */
@@ -78,6 +83,8 @@ export class RedisConnection {
   private readonly confirmTimeoutMs: number;
   /** Keys of a TAGGED group carry a hash tag. */
   readonly tagged: boolean;
+  /** The ledger's keys carry their tenant as hash tag (docs/state-layout.md). */
+  readonly ledgerPerTenant: boolean;
 
   constructor(target: RedisTarget, opts: RedisStoresOptions = {}) {
     this.prefix = opts.prefix ?? "tollgate:";
@@ -87,6 +94,7 @@ export class RedisConnection {
     this.confirmTimeoutMs = opts.confirmTimeoutMs ?? 500;
     const isCluster = typeof target !== "string" && "cluster" in target;
     this.tagged = isCluster || opts.hashTags === true;
+    this.ledgerPerTenant = this.tagged && opts.ledgerLayout !== "shared";
     const retryStrategy = (times: number) => Math.min(times * 100, 1000);
     const base: RedisOptions = {
       lazyConnect: true,
@@ -166,6 +174,15 @@ export class RedisConnection {
   key(...parts: string[]): string {
     if (this.tagged && TAGGED.has(parts[0]!)) return `${this.prefix}{${parts[0]}}:${parts.slice(1).join(":")}`;
     return this.prefix + parts.join(":");
+  }
+
+  /**
+   * A key of one tenant in the tenant layout (the hash-tag layout: a Cluster, or `hashTags`): the tenant is the hash
+   * tag, "tollgate:{t:acme}:ledger:e:<id>", so every script of a tenant's ledger touches one slot and tenants spread
+   * over the primaries.
+   */
+  tenantKey(tenant: string, ...parts: string[]): string {
+    return `${this.prefix}{t:${tenant}}:${parts.join(":")}`;
   }
 
   /** A key of `group` named by a ready-made name (windows.ts builds the budget counter names). */

@@ -91,7 +91,8 @@ return {1}
 `;
 
 /**
- * KEYS: entry, x402 holds, credits holds. ARGV: index key prefix, to, now, id, final amount ('' = the reserved one), field/value…
+ * KEYS: entry, x402 holds, credits holds. ARGV: index key prefix, to, now, id, final amount ('' = the reserved one),
+ * '1' to keep the fleet-wide state indexes too (the shared layout; the tenant layout has none), field/value…
  * Moves the entry to `to`, returning its amount to the windows it was counted in when it leaves a counted state, and
  * on a commit for less than was reserved returning the difference (a credits commit for more counts the difference).
  */
@@ -124,12 +125,14 @@ end
 local p, tenant, id = ARGV[1], cur[2], ARGV[4]
 if state ~= to then
   redis.call('ZREM', p .. state .. ':t:' .. tenant, id)
-  redis.call('ZREM', p .. state .. ':g', id)
   redis.call('ZADD', p .. to .. ':t:' .. tenant, cur[3], id)
-  redis.call('ZADD', p .. to .. ':g', cur[3], id)
+  if ARGV[6] == '1' then
+    redis.call('ZREM', p .. state .. ':g', id)
+    redis.call('ZADD', p .. to .. ':g', cur[3], id)
+  end
 end
 if to ~= 'reserved' and to ~= 'uncertain' then redis.call('ZREM', cur[11] == 'credits' and KEYS[3] or KEYS[2], id) end
-redis.call('HSET', KEYS[1], 'state', to, 'updatedAt', ARGV[3], unpack(ARGV, 6))
+redis.call('HSET', KEYS[1], 'state', to, 'updatedAt', ARGV[3], unpack(ARGV, 7))
 return 1
 `;
 

@@ -2,11 +2,18 @@
 // redis-cli --cluster create): every multi-key script must find its keys on one slot, which the hash-tagged key
 // groups ensure, while single-key values spread over the shards.
 import { Cluster, Redis } from "ioredis";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StateUnavailableError } from "../../src/state/errors.js";
 import { redisStores } from "../../src/state/redis.js";
 import { stateContract } from "./contract.js";
 import { type RedisClusterSet, startRedisCluster } from "./redis-ha.js";
+
+const run = promisify(execFile);
 
 let cluster: RedisClusterSet;
 beforeAll(async () => {
@@ -48,12 +55,13 @@ describe("Redis Cluster key layout", () => {
       const groups = new Map<string, Set<number>>();
       for (const entry of keys) {
         const key = entry.slice(entry.indexOf("|") + 1);
-        const group = /^[^:]+:\{(\w+)\}:/.exec(key)?.[1];
+        const group = /^[^:]+:\{([\w:]+)\}:/.exec(key)?.[1];
         if (!group) continue;
         if (!groups.has(group)) groups.set(group, new Set());
         groups.get(group)!.add(await slotOf(key));
       }
-      expect([...groups.keys()].sort()).toEqual(["ledger", "own"]);
+      // The ledger's keys carry its tenant as hash tag: one slot per tenant.
+      expect([...groups.keys()].sort()).toEqual(["own", "t:t1"]);
       for (const slots of groups.values()) expect(slots.size).toBe(1);
       const kvNodes = new Set(keys.filter((k) => k.includes(":kv:")).map((k) => k.slice(0, k.indexOf("|"))));
       expect(kvNodes.size).toBe(3);
@@ -62,6 +70,186 @@ describe("Redis Cluster key layout", () => {
       await stores.close();
     }
   });
+});
+
+describe("Redis Cluster: the ledger sharded by tenant", () => {
+  const entry = (id: string, tenant: string, amount = "5") => ({
+    id,
+    tenant,
+    route: "/r",
+    fingerprint: "f",
+    amount,
+    asset: "a",
+    network: "n",
+    payee: "p",
+  });
+
+  it("spreads tenants' ledgers over the three primaries, and reads across them from another instance", async () => {
+    const p = prefix();
+    const a = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const b = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      const t0 = Date.now() - 3_600_000;
+      const tenants = Array.from({ length: 24 }, (_, i) => `tenant-${i}`);
+      for (const [i, t] of tenants.entries()) expect((await a.ledger.reserve(entry(`e${i}`, t), { daily: 100n }, t0 + i)).ok).toBe(true);
+      // Each tenant's keys on one slot; the tenants over every primary.
+      const slots = new Set<number>();
+      for (const t of tenants) slots.add(Number(await admin.cluster("KEYSLOT", `${p}{t:${t}}:ledger:e:x`)));
+      const ranges = await admin.cluster("SLOTS");
+      const primaries = new Set([...slots].map((slot) => ranges.find(([from, to]) => slot >= from && slot <= to)![2][1]));
+      expect(primaries.size).toBe(3);
+
+      // Another instance (nothing remembered) commits and reads by id alone, and sees the fleet.
+      await b.ledger.commit("e3", "0xtx", Date.now());
+      expect((await b.ledger.get("e3"))?.state).toBe("committed");
+      const all = await b.ledger.list({});
+      expect(all.map((e) => e.id)).toEqual(tenants.map((_, i) => `e${i}`).reverse());
+      expect((await b.ledger.list({ limit: 2 })).map((e) => e.id)).toEqual(["e23", "e22"]);
+      expect((await b.ledger.list({ state: "committed" })).map((e) => e.id)).toEqual(["e3"]);
+      // The reconciler's view: every tenant's expired holds, soonest first, across the primaries.
+      const holds = await b.ledger.expiredHolds(Date.now(), 100);
+      expect(holds.map((e) => e.id)).toEqual(tenants.map((_, i) => `e${i}`).filter((id) => id !== "e3"));
+      expect((await b.ledger.expiredHolds(Date.now(), 3)).map((e) => e.id)).toEqual(["e0", "e1", "e2"]);
+      expect((await b.ledger.usage("tenant-3", Date.now())).total).toBe(5n);
+    } finally {
+      admin.disconnect();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("reaches an entry whose id key was lost through the reconciler's view, and answers unknown ids in one read", async () => {
+    const p = prefix();
+    const a = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      const then = Date.now() - 20 * 60_000;
+      expect((await a.ledger.reserve(entry("lost", "acme", "7"), { daily: 10n }, then)).ok).toBe(true);
+      expect((await a.ledger.reserve(entry("other", "globex", "1"), { daily: 10n }, then)).ok).toBe(true);
+      await admin.del(`${p}ledger-id:lost`);
+      const b = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        // Unknown to this instance by id: no search over the tenants.
+        expect(await b.ledger.get("lost")).toBeUndefined();
+        expect(await b.ledger.get("nobody")).toBeUndefined();
+        await expect(b.ledger.commit("nobody", undefined, Date.now())).rejects.toThrow(/ledger entry nobody not found/);
+        // The reconciler finds the stale hold in its tenant's shard, and can then settle it by id.
+        const holds = await b.ledger.expiredHolds(Date.now(), 10);
+        expect(holds.map((e) => e.id).sort()).toEqual(["lost", "other"]);
+        await b.ledger.release("lost", "never signed", Date.now());
+        expect((await b.ledger.get("lost"))?.state).toBe("released");
+        expect((await b.ledger.usage("acme", then)).daily).toBe(0n);
+      } finally {
+        await b.close();
+      }
+    } finally {
+      admin.disconnect();
+      await a.close();
+    }
+  });
+});
+
+describe("Redis Cluster: upgrading a ledger from the shared layout", () => {
+  const entry = (id: string, tenant: string, amount: string, extra: Record<string, unknown> = {}) => ({
+    id,
+    tenant,
+    route: "/r",
+    fingerprint: "f",
+    amount,
+    asset: "a",
+    network: "n",
+    payee: "p",
+    ...extra,
+  });
+
+  it("refuses the old ledger until `tollgate state migrate` moved it, then reads and settles it exactly", async () => {
+    const p = prefix();
+    const now = Date.now();
+    // The previous version: every ledger key under the one {ledger} tag.
+    const before = redisStores({ cluster: cluster.nodes }, { prefix: p, ledgerLayout: "shared" });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      const limits = { daily: 100n, monthly: 1000n, total: 5000n };
+      expect((await before.ledger.reserve(entry("paid", "acme", "30"), limits, now)).ok).toBe(true);
+      await before.ledger.signed("paid", { nonce: "0x1", validBefore: Math.floor(now / 1000) + 60, payer: "0xpayer" }, now);
+      await before.ledger.commit("paid", "0xtx", now);
+      expect((await before.ledger.reserve(entry("held", "acme", "40"), limits, now)).ok).toBe(true);
+      expect(
+        (
+          await before.ledger.reserve(
+            entry("credit", "globex", "7", { kind: "credits", resource: "sandbox:s1", meter: "minute" }),
+            limits,
+            now,
+          )
+        ).ok,
+      ).toBe(true);
+      expect((await before.ledger.reserve(entry("gone", "globex", "5"), limits, now)).ok).toBe(true);
+      await before.ledger.release("gone", "upstream refused", now);
+      const oldList = await before.ledger.list({});
+      const oldUsage = { acme: await before.ledger.usage("acme", now), globex: await before.ledger.usage("globex", now) };
+      expect(await admin.exists(`${p}{ledger}:e:paid`)).toBe(1);
+      await before.close();
+
+      // The new version refuses the unmoved ledger (budgets would start again from zero): fail closed.
+      const early = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        await expect(early.ledger.reserve(entry("new", "acme", "1"), limits, now)).rejects.toBeInstanceOf(StateUnavailableError);
+        await expect(early.ledger.usage("acme", now)).rejects.toThrow(/tollgate state migrate/);
+      } finally {
+        await early.close();
+      }
+
+      // The command, as an operator runs it, with the gateway's config file.
+      const dir = await mkdtemp(join(tmpdir(), "tollgate-migrate-"));
+      const file = join(dir, "tollgate.toml");
+      const nodes = cluster.nodes.map((n) => `"${n.host}:${n.port}"`).join(", ");
+      await writeFile(file, `[state]\nbackend = "redis"\nclusterNodes = [${nodes}]\n`);
+      const cli = () => run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "state", "migrate", "--config", file]);
+      try {
+        const { migrateLedgerToTenantLayout } = await import("../../src/state/redis-migrate.js");
+        const moving = redisStores({ cluster: cluster.nodes }, { prefix: p });
+        try {
+          expect(await migrateLedgerToTenantLayout(moving.connection)).toEqual({ entries: 4, counters: 9, tenants: 2, already: false });
+          expect((await migrateLedgerToTenantLayout(moving.connection)).already).toBe(true);
+        } finally {
+          await moving.close();
+        }
+        // The command line on a Redis that has nothing left to move (the default prefix): it says so, exit 0.
+        expect((await cli()).stdout).toMatch(/Moved 0 ledger entries|already/);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+
+      const after = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        // Every entry as it was (the order of entries made in the same millisecond aside).
+        const byId = (l: { id: string }[]) => [...l].sort((a, b) => a.id.localeCompare(b.id));
+        expect(byId(await after.ledger.list({}))).toEqual(byId(oldList));
+        expect(await after.ledger.usage("acme", now)).toEqual(oldUsage.acme);
+        expect(await after.ledger.usage("globex", now)).toEqual(oldUsage.globex);
+        expect((await after.ledger.get("paid"))?.transaction).toBe("0xtx");
+        expect((await after.ledger.list({ resource: "sandbox:s1" })).map((e) => e.id)).toEqual(["credit"]);
+        // The hold left by the old version is the reconciler's, found through the tenant's holds.
+        expect((await after.ledger.expiredHolds(now + 11 * 60_000, 10)).map((e) => e.id)).toEqual(["held"]);
+        expect((await after.ledger.expiredCreditHolds(now + 11 * 60_000, 10)).map((e) => e.id)).toEqual(["credit"]);
+        // Settling it moves the migrated counters: 30 committed + 40 held = 70 of 100; released, 30.
+        await after.ledger.release("held", "reconciled", now);
+        expect((await after.ledger.usage("acme", now)).daily).toBe(30n);
+        // The budget goes on from what was spent before: 30 + 71 > 100 is refused, 70 fits.
+        const over = await after.ledger.reserve(entry("big", "acme", "71"), limits, now);
+        expect(over.ok).toBe(false);
+        expect((await after.ledger.reserve(entry("fits", "acme", "70"), limits, now)).ok).toBe(true);
+        expect((await after.ledger.usage("acme", now)).daily).toBe(100n);
+        // Newest first still: the new entry's sequence follows the migrated ones.
+        expect((await after.ledger.list({ tenant: "acme", limit: 1 }))[0]?.id).toBe("fits");
+      } finally {
+        await after.close();
+      }
+    } finally {
+      admin.disconnect();
+    }
+  }, 60_000);
 });
 
 describe("Redis Cluster with a replica per shard: money writes confirmed by WAIT", () => {
@@ -83,7 +271,7 @@ describe("Redis Cluster with a replica per shard: money writes confirmed by WAIT
       await stores.ledger.commit("w1", "0xtx", Date.now());
       expect(await stores.idempotency.begin("k1", "fp", 60_000)).toEqual({ state: "new" });
       // The shard's replica holds the committed entry already (WAIT returned only once it had it).
-      const key = `${p}{ledger}:e:w1`;
+      const key = `${p}{t:t1}:ledger:e:w1`;
       const slot = Number(await admin.cluster("KEYSLOT", key));
       const ranges = await admin.cluster("SLOTS");
       const primaryPort = ranges.find(([from, to]) => slot >= from && slot <= to)![2][1];

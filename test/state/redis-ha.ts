@@ -189,27 +189,47 @@ export async function startSentinelSet(opts: { downAfterMs?: number; replicas?: 
 
 export interface RedisClusterSet {
   nodes: { host: string; port: number }[];
+  /** The processes' ids, by node (to read their CPU time). */
+  pids: number[];
   stop(): Promise<void>;
 }
 
 /**
  * Three primaries with `--cluster-enabled yes`, joined with `redis-cli --cluster create`, each serving a third of the
- * slots; with `replicas: 1`, each with a replica of its own (six processes).
+ * slots; with `replicas: 1`, each with a replica of its own (six processes). `primaries: 1`: one node serving every
+ * slot (CLUSTER ADDSLOTSRANGE), a cluster of one, for comparisons.
  */
-export async function startRedisCluster(opts: { replicas?: number } = {}): Promise<RedisClusterSet> {
+export async function startRedisCluster(opts: { replicas?: number; primaries?: 1 | 3 } = {}): Promise<RedisClusterSet> {
   const dir = await mkdtemp(join(tmpdir(), "tollgate-cluster-"));
   const procs: Proc[] = [];
   try {
     const replicas = opts.replicas ?? 0;
-    for (let i = 0; i < 3 * (1 + replicas); i++) {
+    const primaries = opts.primaries ?? 3;
+    for (let i = 0; i < primaries * (1 + replicas); i++) {
       procs.push(
-        await redisServer(dir, ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${i}.conf`, "--cluster-node-timeout", "5000"]),
+        await redisServer(dir, [
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          `nodes-${i}.conf`,
+          "--cluster-node-timeout",
+          "5000",
+          // A node alone (primaries: 1) never learns its address from a peer: CLUSTER SLOTS would name it "".
+          "--cluster-announce-ip",
+          "127.0.0.1",
+        ]),
       );
     }
     const addrs = procs.map((p) => `127.0.0.1:${p.port}`);
-    await run("redis-cli", ["--cluster", "create", ...addrs, "--cluster-replicas", String(replicas), "--cluster-yes"], {
-      timeout: 20_000,
-    });
+    if (primaries === 1) {
+      // `redis-cli --cluster create` wants three primaries: one node takes every slot itself.
+      if (replicas) throw new Error("a one-primary cluster is started without replicas");
+      await cli(procs[0]!.port, "cluster", "addslotsrange", "0", "16383");
+    } else {
+      await run("redis-cli", ["--cluster", "create", ...addrs, "--cluster-replicas", String(replicas), "--cluster-yes"], {
+        timeout: 20_000,
+      });
+    }
     await until("the cluster to be ok on every node, every replica in sync", 20_000, async () => {
       for (const p of procs) {
         if (!/cluster_state:ok/.test(await cli(p.port, "cluster", "info"))) return false;
@@ -220,6 +240,7 @@ export async function startRedisCluster(opts: { replicas?: number } = {}): Promi
     });
     return {
       nodes: procs.map((p) => ({ host: "127.0.0.1", port: p.port })),
+      pids: procs.map((p) => p.pid),
       async stop() {
         for (const p of procs.reverse()) await stop(p);
         await rm(dir, { recursive: true, force: true });

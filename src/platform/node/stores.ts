@@ -25,6 +25,7 @@ export function nodeStateStores(config: TollgateConfig, log: StateErrorLog = () 
     confirmReplicas: config.state.confirmReplicas,
     confirmTimeoutMs: config.state.confirmTimeoutMs,
     endedRetentionMs: config.state.endedRetentionDays * 86_400_000,
+    ...(config.state.ledgerLayout ? { ledgerLayout: config.state.ledgerLayout } : {}),
     onError: (err) => {
       if (Date.now() - lastLogged < 30_000) return;
       lastLogged = Date.now();
