@@ -23,6 +23,8 @@ export interface Secrets {
   pkcs11Pin?: string;
   /** The OIDC client's secret, read from where [operators.oidc] says (clientSecretEnv or clientSecretFile). */
   oidcClientSecret?: string;
+  /** Each [[upstream.accounts]] entry's API key by account id, read from its apiKeyEnv or apiKeyFile. */
+  accountApiKeys?: Record<string, string>;
 }
 
 export const SECRET_ENV = {
@@ -204,6 +206,61 @@ export async function oidcClientSecret(config: TollgateConfig, env: Record<strin
   }
   if (!v) throw new ConfigError([`operators.oidc.clientSecretFile: ${file} is empty`]);
   return v;
+}
+
+/**
+ * The API key of each [[upstream.accounts]] entry, from its apiKeyEnv (process.env on Node, a secret binding on
+ * Workers); an apiKeyFile cannot be read here. Undefined without accounts. A problem names the account's field, never
+ * the key. `files` holds what the Node entry read from apiKeyFile entries.
+ */
+export function accountApiKeysFromEnv(
+  config: TollgateConfig,
+  env: Record<string, string | undefined>,
+  files: Record<string, string> = {},
+): Record<string, string> | undefined {
+  const accounts = config.upstream.accounts;
+  if (!accounts) return undefined;
+  const problems: string[] = [];
+  const keys: Record<string, string> = {};
+  accounts.forEach((a, i) => {
+    if (a.apiKeyFile) {
+      const v = files[a.id];
+      if (v) keys[a.id] = v;
+      else problems.push(`upstream.accounts[${i}].apiKeyFile: files cannot be read here; use apiKeyEnv with a secret binding`);
+      return;
+    }
+    const v = env[a.apiKeyEnv!]?.trim();
+    if (v) keys[a.id] = v;
+    else problems.push(`upstream.accounts[${i}].apiKeyEnv: the environment variable ${a.apiKeyEnv} (account "${a.id}") is not set`);
+  });
+  if (problems.length) throw new ConfigError(problems, "environment");
+  return keys;
+}
+
+/** The accounts' API keys on Node: apiKeyFile entries read from their files, the rest as accountApiKeysFromEnv. */
+export async function accountApiKeys(
+  config: TollgateConfig,
+  env: Record<string, string | undefined>,
+): Promise<Record<string, string> | undefined> {
+  const accounts = config.upstream.accounts;
+  if (!accounts) return undefined;
+  const { readFile } = await import("node:fs/promises");
+  const files: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const [i, a] of accounts.entries()) {
+    if (!a.apiKeyFile) continue;
+    try {
+      const v = (await readFile(a.apiKeyFile, "utf8")).trim();
+      if (v) files[a.id] = v;
+      else problems.push(`upstream.accounts[${i}].apiKeyFile: ${a.apiKeyFile} is empty`);
+    } catch (err) {
+      problems.push(
+        `upstream.accounts[${i}].apiKeyFile: cannot read ${a.apiKeyFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+      );
+    }
+  }
+  if (problems.length) throw new ConfigError(problems, "environment");
+  return accountApiKeysFromEnv(config, env, files);
 }
 
 /** The secrets a file may hold, by their config field; each also takes `<its variable>_FILE` in the environment. */

@@ -4,6 +4,7 @@ import { DestinationRules } from "../src/operators/alerts/destinations.js";
 import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
 import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 import { operatorsSchema } from "./operators-schema.js";
+import { accountProblems, breakerSchema, upstreamAccountSchema } from "./accounts-schema.js";
 import { secretFilesSchema } from "./secrets-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
@@ -97,8 +98,22 @@ export const configSchema = z
          * wildcard names do not resolve); "auto" picks "host-header" for localhost and IP runtime hosts, else "dns".
          */
         exposedPorts: z.enum(["auto", "dns", "host-header"]).default("auto"),
+        /**
+         * Several upstream accounts (docs/accounts.md): each with its own API key, concurrency limits and weight. New
+         * work is placed among a tenant's accounts; everything later for a resource goes to the account holding it.
+         * Absent: the one account of TOLLGATE_UPSTREAM_API_KEY.
+         */
+        accounts: z.array(upstreamAccountSchema).min(1, { error: "expected at least one [[upstream.accounts]] entry" }).optional(),
+        /** Each account's circuit breaker and the retries of safe calls (with [[upstream.accounts]] only). */
+        breaker: breakerSchema,
       })
-      .default({ baseUrl: "https://api.hyperbrowser.ai", allowedHosts: [], timeoutMs: 30_000, exposedPorts: "auto" }),
+      .default({
+        baseUrl: "https://api.hyperbrowser.ai",
+        allowedHosts: [],
+        timeoutMs: 30_000,
+        exposedPorts: "auto",
+        breaker: { failures: 5, window: 20, slowMs: 10_000, openSeconds: 30, retries: 2, retryBackoffMs: 100, retryBudgetMs: 2_000 },
+      }),
     payments: paymentPolicySchema
       .extend({
         enabled: z.boolean().default(true),
@@ -415,6 +430,7 @@ export const configSchema = z
       });
     check(cfg.alerts.webhooks, ["alerts", "webhooks"]);
     check(cfg.alerts.slack, ["alerts", "slack"]);
+    accountProblems(cfg, (path, message) => ctx.addIssue({ code: "custom", path, message }));
     cfg.tenants.forEach((t, i) => {
       check(t.alerts.webhooks, ["tenants", i, "alerts", "webhooks"]);
       check(t.alerts.slack, ["tenants", i, "alerts", "slack"]);

@@ -1,5 +1,6 @@
 // A tenant's part of the configuration: its keys and scopes, budget, payment policy, quotas, alerts and chargeback.
 import * as z from "zod";
+import { accountId } from "./accounts-schema.js";
 import { caip2, evmAddress, isoDate, percent, usdAmount, webhookUrl, windowSeconds } from "./fields.js";
 
 /**
@@ -134,6 +135,8 @@ export const tenantSchema = z.strictObject({
   keys: z.array(tenantKeySchema).min(1, { error: "expected at least one key (run `tollgate keys create --tenant ID`)" }),
   budget: budgetSchema.default({}),
   payment: paymentPolicySchema.default({}),
+  /** The upstream accounts ([[upstream.accounts]] ids) this tenant's new work may be placed on; unset: any. */
+  accounts: z.array(accountId).min(1, { error: "expected at least one account id (or leave accounts out)" }).optional(),
   /** Pass the client's own PAYMENT-SIGNATURE through and charge nothing to the tenant. */
   paysForItself: z.boolean().default(false),
   quotas: quotaSchema.default({}),

@@ -21,7 +21,7 @@ function same(a: string, b: string): boolean {
 export function requireApiKey(ctx: EmulatorContext): MiddlewareHandler {
   return async function requireApiKey(c, next) {
     const key = presentedApiKey(c.req.raw.headers);
-    if (!key || !same(key, ctx.apiKey)) {
+    if (!key || !(ctx.accounts ? ctx.accounts.byKey(key) : same(key, ctx.apiKey))) {
       return c.json({ message: key ? "Invalid API key" : "Missing API key", code: "unauthorized" }, 401);
     }
     await next();

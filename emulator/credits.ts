@@ -49,19 +49,34 @@ export const roundCredits = (n: number) => Math.round(n * 1000) / 1000;
 export class CreditMeter {
   readonly schedule: CreditSchedule;
   private charged = 0;
-  private readonly sources = new Set<() => number>();
+  /** What was charged at once, by account (with several accounts: ./accounts.ts). */
+  private readonly chargedBy = new Map<string, number>();
+  private readonly sources = new Set<(owns?: (id: string) => boolean) => number>();
+  /**
+   * With several accounts: the account of the request being served, and the account that made a resource. Usage is
+   * then kept per account as well; the total stays the sum.
+   */
+  accountOf?: { current(): string | undefined; owner(id: string): string | undefined; fallback: string };
 
   constructor(schedule: Partial<CreditSchedule> = {}) {
     this.schedule = { ...DEFAULT_CREDIT_SCHEDULE, ...schedule };
   }
 
-  /** Adds credits to the team's usage now (a job's pages, a search). */
-  charge(credits: number): void {
-    if (Number.isFinite(credits) && credits > 0) this.charged = roundCredits(this.charged + credits);
+  /** Adds credits to the team's usage now (a job's pages, a search), to the account of `resource` or of the request. */
+  charge(credits: number, resource?: string): void {
+    if (!Number.isFinite(credits) || credits <= 0) return;
+    this.charged = roundCredits(this.charged + credits);
+    const by = this.accountOf;
+    if (!by) return;
+    const account = (resource !== undefined ? by.owner(resource) : undefined) ?? by.current() ?? by.fallback;
+    this.chargedBy.set(account, roundCredits((this.chargedBy.get(account) ?? 0) + credits));
   }
 
-  /** A module whose resources report their own credits (sessions, sandboxes): its landed total is read on demand. */
-  addSource(landedTotal: () => number): void {
+  /**
+   * A module whose resources report their own credits (sessions, sandboxes): its landed total is read on demand, of
+   * the resources `owns` keeps when given (one account's).
+   */
+  addSource(landedTotal: (owns?: (id: string) => boolean) => number): void {
     this.sources.add(landedTotal);
   }
 
@@ -83,10 +98,17 @@ export class CreditMeter {
     return roundCredits(minutes * (vcpus * this.schedule.sandboxVcpuMinute + (memMiB / 1024) * this.schedule.sandboxGiBMinute));
   }
 
-  /** The team's usage so far. */
-  usage(): number {
-    let total = this.charged;
-    for (const source of this.sources) total += source();
+  /** The team's usage so far; of one account's key when `account` is given (with several accounts). */
+  usage(account?: string): number {
+    const by = this.accountOf;
+    if (account === undefined || !by) {
+      let total = this.charged;
+      for (const source of this.sources) total += source();
+      return roundCredits(total);
+    }
+    let total = this.chargedBy.get(account) ?? 0;
+    const owns = (id: string) => (by.owner(id) ?? by.fallback) === account;
+    for (const source of this.sources) total += source(owns);
     return roundCredits(total);
   }
 }

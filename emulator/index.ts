@@ -16,12 +16,18 @@ import { startChain } from "./chain/index.js";
 import { createTeamModule } from "./team.js";
 import { guardDir, releaseDir } from "./reaper.js";
 import { CreditMeter, type CreditSchedule } from "./credits.js";
+import { DEFAULT_ACCOUNT, EmulatorAccounts, type EmulatorAccountSpec } from "./accounts.js";
 
 export interface EmulatorOptions {
   host?: string;
   controlPort?: number;
   runtimePort?: number;
   apiKey?: string;
+  /**
+   * More accounts besides the default one (`apiKey`, id "default"), each its own key, resources, concurrency limits
+   * and credit usage (./accounts.ts).
+   */
+  accounts?: EmulatorAccountSpec[];
   runtimeTokenTtlSeconds?: number;
   /** Start the local chain (needed for /x402). A chain handle may be passed instead to share one. */
   chain?: boolean | ChainHandle;
@@ -56,8 +62,10 @@ export interface EmulatorHandle {
   modules: EmulatorModule[];
   /** What it received, oldest first (with `record`; the first 10,000). */
   received: ReceivedRequest[];
-  /** The team's credit meter: its schedule and running usage. */
+  /** The team's credit meter: its schedule and running usage (per account: `credits.usage(id)`). */
   credits: CreditMeter;
+  /** The accounts (the default one first), their keys, and set() to make one refuse, fail or slow down. */
+  accounts: EmulatorAccounts;
   close(): Promise<void>;
 }
 
@@ -86,6 +94,10 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   let runtimeOrigin = "";
   let storageOrigin = "";
   const log = opts.log ?? (() => {});
+  const accounts = new EmulatorAccounts(apiKey, opts.accounts);
+  const credits = new CreditMeter(opts.credits);
+  if (accounts.several)
+    credits.accountOf = { current: () => accounts.currentAccount(), owner: (id) => accounts.ownerOf(id), fallback: DEFAULT_ACCOUNT };
   const ctx: EmulatorContext = {
     apiKey,
     controlOrigin: () => controlOrigin,
@@ -95,7 +107,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds ?? 900,
     stateDir,
     log,
-    credits: new CreditMeter(opts.credits),
+    credits,
+    accounts,
   };
   const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402", "jobs"]);
   const modules: EmulatorModule[] = [];
@@ -131,6 +144,8 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     if (wanted.has("sessions") || wanted.has("x402") || wanted.has("jobs")) {
       sessions = await createSessionModule(ctx);
       modules.push(sessions);
+      const live = sessions.sessions;
+      accounts.sessionLive = (id) => live.record(id)?.status === "active";
     }
     // One search index for both: the jobs' local web serves the same corpus the search returns.
     const engine = wanted.has("jobs") || wanted.has("x402") ? new SearchEngine() : undefined;
@@ -172,6 +187,9 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
         await next();
       });
   }
+  // Each key's account first: its mode, its limits, its own resources (./accounts.ts).
+  control.put("/_emulator/accounts/:id", accounts.controlRoute());
+  control.use(accounts.middleware());
   for (const m of modules) {
     if (m.control) control.route("/", m.control);
     if (m.runtime) runtime.route("/", m.runtime);
@@ -221,6 +239,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     modules,
     received,
     credits: ctx.credits!,
+    accounts,
     async close() {
       if (closed) return;
       closed = true;
@@ -242,4 +261,5 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
 
 // What the gateway's CLI (`tollgate emulator`, `tollgate dev --worker`) uses besides the emulator itself.
 export { parseCreditSchedule, type CreditSchedule } from "./credits.js";
+export type { AccountMode, EmulatorAccountSpec } from "./accounts.js";
 export { guardDir, guardGroup, releaseDir, releaseGroup } from "./reaper.js";

@@ -20,7 +20,8 @@ export interface TeamCreditInfo {
 /** The `team` module: control-plane routes only; the usage is the team's credit meter's (0 without one). */
 export function createTeamModule(ctx: EmulatorContext, opts: { limit?: number; usage?: () => number } = {}): EmulatorModule {
   const limit = opts.limit ?? TEAM_CREDIT_LIMIT;
-  const usage = opts.usage ?? (() => ctx.credits?.usage() ?? 0);
+  // With several accounts, each key reads its own account's usage (./accounts.ts).
+  const usage = opts.usage ?? (() => ctx.credits?.usage(ctx.accounts?.several ? ctx.accounts.currentAccount() : undefined) ?? 0);
   const control = new Hono();
   control.use("/api/team/*", requireApiKey(ctx));
   control.get("/api/team/credit-info", (c) => {

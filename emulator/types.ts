@@ -28,6 +28,12 @@ export interface EmulatorContext {
   /** Directory under which the emulator keeps its state (sandbox roots, browser profiles). Removed on close. */
   stateDir: string;
   log: EmulatorLog;
+  /** The accounts whose keys the control plane takes (./accounts.ts): the default one (`apiKey`) and any others. */
+  accounts?: {
+    byKey(key: string | undefined): unknown;
+    readonly several: boolean;
+    currentAccount(): string | undefined;
+  };
   /** What the team is charged, by the emulator's schedule (./credits.ts); absent in tests of one module: nothing charged. */
   credits?: CreditMeter;
 }

@@ -13,6 +13,7 @@ import { checkBody } from "./body-check/index.js";
 import { requireOwner } from "./owner/index.js";
 import { refuseMethodOverride } from "./method-override/index.js";
 import { meterCredits } from "./meter/index.js";
+import { placeCreation } from "./placement/index.js";
 import { series } from "./series/index.js";
 import type { Handlers, RowHandler } from "../src/routing/handlers.js";
 import { methodsOf, ROUTES, type RouteRow } from "../src/routing/table.js";
@@ -39,6 +40,8 @@ export function mountRouteTable(
     if (owner) chain.push(owner);
     const body = checkBody(services, row);
     if (body) chain.push(body);
+    const placement = placeCreation(services, row);
+    if (placement) chain.push(placement);
     if (row.quota) {
       const counted = quota(services, row.quota);
       chain.push(counted);

@@ -20,6 +20,7 @@ import { identifyKey } from "../middleware/identify/index.js";
 import { metricsTokenCheck } from "./identity/caller.js";
 import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
 import { Upstream, pathAndQuery } from "./platform/upstream.js";
+import { UpstreamAccounts } from "./platform/accounts.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
@@ -177,6 +178,33 @@ function paymentSignerOf(config: TollgateConfig, deps: GatewayDeps): PaymentSign
   return new PaymentSigner(deps.walletSigner);
 }
 
+/**
+ * The upstream accounts ([[upstream.accounts]]; else the one of TOLLGATE_UPSTREAM_API_KEY): their breakers shown in
+ * metrics and the log, and each session or sandbox seen to end freeing its account's slot.
+ */
+function upstreamAccounts(
+  config: TollgateConfig,
+  deps: GatewayDeps,
+  stores: StateStores,
+  metrics: GatewayMetrics,
+  now: () => number,
+): UpstreamAccounts {
+  const accounts = new UpstreamAccounts(config.upstream, deps.secrets, stores.kv, now);
+  if (!accounts.configured) return accounts;
+  for (const a of accounts.list) metrics.accountBreaker(a.id, "closed");
+  accounts.events = {
+    breaker: (account, state) => metrics.accountBreaker(account, state),
+    spill: (account, reason) => metrics.accountSpill(account, reason),
+  };
+  const ownership = stores.ownership;
+  const setActive = ownership.setActive.bind(ownership);
+  ownership.setActive = async (kind, id, active) => {
+    await setActive(kind, id, active);
+    if (!active) accounts.ended(id);
+  };
+  return accounts;
+}
+
 function randomSecret(): string {
   return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -192,6 +220,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     deps.secrets.pkcs11Pin,
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
     deps.secrets.oidcClientSecret,
+    ...Object.values(deps.secrets.accountApiKeys ?? {}),
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   // The configuration's money parsed once, now (a tenant synced or changed later: the first time its money is counted).
@@ -199,7 +228,6 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   for (const t of config.tenants) tenantAmounts(t);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
-  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics);
   const endedRetentionMs = config.state.endedRetentionDays * 86_400_000;
   // Owners are remembered per instance (an owner never changes once written): a control read's owner check costs no
   // state round trip once this instance has seen the resource (src/state/remembered-owners.ts).
@@ -207,6 +235,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     now,
     ttlMs: Math.min(OWNER_MEMORY_MS, endedRetentionMs),
   });
+  const accounts = upstreamAccounts(config, deps, stores, metrics, now); // [the accounts' API keys' one holder]
+  const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics, accounts);
   const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);
   directory.setRefresher(tenantSync.fresh.bind(tenantSync));
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;

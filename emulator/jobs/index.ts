@@ -74,7 +74,7 @@ export async function createJobsModule(ctx: EmulatorContext, opts: JobsModuleOpt
   const meter = ctx.credits;
   const store = new JobStore({
     maxRunningJobs: opts.maxRunningJobs,
-    onFinish: meter && ((job) => meter.charge(jobCredits(job, meter.schedule))),
+    onFinish: meter && ((job) => meter.charge(jobCredits(job, meter.schedule), job.id)),
   });
   const deps = { browser, web };
   const agentDeps = { sessions: opts.sessions, web, engine };

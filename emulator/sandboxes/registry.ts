@@ -32,9 +32,10 @@ export class SandboxService {
     readonly volumes: VolumeStore,
   ) {
     // The team pays for vCPU and memory time once a sandbox's usage has landed.
-    ctx.credits?.addSource(() => {
+    ctx.credits?.addSource((owns) => {
       let total = 0;
-      for (const sb of this.sandboxes.values()) if (ctx.credits!.landed(sb.endTime ?? undefined)) total += this.creditsUsed(sb);
+      for (const [id, sb] of this.sandboxes)
+        if ((!owns || owns(id)) && ctx.credits!.landed(sb.endTime ?? undefined)) total += this.creditsUsed(sb);
       return total;
     });
   }

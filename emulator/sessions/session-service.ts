@@ -100,10 +100,10 @@ export class BrowserSessions implements SessionService {
     readonly stores: { profiles: ProfileStore; snapshots: SessionSnapshotStore; extensions: ExtensionStore },
   ) {
     // The team pays for its own sessions (not x402 ones, paid on the spot) once their usage has landed.
-    ctx.credits?.addSource(() => {
+    ctx.credits?.addSource((owns) => {
       let total = 0;
-      for (const r of this.records.values())
-        if (this.billed(r) && ctx.credits!.landed(r.endedAt?.getTime())) total += this.credits(r).creditsUsed;
+      for (const [id, r] of this.records)
+        if ((!owns || owns(id)) && this.billed(r) && ctx.credits!.landed(r.endedAt?.getTime())) total += this.credits(r).creditsUsed;
       return total;
     });
   }

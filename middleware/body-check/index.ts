@@ -38,6 +38,17 @@ async function requireOwnedRefs(services: BodyCheckServices, c: Context<GatewayE
     if (seen.has(key)) continue;
     seen.add(key);
     if ((await services.stores.ownership.owner(ref.kind, ref.id)) !== tenant) throw notOwned(ref.kind, ref.id, ref.path);
+    // With several upstream accounts, what the body names binds the request to the account holding it.
+    const account = await services.upstream?.accounts?.accountOf(ref.kind, ref.id);
+    if (account === undefined) continue;
+    const pinned = c.get("accountPin");
+    if (pinned !== undefined && pinned !== account)
+      throw new GatewayError(
+        409,
+        "accounts_differ",
+        `${ref.path} names a ${ref.kind} held by another upstream account than the rest of the body; use resources of one account.`,
+      );
+    c.set("accountPin", account);
   }
 }
 

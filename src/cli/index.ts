@@ -3,7 +3,7 @@ import { createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } from "../../config/load.js";
+import { accountApiKeys, ConfigError, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
 import { LOOPBACK_HOSTS } from "../platform/public-origin.js";
 import { AdminCliError, cmdConsoleLink, cmdKeysRemote, cmdTenants } from "./admin.js";
@@ -221,10 +221,15 @@ async function cmdStart(args: string[]) {
   const { readSecretFiles } = await import("../platform/node/reload.js");
   // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
   const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
-  const secrets = { ...secretsFromEnv(process.env), ...fromFiles, oidcClientSecret: await oidcClientSecret(config, process.env) };
-  if (!secrets.upstreamApiKey)
+  const secrets = {
+    ...secretsFromEnv(process.env),
+    ...fromFiles,
+    oidcClientSecret: await oidcClientSecret(config, process.env),
+    accountApiKeys: await accountApiKeys(config, process.env),
+  };
+  if (!secrets.upstreamApiKey && !secrets.accountApiKeys)
     fail(
-      "tollgate start: set TOLLGATE_UPSTREAM_API_KEY (or secrets.upstreamApiKeyFile, TOLLGATE_UPSTREAM_API_KEY_FILE) to the upstream API key.",
+      "tollgate start: set TOLLGATE_UPSTREAM_API_KEY (or secrets.upstreamApiKeyFile, TOLLGATE_UPSTREAM_API_KEY_FILE) to the upstream API key, or configure [[upstream.accounts]].",
     );
   if (!secrets.tokenSecret && !secrets.tokenSecrets)
     fail(
@@ -311,7 +316,10 @@ async function cmdConfigCheck(args: string[]) {
   if (!file) fail("tollgate config check FILE");
   try {
     const cfg = await loadConfigFile(file);
-    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"})\n`);
+    const accounts = cfg.upstream.accounts
+      ? `, ${cfg.upstream.accounts.length} upstream account${cfg.upstream.accounts.length === 1 ? "" : "s"}`
+      : "";
+    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"}${accounts})\n`);
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;

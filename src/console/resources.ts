@@ -30,10 +30,11 @@ const DETAIL_PATH: Record<LiveKind, string> = { sandbox: "/api/sandbox", session
 async function upstreamStatus(services: GatewayServices, kind: LiveKind, id: string): Promise<{ status: string; createdAt?: string }> {
   const { upstream } = services;
   try {
+    const path = `${DETAIL_PATH[kind]}/${encodeURIComponent(id)}`;
     const res = await upstream.transport.request({
-      url: `${upstream.origin}${DETAIL_PATH[kind]}/${encodeURIComponent(id)}`,
+      url: `${upstream.origin}${path}`,
       method: "GET",
-      headers: upstream.controlHeaders(`console-${crypto.randomUUID()}`),
+      headers: await upstream.headersFor(`console-${crypto.randomUUID()}`, path),
       signal: AbortSignal.timeout(Math.min(services.config.upstream.timeoutMs, 10_000)),
     });
     if (res.status === 404) {

@@ -66,6 +66,10 @@ export function nestedHandlers(services: GatewayServices): Handlers {
       const body = (await jsonBody(c, services.platform)).json;
       if (body.keepBrowserOpen !== true || (typeof body.sessionId === "string" && body.sessionId)) return startJob(services, c, row);
       const sessionId = await createCallerSession(services, c, body.sessionOptions);
+      // With several upstream accounts the task runs where its session was placed.
+      const held = await services.upstream.accounts?.accountOf("session", sessionId);
+      const placement = c.get("placement");
+      if (held !== undefined && placement) c.set("placement", { ...placement, only: held });
       const { sessionOptions: _options, ...rest } = body;
       setJsonBody(c, { ...rest, sessionId });
       services.logger.info("task session created", { requestId: c.get("requestId"), route: row.name, session: sessionId });

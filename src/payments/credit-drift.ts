@@ -21,6 +21,8 @@ export interface CreditDrift {
   alerting: boolean;
   since: string;
   at: string;
+  /** With several upstream accounts: each account's own books against its own bill (the figures above are their sums). */
+  accounts?: Record<string, Omit<CreditDrift, "accounts">>;
 }
 
 interface Baseline {
@@ -47,6 +49,12 @@ function driftOf(base: Baseline, credits: number, settled: bigint, usdPerCredit:
  * the baseline (drift 0); later ones compare against it.
  */
 export async function checkCreditDrift(services: GatewayServices): Promise<CreditDrift | undefined> {
+  const accounts = services.upstream.accounts;
+  if (accounts?.configured)
+    return checkAccountsDrift(
+      services,
+      accounts.list.map((a) => a.id),
+    );
   const { kv } = services.stores;
   const credits = await teamCreditsUsed(services);
   if (credits === undefined) return undefined; // no upstream key, or it is down: readiness reports that
@@ -55,8 +63,62 @@ export async function checkCreditDrift(services: GatewayServices): Promise<Credi
   const fresh: Baseline = { credits, settled: settled.toString(), at: now };
   await kv.setIfAbsent(stateKeys.creditsDrift("baseline"), JSON.stringify(fresh), KEEP_MS);
   const base = JSON.parse((await kv.get(stateKeys.creditsDrift("baseline"))) ?? JSON.stringify(fresh)) as Baseline;
-  const { usdPerCredit, driftAlert: threshold } = configAmounts(services.config);
-  const d = driftOf(base, credits, settled, usdPerCredit);
+  const d = driftOf(base, credits, settled, configAmounts(services.config).usdPerCredit);
+  return publishDrift(services, base, now, d);
+}
+
+/**
+ * With several upstream accounts: each account's usage (its key's credit-info) against the ledger's spend settled on
+ * it, each with its own baseline and its own alert naming the account; the report's figures are their sums. Undefined
+ * when an account's usage cannot be read (that account is down: its breaker and readiness say so).
+ */
+async function checkAccountsDrift(services: GatewayServices, ids: string[]): Promise<CreditDrift | undefined> {
+  const { kv } = services.stores;
+  const now = services.now();
+  const { usdPerCredit } = configAmounts(services.config);
+  const total = { team: 0n, ledger: 0n, drift: 0n };
+  const per: Record<string, Omit<CreditDrift, "accounts">> = {};
+  let since = now;
+  for (const id of ids) {
+    const credits = await teamCreditsUsed(services, id);
+    if (credits === undefined) return undefined;
+    const settled = await settledCostSoFar(services, id);
+    const fresh: Baseline = { credits, settled: settled.toString(), at: now };
+    await kv.setIfAbsent(stateKeys.creditsDrift("baseline", id), JSON.stringify(fresh), KEEP_MS);
+    const base = JSON.parse((await kv.get(stateKeys.creditsDrift("baseline", id))) ?? JSON.stringify(fresh)) as Baseline;
+    const d = driftOf(base, credits, settled, usdPerCredit);
+    per[id] = await publishDrift(services, base, now, d, id);
+    total.team += d.team;
+    total.ledger += d.ledger;
+    total.drift += d.drift;
+    since = Math.min(since, base.at);
+  }
+  const { driftAlert: threshold } = configAmounts(services.config);
+  const report: CreditDrift = {
+    driftUsd: signedUsd(total.drift),
+    teamUsd: signedUsd(total.team),
+    ledgerUsd: signedUsd(total.ledger),
+    thresholdUsd: atomicToUsd(threshold),
+    alerting: Object.values(per).some((r) => r.alerting),
+    since: new Date(since).toISOString(),
+    at: new Date(now).toISOString(),
+    accounts: per,
+  };
+  services.metrics.creditsDriftUsd(Number(total.drift) / 1e6);
+  await kv.set(stateKeys.creditsDrift("last"), JSON.stringify(report), KEEP_MS);
+  return report;
+}
+
+/** One set of books checked: its report kept (the whole fleet's, or one account's) and alerted once past the threshold. */
+async function publishDrift(
+  services: GatewayServices,
+  base: Baseline,
+  now: number,
+  d: { team: bigint; ledger: bigint; drift: bigint },
+  account?: string,
+): Promise<CreditDrift> {
+  const { kv } = services.stores;
+  const { driftAlert: threshold } = configAmounts(services.config);
   const over = (d.drift < 0n ? -d.drift : d.drift) > threshold;
   const report: CreditDrift = {
     driftUsd: signedUsd(d.drift),
@@ -67,14 +129,20 @@ export async function checkCreditDrift(services: GatewayServices): Promise<Credi
     since: new Date(base.at).toISOString(),
     at: new Date(now).toISOString(),
   };
-  services.metrics.creditsDriftUsd(Number(d.drift) / 1e6);
-  await kv.set(stateKeys.creditsDrift("last"), JSON.stringify(report), KEEP_MS);
+  if (account === undefined) {
+    services.metrics.creditsDriftUsd(Number(d.drift) / 1e6);
+    await kv.set(stateKeys.creditsDrift("last"), JSON.stringify(report), KEEP_MS);
+  }
   if (!over) {
-    await kv.delete(stateKeys.creditsDrift("alerted"));
+    await kv.delete(stateKeys.creditsDrift("alerted", account));
     return report;
   }
-  if (await kv.setIfAbsent(stateKeys.creditsDrift("alerted"), services.instanceId, KEEP_MS)) {
-    services.logger.error("credit spend drifted from the team's usage", { driftUsd: report.driftUsd, thresholdUsd: report.thresholdUsd });
+  if (await kv.setIfAbsent(stateKeys.creditsDrift("alerted", account), services.instanceId, KEEP_MS)) {
+    services.logger.error("credit spend drifted from the team's usage", {
+      ...(account !== undefined ? { account } : {}),
+      driftUsd: report.driftUsd,
+      thresholdUsd: report.thresholdUsd,
+    });
     // Not one tenant's event: it goes to the global receivers (an operator pseudo-tenant with no receivers of its own).
     await services.moneyEvents?.announce(OPERATOR, {
       type: "credits.drift",
@@ -84,6 +152,7 @@ export async function checkCreditDrift(services: GatewayServices): Promise<Credi
       thresholdUsd: report.thresholdUsd,
       teamUsd: report.teamUsd,
       ledgerUsd: report.ledgerUsd,
+      ...(account !== undefined ? { account } : {}),
     });
   }
   return report;

@@ -4,7 +4,7 @@
 // compares with the team's usage (./credit-drift.ts).
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
-import type { LedgerEntry, SettledFrom } from "../state/types.js";
+import type { LedgerEntry, ResourceKind, SettledFrom } from "../state/types.js";
 import { stateKeys } from "../state/keys.js";
 import { checkBudget } from "./budgets/thresholds.js";
 import { atomicToUsd, usdToAtomic } from "./money.js";
@@ -59,13 +59,14 @@ export async function readUpstreamJson(
 async function readUpstreamAnswer(
   services: Pick<GatewayServices, "upstream" | "config">,
   path: string,
+  account?: string,
 ): Promise<Record<string, unknown> | "unreadable" | undefined> {
   const { upstream } = services;
   try {
     const res = await upstream.transport.request({
       url: `${upstream.origin}${path}`,
       method: "GET",
-      headers: upstream.controlHeaders(`credits-${crypto.randomUUID()}`),
+      headers: await upstream.headersFor(`credits-${crypto.randomUUID()}`, path, account),
       signal: AbortSignal.timeout(services.config.upstream.timeoutMs),
     });
     if (!res.ok) {
@@ -101,15 +102,48 @@ export async function upstreamCreditsUsed(
   return readFigure("creditsUsed", body?.creditsUsed);
 }
 
-/** The team's credit usage so far (`GET /api/team/credit-info`), or undefined when it cannot be read. */
-export async function teamCreditsUsed(services: Pick<GatewayServices, "upstream" | "config">): Promise<number | undefined> {
-  const v = (await readUpstreamJson(services, "/api/team/credit-info"))?.usage;
+/**
+ * The team's credit usage so far (`GET /api/team/credit-info`), or undefined when it cannot be read; of one upstream
+ * account (its key's) when `account` is given.
+ */
+export async function teamCreditsUsed(
+  services: Pick<GatewayServices, "upstream" | "config">,
+  account?: string,
+): Promise<number | undefined> {
+  const read = await readUpstreamAnswer(services, "/api/team/credit-info", account);
+  const v = read === "unreadable" ? undefined : read?.usage;
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
 }
 
-/** The cost (before multipliers) of every credit settlement so far, fleet-wide, in atomic units. */
-export async function settledCostSoFar(services: Pick<GatewayServices, "stores">): Promise<bigint> {
-  return BigInt(await services.stores.kv.incrBy(stateKeys.creditsSettledCost, 0, COUNTER_TTL_MS));
+/**
+ * The cost (before multipliers) of every credit settlement so far, fleet-wide, in atomic units; of one upstream
+ * account's spend when `account` is given.
+ */
+export async function settledCostSoFar(services: Pick<GatewayServices, "stores">, account?: string): Promise<bigint> {
+  const key = account === undefined ? stateKeys.creditsSettledCost : stateKeys.creditsSettledCostOf(account);
+  return BigInt(await services.stores.kv.incrBy(key, 0, COUNTER_TTL_MS));
+}
+
+/**
+ * With several upstream accounts: the account a settled entry's spend went to. A resource's (its custody record),
+ * else the account the request went to, else the default one; remembered for the usage export.
+ */
+async function accountOfSettlement(services: LedgerServices, c: Context | undefined, entryId: string): Promise<string | undefined> {
+  const accounts = (services as Partial<Pick<GatewayServices, "upstream">>).upstream?.accounts;
+  if (!accounts?.configured) return undefined;
+  const kept = await services.stores.kv.get(stateKeys.creditsEntryAccount(entryId));
+  if (kept) return kept;
+  const resource = (await services.stores.ledger.get(entryId))?.resource;
+  const at = resource?.indexOf(":") ?? -1;
+  const held = resource && at > 0 ? await accounts.accountOf(resource.slice(0, at) as ResourceKind, resource.slice(at + 1)) : undefined;
+  const account = held ?? c?.get("upstreamAccount") ?? accounts.defaultId;
+  await services.stores.kv.set(stateKeys.creditsEntryAccount(entryId), account, COUNTER_TTL_MS);
+  return account;
+}
+
+/** The upstream account of a credit-settled entry, when several are configured and it settled (the usage export). */
+export async function settledEntryAccount(services: Pick<GatewayServices, "stores">, entryId: string): Promise<string | undefined> {
+  return services.stores.kv.get(stateKeys.creditsEntryAccount(entryId));
 }
 
 /**
@@ -153,6 +187,9 @@ export async function afterCreditSettlement(
   try {
     services.metrics.creditsSpent(x.tenant, x.route, x.charged);
     if (x.cost !== 0n) await services.stores.kv.incrBy(stateKeys.creditsSettledCost, Number(x.cost), COUNTER_TTL_MS);
+    const account = await accountOfSettlement(services, c, x.entryId);
+    if (account !== undefined && x.cost !== 0n)
+      await services.stores.kv.incrBy(stateKeys.creditsSettledCostOf(account), Number(x.cost), COUNTER_TTL_MS);
     if (x.overHold === false) return; // held to its reservation: it cannot stand above it
     const e = await services.stores.ledger.get(x.entryId);
     if (e && e.reservedAmount !== undefined && BigInt(e.amount) > BigInt(e.reservedAmount)) await alertOverHold(services, e, c);

@@ -35,7 +35,17 @@ export type MoneyEvent =
       settled: string;
     }
   /** The team's usage and the ledger's credit spend differ past credits.driftAlertUsd (period: the day it was seen). */
-  | { type: "credits.drift"; window: "total"; period: string; driftUsd: string; thresholdUsd: string; teamUsd: string; ledgerUsd: string };
+  | {
+      type: "credits.drift";
+      window: "total";
+      period: string;
+      driftUsd: string;
+      thresholdUsd: string;
+      teamUsd: string;
+      ledgerUsd: string;
+      /** The upstream account whose books drifted (with [[upstream.accounts]]). */
+      account?: string;
+    };
 
 /**
  * Hears the money side's events. `tenant` is the tenant concerned; a fleet event (credits.drift) comes with the

@@ -3,10 +3,11 @@
 // price table from the ratio of what the upstream reported to what the table estimated, per row.
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { LedgerEntry } from "../state/types.js";
+import type { LedgerEntry, ResourceKind } from "../state/types.js";
 import { ROUTES, type PriceName } from "../routing/table.js";
 import { atomicToUsd } from "./money.js";
 import { configAmounts } from "./amounts.js";
+import { settledEntryAccount } from "./credit-reports.js";
 
 /** The most entries one export reads; a wider window is refused (narrow from/to). */
 const MAX_ENTRIES = 100_000;
@@ -47,6 +48,11 @@ async function spendIn(services: GatewayServices, w: UsageWindow): Promise<Ledge
 
 interface UsageRow {
   tenant: string;
+  /**
+   * With [[upstream.accounts]]: the upstream account the spend went to (credits: the account that settled it, or that
+   * holds its resource; x402 payments and unsettled calls: ""). Absent without accounts.
+   */
+  account?: string;
   day: string;
   kind: string;
   route: string;
@@ -74,8 +80,11 @@ export async function usageExport(services: GatewayServices, w: UsageWindow): Pr
   const groups = new Map<string, Acc>();
   let total = 0n;
   let count = 0;
+  const accounts = services.upstream.accounts;
+  const byAccount = !!accounts?.configured;
   for (const e of await spendIn(services, w)) {
-    const key = [e.tenant, e.day, e.kind, e.route].join("\u0000");
+    const account = byAccount ? await accountOfEntry(services, e) : "";
+    const key = [e.tenant, e.day, e.kind, e.route, account].join("\u0000");
     const acc = groups.get(key) ?? { entries: 0, amount: 0n, committed: 0n, held: 0n, cost: 0n };
     const amount = BigInt(e.amount);
     acc.entries++;
@@ -90,9 +99,10 @@ export async function usageExport(services: GatewayServices, w: UsageWindow): Pr
   const rows = [...groups.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([key, a]) => {
-      const [tenant, day, kind, route] = key.split("\u0000") as [string, string, string, string];
+      const [tenant, day, kind, route, account] = key.split("\u0000") as [string, string, string, string, string];
       return {
         tenant,
+        ...(byAccount ? { account } : {}),
         day,
         kind,
         route,
@@ -113,7 +123,18 @@ export async function usageExport(services: GatewayServices, w: UsageWindow): Pr
   };
 }
 
+/** The upstream account of a ledger entry (with several accounts): where it settled, else its resource's, else "". */
+async function accountOfEntry(services: GatewayServices, e: LedgerEntry): Promise<string> {
+  if (e.kind !== "credits") return "";
+  const settled = await settledEntryAccount(services, e.id);
+  if (settled) return settled;
+  const at = e.resource?.indexOf(":") ?? -1;
+  if (!e.resource || at <= 0) return "";
+  return (await services.upstream.accounts?.accountOf(e.resource.slice(0, at) as ResourceKind, e.resource.slice(at + 1))) ?? "";
+}
+
 const CSV_COLUMNS = ["tenant", "day", "kind", "route", "entries", "amountUsd", "committedUsd", "heldUsd", "costUsd"] as const;
+const CSV_COLUMNS_BY_ACCOUNT = ["tenant", "account", ...CSV_COLUMNS.slice(1)] as const;
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
 const csvField = (v: string | number) => {
@@ -122,8 +143,10 @@ const csvField = (v: string | number) => {
 };
 
 export function usageCsv(x: UsageExport): string {
-  const lines = [CSV_COLUMNS.join(",")];
-  for (const r of x.rows) lines.push(CSV_COLUMNS.map((c) => csvField(r[c])).join(","));
+  // With upstream accounts, each row names its account (the second column).
+  const columns: readonly (keyof UsageRow)[] = x.rows.some((r) => r.account !== undefined) ? CSV_COLUMNS_BY_ACCOUNT : CSV_COLUMNS;
+  const lines = [columns.join(",")];
+  for (const r of x.rows) lines.push(columns.map((c) => csvField(r[c] ?? "")).join(","));
   return `${lines.join("\r\n")}\r\n`;
 }
 

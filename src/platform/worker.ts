@@ -1,6 +1,6 @@
 // Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch, the cron
 // handler that reconciles held spend, and the Durable Object class that holds shared state.
-import { oidcClientSecretFromEnv, parseConfig, refuseSecretFiles, secretsFromEnv } from "../../config/load.js";
+import { accountApiKeysFromEnv, oidcClientSecretFromEnv, parseConfig, refuseSecretFiles, secretsFromEnv } from "../../config/load.js";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { ExecutionContext } from "hono";
 import { workersPeerAddress } from "./client-address.js";
@@ -43,7 +43,11 @@ function gatewayFor(env: WorkerEnv): Gateway {
   const config = parseConfig(JSON.parse(source), "TOLLGATE_CONFIG");
   refuseSecretFiles(config); // secrets on Workers are bindings (docs/secrets.md)
   const envVars = env as Record<string, string | undefined>;
-  const secrets = { ...secretsFromEnv(envVars), oidcClientSecret: oidcClientSecretFromEnv(config, envVars) };
+  const secrets = {
+    ...secretsFromEnv(envVars),
+    oidcClientSecret: oidcClientSecretFromEnv(config, envVars),
+    accountApiKeys: accountApiKeysFromEnv(config, envVars),
+  };
   const gateway = createGateway(config, {
     secrets,
     transport: fetchTransport,

@@ -71,12 +71,15 @@ const claimRefused = (kind: string) =>
  * @example await claimCreated(services, c, { kind: "sandbox", id: "sb_1", tenant: "acme", route: row.name })
  */
 export async function claimCreated(
-  services: Pick<GatewayServices, "stores" | "logger">,
+  services: Pick<GatewayServices, "stores" | "logger"> & Partial<Pick<GatewayServices, "upstream">>,
   c: Context,
   r: { kind: ResourceKind; id: string; tenant: string; route?: string },
 ): Promise<void> {
   if (!(await services.stores.ownership.claim(r.kind, r.id, r.tenant))) throw claimRefused(r.kind);
   c.set("claimed", `${r.kind}:${r.id}`);
+  // With several upstream accounts: the custody record, so every later call for the id goes to its account.
+  const accounts = services.upstream?.accounts;
+  if (accounts?.configured) await accounts.remember(r.kind, r.id, c.get("upstreamAccount") ?? accounts.defaultId);
   services.logger.info(`${r.kind}.created`, { tenant: r.tenant, id: r.id, ...(r.route ? { route: r.route } : {}) });
 }
 

@@ -40,6 +40,19 @@ export function forwardUpstream(c: Context<GatewayEnv>, services: GatewayService
   return services.upstream.call(c, { method: c.req.method, path: pathAndQuery(c), headers, body });
 }
 
+/** Two reads of one list (two upstream accounts'): a bare array, or the arrays of an object's fields, concatenated. */
+function mergeLists(into: unknown, next: unknown): unknown {
+  if (into === undefined) return next;
+  if (Array.isArray(into) && Array.isArray(next)) return [...into, ...next];
+  if (!isObject(into) || !isObject(next)) return into;
+  const out: Record<string, unknown> = { ...into };
+  for (const [k, v] of Object.entries(next)) {
+    const mine = out[k];
+    if (Array.isArray(mine) && Array.isArray(v)) out[k] = [...mine, ...v];
+  }
+  return out;
+}
+
 /** An answer that was not JSON (apart from JSON's own `null`). */
 const NOT_JSON = Symbol("not JSON");
 
@@ -121,12 +134,20 @@ export function commonHandlers(services: GatewayServices): Handlers {
       const spec = row.list!;
       const tenant = callerTenant(c);
       if (spec.field === null) {
-        // An unpaged list (extensions): filtered in the shape it came in, a bare array or `{"extensions":[…]}`.
-        const res = await forwardUpstream(c, services);
-        if (!res.ok) return Upstream.relay(res);
-        const all = await upstreamJson(res);
+        // An unpaged list (extensions): filtered in the shape it came in, a bare array or `{"extensions":[…]}`; with
+        // several upstream accounts, each one's read and the tenant's items merged.
+        const accounts = services.upstream.accounts;
         const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
-        return jsonResponse(200, keepOwnedItems(all, owned));
+        let merged: unknown;
+        for (const account of accounts?.configured ? accounts.list.map((a) => a.id) : [undefined]) {
+          const res =
+            account === undefined
+              ? await forwardUpstream(c, services)
+              : await services.upstream.call(c, { method: "GET", path: pathAndQuery(c), account });
+          if (!res.ok) return Upstream.relay(res);
+          merged = mergeLists(merged, keepOwnedItems(await upstreamJson(res), owned));
+        }
+        return jsonResponse(200, merged);
       }
       const page = await ownedPage(c, services, tenant, { path: new URL(c.req.url).pathname, field: spec.field, kind: spec.kind });
       if ("passthrough" in page) return page.passthrough;

@@ -83,7 +83,10 @@ export async function ownedPage(
   if (detail && answersLocally(detail, query)) return recordPage(c, services, tenant, spec.kind, detail, query, page, perPage);
   const owned = new Set(await services.stores.ownership.list(spec.kind, tenant.id));
   const mine: WireRecord[] = [];
-  if (owned.size > 0) {
+  // With several upstream accounts, each lists its own: the tenant's items of all of them are merged.
+  const accounts = services.upstream.accounts;
+  const from = accounts?.configured ? accounts.list.map((a) => a.id) : [undefined];
+  for (const account of owned.size > 0 ? from : []) {
     const filters = new URLSearchParams(query);
     filters.delete("page");
     filters.delete("limit");
@@ -91,7 +94,7 @@ export async function ownedPage(
     let seen = 0;
     for (let p = 1; p <= MAX_SCAN_PAGES; p++) {
       filters.set("page", String(p));
-      const res = await services.upstream.call(c, { method: "GET", path: `${spec.path}?${filters}` });
+      const res = await services.upstream.call(c, { method: "GET", path: `${spec.path}?${filters}`, account });
       if (!res.ok) return { passthrough: Upstream.relay(res) };
       const body = await upstreamJson(res, WireRecord);
       const items = listItems(WireRecord, body, spec.field);

@@ -95,7 +95,8 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
       const res = await forwardJson(c, (await jsonBody(c, services.platform)).text || "{}");
       if (!res.ok) return Upstream.relay(res);
       const snap = await upstreamJson(res, SnapshotAnswer);
-      if (snap.snapshotId) await claimSnapshot(services, callerTenant(c), String(snap.snapshotId), snap.snapshotName);
+      if (snap.snapshotId)
+        await claimSnapshot(services, callerTenant(c), String(snap.snapshotId), snap.snapshotName, c.get("upstreamAccount"));
       return answer(res, snap);
     },
 

@@ -7,9 +7,19 @@ import { stateKeys } from "../state/keys.js";
 
 const NAME_TTL_MS = 365 * 24 * 3600 * 1000;
 
-/** Records a snapshot the tenant just took (its id, and its name as the tenant's newest with that name). */
-export async function claimSnapshot(services: GatewayServices, tenant: Tenant, snapshotId: string, snapshotName?: string): Promise<void> {
+/**
+ * Records a snapshot the tenant just took (its id, and its name as the tenant's newest with that name), on the upstream
+ * account that took it (with several accounts).
+ */
+export async function claimSnapshot(
+  services: GatewayServices,
+  tenant: Tenant,
+  snapshotId: string,
+  snapshotName?: string,
+  account?: string,
+): Promise<void> {
   await services.stores.ownership.claim("snapshot", snapshotId, tenant.id);
+  if (account !== undefined) await services.upstream.accounts?.remember("snapshot", snapshotId, account);
   if (snapshotName) await services.stores.kv.set(stateKeys.snapshotName(tenant.id, snapshotName), snapshotId, NAME_TTL_MS);
 }
 

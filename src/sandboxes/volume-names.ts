@@ -74,6 +74,8 @@ export function volumeHandlers(services: GatewayServices, common: Handlers): Han
       // The name is claimed with the id (DELETE /api/volume/<name> addresses it), first come first served.
       if (res.ok && !(await services.stores.ownership.claim("volume", scopedName, tenant)))
         throw new GatewayError(409, "resource_conflict", "This volume name cannot be used; choose another.", { field: "name" });
+      const account = c.get("upstreamAccount");
+      if (res.ok && account !== undefined) await services.upstream.accounts?.remember("volume", scopedName, account);
       return unscopedAnswer(tenant, res);
     },
 

@@ -65,7 +65,8 @@ export function cdpHandlers(services: GatewayServices): Handlers {
 
 /** POSTs to an absolute upstream URL with the API key (computer actions live outside `/api`). */
 async function postAbsolute(c: Context<GatewayEnv>, services: GatewayServices, url: string, body: string): Promise<Response> {
-  const headers = services.upstream.controlHeaders(c.get("requestId"));
+  // The session's account (its detail was just read through it), with several upstream accounts.
+  const headers = services.upstream.controlHeaders(c.get("requestId"), undefined, c.get("upstreamAccount"));
   headers.set("content-type", "application/json");
   // Screenshots and held keys can take a while; the configured upstream timeout bounds the wait for headers.
   const signal = AbortSignal.timeout(services.config.upstream.timeoutMs);

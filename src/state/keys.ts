@@ -28,6 +28,10 @@ export const stateKeys = {
   creditsHold: (kind: string, id: string) => `credits:hold:${kind}:${id}`,
   /** The cost of every credit settlement so far, fleet-wide, atomic units (src/payments/credit-reports.ts). */
   creditsSettledCost: "credits:settled-cost",
+  /** The settled cost of one upstream account's credit spend (with [[upstream.accounts]]). */
+  creditsSettledCostOf: (account: string) => `credits:settled-cost:${account}`,
+  /** The upstream account a credit-settled ledger entry's spend went to (with [[upstream.accounts]]). */
+  creditsEntryAccount: (entry: string) => `credits:entry-account:${entry}`,
   /** Once-per-entry marker of a settled session's or sandbox's upstream figure read once more by a reconciler. */
   creditsRechecked: (entry: string) => `credits:rechecked:${entry}`,
   /** Once-per-entry marker of a credit settlement above its hold alerted. */
@@ -35,7 +39,8 @@ export const stateKeys = {
   /** Once-per-entry marker of a refused upstream report alerted (src/payments/report-screen.ts). */
   creditsReportRefused: (entry: string) => `credits:report-refused:${entry}`,
   /** The drift check's starting point, last figure and once-marker of its alert (src/payments/credit-drift.ts). */
-  creditsDrift: (what: "baseline" | "last" | "alerted") => `credits:drift:${what}`,
+  creditsDrift: (what: "baseline" | "last" | "alerted", account?: string) =>
+    account === undefined ? `credits:drift:${what}` : `credits:drift:${what}:${account}`,
   /** The fleet-wide lock on changes to admin tenants (src/operators/actions/tenant-changes.ts): the last-admin-key guard. */
   adminChangeLock: "admin:change-lock",
   /** The fleet-wide lock on config applies (src/operators/actions/config-state.ts): one apply at a time. */

@@ -65,6 +65,10 @@ export class GatewayMetrics {
   private readonly stateUp: MetricFamily<GaugeChild>;
   private readonly creditsSpentUsd: (tenant: string, route: string) => CounterChild;
   private readonly creditsDrift: GaugeChild;
+  private readonly accountBreakerOpen: (account: string) => GaugeChild;
+  private readonly accountSpills: (account: string, reason: string) => CounterChild;
+  private readonly accountRetries: (account: string) => CounterChild;
+  private readonly accounts = new BoundedLabel(64);
 
   constructor(
     readonly registry: MetricsRegistry = new TextRegistry(),
@@ -199,6 +203,27 @@ export class GatewayMetrics {
         labelNames: [],
       })
       .labels();
+    this.accountBreakerOpen = children(
+      r.gauge({
+        name: "tollgate_upstream_account_breaker_open",
+        help: "1 while an upstream account's circuit breaker is open or half-open (new work goes elsewhere), else 0.",
+        labelNames: ["account"],
+      }),
+    );
+    this.accountSpills = children(
+      r.counter({
+        name: "tollgate_upstream_account_spills_total",
+        help: "Creations that moved on from an upstream account to the next, by account and reason (limit, failed).",
+        labelNames: ["account", "reason"],
+      }),
+    );
+    this.accountRetries = children(
+      r.counter({
+        name: "tollgate_upstream_account_retries_total",
+        help: "Safe upstream calls (GETs) tried again after no answer or a 502/503/504, by account.",
+        labelNames: ["account"],
+      }),
+    );
     this.stateUp = r.gauge({
       name: "tollgate_state_up",
       help: "1 when the state backend answered the scrape's ping, else 0.",
@@ -298,6 +323,21 @@ export class GatewayMetrics {
 
   stateError(): void {
     this.stateErrors.inc();
+  }
+
+  /** An upstream account's breaker changed state (with [[upstream.accounts]]). */
+  accountBreaker(account: string, state: "closed" | "open" | "half-open"): void {
+    this.accountBreakerOpen(this.accounts.of(account)).set(state === "closed" ? 0 : 1);
+  }
+
+  /** A creation moved on from `account` to the next. */
+  accountSpill(account: string, reason: string): void {
+    this.accountSpills(this.accounts.of(account), reason).inc();
+  }
+
+  /** A safe call to `account` tried again. */
+  accountRetry(account: string): void {
+    this.accountRetries(this.accounts.of(account)).inc();
   }
 
   /** Refreshes the scrape-time gauges from the ledger: budget spent and remaining per window, held amounts. */

@@ -1,6 +1,6 @@
 // The Worker as it ships: `wrangler deploy --dry-run` (offline, minified, wrangler.toml's [alias] stand-ins applied)
 // stays at most 300 KiB gzip in total, and that very bundle starts in workerd and answers: health, the OpenAPI document
-// (zod and zod-to-openapi), the console's sign-in page (JSX) and the MCP endpoint with a tenant key (the MCP SDK with
+// (zod and its JSON Schema conversion), the console's sign-in page (JSX) and the MCP endpoint with a tenant key (the MCP SDK with
 // its stand-ins). What is in the bundle and why: docs/worker-bundle.md.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";

@@ -7,7 +7,9 @@ import { createTenant } from "../../operators/actions/tenants.js";
 import { fleetSavings } from "../../operators/actions/savings.js";
 import { tenantCreateBody } from "../../operators/schemas.js";
 import { spendHistory, tenantSpend } from "../spend.js";
-import { OverviewPage } from "../pages/overview.js";
+import { OverviewPage, type AccountRow } from "../pages/overview.js";
+import { settledCostSoFar } from "../../payments/credit-reports.js";
+import { atomicToUsd } from "../../payments/money.js";
 import {
   actor,
   type C,
@@ -48,9 +50,26 @@ export function overviewPages(services: GatewayServices): Pages {
       fleetSavings(services, ids),
       spendHistory(services, ids, viewer.admin ? undefined : viewer.tenant),
     ]);
+    // With several upstream accounts, admins see each one's breaker and the credit spend settled on it.
+    const upstreamAccounts = services.upstream.accounts;
+    const accounts: AccountRow[] | undefined =
+      viewer.admin && upstreamAccounts?.configured
+        ? await Promise.all(
+            upstreamAccounts.snapshot().map(async (a) => ({ ...a, settledUsd: atomicToUsd(await settledCostSoFar(services, a.id)) })),
+          )
+        : undefined;
     return render(
       c,
-      <OverviewPage viewer={viewer} nonce={c.get("nonce")} spends={spends} savings={savings} live={live} history={history} {...extra} />,
+      <OverviewPage
+        viewer={viewer}
+        nonce={c.get("nonce")}
+        spends={spends}
+        savings={savings}
+        live={live}
+        history={history}
+        accounts={accounts}
+        {...extra}
+      />,
       status,
     );
   }

@@ -36,6 +36,54 @@ export function SavingsStats({ savings, live }: { savings: CacheSavings; live?: 
   );
 }
 
+/** One upstream account as the overview shows it (with [[upstream.accounts]]). */
+export interface AccountRow {
+  id: string;
+  weight: number;
+  breaker: "closed" | "open" | "half-open";
+  opened: number;
+  live: number;
+  /** Credit spend settled on it, at cost, fleet-wide since the counter started. */
+  settledUsd: string;
+}
+
+function AccountsTable({ accounts }: { accounts: AccountRow[] }) {
+  return (
+    <>
+      <h2>Upstream accounts</h2>
+      <table data-accounts>
+        <thead>
+          <tr>
+            <th>account</th>
+            <th>weight</th>
+            <th>breaker</th>
+            <th>times opened</th>
+            <th>live here</th>
+            <th>credit spend settled</th>
+          </tr>
+        </thead>
+        <tbody>
+          {accounts.map((a) => (
+            <tr data-account={a.id}>
+              <td>{a.id}</td>
+              <td>{a.weight}</td>
+              <td>
+                <span class={`pill ${a.breaker === "closed" ? "ok" : "off"}`}>{a.breaker}</span>
+              </td>
+              <td>{a.opened}</td>
+              <td>{a.live}</td>
+              <td>${a.settledUsd}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="muted" style="font-size:12px">
+        Breakers and live counts are this gateway instance's; spend is the fleet's (docs/accounts.md).
+      </p>
+    </>
+  );
+}
+
 export function OverviewPage(props: {
   viewer: Viewer;
   nonce: string;
@@ -43,6 +91,7 @@ export function OverviewPage(props: {
   savings: CacheSavings;
   live: { sandboxes: number; sessions: number };
   history: SpendHistory;
+  accounts?: AccountRow[];
   issued?: { tenant: string; id: string; key: string };
   formError?: string;
 }) {
@@ -75,6 +124,7 @@ export function OverviewPage(props: {
         </div>
       </div>
       <TopTables history={props.history} showTenants={viewer.admin} />
+      {props.accounts && <AccountsTable accounts={props.accounts} />}
       <h2>Spend against budgets</h2>
       <div class="grid">
         {props.spends.map((s) => (

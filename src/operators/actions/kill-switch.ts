@@ -22,10 +22,11 @@ const STOP_PATH: Partial<Record<ResourceKind, string>> = { sandbox: "/api/sandbo
 export async function stopUpstream(services: GatewayServices, kind: ResourceKind, id: string): Promise<number | string> {
   const { upstream } = services;
   try {
+    const path = `${STOP_PATH[kind]}/${encodeURIComponent(id)}/stop`;
     const res = await upstream.transport.request({
-      url: `${upstream.origin}${STOP_PATH[kind]}/${encodeURIComponent(id)}/stop`,
+      url: `${upstream.origin}${path}`,
       method: "PUT",
-      headers: upstream.controlHeaders(`kill-${crypto.randomUUID()}`),
+      headers: await upstream.headersFor(`kill-${crypto.randomUUID()}`, path),
       signal: AbortSignal.timeout(services.config.upstream.timeoutMs),
     });
     await res.body?.cancel().catch(() => {});

@@ -126,7 +126,8 @@ export function raiseAlert(services: AlertServices, event: AlertEvent, c?: Conte
 
 /** A money event announced by payments (./money-listener.ts): a budget threshold crossed, a window exhausted… */
 export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, event: MoneyEvent, c?: Context): void {
-  const suffix = event.type === "budget.threshold" ? `:${event.threshold}` : "";
+  const suffix =
+    event.type === "budget.threshold" ? `:${event.threshold}` : event.type === "credits.drift" && event.account ? `:${event.account}` : "";
   const { type, ...data } = event;
   const summary =
     event.type === "budget.threshold"
@@ -137,7 +138,7 @@ export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, even
           ? `tenant ${tenant.id}: ${event.route} settled at $${event.settled}, above its $${event.held} hold (from ${event.settledFrom})`
           : event.type === "credits.report_refused"
             ? `tenant ${tenant.id}: ${event.route} reported ${event.field} ${event.reported} (${event.reason}, refused); its entry stands at $${event.settled}`
-            : `the team's credit usage and the ledger differ by $${event.driftUsd} (alert past $${event.thresholdUsd})`;
+            : `${event.account ? `upstream account ${event.account}: ` : ""}the team's credit usage and the ledger differ by $${event.driftUsd} (alert past $${event.thresholdUsd})`;
   raiseAlert(services, { id: `${type}:${tenant.id}:${event.window}:${event.period}${suffix}`, type, tenant: tenant.id, data, summary }, c);
 }
 

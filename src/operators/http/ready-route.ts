@@ -35,7 +35,25 @@ export function readyHandlers(readiness: Readiness, services: GatewayServices): 
             config: { drift: await configDrift(services).then(driftSummary, () => null) },
           }
         : {};
-      return c.json({ ...shown, ...extras }, report.status === "not_ready" ? 503 : 200, { "cache-control": "no-store" });
+      // With several upstream accounts: each one's breaker (operators see them by id; others how many are open). An
+      // account whose breaker is not closed makes a ready gateway degraded: its new work goes to the others.
+      const accounts = services.upstream.accounts;
+      let status = shown.status;
+      let accountView: Record<string, unknown> = {};
+      if (accounts?.configured) {
+        const all = accounts.snapshot();
+        const notClosed = all.filter((a) => a.breaker !== "closed").length;
+        if (status === "ready" && notClosed > 0) status = "degraded";
+        accountView = {
+          accounts:
+            tenant && isOperator(tenant)
+              ? all.map(({ id, weight, breaker, opened, live, hasKey }) => ({ id, weight, breaker, opened, live, hasKey }))
+              : { total: all.length, breakerOpen: notClosed },
+        };
+      }
+      return c.json({ ...shown, status, ...accountView, ...extras }, report.status === "not_ready" ? 503 : 200, {
+        "cache-control": "no-store",
+      });
     },
   };
 }

@@ -1,0 +1,278 @@
+// Several upstream accounts behind one gateway (docs/accounts.md): which account a call goes to, and with which key.
+// A creation is placed among the tenant's accounts by weight and headroom and spills to the next on a concurrency
+// limit or a failure (src/platform/upstream.ts); every owned id remembers its account (the custody record, in the shared
+// KV), so every later call for it goes to that account with that account's key. Each account has a circuit breaker,
+// opened by errors and slow answers, with half-open probes.
+// Without [[upstream.accounts]] there is one account, "default", with TOLLGATE_UPSTREAM_API_KEY, and none of this runs.
+import type { TollgateConfig } from "../../config/schema.js";
+import type { KeyValueStore, ResourceKind } from "../state/types.js";
+
+/** The account id of the one account a gateway without [[upstream.accounts]] has. */
+const DEFAULT_ACCOUNT = "default";
+
+/** How long a custody record lives: as long as a resource may be addressed (ended ones are forgotten by ownership). */
+const CUSTODY_TTL_MS = 10 * 365 * 86_400_000;
+/** How long an account that answered a concurrency limit is tried last for that kind. */
+const FULL_COOLDOWN_MS = 5_000;
+
+export interface UpstreamAccount {
+  id: string;
+  apiKey?: string;
+  weight: number;
+  limits: { sessions?: number; sandboxes?: number };
+}
+
+export type BreakerState = "closed" | "open" | "half-open";
+
+export interface BreakerSettings {
+  /** Failures (5xx answers, no answer, or answers slower than slowMs) among the last `window` calls that open it. */
+  failures: number;
+  window: number;
+  /** An answer slower than this counts as a failure. */
+  slowMs: number;
+  /** How long it stays open before one probe is let through (half-open). */
+  openMs: number;
+}
+
+/**
+ * One account's circuit breaker: open after `failures` failures among the last `window` calls; after `openMs` one call
+ * at a time is let through (half-open): a success closes it, a failure opens it again.
+ */
+export class Breaker {
+  private outcomes: boolean[] = [];
+  private openedAt = 0;
+  private probing = false;
+  state: BreakerState = "closed";
+  /** Times it opened since start. */
+  opened = 0;
+
+  constructor(
+    private readonly settings: BreakerSettings,
+    private readonly now: () => number,
+    private readonly onChange?: (state: BreakerState) => void,
+  ) {}
+
+  /** Whether a call may go now (half-open: one probe at a time; the caller must report it). */
+  allow(): boolean {
+    if (this.state === "closed") return true;
+    if (this.state === "open") {
+      if (this.now() - this.openedAt < this.settings.openMs) return false;
+      this.set("half-open");
+    }
+    if (this.probing) return false;
+    this.probing = true;
+    return true;
+  }
+
+  /** Whether a call could go now, without taking the probe (for ordering candidates). */
+  available(): boolean {
+    if (this.state === "closed") return true;
+    if (this.state === "open") return this.now() - this.openedAt >= this.settings.openMs;
+    return !this.probing;
+  }
+
+  /** One call's outcome: failed (5xx, no answer) or took `ms`. */
+  record(failed: boolean, ms: number): void {
+    const bad = failed || ms > this.settings.slowMs;
+    if (this.state === "half-open") {
+      this.probing = false;
+      if (bad) this.trip();
+      else {
+        this.outcomes = [];
+        this.set("closed");
+      }
+      return;
+    }
+    if (this.state === "open") return;
+    this.outcomes.push(bad);
+    if (this.outcomes.length > this.settings.window) this.outcomes.shift();
+    if (this.outcomes.filter(Boolean).length >= this.settings.failures) this.trip();
+  }
+
+  private trip(): void {
+    this.openedAt = this.now();
+    this.outcomes = [];
+    this.probing = false;
+    this.opened++;
+    this.set("open");
+  }
+
+  private set(state: BreakerState): void {
+    if (this.state === state) return;
+    this.state = state;
+    this.onChange?.(state);
+  }
+}
+
+/** The kinds whose live count an account's limits bound. */
+const LIMIT_OF: Partial<Record<ResourceKind, "sessions" | "sandboxes">> = { session: "sessions", sandbox: "sandboxes" };
+
+/** Upstream paths that address one owned resource, with its kind: where a call's account is its resource's. */
+const PATH_KINDS: Array<[RegExp, ResourceKind]> = [
+  [/^\/api\/session\/([^/?#]+)/, "session"],
+  [/^\/api\/sandbox\/([^/?#]+)/, "sandbox"],
+  [/^\/api\/profile\/([^/?#]+)/, "profile"],
+  [/^\/api\/volume\/([^/?#]+)/, "volume"],
+  [/^\/api\/snapshots\/([^/?#]+)/, "snapshot"],
+  [/^\/api\/task\/[^/?#]+\/([^/?#]+)/, "task"],
+  [/^\/api\/(?:scrape\/batch|web\/batch-fetch|web\/crawl|scrape|crawl|extract)\/([^/?#]+)/, "job"],
+];
+
+/** The resource an upstream path addresses, if it addresses one. */
+function resourceOfPath(path: string): { kind: ResourceKind; id: string } | undefined {
+  for (const [re, kind] of PATH_KINDS) {
+    const m = re.exec(path);
+    if (m) {
+      try {
+        return { kind, id: decodeURIComponent(m[1]!) };
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+const custodyKey = (kind: ResourceKind, id: string) => `account:${kind}:${id}`;
+
+export interface AccountEvents {
+  breaker?(account: string, state: BreakerState): void;
+  spill?(from: string, reason: string): void;
+}
+
+/** The gateway's upstream accounts: keys, custody records, placement order and breakers. */
+export class UpstreamAccounts {
+  /** [[upstream.accounts]] is set: placement, custody records and breakers run. */
+  readonly configured: boolean;
+  readonly list: UpstreamAccount[];
+  readonly breakers = new Map<string, Breaker>();
+  /** Smooth weighted round robin: each account's running credit. */
+  private readonly credit = new Map<string, number>();
+  /** Sessions and sandboxes this instance placed and has not seen end, by id (headroom against the limits). */
+  private readonly live = new Map<string, { account: string; limit: "sessions" | "sandboxes" }>();
+  private readonly fullUntil = new Map<string, number>();
+  /** Where a placement event goes (metrics, log); set by the gateway. */
+  events: AccountEvents = {};
+
+  constructor(
+    config: TollgateConfig["upstream"],
+    keys: { upstreamApiKey?: string; accountApiKeys?: Record<string, string> },
+    private readonly kv: KeyValueStore,
+    private readonly now: () => number,
+  ) {
+    const accounts = config.accounts;
+    this.configured = !!accounts;
+    this.list = accounts
+      ? accounts.map((a) => ({ id: a.id, apiKey: keys.accountApiKeys?.[a.id], weight: a.weight, limits: a.limits }))
+      : [{ id: DEFAULT_ACCOUNT, apiKey: keys.upstreamApiKey, weight: 1, limits: {} }];
+    const b = config.breaker;
+    const settings: BreakerSettings = { failures: b.failures, window: b.window, slowMs: b.slowMs, openMs: b.openSeconds * 1000 };
+    for (const a of this.list) this.breakers.set(a.id, new Breaker(settings, now, (state) => this.events.breaker?.(a.id, state)));
+  }
+
+  get defaultId(): string {
+    return this.list[0]!.id;
+  }
+
+  get(id: string): UpstreamAccount | undefined {
+    return this.list.find((a) => a.id === id);
+  }
+
+  apiKey(id: string | undefined): string | undefined {
+    return (id === undefined ? this.list[0] : this.get(id))?.apiKey;
+  }
+
+  /** The account holding a resource, from its custody record (undefined: none kept, the default account's). */
+  async accountOf(kind: ResourceKind, id: string): Promise<string | undefined> {
+    if (!this.configured) return undefined;
+    const got = await this.kv.get(custodyKey(kind, id));
+    return got && this.get(got) ? got : undefined;
+  }
+
+  /** The account of the resource an upstream path addresses, when it addresses one with a custody record. */
+  async accountOfPath(path: string): Promise<string | undefined> {
+    if (!this.configured) return undefined;
+    const r = resourceOfPath(path);
+    return r ? this.accountOf(r.kind, r.id) : undefined;
+  }
+
+  /** Writes the custody record of a resource just made (or named, as a volume by its name) on `account`. */
+  async remember(kind: ResourceKind, id: string, account: string): Promise<void> {
+    if (!this.configured) return;
+    await this.kv.set(custodyKey(kind, id), account, CUSTODY_TTL_MS);
+    const limit = LIMIT_OF[kind];
+    if (limit) this.live.set(id, { account, limit });
+  }
+
+  /** A session or sandbox ended: its slot on its account is free again. */
+  ended(id: string): void {
+    this.live.delete(id);
+  }
+
+  /** An account answered a creation of `kind` with its concurrency limit: tried last for a while. */
+  noteFull(account: string, kind: ResourceKind | undefined): void {
+    this.fullUntil.set(`${account}:${kind ?? "*"}`, this.now() + FULL_COOLDOWN_MS);
+  }
+
+  private headroom(a: UpstreamAccount, kind: ResourceKind | undefined): boolean {
+    const until = this.fullUntil.get(`${a.id}:${kind ?? "*"}`);
+    if (until !== undefined && until > this.now()) return false;
+    const limit = kind && LIMIT_OF[kind];
+    const max = limit ? a.limits[limit] : undefined;
+    if (max === undefined) return true;
+    let n = 0;
+    for (const r of this.live.values()) if (r.account === a.id && r.limit === limit) n++;
+    return n < max;
+  }
+
+  /** The accounts a tenant may use for new work (its pin, else all). */
+  allowed(tenant: { accounts?: string[] } | undefined): UpstreamAccount[] {
+    const pin = tenant?.accounts;
+    return pin ? this.list.filter((a) => pin.includes(a.id)) : this.list;
+  }
+
+  /** For work that creates nothing (a credit-billed search): the heaviest allowed account whose breaker lets calls through. */
+  pick(tenant: { accounts?: string[] } | undefined): UpstreamAccount | undefined {
+    const pool = this.allowed(tenant).filter((a) => this.breakers.get(a.id)!.available());
+    return pool.sort((a, b) => b.weight - a.weight)[0];
+  }
+
+  /**
+   * The order in which to try a creation of `kind` for the tenant: the next by weight (smooth weighted round robin)
+   * among the accounts with headroom and a breaker letting calls through, then the others with headroom by weight,
+   * then those without (their count may be stale; the upstream says). Accounts whose breaker is open are left out.
+   * `only` narrows it to one account (a resource the body names lives there).
+   */
+  placementOrder(tenant: { accounts?: string[] } | undefined, kind: ResourceKind | undefined, only?: string): UpstreamAccount[] {
+    let pool = this.allowed(tenant).filter((a) => this.breakers.get(a.id)!.available());
+    if (only !== undefined) pool = pool.filter((a) => a.id === only);
+    const roomy = pool.filter((a) => this.headroom(a, kind));
+    const weighted = roomy.filter((a) => a.weight > 0);
+    const order: UpstreamAccount[] = [];
+    if (weighted.length) {
+      const total = weighted.reduce((s, a) => s + a.weight, 0);
+      let best: UpstreamAccount | undefined;
+      for (const a of weighted) {
+        const c = (this.credit.get(a.id) ?? 0) + a.weight;
+        this.credit.set(a.id, c);
+        if (!best || c > this.credit.get(best.id)!) best = a;
+      }
+      this.credit.set(best!.id, this.credit.get(best!.id)! - total);
+      order.push(best!);
+    }
+    const byWeight = (a: UpstreamAccount, b: UpstreamAccount) => b.weight - a.weight;
+    for (const a of [...roomy].sort(byWeight)) if (!order.includes(a)) order.push(a);
+    for (const a of [...pool].sort(byWeight)) if (!order.includes(a)) order.push(a);
+    return order;
+  }
+
+  /** What readiness, metrics and the console show of each account (never its key). */
+  snapshot(): Array<{ id: string; weight: number; breaker: BreakerState; opened: number; live: number; hasKey: boolean }> {
+    return this.list.map((a) => {
+      let live = 0;
+      for (const r of this.live.values()) if (r.account === a.id) live++;
+      const b = this.breakers.get(a.id)!;
+      return { id: a.id, weight: a.weight, breaker: b.state, opened: b.opened, live, hasKey: !!a.apiKey };
+    });
+  }
+}
