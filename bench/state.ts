@@ -1,16 +1,22 @@
-// `npm run bench -- state`: what each route class costs the state engine, and whether identify + owner stay flat as
-// tenants and records grow.
+// `npm run bench -- state`: what each route class waits for from its state, and whether identify + owner stay flat
+// as tenants and records grow.
 //
-// 1. State ops per request: a gateway on a real redis-server (its own, started here) in front of the emulator; for
-//    each route class, N requests one after another, and the Redis commands the gateway sent for them (seen with
-//    MONITOR, less what the idle gateway sends in the same time: tenant polls, savings flushes). A Lua script counts
-//    as one command (one round trip, run atomically); the commands it runs inside Redis are printed beside.
+// 1. Round trips per request: a gateway process on a real redis-server (its own, started here) reached through a TCP
+//    proxy that adds a round-trip time (test/helpers/delay-proxy.ts: half each way; 0 then 20 ms by default), in front
+//    of the emulator and its chain. For each route class, N requests one after another at each delay: the p50, and
+//    the sequential round trips the proxy counts (a turn starts when the gateway sends while nothing is waiting for an
+//    answer; a script or pipeline is one) while the request is in flight (an upper bound of its critical path: work
+//    started behind the answer in that time counts too) and in a pause after its answer (what it recorded behind the
+//    answer), less what the idle gateway does in the same time (tenant polls, revocation rereads); and the round trips
+//    it waited for, (fastest at the far delay − fastest at 0) / delay (noise only adds to a run, so the fastest of N
+//    is the cleanest). Beside them, the Redis commands the gateway sent (MONITOR) and those scripts ran inside.
 //    BENCH_STATE_VERBOSE=1 also prints one request's commands per class.
 // 2. identify + owner p99 with 10 tenants vs 10,000 tenants holding 1,000,000 owned records (in the same Redis, loaded
 //    server-side), as a ratio: the lookups are a hash-map probe and one HGET, so the ratio stays near 1.
 //
-// Prints `state ops/request <class>: N` lines and `state identify+owner p99 ratio (10k tenants, 1M records / 10
-// tenants): R`. BENCH_STATE_N (default 40) requests per class; BENCH_STATE_RECORDS (default 1,000,000).
+// Prints `state round trips <class>: …` lines, a table, and `state identify+owner p99 ratio (10k tenants, 1M records /
+// 10 tenants): R`. BENCH_STATE_N (default 40) requests per class; BENCH_STATE_RTTS (default "0,20") the added
+// round-trip times in ms; BENCH_STATE_RECORDS (default 1,000,000).
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { Redis } from "ioredis";
 import { spawn } from "node:child_process";
@@ -22,10 +28,13 @@ import { redisStores } from "../src/state/redis.js";
 import { generateTenantKey, hashTenantKey, TenantDirectory, type Tenant } from "../src/identity/tenants.js";
 import { startGatewayProcess } from "../test/helpers/gateway-process.js";
 import { startRedisServer } from "../test/state/redis-server.js";
+import { startDelayProxy } from "../test/helpers/delay-proxy.js";
 
 const N = Number(process.env.BENCH_STATE_N ?? 40);
 const RECORDS = Number(process.env.BENCH_STATE_RECORDS ?? 1_000_000);
 const BIG_TENANTS = 10_000;
+/** Round-trip times added between the gateway and Redis (ms): 0, then a state store in another region. */
+const RTTS = (process.env.BENCH_STATE_RTTS ?? "0,20").split(",").map(Number);
 
 function pct(xs: number[], p: number) {
   const s = [...xs].sort((a, b) => a - b);
@@ -33,6 +42,8 @@ function pct(xs: number[], p: number) {
 }
 
 const redis = await startRedisServer();
+// The gateway reaches Redis through a proxy that adds a round-trip time (half each way) and counts sequential turns.
+const proxy = await startDelayProxy("127.0.0.1", redis.port);
 const emu = await startEmulator({ modules: ["x402", "sessions", "sandboxes"] });
 const admin = new Redis(redis.url);
 try {
@@ -44,7 +55,7 @@ try {
     upstream: { baseUrl: emu.controlUrl, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
     payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl } },
     cache: { enabled: true },
-    state: { backend: "redis", redisUrl: redis.url },
+    state: { backend: "redis", redisUrl: proxy.url },
     tenants: [{ id: "bench", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } }],
   };
   // The gateway in its own process, so its CPU per request can be read from /proc.
@@ -99,8 +110,34 @@ try {
   await new Promise((r) => setTimeout(r, 3000));
   const idlePerMs = sent / (performance.now() - idleStart);
 
-  const perRequest = async (name: string, run: (i: number) => Promise<void>) => {
+  // Per class: N requests one after another at each added round-trip time. Turns the proxy counts while a request is
+  // in flight are its critical path; those in the pause after its answer are what it recorded behind the answer.
+  const rows: {
+    name: string;
+    critical: number;
+    behind: number;
+    byLatency: number;
+    byFastest: number;
+    p50: number[];
+    fastest: number[];
+    commands: number;
+    scripts: number;
+  }[] = [];
+  const idleTurnsPerMs = async (rtt: number) => {
+    proxy.setRtt(rtt);
+    await settle();
+    const t0 = performance.now();
+    const before = proxy.turns();
+    await new Promise((r) => setTimeout(r, 2000));
+    return (proxy.turns() - before) / (performance.now() - t0);
+  };
+  const idleAt = new Map<number, number>();
+  for (const rtt of RTTS) idleAt.set(rtt, await idleTurnsPerMs(rtt));
+  // `steady`: a caller that comes back at once (a runtime caller streaming calls), not after a pause: rereads the
+  // gateway does ahead of time (the revocation count, every 125–250 ms) are then never waited for.
+  const perRequest = async (name: string, run: (i: number) => Promise<void>, steady = false) => {
     // Warm: first-use work (a token's runtime credential, a cache fill) and the JIT are not the steady state.
+    proxy.setRtt(0);
     for (let i = 0; i < N; i++) await run(100_000 + i);
     await settle();
     seen = [];
@@ -109,20 +146,63 @@ try {
     const example = seen.join(" | ");
     sent = 0;
     inScripts = 0;
-    const t0 = performance.now();
     const cpu0 = await ticks();
-    for (let i = 0; i < N; i++) await run(i);
-    const cpuMs = ((await ticks()) - cpu0) * 10;
-    await settle();
-    const own = Math.max(0, sent - idlePerMs * (performance.now() - t0)) / N;
-    console.log(`state ops/request ${name}: ${own.toFixed(1)} (${(inScripts / N).toFixed(1)} more inside scripts)`);
-    console.error(`  gateway CPU per request ${name}: ${((cpuMs / N) * 1000).toFixed(0)} µs`);
+    const row = {
+      name,
+      critical: 0,
+      behind: 0,
+      byLatency: 0,
+      byFastest: 0,
+      p50: [] as number[],
+      fastest: [] as number[],
+      commands: 0,
+      scripts: 0,
+    };
+    for (const [k, rtt] of RTTS.entries()) {
+      proxy.setRtt(rtt);
+      const gap = steady ? 5 : 4 * rtt + 15;
+      const idle = idleAt.get(rtt)!;
+      let critical = 0;
+      let behind = 0;
+      const times: number[] = [];
+      const loopStart = performance.now();
+      for (let i = 0; i < N; i++) {
+        const t0 = performance.now();
+        const c0 = proxy.turns();
+        await run(k * 10_000 + i);
+        const t1 = performance.now();
+        const c1 = proxy.turns();
+        await new Promise((r) => setTimeout(r, gap));
+        critical += c1 - c0 - idle * (t1 - t0);
+        behind += proxy.turns() - c1 - idle * (performance.now() - t1);
+        times.push(t1 - t0);
+      }
+      row.p50.push(pct(times, 50));
+      row.fastest.push(Math.min(...times));
+      if (rtt === RTTS.at(-1)) {
+        row.critical = Math.max(0, critical / N);
+        row.behind = Math.max(0, behind / N);
+      }
+      if (k === 0) {
+        const cpuMs = ((await ticks()) - cpu0) * 10;
+        row.commands = Math.max(0, sent - idlePerMs * (performance.now() - loopStart)) / N;
+        row.scripts = inScripts / N;
+        console.error(`  gateway CPU per request ${name}: ${((cpuMs / N) * 1000).toFixed(0)} µs`);
+      }
+    }
+    const far = RTTS.at(-1)!;
+    row.byLatency = far > 0 ? (row.p50.at(-1)! - row.p50[0]!) / far : 0;
+    row.byFastest = far > 0 ? (row.fastest.at(-1)! - row.fastest[0]!) / far : 0;
+    rows.push(row);
+    console.log(
+      `state round trips ${name}: ${row.byFastest.toFixed(1)} waited for (fastest), ${row.critical.toFixed(1)} turns in flight, ${row.behind.toFixed(1)} behind the answer; p50 ${row.p50.map((x, i) => `${x.toFixed(1)} ms at ${RTTS[i]} ms`).join(", ")}`,
+    );
     if (process.env.BENCH_STATE_VERBOSE) console.error(`  ${example}`);
   };
 
   const sbx = await hb.sandboxes.create({ imageName: "node" });
   try {
-    await perRequest("runtime call (bound token)", async () => void (await sbx.exec("true")));
+    await perRequest("runtime call (bound token)", async () => void (await sbx.exec("true")), true);
     await perRequest("control read", async () => ok(await get(`/api/sandbox/${sbx.id}`)));
     await perRequest("creation (profile)", async (i) => ok(await post("/api/profile", { name: `bench-${i}` })));
     const miss = randomBytes(4).toString("hex");
@@ -133,7 +213,18 @@ try {
     await hb.sandboxes.stop(sbx.id).catch(() => {});
     await gw.stop();
     monitor.kill();
+    await proxy.close();
   }
+  const far = RTTS.at(-1)!;
+  console.log(
+    `\n| class | turns in flight | behind the answer | (p50 at ${far} − p50 at 0) / ${far} ms | (fastest at ${far} − fastest at 0) / ${far} ms | p50 ${RTTS.map((r) => `at ${r} ms`).join(" / ")} | commands (in scripts) |`,
+  );
+  console.log("|---|---|---|---|---|---|---|");
+  for (const r of rows)
+    console.log(
+      `| ${r.name} | ${r.critical.toFixed(1)} | ${r.behind.toFixed(1)} | ${r.byLatency.toFixed(1)} | ${r.byFastest.toFixed(1)} | ${r.p50.map((x) => `${x.toFixed(1)} ms`).join(" / ")} | ${r.commands.toFixed(1)} (${r.scripts.toFixed(1)}) |`,
+    );
+  console.log("");
 
   // identify + owner, small vs large.
   const stores = redisStores(redis.url, { prefix: "scale:" });

@@ -59,6 +59,7 @@ import { volumeHandlers } from "./sandboxes/volume-names.js";
 import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
+import { OWNER_MEMORY_MS, withRememberedOwners } from "./state/remembered-owners.js";
 import { clientAddressOf } from "./platform/forwarded.js";
 import { RememberingRouter } from "./platform/remembering-router.js";
 import { metricsHandlers } from "./operators/http/metrics-route.js";
@@ -228,10 +229,13 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   for (const t of config.tenants) tenantAmounts(t);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
-  const stores = withMeteredLedger(
-    deps.stores ?? memoryStores(now, { endedRetentionMs: config.state.endedRetentionDays * 86_400_000 }),
-    metrics,
-  );
+  const endedRetentionMs = config.state.endedRetentionDays * 86_400_000;
+  // Owners are remembered per instance (an owner never changes once written): a control read's owner check costs no
+  // state round trip once this instance has seen the resource (src/state/remembered-owners.ts).
+  const stores = withRememberedOwners(withMeteredLedger(deps.stores ?? memoryStores(now, { endedRetentionMs }), metrics), {
+    now,
+    ttlMs: Math.min(OWNER_MEMORY_MS, endedRetentionMs),
+  });
   const accounts = upstreamAccounts(config, deps, stores, metrics, now); // [the accounts' API keys' one holder]
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics, accounts);
   const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now);

@@ -83,6 +83,10 @@ export class TokenService {
   private readonly notRevoked = new LRUCache<string, true>({ max: 10_000 });
   /** The fleet's revocation count as last read, and when. */
   private revocations: { count: string | undefined; readAt: number } | undefined;
+  /** When a reread started behind a call is under way (0: none). */
+  private refreshingSince = 0;
+  /** When this instance last revoked something (a reread begun before it must not restore the old count). */
+  private revokedAt = 0;
 
   constructor(
     secrets: string | readonly TokenSecret[],
@@ -208,6 +212,7 @@ export class TokenService {
     if (t.exp * 1000 <= now) throw expired();
     const r = this.revocations;
     if (!r || now - r.readAt >= REVOCATION_POLL_MS || now < r.readAt || !this.notRevoked.has(t.jti)) return undefined;
+    this.refreshAhead(now);
     return t;
   }
 
@@ -224,14 +229,34 @@ export class TokenService {
       return this.readRevoked(t);
     }
     if (!this.revocations || now - this.revocations.readAt >= REVOCATION_POLL_MS || now < this.revocations.readAt) {
-      const count = await this.kv.get(stateKeys.revocations);
-      if (this.revocations?.count !== count) this.notRevoked.clear();
-      this.revocations = { count, readAt: now };
-    }
+      await this.readCount(now);
+    } else this.refreshAhead(now);
     if (this.notRevoked.has(t.jti)) return false;
     const revoked = await this.readRevoked(t);
     if (!revoked) this.notRevoked.set(t.jti, true);
     return revoked;
+  }
+
+  private async readCount(now: number): Promise<void> {
+    const count = await this.kv.get(stateKeys.revocations);
+    // A revocation made here meanwhile forgot the count: the one read before it must not come back.
+    if (this.revocations === undefined && this.revokedAt > now) return;
+    if (this.revocations?.count !== count) this.notRevoked.clear();
+    this.revocations = { count, readAt: now };
+  }
+
+  /**
+   * Past half its interval, the count is reread behind the call that noticed it (not awaited): under steady traffic a
+   * runtime call then never waits for the store, and the count is still never older than REVOCATION_POLL_MS when used.
+   */
+  private refreshAhead(now: number): void {
+    const r = this.revocations;
+    if (!r || now - r.readAt < REVOCATION_POLL_MS / 2 || now - this.refreshingSince < REVOCATION_POLL_MS) return;
+    this.refreshingSince = now;
+    this.readCount(now).then(
+      () => (this.refreshingSince = 0),
+      () => (this.refreshingSince = 0),
+    );
   }
 
   /** The shared store's word: the token itself, its tenant's tokens up to a moment, or its OAuth grant revoked. */
@@ -249,6 +274,7 @@ export class TokenService {
     await this.kv.incrBy(stateKeys.revocations, 1, REVOCATION_COUNT_TTL_MS);
     this.notRevoked.clear();
     this.revocations = undefined;
+    this.revokedAt = this.now();
   }
 
   /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */

@@ -20,6 +20,8 @@ export interface RuntimeCredential {
 const RENEW_MAX_MS = 60_000;
 /** How long a credential read from the shared store is reused before it is read again (see RuntimeCustody.peek). */
 const SHARED_READ_FRESH_MS = 1000;
+/** How long a credential this instance stored (or read) is taken to still be in the shared store, unchanged. */
+const UNCHANGED_KEPT_MS = 30_000;
 
 export const sandboxNotFound = (id: string) => new GatewayError(404, "not_found", `Sandbox ${id} not found`);
 const sandboxNotRunning = () => new GatewayError(409, "sandbox_not_running", "Sandbox is not running");
@@ -30,15 +32,24 @@ export function needsRenewal(cred: RuntimeCredential, now: number): boolean {
   return cred.expiresAt - now <= Math.min(RENEW_MAX_MS, lifetime / 2);
 }
 
+/** Whether the kept credential `kept` serves as well as a newly received one: the same runtime, not due for renewal. */
+const stillServes = (kept: RuntimeCredential, received: RuntimeCredential, now: number) =>
+  kept.baseUrl === received.baseUrl && kept.host === received.host && kept.expiresAt > now && !needsRenewal(kept, now);
+
 export class RuntimeCustody {
   private readonly inflight = new Map<string, Promise<RuntimeCredential>>();
   /** The last stored text parsed, per sandbox, and when it was read: the hot path reads the same credential on every call. */
   private readonly parsed = new Map<string, { raw: string; cred: RuntimeCredential; at: number }>();
+  /** Sandboxes whose credential is being read again behind a call, and since when. */
+  private readonly rereading = new Map<string, number>();
 
   constructor(private readonly services: GatewayServices) {}
 
-  /** Records the runtime credential from an upstream sandbox detail; a detail without a token forgets it. */
-  async keep(record: unknown): Promise<RuntimeCredential | undefined> {
+  /**
+   * Records the runtime credential from an upstream sandbox detail; a detail without a token forgets it. `reuse`: a
+   * detail a client asked for (not a renewal) leaves a kept credential that still serves in place, unwritten.
+   */
+  async keep(record: unknown, opts: { reuse?: boolean } = {}): Promise<RuntimeCredential | undefined> {
     const detail = readWire(SandboxDetail, record);
     const id = String(detail.id);
     const token = typeof detail.token === "string" && detail.token ? detail.token : undefined;
@@ -62,6 +73,12 @@ export class RuntimeCustody {
     const expiresAt = Number.isFinite(parsed) ? parsed : now + 60_000;
     const cred: RuntimeCredential = { token, baseUrl, host: detail.runtime?.host ?? undefined, expiresAt, receivedAt: now };
     if (expiresAt > now) {
+      // A control read hands back a credential while the one the shared store holds (this instance stored it or read
+      // it there lately) is the same, or for the same runtime and not yet due for renewal (the upstream signs a new
+      // token per detail; the kept one stays valid to its expiry): nothing to write, no round trip. Were it gone from
+      // the store meanwhile (forgotten or replaced by another instance), a runtime call finds that out and renews.
+      const seen = this.parsed.get(id);
+      if (opts.reuse && seen && now - seen.at < UNCHANGED_KEPT_MS && stillServes(seen.cred, cred, now)) return { ...seen.cred };
       const raw = JSON.stringify(cred);
       await this.services.stores.kv.set(stateKeys.sandboxRuntime(id), raw, expiresAt - now);
       this.remember(id, raw, { ...cred }, now);
@@ -80,6 +97,26 @@ export class RuntimeCustody {
     // Read from the shared store at most once a second per sandbox on the hot path (a Redis or Durable Object round
     // trip); a credential this instance keeps, renews or forgets is seen at once.
     if (seen && now - seen.at < SHARED_READ_FRESH_MS) return { ...seen.cred };
+    // Older, but not due for renewal: used now and read again behind the call (a runtime call waits for no state). A
+    // credential another instance renewed meanwhile leaves this one valid to its expiry; one forgotten (the sandbox
+    // ended) makes the upstream refuse the call, as it would have.
+    if (seen && now - seen.at < UNCHANGED_KEPT_MS && !needsRenewal(seen.cred, now)) {
+      if (!this.rereading.has(id) || now - this.rereading.get(id)! > UNCHANGED_KEPT_MS) {
+        if (this.rereading.size >= 10_000) this.rereading.clear();
+        this.rereading.set(id, now);
+        this.readShared(id, now).then(
+          () => this.rereading.delete(id),
+          () => this.rereading.delete(id),
+        );
+      }
+      return { ...seen.cred };
+    }
+    return this.readShared(id, now);
+  }
+
+  /** The credential the shared store holds now (remembered for the next calls). */
+  private async readShared(id: string, now: number): Promise<RuntimeCredential | undefined> {
+    const seen = this.parsed.get(id);
     const raw = await this.services.stores.kv.get(stateKeys.sandboxRuntime(id));
     if (!raw) {
       this.parsed.delete(id);

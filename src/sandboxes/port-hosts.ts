@@ -1,9 +1,20 @@
 // Which gateway hosts exposed-port URLs were handed out under, so a spoofed Host reaches nothing.
+import { LRUCache } from "lru-cache";
 import type { GatewayServices } from "../services.js";
 import { hostOfOrigin } from "./rewrite.js";
 import { stateKeys } from "../state/keys.js";
 
 const HANDED_OUT_TTL_MS = 7 * 24 * 3600 * 1000;
+/** A host this instance wrote lately is not written again before this long (the record lives 7 days). */
+const REWRITE_AFTER_MS = 3600 * 1000;
+
+/** Hosts this instance wrote, and when, per gateway: a control read of the same sandbox writes nothing again. */
+const written = new WeakMap<object, LRUCache<string, number>>();
+const writtenBy = (services: GatewayServices) => {
+  let w = written.get(services);
+  if (!w) written.set(services, (w = new LRUCache<string, number>({ max: 10_000 })));
+  return w;
+};
 
 /**
  * Without a configured publicOrigin the gateway's host is whatever the client called it by; remembering which host an
@@ -12,7 +23,14 @@ const HANDED_OUT_TTL_MS = 7 * 24 * 3600 * 1000;
 export async function rememberPublicHost(services: GatewayServices, sandboxId: string, publicOrigin: string): Promise<void> {
   if (services.config.server.publicOrigin) return;
   const host = hostOfOrigin(publicOrigin);
-  if (host.length <= 255) await services.stores.kv.set(stateKeys.sandboxPublicHost(sandboxId, host), "1", HANDED_OUT_TTL_MS);
+  if (host.length > 255) return;
+  const key = stateKeys.sandboxPublicHost(sandboxId, host);
+  const seen = writtenBy(services);
+  const now = services.now();
+  const at = seen.get(key);
+  if (at !== undefined && now - at < REWRITE_AFTER_MS && now >= at) return;
+  await services.stores.kv.set(key, "1", HANDED_OUT_TTL_MS);
+  seen.set(key, now);
 }
 
 /** True when `<port>-<id>.<rest>` names this gateway: `rest` is the public host (or one handed out for `id`). */

@@ -40,7 +40,7 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
     const detail = readWire(SandboxDetail, record);
     const ctx = tenantRewriteContext(c, services, callerTenant(c));
     await rememberPublicHost(services, String(detail.id), ctx.publicOrigin);
-    if ("token" in detail && detail.token) await custody.keep(detail);
+    if ("token" in detail && detail.token) await custody.keep(detail, { reuse: true });
     if (ENDED.has(detail.status ?? "")) {
       await services.stores.ownership.setActive("sandbox", String(detail.id), false);
       await settleResource(services, "sandbox", String(detail.id), c);

@@ -1,5 +1,6 @@
 // Coalescing across gateway instances: the first instance to claim a request's key pays and publishes the answer in
 // shared state; the others wait for it instead of paying again. It doubles as a cache shared by the fleet.
+import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import { fromBase64 as unb64, toBase64 as b64, type Answer } from "./answer.js";
 
@@ -22,14 +23,40 @@ export interface FleetResult {
 export async function fleetCoalesce(
   services: GatewayServices,
   key: string,
-  opts: { ttlMs: number; maxAgeMs?: number; share: (a: Answer) => boolean },
-  fetch: () => Promise<Answer>,
+  opts: {
+    ttlMs: number;
+    maxAgeMs?: number;
+    share: (a: Answer) => boolean;
+    context?: Context;
+    /**
+     * The upstream's first, unpaid answer (an x402 challenge), asked for beside the claim so that the claim's round
+     * trip is not waited for before the upstream is: handed to `fetch` when this instance wins the claim at once,
+     * dropped otherwise. It pays nothing; it must not be a call the upstream bills.
+     */
+    probe?: () => Promise<Response>;
+  },
+  fetch: (first?: Promise<Response>) => Promise<Answer>,
 ): Promise<FleetResult> {
   const store = services.stores.idempotency;
   const k = `coalesce:${key}`;
   const deadline = services.now() + LEASE_MS;
+  let early = opts.probe?.();
+  // Handled from the start: it may fail while the claim is still on its way (its failure is fetch's to report).
+  early?.catch(() => {});
+  // Not used: its body is let go (nothing waits for it), its failure ignored.
+  const drop = () => {
+    early?.then((r) => r.body?.cancel()).catch(() => {});
+    early = undefined;
+  };
   for (;;) {
-    const begun = await store.begin(k, key, LEASE_MS);
+    let begun: Awaited<ReturnType<typeof store.begin>>;
+    try {
+      begun = await store.begin(k, key, LEASE_MS);
+    } catch (err) {
+      drop();
+      throw err;
+    }
+    if (begun.state !== "new") drop();
     if (begun.state === "done") {
       const r = begun.response;
       const storedAt = Number(r.headers[STORED_AT] ?? 0);
@@ -48,13 +75,15 @@ export async function fleetCoalesce(
   }
   let answer: Answer;
   try {
-    answer = await fetch();
+    answer = await fetch(early);
   } catch (err) {
     await store.abandon(k).catch(() => {});
     throw err;
   }
+  // Published behind the answer: the caller has it now; the fleet sees it a round trip later (an instance waiting on
+  // the key polls until then, one dying meanwhile lets the lease lapse as before). Kept alive beside the request.
   if (opts.share(answer) && opts.ttlMs > 0) {
-    await store
+    const publish = store
       .complete(
         k,
         {
@@ -66,8 +95,13 @@ export async function fleetCoalesce(
         opts.ttlMs,
       )
       .catch(() => store.abandon(k).catch(() => {}));
+    services.background(opts.context, publish, "publish a coalesced answer");
   } else {
-    await store.abandon(k).catch(() => {});
+    services.background(
+      opts.context,
+      store.abandon(k).catch(() => {}),
+      "release a coalescing claim",
+    );
   }
   return { answer, fetched: true };
 }

@@ -76,9 +76,10 @@ function settlement(res: Response): SettleResponse | undefined {
   }
 }
 
-export async function paidCall(ctx: PaidCallContext, send: UpstreamSend): Promise<PaidResult> {
+/** `early`: the unpaid first call, already sent (beside the fleet's coalescing claim, src/search/fleet-coalesce.ts). */
+export async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?: Promise<Response>): Promise<PaidResult> {
   const { services } = ctx;
-  const first = await send();
+  const first = await (early ?? send());
   if (first.status !== 402 || !services.config.payments.enabled) return { response: first, paid: 0n };
   // Traced (when configured): the payment, from the 402 to the settlement, is a span of its own.
   const span = childSpan(ctx.context, services.tracer, "x402.payment");
@@ -200,7 +201,15 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
   const settled = settlement(res);
   if (res.ok && settled?.success) {
     const finalAmount = settledAmount(services, option, settled.amount, entry.id);
-    await settleSpend(services, hold, { transaction: settled.transaction, context: ctx.context, finalAmount });
+    // Recorded behind the answer: the hold already counts the (larger or equal) reserved amount in every window and
+    // carries the signature, so the budget never undercounts whether or not the commit has landed; were the gateway to
+    // die first (or the store refuse the commit), the reconciler settles the signed hold from the chain once it
+    // expires, as after a crash mid-payment.
+    services.background(
+      ctx.context,
+      settleSpend(services, hold, { transaction: settled.transaction, context: ctx.context, finalAmount }),
+      "commit a settled payment",
+    );
     const paid = finalAmount ?? option.amount;
     return {
       response: res,

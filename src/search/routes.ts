@@ -117,7 +117,11 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     f.paid = paid;
     f.cache = how;
     if (how === "hit" || how === "coalesced") recordSavings(services, call.c, call.tenant.id, how, f.saved ?? 0n);
-    const remaining = budgetRemaining(services, call.tenant);
+    // Shown from what this instance read lately (a hit waits for no state), refreshed behind the answer.
+    const remaining = budgetRemaining(services, call.tenant, {
+      justPaid: how === "miss" || how === "bypass" ? paid : 0n,
+      background: (work) => services.background(call.c, work, "budget figure reread"),
+    });
     return typeof remaining === "string"
       ? respond(call.c, answer, how, paid, remaining)
       : remaining.then((r) => respond(call.c, answer, how, paid, r));
@@ -148,7 +152,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
 
   /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
   const produceElsewhere = async (s: PaidSearch): Promise<Produced> => {
-    const fetchFresh = () => fetchAnswer(s);
+    const fetchFresh = (first?: Promise<Response>) => fetchAnswer(s, first);
     if (s.bypass) {
       const answer = await fetchFresh();
       return { answer, how: "bypass", paid: answer.paid };
@@ -156,7 +160,12 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     // A client bounding the age joins only calls started now, which are fresh by definition.
     // One call per key in this process, and (through shared state) one per key across the fleet.
     const { value, leader } = await coalescer.run(s.cacheKey, () =>
-      fleetCoalesce(services, s.cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable }, fetchFresh),
+      fleetCoalesce(
+        services,
+        s.cacheKey,
+        { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable, context: s.c, probe: senderOf(s).probe },
+        fetchFresh,
+      ),
     );
     if (leader && value.fetched) return { answer: value.answer, how: "miss", paid: value.answer.paid };
     if (!value.fetched) cache.set(s.cacheKey, { ...value.answer });
@@ -167,8 +176,9 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   };
 
   /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused. */
-  const fetchAnswer = async (s: PaidSearch): Promise<Answer> => {
-    const { c, row, tenant, cap, route, text, fingerprint, cc } = s;
+  /** How a search is sent upstream, with the payment header when given. */
+  const senderOf = (s: PaidSearch) => {
+    const { c, row, text } = s;
     const path = pathAndQuery(c);
     const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
     headers.set("content-type", "application/json");
@@ -177,11 +187,20 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       if (payment) h.set(payment[0], payment[1]);
       return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: row.pay === "credits" });
     };
+    // The unpaid first call of an x402 row takes no money (the upstream answers 402 with its price), so it may be sent
+    // beside the fleet's coalescing claim; never one carrying a payment of the client's own, or a credit-billed one.
+    const unpaid = row.pay === "x402" && config.payments.enabled && !headers.has("payment-signature") && !headers.has("x-payment");
+    return { send, probe: unpaid ? () => send() : undefined };
+  };
+
+  const fetchAnswer = async (s: PaidSearch, first?: Promise<Response>): Promise<Answer> => {
+    const { c, row, tenant, cap, route, fingerprint, cc } = s;
+    const { send } = senderOf(s);
     const meter = row.meter;
     // A credit-billed row's meter settles here (`settles: "handler"`): only a call sent upstream is billed.
     const result =
       row.pay !== "credits"
-        ? await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send)
+        ? await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send, first)
         : meter?.per === "call"
           ? await billCall(services, c, { row: { name: row.name, meter }, tenant, cap, holdMs: CALL_HOLD_MS }, send)
           : { response: await send(), paid: 0n };

@@ -79,14 +79,61 @@ export async function spendCeiling(services: LedgerReader, tenant: Tenant): Prom
   return ceiling;
 }
 
-/**
- * What a tenant may still spend, as shown on paid answers: a string at once where the tenant has no budget (nothing
- * to subtract from, no ledger read: this runs on every cache hit), else the ledger's answer: `await` it either way.
- */
-export function budgetRemaining(services: LedgerReader, tenant: Tenant): string | Promise<string> {
-  if (!isBudgeted(tenant)) return "unlimited";
-  return services.stores.ledger.usage(tenant.id, services.now()).then((used) => {
-    const rem = leastRemaining(limitsOf(tenant), used);
-    return rem === undefined ? "unlimited" : atomicToUsd(rem);
+/** A budget figure this instance read lately is shown without a read for this long… */
+const REMAINING_FRESH_MS = 1000;
+/** …and, older than that but not this old, shown while it is read again behind the answer. */
+const REMAINING_STALE_MS = 30_000;
+
+/** A tenant's spend per window as last read, and when, per gateway (limits are applied when shown: they may change). */
+type Remembered = { used: Pick<Usage, BudgetWindow>; at: number; reading?: boolean };
+const lastRead = new WeakMap<object, Map<string, Remembered>>();
+const lastReadBy = (services: object) => {
+  let m = lastRead.get(services);
+  if (!m) lastRead.set(services, (m = new Map()));
+  return m;
+};
+
+const shown = (tenant: Tenant, used: Pick<Usage, BudgetWindow>) => {
+  const rem = leastRemaining(limitsOf(tenant), used);
+  return rem === undefined ? "unlimited" : atomicToUsd(rem);
+};
+
+/** What a tenant's answers show as remaining, read from the ledger now (and remembered for the next answers). */
+function readRemaining(services: LedgerReader, tenant: Tenant, known: Map<string, Remembered>): Promise<string> {
+  const at = services.now();
+  return services.stores.ledger.usage(tenant.id, at).then((used) => {
+    if (known.size >= 10_000) known.clear();
+    known.set(tenant.id, { used: { daily: used.daily, monthly: used.monthly, total: used.total }, at });
+    return shown(tenant, used);
   });
+}
+
+/**
+ * What a tenant may still spend, as shown on paid answers (`x-tollgate-budget-remaining`): a string at once where the
+ * tenant has no budget (nothing to subtract from), or where this instance read the figure within the last second (a
+ * cache hit costs no state round trip); a figure up to 30 s old is shown while it is read again behind the answer
+ * (`background`); otherwise the ledger's answer: `await` it either way. `justPaid`: what this request has just paid
+ * (held in the ledger already), taken off a remembered figure so the payer sees it at once. The figure is what the
+ * answer shows, never what a payment is checked against: reservations check the ledger itself, atomically.
+ */
+export function budgetRemaining(
+  services: LedgerReader,
+  tenant: Tenant,
+  opts: { justPaid?: bigint; background?: (work: Promise<unknown>) => void } = {},
+): string | Promise<string> {
+  if (!isBudgeted(tenant)) return "unlimited";
+  const known = lastReadBy(services);
+  const seen = known.get(tenant.id);
+  const now = services.now();
+  const age = seen ? now - seen.at : Number.POSITIVE_INFINITY;
+  if (seen && opts.background && age >= 0 && age < REMAINING_STALE_MS) {
+    const paid = opts.justPaid ?? 0n;
+    if (paid > 0n) for (const w of WINDOWS) seen.used[w] += paid;
+    if ((age >= REMAINING_FRESH_MS || paid > 0n) && !seen.reading) {
+      seen.reading = true;
+      opts.background(readRemaining(services, tenant, known).finally(() => (seen.reading = false)));
+    }
+    return shown(tenant, seen.used);
+  }
+  return readRemaining(services, tenant, known);
 }

@@ -1,0 +1,117 @@
+// How many sequential state round trips each request class waits for, asserted so a regression fails CI. The gateway's
+// stores (memory) make every call wait DELAY ms first; a class's fastest latency with the delay, less without it,
+// divided by DELAY is the round trips on its critical path. Work done behind the answer (the budget figure reread,
+// a coalesced answer published, the revocation count reread ahead) costs the answer nothing and is not counted.
+// Targets (issue 44): paid search cache hit 0, control read of an own sandbox 0 once its owner is remembered,
+// creation ≤ 1, runtime call with a bound token 0, paid search miss ≤ 3 (the fleet's coalescing claim, sent beside
+// the unpaid first call; the reservation; the signature recorded before it leaves). The commit, the coalesced answer
+// and the budget figure go behind the answer.
+import { randomBytes } from "node:crypto";
+import { Hyperbrowser } from "@hyperbrowser/sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig } from "../../config/load.js";
+import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { memoryStores } from "../../src/state/memory.js";
+import { delayedStores, type DelayedStores } from "../helpers/delayed-stores.js";
+
+/** Below the revocation count's 250 ms interval (its reread ahead must land before the count is due). */
+const DELAY = 100;
+const RUNS = 3;
+
+/** The fastest of a few runs: each sequential round trip adds DELAY to every run; noise (the chain settling a payment, a busy machine) only adds. */
+const fastest = (xs: number[]) => Math.min(...xs);
+
+describe("sequential state round trips per request class", () => {
+  let emu: EmulatorHandle;
+  let gw: RunningGateway;
+  let state: DelayedStores;
+  let key: string;
+  let base: string;
+  let hb: Hyperbrowser;
+
+  beforeAll(async () => {
+    emu = await startEmulator({ modules: ["x402", "sandboxes"] });
+    const chain = emu.chain!;
+    const wallet = await chain.createFundedWallet(1_000_000_000n);
+    key = generateTenantKey();
+    const config = parseConfig({
+      server: { host: "127.0.0.1", port: 0, logLevel: "error" },
+      upstream: { baseUrl: emu.controlUrl, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
+      payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl } },
+      cache: { enabled: true },
+      tenants: [{ id: "rt", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } }],
+    });
+    state = delayedStores(memoryStores());
+    gw = await startNodeGateway({
+      config,
+      secrets: { upstreamApiKey: emu.apiKey, walletKey: wallet.privateKey, tokenSecret: randomBytes(32).toString("hex") },
+      deps: { stores: state.stores },
+      logSink: () => {},
+    });
+    base = gw.url.replace("127.0.0.1", "localhost");
+    hb = new Hyperbrowser({ apiKey: key, baseUrl: base });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gw?.close();
+    await emu?.close();
+  });
+
+  const call = async (path: string, body?: unknown) => {
+    const r = await fetch(`${base}${path}`, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    expect(r.status, text.slice(0, 200)).toBe(200);
+  };
+
+  /** The round trips one request of a class waits for: (fastest with the delay − fastest without) / delay, rounded. */
+  // A short pause between requests: work behind one answer may overlap the next request (the delayed stores serve
+  // calls in parallel, so it costs that request nothing), and a caller coming back within 750 ms never waits for the
+  // tenant snapshot's check (TenantSync.fresh), which a sparse caller does (one round trip, the fleet's sync bound).
+  const roundTrips = async (run: (i: number) => Promise<void>, pauseMs = 50, runs = RUNS) => {
+    const timed = async (i: number) => {
+      const t = performance.now();
+      await run(i);
+      const ms = performance.now() - t;
+      await new Promise((r) => setTimeout(r, pauseMs));
+      return ms;
+    };
+    state.setDelay(0);
+    for (let i = 0; i < 2; i++) await timed(1000 + i); // warm
+    const near: number[] = [];
+    for (let i = 0; i < runs; i++) near.push(await timed(i));
+    state.setDelay(DELAY);
+    const far: number[] = [];
+    for (let i = 0; i < runs; i++) far.push(await timed(100 + i));
+    state.setDelay(0);
+    return Math.max(0, Math.round((fastest(far) - fastest(near)) / DELAY));
+  };
+
+  it("a paid search cache hit waits for none, a miss for at most 3 (none after the paid call)", async () => {
+    const hit = await roundTrips(() => call("/x402/web/search", { query: "the same query" }));
+    expect(hit).toBe(0);
+    const salt = randomBytes(4).toString("hex");
+    const miss = await roundTrips((i) => call("/x402/web/search", { query: `miss ${salt} ${i}` }), 50, 5);
+    expect(miss).toBeLessThanOrEqual(3);
+  }, 120_000);
+
+  it("creation waits for at most one, a control read of an own sandbox and a runtime call for none", async () => {
+    const creation = await roundTrips((i) => call("/api/profile", { name: `rt-${i}` }));
+    expect(creation).toBeLessThanOrEqual(1);
+    const sbx = await hb.sandboxes.create({ imageName: "node" });
+    try {
+      const control = await roundTrips(() => call(`/api/sandbox/${sbx.id}`));
+      expect(control).toBe(0);
+      // A steady caller (a call every ~100 ms): the revocation count and the credential are reread ahead, behind calls.
+      const runtime = await roundTrips(async () => void (await sbx.exec("true")), 20);
+      expect(runtime).toBe(0);
+    } finally {
+      await hb.sandboxes.stop(sbx.id).catch(() => {});
+    }
+  }, 120_000);
+});
