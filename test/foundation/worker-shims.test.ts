@@ -117,3 +117,99 @@ describe("the Worker's other stand-ins", () => {
     expect(() => zod3Object({})).toThrow(/Zod 3/);
   });
 });
+
+describe("zod in the Worker (deploy/worker-shims/zod.js)", () => {
+  /** @x402/core's payment schemas built as the Worker builds them: its `zod` import resolved to the stand-in. */
+  async function shimmedSchemas() {
+    const { build } = await import("esbuild");
+    const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+    const { join, resolve } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const out = await build({
+      entryPoints: [resolve("node_modules/@x402/core/dist/esm/schemas/index.mjs")],
+      bundle: true,
+      format: "esm",
+      write: false,
+      platform: "neutral",
+      alias: { zod: resolve("deploy/worker-shims/zod.js") },
+    });
+    const text = out.outputFiles[0]!.text;
+    expect(text).not.toContain("node_modules/@x402/core/node_modules/zod");
+    const dir = mkdtempSync(join(tmpdir(), "tollgate-zod-shim-"));
+    try {
+      const file = join(dir, "schemas.mjs");
+      writeFileSync(file, text);
+      return await import(file);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  const requirement = {
+    scheme: "exact",
+    network: "eip155:84532",
+    amount: "5000",
+    asset: `0x${"a".repeat(40)}`,
+    payTo: `0x${"b".repeat(40)}`,
+    maxTimeoutSeconds: 60,
+    extra: { name: "USDC", version: "2" },
+  };
+  const samples: unknown[] = [
+    { x402Version: 2, resource: { url: "https://x/y", description: null }, accepts: [requirement] },
+    { x402Version: 2, accepts: [requirement], error: "payment required", extensions: { "payment-identifier": {} } },
+    { x402Version: 2, resource: { url: "https://x/y", tags: ["a", "b"] }, accepts: [] },
+    { x402Version: 2, resource: { url: "https://x/y" }, accepts: [{ ...requirement, network: "base" }] },
+    { x402Version: 2, resource: { url: "https://x/y" }, accepts: [{ ...requirement, maxTimeoutSeconds: -1 }] },
+    { x402Version: 2, resource: { url: "https://x/y", serviceName: "\u0001" }, accepts: [requirement] },
+    {
+      x402Version: 1,
+      accepts: [{ ...requirement, maxAmountRequired: "5000", resource: "https://x/y", description: "d", network: "base-sepolia" }],
+    },
+    { x402Version: 1, accepts: [{ scheme: "exact" }] },
+    { x402Version: 3, accepts: [requirement] },
+    { x402Version: 2, accepted: requirement, payload: { signature: "0x00" }, resource: { url: "https://x/y" } },
+    { x402Version: 2, accepted: requirement, payload: "not an object" },
+    null,
+    "text",
+    { x402Version: 2, accepted: { ...requirement, extra: 5 }, payload: {} },
+  ];
+
+  it("parses every payment schema of @x402/core as its own Zod 3 does: same success, same value", async () => {
+    const real = await import("@x402/core/schemas");
+    const shim = await shimmedSchemas();
+    const parsers = ["parsePaymentRequired", "parsePaymentRequirements", "parsePaymentPayload"] as const;
+    let successes = 0;
+    for (const name of parsers)
+      for (const sample of samples) {
+        const a = (real as any)[name](sample);
+        const b = shim[name](sample);
+        expect(b.success, `${name} ${JSON.stringify(sample)}`).toBe(a.success);
+        if (a.success) {
+          successes++;
+          expect(b.data).toEqual(a.data);
+        }
+      }
+    expect(successes).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe("the `z` the zod stand-in gives @x402", () => {
+  it("holds every zod function @x402's packages call", async () => {
+    const { readdirSync, readFileSync, statSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    // @ts-expect-error plain JS without declarations
+    const { z } = await import("../../deploy/worker-shims/zod.js");
+    const called = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (name === "node_modules" || name === "cjs") continue;
+        if (statSync(path).isDirectory()) walk(path);
+        else if (name.endsWith(".mjs")) for (const m of readFileSync(path, "utf8").matchAll(/\bz\.([a-zA-Z]+)\(/g)) called.add(m[1]!);
+      }
+    };
+    for (const pkg of readdirSync("node_modules/@x402")) walk(join("node_modules/@x402", pkg, "dist", "esm"));
+    expect(called.size).toBeGreaterThan(5);
+    for (const fn of called) expect(typeof z[fn], `z.${fn}`).toBe("function");
+  });
+});
