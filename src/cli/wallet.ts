@@ -3,7 +3,7 @@
 // TOLLGATE_WALLET_KEY, or with --print to get the transaction to send from wherever the key is (a PKCS#11 token, a
 // remote signer: they sign payments, not transactions). `tollgate wallet allowance` reads what is approved.
 import { parseArgs } from "node:util";
-import { createPublicClient, createWalletClient, defineChain, encodeFunctionData, http, maxUint256 } from "viem";
+import { createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http, maxUint256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { loadConfigFile } from "../../config/load.js";
 import { usdToAtomic } from "../payments/money.js";
@@ -13,29 +13,6 @@ const USAGE =
   "tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--amount USD] [--print]\n" +
   "tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--owner 0x…]\n" +
   "  key: TOLLGATE_WALLET_KEY (0x + 64 hex); --print needs none and prints the transaction to send instead";
-
-const ERC20_ABI = [
-  {
-    type: "function",
-    name: "approve",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "spender", type: "address" },
-      { name: "amount", type: "uint256" },
-    ],
-    outputs: [{ type: "bool" }],
-  },
-  {
-    type: "function",
-    name: "allowance",
-    stateMutability: "view",
-    inputs: [
-      { name: "owner", type: "address" },
-      { name: "spender", type: "address" },
-    ],
-    outputs: [{ type: "uint256" }],
-  },
-] as const;
 
 const OPTIONS = {
   network: { type: "string" },
@@ -57,7 +34,7 @@ export async function cmdWallet(sub: string | undefined, args: string[]): Promis
     throw new Error(`tollgate wallet ${sub}: --asset must be the token's 0x address\n${USAGE}`);
   const asset = values.asset as `0x${string}`;
   const amount = values.amount === undefined ? maxUint256 : usdToAtomic(values.amount);
-  const data = encodeFunctionData({ abi: ERC20_ABI, functionName: "approve", args: [PERMIT2_ADDRESS, amount] });
+  const data = encodeFunctionData({ abi: erc20Abi, functionName: "approve", args: [PERMIT2_ADDRESS, amount] });
   const shown = values.amount === undefined ? "unlimited" : `$${values.amount}`;
   if (sub === "approve" && values.print) {
     process.stdout.write(
@@ -85,7 +62,7 @@ export async function cmdWallet(sub: string | undefined, args: string[]): Promis
     if (!owner) throw new Error("tollgate wallet allowance: --owner 0x… (or TOLLGATE_WALLET_KEY) is required");
     const allowance = await reader.readContract({
       address: asset,
-      abi: ERC20_ABI,
+      abi: erc20Abi,
       functionName: "allowance",
       args: [owner, PERMIT2_ADDRESS],
     });
@@ -101,7 +78,7 @@ export async function cmdWallet(sub: string | undefined, args: string[]): Promis
   const account = privateKeyToAccount(key as `0x${string}`);
   const wallet = createWalletClient({ account, chain, transport });
   const hash = await wallet
-    .writeContract({ address: asset, abi: ERC20_ABI, functionName: "approve", args: [PERMIT2_ADDRESS, amount] })
+    .writeContract({ address: asset, abi: erc20Abi, functionName: "approve", args: [PERMIT2_ADDRESS, amount] })
     .catch((err: { shortMessage?: string; message?: string }) => {
       // viem's one-line reason (e.g. no gas in the wallet), not its multi-line report of the call.
       throw new Error(`the approval of Permit2 from ${account.address} was not sent: ${err.shortMessage ?? err.message}`);

@@ -2,7 +2,7 @@
 // schemes use it: the wallet approves Permit2 once per token (`tollgate wallet approve`, never silently), then signs
 // witness transfers whose unordered nonces Permit2 marks used in a bitmap (what the chain says of a held payment).
 // Chain reads with `createClient` + the actions they need (what the Worker bundle keeps of viem: docs/worker-bundle.md).
-import { createClient, http, type Client } from "viem";
+import { createClient, erc20Abi, http, type Client } from "viem";
 import { getTransactionReceipt, readContract } from "viem/actions";
 import type { PaymentOption } from "../requirements.js";
 import type { ChainVerdict } from "./types.js";
@@ -17,19 +17,6 @@ const PERMIT2_ABI = [
     inputs: [
       { name: "owner", type: "address" },
       { name: "wordPos", type: "uint256" },
-    ],
-    outputs: [{ type: "uint256" }],
-  },
-] as const;
-
-const ALLOWANCE_ABI = [
-  {
-    type: "function",
-    name: "allowance",
-    stateMutability: "view",
-    inputs: [
-      { name: "owner", type: "address" },
-      { name: "spender", type: "address" },
     ],
     outputs: [{ type: "uint256" }],
   },
@@ -65,7 +52,7 @@ export function readPermit2Authorization(payload: unknown): { nonce: string; val
 export async function permit2Allowance(rpcUrl: string, asset: string, owner: string): Promise<bigint> {
   return readContract(rpcClient(rpcUrl), {
     address: asset as `0x${string}`,
-    abi: ALLOWANCE_ABI,
+    abi: erc20Abi,
     functionName: "allowance",
     args: [owner as `0x${string}`, PERMIT2_ADDRESS],
   });
