@@ -19,6 +19,16 @@ export const upstreamAccountSchema = z
       .optional(),
     /** …or a file holding it (Node: Kubernetes/Docker secrets). Exactly one of the two. */
     apiKeyFile: z.string({ error: "expected a file path" }).min(1).optional(),
+    /**
+     * The account's own wallet (docs/accounts.md#wallets), optional: the environment variable holding its key (0x + 64
+     * hex; a secret binding on Workers)… x402 calls made for tenants pinned to this account are paid from it.
+     */
+    walletKeyEnv: z
+      .string({ error: 'expected an environment variable name like "TOLLGATE_WALLET_KEY_EU"' })
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name like "TOLLGATE_WALLET_KEY_EU"' })
+      .optional(),
+    /** …or a file holding it (Node). At most one of the two; neither: the gateway's wallet pays. */
+    walletKeyFile: z.string({ error: "expected a file path" }).min(1).optional(),
     /** The account's concurrency limits (its plan's): placement keeps new sessions and sandboxes under them. */
     limits: z
       .strictObject({
@@ -32,6 +42,10 @@ export const upstreamAccountSchema = z
   .refine((a) => !!a.apiKeyEnv !== !!a.apiKeyFile, {
     error: 'expected one of apiKeyEnv = "VARIABLE" or apiKeyFile = "/path" (exactly one)',
     path: ["apiKeyEnv"],
+  })
+  .refine((a) => !(a.walletKeyEnv && a.walletKeyFile), {
+    error: 'expected at most one of walletKeyEnv = "VARIABLE" or walletKeyFile = "/path"',
+    path: ["walletKeyEnv"],
   });
 
 /** Each account's circuit breaker (with [[upstream.accounts]]): what opens it, and how long it stays open. */

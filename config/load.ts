@@ -25,6 +25,8 @@ export interface Secrets {
   oidcClientSecret?: string;
   /** Each [[upstream.accounts]] entry's API key by account id, read from its apiKeyEnv or apiKeyFile. */
   accountApiKeys?: Record<string, string>;
+  /** The wallet keys of the [[upstream.accounts]] entries that have one (walletKeyEnv or walletKeyFile), by account id. */
+  accountWalletKeys?: Record<string, `0x${string}`>;
 }
 
 export const SECRET_ENV = {
@@ -261,6 +263,67 @@ export async function accountApiKeys(
   }
   if (problems.length) throw new ConfigError(problems, "environment");
   return accountApiKeysFromEnv(config, env, files);
+}
+
+const WALLET_KEY = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * The wallet key of each [[upstream.accounts]] entry that names one, from its walletKeyEnv (process.env on Node, a
+ * secret binding on Workers); a walletKeyFile cannot be read here. Undefined when no account has a wallet. A problem
+ * names the account's field, never the key. `files` holds what the Node entry read from walletKeyFile entries.
+ */
+export function accountWalletKeysFromEnv(
+  config: TollgateConfig,
+  env: Record<string, string | undefined>,
+  files: Record<string, string> = {},
+): Record<string, `0x${string}`> | undefined {
+  const accounts = config.upstream.accounts?.filter((a) => a.walletKeyEnv || a.walletKeyFile);
+  if (!accounts?.length) return undefined;
+  const problems: string[] = [];
+  const keys: Record<string, `0x${string}`> = {};
+  config.upstream.accounts!.forEach((a, i) => {
+    if (!a.walletKeyEnv && !a.walletKeyFile) return;
+    const field = `upstream.accounts[${i}].${a.walletKeyFile ? "walletKeyFile" : "walletKeyEnv"}`;
+    const v = a.walletKeyFile ? files[a.id] : env[a.walletKeyEnv!]?.trim();
+    if (!v) {
+      problems.push(
+        a.walletKeyFile
+          ? `${field}: files cannot be read here; use walletKeyEnv with a secret binding`
+          : `${field}: the environment variable ${a.walletKeyEnv} (account "${a.id}") is not set`,
+      );
+      return;
+    }
+    if (!WALLET_KEY.test(v)) problems.push(`${field}: expected 0x followed by 64 hex characters (account "${a.id}")`);
+    else keys[a.id] = v as `0x${string}`;
+  });
+  if (problems.length) throw new ConfigError(problems, "environment");
+  return keys;
+}
+
+/** The accounts' wallet keys on Node: walletKeyFile entries read from their files, the rest as accountWalletKeysFromEnv. */
+export async function accountWalletKeys(
+  config: TollgateConfig,
+  env: Record<string, string | undefined>,
+): Promise<Record<string, `0x${string}`> | undefined> {
+  const accounts = config.upstream.accounts;
+  if (!accounts?.some((a) => a.walletKeyEnv || a.walletKeyFile)) return undefined;
+  const { readFile } = await import("node:fs/promises");
+  const files: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const [i, a] of accounts.entries()) {
+    if (!a.walletKeyFile) continue;
+    try {
+      const v = (await readFile(a.walletKeyFile, "utf8")).trim();
+      if (v) files[a.id] = v;
+      else problems.push(`upstream.accounts[${i}].walletKeyFile: ${a.walletKeyFile} is empty`);
+    } catch (err) {
+      problems.push(
+        `upstream.accounts[${i}].walletKeyFile: cannot read ${a.walletKeyFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+      );
+    }
+  }
+  if (problems.length) throw new ConfigError(problems, "environment");
+  return accountWalletKeysFromEnv(config, env, files);
 }
 
 /** The secrets a file may hold, by their config field; each also takes `<its variable>_FILE` in the environment. */

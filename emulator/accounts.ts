@@ -32,6 +32,8 @@ export interface EmulatorAccount {
   calls: number;
   /** Creations that made a resource. */
   created: number;
+  /** More keys the account takes beside `apiKey` (a key being rotated: addKey, revokeKey). */
+  otherKeys?: string[];
 }
 
 export const DEFAULT_ACCOUNT = "default";
@@ -91,7 +93,24 @@ export class EmulatorAccounts {
   }
 
   byKey(key: string | undefined): EmulatorAccount | undefined {
-    return key ? this.list.find((a) => same(a.apiKey, key)) : undefined;
+    return key ? this.list.find((a) => same(a.apiKey, key) || (a.otherKeys ?? []).some((k) => same(k, key))) : undefined;
+  }
+
+  /** Makes an account take another key too (as the real service does while a key is rotated). */
+  addKey(id: string, key: string): void {
+    const a = this.get(id);
+    if (!a) throw new Error(`accounts: no account "${id}"`);
+    a.otherKeys = [...(a.otherKeys ?? []), key];
+  }
+
+  /** Stops an account taking a key (the old one, once rotated): its calls answer 401 from then on. */
+  revokeKey(id: string, key: string): void {
+    const a = this.get(id);
+    if (!a) throw new Error(`accounts: no account "${id}"`);
+    const rest = [a.apiKey, ...(a.otherKeys ?? [])].filter((k) => k !== key);
+    if (!rest.length) throw new Error(`accounts: account "${id}" would take no key`);
+    a.apiKey = rest[0]!;
+    a.otherKeys = rest.slice(1);
   }
 
   /** Makes an account refuse creations, fail, slow down, or behave again. */

@@ -48,6 +48,7 @@ import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
 import { PaymentSigner } from "./payments/signer.js";
 import { localWalletSigner, type WalletSigner } from "./payments/wallet-signer.js";
+import { AccountWallets } from "./payments/account-wallets.js";
 import { normalisingFetch } from "../middleware/normalize/index.js";
 import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
@@ -139,8 +140,11 @@ export interface Gateway {
   rotateSecrets(next: RotatableSecrets, tokenGraceMs: number): string[];
 }
 
-/** The secrets a running gateway takes anew (the wallet key and the PKCS#11 PIN are read at start only). */
-export type RotatableSecrets = Pick<Secrets, "upstreamApiKey" | "tokenSecrets" | "webhookSecret" | "metricsToken">;
+/**
+ * The secrets a running gateway takes anew (the wallet keys and the PKCS#11 PIN are read at start only):
+ * `accountApiKeys` holds the keys of the accounts whose apiKeyFile was re-read, by account id.
+ */
+export type RotatableSecrets = Pick<Secrets, "upstreamApiKey" | "tokenSecrets" | "webhookSecret" | "metricsToken" | "accountApiKeys">;
 
 /** The request's ExecutionContext where the runtime has one (Workers), so a sub-request's background work is kept alive. */
 function executionContextOf(c: Context): ExecutionContext | undefined {
@@ -177,6 +181,28 @@ function paymentSignerOf(config: TollgateConfig, deps: GatewayDeps): PaymentSign
   if (!deps.walletSigner || deps.walletSigner.kind !== kind)
     throw new ConfigError([`wallet.signer: "${kind}" is opened by the Node entry (tollgate start); this runtime cannot`], "configuration");
   return new PaymentSigner(deps.walletSigner);
+}
+
+/**
+ * The accounts' own wallets (walletKeyEnv / walletKeyFile: local keys), each its key's one holder, beside the gateway's
+ * `signer` (docs/accounts.md#wallets). None configured: the gateway's wallet pays every call, as before.
+ */
+function accountWallets(config: TollgateConfig, deps: GatewayDeps, signer: PaymentSigner | undefined): AccountWallets {
+  const keys = deps.secrets.accountWalletKeys ?? {};
+  const byAccount = new Map<string, PaymentSigner>();
+  config.upstream.accounts?.forEach((a, i) => {
+    if (!a.walletKeyEnv && !a.walletKeyFile) return;
+    const key = keys[a.id];
+    if (!key)
+      throw new ConfigError(
+        [
+          `upstream.accounts[${i}].${a.walletKeyFile ? "walletKeyFile" : "walletKeyEnv"}: account "${a.id}" names a wallet, but no key was read`,
+        ],
+        "environment",
+      );
+    byAccount.set(a.id, new PaymentSigner(localWalletSigner(key)));
+  });
+  return new AccountWallets(signer, byAccount);
 }
 
 /**
@@ -222,6 +248,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
     deps.secrets.oidcClientSecret,
     ...Object.values(deps.secrets.accountApiKeys ?? {}),
+    ...Object.values(deps.secrets.accountWalletKeys ?? {}),
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
   // The configuration's money parsed once, now (a tenant synced or changed later: the first time its money is counted).
@@ -289,6 +316,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
   startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
   const signer = paymentSignerOf(config, deps); // [the wallet key's one holder, or the signer that holds it elsewhere]
+  services.wallets = accountWallets(config, deps, signer); // [each account wallet's key: its own signer]
   const wallet = deps.walletSigner;
   if (wallet?.close) closers.push(() => wallet.close!());
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
@@ -374,11 +402,11 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...ownHandlers,
     ...operatorHandlers(services), // admin API and /openapi.json
     ...docsHandlers(deps.docsAssets), // /docs: the OpenAPI document as a page
-    ...readyHandlers(new Readiness(services, signer), services),
+    ...readyHandlers(new Readiness(services, signer, { accountWallets: services.wallets.addresses() }), services),
     ...metricsHandlers(services, metrics),
     ...tokenHandlers(services),
     ...usageHandlers(services),
-    ...mcpHandlers(services, !!signer), // /mcp: each tool a request through the route table
+    ...mcpHandlers(services, !!signer || services.wallets.any), // /mcp: each tool a request through the route table
     ...oauthHandlers(services), // the OAuth authorization server for /mcp (src/oauth/)
     ...grantHandlers(services), // its grants, per tenant and for operators
     // The upstream's rows
@@ -435,6 +463,12 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
         changed.push("metricsToken");
       }
       held = { ...held, ...Object.fromEntries(changed.map((k) => [k, next[k as keyof RotatableSecrets]])) };
+      // Each account's key to its one holder (the accounts), from the next call it makes: `accountApiKey:<id>`.
+      for (const [id, key] of Object.entries(next.accountApiKeys ?? {})) {
+        if (!key || accounts.apiKey(id) === key || !accounts.get(id)) continue;
+        redactor.add(key);
+        if (accounts.setApiKey(id, key)) changed.push(`accountApiKey:${id}`);
+      }
       return changed;
     },
     async close(backgroundMs = 2_000) {

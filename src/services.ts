@@ -15,6 +15,7 @@ import type { Tracer } from "./telemetry/tracing.js";
 import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
 import type { MoneyEvents } from "./payments/events.js";
 import type { RequestRecorder } from "./telemetry/request-recorder.js";
+import type { AccountWallets } from "./payments/account-wallets.js";
 
 /**
  * No secret is here: each reaches only the module that uses it (createGateway hands them out): the upstream API key to
@@ -68,6 +69,11 @@ export interface GatewayServices {
   isMetricsToken?: (bearer: string) => boolean;
   /** Writes each tenant's requests to the shared request log (src/telemetry/request-recorder.ts), set by createGateway. */
   requests?: RequestRecorder;
+  /**
+   * The upstream accounts' own wallets beside the gateway's (src/payments/account-wallets.ts): which signer pays a
+   * tenant's x402 call. Set by createGateway; absent or empty: the gateway's wallet pays every call.
+   */
+  wallets?: AccountWallets;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

@@ -30,8 +30,9 @@ Usage:
   tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
                         --max-per-authorization USD --max-per-day USD   the key in a process of its own, with limits
   tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--amount USD] [--print]
-                                            the one-time Permit2 approval (exact over Permit2, upto); key: TOLLGATE_WALLET_KEY
-  tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--owner 0x…]
+                          [--account ID]    the one-time Permit2 approval (exact over Permit2, upto); key: TOLLGATE_WALLET_KEY,
+                                            or with --account (and --config) that upstream account's wallet
+  tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--owner 0x…] [--account ID]
 
 Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / TOLLGATE_ADMIN_KEY):
   tollgate tenants list|get ID|audit
@@ -207,7 +208,7 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
 async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
-  const { accountApiKeys, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
+  const { accountApiKeys, accountWalletKeys, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
   const config = await loadConfigFile(values.config);
   const { readSecretFiles } = await import("../platform/node/reload.js");
   // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
@@ -217,6 +218,7 @@ async function cmdStart(args: string[]) {
     ...fromFiles,
     oidcClientSecret: await oidcClientSecret(config, process.env),
     accountApiKeys: await accountApiKeys(config, process.env),
+    accountWalletKeys: await accountWalletKeys(config, process.env),
   };
   if (!secrets.upstreamApiKey && !secrets.accountApiKeys)
     fail(

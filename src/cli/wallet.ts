@@ -10,9 +10,10 @@ import { usdToAtomic } from "../payments/money.js";
 import { PERMIT2_ADDRESS } from "../payments/schemes/permit2.js";
 
 const USAGE =
-  "tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--amount USD] [--print]\n" +
-  "tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--owner 0x…]\n" +
-  "  key: TOLLGATE_WALLET_KEY (0x + 64 hex); --print needs none and prints the transaction to send instead";
+  "tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--account ID] [--amount USD] [--print]\n" +
+  "tollgate wallet allowance --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--account ID] [--owner 0x…]\n" +
+  "  key: TOLLGATE_WALLET_KEY (0x + 64 hex); --print needs none and prints the transaction to send instead\n" +
+  "  --account ID (with --config FILE): the wallet of upstream account ID (its walletKeyEnv or walletKeyFile) instead";
 
 const OPTIONS = {
   network: { type: "string" },
@@ -22,7 +23,46 @@ const OPTIONS = {
   amount: { type: "string" },
   owner: { type: "string" },
   print: { type: "boolean" },
+  account: { type: "string" },
 } as const;
+
+const WALLET_KEY = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * `--account ID`: the wallet key of that [[upstream.accounts]] entry of the --config file, from its walletKeyEnv or
+ * walletKeyFile (docs/accounts.md#wallets). @throws Error naming the account's field, never the key.
+ */
+async function accountWalletKey(sub: string, id: string, configFile: string | undefined): Promise<`0x${string}`> {
+  if (!configFile) throw new Error(`tollgate wallet ${sub}: --account needs --config FILE (where the account is configured)\n${USAGE}`);
+  const accounts = (await loadConfigFile(configFile)).upstream.accounts ?? [];
+  const i = accounts.findIndex((a) => a.id === id);
+  if (i < 0)
+    throw new Error(
+      `tollgate wallet ${sub}: --account: no upstream account "${id}" in ${configFile}${accounts.length ? ` (expected one of ${accounts.map((a) => a.id).join(", ")})` : ""}`,
+    );
+  const a = accounts[i]!;
+  if (!a.walletKeyEnv && !a.walletKeyFile)
+    throw new Error(
+      `tollgate wallet ${sub}: upstream.accounts[${i}] ("${id}") names no wallet (walletKeyEnv or walletKeyFile); the gateway's wallet pays for it`,
+    );
+  const field = `upstream.accounts[${i}].${a.walletKeyFile ? "walletKeyFile" : "walletKeyEnv"}`;
+  let v: string | undefined;
+  if (a.walletKeyFile) {
+    const { readFile } = await import("node:fs/promises");
+    v = await readFile(a.walletKeyFile, "utf8").then(
+      (t) => t.trim(),
+      (err: NodeJS.ErrnoException) => {
+        throw new Error(`${field}: cannot read ${a.walletKeyFile}: ${err.code ?? String(err)}`);
+      },
+    );
+  } else v = process.env[a.walletKeyEnv!]?.trim();
+  if (!v)
+    throw new Error(
+      `${field}: ${a.walletKeyFile ? `${a.walletKeyFile} is empty` : `the environment variable ${a.walletKeyEnv} is not set`}`,
+    );
+  if (!WALLET_KEY.test(v)) throw new Error(`${field}: expected 0x followed by 64 hex characters`);
+  return v as `0x${string}`;
+}
 
 export async function cmdWallet(sub: string | undefined, args: string[]): Promise<void> {
   if (sub !== "approve" && sub !== "allowance") throw new Error(USAGE);
@@ -38,7 +78,7 @@ export async function cmdWallet(sub: string | undefined, args: string[]): Promis
   const shown = values.amount === undefined ? "unlimited" : `$${values.amount}`;
   if (sub === "approve" && values.print) {
     process.stdout.write(
-      `Send from the gateway's wallet on ${network} (approves Permit2 ${PERMIT2_ADDRESS} for ${shown} of ${asset}):\n\n` +
+      `Send from ${values.account !== undefined ? `upstream account ${values.account}'s wallet` : "the gateway's wallet"} on ${network} (approves Permit2 ${PERMIT2_ADDRESS} for ${shown} of ${asset}):\n\n` +
         `  to    ${asset}\n  value 0\n  data  ${data}\n`,
     );
     return;
@@ -55,9 +95,10 @@ export async function cmdWallet(sub: string | undefined, args: string[]): Promis
   });
   const transport = http(rpcUrl, { retryCount: 1, timeout: 30_000 });
   const reader = createPublicClient({ chain, transport, pollingInterval: 250 });
-  const key = process.env.TOLLGATE_WALLET_KEY;
-  const owner = (values.owner ??
-    (key && /^0x[0-9a-fA-F]{64}$/.test(key) ? privateKeyToAccount(key as `0x${string}`).address : undefined)) as `0x${string}` | undefined;
+  const key = values.account !== undefined ? await accountWalletKey(sub, values.account, values.config) : process.env.TOLLGATE_WALLET_KEY;
+  const owner = (values.owner ?? (key && WALLET_KEY.test(key) ? privateKeyToAccount(key as `0x${string}`).address : undefined)) as
+    | `0x${string}`
+    | undefined;
   if (sub === "allowance") {
     if (!owner) throw new Error("tollgate wallet allowance: --owner 0x… (or TOLLGATE_WALLET_KEY) is required");
     const allowance = await reader.readContract({
@@ -71,7 +112,7 @@ export async function cmdWallet(sub: string | undefined, args: string[]): Promis
     );
     return;
   }
-  if (!key || !/^0x[0-9a-fA-F]{64}$/.test(key))
+  if (!key || !WALLET_KEY.test(key))
     throw new Error(
       "tollgate wallet approve: TOLLGATE_WALLET_KEY (0x + 64 hex) is required; or use --print and send the transaction yourself",
     );

@@ -54,7 +54,7 @@ interface UsageRow {
   tenant: string;
   /**
    * With [[upstream.accounts]]: the upstream account the spend went to (credits: the account that settled it, or that
-   * holds its resource; x402 payments and unsettled calls: ""). Absent without accounts.
+   * holds its resource; x402 payments: the account whose own wallet paid, else ""; unsettled calls: ""). Absent without accounts.
    */
   account?: string;
   day: string;
@@ -129,7 +129,7 @@ export async function usageExport(services: GatewayServices, w: UsageWindow): Pr
 
 /** The upstream account of a ledger entry (with several accounts): where it settled, else its resource's, else "". */
 async function accountOfEntry(services: GatewayServices, e: LedgerEntry): Promise<string> {
-  if (e.kind !== "credits") return "";
+  if (e.kind !== "credits") return e.account ?? ""; // x402: the account whose wallet paid, when not the gateway's
   const settled = await settledEntryAccount(services, e.id);
   if (settled) return settled;
   const at = e.resource?.indexOf(":") ?? -1;

@@ -182,6 +182,17 @@ export class UpstreamAccounts {
     return (id === undefined ? this.list[0] : this.get(id))?.apiKey;
   }
 
+  /**
+   * An account's key re-read where it is kept (its apiKeyFile changed: Gateway.rotateSecrets): used from the next
+   * call; a call already sent keeps the key it carried. Returns whether it changed.
+   */
+  setApiKey(id: string, key: string): boolean {
+    const a = this.get(id);
+    if (!a || !this.configured || !key || a.apiKey === key) return false;
+    a.apiKey = key;
+    return true;
+  }
+
   /** The account holding a resource, from its custody record (undefined: none kept, the default account's). */
   async accountOf(kind: ResourceKind, id: string): Promise<string | undefined> {
     if (!this.configured) return undefined;

@@ -1,6 +1,13 @@
 // Cloudflare Workers entry: builds the gateway from the bundled config and Worker secrets, exports fetch, the cron
 // handler that reconciles held spend, and the Durable Object class that holds shared state.
-import { accountApiKeysFromEnv, oidcClientSecretFromEnv, parseConfig, refuseSecretFiles, secretsFromEnv } from "../../config/load.js";
+import {
+  accountApiKeysFromEnv,
+  accountWalletKeysFromEnv,
+  oidcClientSecretFromEnv,
+  parseConfig,
+  refuseSecretFiles,
+  secretsFromEnv,
+} from "../../config/load.js";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { ExecutionContext } from "hono";
 import { workersPeerAddress } from "./client-address.js";
@@ -49,6 +56,7 @@ function gatewayFor(env: WorkerEnv): Gateway {
     ...secretsFromEnv(envVars),
     oidcClientSecret: oidcClientSecretFromEnv(config, envVars),
     accountApiKeys: accountApiKeysFromEnv(config, envVars),
+    accountWalletKeys: accountWalletKeysFromEnv(config, envVars),
   };
   const gateway = createGateway(config, {
     secrets,

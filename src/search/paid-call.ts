@@ -22,6 +22,8 @@ import { childSpan } from "../telemetry/tracing.js";
 export interface PaidCallContext {
   services: GatewayServices;
   signer: PaymentSigner | undefined;
+  /** The upstream account whose wallet `signer` is (docs/accounts.md#wallets); undefined: the gateway's wallet. */
+  account?: string;
   tenant: Tenant;
   route: string;
   fingerprint: string;
@@ -168,6 +170,7 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
       asset: option.asset,
       network: option.network,
       payee: option.payTo,
+      ...(ctx.account !== undefined ? { account: ctx.account } : {}),
     },
     context: ctx.context,
   });

@@ -17,6 +17,7 @@ import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "./paid-call.js";
 import { budgetRemaining } from "../payments/budgets/remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
+import { payingWallet } from "../payments/account-wallets.js";
 import { callerCap, callerTenant } from "../identity/caller.js";
 import { jsonBody, jsonBodyNow, type JsonBody } from "../routing/json-body.js";
 import { billCall } from "../payments/credit-call.js";
@@ -200,7 +201,11 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     // A credit-billed row's meter settles here (`settles: "handler"`): only a call sent upstream is billed.
     const result =
       row.pay !== "credits"
-        ? await paidCall({ services, signer, tenant, route, fingerprint, cap, context: c }, send, first)
+        ? await paidCall(
+            { services, ...payingWallet(services.wallets, signer, tenant), tenant, route, fingerprint, cap, context: c },
+            send,
+            first,
+          )
         : meter?.per === "call"
           ? await billCall(services, c, { row: { name: row.name, meter }, tenant, cap, holdMs: CALL_HOLD_MS }, send)
           : { response: await send(), paid: 0n };

@@ -11,6 +11,7 @@ import { canonicalJson, sha256Hex } from "./answer.js";
 import { atomicToUsd } from "../payments/money.js";
 import { paidCall } from "./paid-call.js";
 import type { PaymentSigner } from "../payments/signer.js";
+import { payingWallet } from "../payments/account-wallets.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../sessions/rewrite.js";
 import { readWire, WireRecord } from "../platform/upstream-records.js";
 import { X402SessionAnswer } from "../sessions/wire.js";
@@ -59,7 +60,11 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
       if (payment) h.set(payment[0], payment[1]);
       return upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: text, withApiKey: false });
     };
-    const result = await paidCall({ services, signer, tenant, route, fingerprint, context: c }, send);
+    // Paid from the tenant's account's wallet when it is pinned to one that has a wallet (docs/accounts.md#wallets).
+    const result = await paidCall(
+      { services, ...payingWallet(services.wallets, signer, tenant), tenant, route, fingerprint, context: c },
+      send,
+    );
     c.get("logFields").paid = result.paid;
     const res = result.response;
     if (!res.ok) return Upstream.relay(res);

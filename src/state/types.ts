@@ -49,6 +49,8 @@ export interface LedgerEntry {
   payee?: string;
   /** x402, filled in once signed. */
   payer?: string;
+  /** x402 paid from an upstream account's own wallet (docs/accounts.md#wallets): that account. Absent: the gateway's wallet. */
+  account?: string;
   nonce?: string;
   /**
    * Unix seconds. x402: after it the authorization can no longer be settled. Credits: set by the caller at reserve time

@@ -33,6 +33,8 @@ export interface ReadinessOptions {
   /** How long a wallet balance is reused. */
   walletCacheMs?: number;
   timeoutMs?: number;
+  /** The upstream accounts' own wallets (docs/accounts.md#wallets): each one's balance read beside the gateway's. */
+  accountWallets?: Array<{ account: string; address: `0x${string}` }>;
 }
 
 /** A value computed at most once per `ttlMs`; concurrent callers share the computation in flight. */
@@ -68,6 +70,7 @@ export class Readiness {
   private readonly upstreamProbe: Cached<CheckResult>;
   private readonly walletProbe: Cached<CheckResult>;
   private readonly clients = new Map<string, Client>();
+  private readonly accountWallets: Array<{ account: string; address: `0x${string}` }>;
 
   /** `signer`: the gateway's signer (its address is all readiness reads), undefined when no wallet key is set. */
   constructor(
@@ -76,6 +79,7 @@ export class Readiness {
     opts: ReadinessOptions = {},
   ) {
     this.timeoutMs = opts.timeoutMs ?? 2000;
+    this.accountWallets = opts.accountWallets ?? [];
     this.upstreamProbe = new Cached(opts.upstreamCacheMs ?? 5000, () => this.probeUpstream());
     this.walletProbe = new Cached(opts.walletCacheMs ?? 30_000, () => this.probeWallet());
   }
@@ -136,16 +140,45 @@ export class Readiness {
     return present ? { ok: true, present } : { ok: false, present, error: "no wallet key (TOLLGATE_WALLET_KEY): paid calls answer 503" };
   }
 
-  /** balanceOf(wallet) of each allowed payment asset on each network with an RPC; the smallest must be above the floor. */
+  /**
+   * balanceOf(wallet) of each allowed payment asset on each network with an RPC; the smallest must be above the floor.
+   * With account wallets, each is read the same way and listed under `accounts` (`{account, address, ok, balance…}`);
+   * one below the floor makes the check fail, naming its account. `balance` stays the gateway's wallet's.
+   */
   private async probeWallet(): Promise<CheckResult> {
     const { payments } = this.services.config;
     const floor = configAmounts(this.services.config).minWalletBalance;
-    if (!payments.enabled || !this.signer) return { ok: true, skipped: "no wallet" };
-    if (floor === 0n) return { ok: true, skipped: "payments.minWalletBalance is 0" };
+    const others = this.accountWallets;
+    if (!payments.enabled || (!this.signer && !others.length)) return { ok: true, skipped: "no wallet" };
+    const listed = others.length ? { accounts: others.map((w) => ({ ...w })) } : {};
+    if (floor === 0n) return { ok: true, skipped: "payments.minWalletBalance is 0", ...listed };
     const networks = Object.keys(payments.rpc).filter((n) => !payments.networks || payments.networks.includes(n));
     const assets = payments.assets ?? [];
-    if (!networks.length || !assets.length) return { ok: true, skipped: "needs payments.rpc and payments.assets to read the balance" };
-    const address = this.signer.address;
+    if (!networks.length || !assets.length)
+      return { ok: true, skipped: "needs payments.rpc and payments.assets to read the balance", ...listed };
+    const main: CheckResult = this.signer
+      ? { address: this.signer.address, ...(await this.balanceCheck(this.signer.address, networks, assets, floor)) }
+      : { ok: true, skipped: "no gateway wallet (TOLLGATE_WALLET_KEY)" };
+    if (!others.length) return main;
+    const accounts = await Promise.all(
+      others.map(
+        async (w): Promise<CheckResult> => ({
+          account: w.account,
+          address: w.address,
+          ...(await this.balanceCheck(w.address, networks, assets, floor)),
+        }),
+      ),
+    );
+    const low = accounts.find((a) => !a.ok);
+    return {
+      ...main,
+      ok: main.ok && !low,
+      accounts,
+      ...(main.ok && low ? { error: `upstream account ${String(low.account)}'s wallet: ${String(low.error)}` } : {}),
+    };
+  }
+
+  private async balanceCheck(address: `0x${string}`, networks: string[], assets: string[], floor: bigint): Promise<CheckResult> {
     const balances: Array<{ network: string; asset: string; balance: string }> = [];
     let lowest: bigint | undefined;
     try {

@@ -34,6 +34,36 @@ export async function readSecretFiles(refs: readonly SecretFileRef[]): Promise<P
   return out;
 }
 
+/** An [[upstream.accounts]] entry's apiKeyFile (docs/accounts.md): re-read like the secret files, handed to its account. */
+interface AccountKeyFile {
+  account: string;
+  path: string;
+  /** `upstream.accounts[1].apiKeyFile`: named in every problem, never the key. */
+  field: string;
+}
+
+const accountKeyFiles = (config: TollgateConfig): AccountKeyFile[] =>
+  (config.upstream.accounts ?? []).flatMap((a, i) =>
+    a.apiKeyFile ? [{ account: a.id, path: a.apiKeyFile, field: `upstream.accounts[${i}].apiKeyFile` }] : [],
+  );
+
+/** Reads each account's key file; @throws ConfigError naming the field of each that cannot be read or is empty. */
+async function readAccountKeyFiles(files: readonly AccountKeyFile[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const f of files) {
+    try {
+      const v = (await readFile(f.path, "utf8")).trim();
+      if (v) out[f.account] = v;
+      else problems.push(`${f.field}: ${f.path} is empty`);
+    } catch (err) {
+      problems.push(`${f.field}: cannot read ${f.path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems, "account key files");
+  return out;
+}
+
 /** The top-level sections whose change takes a restart (everything but tenants and the secret files' contents). */
 function staticChanges(before: TollgateConfig, after: TollgateConfig): string[] {
   const { tenants: _a, ...b } = before;
@@ -67,7 +97,9 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
   const log = gateway.logger;
   let config = opts.config;
   let refs = secretFileRefs(config, opts.env);
-  if (!opts.configFile && !refs.length) return undefined;
+  // The accounts' key files are fixed at start (upstream.accounts takes a restart); their contents are re-read.
+  const accountFiles = accountKeyFiles(config);
+  if (!opts.configFile && !refs.length && !accountFiles.length) return undefined;
   const seen = new Map<string, string>();
   let running: Promise<void> | undefined;
 
@@ -115,7 +147,7 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
 
   const reloadSecrets = async (force: boolean, why: string) => {
     let any = force;
-    for (const ref of refs) {
+    for (const ref of [...refs, ...accountFiles]) {
       try {
         if ((await changed(ref.path, false)) !== undefined) any = true;
       } catch {
@@ -125,6 +157,7 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
     if (!any) return;
     try {
       const next = (await readSecretFiles(refs)) as RotatableSecrets;
+      if (accountFiles.length) next.accountApiKeys = await readAccountKeyFiles(accountFiles);
       const rotated = gateway.rotateSecrets(next, config.secrets.tokenGraceSeconds * 1000);
       if (rotated.length) log.info("secrets re-read from their files", { why, rotated: rotated.join(", ") });
     } catch (err) {
