@@ -142,29 +142,29 @@ export class Readiness {
 
   /**
    * balanceOf(wallet) of each allowed payment asset on each network with an RPC; the smallest must be above the floor.
-   * With account wallets, each is read the same way and listed under `accounts` (`{account, address, ok, balance…}`);
-   * one below the floor makes the check fail, naming its account. `balance` stays the gateway's wallet's.
+   * With account wallets, each is read the same way and listed under `accounts` (`{account, ok, balance, balances…}`;
+   * like the gateway's, never its address); one below the floor makes the check fail, naming its account. `balance`
+   * stays the gateway's wallet's.
    */
   private async probeWallet(): Promise<CheckResult> {
     const { payments } = this.services.config;
     const floor = configAmounts(this.services.config).minWalletBalance;
     const others = this.accountWallets;
     if (!payments.enabled || (!this.signer && !others.length)) return { ok: true, skipped: "no wallet" };
-    const listed = others.length ? { accounts: others.map((w) => ({ ...w })) } : {};
+    const listed = others.length ? { accounts: others.map((w) => ({ account: w.account })) } : {};
     if (floor === 0n) return { ok: true, skipped: "payments.minWalletBalance is 0", ...listed };
     const networks = Object.keys(payments.rpc).filter((n) => !payments.networks || payments.networks.includes(n));
     const assets = payments.assets ?? [];
     if (!networks.length || !assets.length)
       return { ok: true, skipped: "needs payments.rpc and payments.assets to read the balance", ...listed };
     const main: CheckResult = this.signer
-      ? { address: this.signer.address, ...(await this.balanceCheck(this.signer.address, networks, assets, floor)) }
+      ? await this.balanceCheck(this.signer.address, networks, assets, floor)
       : { ok: true, skipped: "no gateway wallet (TOLLGATE_WALLET_KEY)" };
     if (!others.length) return main;
     const accounts = await Promise.all(
       others.map(
         async (w): Promise<CheckResult> => ({
           account: w.account,
-          address: w.address,
           ...(await this.balanceCheck(w.address, networks, assets, floor)),
         }),
       ),
