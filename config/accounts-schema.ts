@@ -29,6 +29,23 @@ export const upstreamAccountSchema = z
       .optional(),
     /** …or a file holding it (Node). At most one of the two; neither: the gateway's wallet pays. */
     walletKeyFile: z.string({ error: "expected a file path" }).min(1).optional(),
+    /**
+     * …or the account's wallet in a `tollgate signer serve` of its own (Node; docs/signers.md): its Unix socket, or its
+     * https URL with the gateway's client certificate, as `[wallet.remote]`. The gateway then holds no key for it.
+     */
+    walletSigner: z
+      .strictObject({
+        socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer-eu.sock"' }).min(1).optional(),
+        url: z.url({ protocol: /^https$/, error: 'expected the signer\'s https URL, e.g. "https://signer-eu.internal:8443"' }).optional(),
+        ca: z.string().min(1).optional(),
+        cert: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+      })
+      .refine((r) => !r.socket !== !r.url, { error: "give either socket (a Unix socket) or url (mutual TLS), not both or neither" })
+      .refine((r) => !r.url || (!!r.ca && !!r.cert && !!r.key), {
+        error: "url needs ca, cert and key (PEM files): the signer accepts only clients with a certificate from its CA",
+      })
+      .optional(),
     /** The account's concurrency limits (its plan's): placement keeps new sessions and sandboxes under them. */
     limits: z
       .strictObject({
@@ -43,8 +60,8 @@ export const upstreamAccountSchema = z
     error: 'expected one of apiKeyEnv = "VARIABLE" or apiKeyFile = "/path" (exactly one)',
     path: ["apiKeyEnv"],
   })
-  .refine((a) => !(a.walletKeyEnv && a.walletKeyFile), {
-    error: 'expected at most one of walletKeyEnv = "VARIABLE" or walletKeyFile = "/path"',
+  .refine((a) => [a.walletKeyEnv, a.walletKeyFile, a.walletSigner].filter(Boolean).length <= 1, {
+    error: 'expected at most one of walletKeyEnv = "VARIABLE", walletKeyFile = "/path" or walletSigner = { socket = "/path" }',
     path: ["walletKeyEnv"],
   });
 

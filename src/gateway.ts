@@ -113,6 +113,11 @@ export interface GatewayDeps {
    * a PKCS#11 token (src/platform/node/pkcs11-signer.ts). The gateway closes it when it closes.
    */
   walletSigner?: WalletSigner;
+  /**
+   * The accounts' wallets held in a remote signer (`walletSigner` of [[upstream.accounts]]), by account id: opened by
+   * the Node entry (src/platform/node/remote-signer.ts). The gateway closes them when it closes.
+   */
+  accountWalletSigners?: Record<string, WalletSigner>;
 }
 
 export interface Gateway {
@@ -184,13 +189,24 @@ function paymentSignerOf(config: TollgateConfig, deps: GatewayDeps): PaymentSign
 }
 
 /**
- * The accounts' own wallets (walletKeyEnv / walletKeyFile: local keys), each its key's one holder, beside the gateway's
+ * The accounts' own wallets (walletKeyEnv / walletKeyFile: local keys, each its key's one holder; walletSigner: a remote
+ * signer the Node entry opened), beside the gateway's
  * `signer` (docs/accounts.md#wallets). None configured: the gateway's wallet pays every call, as before.
  */
 function accountWallets(config: TollgateConfig, deps: GatewayDeps, signer: PaymentSigner | undefined): AccountWallets {
   const keys = deps.secrets.accountWalletKeys ?? {};
   const byAccount = new Map<string, PaymentSigner>();
   config.upstream.accounts?.forEach((a, i) => {
+    if (a.walletSigner) {
+      const opened = deps.accountWalletSigners?.[a.id];
+      if (!opened)
+        throw new ConfigError(
+          [`upstream.accounts[${i}].walletSigner: a remote signer is opened by the Node entry (tollgate start); this runtime cannot`],
+          "configuration",
+        );
+      byAccount.set(a.id, new PaymentSigner(opened));
+      return;
+    }
     if (!a.walletKeyEnv && !a.walletKeyFile) return;
     const key = keys[a.id];
     if (!key)
@@ -319,6 +335,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   services.wallets = accountWallets(config, deps, signer); // [each account wallet's key: its own signer]
   const wallet = deps.walletSigner;
   if (wallet?.close) closers.push(() => wallet.close!());
+  for (const w of Object.values(deps.accountWalletSigners ?? {})) if (w.close) closers.push(() => w.close!());
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
 
   // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.

@@ -41,6 +41,10 @@ async function accountWalletKey(sub: string, id: string, configFile: string | un
       `tollgate wallet ${sub}: --account: no upstream account "${id}" in ${configFile}${accounts.length ? ` (expected one of ${accounts.map((a) => a.id).join(", ")})` : ""}`,
     );
   const a = accounts[i]!;
+  if (a.walletSigner)
+    throw new Error(
+      `tollgate wallet ${sub}: upstream.accounts[${i}] ("${id}") keeps its wallet in a remote signer (walletSigner), which signs payments, not transactions: ${sub === "approve" ? "use --print and send the transaction from that wallet" : "pass --owner 0x… (the signer's address) instead of --account"}`,
+    );
   if (!a.walletKeyEnv && !a.walletKeyFile)
     throw new Error(
       `tollgate wallet ${sub}: upstream.accounts[${i}] ("${id}") names no wallet (walletKeyEnv or walletKeyFile); the gateway's wallet pays for it`,
@@ -95,7 +99,10 @@ export async function cmdWallet(sub: string | undefined, args: string[]): Promis
   });
   const transport = http(rpcUrl, { retryCount: 1, timeout: 30_000 });
   const reader = createPublicClient({ chain, transport, pollingInterval: 250 });
-  const key = values.account !== undefined ? await accountWalletKey(sub, values.account, values.config) : process.env.TOLLGATE_WALLET_KEY;
+  const key =
+    values.account !== undefined && !(sub === "allowance" && values.owner)
+      ? await accountWalletKey(sub, values.account, values.config)
+      : process.env.TOLLGATE_WALLET_KEY;
   const owner = (values.owner ?? (key && WALLET_KEY.test(key) ? privateKeyToAccount(key as `0x${string}`).address : undefined)) as
     | `0x${string}`
     | undefined;

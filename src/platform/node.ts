@@ -128,12 +128,32 @@ async function nodeWalletSigner(config: TollgateConfig, secrets: Secrets): Promi
   }
 }
 
+/** The accounts' wallets in a remote signer of their own (`walletSigner`), opened; a problem names the account's field. */
+async function nodeAccountSigners(config: TollgateConfig): Promise<Record<string, WalletSigner> | undefined> {
+  const out: Record<string, WalletSigner> = {};
+  for (const [i, a] of (config.upstream.accounts ?? []).entries()) {
+    const r = a.walletSigner;
+    if (!r) continue;
+    try {
+      out[a.id] = await openRemoteSigner(r.url ? { url: r.url, ca: r.ca!, cert: r.cert!, key: r.key! } : { socket: r.socket! });
+    } catch (err) {
+      for (const w of Object.values(out)) await w.close?.();
+      throw new ConfigError(
+        [(err as Error).message.replace(/^wallet\.remote\./, `upstream.accounts[${i}].walletSigner.`)],
+        "an account's wallet signer",
+      );
+    }
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
 export async function startNodeGateway(opts: NodeGatewayOptions): Promise<RunningGateway> {
   const transport = undiciTransport({ headersTimeoutMs: opts.config.upstream.timeoutMs });
   let gateway: Gateway | undefined;
   const metrics = opts.deps?.metrics ?? new GatewayMetrics(promRegistry());
   const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
   const walletSigner = opts.deps?.walletSigner ?? (await nodeWalletSigner(opts.config, opts.secrets));
+  const accountWalletSigners = opts.deps?.accountWalletSigners ?? (await nodeAccountSigners(opts.config));
   // The Node fast paths, this gateway's own (src/platform/speed.ts): where server.directRelay is on, the chain's hot
   // request headers are read off node:http's parsed head (./node/request-headers.ts), a small body the parser already
   // holds is taken as it sits (./node/held-body.ts), and (once `serve` runs, below) headers added after the handler go
@@ -159,6 +179,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     metrics,
     stores,
     ...(walletSigner ? { walletSigner } : {}),
+    ...(accountWalletSigners ? { accountWalletSigners } : {}),
   });
   const reloader = watchForReload({ gateway, config: opts.config, configFile: opts.configFile, env: opts.env ?? process.env });
   const stopReconciler = gateway.reconciler.start(opts.config.payments.reconcileIntervalSeconds * 1000);

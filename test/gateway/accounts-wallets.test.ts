@@ -1,11 +1,12 @@
 // Per-account wallets and account keys re-read on rotation (issue 45, docs/accounts.md#wallets): the gateway in front of
-// an emulator running two accounts with the x402 half on a local chain. Two accounts, each with its own wallet
-// (generated and funded at run time), and the gateway's own wallet: a tenant pinned to an account pays from that
-// account's wallet, an unpinned one from the gateway's; each wallet's on-chain spend equals the ledger's committed
-// spend of its payer, also after payments whose outcome was unknown are reconciled from the chain; budgets stay per
-// tenant. An account's key file rotated while the SDK runs: no request fails.
+// an emulator running three accounts with the x402 half on a local chain. Each account has its own wallet (generated
+// and funded at run time: a's key from a variable, b's from a file, c's held by a remote signer), beside the gateway's
+// own: a tenant pinned to an account pays from that account's wallet, an unpinned one from the gateway's; each
+// wallet's on-chain spend equals the ledger's committed spend of its payer, also after payments whose outcome was
+// unknown are reconciled from the chain; budgets stay per tenant. An account's key file rotated while the SDK runs:
+// no request fails.
 import { randomBytes } from "node:crypto";
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
@@ -31,7 +32,8 @@ let gw: RunningGateway;
 let dir: string;
 let proxy: Awaited<ReturnType<typeof startProxy>>;
 const keys: Record<string, string> = {};
-const wallets: Record<"gateway" | "a" | "b", Wallet> = {} as never;
+const wallets: Record<"gateway" | "a" | "b" | "c", Wallet> = {} as never;
+let signer: { child: ChildProcess; stop(): Promise<void> } | undefined;
 const files = { keyA: "", walletB: "", config: "" };
 const logs: string[] = [];
 let network = "";
@@ -63,6 +65,37 @@ async function startProxy(target: string) {
   };
 }
 
+/** `tollgate signer serve` holding account c's wallet key, on a Unix socket (the gateway holds none of it). */
+async function startSigner(socket: string, key: string) {
+  const chain = emu.chain!;
+  const args = ["--import", "tsx", "src/cli/index.ts", "signer", "serve", "--socket", socket, "--state", `${socket}.state.json`];
+  args.push("--networks", chain.network, "--assets", chain.token.address, "--payees", chain.payee);
+  args.push("--max-per-authorization", "0.10", "--max-per-day", "1.00");
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, TOLLGATE_SIGNER_KEY: key },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`signer did not start:\n${out}`)), 30_000);
+    child.stderr!.on("data", () => out.includes("tollgate signer listening") && (clearTimeout(timer), resolve()));
+    child.once("exit", (code) => (clearTimeout(timer), reject(new Error(`signer exited with ${code}:\n${out}`))));
+  });
+  return {
+    child,
+    async stop() {
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {}
+      await exited;
+    },
+  };
+}
+
 const until = async (what: string, check: () => boolean | Promise<boolean>, ms = 15_000) => {
   const end = Date.now() + ms;
   while (!(await check())) {
@@ -84,6 +117,7 @@ const balances = async () => ({
   gateway: await emu.chain!.balanceOf(wallets.gateway.address),
   a: await emu.chain!.balanceOf(wallets.a.address),
   b: await emu.chain!.balanceOf(wallets.b.address),
+  c: await emu.chain!.balanceOf(wallets.c.address),
 });
 
 /** Committed amounts of the given tenants' ledgers, by payer address (lowercase). */
@@ -96,7 +130,7 @@ async function committedByPayer(tenants: string[]): Promise<Map<string, bigint>>
 }
 
 beforeAll(async () => {
-  emu = await startEmulator({ modules: ["x402", "sessions"], record: true, accounts: [{ id: "a" }, { id: "b" }] });
+  emu = await startEmulator({ modules: ["x402", "sessions"], record: true, accounts: [{ id: "a" }, { id: "b" }, { id: "c" }] });
   const chain = emu.chain!;
   network = chain.network;
   asset = chain.token.address;
@@ -105,7 +139,9 @@ beforeAll(async () => {
   wallets.gateway = await chain.createFundedWallet(1_000_000n);
   wallets.a = await chain.createFundedWallet(1_000_000n);
   wallets.b = await chain.createFundedWallet(1_000_000n);
+  wallets.c = await chain.createFundedWallet(1_000_000n);
   dir = await mkdtemp(join(tmpdir(), "tg-acct-wallets-"));
+  signer = await startSigner(join(dir, "signer-c.sock"), wallets.c.privateKey);
   files.keyA = join(dir, "upstream-key-a");
   files.walletB = join(dir, "wallet-key-b");
   await writeFile(files.keyA, `${emu.accounts.get("a")!.apiKey}\n`, { mode: 0o600 });
@@ -115,6 +151,7 @@ beforeAll(async () => {
     ["pinned-a", { accounts: ["a"], budget: { daily: "0.015" } }],
     ["pinned-a-2", { accounts: ["a"] }],
     ["pinned-b", { accounts: ["b"] }],
+    ["pinned-c", { accounts: ["c"] }],
     ["unpinned", {}],
     ["ops", { scopes: ["admin", "search", "sessions"] }],
   ] as const) {
@@ -129,6 +166,7 @@ beforeAll(async () => {
       accounts: [
         { id: "a", apiKeyFile: files.keyA, walletKeyEnv: "TEST_WALLET_KEY_A" },
         { id: "b", apiKeyEnv: "TEST_UPSTREAM_KEY_B", walletKeyFile: files.walletB },
+        { id: "c", apiKeyEnv: "TEST_UPSTREAM_KEY_C", walletSigner: { socket: join(dir, "signer-c.sock") } },
       ],
     },
     payments: {
@@ -146,7 +184,11 @@ beforeAll(async () => {
   files.config = join(dir, "tollgate.json");
   await writeFile(files.config, JSON.stringify({ ...raw, tenants: [] }));
   // The keys as `tollgate start` reads them: from each account's variable or file.
-  const env = { TEST_WALLET_KEY_A: wallets.a.privateKey, TEST_UPSTREAM_KEY_B: emu.accounts.get("b")!.apiKey };
+  const env = {
+    TEST_WALLET_KEY_A: wallets.a.privateKey,
+    TEST_UPSTREAM_KEY_B: emu.accounts.get("b")!.apiKey,
+    TEST_UPSTREAM_KEY_C: emu.accounts.get("c")!.apiKey,
+  };
   gw = await startNodeGateway({
     config,
     env,
@@ -163,6 +205,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.close();
   await proxy?.close();
+  await signer?.stop();
   await emu?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -176,16 +219,19 @@ describe("a wallet per upstream account", () => {
     expect(a.map((r) => r.status).sort()).toEqual([200, 200, 200, 402, 402]);
     for (const r of a.filter((x) => x.status === 402)) expect((await r.json()).code).toBe("budget_exceeded");
     for (const i of [0, 1]) expect((await search(gw.url, keys["pinned-b"]!, { query: `b query ${i}` })).status).toBe(200);
+    // c's wallet is in a remote signer: the gateway asks it to sign, holding no key.
+    expect((await search(gw.url, keys["pinned-c"]!, { query: "c query" })).status).toBe(200);
     for (const i of [0, 1]) expect((await search(gw.url, keys.unpinned!, { query: `free query ${i}` })).status).toBe(200);
-    const tenants = ["pinned-a", "pinned-b", "unpinned"];
+    const tenants = ["pinned-a", "pinned-b", "pinned-c", "unpinned"];
     // Commits land behind the answers.
     await until("every payment committed", async () => {
       const all = (await Promise.all(tenants.map(ledgerOf))).flat();
-      return all.length === 7 && all.every((e) => e.state === "committed");
+      return all.length === 8 && all.every((e) => e.state === "committed");
     });
     const ledgers = Object.fromEntries(await Promise.all(tenants.map(async (t) => [t, await ledgerOf(t)] as const)));
     for (const e of ledgers["pinned-a"]!) expect(e).toMatchObject({ payer: wallets.a.address, account: "a" });
     for (const e of ledgers["pinned-b"]!) expect(e).toMatchObject({ payer: wallets.b.address, account: "b" });
+    for (const e of ledgers["pinned-c"]!) expect(e).toMatchObject({ payer: wallets.c.address, account: "c" });
     for (const e of ledgers.unpinned!) {
       expect(e.payer).toBe(wallets.gateway.address);
       expect(e.account).toBeUndefined();
@@ -195,8 +241,10 @@ describe("a wallet per upstream account", () => {
     expect(before.a - after.a).toBe(3n * PRICE);
     expect(before.b - after.b).toBe(2n * PRICE);
     expect(before.gateway - after.gateway).toBe(2n * PRICE);
-    for (const w of ["a", "b", "gateway"] as const) expect(byPayer.get(wallets[w].address.toLowerCase()) ?? 0n).toBe(before[w] - after[w]);
-    expect((await emu.chain!.balanceOf(emu.chain!.payee)) - payeeBefore).toBe(7n * PRICE);
+    expect(before.c - after.c).toBe(PRICE);
+    for (const w of ["a", "b", "c", "gateway"] as const)
+      expect(byPayer.get(wallets[w].address.toLowerCase()) ?? 0n).toBe(before[w] - after[w]);
+    expect((await emu.chain!.balanceOf(emu.chain!.payee)) - payeeBefore).toBe(8n * PRICE);
     // The usage export names the account whose wallet paid.
     const exp = await (await fetch(`${gw.url}/_tollgate/admin/usage/export`, { headers: { "x-api-key": keys.ops! } })).json();
     const rows = exp.rows as Array<{ tenant: string; account: string; kind: string }>;
@@ -253,6 +301,7 @@ describe("a wallet per upstream account", () => {
     expect(wallet.accounts.map((x: { account: string; ok: boolean }) => [x.account, x.ok])).toEqual([
       ["a", true],
       ["b", true],
+      ["c", true],
     ]);
     expect(Number(wallet.accounts[0].balance)).toBe(Number(usd(now.a)));
     expect(Number(wallet.accounts[1].balance)).toBe(Number(usd(now.b)));
@@ -304,6 +353,14 @@ describe("account wallet configuration", () => {
     })() as ConfigError;
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.problems.join("\n")).toContain("upstream.accounts[1].walletKeyEnv");
+    err = (() => {
+      try {
+        parseConfig(base([{ id: "a", apiKeyEnv: "K_A", walletKeyFile: "/x", walletSigner: { socket: "/run/s.sock" } }]));
+      } catch (e) {
+        return e;
+      }
+    })() as ConfigError;
+    expect(err.problems.join("\n")).toContain("upstream.accounts[0].walletKeyEnv: expected at most one of");
     const config = parseConfig(
       base([
         { id: "a", apiKeyEnv: "K_A" },
