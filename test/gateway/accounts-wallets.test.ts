@@ -178,6 +178,8 @@ beforeAll(async () => {
       minWalletBalance: "0.10",
     },
     secrets: { checkSeconds: 0.1 },
+    // The wallet.low rule, evaluated only when the test asks (alerts.runOnce).
+    alerts: { rules: { walletBelow: "0.99" }, evaluateSeconds: 3600 },
     tenants,
   };
   const config = parseConfig(raw);
@@ -290,7 +292,7 @@ describe("a wallet per upstream account", () => {
     expect(before.b - after.b).toBe(PRICE);
   }, 60_000);
 
-  it("readiness shows each account wallet's balance to operators (no address), none to others", async () => {
+  it("readiness shows each account wallet's balance to operators (no address); each low one raises its own alert", async () => {
     const res = await fetch(`${gw.url}/_tollgate/ready`, { headers: { "x-api-key": keys.ops! } });
     const body = await res.json();
     const wallet = body.checks.wallet;
@@ -307,6 +309,14 @@ describe("a wallet per upstream account", () => {
     expect(Number(wallet.accounts[1].balance)).toBe(Number(usd(now.b)));
     // Like the gateway's, no wallet's address is in the answer (`tollgate wallet allowance --account` prints it).
     for (const w of Object.values(wallets)) expect(JSON.stringify(body).toLowerCase()).not.toContain(w.address.slice(2).toLowerCase());
+    // wallet.low: each account wallet below the floor raises its own alert, naming the account (a: $0.98, b: $0.985);
+    // c ($0.995) and the gateway's wallet ($0.99) are not below it.
+    await gw.gateway.alerts.runOnce();
+    const kv = gw.gateway.stores.kv;
+    expect(await kv.get("alert:wallet.low:a")).toBeTruthy();
+    expect(await kv.get("alert:wallet.low:b")).toBeTruthy();
+    expect(await kv.get("alert:wallet.low:c")).toBeFalsy();
+    expect(await kv.get("alert:wallet.low")).toBeFalsy();
     const anonymous = await (await fetch(`${gw.url}/_tollgate/ready`)).json();
     expect(anonymous.checks.wallet).toEqual({ ok: true });
     // No wallet key in any answer or log line.

@@ -21,6 +21,8 @@ export interface AlertSources {
   walletBalance?: () => Promise<bigint | undefined>;
   /** The upstream team's remaining credits, or undefined when they cannot be read. */
   teamCredits?: () => Promise<number | undefined>;
+  /** Each upstream account wallet's lowest balance (atomic USD) by account id (docs/accounts.md#wallets); none: {}. */
+  accountWalletBalances?: () => Promise<Record<string, bigint | undefined>>;
 }
 
 const BUCKETS = 5;
@@ -42,13 +44,21 @@ export class AlertMonitor {
     const latency = services.config.alerts.rules.upstreamLatency;
     if (latency) services.metrics.upstreamTally.slowSeconds = latency.thresholdMs / 1000;
     let readiness: Readiness | undefined;
+    const accountWallets = services.wallets?.addresses() ?? [];
+    const probe = () => (readiness ??= new Readiness(services, wallet, { accountWallets }));
     this.sources = {
       walletBalance:
         sources.walletBalance ??
         (async () => {
-          readiness ??= new Readiness(services, wallet);
-          const b = (await readiness.wallet()).balance;
+          const b = (await probe().wallet()).balance;
           return typeof b === "string" ? usdToAtomic(b) : undefined;
+        }),
+      accountWalletBalances:
+        sources.accountWalletBalances ??
+        (async () => {
+          if (!accountWallets.length) return {};
+          const listed = ((await probe().wallet()).accounts ?? []) as Array<{ account: string; balance?: unknown }>;
+          return Object.fromEntries(listed.map((a) => [a.account, typeof a.balance === "string" ? usdToAtomic(a.balance) : undefined]));
         }),
       teamCredits: sources.teamCredits ?? (() => this.readTeamCredits()),
     };
@@ -172,6 +182,20 @@ export class AlertMonitor {
             data: { balance: atomicToUsd(b!), floor: walletBelow },
             summary: `the wallet holds $${atomicToUsd(b!)}, below the floor of $${walletBelow}`,
           })),
+        ),
+      // Each account wallet its own alert, naming the account (fired and re-armed apart from the gateway's wallet's).
+      walletBelow !== undefined &&
+        this.sources.accountWalletBalances().then((balances) =>
+          Promise.all(
+            Object.entries(balances).map(([account, b]) =>
+              floor(`wallet.low:${account}`, b === undefined ? undefined : b < configAmounts(this.services.config).walletBelow!, () => ({
+                id: `wallet.low:${account}:${new Date(this.services.now()).toISOString()}`,
+                type: "wallet.low",
+                data: { account, balance: atomicToUsd(b!), floor: walletBelow },
+                summary: `upstream account ${account}'s wallet holds $${atomicToUsd(b!)}, below the floor of $${walletBelow}`,
+              })),
+            ),
+          ),
         ),
       teamCreditsBelow !== undefined &&
         this.sources.teamCredits().then((n) =>
