@@ -189,9 +189,9 @@ function paymentSignerOf(config: TollgateConfig, deps: GatewayDeps): PaymentSign
 }
 
 /**
- * The accounts' own wallets (walletKeyEnv / walletKeyFile: local keys, each its key's one holder; walletSigner: a remote
- * signer the Node entry opened), beside the gateway's
- * `signer` (docs/accounts.md#wallets). None configured: the gateway's wallet pays every call, as before.
+ * The accounts' own wallets beside the gateway's `signer` (docs/accounts.md#wallets): walletKeyEnv / walletKeyFile are
+ * local keys, each its own signer the one holder; walletSigner is a remote signer the Node entry opened. None
+ * configured: the gateway's wallet pays every call, as before. @throws ConfigError naming the account's field.
  */
 function accountWallets(config: TollgateConfig, deps: GatewayDeps, signer: PaymentSigner | undefined): AccountWallets {
   const keys = deps.secrets.accountWalletKeys ?? {};
