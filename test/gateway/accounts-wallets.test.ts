@@ -396,6 +396,27 @@ describe("account wallet configuration", () => {
   });
 });
 
+describe("an account wallet in a remote signer", () => {
+  it("a signer that does not answer at start is named by the account's field, and nothing starts", async () => {
+    const config = parseConfig({
+      server: { host: "127.0.0.1", port: 0 },
+      upstream: {
+        baseUrl: "https://api.example.test",
+        accounts: [
+          { id: "eu", apiKeyEnv: "K_EU", walletSigner: { socket: join(tmpdir(), `tg-no-signer-${randomBytes(6).toString("hex")}.sock`) } },
+        ],
+      },
+      tenants: [],
+    });
+    const err = await startNodeGateway({ config, env: {}, secrets: { accountApiKeys: { eu: "k" } } }).then(
+      (g) => (void g.close(), undefined),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems[0]).toMatch(/^upstream\.accounts\[0\]\.walletSigner\.socket: no signer answers at /);
+  });
+});
+
 describe("account keys re-read on rotation", () => {
   it("rotating one account's key file while the SDK runs: no request fails, no restart", async () => {
     const hb = new Hyperbrowser({ apiKey: keys["pinned-a-2"]!, baseUrl: gw.url });
