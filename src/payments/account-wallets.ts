@@ -36,6 +36,11 @@ export class AccountWallets {
     return { signer: this.gateway };
   }
 
+  /** The address of an account's own wallet; undefined: the account has none (the gateway's pays). */
+  addressOf(account: string): `0x${string}` | undefined {
+    return this.byAccount.get(account)?.address;
+  }
+
   /** Every account wallet's address (never its key), for readiness. */
   addresses(): Array<{ account: string; address: `0x${string}` }> {
     return [...this.byAccount].map(([account, s]) => ({ account, address: s.address }));

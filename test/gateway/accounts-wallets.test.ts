@@ -324,6 +324,23 @@ describe("a wallet per upstream account", () => {
     for (const w of Object.values(wallets)) expect(text).not.toContain(w.privateKey.slice(2));
   });
 
+  it("the console's overview shows each account's own wallet to admins", async () => {
+    const login = await fetch(`${gw.url}/_tollgate/console/login`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { origin: gw.url, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ key: keys.ops! }),
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+    const html = await (await fetch(`${gw.url}/_tollgate/console/`, { headers: { cookie } })).text();
+    for (const a of ["a", "b", "c"] as const) {
+      const row = html.match(new RegExp(`<tr data-account="${a}">(.*?)</tr>`))?.[1] ?? "";
+      expect(row).toContain(wallets[a].address);
+    }
+    expect(html).not.toContain(wallets.gateway.privateKey.slice(2));
+  });
+
   it("tollgate wallet allowance --account reads the account's wallet; an unknown account is named", async () => {
     const cli = (args: string[], env: Record<string, string> = {}) =>
       run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "wallet", ...args], {

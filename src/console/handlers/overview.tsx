@@ -50,12 +50,16 @@ export function overviewPages(services: GatewayServices): Pages {
       fleetSavings(services, ids),
       spendHistory(services, ids, viewer.admin ? undefined : viewer.tenant),
     ]);
-    // With several upstream accounts, admins see each one's breaker and the credit spend settled on it.
+    // With several upstream accounts, admins see each one's breaker, the credit spend settled on it and its own wallet.
     const upstreamAccounts = services.upstream.accounts;
     const accounts: AccountRow[] | undefined =
       viewer.admin && upstreamAccounts?.configured
         ? await Promise.all(
-            upstreamAccounts.snapshot().map(async (a) => ({ ...a, settledUsd: atomicToUsd(await settledCostSoFar(services, a.id)) })),
+            upstreamAccounts.snapshot().map(async (a) => ({
+              ...a,
+              settledUsd: atomicToUsd(await settledCostSoFar(services, a.id)),
+              wallet: services.wallets?.addressOf(a.id),
+            })),
           )
         : undefined;
     return render(

@@ -45,6 +45,8 @@ export interface AccountRow {
   live: number;
   /** Credit spend settled on it, at cost, fleet-wide since the counter started. */
   settledUsd: string;
+  /** The address of its own wallet (docs/accounts.md#wallets); undefined: its tenants' x402 calls use the gateway's. */
+  wallet?: string;
 }
 
 function AccountsTable({ accounts }: { accounts: AccountRow[] }) {
@@ -60,6 +62,7 @@ function AccountsTable({ accounts }: { accounts: AccountRow[] }) {
             <th>times opened</th>
             <th>live here</th>
             <th>credit spend settled</th>
+            <th>x402 wallet</th>
           </tr>
         </thead>
         <tbody>
@@ -73,12 +76,13 @@ function AccountsTable({ accounts }: { accounts: AccountRow[] }) {
               <td>{a.opened}</td>
               <td>{a.live}</td>
               <td>${a.settledUsd}</td>
+              <td>{a.wallet ? <code data-wallet={a.wallet}>{a.wallet}</code> : <span class="muted">the gateway's</span>}</td>
             </tr>
           ))}
         </tbody>
       </table>
       <p class="muted" style="font-size:12px">
-        Breakers and live counts are this gateway instance's; spend is the fleet's (docs/accounts.md).
+        Breakers and live counts are this gateway instance's; spend is the fleet's (docs/accounts.md). Wallet balances: the readiness check.
       </p>
     </>
   );
