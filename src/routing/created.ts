@@ -79,7 +79,7 @@ export async function claimCreated(
   c.set("claimed", `${r.kind}:${r.id}`);
   // With several upstream accounts: the custody record, so every later call for the id goes to its account.
   const accounts = services.upstream?.accounts;
-  if (accounts?.configured) await accounts.remember(r.kind, r.id, c.get("upstreamAccount") ?? accounts.defaultId);
+  if (accounts?.configured) await accounts.remember(r.kind, r.id, c.get("upstreamAccount") ?? accounts.defaultId, c.get("accountHold"));
   services.logger.info(`${r.kind}.created`, { tenant: r.tenant, id: r.id, ...(r.route ? { route: r.route } : {}) });
 }
 
