@@ -24,7 +24,7 @@ export class RedisAccountSlots implements AccountSlots {
     for (const c of candidates) args.push(`${pool}:${c.account}`, c.limit === undefined ? "" : c.limit);
     const reply = (await this.r.run(() => this.r.client.tgAccountTake(this.r.key("acct", "slots"), ...args))) as number[];
     const out: AccountTake = { counts: {} };
-    candidates.forEach((c, i) => (out.counts[c.account] = Number(reply[i + 1])));
+    for (const [i, c] of candidates.entries()) out.counts[c.account] = Number(reply[i + 1]);
     const at = Number(reply[0]);
     if (at > 0) out.account = candidates[at - 1]!.account;
     return out;
@@ -53,7 +53,7 @@ export class RedisAccountSlots implements AccountSlots {
       return m.exec();
     });
     const out: Record<string, number> = {};
-    accounts.forEach((a, i) => (out[a] = Number(replies?.[i]?.[1] ?? 0)));
+    for (const [i, a] of accounts.entries()) out[a] = Number(replies?.[i]?.[1] ?? 0);
     return out;
   }
 }
