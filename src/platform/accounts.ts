@@ -290,15 +290,34 @@ export class UpstreamAccounts {
 
   /** Writes the custody record of a resource just made (or named, as a volume by its name) on `account`. */
   async remember(kind: ResourceKind, id: string, account: string, hold?: AccountHold): Promise<void> {
-    if (!this.configured) return;
+    await this.custody(kind, id, account, hold, false);
+  }
+
+  /**
+   * The custody record of a resource just created, written beside its ownership claim (the caller's, in parallel: one
+   * round trip for both) and the fleet's count: an existing record is left as it is, since the claim may yet be refused
+   * (an id another tenant holds). Answers whether the record was already there (the caller rewrites it once the claim
+   * won, see `remember`).
+   */
+  async rememberCreated(kind: ResourceKind, id: string, account: string, hold?: AccountHold): Promise<boolean> {
+    return !(await this.custody(kind, id, account, hold, true));
+  }
+
+  private async custody(kind: ResourceKind, id: string, account: string, hold: AccountHold | undefined, ifAbsent: boolean) {
+    if (!this.configured) return true;
     const limit = LIMIT_OF[kind];
     const counted =
       limit && this.slots && this.limited(limit)
         ? this.slots.settle(limit, account, hold?.account === account ? hold.hold : "", id, LIVE_MS)
         : undefined;
+    const key = custodyKey(kind, id);
     // The custody record and the fleet's count side by side: one round trip.
-    await Promise.all([this.kv.set(custodyKey(kind, id), account, CUSTODY_TTL_MS), counted]);
+    const [written] = await Promise.all([
+      ifAbsent ? this.kv.setIfAbsent(key, account, CUSTODY_TTL_MS) : this.kv.set(key, account, CUSTODY_TTL_MS).then(() => true),
+      counted,
+    ]);
     if (limit) this.live.set(id, { account, limit });
+    return written;
   }
 
   /** A session or sandbox ended: its slot on its account is free again (here and in the fleet's count). */
