@@ -1,7 +1,7 @@
 // Upstream accounts across a fleet (issue 45, docs/accounts.md "Across a fleet"): two gateway processes sharing a real
 // redis-server, in front of an emulator with three accounts. An account's session limit holds for the fleet under
 // concurrent creations from both gateways (no account above it, the rest spilled to the next, nothing made twice, an
-// end frees the slot fleet-wide); a breaker opened by gateway 1's calls steers gateway 2's new work within the bound.
+// end frees the slot fleet-wide, a refused creation gives its slot back); a breaker opened by gateway 1's calls steers gateway 2's new work within the bound.
 import { randomBytes } from "node:crypto";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { Redis } from "ioredis";
@@ -105,6 +105,16 @@ describe("an account's limits across two gateways sharing Redis", () => {
     expect([await fleetCount("a"), await fleetCount("b")]).toEqual([2, 2]);
     await Promise.all(made.map((s, i) => sdk(i % 2 ? g2 : g1, "ab").sessions.stop(s.id)));
     expect([await fleetCount("a"), await fleetCount("b")]).toEqual([0, 0]);
+    // An account that refuses: the creations spill to the other, and the slots they held on it are given back.
+    emu.accounts.set("a", "refuse");
+    try {
+      const spilled = await Promise.all([sdk(g1, "ab").sessions.create(), sdk(g2, "ab").sessions.create()]);
+      expect(spilled.map((s) => ownerOf(s.id))).toEqual(["b", "b"]);
+      expect([await fleetCount("a"), await fleetCount("b")]).toEqual([0, 2]);
+      await Promise.all(spilled.map((s) => sdk(g1, "ab").sessions.stop(s.id)));
+    } finally {
+      emu.accounts.set("a", "ok");
+    }
   }, 60_000);
 });
 
