@@ -232,7 +232,7 @@ function upstreamAccounts(
   metrics: GatewayMetrics,
   now: () => number,
 ): UpstreamAccounts {
-  const accounts = new UpstreamAccounts(config.upstream, deps.secrets, stores.kv, now);
+  const accounts = new UpstreamAccounts(config.upstream, deps.secrets, stores.kv, now, stores.accountSlots);
   if (!accounts.configured) return accounts;
   for (const a of accounts.list) metrics.accountBreaker(a.id, "closed");
   accounts.events = {
@@ -242,8 +242,7 @@ function upstreamAccounts(
   const ownership = stores.ownership;
   const setActive = ownership.setActive.bind(ownership);
   ownership.setActive = async (kind, id, active) => {
-    await setActive(kind, id, active);
-    if (!active) accounts.ended(id);
+    await Promise.all([setActive(kind, id, active), active ? undefined : accounts.ended(kind, id)]);
   };
   return accounts;
 }
@@ -300,6 +299,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     closers.push(() => deps.tracer!.flush());
   }
   const background = new BackgroundWork(logger);
+  accounts.beside = (c, work, what) => background.run(c as Context | undefined, work, what);
   let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
   const services: GatewayServices = {
     config,
