@@ -363,6 +363,31 @@ describe("Redis Cluster: ownership sharded by tenant", () => {
     }
   });
 
+  it("gives an id claimed at once by two tenants on two instances to exactly one, listed only by it", async () => {
+    const p = prefix();
+    const a = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const b = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    try {
+      const ids = Array.from({ length: 40 }, (_, i) => `race-${i}`);
+      const won = await Promise.all(
+        ids.map(async (id) => {
+          const [x, y] = await Promise.all([a.ownership.claim("session", id, "red"), b.ownership.claim("session", id, "blue")]);
+          expect(x !== y).toBe(true);
+          return x ? "red" : "blue";
+        }),
+      );
+      for (const t of ["red", "blue"]) {
+        const mine = ids.filter((_, i) => won[i] === t);
+        expect((await a.ownership.list("session", t)).sort()).toEqual(mine.sort());
+        expect(await b.ownership.activeCount("session", t)).toBe(mine.length);
+        for (const id of mine) expect(await b.ownership.owner("session", id)).toBe(t);
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it("forgets an ended resource after the retention, and lets it be claimed anew", async () => {
     const p = prefix();
     const s = redisStores({ cluster: cluster.nodes }, { prefix: p, endedRetentionMs: 300 });
@@ -422,6 +447,17 @@ describe("Redis Cluster: upgrading ownership from the shared layout", () => {
       try {
         expect(await migrateOwnershipToTenantLayout(moving.connection)).toEqual({ resources: 6, tenants: 2, already: false });
         expect((await migrateOwnershipToTenantLayout(moving.connection)).already).toBe(true);
+        // A run cut short before its marker (some keys copied, some not): the next run finishes it, writing the same.
+        await admin.del(`${p}ownership-layout`);
+        await admin.del(`${p}own:sandbox:a3`);
+        await admin.del(`${p}{t:globex}:own:list:sandbox`);
+        const refused = redisStores({ cluster: cluster.nodes }, { prefix: p });
+        try {
+          await expect(refused.ownership.list("sandbox", "acme")).rejects.toThrow(/tollgate state migrate/);
+        } finally {
+          await refused.close();
+        }
+        expect(await migrateOwnershipToTenantLayout(moving.connection)).toEqual({ resources: 6, tenants: 2, already: false });
       } finally {
         await moving.close();
       }
