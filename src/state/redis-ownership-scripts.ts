@@ -78,3 +78,13 @@ for _, member in ipairs(due) do
 end
 return n
 `;
+
+/**
+ * KEYS: the tenant's list of the kind, live set of the kind. ARGV: id. Takes back the tenant step of a claim whose
+ * record another tenant won (both steps are sent at once).
+ */
+export const OWN_UNCLAIM_TENANT = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+return 1
+`;

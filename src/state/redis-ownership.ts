@@ -4,11 +4,13 @@
 // lists, live sets, ended set and sequence carry the tenant as hash tag, so each tenant's list, count and claim
 // bookkeeping is one slot, and tenants spread over the primaries. Nothing sits on one slot for the whole fleet.
 //
-// A claim is two steps, the record first (the first claim wins there, atomically), then the tenant's list: a tenant's
-// list only ever names resources the tenant won. Ending a resource is the record's step (which names its owner), then
-// the owner's sets. A step lost between the two (the gateway died) leaves the record right and the tenant's list or
-// count one behind, put right by the next claim or liveness change of the resource (the quota recheck makes them).
-import type { RedisConnection } from "./redis-connection.js";
+// A claim sends two scripts at once, one round trip's wait: the record's (the first claim wins there, atomically) and
+// the tenant's (its list, live set, sequence); a claim the record refuses takes the tenant's step back. Lists and list
+// pages keep only ids whose record names the tenant, so a tenant's list never shows another tenant's resource, even
+// while a lost claim is taken back. Ending a resource is the record's step (which names its owner), then the owner's
+// sets. A step lost between two (the gateway died) leaves the record right and the tenant's count one off, put right
+// by the next claim or liveness change of the resource (the quota recheck makes them).
+import type { RedisClient, RedisConnection } from "./redis-connection.js";
 import { ownRecordKey, ownTenantKey, refuseUnmigratedOwnership } from "./redis-migrate-ownership.js";
 import type { OwnedRecord, OwnershipRegistry, ResourceKind } from "./types.js";
 import { ENDED_RETENTION_MS } from "./types.js";
@@ -43,47 +45,62 @@ export class RedisTenantOwnership implements OwnershipRegistry {
 
   async claim(kind: ResourceKind, id: string, tenant: string) {
     await this.layout();
-    const won = (await this.r.run(() => this.r.client.tgOwnClaim(this.record(kind, id), tenant))) === 1;
-    if (!won) return false;
-    await this.r.run(() =>
-      this.r.client.tgOwnClaimTenant(
-        this.t(tenant, "seq"),
-        this.t(tenant, "ended"),
-        this.t(tenant, "list", kind),
-        this.t(tenant, "active", kind),
-        kind,
-        id,
-      ),
-    );
-    return true;
+    const list = this.t(tenant, "list", kind);
+    const live = this.t(tenant, "active", kind);
+    // Both steps at once (a creation waits one round trip): the record decides, the tenant's step is taken back if
+    // the record is another tenant's. Readers of the tenant's lists keep only what the record says is the tenant's,
+    // so the tenant's step alone never shows a resource.
+    const [record, own] = await Promise.allSettled([
+      this.r.run(() => this.r.client.tgOwnClaim(this.record(kind, id), tenant)),
+      this.r.run(() => this.r.client.tgOwnClaimTenant(this.t(tenant, "seq"), this.t(tenant, "ended"), list, live, kind, id)),
+    ]);
+    if (record.status === "fulfilled" && record.value === 1) {
+      if (own.status === "rejected") throw own.reason;
+      return true;
+    }
+    // Lost (another tenant's), or unknown: the tenant's step must not count (its live set is what quotas count).
+    if (own.status === "fulfilled") await this.r.run(() => this.r.client.tgOwnUnclaimTenant(list, live, id));
+    if (record.status === "rejected") throw record.reason;
+    return false;
   }
   async owner(kind: ResourceKind, id: string) {
     await this.layout();
     return (await this.r.run(() => this.r.client.hget(this.record(kind, id), "tenant"))) ?? undefined;
   }
-  /** Drops the tenant's ended resources past their retention from its lists (their records expired by themselves). */
-  private async prune(tenant: string) {
-    await this.r.run(() => this.r.client.tgOwnPruneTenant(this.t(tenant, "ended"), `${this.t(tenant)}:`, Date.now(), PRUNE_BATCH));
-  }
-  async list(kind: ResourceKind, tenant: string) {
+  /**
+   * The tenant's ids of a kind, newest first, with their records' fields: ended ones past their retention dropped
+   * from its lists first (one round trip, the tenant's slot), then each record read, all at once (one round trip's
+   * wait, over the primaries). Only ids whose record names the tenant are kept.
+   */
+  private async owned(kind: ResourceKind, tenant: string): Promise<{ id: string; active: string | null; status: string | null }[]> {
     await this.layout();
-    await this.prune(tenant);
-    return this.r.run(() => this.r.client.zrevrange(this.t(tenant, "list", kind), 0, -1));
-  }
-  async records(kind: ResourceKind, tenant: string): Promise<OwnedRecord[]> {
-    const ids = await this.list(kind, tenant);
+    const listKey = this.t(tenant, "list", kind);
+    const ids = await this.r.run(async () => {
+      const p = this.r.client.pipeline(); // one slot: the tenant's
+      (p as unknown as RedisClient).tgOwnPruneTenant(this.t(tenant, "ended"), `${this.t(tenant)}:`, Date.now(), PRUNE_BATCH);
+      p.zrevrange(listKey, 0, -1);
+      const replies = (await p.exec()) ?? [];
+      for (const [err] of replies) if (err) throw err;
+      return (replies[1]?.[1] ?? []) as string[];
+    });
     if (ids.length === 0) return [];
-    // Each record on its own slot: one read each, all sent at once (one round trip's wait, over the primaries).
     const rows = await this.r.run(() =>
       Promise.all(ids.map((id) => this.r.client.hmget(this.record(kind, id), "tenant", "active", "status"))),
     );
-    const out: OwnedRecord[] = [];
+    const out: { id: string; active: string | null; status: string | null }[] = [];
     ids.forEach((id, i) => {
       const [owner, active, status] = rows[i] ?? [];
-      if (owner && owner !== tenant) return; // not the tenant's (anymore): never shown to it
-      out.push(typeof status === "string" ? { id, active: active === "1", status } : { id, active: active === "1" });
+      if (owner === tenant) out.push({ id, active: active ?? null, status: status ?? null });
     });
     return out;
+  }
+  async list(kind: ResourceKind, tenant: string) {
+    return (await this.owned(kind, tenant)).map((o) => o.id);
+  }
+  async records(kind: ResourceKind, tenant: string): Promise<OwnedRecord[]> {
+    return (await this.owned(kind, tenant)).map(({ id, active, status }) =>
+      typeof status === "string" ? { id, active: active === "1", status } : { id, active: active === "1" },
+    );
   }
   async noteStatus(kind: ResourceKind, id: string, status: string) {
     await this.layout();
