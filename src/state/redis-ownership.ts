@@ -58,9 +58,11 @@ export class RedisTenantOwnership implements OwnershipRegistry {
       if (own.status === "rejected") throw own.reason;
       return true;
     }
-    // Lost (another tenant's), or unknown: the tenant's step must not count (its live set is what quotas count).
-    if (own.status === "fulfilled") await this.r.run(() => this.r.client.tgOwnUnclaimTenant(list, live, id));
+    // Unknown (no answer): the record may be the tenant's (this one or an earlier claim), so nothing is taken back;
+    // lists show the id only if the record names the tenant, and a live set one too many refuses early, never late.
     if (record.status === "rejected") throw record.reason;
+    // Lost (another tenant's): the tenant's step must not count (its live set is what quotas count).
+    if (own.status === "fulfilled") await this.r.run(() => this.r.client.tgOwnUnclaimTenant(list, live, id));
     return false;
   }
   async owner(kind: ResourceKind, id: string) {
