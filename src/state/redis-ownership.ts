@@ -8,8 +8,9 @@
 // the tenant's (its list, live set, sequence); a claim the record refuses takes the tenant's step back. Lists and list
 // pages keep only ids whose record names the tenant, so a tenant's list never shows another tenant's resource, even
 // while a lost claim is taken back. Ending a resource is the record's step (which names its owner), then the owner's
-// sets. A step lost between two (the gateway died) leaves the record right and the tenant's count one off, put right
-// by the next claim or liveness change of the resource (the quota recheck makes them).
+// sets. A step lost between two (the gateway died, or a claim's record step got no answer) leaves the record right
+// and the tenant's live count one off, put right by the next claim or liveness change of the resource; a count one
+// too many refuses a creation early, never lets one past its quota.
 import type { RedisClient, RedisConnection } from "./redis-connection.js";
 import { ownRecordKey, ownTenantKey, refuseUnmigratedOwnership } from "./redis-migrate-ownership.js";
 import type { OwnedRecord, OwnershipRegistry, ResourceKind } from "./types.js";
