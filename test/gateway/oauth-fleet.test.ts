@@ -2,12 +2,13 @@
 // its refresh token rotates on either; the rotated-out one used on the other instance revokes the grant; a grant
 // revoked on one instance is refused on the other at once (within the fleet's revocation poll, 250 ms). Both answer as
 // one public origin (the issuer and the tokens' audience), as behind a load balancer.
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
+import { consentForm, listToolsAs, pkcePair, postForm } from "../helpers/mcp-oauth.js";
 
 const REDIRECT = "http://127.0.0.1:9/cb";
 const key = generateTenantKey();
@@ -35,13 +36,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const form = (url: string, body: Record<string, string>) =>
-  fetch(url, {
-    method: "POST",
-    body: new URLSearchParams(body),
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-  });
+const form = (url: string, body: Record<string, string>) => postForm(fetch, url, body);
 
 /** Registration, consent and the code exchange, each on the instance given. */
 async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
@@ -52,8 +47,7 @@ async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
       body: JSON.stringify({ client_name: "Fleet Agent", redirect_uris: [REDIRECT] }),
     })
   ).json();
-  const verifier = randomBytes(32).toString("base64url");
-  const challenge = createHash("sha256").update(verifier).digest("base64url");
+  const { verifier, challenge } = await pkcePair();
   const q = new URLSearchParams({
     response_type: "code",
     client_id: client.client_id,
@@ -63,16 +57,7 @@ async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
     scope: "search",
   });
   const page = await (await fetch(`${consentAt}/authorize?${q}`)).text();
-  const back = await form(`${consentAt}/authorize`, {
-    request: page.match(/name="request" value="([^"]+)"/)![1]!,
-    _csrf: page.match(/name="_csrf" value="([^"]+)"/)![1]!,
-    credential: key,
-    scope: "search",
-    cap: "1.00",
-    window: "total",
-    days: "1",
-    action: "allow",
-  });
+  const back = await postForm(fetch, `${consentAt}/authorize`, consentForm(page, { credential: key, days: "1" }));
   const code = new URL(back.headers.get("location")!).searchParams.get("code")!;
   const tokens = await (
     await form(`${exchangeAt}/token`, {
@@ -87,12 +72,7 @@ async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
   return { clientId: client.client_id as string, tokens };
 }
 
-const listTools = (url: string, token: string) =>
-  fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-  });
+const listTools = (url: string, token: string) => listToolsAs(fetch, url, token);
 
 describe("OAuth on a fleet sharing Redis", () => {
   it("a grant made across instances works on each; a refresh token rotated on one and reused on the other revokes it everywhere", async () => {
