@@ -8,7 +8,7 @@ import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
-import { consentForm, listToolsAs, pkcePair, postForm } from "../helpers/mcp-oauth.js";
+import { consentForm, listToolsAs, pkcePair, postForm, refreshWith } from "../helpers/mcp-oauth.js";
 
 const REDIRECT = "http://127.0.0.1:9/cb";
 const key = generateTenantKey();
@@ -83,12 +83,10 @@ describe("OAuth on a fleet sharing Redis", () => {
     expect(elsewhere.status).toBe(401);
     expect(await elsewhere.json()).toMatchObject({ code: "token_audience" });
     expect(elsewhere.headers.get("www-authenticate")).toContain('error="invalid_token"');
-    const next = await (
-      await form(`${b}/token`, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId })
-    ).json();
+    const next = await (await refreshWith(fetch, b, tokens.refresh_token, clientId)).json();
     expect(next.refresh_token).not.toBe(tokens.refresh_token);
     expect((await listTools(a, next.access_token)).status).toBe(200);
-    const reuse = await form(`${a}/token`, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId });
+    const reuse = await refreshWith(fetch, a, tokens.refresh_token, clientId);
     expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
     await new Promise((r) => setTimeout(r, 300));
     for (const url of [a, b]) {

@@ -12,7 +12,15 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
-import { formIn, HttpBrowser, signInAtProvider, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
+import {
+  formIn,
+  HttpBrowser,
+  consoleRedirects,
+  operatorsOidc,
+  signInAtProvider,
+  startOidcProvider,
+  type TestOidcProvider,
+} from "../helpers/oidc-provider.js";
 import { consentHidden, MemoryOAuthProvider, OAUTH_REDIRECT as REDIRECT, postForm, toolJson } from "../helpers/mcp-oauth.js";
 const USERS = {
   tom: { email: "tom@acme.example", groups: ["customers"], tenant: "acme" },
@@ -39,20 +47,13 @@ describe("the consent page signs in through the identity provider", () => {
     emu = await startEmulator({ modules: ["sandboxes"] });
     idp = await startOidcProvider({
       users: USERS,
-      redirectUris: () => [`${gwUrl}/_tollgate/console/oidc/callback`],
-      postLogoutRedirectUris: () => [`${gwUrl}/_tollgate/console/login`],
+      ...consoleRedirects(() => gwUrl),
     });
     gw = await startTestGateway(
       {
         upstream: { baseUrl: emu.controlUrl },
         operators: {
-          oidc: {
-            issuer: idp.issuer,
-            clientId: idp.clientId,
-            clientSecretEnv: "TOLLGATE_OIDC_CLIENT_SECRET",
-            scopes: ["openid", "email"],
-            roles: ROLES,
-          },
+          oidc: operatorsOidc(idp, ROLES),
         },
         tenants: [
           { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(opsKey) }] },

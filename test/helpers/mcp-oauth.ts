@@ -111,6 +111,11 @@ export function postForm(fetchFn: FetchFn, url: string, form: Record<string, str
   });
 }
 
+/** The refresh grant at `${origin}/token`: a public client's refresh token exchanged for the next pair. */
+export function refreshWith(fetchFn: FetchFn, origin: string, refreshToken: string, clientId: string): Promise<Response> {
+  return postForm(fetchFn, `${origin}/token`, { grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId });
+}
+
 /** A PKCE pair (S256), with Web Crypto. */
 export async function pkcePair(): Promise<{ verifier: string; challenge: string }> {
   const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));

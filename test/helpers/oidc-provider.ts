@@ -184,3 +184,23 @@ export async function signInAtProvider(
   const consentForm = formIn(consent.html, consent.url);
   return browser.follow(consentForm.action, { form: consentForm.fields });
 }
+
+/** What a console at `base()` registers with the provider: its callback, and where the provider's logout sends back. */
+export function consoleRedirects(base: () => string): { redirectUris: () => string[]; postLogoutRedirectUris: () => string[] } {
+  return {
+    redirectUris: () => [`${base()}/_tollgate/console/oidc/callback`],
+    postLogoutRedirectUris: () => [`${base()}/_tollgate/console/login`],
+  };
+}
+
+/** The gateway's [operators.oidc] for this provider (openid + email; its secret from TOLLGATE_OIDC_CLIENT_SECRET). */
+export function operatorsOidc(idp: Pick<TestOidcProvider, "issuer" | "clientId">, roles: Record<string, string[]>, extra: object = {}) {
+  return {
+    issuer: idp.issuer,
+    clientId: idp.clientId,
+    clientSecretEnv: "TOLLGATE_OIDC_CLIENT_SECRET",
+    scopes: ["openid", "email"],
+    roles,
+    ...extra,
+  };
+}

@@ -16,7 +16,15 @@ import { createGateway } from "../../src/gateway.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { startTestGateway } from "../helpers/gateway.js";
 import { startAccessCerts } from "../helpers/access-certs.js";
-import { formIn, HttpBrowser, signInAtProvider, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
+import {
+  formIn,
+  HttpBrowser,
+  consoleRedirects,
+  operatorsOidc,
+  signInAtProvider,
+  startOidcProvider,
+  type TestOidcProvider,
+} from "../helpers/oidc-provider.js";
 
 type Running = Awaited<ReturnType<typeof startTestGateway>>;
 
@@ -59,22 +67,14 @@ describe("OIDC sign-in against a real provider", () => {
     emu = await startEmulator({ modules: ["sandboxes"] });
     idp = await startOidcProvider({
       users: USERS,
-      redirectUris: () => [`${gwUrl}/_tollgate/console/oidc/callback`],
-      postLogoutRedirectUris: () => [`${gwUrl}/_tollgate/console/login`],
+      ...consoleRedirects(() => gwUrl),
     });
     gw = await startTestGateway(
       {
         server: { logLevel: "debug" },
         upstream: { baseUrl: emu.controlUrl },
         operators: {
-          oidc: {
-            issuer: idp.issuer,
-            clientId: idp.clientId,
-            clientSecretEnv: "TOLLGATE_OIDC_CLIENT_SECRET",
-            scopes: ["openid", "email"],
-            roles: ROLES,
-            tenantClaim: "tenant",
-          },
+          oidc: operatorsOidc(idp, ROLES, { tenantClaim: "tenant" }),
         },
         tenants: [
           { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(opsKey) }] },

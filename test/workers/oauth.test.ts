@@ -20,6 +20,7 @@ import {
   MemoryOAuthProvider,
   OAUTH_REDIRECT as REDIRECT,
   postForm,
+  refreshWith,
   toolJson as json,
   toolOk as ok,
 } from "../helpers/mcp-oauth.js";
@@ -60,6 +61,15 @@ class MemoryProvider extends MemoryOAuthProvider {
 async function consent(fetchFn: FetchFn, provider: MemoryProvider, choices: ConsentChoices) {
   const page = await (await fetchFn(provider.authUrl!.href)).text();
   return { page, back: await postForm(fetchFn, `${ORIGIN}/authorize`, consentForm(page, choices)) };
+}
+
+/** The provider's grant is over: its access token answers token_revoked, its refresh token invalid_grant. */
+async function expectGrantEnded(fetchFn: FetchFn, provider: MemoryProvider) {
+  const direct = await listToolsAs(fetchFn, ORIGIN, provider.saved!.access_token);
+  expect(direct.status).toBe(401);
+  expect(await direct.json()).toMatchObject({ code: "token_revoked" });
+  const refresh = await refreshWith(fetchFn, ORIGIN, provider.saved!.refresh_token!, provider.client!.client_id);
+  expect(await refresh.json()).toMatchObject({ error: "invalid_grant" });
 }
 
 describe("OAuth in workerd", () => {
@@ -123,21 +133,9 @@ describe("OAuth in workerd", () => {
     await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchFn }));
     expect(((await client.callTool({ name: "budget", arguments: {} })) as CallToolResult).isError).toBeFalsy();
 
-    const reuse = await postForm(fetchFn, `${ORIGIN}/token`, {
-      grant_type: "refresh_token",
-      refresh_token: before.refresh_token!,
-      client_id: provider.client!.client_id,
-    });
+    const reuse = await refreshWith(fetchFn, ORIGIN, before.refresh_token!, provider.client!.client_id);
     expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
-    const mcp = await listToolsAs(fetchFn, ORIGIN, provider.saved!.access_token);
-    expect(mcp.status).toBe(401);
-    expect(await mcp.json()).toMatchObject({ code: "token_revoked" });
-    const current = await postForm(fetchFn, `${ORIGIN}/token`, {
-      grant_type: "refresh_token",
-      refresh_token: provider.saved!.refresh_token!,
-      client_id: provider.client!.client_id,
-    });
-    expect(await current.json()).toMatchObject({ error: "invalid_grant" });
+    await expectGrantEnded(fetchFn, provider);
   });
 });
 
@@ -264,14 +262,6 @@ describe("OAuth in workerd, paying", () => {
 
     // The open session's next call is refused, and so is its refresh: the client has to ask the tenant again.
     await expect(call(client, "budget")).rejects.toThrow();
-    const direct = await listToolsAs(fetchFn, ORIGIN, provider.saved!.access_token);
-    expect(direct.status).toBe(401);
-    expect(await direct.json()).toMatchObject({ code: "token_revoked" });
-    const refresh = await postForm(fetchFn, `${ORIGIN}/token`, {
-      grant_type: "refresh_token",
-      refresh_token: provider.saved!.refresh_token!,
-      client_id: provider.client!.client_id,
-    });
-    expect(await refresh.json()).toMatchObject({ error: "invalid_grant" });
+    await expectGrantEnded(fetchFn, provider);
   });
 });
