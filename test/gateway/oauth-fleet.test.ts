@@ -8,7 +8,7 @@ import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
-import { consentForm, listToolsAs, pkcePair, postForm, refreshWith } from "../helpers/mcp-oauth.js";
+import { consentForm, listToolsAs, pkcePair, postForm, refreshWith, registerClient } from "../helpers/mcp-oauth.js";
 
 const REDIRECT = "http://127.0.0.1:9/cb";
 const key = generateTenantKey();
@@ -40,13 +40,7 @@ const form = (url: string, body: Record<string, string>) => postForm(fetch, url,
 
 /** Registration, consent and the code exchange, each on the instance given. */
 async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
-  const client = await (
-    await fetch(`${reg}/register`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Fleet Agent", redirect_uris: [REDIRECT] }),
-    })
-  ).json();
+  const client = await (await registerClient(fetch, reg, "Fleet Agent", REDIRECT)).json();
   const { verifier, challenge } = await pkcePair();
   const q = new URLSearchParams({
     response_type: "code",

@@ -21,6 +21,7 @@ import {
   OAUTH_REDIRECT as REDIRECT,
   pkcePair as pkce,
   postForm,
+  registerClient,
   toolJson as json,
   toolOk as ok,
 } from "../helpers/mcp-oauth.js";
@@ -130,11 +131,7 @@ const grantsOf = async (tenant: string) =>
 
 /** A registered client, by hand (for the error cases). */
 async function registered(): Promise<string> {
-  const r = await fetch(`${base}/register`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: "Hand Client", redirect_uris: [REDIRECT] }),
-  });
+  const r = await registerClient(fetch, base, "Hand Client");
   expect(r.status).toBe(201);
   return (await r.json()).client_id;
 }

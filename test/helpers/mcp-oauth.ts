@@ -111,6 +111,15 @@ export function postForm(fetchFn: FetchFn, url: string, form: Record<string, str
   });
 }
 
+/** RFC 7591 registration at `${origin}/register` by hand: a public client named `clientName` with one redirect URI. */
+export function registerClient(fetchFn: FetchFn, origin: string, clientName: string, redirectUri = OAUTH_REDIRECT): Promise<Response> {
+  return fetchFn(`${origin}/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ client_name: clientName, redirect_uris: [redirectUri] }),
+  });
+}
+
 /** The refresh grant at `${origin}/token`: a public client's refresh token exchanged for the next pair. */
 export function refreshWith(fetchFn: FetchFn, origin: string, refreshToken: string, clientId: string): Promise<Response> {
   return postForm(fetchFn, `${origin}/token`, { grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId });
