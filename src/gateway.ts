@@ -190,7 +190,7 @@ function upstreamAccounts(
   metrics: GatewayMetrics,
   now: () => number,
 ): UpstreamAccounts {
-  const accounts = new UpstreamAccounts(config.upstream, deps.secrets, stores.kv, now);
+  const accounts = new UpstreamAccounts(config.upstream, deps.secrets, stores.kv, now, stores.accountSlots);
   if (!accounts.configured) return accounts;
   for (const a of accounts.list) metrics.accountBreaker(a.id, "closed");
   accounts.events = {
@@ -200,8 +200,7 @@ function upstreamAccounts(
   const ownership = stores.ownership;
   const setActive = ownership.setActive.bind(ownership);
   ownership.setActive = async (kind, id, active) => {
-    await setActive(kind, id, active);
-    if (!active) accounts.ended(id);
+    await Promise.all([setActive(kind, id, active), active ? undefined : accounts.ended(kind, id)]);
   };
   return accounts;
 }
@@ -257,6 +256,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     closers.push(() => deps.tracer!.flush());
   }
   const background = new BackgroundWork(logger);
+  accounts.beside = (c, work, what) => background.run(c as Context | undefined, work, what);
   let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
   const services: GatewayServices = {
     config,

@@ -3,9 +3,12 @@
 // limit or a failure (src/platform/upstream.ts); every owned id remembers its account (the custody record, in the shared
 // KV), so every later call for it goes to that account with that account's key. Each account has a circuit breaker,
 // opened by errors and slow answers, with half-open probes.
+// Across a fleet: the sessions and sandboxes live on each account are counted in the shared state (AccountSlots), so a
+// creation holds a slot on an account with room before it is sent and the limits hold for all instances together; a
+// breaker that opens is published in the shared KV and read by the other instances at most every BREAKER_SYNC_MS.
 // Without [[upstream.accounts]] there is one account, "default", with TOLLGATE_UPSTREAM_API_KEY, and none of this runs.
 import type { TollgateConfig } from "../../config/schema.js";
-import type { KeyValueStore, ResourceKind } from "../state/types.js";
+import type { AccountPool, AccountSlots, KeyValueStore, ResourceKind } from "../state/types.js";
 
 /** The account id of the one account a gateway without [[upstream.accounts]] has. */
 const DEFAULT_ACCOUNT = "default";
@@ -14,6 +17,11 @@ const DEFAULT_ACCOUNT = "default";
 const CUSTODY_TTL_MS = 10 * 365 * 86_400_000;
 /** How long an account that answered a concurrency limit is tried last for that kind. */
 const FULL_COOLDOWN_MS = 5_000;
+/** How long a counted session or sandbox stays counted when its end is never seen (it ended upstream unseen). */
+const LIVE_MS = 24 * 3_600_000;
+/** How often an instance reads the breakers the fleet published (started beside a request, never waited for). */
+export const BREAKER_SYNC_MS = 250;
+const breakerKey = (account: string) => `account-breaker:${account}`;
 
 export interface UpstreamAccount {
   id: string;
@@ -50,7 +58,28 @@ export class Breaker {
     private readonly settings: BreakerSettings,
     private readonly now: () => number,
     private readonly onChange?: (state: BreakerState) => void,
+    /** It opened from this instance's own calls, until the given time (published for the fleet). */
+    private readonly onTrip?: (until: number) => void,
   ) {}
+
+  /** When it stays open until (a probe may go after it), while open. */
+  get openUntil(): number | undefined {
+    return this.state === "open" ? this.openedAt + this.settings.openMs : undefined;
+  }
+
+  /**
+   * Another instance opened it until `until`: open here too until then (unless it already is for longer). Not
+   * published again; the probes after it are this instance's own.
+   */
+  adopt(until: number): void {
+    if (until <= this.now()) return;
+    if (this.state === "open" && this.openedAt + this.settings.openMs >= until) return;
+    this.openedAt = until - this.settings.openMs;
+    this.outcomes = [];
+    this.probing = false;
+    if (this.state !== "open") this.opened++;
+    this.set("open");
+  }
 
   /** Whether a call may go now (half-open: one probe at a time; the caller must report it). */
   allow(): boolean {
@@ -95,6 +124,7 @@ export class Breaker {
     this.probing = false;
     this.opened++;
     this.set("open");
+    this.onTrip?.(this.openedAt + this.settings.openMs);
   }
 
   private set(state: BreakerState): void {
@@ -135,6 +165,16 @@ function resourceOfPath(path: string): { kind: ResourceKind; id: string } | unde
 
 const custodyKey = (kind: ResourceKind, id: string) => `account:${kind}:${id}`;
 
+/** A slot held on an account for a creation in flight (the fleet's count of its live sessions or sandboxes). */
+export interface AccountHold {
+  pool: AccountPool;
+  account: string;
+  hold: string;
+}
+
+/** Runs work beside a request (the gateway's BackgroundWork: waitUntil on Workers), never waited for. */
+type Beside = (c: unknown, work: Promise<unknown>, what: string) => void;
+
 export interface AccountEvents {
   breaker?(account: string, state: BreakerState): void;
   spill?(from: string, reason: string): void;
@@ -153,13 +193,26 @@ export class UpstreamAccounts {
   private readonly fullUntil = new Map<string, number>();
   /** Where a placement event goes (metrics, log); set by the gateway. */
   events: AccountEvents = {};
+  /** Where work beside a request goes (publishing an open breaker, reading the fleet's); set by the gateway. */
+  beside: Beside = (_c, work) => void work.catch(() => {});
+  /** How long a hold lasts when its creation never reports back: the upstream's timeout and some. */
+  private readonly holdLeaseMs: number;
+  /** The fleet's last known count per "<pool>:<account>" (from the last take), for ordering. */
+  private readonly fleetCount = new Map<string, number>();
+  /** Opened breakers not yet published, and when the fleet's were last read. */
+  private unpublished = new Map<string, number>();
+  private syncedAt = Number.NEGATIVE_INFINITY;
+  private syncing = false;
 
   constructor(
     config: TollgateConfig["upstream"],
     keys: { upstreamApiKey?: string; accountApiKeys?: Record<string, string> },
     private readonly kv: KeyValueStore,
     private readonly now: () => number,
+    /** The fleet's count of live sessions and sandboxes per account (absent: this instance's own count only). */
+    private readonly slots?: AccountSlots,
   ) {
+    this.holdLeaseMs = config.timeoutMs + 30_000;
     const accounts = config.accounts;
     this.configured = !!accounts;
     this.list = accounts
@@ -167,7 +220,46 @@ export class UpstreamAccounts {
       : [{ id: DEFAULT_ACCOUNT, apiKey: keys.upstreamApiKey, weight: 1, limits: {} }];
     const b = config.breaker;
     const settings: BreakerSettings = { failures: b.failures, window: b.window, slowMs: b.slowMs, openMs: b.openSeconds * 1000 };
-    for (const a of this.list) this.breakers.set(a.id, new Breaker(settings, now, (state) => this.events.breaker?.(a.id, state)));
+    for (const a of this.list)
+      this.breakers.set(
+        a.id,
+        new Breaker(
+          settings,
+          now,
+          (state) => this.events.breaker?.(a.id, state),
+          (until) => this.unpublished.set(a.id, until),
+        ),
+      );
+  }
+
+  /**
+   * Called as each upstream call of a request starts (and after it): publishes breakers this instance opened, and
+   * reads those the fleet opened when the last read is BREAKER_SYNC_MS old; both beside the request, never waited for.
+   */
+  sync(c: unknown): void {
+    if (!this.configured) return;
+    if (this.unpublished.size) {
+      const opened = this.unpublished;
+      this.unpublished = new Map();
+      const work = Promise.all(
+        [...opened].map(([id, until]) => this.kv.set(breakerKey(id), String(until), Math.max(1, until - this.now()))),
+      );
+      this.beside(c, work, "publish an open account breaker");
+    }
+    if (this.syncing || this.now() - this.syncedAt < BREAKER_SYNC_MS) return;
+    this.syncing = true;
+    this.syncedAt = this.now();
+    const work = this.readFleetBreakers().finally(() => (this.syncing = false));
+    this.beside(c, work, "read the fleet's account breakers");
+  }
+
+  /** Opens here every breaker another instance published as open. */
+  async readFleetBreakers(): Promise<void> {
+    const got = await Promise.all(this.list.map((a) => this.kv.get(breakerKey(a.id))));
+    this.list.forEach((a, i) => {
+      const until = Number(got[i]);
+      if (got[i] !== undefined && Number.isFinite(until)) this.breakers.get(a.id)!.adopt(until);
+    });
   }
 
   get defaultId(): string {
@@ -197,16 +289,78 @@ export class UpstreamAccounts {
   }
 
   /** Writes the custody record of a resource just made (or named, as a volume by its name) on `account`. */
-  async remember(kind: ResourceKind, id: string, account: string): Promise<void> {
-    if (!this.configured) return;
-    await this.kv.set(custodyKey(kind, id), account, CUSTODY_TTL_MS);
-    const limit = LIMIT_OF[kind];
-    if (limit) this.live.set(id, { account, limit });
+  async remember(kind: ResourceKind, id: string, account: string, hold?: AccountHold): Promise<void> {
+    await this.custody(kind, id, account, hold, false);
   }
 
-  /** A session or sandbox ended: its slot on its account is free again. */
-  ended(id: string): void {
+  /**
+   * The custody record of a resource just created, written beside its ownership claim (the caller's, in parallel: one
+   * round trip for both) and the fleet's count: an existing record is left as it is, since the claim may yet be refused
+   * (an id another tenant holds). Answers whether the record was already there (the caller rewrites it once the claim
+   * won, see `remember`).
+   */
+  async rememberCreated(kind: ResourceKind, id: string, account: string, hold?: AccountHold): Promise<boolean> {
+    return !(await this.custody(kind, id, account, hold, true));
+  }
+
+  private async custody(kind: ResourceKind, id: string, account: string, hold: AccountHold | undefined, ifAbsent: boolean) {
+    if (!this.configured) return true;
+    const limit = LIMIT_OF[kind];
+    const counted =
+      limit && this.slots && this.limited(limit)
+        ? this.slots.settle(limit, account, hold?.account === account ? hold.hold : "", id, LIVE_MS)
+        : undefined;
+    const key = custodyKey(kind, id);
+    // The custody record and the fleet's count side by side: one round trip.
+    const [written] = await Promise.all([
+      ifAbsent ? this.kv.setIfAbsent(key, account, CUSTODY_TTL_MS) : this.kv.set(key, account, CUSTODY_TTL_MS).then(() => true),
+      counted,
+    ]);
+    if (limit) this.live.set(id, { account, limit });
+    return written;
+  }
+
+  /** A session or sandbox ended: its slot on its account is free again (here and in the fleet's count). */
+  async ended(kind: ResourceKind, id: string): Promise<void> {
     this.live.delete(id);
+    const limit = LIMIT_OF[kind];
+    if (limit && this.slots && this.limited(limit))
+      await this.slots.release(
+        limit,
+        this.list.map((a) => a.id),
+        id,
+      );
+  }
+
+  /** Some account has a limit on `pool`: the fleet counts it. */
+  private limited(pool: AccountPool): boolean {
+    return this.list.some((a) => a.limits[pool] !== undefined);
+  }
+
+  /**
+   * For a creation of `kind`: the first of `order` with room by the fleet's count, with a slot held on it (one atomic
+   * state round trip). Undefined when the kind is not counted (no account limits it), or every one is at its limit
+   * (then the upstream's answer is the truth).
+   */
+  async hold(kind: ResourceKind | undefined, order: UpstreamAccount[]): Promise<AccountHold | undefined> {
+    const pool = kind && LIMIT_OF[kind];
+    if (!pool || !this.slots || !this.limited(pool) || !order.length) return undefined;
+    const hold = crypto.randomUUID();
+    const took = await this.slots.take(
+      pool,
+      order.map((a) => ({ account: a.id, limit: a.limits[pool] })),
+      hold,
+      this.holdLeaseMs,
+    );
+    for (const [account, n] of Object.entries(took.counts)) this.fleetCount.set(`${pool}:${account}`, n);
+    if (took.account === undefined) return undefined;
+    this.fleetCount.set(`${pool}:${took.account}`, (took.counts[took.account] ?? 0) + 1);
+    return { pool, account: took.account, hold };
+  }
+
+  /** A held slot whose creation made nothing: free it. */
+  async drop(h: AccountHold): Promise<void> {
+    await this.slots?.settle(h.pool, h.account, h.hold, undefined, LIVE_MS);
   }
 
   /** An account answered a creation of `kind` with its concurrency limit: tried last for a while. */
@@ -222,7 +376,7 @@ export class UpstreamAccounts {
     if (max === undefined) return true;
     let n = 0;
     for (const r of this.live.values()) if (r.account === a.id && r.limit === limit) n++;
-    return n < max;
+    return Math.max(n, this.fleetCount.get(`${limit}:${a.id}`) ?? 0) < max;
   }
 
   /** The accounts a tenant may use for new work (its pin, else all). */

@@ -22,7 +22,7 @@ import { routeLabel } from "../telemetry/route-label.js";
 import { childSpan, type Tracer } from "../telemetry/tracing.js";
 import type * as z from "zod";
 import { parseUpstreamJson, readWire } from "./upstream-records.js";
-import type { UpstreamAccounts } from "./accounts.js";
+import type { AccountHold, UpstreamAccounts } from "./accounts.js";
 import type { ResourceKind } from "../state/types.js";
 
 /**
@@ -42,6 +42,8 @@ declare module "hono" {
     placement: Placement;
     /** The upstream account this request's creation went to, or the account of the resource it addresses. */
     upstreamAccount: string;
+    /** The slot held on the account this request's creation went to, until its resource is counted (claimCreated). */
+    accountHold: AccountHold;
     /** The account of a resource the request's body names (the body step): its creation must go there. */
     accountPin: string;
     /** Retries of safe calls left to this request, and until when (the per-request retry budget). */
@@ -142,6 +144,7 @@ export class Upstream {
   async call(c: Context<GatewayEnv>, call: UpstreamCall): Promise<Response> {
     const accounts = this.accounts;
     if (call.withApiKey === false || !accounts?.configured) return this.callAs(c, call, undefined);
+    accounts.sync(c);
     const placement = c.get("placement");
     // The addressed resource's account first: a request may read several resources (a list's details).
     let account = call.account ?? (await accounts.accountOfPath(call.path)) ?? c.get("upstreamAccount");
@@ -173,6 +176,7 @@ export class Upstream {
         failure = err;
       }
       breaker?.record(!res || res.status >= 500, performance.now() - started);
+      accounts.sync(c);
       const retryable = safe && (!res || RETRY_STATUSES.has(res.status)) && !c.req.raw.signal?.aborted;
       if (retryable && attempt < settings.retries) {
         let budget = c.get("retryBudget");
@@ -199,25 +203,42 @@ export class Upstream {
   private async place(c: Context<GatewayEnv>, call: UpstreamCall, placement: Placement, accounts: UpstreamAccounts): Promise<Response> {
     const order = accounts.placementOrder(placement.tenant, placement.kind, placement.only);
     const body = call.body instanceof ReadableStream ? new Uint8Array(await new Response(call.body).arrayBuffer()) : call.body;
-    for (const [i, a] of order.entries()) {
+    const tried = new Set<string>();
+    for (;;) {
+      const rest = order.filter((a) => !tried.has(a.id));
+      if (!rest.length) break;
+      // A session or sandbox on accounts with limits: a slot held on the first with room by the fleet's count (one
+      // state round trip); every one at its limit: in order anyway, the upstream's answer is the truth.
+      const held = await accounts.hold(placement.kind, rest);
+      const a = (held && rest.find((x) => x.id === held.account)) ?? rest[0]!;
+      tried.add(a.id);
+      const last = tried.size === order.length;
       const breaker = accounts.breakers.get(a.id)!;
-      if (!breaker.allow()) continue;
+      if (!breaker.allow()) {
+        if (held) await accounts.drop(held);
+        continue;
+      }
       const started = performance.now();
       let res: Response;
       try {
         res = await this.callAs(c, { ...call, body, headers: call.headers ? new Headers(call.headers) : undefined }, a.id);
       } catch (err) {
+        // No answer: it may have been made, so its slot stays held until the lease ends.
         breaker.record(true, performance.now() - started);
+        accounts.sync(c);
         throw err;
       }
       breaker.record(res.status >= 500, performance.now() - started);
-      if (SPILL_STATUSES.has(res.status) && i < order.length - 1) {
+      accounts.sync(c);
+      if (!res.ok && held) await accounts.drop(held);
+      if (SPILL_STATUSES.has(res.status) && !last) {
         if (res.status === 429) accounts.noteFull(a.id, placement.kind);
         accounts.events.spill?.(a.id, res.status === 429 ? "limit" : "failed");
         await this.discard(c, res);
         continue;
       }
       c.set("upstreamAccount", a.id);
+      if (held && res.ok) c.set("accountHold", held);
       return res;
     }
     throw new GatewayError(

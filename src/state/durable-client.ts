@@ -23,6 +23,8 @@ import type {
   WebhookOutbox,
   RequestLog,
   RequestRecord,
+  AccountPool,
+  AccountSlots,
   LedgerState,
   NewLedgerEntry,
   OwnershipRegistry,
@@ -445,6 +447,26 @@ class DurableRequestLog implements RequestLog {
   }
 }
 
+/**
+ * Live sessions and sandboxes per upstream account: one object per pool (`account-slots:<pool>`) holding every
+ * account's, so a take over several candidates is one call to one object, atomic there.
+ */
+class DurableAccountSlots implements AccountSlots {
+  constructor(private readonly o: Objects) {}
+  take(pool: AccountPool, candidates: Array<{ account: string; limit?: number }>, hold: string, leaseMs: number) {
+    return this.o.call(`account-slots:${pool}`, (s) => s.slotsTake(candidates, hold, leaseMs));
+  }
+  async settle(pool: AccountPool, account: string, hold: string, id: string | undefined, liveMs: number) {
+    await this.o.call(`account-slots:${pool}`, (s) => s.slotsSettle(account, hold, id ?? null, liveMs));
+  }
+  async release(pool: AccountPool, accounts: string[], id: string) {
+    await this.o.call(`account-slots:${pool}`, (s) => s.slotsRelease(accounts, id));
+  }
+  counts(pool: AccountPool, accounts: string[]) {
+    return this.o.call(`account-slots:${pool}`, (s) => s.slotsCounts(accounts));
+  }
+}
+
 class DurableIdempotency implements IdempotencyStore {
   constructor(private readonly o: Objects) {}
   begin(key: string, _fingerprint: string, leaseMs: number): Promise<IdempotencyBegin> {
@@ -498,6 +520,7 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     audit: new DurableAuditLog(o),
     outbox: new DurableOutbox(o),
     requests: new DurableRequestLog(o),
+    accountSlots: new DurableAccountSlots(o),
     async close() {},
   };
   return stores;

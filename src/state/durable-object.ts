@@ -71,6 +71,8 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS outbox_dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, message TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS requests (seq INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS account_slots (account TEXT NOT NULL, member TEXT NOT NULL, expires_at INTEGER NOT NULL,
+     PRIMARY KEY (account, member))`,
 ];
 
 /** An ownership row as stored (see ownRow). */
@@ -376,6 +378,57 @@ export class TollgateState extends DurableObject {
   }
   requestsList(limit: number): string[] {
     return this.rows("SELECT record FROM requests ORDER BY seq DESC LIMIT ?", limit).map((r) => r.record as string);
+  }
+
+  // account-slots:<pool>: live sessions or sandboxes per upstream account (src/state/types.ts AccountSlots)
+  private slotCount(account: string, now: number): number {
+    this.sql.exec("DELETE FROM account_slots WHERE account = ? AND expires_at <= ?", account, now);
+    return this.rows("SELECT COUNT(*) AS n FROM account_slots WHERE account = ?", account)[0]!.n as number;
+  }
+  slotsTake(candidates: Array<{ account: string; limit?: number }>, hold: string, leaseMs: number) {
+    return this.tx(() => {
+      const now = Date.now();
+      const out: { account?: string; counts: Record<string, number> } = { counts: {} };
+      for (const c of candidates) {
+        const n = this.slotCount(c.account, now);
+        out.counts[c.account] = n;
+        if (out.account === undefined && (c.limit === undefined || c.limit === null || n < c.limit)) {
+          this.sql.exec(
+            "INSERT OR REPLACE INTO account_slots (account, member, expires_at) VALUES (?, ?, ?)",
+            c.account,
+            hold,
+            now + leaseMs,
+          );
+          out.account = c.account;
+        }
+      }
+      return out;
+    });
+  }
+  slotsSettle(account: string, hold: string, id: string | null, liveMs: number) {
+    this.tx(() => {
+      this.sql.exec("DELETE FROM account_slots WHERE account = ? AND member = ?", account, hold);
+      if (id !== null)
+        this.sql.exec(
+          "INSERT OR REPLACE INTO account_slots (account, member, expires_at) VALUES (?, ?, ?)",
+          account,
+          id,
+          Date.now() + liveMs,
+        );
+    });
+  }
+  slotsRelease(accounts: string[], id: string) {
+    this.tx(() => {
+      for (const a of accounts) this.sql.exec("DELETE FROM account_slots WHERE account = ? AND member = ?", a, id);
+    });
+  }
+  slotsCounts(accounts: string[]): Record<string, number> {
+    return this.tx(() => {
+      const now = Date.now();
+      const out: Record<string, number> = {};
+      for (const a of accounts) out[a] = this.slotCount(a, now);
+      return out;
+    });
   }
 
   // keys:<n>

@@ -22,6 +22,7 @@ import type {
 } from "./types.js";
 import { ENDED_RETENTION_MS, type OwnedRecord } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
+import { MemoryAccountSlots } from "./memory-account-slots.js";
 import { MemoryAuditLog, MemoryOutbox, MemoryRequestLog, MemoryTenantStore } from "./memory-operators.js";
 import {
   COUNTED,
@@ -349,6 +350,7 @@ export function memoryStores(now: () => number = Date.now, opts: { endedRetentio
     audit: new MemoryAuditLog(),
     outbox: new MemoryOutbox(),
     requests: new MemoryRequestLog(),
+    accountSlots: new MemoryAccountSlots(now),
     async close() {},
   };
 }

@@ -44,7 +44,7 @@ export type RedisClient = Redis & ScriptCommands;
  * Key groups whose keys one script touches together: in a Cluster they carry the group as hash tag ("{ledger}"), so
  * all land on one slot. Other keys (kv, idempotency, rate windows) are each on their own and spread over the shards.
  */
-const TAGGED = new Set(["ledger", "own", "tenants", "audit", "outbox"]);
+const TAGGED = new Set(["ledger", "own", "tenants", "audit", "outbox", "acct"]);
 /** Replies that mean "Redis is there but cannot serve now", as opposed to a bug in the request. */
 const UNAVAILABLE_REPLY = /^(LOADING|READONLY|MASTERDOWN|BUSY|OOM|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/;
 

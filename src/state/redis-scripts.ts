@@ -177,6 +177,28 @@ end
 return 1
 `;
 
+/**
+ * KEYS: any key of the group (pins the slot). ARGV: key prefix, now ms, hold, hold expiry ms, set ttl ms, then per
+ * candidate "<pool>:<account>" and its limit ('' = none). Returns the 1-based index of the candidate held (0: none),
+ * then each candidate's count before the hold.
+ */
+const ACCOUNT_TAKE = `
+local p, now, hold, exp, keep = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local out = {0}
+for i = 6, #ARGV, 2 do
+  local k = p .. ARGV[i]
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', now)
+  local n = redis.call('ZCARD', k)
+  out[#out + 1] = n
+  if out[1] == 0 and (ARGV[i + 1] == '' or n < tonumber(ARGV[i + 1])) then
+    redis.call('ZADD', k, exp, hold)
+    redis.call('PEXPIRE', k, keep)
+    out[1] = (i - 4) / 2
+  end
+end
+return out
+`;
+
 export const SCRIPTS = {
   // The ledger's (./redis-ledger-scripts.ts)
   tgReserve: { numberOfKeys: 16, lua: RESERVE },
@@ -197,6 +219,8 @@ export const SCRIPTS = {
   tgOutboxEnqueue: { numberOfKeys: 2, lua: OUTBOX_ENQUEUE },
   tgOutboxClaim: { numberOfKeys: 3, lua: OUTBOX_CLAIM },
   tgOutboxSettle: { numberOfKeys: 4, lua: OUTBOX_SETTLE },
+  // Live resources per upstream account
+  tgAccountTake: { numberOfKeys: 1, lua: ACCOUNT_TAKE },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;

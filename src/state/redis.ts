@@ -1,6 +1,7 @@
 // Redis state backend, for several Node gateway instances sharing budgets, ownership, tokens and rate limits.
 // Every operation that reads then writes is one Lua script (./redis-scripts.ts). An outage fails closed: calls reject
 // with StateUnavailableError at once instead of queueing, hanging or pretending to succeed.
+import { RedisAccountSlots } from "./redis-account-slots.js";
 import { RedisConnection, type RedisStoresOptions, type RedisTarget } from "./redis-connection.js";
 import { RedisLedger } from "./redis-ledger.js";
 import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
@@ -32,6 +33,7 @@ export function redisStores(target: RedisTarget, opts: RedisStoresOptions = {}):
     audit: new RedisAuditLog(connection),
     outbox: new RedisOutbox(connection),
     requests: new RedisRequestLog(connection),
+    accountSlots: new RedisAccountSlots(connection),
     close: () => connection.close(),
   };
 }

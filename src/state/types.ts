@@ -416,6 +416,34 @@ export interface RequestLog {
   list(tenant: string, limit: number): Promise<RequestRecord[]>;
 }
 
+/** Which of an upstream account's concurrency limits a resource counts against. */
+export type AccountPool = "sessions" | "sandboxes";
+
+/** What a take answered: the account a hold was taken on (none: every candidate was at its limit), and the counts seen. */
+export interface AccountTake {
+  account?: string;
+  /** Live resources plus holds on each candidate looked at, before the hold. */
+  counts: Record<string, number>;
+}
+
+/**
+ * The sessions and sandboxes live on each upstream account, shared by the fleet (docs/accounts.md): what keeps an
+ * account's concurrency limits for all gateway instances together. A creation takes a hold on the first candidate with
+ * room before it is sent (one atomic step: of racing instances, no two take an account's last slot); the hold becomes
+ * the resource once it is made, or is dropped; a resource seen to end frees its slot. Holds expire after their lease
+ * (an instance that died mid-creation), live resources after `liveMs` (one that ended unseen).
+ */
+export interface AccountSlots {
+  /** Takes a hold named `hold` on the first candidate whose count is below its limit (no limit: always room). */
+  take(pool: AccountPool, candidates: Array<{ account: string; limit?: number }>, hold: string, leaseMs: number): Promise<AccountTake>;
+  /** The hold became resource `id` (live until it ends), or, with no id, nothing was made: the hold is dropped. */
+  settle(pool: AccountPool, account: string, hold: string, id: string | undefined, liveMs: number): Promise<void>;
+  /** Resource `id` ended: its slot is free on whichever of `accounts` counted it (idempotent). */
+  release(pool: AccountPool, accounts: string[], id: string): Promise<void>;
+  /** Live resources plus holds on each account. */
+  counts(pool: AccountPool, accounts: string[]): Promise<Record<string, number>>;
+}
+
 export interface StateStores {
   ledger: BudgetLedger;
   ownership: OwnershipRegistry;
@@ -430,5 +458,7 @@ export interface StateStores {
   outbox: WebhookOutbox;
   /** The last requests of each tenant (bounded). */
   requests: RequestLog;
+  /** Live sessions and sandboxes per upstream account (with [[upstream.accounts]] limits). */
+  accountSlots: AccountSlots;
   close(): Promise<void>;
 }

@@ -11,7 +11,7 @@ export interface DelayedStores {
   reset(): void;
 }
 
-const STORES = ["ledger", "ownership", "kv", "idempotency", "rateLimiter", "tenants", "audit", "outbox"] as const;
+const STORES = ["ledger", "ownership", "kv", "idempotency", "rateLimiter", "tenants", "audit", "outbox", "accountSlots"] as const;
 
 export function delayedStores(inner: StateStores): DelayedStores {
   let delay = 0;

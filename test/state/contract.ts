@@ -8,6 +8,7 @@ import { auditLogContract, setIfAbsentContract, tenantStoreContract } from "./co
 import { outboxContract } from "./contract-outbox.js";
 import { oauthContract } from "./contract-oauth.js";
 import { requestLogContract } from "./contract-requests.js";
+import { accountSlotsContract } from "./contract-account-slots.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -22,6 +23,7 @@ export function stateContract(b: ContractBackend) {
   outboxContract(b);
   oauthContract(b);
   requestLogContract(b);
+  accountSlotsContract(b);
   pingContract(b);
 }
 

@@ -45,12 +45,15 @@ declare module "vitest" {
       clientDocUrl: string;
       /** An OTLP/HTTP traces receiver (JSON): POST /v1/traces takes an export, GET lists every span received. */
       otlpUrl: string;
+      /** A second emulator (sessions, sandboxes) running upstream accounts a, b and c, for test/workers/accounts.test.ts. */
+      accounts: { controlUrl: string; runtimeUrl: string; apiKey: string; keys: Record<string, string> };
     };
   }
 }
 
 export default async function setup(project: TestProject) {
   const emu = await startEmulator({ modules: ["x402", "sandboxes", "sessions"] });
+  const accountsEmu = await startEmulator({ modules: ["sandboxes", "sessions"], accounts: [{ id: "a" }, { id: "b" }, { id: "c" }] });
   const chain = emu.chain!;
   const wallet = await chain.createFundedWallet(10_000_000n);
   const reconcileWallet = await chain.createFundedWallet(10_000_000n);
@@ -110,6 +113,12 @@ export default async function setup(project: TestProject) {
     accessPrivateJwk: access.privateJwk,
     clientDocUrl: `http://127.0.0.1:${(docs.address() as AddressInfo).port}/client.json`,
     otlpUrl: `http://127.0.0.1:${(otlp.address() as AddressInfo).port}/v1/traces`,
+    accounts: {
+      controlUrl: accountsEmu.controlUrl,
+      runtimeUrl: accountsEmu.runtimeUrl,
+      apiKey: accountsEmu.apiKey,
+      keys: Object.fromEntries(["a", "b", "c"].map((id) => [id, accountsEmu.accounts.get(id)!.apiKey])),
+    },
   });
   return async () => {
     docs.closeAllConnections();
@@ -122,6 +131,6 @@ export default async function setup(project: TestProject) {
       new Promise<void>((resolve) => docs.close(() => resolve())),
       new Promise<void>((resolve) => otlp.close(() => resolve())),
     ]);
-    await emu.close();
+    await Promise.all([emu.close(), accountsEmu.close()]);
   };
 }
