@@ -292,6 +292,12 @@ export const configSchema = z
          */
         ledgerLayout: z.enum(["tenant", "shared"], { error: 'expected "tenant" or "shared"' }).optional(),
         /**
+         * Redis Cluster: where resource ownership's keys live. "tenant" (the default): each resource's record on its own
+         * slot and each tenant's lists under its hash tag, so ownership spreads over the primaries; "shared": the
+         * previous layout, one hash slot ("{own}") for the whole fleet (kept until `tollgate state migrate` has moved it).
+         */
+        ownershipLayout: z.enum(["tenant", "shared"], { error: 'expected "tenant" or "shared"' }).optional(),
+        /**
          * Money writes (ledger, idempotency keys) count as done only once this many replicas confirm them (Redis WAIT);
          * fewer in `confirmTimeoutMs` fails the call closed. Set 1 with Sentinel so a failover cannot lose a payment.
          */

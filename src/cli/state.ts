@@ -1,9 +1,12 @@
-// `tollgate state migrate --config FILE`: moves a Redis ledger from the shared layout ("{ledger}", one hash slot) to
-// the tenant layout ("{t:<tenant>}"), for a Redis Cluster upgraded past it (docs/state-layout.md). Gateways stopped.
+// `tollgate state migrate --config FILE`: moves a Redis Cluster's ledger from the shared layout ("{ledger}", one hash
+// slot) to the tenant layout ("{t:<tenant>}"), and its resource ownership from "{own}" (one slot) to records on their
+// own slots and lists under their tenant's tag, for a Redis Cluster upgraded past them (docs/state-layout.md).
+// Gateways stopped. Each part is idempotent; a part whose layout config keeps "shared" is left alone.
 import { parseArgs } from "node:util";
 import { loadConfigFile } from "../../config/load.js";
 import { nodeStateStores } from "../platform/node/stores.js";
 import { migrateLedgerToTenantLayout } from "../state/redis-migrate.js";
+import { migrateOwnershipToTenantLayout } from "../state/redis-migrate-ownership.js";
 import type { RedisStores } from "../state/redis.js";
 
 export async function cmdState(sub: string | undefined, args: string[]): Promise<void> {
@@ -15,16 +18,30 @@ export async function cmdState(sub: string | undefined, args: string[]): Promise
     throw new Error(
       'tollgate state migrate: state.backend must be "redis" with state.clusterNodes (one Redis or Sentinel keeps its layout: nothing to move)',
     );
-  if (config.state.ledgerLayout === "shared")
-    throw new Error('tollgate state migrate: state.ledgerLayout is "shared": remove it (or set "tenant") to move the ledger');
+  const ledger = config.state.ledgerLayout !== "shared";
+  const ownership = config.state.ownershipLayout !== "shared";
+  if (!ledger && !ownership)
+    throw new Error(
+      'tollgate state migrate: state.ledgerLayout and state.ownershipLayout are "shared": remove them (or set "tenant") to move them',
+    );
   const stores = nodeStateStores(config) as RedisStores;
   try {
-    const r = await migrateLedgerToTenantLayout(stores.connection);
-    process.stdout.write(
-      r.already
-        ? "The ledger is in the tenant layout already: nothing to do.\n"
-        : `Moved ${r.entries} ledger entries and ${r.counters} budget counters of ${r.tenants} tenants to the tenant layout.\n`,
-    );
+    if (ledger) {
+      const r = await migrateLedgerToTenantLayout(stores.connection);
+      process.stdout.write(
+        r.already
+          ? "The ledger is in the tenant layout already: nothing to do.\n"
+          : `Moved ${r.entries} ledger entries and ${r.counters} budget counters of ${r.tenants} tenants to the tenant layout.\n`,
+      );
+    }
+    if (ownership) {
+      const o = await migrateOwnershipToTenantLayout(stores.connection);
+      process.stdout.write(
+        o.already
+          ? "Ownership is in the tenant layout already: nothing to do.\n"
+          : `Moved ${o.resources} owned resources of ${o.tenants} tenants to the tenant layout.\n`,
+      );
+    }
   } finally {
     await stores.close();
   }

@@ -30,6 +30,12 @@ export interface RedisStoresOptions {
    * ledger over its primaries; "shared", the layout before it, one "{ledger}" tag (one slot) for every tenant.
    */
   ledgerLayout?: "tenant" | "shared";
+  /**
+   * Where ownership's keys live with hash tags: "tenant" (default), each resource's record on its own slot and each
+   * tenant's lists under the tenant's tag, so ownership spreads over a Cluster's primaries; "shared", the layout
+   * before it, one "{own}" tag (one slot) for the whole fleet's ownership.
+   */
+  ownershipLayout?: "tenant" | "shared";
 }
 
 /** Where the state lives: one Redis (a URL), a primary found through Sentinel, or a Cluster. */
@@ -85,6 +91,8 @@ export class RedisConnection {
   readonly tagged: boolean;
   /** The ledger's keys carry their tenant as hash tag (docs/state-layout.md). */
   readonly ledgerPerTenant: boolean;
+  /** Ownership's records on their own slots and its lists under their tenant's tag (docs/state-layout.md). */
+  readonly ownershipPerTenant: boolean;
 
   constructor(target: RedisTarget, opts: RedisStoresOptions = {}) {
     this.prefix = opts.prefix ?? "tollgate:";
@@ -95,6 +103,7 @@ export class RedisConnection {
     const isCluster = typeof target !== "string" && "cluster" in target;
     this.tagged = isCluster || opts.hashTags === true;
     this.ledgerPerTenant = this.tagged && opts.ledgerLayout !== "shared";
+    this.ownershipPerTenant = this.tagged && opts.ownershipLayout !== "shared";
     const retryStrategy = (times: number) => Math.min(times * 100, 1000);
     const base: RedisOptions = {
       lazyConnect: true,

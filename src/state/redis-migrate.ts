@@ -30,7 +30,7 @@ interface ScanNode {
 }
 
 /** Every key matching `pattern`, on every primary of a Cluster or on the one Redis. */
-async function keysMatching(r: RedisConnection, pattern: string): Promise<string[]> {
+export async function keysMatching(r: RedisConnection, pattern: string): Promise<string[]> {
   const client = r.client as unknown as { nodes?: (role: string) => ScanNode[] } & ScanNode;
   const nodes = typeof client.nodes === "function" ? client.nodes("master") : [client];
   const out: string[] = [];

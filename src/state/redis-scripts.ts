@@ -4,6 +4,14 @@
 // (RedisConnection.key of the group): in a Redis Cluster that prefix carries the group's hash tag, so those keys sit
 // on the same slot as the declared ones.
 import { ATTACH, EXTEND, RESERVE, RESETTLE, SIGNED, TRANSITION } from "./redis-ledger-scripts.js";
+import {
+  OWN_CLAIM,
+  OWN_CLAIM_TENANT,
+  OWN_PRUNE_TENANT,
+  OWN_SET_ACTIVE,
+  OWN_SET_ACTIVE_TENANT,
+  OWN_UNCLAIM_TENANT,
+} from "./redis-ownership-scripts.js";
 
 /**
  * KEYS: owner hash, seq, ended set. ARGV: ownership key prefix, kind, id, tenant. A claim makes the resource its
@@ -212,6 +220,13 @@ export const SCRIPTS = {
   tgSetActive: { numberOfKeys: 2, lua: SET_ACTIVE },
   tgPruneEnded: { numberOfKeys: 1, lua: PRUNE_ENDED },
   tgNoteStatus: { numberOfKeys: 1, lua: NOTE_STATUS },
+  // Ownership in the tenant layout (./redis-ownership-scripts.ts)
+  tgOwnClaim: { numberOfKeys: 1, lua: OWN_CLAIM },
+  tgOwnClaimTenant: { numberOfKeys: 4, lua: OWN_CLAIM_TENANT },
+  tgOwnUnclaimTenant: { numberOfKeys: 2, lua: OWN_UNCLAIM_TENANT },
+  tgOwnSetActive: { numberOfKeys: 1, lua: OWN_SET_ACTIVE },
+  tgOwnSetActiveTenant: { numberOfKeys: 2, lua: OWN_SET_ACTIVE_TENANT },
+  tgOwnPruneTenant: { numberOfKeys: 1, lua: OWN_PRUNE_TENANT },
   tgIncrBy: { numberOfKeys: 1, lua: INCR_BY },
   tgBegin: { numberOfKeys: 1, lua: BEGIN },
   tgTenantWrite: { numberOfKeys: 4, lua: TENANT_WRITE },

@@ -5,6 +5,7 @@ import { RedisAccountSlots } from "./redis-account-slots.js";
 import { RedisConnection, type RedisStoresOptions, type RedisTarget } from "./redis-connection.js";
 import { RedisLedger } from "./redis-ledger.js";
 import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
+import { RedisTenantOwnership } from "./redis-ownership.js";
 import { RedisAuditLog, RedisOutbox, RedisRequestLog, RedisTenantStore } from "./redis-operators.js";
 import type { StateStores } from "./types.js";
 
@@ -24,7 +25,9 @@ export function redisStores(target: RedisTarget, opts: RedisStoresOptions = {}):
   return {
     connection,
     ledger: new RedisLedger(connection),
-    ownership: new RedisOwnership(connection, opts.endedRetentionMs),
+    ownership: connection.ownershipPerTenant
+      ? new RedisTenantOwnership(connection, opts.endedRetentionMs)
+      : new RedisOwnership(connection, opts.endedRetentionMs),
     kv: new RedisKeyValue(connection),
     idempotency: new RedisIdempotency(connection),
     rateLimiter: new RedisRateLimiter(connection),

@@ -1,7 +1,8 @@
 // Money on a Redis Cluster in the tenant layout (each tenant's ledger under its own hash tag): two gateway processes
 // on a real three-primary cluster keep one budget exactly under a burst, and a gateway killed between the upstream's
 // answer and its settlement is settled by the survivor's reconciler, which finds the hold by fanning out over the
-// tenants' shards and the entry by its id alone.
+// tenants' shards and the entry by its id alone. Ownership is sharded too (each resource's record on its own slot, each
+// tenant's lists under its tag): another tenant's id answers 404 from either instance, exactly as a missing one.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EmulatorHandle } from "../../emulator/index.js";
@@ -44,7 +45,7 @@ describe("a fleet of gateway processes on a Redis Cluster, ledger sharded by ten
   }
 
   beforeAll(async () => {
-    [emu, cluster] = await Promise.all([startEmulator({ modules: ["x402"] }), startRedisCluster()]);
+    [emu, cluster] = await Promise.all([startEmulator({ modules: ["x402", "sessions"] }), startRedisCluster()]);
   }, 60_000);
   afterAll(async () => {
     for (const p of procs) await p.stop().catch(() => {});
@@ -81,6 +82,42 @@ describe("a fleet of gateway processes on a Redis Cluster, ledger sharded by ten
     for (const t of ["acme", "globex"]) expect((await adminLedger(a.url, `tenant=${t}&limit=100`)).length).toBe(10);
     await Promise.all([a.stop(), b.stop()]);
   }, 180_000);
+
+  it("resources created on one instance are the creator's on the other, and 404 to every other tenant", async () => {
+    const env = { TOLLGATE_UPSTREAM_API_KEY: emu.apiKey, TOLLGATE_TOKEN_SECRET: randomBytes(32).toString("hex") };
+    const cfg = await fleetConfig();
+    const [a, b] = await Promise.all([startGatewayProcess(cfg, env), startGatewayProcess(cfg, env)]);
+    procs.push(a, b);
+    const call = (url: string, key: string, path: string, method = "GET") =>
+      fetch(`${url}${path}`, {
+        method,
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        ...(method === "POST" ? { body: "{}" } : {}),
+      });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await call(a.url, keys.acme, "/api/profile", "POST");
+      expect(res.status).toBe(200);
+      ids.push(((await res.json()) as { id: string }).id);
+    }
+    const missing = await call(b.url, keys.globex, "/api/profile/nope");
+    expect(missing.status).toBe(404);
+    const missingBody = (await missing.json()) as Record<string, unknown>;
+    for (const id of ids) {
+      expect((await call(b.url, keys.acme, `/api/profile/${id}`)).status).toBe(200);
+      for (const url of [a.url, b.url]) {
+        const res = await call(url, keys.globex, `/api/profile/${id}`);
+        expect(res.status).toBe(404);
+        expect(Object.keys((await res.json()) as object)).toEqual(Object.keys(missingBody));
+        expect((await call(url, keys.globex, `/api/profile/${id}`, "DELETE")).status).toBe(404);
+      }
+    }
+    const listOf = async (url: string, key: string) =>
+      (((await (await call(url, key, "/api/profiles")).json()) as { profiles: { id: string }[] }).profiles ?? []).map((p) => p.id);
+    expect((await listOf(b.url, keys.acme)).sort()).toEqual([...ids].sort());
+    expect(await listOf(b.url, keys.globex)).toEqual([]);
+    await Promise.all([a.stop(), b.stop()]);
+  }, 120_000);
 
   it("a gateway killed between the answer and the settlement is settled from the chain by the survivor", async () => {
     const wallet = await emu.chain!.createFundedWallet(10_000_000n);

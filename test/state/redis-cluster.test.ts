@@ -60,8 +60,11 @@ describe("Redis Cluster key layout", () => {
         if (!groups.has(group)) groups.set(group, new Set());
         groups.get(group)!.add(await slotOf(key));
       }
-      // The ledger's keys carry its tenant as hash tag: one slot per tenant.
-      expect([...groups.keys()].sort()).toEqual(["own", "t:t1"]);
+      // The ledger's keys and the tenant's ownership lists carry its tenant as hash tag: one slot per tenant. The
+      // resource's own record has no tag: it hashes by kind and id (nothing sits under a fleet-wide "{own}").
+      expect([...groups.keys()].sort()).toEqual(["t:t1"]);
+      expect(keys.some((k) => k.endsWith(`|${p}own:sandbox:sb`))).toBe(true);
+      expect(keys.filter((k) => k.includes(`${p}{t:t1}:own:`)).length).toBeGreaterThan(0);
       for (const slots of groups.values()) expect(slots.size).toBe(1);
       const kvNodes = new Set(keys.filter((k) => k.includes(":kv:")).map((k) => k.slice(0, k.indexOf("|"))));
       expect(kvNodes.size).toBe(3);
@@ -297,6 +300,189 @@ describe("Redis Cluster with a replica per shard: money writes confirmed by WAIT
     } finally {
       admin.disconnect();
       await stores.close();
+    }
+  }, 60_000);
+});
+
+describe("Redis Cluster: ownership sharded by tenant", () => {
+  const primaryOf = async (admin: Cluster, key: string) => {
+    const slot = Number(await admin.cluster("KEYSLOT", key));
+    const ranges = await admin.cluster("SLOTS");
+    return { slot, port: ranges.find(([from, to]) => slot >= from && slot <= to)![2][1] as number };
+  };
+
+  it("spreads owner records and tenants' lists over the primaries, and keeps tenants apart", async () => {
+    const p = prefix();
+    const a = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const b = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      const tenants = Array.from({ length: 12 }, (_, i) => `tenant-${i}`);
+      for (const [i, t] of tenants.entries())
+        for (let j = 0; j < 4; j++) expect(await a.ownership.claim("sandbox", `sb-${i}-${j}`, t)).toBe(true);
+      // Records by resource, lists by tenant: both over the three primaries; two tenants' keys on different slots.
+      const recordPrimaries = new Set<number>();
+      for (const [i] of tenants.entries())
+        for (let j = 0; j < 4; j++) recordPrimaries.add((await primaryOf(admin, `${p}own:sandbox:sb-${i}-${j}`)).port);
+      expect(recordPrimaries.size).toBe(3);
+      const tenantSlots = await Promise.all(tenants.map((t) => primaryOf(admin, `${p}{t:${t}}:own:list:sandbox`)));
+      expect(new Set(tenantSlots.map((s) => s.port)).size).toBe(3);
+      expect(tenantSlots[0]!.slot).not.toBe(tenantSlots[1]!.slot);
+      expect(await admin.exists(`${p}{own}:seq`)).toBe(0);
+
+      // Another instance reads them: owners, lists newest first, counts, records.
+      expect(await b.ownership.owner("sandbox", "sb-3-2")).toBe("tenant-3");
+      expect(await b.ownership.list("sandbox", "tenant-3")).toEqual(["sb-3-3", "sb-3-2", "sb-3-1", "sb-3-0"]);
+      expect(await b.ownership.activeCount("sandbox", "tenant-3")).toBe(4);
+      // Isolation: another tenant's id is never taken over, never listed, never counted.
+      expect(await b.ownership.claim("sandbox", "sb-3-2", "tenant-4")).toBe(false);
+      expect(await a.ownership.owner("sandbox", "sb-3-2")).toBe("tenant-3");
+      expect(await b.ownership.list("sandbox", "tenant-4")).toEqual(["sb-4-3", "sb-4-2", "sb-4-1", "sb-4-0"]);
+      expect(await b.ownership.activeCount("sandbox", "tenant-4")).toBe(4);
+      // A list that names another tenant's resource (a step lost in a crash, a hand edit) does not show it.
+      await admin.zadd(`${p}{t:tenant-4}:own:list:sandbox`, 999, "sb-3-2");
+      expect((await b.ownership.records("sandbox", "tenant-4")).map((r) => r.id)).toEqual(["sb-4-3", "sb-4-2", "sb-4-1", "sb-4-0"]);
+
+      // Ending goes to the owner's sets, from an instance that knows nothing of the resource.
+      await b.ownership.noteStatus("sandbox", "sb-3-1", "running");
+      await b.ownership.setActive("sandbox", "sb-3-0", false);
+      expect(await a.ownership.activeCount("sandbox", "tenant-3")).toBe(3);
+      expect(await a.ownership.records("sandbox", "tenant-3")).toEqual([
+        { id: "sb-3-3", active: true },
+        { id: "sb-3-2", active: true },
+        { id: "sb-3-1", active: true, status: "running" },
+        { id: "sb-3-0", active: false },
+      ]);
+      await a.ownership.setActive("sandbox", "sb-3-0", true);
+      await a.ownership.setActive("sandbox", "sb-3-0", true);
+      expect(await b.ownership.activeCount("sandbox", "tenant-3")).toBe(4);
+    } finally {
+      admin.disconnect();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("gives an id claimed at once by two tenants on two instances to exactly one, listed only by it", async () => {
+    const p = prefix();
+    const a = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    const b = redisStores({ cluster: cluster.nodes }, { prefix: p });
+    try {
+      const ids = Array.from({ length: 40 }, (_, i) => `race-${i}`);
+      const won = await Promise.all(
+        ids.map(async (id) => {
+          const [x, y] = await Promise.all([a.ownership.claim("session", id, "red"), b.ownership.claim("session", id, "blue")]);
+          expect(x !== y).toBe(true);
+          return x ? "red" : "blue";
+        }),
+      );
+      for (const t of ["red", "blue"]) {
+        const mine = ids.filter((_, i) => won[i] === t);
+        expect((await a.ownership.list("session", t)).sort()).toEqual(mine.sort());
+        expect(await b.ownership.activeCount("session", t)).toBe(mine.length);
+        for (const id of mine) expect(await b.ownership.owner("session", id)).toBe(t);
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("forgets an ended resource after the retention, and lets it be claimed anew", async () => {
+    const p = prefix();
+    const s = redisStores({ cluster: cluster.nodes }, { prefix: p, endedRetentionMs: 300 });
+    try {
+      await s.ownership.claim("session", "gone", "t1");
+      await s.ownership.claim("session", "kept", "t1");
+      await s.ownership.setActive("session", "gone", false);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await s.ownership.owner("session", "gone")).toBeUndefined();
+      expect(await s.ownership.list("session", "t1")).toEqual(["kept"]);
+      expect(await s.ownership.claim("session", "gone", "t2")).toBe(true);
+      expect(await s.ownership.list("session", "t2")).toEqual(["gone"]);
+      expect(await s.ownership.list("session", "t1")).toEqual(["kept"]);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe("Redis Cluster: upgrading ownership from the shared layout", () => {
+  it("refuses the old {own} ownership until `tollgate state migrate` moved it, then answers exactly as before", async () => {
+    const p = prefix();
+    // The previous version: every ownership key under the one {own} tag.
+    const before = redisStores({ cluster: cluster.nodes }, { prefix: p, ownershipLayout: "shared", endedRetentionMs: 3_600_000 });
+    const admin = new Cluster(cluster.nodes, { lazyConnect: false });
+    try {
+      for (const id of ["a1", "a2", "a3"]) await before.ownership.claim("sandbox", id, "acme");
+      await before.ownership.claim("session", "s1", "acme");
+      for (const id of ["g1", "g2"]) await before.ownership.claim("sandbox", id, "globex");
+      await before.ownership.noteStatus("sandbox", "a2", "running");
+      await before.ownership.setActive("sandbox", "a1", false);
+      await before.ownership.setActive("sandbox", "g2", false);
+      const snapshot = async (o: typeof before.ownership) => ({
+        owners: await Promise.all(["a1", "a2", "a3", "g1", "g2", "zz"].map((id) => o.owner("sandbox", id))),
+        session: await o.owner("session", "s1"),
+        acme: await o.records("sandbox", "acme"),
+        acmeSessions: await o.list("session", "acme"),
+        globex: await o.records("sandbox", "globex"),
+        counts: [await o.activeCount("sandbox", "acme"), await o.activeCount("sandbox", "globex"), await o.activeCount("session", "acme")],
+      });
+      const old = await snapshot(before.ownership);
+      expect(old.counts).toEqual([2, 1, 1]);
+      expect(await admin.exists(`${p}{own}:sandbox:a1`)).toBe(1);
+      await before.close();
+
+      // The new version refuses it (every owned resource would answer 404, every id could be taken over): fail closed.
+      const early = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        await expect(early.ownership.owner("sandbox", "a1")).rejects.toBeInstanceOf(StateUnavailableError);
+        await expect(early.ownership.claim("sandbox", "a1", "globex")).rejects.toThrow(/tollgate state migrate/);
+      } finally {
+        await early.close();
+      }
+
+      const { migrateOwnershipToTenantLayout } = await import("../../src/state/redis-migrate-ownership.js");
+      const moving = redisStores({ cluster: cluster.nodes }, { prefix: p });
+      try {
+        expect(await migrateOwnershipToTenantLayout(moving.connection)).toEqual({ resources: 6, tenants: 2, already: false });
+        expect((await migrateOwnershipToTenantLayout(moving.connection)).already).toBe(true);
+        // A run cut short before its marker (some keys copied, some not): the next run finishes it, writing the same.
+        await admin.del(`${p}ownership-layout`);
+        await admin.del(`${p}own:sandbox:a3`);
+        await admin.del(`${p}{t:globex}:own:list:sandbox`);
+        const refused = redisStores({ cluster: cluster.nodes }, { prefix: p });
+        try {
+          await expect(refused.ownership.list("sandbox", "acme")).rejects.toThrow(/tollgate state migrate/);
+        } finally {
+          await refused.close();
+        }
+        expect(await migrateOwnershipToTenantLayout(moving.connection)).toEqual({ resources: 6, tenants: 2, already: false });
+      } finally {
+        await moving.close();
+      }
+      // An ended record keeps its time to live.
+      const pttl = await admin.pttl(`${p}own:sandbox:a1`);
+      expect(pttl).toBeGreaterThan(3_500_000);
+      expect(pttl).toBeLessThanOrEqual(3_600_000);
+      expect(await admin.pttl(`${p}own:sandbox:a2`)).toBe(-1);
+
+      const after = redisStores({ cluster: cluster.nodes }, { prefix: p, endedRetentionMs: 3_600_000 });
+      try {
+        expect(await snapshot(after.ownership)).toEqual(old);
+        // No takeover of a migrated id; new claims sort above the migrated ones; ending works on migrated records.
+        expect(await after.ownership.claim("sandbox", "a2", "globex")).toBe(false);
+        expect(await after.ownership.claim("sandbox", "a4", "acme")).toBe(true);
+        expect((await after.ownership.list("sandbox", "acme"))[0]).toBe("a4");
+        await after.ownership.setActive("sandbox", "a3", false);
+        expect(await after.ownership.activeCount("sandbox", "acme")).toBe(2);
+        // The migrated ended set: its retention end moved with it.
+        expect(await admin.zcard(`${p}{t:acme}:own:ended`)).toBe(2);
+      } finally {
+        await after.close();
+      }
+    } finally {
+      admin.disconnect();
     }
   }, 60_000);
 });

@@ -26,6 +26,7 @@ export function nodeStateStores(config: TollgateConfig, log: StateErrorLog = () 
     confirmTimeoutMs: config.state.confirmTimeoutMs,
     endedRetentionMs: config.state.endedRetentionDays * 86_400_000,
     ...(config.state.ledgerLayout ? { ledgerLayout: config.state.ledgerLayout } : {}),
+    ...(config.state.ownershipLayout ? { ownershipLayout: config.state.ownershipLayout } : {}),
     onError: (err) => {
       if (Date.now() - lastLogged < 30_000) return;
       lastLogged = Date.now();
