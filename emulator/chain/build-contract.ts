@@ -24,8 +24,10 @@ interface Artifact {
 
 export async function buildContracts(): Promise<Artifact[]> {
   const files = ["TestUSDC.sol", "Multicall3.sol", "Permit2Lite.sol", "X402ExactPermit2Proxy.sol", "X402UptoPermit2Proxy.sol"];
+  /** Imported by the files above, deployed nowhere: compiled with them, no artifact of their own. */
+  const shared = ["X402Permit2ProxyBase.sol"];
   const sources: Record<string, { content: string }> = {};
-  for (const f of files) sources[f] = { content: await readFile(join(contractsDir, f), "utf8") };
+  for (const f of [...files, ...shared]) sources[f] = { content: await readFile(join(contractsDir, f), "utf8") };
   const input = {
     language: "Solidity",
     sources,

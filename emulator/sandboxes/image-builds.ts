@@ -3,118 +3,42 @@
 // rootfs export, or a Dockerfile context), a Dockerfile context as a manifest of content-addressed bundles, or a Docker
 // image as a manifest of its config and layers. Bundles and layers are blobs kept by digest: a build asks (`uploads[]`)
 // only for the ones not yet stored, and an image built from a Docker image digest can be reused under another name.
-import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { cp, mkdir, readFile, rename, rm, stat } from "node:fs/promises";
-import { join, posix } from "node:path";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
+import { randomBytes } from "node:crypto";
+import { cp, mkdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { ApiError, badRequest, notFound } from "./errors.js";
 import { buildSkeleton, type ImageCatalog } from "./images.js";
+import {
+  type BuildRecord,
+  IGNORED_ROOTFS_PATHS,
+  IMAGE_BUILD_STATUSES,
+  IMAGE_NAME,
+  INPUT_BUCKET,
+  INPUT_FORMATS,
+  type ImageBuild,
+  type ImageBuildStatus,
+  type InputFormat,
+  isObject,
+  MANIFEST_FORMATS,
+  MAX_UPLOAD_BYTES,
+  manifestBlobs,
+  receiveHashed,
+  run,
+  SHA256,
+  type WantedBlob,
+} from "./image-build-inputs.js";
+import { applyDockerfile, unpackDockerImage } from "./image-build-apply.js";
 
-const run = promisify(execFile);
-
-export type ImageBuildStatus =
-  | "awaiting_upload"
-  | "upload_verified"
-  | "dispatching"
-  | "building"
-  | "verifying"
-  | "completed"
-  | "failed"
-  | "canceled";
-export const IMAGE_BUILD_STATUSES: readonly ImageBuildStatus[] = [
-  "awaiting_upload",
-  "upload_verified",
-  "dispatching",
-  "building",
-  "verifying",
-  "completed",
-  "failed",
-  "canceled",
-];
-
-/** The emulator's cap on one tarball; a declared size above it is refused at create. */
-export const MAX_UPLOAD_BYTES = 512 * 1024 * 1024;
-export const UPLOAD_TTL_SECONDS = 3600;
-const INPUT_BUCKET = "emulator-image-builds";
-const SHA256 = /^[0-9a-f]{64}$/;
-const IMAGE_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
-
-/** Paths of a rootfs tarball the emulator does not take: every image keeps the host's Debian userland (README). */
-const IGNORED_ROOTFS_PATHS = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "dev", "proc", "sys", "run"];
-
-export interface ImageBuild {
-  id: string;
-  teamId: string;
-  userId: string | null;
-  namespace: string;
-  imageName: string;
-  imageId: string | null;
-  status: ImageBuildStatus;
-  inputBucket: string;
-  inputKey: string;
-  inputSha256: string;
-  inputSizeBytes: number;
-  outputBucket: string | null;
-  outputKey: string | null;
-  vmId: string | null;
-  errorCode: string | null;
-  errorMessage: string | null;
-  metadata: Record<string, unknown>;
-  completedAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export const INPUT_FORMATS = [
-  "rootfs_export_tar_gz",
-  "dockerfile_context_tar_gz",
-  "dockerfile_context_manifest_v1",
-  "docker_image_manifest_v1",
-] as const;
-export type InputFormat = (typeof INPUT_FORMATS)[number];
-const MANIFEST_FORMATS: ReadonlySet<string> = new Set(["dockerfile_context_manifest_v1", "docker_image_manifest_v1"]);
-
-/** A blob (context bundle, image layer) a build needs, by digest. */
-export interface WantedBlob {
-  sha256: string;
-  sizeBytes: number;
-}
-
-interface BuildRecord extends ImageBuild {
-  /** Where the uploaded tarball lands on the host (tarball formats). */
-  uploadPath: string;
-  uploaded?: { sha256: string; size: number };
-  imageInit: Record<string, unknown> | null;
-  format: InputFormat;
-  /** Manifest formats: the manifest as sent, and the blobs it names (in order). */
-  manifest?: Record<string, any>;
-  blobs: WantedBlob[];
-  /** The skeleton of the image it made (completed builds), for a reuse. */
-  skeleton?: string;
-}
-
-const isObject = (v: unknown): v is Record<string, any> => !!v && typeof v === "object" && !Array.isArray(v);
-
-/** The blobs a manifest names, checked: each a lowercase sha256 with a size, deduplicated in order. */
-function manifestBlobs(list: unknown, what: string): WantedBlob[] {
-  if (!Array.isArray(list)) throw badRequest(`${what} must be an array`);
-  const out = new Map<string, WantedBlob>();
-  for (const [i, b] of list.entries()) {
-    if (!isObject(b) || typeof b.sha256 !== "string" || !SHA256.test(b.sha256))
-      throw badRequest(`${what}[${i}].sha256 must be a lowercase hex SHA-256`);
-    const size = b.sizeBytes;
-    if (typeof size !== "number" || !Number.isInteger(size) || size < 0)
-      throw badRequest(`${what}[${i}].sizeBytes must be a non-negative integer`);
-    if (size > MAX_UPLOAD_BYTES)
-      throw new ApiError(413, "upload_too_large", `${what}[${i}] exceeds the limit of ${MAX_UPLOAD_BYTES} bytes`);
-    const seen = out.get(b.sha256);
-    if (seen && seen.sizeBytes !== size) throw badRequest(`${what}[${i}] names ${b.sha256} with two sizes`);
-    out.set(b.sha256, { sha256: b.sha256, sizeBytes: size });
-  }
-  return [...out.values()];
-}
+export {
+  IMAGE_BUILD_STATUSES,
+  INPUT_FORMATS,
+  MAX_UPLOAD_BYTES,
+  UPLOAD_TTL_SECONDS,
+  type ImageBuild,
+  type ImageBuildStatus,
+  type InputFormat,
+  type WantedBlob,
+} from "./image-build-inputs.js";
 
 export class ImageBuildStore {
   private readonly builds: BuildRecord[] = [];
@@ -235,27 +159,11 @@ export class ImageBuildStore {
     const limit = Math.max(...sizes);
     await mkdir(join(this.dir, "blobs"), { recursive: true });
     const part = `${this.blobPath(sha256)}.${randomBytes(6).toString("hex")}.part`;
-    const hash = createHash("sha256");
-    const out = createWriteStream(part);
-    let size = 0;
-    try {
-      if (body) {
-        for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-          size += chunk.byteLength;
-          if (size > limit) throw new ApiError(400, "size_mismatch", `Upload is larger than the declared ${limit} bytes`);
-          hash.update(chunk);
-          if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
-        }
-      }
-      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    await receiveHashed(body, part, limit, async (size, digest) => {
       if (!sizes.includes(size)) throw new ApiError(400, "size_mismatch", `Upload is ${size} bytes, the build declared ${limit}`);
-      if (hash.digest("hex") !== sha256) throw new ApiError(400, "checksum_mismatch", "Upload SHA-256 does not match the blob's digest");
+      if (digest !== sha256) throw new ApiError(400, "checksum_mismatch", "Upload SHA-256 does not match the blob's digest");
       await rename(part, this.blobPath(sha256));
-    } catch (err) {
-      out.destroy();
-      await rm(part, { force: true }).catch(() => {});
-      throw err;
-    }
+    });
   }
 
   /**
@@ -336,32 +244,14 @@ export class ImageBuildStore {
     const record = this.record(id);
     if (record.status !== "awaiting_upload") throw new ApiError(409, "build_not_awaiting_upload", `Image build ${id} is ${record.status}`);
     await mkdir(join(this.dir, id), { recursive: true });
-    const hash = createHash("sha256");
-    const out = createWriteStream(record.uploadPath);
-    let size = 0;
-    try {
-      if (body) {
-        for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-          size += chunk.byteLength;
-          if (size > record.inputSizeBytes)
-            throw new ApiError(400, "size_mismatch", `Upload is larger than the declared ${record.inputSizeBytes} bytes`);
-          hash.update(chunk);
-          if (!out.write(chunk)) await new Promise((r) => out.once("drain", r));
-        }
-      }
-      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    await receiveHashed(body, record.uploadPath, record.inputSizeBytes, (size, digest) => {
       if (size !== record.inputSizeBytes)
         throw new ApiError(400, "size_mismatch", `Upload is ${size} bytes, the build declared ${record.inputSizeBytes}`);
-      const digest = hash.digest("hex");
       if (digest !== record.inputSha256)
         throw new ApiError(400, "checksum_mismatch", "Upload SHA-256 does not match the build's inputSha256");
       record.uploaded = { sha256: digest, size };
       record.updatedAt = new Date().toISOString();
-    } catch (err) {
-      out.destroy();
-      await rm(record.uploadPath, { force: true }).catch(() => {});
-      throw err;
-    }
+    });
   }
 
   /** Verifies the upload against the completion parameters, unpacks it over a fresh image root, and registers the image. */
@@ -386,18 +276,18 @@ export class ImageBuildStore {
       const excludes = IGNORED_ROOTFS_PATHS.flatMap((p) => [`--exclude=${p}`, `--exclude=./${p}`]);
       let imageInit = record.imageInit;
       if (record.format === "docker_image_manifest_v1") {
-        imageInit = await this.unpackDockerImage(record, skeleton, excludes);
+        imageInit = await unpackDockerImage(record, (sha) => this.blobPath(sha), skeleton, excludes);
       } else if (record.format === "dockerfile_context_manifest_v1") {
         const context = join(this.dir, id, "context");
         await mkdir(context, { recursive: true });
         for (const b of record.blobs) await run("/usr/bin/tar", ["-xzf", this.blobPath(b.sha256), "-C", context], { timeout: 120_000 });
-        imageInit = await this.applyDockerfile(record, context, skeleton);
+        imageInit = await applyDockerfile(record, context, skeleton);
         await rm(context, { recursive: true, force: true }).catch(() => {});
       } else if (record.format === "dockerfile_context_tar_gz") {
         const context = join(this.dir, id, "context");
         await mkdir(context, { recursive: true });
         await run("/usr/bin/tar", ["-xzf", record.uploadPath, "-C", context], { timeout: 120_000 });
-        imageInit = await this.applyDockerfile(record, context, skeleton);
+        imageInit = await applyDockerfile(record, context, skeleton);
         await rm(context, { recursive: true, force: true }).catch(() => {});
       } else {
         await run("/usr/bin/tar", ["-xzf", record.uploadPath, "-C", skeleton, "--anchored", ...excludes, "--no-overwrite-dir"], {
@@ -435,96 +325,6 @@ export class ImageBuildStore {
     return this.wire(record);
   }
 
-  /**
-   * A Docker image's layers unpacked in order over the image root (whiteouts are not applied: the emulator's images are
-   * file overlays on the host's userland), and its config's Env, Entrypoint+Cmd and WorkingDir as the image's init
-   * (the build's own imageInit wins field by field).
-   */
-  private async unpackDockerImage(record: BuildRecord, skeleton: string, excludes: string[]): Promise<Record<string, unknown> | null> {
-    const config = record.manifest!.config as { sha256: string; dataBase64: string };
-    const bytes = Buffer.from(config.dataBase64, "base64");
-    if (createHash("sha256").update(bytes).digest("hex") !== config.sha256)
-      throw new Error("dockerImageManifest.config.dataBase64 does not hash to config.sha256");
-    const doc = JSON.parse(bytes.toString("utf8")) as { config?: Record<string, any> };
-    for (const b of record.blobs)
-      await run("/usr/bin/tar", ["-xf", this.blobPath(b.sha256), "-C", skeleton, "--anchored", ...excludes, "--no-overwrite-dir"], {
-        timeout: 120_000,
-      });
-    const c = doc.config ?? {};
-    const env = Object.fromEntries(
-      (Array.isArray(c.Env) ? c.Env : [])
-        .map((e: unknown) => String(e).split(/=(.*)/s))
-        .filter(([k]: string[]) => k && k !== "PATH" && k !== "HOME"),
-    ) as Record<string, string>;
-    const argv = [...(Array.isArray(c.Entrypoint) ? c.Entrypoint : []), ...(Array.isArray(c.Cmd) ? c.Cmd : [])].map(String);
-    return mergeInit({ env, args: argv, workingDir: typeof c.WorkingDir === "string" ? c.WorkingDir : undefined }, record.imageInit);
-  }
-
-  /**
-   * A Dockerfile applied the way the emulator can: COPY/ADD from the context into the image root, WORKDIR (made),
-   * ENV, USER, CMD and ENTRYPOINT. FROM is read as the emulator's Debian userland and RUN is not executed (there is no
-   * build VM); both are listed in the build's metadata (`ignoredInstructions`).
-   */
-  private async applyDockerfile(record: BuildRecord, context: string, skeleton: string): Promise<Record<string, unknown> | null> {
-    const rel = String(record.metadata.dockerfilePath ?? "Dockerfile");
-    const inside = (base: string, p: string) => {
-      const clean = posix.normalize(`/${p}`).slice(1);
-      return join(base, clean);
-    };
-    const text = await readFile(inside(context, rel), "utf8").catch(() => {
-      throw new Error(`Dockerfile ${rel} is not in the build context`);
-    });
-    const lines = text.replace(/\\\r?\n/g, " ").split(/\r?\n/);
-    let workdir = "/";
-    const env: Record<string, string> = {};
-    let entrypoint: string[] = [];
-    let cmd: string[] = [];
-    const ignored: string[] = [];
-    const words = (rest: string): string[] => {
-      const t = rest.trim();
-      if (t.startsWith("[")) return (JSON.parse(t) as unknown[]).map(String);
-      return ["/bin/sh", "-c", t];
-    };
-    for (const raw of lines) {
-      const line = raw.trim();
-      if (!line || line.startsWith("#")) continue;
-      const m = /^(\w+)\s+(.*)$/s.exec(line);
-      if (!m) continue;
-      const op = m[1]!.toUpperCase();
-      const rest = m[2]!;
-      if (op === "COPY" || op === "ADD") {
-        const parts = (rest.trim().startsWith("[") ? (JSON.parse(rest) as string[]) : rest.trim().split(/\s+/)).filter(
-          (p) => !p.startsWith("--"),
-        );
-        const dest = parts.pop()!;
-        const destAbs = posix.isAbsolute(dest) ? dest : posix.join(workdir, dest);
-        for (const src of parts) {
-          const from = inside(context, src);
-          const info = await stat(from);
-          const to = inside(
-            skeleton,
-            destAbs.endsWith("/") || parts.length > 1 || info.isDirectory()
-              ? posix.join(destAbs, info.isDirectory() ? "" : posix.basename(src))
-              : destAbs,
-          );
-          await mkdir(info.isDirectory() ? to : join(to, ".."), { recursive: true });
-          await cp(from, to, { recursive: true, verbatimSymlinks: true });
-        }
-      } else if (op === "WORKDIR") {
-        workdir = posix.isAbsolute(rest.trim()) ? rest.trim() : posix.join(workdir, rest.trim());
-        await mkdir(inside(skeleton, workdir), { recursive: true });
-      } else if (op === "ENV") {
-        const kv = /^(\S+?)(?:=|\s+)(.*)$/s.exec(rest.trim());
-        if (kv) env[kv[1]!] = kv[2]!.replace(/^"(.*)"$/s, "$1");
-      } else if (op === "CMD") cmd = words(rest);
-      else if (op === "ENTRYPOINT") entrypoint = words(rest);
-      else if (op === "USER") record.metadata.imageConfigUser ??= rest.trim();
-      else ignored.push(op);
-    }
-    record.metadata.ignoredInstructions = ignored;
-    return mergeInit({ env, args: [...entrypoint, ...cmd], workingDir: workdir === "/" ? undefined : workdir }, record.imageInit);
-  }
-
   private advance(record: BuildRecord, status: ImageBuildStatus): void {
     record.status = status;
     record.updatedAt = new Date().toISOString();
@@ -540,23 +340,4 @@ export class ImageBuildStore {
     const { uploadPath: _p, uploaded: _u, imageInit, format: _f, manifest: _m, blobs: _b, skeleton: _s, ...rest } = r;
     return { ...rest, metadata: { ...rest.metadata, imageInit } };
   }
-}
-
-/** An image's init from what the image says (`auto`), with the build's own (`explicit`) winning field by field. */
-function mergeInit(
-  auto: { env: Record<string, string>; args: string[]; workingDir?: string },
-  explicit: Record<string, any> | null,
-): Record<string, unknown> | null {
-  const env = { ...auto.env, ...(isObject(explicit?.env) ? explicit.env : {}) };
-  const explicitArgs = Array.isArray(explicit?.args) && explicit.args.length > 0 ? explicit.args : undefined;
-  const command = typeof explicit?.command === "string" && explicit.command ? explicit.command : undefined;
-  const args = command ? undefined : (explicitArgs ?? (auto.args.length > 0 ? auto.args : undefined));
-  const workingDir = (typeof explicit?.workingDir === "string" && explicit.workingDir) || auto.workingDir;
-  const init = {
-    ...(Object.keys(env).length > 0 ? { env } : {}),
-    ...(command ? { command } : {}),
-    ...(args ? { args } : {}),
-    ...(workingDir ? { workingDir } : {}),
-  };
-  return Object.keys(init).length > 0 ? init : null;
 }

@@ -55,145 +55,139 @@ const PAGE_HEADERS = {
 export const oauthHtml = (body: unknown, status: number) =>
   new Response(`<!doctype html>${body}`, { status, headers: { "content-type": "text/html; charset=utf-8", ...PAGE_HEADERS } });
 
+/** The page around a consent or error page's content: its title, style sheet and the Tollgate header. */
+function Shell(props: { title: string; css: string; viewport?: boolean; children?: unknown }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        {props.viewport ? <meta name="viewport" content="width=device-width, initial-scale=1" /> : null}
+        <title>{props.title}</title>
+        <style>{raw(props.css)}</style>
+      </head>
+      <body>
+        <header>
+          <span class="brand">Tollgate</span>
+        </header>
+        <main>{props.children}</main>
+      </body>
+    </html>
+  );
+}
+
 export function ConsentPage(v: ConsentView) {
   const chosen = v.chosen;
   const checked = (s: string) => (chosen ? chosen.scopes.includes(s) : true);
   const toolChecked = (t: string) => (chosen?.toolsShown ? chosen.tools.includes(t) : true);
   const window = chosen?.window ?? "total";
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{`Allow ${v.clientName} · Tollgate`}</title>
-        <style>{raw(CONSOLE_CSS + PAGE_CSS)}</style>
-      </head>
-      <body>
-        <header>
-          <span class="brand">Tollgate</span>
-        </header>
-        <main>
-          <h1>Allow {v.clientName} to act for a tenant?</h1>
-          <p>
-            <strong>{v.clientName}</strong> asks for access to this gateway's MCP endpoint. Its answer goes to{" "}
-            <strong>{v.redirectHost}</strong>.
-            {v.verifiedHost ? ` Its description comes from ${v.verifiedHost}.` : " It registered itself; its name is its own claim."}
-          </p>
-          <p class="muted">Client: {v.clientId}</p>
-          {v.message && (
-            <p class="error" role="alert">
-              {v.message}
+    <Shell title={`Allow ${v.clientName} · Tollgate`} css={CONSOLE_CSS + PAGE_CSS} viewport>
+      <h1>Allow {v.clientName} to act for a tenant?</h1>
+      <p>
+        <strong>{v.clientName}</strong> asks for access to this gateway's MCP endpoint. Its answer goes to <strong>{v.redirectHost}</strong>
+        .{v.verifiedHost ? ` Its description comes from ${v.verifiedHost}.` : " It registered itself; its name is its own claim."}
+      </p>
+      <p class="muted">Client: {v.clientId}</p>
+      {v.message && (
+        <p class="error" role="alert">
+          {v.message}
+        </p>
+      )}
+      <form method="post" action="/authorize">
+        <input type="hidden" name="request" value={v.request} />
+        <input type="hidden" name="_csrf" value={v.csrf} />
+        <fieldset>
+          <legend>Sign in</legend>
+          {v.signedIn ? (
+            <p>
+              <input type="hidden" name="ticket" value={v.signedIn.ticket} />
+              Signed in as <strong>{v.signedIn.who}</strong> for tenant <strong>{v.signedIn.tenant}</strong>.
             </p>
-          )}
-          <form method="post" action="/authorize">
-            <input type="hidden" name="request" value={v.request} />
-            <input type="hidden" name="_csrf" value={v.csrf} />
-            <fieldset>
-              <legend>Sign in</legend>
-              {v.signedIn ? (
+          ) : (
+            <>
+              <label>
+                Tenant key or one-time console link
+                <input type="password" name="credential" autocomplete="off" required />
+              </label>
+              {v.provider && (
                 <p>
-                  <input type="hidden" name="ticket" value={v.signedIn.ticket} />
-                  Signed in as <strong>{v.signedIn.who}</strong> for tenant <strong>{v.signedIn.tenant}</strong>.
+                  or{" "}
+                  <a class="button" href={`/authorize?${new URLSearchParams({ request: v.request, signin: "oidc" })}`}>
+                    Sign in with {v.provider}
+                  </a>
                 </p>
-              ) : (
-                <>
-                  <label>
-                    Tenant key or one-time console link
-                    <input type="password" name="credential" autocomplete="off" required />
-                  </label>
-                  {v.provider && (
-                    <p>
-                      or{" "}
-                      <a class="button" href={`/authorize?${new URLSearchParams({ request: v.request, signin: "oidc" })}`}>
-                        Sign in with {v.provider}
-                      </a>
-                    </p>
-                  )}
-                </>
               )}
-            </fieldset>
-            <fieldset>
-              <legend>What it may do</legend>
-              <p class="muted">Only scopes the tenant has can be granted; untick a tool to keep it from the agent.</p>
-              <input type="hidden" name="tools_shown" value="1" />
-              {v.scopes.map((s) => (
-                <div class="scope">
-                  <label>
-                    <input type="checkbox" name="scope" value={s} checked={checked(s)} /> {SCOPE_TEXT[s] ?? s} ({s})
-                  </label>
-                  {(v.tools[s] ?? []).length > 0 && (
-                    <div class="tools muted">
-                      Tools:{" "}
-                      {(v.tools[s] ?? []).map((t) => (
-                        <label>
-                          <input type="checkbox" name="tool" value={t} checked={toolChecked(t)} /> <code>{t}</code>{" "}
-                        </label>
-                      ))}
-                    </div>
-                  )}
+            </>
+          )}
+        </fieldset>
+        <fieldset>
+          <legend>What it may do</legend>
+          <p class="muted">Only scopes the tenant has can be granted; untick a tool to keep it from the agent.</p>
+          <input type="hidden" name="tools_shown" value="1" />
+          {v.scopes.map((s) => (
+            <div class="scope">
+              <label>
+                <input type="checkbox" name="scope" value={s} checked={checked(s)} /> {SCOPE_TEXT[s] ?? s} ({s})
+              </label>
+              {(v.tools[s] ?? []).length > 0 && (
+                <div class="tools muted">
+                  Tools:{" "}
+                  {(v.tools[s] ?? []).map((t) => (
+                    <label>
+                      <input type="checkbox" name="tool" value={t} checked={toolChecked(t)} /> <code>{t}</code>{" "}
+                    </label>
+                  ))}
                 </div>
-              ))}
-            </fieldset>
-            <fieldset>
-              <legend>Spend cap</legend>
-              <label>
-                At most (USD)
-                <input type="text" name="cap" inputmode="decimal" placeholder="5.00" value={chosen?.cap ?? ""} required />
-              </label>
-              <label>
-                per
-                <select name="window">
-                  <option value="daily" selected={window === "daily"}>
-                    day
-                  </option>
-                  <option value="monthly" selected={window === "monthly"}>
-                    month
-                  </option>
-                  <option value="total" selected={window === "total"}>
-                    the grant's whole life
-                  </option>
-                </select>
-              </label>
-              <p class="muted">Spending stops at the cap; the tenant's own budget applies as well.</p>
-            </fieldset>
-            <fieldset>
-              <legend>Expiry</legend>
-              <label>
-                Days until it ends
-                <input type="number" name="days" min="1" max={String(v.maxDays)} value={chosen?.days ?? String(v.defaultDays)} required />
-              </label>
-              <p class="muted">You can revoke it at any time in the console or through the admin API.</p>
-            </fieldset>
-            <button class="primary" type="submit" name="action" value="allow">
-              Allow
-            </button>{" "}
-            <button type="submit" name="action" value="deny" formnovalidate>
-              Deny
-            </button>
-          </form>
-        </main>
-      </body>
-    </html>
+              )}
+            </div>
+          ))}
+        </fieldset>
+        <fieldset>
+          <legend>Spend cap</legend>
+          <label>
+            At most (USD)
+            <input type="text" name="cap" inputmode="decimal" placeholder="5.00" value={chosen?.cap ?? ""} required />
+          </label>
+          <label>
+            per
+            <select name="window">
+              <option value="daily" selected={window === "daily"}>
+                day
+              </option>
+              <option value="monthly" selected={window === "monthly"}>
+                month
+              </option>
+              <option value="total" selected={window === "total"}>
+                the grant's whole life
+              </option>
+            </select>
+          </label>
+          <p class="muted">Spending stops at the cap; the tenant's own budget applies as well.</p>
+        </fieldset>
+        <fieldset>
+          <legend>Expiry</legend>
+          <label>
+            Days until it ends
+            <input type="number" name="days" min="1" max={String(v.maxDays)} value={chosen?.days ?? String(v.defaultDays)} required />
+          </label>
+          <p class="muted">You can revoke it at any time in the console or through the admin API.</p>
+        </fieldset>
+        <button class="primary" type="submit" name="action" value="allow">
+          Allow
+        </button>{" "}
+        <button type="submit" name="action" value="deny" formnovalidate>
+          Deny
+        </button>
+      </form>
+    </Shell>
   );
 }
 
 export function OAuthErrorPage(props: { title: string; message: string }) {
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <title>{`${props.title} · Tollgate`}</title>
-        <style>{raw(CONSOLE_CSS)}</style>
-      </head>
-      <body>
-        <header>
-          <span class="brand">Tollgate</span>
-        </header>
-        <main>
-          <h1>{props.title}</h1>
-          <p class="error">{props.message}</p>
-        </main>
-      </body>
-    </html>
+    <Shell title={`${props.title} · Tollgate`} css={CONSOLE_CSS}>
+      <h1>{props.title}</h1>
+      <p class="error">{props.message}</p>
+    </Shell>
   );
 }

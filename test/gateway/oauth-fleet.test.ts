@@ -2,12 +2,13 @@
 // its refresh token rotates on either; the rotated-out one used on the other instance revokes the grant; a grant
 // revoked on one instance is refused on the other at once (within the fleet's revocation poll, 250 ms). Both answer as
 // one public origin (the issuer and the tokens' audience), as behind a load balancer.
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
+import { consentForm, listToolsAs, pkcePair, postForm, refreshWith, registerClient } from "../helpers/mcp-oauth.js";
 
 const REDIRECT = "http://127.0.0.1:9/cb";
 const key = generateTenantKey();
@@ -35,25 +36,12 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const form = (url: string, body: Record<string, string>) =>
-  fetch(url, {
-    method: "POST",
-    body: new URLSearchParams(body),
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-  });
+const form = (url: string, body: Record<string, string>) => postForm(fetch, url, body);
 
 /** Registration, consent and the code exchange, each on the instance given. */
 async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
-  const client = await (
-    await fetch(`${reg}/register`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Fleet Agent", redirect_uris: [REDIRECT] }),
-    })
-  ).json();
-  const verifier = randomBytes(32).toString("base64url");
-  const challenge = createHash("sha256").update(verifier).digest("base64url");
+  const client = await (await registerClient(fetch, reg, "Fleet Agent", REDIRECT)).json();
+  const { verifier, challenge } = await pkcePair();
   const q = new URLSearchParams({
     response_type: "code",
     client_id: client.client_id,
@@ -63,16 +51,7 @@ async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
     scope: "search",
   });
   const page = await (await fetch(`${consentAt}/authorize?${q}`)).text();
-  const back = await form(`${consentAt}/authorize`, {
-    request: page.match(/name="request" value="([^"]+)"/)![1]!,
-    _csrf: page.match(/name="_csrf" value="([^"]+)"/)![1]!,
-    credential: key,
-    scope: "search",
-    cap: "1.00",
-    window: "total",
-    days: "1",
-    action: "allow",
-  });
+  const back = await postForm(fetch, `${consentAt}/authorize`, consentForm(page, { credential: key, days: "1" }));
   const code = new URL(back.headers.get("location")!).searchParams.get("code")!;
   const tokens = await (
     await form(`${exchangeAt}/token`, {
@@ -87,12 +66,7 @@ async function grantOn(reg: string, consentAt: string, exchangeAt: string) {
   return { clientId: client.client_id as string, tokens };
 }
 
-const listTools = (url: string, token: string) =>
-  fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-  });
+const listTools = (url: string, token: string) => listToolsAs(fetch, url, token);
 
 describe("OAuth on a fleet sharing Redis", () => {
   it("a grant made across instances works on each; a refresh token rotated on one and reused on the other revokes it everywhere", async () => {
@@ -103,12 +77,10 @@ describe("OAuth on a fleet sharing Redis", () => {
     expect(elsewhere.status).toBe(401);
     expect(await elsewhere.json()).toMatchObject({ code: "token_audience" });
     expect(elsewhere.headers.get("www-authenticate")).toContain('error="invalid_token"');
-    const next = await (
-      await form(`${b}/token`, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId })
-    ).json();
+    const next = await (await refreshWith(fetch, b, tokens.refresh_token, clientId)).json();
     expect(next.refresh_token).not.toBe(tokens.refresh_token);
     expect((await listTools(a, next.access_token)).status).toBe(200);
-    const reuse = await form(`${a}/token`, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId });
+    const reuse = await refreshWith(fetch, a, tokens.refresh_token, clientId);
     expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
     await new Promise((r) => setTimeout(r, 300));
     for (const url of [a, b]) {

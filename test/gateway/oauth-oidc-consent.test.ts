@@ -7,15 +7,21 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
-import { formIn, HttpBrowser, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
-
-const REDIRECT = "http://127.0.0.1:9/oauth/callback";
+import {
+  formIn,
+  HttpBrowser,
+  consoleRedirects,
+  operatorsOidc,
+  signInAtProvider,
+  startOidcProvider,
+  type TestOidcProvider,
+} from "../helpers/oidc-provider.js";
+import { consentHidden, MemoryOAuthProvider, OAUTH_REDIRECT as REDIRECT, postForm, toolJson } from "../helpers/mcp-oauth.js";
 const USERS = {
   tom: { email: "tom@acme.example", groups: ["customers"], tenant: "acme" },
   olga: { email: "olga@example.com", groups: ["sre"] },
@@ -23,42 +29,9 @@ const USERS = {
 };
 const ROLES = { admin: ["groups:platform-admins"], "operator-readonly": ["groups:sre"], tenant: ["groups:customers"] };
 
-class TestProvider implements OAuthClientProvider {
-  client?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = "";
-  authUrl?: URL;
-  get redirectUrl() {
-    return REDIRECT;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "SSO Agent",
-      redirect_uris: [REDIRECT],
-      token_endpoint_auth_method: "none",
-      grant_types: ["authorization_code", "refresh_token"],
-    };
-  }
-  clientInformation() {
-    return this.client;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.client = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
+class TestProvider extends MemoryOAuthProvider {
+  constructor() {
+    super("SSO Agent");
   }
 }
 
@@ -74,20 +47,13 @@ describe("the consent page signs in through the identity provider", () => {
     emu = await startEmulator({ modules: ["sandboxes"] });
     idp = await startOidcProvider({
       users: USERS,
-      redirectUris: () => [`${gwUrl}/_tollgate/console/oidc/callback`],
-      postLogoutRedirectUris: () => [`${gwUrl}/_tollgate/console/login`],
+      ...consoleRedirects(() => gwUrl),
     });
     gw = await startTestGateway(
       {
         upstream: { baseUrl: emu.controlUrl },
         operators: {
-          oidc: {
-            issuer: idp.issuer,
-            clientId: idp.clientId,
-            clientSecretEnv: "TOLLGATE_OIDC_CLIENT_SECRET",
-            scopes: ["openid", "email"],
-            roles: ROLES,
-          },
+          oidc: operatorsOidc(idp, ROLES),
         },
         tenants: [
           { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(opsKey) }] },
@@ -122,11 +88,7 @@ describe("the consent page signs in through the identity provider", () => {
     const start = /<a class="button" href="([^"]+)"/.exec(page.html)![1]!.replace(/&amp;/g, "&");
     const login = await browser.follow(new URL(start, gwUrl).href);
     expect(login.url.startsWith(idp.issuer), login.url).toBe(true);
-    const loginForm = formIn(login.html, login.url);
-    const consent = await browser.follow(loginForm.action, { form: { ...loginForm.fields, login: user, password: "any" } });
-    if (!consent.url.startsWith(idp.issuer)) return consent;
-    const consentForm = formIn(consent.html, consent.url);
-    return browser.follow(consentForm.action, { form: consentForm.fields });
+    return signInAtProvider(browser, idp, login, user);
   }
   const auditEntries = async () =>
     (await (await fetch(`${gwUrl}/_tollgate/admin/audit?limit=200`, { headers: { "x-api-key": opsKey } })).json()).entries as Array<
@@ -162,7 +124,7 @@ describe("the consent page signs in through the identity provider", () => {
     expect(names).toContain("budget");
     const budget = (await client.callTool({ name: "budget", arguments: {} })) as CallToolResult;
     expect(budget.isError).toBeFalsy();
-    const view = JSON.parse((budget.content.find((p) => p.type === "text") as { text: string }).text);
+    const view = toolJson(budget);
     expect(view.token).toMatchObject({ cap: "1.00" });
     expect(view.token.grant).toMatch(/^grt_/);
     expect(JSON.stringify(view)).toContain("acme");
@@ -197,26 +159,19 @@ describe("the consent page signs in through the identity provider", () => {
   it("a forged or stale ticket shows no signed-in page and posts nothing", async () => {
     const provider = new TestProvider();
     const authUrl = await authorizationUrl(provider);
-    const page = await (await fetch(authUrl)).text();
-    const request = /name="request" value="([^"]+)"/.exec(page)![1]!;
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+    const { request, _csrf } = consentHidden(await (await fetch(authUrl)).text());
     const forged = "A".repeat(43);
     expect((await fetch(`${gwUrl}/authorize?request=${request}&ticket=${forged}`)).status).toBe(400);
     expect((await fetch(`${gwUrl}/authorize?request=nope&signin=oidc`)).status).toBe(400);
-    const post = await fetch(`${gwUrl}/authorize`, {
-      method: "POST",
-      redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        request,
-        _csrf: csrf,
-        ticket: forged,
-        scope: "sandboxes",
-        cap: "1.00",
-        window: "total",
-        days: "7",
-        action: "allow",
-      }),
+    const post = await postForm(fetch, `${gwUrl}/authorize`, {
+      request,
+      _csrf,
+      ticket: forged,
+      scope: "sandboxes",
+      cap: "1.00",
+      window: "total",
+      days: "7",
+      action: "allow",
     });
     expect(post.status).toBe(400);
   });

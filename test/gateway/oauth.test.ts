@@ -6,19 +6,29 @@
 // token used again revokes the grant; revoking a grant cuts the open session. Every mistake is an OAuth error code.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthClientInformationMixed } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
+import {
+  type ConsentChoices,
+  consentForm,
+  listToolsAs,
+  MemoryOAuthProvider,
+  OAUTH_REDIRECT as REDIRECT,
+  pkcePair as pkce,
+  postForm,
+  registerClient,
+  toolJson as json,
+  toolOk as ok,
+} from "../helpers/mcp-oauth.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway } from "../../src/platform/node.js";
 
 const ALL = ["search", "sessions", "sandboxes", "jobs", "agents"];
-const REDIRECT = "http://127.0.0.1:9/oauth/callback";
 
 let stack: SessionGateway;
 let base: string;
@@ -69,86 +79,19 @@ afterAll(async () => {
   await stack?.close();
 });
 
-/** An OAuthClientProvider that keeps everything in memory and hands the authorization URL to the test. */
-class TestProvider implements OAuthClientProvider {
-  client?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = "";
-  authUrl?: URL;
+/** The MCP client's provider, registering as "Test Agent" (or naming a client already known). */
+class TestProvider extends MemoryOAuthProvider {
   constructor(preset?: OAuthClientInformationMixed) {
-    this.client = preset;
+    super("Test Agent", { client: preset });
   }
-  get redirectUrl() {
-    return REDIRECT;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "Test Agent",
-      redirect_uris: [REDIRECT],
-      token_endpoint_auth_method: "none",
-      grant_types: ["authorization_code", "refresh_token"],
-    };
-  }
-  clientInformation() {
-    return this.client;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.client = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
-
-interface Choices {
-  credential: string;
-  scopes?: string[];
-  cap?: string;
-  window?: string;
-  days?: string;
-  action?: string;
-  /** The tool boxes ticked (the form then says it showed them). */
-  tools?: string[];
 }
 
 /** Reads the consent page as a browser would and posts its form with the tenant's choices. */
-async function consent(authUrl: URL | string, choices: Choices): Promise<Response> {
+async function consent(authUrl: URL | string, choices: ConsentChoices): Promise<Response> {
   const page = await fetch(authUrl, { redirect: "manual" });
   expect(page.status).toBe(200);
   expect(page.headers.get("x-frame-options")).toBe("DENY");
-  const html = await page.text();
-  const request = html.match(/name="request" value="([^"]+)"/)![1]!;
-  const csrf = html.match(/name="_csrf" value="([^"]+)"/)![1]!;
-  const form = new URLSearchParams({
-    request,
-    _csrf: csrf,
-    credential: choices.credential,
-    cap: choices.cap ?? "1.00",
-    window: choices.window ?? "total",
-    days: choices.days ?? "30",
-    action: choices.action ?? "allow",
-  });
-  for (const s of choices.scopes ?? ["search"]) form.append("scope", s);
-  if (choices.tools) form.set("tools_shown", "1");
-  for (const t of choices.tools ?? []) form.append("tool", t);
-  return fetch(`${base}/authorize`, {
-    method: "POST",
-    body: form,
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-  });
+  return postForm(fetch, `${base}/authorize`, consentForm(await page.text(), choices));
 }
 
 /** The code (and state, iss) the consent's redirect carries. */
@@ -162,7 +105,7 @@ function codeOf(res: Response): URLSearchParams {
 /** Connects through the whole flow: 401 → discovery → registration or CIMD → consent → code → tokens → connected. */
 async function connectWithOAuth(
   provider: TestProvider,
-  choices: Choices,
+  choices: ConsentChoices,
 ): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const url = new URL(`${base}/mcp`);
   const first = new StreamableHTTPClientTransport(url, { authProvider: provider });
@@ -181,34 +124,14 @@ async function connectWithOAuth(
 
 const call = (c: Client, name: string, args: Record<string, unknown> = {}) =>
   c.callTool({ name, arguments: args }, undefined, { timeout: 60_000 }) as Promise<CallToolResult>;
-const json = (r: CallToolResult) => JSON.parse((r.content.find((p) => p.type === "text") as { text: string }).text);
-function ok(r: CallToolResult) {
-  if (r.isError) throw new Error(`tool error: ${JSON.stringify(r.content)}`);
-  return json(r);
-}
 
-const post = (path: string, form: Record<string, string>) =>
-  fetch(`${base}${path}`, {
-    method: "POST",
-    body: new URLSearchParams(form),
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-  });
+const post = (path: string, form: Record<string, string>) => postForm(fetch, `${base}${path}`, form);
 const grantsOf = async (tenant: string) =>
   (await (await fetch(`${base}/_tollgate/grants`, { headers: { "x-api-key": stack.keys[tenant]! } })).json()).grants as any[];
 
-/** A PKCE pair. */
-function pkce() {
-  const verifier = randomBytes(32).toString("base64url");
-  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
-}
-
 /** A registered client, by hand (for the error cases). */
 async function registered(): Promise<string> {
-  const r = await fetch(`${base}/register`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: "Hand Client", redirect_uris: [REDIRECT] }),
-  });
+  const r = await registerClient(fetch, base, "Hand Client");
   expect(r.status).toBe(201);
   return (await r.json()).client_id;
 }
@@ -221,7 +144,7 @@ function authorizeUrl(params: Record<string, string | undefined>): string {
 
 /** A code for `clientId` with a fresh PKCE pair, consented by acme. */
 async function codeFor(clientId: string, extra: Record<string, string> = {}) {
-  const p = pkce();
+  const p = await pkce();
   const back = codeOf(
     await consent(
       authorizeUrl({
@@ -370,15 +293,7 @@ describe("the MCP client's OAuth flow", () => {
     expect(await r.json()).toMatchObject({ id: grant, state: "revoked" });
     // The access token is refused (token_revoked) and so is its refresh: the client has to ask the tenant again.
     await expect(call(client, "budget")).rejects.toThrow();
-    const direct = await fetch(`${base}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${provider.saved!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-    });
+    const direct = await listToolsAs(fetch, base, provider.saved!.access_token);
     expect(direct.status).toBe(401);
     expect(await direct.json()).toMatchObject({ code: "token_revoked" });
   });
@@ -516,7 +431,7 @@ describe("grants in the console and the admin API", () => {
 describe("mistakes get OAuth error codes, never a 500", () => {
   it("the authorization request: unknown client and wrong redirect URI are a page; missing or plain PKCE, another resource go back as errors", async () => {
     const clientId = await registered();
-    const { challenge } = pkce();
+    const { challenge } = await pkce();
     const ok = {
       response_type: "code",
       client_id: clientId,
@@ -557,7 +472,7 @@ describe("mistakes get OAuth error codes, never a 500", () => {
   });
 
   it("a client metadata document that is too big, too slow, not JSON, names another URL or is missing: invalid_client, no redirect", async () => {
-    const { challenge } = pkce();
+    const { challenge } = await pkce();
     const origin = new URL(docUrl).origin;
     for (const path of ["/big.json", "/slow.json", "/not-json.json", "/other-id.json", "/missing.json"]) {
       const started = Date.now();
@@ -579,7 +494,7 @@ describe("mistakes get OAuth error codes, never a 500", () => {
 
   it("the consent form: a wrong key, a scope the tenant lacks, no cap are refused on the page; deny goes back as access_denied", async () => {
     const clientId = await registered();
-    const { challenge } = pkce();
+    const { challenge } = await pkce();
     const url = authorizeUrl({
       response_type: "code",
       client_id: clientId,
@@ -617,7 +532,7 @@ describe("mistakes get OAuth error codes, never a 500", () => {
     c = await codeFor(clientId);
     expect(await errorOf(await exchange(c.code, {}))).toBe("invalid_request");
     c = await codeFor(clientId);
-    expect(await errorOf(await exchange(c.code, { code_verifier: pkce().verifier }))).toBe("invalid_grant");
+    expect(await errorOf(await exchange(c.code, { code_verifier: (await pkce()).verifier }))).toBe("invalid_grant");
     c = await codeFor(clientId);
     expect(await errorOf(await exchange(c.code, { code_verifier: c.verifier, resource: "https://other.example/mcp" }))).toBe(
       "invalid_target",

@@ -167,3 +167,40 @@ export function formIn(html: string, base: string): { action: string; fields: Re
   for (const m of form[2]!.matchAll(/<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"/gi)) fields[m[1]!] = m[2]!;
   return { action: new URL(form[1]!.replace(/&amp;/g, "&"), base).href, fields };
 }
+
+/**
+ * Signs `user` in on the provider's login page (where the relying party sent the browser) and consents if the provider
+ * asks; the page the relying party answers at the end.
+ */
+export async function signInAtProvider(
+  browser: HttpBrowser,
+  idp: Pick<TestOidcProvider, "issuer">,
+  login: { url: string; html: string },
+  user: string,
+): Promise<{ url: string; status: number; html: string; hops: string[] }> {
+  const loginForm = formIn(login.html, login.url);
+  const consent = await browser.follow(loginForm.action, { form: { ...loginForm.fields, login: user, password: "any" } });
+  if (!consent.url.startsWith(idp.issuer)) return consent; // no consent needed (already granted)
+  const consentForm = formIn(consent.html, consent.url);
+  return browser.follow(consentForm.action, { form: consentForm.fields });
+}
+
+/** What a console at `base()` registers with the provider: its callback, and where the provider's logout sends back. */
+export function consoleRedirects(base: () => string): { redirectUris: () => string[]; postLogoutRedirectUris: () => string[] } {
+  return {
+    redirectUris: () => [`${base()}/_tollgate/console/oidc/callback`],
+    postLogoutRedirectUris: () => [`${base()}/_tollgate/console/login`],
+  };
+}
+
+/** The gateway's [operators.oidc] for this provider (openid + email; its secret from TOLLGATE_OIDC_CLIENT_SECRET). */
+export function operatorsOidc(idp: Pick<TestOidcProvider, "issuer" | "clientId">, roles: Record<string, string[]>, extra: object = {}) {
+  return {
+    issuer: idp.issuer,
+    clientId: idp.clientId,
+    clientSecretEnv: "TOLLGATE_OIDC_CLIENT_SECRET",
+    scopes: ["openid", "email"],
+    roles,
+    ...extra,
+  };
+}

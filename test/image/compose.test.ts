@@ -1,117 +1,57 @@
 // compose.yaml, end to end (`npm run image:test`, after image.test.ts; skipped by `npm test`): podman-compose builds
-// what is missing (the emulator's demo image, Redis) from the npm cache deploy/npm-cache.mjs makes, with the podman
-// settings deploy/podman-conf.sh finds (runc where crun fails) and no layer cache, starts two gateway replicas on Redis
-// behind Sentinel and the emulator, and the test reads the demo key from the emulator's log (a line of its own),
-// pays a search through one replica, finds it cached through the other, and sees one spend on both. The gateway image
-// is image.test.ts's (TOLLGATE_IMAGE), built there with no network; compose builds it too when it is missing.
-// TOLLGATE_IMAGE_REUSE=1 skips rebuilding the emulator and Redis images when they exist.
-import { execFile, spawn } from "node:child_process";
-import { createServer } from "node:net";
-import { promisify } from "node:util";
+// what is missing (the emulator's demo image from the npm cache deploy/npm-cache.mjs makes; Redis from the
+// tollgate-redis-base deploy/base-image.sh makes) with no network at all, no layer cache and the podman settings
+// deploy/podman-conf.sh finds (runc where crun fails), starts two gateway replicas on Redis behind Sentinel and the
+// emulator, and the test reads the demo key from the emulator's log (a line of its own), pays a search through one
+// replica, finds it cached through the other, and sees one spend on both. The gateway image is image.test.ts's
+// (TOLLGATE_IMAGE), built there with no network; compose builds it too (offline, the same way) when it is missing.
+// TOLLGATE_IMAGE_REUSE=1 skips rebuilding the emulator and Redis images when they exist. Set-up: ./podman.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BUILD_FLAGS, buildLeavingNothing, enabled, freePort, IMAGE, preparePodman, run, secs, step } from "./podman.js";
 
-const run = promisify(execFile);
-const enabled = process.env.TOLLGATE_IMAGE_TEST === "1";
-const IMAGE = process.env.TOLLGATE_IMAGE ?? "localhost/tollgate:test";
 // A project of its own (containers, network and volumes are named after it), removed at the end.
 const PROJECT = `tgcompose${process.pid}`;
-const secs = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.once("error", reject);
-  });
-
-/** Runs a command to its end, its output passed through (builds show progress), failing on a non-zero exit. */
-function step(cmd: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "inherit", "inherit"], env });
-    const t = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
-    child.once("exit", (code, signal) => {
-      clearTimeout(t);
-      code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(" ")}: exit ${code ?? signal}`));
-    });
-  });
-}
-
-async function imageIds(env: NodeJS.ProcessEnv): Promise<Set<string>> {
-  const out = (await run("podman", ["images", "--all", "--no-trunc", "--format", "{{.ID}}"], { env })).stdout;
-  return new Set(
-    out
-      .split("\n")
-      .filter(Boolean)
-      .map((id) => id.replace(/^sha256:/, "")),
-  );
-}
-
-/** The id an image name points at now, or undefined. */
-const imageId = (name: string, env: NodeJS.ProcessEnv) =>
-  run("podman", ["image", "inspect", "--format", "{{.Id}}", name], { env }).then(
-    (r) => r.stdout.trim(),
-    () => undefined,
-  );
-
-/**
- * A rebuild moves the name to the new image and leaves the one it replaced untagged: that one (and only when the
- * rebuild replaced it) is removed by id. `podman rmi` without --force refuses an image still tagged or used.
- */
-async function dropReplaced(name: string, old: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
-  if (old && old !== (await imageId(name, env))) await run("podman", ["rmi", old], { env }).catch(() => {});
-}
+const DEMO = ["localhost/tollgate-emulator:latest", "localhost/tollgate-redis:latest"];
 
 describe.skipIf(!enabled)("compose.yaml (podman-compose): two replicas, one cache, one spend", () => {
   let env: NodeJS.ProcessEnv = process.env;
   const ports = { one: 0, two: 0 };
-  const figures: Record<string, string> = {};
+  let figures: Record<string, string> = {};
   let made: string[] = [];
-  const compose = (argv: string[]) => run("podman-compose", ["-p", PROJECT, ...argv], { env, maxBuffer: 32 << 20 });
+  // podman-compose's builds take BUILD_FLAGS (no network, no layer cache, docker format) through --podman-build-args.
+  const composeArgs = () => ["-p", PROJECT, `--podman-build-args=${BUILD_FLAGS.join(" ")}`];
+  const compose = (argv: string[]) => run("podman-compose", [...composeArgs(), ...argv], { env, maxBuffer: 32 << 20 });
+  let up = false;
 
   beforeAll(async () => {
-    await step("./deploy/base-image.sh", [], 20 * 60_000, process.env);
-    const conf = (await run("./deploy/podman-conf.sh", [])).stdout.trim();
+    const host = await preparePodman();
+    figures = { ...host.figures };
     ports.one = await freePort();
     ports.two = await freePort();
-    env = {
-      ...process.env,
-      ...(conf ? { CONTAINERS_CONF: conf } : {}),
-      // podman-compose calls `podman build` without --layers=false or --format: these make it so.
-      BUILDAH_LAYERS: "false",
-      BUILDAH_FORMAT: "docker",
-      TOLLGATE_IMAGE: IMAGE,
-      GATEWAY_1_PORT: String(ports.one),
-      GATEWAY_2_PORT: String(ports.two),
-    };
-    await step("node", ["deploy/npm-cache.mjs"], 5 * 60_000, env);
-    const demo = ["localhost/tollgate-emulator:latest", "localhost/tollgate-redis:latest"];
-    const old = await Promise.all(demo.map((name) => imageId(name, env)));
-    const before = await imageIds(env);
+    env = { ...host.env, TOLLGATE_IMAGE: IMAGE, GATEWAY_1_PORT: String(ports.one), GATEWAY_2_PORT: String(ports.two) };
     const t = Date.now();
-    // The demo's own images, built from this tree every time (the gateway's is built once, by `up`, if missing);
-    // TOLLGATE_IMAGE_REUSE=1 keeps them when they exist (a second run while working on the test).
-    if (process.env.TOLLGATE_IMAGE_REUSE !== "1") {
-      await step("podman-compose", ["-p", PROJECT, "build", "emulator"], 30 * 60_000, env);
-      await step("podman-compose", ["-p", PROJECT, "build", "redis"], 10 * 60_000, env);
-      figures.build = `${secs(t)} s`;
+    made = await buildLeavingNothing([IMAGE, ...DEMO], env, async () => {
+      // The demo's own images, built from this tree every time (the gateway's is built once, by `up`, if missing);
+      // TOLLGATE_IMAGE_REUSE=1 keeps them when they exist (a second run while working on the test).
+      if (process.env.TOLLGATE_IMAGE_REUSE !== "1") {
+        await step("podman-compose", [...composeArgs(), "build", "emulator"], 30 * 60_000, env);
+        await step("podman-compose", [...composeArgs(), "build", "redis"], 10 * 60_000, env);
+        figures.build = `${secs(t)} s`;
+      }
+      up = true;
+      await step("podman-compose", [...composeArgs(), "up", "-d"], 30 * 60_000, env);
+    });
+    for (const [name, image] of [
+      ["emulatorImage", DEMO[0]!],
+      ["redisImage", DEMO[1]!],
+    ] as const) {
+      const size = Number((await host.podman(["image", "inspect", "--format", "{{.Size}}", image])).stdout);
+      figures[name] = `${(size / 1e6).toFixed(0)} MB`;
     }
-    await step("podman-compose", ["-p", PROJECT, "up", "-d"], 30 * 60_000, env);
-    const named = new Set<string>();
-    for (const image of [IMAGE, "localhost/tollgate-emulator:latest", "localhost/tollgate-redis:latest"]) {
-      named.add((await run("podman", ["image", "inspect", "--format", "{{.Id}}", image], { env })).stdout.trim());
-    }
-    made = [...(await imageIds(env))].filter((id) => !before.has(id) && !named.has(id));
-    for (const [i, name] of demo.entries()) await dropReplaced(name, old[i], env);
-    const emulatorSize = Number(
-      (await run("podman", ["image", "inspect", "--format", "{{.Size}}", "localhost/tollgate-emulator:latest"], { env })).stdout,
-    );
-    figures.emulatorImage = `${(emulatorSize / 1e6).toFixed(0)} MB`;
   }, 60 * 60_000);
 
   afterAll(async () => {
-    if (env !== process.env) {
+    if (up) {
       await compose(["down", "-v", "-t", "5"]).catch((e) => console.error(`[compose] down: ${e.stderr ?? e}`));
       // podman-compose 1.0.3 leaves the project's network behind.
       await run("podman", ["network", "rm", `${PROJECT}_default`], { env }).catch(() => {});
@@ -119,7 +59,7 @@ describe.skipIf(!enabled)("compose.yaml (podman-compose): two replicas, one cach
     console.log(`[compose] figures: ${JSON.stringify(figures)}`);
   });
 
-  it("builds with no intermediate image left behind", () => {
+  it("builds with no network and no intermediate image left behind", () => {
     expect(made).toEqual([]);
   });
 

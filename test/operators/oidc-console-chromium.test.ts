@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
-import { startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
+import { consoleRedirects, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
 
 type Running = Awaited<ReturnType<typeof startTestGateway>>;
 
@@ -32,8 +32,7 @@ describe("OIDC sign-in to the console in Chromium", () => {
         alice: { email: "alice@example.com", groups: ["platform-admins"] },
         tom: { email: "tom@acme.example", groups: ["customers"], tenant: "acme" },
       },
-      redirectUris: () => [`${base}/_tollgate/console/oidc/callback`],
-      postLogoutRedirectUris: () => [`${base}/_tollgate/console/login`],
+      ...consoleRedirects(() => base),
     });
     gw = await startTestGateway(
       {

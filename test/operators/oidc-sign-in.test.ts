@@ -16,7 +16,15 @@ import { createGateway } from "../../src/gateway.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { startTestGateway } from "../helpers/gateway.js";
 import { startAccessCerts } from "../helpers/access-certs.js";
-import { formIn, HttpBrowser, startOidcProvider, type TestOidcProvider } from "../helpers/oidc-provider.js";
+import {
+  formIn,
+  HttpBrowser,
+  consoleRedirects,
+  operatorsOidc,
+  signInAtProvider,
+  startOidcProvider,
+  type TestOidcProvider,
+} from "../helpers/oidc-provider.js";
 
 type Running = Awaited<ReturnType<typeof startTestGateway>>;
 
@@ -40,11 +48,7 @@ describe("OIDC sign-in against a real provider", () => {
   async function signIn(browser: HttpBrowser, user: string) {
     const login = await browser.follow(consoleUrl("/oidc/login"));
     expect(login.url.startsWith(idp.issuer), login.url).toBe(true);
-    const loginForm = formIn(login.html, login.url);
-    const consent = await browser.follow(loginForm.action, { form: { ...loginForm.fields, login: user, password: "any" } });
-    if (!consent.url.startsWith(idp.issuer)) return consent; // no consent needed (already granted)
-    const consentForm = formIn(consent.html, consent.url);
-    return browser.follow(consentForm.action, { form: consentForm.fields });
+    return signInAtProvider(browser, idp, login, user);
   }
   const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
   const admin = async (method: string, path: string, auth: Record<string, string>, body?: unknown) => {
@@ -63,22 +67,14 @@ describe("OIDC sign-in against a real provider", () => {
     emu = await startEmulator({ modules: ["sandboxes"] });
     idp = await startOidcProvider({
       users: USERS,
-      redirectUris: () => [`${gwUrl}/_tollgate/console/oidc/callback`],
-      postLogoutRedirectUris: () => [`${gwUrl}/_tollgate/console/login`],
+      ...consoleRedirects(() => gwUrl),
     });
     gw = await startTestGateway(
       {
         server: { logLevel: "debug" },
         upstream: { baseUrl: emu.controlUrl },
         operators: {
-          oidc: {
-            issuer: idp.issuer,
-            clientId: idp.clientId,
-            clientSecretEnv: "TOLLGATE_OIDC_CLIENT_SECRET",
-            scopes: ["openid", "email"],
-            roles: ROLES,
-            tenantClaim: "tenant",
-          },
+          oidc: operatorsOidc(idp, ROLES, { tenantClaim: "tenant" }),
         },
         tenants: [
           { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(opsKey) }] },

@@ -9,13 +9,23 @@ import { env } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { auth, UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import worker from "../../src/platform/worker.js";
+import {
+  type ConsentChoices,
+  consentForm,
+  type FetchFn,
+  listToolsAs,
+  MemoryOAuthProvider,
+  OAUTH_REDIRECT as REDIRECT,
+  postForm,
+  refreshWith,
+  toolJson as json,
+  toolOk as ok,
+} from "../helpers/mcp-oauth.js";
 
 const ORIGIN = "https://gateway.test";
-const REDIRECT = "http://127.0.0.1:9/oauth/callback";
 const KEY = "tg_workers_oauth_key_0123456789";
 const ctx = { waitUntil() {}, passThroughOnException() {} };
 
@@ -40,38 +50,26 @@ async function workerEnv() {
   };
 }
 
-class MemoryProvider implements OAuthClientProvider {
-  client?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = "";
-  authUrl?: URL;
-  get redirectUrl() {
-    return REDIRECT;
+/** The MCP client's provider, registering as "Workers Agent" with no grant_types (the server's default). */
+class MemoryProvider extends MemoryOAuthProvider {
+  constructor() {
+    super("Workers Agent", { grantTypes: false });
   }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: "Workers Agent", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" };
-  }
-  clientInformation() {
-    return this.client;
-  }
-  saveClientInformation(i: OAuthClientInformationMixed) {
-    this.client = i;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(t: OAuthTokens) {
-    this.saved = t;
-  }
-  redirectToAuthorization(u: URL) {
-    this.authUrl = u;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
+}
+
+/** The consent page at the provider's authorization URL, posted with `choices`: the page and the answer (a 302). */
+async function consent(fetchFn: FetchFn, provider: MemoryProvider, choices: ConsentChoices) {
+  const page = await (await fetchFn(provider.authUrl!.href)).text();
+  return { page, back: await postForm(fetchFn, `${ORIGIN}/authorize`, consentForm(page, choices)) };
+}
+
+/** The provider's grant is over: its access token answers token_revoked, its refresh token invalid_grant. */
+async function expectGrantEnded(fetchFn: FetchFn, provider: MemoryProvider) {
+  const direct = await listToolsAs(fetchFn, ORIGIN, provider.saved!.access_token);
+  expect(direct.status).toBe(401);
+  expect(await direct.json()).toMatchObject({ code: "token_revoked" });
+  const refresh = await refreshWith(fetchFn, ORIGIN, provider.saved!.refresh_token!, provider.client!.client_id);
+  expect(await refresh.json()).toMatchObject({ error: "invalid_grant" });
 }
 
 describe("OAuth in workerd", () => {
@@ -90,24 +88,8 @@ describe("OAuth in workerd", () => {
     expect(provider.client?.client_id).toMatch(/^tgc_/);
 
     // The consent form, as a browser posts it.
-    const page = await (await fetchFn(provider.authUrl!.href)).text();
+    const { page, back } = await consent(fetchFn, provider, { credential: KEY, cap: "0.30", window: "monthly", days: "3" });
     expect(page).toContain("Workers Agent");
-    const form = new URLSearchParams({
-      request: page.match(/name="request" value="([^"]+)"/)![1]!,
-      _csrf: page.match(/name="_csrf" value="([^"]+)"/)![1]!,
-      credential: KEY,
-      scope: "search",
-      cap: "0.30",
-      window: "monthly",
-      days: "3",
-      action: "allow",
-    });
-    const back = await fetchFn(`${ORIGIN}/authorize`, {
-      method: "POST",
-      body: form,
-      redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    });
     expect(back.status).toBe(302);
     const q = new URL(back.headers.get("location")!).searchParams;
     expect(q.get("iss")).toBe(ORIGIN);
@@ -120,16 +102,12 @@ describe("OAuth in workerd", () => {
     expect(token).toMatchObject({ cap: "0.30", window: "monthly", spent: "0.00" });
 
     // A replayed code is refused.
-    const replay = await fetchFn(`${ORIGIN}/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "authorization_code",
-        code: q.get("code")!,
-        client_id: provider.client!.client_id,
-        redirect_uri: REDIRECT,
-        code_verifier: provider.verifier,
-      }),
+    const replay = await postForm(fetchFn, `${ORIGIN}/token`, {
+      grant_type: "authorization_code",
+      code: q.get("code")!,
+      client_id: provider.client!.client_id,
+      redirect_uri: REDIRECT,
+      code_verifier: provider.verifier,
     });
     expect(replay.status).toBe(400);
     expect(await replay.json()).toMatchObject({ error: "invalid_grant" });
@@ -144,23 +122,7 @@ describe("OAuth in workerd", () => {
     const mcpUrl = new URL(`${ORIGIN}/mcp`);
     const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchFn });
     await expect(new Client({ name: "w", version: "1" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
-    const page = await (await fetchFn(provider.authUrl!.href)).text();
-    const form = new URLSearchParams({
-      request: page.match(/name="request" value="([^"]+)"/)![1]!,
-      _csrf: page.match(/name="_csrf" value="([^"]+)"/)![1]!,
-      credential: KEY,
-      scope: "search",
-      cap: "1.00",
-      window: "total",
-      days: "1",
-      action: "allow",
-    });
-    const back = await fetchFn(`${ORIGIN}/authorize`, {
-      method: "POST",
-      body: form,
-      redirect: "manual",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    });
+    const { back } = await consent(fetchFn, provider, { credential: KEY, days: "1" });
     await first.finishAuth(new URL(back.headers.get("location")!).searchParams.get("code")!);
     const before = provider.saved!;
 
@@ -171,37 +133,9 @@ describe("OAuth in workerd", () => {
     await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchFn }));
     expect(((await client.callTool({ name: "budget", arguments: {} })) as CallToolResult).isError).toBeFalsy();
 
-    const reuse = await fetchFn(`${ORIGIN}/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "refresh_token",
-        refresh_token: before.refresh_token!,
-        client_id: provider.client!.client_id,
-      }),
-    });
+    const reuse = await refreshWith(fetchFn, ORIGIN, before.refresh_token!, provider.client!.client_id);
     expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
-    const mcp = await fetchFn(`${ORIGIN}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${provider.saved!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-    });
-    expect(mcp.status).toBe(401);
-    expect(await mcp.json()).toMatchObject({ code: "token_revoked" });
-    const current = await fetchFn(`${ORIGIN}/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "refresh_token",
-        refresh_token: provider.saved!.refresh_token!,
-        client_id: provider.client!.client_id,
-      }),
-    });
-    expect(await current.json()).toMatchObject({ error: "invalid_grant" });
+    await expectGrantEnded(fetchFn, provider);
   });
 });
 
@@ -231,30 +165,12 @@ async function paidEnv(tenant: string, key: string) {
   };
 }
 
-type FetchFn = (url: string | URL, init?: RequestInit) => Promise<Response>;
-
 /** 401 → discovery → (registration unless the provider names its client) → consent → code → tokens → connected. */
 async function connectWithOAuth(fetchFn: FetchFn, provider: MemoryProvider, key: string, cap: string) {
   const mcpUrl = new URL(`${ORIGIN}/mcp`);
   const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchFn });
   await expect(new Client({ name: "w", version: "1" }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
-  const page = await (await fetchFn(provider.authUrl!.href)).text();
-  const form = new URLSearchParams({
-    request: page.match(/name="request" value="([^"]+)"/)![1]!,
-    _csrf: page.match(/name="_csrf" value="([^"]+)"/)![1]!,
-    credential: key,
-    scope: "search",
-    cap,
-    window: "total",
-    days: "1",
-    action: "allow",
-  });
-  const back = await fetchFn(`${ORIGIN}/authorize`, {
-    method: "POST",
-    body: form,
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-  });
+  const { page, back } = await consent(fetchFn, provider, { credential: key, cap, days: "1" });
   expect(back.status).toBe(302);
   await first.finishAuth(new URL(back.headers.get("location")!).searchParams.get("code")!);
   const client = new Client({ name: "w", version: "1" });
@@ -264,11 +180,6 @@ async function connectWithOAuth(fetchFn: FetchFn, provider: MemoryProvider, key:
 
 const call = (c: Client, name: string, args: Record<string, unknown> = {}) =>
   c.callTool({ name, arguments: args }, undefined, { timeout: 30_000 }) as Promise<CallToolResult>;
-const json = (r: CallToolResult) => JSON.parse((r.content.find((p) => p.type === "text") as { text: string }).text);
-function ok(r: CallToolResult) {
-  if (r.isError) throw new Error(`tool error: ${JSON.stringify(r.content)}`);
-  return json(r);
-}
 
 describe("OAuth in workerd, paying", () => {
   afterEach(() => {
@@ -351,26 +262,6 @@ describe("OAuth in workerd, paying", () => {
 
     // The open session's next call is refused, and so is its refresh: the client has to ask the tenant again.
     await expect(call(client, "budget")).rejects.toThrow();
-    const direct = await fetchFn(`${ORIGIN}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${provider.saved!.access_token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
-    });
-    expect(direct.status).toBe(401);
-    expect(await direct.json()).toMatchObject({ code: "token_revoked" });
-    const refresh = await fetchFn(`${ORIGIN}/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "refresh_token",
-        refresh_token: provider.saved!.refresh_token!,
-        client_id: provider.client!.client_id,
-      }),
-    });
-    expect(await refresh.json()).toMatchObject({ error: "invalid_grant" });
+    await expectGrantEnded(fetchFn, provider);
   });
 });

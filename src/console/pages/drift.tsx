@@ -23,7 +23,7 @@ export function DriftPage(props: { viewer: Viewer; nonce: string; drift: ConfigD
         {against.kind === "last-apply" ? (
           <>
             the file last applied, {against.at} by <code>{against.by}</code>
-            {against.origin ? ` (${against.origin})` : ""}
+            {against.origin ? `, from the ${against.origin}` : ""}
           </>
         ) : (
           "the gateway's own config file (no file has been applied yet)"

@@ -1,0 +1,106 @@
+// The console's Config drift page (docs/config-as-code.md), in a real Chromium (puppeteer-core) against the demo stack
+// (gateway + emulator + local chain): the fleet's own state is exported and applied as the file, then admin API edits
+// since (a budget, a quota, a tenant the file does not name) show as drift, field by field, to an operator; a tenant
+// is not shown the page. With CONSOLE_SCREENSHOTS=docs the page goes to docs/console-drift.png.
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDevStack, type DevStack } from "../../src/cli/dev-stack.js";
+
+let stack: DevStack;
+let browser: Browser;
+let profile: string;
+let shots: string;
+let base: string;
+const consoleUrl = (path = "") => `${base}/_tollgate/console${path}`;
+
+beforeAll(async () => {
+  stack = await startDevStack({ port: 0, logLevel: "error", emulator: { modules: ["x402"] } });
+  base = stack.gateway.url;
+  profile = await mkdtemp(join(tmpdir(), "tollgate-console-drift-"));
+  shots = process.env.CONSOLE_SCREENSHOTS === "docs" ? join(import.meta.dirname, "../../docs") : join(profile, "shots");
+  await mkdir(shots, { recursive: true });
+  browser = await puppeteer.launch({
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", `--user-data-dir=${join(profile, "user-data")}`],
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+async function signIn(key: string): Promise<Page> {
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(consoleUrl("/login"));
+  await page.type("#key", key);
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  return page;
+}
+const texts = (page: Page, selector: string) => page.$$eval(selector, (els) => els.map((el) => (el.textContent ?? "").trim()));
+const call = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { "x-api-key": stack.tenants.ops!, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as any };
+};
+
+describe("the console's Config drift page (Chromium)", () => {
+  it("shows an operator each tenant edited since the last apply, field by field, and what the file does not name", async () => {
+    // The live state, exported and applied as the file: in sync.
+    const exported = await call("GET", "/_tollgate/admin/config/export?format=json");
+    expect(exported.status).toBe(200);
+    const applied = await call("POST", "/_tollgate/admin/config/apply", { document: exported.json });
+    expect(applied.status, JSON.stringify(applied.json)).toBe(200);
+    const ops = await signIn(stack.tenants.ops!);
+    await ops.goto(consoleUrl("/config"));
+    expect(await ops.$eval("[data-drift]", (el) => el.getAttribute("data-drift"))).toBe("in-sync");
+
+    // Admin edits since: a budget and a quota differ from the file; a tenant made since is not in it.
+    // (The budget is PUT whole and PATCH sets `quotas` whole: the others are carried over as they are.)
+    const acme = (await call("GET", "/_tollgate/admin/tenants/acme")).json;
+    const initech = (await call("GET", "/_tollgate/admin/tenants/initech")).json;
+    expect((await call("PUT", "/_tollgate/admin/tenants/acme/budget", { ...acme.budget, daily: "12.50" })).status).toBe(200);
+    const quotas = { ...initech.quotas, maxSandboxes: 9 };
+    expect((await call("PATCH", "/_tollgate/admin/tenants/initech", { quotas })).status).toBe(200);
+    expect((await call("POST", "/_tollgate/admin/tenants", { id: "hooli", scopes: ["search"] })).status).toBe(201);
+
+    const res = await ops.goto(consoleUrl("/config"));
+    expect(res!.status()).toBe(200);
+    expect(await ops.$eval("[data-drift]", (el) => el.getAttribute("data-drift"))).toBe("drift");
+    expect(await ops.$eval("[data-against]", (el) => el.getAttribute("data-against"))).toBe("last-apply");
+    const rows = await ops.$$eval("[data-drift-tenant]", (els) =>
+      els.map((el) => [el.getAttribute("data-drift-tenant"), el.getAttribute("data-action"), el.children[2]?.textContent?.trim()]),
+    );
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        ["acme", "update", "budget.daily"],
+        ["initech", "update", "quotas.maxSandboxes"],
+      ]),
+    );
+    expect(await texts(ops, "[data-not-in-file]")).toEqual([expect.stringContaining("hooli")]);
+    expect(await texts(ops, "header nav a")).toContain("Config drift");
+    await ops.screenshot({ path: join(shots, "console-drift.png"), fullPage: true });
+    // Nothing secret on the page: no key, no key hash, not the upstream's key.
+    const html = await ops.content();
+    expect(html).not.toContain("sha256:");
+    for (const s of [stack.emulator.apiKey, ...Object.values(stack.tenants)]) expect(html).not.toContain(s);
+    await ops.browserContext().close();
+  }, 120_000);
+
+  it("is not a tenant's page", async () => {
+    const acme = await signIn(stack.tenants.acme!);
+    const res = await acme.goto(consoleUrl("/config"));
+    expect(res!.status()).toBe(404);
+    await acme.browserContext().close();
+  });
+});
