@@ -385,9 +385,13 @@ export class UpstreamAccounts {
     const limit = kind && LIMIT_OF[kind];
     const max = limit ? a.limits[limit] : undefined;
     if (max === undefined) return true;
+    // Counted by the fleet: its count (as the last take read it) is the truth; this instance's own map still holds
+    // resources another instance ended, so it would keep an account looking full.
+    const fleet = this.slots ? this.fleetCount.get(`${limit}:${a.id}`) : undefined;
+    if (this.slots) return (fleet ?? 0) < max;
     let n = 0;
     for (const r of this.live.values()) if (r.account === a.id && r.limit === limit) n++;
-    return Math.max(n, this.fleetCount.get(`${limit}:${a.id}`) ?? 0) < max;
+    return n < max;
   }
 
   /** The accounts a tenant may use for new work (its pin, else all). */
