@@ -75,14 +75,19 @@ describe("secrets reach only the modules that use them", () => {
     ]);
   });
 
-  it("walletKey is named only where it is loaded (config, the dev stack) and handed to the signer (createGateway)", () => {
-    // config/secrets-schema.ts names the file field (walletKeyFile), read by config/load.ts like the variable.
+  it("walletKey is named only where it is loaded (config, the dev stack, an account's wallet) and handed to a signer", () => {
+    // config/secrets-schema.ts names the file field (walletKeyFile), read by config/load.ts like the variable; an
+    // upstream account's own wallet (walletKeyEnv / walletKeyFile) is declared in config/accounts-schema.ts, loaded into
+    // its signer by src/payments/account-wallets.ts and read by `tollgate wallet --account` (src/cli/wallet.ts).
     expect(mentioning(/walletKey/).sort()).toEqual([
+      "config/accounts-schema.ts",
       "config/load.ts",
       "config/secrets-schema.ts",
       "src/cli/dev-stack.ts",
       "src/cli/index.ts",
+      "src/cli/wallet.ts",
       "src/gateway.ts",
+      "src/payments/account-wallets.ts",
     ]);
   });
 });
