@@ -56,8 +56,9 @@ beforeAll(async () => {
         { id: "b", apiKeyEnv: "KEY_B", weight: 1, limits: { sessions: 2 } },
         { id: "c", apiKeyEnv: "KEY_C", weight: 1 },
       ],
-      // Open after 2 failures; stays open for the whole test once opened.
-      breaker: { failures: 2, window: 4, openSeconds: 60, retries: 0 },
+      // Open after 2 failures; stays open for the whole test once opened. Only errors open it here: a session's
+      // Chromium can take over the default 10 s to start on a loaded 2-core CI host, and a slow answer would count.
+      breaker: { failures: 2, window: 4, openSeconds: 60, retries: 0, slowMs: 120_000 },
     },
     state: { backend: "redis", redisUrl: redis.url },
     tenants,

@@ -71,7 +71,8 @@ beforeAll(async () => {
         { id: "b", apiKeyEnv: "KEY_B", weight: 1 },
         { id: "c", apiKeyEnv: "KEY_C", weight: 1 },
       ],
-      breaker: { failures: 3, window: 10, openSeconds: 1, retryBackoffMs: 20 },
+      // Errors open it, not slowness: a session's Chromium can take over 10 s to start on a loaded CI host.
+      breaker: { failures: 3, window: 10, openSeconds: 1, retryBackoffMs: 20, slowMs: 120_000 },
     },
     // Per account, the team's usage is in whole credits (so up to one credit, $0.001, apart from the ledger's exact
     // figures); work the gateway never saw is more than that.
