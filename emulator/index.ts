@@ -48,6 +48,8 @@ export interface ReceivedRequest {
   method: string;
   url: string;
   headers: Record<string, string>;
+  /** When it arrived (`performance.now()` of the emulator's process): for tests timing what comes before a call. */
+  at: number;
 }
 
 export interface EmulatorHandle {
@@ -183,7 +185,12 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     for (const app of [control, runtime])
       app.use(async function recordRequest(c, next) {
         if (received.length < 10_000)
-          received.push({ method: c.req.method, url: c.req.url, headers: Object.fromEntries(c.req.raw.headers.entries()) });
+          received.push({
+            method: c.req.method,
+            url: c.req.url,
+            headers: Object.fromEntries(c.req.raw.headers.entries()),
+            at: performance.now(),
+          });
         await next();
       });
   }

@@ -102,7 +102,14 @@ export function sandboxSymlinkSpec(sandbox: () => SandboxHandle): void {
       if (e.type === "write" && e.name === "fresh.txt") seen.resolve(e.name);
     });
     try {
-      await sbx.files.writeText(`${outside}/fresh.txt`, "watch parent link");
+      // Written again every second until seen: on a loaded host the watch may be armed a moment after its handle
+      // resolves, and a write before that is not an event.
+      let done = false;
+      void seen.promise.then(() => (done = true));
+      for (let i = 0; i < 15 && !done; i++) {
+        await sbx.files.writeText(`${outside}/fresh.txt`, `watch parent link ${i}`);
+        await Promise.race([seen.promise, new Promise((r) => setTimeout(r, 1_000))]);
+      }
       expect(await seen.promise, events.join(", ")).toBe("fresh.txt");
     } finally {
       await handle.stop();

@@ -14,7 +14,7 @@ import { memoryStores } from "../../src/state/memory.js";
 import { delayedStores, type DelayedStores } from "../helpers/delayed-stores.js";
 
 const DELAY = 100;
-const RUNS = 3;
+const RUNS = 5;
 
 describe("sequential state round trips of a creation with upstream accounts", () => {
   let emu: EmulatorHandle;
