@@ -14,7 +14,7 @@ export default {
       // Every class in this one request: the gateway's stubs and timers belong to the request that made them.
       return Response.json(await durableObjectRoundTrips(worker, env, stack, { runs }));
     } catch (err) {
-      return new Response(err instanceof Error ? (err.stack ?? err.message) : String(err), { status: 500 });
+      return new Response(err instanceof Error ? `${err.name}: ${err.message}` : String(err), { status: 500 });
     }
   },
 };

@@ -69,7 +69,7 @@ export async function durableObjectSection(stack: RoundTripStack, runs: number):
           timeout,
         ]);
         const text = await res.text();
-        if (res.status !== 200) return { failed: firstLine(text) };
+        if (res.status !== 200) return { failed: text.replace(/\s+/g, " ").slice(0, 400) };
         return { figures: JSON.parse(text) as ClassFigure[] };
       } catch (err) {
         return { failed: firstLine(err) };
