@@ -11,12 +11,17 @@
 //    it waited for, (fastest at the far delay − fastest at 0) / delay (noise only adds to a run, so the fastest of N
 //    is the cleanest). Beside them, the Redis commands the gateway sent (MONITOR) and those scripts ran inside.
 //    BENCH_STATE_VERBOSE=1 also prints one request's commands per class.
+//    Then the same classes against the Worker in workerd (bench/state-durable-objects.ts, the harness of
+//    test/workers/round-trips.test.ts): every Durable Object stub call counted and first delayed 80 ms, so the calls
+//    waited for are (fastest delayed − fastest not) / 80 ms beside the calls made (those behind the answer included).
+//    Skipped, with the reason printed, when wrangler, Miniflare or workerd is not there.
 // 2. identify + owner p99 with 10 tenants vs 10,000 tenants holding 1,000,000 owned records (in the same Redis, loaded
 //    server-side), as a ratio: the lookups are a hash-map probe and one HGET, so the ratio stays near 1.
 //
-// Prints `state round trips <class>: …` lines, a table, and `state identify+owner p99 ratio (10k tenants, 1M records /
+// Prints `state round trips <class>: …` and `state durable objects <class>: …` lines, a table of both, and `state identify+owner p99 ratio (10k tenants, 1M records /
 // 10 tenants): R`. BENCH_STATE_N (default 40) requests per class; BENCH_STATE_RTTS (default "0,20") the added
-// round-trip times in ms; BENCH_STATE_RECORDS (default 1,000,000).
+// round-trip times in ms; BENCH_STATE_RECORDS (default 1,000,000); BENCH_STATE_DO_RUNS (default 5) requests per class
+// at each delay in workerd (the paid miss two more); BENCH_STATE_DO=0 leaves the Durable Object section out.
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { Redis } from "ioredis";
 import { spawn } from "node:child_process";
@@ -29,12 +34,14 @@ import { generateTenantKey, hashTenantKey, TenantDirectory, type Tenant } from "
 import { startGatewayProcess } from "../test/helpers/gateway-process.js";
 import { startRedisServer } from "../test/state/redis-server.js";
 import { startDelayProxy } from "../test/helpers/delay-proxy.js";
+import { durableObjectSection, type DurableObjectSection } from "./state-durable-objects.js";
 
 const N = Number(process.env.BENCH_STATE_N ?? 40);
 const RECORDS = Number(process.env.BENCH_STATE_RECORDS ?? 1_000_000);
 const BIG_TENANTS = 10_000;
 /** Round-trip times added between the gateway and Redis (ms): 0, then a state store in another region. */
 const RTTS = (process.env.BENCH_STATE_RTTS ?? "0,20").split(",").map(Number);
+const DO_RUNS = Number(process.env.BENCH_STATE_DO_RUNS ?? 5);
 
 function pct(xs: number[], p: number) {
   const s = [...xs].sort((a, b) => a - b);
@@ -215,14 +222,43 @@ try {
     monitor.kill();
     await proxy.close();
   }
+
+  // The same classes on Durable Objects, in workerd, against the same emulator (a wallet of its own).
+  let durable: DurableObjectSection = { skipped: "BENCH_STATE_DO=0" };
+  if (process.env.BENCH_STATE_DO !== "0") {
+    const doWallet = await chain.createFundedWallet(10_000_000n);
+    const stack = {
+      controlUrl: emu.controlUrl,
+      runtimeUrl: emu.runtimeUrl,
+      apiKey: emu.apiKey,
+      network: chain.network,
+      asset: chain.token.address,
+      walletKey: doWallet.privateKey,
+    };
+    durable = await durableObjectSection(stack, DO_RUNS);
+  }
+  if ("figures" in durable)
+    for (const f of durable.figures)
+      console.log(
+        `state durable objects ${f.name}: DO: waited for ${f.waited} (${f.ratio.toFixed(2)}) / calls ${f.calls.toFixed(1)}; fastest ${f.fastest.map((ms) => ms.toFixed(0)).join(" → ")} ms at 0 → 80 ms a call`,
+      );
+  else if ("skipped" in durable) console.log(`state durable objects: skipped, ${durable.skipped}`);
+  else {
+    console.log(`state durable objects: failed, ${durable.failed}`);
+    process.exitCode = 1;
+  }
+  const doOf = (name: string) => {
+    const f = "figures" in durable ? durable.figures.find((x) => x.name === name) : undefined;
+    return f ? `${f.waited} (${f.ratio.toFixed(1)}) / ${f.calls.toFixed(1)}` : "—";
+  };
   const far = RTTS.at(-1)!;
   console.log(
-    `\n| class | turns in flight | behind the answer | (p50 at ${far} − p50 at 0) / ${far} ms | (fastest at ${far} − fastest at 0) / ${far} ms | p50 ${RTTS.map((r) => `at ${r} ms`).join(" / ")} | commands (in scripts) |`,
+    `\n| class | turns in flight | behind the answer | (p50 at ${far} − p50 at 0) / ${far} ms | (fastest at ${far} − fastest at 0) / ${far} ms | p50 ${RTTS.map((r) => `at ${r} ms`).join(" / ")} | commands (in scripts) | DO: waited for / calls |`,
   );
-  console.log("|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|");
   for (const r of rows)
     console.log(
-      `| ${r.name} | ${r.critical.toFixed(1)} | ${r.behind.toFixed(1)} | ${r.byLatency.toFixed(1)} | ${r.byFastest.toFixed(1)} | ${r.p50.map((x) => `${x.toFixed(1)} ms`).join(" / ")} | ${r.commands.toFixed(1)} (${r.scripts.toFixed(1)}) |`,
+      `| ${r.name} | ${r.critical.toFixed(1)} | ${r.behind.toFixed(1)} | ${r.byLatency.toFixed(1)} | ${r.byFastest.toFixed(1)} | ${r.p50.map((x) => `${x.toFixed(1)} ms`).join(" / ")} | ${r.commands.toFixed(1)} (${r.scripts.toFixed(1)}) | ${doOf(r.name)} |`,
     );
   console.log("");
 

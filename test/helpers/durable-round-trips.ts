@@ -1,0 +1,162 @@
+// Durable Object calls per request class, measured inside workerd: the Worker's state binding is wrapped so that every
+// call on a stub is counted and first waits `delay` ms; a class's fastest latency with the delay, less without it,
+// divided by the delay is the sequential calls on its critical path (the measure test/state/round-trips.test.ts takes
+// on Node). Runs in the Worker's isolate, never in Node: test/workers/round-trips.test.ts asserts on it and
+// `npm run bench -- state` prints it (through bench/state-durable-objects.ts), so both read the same figures.
+
+/** The emulator and chain the Worker talks to (on 127.0.0.1), and a funded wallet that pays for it. */
+export interface RoundTripStack {
+  controlUrl: string;
+  runtimeUrl: string;
+  apiKey: string;
+  network: string;
+  asset: string;
+  walletKey: string;
+}
+
+export interface ClassFigure {
+  name: string;
+  /** Calls the request waited for: (fastest with the delay − fastest without) / delay, rounded. */
+  waited: number;
+  /** The same before rounding (noise only adds to a run, so it sits a little above `waited`). */
+  ratio: number;
+  /** Stub calls per request, those made behind the answer included. */
+  calls: number;
+  /** The fastest request without the delay and with it, in ms. */
+  fastest: [number, number];
+}
+
+interface WorkerEntry {
+  fetch(request: Request, env: any, ctx: any): Response | Promise<Response>;
+}
+
+// Short enough that a paid miss comes back within the tenant snapshot's 750 ms (a sparser caller waits for its check).
+const DELAY = 80;
+
+async function sha256(s: string) {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  return "sha256:" + [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The TOLLGATE_STATE binding with every stub call counted and delayed. */
+function delayedNamespace(ns: any) {
+  const state = { delay: 0, calls: 0 };
+  const wrapped = {
+    idFromName: (name: string) => ns.idFromName(name),
+    get(id: unknown, options?: unknown) {
+      const stub = options === undefined ? ns.get(id) : ns.get(id, options);
+      return new Proxy(stub, {
+        get(t, prop) {
+          const v = Reflect.get(t, prop);
+          if (typeof v !== "function" || prop === "then") return v;
+          // Called as a method of the stub itself (an RPC stub's properties are remote: `v.apply` would be one).
+          return async (...args: unknown[]) => {
+            state.calls++;
+            if (state.delay > 0) await new Promise((r) => setTimeout(r, state.delay));
+            return t[prop](...args);
+          };
+        },
+      });
+    },
+  };
+  return { wrapped, state };
+}
+
+/**
+ * Each class measured on the Worker `worker` with `env`'s state binding wrapped: a paid search hit and miss (x402), a
+ * creation (`POST /api/profile`), on a sandbox it creates (and stops) a control read of it and a runtime call with
+ * its bound token, then a credit call (`POST /api/web/search`). `runs` requests per class at each delay, fastest kept
+ * (the paid miss gets two more: the emulator's chain makes it the noisiest). Throws if a request is not answered 200.
+ */
+export async function durableObjectRoundTrips(
+  worker: WorkerEntry,
+  env: Record<string, unknown>,
+  stack: RoundTripStack,
+  { runs = 3, log = (_line: string) => {} } = {},
+): Promise<ClassFigure[]> {
+  const key = `tg_worker_${crypto.randomUUID()}`;
+  const runtimePort = new URL(stack.runtimeUrl).port;
+  const { wrapped, state } = delayedNamespace(env.TOLLGATE_STATE);
+  const e = {
+    ...env,
+    TOLLGATE_STATE: wrapped,
+    TOLLGATE_CONFIG: JSON.stringify({
+      server: { logLevel: "error", publicOrigin: "https://gateway.test" },
+      upstream: { baseUrl: stack.controlUrl, allowedHosts: [new URL(stack.runtimeUrl).host, `localhost:${runtimePort}`] },
+      payments: { networks: [stack.network], assets: [stack.asset], maxPerRequest: "0.50" },
+      cache: { enabled: true },
+      state: { backend: "durable-objects" },
+      tenants: [{ id: `rt-${crypto.randomUUID().slice(0, 8)}`, keys: [{ hash: await sha256(key) }], budget: { daily: "100.00" } }],
+    }),
+    TOLLGATE_UPSTREAM_API_KEY: stack.apiKey,
+    TOLLGATE_WALLET_KEY: stack.walletKey,
+    TOLLGATE_TOKEN_SECRET: "d".repeat(40),
+  };
+  const ctx = { waitUntil() {}, passThroughOnException() {} };
+  const send = (path: string, method: string, body?: unknown, headers: Record<string, string> = { "x-api-key": key }) =>
+    worker.fetch(
+      new Request(`https://gateway.test${path}`, {
+        method,
+        headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+      e,
+      ctx,
+    );
+  const call = async (path: string, body?: unknown, headers?: Record<string, string>) => {
+    const r = await send(path, body === undefined ? "GET" : "POST", body, headers);
+    const text = await r.text();
+    if (r.status !== 200) throw new Error(`${path}: status ${r.status}: ${text.slice(0, 200)}`);
+    return text;
+  };
+  const figures: ClassFigure[] = [];
+  const measure = async (name: string, run: (i: number) => Promise<unknown>, n = runs) => {
+    const timed = async (i: number) => {
+      const t = performance.now();
+      await run(i);
+      const ms = performance.now() - t;
+      await new Promise((r) => setTimeout(r, 10));
+      return ms;
+    };
+    state.delay = 0;
+    for (let i = 0; i < 2; i++) await timed(1000 + i);
+    // Without and with the delay in turn, so a slow spell of the shared machine (or of the emulator's chain, which a
+    // paid call waits for) falls on both sides rather than on one.
+    const calls0 = state.calls;
+    const near: number[] = [];
+    const far: number[] = [];
+    for (let i = 0; i < n; i++) {
+      state.delay = 0;
+      near.push(await timed(i));
+      state.delay = DELAY;
+      far.push(await timed(100 + i));
+    }
+    state.delay = 0;
+    // The last request's calls behind its answer, let through undelayed.
+    await new Promise((r) => setTimeout(r, 200));
+    const calls = (state.calls - calls0) / (2 * n);
+    const fastest: [number, number] = [Math.min(...near), Math.min(...far)];
+    const ratio = (fastest[1] - fastest[0]) / DELAY;
+    const figure = { name, waited: Math.max(0, Math.round(ratio)), ratio, calls, fastest };
+    log(
+      `durable objects ${name}: ${figure.waited} waited for (${ratio.toFixed(2)}), ${calls.toFixed(1)} calls per request (with those behind the answer); fastest ${fastest.map((ms) => ms.toFixed(0)).join(" → ")} ms`,
+    );
+    figures.push(figure);
+  };
+
+  await measure("paid search hit", () => call("/x402/web/search", { query: "the same query" }));
+  const salt = crypto.randomUUID().slice(0, 8);
+  await measure("paid search miss", (i) => call("/x402/web/search", { query: `miss ${salt} ${i}` }), runs + 2);
+  await measure("creation (profile)", (i) => call("/api/profile", { name: `rt-${salt}-${i}` }));
+  const sbx = JSON.parse(await call("/api/sandbox", { imageName: "node" })) as { id: string; token: string };
+  try {
+    await measure("control read", () => call(`/api/sandbox/${sbx.id}`));
+    const auth = { authorization: `Bearer ${sbx.token}` };
+    await measure("runtime call (bound token)", () => call(`/sandbox/${sbx.id}/exec`, { command: "true" }, auth));
+  } finally {
+    await send(`/api/sandbox/${sbx.id}/stop`, "PUT");
+  }
+  // Last: the work it leaves behind its answer (the settlement) is still under way when its measure ends.
+  await measure("credit call", (i) => call("/api/web/search", { query: `credit ${salt} ${i}` }));
+  return figures;
+}
