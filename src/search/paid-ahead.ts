@@ -54,6 +54,15 @@ export function rememberPaid(ctx: PaidCallContext, option: PaymentOption): void 
   paidOptions(ctx.services).set(keyOf(ctx), option);
 }
 
+/**
+ * Forgets it: a call whose hold reserved ahead went unused (the upstream failing, or not asking for payment) stops the
+ * route's next misses from reserving ahead until a payment succeeds again, so an outage leaves at most a few released
+ * holds per route and instance, not one per request.
+ */
+export function forgetPaid(ctx: PaidCallContext): void {
+  paidOptions(ctx.services).delete(keyOf(ctx));
+}
+
 /** The ledger entry of a payment of `option` with the authorization `auth`: the hold is the record of what may be signed. */
 export function paymentEntry(ctx: PaidCallContext, option: PaymentOption, auth: SignedFields) {
   return {
@@ -116,11 +125,15 @@ export class AheadHold {
     return undefined;
   }
 
-  /** Not needed (no payment asked, the answer came from elsewhere, the call failed first): released behind. */
-  drop(reason: string): void {
-    if (!this.#open) return;
+  /**
+   * Not needed (no payment asked, the answer came from elsewhere, the call failed first): released behind. True when
+   * it was still open (not taken by a payment).
+   */
+  drop(reason: string): boolean {
+    if (!this.#open) return false;
     this.#open = false;
     void this.#held.then((held) => held && this.#release(held, reason));
+    return true;
   }
 
   #release(held: HeldPayment, reason: string): void {

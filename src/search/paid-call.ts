@@ -13,7 +13,7 @@ import { schemeFor } from "../payments/schemes/index.js";
 import { permit2ApprovalRequired, requirePermit2Approval } from "../payments/permit2-approval.js";
 import type { PaymentOption } from "../payments/requirements.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "../payments/spend.js";
-import { type AheadHold, type PaidCallContext, paymentEntry, rememberPaid } from "./paid-ahead.js";
+import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid } from "./paid-ahead.js";
 import { readWire } from "../platform/upstream-records.js";
 import { PaymentRequired, SettleResponse } from "../payments/wire.js";
 import { childSpan } from "../telemetry/tracing.js";
@@ -76,8 +76,9 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?:
   try {
     return await paidCallWith(ctx, send, early);
   } finally {
-    // Not taken by a payment (no 402, a refusal before the reservation, a failure): given back, behind the call.
-    early?.ahead?.drop("reserved ahead, not used by the call");
+    // Not taken by a payment (no 402, a refusal before the reservation, a failure): given back, behind the call, and
+    // the route's next misses reserve after the 402 until a payment succeeds again.
+    if (early?.ahead?.drop("reserved ahead, not used by the call")) forgetPaid(ctx);
   }
 }
 
