@@ -6,7 +6,7 @@
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { Tenant } from "../identity/tenants.js";
-import { releaseCredits, reserveCredits, settleCredits } from "./credit-ledger.js";
+import { type CreditHold, releaseCredits, reserveCredits, settleCredits } from "./credit-ledger.js";
 import { priceOf } from "./kept-holds.js";
 import type { LedgerServices } from "./spend.js";
 import type { Meter } from "../routing/row.js";
@@ -20,9 +20,24 @@ export interface BilledCall {
   holdMs: number;
 }
 
+/** Reserves a call's price (what `billCall` holds): started early, beside the fleet's coalescing claim, by a search. */
+export function reserveCall(services: LedgerServices, c: Context<GatewayEnv>, call: BilledCall): Promise<CreditHold> {
+  return reserveCredits(services, c, {
+    tenant: call.tenant,
+    cap: call.cap,
+    route: call.row.name,
+    amount: priceOf(services, call.row.meter.price),
+    meter: "call",
+    validBefore: services.now() + call.holdMs,
+  });
+}
+
 /**
  * Sends the call with its price held: `send` forwards it (the rest of the chain, or the upstream call) and answers the
  * upstream's response. `paid` is what was committed (0 when released, or when credits are off: then nothing is held).
+ * `opts.held`: the reservation, already started (`reserveCall`). `opts.settleBehind`: the commit is recorded behind
+ * the answer (the hold already counts the price in every window; a gateway that dies first leaves a hold the
+ * reconciler commits in full once its `holdMs` passes).
  * @example const { response, paid } = await billCall(services, c, { row, tenant, cap, holdMs: 3_600_000 }, send)
  */
 export async function billCall(
@@ -30,17 +45,11 @@ export async function billCall(
   c: Context<GatewayEnv>,
   call: BilledCall,
   send: () => Promise<Response>,
+  opts: { held?: Promise<CreditHold>; settleBehind?: boolean } = {},
 ): Promise<{ response: Response; paid: bigint }> {
   if (!services.config.credits.enabled) return { response: await send(), paid: 0n };
-  const amount = priceOf(services, call.row.meter.price);
-  const hold = await reserveCredits(services, c, {
-    tenant: call.tenant,
-    cap: call.cap,
-    route: call.row.name,
-    amount,
-    meter: "call",
-    validBefore: services.now() + call.holdMs,
-  });
+  const hold = await (opts.held ?? reserveCall(services, c, call));
+  const amount = hold.amount;
   let response: Response;
   try {
     response = await send();
@@ -52,7 +61,8 @@ export async function billCall(
     await releaseCredits(services, hold, `upstream answered ${response.status}`);
     return { response, paid: 0n };
   }
-  await settleCredits(services, c, hold);
+  if (opts.settleBehind) services.background(c, settleCredits(services, c, hold), "commit a credit call");
+  else await settleCredits(services, c, hold);
   c.get("logFields").credits = amount;
   return { response, paid: amount };
 }

@@ -3,7 +3,7 @@
 import type { PaymentRequired } from "./wire.js";
 import type { PaymentOption } from "./requirements.js";
 import { schemeFor } from "./schemes/index.js";
-import type { SignedPayment } from "./schemes/types.js";
+import type { SignedFields, SignedPayment } from "./schemes/types.js";
 import type { WalletSigner } from "./wallet-signer.js";
 
 export class PaymentSigner {
@@ -20,10 +20,23 @@ export class PaymentSigner {
     this.kind = wallet.kind;
   }
 
-  /** Signs exactly `option`, with an authorization that lives at most `maxLifetimeSeconds`. */
-  async sign(paymentRequired: PaymentRequired, option: PaymentOption, maxLifetimeSeconds: number): Promise<SignedPayment> {
+  /**
+   * The authorization a signature of `option` will carry, chosen now (before the reservation holds it); undefined when
+   * no scheme pays the option.
+   */
+  authorization(option: PaymentOption, maxLifetimeSeconds: number, nowMs: number): SignedFields | undefined {
+    return schemeFor(option)?.authorization(option, this.address, maxLifetimeSeconds, nowMs);
+  }
+
+  /** Signs exactly `option`, with an authorization that lives at most `maxLifetimeSeconds`: `preset`'s when given. */
+  async sign(
+    paymentRequired: PaymentRequired,
+    option: PaymentOption,
+    maxLifetimeSeconds: number,
+    preset?: SignedFields,
+  ): Promise<SignedPayment> {
     const scheme = schemeFor(option);
     if (!scheme) throw new Error(`no payment scheme pays ${option.scheme} on ${option.network}`);
-    return scheme.sign(this.#wallet, paymentRequired, option, maxLifetimeSeconds);
+    return scheme.sign(this.#wallet, paymentRequired, option, maxLifetimeSeconds, preset);
   }
 }

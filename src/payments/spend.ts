@@ -201,16 +201,6 @@ export async function holdSpend(services: LedgerServices, spend: SpendHold | Led
   for (const id of await idsOf(services, spend)) await services.stores.ledger.markUncertain(id, reason, now);
 }
 
-/** x402: records the signed authorization on every entry before it leaves the gateway. */
-export async function signedSpend(
-  services: LedgerServices,
-  spend: SpendHold,
-  fields: { nonce: string; validBefore: number; payer: string },
-): Promise<void> {
-  const now = services.now();
-  for (const id of spend.ids) await services.stores.ledger.signed(id, fields, now);
-}
-
 /**
  * Names what a time-metered hold is for once the upstream answered the create call ("sandbox:<id>"), on the cap entry
  * too, and optionally moves its end time (unix seconds) to the resource's own.

@@ -20,7 +20,7 @@ export interface FleetResult {
  * Runs `fetch` once per key across every instance sharing `services.stores`. Answers worth sharing (`share` true) stay
  * published for `ttlMs`; a published answer older than `maxAgeMs` is not used.
  */
-export async function fleetCoalesce(
+export async function fleetCoalesce<E = never>(
   services: GatewayServices,
   key: string,
   opts: {
@@ -29,23 +29,22 @@ export async function fleetCoalesce(
     share: (a: Answer) => boolean;
     context?: Context;
     /**
-     * The upstream's first, unpaid answer (an x402 challenge), asked for beside the claim so that the claim's round
-     * trip is not waited for before the upstream is: handed to `fetch` when this instance wins the claim at once,
-     * dropped otherwise. It pays nothing; it must not be a call the upstream bills.
+     * Work started beside the claim so that the claim's round trip is not waited for before it: the upstream's first,
+     * unpaid answer (an x402 challenge) and a hold reserved ahead, or a credit call's reservation. Handed to `fetch`
+     * when this instance wins the claim at once; given to `drop` otherwise. It must spend nothing that `drop` cannot
+     * give back (no call the upstream bills; a reservation is released).
      */
-    probe?: () => Promise<Response>;
+    early?: { start: () => E; drop: (early: E) => void };
   },
-  fetch: (first?: Promise<Response>) => Promise<Answer>,
+  fetch: (early?: E) => Promise<Answer>,
 ): Promise<FleetResult> {
   const store = services.stores.idempotency;
   const k = `coalesce:${key}`;
   const deadline = services.now() + LEASE_MS;
-  let early = opts.probe?.();
-  // Handled from the start: it may fail while the claim is still on its way (its failure is fetch's to report).
-  early?.catch(() => {});
-  // Not used: its body is let go (nothing waits for it), its failure ignored.
+  let early = opts.early ? { value: opts.early.start() } : undefined;
+  // Not used: given back (a body let go, a hold released), behind the request.
   const drop = () => {
-    early?.then((r) => r.body?.cancel()).catch(() => {});
+    if (early) opts.early!.drop(early.value);
     early = undefined;
   };
   for (;;) {
@@ -56,26 +55,30 @@ export async function fleetCoalesce(
       drop();
       throw err;
     }
-    if (begun.state !== "new") drop();
     if (begun.state === "done") {
       const r = begun.response;
       const storedAt = Number(r.headers[STORED_AT] ?? 0);
       if (opts.maxAgeMs !== undefined && services.now() - storedAt > opts.maxAgeMs) {
-        // Too old for this client: fetch afresh without replacing what others may still use.
-        return { answer: await fetch(), fetched: true };
+        // Too old for this client: fetch afresh (with what was started beside the claim: it was for this very call)
+        // without replacing what others may still use.
+        const started = early?.value;
+        early = undefined;
+        return { answer: await fetch(started), fetched: true };
       }
+      drop();
       const { [STORED_AT]: _, [PAID]: paid, ...headers } = r.headers;
       const cost = /^\d{1,30}$/.test(paid ?? "") ? BigInt(paid!) : 0n;
       return { answer: { status: r.status, headers, body: unb64(r.body), paid: cost, storedAt }, fetched: false };
     }
     if (begun.state === "new") break;
+    drop();
     // Another instance is fetching it: wait for its answer (or for its lease to lapse if it died).
     if (services.now() > deadline) return { answer: await fetch(), fetched: true };
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
   let answer: Answer;
   try {
-    answer = await fetch(early);
+    answer = await fetch(early?.value);
   } catch (err) {
     await store.abandon(k).catch(() => {});
     throw err;

@@ -1,37 +1,22 @@
-// One paid upstream call: 402 → policy → atomic budget reservation → sign → retry → commit, release or hold.
-import type { Context } from "hono";
+// One paid upstream call: 402 → policy → atomic budget reservation carrying the chosen authorization (or the one
+// reserved ahead, src/search/paid-ahead.ts) → sign → retry → commit, release or hold (docs/paid-round-trips.md).
 import { x402HTTPClient, x402Client } from "@x402/core/client";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Tenant } from "../identity/tenants.js";
 import type { LedgerEntry } from "../state/types.js";
 import { isStateUnavailable } from "../state/errors.js";
 import { atomicToUsd } from "../payments/money.js";
 import { chooseOption, effectivePolicy } from "../payments/policy.js";
 import { paymentOptions } from "../payments/requirements.js";
-import type { PaymentSigner } from "../payments/signer.js";
-import type { SignedPayment } from "../payments/schemes/types.js";
+import type { SignedFields, SignedPayment } from "../payments/schemes/types.js";
 import { schemeFor } from "../payments/schemes/index.js";
 import { permit2ApprovalRequired, requirePermit2Approval } from "../payments/permit2-approval.js";
 import type { PaymentOption } from "../payments/requirements.js";
-import { holdSpend, releaseSpend, reserveSpend, settleSpend, signedSpend, type SpendCap } from "../payments/spend.js";
+import { holdSpend, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "../payments/spend.js";
+import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid } from "./paid-ahead.js";
 import { readWire } from "../platform/upstream-records.js";
 import { PaymentRequired, SettleResponse } from "../payments/wire.js";
 import { childSpan } from "../telemetry/tracing.js";
-
-export interface PaidCallContext {
-  services: GatewayServices;
-  signer: PaymentSigner | undefined;
-  /** The upstream account whose wallet `signer` is (docs/accounts.md#wallets); undefined: the gateway's wallet. */
-  account?: string;
-  tenant: Tenant;
-  route: string;
-  fingerprint: string;
-  /** A keyless search token's own spend cap, checked with the tenant's budget. */
-  cap?: SpendCap;
-  /** The request paying: budget alerts and the kill switch run beside it. */
-  context?: Context;
-}
 
 /** Sends the request upstream, with the payment header when given. */
 export type UpstreamSend = (paymentHeader?: [string, string]) => Promise<Response>;
@@ -78,19 +63,38 @@ function settlement(res: Response): SettleResponse | undefined {
   }
 }
 
-/** `early`: the unpaid first call, already sent (beside the fleet's coalescing claim, src/search/fleet-coalesce.ts). */
-export async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?: Promise<Response>): Promise<PaidResult> {
+/** What was started beside the fleet's coalescing claim (src/search/fleet-coalesce.ts) before the upstream answered. */
+export interface EarlyPaid {
+  /** The unpaid first call, already sent. */
+  first: Promise<Response>;
+  /** The option last paid on the route, reserved ahead (src/search/paid-ahead.ts). */
+  ahead?: AheadHold;
+}
+
+/** `early`: the unpaid first call, already sent, and a hold reserved ahead beside it. */
+export async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?: EarlyPaid): Promise<PaidResult> {
+  try {
+    return await paidCallWith(ctx, send, early);
+  } finally {
+    // Not taken by a payment (no 402, a refusal before the reservation, a failure): given back, behind the call, and
+    // the route's next misses reserve after the 402 until a payment succeeds again.
+    if (early?.ahead?.drop("reserved ahead, not used by the call")) forgetPaid(ctx);
+  }
+}
+
+async function paidCallWith(ctx: PaidCallContext, send: UpstreamSend, early?: EarlyPaid): Promise<PaidResult> {
   const { services } = ctx;
-  const first = await (early ?? send());
+  const first = await (early?.first ?? send());
   if (first.status !== 402 || !services.config.payments.enabled) return { response: first, paid: 0n };
+  const ahead = early?.ahead;
   // Traced (when configured): the payment, from the 402 to the settlement, is a span of its own.
   const span = childSpan(ctx.context, services.tracer, "x402.payment");
-  if (!span) return pay(ctx, send, first);
+  if (!span) return pay(ctx, send, first, ahead);
   // The calls made while paying (the paid retry) are children of the payment span.
   const request = ctx.context!.get("span");
   ctx.context!.set("span", span);
   try {
-    const result = await pay(ctx, send, first);
+    const result = await pay(ctx, send, first, ahead);
     span.setAttribute("tollgate.paid_usd", atomicToUsd(result.paid));
     if (result.entry) span.setAttribute("tollgate.ledger_state", result.entry.state);
     span.end();
@@ -139,8 +143,8 @@ function settledAmount(services: GatewayServices, option: PaymentOption, amount:
   return n;
 }
 
-/** After the upstream's 402: choose, reserve, sign, send again, settle (or release, or hold). */
-async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): Promise<PaidResult> {
+/** After the upstream's 402: choose, reserve (or take the hold reserved ahead), sign, send again, settle (or release, or hold). */
+async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response, ahead?: AheadHold): Promise<PaidResult> {
   const { services } = ctx;
   if (!ctx.signer)
     throw new GatewayError(
@@ -156,31 +160,29 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response): P
     throw new GatewayError(402, code, message, figures);
   }
   const option = choice.option;
-  // Permit2 (exact over Permit2, upto) needs the wallet's one-time approval: refused by name before anything is held.
-  await requirePermit2Approval(option, ctx.signer.address, services.config.payments.rpc, services.now());
-  // upto: the option's amount is the maximum; it is what is reserved and what the policy checked.
-  const hold = await reserveSpend(services, {
-    tenant: ctx.tenant,
-    cap: ctx.cap,
-    entry: {
-      kind: "x402",
-      route: ctx.route,
-      fingerprint: ctx.fingerprint,
-      amount: option.amount.toString(),
-      asset: option.asset,
-      network: option.network,
-      payee: option.payTo,
-      ...(ctx.account !== undefined ? { account: ctx.account } : {}),
-    },
-    context: ctx.context,
-  });
+  const maxLifetime = effectivePolicy(services.config, ctx.tenant).maxAuthorizationSeconds;
+  // The hold reserved ahead, when it is for exactly this option: nothing more to wait for before signing.
+  const held = await ahead?.take(option, maxLifetime);
+  let hold: SpendHold;
+  let auth: SignedFields;
+  if (held) ({ hold, auth } = held);
+  else {
+    // Permit2 (exact over Permit2, upto) needs the wallet's one-time approval: refused by name before anything is held.
+    await requirePermit2Approval(option, ctx.signer.address, services.config.payments.rpc, services.now());
+    // The authorization is chosen first so that the reservation holds it: the hold is the durable record of what may
+    // be signed, in the same atomic call as the budget check (the reconciler settles it from the chain once it lapses).
+    const chosen = ctx.signer.authorization(option, maxLifetime, services.now());
+    if (!chosen) throw new GatewayError(502, "payment_signing_failed", "The gateway could not sign the payment; nothing was paid.");
+    auth = chosen;
+    // upto: the option's amount is the maximum; it is what is reserved and what the policy checked.
+    hold = await reserveSpend(services, { tenant: ctx.tenant, cap: ctx.cap, entry: paymentEntry(ctx, option, auth), context: ctx.context });
+  }
+  rememberPaid(ctx, option);
   const entry = hold.entry;
 
   let signed: SignedPayment;
   try {
-    signed = await ctx.signer.sign(paymentRequired, option, effectivePolicy(services.config, ctx.tenant).maxAuthorizationSeconds);
-    // The ledger learns of the authorization before it leaves the gateway.
-    await signedSpend(services, hold, { nonce: signed.nonce, validBefore: signed.validBefore, payer: signed.payer });
+    signed = await ctx.signer.sign(paymentRequired, option, maxLifetime, auth);
   } catch (err) {
     await releaseSpend(services, hold, `not sent: ${String((err as Error)?.message ?? err).slice(0, 200)}`).catch(() => {});
     // The ledger could not confirm the signature (state store down, no replica confirmed it): a 503, nothing was sent.

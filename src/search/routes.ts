@@ -14,13 +14,15 @@ import { AnswerCache, Coalescer } from "./cache.js";
 import { withIdempotency } from "./idempotency.js";
 import { fleetCoalesce, type FleetResult } from "./fleet-coalesce.js";
 import { atomicToUsd } from "../payments/money.js";
-import { paidCall } from "./paid-call.js";
+import { type EarlyPaid, paidCall } from "./paid-call.js";
+import { type PaidCallContext, reserveAhead } from "./paid-ahead.js";
 import { budgetRemaining } from "../payments/budgets/remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { payingWallet } from "../payments/account-wallets.js";
 import { callerCap, callerTenant } from "../identity/caller.js";
 import { jsonBody, jsonBodyNow, type JsonBody } from "../routing/json-body.js";
-import { billCall } from "../payments/credit-call.js";
+import { billCall, type BilledCall, reserveCall } from "../payments/credit-call.js";
+import { releaseCredits, type CreditHold } from "../payments/credit-ledger.js";
 import type { RouteRow } from "../routing/table.js";
 import type { Handlers } from "../routing/handlers.js";
 
@@ -153,7 +155,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
 
   /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
   const produceElsewhere = async (s: PaidSearch): Promise<Produced> => {
-    const fetchFresh = (first?: Promise<Response>) => fetchAnswer(s, first);
+    const fetchFresh = (early?: Early) => fetchAnswer(s, early);
     if (s.bypass) {
       const answer = await fetchFresh();
       return { answer, how: "bypass", paid: answer.paid };
@@ -161,10 +163,10 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     // A client bounding the age joins only calls started now, which are fresh by definition.
     // One call per key in this process, and (through shared state) one per key across the fleet.
     const { value, leader } = await coalescer.run(s.cacheKey, () =>
-      fleetCoalesce(
+      fleetCoalesce<Early>(
         services,
         s.cacheKey,
-        { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable, context: s.c, probe: senderOf(s).probe },
+        { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable, context: s.c, early: earlyOf(s) },
         fetchFresh,
       ),
     );
@@ -191,23 +193,78 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     // The unpaid first call of an x402 row takes no money (the upstream answers 402 with its price), so it may be sent
     // beside the fleet's coalescing claim; never one carrying a payment of the client's own, or a credit-billed one.
     const unpaid = row.pay === "x402" && config.payments.enabled && !headers.has("payment-signature") && !headers.has("x-payment");
-    return { send, probe: unpaid ? () => send() : undefined };
+    return { send, unpaid };
   };
 
-  const fetchAnswer = async (s: PaidSearch, first?: Promise<Response>): Promise<Answer> => {
-    const { c, row, tenant, cap, route, fingerprint, cc } = s;
+  const paidContext = (s: PaidSearch): PaidCallContext => ({
+    services,
+    ...payingWallet(services.wallets, signer, s.tenant),
+    tenant: s.tenant,
+    route: s.route,
+    fingerprint: s.fingerprint,
+    cap: s.cap,
+    context: s.c,
+  });
+
+  /** A credit-billed row's per-call bill (its meter settles here, `settles: "handler"`), when it has one. */
+  const billOf = (s: PaidSearch): BilledCall | undefined => {
+    const meter = s.row.meter;
+    if (s.row.pay !== "credits" || meter?.per !== "call") return undefined;
+    return { row: { name: s.row.name, meter }, tenant: s.tenant, cap: s.cap, holdMs: CALL_HOLD_MS };
+  };
+
+  /**
+   * What a miss starts beside the fleet's coalescing claim, so that one state round trip (the claim, and the
+   * reservation at once) is all it waits for before the upstream's paid call (docs/paid-round-trips.md): for an x402
+   * row the unpaid first call and the option last paid reserved ahead; for a credit-billed call its reservation.
+   * Given back when another instance's answer is used instead.
+   */
+  const earlyOf = (s: PaidSearch): { start: () => Early; drop: (e: Early) => void } | undefined => {
+    const { send, unpaid } = senderOf(s);
+    if (unpaid) {
+      return {
+        start: () => {
+          const first = send();
+          // Handled from the start: it may fail while the claim is still on its way (its failure is the payment's to report).
+          first.catch(() => {});
+          return { paid: { first, ahead: reserveAhead(paidContext(s)) } };
+        },
+        drop: (e) => {
+          e.paid?.first.then((r) => r.body?.cancel()).catch(() => {});
+          e.paid?.ahead?.drop("reserved ahead; the answer came from the fleet");
+        },
+      };
+    }
+    const bill = billOf(s);
+    if (!bill || !config.credits.enabled) return undefined;
+    return {
+      start: () => {
+        const credit = reserveCall(services, s.c, bill);
+        credit.catch(() => {});
+        return { credit };
+      },
+      drop: (e) => {
+        const release = e.credit?.then((hold) => releaseCredits(services, hold, "reserved ahead; the answer came from the fleet"));
+        if (release)
+          services.background(
+            s.c,
+            release.catch(() => {}),
+            "release a credit hold reserved ahead",
+          );
+      },
+    };
+  };
+
+  const fetchAnswer = async (s: PaidSearch, early?: Early): Promise<Answer> => {
+    const { c, cc } = s;
     const { send } = senderOf(s);
-    const meter = row.meter;
-    // A credit-billed row's meter settles here (`settles: "handler"`): only a call sent upstream is billed.
+    const bill = billOf(s);
+    // Only a call sent upstream is billed; its commit is recorded behind the answer.
     const result =
-      row.pay !== "credits"
-        ? await paidCall(
-            { services, ...payingWallet(services.wallets, signer, tenant), tenant, route, fingerprint, cap, context: c },
-            send,
-            first,
-          )
-        : meter?.per === "call"
-          ? await billCall(services, c, { row: { name: row.name, meter }, tenant, cap, holdMs: CALL_HOLD_MS }, send)
+      s.row.pay !== "credits"
+        ? await paidCall(paidContext(s), send, early?.paid)
+        : bill
+          ? await billCall(services, c, bill, send, { held: early?.credit, settleBehind: true })
           : { response: await send(), paid: 0n };
     const answer = await readAnswer(result.response, result.paid, services.now());
     if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(s.cacheKey, answer);
@@ -235,6 +292,12 @@ interface PaidSearch {
   started: number;
   /** The access log's fields (middleware/access-log). */
   f: ContextVariableMap["logFields"];
+}
+
+/** What a miss started beside the fleet's coalescing claim (earlyOf). */
+interface Early {
+  paid?: EarlyPaid;
+  credit?: Promise<CreditHold>;
 }
 
 /** An answer and how it came; `paid` is what this request paid for it (0 for one it did not fetch itself). */

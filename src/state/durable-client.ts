@@ -103,6 +103,8 @@ const strip = ({ seq: _seq, ...e }: SequencedEntry): LedgerEntry => e;
 class DurableLedger implements BudgetLedger {
   /** id -> tenant, learnt at reserve time: the calls that follow a reserve usually come from the same isolate. */
   private readonly tenants = new Map<string, string>();
+  /** Tenants whose first reservation in this isolate listed them in the index (its later ones write it alongside). */
+  private readonly listed = new Set<string>();
   constructor(private readonly o: Objects) {}
 
   private remember(id: string, tenant: string) {
@@ -132,10 +134,23 @@ class DurableLedger implements BudgetLedger {
     const amount = decimal("amount", e.amount);
     const wire: WireLimits = {};
     for (const w of WINDOWS) if (limits[w] !== undefined) wire[w] = decimal(`${w} limit`, limits[w]!);
-    // The index first: an entry must never exist that commit/release cannot find by its id.
-    await this.o.call(`ledger-index:${shard(e.id, INDEX_SHARDS)}`, (s) => s.indexPut(e.id, e.tenant));
+    const index = () => this.o.call(`ledger-index:${shard(e.id, INDEX_SHARDS)}`, (s) => s.indexPut(e.id, e.tenant));
+    const reserve = () => this.o.call(`ledger:${e.tenant}`, (s) => s.ledgerReserve({ ...e, amount }, wire, now), e.tenant);
     this.remember(e.id, e.tenant);
-    const r = await this.o.call(`ledger:${e.tenant}`, (s) => s.ledgerReserve({ ...e, amount }, wire, now), e.tenant);
+    let r: Awaited<ReturnType<typeof reserve>>;
+    if (!this.listed.has(e.tenant)) {
+      // The tenant's first reservation in this isolate writes the index first: the tenant is then listed where the fleet
+      // views (the reconciler's expired holds) read, before any entry of it can exist.
+      await index();
+      if (this.listed.size >= 10_000) this.listed.clear();
+      this.listed.add(e.tenant);
+      r = await reserve();
+    } else {
+      // The id's index entry beside the reservation, in the same round trip. Both must land: a reservation whose index
+      // write failed fails closed like one that got no answer (nothing is signed on it; it is released by its id, which
+      // this isolate remembers, or expires unsigned and the reconciler finds it through its listed tenant).
+      [, r] = await Promise.all([index(), reserve()]);
+    }
     if (r.ok) return r;
     return { ok: false, window: r.window, limit: BigInt(r.limit), spent: BigInt(r.spent), resetAt: r.resetAt };
   }

@@ -186,6 +186,51 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
     }
   });
 
+  it("reserves ahead the option last paid: the same is signed on that hold, another releases it and reserves afresh; ledger == chain", async () => {
+    // docs/paid-round-trips.md: beside the unpaid first call, the option last paid on the route is reserved with its
+    // authorization; the emulator asks $0.01 for a search with a location, $0.005 without.
+    const s = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" }, payment: { maxPerRequest: "0.05" } }]);
+    try {
+      const chain = emu.chain!;
+      const before = await chain.balanceOf(s.wallet.address);
+      const paid: string[] = [];
+      for (const body of [
+        { query: "ahead one" }, // nothing remembered: reserved after the 402
+        { query: "ahead two", location: { country: "US" } }, // $0.005 reserved ahead, $0.01 asked: released, afresh
+        { query: "ahead three" }, // $0.01 ahead, $0.005 asked: released, afresh
+        { query: "ahead four" }, // $0.005 ahead and asked: signed on the hold reserved ahead
+        { query: "ahead five" },
+      ]) {
+        const r = await search(s.gateway.url, s.keys.acme, body);
+        expect(r.status, await r.clone().text()).toBe(200);
+        paid.push(r.headers.get("x-tollgate-paid")!);
+      }
+      expect(paid).toEqual(["0.005", "0.01", "0.005", "0.005", "0.005"]);
+      const ledgerOf = async () =>
+        (await (await fetch(`${s.gateway.url}/_tollgate/ledger`, { headers: { "x-api-key": s.keys.acme } })).json()).entries as any[];
+      // Commits and releases are recorded behind the answers.
+      let entries = await ledgerOf();
+      for (let i = 0; i < 100 && entries.some((e) => e.state === "reserved"); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        entries = await ledgerOf();
+      }
+      const committed = entries.filter((e) => e.state === "committed");
+      const released = entries.filter((e) => e.state === "released");
+      expect(committed).toHaveLength(5);
+      expect(released.map((e) => e.amount).sort()).toEqual(["10000", "5000"]);
+      expect(entries).toHaveLength(7);
+      // Every committed hold carried its authorization from the reservation on; each nonce signed once.
+      expect(new Set(committed.map((e) => e.nonce)).size).toBe(5);
+      const total = committed.reduce((a, e) => a + BigInt(e.amount), 0n);
+      expect(total).toBe(30_000n);
+      expect(before - (await chain.balanceOf(s.wallet.address))).toBe(total);
+      const usage = await (await fetch(`${s.gateway.url}/_tollgate/usage`, { headers: { "x-api-key": s.keys.acme } })).json();
+      expect(usage.daily).toMatchObject({ spent: "0.03" });
+    } finally {
+      await s.close();
+    }
+  });
+
   it("pays at most once per Idempotency-Key: a retry returns the stored answer, concurrent duplicates wait for the first", async () => {
     const s = await startPaidGateway(emu, [{ id: "acme" }]);
     try {

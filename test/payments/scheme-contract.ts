@@ -70,6 +70,28 @@ export function paymentSchemeContract(name: string, scheme: PaymentScheme, fixtu
       expect(a.validBefore).toBeLessThanOrEqual(now + 30 + 5);
     });
 
+    it("signs the authorization chosen before it (held with the reservation): exactly that nonce, end and payer", async () => {
+      const f = fixture();
+      const option = optionOf(f);
+      const wallet = localWalletSigner(f.wallet);
+      const nowMs = Date.now();
+      const chosen = scheme.authorization(option, wallet.address, 30, nowMs);
+      const again = scheme.authorization(option, wallet.address, 30, nowMs);
+      expect(chosen.nonce).not.toBe(again.nonce);
+      expect(chosen.payer.toLowerCase()).toBe(f.payer.toLowerCase());
+      expect(chosen.validBefore).toBe(Math.floor(nowMs / 1000) + Math.max(10, Math.min(option.maxTimeoutSeconds, 30)));
+      const signed = await scheme.sign(wallet, f.paymentRequired, option, 30, chosen);
+      expect({ nonce: signed.nonce, validBefore: signed.validBefore, payer: signed.payer.toLowerCase() }).toEqual({
+        ...chosen,
+        payer: chosen.payer.toLowerCase(),
+      });
+      // The header carries it too (what the seller verifies): the nonce appears in the encoded payload.
+      const decoded = Buffer.from(signed.header[1], "base64").toString("utf8");
+      expect(decoded).toContain(chosen.nonce);
+      expect(decoded).toContain(String(chosen.validBefore));
+      expect(scheme.owns(entryOf(option, chosen))).toBe(true);
+    });
+
     it("owns the ledger entries it signs, not a credits entry", async () => {
       const f = fixture();
       const option = optionOf(f);

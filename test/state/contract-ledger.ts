@@ -210,6 +210,23 @@ export function ledgerContract(b: ContractBackend) {
       expect(await ids(T0 + 11 * MIN)).toEqual([signedHeld, unsigned]);
     });
 
+    it("keeps an authorization given at reserve time like a signed hold: read back, held until its validBefore", async () => {
+      // The paid path chooses the authorization before the reservation (docs/paid-round-trips.md): the hold carries it
+      // from the one atomic call, whether or not a signature left the gateway, and the reconciler asks the chain.
+      const [one, two] = await open.pair();
+      const vb = Math.floor((T0 + 5 * MIN) / 1000);
+      const e = entry("t-auth", 7n, { nonce: "0xfeed", validBefore: vb, payer: "0xPayer" });
+      const held = await reserveOk(one.ledger, e, T0);
+      expect(await two.ledger.get(held)).toMatchObject({ state: "reserved", nonce: "0xfeed", validBefore: vb, payer: "0xPayer" });
+      const expired = async (now: number) => (await two.ledger.expiredHolds(now, 100)).map((x) => x.id).filter((id) => id === held);
+      // Held until its own validBefore (5 minutes; not the 10 an unsigned hold gets), then handed to the reconciler.
+      expect(await expired(T0 + 4 * MIN)).toEqual([]);
+      expect(await expired(vb * 1000)).toEqual([held]);
+      // Released by its id from another instance (an ahead hold not used, or the reconciler finding it unused).
+      await two.ledger.release(held, "reserved ahead, not used", T0 + 6 * MIN);
+      expect((await one.ledger.usage("t-auth", T0 + 6 * MIN)).daily).toBe(0n);
+    });
+
     it("never overspends under 200 concurrent reserves from two instances (budget for 20)", async () => {
       const [one, two] = await open.pair();
       const limits = { daily: 20_000n, monthly: 1_000_000n, total: 10_000_000n };

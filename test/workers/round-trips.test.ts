@@ -10,14 +10,14 @@ import { durableObjectRoundTrips } from "../helpers/durable-round-trips.js";
 const stack = inject("stack");
 
 describe("Durable Object calls per request class (workerd)", () => {
-  it("cache hit 0, control read of an own sandbox 0, creation ≤ 1, runtime 0, paid miss ≤ 4 waited for", async () => {
+  it("cache hit 0, control read of an own sandbox 0, creation ≤ 1, runtime 0, paid miss ≤ 1 waited for", async () => {
     const own = { ...stack, walletKey: stack.mcpWalletKey };
     const figures = await durableObjectRoundTrips(worker, env as Record<string, unknown>, own, { log: (line) => console.log(line) });
     const waited = Object.fromEntries(figures.map((f) => [f.name, f.waited]));
     expect(waited["paid search hit"]).toBe(0);
-    // One more than on Redis: a reservation writes the ledger index object before the tenant's ledger object (so an
-    // entry is always found by its id), two calls where Redis runs one script (issue 44 item 2 reshapes these objects).
-    expect(waited["paid search miss"]).toBeLessThanOrEqual(4);
+    // The coalescing claim and the hold reserved ahead (the ledger index object written alongside the tenant's ledger
+    // object) at once, beside the unpaid first call: one call waited for (docs/paid-round-trips.md).
+    expect(waited["paid search miss"]).toBeLessThanOrEqual(1);
     expect(waited["creation (profile)"]).toBeLessThanOrEqual(1);
     expect(waited["control read"]).toBe(0);
     expect(waited["runtime call (bound token)"]).toBe(0);

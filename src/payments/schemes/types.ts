@@ -13,7 +13,7 @@ export type WalletKey = `0x${string}`;
  * What the ledger records of a signature before it leaves the gateway (BudgetLedger.signed): an id of the
  * authorization that is unique per signature, the unix second after which it can no longer be settled, and who pays.
  */
-interface SignedFields {
+export interface SignedFields {
   nonce: string;
   validBefore: number;
   payer: string;
@@ -39,8 +39,22 @@ export interface PaymentScheme {
   readonly settlesBelowAmount?: boolean;
   /** Whether it can pay an option (its scheme, and a network it knows how to sign for). */
   accepts(option: PaymentOption): boolean;
-  /** Signs exactly `option` with `wallet` (whatever holds the key), with an authorization living at most `maxLifetimeSeconds`. */
-  sign(wallet: WalletSigner, paymentRequired: PaymentRequired, option: PaymentOption, maxLifetimeSeconds: number): Promise<SignedPayment>;
+  /**
+   * Chooses the authorization a signature of `option` will carry (nonce, validBefore, payer) before anything is signed,
+   * so the ledger holds it with the reservation (../schemes/library-sign.ts chooseAuthorization).
+   */
+  authorization(option: PaymentOption, payer: `0x${string}`, maxLifetimeSeconds: number, nowMs: number): SignedFields;
+  /**
+   * Signs exactly `option` with `wallet` (whatever holds the key), with an authorization living at most
+   * `maxLifetimeSeconds`; with `preset` (from `authorization`), that very nonce and validBefore.
+   */
+  sign(
+    wallet: WalletSigner,
+    paymentRequired: PaymentRequired,
+    option: PaymentOption,
+    maxLifetimeSeconds: number,
+    preset?: SignedFields,
+  ): Promise<SignedPayment>;
   /** Whether a ledger entry (signed fields, network, asset) is one of this scheme's authorizations. */
   owns(entry: LedgerEntry): boolean;
   /** Asks the chain about a signed entry through the RPC URL configured for its network (`rpc[network]`); throws when the RPC fails. */

@@ -5,9 +5,9 @@
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import type { PaymentRequired } from "../../wire.js";
 import type { PaymentOption } from "../../requirements.js";
-import type { SignedPayment } from "../types.js";
+import type { SignedFields, SignedPayment } from "../types.js";
 import type { WalletSigner } from "../../wallet-signer.js";
-import { signWithLibrary, type ReadAuthorization } from "../library-sign.js";
+import { chooseAuthorization, signWithLibrary, type ReadAuthorization } from "../library-sign.js";
 import { readPermit2Authorization } from "../permit2.js";
 
 const readExact: ReadAuthorization = (payload) => {
@@ -18,12 +18,19 @@ const readExact: ReadAuthorization = (payload) => {
   return readPermit2Authorization(payload);
 };
 
-/** Signs exactly `option`, with an authorization that lives at most `maxLifetimeSeconds`. */
+/** The authorization a signature of `option` will carry: a Permit2 nonce when the option pays over Permit2. */
+export function authorizeExactEvm(option: PaymentOption, payer: `0x${string}`, maxLifetimeSeconds: number, nowMs: number): SignedFields {
+  const permit2 = (option.raw.extra as { assetTransferMethod?: unknown } | undefined)?.assetTransferMethod === "permit2";
+  return chooseAuthorization(option, payer, maxLifetimeSeconds, nowMs, permit2 ? "permit2" : "eip3009");
+}
+
+/** Signs exactly `option`, with an authorization that lives at most `maxLifetimeSeconds` (the preset one when given). */
 export function signExactEvm(
   wallet: WalletSigner,
   paymentRequired: PaymentRequired,
   option: PaymentOption,
   maxLifetimeSeconds: number,
+  preset?: SignedFields,
 ): Promise<SignedPayment> {
   return signWithLibrary(
     wallet,
@@ -32,5 +39,6 @@ export function signExactEvm(
     maxLifetimeSeconds,
     (client, signer) => registerExactEvmScheme(client, { signer }),
     readExact,
+    preset,
   );
 }

@@ -4,7 +4,7 @@
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import type { PaymentScheme } from "../types.js";
 import { exactEvmVerdict } from "../exact-evm/settle.js";
-import { signWithLibrary } from "../library-sign.js";
+import { chooseAuthorization, signWithLibrary } from "../library-sign.js";
 import { isPermit2Nonce, readPermit2Authorization, transferredIn } from "../permit2.js";
 
 const isEvm = (network: string | undefined) => !!network && network.startsWith("eip155:");
@@ -18,7 +18,8 @@ export const uptoEvm: PaymentScheme = {
     option.x402Version >= 2 &&
     isEvm(option.network) &&
     typeof (option.raw.extra as { facilitatorAddress?: unknown } | undefined)?.facilitatorAddress === "string",
-  sign: (wallet, paymentRequired, option, maxLifetimeSeconds) =>
+  authorization: (option, payer, maxLifetimeSeconds, nowMs) => chooseAuthorization(option, payer, maxLifetimeSeconds, nowMs, "permit2"),
+  sign: (wallet, paymentRequired, option, maxLifetimeSeconds, preset) =>
     signWithLibrary(
       wallet,
       paymentRequired,
@@ -26,6 +27,7 @@ export const uptoEvm: PaymentScheme = {
       maxLifetimeSeconds,
       (client, signer) => client.register("eip155:*", new UptoEvmScheme(signer)),
       readPermit2Authorization,
+      preset,
     ),
   owns: (entry) => entry.kind === "x402" && isEvm(entry.network) && isPermit2Nonce(entry.nonce),
   verdict: exactEvmVerdict,
