@@ -90,7 +90,13 @@ export async function reserveSpend(services: LedgerServices, req: SpendRequest):
         );
       }
     }
-    await refuseWhileStopped(services, tenant, price, now);
+    try {
+      await refuseWhileStopped(services, tenant, price, now);
+    } catch (err) {
+      // Refused (stopped) or not known: the cap's entry gives its amount back now, not when it lapses unsigned.
+      if (capId && err instanceof GatewayError) await ledger.release(capId, "tenant stopped", now);
+      throw err;
+    }
     const r = await ledger.reserve({ ...base, tenant: tenant.id }, limitsOf(tenant), now);
     if (!r.ok) {
       if (capId) await ledger.release(capId, "tenant budget exceeded", now);

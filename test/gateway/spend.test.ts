@@ -15,6 +15,8 @@ import {
   settleSpend,
 } from "../../src/payments/spend.js";
 import { memoryStores } from "../../src/state/memory.js";
+import { stateKeys } from "../../src/state/keys.js";
+import { windowPeriod } from "../../src/payments/budgets/windows.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 /** 2026-03-10 12:00 UTC. */
@@ -27,11 +29,18 @@ function gatewayAt(clock: { now: number }) {
     tenants: [
       { id: "acme", keys: [{ hash: `sha256:${"a".repeat(64)}` }], budget: { daily: "0.01", monthly: "1.00" } },
       { id: "free", keys: [{ hash: `sha256:${"b".repeat(64)}` }] },
+      { id: "stopper", keys: [{ hash: `sha256:${"c".repeat(64)}` }], budget: { daily: "1.00" }, onExhausted: "stop" },
     ],
   });
   const now = () => clock.now;
   const g = createGateway(config, { secrets: {}, stores: memoryStores(now), now, logSink: () => {} });
-  return { services: g.services, tenant: (id: string) => g.directory.get(id)!, reconciler: g.reconciler, ledger: g.stores.ledger };
+  return {
+    services: g.services,
+    tenant: (id: string) => g.directory.get(id)!,
+    reconciler: g.reconciler,
+    ledger: g.stores.ledger,
+    kv: g.stores.kv,
+  };
 }
 
 const scrape = (amount: bigint, over: Record<string, unknown> = {}) => ({
@@ -148,6 +157,20 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     );
     expect(err.code).toBe("budget_exceeded");
     expect((await ledger.usage("token:tok-3", T0)).total).toBe(0n);
+  });
+
+  it("returns a cap reservation when the tenant is stopped (onExhausted = stop), at once", async () => {
+    const clock = { now: T0 };
+    const { services, tenant, ledger, kv } = gatewayAt(clock);
+    await kv.set(stateKeys.budgetExhausted("stopper", "daily", windowPeriod("daily", T0)), "1", 86_400_000);
+    const err = await refusal(
+      reserveSpend(services, { tenant: tenant("stopper"), cap: { id: "tok-4", amount: 1_000_000n }, entry: scrape(10_000n) }),
+    );
+    expect(err.code).toBe("budget_exceeded");
+    expect(err.details).toMatchObject({ stopped: true });
+    expect((await ledger.usage("token:tok-4", T0)).total).toBe(0n);
+    expect(await ledger.list({ tenant: "token:tok-4", state: "reserved" })).toHaveLength(0);
+    expect((await ledger.usage("stopper", T0)).total).toBe(0n);
   });
 });
 
