@@ -1,6 +1,7 @@
 // Several upstream accounts behind one gateway (docs/accounts.md): `[[upstream.accounts]]`, each with its own API key
 // (from an environment variable or, on Node, a file), concurrency limits and weight; tenants may be pinned to some.
 import * as z from "zod";
+import { remoteSigner } from "./fields.js";
 
 const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
@@ -33,19 +34,7 @@ export const upstreamAccountSchema = z
      * …or the account's wallet in a `tollgate signer serve` of its own (Node; docs/signers.md): its Unix socket, or its
      * https URL with the gateway's client certificate, as `[wallet.remote]`. The gateway then holds no key for it.
      */
-    walletSigner: z
-      .strictObject({
-        socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer-eu.sock"' }).min(1).optional(),
-        url: z.url({ protocol: /^https$/, error: 'expected the signer\'s https URL, e.g. "https://signer-eu.internal:8443"' }).optional(),
-        ca: z.string().min(1).optional(),
-        cert: z.string().min(1).optional(),
-        key: z.string().min(1).optional(),
-      })
-      .refine((r) => !r.socket !== !r.url, { error: "give either socket (a Unix socket) or url (mutual TLS), not both or neither" })
-      .refine((r) => !r.url || (!!r.ca && !!r.cert && !!r.key), {
-        error: "url needs ca, cert and key (PEM files): the signer accepts only clients with a certificate from its CA",
-      })
-      .optional(),
+    walletSigner: remoteSigner({ socket: "/run/tollgate/signer-eu.sock", url: "https://signer-eu.internal:8443" }).optional(),
     /** The account's concurrency limits (its plan's): placement keeps new sessions and sandboxes under them. */
     limits: z
       .strictObject({

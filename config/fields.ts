@@ -57,3 +57,28 @@ export const webhookUrl = z
   });
 
 export const windowSeconds = z.number({ error: "expected a number of seconds" }).int().min(10).max(86_400);
+
+/**
+ * A remote signer (`tollgate signer serve`, docs/signers.md): a Unix socket, or an https URL reached with mutual TLS.
+ * The examples name the socket and URL shown in the messages (the gateway's signer, an account's).
+ */
+export const remoteSigner = (example: { socket: string; url: string }) =>
+  z
+    .strictObject({
+      /** The Unix socket `tollgate signer serve --socket` listens on. */
+      socket: z
+        .string({ error: `expected the signer's socket path, e.g. "${example.socket}"` })
+        .min(1)
+        .optional(),
+      /** Or its https URL (`tollgate signer serve --listen`), reached with mutual TLS: `ca`, `cert` and `key` below. */
+      url: z.url({ protocol: /^https$/, error: `expected the signer's https URL, e.g. "${example.url}"` }).optional(),
+      /** PEM file of the CA the signer's certificate comes from (and the gateway's, on the signer's side). */
+      ca: z.string().min(1).optional(),
+      /** PEM files of the gateway's client certificate and its private key (TLS only: no wallet key material). */
+      cert: z.string().min(1).optional(),
+      key: z.string().min(1).optional(),
+    })
+    .refine((r) => !r.socket !== !r.url, { error: "give either socket (a Unix socket) or url (mutual TLS), not both or neither" })
+    .refine((r) => !r.url || (!!r.ca && !!r.cert && !!r.key), {
+      error: "url needs ca, cert and key (PEM files): the signer accepts only clients with a certificate from its CA",
+    });

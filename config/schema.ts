@@ -1,7 +1,7 @@
 // The configuration file's schema: every option, its default, and the message a wrong value gets.
 import * as z from "zod";
 import { DestinationRules } from "../src/operators/alerts/destinations.js";
-import { caip2, cidr, hostName, origin, percent, usdAmount, webhookUrl } from "./fields.js";
+import { caip2, cidr, hostName, origin, percent, remoteSigner, usdAmount, webhookUrl } from "./fields.js";
 import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 import { operatorsSchema } from "./operators-schema.js";
 import { accountProblems, breakerSchema, upstreamAccountSchema } from "./accounts-schema.js";
@@ -147,23 +147,7 @@ export const configSchema = z
             keyLabel: z.string().min(1).default("tollgate-wallet"),
           })
           .optional(),
-        remote: z
-          .strictObject({
-            /** The Unix socket `tollgate signer serve --socket` listens on. */
-            socket: z.string({ error: 'expected the signer\'s socket path, e.g. "/run/tollgate/signer.sock"' }).min(1).optional(),
-            /** Or its https URL (`tollgate signer serve --listen`), reached with mutual TLS: `ca`, `cert` and `key` below. */
-            url: z.url({ protocol: /^https$/, error: 'expected the signer\'s https URL, e.g. "https://signer.internal:8443"' }).optional(),
-            /** PEM file of the CA the signer's certificate comes from (and the gateway's, on the signer's side). */
-            ca: z.string().min(1).optional(),
-            /** PEM files of the gateway's client certificate and its private key (TLS only: no wallet key material). */
-            cert: z.string().min(1).optional(),
-            key: z.string().min(1).optional(),
-          })
-          .refine((r) => !r.socket !== !r.url, { error: "give either socket (a Unix socket) or url (mutual TLS), not both or neither" })
-          .refine((r) => !r.url || (!!r.ca && !!r.cert && !!r.key), {
-            error: "url needs ca, cert and key (PEM files): the signer accepts only clients with a certificate from its CA",
-          })
-          .optional(),
+        remote: remoteSigner({ socket: "/run/tollgate/signer.sock", url: "https://signer.internal:8443" }).optional(),
       })
       .default({ signer: "local" })
       .refine((w) => w.signer !== "remote" || !!w.remote, {
