@@ -1,5 +1,5 @@
 // One paid upstream call: 402 → policy → atomic budget reservation carrying the chosen authorization (or the one
-// reserved ahead, src/search/paid-ahead.ts) → sign → retry → commit, release or hold (docs/paid-round-trips.md).
+// reserved ahead, src/payments/paid-ahead.ts) → sign → retry → commit, release or hold (docs/paid-round-trips.md).
 import { x402HTTPClient, x402Client } from "@x402/core/client";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
@@ -13,7 +13,7 @@ import { schemeFor } from "../payments/schemes/index.js";
 import { permit2ApprovalRequired, requirePermit2Approval } from "../payments/permit2-approval.js";
 import type { PaymentOption } from "../payments/requirements.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "../payments/spend.js";
-import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid } from "./paid-ahead.js";
+import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid } from "../payments/paid-ahead.js";
 import { readWire } from "../platform/upstream-records.js";
 import { PaymentRequired, SettleResponse } from "../payments/wire.js";
 import { childSpan } from "../telemetry/tracing.js";
@@ -67,7 +67,7 @@ function settlement(res: Response): SettleResponse | undefined {
 export interface EarlyPaid {
   /** The unpaid first call, already sent. */
   first: Promise<Response>;
-  /** The option last paid on the route, reserved ahead (src/search/paid-ahead.ts). */
+  /** The option last paid on the route, reserved ahead (src/payments/paid-ahead.ts). */
   ahead?: AheadHold;
 }
 

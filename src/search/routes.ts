@@ -15,7 +15,7 @@ import { withIdempotency } from "./idempotency.js";
 import { fleetCoalesce, type FleetResult } from "./fleet-coalesce.js";
 import { atomicToUsd } from "../payments/money.js";
 import { type EarlyPaid, paidCall } from "./paid-call.js";
-import { type PaidCallContext, reserveAhead } from "./paid-ahead.js";
+import { type PaidCallContext, reserveAhead } from "../payments/paid-ahead.js";
 import { budgetRemaining } from "../payments/budgets/remaining.js";
 import type { PaymentSigner } from "../payments/signer.js";
 import { payingWallet } from "../payments/account-wallets.js";

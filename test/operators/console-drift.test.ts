@@ -2,48 +2,28 @@
 // (gateway + emulator + local chain): the fleet's own state is exported and applied as the file, then admin API edits
 // since (a budget, a quota, a tenant the file does not name) show as drift, field by field, to an operator; a tenant
 // is not shown the page. With CONSOLE_SCREENSHOTS=docs the page goes to docs/console-drift.png.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevStack, type DevStack } from "../../src/cli/dev-stack.js";
+import type { DevStack } from "../../src/cli/dev-stack.js";
+import { type ConsoleBrowser, startConsoleBrowser } from "../helpers/console-browser.js";
 
+let harness: ConsoleBrowser;
 let stack: DevStack;
-let browser: Browser;
-let profile: string;
 let shots: string;
 let base: string;
-const consoleUrl = (path = "") => `${base}/_tollgate/console${path}`;
 
 beforeAll(async () => {
-  stack = await startDevStack({ port: 0, logLevel: "error", emulator: { modules: ["x402"] } });
-  base = stack.gateway.url;
-  profile = await mkdtemp(join(tmpdir(), "tollgate-console-drift-"));
-  shots = process.env.CONSOLE_SCREENSHOTS === "docs" ? join(import.meta.dirname, "../../docs") : join(profile, "shots");
-  await mkdir(shots, { recursive: true });
-  browser = await puppeteer.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", `--user-data-dir=${join(profile, "user-data")}`],
-  });
+  harness = await startConsoleBrowser("console-drift", ["x402"]);
+  ({ stack, shots, base } = harness);
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
+  await harness?.close();
 });
 
-async function signIn(key: string): Promise<Page> {
-  const context = await browser.createBrowserContext();
-  const page = await context.newPage();
-  await page.setViewport({ width: 1280, height: 800 });
-  await page.goto(consoleUrl("/login"));
-  await page.type("#key", key);
-  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
-  return page;
-}
+const consoleUrl = (path = "") => harness.consoleUrl(path);
+const signIn = (key: string) => harness.signIn(key);
 const texts = (page: Page, selector: string) => page.$$eval(selector, (els) => els.map((el) => (el.textContent ?? "").trim()));
 const call = async (method: string, path: string, body?: unknown) => {
   const res = await fetch(`${base}${path}`, {

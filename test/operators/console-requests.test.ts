@@ -3,49 +3,28 @@
 // spend, exports CSV and JSON; a malformed search is named at the top of the page; a tenant sees only its own. Also:
 // the keys page pages through tenants, a refused save is shown at the top of the page (in view), and a key rotation's
 // audit line states the grace it gave. With CONSOLE_SCREENSHOTS=docs the Requests page goes to docs/console-requests.png.
-import { mkdtemp, mkdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import type { Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevStack, type DevStack } from "../../src/cli/dev-stack.js";
+import type { DevStack } from "../../src/cli/dev-stack.js";
+import { type ConsoleBrowser, startConsoleBrowser } from "../helpers/console-browser.js";
 
+let harness: ConsoleBrowser;
 let stack: DevStack;
-let browser: Browser;
-let profile: string;
 let shots: string;
 let base: string;
-const consoleUrl = (path = "") => `${base}/_tollgate/console${path}`;
 
 beforeAll(async () => {
-  stack = await startDevStack({ port: 0, logLevel: "error", emulator: { modules: ["sandboxes", "x402"] } });
-  base = stack.gateway.url;
-  profile = await mkdtemp(join(tmpdir(), "tollgate-console-requests-"));
-  shots = process.env.CONSOLE_SCREENSHOTS === "docs" ? join(import.meta.dirname, "../../docs") : join(profile, "shots");
-  await mkdir(shots, { recursive: true });
-  browser = await puppeteer.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", `--user-data-dir=${join(profile, "user-data")}`],
-  });
+  harness = await startConsoleBrowser("console-requests", ["sandboxes", "x402"]);
+  ({ stack, shots, base } = harness);
 }, 180_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await stack?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
+  await harness?.close();
 });
 
-async function signIn(key: string): Promise<Page> {
-  const context = await browser.createBrowserContext();
-  const page = await context.newPage();
-  await page.setViewport({ width: 1280, height: 800 });
-  page.on("dialog", (d) => void d.accept());
-  await page.goto(consoleUrl("/login"));
-  await page.type("#key", key);
-  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
-  return page;
-}
+const consoleUrl = (path = "") => harness.consoleUrl(path);
+const signIn = (key: string) => harness.signIn(key, { acceptDialogs: true });
 const texts = (page: Page, selector: string) => page.$$eval(selector, (els) => els.map((el) => (el.textContent ?? "").trim()));
 /** Whether the element is in the viewport as the page opened (no scrolling). */
 const inView = (page: Page, selector: string) =>

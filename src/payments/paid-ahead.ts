@@ -4,14 +4,14 @@
 // (docs/paid-round-trips.md). A hold not taken (another option asked, the answer came from the fleet) is released.
 import { LRUCache } from "lru-cache";
 import type { GatewayServices } from "../services.js";
-import { chooseOption, effectivePolicy } from "../payments/policy.js";
-import type { PaymentOption } from "../payments/requirements.js";
-import { lifetimeOf } from "../payments/schemes/library-sign.js";
-import type { SignedFields } from "../payments/schemes/types.js";
-import { releaseSpend, reserveSpend, type SpendCap, type SpendHold } from "../payments/spend.js";
+import { chooseOption, effectivePolicy } from "./policy.js";
+import type { PaymentOption } from "./requirements.js";
+import { lifetimeOf } from "./schemes/library-sign.js";
+import type { SignedFields } from "./schemes/types.js";
+import { releaseSpend, reserveSpend, type SpendCap, type SpendHold } from "./spend.js";
 import type { Context } from "hono";
 import type { Tenant } from "../identity/tenants.js";
-import type { PaymentSigner } from "../payments/signer.js";
+import type { PaymentSigner } from "./signer.js";
 
 /** Who pays for a paid call, for what, with which wallet (src/search/paid-call.ts). */
 export interface PaidCallContext {
