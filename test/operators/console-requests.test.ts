@@ -58,7 +58,7 @@ describe("the console's Requests page (Chromium)", () => {
     expect(await texts(ops, "header nav a")).toContain("Requests");
     // Every tenant's by default (a loaded machine: the last record may still be on its way; bounded wait).
     let all = await ops.$$eval("[data-request]", (rows) => rows.length);
-    for (let i = 0; i < 20 && all < 5; i++) {
+    for (let i = 0; i < 60 && all < 5; i++) {
       await new Promise((r) => setTimeout(r, 250));
       await ops.reload();
       all = await ops.$$eval("[data-request]", (rows) => rows.length);
