@@ -4,7 +4,7 @@ import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { PaymentRequired } from "../wire.js";
 import type { PaymentOption } from "../requirements.js";
-import type { SignedPayment } from "./types.js";
+import type { SignedFields, SignedPayment } from "./types.js";
 import type { WalletSigner } from "../wallet-signer.js";
 import { withPaymentIdentifier } from "./payment-identifier.js";
 
@@ -12,14 +12,7 @@ import { withPaymentIdentifier } from "./payment-identifier.js";
 export type LibrarySigner = { address: `0x${string}`; signTypedData: WalletSigner["signTypedData"] };
 
 /** What a scheme's payload says of its authorization: its id (nonce), when it lapses, and who pays. */
-export type ReadAuthorization = (payload: unknown) => Authorization | undefined;
-
-/** An authorization's id (nonce), the unix second it lapses at (validBefore, Permit2's deadline), and who pays. */
-export interface Authorization {
-  nonce: string;
-  validBefore: number;
-  payer: string;
-}
+export type ReadAuthorization = (payload: unknown) => SignedFields | undefined;
 
 /** How long an authorization for `option` lives: the option's own timeout capped by policy, never under 10 s. */
 export const lifetimeOf = (option: PaymentOption, maxLifetimeSeconds: number) =>
@@ -37,7 +30,7 @@ export function chooseAuthorization(
   maxLifetimeSeconds: number,
   nowMs: number,
   nonceKind: "eip3009" | "permit2",
-): Authorization {
+): SignedFields {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const hex = `0x${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
   return {
@@ -52,7 +45,7 @@ export function chooseAuthorization(
  * the wallet signs (the library still builds it: domain, types and every other field are its own), keeping each
  * value's type. Only one signature per payment is expected: a second one is refused.
  */
-function presetSigner(wallet: WalletSigner, preset: Authorization): LibrarySigner {
+function presetSigner(wallet: WalletSigner, preset: SignedFields): LibrarySigner {
   let signed = 0;
   return {
     address: wallet.address,
@@ -71,7 +64,7 @@ function presetSigner(wallet: WalletSigner, preset: Authorization): LibrarySigne
 }
 
 /** Puts the preset's nonce and end time in the payload the library built (what the seller verifies the signature on). */
-function withPreset(payload: unknown, preset: Authorization): void {
+function withPreset(payload: unknown, preset: SignedFields): void {
   const p = payload as { authorization?: Record<string, unknown>; permit2Authorization?: Record<string, unknown> };
   if (p?.authorization) {
     p.authorization.nonce = preset.nonce;
@@ -95,7 +88,7 @@ export async function signWithLibrary(
   maxLifetimeSeconds: number,
   register: (client: x402Client, signer: LibrarySigner) => void,
   read: ReadAuthorization,
-  preset?: Authorization,
+  preset?: SignedFields,
 ): Promise<SignedPayment> {
   const lifetime = lifetimeOf(option, maxLifetimeSeconds);
   const capped = { ...option.raw, maxTimeoutSeconds: lifetime } as unknown as PaymentRequirements;
