@@ -57,13 +57,18 @@ try {
   const chain = emu.chain!;
   const wallet = await chain.createFundedWallet(1_000_000_000n);
   const key = generateTenantKey();
+  const haltKey = generateTenantKey();
   const config = {
     server: { host: "127.0.0.1", port: 0, logLevel: "error" },
     upstream: { baseUrl: emu.controlUrl, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
     payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl } },
     cache: { enabled: true },
     state: { backend: "redis", redisUrl: proxy.url },
-    tenants: [{ id: "bench", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } }],
+    tenants: [
+      { id: "bench", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } },
+      // Stopped when a window runs out: a keyless token of its, with a cap, pays below (three state calls at once).
+      { id: "halt", keys: [{ hash: await hashTenantKey(haltKey) }], budget: { daily: "100.00", monthly: "500.00" }, onExhausted: "stop" },
+    ],
   };
   // The gateway in its own process, so its CPU per request can be read from /proc.
   const gw = await startGatewayProcess(config, {
@@ -214,6 +219,22 @@ try {
     await perRequest("creation (profile)", async (i) => ok(await post("/api/profile", { name: `bench-${i}` })));
     const miss = randomBytes(4).toString("hex");
     await perRequest("paid search miss", async (i) => ok(await post("/x402/web/search", { query: `miss ${miss} ${i}` })));
+    const minted = await fetch(`${gw.url}/_tollgate/tokens`, {
+      method: "POST",
+      headers: { "x-api-key": haltKey, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "search", cap: "10.00", ttlSeconds: 3600 }),
+    });
+    if (minted.status !== 201) throw new Error(`minting a keyless token: ${minted.status}`);
+    const { token } = (await minted.json()) as { token: string };
+    await perRequest("paid search miss (capped token, stop tenant)", async (i) =>
+      ok(
+        await fetch(`${gw.url}/x402/web/search`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ query: `capped ${miss} ${i}` }),
+        }),
+      ),
+    );
     await perRequest("paid search hit", async () => ok(await post("/x402/web/search", { query: "the same query" })));
     await perRequest("credit call", async (i) => ok(await post("/api/web/search", { query: `credit ${miss} ${i}` })));
   } finally {

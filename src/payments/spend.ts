@@ -2,14 +2,16 @@
 // keyless token's cap at once, then settle, release or hold every entry the spend counts under.
 import type { Context } from "hono";
 import { limitsOf } from "./budgets/limits.js";
-import { budgetExceeded, type BudgetServices, refuseWhileStopped } from "./budgets/exhaustion.js";
+import { budgetExceeded, type BudgetServices, exhaustedWindow, stoppedRefusal } from "./budgets/exhaustion.js";
+import { LRUCache } from "lru-cache";
+import { windowPeriod } from "./budgets/windows.js";
 import { checkBudget } from "./budgets/thresholds.js";
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { releaseOrRemember, remember } from "./abandoned.js";
 import type { Tenant } from "../identity/tenants.js";
 import { HELD } from "../state/holds.js";
-import type { HoldGrowth, LedgerEntry, NewLedgerEntry, SettlementFields } from "../state/types.js";
+import type { BudgetWindow, HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";
 
 /**
@@ -61,55 +63,114 @@ export const capEntryId = (id: string) => `${id}:cap`;
 export const capLedgerTenant = (tokenId: string) => `token:${tokenId}`;
 
 /**
- * Reserves `entry.amount` in the token's cap (if any) and the tenant's budget windows, atomically each, or neither.
+ * What this instance remembers between calls (bounded): tenants found stopped (the exhausted mark of a window is never
+ * taken back before the window resets, so a stopped tenant's next calls are refused with no state round trip and no
+ * ledger write), and tokens whose cap refused a call lately (their next calls reserve the cap first, so a client
+ * retrying on a spent cap writes nothing to its tenant's ledger).
+ */
+interface SpendMemory {
+  stopped: LRUCache<string, { window: BudgetWindow; period: string }>;
+  capRefused: LRUCache<string, true>;
+}
+
+const memories = new WeakMap<object, SpendMemory>();
+
+function memoryOf(services: LedgerServices): SpendMemory {
+  let m = memories.get(services);
+  if (!m) {
+    m = {
+      stopped: new LRUCache<string, { window: BudgetWindow; period: string }>({ max: 10_000, ttl: 60_000 }),
+      capRefused: new LRUCache<string, true>({ max: 10_000, ttl: 60_000 }),
+    };
+    memories.set(services, m);
+  }
+  return m;
+}
+
+/**
+ * The window a tenant was found stopped in, while it still applies: the same period of a window the tenant still
+ * limits (the mark lives until the window resets, so within its period it is still there).
+ */
+function knownStopped(memory: SpendMemory, tenant: Tenant, now: number): BudgetWindow | undefined {
+  const known = memory.stopped.get(tenant.id);
+  if (!known) return undefined;
+  return limitsOf(tenant)[known.window] !== undefined && windowPeriod(known.window, now) === known.period ? known.window : undefined;
+}
+
+/**
+ * Reserves `entry.amount` in the token's cap (if any) and the tenant's budget windows, atomically each, or neither,
+ * after checking that a tenant whose `onExhausted` is "stop" is not stopped. The three go at once (one state round
+ * trip: a capped token's entry and the exhausted marks live apart from the tenant's ledger, on another Redis slot or
+ * Durable Object); a part that refuses releases the others before the refusal is answered. Nothing is signed before
+ * all three answered, so a hold released this way was never spent; for the one round trip it lived it counted in
+ * the tenant's windows, so a concurrent call may be refused a little early, never late (as a hold reserved ahead).
  * @throws GatewayError 402 `token_cap_exceeded` or `budget_exceeded` (naming the window, its figures and reset), or
  *   503 `state_unavailable` when the ledger cannot be reached (fail closed: nothing may be spent).
  */
 export async function reserveSpend(services: LedgerServices, req: SpendRequest): Promise<SpendHold> {
   const { tenant, cap } = req;
   const ledger = services.stores.ledger;
+  const memory = memoryOf(services);
   const now = services.now();
   const id = req.entry.id ?? crypto.randomUUID();
   const base = { instance: services.instanceId, ...req.entry, ...(cap?.grant ? { grant: cap.grant } : {}), id };
   const price = BigInt(base.amount);
-  let capId: string | undefined;
-  try {
-    if (cap) {
-      capId = capEntryId(id);
-      const r = await ledger.reserve({ ...base, id: capId, tenant: capLedgerTenant(cap.id) }, { [cap.window ?? "total"]: cap.amount }, now);
-      if (!r.ok) {
-        throw new GatewayError(
-          402,
-          "token_cap_exceeded",
-          `This token's spend cap of $${atomicToUsd(cap.amount)} would be exceeded ($${atomicToUsd(r.spent)} spent, this call costs $${atomicToUsd(price)}).`,
-          {
-            limit: atomicToUsd(r.limit),
-            spent: atomicToUsd(r.spent),
-            price: atomicToUsd(price),
-          },
-        );
-      }
-    }
-    try {
-      await refuseWhileStopped(services, tenant, price, now);
-    } catch (err) {
-      // Refused (stopped) or not known: the cap's entry gives its amount back now, not when it lapses unsigned.
-      if (capId && err instanceof GatewayError) await ledger.release(capId, "tenant stopped", now);
-      throw err;
-    }
-    const r = await ledger.reserve({ ...base, tenant: tenant.id }, limitsOf(tenant), now);
-    if (!r.ok) {
-      if (capId) await ledger.release(capId, "tenant budget exceeded", now);
-      throw budgetExceeded(services, tenant, r, price, req.context);
-    }
-    return { entry: r.entry, ids: capId ? [id, capId] : [id] };
-  } catch (err) {
-    // The store failed mid-way: a reservation may have landed with its answer lost. Released once the store is back.
-    if (!(err instanceof GatewayError))
-      remember(services, capId ? [id, capId] : [id], "reservation's answer lost (state store unavailable)");
-    throw failClosed(services, err);
+  const stopping = tenant.onExhausted === "stop";
+  const known = stopping ? knownStopped(memory, tenant, now) : undefined;
+  if (known) throw stoppedRefusal(tenant, known, price, now);
+  const capId = cap ? capEntryId(id) : undefined;
+  const ids = capId ? [id, capId] : [id];
+  const reserveCap = (c: SpendCap) =>
+    settled(ledger.reserve({ ...base, id: capEntryId(id), tenant: capLedgerTenant(c.id) }, { [c.window ?? "total"]: c.amount }, now));
+  // A token whose cap refused lately reserves it first: its likely refusal touches nothing of the tenant's.
+  const capFirst = cap && memory.capRefused.has(cap.id) ? await reserveCap(cap) : undefined;
+  const goOn = capFirst === undefined || (capFirst.ok && capFirst.value.ok);
+  const [capPart, stopPart, tenantPart] = await Promise.all([
+    capFirst ?? (cap ? reserveCap(cap) : undefined),
+    stopping && goOn ? settled(exhaustedWindow(services, tenant, now)) : undefined,
+    goOn ? settled(ledger.reserve({ ...base, tenant: tenant.id }, limitsOf(tenant), now)) : undefined,
+  ]);
+  const outage = [capPart, stopPart, tenantPart].find((p) => p !== undefined && !p.ok);
+  if (outage && !outage.ok) {
+    // A reservation whose answer was lost may have landed: released once the store is back.
+    remember(services, ids, "reservation's answer lost (state store unavailable)");
+    throw failClosed(services, outage.error);
   }
+  const capR = capPart?.ok ? capPart.value : undefined;
+  const stopped = stopPart?.ok ? stopPart.value : undefined;
+  const tenantR = tenantPart?.ok ? tenantPart.value : undefined;
+  if ((!capR || capR.ok) && !stopped && tenantR?.ok) {
+    if (cap) memory.capRefused.delete(cap.id);
+    return { entry: tenantR.entry, ids };
+  }
+  // A part refused: what did land is given back before the refusal is answered (nothing was signed for it).
+  const landed = [...(tenantR?.ok ? [id] : []), ...(capId && capR?.ok ? [capId] : [])];
+  const reason = capR && !capR.ok ? "token cap exceeded" : stopped ? "tenant stopped" : "tenant budget exceeded";
+  await Promise.all(landed.map((l) => releaseOrRemember(services, l, reason).catch(() => {})));
+  if (cap && capR && !capR.ok) {
+    memory.capRefused.set(cap.id, true);
+    throw new GatewayError(
+      402,
+      "token_cap_exceeded",
+      `This token's spend cap of $${atomicToUsd(cap.amount)} would be exceeded ($${atomicToUsd(capR.spent)} spent, this call costs $${atomicToUsd(price)}).`,
+      { limit: atomicToUsd(capR.limit), spent: atomicToUsd(capR.spent), price: atomicToUsd(price) },
+    );
+  }
+  if (stopped) {
+    memory.stopped.set(tenant.id, { window: stopped, period: windowPeriod(stopped, now) });
+    throw stoppedRefusal(tenant, stopped, price, now);
+  }
+  if (cap) memory.capRefused.delete(cap.id);
+  throw budgetExceeded(services, tenant, tenantR as Extract<ReserveResult, { ok: false }>, price, req.context);
 }
+
+/** A call's outcome as a value: what it answered, or what it threw. */
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+const settled = <T>(p: Promise<T>): Promise<Settled<T>> =>
+  p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
 
 /** Fail closed: a ledger that cannot be reached means no reservation, so no spend. */
 function failClosed(services: LedgerServices, err: unknown): GatewayError {

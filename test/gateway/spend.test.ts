@@ -133,7 +133,7 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     expect(meteredCost(rate, 60_001)).toBe(2000n);
   });
 
-  it("refuses over a keyless token's cap before touching the tenant's budget, and releases both entries", async () => {
+  it("refuses over a keyless token's cap, gives the tenant's hold back at once, and releases both entries", async () => {
     const clock = { now: T0 };
     const { services, tenant, ledger } = gatewayAt(clock);
     const cap = { id: "tok-2", amount: 3000n };
@@ -142,6 +142,12 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     expect(err.code).toBe("token_cap_exceeded");
     expect(err.status).toBe(402);
     expect((await ledger.usage("free", T0)).total).toBe(2000n);
+    // The tenant's hold, reserved beside the cap's, was given back before the refusal was answered.
+    const given = await ledger.list({ tenant: "free", state: "released" });
+    expect(given.map((e) => e.reason)).toEqual(["token cap exceeded"]);
+    // A token refused lately reserves its cap first: a client retrying on its spent cap writes nothing of its tenant's.
+    expect((await refusal(reserveSpend(services, { tenant: tenant("free"), cap, entry: scrape(2000n) }))).code).toBe("token_cap_exceeded");
+    expect(await ledger.list({ tenant: "free", state: "released" })).toHaveLength(1);
     await releaseSpend(services, hold, "upstream answered 400");
     expect((await ledger.usage("free", T0)).total).toBe(0n);
     expect((await ledger.usage("token:tok-2", T0)).total).toBe(0n);
@@ -171,6 +177,71 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     expect((await ledger.usage("token:tok-4", T0)).total).toBe(0n);
     expect(await ledger.list({ tenant: "token:tok-4", state: "reserved" })).toHaveLength(0);
     expect((await ledger.usage("stopper", T0)).total).toBe(0n);
+  });
+
+  it("waits for one state round trip: a token's cap, the stopped check and the tenant's reservation start together", async () => {
+    const clock = { now: T0 };
+    const calls = { done: 0, waves: [] as { op: string; after: number }[] };
+    const stores = memoryStores(() => clock.now);
+    // Each store call notes how many calls had answered when it started: all started before any answered = one turn.
+    const counted = <T extends object>(name: string, target: T): T =>
+      new Proxy(target, {
+        get(t, prop, receiver) {
+          const v = Reflect.get(t, prop, receiver);
+          if (typeof v !== "function") return v;
+          return (...args: unknown[]) => {
+            calls.waves.push({ op: `${name}.${String(prop)}`, after: calls.done });
+            return Promise.resolve(v.apply(t, args)).finally(() => calls.done++);
+          };
+        },
+      });
+    const config = parseConfig({
+      server: { logLevel: "error" },
+      tenants: [
+        { id: "stopper", keys: [{ hash: `sha256:${"c".repeat(64)}` }], budget: { daily: "1.00", monthly: "5.00" }, onExhausted: "stop" },
+      ],
+    });
+    const now = () => clock.now;
+    const g = createGateway(config, {
+      secrets: {},
+      stores: { ...stores, ledger: counted("ledger", stores.ledger), kv: counted("kv", stores.kv) },
+      now,
+      logSink: () => {},
+    });
+    const stopper = g.directory.get("stopper")!;
+    calls.waves.length = 0;
+    calls.done = 0;
+    const hold = await reserveSpend(g.services, { tenant: stopper, cap: { id: "tok-5", amount: 1_000_000n }, entry: scrape(10_000n) });
+    expect(hold.ids).toHaveLength(2);
+    // Two reservations (the cap's and the tenant's) and the exhausted marks of both limited windows, all in one turn.
+    expect(calls.waves.map((w) => w.op).sort()).toEqual(["kv.get", "kv.get", "ledger.reserve", "ledger.reserve"]);
+    expect(calls.waves.every((w) => w.after === 0)).toBe(true);
+  });
+
+  it("remembers a stopped tenant: its next calls are refused with no state round trip, until its window resets", async () => {
+    const clock = { now: T0 };
+    const { services, tenant, ledger, kv } = gatewayAt(clock);
+    await kv.set(stateKeys.budgetExhausted("stopper", "daily", windowPeriod("daily", T0)), "1", 86_400_000);
+    const first = await refusal(reserveSpend(services, { tenant: tenant("stopper"), entry: scrape(10_000n) }));
+    expect(first.details).toMatchObject({ stopped: true, window: "daily" });
+    // The hold reserved beside the check was given back, named.
+    expect((await ledger.list({ tenant: "stopper", state: "released" })).map((e) => e.reason)).toEqual(["tenant stopped"]);
+    const reserve = ledger.reserve.bind(ledger);
+    let reserved = 0;
+    ledger.reserve = (...args: Parameters<typeof reserve>) => {
+      reserved++;
+      return reserve(...args);
+    };
+    for (let i = 0; i < 5; i++) {
+      const again = await refusal(reserveSpend(services, { tenant: tenant("stopper"), entry: scrape(10_000n) }));
+      expect(again.details).toMatchObject({ stopped: true, window: "daily" });
+    }
+    expect(reserved).toBe(0);
+    expect(await ledger.list({ tenant: "stopper", state: "released" })).toHaveLength(1);
+    // The next day is a fresh window: checked afresh, and reserved.
+    clock.now = T0 + 24 * 60 * MIN;
+    await reserveSpend(services, { tenant: tenant("stopper"), entry: scrape(10_000n) });
+    expect(reserved).toBe(1);
   });
 });
 

@@ -75,6 +75,7 @@ export async function durableObjectRoundTrips(
   { runs = 3, log = (_line: string) => {} } = {},
 ): Promise<ClassFigure[]> {
   const key = `tg_worker_${crypto.randomUUID()}`;
+  const haltKey = `tg_worker_${crypto.randomUUID()}`;
   const runtimePort = new URL(stack.runtimeUrl).port;
   const { wrapped, state } = delayedNamespace(env.TOLLGATE_STATE);
   const e = {
@@ -86,7 +87,16 @@ export async function durableObjectRoundTrips(
       payments: { networks: [stack.network], assets: [stack.asset], maxPerRequest: "0.50" },
       cache: { enabled: true },
       state: { backend: "durable-objects" },
-      tenants: [{ id: `rt-${crypto.randomUUID().slice(0, 8)}`, keys: [{ hash: await sha256(key) }], budget: { daily: "100.00" } }],
+      tenants: [
+        { id: `rt-${crypto.randomUUID().slice(0, 8)}`, keys: [{ hash: await sha256(key) }], budget: { daily: "100.00" } },
+        // Stopped when a window runs out: its paid calls also check the exhausted marks (a kv object).
+        {
+          id: `halt-${crypto.randomUUID().slice(0, 8)}`,
+          keys: [{ hash: await sha256(haltKey) }],
+          budget: { daily: "100.00", monthly: "500.00" },
+          onExhausted: "stop",
+        },
+      ],
     }),
     TOLLGATE_UPSTREAM_API_KEY: stack.apiKey,
     TOLLGATE_WALLET_KEY: stack.walletKey,
@@ -103,10 +113,10 @@ export async function durableObjectRoundTrips(
       e,
       ctx,
     );
-  const call = async (path: string, body?: unknown, headers?: Record<string, string>) => {
+  const call = async (path: string, body?: unknown, headers?: Record<string, string>, status = 200) => {
     const r = await send(path, body === undefined ? "GET" : "POST", body, headers);
     const text = await r.text();
-    if (r.status !== 200) throw new Error(`${path}: status ${r.status}: ${text.slice(0, 200)}`);
+    if (r.status !== status) throw new Error(`${path}: status ${r.status}: ${text.slice(0, 200)}`);
     return text;
   };
   const figures: ClassFigure[] = [];
@@ -147,6 +157,18 @@ export async function durableObjectRoundTrips(
   await measure("paid search hit", () => call("/x402/web/search", { query: "the same query" }));
   const salt = crypto.randomUUID().slice(0, 8);
   await measure("paid search miss", (i) => call("/x402/web/search", { query: `miss ${salt} ${i}` }), runs + 2);
+  // A keyless token with a spend cap, of the tenant stopped when its budget runs out: the cap's ledger object, the
+  // exhausted marks and the tenant's ledger object are called at once.
+  const minted = JSON.parse(
+    await call("/_tollgate/tokens", { kind: "search", cap: "10.00", ttlSeconds: 600 }, { "x-api-key": haltKey }, 201),
+  ) as {
+    token: string;
+  };
+  await measure(
+    "paid search miss (capped token, stop tenant)",
+    (i) => call("/x402/web/search", { query: `capped ${salt} ${i}` }, { authorization: `Bearer ${minted.token}` }),
+    runs + 2,
+  );
   await measure("creation (profile)", (i) => call("/api/profile", { name: `rt-${salt}-${i}` }));
   const sbx = JSON.parse(await call("/api/sandbox", { imageName: "node" })) as { id: string; token: string };
   try {

@@ -29,6 +29,7 @@ describe("sequential state round trips per request class", () => {
   let gw: RunningGateway;
   let state: DelayedStores;
   let key: string;
+  let haltKey: string;
   let base: string;
   let hb: Hyperbrowser;
 
@@ -37,12 +38,17 @@ describe("sequential state round trips per request class", () => {
     const chain = emu.chain!;
     const wallet = await chain.createFundedWallet(1_000_000_000n);
     key = generateTenantKey();
+    haltKey = generateTenantKey();
     const config = parseConfig({
       server: { host: "127.0.0.1", port: 0, logLevel: "error" },
       upstream: { baseUrl: emu.controlUrl, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
       payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl } },
       cache: { enabled: true },
-      tenants: [{ id: "rt", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } }],
+      tenants: [
+        { id: "rt", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } },
+        // Stopped when a window runs out: its calls check the exhausted marks too.
+        { id: "halt", keys: [{ hash: await hashTenantKey(haltKey) }], budget: { daily: "100.00", monthly: "500.00" }, onExhausted: "stop" },
+      ],
     });
     state = delayedStores(memoryStores());
     gw = await startNodeGateway({
@@ -60,10 +66,10 @@ describe("sequential state round trips per request class", () => {
     await emu?.close();
   });
 
-  const call = async (path: string, body?: unknown) => {
+  const call = async (path: string, body?: unknown, auth: Record<string, string> = { "x-api-key": key }) => {
     const r = await fetch(`${base}${path}`, {
       method: body === undefined ? "GET" : "POST",
-      headers: { "x-api-key": key, "content-type": "application/json" },
+      headers: { ...auth, "content-type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await r.text();
@@ -111,6 +117,28 @@ describe("sequential state round trips per request class", () => {
       const from = emu.received.length;
       const t = performance.now();
       await call("/x402/web/search", { query: `miss ${salt} ${i}` });
+      const paid = emu.received.slice(from).find((r) => r.headers["payment-signature"]);
+      expect(paid, "the paid call reached the upstream").toBeDefined();
+      return paid!.at - t;
+    };
+    const miss = await roundTrips(toPaidCall, 50, 8);
+    expect(miss).toBeLessThanOrEqual(1);
+  }, 120_000);
+
+  it("a paid miss with a keyless token's cap, for a tenant stopped when its budget runs out, waits for at most 1", async () => {
+    // The token's cap, the tenant's exhausted marks and its windows are three state calls: they go at once.
+    const minted = await fetch(`${base}/_tollgate/tokens`, {
+      method: "POST",
+      headers: { "x-api-key": haltKey, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "search", cap: "10.00", ttlSeconds: 600 }),
+    });
+    expect(minted.status).toBe(201);
+    const { token } = (await minted.json()) as { token: string };
+    const salt = randomBytes(4).toString("hex");
+    const toPaidCall = async (i: number) => {
+      const from = emu.received.length;
+      const t = performance.now();
+      await call("/x402/web/search", { query: `capped ${salt} ${i}` }, { authorization: `Bearer ${token}` });
       const paid = emu.received.slice(from).find((r) => r.headers["payment-signature"]);
       expect(paid, "the paid call reached the upstream").toBeDefined();
       return paid!.at - t;

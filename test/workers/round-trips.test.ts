@@ -18,6 +18,8 @@ describe("Durable Object calls per request class (workerd)", () => {
     // The coalescing claim and the hold reserved ahead (the ledger index object written alongside the tenant's ledger
     // object) at once, beside the unpaid first call: one call waited for (docs/paid-round-trips.md).
     expect(waited["paid search miss"]).toBeLessThanOrEqual(1);
+    // A keyless token's cap, the stopped check and the tenant's reservation at once (src/payments/spend.ts).
+    expect(waited["paid search miss (capped token, stop tenant)"]).toBeLessThanOrEqual(1);
     expect(waited["creation (profile)"]).toBeLessThanOrEqual(1);
     expect(waited["control read"]).toBe(0);
     expect(waited["runtime call (bound token)"]).toBe(0);

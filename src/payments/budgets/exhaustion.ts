@@ -54,23 +54,10 @@ export async function exhaustedWindow(
   return windows.find((_, i) => marks[i] !== undefined);
 }
 
-/**
- * A tenant with `onExhausted = "stop"` whose budget ran out in a window stays stopped until that window resets, even
- * once holds settled at the stop give budget back: the exhausted mark is in the shared state, so every instance
- * refuses alike.
- * @throws GatewayError 402 `budget_exceeded` with `stopped: true`.
- */
-export async function refuseWhileStopped(
-  services: Pick<BudgetServices, "stores">,
-  tenant: Tenant,
-  price: bigint,
-  now: number,
-): Promise<void> {
-  if (tenant.onExhausted !== "stop") return;
-  const window = await exhaustedWindow(services, tenant, now);
-  if (!window) return;
+/** The 402 for a tenant stopped by its `onExhausted = "stop"` policy until `window` resets. */
+export function stoppedRefusal(tenant: Tenant, window: BudgetWindow, price: bigint, now: number): GatewayError {
   const reset = windowResetAt(window, now);
-  throw new GatewayError(
+  return new GatewayError(
     402,
     "budget_exceeded",
     `The ${window} budget of tenant "${tenant.id}" ran out and its onExhausted policy is "stop": paid calls are refused until the window resets${reset ? ` at ${reset}` : ""}.`,
