@@ -1,5 +1,5 @@
 // A paid call's hold reserved ahead: beside the fleet's coalescing claim and the unpaid first call, the option this
-// instance last paid for the same tenant, route and wallet is reserved with the authorization that will sign it, so
+// instance last paid on the same route with the same wallet is reserved with the authorization that will sign it, so
 // that when the 402 asks for the same again the payment is signed and sent with no state round trip in between
 // (docs/paid-round-trips.md). A hold not taken (another option asked, the answer came from the fleet) is released.
 import { LRUCache } from "lru-cache";
@@ -35,7 +35,11 @@ export interface HeldPayment {
   hold: SpendHold;
 }
 
-/** The option an instance last paid per tenant, route and wallet (bounded; per gateway). */
+/**
+ * The option an instance last paid per route and wallet (bounded; per gateway), whichever tenant paid it: the
+ * upstream prices a route alike for every caller, so a tenant's first miss on an instance reserves ahead too (each
+ * tenant's own policy is checked before its hold is reserved).
+ */
 const lastPaid = new WeakMap<object, LRUCache<string, PaymentOption>>();
 
 function paidOptions(services: GatewayServices): LRUCache<string, PaymentOption> {
@@ -47,7 +51,7 @@ function paidOptions(services: GatewayServices): LRUCache<string, PaymentOption>
   return lru;
 }
 
-const keyOf = (ctx: PaidCallContext) => `${ctx.tenant.id}\n${ctx.route}\n${ctx.account ?? ""}`;
+const keyOf = (ctx: PaidCallContext) => `${ctx.route}\n${ctx.account ?? ""}`;
 
 /** Remembers the option just paid (it is what the next miss on the route reserves ahead). */
 export function rememberPaid(ctx: PaidCallContext, option: PaymentOption): void {
@@ -147,7 +151,7 @@ export class AheadHold {
 }
 
 /**
- * Reserves ahead the option this instance last paid for the call's tenant, route and wallet, when the policy still
+ * Reserves ahead the option this instance last paid on the call's route with its wallet, when the tenant's policy
  * allows it: undefined when there is none. The reservation is the same atomic one as after a 402 (budget windows, a
  * token's cap, the stopped check); a refusal or an outage is not reported here (the payment reserves afresh and
  * reports it).

@@ -163,6 +163,7 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response, ah
   const maxLifetime = effectivePolicy(services.config, ctx.tenant).maxAuthorizationSeconds;
   // The hold reserved ahead, when it is for exactly this option: nothing more to wait for before signing.
   const held = await ahead?.take(option, maxLifetime);
+  services.metrics.reservedAhead(held ? "taken" : ahead ? "released" : "none");
   let hold: SpendHold;
   let auth: SignedFields;
   if (held) ({ hold, auth } = held);

@@ -50,6 +50,7 @@ export class GatewayMetrics {
   private readonly tokensMinted: (kind: string) => CounterChild;
   private readonly webhookDeliveries: (outcome: string) => CounterChild;
   private readonly killSwitchTotal: (action: string) => CounterChild;
+  private readonly reservedAheadTotal: (outcome: string) => CounterChild;
   private readonly alertsTotal: (type: string) => CounterChild;
   private readonly paymentsTotal: (tenant: string, state: string) => CounterChild;
   private readonly paymentsUsd: (tenant: string, state: string) => CounterChild;
@@ -123,6 +124,13 @@ export class GatewayMetrics {
         name: "tollgate_kill_switch_total",
         help: "Kill-switch actions: tenants killed, and the resources stopped and tokens revoked with them.",
         labelNames: ["action"],
+      }),
+    );
+    this.reservedAheadTotal = children(
+      r.counter({
+        name: "tollgate_payments_reserved_ahead_total",
+        help: "Payments by the hold reserved ahead beside the unpaid call (docs/paid-round-trips.md): taken (signed with no state round trip after the 402), released (not used: another option asked, or its reservation refused), none (nothing to reserve ahead: reserved after the 402).",
+        labelNames: ["outcome"],
       }),
     );
     this.alertsTotal = children(
@@ -279,6 +287,11 @@ export class GatewayMetrics {
 
   killSwitch(action: "tenant_killed" | "resource_stopped" | "token_revoked", by = 1): void {
     if (by > 0) this.killSwitchTotal(action).inc(by);
+  }
+
+  /** What a payment did with the hold reserved ahead for it (src/search/paid-call.ts). */
+  reservedAhead(outcome: "taken" | "released" | "none"): void {
+    this.reservedAheadTotal(outcome).inc();
   }
 
   alert(type: string): void {

@@ -3,6 +3,7 @@ import type { EmulatorHandle } from "../../emulator/index.js";
 import { x402Client, wrapFetchWithPayment } from "@x402/fetch";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { privateKeyToAccount } from "viem/accounts";
+import { randomBytes } from "node:crypto";
 import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 
 const SEARCH_PRICE = 5000n; // $0.005, the emulator's default
@@ -189,7 +190,23 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
   it("reserves ahead the option last paid: the same is signed on that hold, another releases it and reserves afresh; ledger == chain", async () => {
     // docs/paid-round-trips.md: beside the unpaid first call, the option last paid on the route is reserved with its
     // authorization; the emulator asks $0.01 for a search with a location, $0.005 without.
-    const s = await startPaidGateway(emu, [{ id: "acme", budget: { daily: "1.00" }, payment: { maxPerRequest: "0.05" } }]);
+    const metricsToken = randomBytes(16).toString("hex");
+    const s = await startPaidGateway(
+      emu,
+      [
+        { id: "acme", budget: { daily: "1.00" }, payment: { maxPerRequest: "0.05" } },
+        { id: "beta", budget: { daily: "1.00" } },
+      ],
+      { secrets: { metricsToken } },
+    );
+    const ahead = async () => {
+      const text = await (
+        await fetch(`${s.gateway.url}/_tollgate/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })
+      ).text();
+      const of = (outcome: string) =>
+        Number(new RegExp(`^tollgate_payments_reserved_ahead_total\\{outcome="${outcome}"\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+      return { taken: of("taken"), released: of("released"), none: of("none") };
+    };
     try {
       const chain = emu.chain!;
       const before = await chain.balanceOf(s.wallet.address);
@@ -206,6 +223,7 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
         paid.push(r.headers.get("x-tollgate-paid")!);
       }
       expect(paid).toEqual(["0.005", "0.01", "0.005", "0.005", "0.005"]);
+      expect(await ahead()).toEqual({ taken: 2, released: 2, none: 1 });
       const ledgerOf = async () =>
         (await (await fetch(`${s.gateway.url}/_tollgate/ledger`, { headers: { "x-api-key": s.keys.acme } })).json()).entries as any[];
       // Commits and releases are recorded behind the answers.
@@ -226,6 +244,11 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
       expect(before - (await chain.balanceOf(s.wallet.address))).toBe(total);
       const usage = await (await fetch(`${s.gateway.url}/_tollgate/usage`, { headers: { "x-api-key": s.keys.acme } })).json();
       expect(usage.daily).toMatchObject({ spent: "0.03" });
+      // Another tenant's first miss on this instance reserves ahead too: the route's price is the same for every caller.
+      const beta = await search(s.gateway.url, s.keys.beta!, { query: "ahead six" });
+      expect(beta.status, await beta.clone().text()).toBe(200);
+      expect(beta.headers.get("x-tollgate-paid")).toBe("0.005");
+      expect(await ahead()).toEqual({ taken: 3, released: 2, none: 1 });
     } finally {
       await s.close();
     }
