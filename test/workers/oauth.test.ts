@@ -220,9 +220,13 @@ describe("OAuth in workerd, paying", () => {
     const ledger = (await (await fetchFn(`${ORIGIN}/_tollgate/ledger?limit=100`, { headers: asTenant })).json()) as {
       entries: Array<Record<string, unknown>>;
     };
-    expect(ledger.entries.map((x) => [x.grant, x.state, x.amountUsd])).toEqual([
-      [grantId, "committed", "0.005"],
-      [grantId, "committed", "0.005"],
+    expect(ledger.entries.filter((x) => x.state === "committed").map((x) => [x.grant, x.amountUsd])).toEqual([
+      [grantId, "0.005"],
+      [grantId, "0.005"],
+    ]);
+    // The refused third: its tenant hold, reserved beside the cap's in one round trip, was given back at once.
+    expect(ledger.entries.filter((x) => x.state !== "committed").map((x) => [x.grant, x.state, x.reason])).toEqual([
+      [grantId, "released", "token cap exceeded"],
     ]);
     const grants = async () =>
       ((await (await fetchFn(`${ORIGIN}/_tollgate/grants`, { headers: asTenant })).json()) as { grants: any[] }).grants;
