@@ -130,21 +130,23 @@ export async function reserveSpend(services: LedgerServices, req: SpendRequest):
     stopping && goOn ? settled(exhaustedWindow(services, tenant, now)) : undefined,
     goOn ? settled(ledger.reserve({ ...base, tenant: tenant.id }, limitsOf(tenant), now)) : undefined,
   ]);
-  const outage = [capPart, stopPart, tenantPart].find((p) => p !== undefined && !p.ok);
-  if (outage && !outage.ok) {
-    // A reservation whose answer was lost may have landed: released once the store is back.
-    remember(services, ids, "reservation's answer lost (state store unavailable)");
-    throw failClosed(services, outage.error);
-  }
   const capR = capPart?.ok ? capPart.value : undefined;
   const stopped = stopPart?.ok ? stopPart.value : undefined;
   const tenantR = tenantPart?.ok ? tenantPart.value : undefined;
+  // What did land is given back before a refusal or an outage is answered (nothing was signed for it).
+  const landed = [...(tenantR?.ok ? [id] : []), ...(capId && capR?.ok ? [capId] : [])];
+  const outage = [capPart, stopPart, tenantPart].find((p) => p !== undefined && !p.ok);
+  if (outage && !outage.ok) {
+    // A reservation whose answer was lost may have landed: released once the store is back.
+    const lost = [...(tenantPart && !tenantPart.ok ? [id] : []), ...(capId && capPart && !capPart.ok ? [capId] : [])];
+    remember(services, lost, "reservation's answer lost (state store unavailable)");
+    await Promise.all(landed.map((l) => releaseOrRemember(services, l, "state store unavailable").catch(() => {})));
+    throw failClosed(services, outage.error);
+  }
   if ((!capR || capR.ok) && !stopped && tenantR?.ok) {
     if (cap) memory.capRefused.delete(cap.id);
     return { entry: tenantR.entry, ids };
   }
-  // A part refused: what did land is given back before the refusal is answered (nothing was signed for it).
-  const landed = [...(tenantR?.ok ? [id] : []), ...(capId && capR?.ok ? [capId] : [])];
   const reason = capR && !capR.ok ? "token cap exceeded" : stopped ? "tenant stopped" : "tenant budget exceeded";
   await Promise.all(landed.map((l) => releaseOrRemember(services, l, reason).catch(() => {})));
   if (cap && capR && !capR.ok) {

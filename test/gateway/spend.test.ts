@@ -218,6 +218,21 @@ describe("reserveSpend / settleSpend / releaseSpend", () => {
     expect(calls.waves.every((w) => w.after === 0)).toBe(true);
   });
 
+  it("fails closed when the exhausted marks cannot be read, giving back the holds that landed beside the read", async () => {
+    const clock = { now: T0 };
+    const { services, tenant, ledger, kv } = gatewayAt(clock);
+    kv.get = async () => {
+      throw new Error("connection lost");
+    };
+    const err = await refusal(
+      reserveSpend(services, { tenant: tenant("stopper"), cap: { id: "tok-6", amount: 1_000_000n }, entry: scrape(10_000n) }),
+    );
+    expect(err).toMatchObject({ status: 503, code: "state_unavailable" });
+    expect((await ledger.usage("stopper", T0)).total).toBe(0n);
+    expect((await ledger.usage("token:tok-6", T0)).total).toBe(0n);
+    expect((await ledger.list({ tenant: "stopper", state: "released" })).map((e) => e.reason)).toEqual(["state store unavailable"]);
+  });
+
   it("remembers a stopped tenant: its next calls are refused with no state round trip, until its window resets", async () => {
     const clock = { now: T0 };
     const { services, tenant, ledger, kv } = gatewayAt(clock);
