@@ -222,7 +222,7 @@ try {
     const minted = await fetch(`${gw.url}/_tollgate/tokens`, {
       method: "POST",
       headers: { "x-api-key": haltKey, "content-type": "application/json" },
-      body: JSON.stringify({ kind: "search", cap: "10.00", ttlSeconds: 3600 }),
+      body: JSON.stringify({ kind: "search", cap: "10.00" }), // valid for tokens.ttlSeconds, the longest allowed
     });
     if (minted.status !== 201) throw new Error(`minting a keyless token: ${minted.status}`);
     const { token } = (await minted.json()) as { token: string };
