@@ -93,7 +93,9 @@ async function currentGroup(pid: number, version: 1 | 2): Promise<string> {
 /** Groups made by this process and not yet released: removed when it exits, however the bench ended. */
 const live = new Map<string, { pid: number; back: string }>();
 let sequence = 0;
-process.once("exit", () => {
+
+/** Puts every limited process back and removes its group, synchronously (from an exit or a signal). */
+function releaseAllNow(): void {
   for (const [path, { pid, back }] of live) {
     try {
       writeFileSync(join(back, "cgroup.procs"), String(pid));
@@ -102,11 +104,19 @@ process.once("exit", () => {
     }
     try {
       rmdirSync(path);
+      live.delete(path);
     } catch {
       // Still busy (a process not yet reaped): nothing more can be done from here.
     }
   }
-});
+}
+process.once("exit", releaseAllNow);
+// A signal ends the process without "exit": release, then die of the same signal as if nothing had been listening.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+  process.once(signal, () => {
+    releaseAllNow();
+    process.kill(process.pid, signal);
+  });
 
 /** Removes an emptied group, retrying briefly: the kernel takes a moment to see it empty once its process has left. */
 async function removeGroup(path: string): Promise<void> {
