@@ -13,7 +13,7 @@ const V1 = "/sys/fs/cgroup/cpu";
 const V2_ROOTS = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"];
 
 /**
- * The CFS period (µs): short, so a limited process runs in slices of a millisecond or two rather than a burst per
+ * The CFS period (µs) unless the caller names one: short, so a limited process runs in slices of a millisecond or two rather than a burst per
  * 100 ms followed by a long stall; never so short that the quota falls under the kernel's 1 ms minimum.
  */
 const PERIOD_US = 10_000;
@@ -40,6 +40,8 @@ export interface CpuLimit {
   path: string;
   /** The fraction of one core the process may use. */
   fraction: number;
+  /** The CFS period: the process gets fraction × this in every period, then waits for the next. */
+  periodUs: number;
   /** The group's cpu.stat: how often the limit held the process back (counters since the group was made). */
   throttling(): Promise<CpuThrottling>;
   /** Moves the process back to the group it came from (if it still runs) and removes this one. Safe to call twice. */
@@ -141,11 +143,11 @@ async function removeGroup(path: string): Promise<void> {
  * const limit = await limitCpu(server.pid, 0.15);
  * try { await drive(); console.log(await limit?.throttling()); } finally { await limit?.release(); }
  */
-export async function limitCpu(pid: number, fraction: number): Promise<CpuLimit | undefined> {
+export async function limitCpu(pid: number, fraction: number, opts: { periodUs?: number } = {}): Promise<CpuLimit | undefined> {
   if (!(fraction > 0)) throw new Error(`a CPU limit is a positive fraction of a core, not ${fraction}`);
   const l = await layout();
   if (typeof l === "string") return undefined;
-  const period = Math.max(PERIOD_US, Math.ceil(MIN_QUOTA_US / fraction));
+  const period = Math.max(opts.periodUs ?? PERIOD_US, Math.ceil(MIN_QUOTA_US / fraction));
   const quota = Math.round(period * fraction);
   const path = join(l.root, `tollgate-bench-${process.pid}-${sequence++}`);
   const back = join(l.root, await currentGroup(pid, l.version));
@@ -182,6 +184,7 @@ export async function limitCpu(pid: number, fraction: number): Promise<CpuLimit 
   return {
     path,
     fraction: quota / period,
+    periodUs: period,
     async throttling() {
       const stat = Object.fromEntries(
         (await readFile(join(path, "cpu.stat"), "utf8"))
