@@ -1,47 +1,62 @@
 // `npm run bench -- ledger-cluster`: ledger and ownership throughput on a Redis Cluster of 1 primary vs 3 primaries,
-// same load.
+// same load, timed.
 //
 // Starts real `redis-server --cluster-enabled yes` processes on 127.0.0.1 (3 joined with `redis-cli --cluster create`;
 // 1 given every slot with CLUSTER ADDSLOTSRANGE) and drives the gateway's own Redis stores (tenant layout: each
 // tenant's keys share its hash tag; each resource's ownership record on its own slot) for BENCH_LEDGER_TENANTS tenants
-// (default 1,000) at BENCH_LEDGER_CONCURRENCY calls in flight (default 64) for BENCH_LEDGER_SECONDS (default 6) per
-// cluster and workload. Two workloads:
+// (default 1,000). Two workloads:
 //   - ledger: the paid path's two ledger writes, reserve then commit (one "op" = the pair);
 //   - ownership: a creation's claim of a new resource then a control read's owner lookup of it (one "op" = the pair).
 //
-// Figures per cluster and workload:
-//   - capacity (the line the issue asks for, target 3 vs 1 >= 2.5x): ops per CPU second of the busiest primary, its
-//     CPU read from /proc/<pid>/stat (utime + stime) before and after the same load. A primary runs commands one at a
-//     time on one thread, so the cluster saturates when its busiest primary does: ops ÷ that primary's CPU seconds is
-//     the rate the cluster carries once each primary has a core of its own, and CPU seconds are what the process
-//     spent, whoever else shares the host.
-//     Each primary's idle CPU (its cron; in a cluster of three, the gossip between them), measured for 3 s before the
-//     load, is taken off: on a host where the load generator cannot keep a primary busy, it would otherwise count.
+// The headline (what the issue asks for, target 3 vs 1 >= 2.5x): ops per second, timed, with each primary limited to
+// the same fraction of a core (BENCH_PRIMARY_CPU, default 0.05; BENCH_PRIMARY_CPU_PERIOD_US the CFS period, default
+// the shortest that allows the kernel's 1 ms minimum quota: 20 ms at 0.05), each in a cgroup of its own
+// (bench/cpu-limit.ts).
+// On this small host the load generator and the primaries share the cores; limited, each primary saturates at its
+// limit long before the generator does, so the rate the generator completes is set by the primaries, as it is when
+// each primary has a host of its own. The limit is low so that the generator (one Node process, ~250 µs of CPU per
+// ledger op) carries three saturated primaries in half a core. BENCH_CLUSTER_IN_FLIGHT (default "576,576": calls in
+// flight on 1, on 3; the same load for both) keeps every primary throttled in every period in both: an op visits
+// two or three slots one after the other, each waiting for its primary's next slice of CPU, so it takes many calls
+// in flight to keep three queues full (192 left ownership's three at ~80 % of their limit). The load runs
+// BENCH_CLUSTER_WARMUP_SECONDS (default 2), then BENCH_CLUSTER_SECONDS (default 10) are timed while it keeps running;
+// BENCH_CLUSTER_ROUNDS (default 3) rounds of 1 and 3, the one or the three first in turn, and the headline ratio is
+// their median: a throttled primary's CPU per op moves ±20 % with the host's other load, and one round's ratio with it.
+// Printed beside the rate, as evidence: each primary's CPU in the window (/proc/<pid>/stat, against its limit × the
+// window), the CFS periods in which its limit throttled it (cpu.stat nr_throttled / nr_periods), the generator's own
+// CPU, the spread of the commands over the primaries, and a warning when a primary stayed under 90 % of its limit
+// (then the rate is not the primaries': the host was too busy, or too few calls were in flight).
+// Where cgroups cannot be written (not root), the reason is printed and only the uncapped figures follow.
+//
+// Uncapped (BENCH_CLUSTER_UNCAPPED=1, or when no limit can be set): the same load with no limit, BENCH_LEDGER_CONCURRENCY
+// in flight (default 64) for BENCH_LEDGER_SECONDS (default 6):
+//   - capacity: ops per CPU second of the busiest primary, its CPU read from /proc/<pid>/stat around the load, less
+//     its idle CPU (cron; in a cluster of three, the gossip) measured for 3 s before;
 //   - spread: 1 / the busiest primary's share of the commands (INFO commandstats calls). Counted, not timed: the
-//     most the cluster can gain from the primaries (1.00 for one primary; 3.00 for a perfect spread over three).
-//   - command time: ops per second of the busiest primary's command time (INFO commandstats usec).
-//   - wall: ops per second as this process saw them. On a small shared host the load generator and the primaries
-//     compete for the same cores, so it says more about the host than about the cluster.
+//     most the cluster can gain from the primaries (1.00 for one primary; 3.00 for a perfect spread over three);
+//   - command time: ops per second of the busiest primary's command time (INFO commandstats usec);
+//   - wall: ops per second as this process saw them, on a host whose cores the generator and primaries share.
 import { Redis } from "ioredis";
-import { readFile } from "node:fs/promises";
+import { loadavg } from "node:os";
 import { redisStores } from "../src/state/redis.js";
-import { startRedisCluster } from "../test/state/redis-ha.js";
+import { startRedisCluster, type RedisClusterSet } from "../test/state/redis-ha.js";
+import { type CpuLimit, cpuLimitUnavailable, limitCpu, processCpuSeconds } from "./cpu-limit.js";
 
 const TENANTS = Number(process.env.BENCH_LEDGER_TENANTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_LEDGER_CONCURRENCY ?? 64);
 const SECONDS = Number(process.env.BENCH_LEDGER_SECONDS ?? 6);
+const PRIMARY_CPU = Number(process.env.BENCH_PRIMARY_CPU ?? 0.05);
+/** The CFS period of each primary's limit, µs (default: cpu-limit's own, 10 ms, or longer where the quota needs it). */
+const PERIOD_US = process.env.BENCH_PRIMARY_CPU_PERIOD_US ? Number(process.env.BENCH_PRIMARY_CPU_PERIOD_US) : undefined;
+const [IN_FLIGHT_1, IN_FLIGHT_3] = (process.env.BENCH_CLUSTER_IN_FLIGHT ?? "576,576").split(",").map(Number) as [number, number];
+const CAPPED_WARMUP_MS = Number(process.env.BENCH_CLUSTER_WARMUP_SECONDS ?? 2) * 1000;
+const CAPPED_SECONDS = Number(process.env.BENCH_CLUSTER_SECONDS ?? 10);
+const UNCAPPED = process.env.BENCH_CLUSTER_UNCAPPED === "1";
+/** Rounds of 1 then 3 primaries (alternating which goes first); the headline is the median of their ratios. */
+const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 3);
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
 const CLK_TCK = Number(process.env.BENCH_CLK_TCK ?? 100);
-
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-async function procCpu(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces, so split after its closing parenthesis): state is field 3,
-  // utime 14, stime 15.
-  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(rest[11]) + Number(rest[12])) / CLK_TCK;
-}
 
 interface NodeStats {
   cpu: number;
@@ -53,27 +68,32 @@ interface NodeStats {
   busy: number;
 }
 
-async function stats(port: number, pid: number): Promise<NodeStats> {
-  const r = new Redis({ host: "127.0.0.1", port, lazyConnect: true });
-  try {
-    await r.connect();
-    const cmd = await r.info("commandstats");
-    // The probe's own INFO calls are counted too: a few, on every primary alike.
-    const calls = [...cmd.matchAll(/cmdstat_[^:]+:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
-    const busy = [...cmd.matchAll(/cmdstat_[^:]+:calls=\d+,usec=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
-    const reads = Number(/total_reads_processed:(\d+)/.exec(await r.info("stats"))?.[1] ?? 0);
-    return { cpu: await procCpu(pid), calls, reads, busy };
-  } finally {
-    r.disconnect();
-  }
+async function stats(probe: Redis, pid: number): Promise<NodeStats> {
+  // The CPU first: read at once, beside the op count it is set against; INFO may wait behind a throttled primary's queue.
+  const cpu = await processCpuSeconds(pid, CLK_TCK);
+  const cmd = await probe.info("commandstats");
+  // The probe's own INFO calls are counted too: a few, on every primary alike.
+  const calls = [...cmd.matchAll(/cmdstat_[^:]+:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+  const busy = [...cmd.matchAll(/cmdstat_[^:]+:calls=\d+,usec=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+  const reads = Number(/total_reads_processed:(\d+)/.exec(await probe.info("stats"))?.[1] ?? 0);
+  return { cpu, calls, reads, busy };
 }
 
 type Workload = "ledger" | "ownership";
 
-async function run(primaries: 1 | 3, workload: Workload, concurrency = CONCURRENCY) {
-  const CONCURRENCY = concurrency;
+interface Bench {
+  cluster: RedisClusterSet;
+  /** One op of the workload. */
+  pair: () => Promise<void>;
+  /** Every primary's figures now, in node order. */
+  probe: () => Promise<NodeStats[]>;
+}
+
+/** A cluster of `primaries` with the gateway's stores on it, warmed (scripts loaded, every tenant written), for `body`. */
+async function withCluster<T>(primaries: 1 | 3, workload: Workload, concurrency: number, body: (b: Bench) => Promise<T>): Promise<T> {
   const cluster = await startRedisCluster({ primaries });
-  const stores = redisStores({ cluster: cluster.nodes }, { prefix: `bench${primaries}:`, commandTimeoutMs: 10_000 });
+  const stores = redisStores({ cluster: cluster.nodes }, { prefix: `bench${primaries}:`, commandTimeoutMs: 30_000 });
+  const probes = cluster.nodes.map((n) => new Redis({ host: n.host, port: n.port }));
   try {
     const tenants = Array.from({ length: TENANTS }, (_, i) => `tenant-${i}`);
     let seq = 0;
@@ -96,14 +116,98 @@ async function run(primaries: 1 | 3, workload: Workload, concurrency = CONCURREN
       if ((await stores.ownership.owner("sandbox", id)) !== tenant) throw new Error(`owner of ${id} lost`);
     };
     const pair = workload === "ledger" ? ledgerPair : ownershipPair;
-    // Warm-up: scripts loaded on every primary, every tenant in the fleet set, connections open.
-    for (let i = 0; i < TENANTS; i += CONCURRENCY) await Promise.all(Array.from({ length: Math.min(CONCURRENCY, TENANTS - i) }, pair));
-    const probe = () => Promise.all(cluster.nodes.map((n, i) => stats(n.port, cluster.pids[i]!)));
+    for (let i = 0; i < TENANTS; i += concurrency) await Promise.all(Array.from({ length: Math.min(concurrency, TENANTS - i) }, pair));
+    const probe = () => Promise.all(probes.map((p, i) => stats(p, cluster.pids[i]!)));
+    return await body({ cluster, pair, probe });
+  } finally {
+    for (const p of probes) p.disconnect();
+    await stores.close();
+    await cluster.stop();
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Each primary limited to PRIMARY_CPU of a core: `concurrency` calls in flight without a pause, the rate timed over a
+ * window once the load has run CAPPED_WARMUP_MS.
+ */
+async function runCapped(primaries: 1 | 3, workload: Workload, concurrency: number) {
+  return withCluster(primaries, workload, concurrency, async ({ cluster, pair, probe }) => {
+    const limits: CpuLimit[] = [];
+    try {
+      for (const pid of cluster.pids) {
+        const limit = await limitCpu(pid, PRIMARY_CPU, { periodUs: PERIOD_US });
+        if (!limit) throw new Error(`no CPU limit for primary ${pid}: ${await cpuLimitUnavailable()}`);
+        limits.push(limit);
+      }
+      let done = 0;
+      let stop = false;
+      const load = Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (!stop) {
+            await pair();
+            done++;
+          }
+        }),
+      );
+      load.catch(() => {});
+      const mark = async () => {
+        const t = performance.now();
+        const ops = done;
+        const generator = process.cpuUsage();
+        const throttling = await Promise.all(limits.map((l) => l.throttling()));
+        return { t, ops, generator, throttling, nodes: await probe() };
+      };
+      let from: Awaited<ReturnType<typeof mark>>;
+      let to: typeof from;
+      try {
+        await Promise.race([sleep(CAPPED_WARMUP_MS), load]);
+        from = await mark();
+        await Promise.race([sleep(CAPPED_SECONDS * 1000), load]);
+        to = await mark();
+      } finally {
+        stop = true;
+      }
+      await load;
+      const elapsed = (to.t - from.t) / 1000;
+      const calls = to.nodes.map((a, i) => a.calls - from.nodes[i]!.calls);
+      const totalCalls = calls.reduce((a, b) => a + b, 0);
+      const reads = to.nodes.reduce((sum, a, i) => sum + a.reads - from.nodes[i]!.reads, 0);
+      const gen = (to.generator.user + to.generator.system - from.generator.user - from.generator.system) / 1e6;
+      return {
+        concurrency,
+        fraction: limits[0]!.fraction,
+        periodUs: limits[0]!.periodUs,
+        ops: to.ops - from.ops,
+        elapsed,
+        rate: (to.ops - from.ops) / elapsed,
+        /** Each primary's CPU seconds in the window. */
+        cpu: to.nodes.map((a, i) => a.cpu - from.nodes[i]!.cpu),
+        /** Each primary's share of CFS periods with work in which it was throttled. */
+        throttled: to.throttling.map((a, i) => {
+          const periods = a.periods - from.throttling[i]!.periods;
+          return { throttled: a.throttled - from.throttling[i]!.throttled, periods };
+        }),
+        /** The load generator's (this process's) CPU, in cores. */
+        generator: gen / elapsed,
+        shares: calls.map((c) => c / totalCalls),
+        perRead: totalCalls / Math.max(reads, 1),
+      };
+    } finally {
+      for (const l of limits) await l.release();
+    }
+  });
+}
+
+/** No limit: `concurrency` calls in flight for SECONDS; capacity by the busiest primary's CPU (see the head). */
+async function runUncapped(primaries: 1 | 3, workload: Workload, concurrency = CONCURRENCY) {
+  return withCluster(primaries, workload, concurrency, async ({ pair, probe }) => {
     // What each primary spends idle (its cron, and in a cluster of three the gossip between them), subtracted below
     // so the capacity counts the CPU the load cost.
     const idleFrom = await probe();
     const idleStarted = performance.now();
-    await new Promise((r) => setTimeout(r, IDLE_MS));
+    await sleep(IDLE_MS);
     const idleTo = await probe();
     const idleRate = idleTo.map((a, i) => (a.cpu - idleFrom[i]!.cpu) / ((performance.now() - idleStarted) / 1000));
     const before = await probe();
@@ -111,7 +215,7 @@ async function run(primaries: 1 | 3, workload: Workload, concurrency = CONCURREN
     const started = performance.now();
     const deadline = started + SECONDS * 1000;
     await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
+      Array.from({ length: concurrency }, async () => {
         while (performance.now() < deadline) {
           await pair();
           done++;
@@ -138,10 +242,7 @@ async function run(primaries: 1 | 3, workload: Workload, concurrency = CONCURREN
       cpu,
       busy,
     };
-  } finally {
-    await stores.close();
-    await cluster.stop();
-  }
+  });
 }
 
 /** How long each primary's idle CPU is measured before the load. */
@@ -152,31 +253,88 @@ const order = (process.env.BENCH_LEDGER_ORDER ?? "1,3").split(",").map(Number) a
 const workloads = (process.env.BENCH_CLUSTER_WORKLOADS ?? "ledger,ownership").split(",") as Workload[];
 const pctList = (xs: number[]) => xs.map((x) => `${(x * 100).toFixed(0)}%`).join("/");
 const x = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
-console.log(
-  `ledger-cluster load: ${TENANTS} tenants, ${CONCURRENCY} in flight, ${SECONDS}s per cluster and workload ` +
-    "(ledger op = reserve+commit; ownership op = claim of a new resource + owner lookup)",
-);
-for (const workload of workloads) {
-  const results = new Map<number, Awaited<ReturnType<typeof run>>>();
-  for (const n of order) results.set(n, await run(n, workload));
-  const one = results.get(1)!;
-  const three = results.get(3)!;
-  // The same load per primary: three times as many calls in flight, so each primary sees about what the one did.
-  const matched = MATCHED ? await run(3, workload, CONCURRENCY * 3) : undefined;
-  for (const [n, r] of [[1, one], [3, three], ...(matched ? ([[`3 (${CONCURRENCY * 3} in flight)`, matched]] as const) : [])] as const) {
+const primariesName = (n: 1 | 3) => `${n} primar${n === 1 ? "y" : "ies"}`;
+
+const noLimit = await cpuLimitUnavailable();
+if (noLimit) console.log(`ledger-cluster: no CPU limit per primary (${noLimit}); uncapped figures only`);
+else {
+  console.log(
+    `ledger-cluster load: ${TENANTS} tenants, each primary limited to ${PRIMARY_CPU} of a core (a cgroup each), ` +
+      `${IN_FLIGHT_1} in flight on 1 primary and ${IN_FLIGHT_3} on 3, ${CAPPED_WARMUP_MS / 1000}s warm-up then ${CAPPED_SECONDS}s timed; ` +
+      `load average ${loadavg()[0]!.toFixed(2)} (ledger op = reserve+commit; ownership op = claim of a new resource + owner lookup)`,
+  );
+  for (const workload of workloads) {
+    const ratios: number[] = [];
+    let fraction = PRIMARY_CPU;
+    let periodMs = 0;
+    let spread = "";
+    for (let round = 1; round <= ROUNDS; round++) {
+      const tag = ROUNDS > 1 ? ` round ${round}` : "";
+      // Odd rounds run the 1 first, even rounds the 3: a drift in the host's load weighs on both sides alike.
+      const sides = round % 2 ? order : [...order].reverse();
+      const results = new Map<1 | 3, Awaited<ReturnType<typeof runCapped>>>();
+      for (const n of sides) results.set(n, await runCapped(n, workload, n === 1 ? IN_FLIGHT_1 : IN_FLIGHT_3));
+      for (const n of order) {
+        const r = results.get(n)!;
+        const limitSeconds = r.fraction * r.elapsed;
+        console.log(
+          `${workload}-cluster${tag} ${primariesName(n)} (each limited to ${r.fraction} of a core): ${r.rate.toFixed(0)} ops/s wall, ` +
+            `${r.ops} ops in ${r.elapsed.toFixed(2)}s, ${r.concurrency} in flight; primary CPU s ${r.cpu.map((c) => c.toFixed(2)).join("/")} ` +
+            `of ${limitSeconds.toFixed(2)} allowed (${pctList(r.cpu.map((c) => c / limitSeconds))}), throttled in ` +
+            `${r.throttled.map((t) => `${t.throttled}/${t.periods}`).join(", ")} periods; generator ${(r.generator * 100).toFixed(0)}% of a core; ` +
+            `commands per primary ${pctList(r.shares)}, ${r.perRead.toFixed(1)} per socket read; ` +
+            `${((r.cpu.reduce((a, b) => a + b, 0) / r.ops) * 1e6).toFixed(0)} µs primary CPU per op`,
+        );
+      }
+      const one = results.get(1)!;
+      const three = results.get(3)!;
+      fraction = one.fraction;
+      periodMs = one.periodUs / 1000;
+      const under = [...results].filter(([, r]) => r.cpu.some((c) => c < 0.9 * r.fraction * r.elapsed)).map(([n]) => n);
+      if (under.length)
+        console.log(
+          `${workload}-cluster${tag} WARNING: a primary of the ${under.join(" and ")}-primary run used under 90% of its limit: not saturated, ` +
+            "so this ratio is not the primaries' (a busy host, or too few calls in flight)",
+        );
+      ratios.push(three.rate / one.rate);
+      spread = x(1 / Math.max(...three.shares), 1 / Math.max(...one.shares));
+      if (ROUNDS > 1) console.log(`${workload}-cluster${tag} 3 vs 1: ${x(three.rate, one.rate)} wall; spread ${spread}`);
+    }
+    const sorted = [...ratios].sort((a, b) => a - b);
+    const median = sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
     console.log(
-      `${workload}-cluster ${n} primar${n === 1 ? "y" : "ies"}: capacity ${r.capacity.toFixed(0)} ops per busiest-primary CPU s ` +
-        `(/proc stat, less its idle CPU; ${r.rawCapacity.toFixed(0)} with it), spread ${(1 / Math.max(...r.shares)).toFixed(2)}, ${r.commandCapacity.toFixed(0)} ops per busiest-primary command s, ` +
-        `wall ${r.wall.toFixed(0)} ops/s; ${r.done} ops, ${r.cpuPerOpUs.toFixed(1)} µs CPU per op summed over the primaries, ${r.perRead.toFixed(2)} commands per socket read; ` +
-        `commands per primary ${pctList(r.shares)}, CPU s ${r.cpu.map((c) => c.toFixed(2)).join("/")}, command s ${r.busy.map((c) => c.toFixed(2)).join("/")}`,
+      `${workload}-cluster 3 vs 1: ${median.toFixed(2)}x wall (each primary limited to ${fraction} of a core, ${periodMs} ms CFS period)` +
+        (ROUNDS > 1 ? `; median of ${ROUNDS} rounds, ${ratios.map((r) => `${r.toFixed(2)}x`).join(", ")}` : `; spread ${spread}`),
     );
   }
+}
+
+if (noLimit || UNCAPPED) {
   console.log(
-    `${workload}-cluster 3 vs 1 primaries: ${x(three.capacity, one.capacity)} capacity (busiest primary's CPU), ` +
-      `${x(1 / Math.max(...three.shares), 1 / Math.max(...one.shares))} by spread, ${x(three.commandCapacity, one.commandCapacity)} by command time, ` +
-      `${x(three.wall, one.wall)} wall` +
-      (matched
-        ? `; with ${CONCURRENCY * 3} in flight on the 3 (same load per primary): ${x(matched.capacity, one.capacity)} capacity`
-        : ""),
+    `ledger-cluster uncapped load: ${TENANTS} tenants, ${CONCURRENCY} in flight, ${SECONDS}s per cluster and workload, no CPU limit`,
   );
+  for (const workload of workloads) {
+    const results = new Map<number, Awaited<ReturnType<typeof runUncapped>>>();
+    for (const n of order) results.set(n, await runUncapped(n, workload));
+    const one = results.get(1)!;
+    const three = results.get(3)!;
+    // The same load per primary: three times as many calls in flight, so each primary sees about what the one did.
+    const matched = MATCHED ? await runUncapped(3, workload, CONCURRENCY * 3) : undefined;
+    for (const [n, r] of [[1, one], [3, three], ...(matched ? ([[`3 (${CONCURRENCY * 3} in flight)`, matched]] as const) : [])] as const) {
+      console.log(
+        `${workload}-cluster uncapped ${n} primar${n === 1 ? "y" : "ies"}: capacity ${r.capacity.toFixed(0)} ops per busiest-primary CPU s ` +
+          `(/proc stat, less its idle CPU; ${r.rawCapacity.toFixed(0)} with it), spread ${(1 / Math.max(...r.shares)).toFixed(2)}, ${r.commandCapacity.toFixed(0)} ops per busiest-primary command s, ` +
+          `wall ${r.wall.toFixed(0)} ops/s; ${r.done} ops, ${r.cpuPerOpUs.toFixed(1)} µs CPU per op summed over the primaries, ${r.perRead.toFixed(2)} commands per socket read; ` +
+          `commands per primary ${pctList(r.shares)}, CPU s ${r.cpu.map((c) => c.toFixed(2)).join("/")}, command s ${r.busy.map((c) => c.toFixed(2)).join("/")}`,
+      );
+    }
+    console.log(
+      `${workload}-cluster uncapped 3 vs 1 primaries: ${x(three.capacity, one.capacity)} capacity (busiest primary's CPU), ` +
+        `${x(1 / Math.max(...three.shares), 1 / Math.max(...one.shares))} by spread, ${x(three.commandCapacity, one.commandCapacity)} by command time, ` +
+        `${x(three.wall, one.wall)} wall` +
+        (matched
+          ? `; with ${CONCURRENCY * 3} in flight on the 3 (same load per primary): ${x(matched.capacity, one.capacity)} capacity`
+          : ""),
+    );
+  }
 }
