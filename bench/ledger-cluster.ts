@@ -15,13 +15,14 @@
 // On this small host the load generator and the primaries share the cores; limited, each primary saturates at its
 // limit long before the generator does, so the rate the generator completes is set by the primaries, as it is when
 // each primary has a host of its own. The limit is low so that the generator (one Node process, ~250 µs of CPU per
-// ledger op) carries three saturated primaries in half a core. BENCH_CLUSTER_IN_FLIGHT (default "576,576": calls in
-// flight on 1, on 3; the same load for both) keeps every primary throttled in every period in both: an op visits
+// ledger op) carries three saturated primaries in half a core. BENCH_CLUSTER_IN_FLIGHT (default "576,1728": calls in
+// flight on 1, on 3; the same 576 per primary, so each primary's queue is as deep, and batches as much, on either side;
+// "576,576" gives both the same total) keeps every primary throttled in every period in both: an op visits
 // two or three slots one after the other, each waiting for its primary's next slice of CPU, so it takes many calls
-// in flight to keep three queues full (192 left ownership's three at ~80 % of their limit). The load runs
-// BENCH_CLUSTER_WARMUP_SECONDS (default 2), then BENCH_CLUSTER_SECONDS (default 10) are timed while it keeps running;
-// BENCH_CLUSTER_ROUNDS (default 3) rounds of 1 and 3, the one or the three first in turn, and the headline ratio is
-// their median: a throttled primary's CPU per op moves ±20 % with the host's other load, and one round's ratio with it.
+// in flight to keep three queues full (192 left ownership's three at ~80 % of their limit). By default the 1 and the
+// 3 run at the same time (BENCH_CLUSTER_TOGETHER=0: one after the other), so the host's other load falls on both in
+// the same seconds: BENCH_CLUSTER_WARMUP_SECONDS (default 2), then BENCH_CLUSTER_SECONDS (default 10) are timed on
+// both while the loads keep running; BENCH_CLUSTER_ROUNDS (default 3) rounds, and the headline ratio is their median.
 // Printed beside the rate, as evidence: each primary's CPU in the window (/proc/<pid>/stat, against its limit × the
 // window), the CFS periods in which its limit throttled it (cpu.stat nr_throttled / nr_periods), the generator's own
 // CPU, the spread of the commands over the primaries, and a warning when a primary stayed under 90 % of its limit
@@ -48,11 +49,16 @@ const SECONDS = Number(process.env.BENCH_LEDGER_SECONDS ?? 6);
 const PRIMARY_CPU = Number(process.env.BENCH_PRIMARY_CPU ?? 0.05);
 /** The CFS period of each primary's limit, µs (default: cpu-limit's own, 10 ms, or longer where the quota needs it). */
 const PERIOD_US = process.env.BENCH_PRIMARY_CPU_PERIOD_US ? Number(process.env.BENCH_PRIMARY_CPU_PERIOD_US) : undefined;
-const [IN_FLIGHT_1, IN_FLIGHT_3] = (process.env.BENCH_CLUSTER_IN_FLIGHT ?? "576,576").split(",").map(Number) as [number, number];
+const [IN_FLIGHT_1, IN_FLIGHT_3] = (process.env.BENCH_CLUSTER_IN_FLIGHT ?? "576,1728").split(",").map(Number) as [number, number];
 const CAPPED_WARMUP_MS = Number(process.env.BENCH_CLUSTER_WARMUP_SECONDS ?? 2) * 1000;
 const CAPPED_SECONDS = Number(process.env.BENCH_CLUSTER_SECONDS ?? 10);
 const UNCAPPED = process.env.BENCH_CLUSTER_UNCAPPED === "1";
-/** Rounds of 1 then 3 primaries (alternating which goes first); the headline is the median of their ratios. */
+/**
+ * The 1 and the 3 under load at the same time, timed over the same window (the default; BENCH_CLUSTER_TOGETHER=0
+ * runs them one after the other): both see the host's other load in the same seconds.
+ */
+const TOGETHER = process.env.BENCH_CLUSTER_TOGETHER !== "0";
+/** Rounds of 1 and 3 primaries; the headline is the median of their ratios. */
 const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 3);
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
@@ -128,77 +134,113 @@ async function withCluster<T>(primaries: 1 | 3, workload: Workload, concurrency:
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+interface CappedSide {
+  primaries: 1 | 3;
+  bench: Bench;
+  concurrency: number;
+}
+
 /**
- * Each primary limited to PRIMARY_CPU of a core: `concurrency` calls in flight without a pause, the rate timed over a
- * window once the load has run CAPPED_WARMUP_MS.
+ * Each primary of every side limited to PRIMARY_CPU of a core: each side's `concurrency` calls in flight without a
+ * pause, the sides' loads running at the same time, each side's rate timed over the same window once the loads have
+ * run CAPPED_WARMUP_MS. Sides run together see the same host in the same seconds, so a drift in the host's other load
+ * weighs on both alike.
  */
-async function runCapped(primaries: 1 | 3, workload: Workload, concurrency: number) {
-  return withCluster(primaries, workload, concurrency, async ({ cluster, pair, probe }) => {
-    const limits: CpuLimit[] = [];
-    try {
-      for (const pid of cluster.pids) {
+async function runCappedSides(sides: CappedSide[]) {
+  const limits: CpuLimit[][] = [];
+  try {
+    for (const side of sides) {
+      const own: CpuLimit[] = [];
+      limits.push(own);
+      for (const pid of side.bench.cluster.pids) {
         const limit = await limitCpu(pid, PRIMARY_CPU, { periodUs: PERIOD_US });
         if (!limit) throw new Error(`no CPU limit for primary ${pid}: ${await cpuLimitUnavailable()}`);
-        limits.push(limit);
+        own.push(limit);
       }
-      let done = 0;
-      let stop = false;
-      const load = Promise.all(
-        Array.from({ length: concurrency }, async () => {
+    }
+    const done = sides.map(() => 0);
+    let stop = false;
+    const load = Promise.all(
+      sides.flatMap((side, k) =>
+        Array.from({ length: side.concurrency }, async () => {
           while (!stop) {
-            await pair();
-            done++;
+            await side.bench.pair();
+            done[k]!++;
           }
         }),
-      );
-      load.catch(() => {});
-      const mark = async () => {
-        const t = performance.now();
-        const ops = done;
-        const generator = process.cpuUsage();
-        const throttling = await Promise.all(limits.map((l) => l.throttling()));
-        return { t, ops, generator, throttling, nodes: await probe() };
-      };
-      let from: Awaited<ReturnType<typeof mark>>;
-      let to: typeof from;
-      try {
-        await Promise.race([sleep(CAPPED_WARMUP_MS), load]);
-        from = await mark();
-        await Promise.race([sleep(CAPPED_SECONDS * 1000), load]);
-        to = await mark();
-      } finally {
-        stop = true;
-      }
-      await load;
-      const elapsed = (to.t - from.t) / 1000;
-      const calls = to.nodes.map((a, i) => a.calls - from.nodes[i]!.calls);
-      const totalCalls = calls.reduce((a, b) => a + b, 0);
-      const reads = to.nodes.reduce((sum, a, i) => sum + a.reads - from.nodes[i]!.reads, 0);
-      const gen = (to.generator.user + to.generator.system - from.generator.user - from.generator.system) / 1e6;
+      ),
+    );
+    load.catch(() => {});
+    const mark = async () => {
+      const t = performance.now();
+      const ops = [...done];
+      const generator = process.cpuUsage();
+      const throttling = await Promise.all(limits.map((own) => Promise.all(own.map((l) => l.throttling()))));
+      const nodes = await Promise.all(sides.map((side) => side.bench.probe()));
+      return { t, ops, generator, throttling, nodes };
+    };
+    let from: Awaited<ReturnType<typeof mark>>;
+    let to: typeof from;
+    try {
+      await Promise.race([sleep(CAPPED_WARMUP_MS), load]);
+      from = await mark();
+      await Promise.race([sleep(CAPPED_SECONDS * 1000), load]);
+      to = await mark();
+    } finally {
+      stop = true;
+    }
+    await load;
+    const elapsed = (to.t - from.t) / 1000;
+    const gen = (to.generator.user + to.generator.system - from.generator.user - from.generator.system) / 1e6;
+    return sides.map((side, k) => {
+      const before = from.nodes[k]!;
+      const after = to.nodes[k]!;
+      const calls = after.map((a, i) => a.calls - before[i]!.calls);
+      const totalCalls = calls.reduce((x, y) => x + y, 0);
+      const reads = after.reduce((sum, a, i) => sum + a.reads - before[i]!.reads, 0);
+      const ops = to.ops[k]! - from.ops[k]!;
       return {
-        concurrency,
-        fraction: limits[0]!.fraction,
-        periodUs: limits[0]!.periodUs,
-        ops: to.ops - from.ops,
+        primaries: side.primaries,
+        concurrency: side.concurrency,
+        fraction: limits[k]![0]!.fraction,
+        periodUs: limits[k]![0]!.periodUs,
+        ops,
         elapsed,
-        rate: (to.ops - from.ops) / elapsed,
+        rate: ops / elapsed,
         /** Each primary's CPU seconds in the window. */
-        cpu: to.nodes.map((a, i) => a.cpu - from.nodes[i]!.cpu),
-        /** Each primary's share of CFS periods with work in which it was throttled. */
-        throttled: to.throttling.map((a, i) => {
-          const periods = a.periods - from.throttling[i]!.periods;
-          return { throttled: a.throttled - from.throttling[i]!.throttled, periods };
-        }),
-        /** The load generator's (this process's) CPU, in cores. */
+        cpu: after.map((a, i) => a.cpu - before[i]!.cpu),
+        /** Each primary's CFS periods with work, and those in which it was throttled. */
+        throttled: to.throttling[k]!.map((a, i) => ({
+          throttled: a.throttled - from.throttling[k]![i]!.throttled,
+          periods: a.periods - from.throttling[k]![i]!.periods,
+        })),
+        /** The load generator's (this process's) CPU, in cores, for every side at once. */
         generator: gen / elapsed,
         shares: calls.map((c) => c / totalCalls),
         perRead: totalCalls / Math.max(reads, 1),
       };
-    } finally {
-      for (const l of limits) await l.release();
-    }
-  });
+    });
+  } finally {
+    for (const own of limits) for (const l of own) await l.release();
+  }
 }
+
+type CappedResult = Awaited<ReturnType<typeof runCappedSides>>[number];
+
+/** One cluster of `primaries`, capped, alone. */
+const runCapped = (primaries: 1 | 3, workload: Workload, concurrency: number) =>
+  withCluster(primaries, workload, concurrency, async (bench) => (await runCappedSides([{ primaries, bench, concurrency }]))[0]!);
+
+/** The cluster of 1 and the cluster of 3, capped, under load at the same time. */
+const runCappedTogether = (workload: Workload) =>
+  withCluster(1, workload, IN_FLIGHT_1, (one) =>
+    withCluster(3, workload, IN_FLIGHT_3, (three) =>
+      runCappedSides([
+        { primaries: 1, bench: one, concurrency: IN_FLIGHT_1 },
+        { primaries: 3, bench: three, concurrency: IN_FLIGHT_3 },
+      ]),
+    ),
+  );
 
 /** No limit: `concurrency` calls in flight for SECONDS; capacity by the busiest primary's CPU (see the head). */
 async function runUncapped(primaries: 1 | 3, workload: Workload, concurrency = CONCURRENCY) {
@@ -260,7 +302,7 @@ if (noLimit) console.log(`ledger-cluster: no CPU limit per primary (${noLimit});
 else {
   console.log(
     `ledger-cluster load: ${TENANTS} tenants, each primary limited to ${PRIMARY_CPU} of a core (a cgroup each), ` +
-      `${IN_FLIGHT_1} in flight on 1 primary and ${IN_FLIGHT_3} on 3, ${CAPPED_WARMUP_MS / 1000}s warm-up then ${CAPPED_SECONDS}s timed; ` +
+      `${IN_FLIGHT_1} in flight on 1 primary and ${IN_FLIGHT_3} on 3, ${TOGETHER ? "both at once" : "one after the other"}, ${CAPPED_WARMUP_MS / 1000}s warm-up then ${CAPPED_SECONDS}s timed; ` +
       `load average ${loadavg()[0]!.toFixed(2)} (ledger op = reserve+commit; ownership op = claim of a new resource + owner lookup)`,
   );
   for (const workload of workloads) {
@@ -270,10 +312,13 @@ else {
     let spread = "";
     for (let round = 1; round <= ROUNDS; round++) {
       const tag = ROUNDS > 1 ? ` round ${round}` : "";
-      // Odd rounds run the 1 first, even rounds the 3: a drift in the host's load weighs on both sides alike.
-      const sides = round % 2 ? order : [...order].reverse();
-      const results = new Map<1 | 3, Awaited<ReturnType<typeof runCapped>>>();
-      for (const n of sides) results.set(n, await runCapped(n, workload, n === 1 ? IN_FLIGHT_1 : IN_FLIGHT_3));
+      const results = new Map<1 | 3, CappedResult>();
+      if (TOGETHER) for (const r of await runCappedTogether(workload)) results.set(r.primaries, r);
+      else {
+        // Odd rounds run the 1 first, even rounds the 3: a drift in the host's load weighs on both sides alike.
+        const sides = round % 2 ? order : [...order].reverse();
+        for (const n of sides) results.set(n, await runCapped(n, workload, n === 1 ? IN_FLIGHT_1 : IN_FLIGHT_3));
+      }
       for (const n of order) {
         const r = results.get(n)!;
         const limitSeconds = r.fraction * r.elapsed;
