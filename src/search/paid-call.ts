@@ -154,13 +154,14 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response, ah
     );
 
   const paymentRequired = await readPaymentRequired(first);
-  const choice = chooseOption(paymentOptions(paymentRequired), effectivePolicy(services.config, ctx.tenant));
+  const policy = effectivePolicy(services.config, ctx.tenant);
+  const choice = chooseOption(paymentOptions(paymentRequired), policy);
   if (!choice.ok) {
     const { ok: _ok, code, message, ...figures } = choice;
     throw new GatewayError(402, code, message, figures);
   }
   const option = choice.option;
-  const maxLifetime = effectivePolicy(services.config, ctx.tenant).maxAuthorizationSeconds;
+  const maxLifetime = policy.maxAuthorizationSeconds;
   // The hold reserved ahead, when it is for exactly this option: nothing more to wait for before signing.
   const held = await ahead?.take(option, maxLifetime);
   services.metrics.reservedAhead(held ? "taken" : ahead ? "released" : "none");

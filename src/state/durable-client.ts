@@ -154,9 +154,6 @@ class DurableLedger implements BudgetLedger {
     if (r.ok) return r;
     return { ok: false, window: r.window, limit: BigInt(r.limit), spent: BigInt(r.spent), resetAt: r.resetAt };
   }
-  async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
-    refused(await this.o.call(await this.ledgerOf(id), (s) => s.ledgerSigned(id, f, now)));
-  }
   async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
     const fields: { resource?: string; validBefore?: number } = {};
     if (f.resource !== undefined) fields.resource = f.resource;

@@ -151,12 +151,6 @@ export class LedgerTables {
     return { ok: true, entry };
   }
 
-  signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
-    const e = this.get(id);
-    if (!e) throw new Error(`ledger entry ${id} not found`);
-    this.write({ ...e, ...f, updatedAt: now });
-  }
-
   attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
     const e = this.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);

@@ -115,9 +115,6 @@ export class TollgateState extends DurableObject {
   ledgerReserve(e: NewLedgerEntry, limits: WireLimits, now: number) {
     return this.tx(() => this.ledger.reserve(e, limits, now));
   }
-  ledgerSigned(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
-    return refusal(() => this.tx(() => this.ledger.signed(id, f, now)));
-  }
   ledgerAttach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
     return refusal(() => this.tx(() => this.ledger.attach(id, f, now)));
   }

@@ -105,11 +105,6 @@ class MemoryLedger implements BudgetLedger {
     Object.assign(e, patch, { state: to, updatedAt: now });
   }
 
-  async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
-    const e = this.entries.get(id);
-    if (!e) throw new Error(`ledger entry ${id} not found`);
-    Object.assign(e, f, { updatedAt: now });
-  }
   async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
     const e = this.entries.get(id);
     if (!e) throw new Error(`ledger entry ${id} not found`);

@@ -1,5 +1,5 @@
 // The ledger's Lua scripts (run by ./redis-ledger.ts, registered in ./redis-scripts.ts): a reservation checked
-// against every budget window and written with its holds in one step, and each later move of an entry (signed,
+// against every budget window and written with its holds in one step, and each later move of an entry
 // attached, extended, settled, released) checked against its state. Amounts are compared as decimal strings, never
 // as Lua's doubles.
 
@@ -154,17 +154,6 @@ for k = 4, 9 do
 end
 redis.call('HSET', KEYS[1], 'amount', final, 'reservedAmount', cur[10] or old, 'updatedAt', ARGV[2], unpack(ARGV, 3))
 return sign .. delta
-`;
-
-/** KEYS: entry, x402 holds, credits holds. ARGV: id, now, nonce, validBefore, payer, hold expiry (ms). */
-export const SIGNED = `
-local cur = redis.call('HMGET', KEYS[1], 'state', 'kind')
-local state = cur[1]
-if not state then return redis.error_reply('TG_NOT_FOUND') end
-redis.call('HSET', KEYS[1], 'nonce', ARGV[3], 'validBefore', ARGV[4], 'payer', ARGV[5], 'updatedAt', ARGV[2])
-local holds = cur[2] == 'credits' and KEYS[3] or KEYS[2]
-if state == 'reserved' or state == 'uncertain' then redis.call('ZADD', holds, ARGV[6], ARGV[1]) end
-return 1
 `;
 
 /**

@@ -248,28 +248,6 @@ export class RedisLedger implements BudgetLedger {
     }
   }
 
-  async signed(id: string, f: { nonce: string; validBefore: number; payer: string }, now: number) {
-    const holdUntil = holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
-    const t = await this.tenantOrMissing(id);
-    try {
-      await this.r.confirmed((p) =>
-        p.tgSigned(
-          this.entryKey(id, t),
-          this.holdsOf("x402", t),
-          this.holdsOf("credits", t),
-          id,
-          now,
-          f.nonce,
-          f.validBefore,
-          f.payer,
-          holdUntil,
-        ),
-      );
-    } catch (err) {
-      if (/\bTG_NOT_FOUND/.test((err as Error)?.message ?? "")) throw new Error(`ledger entry ${id} not found`);
-      throw err;
-    }
-  }
   async attach(id: string, f: { resource?: string; validBefore?: number }, now: number) {
     const holdUntil = f.validBefore === undefined ? "" : holdExpiresAt({ validBefore: f.validBefore, createdAt: now });
     const t = await this.tenantOrMissing(id);

@@ -3,7 +3,7 @@
 // index sets of its state, a previous owner's sets) are built inside the script from a key prefix the caller passes
 // (RedisConnection.key of the group): in a Redis Cluster that prefix carries the group's hash tag, so those keys sit
 // on the same slot as the declared ones.
-import { ATTACH, EXTEND, RESERVE, RESETTLE, SIGNED, TRANSITION } from "./redis-ledger-scripts.js";
+import { ATTACH, EXTEND, RESERVE, RESETTLE, TRANSITION } from "./redis-ledger-scripts.js";
 import {
   OWN_CLAIM,
   OWN_CLAIM_TENANT,
@@ -212,7 +212,6 @@ export const SCRIPTS = {
   tgReserve: { numberOfKeys: 16, lua: RESERVE },
   tgTransition: { numberOfKeys: 3, lua: TRANSITION },
   tgResettle: { numberOfKeys: 1, lua: RESETTLE },
-  tgSigned: { numberOfKeys: 3, lua: SIGNED },
   tgAttach: { numberOfKeys: 3, lua: ATTACH },
   tgExtend: { numberOfKeys: 3, lua: EXTEND },
   // Ownership, counters, tenants, the audit log and the outbox

@@ -145,8 +145,6 @@ export interface LedgerFilter {
  */
 export interface BudgetLedger {
   reserve(entry: NewLedgerEntry, limits: BudgetLimits, now: number): Promise<ReserveResult>;
-  /** Records what was signed (nonce, validBefore, payer) before the signature leaves the gateway. */
-  signed(id: string, fields: { nonce: string; validBefore: number; payer: string }, now: number): Promise<void>;
   /**
    * Names what a hold is for once that is known: a time-metered hold is reserved before the create call, and its
    * resource id ("sandbox:<id>") comes in the answer. `validBefore` (unix seconds) moves the hold's end time.

@@ -41,7 +41,6 @@ function meteredLedger(ledger: BudgetLedger, metrics: GatewayMetrics): BudgetLed
       }
       return r;
     },
-    signed: (id, fields, now) => ledger.signed(id, fields, now),
     async commit(id, transaction, now, finalAmount, fields) {
       await ledger.commit(id, transaction, now, finalAmount, fields);
       await count(id, "committed", true);

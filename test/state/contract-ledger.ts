@@ -115,7 +115,6 @@ export function ledgerContract(b: ContractBackend) {
       await expect(ledger.markUncertain(c, "late", T0 + 3)).rejects.toThrow(/cannot become uncertain/);
       expect((await ledger.usage("t1", T0)).total).toBe(50n);
       await expect(ledger.commit("no-such-entry", undefined, T0)).rejects.toThrow(/not found/);
-      await expect(ledger.signed("no-such-entry", { nonce: "0x1", validBefore: 1, payer: "0xp" }, T0)).rejects.toThrow(/not found/);
     });
 
     it("returns the amount to the window it was reserved in, even when released on a later day", async () => {
@@ -138,7 +137,8 @@ export function ledgerContract(b: ContractBackend) {
 
     it("stores every field of the entry, the signature details and the settlement", async () => {
       const { ledger } = await open.fresh();
-      const e = entry("t1", "123456789012345678", { payer: undefined });
+      // The authorization a payment will carry is chosen before the reservation, which stores it.
+      const e = entry("t1", "123456789012345678", { nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer" });
       const r = await ledger.reserve(e, {}, T0);
       expect(r.ok && r.entry).toEqual({
         ...e,
@@ -150,7 +150,6 @@ export function ledgerContract(b: ContractBackend) {
         updatedAt: T0,
       });
       expect((await ledger.usage("t1", T0)).total).toBe(123456789012345678n);
-      await ledger.signed(e.id, { nonce: "0xabc", validBefore: 1_769_900_000, payer: "0xPayer" }, T0 + 10);
       await ledger.commit(e.id, undefined, T0 + 20);
       expect(await ledger.get(e.id)).toEqual({
         ...e,
@@ -189,13 +188,10 @@ export function ledgerContract(b: ContractBackend) {
       const { ledger } = await open.fresh();
       const vb = Math.floor((T0 + 5 * MIN) / 1000);
       const unsigned = await reserveOk(ledger, entry("t1", 1n), T0);
-      const signedHeld = await reserveOk(ledger, entry("t2", 1n), T0);
-      await ledger.signed(signedHeld, { nonce: "0x1", validBefore: vb, payer: "0xp" }, T0);
-      const uncertain = await reserveOk(ledger, entry("t1", 1n), T0 + 1);
-      await ledger.signed(uncertain, { nonce: "0x2", validBefore: vb + 60, payer: "0xp" }, T0 + 1);
+      const signedHeld = await reserveOk(ledger, entry("t2", 1n, { nonce: "0x1", validBefore: vb, payer: "0xp" }), T0);
+      const uncertain = await reserveOk(ledger, entry("t1", 1n, { nonce: "0x2", validBefore: vb + 60, payer: "0xp" }), T0 + 1);
       await ledger.markUncertain(uncertain, "timeout", T0 + 2);
-      const done = await reserveOk(ledger, entry("t1", 1n), T0);
-      await ledger.signed(done, { nonce: "0x3", validBefore: vb, payer: "0xp" }, T0);
+      const done = await reserveOk(ledger, entry("t1", 1n, { nonce: "0x3", validBefore: vb, payer: "0xp" }), T0);
       await ledger.commit(done, "0xtx", T0 + 3);
       const gone = await reserveOk(ledger, entry("t1", 1n), T0);
       await ledger.release(gone, "402", T0 + 3);
@@ -433,8 +429,7 @@ export function ledgerContract(b: ContractBackend) {
     it("hands a reconciler x402 holds and credits holds apart, credits by the end time the caller set", async () => {
       const { ledger } = await open.fresh();
       const s = (ms: number) => Math.floor(ms / 1000);
-      const x = await reserveOk(ledger, entry("t1", 1n), T0);
-      await ledger.signed(x, { nonce: "0x1", validBefore: s(T0 + 2 * MIN), payer: "0xp" }, T0);
+      const x = await reserveOk(ledger, entry("t1", 1n, { nonce: "0x1", validBefore: s(T0 + 2 * MIN), payer: "0xp" }), T0);
       const sandbox = await reserveOk(
         ledger,
         credit("t1", 900n, { meter: "minute", resource: "sandbox:1", validBefore: s(T0 + 3 * MIN) }),

@@ -174,8 +174,8 @@ describe("Redis Cluster: upgrading a ledger from the shared layout", () => {
     const admin = new Cluster(cluster.nodes, { lazyConnect: false });
     try {
       const limits = { daily: 100n, monthly: 1000n, total: 5000n };
-      expect((await before.ledger.reserve(entry("paid", "acme", "30"), limits, now)).ok).toBe(true);
-      await before.ledger.signed("paid", { nonce: "0x1", validBefore: Math.floor(now / 1000) + 60, payer: "0xpayer" }, now);
+      const signature = { nonce: "0x1", validBefore: Math.floor(now / 1000) + 60, payer: "0xpayer" };
+      expect((await before.ledger.reserve(entry("paid", "acme", "30", signature), limits, now)).ok).toBe(true);
       await before.ledger.commit("paid", "0xtx", now);
       expect((await before.ledger.reserve(entry("held", "acme", "40"), limits, now)).ok).toBe(true);
       expect(

@@ -105,8 +105,8 @@ describe("Redis ledger written before spend kinds existed", () => {
     const stores = redisStores(server.url, { prefix: prefix() });
     try {
       const now = Date.now();
-      expect((await stores.ledger.reserve(entry("old"), {}, now)).ok).toBe(true);
-      await stores.ledger.signed("old", { nonce: "0x1", validBefore: Math.floor(now / 1000) - 1, payer: "0xp" }, now);
+      const signature = { nonce: "0x1", validBefore: Math.floor(now / 1000) - 1, payer: "0xp" };
+      expect((await stores.ledger.reserve({ ...entry("old"), ...signature }, {}, now)).ok).toBe(true);
       await stores.connection.client.hdel(stores.connection.key("ledger", "e", "old"), "kind");
       expect(await stores.ledger.get("old")).toMatchObject({ id: "old", kind: "x402", state: "reserved" });
       expect((await stores.ledger.list({ kind: "x402" })).map((e) => e.id)).toEqual(["old"]);

@@ -10,7 +10,7 @@ import type { WalletSigner } from "../wallet-signer.js";
 export type WalletKey = `0x${string}`;
 
 /**
- * What the ledger records of a signature before it leaves the gateway (BudgetLedger.signed): an id of the
+ * What the ledger records of a signature with its reservation, before anything is signed: an id of the
  * authorization that is unique per signature, the unix second after which it can no longer be settled, and who pays.
  */
 export interface SignedFields {
