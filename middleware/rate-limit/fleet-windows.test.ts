@@ -59,13 +59,20 @@ describe("FleetWindows", () => {
       () => T0,
     );
     const limit = 600; // the example configuration's tenant: an allowance of 12
+    // New to the window, the instance lets one hit go blind; a second waits for its answer.
+    expect(w.decide("tenant:a", limit, MINUTE)).toMatchObject({ allowed: true, remaining: 599 });
+    const second = w.decide("tenant:a", limit, MINUTE);
+    expect(second).toBeInstanceOf(Promise);
+    await c.land();
+    expect(await second).toMatchObject({ allowed: true, remaining: 598 });
+    await c.land();
     const first: WindowDecision[] = [];
     for (let i = 0; i < unconfirmedAllowance(limit); i++) {
       const d = w.decide("tenant:a", limit, MINUTE);
       expect(d).not.toBeInstanceOf(Promise);
       first.push(d as WindowDecision);
     }
-    expect(first.map((d) => d.remaining)).toEqual(Array.from({ length: 12 }, (_, i) => 599 - i));
+    expect(first.map((d) => d.remaining)).toEqual(Array.from({ length: 12 }, (_, i) => 597 - i));
     expect(first.every((d) => d.allowed && d.resetAt === T0 - 5000 + MINUTE)).toBe(true);
     // One batch in flight carrying the first hit; the eleven after it wait to go in the next one.
     expect(c.held).toHaveLength(1);
@@ -74,10 +81,10 @@ describe("FleetWindows", () => {
     expect(waiting).toBeInstanceOf(Promise);
     await c.land();
     expect(c.held).toHaveLength(1); // the next batch: the eleven
-    expect(await waiting).toMatchObject({ allowed: true, remaining: 587 });
+    expect(await waiting).toMatchObject({ allowed: true, remaining: 585 });
     while (c.held.length > 0) await c.land();
     await Promise.all(work);
-    expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(13);
+    expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(15);
   });
 
   it("refuses only what the fleet has already counted, with nothing sent for a refusal", async () => {
@@ -94,6 +101,26 @@ describe("FleetWindows", () => {
     expect(w.decide("tenant:a", 6, MINUTE)).toMatchObject({ allowed: false, remaining: 0 });
     expect(c.held).toHaveLength(0);
     expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(6);
+  });
+
+  it("counts a fresh instance's one blind hit per window, however many instances come and go", async () => {
+    // Isolates started and dropped (a Worker under load): each new one admits one hit before it knows the count.
+    const stores = memoryStores();
+    const c = heldCounter(stores.rateLimiter);
+    let admitted = 0;
+    for (let i = 0; i < 40; i++) {
+      const fresh = new FleetWindows(
+        c.counter,
+        () => {},
+        () => T0,
+      );
+      const d = fresh.decide("tenant:a", 10, MINUTE);
+      expect(d).not.toBeInstanceOf(Promise);
+      if ((d as WindowDecision).allowed) admitted++;
+      if (i % 4 === 3) while (c.held.length > 0) await c.land(); // some answer before their isolate is dropped
+    }
+    expect(admitted).toBe(40); // each knew nothing: the bound counts every instance that served in the window
+    expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(40);
   });
 
   it("starts afresh when the window turns, and drops what ended", async () => {
@@ -121,7 +148,7 @@ describe("FleetWindows", () => {
       (p) => void p.catch((e) => failures.push(e)),
       () => T0,
     );
-    expect(w.decide("tenant:a", 50, MINUTE)).toMatchObject({ allowed: true }); // allowance 1
+    expect(w.decide("tenant:a", 50, MINUTE)).toMatchObject({ allowed: true }); // allowance 1 (and new to the window)
     const waiting = w.decide("tenant:a", 50, MINUTE);
     expect(waiting).toBeInstanceOf(Promise);
     c.setFailing(true);

@@ -14,6 +14,8 @@ interface Window {
   unsent: number;
   /** A batch is in flight. */
   syncing: boolean;
+  /** The shared counter has answered a batch of this window: until then the instance knows nothing of the fleet's. */
+  answered: boolean;
   /** Requests waiting for the batch in flight (a burst past the unconfirmed allowance). */
   waiters: { resolve: () => void; reject: (err: unknown) => void }[];
 }
@@ -42,7 +44,8 @@ const SWEEP_AT = 1024;
  * Per-instance view of fixed windows counted across a fleet. `decide` answers from what the instance knows (the
  * fleet's count at the last batch, plus its own hits since) and never waits for the shared counter, except a request
  * that finds `unconfirmedAllowance(limit)` hits of its instance still unconfirmed (a burst faster than one batch per
- * round trip): it waits for the batch in flight, then is decided again. The hits admitted are sent behind the answer,
+ * round trip), or any hit before the window's first answer on this instance: it waits for the batch in flight, then
+ * is decided again. The hits admitted are sent behind the answer,
  * one batch in flight per key at a time, each batch carrying every hit admitted while the previous was in flight.
  * A refusal is always right: the fleet's count only grows within a window, and what is known is never above it.
  */
@@ -67,7 +70,9 @@ export class FleetWindows {
     const resetAt = w.start + windowMs;
     const unconfirmed = w.sent + w.unsent;
     if (w.known + unconfirmed >= limit) return { allowed: false, limit, remaining: 0, resetAt };
-    if (unconfirmed >= unconfirmedAllowance(limit)) {
+    // An instance new to the window (a fresh isolate, or a new minute) knows nothing of the fleet's count: one hit goes
+    // blind, and the rest wait for its answer; then the full allowance.
+    if (unconfirmed >= (w.answered ? unconfirmedAllowance(limit) : 1)) {
       const answered = new Promise<void>((resolve, reject) => w.waiters.push({ resolve, reject }));
       if (!w.syncing) this.behind(this.sync(key, w, windowMs)); // the last batch failed: this one retries it
       return answered.then(() => this.decide(key, limit, windowMs));
@@ -90,7 +95,7 @@ export class FleetWindows {
     }
     // A window that ended with hits unsent: they counted for it alone, so they are dropped with it. Its waiters (if a
     // batch is still in flight) are decided again in the new window when it answers.
-    const fresh: Window = { start, known: 0, sent: 0, unsent: 0, syncing: false, waiters: [] };
+    const fresh: Window = { start, known: 0, sent: 0, unsent: 0, syncing: false, answered: false, waiters: [] };
     this.windows.set(key, fresh);
     return fresh;
   }
@@ -115,6 +120,7 @@ export class FleetWindows {
         }
         w.known = Math.max(w.known, total);
         w.sent = 0;
+        w.answered = true;
         for (const waiter of w.waiters.splice(0)) waiter.resolve();
       }
     } finally {
