@@ -35,6 +35,7 @@ import { startGatewayProcess } from "../test/helpers/gateway-process.js";
 import { startRedisServer } from "../test/state/redis-server.js";
 import { startDelayProxy } from "../test/helpers/delay-proxy.js";
 import { durableObjectSection, type DurableObjectSection } from "./state-durable-objects.js";
+import { exampleTenant } from "../test/helpers/example-tenant.js";
 
 const N = Number(process.env.BENCH_STATE_N ?? 40);
 const RECORDS = Number(process.env.BENCH_STATE_RECORDS ?? 1_000_000);
@@ -65,7 +66,9 @@ try {
     cache: { enabled: true },
     state: { backend: "redis", redisUrl: proxy.url },
     tenants: [
-      { id: "bench", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } },
+      // The example configuration's tenant (config/tollgate.example.toml): what an operator runs, a rate limit of 600 a
+      // minute, quotas, a payment policy and a budget; request logs are on by default.
+      { ...exampleTenant([chain.network]), id: "bench", keys: [{ hash: await hashTenantKey(key) }] },
       // Stopped when a window runs out: a keyless token of its, with a cap, pays below (three state calls at once).
       { id: "halt", keys: [{ hash: await hashTenantKey(haltKey) }], budget: { daily: "100.00", monthly: "500.00" }, onExhausted: "stop" },
     ],
@@ -255,6 +258,7 @@ try {
       network: chain.network,
       asset: chain.token.address,
       walletKey: doWallet.privateKey,
+      tenant: exampleTenant([chain.network]),
     };
     durable = await durableObjectSection(stack, DO_RUNS);
   }
