@@ -191,7 +191,7 @@ describe("FleetWindows", () => {
       for (let step = 0; step < limit * 3; step++) {
         if (c.held.length > 0 && rand() < 0.3) await c.land(Math.floor(rand() * c.held.length));
         const d = instances[Math.floor(rand() * N)]!.decide("tenant:t", limit, MINUTE);
-        if (d instanceof Promise) waiting.push(d.then(count));
+        if (d instanceof Promise) waiting.push(d.then((x) => void count(x)));
         else count(d);
       }
       while (c.held.length > 0) await c.land(Math.floor(rand() * c.held.length));
