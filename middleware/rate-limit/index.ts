@@ -53,12 +53,15 @@ export function rateLimit(services: Pick<GatewayServices, "stores" | "now" | "ba
     const now = services.now();
     if (!r.allowed) {
       const retryAfter = Math.max(1, Math.ceil((r.resetAt - now) / 1000));
-      throw new GatewayError(
-        429,
-        "rate_limited",
-        `This tenant may make ${limit} requests per minute; retry in ${retryAfter} s.`,
-        { limit, windowSeconds: WINDOW_MS / 1000, remaining: 0, resetAt: new Date(r.resetAt).toISOString() },
-        { "retry-after": String(retryAfter), "ratelimit-limit": String(limit), "ratelimit-remaining": "0" },
+      // Rejected, not thrown: the step answers a promise either way, as an async step would.
+      return Promise.reject(
+        new GatewayError(
+          429,
+          "rate_limited",
+          `This tenant may make ${limit} requests per minute; retry in ${retryAfter} s.`,
+          { limit, windowSeconds: WINDOW_MS / 1000, remaining: 0, resetAt: new Date(r.resetAt).toISOString() },
+          { "retry-after": String(retryAfter), "ratelimit-limit": String(limit), "ratelimit-remaining": "0" },
+        ),
       );
     }
     // On whatever answers the request (middleware/request-id writes them): nothing is left to do after next().
