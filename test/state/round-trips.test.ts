@@ -130,11 +130,16 @@ describe("sequential state round trips per request class", () => {
     };
   };
 
-  it("measures the example configuration's tenant: its rate limit applies to every class but the runtime's", async () => {
+  it("measures the example configuration's tenant, whose rate limit waits for no round trip", async () => {
     const r = await fetch(`${base}/_tollgate/whoami`, { headers: { "x-api-key": key } });
     expect(r.status).toBe(200);
     expect(r.headers.get("ratelimit-limit")).toBe("600");
-  });
+    // A request whose only state work is the rate limit: decided in the instance, counted behind the answer.
+    state.reset();
+    const limited = await roundTrips(() => call("/_tollgate/whoami"));
+    expect(limited).toBe(0);
+    expect(state.calls()["rateLimiter.add"]).toBeGreaterThan(0); // the count did reach the shared counter
+  }, 60_000);
 
   it("a paid search cache hit waits for none, a miss for at most 1 before its paid call", async () => {
     const hit = await roundTrips(() => call("/x402/web/search", { query: "the same query" }));
