@@ -123,6 +123,32 @@ describe("FleetWindows", () => {
     expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(40);
   });
 
+  it("gives up on a batch that never answers (a request cut off) and sends its hits again, counted twice at worst", async () => {
+    const stores = memoryStores();
+    const c = heldCounter(stores.rateLimiter);
+    const clock = { now: T0 };
+    const w = new FleetWindows(
+      c.counter,
+      (p) => void p.catch(() => {}),
+      () => clock.now,
+    );
+    expect(w.decide("tenant:a", 600, MINUTE)).toMatchObject({ allowed: true }); // its batch never lands
+    const lost = c.held.splice(0, 1)[0]!;
+    clock.now += 5_000;
+    expect(w.decide("tenant:a", 600, MINUTE)).toBeInstanceOf(Promise); // still waiting for the first answer
+    clock.now += 6_000; // 11 s since the batch was sent
+    const after = w.decide("tenant:a", 600, MINUTE);
+    expect(c.held).toHaveLength(1); // a new run: the three hits, sent again
+    await c.land();
+    expect(await after).toMatchObject({ allowed: true });
+    while (c.held.length > 0) await c.land();
+    expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(3);
+    lost.run(); // the lost batch lands after all: its hit counts twice, which can only refuse early
+    await new Promise((r) => setTimeout(r, 0));
+    expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(4);
+    expect(w.decide("tenant:a", 600, MINUTE)).toMatchObject({ allowed: true });
+  });
+
   it("starts afresh when the window turns, and drops what ended", async () => {
     const stores = memoryStores();
     const clock = { now: T0 };

@@ -16,6 +16,9 @@ interface Window {
   syncing: boolean;
   /** The shared counter has answered a batch of this window: until then the instance knows nothing of the fleet's. */
   answered: boolean;
+  /** The current run of batches (a run given up on finds a newer number) and when its batch in flight was sent. */
+  run: number;
+  syncStarted: number;
   /** Requests waiting for the batch in flight (a burst past the unconfirmed allowance). */
   waiters: { resolve: () => void; reject: (err: unknown) => void }[];
 }
@@ -36,6 +39,9 @@ export interface WindowDecision {
 export function unconfirmedAllowance(limit: number): number {
   return Math.max(1, Math.ceil(limit / 50));
 }
+
+/** A batch unanswered this long is given up on and its hits sent again (Workers end a request's waitUntil at 30 s). */
+const STALLED_MS = 10_000;
 
 /** Past this many keys, windows that ended are dropped when a new one starts. */
 const SWEEP_AT = 1024;
@@ -67,6 +73,7 @@ export class FleetWindows {
   decide(key: string, limit: number, windowMs: number): WindowDecision | Promise<WindowDecision> {
     const now = this.now();
     const w = this.window(key, Math.floor(now / windowMs) * windowMs, windowMs, now);
+    this.unstall(w, now);
     const resetAt = w.start + windowMs;
     const unconfirmed = w.sent + w.unsent;
     if (w.known + unconfirmed >= limit) return { allowed: false, limit, remaining: 0, resetAt };
@@ -95,36 +102,68 @@ export class FleetWindows {
     }
     // A window that ended with hits unsent: they counted for it alone, so they are dropped with it. Its waiters (if a
     // batch is still in flight) are decided again in the new window when it answers.
-    const fresh: Window = { start, known: 0, sent: 0, unsent: 0, syncing: false, answered: false, waiters: [] };
+    const fresh: Window = {
+      start,
+      known: 0,
+      sent: 0,
+      unsent: 0,
+      syncing: false,
+      answered: false,
+      run: 0,
+      syncStarted: 0,
+      waiters: [],
+    };
     this.windows.set(key, fresh);
     return fresh;
   }
 
-  /** Sends the window's unsent hits, then again while more came meanwhile; one batch in flight per window. */
+  /**
+   * Sends the window's unsent hits, then again while more came meanwhile; one batch in flight per window. On Workers a
+   * run outlives the request whose waitUntil keeps it while traffic keeps coming: if the runtime cuts it off, the next
+   * request gives it up after STALLED_MS (unstall) and starts another.
+   */
   private async sync(key: string, w: Window, windowMs: number): Promise<void> {
+    const run = ++w.run;
     w.syncing = true;
+    w.syncStarted = this.now();
     try {
       while (w.unsent > 0) {
-        w.sent = w.unsent;
+        const n = w.unsent;
+        w.sent = n;
         w.unsent = 0;
         let total: number;
         try {
-          total = await this.counter.add(key, w.sent, windowMs, w.start);
+          total = await this.counter.add(key, n, windowMs, w.start);
         } catch (err) {
+          if (w.run !== run) throw err; // given up on already: its hits were put back then
           // The state is out of reach: the hits go back to be sent with the next request's batch, and the requests
           // waiting fail as the state call would have failed them.
-          w.unsent += w.sent;
+          w.unsent += n;
           w.sent = 0;
           for (const waiter of w.waiters.splice(0)) waiter.reject(err);
           throw err;
         }
         w.known = Math.max(w.known, total);
-        w.sent = 0;
         w.answered = true;
+        if (w.run !== run) return; // given up on: a newer run owns the window (its hits were sent again, counted twice)
+        w.sent = 0;
         for (const waiter of w.waiters.splice(0)) waiter.resolve();
+        w.syncStarted = this.now();
       }
     } finally {
-      w.syncing = false;
+      if (w.run === run) w.syncing = false;
     }
+  }
+
+  /**
+   * A run whose batch has not answered in STALLED_MS (its request was cut off, or the state hangs) is given up on: its
+   * hits go back to be sent again. Should the lost batch land after all, they count twice, which can only refuse early.
+   */
+  private unstall(w: Window, now: number): void {
+    if (!w.syncing || now - w.syncStarted < STALLED_MS) return;
+    w.run++;
+    w.unsent += w.sent;
+    w.sent = 0;
+    w.syncing = false;
   }
 }
