@@ -18,7 +18,10 @@
 // 2. identify + owner p99 with 10 tenants vs 10,000 tenants holding 1,000,000 owned records (in the same Redis, loaded
 //    server-side), as a ratio: the lookups are a hash-map probe and one HGET, so the ratio stays near 1.
 //
-// Prints `state round trips <class>: …` and `state durable objects <class>: …` lines, a table of both, and `state identify+owner p99 ratio (10k tenants, 1M records /
+// 3. The rate limit's overshoot: three gateway instances on this Redis, the example tenant's limit, three times as many
+//    requests sent at once; admitted against the limit and the bound (docs/rate-limits.md).
+//
+// Prints `state round trips <class>: …` and `state durable objects <class>: …` lines, `state rate limit fleet …` lines, a table of both, and `state identify+owner p99 ratio (10k tenants, 1M records /
 // 10 tenants): R`. BENCH_STATE_N (default 40) requests per class; BENCH_STATE_RTTS (default "0,20") the added
 // round-trip times in ms; BENCH_STATE_RECORDS (default 1,000,000); BENCH_STATE_DO_RUNS (default 5) requests per class
 // at each delay in workerd (the paid miss two more); BENCH_STATE_DO=0 leaves the Durable Object section out.
@@ -35,6 +38,8 @@ import { startGatewayProcess } from "../test/helpers/gateway-process.js";
 import { startRedisServer } from "../test/state/redis-server.js";
 import { startDelayProxy } from "../test/helpers/delay-proxy.js";
 import { durableObjectSection, type DurableObjectSection } from "./state-durable-objects.js";
+import { exampleTenant } from "../test/helpers/example-tenant.js";
+import { fleetRateLimitRun } from "../test/helpers/fleet-rate-limit.js";
 
 const N = Number(process.env.BENCH_STATE_N ?? 40);
 const RECORDS = Number(process.env.BENCH_STATE_RECORDS ?? 1_000_000);
@@ -65,7 +70,9 @@ try {
     cache: { enabled: true },
     state: { backend: "redis", redisUrl: proxy.url },
     tenants: [
-      { id: "bench", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } },
+      // The example configuration's tenant (config/tollgate.example.toml): what an operator runs, a rate limit of 600 a
+      // minute, quotas, a payment policy and a budget; request logs are on by default.
+      { ...exampleTenant([chain.network]), id: "bench", keys: [{ hash: await hashTenantKey(key) }] },
       // Stopped when a window runs out: a keyless token of its, with a cap, pays below (three state calls at once).
       { id: "halt", keys: [{ hash: await hashTenantKey(haltKey) }], budget: { daily: "100.00", monthly: "500.00" }, onExhausted: "stop" },
     ],
@@ -255,6 +262,7 @@ try {
       network: chain.network,
       asset: chain.token.address,
       walletKey: doWallet.privateKey,
+      tenant: exampleTenant([chain.network]),
     };
     durable = await durableObjectSection(stack, DO_RUNS);
   }
@@ -282,6 +290,22 @@ try {
       `| ${r.name} | ${r.critical.toFixed(1)} | ${r.behind.toFixed(1)} | ${r.byLatency.toFixed(1)} | ${r.byFastest.toFixed(1)} | ${r.p50.map((x) => `${x.toFixed(1)} ms`).join(" / ")} | ${r.commands.toFixed(1)} (${r.scripts.toFixed(1)}) | ${doOf(r.name)} |`,
     );
   console.log("");
+
+  // The rate limit's overshoot across three instances on this Redis (docs/rate-limits.md#the-bound): the example
+  // tenant's 600 a minute, 1,800 requests at once over the three, with the state near and at the far round-trip time.
+  const fleetProxy = await startDelayProxy("127.0.0.1", redis.port);
+  try {
+    for (const rtt of [0, RTTS.at(-1)!]) {
+      fleetProxy.setRtt(rtt);
+      const run = await fleetRateLimitRun({ redisUrl: fleetProxy.url, instances: 3, limit: 600, perInstance: 600, concurrency: 24 });
+      console.log(
+        `state rate limit fleet at ${rtt} ms: ${run.instances} instances, limit ${run.limit}: ${run.admitted} admitted of ${run.sent} (overshoot ${run.overshoot}, bound ${run.bound}${run.overshoot <= run.bound && run.admitted >= run.limit ? "" : ", OUT OF BOUND"}; ${run.refused} refused, ${run.other} other) in ${run.ms.toFixed(0)} ms`,
+      );
+      if (run.overshoot > run.bound || run.admitted < run.limit || run.other > 0) process.exitCode = 1;
+    }
+  } finally {
+    await fleetProxy.close();
+  }
 
   // identify + owner, small vs large.
   const stores = redisStores(redis.url, { prefix: "scale:" });

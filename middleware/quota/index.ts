@@ -17,9 +17,10 @@ type Quotas = Tenant["quotas"];
 
 /**
  * The quota step counts slots in the state stores (kv, ownership), asks the upstream for a snapshot's image and for
- * resources that may have ended unseen, reads the clock, and logs a creation it claims; nothing else.
+ * resources that may have ended unseen, reads the clock, logs a creation it claims, and releases a slot behind the
+ * answer; nothing else.
  */
-type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now" | "platform" | "logger">;
+type QuotaServices = Pick<GatewayServices, "stores" | "upstream" | "now" | "platform" | "logger" | "background">;
 
 function refuse(status: number, code: string, message: string, figures: Record<string, unknown>): never {
   throw new GatewayError(status, code, message, figures);
@@ -110,7 +111,9 @@ export function quota(services: QuotaServices, spec: Quota): MiddlewareHandler {
       await next();
       if (c.res.ok) await countCreated(c, services, kind, tenant.id, untilExpiry);
     } finally {
-      await slot.release();
+      // Behind the answer: the creation is claimed (active) by now, so the slot held a little longer only counts it
+      // twice for a round trip, never misses it; sent before the answer, it lands before the client's next request.
+      services.background(c, slot.release(), "quota slot release");
     }
   };
 }

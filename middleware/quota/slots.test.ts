@@ -50,6 +50,31 @@ describe("CreationSlots", () => {
     expect((await slots.reserve("session", "t", 1)).ok).toBe(true);
   });
 
+  it("waits for two state round trips: the increment beside the previous bucket's read, then the active count", async () => {
+    const stores = memoryStores(() => 1_000_000);
+    const events: string[] = [];
+    // Each call logs when it starts and when it answers (a turn of the event loop later, as a remote store would).
+    const logged = <T extends object>(name: string, target: T): T =>
+      new Proxy(target, {
+        get(t, prop, receiver) {
+          const v = Reflect.get(t, prop, receiver);
+          if (typeof v !== "function") return v;
+          return async (...args: unknown[]) => {
+            events.push(`start ${name}.${String(prop)}`);
+            await new Promise((r) => setTimeout(r, 5));
+            const out = await (v as (...a: unknown[]) => unknown).apply(t, args);
+            events.push(`end ${name}.${String(prop)}`);
+            return out;
+          };
+        },
+      });
+    const slots = new CreationSlots(logged("kv", stores.kv), logged("ownership", stores.ownership), () => 1_000_000);
+    expect((await slots.reserve("sandbox", "t", 5)).ok).toBe(true);
+    expect(events.slice(0, 2).sort()).toEqual(["start kv.get", "start kv.incrBy"]);
+    expect(events.slice(2, 4).sort()).toEqual(["end kv.get", "end kv.incrBy"]);
+    expect(events.slice(4)).toEqual(["start ownership.activeCount", "end ownership.activeCount"]);
+  });
+
   it("keeps tenants and kinds apart", async () => {
     const { slots } = setup();
     expect((await slots.reserve("session", "a", 1)).ok).toBe(true);

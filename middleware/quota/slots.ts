@@ -32,15 +32,18 @@ export class CreationSlots {
   }
 
   /**
-   * Reserves one slot if `active + in-flight` stays within `limit`. The increment comes before the read of the
-   * active count, so of two racing creations the later one always sees the earlier (pending or already claimed).
+   * Reserves one slot if `active + in-flight` stays within `limit`: two round trips, the increment with the previous
+   * bucket's read beside it, then the active count. Both of the first have answered before the active count is
+   * read, so of two racing creations the later one always sees the earlier (pending, or already claimed: a creation
+   * is claimed before its slot is released, so one released from the previous bucket after that bucket was read was
+   * claimed after, and is in the active count read later).
    * A successful creation must be claimed in the ownership registry before `release()` is called.
    */
   async reserve(kind: ResourceKind, tenant: string, limit: number): Promise<SlotResult> {
     const bucket = Math.floor(this.now() / BUCKET_MS);
     const key = this.key(kind, tenant, bucket);
-    const mine = await this.kv.incrBy(key, 1, BUCKET_TTL_MS);
-    const previous = Number((await this.kv.get(this.key(kind, tenant, bucket - 1))) ?? 0);
+    const [mine, previousRaw] = await Promise.all([this.kv.incrBy(key, 1, BUCKET_TTL_MS), this.kv.get(this.key(kind, tenant, bucket - 1))]);
+    const previous = Number(previousRaw ?? 0);
     const active = await this.ownership.activeCount(kind, tenant);
     const pending = Math.max(0, mine - 1) + Math.max(0, previous);
     let released = false;

@@ -8,7 +8,12 @@ export class FixedWindowRateLimiter implements RateLimiter {
 
   async hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult> {
     const windowStart = Math.floor(now / windowMs) * windowMs;
-    const n = await this.kv.incrBy(stateKeys.rateWindow(key, windowStart), 1, windowMs + 1000);
+    const n = await this.add(key, 1, windowMs, now);
     return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
+  }
+
+  add(key: string, n: number, windowMs: number, now: number): Promise<number> {
+    const windowStart = Math.floor(now / windowMs) * windowMs;
+    return this.kv.incrBy(stateKeys.rateWindow(key, windowStart), n, windowMs + 1000);
   }
 }

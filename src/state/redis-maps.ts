@@ -136,8 +136,13 @@ export class RedisRateLimiter implements RateLimiter {
 
   async hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult> {
     const windowStart = Math.floor(now / windowMs) * windowMs;
-    const counter = this.r.key("rl", key, String(windowStart));
-    const n = Number(await this.r.run(() => this.r.client.tgIncrBy(counter, 1, windowMs + 1000)));
+    const n = await this.add(key, 1, windowMs, now);
     return { allowed: n <= limit, limit, remaining: Math.max(0, limit - n), resetAt: windowStart + windowMs };
+  }
+
+  async add(key: string, n: number, windowMs: number, now: number): Promise<number> {
+    const windowStart = Math.floor(now / windowMs) * windowMs;
+    const counter = this.r.key("rl", key, String(windowStart));
+    return Number(await this.r.run(() => this.r.client.tgIncrBy(counter, n, windowMs + 1000)));
   }
 }

@@ -331,6 +331,12 @@ export interface RateLimitResult {
 
 export interface RateLimiter {
   hit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitResult>;
+  /**
+   * Adds `n` hits (0 reads) to `key`'s fixed window containing `now`, atomically, and returns the window's fleet-wide
+   * count after it. The same counter `hit` counts in: an instance that counts in batches (middleware/rate-limit) and
+   * one that counts each hit share it.
+   */
+  add(key: string, n: number, windowMs: number, now: number): Promise<number>;
 }
 
 /** One webhook delivery waiting in the outbox: an event for one destination. */

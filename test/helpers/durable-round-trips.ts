@@ -12,6 +12,11 @@ export interface RoundTripStack {
   network: string;
   asset: string;
   walletKey: string;
+  /**
+   * The measured tenant's definition without id and keys: the example configuration's (test/helpers/example-tenant.ts,
+   * read in Node and handed over); absent, a tenant with a budget alone.
+   */
+  tenant?: Record<string, unknown>;
 }
 
 export interface ClassFigure {
@@ -88,7 +93,11 @@ export async function durableObjectRoundTrips(
       cache: { enabled: true },
       state: { backend: "durable-objects" },
       tenants: [
-        { id: `rt-${crypto.randomUUID().slice(0, 8)}`, keys: [{ hash: await sha256(key) }], budget: { daily: "100.00" } },
+        {
+          ...(stack.tenant ?? { budget: { daily: "100.00" } }),
+          id: `rt-${crypto.randomUUID().slice(0, 8)}`,
+          keys: [{ hash: await sha256(key) }],
+        },
         // Stopped when a window runs out: its paid calls also check the exhausted marks (a kv object).
         {
           id: `halt-${crypto.randomUUID().slice(0, 8)}`,

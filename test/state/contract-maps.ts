@@ -213,6 +213,15 @@ export function rateLimiterContract(b: ContractBackend) {
       expect(await rateLimiter.hit("t1", 3, 1000, W0 + 1000)).toEqual({ allowed: true, limit: 3, remaining: 2, resetAt: W0 + 2000 });
     });
 
+    it("adds a batch of hits to the window `hit` counts in, and reads it with 0", async () => {
+      const [one, two] = await open.pair();
+      expect(await one.rateLimiter.add("batch", 5, 1000, W0 + 10)).toBe(5);
+      expect(await two.rateLimiter.hit("batch", 7, 1000, W0 + 20)).toMatchObject({ allowed: true, remaining: 1 });
+      expect(await two.rateLimiter.add("batch", 0, 1000, W0 + 30)).toBe(6);
+      expect(await one.rateLimiter.add("batch", 2, 1000, W0 + 999)).toBe(8);
+      expect(await one.rateLimiter.add("batch", 1, 1000, W0 + 1000)).toBe(1); // the next window
+    });
+
     it("allows exactly `limit` of many concurrent hits", async () => {
       const [one, two] = await open.pair();
       const r = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? one : two).rateLimiter.hit("burst", 10, 60_000, W0)));

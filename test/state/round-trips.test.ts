@@ -2,6 +2,9 @@
 // stores (memory) make every call wait DELAY ms first; a class's fastest latency with the delay, less without it,
 // divided by DELAY is the round trips on its critical path. Work done behind the answer (the budget figure reread,
 // a coalesced answer published, the revocation count reread ahead) costs the answer nothing and is not counted.
+// The tenant measured is the example configuration's (config/tollgate.example.toml: a rate limit of 600 a minute,
+// quotas, a payment policy, a budget; request logs on): its rate limit is decided in the instance and counted behind
+// the answer (docs/rate-limits.md), so it adds no round trip to any class.
 // Targets (issue 44): paid search cache hit 0, control read of an own sandbox 0 once its owner is remembered,
 // creation ≤ 1, runtime call with a bound token 0, paid search miss ≤ 1 (the fleet's coalescing claim and the hold
 // reserved ahead with its authorization, at once, beside the unpaid first call: docs/paid-round-trips.md), credit call
@@ -16,6 +19,7 @@ import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js"
 import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { delayedStores, type DelayedStores } from "../helpers/delayed-stores.js";
+import { exampleTenant } from "../helpers/example-tenant.js";
 
 /** Below the revocation count's 250 ms interval (its reread ahead must land before the count is due). */
 const DELAY = 100;
@@ -45,7 +49,9 @@ describe("sequential state round trips per request class", () => {
       payments: { networks: [chain.network], assets: [chain.token.address], maxPerRequest: "0.50", rpc: { [chain.network]: chain.rpcUrl } },
       cache: { enabled: true },
       tenants: [
-        { id: "rt", keys: [{ hash: await hashTenantKey(key) }], budget: { daily: "100.00" } },
+        // The example configuration's tenant (config/tollgate.example.toml): a rate limit of 600 a minute, quotas, a
+        // payment policy, a budget; request logs are on by default.
+        { ...exampleTenant([chain.network]), id: "rt", keys: [{ hash: await hashTenantKey(key) }] },
         // Stopped when a window runs out: its calls check the exhausted marks too.
         { id: "halt", keys: [{ hash: await hashTenantKey(haltKey) }], budget: { daily: "100.00", monthly: "500.00" }, onExhausted: "stop" },
       ],
@@ -123,6 +129,17 @@ describe("sequential state round trips per request class", () => {
       return paid!.at - t;
     };
   };
+
+  it("measures the example configuration's tenant, whose rate limit waits for no round trip", async () => {
+    const r = await fetch(`${base}/_tollgate/whoami`, { headers: { "x-api-key": key } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("ratelimit-limit")).toBe("600");
+    // A request whose only state work is the rate limit: decided in the instance, counted behind the answer.
+    state.reset();
+    const limited = await roundTrips(() => call("/_tollgate/whoami"));
+    expect(limited).toBe(0);
+    expect(state.calls()["rateLimiter.add"]).toBeGreaterThan(0); // the count did reach the shared counter
+  }, 60_000);
 
   it("a paid search cache hit waits for none, a miss for at most 1 before its paid call", async () => {
     const hit = await roundTrips(() => call("/x402/web/search", { query: "the same query" }));

@@ -11,6 +11,7 @@ import { startEmulator } from "../../emulator/index.js";
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { startWebhookReceiver } from "../operators/webhook-receiver.js";
 import { startAccessCerts } from "../helpers/access-certs.js";
+import { exampleTenant } from "../helpers/example-tenant.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -38,6 +39,8 @@ declare module "vitest" {
       neverArrivedUrl: string;
       /** Takes alert webhooks, holding each answer 500 ms; GET lists the deliveries (each with `answeredAt`). */
       webhookUrl: string;
+      /** config/tollgate.example.toml's tenant, without id and keys, paying on the local chain (the round-trip test's). */
+      exampleTenant: Record<string, unknown>;
       /** A Cloudflare Access team domain stand-in (its certs on 127.0.0.1) and the private JWK that signs its tokens. */
       accessTeamDomain: string;
       accessPrivateJwk: Record<string, unknown>;
@@ -108,6 +111,7 @@ export default async function setup(project: TestProject) {
     mcpWallet: mcpWallet.address,
     settledButLostUrl: settledButLost.url,
     neverArrivedUrl: neverArrived.url,
+    exampleTenant: exampleTenant([chain.network]),
     webhookUrl: webhooks.url,
     accessTeamDomain: access.teamDomain,
     accessPrivateJwk: access.privateJwk,
