@@ -7,20 +7,20 @@ import type { RowHandler } from "../routing/handlers.js";
 import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { toolsByScope } from "./tools.js";
 import { signInKey } from "../identity/resources.js";
-import type { Tenant } from "../identity/tenants.js";
+import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
 import { redeemLink } from "../console/link.js";
 import { usdAmount } from "../../config/fields.js";
 import { usdToAtomic } from "../payments/money.js";
 import type { OAuthClient, OAuthCode } from "../state/oauth.js";
 import { OAuthError } from "./errors.js";
-import { redirectMatches, resolveClient } from "./clients.js";
+import { redirectMatches, redirectTrusted, resolveClient } from "./clients.js";
 import { ConsentPage, oauthHtml as html, type ConsentView } from "./page.js";
 import { peekConsentTicket, takeConsentTicket, type ConsentTicket } from "./oidc-consent.js";
 import { startProviderSignIn } from "../console/sign-in.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { clientAddressOf } from "../platform/forwarded.js";
 import type { OAuthContext } from "./context.js";
-import { errorPage, formOf, one, randomToken, redirectTo, sameSecret, sha256url } from "./http.js";
+import { errorPage, formOf, one, randomToken, redirectTo, refusedHere, sameSecret, sha256url } from "./http.js";
 
 /** A pending authorization request waits this long for its consent. */
 const PENDING_TTL_MS = 15 * 60_000;
@@ -47,46 +47,65 @@ export function authorizeHandlers(ctx: OAuthContext): { authorizePage: RowHandle
   const addressOf = clientAddressOf(services);
   const oidc = services.signIn?.oidc;
 
+  /** The authorization request's parameters, each at most once (RFC 6749 §3.1); a repeated one is invalid_request. */
+  function paramsOf(q: URLSearchParams) {
+    const resources = q.getAll("resource");
+    if (resources.length > 1) throw new OAuthError(400, "invalid_target", "One resource per request.");
+    return {
+      clientId: one(q, "client_id") ?? "",
+      redirectUri: one(q, "redirect_uri"),
+      state: one(q, "state"),
+      responseType: one(q, "response_type"),
+      challenge: one(q, "code_challenge"),
+      method: one(q, "code_challenge_method"),
+      scope: one(q, "scope"),
+      resource: resources[0] || undefined,
+    };
+  }
+
   /**
-   * Checks an authorization request. Before its client and redirect URI are known good, a problem is a page (nothing
-   * may be sent to an unchecked address); after, it goes back to the client as `error=` on its redirect URI.
+   * Checks an authorization request. All of it is read first; until its client and redirect URI are known good, and the
+   * URI is one an error may go to without the user's say (RFC 9700 §4.11.2, clients.ts redirectTrusted), a problem is
+   * answered here: a page, or JSON when JSON is asked (a host then registers again on invalid_client). After, it goes
+   * back to the client as `error=` on its redirect URI.
    */
   async function checkRequest(c: Context, q: URLSearchParams): Promise<{ pending: PendingRequest; client: OAuthClient } | Response> {
     let client: OAuthClient;
     let redirectUri: string;
+    let p: ReturnType<typeof paramsOf>;
     try {
-      client = await resolveClient(store, config, one(q, "client_id") ?? "", services.now());
-      const presented = one(q, "redirect_uri");
-      if (presented === undefined) {
+      p = paramsOf(q);
+      client = await resolveClient(store, config, p.clientId, services.now());
+      if (p.redirectUri === undefined) {
         if (client.redirectUris.length !== 1) throw new OAuthError(400, "invalid_request", "redirect_uri is required.");
         redirectUri = client.redirectUris[0]!;
-      } else if (!redirectMatches(client, presented)) {
+      } else if (!redirectMatches(client, p.redirectUri)) {
         throw new OAuthError(400, "invalid_request", "redirect_uri is not one of the client's registered redirect URIs.");
-      } else redirectUri = presented;
+      } else redirectUri = p.redirectUri;
     } catch (err) {
-      if (err instanceof OAuthError) return errorPage(400, "This sign-in link cannot be used", `${err.error}: ${err.description}`);
+      if (err instanceof OAuthError) return refusedHere(c, err);
       throw err;
     }
-    const state = one(q, "state");
+    const { state } = p;
+    const trusted = redirectTrusted(client, redirectUri);
     const back = (error: string, description: string) =>
-      redirectTo(redirectUri, { error, error_description: description, state, iss: origin(c) });
+      trusted
+        ? redirectTo(redirectUri, { error, error_description: description, state, iss: origin(c) })
+        : refusedHere(c, new OAuthError(400, error, description));
     try {
-      if (one(q, "response_type") !== "code") return back("unsupported_response_type", 'response_type must be "code".');
-      const challenge = one(q, "code_challenge");
-      const method = one(q, "code_challenge_method");
+      if (p.responseType !== "code") return back("unsupported_response_type", 'response_type must be "code".');
+      const { challenge, method } = p;
       if (!challenge) return back("invalid_request", "code_challenge is required (PKCE with S256).");
       if (method !== "S256") return back("invalid_request", "code_challenge_method must be S256 (plain is not accepted).");
       if (!CODE_CHALLENGE.test(challenge)) return back("invalid_request", "code_challenge is not a base64url S256 digest.");
       // The gateway's operator scopes are never granted; scopes it does not know (openid, offline_access, a host's own)
       // are ignored (RFC 6749 §3.3), so a client asking for them still connects with what it may have.
-      const asked = (one(q, "scope") ?? "").split(" ").filter(Boolean);
+      const asked = (p.scope ?? "").split(" ").filter(Boolean);
       const operator = asked.filter((s) => s === "admin" || s === "operator-readonly");
       if (operator.length)
         return back("invalid_scope", `${operator.join(", ")} cannot be granted to a client (this server offers ${MCP_SCOPES.join(", ")}).`);
       const requested = asked.filter((s) => (MCP_SCOPES as readonly string[]).includes(s));
-      const resources = q.getAll("resource");
-      if (resources.length > 1) return back("invalid_target", "One resource per request.");
-      const resource = resources[0] || `${origin(c)}/mcp`;
+      const resource = p.resource ?? `${origin(c)}/mcp`;
       if (!resourceOk(c, resource)) return back("invalid_target", `This server issues tokens for ${origin(c)}/mcp only.`);
       const verifiedHost = client.via === "metadata-document" ? new URL(client.clientId).host : undefined;
       return {
@@ -165,11 +184,12 @@ export function authorizeHandlers(ctx: OAuthContext): { authorizePage: RowHandle
     return html(ConsentPage(view(id, checked.pending)), 200);
   };
 
-  /** The tenant a credential signs in: a tenant key, or a one-time console link (its URL or its code). */
-  async function signIn(credential: string): Promise<Tenant | undefined> {
+  /** The tenant a credential signs in, and the id of its key: a tenant key, or a one-time console link (its URL or code). */
+  async function signIn(credential: string): Promise<{ tenant: Tenant; parentKey: string } | undefined> {
     if (!credential) return undefined;
     try {
-      return await signInKey(services, credential);
+      const tenant = await signInKey(services, credential);
+      return { tenant, parentKey: keyIdOf(await hashTenantKey(credential)) };
     } catch {
       // not a key: maybe a link
     }
@@ -182,7 +202,7 @@ export function authorizeHandlers(ctx: OAuthContext): { authorizePage: RowHandle
     const link = await redeemLink(services, code);
     const tenant = link ? services.directory.get(link.tenant) : undefined;
     if (!link || !tenant?.enabled || !tenant.keys.some((k) => k.hash === link.keyHash)) return undefined;
-    return tenant;
+    return { tenant, parentKey: keyIdOf(link.keyHash) };
   }
 
   const authorize: RowHandler = async (c) => {
@@ -242,7 +262,8 @@ export function authorizeHandlers(ctx: OAuthContext): { authorizePage: RowHandle
     if (!Number.isInteger(days) || days < 1 || days > config.maxGrantDays)
       return again(400, `days: a whole number from 1 to ${config.maxGrantDays}.`);
     const fromTicket = viaProvider ? services.directory.get(viaProvider.tenant) : undefined;
-    const tenant = viaProvider ? (fromTicket?.enabled ? fromTicket : undefined) : await signIn((form.get("credential") ?? "").trim());
+    const byKey = viaProvider ? undefined : await signIn((form.get("credential") ?? "").trim());
+    const tenant = viaProvider ? (fromTicket?.enabled ? fromTicket : undefined) : byKey?.tenant;
     if (!tenant) return again(401, viaProvider ? `Tenant "${viaProvider.tenant}" is not live here.` : "That key or link cannot sign in.");
     const lacking = scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
     if (lacking.length) return again(403, `Tenant "${tenant.id}" does not have the scope ${lacking.join(", ")}.`);
@@ -266,6 +287,9 @@ export function authorizeHandlers(ctx: OAuthContext): { authorizePage: RowHandle
       capWindow: window,
       resource: p.resource,
       expiresAt: now + days * 86_400_000,
+      // The credential tree: the grant dies with the key that consented (or names the person who did).
+      ...(byKey ? { parentKey: byKey.parentKey } : {}),
+      ...(viaProvider ? { person: viaProvider.actor } : {}),
     };
     await store.putCode(await sha256url(code), record, config.codeTtlSeconds * 1000);
     services.logger.info("oauth consent", { requestId: c.get("requestId"), tenant: tenant.id, client: p.clientId, grant: record.grantId });
