@@ -121,7 +121,7 @@ export function tokenClient(c: Context, form: URLSearchParams): { clientId: stri
 }
 
 /** Whether the caller asked for JSON rather than a page (a host probing /authorize, not a browser). */
-export function wantsJson(c: Context): boolean {
+function wantsJson(c: Context): boolean {
   const accept = c.req.header("accept") ?? "";
   return /application\/json/i.test(accept) && !/text\/html/i.test(accept);
 }
