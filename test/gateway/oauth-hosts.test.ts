@@ -260,7 +260,7 @@ describe("the RFC points, with oauth4webapi", () => {
 });
 
 describe("the credential tree: a grant dies with the key that consented", () => {
-  it("after the consenting key is revoked, the grant's access token no longer pays and its refresh is refused", async () => {
+  it("after the consenting key is revoked, the grant's access token and a capped token minted with it no longer pay, the grant's refresh is refused", async () => {
     // A second key of acme's: the grant is consented with it; acme's first key lives on.
     const made = await fetch(`${base}/_tollgate/admin/tenants/acme/keys`, { method: "POST", headers: asOps(), body: "{}" });
     expect(made.status).toBe(201);
@@ -268,6 +268,21 @@ describe("the credential tree: a grant dies with the key that consented", () => 
     const { client, provider } = await mcpClient(second.key);
     ok(await call(client, "web_search", { query: "before the key goes" }));
     const grantId = ok(await call(client, "budget")).token.grant as string;
+    // A capped search token minted with the same key: derived from it too.
+    const capped = await (
+      await fetch(`${base}/_tollgate/tokens`, {
+        method: "POST",
+        headers: { "x-api-key": second.key, "content-type": "application/json" },
+        body: JSON.stringify({ kind: "search", cap: "0.05" }),
+      })
+    ).json();
+    const searchWith = (token: string) =>
+      fetch(`${base}/api/web/search`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ query: "capped token" }),
+      });
+    expect((await searchWith(capped.token)).status).toBe(200);
 
     const revoked = await fetch(`${base}/_tollgate/admin/tenants/acme/keys/${second.id}`, { method: "DELETE", headers: asOps() });
     expect(revoked.status).toBe(200);
@@ -300,6 +315,10 @@ describe("the credential tree: a grant dies with the key that consented", () => 
       await fetch(`${base}/_tollgate/ledger?kind=credits&limit=1000`, { headers: { "x-api-key": stack.keys.acme! } })
     ).json();
     expect(ledger.entries.filter((e: any) => e.grant === grantId && e.state === "committed")).toHaveLength(1);
+    // The capped token minted with the key is refused too, before it pays.
+    const after = await searchWith(capped.token);
+    expect(after.status).toBe(401);
+    expect(await after.json()).toMatchObject({ code: "token_revoked" });
     // acme's own key still works.
     expect((await fetch(`${base}/_tollgate/grants`, { headers: { "x-api-key": stack.keys.acme! } })).status).toBe(200);
   });
