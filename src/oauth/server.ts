@@ -16,7 +16,7 @@ import { oauthContext, type OAuthContext } from "./context.js";
 import { FORM_LIMIT } from "./http.js";
 import { authorizationPage } from "./authorize.js";
 import { consentDecision } from "./consent.js";
-import { tokenHandlers } from "./token.js";
+import { revocationEndpoint, tokenEndpoint } from "./token.js";
 
 /** The paths a browser-based OAuth client reads or posts to from another origin (its preflights are answered). */
 export const OAUTH_CORS_PATHS = [
@@ -104,13 +104,12 @@ function registrationEndpoint(ctx: OAuthContext): RowHandler {
 /** The OAuth rows' handlers: one named handler per endpoint. */
 export function oauthHandlers(services: GatewayServices): Record<string, RowHandler> {
   const ctx = oauthContext(services);
-  const { token, revoke } = tokenHandlers(ctx);
   return {
     "oauth.metadata": metadataEndpoint(ctx),
     "oauth.register": registrationEndpoint(ctx),
     "oauth.authorize.page": authorizationPage(ctx),
     "oauth.authorize": consentDecision(ctx),
-    "oauth.token": token,
-    "oauth.revoke": revoke,
+    "oauth.token": tokenEndpoint(ctx),
+    "oauth.revoke": revocationEndpoint(ctx),
   };
 }
