@@ -226,6 +226,30 @@ module.exports = {
       to: { path: "^src/operators/http/|^src/console/" },
     },
     {
+      name: "oauth-imports-no-console",
+      comment:
+        "The OAuth server (src/oauth/) and the console are two apps side by side: they share the page kit (src/pages/), the provider sign-in's start (src/identity/provider-sign-in.ts) and the console-link action (src/operators/actions/console-links.ts), never each other's files.",
+      severity: "error",
+      from: { path: "^src/oauth/" },
+      to: { path: "^src/console/" },
+    },
+    {
+      name: "admin-api-imports-no-console",
+      comment:
+        "The admin API (src/operators/http/) calls operator actions; it imports nothing of the console (a console link is an action).",
+      severity: "error",
+      from: { path: "^src/operators/http/" },
+      to: { path: "^src/console/" },
+    },
+    {
+      name: "page-kit-below-its-pages",
+      comment:
+        "The page kit (src/pages/: the document, the style sheet, a scriptless page's headers) imports none of the apps that use it.",
+      severity: "error",
+      from: { path: "^src/pages/" },
+      to: { path: "^src/(console|oauth|operators|mcp)/" },
+    },
+    {
       name: "platform-and-state-below-the-chain",
       comment:
         "src/platform (the runtime seams: transport, upstream, request URL…) and src/state sit below the chain: they import nothing from middleware/.",

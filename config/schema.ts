@@ -186,6 +186,11 @@ export const configSchema = z
         enabled: z.boolean().default(true),
         /** Lifetime of an OAuth access token; defaults to tokens.ttlSeconds. Refresh tokens live as long as their grant. */
         accessTokenTtlSeconds: z.number().int().min(30).max(86_400).optional(),
+        /**
+         * Refreshes presenting one refresh token within this many seconds of its first use (a host's parallel calls at an
+         * access token's expiry) all get the pair that first use issued; a use after it is a reuse and revokes the grant.
+         */
+        refreshGraceSeconds: z.number().int().min(0).max(30).default(5),
         /** How long an authorization code may wait for its exchange. */
         codeTtlSeconds: z.number().int().min(10).max(600).default(60),
         /** The longest expiry a tenant may give a grant on the consent page. */
@@ -212,7 +217,10 @@ export const configSchema = z
           .strictObject({
             /** Off: clients identify themselves with a metadata document only. */
             enabled: z.boolean().default(true),
-            /** A registration is forgotten this long after it was made (the client registers again; its grants live on). */
+            /**
+             * A registration is forgotten this long after its last use (made, or a token issued to it); the client then
+             * gets invalid_client, registers again and asks for consent again.
+             */
             ttlDays: z.number().int().min(1).max(365).default(30),
             /** Registrations the whole fleet accepts per UTC day. */
             maxPerDay: z.number().int().min(1).max(1_000_000).default(1_000),
@@ -227,6 +235,7 @@ export const configSchema = z
       })
       .default({
         enabled: true,
+        refreshGraceSeconds: 5,
         codeTtlSeconds: 60,
         maxGrantDays: 90,
         defaultGrantDays: 30,

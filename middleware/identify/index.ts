@@ -16,6 +16,7 @@ import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";
 import { getCookie } from "hono/cookie";
+import { requireParentKey } from "../../src/identity/lineage.js";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
 type IdentifyServices = Pick<
@@ -69,6 +70,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
       );
       const tenant = services.directory.get(token.tenant);
       if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+      requireParentKey(token, tenant, services.now());
       return { via: "token", tenant, token, presented: asToken };
     }
     if (acceptsKey) {
@@ -135,6 +137,7 @@ function mcpTokenTenant(services: IdentifyServices, row: RouteRow, token: Gatewa
     });
   const tenant = services.directory.get(token.tenant);
   if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+  requireParentKey(token, tenant, services.now());
   requireScope(tenant, row.scope);
   return tenant;
 }
@@ -178,6 +181,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
       if (token.kind === "mcp" && !tenant?.enabled && row.wrongToken?.code !== "tenant_key_required")
         throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
       if (!tenant?.enabled || token.cap === undefined) throw wrong(token.kind);
+      requireParentKey(token, tenant, services.now());
       return { via: "token", tenant, token, presented };
     }
     if (operator) {

@@ -5,28 +5,28 @@
 // every other page needs (and, for a form, its token); sign-out (and, for the provider's sign-in, the provider's own
 // sign-out). Another page that needs a signed-in operator or tenant (a consent page, say) uses `signedIn` or
 // `requireSession` as these do.
-import type { Context } from "hono";
-import { deleteCookie, setCookie } from "hono/cookie";
+import { deleteCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
 import { signInKey } from "../identity/resources.js";
 import { roleOf } from "../identity/roles.js";
 import { endSession, startSession, validFormToken, type ConsoleSession } from "../identity/console-session.js";
-import { peekLink, redeemLink } from "./link.js";
+import { peekLink, redeemLink } from "../operators/actions/console-links.js";
 import { asGatewayContext, type C, field, formOf, type Pages, record, render } from "./kit.js";
 import { href } from "./pages/layout.js";
 import { LinkPage, LoginPage, MovingOnPage } from "./pages/lists.js";
 import { publicOriginOf } from "../platform/public-origin.js";
 import { consentSignedIn } from "../oauth/oidc-consent.js";
 import {
-  accessPerson,
-  actorOf as personOf,
-  pendingSignInState,
-  identityTenant,
-  type PendingSignIn,
-  type SignedInIdentity,
-} from "../identity/sign-in.js";
+  PROVIDER_COOKIE_PATH,
+  PROVIDER_SIGN_IN_COOKIE,
+  pendingProviderKey,
+  providerClient,
+  startProviderSignIn,
+  type PendingProviderSignIn,
+} from "../identity/provider-sign-in.js";
+import { accessPerson, actorOf as personOf, pendingSignInState, identityTenant, type SignedInIdentity } from "../identity/sign-in.js";
 
 /**
  * The live session and its tenant, or undefined, from the caller the chain's identify step read off the session
@@ -91,18 +91,7 @@ async function begin(services: GatewayServices, c: C, tenant: Tenant, keyHash: s
 }
 
 // ---- sign-in through the identity provider (OIDC authorization code + PKCE) or Cloudflare Access -------------------
-const OIDC_COOKIE = "tollgate_oidc";
-const OIDC_TTL_MS = 10 * 60_000;
-const pendingKey = (state: string) => `console:oidc:${state}`;
 const sso = (services: GatewayServices) => !!services.signIn?.oidc;
-
-function oidcClient(services: GatewayServices) {
-  const oidc = services.signIn?.oidc;
-  if (!oidc) throw new GatewayError(404, "not_found", "Sign-in through an identity provider is not configured here ([operators.oidc]).");
-  return oidc;
-}
-
-const callbackUri = (services: GatewayServices, c: Context) => `${publicOriginOf(c, services)}${href("/oidc/callback")}`;
 
 /** A session for a person the provider (or Access) vouched for, with its role; an identity with no role gets none. */
 async function signInIdentity(
@@ -139,29 +128,6 @@ async function accessSession(services: GatewayServices, c: C): Promise<{ session
   return person && signInIdentity(services, c, person.identity, person.sub, "access");
 }
 
-/** A sign-in in flight: for the console, or for a consent page (the pending authorization request it returns to). */
-type PendingConsoleSignIn = PendingSignIn & { consent?: string };
-
-/**
- * Sends the browser to the identity provider, its `state` kept server-side (single use, OIDC_TTL_MS) and in a cookie
- * scoped to the callback. With `consent`, the callback returns to that pending OAuth authorization (src/oauth/).
- */
-export async function startProviderSignIn(services: GatewayServices, c: Context, consent?: string): Promise<Response> {
-  const oidc = oidcClient(services);
-  const { url, pending } = await oidc.start(callbackUri(services, c));
-  const kept: PendingConsoleSignIn = consent ? { ...pending, consent } : pending;
-  await services.stores.kv.set(pendingKey(pending.state), JSON.stringify(kept), OIDC_TTL_MS);
-  // Lax: the provider's redirect back is a top-level GET from another site, which a Strict cookie would miss.
-  setCookie(c, OIDC_COOKIE, pending.state, {
-    path: href("/oidc"),
-    httpOnly: true,
-    sameSite: "Lax",
-    secure: callbackUri(services, c).startsWith("https:"),
-    maxAge: OIDC_TTL_MS / 1000,
-  });
-  return c.redirect(url, 302);
-}
-
 /** The pages open without a session: sign-in with a key, a link, or through the identity provider. */
 export function signInPages(services: GatewayServices): Pages {
   return {
@@ -194,17 +160,17 @@ export function signInPages(services: GatewayServices): Pages {
     },
     "console.oidc.login": (c) => startProviderSignIn(services, c),
     "console.oidc.callback": async (c) => {
-      const oidc = oidcClient(services);
-      const state = pendingSignInState(c, OIDC_COOKIE);
-      deleteCookie(c, OIDC_COOKIE, { path: href("/oidc") });
-      const raw = state && /^[A-Za-z0-9_-]{16,128}$/.test(state) ? await services.stores.kv.get(pendingKey(state)) : undefined;
+      const oidc = providerClient(services);
+      const state = pendingSignInState(c, PROVIDER_SIGN_IN_COOKIE);
+      deleteCookie(c, PROVIDER_SIGN_IN_COOKIE, { path: PROVIDER_COOKIE_PATH });
+      const raw = state && /^[A-Za-z0-9_-]{16,128}$/.test(state) ? await services.stores.kv.get(pendingProviderKey(state)) : undefined;
       const again = (message: string, status: 400 | 401) => render(c, <LoginPage nonce={c.get("nonce")} message={message} sso />, status);
       if (!state || !raw) return again("This sign-in expired or was started in another browser; sign in again.", 400);
-      await services.stores.kv.delete(pendingKey(state)); // one use
+      await services.stores.kv.delete(pendingProviderKey(state)); // one use
       let result: Awaited<ReturnType<typeof oidc.finish>>;
-      let pending: PendingConsoleSignIn;
+      let pending: PendingProviderSignIn;
       try {
-        pending = JSON.parse(raw) as PendingConsoleSignIn;
+        pending = JSON.parse(raw) as PendingProviderSignIn;
         result = await oidc.finish(new URL(c.req.url), pending);
       } catch (err) {
         if (err instanceof GatewayError && err.status === 401) return again(err.message, 401);

@@ -47,6 +47,11 @@ export interface GatewayToken {
   aud?: string;
   /** The MCP tools an OAuth grant allows (within its scopes); absent: every tool of its scopes. */
   tools?: string[];
+  /**
+   * The id (keyIdOf) of the tenant key this token derives from: it is refused once its tenant no longer holds that key
+   * (./lineage.ts). Absent: it derives from no key (a person's grant, a response's token).
+   */
+  parentKey?: string;
 }
 
 const ISSUER = "tollgate";
@@ -162,6 +167,7 @@ export class TokenService {
       ...(t.capWindow && t.capWindow !== "total" ? { cw: t.capWindow } : {}),
       ...(t.aud ? { aud: t.aud } : {}),
       ...(t.tools ? { tl: t.tools } : {}),
+      ...(t.parentKey ? { pk: t.parentKey } : {}),
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
       .setIssuer(ISSUER)
@@ -344,6 +350,7 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     ...(payload.g !== undefined ? { capWindow: (payload.cw as GatewayToken["capWindow"]) ?? "total" } : {}),
     ...(typeof payload.aud === "string" ? { aud: payload.aud } : {}),
     ...(Array.isArray(payload.tl) ? { tools: payload.tl as string[] } : {}),
+    ...(typeof payload.pk === "string" ? { parentKey: payload.pk } : {}),
   };
 }
 

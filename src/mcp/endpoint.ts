@@ -61,7 +61,9 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handl
   const metadata = (c: Context<GatewayEnv>) =>
     c.json(
       {
-        resource: `${publicOriginOf(c, services)}/mcp`,
+        // RFC 9728 §3.3: the resource a metadata document is read from is the one it names: /mcp for
+        // /.well-known/oauth-protected-resource/mcp, the gateway's origin (every token's audience too) for the root one.
+        resource: c.req.path.endsWith("/mcp") ? `${publicOriginOf(c, services)}/mcp` : publicOriginOf(c, services),
         ...authorizationServers(c, services),
         resource_name: "Tollgate",
         bearer_methods_supported: ["header"],

@@ -201,3 +201,42 @@ export async function resolveClient(store: OAuthStore, config: OAuthConfig, clie
   if (config.clientMetadataDocuments.cacheSeconds > 0) await store.putClient(client, config.clientMetadataDocuments.cacheSeconds * 1000);
   return client;
 }
+
+/**
+ * The client a token request names, known without fetching anything: a live registration, or a metadata document's
+ * URL (its grant was consented for that URL). @throws OAuthError invalid_client (RFC 6749 §5.2): 401 with a
+ * `WWW-Authenticate` challenge when the client authenticated with HTTP Basic, else 400. A host that gets it registers
+ * again (the MCP SDK, mcp-remote).
+ */
+export async function requireKnownClient(store: OAuthStore, config: OAuthConfig, clientId: string, basic: boolean): Promise<void> {
+  if (metadataDocumentUrl(config, clientId)) return;
+  const client = /^tgc_[0-9a-f]{32}$/.test(clientId) && config.registration.enabled ? await store.getClient(clientId) : undefined;
+  if (client?.via === "registration") return;
+  throw new OAuthError(
+    basic ? 401 : 400,
+    "invalid_client",
+    "This client is unknown here (its registration expired or was forgotten): register again (POST /register).",
+    basic ? { "www-authenticate": 'Basic realm="tollgate"' } : {},
+  );
+}
+
+/** A registered client that was just issued a token lives on for another registration.ttlDays from now. */
+export async function touchClient(store: OAuthStore, config: OAuthConfig, clientId: string): Promise<void> {
+  if (!/^tgc_/.test(clientId)) return;
+  const client = await store.getClient(clientId);
+  if (client?.via === "registration") await store.putClient(client, config.registration.ttlDays * 86_400_000);
+}
+
+/**
+ * Whether an error may be sent back to this redirect URI without the user's say (RFC 9700 §4.11.2: an authorization
+ * server must not be an open redirector). Trusted: a loopback one (it stays on the user's machine, RFC 8252), an app's
+ * own scheme (it opens an app, not a page), or an https one on the host of the client's metadata document (that host
+ * vouches for it). An https URI a registration merely declared is not: anyone may register any.
+ */
+export function redirectTrusted(client: OAuthClient, uri: string): boolean {
+  const u = parseUrl(uri);
+  if (!u) return false;
+  if (isLoopbackHttp(u)) return true;
+  if (u.protocol !== "https:" && u.protocol !== "http:") return true;
+  return client.via === "metadata-document" && u.protocol === "https:" && parseUrl(client.clientId)?.host === u.host;
+}

@@ -7,6 +7,8 @@ export class OAuthError extends Error {
     readonly status: 400 | 401 | 403 | 404 | 429 | 503,
     readonly error: string,
     readonly description: string,
+    /** Extra response headers (`WWW-Authenticate` on a 401). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(description);
   }
@@ -17,6 +19,6 @@ export function oauthErrorResponse(err: OAuthError): Response {
   return jsonResponse(
     err.status,
     { error: err.error, error_description: err.description, code: err.error, message: err.description },
-    { "cache-control": "no-store", pragma: "no-cache" },
+    { "cache-control": "no-store", pragma: "no-cache", ...err.headers },
   );
 }

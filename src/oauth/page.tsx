@@ -1,8 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The consent page: who is asking (the client's name and where its answer goes), the tenant's sign-in (a key or a
 // one-time console link), and what the grant allows: scopes, a spend cap with its window, and an expiry.
-import { raw } from "hono/html";
-import { CONSOLE_CSS } from "../console/style.js";
+import { Document, scriptlessPage } from "../pages/document.js";
 
 export interface ConsentView {
   request: string;
@@ -35,7 +34,7 @@ const SCOPE_TEXT: Record<string, string> = {
 };
 
 /** Room between the form's fields (the console's style sheet is made for tables and filters). */
-const PAGE_CSS = `
+const CONSENT_CSS = `
 fieldset { margin: 0 0 14px; padding: 10px 14px; }
 fieldset label { margin-right: 12px; }
 .scope { margin: 6px 0; }
@@ -43,37 +42,8 @@ fieldset label { margin-right: 12px; }
 .tools label { margin-right: 10px; }
 `;
 
-/** Headers for the consent and error pages: never framed, cached or sniffed; no script at all. */
-const PAGE_HEADERS = {
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
-  "x-frame-options": "DENY",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store",
-};
-/** A consent or error page as a response. */
-export const oauthHtml = (body: unknown, status: number) =>
-  new Response(`<!doctype html>${body}`, { status, headers: { "content-type": "text/html; charset=utf-8", ...PAGE_HEADERS } });
-
-/** The page around a consent or error page's content: its title, style sheet and the Tollgate header. */
-function Shell(props: { title: string; css: string; viewport?: boolean; children?: unknown }) {
-  return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        {props.viewport ? <meta name="viewport" content="width=device-width, initial-scale=1" /> : null}
-        <title>{props.title}</title>
-        <style>{raw(props.css)}</style>
-      </head>
-      <body>
-        <header>
-          <span class="brand">Tollgate</span>
-        </header>
-        <main>{props.children}</main>
-      </body>
-    </html>
-  );
-}
+/** A consent or error page as a response (they run no script: the kit's scriptless page). */
+export const oauthHtml = scriptlessPage;
 
 export function ConsentPage(v: ConsentView) {
   const chosen = v.chosen;
@@ -81,7 +51,7 @@ export function ConsentPage(v: ConsentView) {
   const toolChecked = (t: string) => (chosen?.toolsShown ? chosen.tools.includes(t) : true);
   const window = chosen?.window ?? "total";
   return (
-    <Shell title={`Allow ${v.clientName} · Tollgate`} css={CONSOLE_CSS + PAGE_CSS} viewport>
+    <Document title={`Allow ${v.clientName} · Tollgate`} css={CONSENT_CSS} viewport>
       <h1>Allow {v.clientName} to act for a tenant?</h1>
       <p>
         <strong>{v.clientName}</strong> asks for access to this gateway's MCP endpoint. Its answer goes to <strong>{v.redirectHost}</strong>
@@ -179,15 +149,15 @@ export function ConsentPage(v: ConsentView) {
           Deny
         </button>
       </form>
-    </Shell>
+    </Document>
   );
 }
 
 export function OAuthErrorPage(props: { title: string; message: string }) {
   return (
-    <Shell title={`${props.title} · Tollgate`} css={CONSOLE_CSS}>
+    <Document title={`${props.title} · Tollgate`}>
       <h1>{props.title}</h1>
       <p class="error">{props.message}</p>
-    </Shell>
+    </Document>
   );
 }

@@ -12,10 +12,11 @@ import { OAuthError } from "./errors.js";
 import { registerClient } from "./clients.js";
 import { jsonBody } from "../routing/json-body.js";
 import { clientAddressOf } from "../platform/forwarded.js";
-import { oauthContext } from "./context.js";
+import { oauthContext, type OAuthContext } from "./context.js";
 import { FORM_LIMIT } from "./http.js";
-import { authorizeHandlers } from "./authorize.js";
-import { tokenHandlers } from "./token.js";
+import { authorizationPage } from "./authorize.js";
+import { consentDecision } from "./consent.js";
+import { revocationEndpoint, tokenEndpoint } from "./token.js";
 
 /** The paths a browser-based OAuth client reads or posts to from another origin (its preflights are answered). */
 export const OAUTH_CORS_PATHS = [
@@ -40,13 +41,10 @@ export function oauthPreflight(): Response {
   });
 }
 
-export function oauthHandlers(services: GatewayServices): Record<string, RowHandler> {
-  const ctx = oauthContext(services);
-  const { config, store, origin, oauth } = ctx;
-  const addressOf = clientAddressOf(services);
-
-  // ── RFC 8414 metadata ──
-  const metadata: RowHandler = oauth(async (c) => {
+/** GET /.well-known/oauth-authorization-server: RFC 8414 metadata. */
+function metadataEndpoint(ctx: OAuthContext): RowHandler {
+  const { config, origin, oauth } = ctx;
+  return oauth(async function metadataEndpoint(c) {
     const o = origin(c);
     return c.json(
       {
@@ -71,9 +69,13 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       { "cache-control": "public, max-age=300" },
     );
   });
+}
 
-  // ── RFC 7591 registration: bounded per address per hour and per fleet per day; registrations expire ──
-  const register: RowHandler = oauth(async (c) => {
+/** POST /register: RFC 7591 registration, bounded per address per hour and per fleet per day; registrations expire. */
+function registrationEndpoint(ctx: OAuthContext): RowHandler {
+  const { services, config, store, oauth } = ctx;
+  const addressOf = clientAddressOf(services);
+  return oauth(async function registrationEndpoint(c) {
     if (!config.registration.enabled)
       throw new OAuthError(404, "not_found", "Dynamic client registration is off here; use a client ID metadata document.");
     const now = services.now();
@@ -97,15 +99,17 @@ export function oauthHandlers(services: GatewayServices): Record<string, RowHand
       throw new OAuthError(429, "too_many_registrations", "This gateway has taken all the client registrations it takes today.");
     return c.json(await registerClient(store, config, body, now), 201, { "cache-control": "no-store" });
   });
-  const { authorizePage, authorize } = authorizeHandlers(ctx);
-  const { token, revoke } = tokenHandlers(ctx);
+}
 
+/** The OAuth rows' handlers: one named handler per endpoint. */
+export function oauthHandlers(services: GatewayServices): Record<string, RowHandler> {
+  const ctx = oauthContext(services);
   return {
-    "oauth.metadata": metadata,
-    "oauth.register": register,
-    "oauth.authorize.page": authorizePage,
-    "oauth.authorize": authorize,
-    "oauth.token": token,
-    "oauth.revoke": revoke,
+    "oauth.metadata": metadataEndpoint(ctx),
+    "oauth.register": registrationEndpoint(ctx),
+    "oauth.authorize.page": authorizationPage(ctx),
+    "oauth.authorize": consentDecision(ctx),
+    "oauth.token": tokenEndpoint(ctx),
+    "oauth.revoke": revocationEndpoint(ctx),
   };
 }

@@ -1,76 +1,105 @@
-// The token endpoint (the code exchange with PKCE, refresh with rotation: a rotated token used again revokes the
-// grant) and RFC 7009 revocation. Access tokens are the gateway's keyless MCP tokens carrying the grant.
+// The token endpoint (the code exchange with PKCE, refresh with rotation) and RFC 7009 revocation. Access tokens are
+// the gateway's keyless MCP tokens carrying the grant. Every input is checked before anything is used up: a code or a
+// refresh token is consumed only by the request that is issued the next pair, so a refused request (a wrong verifier, a
+// wider scope, another resource) leaves it for the natural retry. Refreshes presenting one refresh token within
+// oauth.refreshGraceSeconds of its first use (a host's parallel calls at an access token's expiry) get the pair that
+// first use issued, fleet-wide; a use after that window is a reuse, and the whole grant is revoked.
 import type { Context } from "hono";
 import type { RowHandler } from "../routing/handlers.js";
 import { MCP_SCOPES, looksLikeGatewayToken } from "../identity/tokens.js";
+import { holdsKey } from "../identity/lineage.js";
 import type { OAuthGrant } from "../state/oauth.js";
 import { OAuthError } from "./errors.js";
 import { revokeGrant } from "./grants.js";
+import { requireKnownClient, touchClient } from "./clients.js";
 import type { OAuthContext } from "./context.js";
-import { formOf, one, randomToken, sameSecret, sha256url } from "./http.js";
+import { formOf, one, randomToken, sameSecret, seal, sha256url, tokenClient, unseal } from "./http.js";
 
 const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+const REFRESH_TOKEN = /^tgr_[A-Za-z0-9_-]{43}$/;
+/** How often a concurrent twin of a refresh looks for the answer its first use is writing. */
+const TWIN_POLL_MS = 20;
 
-export function tokenHandlers(ctx: OAuthContext): { token: RowHandler; revoke: RowHandler } {
-  const { services, config, store, origin, resourceOk, oauth } = ctx;
+/** The token endpoint's answer (RFC 6749 §5.1). */
+interface TokenAnswer {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+}
 
-  // ── The token endpoint ──
-  /** Mints the grant's next pair: an access token (a capped keyless MCP token of the grant) and a rotated refresh token. */
-  async function issue(c: Context, grant: OAuthGrant) {
-    const now = services.now();
-    const ttl = Math.min(config.accessTokenTtlSeconds ?? services.config.tokens.ttlSeconds, Math.floor((grant.expiresAt - now) / 1000));
-    if (ttl < 1) throw new OAuthError(400, "invalid_grant", "This grant has expired.");
-    const access = await services.tokens.mint({
-      tenant: grant.tenant,
-      kind: "mcp",
-      scopes: grant.scopes as (typeof MCP_SCOPES)[number][],
-      cap: BigInt(grant.cap),
-      ttlSeconds: ttl,
-      keyless: true,
-      grant: grant.id,
-      capWindow: grant.capWindow,
-      aud: grant.resource,
-      ...(grant.tools ? { tools: grant.tools } : {}),
-    });
-    const refresh = `tgr_${randomToken()}`;
-    await store.putRefresh(await sha256url(refresh), grant.id, Math.max(1000, grant.expiresAt - now));
-    services.logger.info("oauth token issued", { requestId: c.get("requestId"), tenant: grant.tenant, grant: grant.id, jti: access.jti });
-    return {
-      access_token: access.token,
-      token_type: "Bearer",
-      expires_in: ttl,
-      refresh_token: refresh,
-      scope: grant.scopes.join(" "),
-    };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Mints the grant's next pair: an access token (a capped keyless MCP token of the grant) and a rotated refresh token. */
+async function issuePair(ctx: OAuthContext, c: Context, grant: OAuthGrant): Promise<TokenAnswer> {
+  const { services, config, store } = ctx;
+  const now = services.now();
+  const ttl = Math.min(config.accessTokenTtlSeconds ?? services.config.tokens.ttlSeconds, Math.floor((grant.expiresAt - now) / 1000));
+  if (ttl < 1) throw new OAuthError(400, "invalid_grant", "This grant has expired.");
+  const access = await services.tokens.mint({
+    tenant: grant.tenant,
+    kind: "mcp",
+    scopes: grant.scopes as (typeof MCP_SCOPES)[number][],
+    cap: BigInt(grant.cap),
+    ttlSeconds: ttl,
+    keyless: true,
+    grant: grant.id,
+    capWindow: grant.capWindow,
+    aud: grant.resource,
+    ...(grant.tools ? { tools: grant.tools } : {}),
+    ...(grant.parentKey ? { parentKey: grant.parentKey } : {}),
+  });
+  const refresh = `tgr_${randomToken()}`;
+  await store.putRefresh(await sha256url(refresh), grant.id, Math.max(1000, grant.expiresAt - now));
+  await touchClient(store, config, grant.clientId);
+  services.logger.info("oauth token issued", { requestId: c.get("requestId"), tenant: grant.tenant, grant: grant.id, jti: access.jti });
+  return { access_token: access.token, token_type: "Bearer", expires_in: ttl, refresh_token: refresh, scope: grant.scopes.join(" ") };
+}
+
+/**
+ * The grant's parents still stand: its tenant is enabled and holds every scope the grant gives, and the key that
+ * consented is still the tenant's. A grant whose key is gone is revoked (it can never work again).
+ */
+async function requireParents(
+  ctx: OAuthContext,
+  grant: Pick<OAuthGrant, "tenant" | "scopes" | "parentKey"> & { id: string },
+  isGrant: boolean,
+) {
+  const { services, store } = ctx;
+  const tenant = services.directory.get(grant.tenant);
+  if (!tenant?.enabled) throw new OAuthError(400, "invalid_grant", "The tenant this grant is for is disabled.");
+  if (grant.parentKey !== undefined && !holdsKey(tenant, grant.parentKey, services.now())) {
+    if (isGrant) await revokeGrant(services, store, grant.id, "the consenting key was revoked");
+    throw new OAuthError(400, "invalid_grant", "The tenant key that consented to this grant has been revoked; ask the tenant again.");
   }
+  const lacking = grant.scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
+  if (lacking.length) throw new OAuthError(400, "invalid_grant", `The tenant no longer has the scope ${lacking.join(", ")}.`);
+}
 
-  /** The grant's tenant must still be enabled and hold every scope the grant gives. */
-  function tenantStillAllows(grant: Pick<OAuthGrant, "tenant" | "scopes">) {
-    const tenant = services.directory.get(grant.tenant);
-    if (!tenant?.enabled) throw new OAuthError(400, "invalid_grant", "The tenant this grant is for is disabled.");
-    const lacking = grant.scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
-    if (lacking.length) throw new OAuthError(400, "invalid_grant", `The tenant no longer has the scope ${lacking.join(", ")}.`);
-  }
+/** The token request's client: named, and known here (else invalid_client, so the host registers again). */
+async function knownClient(ctx: OAuthContext, c: Context, form: URLSearchParams): Promise<string> {
+  const { config, store } = ctx;
+  const { clientId, basic } = tokenClient(c, form);
+  if (!clientId) throw new OAuthError(400, "invalid_request", "client_id is required (public clients identify themselves).");
+  await requireKnownClient(store, config, clientId, basic);
+  return clientId;
+}
 
-  async function exchangeCode(c: Context, form: URLSearchParams) {
-    const code = one(form, "code");
-    const clientId = one(form, "client_id");
-    const verifier = one(form, "code_verifier");
-    const redirectUri = one(form, "redirect_uri");
-    const resource = one(form, "resource");
-    if (!code) throw new OAuthError(400, "invalid_request", "code is required.");
-    if (!clientId) throw new OAuthError(400, "invalid_request", "client_id is required (public clients identify themselves).");
-    if (!verifier) throw new OAuthError(400, "invalid_request", "code_verifier is required (PKCE).");
-    if (!CODE_VERIFIER.test(verifier))
-      throw new OAuthError(400, "invalid_request", "code_verifier must be 43 to 128 unreserved characters.");
-    const used = await store.useCode(await sha256url(code));
-    if (!used) throw new OAuthError(400, "invalid_grant", "This authorization code is unknown or has expired.");
-    if (used.replayed) {
-      // RFC 6749 §4.1.2: a code used twice revokes what it granted.
-      await revokeGrant(services, store, used.grantId, "authorization code replayed");
-      throw new OAuthError(400, "invalid_grant", "This authorization code was already used; the grant it made is revoked.");
-    }
-    const rec = used.code;
+/** grant_type=authorization_code: everything checked against the code's record, then the code used up, once. */
+async function exchangeCode(ctx: OAuthContext, c: Context, form: URLSearchParams): Promise<TokenAnswer> {
+  const { services, store, origin, resourceOk } = ctx;
+  const code = one(form, "code");
+  const verifier = one(form, "code_verifier");
+  const redirectUri = one(form, "redirect_uri");
+  const resource = one(form, "resource");
+  if (!code) throw new OAuthError(400, "invalid_request", "code is required.");
+  if (!verifier) throw new OAuthError(400, "invalid_request", "code_verifier is required (PKCE).");
+  if (!CODE_VERIFIER.test(verifier)) throw new OAuthError(400, "invalid_request", "code_verifier must be 43 to 128 unreserved characters.");
+  const clientId = await knownClient(ctx, c, form);
+  const digest = await sha256url(code);
+  const rec = await store.peekCode(digest);
+  if (rec) {
     if (rec.clientId !== clientId) throw new OAuthError(400, "invalid_grant", "This code was issued to another client.");
     if (redirectUri !== rec.redirectUri)
       throw new OAuthError(400, "invalid_grant", "redirect_uri does not match the authorization request's.");
@@ -80,66 +109,105 @@ export function tokenHandlers(ctx: OAuthContext): { token: RowHandler; revoke: R
       throw new OAuthError(400, "invalid_target", `This code was issued for ${rec.resource}.`);
     if (resource !== undefined && !resourceOk(c, resource))
       throw new OAuthError(400, "invalid_target", `This server issues tokens for ${origin(c)}/mcp only.`);
-    tenantStillAllows(rec);
-    const now = services.now();
-    const { redirectUri: _r, codeChallenge: _c, grantId, ...consent } = rec;
-    const grant: OAuthGrant = { ...consent, id: grantId, createdAt: now, refreshedAt: now, issued: 1 };
-    await store.putGrant(grant, true);
-    return issue(c, grant);
+    await requireParents(ctx, { ...rec, id: rec.grantId }, false);
   }
-
-  async function refresh(c: Context, form: URLSearchParams) {
-    const token = one(form, "refresh_token");
-    const clientId = one(form, "client_id");
-    const resource = one(form, "resource");
-    const scope = one(form, "scope");
-    if (!token) throw new OAuthError(400, "invalid_request", "refresh_token is required.");
-    if (!clientId) throw new OAuthError(400, "invalid_request", "client_id is required (public clients identify themselves).");
-    const digest = /^tgr_[A-Za-z0-9_-]{43}$/.test(token) ? await sha256url(token) : undefined;
-    const grantId = digest ? await store.refreshGrant(digest) : undefined;
-    if (!digest || !grantId) throw new OAuthError(400, "invalid_grant", "This refresh token is unknown or has expired.");
-    // The client is checked before the token is used: another client presenting it uses nothing up.
-    const grant = await store.getGrant(grantId);
-    if (!grant || grant.clientId !== clientId) throw new OAuthError(400, "invalid_grant", "This refresh token belongs to another client.");
-    const used = await store.useRefresh(digest);
-    if (!used) throw new OAuthError(400, "invalid_grant", "This refresh token is unknown or has expired.");
-    if (used.reused) {
-      // A rotated refresh token came back: one of its holders is not the client. The whole grant ends.
-      await revokeGrant(services, store, grant.id, "refresh token reused");
-      throw new OAuthError(400, "invalid_grant", "This refresh token was already used; the grant is revoked.");
-    }
-    if (grant.revokedAt) throw new OAuthError(400, "invalid_grant", "This grant has been revoked.");
-    if (grant.expiresAt <= services.now()) throw new OAuthError(400, "invalid_grant", "This grant has expired.");
-    if (resource !== undefined && !resourceOk(c, resource))
-      throw new OAuthError(400, "invalid_target", `This grant's tokens are for ${grant.resource}.`);
-    if (scope !== undefined) {
-      const wider = scope.split(" ").filter((s) => (MCP_SCOPES as readonly string[]).includes(s) && !grant.scopes.includes(s));
-      if (wider.length) throw new OAuthError(400, "invalid_scope", `This grant does not include: ${wider.join(", ")}.`);
-    }
-    tenantStillAllows(grant);
-    const next: OAuthGrant = { ...grant, refreshedAt: services.now(), issued: grant.issued + 1 };
-    await store.putGrant(next, false);
-    return issue(c, next);
+  // Only now is the code used up (fleet-wide, once); a code gone already is a replay of a good exchange.
+  const used = await store.useCode(digest);
+  if (!used) throw new OAuthError(400, "invalid_grant", "This authorization code is unknown or has expired.");
+  if (used.replayed) {
+    // RFC 6749 §4.1.2: a code used twice revokes what it granted.
+    await revokeGrant(services, store, used.grantId, "authorization code replayed");
+    throw new OAuthError(400, "invalid_grant", "This authorization code was already used; the grant it made is revoked.");
   }
+  const now = services.now();
+  const { redirectUri: _r, codeChallenge: _c, grantId, ...consent } = used.code;
+  const grant: OAuthGrant = { ...consent, id: grantId, createdAt: now, refreshedAt: now, issued: 1 };
+  await store.putGrant(grant, true);
+  return issuePair(ctx, c, grant);
+}
 
-  const token: RowHandler = oauth(async (c) => {
+/** A concurrent twin's answer: the pair the first use issued (sealed under the refresh token), waited for briefly. */
+async function twinAnswer(ctx: OAuthContext, token: string, digest: string, usedAt: number): Promise<TokenAnswer | undefined> {
+  const { services, store } = ctx;
+  const graceMs = ctx.config.refreshGraceSeconds * 1000;
+  const until = usedAt + graceMs;
+  for (;;) {
+    const sealed = await store.getRefreshAnswer(digest);
+    const opened = sealed ? await unseal(token, sealed) : undefined;
+    if (opened) return JSON.parse(opened) as TokenAnswer;
+    if (services.now() >= until) return undefined;
+    await sleep(TWIN_POLL_MS);
+  }
+}
+
+/** grant_type=refresh_token: the grant and the request checked, then the token rotated (or its twin answered). */
+async function refreshGrant(ctx: OAuthContext, c: Context, form: URLSearchParams): Promise<TokenAnswer> {
+  const { services, store, resourceOk } = ctx;
+  const graceMs = ctx.config.refreshGraceSeconds * 1000;
+  const token = one(form, "refresh_token");
+  const resource = one(form, "resource");
+  const scope = one(form, "scope");
+  if (!token) throw new OAuthError(400, "invalid_request", "refresh_token is required.");
+  const clientId = await knownClient(ctx, c, form);
+  const digest = REFRESH_TOKEN.test(token) ? await sha256url(token) : undefined;
+  const grantId = digest ? await store.refreshGrant(digest) : undefined;
+  if (!digest || !grantId) throw new OAuthError(400, "invalid_grant", "This refresh token is unknown or has expired.");
+  const grant = await store.getGrant(grantId);
+  // Another client presenting it uses nothing up.
+  if (!grant || grant.clientId !== clientId) throw new OAuthError(400, "invalid_grant", "This refresh token belongs to another client.");
+  if (grant.revokedAt) throw new OAuthError(400, "invalid_grant", "This grant has been revoked.");
+  if (grant.expiresAt <= services.now()) throw new OAuthError(400, "invalid_grant", "This grant has expired.");
+  if (resource !== undefined && !resourceOk(c, resource))
+    throw new OAuthError(400, "invalid_target", `This grant's tokens are for ${grant.resource}.`);
+  if (scope !== undefined) {
+    const wider = scope.split(" ").filter((s) => (MCP_SCOPES as readonly string[]).includes(s) && !grant.scopes.includes(s));
+    if (wider.length) throw new OAuthError(400, "invalid_scope", `This grant does not include: ${wider.join(", ")}.`);
+  }
+  await requireParents(ctx, grant, true);
+  // Everything holds: now the token is used (once, fleet-wide).
+  const now = services.now();
+  const used = await store.useRefresh(digest, now);
+  if (!used) throw new OAuthError(400, "invalid_grant", "This refresh token is unknown or has expired.");
+  if (used.reused) {
+    const twin = now - used.usedAt <= graceMs ? await twinAnswer(ctx, token, digest, used.usedAt) : undefined;
+    if (twin) {
+      services.logger.info("oauth refresh answered within the grace window", { requestId: c.get("requestId"), grant: grant.id });
+      return twin;
+    }
+    // A rotated refresh token came back after the window: one of its holders is not the client. The whole grant ends.
+    await revokeGrant(services, store, grant.id, "refresh token reused");
+    throw new OAuthError(400, "invalid_grant", "This refresh token was already used; the grant is revoked.");
+  }
+  const next: OAuthGrant = { ...grant, refreshedAt: now, issued: grant.issued + 1 };
+  await store.putGrant(next, false);
+  const answer = await issuePair(ctx, c, next);
+  if (graceMs > 0) await store.putRefreshAnswer(digest, await seal(token, JSON.stringify(answer)), graceMs + 1000);
+  return answer;
+}
+
+/** POST /token: the code exchange and the refresh, in OAuth's error shape. */
+export function tokenEndpoint(ctx: OAuthContext): RowHandler {
+  return ctx.oauth(async function tokenEndpoint(c) {
     const form = await formOf(c);
     const type = one(form, "grant_type");
-    let answer: Awaited<ReturnType<typeof issue>>;
-    if (type === "authorization_code") answer = await exchangeCode(c, form);
-    else if (type === "refresh_token") answer = await refresh(c, form);
+    let answer: TokenAnswer;
+    if (type === "authorization_code") answer = await exchangeCode(ctx, c, form);
+    else if (type === "refresh_token") answer = await refreshGrant(ctx, c, form);
     else if (!type) throw new OAuthError(400, "invalid_request", "grant_type is required.");
     else throw new OAuthError(400, "unsupported_grant_type", 'grant_type must be "authorization_code" or "refresh_token".');
     return c.json(answer, 200, { "cache-control": "no-store", pragma: "no-cache" });
   });
+}
 
-  // ── RFC 7009 revocation: a refresh token ends its grant; an access token ends itself. Unknown tokens: 200 ──
-  const revoke: RowHandler = oauth(async (c) => {
+// ── RFC 7009 revocation: a refresh token ends its grant; an access token ends itself. Unknown tokens: 200 ──
+export function revocationEndpoint(ctx: OAuthContext): RowHandler {
+  const { services, store } = ctx;
+  return ctx.oauth(async function revocationEndpoint(c) {
     const form = await formOf(c);
     const value = one(form, "token");
-    const clientId = one(form, "client_id");
+    const { clientId } = tokenClient(c, form);
     if (!value) throw new OAuthError(400, "invalid_request", "token is required.");
-    if (/^tgr_[A-Za-z0-9_-]{43}$/.test(value)) {
+    if (REFRESH_TOKEN.test(value)) {
       const grantId = await store.refreshGrant(await sha256url(value));
       const grant = grantId ? await store.getGrant(grantId) : undefined;
       if (grant && (!clientId || clientId === grant.clientId)) await revokeGrant(services, store, grant.id, "revoked by the client");
@@ -152,6 +220,4 @@ export function tokenHandlers(ctx: OAuthContext): { token: RowHandler; revoke: R
     }
     return c.body(null, 200, { "cache-control": "no-store" });
   });
-
-  return { token, revoke };
 }

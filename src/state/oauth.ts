@@ -32,6 +32,13 @@ interface OAuthConsent {
   resource: string;
   /** Epoch ms the grant ends. */
   expiresAt: number;
+  /**
+   * The id (keyIdOf) of the tenant key that consented (typed, or behind a console link): the grant and every token it
+   * mints die with that key. Absent when a person consented through the identity provider (`person`).
+   */
+  parentKey?: string;
+  /** The person (the identity provider's subject) who consented, when no key did. */
+  person?: string;
 }
 
 /** An authorization code's record: the consent, and what its exchange must match. */
@@ -54,8 +61,11 @@ export interface OAuthGrant extends OAuthConsent {
   revokedReason?: string;
 }
 
-/** A refresh token's use: the first (rotate it) or a second (reuse: revoke the grant). */
-type RefreshUse = { grantId: string; reused: false } | { grantId: string; reused: true };
+/**
+ * A refresh token's use: the first (rotate it), or a later one with the moment of the first (`usedAt`, epoch ms, as
+ * the first caller's clock said): within the grace window a concurrent twin, after it a reuse that revokes the grant.
+ */
+type RefreshUse = { grantId: string; reused: false } | { grantId: string; reused: true; usedAt: number };
 
 /** A code's exchange: its record the first time, the grant it made on any later try. */
 type CodeUse = { code: OAuthCode; replayed: false } | { grantId: string; replayed: true };
@@ -69,6 +79,7 @@ const key = {
   grantSlot: (tenant: string, n: number) => `oauth:grants:${tenant}:${n}`,
   refresh: (digest: string) => `oauth:rt:${digest}`,
   refreshUsed: (digest: string) => `oauth:rt-used:${digest}`,
+  refreshAnswer: (digest: string) => `oauth:rt-answer:${digest}`,
   pending: (id: string) => `oauth:request:${id}`,
   counter: (name: string) => `oauth:count:${name}`,
 };
@@ -90,6 +101,8 @@ export interface OAuthStore {
   takePending(id: string): Promise<string | undefined>;
   /** Stores a code by the digest of its value. */
   putCode(digest: string, code: OAuthCode, ttlMs: number): Promise<void>;
+  /** A code's record without using it (its exchange is checked before the code is used up); undefined when unknown. */
+  peekCode(digest: string): Promise<OAuthCode | undefined>;
   /** Exchanges a code: its record the first time, fleet-wide; the grant id on a replay; undefined when unknown. */
   useCode(digest: string): Promise<CodeUse | undefined>;
   /** Creates or updates a grant; a new grant joins its tenant's list. */
@@ -99,8 +112,14 @@ export interface OAuthStore {
   listGrants(tenant: string): Promise<OAuthGrant[]>;
   /** Stores a refresh token (by digest) for a grant, live for `ttlMs`. */
   putRefresh(digest: string, grantId: string, ttlMs: number): Promise<void>;
-  /** Uses a refresh token: the first use fleet-wide is `reused: false`; every later one `reused: true`. */
-  useRefresh(digest: string): Promise<RefreshUse | undefined>;
+  /**
+   * Uses a refresh token at `now` (epoch ms): the first use fleet-wide is `reused: false`; every later one `reused: true`
+   * with the first one's moment.
+   */
+  useRefresh(digest: string, now: number): Promise<RefreshUse | undefined>;
+  /** The answer a refresh token's first use gave (sealed by the caller), kept `ttlMs` for its concurrent twins. */
+  putRefreshAnswer(digest: string, sealed: string, ttlMs: number): Promise<void>;
+  getRefreshAnswer(digest: string): Promise<string | undefined>;
   /** A refresh token's grant without using it (revocation of the token). */
   refreshGrant(digest: string): Promise<string | undefined>;
   /** Adds to a named counter (registrations per day) and returns its value. */
@@ -126,6 +145,7 @@ export function kvOAuthStore(kv: KeyValueStore): OAuthStore {
       return raw;
     },
     putCode: (digest, code, ttlMs) => kv.set(key.code(digest), JSON.stringify(code), ttlMs),
+    peekCode: (digest) => json<OAuthCode>(key.code(digest)),
     async useCode(digest) {
       const code = await json<OAuthCode>(key.code(digest));
       if (!code) {
@@ -154,14 +174,19 @@ export function kvOAuthStore(kv: KeyValueStore): OAuthStore {
       return grants.filter((g): g is OAuthGrant => !!g && g.tenant === tenant);
     },
     putRefresh: (digest, grantId, ttlMs) => kv.set(key.refresh(digest), `${grantId} ${Date.now() + ttlMs}`, ttlMs),
-    async useRefresh(digest) {
+    async useRefresh(digest, now) {
       const raw = await kv.get(key.refresh(digest));
       if (raw === undefined) return undefined;
       const [grantId, until] = raw.split(" ");
       // The record stays after its use, until it would have expired: a reuse still finds the grant to revoke.
-      const first = await kv.setIfAbsent(key.refreshUsed(digest), "1", Math.max(1000, Number(until) - Date.now()));
-      return { grantId: grantId!, reused: !first };
+      const ttl = Math.max(1000, Number(until) - Date.now());
+      if (await kv.setIfAbsent(key.refreshUsed(digest), String(now), ttl)) return { grantId: grantId!, reused: false };
+      // A marker without a moment (written before the grace window existed) reads as long ago.
+      const usedAt = Number((await kv.get(key.refreshUsed(digest))) ?? "0");
+      return { grantId: grantId!, reused: true, usedAt: Number.isFinite(usedAt) ? usedAt : 0 };
     },
+    putRefreshAnswer: (digest, sealed, ttlMs) => kv.set(key.refreshAnswer(digest), sealed, Math.max(1000, ttlMs)),
+    getRefreshAnswer: (digest) => kv.get(key.refreshAnswer(digest)),
     refreshGrant: async (digest) => (await kv.get(key.refresh(digest)))?.split(" ")[0],
     count: (name, ttlMs) => kv.incrBy(key.counter(name), 1, ttlMs),
   };

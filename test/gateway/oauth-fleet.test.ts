@@ -1,5 +1,6 @@
 // OAuth across a fleet: two Node gateways sharing Redis. A grant consented to on one instance works on the other;
-// its refresh token rotates on either; the rotated-out one used on the other instance revokes the grant; a grant
+// its refresh token rotates on either, parallel refreshes on both get one pair (the grace window is fleet-wide); the
+// rotated-out one used on the other instance after the window revokes the grant; a grant
 // revoked on one instance is refused on the other at once (within the fleet's revocation poll, 250 ms). Both answer as
 // one public origin (the issuer and the tokens' audience), as behind a load balancer.
 import { randomBytes } from "node:crypto";
@@ -23,6 +24,8 @@ beforeAll(async () => {
     server: { host: "127.0.0.1", port: 0, logLevel: "error", publicOrigin: "https://gateway.example" },
     upstream: { baseUrl: "http://127.0.0.1:9" },
     state: { backend: "redis", redisUrl: redis.url },
+    // A short grace window: parallel refreshes within it share one pair; the reuse below comes after it.
+    oauth: { refreshGraceSeconds: 1 },
     tenants: [{ id: "acme", scopes: ["search"], keys: [{ hash: await hashTenantKey(key) }] }],
   });
   for (let i = 0; i < 2; i++) gateways.push(await startNodeGateway({ config, secrets: { upstreamApiKey: "k", tokenSecret: secret } }));
@@ -77,9 +80,17 @@ describe("OAuth on a fleet sharing Redis", () => {
     expect(elsewhere.status).toBe(401);
     expect(await elsewhere.json()).toMatchObject({ code: "token_audience" });
     expect(elsewhere.headers.get("www-authenticate")).toContain('error="invalid_token"');
-    const next = await (await refreshWith(fetch, b, tokens.refresh_token, clientId)).json();
+    // A host's parallel refreshes, landing on both instances at once: one rotation, the same pair for all of them.
+    const answers = await Promise.all(
+      [b, a, b, a].map(async (url) => (await refreshWith(fetch, url, tokens.refresh_token, clientId)).json()),
+    );
+    const next = answers[0];
     expect(next.refresh_token).not.toBe(tokens.refresh_token);
+    expect(new Set(answers.map((x) => x.refresh_token))).toEqual(new Set([next.refresh_token]));
+    expect(new Set(answers.map((x) => x.access_token)).size).toBe(1);
     expect((await listTools(a, next.access_token)).status).toBe(200);
+    // After the grace window, the rotated-out token is a stolen one.
+    await new Promise((r) => setTimeout(r, 1_100));
     const reuse = await refreshWith(fetch, a, tokens.refresh_token, clientId);
     expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
     await new Promise((r) => setTimeout(r, 300));

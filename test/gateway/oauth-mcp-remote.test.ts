@@ -18,9 +18,16 @@ let stack: SessionGateway;
 let dir: string;
 let browser: Browser | undefined;
 let client: Client | undefined;
+/** The gateway's clock runs this far ahead of the real one (an access token's expiry without waiting for it). */
+let ahead = 0;
+/** What the first test leaves for the second: mcp-remote's callback port and the client it registered. */
+let firstRun: { port: number; clientId: string } | undefined;
 
 beforeAll(async () => {
-  stack = await startSessionGateway([{ id: "acme", scopes: ["search", "jobs", "sessions"] }], { modules: ["sessions"] });
+  stack = await startSessionGateway([{ id: "acme", scopes: ["search", "jobs", "sessions"] }], {
+    modules: ["sessions"],
+    now: () => Date.now() + ahead,
+  });
   dir = await mkdtemp(join(tmpdir(), "tg-mcp-remote-"));
 }, 120_000);
 
@@ -119,6 +126,66 @@ describe("mcp-remote, as Claude Desktop runs it", () => {
         window: "daily",
         client: { redirectHost: `localhost:${port}` },
       });
+      firstRun = { port, clientId: grants.grants[0].client.id };
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nmcp-remote said:\n${stderr.join("").slice(-3000)}`);
+    }
+  }, 120_000);
+
+  it("after the gateway forgot its registration, a restarted mcp-remote gets invalid_client, registers again and goes on", async () => {
+    expect(firstRun).toBeDefined();
+    const { port, clientId } = firstRun!;
+    await client?.close();
+    client = undefined;
+    // The gateway forgets the registration (its registration.ttlDays passed) and the access token expires.
+    await stack.gateway.gateway.services.stores.kv.delete(`oauth:client:${clientId}`);
+    ahead += 3_600_000;
+    const opened = join(dir, "opened-again.txt");
+    const opener = join(dir, "browser-again.sh");
+    await writeFile(opener, `#!/bin/sh\nprintf '%s\\n' "$1" >> "${opened}"\n`);
+    await chmod(opener, 0o755);
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "DISPLAY" && k !== "WAYLAND_DISPLAY") env[k] = v;
+    // The same config directory: mcp-remote starts with the stored client and tokens of the first run.
+    Object.assign(env, { BROWSER: opener, MCP_REMOTE_CONFIG_DIR: join(dir, "auth") });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [join(process.cwd(), "node_modules/mcp-remote/dist/proxy.js"), `${stack.gateway.url}/mcp`, String(port), "--allow-http"],
+      env,
+      stderr: "pipe",
+    });
+    const stderr: string[] = [];
+    transport.stderr?.on("data", (d) => stderr.push(String(d)));
+    client = new Client({ name: "claude-desktop-like", version: "1.0.0" });
+    const connected = client.connect(transport);
+    try {
+      // Its refresh got invalid_client: it registered again (a new client_id) and sent the tenant to consent.
+      const url = new URL(await openedUrl(opened, 60_000));
+      expect(`${url.origin}${url.pathname}`).toBe(`${stack.gateway.url}/authorize`);
+      const again = url.searchParams.get("client_id");
+      expect(again).toMatch(/^tgc_/);
+      expect(again).not.toBe(clientId);
+      browser ??= await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+      const page = await browser.newPage();
+      await page.goto(url.href);
+      await page.fill('input[name="credential"]', stack.keys.acme!);
+      // Searches only (the tenant has no agents or sandboxes scope: those boxes stay unticked).
+      for (const scope of ["sessions", "jobs", "agents", "sandboxes"]) {
+        const box = page.locator(`input[name="scope"][value="${scope}"]`);
+        if (await box.count()) await box.uncheck();
+      }
+      await page.fill('input[name="cap"]', "0.10");
+      await Promise.all([
+        page.waitForURL(/\/oauth\/callback/, { timeout: 30_000 }).catch(async (e) => {
+          throw new Error(`${e.message}; the page at ${page.url()}: ${(await page.textContent("body"))?.slice(0, 600)}`);
+        }),
+        page.click('button[value="allow"]'),
+      ]);
+      await connected;
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(["budget", "web_search"]));
+      const budget = (await client.callTool({ name: "budget", arguments: {} })) as CallToolResult;
+      expect(JSON.parse((budget.content[0] as { text: string }).text).token).toMatchObject({ cap: "0.10" });
     } catch (err) {
       throw new Error(`${(err as Error).message}\nmcp-remote said:\n${stderr.join("").slice(-3000)}`);
     }

@@ -270,8 +270,10 @@ describe("the MCP client's OAuth flow", () => {
     const grant = (await grantsOf("acme")).find((g) => g.client.id === docUrl)!;
     expect(grant).toMatchObject({ window: "total", spent: "0.01", tokensIssued: 2, client: { name: "Doc Agent" } });
 
-    // The rotated-out refresh token used again (stolen): invalid_grant, and the whole grant is revoked, the open
-    // session with it: the next call finds the access token revoked and the refresh refused.
+    // The rotated-out refresh token used again (stolen), past the grace window (5 s) that answers a host's parallel
+    // refreshes alike: invalid_grant, and the whole grant is revoked, the open session with it: the next call finds
+    // the access token revoked and the refresh refused.
+    ahead += 6_000;
     const reuse = await post("/token", { grant_type: "refresh_token", refresh_token: before.refresh_token!, client_id: docUrl });
     expect(reuse.status).toBe(400);
     expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });

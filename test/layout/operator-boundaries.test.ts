@@ -1,4 +1,4 @@
-// The boundary lint's rules on money and the operator wing (.dependency-cruiser.cjs), shown to catch a planted violation:
+// The boundary lint's rules on money, the operator wing and the OAuth server (.dependency-cruiser.cjs), shown to catch a planted violation:
 // dependency-cruiser runs (as `npm run lint:boundaries` does) with the repo's own rules on a few files written to a
 // temporary tree shaped like the repo, and must name the rule; the same files without the forbidden import pass.
 import { execFile } from "node:child_process";
@@ -74,5 +74,29 @@ describe("the boundary lint on money and the operator wing", () => {
       { from: "src/operators/actions/keys.ts", rule: "operator-actions-below-their-faces" },
       { from: "src/operators/actions/tenants.ts", rule: "operator-actions-import-no-hono" },
     ]);
+  }, 60_000);
+
+  it("catches the OAuth server importing the console, and the admin API importing the console", async () => {
+    const planted = await cruise("oauth-console", {
+      "src/pages/document.ts": "export const Document = () => '';\n",
+      "src/console/link.ts": "export const redeemLink = () => undefined;\n",
+      "src/oauth/authorize.ts":
+        'import { redeemLink } from "../console/link";\nimport { Document } from "../pages/document";\nexport const a = () => [redeemLink(), Document()];\n',
+      "src/operators/http/admin/index.ts": 'import { redeemLink } from "../../../console/link";\nexport const h = () => redeemLink();\n',
+      // the console using the shared kit is the way it should be
+      "src/console/layout.ts": 'import { Document } from "../pages/document";\nexport const l = () => Document();\n',
+    });
+    expect(planted.sort((a, b) => a.from.localeCompare(b.from))).toEqual([
+      { from: "src/oauth/authorize.ts", rule: "oauth-imports-no-console" },
+      { from: "src/operators/http/admin/index.ts", rule: "admin-api-imports-no-console" },
+    ]);
+    const clean = await cruise("oauth-console-clean", {
+      "src/pages/document.ts": "export const Document = () => '';\n",
+      "src/operators/actions/console-links.ts": "export const redeemLink = () => undefined;\n",
+      "src/oauth/authorize.ts":
+        'import { redeemLink } from "../operators/actions/console-links";\nimport { Document } from "../pages/document";\nexport const a = () => [redeemLink(), Document()];\n',
+      "src/console/layout.ts": 'import { Document } from "../pages/document";\nexport const l = () => Document();\n',
+    });
+    expect(clean).toEqual([]);
   }, 60_000);
 });

@@ -51,15 +51,30 @@ export function oauthContract(b: ContractBackend) {
       expect(await a!.useCode("unknown")).toBeUndefined();
     });
 
-    it("rotates a refresh token once across instances; a reuse names its grant", async () => {
+    it("rotates a refresh token once across instances; a later use names its grant and the first use's moment", async () => {
       const [a, b2] = (await open.pair()).map((x) => kvOAuthStore(x.kv));
       await a!.putRefresh("r1", "grt_9", 60_000);
       expect(await b2!.refreshGrant("r1")).toBe("grt_9");
-      const uses = await Promise.all([a!.useRefresh("r1"), b2!.useRefresh("r1"), a!.useRefresh("r1")]);
+      const uses = await Promise.all([a!.useRefresh("r1", T0), b2!.useRefresh("r1", T0 + 1), a!.useRefresh("r1", T0 + 2)]);
       expect(uses.filter((u) => u && !u.reused)).toHaveLength(1);
+      const first = uses.findIndex((u) => u && !u.reused);
       expect(uses.filter((u) => u?.reused)).toHaveLength(2);
-      expect(await b2!.useRefresh("r1")).toEqual({ grantId: "grt_9", reused: true });
-      expect(await b2!.useRefresh("nope")).toBeUndefined();
+      expect(await b2!.useRefresh("r1", T0 + 9_000)).toEqual({ grantId: "grt_9", reused: true, usedAt: T0 + first });
+      expect(await b2!.useRefresh("nope", T0)).toBeUndefined();
+      // The first use's answer (sealed by the caller) is there for its twins on the other instance.
+      await a!.putRefreshAnswer("r1", "sealed-pair", 5_000);
+      expect(await b2!.getRefreshAnswer("r1")).toBe("sealed-pair");
+      expect(await b2!.getRefreshAnswer("r2")).toBeUndefined();
+    });
+
+    it("a code can be read before it is used, and reading does not use it", async () => {
+      const s = kvOAuthStore((await open.fresh()).kv);
+      await s.putCode("d2", code("grt_2"), 60_000);
+      expect(await s.peekCode("d2")).toMatchObject({ grantId: "grt_2" });
+      expect(await s.peekCode("d2")).toMatchObject({ grantId: "grt_2" });
+      expect(await s.useCode("d2")).toMatchObject({ replayed: false });
+      expect(await s.peekCode("d2")).toBeUndefined();
+      expect(await s.peekCode("none")).toBeUndefined();
     });
 
     it("lists a tenant's grants newest first, none lost to concurrent creation, none of another tenant", async () => {

@@ -4,7 +4,8 @@
 // revoking the grant (its open session refused at once). Then, against the emulator and the local chain: a client ID
 // metadata document (CIMD, served on 127.0.0.1 by global-setup) instead of registration, searches paid with x402 under
 // the grant until its cap refuses with the ledger exact, a refresh after the access token expired (the gateway's clock
-// moved ahead), and the tenant revoking the grant closing the open session (token_revoked).
+// moved ahead), parallel tool calls across the next expiry keeping the grant (the refresh grace window), and the tenant
+// revoking the grant closing the open session (token_revoked).
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -116,6 +117,10 @@ describe("OAuth in workerd", () => {
   });
 
   it("refresh rotates; the rotated-out token used again revokes the grant", async () => {
+    // The gateway's clock, movable (the spy is in place before this config's gateway is built).
+    const realNow = Date.now;
+    let ahead = 0;
+    const spy = vi.spyOn(Date, "now").mockImplementation(() => realNow() + ahead);
     const e = await workerEnv();
     const fetchFn = async (url: string | URL, init?: RequestInit): Promise<Response> => worker.fetch(new Request(url, init), e as any, ctx);
     const provider = new MemoryProvider();
@@ -133,9 +138,12 @@ describe("OAuth in workerd", () => {
     await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider, fetch: fetchFn }));
     expect(((await client.callTool({ name: "budget", arguments: {} })) as CallToolResult).isError).toBeFalsy();
 
+    // Past the grace window (oauth.refreshGraceSeconds, 5 s) that answers a host's parallel refreshes alike.
+    ahead += 6_000;
     const reuse = await refreshWith(fetchFn, ORIGIN, before.refresh_token!, provider.client!.client_id);
     expect(await reuse.json()).toMatchObject({ error: "invalid_grant" });
     await expectGrantEnded(fetchFn, provider);
+    spy.mockRestore();
   });
 });
 
@@ -245,6 +253,13 @@ describe("OAuth in workerd, paying", () => {
     expect(provider.saved!.access_token).not.toBe(before.access_token);
     expect(provider.saved!.refresh_token).not.toBe(before.refresh_token);
     expect((await grants()).find((g) => g.id === grantId)).toMatchObject({ state: "active", spent: "0.01", tokensIssued: 2 });
+
+    // Parallel tool calls across the next expiry: each refreshes with the same refresh token (the SDK does not
+    // serialise refreshes); the grace window answers them all with one rotated pair, and the grant lives on.
+    ahead += 301_000;
+    const parallel = await Promise.all(Array.from({ length: 4 }, () => call(client, "budget")));
+    for (const r of parallel) expect(ok(r).token).toMatchObject({ grant: grantId });
+    expect((await grants()).find((g) => g.id === grantId)).toMatchObject({ state: "active", tokensIssued: 3 });
     await client.close();
   });
 

@@ -2,7 +2,7 @@
 // The console's keyless tokens (a tenant's own, signed in with its key): list, mint and revoke through
 // ../../operators/actions/tokens.ts, as POST /_tollgate/tokens does.
 import type { GatewayServices } from "../../services.js";
-import type { Tenant } from "../../identity/tenants.js";
+import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import { GatewayError } from "../../errors.js";
 import { publicOriginOf } from "../../platform/public-origin.js";
 import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../../operators/actions/tokens.js";
@@ -75,7 +75,12 @@ export function tokenPages(services: GatewayServices): Pages {
           : kind === "session"
             ? { kind, sessionId: id, ttlSeconds }
             : { kind: "search", cap: field(form, "cap"), ttlSeconds };
-      const by = { ...actor(c), origin: publicOriginOf(asGatewayContext(c), services) };
+      const keyHash = c.get("session").keyHash;
+      const by = {
+        ...actor(c),
+        origin: publicOriginOf(asGatewayContext(c), services),
+        ...(keyHash ? { parentKey: keyIdOf(keyHash) } : {}),
+      };
       const minted = await mintKeylessToken(services, by, tenant, formValue(mintRequest, withoutUndefined(request)));
       await record(services, c, "token.mint", `tenant:${tenant.id}`, { jti: minted.jti, kind: minted.kind, expiresAt: minted.expiresAt });
       return tokensPage(c, { jti: minted.jti, token: minted.token, kind: minted.kind }, 201);

@@ -2,7 +2,7 @@
 // The frame of every console page: head, navigation, who is signed in, and the sign-out form.
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
-import { CONSOLE_CSS } from "../style.js";
+import { Document } from "../../pages/document.js";
 import { CONSOLE_PATH } from "../../identity/console-session.js";
 import type { OperatorRole } from "../../identity/roles.js";
 
@@ -55,16 +55,12 @@ export const DangerForm = (props: { viewer: Viewer; action: string; confirm: str
 export function Page(props: { title: string; viewer?: Viewer; active?: string; nonce: string; children?: Child }) {
   const { viewer } = props;
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{`${props.title} · Tollgate console`}</title>
-        <style nonce={props.nonce}>{raw(CONSOLE_CSS)}</style>
-      </head>
-      <body>
-        <header>
-          <span class="brand">Tollgate</span>
+    <Document
+      title={`${props.title} · Tollgate console`}
+      nonce={props.nonce}
+      viewport
+      header={
+        <>
           {viewer && (
             <nav>
               {NAV.filter(([, , roles]) => roles.includes(viewer.role)).map(([path, label]) => (
@@ -86,11 +82,12 @@ export function Page(props: { title: string; viewer?: Viewer; active?: string; n
               <button type="submit">Sign out</button>
             </form>
           )}
-        </header>
-        <main>{props.children}</main>
-        <script nonce={props.nonce}>{raw(CLIENT_SCRIPT)}</script>
-      </body>
-    </html>
+        </>
+      }
+      after={<script nonce={props.nonce}>{raw(CLIENT_SCRIPT)}</script>}
+    >
+      {props.children}
+    </Document>
   );
 }
 

@@ -81,13 +81,16 @@ export async function listedTokens(services: GatewayServices, tenant: string): P
  * Mints a keyless token for `tenant` (scopes and ownership checked here), records it for revocation and for the
  * console's list. Shared by POST /_tollgate/tokens and the console. `by.origin` is the gateway's public origin as the
  * request saw it: where the URLs the answer hands out (a sandbox's runtime, a session's wsEndpoint, /mcp) point.
+ * `by.parentKey`: the id of the key the request came with (the token is refused once the tenant no longer holds it).
  */
 export async function mintKeylessToken(
   services: GatewayServices,
-  by: Actor & { origin: string },
+  by: Actor & { origin: string; parentKey?: string },
   tenant: Tenant,
   req: MintRequest,
 ): Promise<MintedToken> {
+  // The credential tree: a token minted with a key (or a console session opened with one) dies with that key.
+  const parent = by.parentKey ? { parentKey: by.parentKey } : {};
   const { kv, ownership } = services.stores;
   const maxTtl = services.config.tokens.ttlSeconds;
   async function requireOwner(kind: "sandbox" | "session", id: string) {
@@ -113,6 +116,7 @@ export async function mintKeylessToken(
       scopes: req.scopes,
       ttlSeconds,
       keyless: true,
+      ...parent,
     });
     extra = { resource: req.sandboxId, scopes: req.scopes, runtime: gatewayRuntime(origin, req.sandboxId) };
   } else if (req.kind === "session") {
@@ -126,6 +130,7 @@ export async function mintKeylessToken(
       scopes,
       ttlSeconds,
       keyless: true,
+      ...parent,
     });
     extra = {
       resource: req.sessionId,
@@ -145,6 +150,7 @@ export async function mintKeylessToken(
       cap,
       ttlSeconds,
       keyless: true,
+      ...parent,
       ...(req.policy ? { policy: req.policy } : {}),
     });
     extra = { scopes: req.scopes, cap: atomicToUsd(cap), capAtomic: cap.toString(), mcp: `${origin}/mcp` };
@@ -160,6 +166,7 @@ export async function mintKeylessToken(
       cap,
       ttlSeconds,
       keyless: true,
+      ...parent,
       ...(req.policy ? { policy: req.policy } : {}),
     });
     extra = { scopes: ["search"], cap: atomicToUsd(cap), capAtomic: cap.toString() };

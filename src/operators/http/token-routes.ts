@@ -10,6 +10,7 @@ import { publicOriginOf } from "../../platform/public-origin.js";
 import { jsonBody } from "../../routing/json-body.js";
 import type { PlatformSpeed } from "../../platform/speed.js";
 import { callerTenant } from "../../identity/caller.js";
+import { hashTenantKey, keyIdOf } from "../../identity/tenants.js";
 import type { Handlers } from "../../routing/handlers.js";
 import { mintKeylessToken, mintRequest, revokeKeylessToken, revokeTenantToken, type MintRequest } from "../actions/tokens.js";
 
@@ -35,7 +36,9 @@ export function tokenHandlers(services: GatewayServices): Handlers {
 
   return {
     "own.tokens.mint": async (c) => {
-      const by = { requestId: c.get("requestId"), origin: publicOriginOf(c, services) };
+      const caller = c.get("caller");
+      const parentKey = caller.via === "key" ? keyIdOf(await hashTenantKey(caller.presented)) : undefined;
+      const by = { requestId: c.get("requestId"), origin: publicOriginOf(c, services), ...(parentKey ? { parentKey } : {}) };
       return c.json(await mintKeylessToken(services, by, callerTenant(c), await readMintRequest(c, services.platform)), 201);
     },
     "own.tokens.revoke": async (c) => {

@@ -2,7 +2,7 @@
 // operator-readonly key for reads, both checked by the chain's identify step) and the OpenAPI document.
 import type { GatewayServices } from "../../../services.js";
 import type { Handlers } from "../../../routing/handlers.js";
-import { consoleLinkHandlers } from "../../../console/link.js";
+import { consoleLinkHandlers } from "./console-links.js";
 import { openApiDocument } from "../openapi.js";
 import { keyAdminHandlers } from "./keys.js";
 import { tenantAdminHandlers } from "./tenants.js";

@@ -1,5 +1,6 @@
-// The console's whole stylesheet, inlined in every page (no build step, no static files to serve on Workers).
-export const CONSOLE_CSS = `
+// The pages' one style sheet (the console's and the OAuth consent and error pages'), inlined in every page (no build step,
+// no static files to serve on Workers).
+export const PAGE_CSS = `
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;background:#f4f6fa}
 header{display:flex;align-items:center;gap:24px;padding:10px 24px;background:#1d2330;color:#fff}
