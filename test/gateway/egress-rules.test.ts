@@ -124,3 +124,14 @@ describe("an egress rule that is not plainly an address, a range or a host is re
     expect(await upstreamSandboxes()).toBe(before);
   });
 });
+
+describe("an egress floor in the configuration is read the same way", () => {
+  it("keeps its rules in the canonical spelling, and refuses one that is not plainly a rule, naming the field", () => {
+    const tenant = { id: "t", keys: [{ hash: `sha256:${"a".repeat(64)}` }] };
+    const config = parseConfig({ tenants: [{ ...tenant, policy: { egress: { allowOut: ["10.1.2.3/008", "Allowed.Example."] } } }] });
+    expect(config.tenants[0]!.policy?.egress?.allowOut).toEqual(["10.0.0.0/8", "allowed.example"]);
+    expect(() => parseConfig({ policy: { egress: { denyOut: ["ok.example", "0.0.0.0/0.allowed.example"] } } })).toThrow(
+      /policy\.egress\.denyOut\[1\]: expected an address, a CIDR range/,
+    );
+  });
+});

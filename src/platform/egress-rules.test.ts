@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalCidr, canonicalEgressRule } from "./egress.js";
+import { canonicalCidr, canonicalEgressRule } from "./egress-rules.js";
 
 describe("egress rules: one canonical spelling, or refused", () => {
   it.each([
