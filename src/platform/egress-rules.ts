@@ -1,9 +1,9 @@
-// Egress rules (`allowOut` / `denyOut` of sandbox and session bodies, a sandbox's network update, and the egress floor
-// of agent policies in the config): each an
-// address, a CIDR range or a host name. The gateway's egress floor (middleware/body-check/policy.ts) and the upstream
-// must read an entry the same way, so an entry is forwarded only in one canonical spelling, and one that is not
-// plainly one of the three (`203.0.113.0/024` is rewritten `203.0.113.0/24`; `0.0.0.0/0.allowed.example`, which a floor
-// would read as a host under allowed.example and an upstream might read as every address, is refused).
+// Egress rules: entries of `allowOut` / `denyOut` in sandbox and session bodies and a sandbox's network update, and of
+// the egress floors of agent policies in the config. Each is an address, a CIDR range or a host name. The gateway's
+// floor (middleware/body-check/policy.ts) and the upstream must read an entry the same way, so an entry is kept and
+// forwarded in one canonical spelling, and one that is not plainly one of the three is refused: `203.0.113.0/024` is
+// written `203.0.113.0/24`; `0.0.0.0/0.allowed.example`, which a floor would read as a host under allowed.example and
+// an upstream might read as every address, is refused.
 import { parseAddress, parseIPv4 } from "./cidr.js";
 
 const IPV4_SHIFTS = [24n, 16n, 8n, 0n];
