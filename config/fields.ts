@@ -2,6 +2,7 @@
 // addresses, hosts, networks, percentages, webhook URLs, each with the message a wrong value gets.
 import * as z from "zod";
 import { isCidr } from "../src/platform/cidr.js";
+import { canonicalEgressRule } from "../src/platform/egress-rules.js";
 
 /** A USD amount such as "5.00" or "0.005" (at most 6 decimals, the precision of USDC). */
 export const usdAmount = z
@@ -28,6 +29,18 @@ export const origin = z.string({ error: 'expected an origin like "https://gatewa
 export const cidr = z
   .string({ error: 'expected an address or CIDR range like "10.0.0.0/8"' })
   .refine(isCidr, { error: 'expected an address or CIDR range like "10.0.0.0/8" or "::1"' });
+
+const EGRESS_RULE_ERROR = 'expected an address, a CIDR range like "203.0.113.0/24" or a host name like "example.com" or "*.example.com"';
+
+/**
+ * An egress rule (an egress floor's allowOut / denyOut entry), kept in its canonical spelling (../src/platform/egress-rules.ts):
+ * the floor and the bodies it is compared with are read the same way.
+ */
+export const egressRule = z
+  .string({ error: EGRESS_RULE_ERROR })
+  .max(4096)
+  .refine((s) => canonicalEgressRule(s) !== undefined, { error: EGRESS_RULE_ERROR })
+  .overwrite((s) => canonicalEgressRule(s) ?? s);
 
 /** A host name with an optional port, as clients put it in Host: "gateway.example.com", "localhost:8787", "[::1]". */
 export const hostName = z.string({ error: 'expected a host like "gateway.example.com" or "localhost:8787"' }).refine(

@@ -94,10 +94,13 @@ export const configSchema = z
         timeoutMs: z.number().int().positive().default(30_000),
         /**
          * How exposed-port traffic reaches the upstream: "dns" connects to `<port>-<id>.<runtime host>` itself (production,
-         * Workers), "host-header" connects to the runtime host and names the port host in `Host` (a local emulator, whose
-         * wildcard names do not resolve); "auto" picks "host-header" for localhost and IP runtime hosts, else "dns".
+         * Workers), "host-header" connects to the runtime host and names the port host in `Host` (Node only: Workers' fetch
+         * cannot set Host, refused at start there), "port-header" connects to the runtime host and names the port host in
+         * `x-tollgate-port-host` (the local emulator; any runtime); "auto" picks "dns" for a named runtime host and, for
+         * localhost and IP runtime hosts (a local emulator, whose wildcard names do not resolve), "host-header" on Node
+         * and "port-header" on Workers. A port request is never sent as a plain request to the runtime host.
          */
-        exposedPorts: z.enum(["auto", "dns", "host-header"]).default("auto"),
+        exposedPorts: z.enum(["auto", "dns", "host-header", "port-header"]).default("auto"),
         /**
          * Several upstream accounts (docs/accounts.md): each with its own API key, concurrency limits and weight. New
          * work is placed among a tenant's accounts; everything later for a resource goes to the account holding it.

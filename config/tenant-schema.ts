@@ -1,7 +1,7 @@
 // A tenant's part of the configuration: its keys and scopes, budget, payment policy, quotas, alerts and chargeback.
 import * as z from "zod";
 import { accountId } from "./accounts-schema.js";
-import { caip2, evmAddress, isoDate, percent, usdAmount, webhookUrl, windowSeconds } from "./fields.js";
+import { caip2, egressRule, evmAddress, isoDate, percent, usdAmount, webhookUrl, windowSeconds } from "./fields.js";
 
 /**
  * What a tenant key may do; each route-table row names one (src/routing/table.ts). "operator-readonly" reads what an
@@ -80,9 +80,9 @@ export const agentPolicySchema = z.strictObject({
       /** false: a body asking for internet access is refused, and false is sent. */
       allowInternetAccess: z.boolean().optional(),
       /** Addresses, CIDR ranges or hosts a body's allowOut entries must lie within (sent when the body names none). */
-      allowOut: z.array(z.string().min(1).max(4096)).optional(),
+      allowOut: z.array(egressRule).optional(),
       /** Addresses, CIDR ranges or hosts always added to denyOut; a body's allowOut entry inside one is refused. */
-      denyOut: z.array(z.string().min(1).max(4096)).optional(),
+      denyOut: z.array(egressRule).optional(),
     })
     .optional(),
 });

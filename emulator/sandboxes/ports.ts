@@ -24,9 +24,27 @@ const HOP = new Set([
   "proxy-authorization",
 ]);
 
-export function parseExposedHost(host: string | undefined): { port: number; id: string } | undefined {
+function parseExposedHost(host: string | undefined): { port: number; id: string } | undefined {
   const m = host ? EXPOSED_HOST.exec(host) : null;
   return m ? { port: Number(m[1]), id: m[2]! } : undefined;
+}
+
+/**
+ * Names the exposed port where `Host` cannot: a client whose HTTP stack sends the URL's own host (Workers' fetch)
+ * connects to the runtime listener and puts `<port>-<id>.<runtime host>` here. The real service routes by name only
+ * (DNS); this is the emulator's stand-in for that, as the gateway's "port-header" mode uses it.
+ */
+export const PORT_HOST_HEADER = "x-tollgate-port-host";
+
+/**
+ * The exposed port a request on the runtime listener is for: named by PORT_HOST_HEADER (which wins) or by Host. A
+ * request that carries the header but names no port is refused, never served by the runtime API (fail closed).
+ */
+export function exposedTarget(header: string | undefined, host: string | undefined): { port: number; id: string } | undefined {
+  if (header === undefined) return parseExposedHost(host);
+  const target = parseExposedHost(header);
+  if (!target) throw new ApiError(400, "invalid_port_host", `${PORT_HOST_HEADER} must name <port>-<id>.<runtime host>`);
+  return target;
 }
 
 export class PortRouter {
@@ -113,10 +131,14 @@ export class PortRouter {
       .then(async ({ sb, ownAuth }) => {
         const relay = (await sb.agent("user")).connectPort(target.port);
         const lines = [`${req.method} ${req.url} HTTP/1.1`];
+        const named = req.headers[PORT_HOST_HEADER];
         for (let i = 0; i < req.rawHeaders.length; i += 2) {
           const name = req.rawHeaders[i]!;
-          if (ownAuth && name.toLowerCase() === "authorization") continue;
-          lines.push(`${name}: ${req.rawHeaders[i + 1]}`);
+          const lower = name.toLowerCase();
+          if (ownAuth && lower === "authorization") continue;
+          if (lower === PORT_HOST_HEADER) continue;
+          // The app sees the host it was reached by, however the port was named (see forwardHeaders).
+          lines.push(`${name}: ${lower === "host" && typeof named === "string" ? named : req.rawHeaders[i + 1]}`);
         }
         relay.write(lines.join("\r\n") + "\r\n\r\n");
         if (head.length) relay.write(head);
@@ -133,6 +155,7 @@ function forwardHeaders(incoming: IncomingMessage, ownAuth: boolean, port: numbe
   for (const [k, v] of Object.entries(incoming.headers)) {
     if (v === undefined || HOP.has(k)) continue;
     if (k === "authorization" && ownAuth) continue;
+    if (k === PORT_HOST_HEADER) continue;
     if (k === "cookie" && typeof v === "string") {
       const rest = v
         .split(/;\s*/)
@@ -143,6 +166,9 @@ function forwardHeaders(incoming: IncomingMessage, ownAuth: boolean, port: numbe
     }
     out[k] = v;
   }
+  // The app sees the host it was reached by, as behind the real service's proxy, however the port was named.
+  const named = incoming.headers[PORT_HOST_HEADER];
+  if (typeof named === "string") out.host = named;
   return out;
 }
 

@@ -1,9 +1,10 @@
-// The runtime plane at /sandbox/<id>/...: token check, then processes, files and terminals; exposed ports by Host.
+// The runtime plane at /sandbox/<id>/...: token check, then processes, files and terminals; exposed ports by Host (or
+// by x-tollgate-port-host, for a client that cannot set Host).
 import { Hono, type MiddlewareHandler } from "hono";
 import type { EmulatorContext } from "../types.js";
 import { ApiError, errorResponse } from "./errors.js";
 import { fileRoutes } from "./file-routes.js";
-import { parseExposedHost, type PortRouter } from "./ports.js";
+import { exposedTarget, PORT_HOST_HEADER, type PortRouter } from "./ports.js";
 import { processRoutes } from "./process-routes.js";
 import type { SandboxService } from "./registry.js";
 import type { RuntimeEnv } from "./runtime-env.js";
@@ -33,7 +34,7 @@ export function sandboxRuntimeRoutes(
     return errorResponse(err);
   });
   app.use("*", async function exposedPorts(c, next) {
-    const target = parseExposedHost(c.req.header("host"));
+    const target = exposedTarget(c.req.header(PORT_HOST_HEADER), c.req.header("host"));
     if (target) return ports.http(c, target);
     await next();
   });

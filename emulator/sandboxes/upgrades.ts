@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { UpgradeHandler } from "../types.js";
 import { ApiError } from "./errors.js";
-import { parseExposedHost, rejectUpgrade, type PortRouter } from "./ports.js";
+import { exposedTarget, PORT_HOST_HEADER, rejectUpgrade, type PortRouter } from "./ports.js";
 import type { SandboxService } from "./registry.js";
 import type { Sandbox } from "./sandbox.js";
 import { bearer, type TokenIssuer } from "./tokens.js";
@@ -91,7 +91,14 @@ export function runtimeUpgrades(
 ): { handle: UpgradeHandler; close(): void } {
   const wss = new WebSocketServer({ noServer: true });
   const handle: UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const exposed = parseExposedHost(req.headers.host);
+    let exposed: { port: number; id: string } | undefined;
+    try {
+      const named = req.headers[PORT_HOST_HEADER];
+      exposed = exposedTarget(typeof named === "string" ? named : undefined, req.headers.host);
+    } catch (err) {
+      rejectUpgrade(socket, err);
+      return true;
+    }
     if (exposed) {
       ports.upgrade(req, socket, head, exposed);
       return true;

@@ -10,7 +10,7 @@ import { jsonBody, jsonBodyNow, type JsonBody, setJsonBody } from "../../src/rou
 import { LRUCache } from "lru-cache";
 import { notOwned } from "../../src/routing/not-owned.js";
 import { webPlatform } from "../../src/platform/speed.js";
-import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
+import { bodyProblems, canonicalEgress, declaresEgress, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
 import { callerTenant } from "../../src/identity/caller.js";
 import type { RouteRow } from "../../src/routing/table.js";
 import { imageOfSnapshot } from "../../src/sandboxes/snapshot-image.js";
@@ -95,10 +95,16 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   if (spec.kind !== "json") return undefined;
   const schema = spec.schema;
   const policed = rowHasPolicy(row.name);
+  const egress = declaresEgress(schema);
   const platform = services.platform ?? webPlatform;
-  // Texts this row's declaration found nothing wrong with, and the ids each names: a pure function of the text, so a
-  // body sent again is not walked again (its ids are still checked against the registry, on every request).
-  const passed = new LRUCache<string, NamedRef[]>({ max: 1024, maxSize: 1024 * 1024, sizeCalculation: (_v, k) => k.length + 64 });
+  // Texts this row's declaration found nothing wrong with, the ids each names and whether its egress rules are rewritten:
+  // a pure function of the text, so a body sent again is not walked again (its ids are still checked against the
+  // registry, on every request).
+  const passed = new LRUCache<string, { refs: NamedRef[]; rewrite: boolean }>({
+    max: 1024,
+    maxSize: 1024 * 1024,
+    sizeCalculation: (_v, k) => k.length + 64,
+  });
   const checked = (c: Context<GatewayEnv>, next0: Next, read: JsonBody): Promise<void> => {
     // Rows that start work apply the caller's agent policy last (nothing to do, and no promise, for other rows).
     const next: Next = policed
@@ -108,9 +114,19 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
         }
       : next0;
     const text = read.text;
+    // Egress rules go on (and meet the policy) in their one canonical spelling; one with none is refused below.
+    const canonical = () => {
+      const rewrote = egress && canonicalEgress(schema, read.json);
+      if (rewrote) setJsonBody(c, read.json);
+      return rewrote;
+    };
     const known = passed.get(text);
-    if (known) return known.length ? requireOwnedRefs(services, c, known).then(next) : next();
+    if (known) {
+      if (known.rewrite) canonical();
+      return known.refs.length ? requireOwnedRefs(services, c, known.refs).then(next) : next();
+    }
     const body = read.json; // parsed here, not before: a text that passed needs no object
+    const rewrite = canonical();
     const problems = bodyProblems(schema, body);
     const invalid = problems.find((p) => p.code === "invalid_params");
     const unknown = problems.filter((p) => p.code === "unknown_field");
@@ -132,7 +148,7 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
     }
     if (invalid) throw new GatewayError(400, "invalid_params", invalid.message, { field: invalid.field });
     const refs = namedRefs(schema, body);
-    if (!problems.length && text.length <= PASSED_MAX_CHARS) passed.set(text, refs);
+    if (!problems.length && text.length <= PASSED_MAX_CHARS) passed.set(text, { refs, rewrite });
     return refs.length ? requireOwnedRefs(services, c, refs).then(next) : next();
   };
   // Not an async function: a body already held (src/platform/held-body.ts) naming no id is checked with no promise or

@@ -1,7 +1,7 @@
 // A small CIDR matcher (IPv4 and IPv6, IPv4-mapped IPv6 folded to IPv4) for the trusted-proxy list.
 
 /** 32-bit IPv4 as bigint, or undefined. */
-function parseIPv4(s: string): bigint | undefined {
+export function parseIPv4(s: string): bigint | undefined {
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
   if (!m) return undefined;
   let n = 0n;
@@ -42,7 +42,7 @@ function parseIPv6(s: string): bigint | undefined {
 }
 
 /** An address as [bits, width]; IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how Node reports IPv4 peers on `::`) as IPv4. */
-function parseAddress(s: string): [bigint, 32 | 128] | undefined {
+export function parseAddress(s: string): [bigint, 32 | 128] | undefined {
   const v4 = parseIPv4(s);
   if (v4 !== undefined) return [v4, 32];
   const v6 = parseIPv6(s);

@@ -49,6 +49,12 @@ export interface UpstreamTransport {
    */
   readonly enforcesHeadersTimeout?: boolean;
   /**
+   * The transport sends a `host` header as given (undici on Node), so one connection to the runtime origin can name an
+   * exposed port's host. Absent: the URL's own host is what goes out (Workers' fetch replaces `Host`), and the
+   * transport refuses a request whose `host` names another (UnsentHost): it never sends it elsewhere than asked.
+   */
+  readonly setsHost?: boolean;
+  /**
    * Sends a request whose answer goes back to the client as it is (the proxied planes: runtime, exposed ports,
    * presigned files), minus hop-by-hop headers and Set-Cookie (unless `keepSetCookie`: an exposed port's app cookies,
    * see appSetCookie). `client` is the runtime's own handle on the request (Hono's `c.env`): the Node transport relays
@@ -134,9 +140,29 @@ function relayableBody(res: Response): { body: Uint8Array | ReadableStream<Uint8
   return { body: res.body, held: false };
 }
 
+/**
+ * What a transport that cannot set `Host` (fetch) rejects with when asked to send one other than the URL's own: the
+ * request would otherwise reach the URL's host as itself (for an exposed port, the sandbox's runtime API).
+ */
+export class UnsentHost extends Error {
+  constructor(host: string, url: string) {
+    super(`this transport cannot send Host ${host} to ${new URL(url).host}; the request was not sent`);
+    this.name = "UnsentHost";
+  }
+}
+
+/** The `host` a request names when it differs from its URL's own host (what fetch would silently send instead). */
+export function foreignHost(url: string, headers: Headers | Record<string, string>): string | undefined {
+  const host = headers instanceof Headers ? headers.get("host") : (headers.host ?? headers.Host);
+  if (host == null) return undefined;
+  return host.toLowerCase() === new URL(url).host.toLowerCase() ? undefined : host;
+}
+
 /** Web-standard transport, used on Workers (and as the reference elsewhere). */
 export const fetchTransport: UpstreamTransport = {
   request(req) {
+    const host = foreignHost(req.url, req.headers);
+    if (host !== undefined) return Promise.reject(new UnsentHost(host, req.url));
     return fetch(req.url, {
       method: req.method,
       headers: req.headers,
@@ -180,6 +206,8 @@ export const REQUEST_DROPPED = new Set([
   "x-http-method-override",
   "x-method-override",
   "x-http-method",
+  // Names an exposed port to the local emulator (src/sandboxes/ports.ts, "port-header"): only the port relay sets it.
+  "x-tollgate-port-host",
 ]);
 export const RESPONSE_DROPPED = new Set([...HOP_BY_HOP_LIST.filter((h) => h !== "content-length"), "set-cookie"]);
 

@@ -1,5 +1,6 @@
 // WebSocket relaying behind one small interface: Node relays frames with `ws`, Workers hand the upstream socket through.
 import type { Context } from "hono";
+import { foreignHost, UnsentHost } from "./transport.js";
 
 interface WebSocketRelayTarget {
   /** ws:// or wss:// URL of the upstream socket (already checked against the allowed hosts). */
@@ -23,7 +24,10 @@ interface WebSocketRelayTarget {
  * Relays the client's WebSocket upgrade at `c` to the upstream target. When the upstream refuses the handshake,
  * its status and JSON error are returned to the client as an ordinary HTTP response.
  */
-export type WebSocketRelay = (c: Context, target: WebSocketRelayTarget) => Promise<Response>;
+export type WebSocketRelay = ((c: Context, target: WebSocketRelayTarget) => Promise<Response>) & {
+  /** The relay sends a `host` header as given (Node's `ws`); absent, it refuses one that is not the URL's own host. */
+  readonly setsHost?: boolean;
+};
 
 export function isWebSocketUpgrade(req: Request): boolean {
   return (req.headers.get("upgrade") ?? "").toLowerCase() === "websocket";
@@ -35,6 +39,9 @@ export function isWebSocketUpgrade(req: Request): boolean {
  */
 export const fetchWebSocketRelay: WebSocketRelay = async (_c, target) => {
   const url = target.url.replace(/^ws/, "http");
+  // fetch sends the URL's own host whatever `host` says: refused rather than sent to the wrong place (UnsentHost).
+  const host = foreignHost(url, target.headers);
+  if (host !== undefined) throw new UnsentHost(host, url);
   const res = await fetch(url, { headers: { ...target.headers, Upgrade: "websocket" } });
   if (res.status !== 101) {
     const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });

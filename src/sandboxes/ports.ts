@@ -1,5 +1,7 @@
 // Exposed ports by Host `<port>-<id>.<gateway host>`: HTTP and WebSocket relayed to the upstream's port host; auth:true
 // ports admitted with the gateway token (Bearer) or the cookie its browserUrl bootstrap sets, then the upstream bearer.
+// Fails closed: a port request is sent only in a form that names the port (portRoute), never as a plain request to the
+// runtime origin, whose API would take it with the runtime token added.
 import type { Context, MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
@@ -14,9 +16,16 @@ import { sendUpstream } from "./runtime-forward.js";
 import { requestUrl } from "../platform/request-url.js";
 import { clientView } from "../platform/forwarded.js";
 import { generateCookie } from "hono/cookie";
+import { ConfigError } from "../../config/load.js";
+import type { TollgateConfig } from "../../config/schema.js";
 
 const BOOTSTRAP_PATH = "/_hb/auth";
 const WS_OWN_HEADERS = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-protocol"];
+/**
+ * Names the exposed port to the local emulator where neither DNS nor `Host` can (Workers' fetch in front of an emulator
+ * on 127.0.0.1/localhost): the emulator serves the port this header names, never its runtime API (emulator/README.md).
+ */
+const PORT_HOST_HEADER = "x-tollgate-port-host";
 
 /**
  * `next` of the bootstrap as a path on this same port host, or undefined. Resolved the way a browser would (tabs and
@@ -49,6 +58,10 @@ function appHeaders(incoming: Headers, dropAuthorization: boolean): Headers {
 export function exposedPorts(services: GatewayServices): MiddlewareHandler<GatewayEnv> {
   const custody = sandboxCustody(services);
   const { ownership } = services.stores;
+  const mode = services.config.upstream.exposedPorts;
+  const httpSetsHost = services.upstream.transport.setsHost === true;
+  const wsSetsHost = services.webSocketRelay.setsHost === true;
+  refuseUnsendableMode(mode, httpSetsHost && wsSetsHost);
 
   const bootstrap = async (c: Context<GatewayEnv>, id: string, owner: string): Promise<Response> => {
     const url = requestUrl(c);
@@ -95,11 +108,13 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     if (admitted) out.set("authorization", `Bearer ${cred.token}`);
     const portHost = upstreamExposedHost({ baseUrl: cred.baseUrl, host: cred.host }, target.port);
     out.set("x-request-id", c.get("requestId"));
-    const viaDns = exposedPortsViaDns(services.config.upstream.exposedPorts, base.hostname);
-    if (!viaDns) out.set("host", portHost);
-    const upstreamUrl = `${base.protocol}//${viaDns ? portHost : base.host}${url.pathname}${url.search}`;
+    const ws = isWebSocketUpgrade(c.req.raw);
+    const route = portRoute(mode, base.hostname, ws ? wsSetsHost : httpSetsHost);
+    if (route === "host-header") out.set("host", portHost);
+    else if (route === "port-header") out.set(PORT_HOST_HEADER, portHost);
+    const upstreamUrl = `${base.protocol}//${route === "dns" ? portHost : base.host}${url.pathname}${url.search}`;
 
-    if (isWebSocketUpgrade(c.req.raw)) {
+    if (ws) {
       const wsHeaders: Record<string, string> = {};
       out.forEach((v, k) => {
         if (!WS_OWN_HEADERS.includes(k)) wsHeaders[k] = v;
@@ -113,10 +128,34 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
   }
 }
 
-/** Whether to reach `<port>-<id>.<runtime host>` by its own name, or through the runtime host with a Host header. */
-export function exposedPortsViaDns(mode: "auto" | "dns" | "host-header", runtimeHostname: string): boolean {
-  if (mode !== "auto") return mode === "dns";
+/**
+ * How a port request reaches `<port>-<id>.<runtime host>`: "dns" connects to that name itself; "host-header" connects
+ * to the runtime origin and names the port in `Host` (only where the transport sends `Host` as given: undici, `ws`);
+ * "port-header" connects to the runtime origin and names the port in PORT_HOST_HEADER (the local emulator, any
+ * transport). "auto": "dns" for a named runtime host; for localhost and IP runtime hosts (a local emulator, whose
+ * wildcard names do not resolve) "host-header" where the transport can set Host, else "port-header".
+ */
+export function portRoute(
+  mode: TollgateConfig["upstream"]["exposedPorts"],
+  runtimeHostname: string,
+  setsHost: boolean,
+): "dns" | "host-header" | "port-header" {
+  if (mode !== "auto") return mode;
   const h = runtimeHostname.toLowerCase().replace(/^\[|\]$/g, "");
   const local = h === "localhost" || h.endsWith(".localhost") || /^\d{1,3}(\.\d{1,3}){3}$/.test(h) || h.includes(":");
-  return !local;
+  if (!local) return "dns";
+  return setsHost ? "host-header" : "port-header";
+}
+
+/**
+ * Refuses at start a mode this runtime cannot carry out: "host-header" where the transport or the WebSocket relay sends
+ * the URL's own host whatever `Host` says (Workers' fetch), which would take a port request to the runtime API.
+ */
+export function refuseUnsendableMode(mode: TollgateConfig["upstream"]["exposedPorts"], setsHost: boolean): void {
+  if (mode === "host-header" && !setsHost)
+    throw new ConfigError([
+      'upstream.exposedPorts: "host-header" names the port in the Host header, which this runtime\'s fetch cannot set ' +
+        '(it sends the URL\'s own host); use "dns" where <port>-<id>.<runtime host> resolves, or "port-header" (or "auto") ' +
+        "in front of the local emulator",
+    ]);
 }

@@ -40,6 +40,7 @@ function recordingTransport(inner: UpstreamTransport, seen: Set<string>, relayed
     // The Node fast path stays on (runtime and port answers carry no upstream token), counted; the standard path's
     // relays go through `request` below.
     enforcesHeadersTimeout: inner.enforcesHeadersTimeout,
+    setsHost: inner.setsHost,
     relay: relay
       ? (req, client, opts) => {
           if (!offersDirectRelay(client)) return relayByRequest(outer, req, opts);

@@ -47,6 +47,8 @@ export function undiciTransport(
   const direct = directRelay(dispatcher);
   const transport: UpstreamTransport & { close(): Promise<void> } = {
     enforcesHeadersTimeout: true,
+    // undici sends the `host` header it is given (an exposed port of a local emulator, through the runtime origin).
+    setsHost: true,
     /** Socket to socket where the Node entry offers the client's socket (server.directRelay), else request + relayResponse. */
     relay: (req, client, opts) => (direct.available(client) ? direct.relay(req, client, opts) : relayByRequest(transport, req, opts)),
     discard: (response, client) => direct.discard(response, client),

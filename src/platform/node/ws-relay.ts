@@ -50,7 +50,7 @@ function connectUpstream(url: string, headers: Record<string, string>, timeoutMs
 export function nodeWebSocketRelay(
   opts: { handshakeTimeoutMs?: number; recheckMs?: number; metrics?: GatewayMetrics } = {},
 ): WebSocketRelay {
-  return async (c, target) => {
+  const relay: WebSocketRelay = async (c, target) => {
     const protocols = (c.req.header("sec-websocket-protocol") ?? "")
       .split(",")
       .map((p) => p.trim())
@@ -143,4 +143,6 @@ export function nodeWebSocketRelay(
     const res = await handler(c, async () => {});
     return res ?? new Response(null, { status: 500 });
   };
+  // `ws` sends the `host` header it is given (an exposed port of a local emulator, named through the runtime origin).
+  return Object.assign(relay, { setsHost: true });
 }

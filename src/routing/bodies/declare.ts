@@ -3,6 +3,7 @@
 // not declared, it finds the ids a body names (so the chain can check they are the caller's), and it documents the row.
 import * as z from "zod";
 import type { ResourceKind } from "../../state/types.js";
+import { canonicalEgressRule } from "../../platform/egress-rules.js";
 
 /** The kinds a body field may name. Snapshots cover sandbox and session snapshots. */
 export type RefKind = Extract<ResourceKind, "volume" | "profile" | "extension" | "snapshot" | "session" | "sandbox" | "job" | "task">;
@@ -15,6 +16,24 @@ export function owned(kind: RefKind): z.ZodString {
   const schema = z.string().min(1).max(256);
   references.add(schema, { ref: kind });
   return schema;
+}
+
+/** Marks schemas whose value is an egress rule (an `allowOut` / `denyOut` entry). */
+const egressMarks = z.registry<{ egress: true }>();
+
+/**
+ * A list of egress rules (addresses, CIDR ranges, host names): an entry that is not plainly one of them is refused
+ * (400 invalid_params naming it), and each is forwarded in its canonical spelling (canonicalEgress, ./egress.ts).
+ */
+export function egressRules(): z.ZodArray<z.ZodString> {
+  const rule = z
+    .string()
+    .max(4096)
+    .refine((s) => canonicalEgressRule(s) !== undefined, {
+      message: "not an address, a CIDR range (such as 203.0.113.0/24) or a host name (such as example.com or *.example.com)",
+    });
+  egressMarks.add(rule, { egress: true });
+  return z.array(rule).max(1000);
 }
 
 /** An integer count the reservation is computed from: anything else (0, −1, 0.5, "1000") is refused, never coerced. */
@@ -143,6 +162,65 @@ export function namedRefs(schema: z.ZodType, value: unknown, path = "", out: Nam
     namedRefs(def.right, value, path, out);
   }
   return out;
+}
+
+/** Whether an egress rule can sit at or below `schema` (memoised per schema, as refsUnder). */
+const egressMemo = new WeakMap<z.ZodType, "rule" | boolean>();
+function egressUnder(schema: z.ZodType, depth = 0): "rule" | boolean {
+  const known = egressMemo.get(schema);
+  if (known !== undefined) return known;
+  if (depth > 64) return true;
+  let at: "rule" | boolean = egressMarks.has(schema) || egressMarks.has(unwrap(schema)) ? "rule" : false;
+  if (!at) {
+    const def = structure(schema);
+    const below = [
+      ...Object.values(def.shape ?? {}),
+      ...[def.element, def.valueType, def.left, def.right].filter((s) => s !== undefined),
+      ...(def.options ?? []),
+    ];
+    at = below.some((s) => egressUnder(s, depth + 1) !== false);
+  }
+  egressMemo.set(schema, at);
+  return at;
+}
+
+/** Whether a body under `schema` can hold egress rules at all (a row without any never walks its bodies for them). */
+export const declaresEgress = (schema: z.ZodType): boolean => egressUnder(schema) !== false;
+
+/**
+ * Rewrites, in place, every egress rule `value` holds under `schema` into its canonical spelling (a rule with none is
+ * left as it is: the declaration refuses it). Returns whether anything changed, so the body is re-serialised only then.
+ */
+export function canonicalEgress(schema: z.ZodType, value: unknown): boolean {
+  if (value === undefined || value === null || typeof value !== "object" || egressUnder(schema) === false) return false;
+  const def = structure(schema);
+  let changed = false;
+  if (def.type === "object" && def.shape && !Array.isArray(value)) {
+    for (const [key, field] of Object.entries(def.shape)) {
+      const v = (value as Record<string, unknown>)[key];
+      if (v !== undefined && canonicalEgress(field, v)) changed = true;
+    }
+  } else if (def.type === "array" && def.element && Array.isArray(value)) {
+    const ruleHere = egressUnder(def.element) === "rule";
+    for (const [i, v] of value.entries()) {
+      if (ruleHere && typeof v === "string") {
+        const canon = canonicalEgressRule(v);
+        if (canon !== undefined && canon !== v) {
+          value[i] = canon;
+          changed = true;
+        }
+      } else if (canonicalEgress(def.element, v)) changed = true;
+    }
+  } else if (def.type === "record" && def.valueType && !Array.isArray(value)) {
+    for (const v of Object.values(value as Record<string, unknown>)) if (canonicalEgress(def.valueType, v)) changed = true;
+  } else if (def.type === "union" && def.options) {
+    const match = def.options.find((o) => o.safeParse(value).success);
+    if (match && canonicalEgress(match, value)) changed = true;
+  } else if (def.type === "intersection" && def.left && def.right) {
+    if (canonicalEgress(def.left, value)) changed = true;
+    if (canonicalEgress(def.right, value)) changed = true;
+  }
+  return changed;
 }
 
 /**

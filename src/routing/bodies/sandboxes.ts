@@ -2,7 +2,7 @@
 // and what services/sandboxes.js puts on the wire — it renames cpu/memoryMiB/diskMiB to vcpus/memMiB/diskSizeMiB;
 // Python: hyperbrowser/models/{sandbox,volume,profile}.py).
 import * as z from "zod";
-import { count, fields, options, owned } from "./declare.js";
+import { count, egressRules, fields, options, owned } from "./declare.js";
 import { MAX_TIMEOUT_MINUTES } from "./sessions.js";
 
 const strings = z.array(z.string().max(4096)).max(1000);
@@ -30,13 +30,13 @@ export const createSandboxBody = options({
   memMiB: count(1, 4 * 1024 * 1024),
   diskSizeMiB: count(1, 64 * 1024 * 1024),
   allowInternetAccess: z.boolean(),
-  allowOut: strings,
-  denyOut: strings,
+  allowOut: egressRules(),
+  denyOut: egressRules(),
 });
 
 export { exposeBody };
 export const unexposeBody = fields({ port });
-export const networkBody = options({ allowInternetAccess: z.boolean(), allowOut: strings, denyOut: strings });
+export const networkBody = options({ allowInternetAccess: z.boolean(), allowOut: egressRules(), denyOut: egressRules() });
 export const sandboxSnapshotBody = options({ snapshotName: z.string().min(1).max(256) });
 
 /** Volume names are the caller's own: the gateway scopes them per tenant on the upstream (../names.ts). */

@@ -3,7 +3,7 @@
 // Python: hyperbrowser/models/session.py). Enumerations (countries, locales, platforms…) are the upstream's to check:
 // they name no resource, so they are declared as strings.
 import * as z from "zod";
-import { count, fields, options, owned } from "./declare.js";
+import { count, egressRules, fields, options, owned } from "./declare.js";
 
 /** Longest timeout a body may ask for (7 days); a tenant's own limit is the quota's (`quotas.maxTimeoutMinutes`). */
 export const MAX_TIMEOUT_MINUTES = 7 * 24 * 60;
@@ -37,8 +37,8 @@ export const createSessionBody = options({
   enableVideoWebRecording: z.boolean(),
   enableLogCapture: z.boolean(),
   allowInternetAccess: z.boolean(),
-  allowOut: strings,
-  denyOut: strings,
+  allowOut: egressRules(),
+  denyOut: egressRules(),
   profile: options({ id: owned("profile"), persistChanges: z.boolean(), persistNetworkCache: z.boolean() }),
   extensionIds: z.array(owned("extension")).max(100),
   // A static IP is the operator's account resource, shared by its tenants like the image catalog.
