@@ -10,7 +10,7 @@ import { looksLikeGatewayToken, MCP_SCOPES, requireTokenScope, type GatewayToken
 import type { RouteRow } from "../../src/routing/row.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
-import { roleOf } from "../../src/identity/roles.js";
+import { rightsOf } from "../../src/identity/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
 import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.js";
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
@@ -187,7 +187,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
     if (!takesKey) throw new GatewayError(401, "unauthorized", "This route needs a tenant key.");
     const tenant = await services.directory.authenticate(presented);
     if (operator) {
-      const role = roleOf(tenant);
+      const { role } = rightsOf({ tenant });
       const reads = c.req.method === "GET" || c.req.method === "HEAD";
       if (role === "readonly" && !reads && !row.readOnlyMay)
         throw new GatewayError(
@@ -305,10 +305,10 @@ async function identityCaller(
   if (!verified) return undefined;
   const who = verified.identity;
   if (!who) throw new GatewayError(403, "no_role", "This identity maps to no role in this gateway (see [operators.oidc.roles]).");
-  if (who.role === "tenant")
-    throw new GatewayError(403, "missing_scope", "The admin API is for operators; this identity is a tenant user.");
+  const { role } = rightsOf({ identity: who });
+  if (role === "tenant") throw new GatewayError(403, "missing_scope", "The admin API is for operators; this identity is a tenant user.");
   const reads = c.req.method === "GET" || c.req.method === "HEAD";
-  if (who.role === "readonly" && !reads)
+  if (role === "readonly" && !reads)
     throw new GatewayError(
       403,
       "read_only",
