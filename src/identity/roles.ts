@@ -35,12 +35,6 @@ export function rightsOf(who: { tenant?: Tenant; identity?: { role: OperatorRole
   return { role, readsAll: role !== "tenant", changesAll: role === "admin" };
 }
 
-/** The role of a tenant key's caller (rightsOf for a key). */
-export const roleOf = (tenant: Tenant): OperatorRole => rightsOf({ tenant }).role;
-
-/** Admin or operator-readonly: may read every tenant. */
-export const isOperator = (tenant: Tenant) => rightsOf({ tenant }).readsAll;
-
 /**
  * The tenant a tenant *user* acts for: its record with the operator scopes taken out, so that no check reading scopes
  * (the console's, the admin API's, a consent's, an MCP token minted from it) finds an operator role a key of that tenant
