@@ -46,7 +46,7 @@ beforeAll(async () => {
   const start = () => startNodeGateway({ config: parseConfig(raw), secrets, configFile: file, env: {} });
   [a, b] = await Promise.all([start(), start()]);
   // The file changes; both instances are told at once (as a SIGHUP to every pod would).
-  raw.tenants[1]!.budget = { daily: "8.00" };
+  (raw.tenants[1] as { budget?: { daily: string } }).budget = { daily: "8.00" };
   raw.tenants.push({ id: "later", keys: [{ hash: await hashTenantKey(later) }] } as (typeof raw.tenants)[number]);
   await writeFile(file, JSON.stringify(raw));
 }, 60_000);
