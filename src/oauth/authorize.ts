@@ -55,7 +55,7 @@ export function authorizeHandlers(ctx: OAuthContext): { authorizePage: RowHandle
     let client: OAuthClient;
     let redirectUri: string;
     try {
-      client = await resolveClient(store, config, one(q, "client_id") ?? "", services.now());
+      client = await resolveClient(store, config, one(q, "client_id") ?? "", services.now(), services.destinations);
       const presented = one(q, "redirect_uri");
       if (presented === undefined) {
         if (client.redirectUris.length !== 1) throw new OAuthError(400, "invalid_request", "redirect_uri is required.");
