@@ -80,6 +80,7 @@ import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import { RequestRecorder } from "./telemetry/request-recorder.js";
+import { webDestinationGuard } from "./platform/destination-guard.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
 
@@ -108,6 +109,8 @@ export interface GatewayDeps {
   docsAssets?: DocsAssets;
   /** Alert webhooks; the Node entry passes one that checks the resolved address and connects to it. */
   webhookSender?: GatewayServices["webhookSender"];
+  /** Outbound fetches a client or tenant names; the Node entry passes one that checks resolved addresses. */
+  destinations?: GatewayServices["destinations"];
   /**
    * What holds the wallet's key when it is not the local TOLLGATE_WALLET_KEY (`[wallet] signer`): the Node entry opens
    * a PKCS#11 token (src/platform/node/pkcs11-signer.ts). The gateway closes it when it closes.
@@ -314,6 +317,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
     metrics,
     webhookSender: deps.webhookSender,
+    destinations: deps.destinations ?? webDestinationGuard,
     tracer: deps.tracer,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),

@@ -11,6 +11,7 @@ import type { PlatformSpeed } from "./platform/speed.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./identity/tenant-sync.js";
 import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
+import type { DestinationGuard } from "./platform/destination-guard.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
 import type { MoneyEvents } from "./payments/events.js";
@@ -44,6 +45,11 @@ export interface GatewayServices {
   tracer?: Tracer;
   /** Sends alert webhooks; the Node entry's checks the resolved address (src/platform/node/webhook-sender.ts), else fetch. */
   webhookSender?: WebhookSender;
+  /**
+   * The one guard for outbound fetches a client or tenant names (src/platform/destination-guard.ts): the Node entry's
+   * resolves and checks every address and connects to the one it checked; else the Web one (the URL checked).
+   */
+  destinations: DestinationGuard;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;

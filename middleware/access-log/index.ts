@@ -56,6 +56,8 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
   const clock = opts.clock ?? Date.now;
   const requests = opts.requests?.enabled ? opts.requests : undefined;
   const logging = logger.enabled("info");
+  // The request log keeps the path redacted as this log's line is (a key, token or JWT a client put in a path).
+  const redactPath = (path: string) => logger.redactor.text(path);
   return async function accessLogMiddleware(c, next) {
     // The chain records what it decided here whether or not a line is written. The line is this object: it starts with
     // the request's own fields, the chain adds its own after them (tenant, route, paid...), and the rest is filled in
@@ -78,7 +80,7 @@ export function accessLog(logger: Logger, opts: AccessLogOptions = {}): Middlewa
         if (f.cache) metrics.cache(f.cache, f.saved);
       }
       if (requests) {
-        const r = RequestRecorder.recordOf(c, f, status, Math.round(seconds * 10_000) / 10, at);
+        const r = RequestRecorder.recordOf(c, f, status, Math.round(seconds * 10_000) / 10, at, redactPath);
         if (r) requests.record(c, r);
       }
       if (logging) {

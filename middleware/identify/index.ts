@@ -10,13 +10,14 @@ import { looksLikeGatewayToken, MCP_SCOPES, requireTokenScope, type GatewayToken
 import type { RouteRow } from "../../src/routing/row.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
-import { roleOf } from "../../src/identity/roles.js";
+import { rightsOf } from "../../src/identity/roles.js";
 import { publicOriginOf } from "../../src/platform/public-origin.js";
 import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.js";
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";
 import { getCookie } from "hono/cookie";
 import { requireParentKey } from "../../src/identity/lineage.js";
+import { toolsReach } from "../../src/routing/tool-rows.js";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
 type IdentifyServices = Pick<
@@ -52,7 +53,9 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
     token?: GatewayToken,
   ): TenantCaller | Promise<TenantCaller> => {
     if (asToken && token && acceptsKey && token.kind === "mcp") {
-      return { via: "token", tenant: mcpTokenTenant(services, row, token), token, presented: asToken };
+      const tenant = mcpTokenTenant(services, row, token);
+      tokenReaches(services, c, row, token);
+      return { via: "token", tenant, token, presented: asToken };
     }
     if (asToken && token && tokenKinds.size > 0) {
       if (!tokenKinds.has(token.kind)) {
@@ -71,6 +74,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
       const tenant = services.directory.get(token.tenant);
       if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
       requireParentKey(token, tenant, services.now());
+      tokenReaches(services, c, row, token);
       return { via: "token", tenant, token, presented: asToken };
     }
     if (acceptsKey) {
@@ -142,6 +146,27 @@ function mcpTokenTenant(services: IdentifyServices, row: RouteRow, token: Gatewa
   return tenant;
 }
 
+/**
+ * The one check of what a token was issued for, on every row it is presented to (HTTP and MCP alike: an MCP tool call
+ * is a request through the same row): its audience (RFC 8707: an OAuth access token's `resource`, the gateway's origin
+ * or its `/mcp`), and an OAuth grant's tool choice (src/routing/tool-rows.ts: the rows each tool reaches). Scopes are
+ * checked beside it by the caller's kind (mcpTokenTenant, requireTokenScope). A token with neither claim passes.
+ */
+function tokenReaches(services: IdentifyServices, c: Context<GatewayEnv>, row: RouteRow, token: GatewayToken): void {
+  if (token.aud !== undefined) {
+    const origin = publicOriginOf(c, services);
+    if (token.aud !== `${origin}/mcp` && token.aud !== origin && token.aud !== `${origin}/`)
+      throw new GatewayError(401, "token_audience", `This token was issued for ${token.aud}, not for this gateway.`);
+  }
+  if (token.tools && !toolsReach(token.tools, row.name))
+    throw new GatewayError(
+      403,
+      "token_tool",
+      `This token's grant does not allow what ${row.name} does (it allows the tools: ${token.tools.join(", ")}).`,
+      { allowedTools: token.tools },
+    );
+}
+
 const OWN_CREDENTIALS = new Set(["public", "tenant-key", "operator", "metrics-token", "mcp-token", "console"]);
 
 /**
@@ -182,6 +207,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
         throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
       if (!tenant?.enabled || token.cap === undefined) throw wrong(token.kind);
       requireParentKey(token, tenant, services.now());
+      tokenReaches(services, c, row, token);
       return { via: "token", tenant, token, presented };
     }
     if (operator) {
@@ -191,7 +217,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
     if (!takesKey) throw new GatewayError(401, "unauthorized", "This route needs a tenant key.");
     const tenant = await services.directory.authenticate(presented);
     if (operator) {
-      const role = roleOf(tenant);
+      const { role } = rightsOf({ tenant });
       const reads = c.req.method === "GET" || c.req.method === "HEAD";
       if (role === "readonly" && !reads && !row.readOnlyMay)
         throw new GatewayError(
@@ -309,10 +335,10 @@ async function identityCaller(
   if (!verified) return undefined;
   const who = verified.identity;
   if (!who) throw new GatewayError(403, "no_role", "This identity maps to no role in this gateway (see [operators.oidc.roles]).");
-  if (who.role === "tenant")
-    throw new GatewayError(403, "missing_scope", "The admin API is for operators; this identity is a tenant user.");
+  const { role } = rightsOf({ identity: who });
+  if (role === "tenant") throw new GatewayError(403, "missing_scope", "The admin API is for operators; this identity is a tenant user.");
   const reads = c.req.method === "GET" || c.req.method === "HEAD";
-  if (who.role === "readonly" && !reads)
+  if (role === "readonly" && !reads)
     throw new GatewayError(
       403,
       "read_only",

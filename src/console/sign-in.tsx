@@ -10,7 +10,7 @@ import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
 import { signInKey } from "../identity/resources.js";
-import { roleOf } from "../identity/roles.js";
+import { rightsOf } from "../identity/roles.js";
 import { endSession, startSession, validFormToken, type ConsoleSession } from "../identity/console-session.js";
 import { peekLink, redeemLink } from "../operators/actions/console-links.js";
 import { asGatewayContext, type C, field, formOf, type Pages, record, render } from "./kit.js";
@@ -58,7 +58,8 @@ export async function requireSession(services: GatewayServices, c: C): Promise<R
     throw new GatewayError(401, "unauthorized", "Your console session has ended; sign in again.");
   }
   const { session, tenant } = found;
-  const role = roleOf(tenant);
+  // One rule for every surface: a person's role is the one its claims mapped to, never its tenant's scopes.
+  const { role } = rightsOf({ tenant, identity: session.identity });
   c.set("session", session);
   asGatewayContext(c).set("tenant", tenant); // the actions below are audited under this tenant
   // ... or under the person signed in through the provider, who sees their own audit lines by name.

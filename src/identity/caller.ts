@@ -7,6 +7,7 @@ import type { ConsoleSession } from "./console-session.js";
 import type { Tenant } from "./tenants.js";
 import type { GatewayToken } from "./tokens.js";
 import type { SignedInIdentity } from "./sign-in.js";
+import { rightsOf, type Rights } from "./roles.js";
 
 export type Caller =
   | {
@@ -51,6 +52,17 @@ export function callerTenant(c: Context<GatewayEnv>): Tenant {
   if (!caller || !("tenant" in caller) || !caller.tenant)
     throw new GatewayError(401, "unauthorized", "This route needs a tenant key or a gateway token.");
   return caller.tenant;
+}
+
+/**
+ * What a caller may do on the operator surface (roles.ts's `rightsOf`): a key by its tenant's scopes, a person by the
+ * role the provider's claims mapped to; a gateway token, ticket or anonymous caller is a tenant's at most.
+ */
+export function callerRights(caller: Caller | undefined): Rights {
+  if (caller?.via === "identity") return rightsOf({ tenant: caller.tenant, identity: caller.identity });
+  if (caller?.via === "console") return rightsOf({ tenant: caller.tenant, identity: caller.session?.identity });
+  if (caller?.via === "key") return rightsOf({ tenant: caller.tenant });
+  return rightsOf({});
 }
 
 /**

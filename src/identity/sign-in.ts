@@ -10,7 +10,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload }
 import type { AccessConfig, OidcConfig, RoleMapping } from "../../config/operators-schema.js";
 import { tenantSchema } from "../../config/tenant-schema.js";
 import { GatewayError } from "../errors.js";
-import type { OperatorRole } from "./roles.js";
+import { personTenant, type OperatorRole } from "./roles.js";
 import type { Tenant, TenantDirectory } from "./tenants.js";
 
 /** Who signed in through a provider: the subject (`sub`), its role, and for a tenant user its tenant. */
@@ -36,9 +36,19 @@ const ROLE_NAMES: Array<[keyof RoleMapping, OperatorRole]> = [
 const claimAt = (claims: Record<string, unknown>, path: string): unknown =>
   path.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), claims);
 
+/**
+ * A rule on an email claim (`email:…`, `profile.email:…`) counts only when the provider vouches the address is the
+ * person's: the `email_verified` claim beside it is `true` (OIDC Core §5.1). Anyone can sign up at many providers with
+ * an address they do not own.
+ */
+const isEmailRule = (path: string) => path === "email" || path.endsWith(".email");
+const verifiedEmail = (claims: Record<string, unknown>, path: string) => claimAt(claims, `${path}_verified`) === true;
+
 function matches(claims: Record<string, unknown>, rule: string): boolean {
   const at = rule.indexOf(":");
-  const value = claimAt(claims, rule.slice(0, at));
+  const path = rule.slice(0, at);
+  if (isEmailRule(path) && !verifiedEmail(claims, path)) return false;
+  const value = claimAt(claims, path);
   const want = rule.slice(at + 1);
   const values = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
   return values.some(
@@ -66,14 +76,15 @@ export function roleFromClaims(
 }
 
 /**
- * The tenant an identity acts as: for a tenant user its own (live and enabled, else none); for an operator a tenant of
+ * The tenant an identity acts as: for a tenant user its own (live and enabled, else none), with no operator scope even
+ * when the tenant it names holds one (a tenant claim never confers an operator role: roles.ts); for an operator a tenant of
  * its own making that exists nowhere else (`oidc:<sub>`, scope admin or operator-readonly), so every check that reads
  * an operator's scopes reads the role, and no tenant's budget or keys are touched.
  */
 export function identityTenant(directory: Pick<TenantDirectory, "get">, who: SignedInIdentity): Tenant | undefined {
   if (who.role === "tenant") {
     const t = who.tenant ? directory.get(who.tenant) : undefined;
-    return t?.enabled ? t : undefined;
+    return t?.enabled ? personTenant(t) : undefined;
   }
   return { ...templateTenant(), id: actorOf(who), scopes: [who.role === "admin" ? "admin" : "operator-readonly"], keys: [] };
 }

@@ -16,7 +16,7 @@ import { GatewayCall } from "./call.js";
 import { answerStateless, isStateless } from "./stateless.js";
 import { JobTaskStore, offerTasks } from "./tasks.js";
 import { registerTools, taskTools } from "./tools.js";
-import { authorizationServers, onlyGrantedTools, requireAudience } from "../oauth/mcp-guard.js";
+import { authorizationServers, onlyGrantedTools } from "../oauth/mcp-guard.js";
 
 /** One JSON-RPC message (or a batch): tool arguments included. A file written through MCP is at most 512 KiB. */
 const MCP_BODY_LIMIT = 1024 * 1024;
@@ -75,7 +75,6 @@ export function mcpHandlers(services: GatewayServices, paysX402: boolean): Handl
 
   async function endpoint(c: Context<GatewayEnv>): Promise<Response> {
     const caller = mcpCaller(c);
-    requireAudience(c, services);
     // Stateless: no server-initiated stream to hold open, no session to end.
     if (c.req.method !== "POST")
       return rpcError(405, -32000, "method_not_allowed", "This MCP endpoint is stateless: send messages with POST.", { allow: "POST" });

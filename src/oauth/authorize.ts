@@ -64,7 +64,7 @@ async function checkRequest(
   let p: ReturnType<typeof paramsOf>;
   try {
     p = paramsOf(q);
-    client = await resolveClient(store, config, p.clientId, services.now());
+    client = await resolveClient(store, config, p.clientId, services.now(), services.destinations);
     if (p.redirectUri === undefined) {
       if (client.redirectUris.length !== 1) throw new OAuthError(400, "invalid_request", "redirect_uri is required.");
       redirectUri = client.redirectUris[0]!;

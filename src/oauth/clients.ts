@@ -4,6 +4,7 @@
 import type { TollgateConfig } from "../../config/schema.js";
 import type { OAuthClient, OAuthStore } from "../state/oauth.js";
 import { OAuthError } from "./errors.js";
+import { type DestinationGuard, DestinationUnreachable } from "../platform/destination-guard.js";
 
 type OAuthConfig = TollgateConfig["oauth"];
 
@@ -122,50 +123,29 @@ function metadataDocumentUrl(config: OAuthConfig, clientId: string): URL | undef
   return config.clientMetadataDocuments.allowHttpLoopback && isLoopbackHttp(u) ? u : undefined;
 }
 
-/** Reads at most `max` bytes of a body: more is refused, not truncated. */
-async function boundedText(res: Response, max: number): Promise<string> {
-  const declared = Number(res.headers.get("content-length") ?? "0");
-  if (declared > max) throw new Error(`the document is larger than ${max} bytes`);
-  const reader = res.body?.getReader();
-  if (!reader) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw new Error(`the document is larger than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
-}
-
-/** Fetches and checks a client's metadata document (bounded in time and size, no redirects). */
-async function fetchMetadataDocument(config: OAuthConfig, url: URL, now: number): Promise<OAuthClient> {
+/**
+ * Fetches and checks a client's metadata document through the destination guard (src/platform/destination-guard.ts:
+ * the name resolved and every address checked, no private or local range unless the loopback is allowed for tests,
+ * connected to the address checked, no redirect, bounded in time and size). Whatever kept the document from coming back
+ * (refused, unknown, closed, silent, not 200) is one message, so a client learns nothing of what listens where.
+ */
+async function fetchMetadataDocument(config: OAuthConfig, url: URL, now: number, guard: DestinationGuard): Promise<OAuthClient> {
   const cfg = config.clientMetadataDocuments;
+  const loopback = cfg.allowHttpLoopback && isLoopbackHttp(url);
   let doc: unknown;
   try {
-    const res = await fetch(url.href, {
-      headers: { accept: "application/json" },
-      redirect: "manual",
-      signal: AbortSignal.timeout(cfg.timeoutMs),
+    const res = await guard.fetch({
+      url: url.href,
+      headers: new Headers({ accept: "application/json" }),
+      timeoutMs: cfg.timeoutMs,
+      maxBytes: cfg.maxBytes,
+      policy: { allowHttp: loopback, allowCidrs: loopback ? ["127.0.0.0/8", "::1/128"] : [] },
     });
-    if (res.status !== 200) {
-      await res.body?.cancel().catch(() => {});
-      throw new Error(`it answered HTTP ${res.status}`);
-    }
-    doc = JSON.parse(await boundedText(res, cfg.maxBytes));
+    if (res.status !== 200) throw new DestinationUnreachable(`it answered HTTP ${res.status}`);
+    doc = JSON.parse(new TextDecoder().decode(res.body));
   } catch (err) {
-    const why = err instanceof SyntaxError ? "it is not JSON" : err instanceof Error ? err.message : String(err);
+    const why =
+      err instanceof SyntaxError ? "it is not JSON" : err instanceof DestinationUnreachable ? err.message : "it could not be read";
     throw new OAuthError(400, "invalid_client", `The client's metadata document at ${url.href} could not be read: ${why}.`);
   }
   if ((doc as { client_id?: unknown })?.client_id !== url.href)
@@ -182,7 +162,13 @@ async function fetchMetadataDocument(config: OAuthConfig, url: URL, now: number)
  * The client a client_id names: a registration, or a metadata document (fetched, then kept `cacheSeconds` for the
  * fleet). @throws OAuthError invalid_client when it names none.
  */
-export async function resolveClient(store: OAuthStore, config: OAuthConfig, clientId: string, now: number): Promise<OAuthClient> {
+export async function resolveClient(
+  store: OAuthStore,
+  config: OAuthConfig,
+  clientId: string,
+  now: number,
+  guard: DestinationGuard,
+): Promise<OAuthClient> {
   if (!clientId || clientId.length > 2000) throw new OAuthError(400, "invalid_client", "client_id is missing.");
   const url = metadataDocumentUrl(config, clientId);
   if (!url) {
@@ -197,7 +183,7 @@ export async function resolveClient(store: OAuthStore, config: OAuthConfig, clie
   }
   const cached = await store.getClient(url.href);
   if (cached?.via === "metadata-document") return cached;
-  const client = await fetchMetadataDocument(config, url, now);
+  const client = await fetchMetadataDocument(config, url, now, guard);
   if (config.clientMetadataDocuments.cacheSeconds > 0) await store.putClient(client, config.clientMetadataDocuments.cacheSeconds * 1000);
   return client;
 }

@@ -1,23 +1,11 @@
-// What /mcp (src/mcp/endpoint.ts) asks of an OAuth access token: that it is for this resource (RFC 8707), and that the
-// tools its grant left out stay out of the server it is answered by.
+// What /mcp (src/mcp/endpoint.ts) asks of an OAuth access token: that the tools its grant left out stay out of the
+// server it is answered by. That the token is for this resource (RFC 8707) and reaches the row at all is the identify
+// step's one check, on every row (middleware/identify, tokenReaches).
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
-import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { publicOriginOf } from "../platform/public-origin.js";
-
-/** An OAuth access token is for one resource (RFC 8707): this endpoint, or the gateway as a whole. */
-export function requireAudience(c: Context<GatewayEnv>, services: GatewayServices): void {
-  const caller = c.get("caller");
-  const aud = caller.via === "token" ? caller.token.aud : undefined;
-  if (aud === undefined) return;
-  const origin = publicOriginOf(c, services);
-  if (aud === `${origin}/mcp` || aud === origin || aud === `${origin}/`) return;
-  throw new GatewayError(401, "token_audience", `This token was issued for ${aud}, not for this endpoint.`, undefined, {
-    "www-authenticate": `Bearer error="invalid_token", resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`,
-  });
-}
 
 /** An OAuth grant that allows some of its scopes' tools only: the others are left out of this server as they register. */
 export function onlyGrantedTools(server: McpServer, c: Context<GatewayEnv>): void {

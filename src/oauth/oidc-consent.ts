@@ -7,6 +7,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import { actorOf, identityTenant, type SignedInIdentity } from "../identity/sign-in.js";
+import { rightsOf } from "../identity/roles.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { OAuthErrorPage, oauthHtml } from "./page.js";
 
@@ -59,9 +60,11 @@ export async function consentSignedIn(
 ): Promise<Response> {
   const actor = actorOf({ via: "oidc", sub: result.sub });
   const who = result.identity;
-  const tenant = who?.role === "tenant" ? identityTenant(services.directory, who) : undefined;
+  // The same rule as every surface (roles.ts): only a tenant user connects an agent for a tenant.
+  const role = who ? rightsOf({ identity: who }).role : undefined;
+  const tenant = who && role === "tenant" ? identityTenant(services.directory, who) : undefined;
   if (!who || !tenant) {
-    const reason = !who ? "no_role" : who.role !== "tenant" ? "not_a_tenant" : "unknown_tenant";
+    const reason = !who ? "no_role" : role !== "tenant" ? "not_a_tenant" : "unknown_tenant";
     await audit(services, { person: actor, requestId: c.get("requestId") }, "oauth.consent.denied", `user:${actor}`, undefined, {
       via: "oidc",
       reason,

@@ -18,6 +18,7 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
+import { nodeDestinationGuard } from "./node/destination-guard.js";
 import type { PlatformSpeed } from "./speed.js";
 import { nodeHotHeader } from "./node/request-headers.js";
 import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./node/held-body.js";
@@ -162,6 +163,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const platform: PlatformSpeed = directRelays(opts.config)
     ? { hotHeader: nodeHotHeader, heldBody: nodeHeldBody, heldText: nodeHeldText, writeUnread: undefined }
     : {};
+  const destinations = nodeDestinationGuard();
   gateway = createGateway(opts.config, {
     secrets: opts.secrets,
     platform,
@@ -170,7 +172,8 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     logSink: opts.logSink ?? stdoutLogSink(),
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
-    webhookSender: nodeWebhookSender(opts.config.alerts),
+    webhookSender: nodeWebhookSender(opts.config.alerts, destinations),
+    destinations,
     docsAssets: nodeDocsAssets(),
     tracer: opts.config.tracing.otlpEndpoint
       ? otelTracer({ endpoint: opts.config.tracing.otlpEndpoint, serviceName: opts.config.tracing.serviceName, version: VERSION })

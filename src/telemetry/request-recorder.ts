@@ -3,7 +3,9 @@
 // Workers) appends it. One write is in flight per gateway at a time; records that arrive meanwhile wait in a bounded
 // buffer and go together in the next one, so writes batch by themselves under load and no timer is needed. No request
 // waits for the log, and none makes a round trip to the state before its upstream call. What a record holds: route,
-// status, latency, spend, error code, request and trace id; never a body, header, query string or credential.
+// status, latency, spend, error code, request and trace id; never a body, header, query string or credential. The path
+// is redacted as the access log's line is (the log's Redactor: the gateway's own secrets, keys, tokens and JWTs), before
+// it is cut to length, so no part of a credential a client put in a path is kept.
 import type { Context } from "hono";
 import type { RequestLog, RequestRecord } from "../state/types.js";
 import { routeLabel } from "./route-label.js";
@@ -53,7 +55,14 @@ export class RequestRecorder {
    * The record of a request that ended with `status` after `durationMs`, from its log fields; none for a request no
    * tenant made (refused before a key was read), a console page, or a read of the log itself.
    */
-  static recordOf(c: Context, f: RecordedFields, status: number, durationMs: number, at: number): RequestRecord | undefined {
+  static recordOf(
+    c: Context,
+    f: RecordedFields,
+    status: number,
+    durationMs: number,
+    at: number,
+    redact: (text: string) => string,
+  ): RequestRecord | undefined {
     const tenant = f.tenant ?? c.get("tenant")?.id;
     if (!tenant) return undefined;
     const route = routeLabel(c);
@@ -65,7 +74,7 @@ export class RequestRecorder {
       tenant,
       method: c.req.method,
       route,
-      path: c.req.path.slice(0, MAX_PATH),
+      path: redact(c.req.path).slice(0, MAX_PATH),
       status,
       durationMs,
     };

@@ -11,6 +11,8 @@ export interface TestUser {
   groups: string[];
   tenant?: string;
   email: string;
+  /** The provider vouches for the address (OIDC's `email_verified`); left out, the claim is not sent. */
+  email_verified?: boolean;
 }
 
 export interface TestOidcProvider {
@@ -52,7 +54,7 @@ export async function startOidcProvider(opts: {
       ],
       jwks: { keys: [jwk as never] },
       cookies: { keys: [randomBytes(16).toString("hex")] },
-      claims: { openid: ["sub", "groups", "tenant"], email: ["email"] },
+      claims: { openid: ["sub", "groups", "tenant"], email: ["email", "email_verified"] },
       features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
       async findAccount(_ctx, id) {
         const user = opts.users[id];

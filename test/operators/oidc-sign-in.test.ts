@@ -33,8 +33,17 @@ const USERS = {
   olga: { email: "olga@example.com", groups: ["sre"] },
   tom: { email: "tom@acme.example", groups: ["customers"], tenant: "acme" },
   eve: { email: "eve@example.com", groups: ["marketing"] },
+  // A tenant user whose tenant claim names the operators' tenant (whose keys are admin keys).
+  mallory: { email: "mallory@example.com", groups: ["customers"], tenant: "ops" },
+  // The auditor's address, once as the provider vouches for it and once as anyone may type it in at sign-up.
+  audrey: { email: "auditor@example.com", email_verified: true, groups: [] },
+  ivan: { email: "auditor@example.com", email_verified: false, groups: [] },
 };
-const ROLES = { admin: ["groups:platform-admins"], "operator-readonly": ["groups:sre"], tenant: ["groups:customers"] };
+const ROLES = {
+  admin: ["groups:platform-admins"],
+  "operator-readonly": ["groups:sre", "email:auditor@example.com"],
+  tenant: ["groups:customers"],
+};
 
 describe("OIDC sign-in against a real provider", () => {
   let emu: EmulatorHandle;
@@ -203,6 +212,48 @@ describe("OIDC sign-in against a real provider", () => {
     expect((await admin("GET", "/tenants", { "x-api-key": opsKey })).status).toBe(200);
   });
 
+  it("never makes a tenant user an operator: a tenant claim naming the operators' tenant gives that tenant's own rights only", async () => {
+    const browser = new HttpBrowser();
+    const home = await signIn(browser, "mallory");
+    expect(home.status, home.html.slice(0, 300)).toBe(200);
+    expect(home.html).toContain("mallory@example.com · ops (tenant)");
+    expect(home.html).not.toContain("(admin)");
+    // No other tenant's page, no admin form, no key for another tenant.
+    expect((await browser.follow(consoleUrl("/tenants/acme"))).status).toBe(404);
+    expect((await browser.follow(consoleUrl("/tenants/acme/keys"), { form: { _csrf: csrfOf(home.html), label: "x" } })).status).toBe(404);
+    expect((await browser.follow(consoleUrl("/tenants"), { form: { _csrf: csrfOf(home.html), id: "sneaky" } })).status).toBe(403);
+    expect(
+      (await auditEntries()).some(
+        (e) => e.action === "key.create" && e.actor === "oidc:mallory" && !String(e.target).startsWith("key:ops/"),
+      ),
+    ).toBe(false);
+    expect((await auditEntries()).find((e) => e.action === "console.login" && e.actor === "oidc:mallory")?.after).toMatchObject({
+      role: "tenant",
+    });
+    // The admin API says the same of the same person.
+    const api = await admin("GET", "/tenants", { authorization: `Bearer ${await idp.mintIdToken("mallory")}` });
+    expect([api.status, api.json.code]).toEqual([403, "missing_scope"]);
+    expect((await admin("POST", "/tenants", { authorization: `Bearer ${await idp.mintIdToken("mallory")}` }, { id: "m" })).status).toBe(
+      403,
+    );
+    expect((await admin("GET", "/config/export", { authorization: `Bearer ${await idp.mintIdToken("mallory")}` })).status).toBe(403);
+  });
+
+  it("maps an email rule only for a verified email, on the console and the admin API alike", async () => {
+    const verified = new HttpBrowser();
+    const home = await signIn(verified, "audrey");
+    expect(home.status).toBe(200);
+    expect(home.html).toContain("(read-only operator)");
+    const unverified = new HttpBrowser();
+    const page = await signIn(unverified, "ivan");
+    expect(page.status).toBe(403);
+    expect(page.html).toContain("no role in this gateway");
+    expect(unverified.cookies(gwUrl).has("tollgate_console")).toBe(false);
+    expect((await admin("GET", "/tenants", { authorization: `Bearer ${await idp.mintIdToken("audrey")}` })).status).toBe(200);
+    const ivan = await admin("GET", "/tenants", { authorization: `Bearer ${await idp.mintIdToken("ivan")}` });
+    expect([ivan.status, ivan.json.code]).toEqual([403, "no_role"]);
+  });
+
   it("logs no client secret, code, ID token or session id", async () => {
     const text = gw.logs.join("\n");
     expect(text.length).toBeGreaterThan(0);
@@ -283,6 +334,13 @@ describe("role mapping and config", () => {
     expect(roleFromClaims({ tenant: "acme" }, roles, "tenant")).toEqual({ role: "tenant", tenant: "acme" });
     expect(roleFromClaims({ tenant: "" }, roles, "tenant")).toBeUndefined();
     expect(roleFromClaims({ groups: ["b"] }, roles, "tenant")).toBeUndefined();
+    // Email rules need the provider to vouch for the address (email_verified: true, the boolean).
+    const byEmail = { admin: ["email:a@x.example"], "operator-readonly": ["org.email:r@x.example"], tenant: [] };
+    expect(roleFromClaims({ email: "a@x.example" }, byEmail, "tenant")).toBeUndefined();
+    expect(roleFromClaims({ email: "a@x.example", email_verified: "true" }, byEmail, "tenant")).toBeUndefined();
+    expect(roleFromClaims({ email: "a@x.example", email_verified: true }, byEmail, "tenant")).toEqual({ role: "admin" });
+    expect(roleFromClaims({ org: { email: "r@x.example", email_verified: true } }, byEmail, "tenant")).toEqual({ role: "readonly" });
+    expect(roleFromClaims({ org: { email: "r@x.example" }, email_verified: true }, byEmail, "tenant")).toBeUndefined();
   });
 
   it("names the exact field of a wrong [operators.oidc] or [operators.access]", () => {

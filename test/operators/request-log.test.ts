@@ -266,3 +266,103 @@ async function seenAcross(a: ReturnType<typeof createGateway>, b: ReturnType<typ
   expect(seen).toEqual([expect.objectContaining({ id: "fleet-2", tenant: "acme", route: "own.whoami" })]);
   expect(ms).toBeLessThan(1000);
 }
+
+describe("paths with credentials in them", () => {
+  // A client that puts a credential in a path (a key pasted into a URL, a JWT or refresh token as a path segment) finds
+  // it redacted in the request log as in the access log: in the stored record, the tenant's and the admin's views, the
+  // console's page and its CSV/JSON exports. A record kept unredacted (written before this rule) is redacted when shown.
+  const acmeKey = generateTenantKey();
+  const opsKey = generateTenantKey();
+  const otherKey = generateTenantKey();
+  const jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ0ZW5hbnQ6YWNtZSIsImV4cCI6NDEwMjQ0NDgwMH0.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWc";
+  const refresh = `tgr_${"R".repeat(43)}`;
+  const secrets = [acmeKey, opsKey, otherKey, jwt, refresh];
+  let gw: Awaited<ReturnType<typeof startTestGatewayFor>>;
+  const startTestGatewayFor = async () =>
+    (await import("../helpers/gateway.js")).startTestGateway(
+      {
+        server: { logLevel: "info" },
+        upstream: { baseUrl: "http://127.0.0.1:9" },
+        tenants: [
+          { id: "acme", scopes: ["search", "sessions"], keys: [{ hash: await hashTenantKey(acmeKey) }] },
+          { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(opsKey) }] },
+        ],
+      },
+      { upstreamApiKey: "upstream-key-0123456789", tokenSecret: "s".repeat(40) },
+    );
+  // The session read identifies the key first: an unfronted path is counted to the tenant whose key was checked lately.
+  const paths = [`/api/session/${jwt}`, `/api/not-a-route/${otherKey}`, `/api/x/${refresh}/y`, `/x402/${acmeKey}`];
+
+  beforeAll(async () => {
+    gw = await startTestGatewayFor();
+    for (const p of paths) {
+      const r = await fetch(`${gw.url}${p}`, { headers: { "x-api-key": acmeKey } });
+      await r.arrayBuffer();
+      expect(r.status, p).toBeGreaterThanOrEqual(400);
+    }
+    // A record stored before paths were redacted on write: shown redacted all the same.
+    await gw.gateway.stores.requests.append(
+      [
+        {
+          id: "old-1",
+          at: Date.now() - 1000,
+          tenant: "acme",
+          method: "GET",
+          route: "route_not_fronted",
+          path: `/api/${jwt}/${refresh}`,
+          status: 404,
+          durationMs: 1,
+        },
+      ],
+      1000,
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  const leaks = (text: string) => secrets.filter((x) => text.includes(x)).map((x) => `${x.slice(0, 6)}…`);
+
+  it("stores the path redacted, as the access log writes it", async () => {
+    await gw.gateway.services.requests?.flush();
+    const stored = (await gw.gateway.stores.requests.list("acme", 1000)).filter((r) => r.id !== "old-1");
+    expect(stored).toHaveLength(paths.length);
+    expect(leaks(JSON.stringify(stored))).toEqual([]);
+    expect(stored.map((r) => r.path).sort()).toEqual(
+      ["/api/not-a-route/[REDACTED_KEY]", "/api/session/[REDACTED_JWT]", "/api/x/[REDACTED_KEY]/y", "/x402/[REDACTED_KEY]"].sort(),
+    );
+    const line = gw.logs.filter((l) => l.includes('"msg":"request"') && l.includes("/api/session/"));
+    expect(line.length).toBeGreaterThan(0);
+    expect(line[0]).toContain("/api/session/[REDACTED_JWT]");
+  });
+
+  it("shows no credential in the tenant's, the admin's or the console's views, nor in CSV or JSON exports", async () => {
+    const texts: Record<string, string> = {};
+    const read = async (name: string, url: string, headers: Record<string, string>) => {
+      const r = await fetch(`${gw.url}${url}`, { headers });
+      expect(r.status, name).toBe(200);
+      texts[name] = await r.text();
+    };
+    await read("tenant json", "/_tollgate/requests", { "x-api-key": acmeKey });
+    await read("tenant csv", "/_tollgate/requests?format=csv", { "x-api-key": acmeKey });
+    await read("tenant one", "/_tollgate/requests/old-1", { "x-api-key": acmeKey });
+    await read("admin json", "/_tollgate/admin/requests?tenant=acme", { "x-api-key": opsKey });
+    await read("admin csv", "/_tollgate/admin/requests?tenant=acme&format=csv", { "x-api-key": opsKey });
+    const login = await fetch(`${gw.url}/_tollgate/console/login`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { origin: gw.url, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ key: opsKey }),
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+    await read("console page", "/_tollgate/console/requests?tenant=acme", { cookie });
+    await read("console csv", "/_tollgate/console/requests?tenant=acme&format=csv", { cookie });
+    await read("console json", "/_tollgate/console/requests?tenant=acme&format=json", { cookie });
+    for (const [name, text] of Object.entries(texts)) {
+      expect(leaks(text), name).toEqual([]);
+      expect(text, name).toContain("[REDACTED_JWT]");
+    }
+    expect(JSON.parse(texts["tenant one"]!).path).toBe("/api/[REDACTED_JWT]/[REDACTED_KEY]");
+  });
+});

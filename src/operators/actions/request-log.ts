@@ -82,15 +82,18 @@ function timeOf(field: string, s: string | undefined, end: boolean): number | un
   return end && BARE_DATE.test(s.trim()) ? t + DAY_MS : t;
 }
 
-/** A record as the API shows it: its time as ISO, its spend in USD beside the atomic figure. */
-function requestView(r: RequestRecord) {
+/**
+ * A record as the API shows it: its time as ISO, its spend in USD beside the atomic figure, its path redacted as the
+ * access log's (records are redacted when written; a record kept from before, or a secret registered since, is too).
+ */
+function requestView(r: RequestRecord, redact: (text: string) => string) {
   return {
     id: r.id,
     time: new Date(r.at).toISOString(),
     tenant: r.tenant,
     method: r.method,
     route: r.route,
-    path: r.path,
+    path: redact(r.path),
     status: r.status,
     durationMs: r.durationMs,
     ...(r.upstreamMs !== undefined ? { upstreamMs: r.upstreamMs } : {}),
@@ -115,7 +118,8 @@ export async function searchRequests(services: GatewayServices, tenants: string[
   const logs = await Promise.all(tenants.map((t) => services.stores.requests.list(t, keep)));
   const found = logs.flat().filter(test);
   if (tenants.length > 1) found.sort((a, b) => b.at - a.at);
-  return found.slice(0, limit).map(requestView);
+  const redact = (text: string) => services.logger.redactor.text(text);
+  return found.slice(0, limit).map((r) => requestView(r, redact));
 }
 
 /** One of the tenant's requests by id; another tenant's id (or one no longer kept) answers 404. */

@@ -92,8 +92,11 @@ export class DestinationRules {
     return undefined;
   }
 
-  /** Why `url` may not be sent to (scheme, IP literal in a blocked range, a local-only name), or undefined. */
-  urlProblem(url: string): string | undefined {
+  /**
+   * Why `url` may not be sent to (scheme, IP literal in a blocked range, a local-only name), or undefined. `names:
+   * false` leaves host names to the resolved-address check (Node resolves them itself, src/platform/node/destination-guard.ts).
+   */
+  urlProblem(url: string, opts: { names?: boolean } = {}): string | undefined {
     let u: URL;
     try {
       u = new URL(url);
@@ -105,6 +108,7 @@ export class DestinationRules {
     if (u.username || u.password) return "credentials in the URL are not allowed";
     const host = destinationHost(u.hostname);
     if ("ip" in host) return this.addressProblem(host.ip);
+    if (opts.names === false) return undefined;
     if (LOCAL_NAME.test(host.name) || !host.name.includes("."))
       return `${u.hostname} names a local host (use its address and allowlist it in alerts.allowCidrs)`;
     return undefined;

@@ -3,7 +3,7 @@
 // are shown only to an operator key (admin or operator-readonly); anyone else sees whether the check passed.
 import type { Readiness, ReadinessReport } from "../actions/readiness.js";
 import type { GatewayServices } from "../../services.js";
-import { isOperator } from "../../identity/roles.js";
+import { callerRights } from "../../identity/caller.js";
 import { lastCreditDrift } from "../../payments/credit-drift.js";
 import type { Handlers } from "../../routing/handlers.js";
 import { configDrift, driftSummary } from "../actions/config-state.js";
@@ -24,12 +24,11 @@ export function readyHandlers(readiness: Readiness, services: GatewayServices): 
   return {
     "own.ready": async (c) => {
       const report = await readiness.check();
-      const caller = c.get("caller");
-      const tenant = caller.via === "key" ? caller.tenant : undefined;
+      const rights = callerRights(c.get("caller"));
       // Operators see the wallet's figures; admins also the credit drift (the books against the team's bill) and the
       // config drift (admin edits since the last apply: docs/config-as-code.md).
-      const shown = tenant && isOperator(tenant) ? report : publicView(report);
-      const extras = tenant?.scopes.includes("admin")
+      const shown = rights.readsAll ? report : publicView(report);
+      const extras = rights.changesAll
         ? {
             credits: { drift: (await lastCreditDrift(services)) ?? null },
             config: { drift: await configDrift(services).then(driftSummary, () => null) },
@@ -45,10 +44,9 @@ export function readyHandlers(readiness: Readiness, services: GatewayServices): 
         const notClosed = all.filter((a) => a.breaker !== "closed").length;
         if (status === "ready" && notClosed > 0) status = "degraded";
         accountView = {
-          accounts:
-            tenant && isOperator(tenant)
-              ? all.map(({ id, weight, breaker, opened, live, hasKey }) => ({ id, weight, breaker, opened, live, hasKey }))
-              : { total: all.length, breakerOpen: notClosed },
+          accounts: rights.readsAll
+            ? all.map(({ id, weight, breaker, opened, live, hasKey }) => ({ id, weight, breaker, opened, live, hasKey }))
+            : { total: all.length, breakerOpen: notClosed },
         };
       }
       return c.json({ ...shown, status, ...accountView, ...extras }, report.status === "not_ready" ? 503 : 200, {

@@ -1,57 +1,23 @@
-// Node's alert webhook sender: resolves the receiver's name itself, refuses it when any address it resolves to is in
-// a blocked range (../../operators/alerts/destinations.ts), and connects to the address it checked (no second lookup a DNS
-// rebinding could answer differently). node:http never follows redirects.
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
-import type { LookupFunction } from "node:net";
+// Node's alert webhook sender: one POST through the destination guard (./destination-guard.ts), which resolves the
+// receiver's name itself, refuses it when any address it resolves to is in a blocked range
+// (../../operators/alerts/destinations.ts), and connects to the address it checked (no second lookup a DNS rebinding
+// could answer differently). No redirect is followed.
 import type { DestinationPolicy } from "../../operators/alerts/destinations.js";
-import { DestinationRules, destinationHost } from "../../operators/alerts/destinations.js";
 import type { WebhookSender } from "../../operators/alerts/webhook-sender.js";
+import { type DestinationGuard, DestinationUnreachable } from "../destination-guard.js";
+import { nodeDestinationGuard } from "./destination-guard.js";
 
-/** A dns lookup that fails when any address of the name is refused by `rules`. */
-function checkedLookup(rules: DestinationRules): LookupFunction {
-  return (hostname, options, callback) => {
-    dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses: LookupAddress[]) => {
-      if (err) return callback(err, "", 0);
-      for (const a of addresses) {
-        const problem = rules.addressProblem(a.address);
-        if (problem) return callback(Object.assign(new Error(`refused: ${hostname} resolves to ${problem}`), { code: "EREFUSED" }), "", 0);
-      }
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      const first = addresses[0]!;
-      callback(null, first.address, first.family);
-    });
-  };
-}
+/** A receiver's answer is read (and dropped) up to this size; a larger one is a failed delivery. */
+const ANSWER_LIMIT = 1024 * 1024;
 
 /** @example createGateway(config, { ..., webhookSender: nodeWebhookSender(config.alerts) }) */
-export function nodeWebhookSender(policy: DestinationPolicy): WebhookSender {
-  const rules = new DestinationRules(policy);
-  const lookup = checkedLookup(rules);
-  return ({ url, headers, body, timeoutMs }) =>
-    new Promise<number>((resolve, reject) => {
-      const u = new URL(url);
-      // An IP literal is connected to without a lookup: checked here, through the normaliser the config check uses.
-      const host = destinationHost(u.hostname);
-      const problem = "ip" in host ? rules.addressProblem(host.ip) : undefined;
-      if (problem) return reject(new Error(`refused: ${problem}`));
-      const send = u.protocol === "https:" ? httpsRequest : httpRequest;
-      const req = send(u, { method: "POST", headers: Object.fromEntries(headers), lookup, timeout: timeoutMs, agent: false }, (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
-        res.on("error", () => resolve(res.statusCode ?? 0));
-      });
-      req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-      req.on("error", (err) =>
-        reject(
-          new Error(
-            (err as Error).message.startsWith("refused:")
-              ? err.message
-              : `unreachable (${(err as NodeJS.ErrnoException).code ?? err.message})`,
-          ),
-        ),
-      );
-      req.end(body);
-    });
+export function nodeWebhookSender(policy: DestinationPolicy, guard: DestinationGuard = nodeDestinationGuard()): WebhookSender {
+  return async ({ url, headers, body, timeoutMs }) => {
+    try {
+      return (await guard.fetch({ url, method: "POST", headers, body, timeoutMs, maxBytes: ANSWER_LIMIT, policy })).status;
+    } catch (err) {
+      // The operator's own log: the reason (refused, unreachable, timeout) is theirs to read.
+      throw new Error(err instanceof DestinationUnreachable ? err.reason : err instanceof Error ? err.message : String(err));
+    }
+  };
 }

@@ -18,7 +18,7 @@ import {
   stateToToml,
 } from "../../actions/config-state.js";
 import { actorOf } from "../actor.js";
-import { roleOf } from "../../../identity/roles.js";
+import { callerRights } from "../../../identity/caller.js";
 import { publicOriginOf } from "../../../platform/public-origin.js";
 
 /** The body of a diff or apply: `{document, prune}`, every problem named by its field. */
@@ -36,8 +36,7 @@ export function configAdminHandlers(services: GatewayServices): Handlers {
   return {
     "admin.config.export": async (c) => {
       // The file holds the key hashes: an admin's, not a read-only operator's (who reads tenants by key id).
-      const caller = c.get("tenant");
-      if (!caller || roleOf(caller) !== "admin")
+      if (!callerRights(c.get("caller")).changesAll)
         throw new GatewayError(403, "read_only", "Exporting the config needs the admin role: the file holds the keys' hashes.");
       const state = await exportState(services);
       if (c.req.query("format") === "json") return c.json(state, 200, { "cache-control": "no-store" });
