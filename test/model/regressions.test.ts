@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
-import { paidSearch, startSystem, type RealSystem } from "./system.js";
+import { adminCall, consent, mcpList, mintToken, paidSearch, startSystem, type RealSystem, usage } from "./system.js";
 
 let emulator: EmulatorHandle;
 let redis: RedisServer;
@@ -53,5 +53,33 @@ describe("counterexamples of the model", () => {
       (l) => l.length === 1,
     );
     expect(records.map((r) => r.spend)).toEqual(["5000"]);
+  });
+
+  // Seed 5 (memory), shrunk to two steps: payTogether(stopper, ×3, x402), consent(stopper's key). The third search
+  // spent the budget and pulled the kill switch (every token of the tenant minted up to that moment revoked); the grant
+  // consented right after got an access token refused on every surface (401 token_revoked), for its whole life: the
+  // cut-off and the token's `iat` were whole seconds, so a token minted later in the cut-off's second counted as before it.
+  it("a token minted just after a tenant-wide revocation works (the cut-off is not rounded to its second)", async () => {
+    const [a, b] = urls();
+    const key = sys.configKeys.stopper!;
+    // The kill switch as an admin pulls it (disable), then the tenant comes back at once.
+    expect((await adminCall(a, ops(), "POST", "/tenants/stopper/disable")).status).toBe(200);
+    expect((await adminCall(a, ops(), "POST", "/tenants/stopper/enable")).status).toBe(200);
+    const minted = await mintToken(a, key, { kind: "mcp", scopes: ["search"], cap: "0.010", ttlSeconds: 600 });
+    expect(minted.status).toBe(201);
+    const g = await consent(a, a, key, ["search"], "0.010");
+    expect(g.status).toBe(200);
+    for (const url of [a, b]) {
+      // The re-enabled tenant reaches the other instance within the fleet bound.
+      expect(
+        await until(
+          1500,
+          () => mcpList(url, { key }),
+          (s) => s === 200,
+        ),
+      ).toBe(200);
+      expect(await mcpList(url, { bearer: minted.json.token })).toBe(200);
+      expect(await usage(url, { bearer: g.access! })).toBe(200);
+    }
   });
 });

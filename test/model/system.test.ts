@@ -35,7 +35,7 @@ async function property(backend: Backend) {
   const started = Date.now();
   let runs = 0;
   let steps = 0;
-  const prop = fc.asyncProperty(fc.commands([commandArbitraries()], { maxCommands: MAX_COMMANDS, size: "+1" }), async (cmds) => {
+  const prop = fc.asyncProperty(fc.commands([commandArbitraries()], { maxCommands: MAX_COMMANDS, size: "large" }), async (cmds) => {
     runs++;
     const sys = await startSystem(backend, emulator, `${redis.url}/7`);
     let model: Model | undefined;
