@@ -167,6 +167,7 @@ export class Consent extends Step {
     readonly scopes: string[],
     readonly at: Inst,
     readonly exchangeAt: Inst,
+    readonly tools?: string[],
   ) {
     super();
   }
@@ -189,6 +190,7 @@ export class Consent extends Step {
       accessAt: m.now(),
       refresh: g.refresh!,
       scopes: this.scopes,
+      ...(this.tools ? { tools: this.tools } : {}),
       cap: usdToAtomic(cap),
       spent: 0n,
       bornAt: m.now(),
@@ -196,7 +198,8 @@ export class Consent extends Step {
     m.grants.push(grant);
     m.secrets.add(grant.access).add(grant.refresh);
   }
-  toString = () => `consent(key #${this.n}, [${this.scopes}], @${this.at}→@${this.exchangeAt})`;
+  toString = () =>
+    `consent(key #${this.n}, [${this.scopes}]${this.tools ? ` tools [${this.tools}]` : ""}, @${this.at}→@${this.exchangeAt})`;
 }
 
 /** `n` refreshes with the grant's refresh token at once, spread over both instances (as an MCP host's parallel calls). */
@@ -447,7 +450,7 @@ export class Restart extends Step {
   constructor(readonly at: Inst) {
     super();
   }
-  check = () => true;
+  check = (m: Readonly<Model>) => !(KNOWN.restartRevertsApply && m.applied);
   async act(_m: Model, r: RealSystem) {
     await r.restart(this.at);
   }
@@ -470,6 +473,7 @@ export class ApplyConfig extends Step {
     acme.budget = { ...(acme.budget ?? {}), daily: this.daily };
     const res = await adminCall(url(r, this.at), key, "POST", "/config/apply", { document: doc });
     expect(res.status, JSON.stringify(res.json)).toBe(200);
+    m.applied = true;
     const t = m.tenants.acme!;
     t.changedAt = m.now();
     const highest = maxDailySeen.get(t) ?? t.daily!;
@@ -500,6 +504,34 @@ export class SecretInPath extends Step {
   toString = () => `secretInPath(key #${this.n}, @${this.at})`;
 }
 
+/** A grant whose consent chose the web_search tool alone starts a scrape on the HTTP row: refused as at /mcp. */
+export class OffTool extends Step {
+  constructor(
+    readonly g: number,
+    readonly at: Inst,
+  ) {
+    super();
+  }
+  private candidates = (m: Model) => m.grants.filter((g) => g.tools && accessLiveness(m, g) === "alive");
+  check = (m: Readonly<Model>) => this.candidates(m as Model).length > 0;
+  async act(m: Model, r: RealSystem) {
+    const g = pick(this.candidates(m), this.g)!;
+    const res = await fetch(`${url(r, this.at)}/api/scrape`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${g.access}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: "https://example.com/" }),
+    });
+    const body = await res.text();
+    if (res.status === 403) return;
+    if (KNOWN.grantScopeOnlyAtMcp && res.status !== 200) {
+      m.known.add("grantScopeOnlyAtMcp");
+      return;
+    }
+    expect.fail(`grant #${g.n} (tools ${g.tools}) started a scrape: ${res.status} ${body.slice(0, 200)}\n${trailOf(m)}`);
+  }
+  toString = () => `offTool(grant #${this.g}, @${this.at})`;
+}
+
 export function commandArbitraries() {
   const n = fc.nat({ max: 20 });
   const tenant = fc.constantFrom("acme", "stopper");
@@ -510,20 +542,20 @@ export function commandArbitraries() {
       weight: 2,
       arbitrary: fc.tuple(n, fc.constantFrom<"revoke" | "rotate">("revoke", "rotate"), inst).map(([a, b, c]) => new EndKey(a, b, c)),
     },
-    { weight: 1, arbitrary: fc.tuple(tenant, fc.boolean(), inst).map(([t, e, i]) => new SetTenant(t as "acme", e, i)) },
+    { weight: 2, arbitrary: fc.tuple(tenant, fc.boolean(), inst).map(([t, e, i]) => new SetTenant(t as "acme", e, i)) },
     { weight: 1, arbitrary: fc.tuple(n, inst).map(([a, i]) => new SignIn(a, i)) },
     {
       weight: 3,
       arbitrary: fc
-        .tuple(n, fc.constantFrom<string[]>(["search"], ["search", "sessions"], ["sessions"]), inst, inst)
-        .map(([a, s, i, j]) => new Consent(a, s, i, j)),
+        .tuple(n, fc.constantFrom<string[]>(["search"], ["search", "sessions"], ["sessions"], ["search", "jobs"]), inst, inst)
+        .map(([a, s, i, j]) => new Consent(a, s, i, j, s.includes("jobs") ? ["web_search"] : undefined)),
     },
     { weight: 3, arbitrary: fc.tuple(n, fc.integer({ min: 1, max: 3 })).map(([g, k]) => new Refresh(g, k)) },
     {
       weight: 1,
       arbitrary: fc.tuple(n, fc.constantFrom<"tenant" | "client">("tenant", "client"), inst).map(([g, h, i]) => new RevokeGrant(g, h, i)),
     },
-    { weight: 1, arbitrary: fc.tuple(n, inst).map(([a, i]) => new Mint(a, i)) },
+    { weight: 2, arbitrary: fc.tuple(n, inst).map(([a, i]) => new Mint(a, i)) },
     { weight: 5, arbitrary: fc.tuple(n, paidKind, inst).map(([a, k, i]) => new Pay(a, k, i)) },
     {
       weight: 1,
@@ -537,6 +569,7 @@ export function commandArbitraries() {
         .map(([d, i]) => new ApplyConfig(d, i)),
     },
     { weight: 1, arbitrary: fc.tuple(n, inst).map(([a, i]) => new SecretInPath(a, i)) },
+    { weight: 1, arbitrary: fc.tuple(n, inst).map(([g, i]) => new OffTool(g, i)) },
   );
 }
 

@@ -24,7 +24,7 @@ export interface TenantPlan {
 /** The run's tenants: an operator, a tenant that is blocked at its budget, one whose budget pulls the kill switch. */
 export const TENANTS: TenantPlan[] = [
   { id: "ops", scopes: ["admin", "search"] },
-  { id: "acme", scopes: ["search", "sessions", "sandboxes"], daily: "0.040" },
+  { id: "acme", scopes: ["search", "sessions", "sandboxes", "jobs"], daily: "0.040" },
   { id: "stopper", scopes: ["search", "sessions", "sandboxes"], daily: "0.015", onExhausted: "stop" },
 ];
 
@@ -232,6 +232,7 @@ export async function consent(
   key: string,
   scopes: string[],
   cap: string,
+  tools?: string[],
 ): Promise<{ status: number; clientId?: string; access?: string; refresh?: string; error?: unknown }> {
   const client = await (await registerClient(fetch, consentAt, "Model Agent", REDIRECT)).json();
   const { verifier, challenge } = await pkcePair();
@@ -244,7 +245,11 @@ export async function consent(
     scope: scopes.join(" "),
   });
   const page = await (await fetch(`${consentAt}/authorize?${q}`)).text();
-  const back = await postForm(fetch, `${consentAt}/authorize`, consentForm(page, { credential: key, days: "1", cap, scopes }));
+  const back = await postForm(
+    fetch,
+    `${consentAt}/authorize`,
+    consentForm(page, { credential: key, days: "1", cap, scopes, ...(tools ? { tools } : {}) }),
+  );
   const location = back.headers.get("location");
   const code = location ? new URL(location).searchParams.get("code") : null;
   if (!code) return { status: back.status, error: location ?? (await back.text()).slice(0, 300) };
