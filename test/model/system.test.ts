@@ -14,8 +14,8 @@ import { commandArbitraries, timings } from "./commands.js";
 import { checkInvariants, checkMoney, checkSecrets, checkTimings, KNOWN, probeStats, newModel, type Model } from "./model.js";
 import { type Backend, startSystem } from "./system.js";
 
-const RUNS = Number(process.env.TOLLGATE_MODEL_RUNS ?? 3);
-const MAX_COMMANDS = Number(process.env.TOLLGATE_MODEL_COMMANDS ?? 18);
+const RUNS = Number(process.env.TOLLGATE_MODEL_RUNS ?? 4);
+const MAX_COMMANDS = Number(process.env.TOLLGATE_MODEL_COMMANDS ?? 20);
 const SEED = process.env.TOLLGATE_MODEL_SEED ? Number(process.env.TOLLGATE_MODEL_SEED) : Date.now() ^ (Math.random() * 2 ** 31);
 const PATH = process.env.TOLLGATE_MODEL_PATH;
 

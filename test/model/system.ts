@@ -252,7 +252,7 @@ export async function consent(
   );
   const location = back.headers.get("location");
   const code = location ? new URL(location).searchParams.get("code") : null;
-  if (!code) return { status: back.status, error: location ?? (await back.text()).slice(0, 300) };
+  if (!code) return { status: back.status, error: location ?? (await back.text()).slice(0, 20_000) };
   const tokens = await answer(
     await postForm(fetch, `${exchangeAt}/token`, {
       grant_type: "authorization_code",
