@@ -572,7 +572,7 @@ export function commandArbitraries() {
         .map(([d, i]) => new ApplyConfig(d, i)),
     },
     { weight: 1, arbitrary: fc.tuple(n, inst).map(([a, i]) => new SecretInPath(a, i)) },
-    { weight: 1, arbitrary: fc.tuple(n, inst).map(([g, i]) => new OffTool(g, i)) },
+    { weight: 4, arbitrary: fc.tuple(n, inst).map(([g, i]) => new OffTool(g, i)) },
   );
 }
 

@@ -147,7 +147,8 @@ describe("counterexamples owned by other fixes of issue 53 (it.fails until merge
     expect(res.status, body.slice(0, 300)).toBe(403);
   });
 
-  // KNOWN.grantScopeOnlyAtMcp (53.1, audience, scopes and tool choice checked by one step on every surface). Model:
+  // KNOWN.grantScopeOnlyAtMcp (53.1, audience, scopes and tool choice checked by one step on every surface). Model: seed 20,
+  // memory, strict;
   // offTool(grant [search, jobs] with the web_search tool alone, /api/scrape): /mcp offers no scrape tool, but the
   // HTTP row sent the same token's scrape upstream (the emulator here runs no jobs: its 404 came back, not a 403).
   it.fails("a grant's tool choice holds on the HTTP rows: a web_search-only grant cannot start a scrape", async () => {
