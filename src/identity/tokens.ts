@@ -27,8 +27,13 @@ export interface GatewayToken {
   jti: string;
   /** Epoch seconds. */
   exp: number;
-  /** Epoch seconds it was minted at (tenant-wide revocation revokes every token minted up to a moment). */
+  /** Epoch seconds it was minted at. */
   iat: number;
+  /**
+   * Epoch ms it was minted at (the `ims` claim): a tenant-wide revocation revokes every token minted up to a moment,
+   * and one minted later in the same second lives (with `iat` alone it was refused for its whole life).
+   */
+  iatMs?: number;
   /** Minted by a tenant for an untrusted client (as opposed to handed out in a rewritten response). */
   keyless?: boolean;
   /**
@@ -154,7 +159,8 @@ export class TokenService {
     t: Omit<GatewayToken, "jti" | "exp" | "iat"> & { ttlSeconds: number },
   ): Promise<{ token: string; jti: string; expiresAt: string }> {
     const jti = crypto.randomUUID();
-    const iat = Math.floor(this.now() / 1000);
+    const nowMs = this.now();
+    const iat = Math.floor(nowMs / 1000);
     const exp = iat + t.ttlSeconds;
     const token = await new SignJWT({
       k: t.kind,
@@ -168,6 +174,7 @@ export class TokenService {
       ...(t.aud ? { aud: t.aud } : {}),
       ...(t.tools ? { tl: t.tools } : {}),
       ...(t.parentKey ? { pk: t.parentKey } : {}),
+      ims: nowMs,
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
       .setIssuer(ISSUER)
@@ -272,7 +279,7 @@ export class TokenService {
       this.kv.get(stateKeys.revokedTenant(t.tenant)),
       t.grant ? this.kv.get(stateKeys.revokedGrant(t.grant)) : undefined,
     ]);
-    return !!one || !!grant || (all !== undefined && t.iat <= Number(all));
+    return !!one || !!grant || (all !== undefined && mintedMs(t) <= cutOffMs(all));
   }
 
   /** After a revocation is stored: tells the fleet (the count) and forgets this instance's answers. */
@@ -285,7 +292,7 @@ export class TokenService {
 
   /** Revokes every token of a tenant minted up to now; open connections holding one close within 2 s. */
   async revokeTenant(tenant: string): Promise<void> {
-    await this.kv.set(stateKeys.revokedTenant(tenant), String(Math.floor(this.now() / 1000)), TENANT_REVOCATION_TTL_MS);
+    await this.kv.set(stateKeys.revokedTenant(tenant), String(this.now()), TENANT_REVOCATION_TTL_MS);
     await this.revoked();
   }
 
@@ -328,6 +335,15 @@ export class TokenService {
   }
 }
 
+/** When a token was minted, in ms; a token without `ims` counts as minted at the end of its `iat` second. */
+const mintedMs = (t: GatewayToken) => t.iatMs ?? t.iat * 1000 + 999;
+
+/** A tenant-wide cut-off as stored: epoch ms, or (as written before) epoch seconds, then its second's end. */
+function cutOffMs(stored: string): number {
+  const n = Number(stored);
+  return n < 1e11 ? n * 1000 + 999 : n;
+}
+
 /** Longer than any token lives (tokens.ttlSeconds is at most a day), so the revocation outlives every token it covers. */
 const TENANT_REVOCATION_TTL_MS = 2 * 86_400_000;
 
@@ -344,6 +360,7 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     jti: String(payload.jti),
     exp: Number(payload.exp),
     iat: Number(payload.iat ?? 0),
+    ...(typeof payload.ims === "number" ? { iatMs: payload.ims } : {}),
     keyless: payload.kl === 1,
     ...(payload.pol && typeof payload.pol === "object" ? { policy: payload.pol as AgentPolicy } : {}),
     ...(typeof payload.g === "string" ? { grant: payload.g } : {}),

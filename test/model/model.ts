@@ -1,0 +1,484 @@
+// The model of the whole system: what every credential is derived from, whether it is alive, what each tenant and
+// each capped credential has spent, and the secrets handed out so far. Commands (./commands.ts) act on the real
+// system and on this model; after every one, `checkInvariants` holds the real system to the model.
+import { expect } from "vitest";
+import { usdToAtomic } from "../../src/payments/money.js";
+import { adminCall, consoleOverview, type Cred, mcpList, type RealSystem, TENANTS, usage, whoami } from "./system.js";
+
+/**
+ * Interleavings known to break today, each owned by another engineer's fix of issue 53 (named beside it). While a flag
+ * is true the invariant it names accepts either outcome for the credentials it covers (and the model follows what the
+ * system did); turn it off once the fix is merged, and the suite holds the fix from then on.
+ */
+export const KNOWN = {
+  /** 53.1 credential tree: an OAuth grant (its access and refresh tokens) outlives the tenant key that consented. */
+  grantOutlivesKey: true,
+  /** 53.1 credential tree: a capped token a key minted (`POST /_tollgate/tokens`) outlives that key. */
+  tokenOutlivesKey: true,
+  /** 53.1 OAuth: parallel refreshes with one refresh token count as reuse and revoke the whole grant. */
+  parallelRefreshRevokesGrant: true,
+  /** 53.1 scopes on every surface: a grant's token is checked against its scopes only at /mcp, not on HTTP rows. */
+  grantScopeOnlyAtMcp: true,
+  /** 53.1 redaction: the request log stores the path as sent, so a credential in a path shows in its views. */
+  requestLogPathUnredacted: true,
+  /**
+   * No owner yet (found by this suite): a tenant changed by a config apply is stored as the config file's, so a restart
+   * with the older file re-seeds it: the applied budget reverts and keys made since the file vanish. While on, the
+   * model does not restart an instance after an apply in the same run.
+   */
+  restartRevertsApply: true,
+};
+// TOLLGATE_MODEL_STRICT=all (or a comma list of the flags' names) holds the suite to the fixed behaviour now.
+for (const name of (process.env.TOLLGATE_MODEL_STRICT ?? "").split(",").filter(Boolean))
+  for (const k of Object.keys(KNOWN) as Array<keyof typeof KNOWN>) if (name === "all" || name === k) KNOWN[k] = false;
+
+/** How long a revocation, a disabled tenant or a new key may take to reach every instance (the fleet's bound). */
+export const BOUND_MS = 1_500;
+
+export type Liveness = "alive" | "dead" | "either";
+
+export interface KeyM {
+  kind: "key";
+  tenant: string;
+  id: string;
+  plain: string;
+  /** When it died (revoked, rotated out), epoch ms. */
+  diedAt?: number;
+  bornAt: number;
+}
+
+export interface GrantM {
+  kind: "grant";
+  n: number;
+  tenant: string;
+  parent: KeyM;
+  clientId: string;
+  access: string;
+  /** When the current access token was issued (a kill switch revokes tokens issued before it). */
+  accessAt: number;
+  refresh: string;
+  scopes: string[];
+  /** The MCP tools the consent chose (absent: every tool of its scopes). */
+  tools?: string[];
+  cap: bigint;
+  spent: bigint;
+  diedAt?: number;
+  /** The current access token was revoked (kill switch) at this time; a refresh issues a live one. */
+  accessDiedAt?: number;
+  bornAt: number;
+}
+
+export interface MintM {
+  kind: "mint";
+  tenant: string;
+  parent: KeyM;
+  token: string;
+  jti: string;
+  diedAt?: number;
+  bornAt: number;
+}
+
+export interface CookieM {
+  kind: "cookie";
+  tenant: string;
+  parent: KeyM;
+  cookie: string;
+  diedAt?: number;
+  bornAt: number;
+}
+
+export interface TenantM {
+  id: string;
+  enabled: boolean;
+  /** When its state last changed (disabled or enabled), for the fleet bound. */
+  changedAt: number;
+  daily?: bigint;
+  onExhausted: "block" | "stop";
+  /** Spend of successful calls, atomic units, by kind. */
+  spent: { x402: bigint; credits: bigint };
+  /** The budget ran out with `onExhausted = "stop"`: paid calls are refused until the window resets. */
+  stopped: boolean;
+}
+
+export interface Model {
+  now: () => number;
+  tenants: Record<string, TenantM>;
+  keys: KeyM[];
+  grants: GrantM[];
+  mints: MintM[];
+  cookies: CookieM[];
+  /** Every secret handed to a client or the gateway (keys, tokens, wallet and upstream keys, payment signatures). */
+  secrets: Set<string>;
+  /** What happened, step by step (printed with a failure). */
+  trail: string[];
+  /** How many invariant checks ran (for the figures). */
+  checks: number;
+  /** Violations seen while a KNOWN flag let them pass (recorded for the report). */
+  known: Set<string>;
+  /** A config apply happened in this run. */
+  applied: boolean;
+}
+
+export function newModel(sys: RealSystem): Model {
+  const now = () => Date.now();
+  const tenants: Record<string, TenantM> = {};
+  for (const t of TENANTS)
+    tenants[t.id] = {
+      id: t.id,
+      enabled: true,
+      changedAt: 0,
+      daily: t.daily ? usdToAtomic(t.daily) : undefined,
+      onExhausted: t.onExhausted ?? "block",
+      spent: { x402: 0n, credits: 0n },
+      stopped: false,
+    };
+  const keys: KeyM[] = TENANTS.map((t) => ({ kind: "key", tenant: t.id, id: "", plain: sys.configKeys[t.id]!, bornAt: 0 }));
+  const secrets = new Set<string>([
+    sys.secrets.upstreamApiKey!,
+    sys.secrets.walletKey!,
+    sys.secrets.walletKey!.slice(2),
+    sys.secrets.tokenSecret!,
+  ]);
+  for (const k of keys) secrets.add(k.plain);
+  return { now, tenants, keys, grants: [], mints: [], cookies: [], secrets, trail: [], checks: 0, known: new Set(), applied: false };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Liveness: what the model says each credential must do.
+
+export const keyAlive = (m: Model, k: KeyM) => k.diedAt === undefined && m.tenants[k.tenant]!.enabled;
+
+/** A grant: dead once revoked, or its tenant disabled; its parent key's death kills it (unless KNOWN says it won't yet). */
+export function grantLiveness(m: Model, g: GrantM): Liveness {
+  if (g.diedAt !== undefined || !m.tenants[g.tenant]!.enabled) return "dead";
+  if (g.parent.diedAt !== undefined) return KNOWN.grantOutlivesKey ? "either" : "dead";
+  return "alive";
+}
+
+export function accessLiveness(m: Model, g: GrantM): Liveness {
+  const l = grantLiveness(m, g);
+  if (l === "alive" && g.accessDiedAt !== undefined) return "dead";
+  if (l === "either" && g.accessDiedAt !== undefined) return "dead";
+  return l;
+}
+
+export function mintLiveness(m: Model, t: MintM): Liveness {
+  if (t.diedAt !== undefined || !m.tenants[t.tenant]!.enabled) return "dead";
+  if (t.parent.diedAt !== undefined) return KNOWN.tokenOutlivesKey ? "either" : "dead";
+  return "alive";
+}
+
+/** A console session ends with its key (the gateway already promises it) and while its tenant is disabled. */
+export const cookieAlive = (m: Model, c: CookieM) => c.diedAt === undefined && keyAlive(m, c.parent);
+
+/** When the credential's liveness last changed (its birth, its death, its parent's, its tenant's). */
+function changedAt(...times: Array<number | undefined>): number {
+  return Math.max(0, ...times.filter((t): t is number => t !== undefined));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Probing the real system.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Probes until the answer matches what the model expects, or the fleet's bound since the last change has passed.
+ * `ok`: the status a live credential gets. Returns what the probe saw last.
+ */
+async function expectLiveness(
+  m: Model,
+  what: string,
+  expected: Liveness,
+  since: number,
+  probe: () => Promise<number>,
+  okStatus = 200,
+): Promise<boolean> {
+  for (;;) {
+    const t0 = performance.now();
+    const status = await probe();
+    probeStats.n++;
+    probeStats.ms += performance.now() - t0;
+    const alive = status === okStatus;
+    if (expected === "either") return alive;
+    if (alive === (expected === "alive")) return alive;
+    if (m.now() - since > BOUND_MS) {
+      expect.fail(`${what}: expected ${expected}, got ${status} (${m.now() - since} ms after its last change)\n${trailOf(m)}`);
+    }
+    probeStats.retries++;
+    await sleep(40);
+  }
+}
+
+export const probeStats = { n: 0, ms: 0, retries: 0 };
+
+/** What each credential was expected to be at the last check (a change sweeps every surface). */
+const lastSeen = new WeakMap<object, Liveness>();
+let sweep = 0;
+const tokenKeys = new Map<string, object>();
+/** One object per access token (a WeakMap key). */
+function lastToken(g: GrantM): object {
+  let o = tokenKeys.get(g.access);
+  if (!o) tokenKeys.set(g.access, (o = {}));
+  return o;
+}
+
+export const trailOf = (m: Model) => `steps:\n  ${m.trail.join("\n  ")}`;
+
+/**
+ * Every credential on every surface, on both instances: keys (HTTP whoami, MCP), console sessions (the console),
+ * grants' access tokens (MCP, HTTP usage), capped tokens (MCP, HTTP usage). Then the rights check: whatever is alive
+ * has the same rights on the admin API as its tenant's role says, and no token is an operator.
+ */
+export async function checkCredentials(m: Model, sys: RealSystem): Promise<void> {
+  const urls = sys.gateways.map((g) => g.url);
+  const jobs: Array<Promise<unknown>> = [];
+  /**
+   * One credential: every surface on both instances when its expected liveness changed since the last check (a
+   * birth, a death, its parent's, its tenant's); otherwise one surface on one instance, in turn (the machine is
+   * shared: a full sweep every step costs seconds).
+   */
+  const probeAll = (
+    cred: object,
+    what: string,
+    exp: Liveness,
+    since: number,
+    surfaces: Array<[string, (url: string) => Promise<number>]>,
+    onEither?: string,
+  ) => {
+    const changed = lastSeen.get(cred) !== exp;
+    lastSeen.set(cred, exp);
+    const turn = (sweep++ + m.checks) % (surfaces.length * urls.length);
+    for (const [si, [surface, probe]] of surfaces.entries())
+      for (const [ui, url] of urls.entries()) {
+        if (!changed && si * urls.length + ui !== turn) continue;
+        jobs.push(
+          expectLiveness(m, `${what} on ${url} (${surface})`, exp, since, () => probe(url)).then((alive) => {
+            if (exp === "either" && alive && onEither) m.known.add(onEither);
+          }),
+        );
+      }
+  };
+  for (const k of m.keys) {
+    const c: Cred = { key: k.plain };
+    probeAll(
+      k,
+      `key ${k.tenant}/${k.id || "config"}`,
+      keyAlive(m, k) ? "alive" : "dead",
+      changedAt(k.bornAt, k.diedAt, m.tenants[k.tenant]!.changedAt),
+      [
+        ["whoami", (url) => whoami(url, c)],
+        ["mcp", (url) => mcpList(url, c)],
+      ],
+    );
+  }
+  for (const ck of m.cookies) {
+    const since = changedAt(ck.bornAt, ck.diedAt, ck.parent.diedAt, m.tenants[ck.tenant]!.changedAt);
+    probeAll(ck, `console session of ${ck.tenant}/${ck.parent.id || "config"}`, cookieAlive(m, ck) ? "alive" : "dead", since, [
+      ["console", (url) => consoleOverview(url, ck.cookie)],
+    ]);
+  }
+  for (const g of m.grants) {
+    const since = changedAt(g.bornAt, g.diedAt, g.accessDiedAt, g.parent.diedAt, m.tenants[g.tenant]!.changedAt);
+    const c: Cred = { bearer: g.access };
+    // Keyed by the access token: a refresh makes a new credential to sweep.
+    probeAll(
+      lastToken(g),
+      `grant #${g.n} (${g.tenant}) access token`,
+      accessLiveness(m, g),
+      since,
+      [
+        ["mcp", (url) => mcpList(url, c)],
+        ["http usage", (url) => usage(url, c)],
+      ],
+      "grantOutlivesKey",
+    );
+  }
+  for (const t of m.mints) {
+    const since = changedAt(t.bornAt, t.diedAt, t.parent.diedAt, m.tenants[t.tenant]!.changedAt);
+    const c: Cred = { bearer: t.token };
+    probeAll(
+      t,
+      `capped token ${t.jti} (${t.tenant})`,
+      mintLiveness(m, t),
+      since,
+      [
+        ["mcp", (url) => mcpList(url, c)],
+        ["http usage", (url) => usage(url, c)],
+      ],
+      "tokenOutlivesKey",
+    );
+  }
+  await Promise.all(jobs);
+  // Rights: one instance per step is enough (the state is shared); alternate by the step count.
+  const url = urls[m.checks % 2]!;
+  const rights: Array<Promise<void>> = [];
+  // One credential of each kind in turn per step (and always the newest): the rights do not change between steps.
+  const some = <T>(xs: T[]) => (xs.length <= 1 ? xs : [...new Set([xs[m.checks % xs.length]!, xs[xs.length - 1]!])]);
+  for (const k of some(m.keys.filter((k) => keyAlive(m, k))))
+    rights.push(
+      adminCall(url, k.plain, "GET", "/tenants").then((r) =>
+        expect(r.status, `admin API with ${k.tenant}'s key\n${trailOf(m)}`).toBe(k.tenant === "ops" ? 200 : 403),
+      ),
+    );
+  for (const g of some(m.grants.filter((g) => accessLiveness(m, g) === "alive")))
+    rights.push(
+      fetch(`${url}/_tollgate/admin/tenants`, { headers: { authorization: `Bearer ${g.access}` } }).then(async (r) => {
+        await r.body?.cancel();
+        expect(r.status, `admin API with grant #${g.n} of ${g.tenant} (a grant is never an operator)\n${trailOf(m)}`).not.toBe(200);
+      }),
+    );
+  for (const ck of some(m.cookies.filter((c) => cookieAlive(m, c)))) {
+    // The console's tenant list is an operator's page: the same person gets it there iff the admin API serves them.
+    rights.push(
+      fetch(`${url}/_tollgate/console/tenants/acme`, { headers: { cookie: ck.cookie }, redirect: "manual" }).then(async (r) => {
+        await r.body?.cancel();
+        if (ck.tenant === "ops") expect(r.status, `console tenant page for ops\n${trailOf(m)}`).toBe(200);
+        else if (ck.tenant !== "acme") expect(r.status, `console: ${ck.tenant} reads acme's page\n${trailOf(m)}`).not.toBe(200);
+      }),
+    );
+  }
+  await Promise.all(rights);
+}
+
+/** Polls `read` until it equals `want` (compared as strings) or `ms` pass; then expects equality. */
+async function settles<T>(what: string, ms: number, want: () => T | Promise<T>, read: () => Promise<T>, m: Model): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const [w, r] = await Promise.all([want(), read()]);
+    if (String(w) === String(r)) return;
+    if (Date.now() - t0 > ms) expect.fail(`${what}: expected ${String(w)}, got ${String(r)}\n${trailOf(m)}`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Money: the ledger per tenant and kind equals the model's count of successful calls, so spend never passed a budget
+ * or cap the model enforced; what the x402 entries committed equals what left the wallet on the chain; the request
+ * log's spend per tenant equals the ledger's.
+ */
+export async function checkMoney(m: Model, sys: RealSystem): Promise<void> {
+  const stores = sys.stores();
+  const ledgerSum = async (tenant: string | undefined, kind: "x402" | "credits", states: string[]) => {
+    const entries = await stores.ledger.list(tenant ? { tenant } : {});
+    // A capped token's or grant's cap is counted beside the tenant's entry, under `token:<id>` (no money of its own).
+    return entries
+      .filter((e) => e.kind === kind && states.includes(e.state) && !e.tenant.startsWith("token:"))
+      .reduce((a, e) => a + BigInt(e.amount), 0n);
+  };
+  for (const t of Object.values(m.tenants)) {
+    for (const kind of ["x402", "credits"] as const) {
+      await settles(
+        `ledger ${kind} spend of ${t.id}`,
+        3000,
+        () => t.spent[kind],
+        () => ledgerSum(t.id, kind, ["committed"]),
+        m,
+      );
+    }
+    if (t.daily !== undefined) {
+      const counted =
+        (await ledgerSum(t.id, "x402", ["committed", "reserved", "uncertain"])) +
+        (await ledgerSum(t.id, "credits", ["committed", "reserved", "uncertain"]));
+      // The budget may be lowered below what was spent (a config apply); what the model allowed never passed it then.
+      expect(counted <= maxDaily(m, t), `${t.id} spent ${counted} over its largest daily budget\n${trailOf(m)}`).toBe(true);
+    }
+    await settles(
+      `request log spend of ${t.id}`,
+      3000,
+      () => t.spent.x402 + t.spent.credits,
+      async () => (await stores.requests.list(t.id, 10_000)).reduce((a, r) => a + BigInt(r.spend ?? "0"), 0n),
+      m,
+    );
+  }
+  await settles(
+    "x402 ledger == chain (what left the wallet)",
+    5000,
+    () => ledgerSum(undefined, "x402", ["committed"]),
+    async () => sys.walletFunds - (await sys.emulator.chain!.balanceOf(sys.wallet.address)),
+    m,
+  );
+}
+
+/** The largest daily budget the tenant had during the run (config applies change it). */
+export const maxDailySeen = new WeakMap<TenantM, bigint>();
+function maxDaily(_m: Model, t: TenantM): bigint {
+  return maxDailySeen.get(t) ?? t.daily ?? 0n;
+}
+
+/** Log lines already scanned (each step scans the new ones). */
+const scanned = new WeakMap<RealSystem, number>();
+
+/** No secret in any log line, in the request log (tenant views), nor in the exports; `full` also reads the exports. */
+export async function checkSecrets(m: Model, sys: RealSystem, full: boolean): Promise<void> {
+  for (const sig of paymentSignatures(sys)) m.secrets.add(sig);
+  const secrets = [...m.secrets].filter((s) => s.length >= 16);
+  const from = full ? 0 : (scanned.get(sys) ?? 0);
+  const lines = sys.logs.slice(from);
+  scanned.set(sys, sys.logs.length);
+  const leak = (where: string, text: string) => {
+    for (const s of secrets) if (text.includes(s)) return `${where} shows a secret (${s.slice(0, 6)}…)`;
+    return undefined;
+  };
+  for (const l of lines) {
+    const found = leak("a log line", l);
+    if (found) expect.fail(`${found}: ${l.slice(0, 300)}\n${trailOf(m)}`);
+  }
+  const stores = sys.stores();
+  for (const t of Object.keys(m.tenants)) {
+    const records = JSON.stringify(await stores.requests.list(t, 10_000));
+    const found = leak(`the request log of ${t}`, records);
+    if (found) {
+      if (KNOWN.requestLogPathUnredacted) m.known.add("requestLogPathUnredacted");
+      else expect.fail(`${found}\n${trailOf(m)}`);
+    }
+  }
+  if (!full) return;
+  const ops = m.keys.find((k) => k.tenant === "ops" && keyAlive(m, k))!;
+  const url = sys.gateways[0].url;
+  for (const path of [
+    "/requests?format=csv",
+    "/requests",
+    "/ledger",
+    "/audit",
+    "/usage/export",
+    "/config/export?format=json",
+    ...Object.keys(m.tenants).map((t) => `/grants?tenant=${t}`),
+  ]) {
+    const r = await fetch(`${url}/_tollgate/admin${path}`, { headers: { "x-api-key": ops.plain } });
+    const text = await r.text();
+    expect(r.status, `admin ${path}: ${text.slice(0, 200)}`).toBe(200);
+    const found = leak(`admin ${path}`, text);
+    if (found) {
+      if (KNOWN.requestLogPathUnredacted && path.startsWith("/requests")) m.known.add("requestLogPathUnredacted");
+      else expect.fail(`${found}\n${trailOf(m)}`);
+    }
+  }
+}
+
+function paymentSignatures(sys: RealSystem): string[] {
+  const out: string[] = [];
+  for (const r of sys.emulator.received) {
+    const sig = r.headers["payment-signature"] ?? r.headers["x-payment"];
+    if (sig) out.push(sig);
+  }
+  return out;
+}
+
+/** Time spent in each invariant check, summed over the process (printed after a run, for the figures). */
+export const checkTimings = { credentials: 0, money: 0, secrets: 0 };
+
+export async function checkInvariants(m: Model, sys: RealSystem): Promise<void> {
+  m.checks++;
+  let t = performance.now();
+  const lap = (k: keyof typeof checkTimings) => {
+    const now = performance.now();
+    checkTimings[k] += now - t;
+    t = now;
+  };
+  await checkCredentials(m, sys);
+  lap("credentials");
+  await checkMoney(m, sys);
+  lap("money");
+  await checkSecrets(m, sys, false);
+  lap("secrets");
+}

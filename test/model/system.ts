@@ -1,0 +1,271 @@
+// The real system the model-based suite drives: the emulator (x402 on a local anvil chain, credit-billed search) and
+// two Node gateways on one shared state (memory in one process, or one real redis-server), with the operations that
+// operators and clients perform, each over HTTP as a real client would send it.
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { parseConfig, type Secrets } from "../../config/load.js";
+import type { EmulatorHandle } from "../../emulator/index.js";
+import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
+import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { memoryStores } from "../../src/state/memory.js";
+import type { StateStores } from "../../src/state/types.js";
+import { consentForm, listToolsAs, pkcePair, postForm, refreshWith, registerClient } from "../helpers/mcp-oauth.js";
+
+export type Backend = "memory" | "redis";
+
+/** What one tenant of the run is: its id, scopes, budget (USD per day) and what happens when it runs out. */
+export interface TenantPlan {
+  id: string;
+  scopes: string[];
+  daily?: string;
+  onExhausted?: "block" | "stop";
+}
+
+/** The run's tenants: an operator, a tenant that is blocked at its budget, one whose budget pulls the kill switch. */
+export const TENANTS: TenantPlan[] = [
+  { id: "ops", scopes: ["admin", "search"] },
+  { id: "acme", scopes: ["search", "sessions", "sandboxes", "jobs"], daily: "0.040" },
+  { id: "stopper", scopes: ["search", "sessions", "sandboxes"], daily: "0.015", onExhausted: "stop" },
+];
+
+/** What one paid call costs: the emulator's x402 search price and the gateway's default webSearch credit price. */
+export const PRICE = { x402: 5000n, credits: 5000n } as const;
+
+export const ORIGIN = "https://gateway.model.test";
+
+export interface RealSystem {
+  backend: Backend;
+  emulator: EmulatorHandle;
+  gateways: [RunningGateway, RunningGateway];
+  /** Every log line either instance (or an earlier one restarted away) wrote. */
+  logs: string[];
+  secrets: Secrets;
+  wallet: { address: `0x${string}`; privateKey: `0x${string}` };
+  walletFunds: bigint;
+  /** The config keys (plain) of the tenants, by tenant id. */
+  configKeys: Record<string, string>;
+  /** Restarts instance `i`: closes it, and starts a new gateway on the same state and secrets. */
+  restart(i: 0 | 1): Promise<void>;
+  stores(): StateStores;
+  close(): Promise<void>;
+}
+
+export async function startSystem(
+  backend: Backend,
+  emulator: EmulatorHandle,
+  redisUrl: string | undefined,
+  walletFunds = 1_000_000n,
+): Promise<RealSystem> {
+  const chain = emulator.chain!;
+  const wallet = await chain.createFundedWallet(walletFunds);
+  const configKeys: Record<string, string> = {};
+  const tenants = [];
+  for (const t of TENANTS) {
+    configKeys[t.id] = generateTenantKey();
+    tenants.push({
+      id: t.id,
+      scopes: t.scopes,
+      keys: [{ hash: await hashTenantKey(configKeys[t.id]!) }],
+      ...(t.daily ? { budget: { daily: t.daily } } : {}),
+      ...(t.onExhausted ? { onExhausted: t.onExhausted } : {}),
+    });
+  }
+  if (backend === "redis") {
+    const r = new Redis(redisUrl!, { lazyConnect: true, maxRetriesPerRequest: 2 });
+    await r.connect();
+    await r.flushdb();
+    r.disconnect();
+  }
+  const config = parseConfig({
+    // One public origin for the fleet (a load balancer's): the OAuth issuer and the tokens' audience.
+    server: { host: "127.0.0.1", port: 0, logLevel: "info", publicOrigin: ORIGIN },
+    upstream: { baseUrl: emulator.controlUrl, timeoutMs: 30_000 },
+    payments: {
+      networks: [chain.network],
+      assets: [chain.token.address],
+      maxPerRequest: "0.50",
+      rpc: { [chain.network]: chain.rpcUrl },
+    },
+    cache: { enabled: false },
+    state: backend === "redis" ? { backend: "redis", redisUrl } : { backend: "memory" },
+    tenants,
+  });
+  const secrets: Secrets = {
+    upstreamApiKey: emulator.apiKey,
+    walletKey: wallet.privateKey,
+    tokenSecret: randomBytes(32).toString("hex"),
+  };
+  const logs: string[] = [];
+  const shared = backend === "memory" ? memoryStores() : undefined;
+  const start = () => startNodeGateway({ config, secrets, logSink: (l) => logs.push(l), ...(shared ? { deps: { stores: shared } } : {}) });
+  const gateways = (await Promise.all([start(), start()])) as [RunningGateway, RunningGateway];
+  return {
+    backend,
+    emulator,
+    gateways,
+    logs,
+    secrets,
+    wallet,
+    walletFunds,
+    configKeys,
+    async restart(i) {
+      await gateways[i].close();
+      gateways[i] = await start();
+    },
+    stores: () => gateways[0].gateway.services.stores,
+    async close() {
+      await Promise.all(gateways.map((g) => g.close().catch(() => {})));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What clients and operators send. Every call goes over a real socket to one instance's URL.
+
+export interface Answer {
+  status: number;
+  json: any;
+  headers: Headers;
+}
+
+async function answer(res: Response): Promise<Answer> {
+  const text = await res.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = { text: text.slice(0, 300) };
+  }
+  return { status: res.status, json, headers: res.headers };
+}
+
+export async function adminCall(url: string, opsKey: string, method: string, path: string, body?: unknown): Promise<Answer> {
+  return answer(
+    await fetch(`${url}/_tollgate/admin${path}`, {
+      method,
+      headers: { "x-api-key": opsKey, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
+}
+
+export type Cred = { key: string } | { bearer: string } | { cookie: string };
+
+export function credHeaders(c: Cred): Record<string, string> {
+  if ("key" in c) return { "x-api-key": c.key };
+  if ("bearer" in c) return { authorization: `Bearer ${c.bearer}` };
+  return { cookie: c.cookie };
+}
+
+export async function whoami(url: string, c: Cred): Promise<number> {
+  const r = await fetch(`${url}/_tollgate/whoami`, { headers: credHeaders(c) });
+  await r.body?.cancel();
+  return r.status;
+}
+
+/** A free HTTP row a tenant key and an MCP token both may call. */
+export async function usage(url: string, c: Cred): Promise<number> {
+  const r = await fetch(`${url}/_tollgate/usage`, { headers: credHeaders(c) });
+  await r.body?.cancel();
+  return r.status;
+}
+
+export async function mcpList(url: string, c: Cred): Promise<number> {
+  const r =
+    "bearer" in c
+      ? await listToolsAs(fetch, url, c.bearer)
+      : await fetch(`${url}/mcp`, {
+          method: "POST",
+          headers: { ...credHeaders(c), "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+        });
+  await r.body?.cancel();
+  return r.status;
+}
+
+/** The console's overview with a session cookie: 200 while signed in, a redirect to the login page otherwise. */
+export async function consoleOverview(url: string, cookie: string): Promise<number> {
+  const r = await fetch(`${url}/_tollgate/console`, { headers: { cookie }, redirect: "manual" });
+  await r.body?.cancel();
+  return r.status;
+}
+
+/** Signs in to the console with a key: the session cookie, or the refusal's status. */
+export async function consoleSignIn(url: string, key: string): Promise<{ status: number; cookie?: string }> {
+  const r = await fetch(`${url}/_tollgate/console/login`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ key }),
+  });
+  await r.body?.cancel();
+  const set = r.headers.get("set-cookie");
+  return { status: r.status, cookie: r.status === 303 && set ? set.split(";")[0] : undefined };
+}
+
+export async function paidSearch(url: string, c: Cred, kind: "x402" | "credits", query: string): Promise<Answer> {
+  return answer(
+    await fetch(`${url}${kind === "x402" ? "/x402/web/search" : "/api/web/search"}`, {
+      method: "POST",
+      headers: { ...credHeaders(c), "content-type": "application/json" },
+      body: JSON.stringify({ query }),
+    }),
+  );
+}
+
+export async function mintToken(url: string, key: string, body: Record<string, unknown>): Promise<Answer> {
+  return answer(
+    await fetch(`${url}/_tollgate/tokens`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }),
+  );
+}
+
+export const REDIRECT = "http://127.0.0.1:9/cb";
+
+/** Registration, the consent a browser posts with a tenant key, and the code exchange: the grant's first pair. */
+export async function consent(
+  consentAt: string,
+  exchangeAt: string,
+  key: string,
+  scopes: string[],
+  cap: string,
+  tools?: string[],
+): Promise<{ status: number; clientId?: string; access?: string; refresh?: string; error?: unknown }> {
+  const client = await (await registerClient(fetch, consentAt, "Model Agent", REDIRECT)).json();
+  const { verifier, challenge } = await pkcePair();
+  const q = new URLSearchParams({
+    response_type: "code",
+    client_id: client.client_id,
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    scope: scopes.join(" "),
+  });
+  const page = await (await fetch(`${consentAt}/authorize?${q}`)).text();
+  const back = await postForm(
+    fetch,
+    `${consentAt}/authorize`,
+    consentForm(page, { credential: key, days: "1", cap, scopes, ...(tools ? { tools } : {}) }),
+  );
+  const location = back.headers.get("location");
+  const code = location ? new URL(location).searchParams.get("code") : null;
+  if (!code) return { status: back.status, error: location ?? (await back.text()).slice(0, 20_000) };
+  const tokens = await answer(
+    await postForm(fetch, `${exchangeAt}/token`, {
+      grant_type: "authorization_code",
+      code,
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+    }),
+  );
+  if (tokens.status !== 200) return { status: tokens.status, error: tokens.json };
+  return { status: 200, clientId: client.client_id, access: tokens.json.access_token, refresh: tokens.json.refresh_token };
+}
+
+export async function refresh(url: string, refreshToken: string, clientId: string): Promise<Answer> {
+  return answer(await refreshWith(fetch, url, refreshToken, clientId));
+}
