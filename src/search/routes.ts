@@ -117,7 +117,9 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
   /** The answer with what it cost and how it came; the budget left is read only where the tenant has one. */
   const answered = (call: PaidSearch, { answer, how, paid }: Produced): Response | Promise<Response> => {
     const f = call.f;
-    f.paid = paid;
+    // A credit-billed row's charge is in `credits` already (billCall: what the ledger records); `paid` is x402's alone,
+    // or the request log would count the call twice.
+    if (call.row.pay !== "credits") f.paid = paid;
     f.cache = how;
     if (how === "hit" || how === "coalesced") recordSavings(services, call.c, call.tenant.id, how, f.saved ?? 0n);
     // Shown from what this instance read lately (a hit waits for no state), refreshed behind the answer.
