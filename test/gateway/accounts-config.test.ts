@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { accountApiKeys, accountApiKeysFromEnv, ConfigError, parseConfigText } from "../../config/load.js";
+import { accountApiKeysFromEnv, ConfigError, parseConfigText } from "../../config/load.js";
+import { accountApiKeys } from "../../config/load-node.js";
 
 const run = promisify(execFile);
 const KEY = `keys = [{ hash = "sha256:${"a".repeat(64)}" }]`;
