@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 // Each command loads what it uses when it runs (the config schema and zod, the identity code, the admin client): `tollgate
 // --help` and the admin commands start with Node's own modules only (docs/operating.md has the figures).
 const configLoader = () => import("../../config/load.js");
+const configFiles = () => import("../../config/load-node.js");
 const adminCli = () => import("./admin.js");
 const creditsCli = () => import("./credits.js");
 /** The errors a command reports as a plain message (ConfigError, AdminCliError), known by name: neither is loaded yet. */
@@ -208,8 +209,12 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
 async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
-  const { accountApiKeys, accountWalletKeys, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
-  const config = await loadConfigFile(values.config);
+  const { secretFileRefs, secretsFromEnv } = await configLoader();
+  const { accountApiKeys, accountWalletKeys, oidcClientSecret, readConfigFile } = await configFiles();
+  const { raw, config } = await readConfigFile(values.config);
+  const { stateRefusal, startSummary } = await import("./start-checks.js");
+  const refusal = stateRefusal(raw, config, values.config);
+  if (refusal) fail(refusal);
   const { readSecretFiles } = await import("../platform/node/reload.js");
   // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
   const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
@@ -242,11 +247,29 @@ async function cmdStart(args: string[]) {
     configFile: values.config, // read again on SIGHUP or when it changes (docs/config-as-code.md)
   });
   say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
+  const wallets = running.gateway.services.wallets;
+  say(
+    startSummary({
+      url: running.url,
+      config,
+      configFile: values.config,
+      wallet: wallets?.gateway?.address,
+      accountWallets: wallets?.addresses(),
+      secretFiles: secretFileRefs(config, process.env).map((r) => r.path),
+    }).join("\n"),
+  );
+  // The image's HEALTHCHECK (bin/healthcheck.js) probes the port this process listens on, read from this file.
+  const portFile = process.env.TOLLGATE_PORT_FILE;
+  if (portFile) {
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(portFile, `${running.url}\n`);
+  }
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
     async () => {
       say(`draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once`);
       const r = await running.drain(drainSeconds);
+      if (portFile) await import("node:fs").then((fs) => fs.rmSync(portFile, { force: true }));
       say(
         `drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)`,
       );
@@ -291,11 +314,23 @@ async function cmdEmulator(args: string[]) {
   const token = chain
     ? { address: chain.token.address, network: chain.network, symbol: chain.token.symbol, decimals: chain.token.decimals }
     : null;
-  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: chain?.rpcUrl ?? null, wallet, token };
+  // The runtime URLs the emulator's sandboxes hand out name `localhost` (exposed ports live at <port>-<id>.localhost),
+  // not the loopback address it listens on: that host is what a gateway's upstream.allowedHosts must name.
+  const runtime = new URL(emu.runtimeUrl);
+  const allowedHost = `${["127.0.0.1", "[::1]"].includes(runtime.hostname) ? "localhost" : runtime.hostname}:${runtime.port}`;
+  const info = {
+    upstream: emu.controlUrl,
+    runtime: emu.runtimeUrl,
+    allowedHost,
+    apiKey: emu.apiKey,
+    chain: chain?.rpcUrl ?? null,
+    wallet,
+    token,
+  };
   if (values.json) process.stdout.write(JSON.stringify(info) + "\n");
   else {
     process.stdout.write(
-      `emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`,
+      `emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime} (hands out http://${allowedHost}: upstream.allowedHosts = ["${allowedHost}"])\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`,
     );
     if (wallet && token) {
       process.stdout.write(
@@ -308,7 +343,8 @@ async function cmdEmulator(args: string[]) {
 async function cmdConfigCheck(args: string[]) {
   const file = args[0];
   if (!file) fail("tollgate config check FILE");
-  const { ConfigError, loadConfigFile } = await configLoader();
+  const { ConfigError } = await configLoader();
+  const { loadConfigFile } = await configFiles();
   try {
     const cfg = await loadConfigFile(file);
     const accounts = cfg.upstream.accounts

@@ -101,7 +101,11 @@ export class Readiness {
     const started = performance.now();
     try {
       await withTimeout(this.services.stores.ping(), this.timeoutMs, "state ping");
-      return { ok: true, backend: this.services.config.state.backend, ms: ms(started) };
+      // A rehearsal on memory (state.rehearsal) says so: nothing here outlives the process.
+      const rehearsal = this.services.config.state.rehearsal
+        ? { rehearsal: true, warning: "state in this process's memory (state.rehearsal): lost when it stops" }
+        : {};
+      return { ok: true, backend: this.services.config.state.backend, ...rehearsal, ms: ms(started) };
     } catch {
       // The error names the backend's host; the check says only that it did not answer.
       return { ok: false, backend: this.services.config.state.backend, ms: ms(started), error: "the state backend did not answer" };
