@@ -111,6 +111,12 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
     return before === undefined && !force ? undefined : before !== text || force ? text : undefined;
   };
 
+  /** A reload's outcome where it is seen: tollgate_config_reload_failed, /_tollgate/ready's config check, the console's banner. */
+  const reloaded = (ok: boolean, error?: string) => {
+    gateway.services.configReload = { ok, at: gateway.services.now(), file: opts.configFile!, ...(error ? { error } : {}) };
+    gateway.services.metrics.configReload(ok);
+  };
+
   const reloadConfig = async (force: boolean, why: string) => {
     if (!opts.configFile) return;
     let text: string | undefined;
@@ -140,8 +146,10 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
           unchanged: t.unchanged,
         });
       } else log.info("config reloaded", { why, tenants: 0 });
+      reloaded(true);
     } catch (err) {
       log.error("config reload failed; serving with the config as it was", { why, file: opts.configFile, error: reason(err) });
+      reloaded(false, reason(err));
     }
   };
 
