@@ -344,13 +344,17 @@ async function cmdConfigCheck(args: string[]) {
   const file = args[0];
   if (!file) fail("tollgate config check FILE");
   const { ConfigError } = await configLoader();
-  const { loadConfigFile } = await configFiles();
+  const { readConfigFile } = await configFiles();
   try {
-    const cfg = await loadConfigFile(file);
+    const { raw, config: cfg } = await readConfigFile(file);
+    const { configDoubts } = await import("./start-checks.js");
+    const { errors, warnings } = configDoubts(raw, cfg);
+    const warned = warnings.map((w) => `  warning: ${w}\n`).join("");
+    if (errors.length) fail(`${file} is not ready to run:\n${errors.map((e) => `  - ${e}`).join("\n")}\n${warned}`);
     const accounts = cfg.upstream.accounts
       ? `, ${cfg.upstream.accounts.length} upstream account${cfg.upstream.accounts.length === 1 ? "" : "s"}`
       : "";
-    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"}${accounts})\n`);
+    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"}${accounts})\n${warned}`);
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;

@@ -85,3 +85,48 @@ export function startSummary(f: StartFacts): string[] {
     `  watching  ${watched} (SIGHUP reloads)`,
   ];
 }
+
+/** A key hash the examples carry (`sha256:000…01`): a placeholder to paste over, never a key's hash. */
+const PLACEHOLDER_HASH = /^sha256:0{56}[0-9a-f]{0,8}$/;
+
+/**
+ * What `config check` finds doubtful beyond the schema: `errors` (placeholder key hashes, no admin, an OTLP endpoint
+ * that is no HTTP URL) fail the check; `warnings` are printed and pass (no tenants in the file, no [state], a memory
+ * rehearsal, no publicOrigin). Each names its field.
+ */
+export function configDoubts(raw: unknown, config: TollgateConfig): { errors: string[]; warnings: string[] } {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  config.tenants.forEach((t, i) =>
+    t.keys.forEach((k, j) => {
+      if (PLACEHOLDER_HASH.test(k.hash))
+        errors.push(
+          `tenants[${i}].keys[${j}].hash: "${k.hash.slice(0, 14)}…" is the example's placeholder, not a key's hash: run \`tollgate keys create --tenant ${t.id}\` and paste the line it prints`,
+        );
+    }),
+  );
+  const ops = config.operators;
+  const adminBySignIn = !!(ops.oidc?.roles.admin.length || ops.access);
+  if (!config.tenants.some((t) => t.scopes.includes("admin")) && !adminBySignIn)
+    errors.push(
+      'tenants: none has the "admin" scope (and no [operators] sign-in gives the admin role): nobody could use the admin API, the console or the metrics. Add one: `tollgate keys create --tenant ops`, with scopes = ["admin"]',
+    );
+  const otlp = config.tracing.otlpEndpoint;
+  if (otlp && !/^https?:\/\//i.test(otlp))
+    errors.push(`tracing.otlpEndpoint: "${otlp}" has no http:// or https:// scheme (expected e.g. "http://127.0.0.1:4318/v1/traces")`);
+  if (!config.tenants.length)
+    warnings.push("tenants: none in the file: every tenant comes from the admin API or `tollgate apply`, kept in [state]");
+  if ((raw as { state?: unknown } | null)?.state === undefined)
+    warnings.push(
+      'state: none: `tollgate start` refuses this file (add [state] with backend = "redis" and redisUrl, or a memory rehearsal)',
+    );
+  else if (config.state.backend === "memory")
+    warnings.push(
+      config.state.rehearsal
+        ? "state.rehearsal: memory, for a rehearsal: spend, tenants, keys and grants are lost when the process stops"
+        : 'state.backend: "memory" without rehearsal = true: `tollgate start` refuses it',
+    );
+  if (!config.server.publicOrigin && !config.server.publicHosts)
+    warnings.push("server.publicOrigin: unset: `tollgate start` answers loopback names only (set it to where clients reach the gateway)");
+  return { errors, warnings };
+}

@@ -124,9 +124,10 @@ id = "neither"
       expect(err.stderr).toContain("upstream.accounts[1].apiKeyEnv: expected an environment variable name");
       expect(err.stderr).not.toMatch(/\n\s+at /);
       const good = join(dir, "good.toml");
-      await writeFile(good, `${TWO}\n[[tenants]]\nid = "acme"\naccounts = ["main"]\n${KEY}\n`);
+      const ops = `[[tenants]]\nid = "ops"\nscopes = ["admin"]\nkeys = [{ hash = "sha256:${"b".repeat(64)}" }]\n`;
+      await writeFile(good, `${TWO}\n[[tenants]]\nid = "acme"\naccounts = ["main"]\n${KEY}\n${ops}`);
       const { stdout } = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", good]);
-      expect(stdout).toContain("OK (1 tenant, 2 upstream accounts)");
+      expect(stdout).toContain("OK (2 tenants, 2 upstream accounts)");
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
