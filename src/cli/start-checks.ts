@@ -97,14 +97,12 @@ const PLACEHOLDER_HASH = /^sha256:0{56}[0-9a-f]{0,8}$/;
 export function configDoubts(raw: unknown, config: TollgateConfig): { errors: string[]; warnings: string[] } {
   const errors: string[] = [];
   const warnings: string[] = [];
-  config.tenants.forEach((t, i) =>
-    t.keys.forEach((k, j) => {
+  for (const [i, t] of config.tenants.entries())
+    for (const [j, k] of t.keys.entries())
       if (PLACEHOLDER_HASH.test(k.hash))
         errors.push(
           `tenants[${i}].keys[${j}].hash: "${k.hash.slice(0, 14)}…" is the example's placeholder, not a key's hash: run \`tollgate keys create --tenant ${t.id}\` and paste the line it prints`,
         );
-    }),
-  );
   const ops = config.operators;
   const adminBySignIn = !!(ops.oidc?.roles.admin.length || ops.access);
   if (!config.tenants.some((t) => t.scopes.includes("admin")) && !adminBySignIn)
