@@ -16,6 +16,7 @@ const isUserError = (err: unknown): err is Error => err instanceof Error && (err
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
 Usage:
+  tollgate --version                        the version (CHANGELOG.md; upgrading: docs/upgrading.md)
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* variables or files);
@@ -24,8 +25,8 @@ Usage:
   tollgate config check FILE                validate a config file, listing every problem
   tollgate state migrate --config FILE      a Redis Cluster's ledger moved to the per-tenant layout (gateways stopped)
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
-  tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
                                             offline: prints a key and the hash line for the config file
+  tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
   tollgate signer keygen --token LABEL [--label KEY_LABEL] [--module PATH]
                                             the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
   tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
@@ -240,11 +241,18 @@ async function cmdStart(args: string[]) {
     say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
   const { startNodeGateway } = await import("../platform/node.js");
+  const port = values.port !== undefined ? Number(values.port) : config.server.port;
   const running = await startNodeGateway({
     config,
     secrets,
-    port: values.port !== undefined ? Number(values.port) : undefined,
+    port,
     configFile: values.config, // read again on SIGHUP or when it changes (docs/config-as-code.md)
+  }).catch((err: NodeJS.ErrnoException) => {
+    if (err?.code === "EADDRINUSE")
+      fail(
+        `tollgate start: ${config.server.host}:${port} is already in use (another gateway?); pick another port with --port N or server.port in ${values.config}`,
+      );
+    throw err;
   });
   say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
   const wallets = running.gateway.services.wallets;
@@ -289,8 +297,14 @@ async function cmdEmulator(args: string[]) {
       "no-chain": { type: "boolean" },
       host: { type: "string" },
       credits: { type: "string" },
+      help: { type: "boolean", short: "h" },
     },
   });
+  if (values.help)
+    return void process.stdout.write(
+      "tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--host H] [--credits JSON]\n" +
+        "  the local upstream alone (control + runtime listeners, a local chain and a funded wallet); emulator/README.md\n",
+    );
   const { startEmulator, parseCreditSchedule } = await needsEmulator(() => import("@tollgate/emulator"));
   let credits: ReturnType<typeof parseCreditSchedule> | undefined;
   try {
@@ -398,6 +412,8 @@ export async function main(argv: string[]) {
     if (cmd === "state") return await (await import("./state.js")).cmdState(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
     if (cmd === "wallet") return await (await import("./wallet.js")).cmdWallet(sub, rest);
+    if (cmd === "--version" || cmd === "-v" || cmd === "version")
+      return void process.stdout.write(`tollgate ${(await import("../operators/version.js")).VERSION}\n`);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {
