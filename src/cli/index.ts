@@ -22,7 +22,8 @@ Usage:
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* variables or files);
                                             SIGHUP (or FILE changing) reloads its tenants and the secret files
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
-  tollgate config check FILE                validate a config file, listing every problem
+  tollgate config check [--worker] FILE     validate a config file, listing every problem (--worker: as the Worker runs it)
+  tollgate config render --worker FILE      the Worker's configuration for FILE: TOLLGATE_CONFIG and the secrets to bind
   tollgate state migrate --config FILE      a Redis Cluster's ledger moved to the per-tenant layout (gateways stopped)
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
                                             offline: prints a key and the hash line for the config file
@@ -354,15 +355,40 @@ async function cmdEmulator(args: string[]) {
   }
 }
 
+async function cmdConfigRender(args: string[]) {
+  const { values, positionals } = parseArgs({ args, options: { worker: { type: "string" } }, allowPositionals: true });
+  const file = values.worker ?? positionals[0];
+  if (!file || values.worker === undefined) fail("tollgate config render --worker FILE");
+  const { ConfigError } = await configLoader();
+  const { readConfigFile } = await configFiles();
+  try {
+    const { raw, config } = await readConfigFile(file);
+    const { renderWorker, workerProblems } = await import("./worker-config.js");
+    const problems = workerProblems(config);
+    if (problems.length) fail(`${file} cannot run as the Worker:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    process.stdout.write(renderWorker(raw, config, file));
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
 async function cmdConfigCheck(args: string[]) {
-  const file = args[0];
-  if (!file) fail("tollgate config check FILE");
+  const worker = args.includes("--worker");
+  const file = args.filter((a) => a !== "--worker")[0];
+  if (!file) fail("tollgate config check [--worker] FILE");
   const { ConfigError } = await configLoader();
   const { readConfigFile } = await configFiles();
   try {
     const { raw, config: cfg } = await readConfigFile(file);
     const { configDoubts } = await import("./start-checks.js");
     const { errors, warnings } = configDoubts(raw, cfg);
+    if (worker) {
+      // On Workers [state] is the Durable Objects binding: no rehearsal to say, nothing for `start` to refuse.
+      const { workerProblems } = await import("./worker-config.js");
+      errors.push(...workerProblems(cfg));
+      warnings.splice(0, warnings.length, ...warnings.filter((w) => !w.startsWith("state") && !w.startsWith("server.publicOrigin")));
+    }
     const warned = warnings.map((w) => `  warning: ${w}\n`).join("");
     if (errors.length) fail(`${file} is not ready to run:\n${errors.map((e) => `  - ${e}`).join("\n")}\n${warned}`);
     const accounts = cfg.upstream.accounts
@@ -399,6 +425,7 @@ export async function main(argv: string[]) {
     if (cmd === "start") return await cmdStart(argv.slice(1));
     if (cmd === "emulator") return await cmdEmulator(argv.slice(1));
     if (cmd === "config" && sub === "check") return await cmdConfigCheck(rest);
+    if (cmd === "config" && sub === "render") return await cmdConfigRender(rest);
     if (cmd === "routes") return void process.stdout.write((await import("../routing/describe.js")).routeTableMarkdown());
     const remote = rest.some((a) => a === "--gateway" || a.startsWith("--gateway=")) || !!process.env.TOLLGATE_GATEWAY;
     if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
