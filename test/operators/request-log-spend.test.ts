@@ -80,4 +80,14 @@ describe("request-log spend against the ledger (credit-billed calls)", () => {
     expect(stop.status).toBe(200);
     await stop.arrayBuffer();
   }, 120_000);
+
+  it("an operator asking /_tollgate/requests for another tenant is sent to the admin route, not shown its own log", async () => {
+    const r = await fetch(`${s.gateway.url}/_tollgate/requests?tenant=acme`, { headers: { "x-api-key": s.keys.ops! } });
+    expect(r.status).toBe(400);
+    const body = await r.json();
+    expect(body).toMatchObject({ code: "invalid_params", field: "tenant" });
+    expect(body.message).toContain("/_tollgate/admin/requests?tenant=acme");
+    const own = await fetch(`${s.gateway.url}/_tollgate/requests?tenant=acme`, { headers: { "x-api-key": s.keys.acme! } });
+    expect(own.status).toBe(200);
+  });
 });
