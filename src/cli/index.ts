@@ -255,6 +255,12 @@ async function cmdStart(args: string[]) {
       );
     throw err;
   });
+  // The image's HEALTHCHECK (bin/healthcheck.js) probes the port this process listens on, read from this file.
+  const portFile = process.env.TOLLGATE_PORT_FILE;
+  if (portFile) {
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(portFile, `${running.url}\n`);
+  }
   say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
   const wallets = running.gateway.services.wallets;
   say(
@@ -267,12 +273,6 @@ async function cmdStart(args: string[]) {
       secretFiles: secretFileRefs(config, process.env).map((r) => r.path),
     }).join("\n"),
   );
-  // The image's HEALTHCHECK (bin/healthcheck.js) probes the port this process listens on, read from this file.
-  const portFile = process.env.TOLLGATE_PORT_FILE;
-  if (portFile) {
-    const { writeFileSync } = await import("node:fs");
-    writeFileSync(portFile, `${running.url}\n`);
-  }
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
     async () => {
