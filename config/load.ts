@@ -127,6 +127,11 @@ export function parseConfig(raw: unknown, source = "configuration"): TollgateCon
 
 /** Parses TOML (or JSON when the text starts with `{` or the name ends in .json). */
 export function parseConfigText(text: string, fileName = "config.toml"): TollgateConfig {
+  return parseConfigSource(text, fileName).config;
+}
+
+/** parseConfigText, with the object as written (before defaults): what `start` and `config check` read of the file's own words. */
+export function parseConfigSource(text: string, fileName = "config.toml"): { raw: unknown; config: TollgateConfig } {
   let raw: unknown;
   try {
     raw = fileName.endsWith(".json") || text.trimStart().startsWith("{") ? JSON.parse(text) : parseToml(text);
@@ -137,18 +142,7 @@ export function parseConfigText(text: string, fileName = "config.toml"): Tollgat
     const at = typeof line === "number" && typeof column === "number" ? `:${line}:${column}` : "";
     throw new ConfigError([`(file): cannot parse ${fileName}${at}: ${msg}`], fileName);
   }
-  return parseConfig(raw, fileName);
-}
-
-export async function loadConfigFile(path: string): Promise<TollgateConfig> {
-  const { readFile } = await import("node:fs/promises");
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    throw new ConfigError([`(file): cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`], path);
-  }
-  return parseConfigText(text, path);
+  return { raw, config: parseConfig(raw, fileName) };
 }
 
 /** Reads the secrets from an environment object (process.env on Node, `env` bindings on Workers). */
@@ -195,21 +189,6 @@ export function oidcClientSecretFromEnv(config: TollgateConfig, env: Record<stri
   return v;
 }
 
-/** The OIDC client secret on Node: from a file when clientSecretFile is set, else as oidcClientSecretFromEnv. */
-export async function oidcClientSecret(config: TollgateConfig, env: Record<string, string | undefined>): Promise<string | undefined> {
-  const file = config.operators.oidc?.clientSecretFile;
-  if (!file) return oidcClientSecretFromEnv(config, env);
-  const { readFile } = await import("node:fs/promises");
-  let v: string;
-  try {
-    v = (await readFile(file, "utf8")).trim();
-  } catch (err) {
-    throw new ConfigError([`operators.oidc.clientSecretFile: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`]);
-  }
-  if (!v) throw new ConfigError([`operators.oidc.clientSecretFile: ${file} is empty`]);
-  return v;
-}
-
 /**
  * The API key of each [[upstream.accounts]] entry, from its apiKeyEnv (process.env on Node, a secret binding on
  * Workers); an apiKeyFile cannot be read here. Undefined without accounts. A problem names the account's field, never
@@ -237,32 +216,6 @@ export function accountApiKeysFromEnv(
   });
   if (problems.length) throw new ConfigError(problems, "environment");
   return keys;
-}
-
-/** The accounts' API keys on Node: apiKeyFile entries read from their files, the rest as accountApiKeysFromEnv. */
-export async function accountApiKeys(
-  config: TollgateConfig,
-  env: Record<string, string | undefined>,
-): Promise<Record<string, string> | undefined> {
-  const accounts = config.upstream.accounts;
-  if (!accounts) return undefined;
-  const { readFile } = await import("node:fs/promises");
-  const files: Record<string, string> = {};
-  const problems: string[] = [];
-  for (const [i, a] of accounts.entries()) {
-    if (!a.apiKeyFile) continue;
-    try {
-      const v = (await readFile(a.apiKeyFile, "utf8")).trim();
-      if (v) files[a.id] = v;
-      else problems.push(`upstream.accounts[${i}].apiKeyFile: ${a.apiKeyFile} is empty`);
-    } catch (err) {
-      problems.push(
-        `upstream.accounts[${i}].apiKeyFile: cannot read ${a.apiKeyFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-      );
-    }
-  }
-  if (problems.length) throw new ConfigError(problems, "environment");
-  return accountApiKeysFromEnv(config, env, files);
 }
 
 const WALLET_KEY = /^0x[0-9a-fA-F]{64}$/;
@@ -298,32 +251,6 @@ export function accountWalletKeysFromEnv(
   });
   if (problems.length) throw new ConfigError(problems, "environment");
   return keys;
-}
-
-/** The accounts' wallet keys on Node: walletKeyFile entries read from their files, the rest as accountWalletKeysFromEnv. */
-export async function accountWalletKeys(
-  config: TollgateConfig,
-  env: Record<string, string | undefined>,
-): Promise<Record<string, `0x${string}`> | undefined> {
-  const accounts = config.upstream.accounts;
-  if (!accounts?.some((a) => a.walletKeyEnv || a.walletKeyFile)) return undefined;
-  const { readFile } = await import("node:fs/promises");
-  const files: Record<string, string> = {};
-  const problems: string[] = [];
-  for (const [i, a] of accounts.entries()) {
-    if (!a.walletKeyFile) continue;
-    try {
-      const v = (await readFile(a.walletKeyFile, "utf8")).trim();
-      if (v) files[a.id] = v;
-      else problems.push(`upstream.accounts[${i}].walletKeyFile: ${a.walletKeyFile} is empty`);
-    } catch (err) {
-      problems.push(
-        `upstream.accounts[${i}].walletKeyFile: cannot read ${a.walletKeyFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-      );
-    }
-  }
-  if (problems.length) throw new ConfigError(problems, "environment");
-  return accountWalletKeysFromEnv(config, env, files);
 }
 
 /** The secrets a file may hold, by their config field; each also takes `<its variable>_FILE` in the environment. */

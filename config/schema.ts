@@ -301,6 +301,12 @@ export const configSchema = z
         confirmTimeoutMs: z.number().int().positive().max(10_000).default(500),
         /** How long the owner of a resource that ended (stopped, expired, deleted, finished) is remembered. */
         endedRetentionDays: z.number().positive().max(3650).default(7),
+        /**
+         * With backend "memory": a rehearsal, said out loud. `tollgate start` refuses memory without it (spend, tenants made
+         * through the API, keys and grants would be lost on a restart, and a budget start over), and shows it in its
+         * summary and in /_tollgate/ready.
+         */
+        rehearsal: z.boolean().optional(),
       })
       .default({ backend: "memory", confirmReplicas: 0, confirmTimeoutMs: 500, endedRetentionDays: 7 })
       .refine((s) => s.backend !== "redis" || !!s.redisUrl || !!s.sentinels?.length || !!s.clusterNodes?.length, {
@@ -311,6 +317,10 @@ export const configSchema = z
       .refine((s) => [s.redisUrl, s.sentinels, s.clusterNodes].filter((x) => x !== undefined).length <= 1, {
         error: "give one of redisUrl, sentinels or clusterNodes, not several",
         path: ["sentinels"],
+      })
+      .refine((s) => !s.rehearsal || s.backend === "memory", {
+        error: 'state.rehearsal: only with backend = "memory" (a shared backend keeps its state: nothing to rehearse)',
+        path: ["rehearsal"],
       })
       .refine((s) => !s.sentinels || !!s.sentinelName, {
         error: 'state.sentinelName: expected the name of the primary the sentinels monitor (e.g. "mymaster")',

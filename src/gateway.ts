@@ -488,7 +488,10 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       for (const [id, key] of Object.entries(next.accountApiKeys ?? {})) {
         if (!key || accounts.apiKey(id) === key || !accounts.get(id)) continue;
         redactor.add(key);
-        if (accounts.setApiKey(id, key)) changed.push(`accountApiKey:${id}`);
+        if (accounts.setApiKey(id, key)) {
+          changed.push(`accountApiKey:${id}`);
+          upstream.credentials.rotated();
+        }
       }
       return changed;
     },

@@ -80,6 +80,8 @@ export interface GatewayServices {
    * tenant's x402 call. Set by createGateway; absent or empty: the gateway's wallet pays every call.
    */
   wallets?: AccountWallets;
+  /** How the last reload of the config file went (Node's reloader sets it; readiness and the console show a failure). */
+  configReload?: { ok: boolean; at: number; file: string; error?: string };
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

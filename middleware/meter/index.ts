@@ -7,7 +7,7 @@ import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
 import type { Tenant } from "../../src/identity/tenants.js";
-import { attachResource, growHold, releaseCredits, reserveCredits, settleCredits } from "../../src/payments/credit-ledger.js";
+import { attachResource, chargeOf, growHold, releaseCredits, reserveCredits, settleCredits } from "../../src/payments/credit-ledger.js";
 import { callerCap, callerTenant } from "../../src/identity/caller.js";
 import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import type { Meter, RouteRow } from "../../src/routing/table.js";
@@ -133,7 +133,6 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
     }
     const hold = await reserveCredits(services, c, { tenant, cap: callerCap(c), route: row.name, amount, meter: meter.per, validBefore });
     if (meter.per === "extension") await attachResource(services, hold, `${meter.resource}:${c.req.param(row.owns?.param ?? "id")}`);
-    c.get("logFields").credits = amount;
     try {
       await next();
     } catch (err) {
@@ -145,16 +144,20 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
       await releaseCredits(services, hold, `upstream answered ${res.status}`);
       return;
     }
+    // The request log shows what the ledger records: a charge settled now as spend, a hold kept open as held.
     if (meter.per === "extension") {
       await settleCredits(services, c, hold);
+      c.get("logFields").credits = chargeOf(hold);
       return;
     }
     const { id } = await createdBy(c);
     if (!id) {
       // Nothing to settle against later: the full reservation is the charge.
       await settleCredits(services, c, hold);
+      c.get("logFields").credits = chargeOf(hold);
       return;
     }
+    c.get("logFields").held = chargeOf(hold);
     const kind = meter.per === "minutes" ? meter.resource : "job";
     await attachResource(services, hold, `${kind}:${id}`);
     await keep(services, kind, id, { ...hold, rate: rate.toString(), startedAt: now, meter: meter.per }, validBefore - now + 24 * 3600_000);
@@ -177,7 +180,7 @@ async function extendKeptHold(
   const amount = BigInt(hold.rate) * BigInt(x.minutes);
   const grown = await growHold(services, hold, { tenant: x.tenant, amount, minutes: x.minutes, context: c });
   if (!grown) return false;
-  c.get("logFields").credits = amount;
+  c.get("logFields").held = chargeOf({ ...hold, amount });
   // Best effort: a hold left grown still settles for the minutes used, only its expiry would come later.
   const giveBack = () =>
     growHold(services, hold, { tenant: x.tenant, amount: -amount, minutes: -x.minutes }).catch((err) =>

@@ -119,6 +119,7 @@ export async function cmdTenants(sub: string | undefined, args: string[]): Promi
         "/tenants",
       );
       if (values.json) return out(r);
+      process.stdout.write("TENANT\tSTATE\tSCOPES\tKEYS\tSOURCE\n");
       for (const x of r.tenants)
         process.stdout.write(
           `${x.id}\t${x.enabled ? "enabled" : "disabled"}\t${x.scopes.join(",")}\t${x.keys.length} key(s)\t${x.source}\n`,

@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 // Each command loads what it uses when it runs (the config schema and zod, the identity code, the admin client): `tollgate
 // --help` and the admin commands start with Node's own modules only (docs/operating.md has the figures).
 const configLoader = () => import("../../config/load.js");
+const configFiles = () => import("../../config/load-node.js");
 const adminCli = () => import("./admin.js");
 const creditsCli = () => import("./credits.js");
 /** The errors a command reports as a plain message (ConfigError, AdminCliError), known by name: neither is loaded yet. */
@@ -15,16 +16,18 @@ const isUserError = (err: unknown): err is Error => err instanceof Error && (err
 const USAGE = `tollgate — an x402-paying, credential-holding gateway
 
 Usage:
+  tollgate --version                        the version (CHANGELOG.md; upgrading: docs/upgrading.md)
   tollgate dev [--json] [--port N]          local chain + emulator + gateway, demo tenants (no credentials needed)
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* variables or files);
                                             SIGHUP (or FILE changing) reloads its tenants and the secret files
   tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
-  tollgate config check FILE                validate a config file, listing every problem
+  tollgate config check [--worker] FILE     validate a config file, listing every problem (--worker: as the Worker runs it)
+  tollgate config render --worker FILE      the Worker's configuration for FILE: TOLLGATE_CONFIG and the secrets to bind
   tollgate state migrate --config FILE      a Redis Cluster's ledger moved to the per-tenant layout (gateways stopped)
   tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
-  tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
                                             offline: prints a key and the hash line for the config file
+  tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
   tollgate signer keygen --token LABEL [--label KEY_LABEL] [--module PATH]
                                             the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
   tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
@@ -208,8 +211,12 @@ async function cmdDevWorker(json: boolean, port: number | undefined, host: strin
 async function cmdStart(args: string[]) {
   const { values } = parseArgs({ args, options: { config: { type: "string" }, port: { type: "string" } } });
   if (!values.config) fail("tollgate start: --config FILE is required (see config/tollgate.example.toml)");
-  const { accountApiKeys, accountWalletKeys, loadConfigFile, oidcClientSecret, secretFileRefs, secretsFromEnv } = await configLoader();
-  const config = await loadConfigFile(values.config);
+  const { secretFileRefs, secretsFromEnv } = await configLoader();
+  const { accountApiKeys, accountWalletKeys, oidcClientSecret, readConfigFile } = await configFiles();
+  const { raw, config } = await readConfigFile(values.config);
+  const { stateRefusal, startSummary } = await import("./start-checks.js");
+  const refusal = stateRefusal(raw, config, values.config);
+  if (refusal) fail(refusal);
   const { readSecretFiles } = await import("../platform/node/reload.js");
   // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
   const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
@@ -235,18 +242,43 @@ async function cmdStart(args: string[]) {
     say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
   const { startNodeGateway } = await import("../platform/node.js");
+  const port = values.port !== undefined ? Number(values.port) : config.server.port;
   const running = await startNodeGateway({
     config,
     secrets,
-    port: values.port !== undefined ? Number(values.port) : undefined,
+    port,
     configFile: values.config, // read again on SIGHUP or when it changes (docs/config-as-code.md)
+  }).catch((err: NodeJS.ErrnoException) => {
+    if (err?.code === "EADDRINUSE")
+      fail(
+        `tollgate start: ${config.server.host}:${port} is already in use (another gateway?); pick another port with --port N or server.port in ${values.config}`,
+      );
+    throw err;
   });
+  // The image's HEALTHCHECK (bin/healthcheck.js) probes the port this process listens on, read from this file.
+  const portFile = process.env.TOLLGATE_PORT_FILE;
+  if (portFile) {
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(portFile, `${running.url}\n`);
+  }
   say(`tollgate listening on ${running.url}, fronting ${config.upstream.baseUrl}`);
+  const wallets = running.gateway.services.wallets;
+  say(
+    startSummary({
+      url: running.url,
+      config,
+      configFile: values.config,
+      wallet: wallets?.gateway?.address,
+      accountWallets: wallets?.addresses(),
+      secretFiles: secretFileRefs(config, process.env).map((r) => r.path),
+    }).join("\n"),
+  );
   const drainSeconds = config.server.drainSeconds;
   onShutdown(
     async () => {
       say(`draining: refusing new connections, letting in-flight requests finish (up to ${drainSeconds} s); a second signal exits at once`);
       const r = await running.drain(drainSeconds);
+      if (portFile) await import("node:fs").then((fs) => fs.rmSync(portFile, { force: true }));
       say(
         `drained: ${r.inFlight - r.cut} of ${r.inFlight} in-flight requests finished, ${r.cut} cut, ${r.webSockets} WebSockets closed (1001)`,
       );
@@ -266,8 +298,14 @@ async function cmdEmulator(args: string[]) {
       "no-chain": { type: "boolean" },
       host: { type: "string" },
       credits: { type: "string" },
+      help: { type: "boolean", short: "h" },
     },
   });
+  if (values.help)
+    return void process.stdout.write(
+      "tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--host H] [--credits JSON]\n" +
+        "  the local upstream alone (control + runtime listeners, a local chain and a funded wallet); emulator/README.md\n",
+    );
   const { startEmulator, parseCreditSchedule } = await needsEmulator(() => import("@tollgate/emulator"));
   let credits: ReturnType<typeof parseCreditSchedule> | undefined;
   try {
@@ -291,11 +329,23 @@ async function cmdEmulator(args: string[]) {
   const token = chain
     ? { address: chain.token.address, network: chain.network, symbol: chain.token.symbol, decimals: chain.token.decimals }
     : null;
-  const info = { upstream: emu.controlUrl, runtime: emu.runtimeUrl, apiKey: emu.apiKey, chain: chain?.rpcUrl ?? null, wallet, token };
+  // The runtime URLs the emulator's sandboxes hand out name `localhost` (exposed ports live at <port>-<id>.localhost),
+  // not the loopback address it listens on: that host is what a gateway's upstream.allowedHosts must name.
+  const runtime = new URL(emu.runtimeUrl);
+  const allowedHost = `${["127.0.0.1", "[::1]"].includes(runtime.hostname) ? "localhost" : runtime.hostname}:${runtime.port}`;
+  const info = {
+    upstream: emu.controlUrl,
+    runtime: emu.runtimeUrl,
+    allowedHost,
+    apiKey: emu.apiKey,
+    chain: chain?.rpcUrl ?? null,
+    wallet,
+    token,
+  };
   if (values.json) process.stdout.write(JSON.stringify(info) + "\n");
   else {
     process.stdout.write(
-      `emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime}\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`,
+      `emulator ready\n  control  ${info.upstream}\n  runtime  ${info.runtime} (hands out http://${allowedHost}: upstream.allowedHosts = ["${allowedHost}"])\n  apiKey   ${info.apiKey}\n  chain    ${info.chain ?? "-"}\n`,
     );
     if (wallet && token) {
       process.stdout.write(
@@ -305,16 +355,46 @@ async function cmdEmulator(args: string[]) {
   }
 }
 
-async function cmdConfigCheck(args: string[]) {
-  const file = args[0];
-  if (!file) fail("tollgate config check FILE");
-  const { ConfigError, loadConfigFile } = await configLoader();
+async function cmdConfigRender(args: string[]) {
+  const { values, positionals } = parseArgs({ args, options: { worker: { type: "string" } }, allowPositionals: true });
+  const file = values.worker ?? positionals[0];
+  if (!file || values.worker === undefined) fail("tollgate config render --worker FILE");
+  const { ConfigError } = await configLoader();
+  const { readConfigFile } = await configFiles();
   try {
-    const cfg = await loadConfigFile(file);
+    const { raw, config } = await readConfigFile(file);
+    const { renderWorker, workerProblems } = await import("./worker-config.js");
+    const problems = workerProblems(config);
+    if (problems.length) fail(`${file} cannot run as the Worker:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    process.stdout.write(renderWorker(raw, config, file));
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+}
+
+async function cmdConfigCheck(args: string[]) {
+  const worker = args.includes("--worker");
+  const file = args.filter((a) => a !== "--worker")[0];
+  if (!file) fail("tollgate config check [--worker] FILE");
+  const { ConfigError } = await configLoader();
+  const { readConfigFile } = await configFiles();
+  try {
+    const { raw, config: cfg } = await readConfigFile(file);
+    const { configDoubts } = await import("./start-checks.js");
+    const { errors, warnings } = configDoubts(raw, cfg);
+    if (worker) {
+      // On Workers [state] is the Durable Objects binding: no rehearsal to say, nothing for `start` to refuse.
+      const { workerProblems } = await import("./worker-config.js");
+      errors.push(...workerProblems(cfg));
+      warnings.splice(0, warnings.length, ...warnings.filter((w) => !w.startsWith("state") && !w.startsWith("server.publicOrigin")));
+    }
+    const warned = warnings.map((w) => `  warning: ${w}\n`).join("");
+    if (errors.length) fail(`${file} is not ready to run:\n${errors.map((e) => `  - ${e}`).join("\n")}\n${warned}`);
     const accounts = cfg.upstream.accounts
       ? `, ${cfg.upstream.accounts.length} upstream account${cfg.upstream.accounts.length === 1 ? "" : "s"}`
       : "";
-    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"}${accounts})\n`);
+    process.stdout.write(`${file}: OK (${cfg.tenants.length} tenant${cfg.tenants.length === 1 ? "" : "s"}${accounts})\n${warned}`);
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
@@ -345,6 +425,7 @@ export async function main(argv: string[]) {
     if (cmd === "start") return await cmdStart(argv.slice(1));
     if (cmd === "emulator") return await cmdEmulator(argv.slice(1));
     if (cmd === "config" && sub === "check") return await cmdConfigCheck(rest);
+    if (cmd === "config" && sub === "render") return await cmdConfigRender(rest);
     if (cmd === "routes") return void process.stdout.write((await import("../routing/describe.js")).routeTableMarkdown());
     const remote = rest.some((a) => a === "--gateway" || a.startsWith("--gateway=")) || !!process.env.TOLLGATE_GATEWAY;
     if (cmd === "keys" && sub === "create" && !remote) return await cmdKeysCreate(rest);
@@ -358,6 +439,8 @@ export async function main(argv: string[]) {
     if (cmd === "state") return await (await import("./state.js")).cmdState(sub, rest);
     if (cmd === "signer") return await (await import("./signer.js")).cmdSigner(sub, rest);
     if (cmd === "wallet") return await (await import("./wallet.js")).cmdWallet(sub, rest);
+    if (cmd === "--version" || cmd === "-v" || cmd === "version")
+      return void process.stdout.write(`tollgate ${(await import("../operators/version.js")).VERSION}\n`);
     if (!cmd || cmd === "help" || cmd === "--help" || cmd === "-h") return void process.stdout.write(USAGE);
     fail(`unknown command: ${argv.join(" ")}\n\n${USAGE}`, 2);
   } catch (err) {

@@ -3,7 +3,7 @@
 // own slots and lists under their tenant's tag, for a Redis Cluster upgraded past them (docs/state-layout.md).
 // Gateways stopped. Each part is idempotent; a part whose layout config keeps "shared" is left alone.
 import { parseArgs } from "node:util";
-import { loadConfigFile } from "../../config/load.js";
+import { loadConfigFile } from "../../config/load-node.js";
 import { nodeStateStores } from "../platform/node/stores.js";
 import { migrateLedgerToTenantLayout } from "../state/redis-migrate.js";
 import { migrateOwnershipToTenantLayout } from "../state/redis-migrate-ownership.js";

@@ -5,7 +5,7 @@
 import { parseArgs } from "node:util";
 import { createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http, maxUint256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { loadConfigFile } from "../../config/load.js";
+import { loadConfigFile } from "../../config/load-node.js";
 import { usdToAtomic } from "../payments/money.js";
 import { PERMIT2_ADDRESS } from "../payments/schemes/permit2.js";
 

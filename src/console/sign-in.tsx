@@ -72,6 +72,7 @@ export async function requireSession(services: GatewayServices, c: C): Promise<R
     canEdit: role === "admin",
     csrf: session.csrf,
     ...(person && session.identity ? { who: session.identity.name ?? person, actor: person } : {}),
+    ...(role !== "tenant" ? { warnings: operatorWarnings(services) } : {}),
   });
   if (c.req.method === "POST") {
     const form = await formOf(c);
@@ -81,6 +82,21 @@ export async function requireSession(services: GatewayServices, c: C): Promise<R
       throw new GatewayError(403, "read_only", "This is a read-only operator session: it can see everything and change nothing.");
   }
   return undefined;
+}
+
+/** What an operator must see on every page: a failed reload of the config file, a rejected upstream key. */
+function operatorWarnings(services: GatewayServices): string[] {
+  const out: string[] = [];
+  const reload = services.configReload;
+  if (reload && !reload.ok)
+    out.push(
+      `The last reload of ${reload.file} failed at ${new Date(reload.at).toISOString()}: the gateway serves with the config as it was. ${reload.error ?? ""}`.trim(),
+    );
+  for (const r of services.upstream.credentials.current())
+    out.push(
+      `The upstream rejects the gateway's API key (account ${r.account}, HTTP ${r.status}, since ${new Date(r.since).toISOString()}): tenants get 502 upstream_credentials_rejected until it is rotated.`,
+    );
+  return out;
 }
 
 /** Starts a session for `tenant` signed in with the key of `keyHash`, audited, and sends the browser to the console. */

@@ -6,7 +6,7 @@
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { Tenant } from "../identity/tenants.js";
-import { type CreditHold, releaseCredits, reserveCredits, settleCredits } from "./credit-ledger.js";
+import { chargeOf, type CreditHold, releaseCredits, reserveCredits, settleCredits } from "./credit-ledger.js";
 import { priceOf } from "./kept-holds.js";
 import type { LedgerServices } from "./spend.js";
 import type { Meter } from "../routing/row.js";
@@ -63,6 +63,7 @@ export async function billCall(
   }
   if (opts.settleBehind) services.background(c, settleCredits(services, c, hold), "commit a credit call");
   else await settleCredits(services, c, hold);
-  c.get("logFields").credits = amount;
+  // The request log shows what the ledger records (the price × the tenant's multiplier), not the price held.
+  c.get("logFields").credits = chargeOf(hold);
   return { response, paid: amount };
 }

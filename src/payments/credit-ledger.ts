@@ -107,6 +107,11 @@ export async function settleCredits(
   if (report?.refused) await alertRefusedReport(services, entryId, report.refused, c);
 }
 
+/** What the ledger records when a hold is committed as it stands: its amount × the tenant's multiplier in force at reservation. */
+export function chargeOf(hold: CreditHold): bigint {
+  return withMultiplier(hold.amount, hold.multiplier);
+}
+
 export async function releaseCredits(services: LedgerServices, hold: CreditHold, reason: string): Promise<void> {
   await release(services, hold, reason);
 }

@@ -23,6 +23,7 @@ import { childSpan, type Tracer } from "../telemetry/tracing.js";
 import type * as z from "zod";
 import { parseUpstreamJson, readWire } from "./upstream-records.js";
 import type { AccountHold, UpstreamAccounts } from "./accounts.js";
+import { CredentialWatch } from "./upstream-credentials.js";
 import type { ResourceKind } from "../state/types.js";
 
 /**
@@ -77,6 +78,8 @@ export class Upstream {
   readonly allowedHosts: Set<string>;
   /** Set when tracing is on: each upstream call gets a client span, and its traceparent goes upstream. */
   tracer?: Tracer;
+  /** The gateway's own key, watched: a 401/403 to it answers tenants 502 upstream_credentials_rejected (./upstream-credentials.ts). */
+  readonly credentials: CredentialWatch;
 
   constructor(
     private readonly config: TollgateConfig["upstream"],
@@ -87,6 +90,7 @@ export class Upstream {
     readonly accounts?: UpstreamAccounts,
   ) {
     this.origin = config.baseUrl.replace(/\/+$/, "");
+    this.credentials = new CredentialWatch(metrics);
     const base = new URL(this.origin);
     this.allowedHosts = new Set([base.host, ...config.allowedHosts.map((h) => h.toLowerCase())]);
   }
@@ -94,6 +98,7 @@ export class Upstream {
   /** A rotated API key (its file changed): used from the next upstream call; calls under way keep the one they sent. */
   setApiKey(key: string): void {
     this.apiKey = key;
+    this.credentials.rotated();
   }
 
   /** True when an upstream-provided URL points at a host the gateway is configured to follow. */
@@ -258,11 +263,13 @@ export class Upstream {
     } else {
       headers = this.controlHeaders(requestId, call.headers, account);
     }
-    return this.send(
+    const sent = this.send(
       c,
       { url: this.origin + call.path, method: call.method ?? "GET", headers, body: call.body },
       { timeoutMs: call.timeoutMs, detachFromClient: call.detachFromClient },
     );
+    if (call.withApiKey === false) return sent;
+    return sent.then((res) => this.credentials.check(res, account ?? this.accounts?.defaultId ?? "default"));
   }
 
   /**

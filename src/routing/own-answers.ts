@@ -74,6 +74,8 @@ export const requestRecord = z.object({
   upstreamMs: z.number().optional(),
   spend: z.string().optional().describe("Atomic units (USD, 6 decimals)"),
   spendUsd: z.string().optional(),
+  held: z.string().optional(),
+  heldUsd: z.string().optional(),
   code: z.string().optional(),
   traceId: z.string().optional(),
   cache: z.string().optional(),

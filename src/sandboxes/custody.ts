@@ -61,11 +61,18 @@ export class RuntimeCustody {
       return undefined;
     }
     if (!this.services.upstream.isAllowedUrl(baseUrl)) {
-      this.services.logger.error("sandbox.runtime.refused", { sandbox: id, reason: "runtime host not in upstream.allowedHosts" });
+      // The host is named for the operator, in the log (never to the tenant: upstream hosts stay the gateway's); add
+      // it to upstream.allowedHosts if it is the upstream's own.
+      const host = hostOf(baseUrl);
+      this.services.logger.error("sandbox.runtime.refused", {
+        sandbox: id,
+        host,
+        reason: `runtime host ${host} not in upstream.allowedHosts`,
+      });
       throw new GatewayError(
         502,
         "upstream_url_refused",
-        "The upstream named a runtime host the gateway is not configured to follow (upstream.allowedHosts).",
+        `The upstream named a runtime host the gateway is not configured to follow (upstream.allowedHosts; the gateway's log names the host).`,
       );
     }
     const now = this.services.now();
@@ -186,4 +193,13 @@ export function sandboxCustody(services: GatewayServices): RuntimeCustody {
   let custody = byServices.get(services);
   if (!custody) byServices.set(services, (custody = new RuntimeCustody(services)));
   return custody;
+}
+
+/** The host (and port) of a URL an upstream handed out, for naming it; "(not a URL)" otherwise. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "(not a URL)";
+  }
 }

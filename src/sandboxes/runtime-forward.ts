@@ -95,8 +95,15 @@ export class RuntimeForwarder {
       if (this.bases.size >= 1024) this.bases.clear();
       this.bases.set(cred.baseUrl, base);
     }
-    if (!base.allowed)
-      throw new GatewayError(502, "upstream_url_refused", "The sandbox runtime is on a host the gateway is not configured to follow.");
+    if (!base.allowed) {
+      const host = /^[a-z]+:\/\/([^/?#]*)/i.exec(cred.baseUrl)?.[1] ?? "(not a URL)";
+      this.services.logger.error("sandbox.runtime.refused", { host, reason: `runtime host ${host} not in upstream.allowedHosts` });
+      throw new GatewayError(
+        502,
+        "upstream_url_refused",
+        `The sandbox runtime is on a host the gateway is not configured to follow (upstream.allowedHosts; the gateway's log names the host).`,
+      );
+    }
     const path = rest.startsWith("/") ? rest : `/${rest}`;
     return path === "/" ? upstreamRuntimeUrl(cred.baseUrl, path) : base.head + path;
   }

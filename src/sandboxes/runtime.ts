@@ -89,8 +89,15 @@ export function runtimeHandlers(services: GatewayServices): Handlers {
       const id = c.req.param("id")!;
       const rec = await presignTarget(services, id, c.req.query("ticket") ?? undefined);
       if (!rec) throw new GatewayError(401, "unauthorized", "This file URL is invalid or has expired; ask for a new one.");
-      if (!services.upstream.isAllowedUrl(rec.url))
-        throw new GatewayError(502, "upstream_url_refused", "The file URL points at a host the gateway is not configured to follow.");
+      if (!services.upstream.isAllowedUrl(rec.url)) {
+        const host = /^[a-z]+:\/\/([^/?#]*)/i.exec(rec.url)?.[1] ?? "(not a URL)";
+        services.logger.error("sandbox.file.refused", { host, reason: `file host ${host} not in upstream.allowedHosts` });
+        throw new GatewayError(
+          502,
+          "upstream_url_refused",
+          `The file URL points at a host the gateway is not configured to follow (upstream.allowedHosts; the gateway's log names the host).`,
+        );
+      }
       const { body } = await clientBody(c, services.platform);
       const headers = forwardableRequestHeaders(c.req.raw.headers);
       headers.set("x-request-id", c.get("requestId"));

@@ -404,6 +404,11 @@ export interface RequestRecord {
   upstreamMs?: number;
   /** Atomic units (USD, 6 decimals) spent: x402 paid plus credits billed, as a decimal string; absent when nothing. */
   spend?: string;
+  /**
+   * Atomic units held, not spent: a session's, sandbox's or job's reservation (its maximum), open while it runs and
+   * settled in the ledger at what it used when it ends. Never part of `spend`.
+   */
+  held?: string;
   /** The gateway's error code (`code` of the JSON error), when it refused or failed. */
   code?: string;
   traceId?: string;

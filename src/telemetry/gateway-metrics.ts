@@ -69,6 +69,10 @@ export class GatewayMetrics {
   private readonly accountBreakerOpen: (account: string) => GaugeChild;
   private readonly accountSpills: (account: string, reason: string) => CounterChild;
   private readonly accountRetries: (account: string) => CounterChild;
+  private readonly credentialsRejectedTotal: (account: string) => CounterChild;
+  private readonly credentialsRejectedNow: (account: string) => GaugeChild;
+  private readonly configReloadFailedNow: GaugeChild;
+  private readonly configReloadsTotal: (result: string) => CounterChild;
   private readonly accounts = new BoundedLabel(64);
 
   constructor(
@@ -232,6 +236,34 @@ export class GatewayMetrics {
         labelNames: ["account"],
       }),
     );
+    this.credentialsRejectedTotal = children(
+      r.counter({
+        name: "tollgate_upstream_credentials_rejected_total",
+        help: "Upstream answers of 401/403 to the gateway's own API key (tenants get 502 upstream_credentials_rejected), by account.",
+        labelNames: ["account"],
+      }),
+    );
+    this.credentialsRejectedNow = children(
+      r.gauge({
+        name: "tollgate_upstream_credentials_rejected",
+        help: "1 while the upstream rejects the gateway's API key (its last authenticated answer was 401/403), else 0; by account.",
+        labelNames: ["account"],
+      }),
+    );
+    this.configReloadFailedNow = r
+      .gauge({
+        name: "tollgate_config_reload_failed",
+        help: "1 when the last reload of the config file failed (the gateway serves with the config as it was), else 0.",
+        labelNames: [],
+      })
+      .labels();
+    this.configReloadsTotal = children(
+      r.counter({
+        name: "tollgate_config_reloads_total",
+        help: "Reloads of the config file (SIGHUP or a change seen), by result (ok, failed).",
+        labelNames: ["result"],
+      }),
+    );
     this.stateUp = r.gauge({
       name: "tollgate_state_up",
       help: "1 when the state backend answered the scrape's ping, else 0.",
@@ -351,6 +383,19 @@ export class GatewayMetrics {
   /** A safe call to `account` tried again. */
   accountRetry(account: string): void {
     this.accountRetries(this.accounts.of(account)).inc();
+  }
+
+  /** The upstream answered the gateway's own key with 401/403 (`rejected`), or accepted it again. */
+  upstreamCredentials(account: string, rejected: boolean): void {
+    const a = this.accounts.of(account);
+    if (rejected) this.credentialsRejectedTotal(a).inc();
+    this.credentialsRejectedNow(a).set(rejected ? 1 : 0);
+  }
+
+  /** A reload of the config file ended: `ok` false leaves tollgate_config_reload_failed at 1 until one succeeds. */
+  configReload(ok: boolean): void {
+    this.configReloadsTotal(ok ? "ok" : "failed").inc();
+    this.configReloadFailedNow.set(ok ? 0 : 1);
   }
 
   /** Refreshes the scrape-time gauges from the ledger: budget spent and remaining per window, held amounts. */

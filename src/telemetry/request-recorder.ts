@@ -23,6 +23,8 @@ export interface RecordedFields {
   route?: string;
   paid?: bigint;
   credits?: unknown;
+  /** A reservation left open by the request (a resource's or job's hold): shown as held, never as spend. */
+  held?: unknown;
   cache?: string;
   upstreamMs?: number;
   traceId?: unknown;
@@ -80,6 +82,7 @@ export class RequestRecorder {
     };
     if (typeof f.upstreamMs === "number") r.upstreamMs = f.upstreamMs;
     if (spent > 0n) r.spend = spent.toString();
+    if (status < 400 && typeof f.held === "bigint" && f.held > 0n) r.held = f.held.toString();
     if (typeof f.code === "string" && status >= 400) r.code = f.code.slice(0, MAX_CODE);
     if (typeof f.traceId === "string") r.traceId = f.traceId;
     if (f.cache) r.cache = f.cache;

@@ -137,9 +137,36 @@ origins = ["https://app.example.com", "app.example.com"]
     );
   });
 
-  it("ships an example that covers the schema and passes `tollgate config check`", async () => {
-    const { stdout } = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", "config/tollgate.example.toml"]);
-    expect(stdout).toMatch(/OK \(2 tenants\)/);
+  it("ships an example that covers the schema; `tollgate config check` refuses only its placeholder key hashes", async () => {
+    const err = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", "config/tollgate.example.toml"]).catch((e) => e);
+    expect(err.code).toBe(1);
+    const problems = err.stderr.split("\n").filter((l: string) => l.startsWith("  - "));
+    expect(problems).toHaveLength(3);
+    for (const p of problems) expect(p).toMatch(/^ {2}- tenants\[\d\]\.keys\[\d\]\.hash: "sha256:0+…" is the example's placeholder/);
+    expect(err.stderr).toContain("run `tollgate keys create --tenant ops`");
+  });
+
+  it("`tollgate config check` refuses a file without an admin and an OTLP endpoint without a scheme, and warns of the rest", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "tg-cfg-"));
+    const f = join(dir, "doubtful.toml");
+    const hash = `sha256:${"ab".repeat(32)}`;
+    await writeFile(f, `[tracing]\notlpEndpoint = "localhost:4318"\n[[tenants]]\nid = "acme"\nkeys = [{ hash = "${hash}" }]\n`);
+    const err = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", f]).catch((e) => e);
+    expect(err.code).toBe(1);
+    expect(err.stderr).toContain('tenants: none has the "admin" scope');
+    expect(err.stderr).toContain('tracing.otlpEndpoint: "localhost:4318" has no http:// or https:// scheme');
+    expect(err.stderr).toContain("warning: state: none: `tollgate start` refuses this file");
+    expect(err.stderr).toContain("warning: server.publicOrigin: unset");
+    const empty = join(dir, "empty.toml");
+    await writeFile(
+      empty,
+      `[operators.oidc]\nissuer = "https://id.example.com"\nclientId = "tollgate"\nroles = { admin = ["groups:ops"] }\n[state]\nbackend = "redis"\nredisUrl = "redis://127.0.0.1:6379"\n`,
+    );
+    const ok = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", empty]).catch((e) => e);
+    expect(ok.stderr ?? "").toBe("");
+    expect(ok.stdout).toContain("OK (0 tenants)");
+    expect(ok.stdout).toContain("warning: tenants: none in the file");
+    await rm(dir, { recursive: true, force: true });
   });
 
   it("`tollgate config check` exits non-zero and prints every problem, no stack trace", async () => {

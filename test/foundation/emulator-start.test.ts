@@ -57,7 +57,9 @@ describe("`tollgate start` against `tollgate emulator`", () => {
       emu = cli(["emulator", "--json"]);
       const line = (await waitFor(emu, "stdout", /^\{.*\}\n/m, 60_000))[0];
       const info = JSON.parse(line);
-      expect(Object.keys(info).sort()).toEqual(["apiKey", "chain", "runtime", "token", "upstream", "wallet"]);
+      expect(Object.keys(info).sort()).toEqual(["allowedHost", "apiKey", "chain", "runtime", "token", "upstream", "wallet"]);
+      // The host the emulator's sandboxes hand out (localhost, for exposed ports): what upstream.allowedHosts must name.
+      expect(info.allowedHost).toBe(`localhost:${new URL(info.runtime).port}`);
       expect(info.wallet.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
       expect(info.wallet.privateKey).toMatch(/^0x[0-9a-f]{64}$/);
       expect(info.token).toMatchObject({
@@ -68,7 +70,6 @@ describe("`tollgate start` against `tollgate emulator`", () => {
 
       // The config an operator writes from that line (README: emulator/README.md).
       const key = generateTenantKey();
-      const runtime = new URL(info.runtime);
       const config = join(dir, "tollgate.toml");
       writeFileSync(
         config,
@@ -78,12 +79,15 @@ describe("`tollgate start` against `tollgate emulator`", () => {
           "port = 0",
           "[upstream]",
           `baseUrl = "${info.upstream}"`,
-          `allowedHosts = ["${runtime.host}", "localhost:${runtime.port}"]`,
+          `allowedHosts = ["${info.allowedHost}"]`,
           "[payments]",
           `networks = ["${info.token.network}"]`,
           `assets = ["${info.token.address}"]`,
           'maxPerRequest = "0.05"',
           `rpc = { "${info.token.network}" = "${info.chain}" }`,
+          "[state]",
+          'backend = "memory"',
+          "rehearsal = true",
           "[[tenants]]",
           'id = "acme"',
           'scopes = ["search"]',

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { accountApiKeys, accountApiKeysFromEnv, ConfigError, parseConfigText } from "../../config/load.js";
+import { accountApiKeysFromEnv, ConfigError, parseConfigText } from "../../config/load.js";
+import { accountApiKeys } from "../../config/load-node.js";
 
 const run = promisify(execFile);
 const KEY = `keys = [{ hash = "sha256:${"a".repeat(64)}" }]`;
@@ -123,9 +124,10 @@ id = "neither"
       expect(err.stderr).toContain("upstream.accounts[1].apiKeyEnv: expected an environment variable name");
       expect(err.stderr).not.toMatch(/\n\s+at /);
       const good = join(dir, "good.toml");
-      await writeFile(good, `${TWO}\n[[tenants]]\nid = "acme"\naccounts = ["main"]\n${KEY}\n`);
+      const ops = `[[tenants]]\nid = "ops"\nscopes = ["admin"]\nkeys = [{ hash = "sha256:${"b".repeat(64)}" }]\n`;
+      await writeFile(good, `${TWO}\n[[tenants]]\nid = "acme"\naccounts = ["main"]\n${KEY}\n${ops}`);
       const { stdout } = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", good]);
-      expect(stdout).toContain("OK (1 tenant, 2 upstream accounts)");
+      expect(stdout).toContain("OK (2 tenants, 2 upstream accounts)");
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -12,15 +12,15 @@ import { adminCall, consoleOverview, type Cred, mcpList, type RealSystem, TENANT
  */
 export const KNOWN = {
   /** 53.1 credential tree: an OAuth grant (its access and refresh tokens) outlives the tenant key that consented. */
-  grantOutlivesKey: true,
+  grantOutlivesKey: false,
   /** 53.1 credential tree: a capped token a key minted (`POST /_tollgate/tokens`) outlives that key. */
-  tokenOutlivesKey: true,
+  tokenOutlivesKey: false,
   /** 53.1 OAuth: parallel refreshes with one refresh token count as reuse and revoke the whole grant. */
-  parallelRefreshRevokesGrant: true,
+  parallelRefreshRevokesGrant: false,
   /** 53.1 scopes on every surface: a grant's token is checked against its scopes only at /mcp, not on HTTP rows. */
-  grantScopeOnlyAtMcp: true,
+  grantScopeOnlyAtMcp: false,
   /** 53.1 redaction: the request log stores the path as sent, so a credential in a path shows in its views. */
-  requestLogPathUnredacted: true,
+  requestLogPathUnredacted: false,
   /**
    * No owner yet (found by this suite): a tenant changed by a config apply is stored as the config file's, so a restart
    * with the older file re-seeds it: the applied budget reverts and keys made since the file vanish. While on, the

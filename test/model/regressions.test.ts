@@ -101,7 +101,7 @@ describe("counterexamples owned by other fixes of issue 53 (it.fails until merge
   };
 
   // KNOWN.grantOutlivesKey (53.1, the credential tree). Model (strict): consent(key), revokeKey(that key): the grant's access token still answered 200 on /mcp and /_tollgate/usage.
-  it.fails("a grant dies with the key that consented: its access token and its refresh token are refused", async () => {
+  it("a grant dies with the key that consented: its access token and its refresh token are refused", async () => {
     const [a, b] = urls();
     const k = await freshKey("acme");
     const g = await consent(a, b, k.key, ["search"], "0.010");
@@ -115,7 +115,7 @@ describe("counterexamples owned by other fixes of issue 53 (it.fails until merge
   });
 
   // KNOWN.tokenOutlivesKey (53.1, the credential tree: capped tokens). Shrunk to mint(key), revokeKey(that key).
-  it.fails("a capped token dies with the key that minted it", async () => {
+  it("a capped token dies with the key that minted it", async () => {
     const [a, b] = urls();
     const k = await freshKey("acme");
     const t = await mintToken(a, k.key, { kind: "mcp", scopes: ["search"], cap: "0.010", ttlSeconds: 600 });
@@ -127,7 +127,7 @@ describe("counterexamples owned by other fixes of issue 53 (it.fails until merge
   // KNOWN.parallelRefreshRevokesGrant (53.1, OAuth as real hosts use it). Model: seed 12, memory, strict; shrunk to
   // consent(key #0, [search]), refresh(grant #0, ×2): one refresh got the pair, the other "already used; the grant is
   // revoked", and the grant was dead.
-  it.fails("refreshes sent at once with one refresh token get one pair, and the grant lives", async () => {
+  it("refreshes sent at once with one refresh token get one pair, and the grant lives", async () => {
     const [a, b] = urls();
     const g = await consent(a, a, sys.configKeys.acme!, ["search"], "0.010");
     expect(g.status).toBe(200);
@@ -151,7 +151,7 @@ describe("counterexamples owned by other fixes of issue 53 (it.fails until merge
   // memory, strict;
   // offTool(grant [search, jobs] with the web_search tool alone, /api/scrape): /mcp offers no scrape tool, but the
   // HTTP row sent the same token's scrape upstream (the emulator here runs no jobs: its 404 came back, not a 403).
-  it.fails("a grant's tool choice holds on the HTTP rows: a web_search-only grant cannot start a scrape", async () => {
+  it("a grant's tool choice holds on the HTTP rows: a web_search-only grant cannot start a scrape", async () => {
     const [a] = urls();
     const g = await consent(a, a, sys.configKeys.acme!, ["search", "jobs"], "0.010", ["web_search"]);
     expect(g.status, JSON.stringify(g.error)).toBe(200);
@@ -166,7 +166,7 @@ describe("counterexamples owned by other fixes of issue 53 (it.fails until merge
 
   // KNOWN.requestLogPathUnredacted (53.1, redaction of stored and shown paths). Model: seed 11, memory, strict; shrunk
   // to secretInPath(key #0): the key sent in the path showed in ops' request log (and so in its views and exports).
-  it.fails("a credential sent in a path is redacted in the request log, as in the access log", async () => {
+  it("a credential sent in a path is redacted in the request log, as in the access log", async () => {
     const [a] = urls();
     const key = sys.configKeys.ops!;
     const res = await fetch(`${a}/api/session/${key}?key=${key}`, { headers: { "x-api-key": key } });

@@ -193,6 +193,15 @@ describe("admin API", () => {
     expect(JSON.stringify(seen)).not.toMatch(/tg_[A-Za-z0-9_-]{20}/);
   });
 
+  it("does not audit a change that changes nothing (a Save with nothing edited)", async () => {
+    const count = async () =>
+      (await call("GET", "/_tollgate/admin/audit?limit=200")).json.entries.filter((e: any) => e.target === "tenant:globex").length;
+    const budget = (await call("GET", "/_tollgate/admin/tenants/globex")).json.budget;
+    const before = await count();
+    expect((await call("PUT", "/_tollgate/admin/tenants/globex/budget", budget)).status).toBe(200);
+    expect(await count()).toBe(before);
+  });
+
   it("pages the ledger across tenants with tenant, state, kind and surface filters", async () => {
     const ledger = gw.gateway.stores.ledger;
     const base = { route: "/x402/web/search", fingerprint: "f", amount: "1000", asset: "a", network: "n", payee: "p" };

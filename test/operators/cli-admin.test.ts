@@ -57,7 +57,9 @@ describe("tollgate tenants / keys against a running gateway", () => {
       onExhausted: "stop",
       quotas: { requestsPerMinute: 120 },
     });
-    expect((await cli("tenants", "list")).stdout).toMatch(/^cli-co\tenabled\tsearch,sessions\t1 key\(s\)\tapi$/m);
+    const listed = (await cli("tenants", "list")).stdout;
+    expect(listed.split("\n")[0]).toBe("TENANT\tSTATE\tSCOPES\tKEYS\tSOURCE");
+    expect(listed).toMatch(/^cli-co\tenabled\tsearch,sessions\t1 key\(s\)\tapi$/m);
   }, 60_000);
 
   it("updates, rotates, revokes and disables, and says what went wrong", async () => {

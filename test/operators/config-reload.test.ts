@@ -82,7 +82,8 @@ describe("config reload on SIGHUP (a real gateway process)", () => {
       after: { budget: { daily: "6.00" } },
     });
     expect(audit.find((e: any) => e.action === "config.tenant.create" && e.target === "tenant:newco")).toBeTruthy();
-    expect((await admin(gw.url, "GET", "/config/drift")).json).toMatchObject({ inSync: true, against: { kind: "last-apply" } });
+    // A reload is not an operator's apply: drift is still measured against the file (no apply yet), now in sync.
+    expect((await admin(gw.url, "GET", "/config/drift")).json).toMatchObject({ inSync: true, against: { kind: "config-file" } });
     // The log sink writes behind the requests: the line comes when it is flushed.
     await until("the reload's log line", () => gw.output().includes("config reloaded"));
   }, 60_000);
@@ -98,6 +99,32 @@ describe("config reload on SIGHUP (a real gateway process)", () => {
     expect((await admin(gw.url, "GET", "/tenants/acme")).json.budget.daily).toBe("6.00");
     expect(gw.output()).not.toContain(upstreamKey);
   }, 30_000);
+
+  it("export -> edit -> apply -> reload of the gateway's file: nothing reverted, drift exact", async () => {
+    // The gateway's file as last read well (acme's daily 6.00); the broken write above is fixed by the next reload.
+    const good = structuredClone(config);
+    good.tenants[1].budget.daily = "6.00";
+    good.tenants.push({ id: "newco", scopes: ["search"], keys: [{ hash: await hashTenantKey(newco) }] });
+    const exported = (await admin(gw.url, "GET", "/config/export?format=json")).json;
+    expect(exported.fileOwned).toEqual(expect.arrayContaining(["ops", "acme"]));
+    const edited = structuredClone(exported.tenants);
+    edited.find((t: any) => t.id === "acme").budget.daily = "7.50";
+    const applied = await admin(gw.url, "POST", "/config/apply", { document: { tenants: edited } });
+    expect(applied.status, JSON.stringify(applied.json)).toBe(200);
+    expect((await admin(gw.url, "GET", "/tenants/acme")).json.budget.daily).toBe("7.50");
+    // An admin edit after the apply: the one drift there should be.
+    await admin(gw.url, "PUT", "/tenants/acme/quotas", { maxSandboxes: 2 });
+
+    // The gateway's own file reloaded, with a tenant added (acme's block as the file had it: untouched).
+    good.tenants.push({ id: "later", scopes: ["search"], keys: [{ hash: await hashTenantKey(generateTenantKey()) }] });
+    await writeFile(gw.configFile, JSON.stringify(good));
+    gw.signal("SIGHUP");
+    await until("the reload", async () => (await admin(gw.url, "GET", "/tenants/later")).status === 200);
+    expect((await admin(gw.url, "GET", "/tenants/acme")).json.budget.daily).toBe("7.50");
+    const drift = (await admin(gw.url, "GET", "/config/drift")).json;
+    expect(drift).toMatchObject({ inSync: false, against: { kind: "last-apply", origin: "admin API (tollgate apply)" } });
+    expect(drift.sections.tenants.changes).toEqual([{ id: "acme", action: "update", fields: ["quotas.maxSandboxes"] }]);
+  }, 60_000);
 });
 
 describe("config reload on a file change (in process)", () => {

@@ -120,7 +120,7 @@ describe("request logs per tenant (a paid stack)", () => {
     expect(csv.headers.get("content-type")).toMatch(/^text\/csv/);
     expect(csv.headers.get("content-disposition")).toMatch(/attachment; filename="tollgate-requests-acme-\d{4}-\d{2}-\d{2}\.csv"/);
     const lines = (await csv.text()).trimEnd().split("\r\n");
-    expect(lines[0]).toBe("time,tenant,id,method,route,path,status,durationMs,upstreamMs,spendUsd,code,traceId,cache");
+    expect(lines[0]).toBe("time,tenant,id,method,route,path,status,durationMs,upstreamMs,spendUsd,heldUsd,code,traceId,cache");
     expect(lines).toHaveLength(5);
     expect(lines[2]).toContain(",402,");
     expect(lines[2]).toContain(",budget_exceeded,");

@@ -107,16 +107,16 @@ describe("the compiled gateway (dist/)", () => {
   it("points stack traces at the TypeScript through source maps", async () => {
     const r = await run(process.execPath, ["bin/tollgate.js", "start", "--config", join(scratch, "missing.toml")]).catch((e) => e);
     expect(r.code).toBe(1);
-    // An error thrown inside the compiled config loader, with its stack mapped back to config/load.ts.
+    // An error thrown inside the compiled config loader, with its stack mapped back to config/load-node.ts.
     const probe = await run(process.execPath, [
       "--enable-source-maps",
       "--input-type=module",
       "-e",
-      `const { loadConfigFile } = await import(${JSON.stringify(new URL("../../dist/config/load.js", import.meta.url).href)});
+      `const { loadConfigFile } = await import(${JSON.stringify(new URL("../../dist/config/load-node.js", import.meta.url).href)});
        try { await loadConfigFile("/nonexistent/tollgate.toml"); } catch (e) { console.log(e.stack); }`,
     ]);
-    expect(probe.stdout).toMatch(/config[/\\]load\.ts:\d+:\d+/);
-    expect(probe.stdout).not.toMatch(/dist[/\\]config[/\\]load\.js/);
+    expect(probe.stdout).toMatch(/config[/\\]load-node\.ts:\d+:\d+/);
+    expect(probe.stdout).not.toMatch(/dist[/\\]config[/\\]load(-node)?\.js/);
   });
 });
 

@@ -19,6 +19,8 @@ export interface Viewer {
   /** A person signed in through the identity provider: their email or name (or subject), and their audit actor. */
   who?: string;
   actor?: string;
+  /** Operators only: what is wrong with the gateway itself (a failed config reload, a rejected upstream key), on every page. */
+  warnings?: string[];
 }
 
 const NAV: Array<[string, string, OperatorRole[]]> = [
@@ -86,6 +88,11 @@ export function Page(props: { title: string; viewer?: Viewer; active?: string; n
       }
       after={<script nonce={props.nonce}>{raw(CLIENT_SCRIPT)}</script>}
     >
+      {viewer?.warnings?.map((w) => (
+        <div class="notice bad" role="alert" data-gateway-warning>
+          {w}
+        </div>
+      ))}
       {props.children}
     </Document>
   );

@@ -105,7 +105,10 @@ export function RequestsPage(props: {
               <td>
                 {r.durationMs} ms{r.upstreamMs !== undefined ? <span class="muted"> (upstream {r.upstreamMs})</span> : ""}
               </td>
-              <td>{r.spendUsd ? `$${r.spendUsd}` : <span class="muted">—</span>}</td>
+              <td>
+                {r.spendUsd ? `$${r.spendUsd}` : r.heldUsd ? "" : <span class="muted">—</span>}
+                {r.heldUsd ? <span class="muted"> held ${r.heldUsd}</span> : ""}
+              </td>
               <td>{r.code ? <code>{r.code}</code> : ""}</td>
               <td>
                 <code>{r.id}</code>

@@ -217,6 +217,11 @@ export interface ApplyOptions {
   prune?: boolean;
   /** Where the file came from, for the audit log ("tollgate apply", "reload of /etc/tollgate/tollgate.toml"). */
   origin?: string;
+  /**
+   * Keep it as the file drift is measured against (default). A reload of the gateway's own file does not: drift stays
+   * measured against what the operator last applied.
+   */
+  remember?: boolean;
 }
 
 /**
@@ -233,7 +238,7 @@ export async function applyConfig(services: GatewayServices, by: Actor, doc: Sta
       throw new GatewayError(409, "config_conflict", refused.map((c) => `tenants ${c.id}: ${c.reason}`).join("; "), { plan });
     await refuseLockout(services, by, doc, plan);
     if (plan.inSync) {
-      await remember(services, by, doc, opts.origin);
+      if (opts.remember !== false) await remember(services, by, doc, opts.origin);
       await services.tenantSync.refresh(); // this instance current too (another may just have applied the same file)
       return plan;
     }
@@ -270,7 +275,7 @@ export async function applyConfig(services: GatewayServices, by: Actor, doc: Sta
       deleted: count("delete"),
       unchanged: plan.sections.tenants.unchanged,
     });
-    await remember(services, by, doc, opts.origin);
+    if (opts.remember !== false) await remember(services, by, doc, opts.origin);
     return plan;
   });
 }
@@ -303,11 +308,17 @@ export async function exportState(services: GatewayServices): Promise<{ tenants:
 }
 
 /** The export as TOML, with a header saying what it is and how to use it. */
-export function stateToToml(state: { tenants: TenantConfig[] }, from: string, at: number): string {
+export function stateToToml(state: { tenants: TenantConfig[] }, from: string, at: number, fileOwned: string[] = []): string {
   const header = [
     `# Tollgate live state, exported ${new Date(at).toISOString()} from ${from}.`,
     "# Keep it in git; `tollgate diff FILE` shows what `tollgate apply FILE` would change (docs/config-as-code.md).",
     "# What this file names, it decides; add --prune to delete what it does not name.",
+    ...(fileOwned.length
+      ? [
+          `# Also named in the gateway's own config file: ${fileOwned.join(", ")}. A reload of that file applies a block`,
+          "# only when the file changes it; keep each tenant in one file (docs/config-as-code.md#which-side-wins).",
+        ]
+      : []),
     "",
   ].join("\n");
   return header + (state.tenants.length ? tomlStringify(state) : "tenants = []\n");

@@ -24,7 +24,7 @@ export interface CheckResult {
 export interface ReadinessReport {
   /** ready: all good; degraded: serves, but payments may fail (no signer, low or unknown balance); not_ready: cannot serve. */
   status: "ready" | "degraded" | "not_ready";
-  checks: { state: CheckResult; upstream: CheckResult; signer: CheckResult; wallet: CheckResult };
+  checks: { state: CheckResult; upstream: CheckResult; signer: CheckResult; wallet: CheckResult; config?: CheckResult };
 }
 
 export interface ReadinessOptions {
@@ -45,6 +45,10 @@ class Cached<T> {
     private readonly ttlMs: number,
     private readonly compute: () => Promise<T>,
   ) {}
+  /** Forgets the value: the next get computes anew (a rotated key is tried at once). */
+  reset(): void {
+    this.value = undefined;
+  }
   get(now: number): Promise<T> {
     if (this.value && now - this.value.at < this.ttlMs) return Promise.resolve(this.value.v);
     this.inflight ??= this.compute()
@@ -71,10 +75,12 @@ export class Readiness {
   private readonly walletProbe: Cached<CheckResult>;
   private readonly clients = new Map<string, Client>();
   private readonly accountWallets: Array<{ account: string; address: `0x${string}` }>;
+  /** The credential generation the cached upstream probe was made with. */
+  private probedGeneration = 0;
 
   /** `signer`: the gateway's signer (its address is all readiness reads), undefined when no wallet key is set. */
   constructor(
-    private readonly services: Pick<GatewayServices, "config" | "stores" | "upstream" | "now">,
+    private readonly services: Pick<GatewayServices, "config" | "stores" | "upstream" | "now" | "configReload">,
     private readonly signer: Pick<PaymentSigner, "address"> | undefined,
     opts: ReadinessOptions = {},
   ) {
@@ -86,10 +92,32 @@ export class Readiness {
 
   async check(): Promise<ReadinessReport> {
     const now = this.services.now();
-    const [state, upstream, wallet] = await Promise.all([this.probeState(), this.upstreamProbe.get(now), this.walletProbe.get(now)]);
+    const watch = this.services.upstream.credentials;
+    if (watch.generation !== this.probedGeneration) {
+      this.probedGeneration = watch.generation;
+      this.upstreamProbe.reset();
+    }
+    const [state, probed, wallet] = await Promise.all([this.probeState(), this.upstreamProbe.get(now), this.walletProbe.get(now)]);
+    // A rejection a tenant's call met since the probe counts too.
+    const rejected = watch.current();
+    const upstream: CheckResult =
+      rejected.length && probed.ok && probed.credentials !== "rejected"
+        ? { ...probed, credentials: "rejected", error: rejectedError(rejected.map((r) => r.account)) }
+        : probed;
     const signer = this.signerCheck();
-    const status = !state.ok || !upstream.ok ? "not_ready" : !signer.ok || !wallet.ok ? "degraded" : "ready";
-    return { status, checks: { state, upstream, signer, wallet } };
+    const reload = this.services.configReload;
+    const config: CheckResult | undefined = reload
+      ? reload.ok
+        ? { ok: true, reloadedAt: new Date(reload.at).toISOString() }
+        : {
+            ok: false,
+            failedAt: new Date(reload.at).toISOString(),
+            error: `the last reload of ${reload.file} failed; serving with the config as it was (see the log)`,
+          }
+      : undefined;
+    const degraded = !signer.ok || !wallet.ok || upstream.credentials === "rejected" || config?.ok === false;
+    const status = !state.ok || !upstream.ok ? "not_ready" : degraded ? "degraded" : "ready";
+    return { status, checks: { state, upstream, signer, wallet, ...(config ? { config } : {}) } };
   }
 
   /** The wallet check alone (cached like check()'s): `balance` is the lowest balance in USD when it could be read. */
@@ -101,27 +129,49 @@ export class Readiness {
     const started = performance.now();
     try {
       await withTimeout(this.services.stores.ping(), this.timeoutMs, "state ping");
-      return { ok: true, backend: this.services.config.state.backend, ms: ms(started) };
+      // A rehearsal on memory (state.rehearsal) says so: nothing here outlives the process.
+      const rehearsal = this.services.config.state.rehearsal
+        ? { rehearsal: true, warning: "state in this process's memory (state.rehearsal): lost when it stops" }
+        : {};
+      return { ok: true, backend: this.services.config.state.backend, ...rehearsal, ms: ms(started) };
     } catch {
       // The error names the backend's host; the check says only that it did not answer.
       return { ok: false, backend: this.services.config.state.backend, ms: ms(started), error: "the state backend did not answer" };
     }
   }
 
-  /** Any HTTP answer from the upstream's origin means it is reachable; only a network failure or timeout does not. */
+  /**
+   * Any HTTP answer from the upstream means it is reachable; only a network failure or timeout does not. The probe is
+   * a cheap authenticated read (`GET /api/team/credit-info` with the gateway's key): a 401/403 to it means the key is
+   * rejected (`credentials: "rejected"`, the gateway degraded), counted and alerted like a tenant's call meeting it.
+   */
   private async probeUpstream(): Promise<CheckResult> {
     const started = performance.now();
     const ctrl = new AbortController();
     const timer = setTimeout(() => ctrl.abort(new Error("timeout")), this.timeoutMs);
+    const upstream = this.services.upstream;
+    const account = upstream.accounts?.configured ? upstream.accounts.defaultId : "default";
+    let headers: Headers | undefined;
     try {
-      const res = await this.services.upstream.transport.request({
-        url: `${this.services.upstream.origin}/`,
+      headers = upstream.controlHeaders(`ready-${crypto.randomUUID()}`, undefined, undefined);
+    } catch {
+      headers = undefined; // no key to try: reachability alone
+    }
+    try {
+      const res = await upstream.transport.request({
+        url: `${upstream.origin}${headers ? "/api/team/credit-info" : "/"}`,
         method: "GET",
-        headers: new Headers(),
+        headers: headers ?? new Headers(),
         signal: ctrl.signal,
       });
+      if (headers && (await upstream.credentials.isRejection(res))) {
+        await res.body?.cancel().catch(() => {});
+        upstream.credentials.reject(account, res.status);
+        return { ok: true, status: res.status, credentials: "rejected", error: rejectedError([account]), ms: ms(started) };
+      }
       await res.body?.cancel().catch(() => {});
-      return { ok: true, status: res.status, ms: ms(started) };
+      if (headers && res.status < 400) upstream.credentials.accept(account);
+      return { ok: true, status: res.status, ...(headers && res.status < 400 ? { credentials: "accepted" } : {}), ms: ms(started) };
     } catch {
       return {
         ok: false,
@@ -222,5 +272,8 @@ export class Readiness {
     return c;
   }
 }
+
+const rejectedError = (accounts: string[]) =>
+  `the upstream rejects the gateway's API key (${accounts.join(", ")}): tenants get 502 upstream_credentials_rejected; rotate it (TOLLGATE_UPSTREAM_API_KEY or its file)`;
 
 const ms = (started: number) => Math.round((performance.now() - started) * 10) / 10;

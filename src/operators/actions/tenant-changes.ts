@@ -154,6 +154,8 @@ async function applyChange(
 ): Promise<StoredTenant> {
   const id = before.tenant.id;
   const tenant = mutate(structuredClone(before.tenant));
+  // A change that changes nothing (a console Save with nothing edited) writes nothing and is not audited.
+  if (!opts.remove && JSON.stringify(tenant) === JSON.stringify(before.tenant)) return before;
   guardSelf(by, before.tenant, opts.remove ? undefined : tenant);
   if (!opts.remove) refuseReceivers(services, tenant);
   await guardLastAdminKey(services, id, opts.remove ? undefined : tenant);

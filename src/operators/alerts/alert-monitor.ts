@@ -4,6 +4,9 @@
 //                                       over a window, from every instance's counts (flushed to shared counters)
 //   wallet.low / team_credits.low       the wallet balance (as readiness reads it) or the upstream team's remaining
 //                                       credits below a floor; re-armed once back above it
+//   upstream.credentials_rejected       the upstream answered 401/403 to the gateway's own API key (a tenant's call or
+//                                       readiness's probe): raised at once, once per account until the key is accepted
+//                                       again (src/platform/upstream-credentials.ts)
 //   state.down                          the state backend not answering for a while. The alert cannot go through the
 //                                       state backend while it is down: it is raised (once) when it answers again,
 //                                       with the outage's start and end; `tollgate_state_up` is the live signal.
@@ -62,6 +65,21 @@ export class AlertMonitor {
         }),
       teamCredits: sources.teamCredits ?? (() => this.readTeamCredits()),
     };
+    const watch = services.upstream.credentials;
+    const marker = (account: string) => `upstream.credentials_rejected:${account}`;
+    watch.onRejected = (r) =>
+      services.background(
+        undefined,
+        this.fire(marker(r.account), FLOOR_MARKER_MS, {
+          id: `upstream.credentials_rejected:${r.account}:${new Date(r.since).toISOString()}`,
+          type: "upstream.credentials_rejected",
+          data: { account: r.account, status: r.status, since: new Date(r.since).toISOString() },
+          summary: `the upstream rejects the gateway's API key (account ${r.account}, HTTP ${r.status}): tenants get 502 upstream_credentials_rejected until it is rotated`,
+        }),
+        "alert upstream.credentials_rejected",
+      );
+    watch.onCleared = (account) =>
+      services.background(undefined, services.stores.kv.delete(`alert:${marker(account)}`), "re-arm upstream.credentials_rejected");
   }
 
   /** Runs a pass every `intervalMs` (unref'd); returns the function that stops it. */

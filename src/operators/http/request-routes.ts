@@ -43,6 +43,15 @@ export function requestLogHandlers(services: GatewayServices): Handlers {
   return {
     "own.requests": async (c) => {
       const tenant = callerTenant(c).id;
+      // ?tenant= names another tenant's log: that is the admin route's; never answer with the caller's own instead.
+      const asked = c.req.query("tenant");
+      if (asked !== undefined && asked !== tenant)
+        throw new GatewayError(
+          400,
+          "invalid_params",
+          `/_tollgate/requests is the caller's own log (tenant "${tenant}"); an operator reads another tenant's at /_tollgate/admin/requests?tenant=${encodeURIComponent(asked)}.`,
+          { field: "tenant" },
+        );
       return requestsAnswer(c, await searchRequests(services, [tenant], searchOf(c)), tenant);
     },
     "own.requests.get": async (c) => c.json(await tenantRequest(services, callerTenant(c).id, c.req.param("id") ?? "")),

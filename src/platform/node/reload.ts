@@ -111,6 +111,12 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
     return before === undefined && !force ? undefined : before !== text || force ? text : undefined;
   };
 
+  /** A reload's outcome where it is seen: tollgate_config_reload_failed, /_tollgate/ready's config check, the console's banner. */
+  const reloaded = (ok: boolean, error?: string) => {
+    gateway.services.configReload = { ok, at: gateway.services.now(), file: opts.configFile!, ...(error ? { error } : {}) };
+    gateway.services.metrics.configReload(ok);
+  };
+
   const reloadConfig = async (force: boolean, why: string) => {
     if (!opts.configFile) return;
     let text: string | undefined;
@@ -121,27 +127,33 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
       const statics = staticChanges(config, next);
       if (statics.length) log.error("config reload: these sections changed and take a restart", { sections: statics.join(", ") });
       refs = secretFileRefs(next, opts.env);
+      // Only the tenants whose block in the file changed since it was last read: a reload never undoes a change made
+      // through the admin API or an apply to a tenant the file did not touch (docs/config-as-code.md).
+      const before = new Map(config.tenants.map((t) => [t.id, JSON.stringify(t)]));
+      const touched = next.tenants.filter((t) => before.get(t.id) !== JSON.stringify(t));
       config = next;
       // The file as started is seeded first (when no request has yet), so the new one's changes are applied, and audited.
       await gateway.services.tenantSync.refresh();
       gateway.services.tenantSync.setFileTenants(next.tenants);
-      if (next.tenants.length) {
+      if (touched.length) {
         const plan = await applyConfig(
           gateway.services,
           { person: "system:config-reload" },
-          { tenants: next.tenants, ignored: [] },
-          { origin: `${why} of ${opts.configFile}` },
+          { tenants: touched, ignored: [] },
+          { origin: `${why} of ${opts.configFile}`, remember: false },
         );
         const t = plan.sections.tenants;
         log.info("config reloaded", {
           why,
           created: t.changes.filter((c) => c.action === "create").length,
           updated: t.changes.filter((c) => c.action === "update").length,
-          unchanged: t.unchanged,
+          unchanged: t.unchanged + next.tenants.length - touched.length,
         });
-      } else log.info("config reloaded", { why, tenants: 0 });
+      } else log.info("config reloaded", { why, tenants: next.tenants.length, changed: 0 });
+      reloaded(true);
     } catch (err) {
       log.error("config reload failed; serving with the config as it was", { why, file: opts.configFile, error: reason(err) });
+      reloaded(false, reason(err));
     }
   };
 

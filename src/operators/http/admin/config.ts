@@ -39,9 +39,11 @@ export function configAdminHandlers(services: GatewayServices): Handlers {
       if (!callerRights(c.get("caller")).changesAll)
         throw new GatewayError(403, "read_only", "Exporting the config needs the admin role: the file holds the keys' hashes.");
       const state = await exportState(services);
-      if (c.req.query("format") === "json") return c.json(state, 200, { "cache-control": "no-store" });
+      // The tenants the gateway's own config file names: its reloads apply their blocks as the file changes them.
+      const fileOwned = services.tenantSync.fileTenants().map((t) => t.id);
+      if (c.req.query("format") === "json") return c.json({ ...state, fileOwned }, 200, { "cache-control": "no-store" });
       const from = publicOriginOf(c, services);
-      return c.body(stateToToml(state, from, services.now()), 200, {
+      return c.body(stateToToml(state, from, services.now(), fileOwned), 200, {
         "content-type": "application/toml; charset=utf-8",
         "cache-control": "no-store",
       });
