@@ -1,7 +1,7 @@
 // The configuration's field types shared by its parts (./schema.ts, ./tenant-schema.ts): amounts, dates, origins,
 // addresses, hosts, networks, percentages, webhook URLs, each with the message a wrong value gets.
 import * as z from "zod";
-import { isCidr } from "../src/platform/cidr.js";
+import { isCidr } from "../src/web/cidr.js";
 
 /** A USD amount such as "5.00" or "0.005" (at most 6 decimals, the precision of USDC). */
 export const usdAmount = z

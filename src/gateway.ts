@@ -18,17 +18,17 @@ import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
 import { TenantDirectory } from "./identity/tenants.js";
 import { identifyKey } from "../middleware/identify/index.js";
 import { metricsTokenCheck } from "./identity/caller.js";
-import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
-import { Upstream, pathAndQuery } from "./platform/upstream.js";
-import { UpstreamAccounts } from "./platform/accounts.js";
+import { fetchTransport, type UpstreamTransport } from "./web/transport.js";
+import { Upstream, pathAndQuery } from "./upstream/upstream.js";
+import { UpstreamAccounts } from "./upstream/accounts.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
 import { ownHandlers } from "./operators/http/own-routes.js";
-import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
-import { webPlatform, type PlatformSpeed } from "./platform/speed.js";
+import { fetchWebSocketRelay, type WebSocketRelay } from "./web/websocket.js";
+import { webPlatform, type PlatformSpeed } from "./web/speed.js";
 import { memoryStores } from "./state/memory.js";
 import type { StateStores } from "./state/types.js";
 import { TokenService } from "./identity/tokens.js";
@@ -50,7 +50,7 @@ import { PaymentSigner } from "./payments/signer.js";
 import { localWalletSigner, type WalletSigner } from "./payments/wallet-signer.js";
 import { AccountWallets } from "./payments/account-wallets.js";
 import { normalisingFetch } from "../middleware/normalize/index.js";
-import { splitRequestUrl } from "./platform/request-url.js";
+import { splitRequestUrl } from "./web/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { series } from "../middleware/series/index.js";
 import { commonHandlers, type Handlers } from "./routing/handlers.js";
@@ -61,8 +61,8 @@ import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { OWNER_MEMORY_MS, withRememberedOwners } from "./state/remembered-owners.js";
-import { clientAddressOf } from "./platform/forwarded.js";
-import { RememberingRouter } from "./platform/remembering-router.js";
+import { clientAddressOf } from "./web/forwarded.js";
+import { RememberingRouter } from "./web/remembering-router.js";
 import { metricsHandlers } from "./operators/http/metrics-route.js";
 import { readyHandlers } from "./operators/http/ready-route.js";
 import { Readiness } from "./operators/actions/readiness.js";
@@ -71,7 +71,7 @@ import { operatorHandlers } from "./operators/http/admin/index.js";
 import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "./identity/key-usage.js";
-import { BackgroundWork } from "./platform/background.js";
+import { BackgroundWork } from "./web/background.js";
 import { configAmounts, tenantAmounts } from "./payments/amounts.js";
 import { moneyListener } from "./operators/alerts/money-listener.js";
 import { AlertMonitor, type AlertSources } from "./operators/alerts/alert-monitor.js";
@@ -110,12 +110,12 @@ export interface GatewayDeps {
   webhookSender?: GatewayServices["webhookSender"];
   /**
    * What holds the wallet's key when it is not the local TOLLGATE_WALLET_KEY (`[wallet] signer`): the Node entry opens
-   * a PKCS#11 token (src/platform/node/pkcs11-signer.ts). The gateway closes it when it closes.
+   * a PKCS#11 token (src/host/node/pkcs11-signer.ts). The gateway closes it when it closes.
    */
   walletSigner?: WalletSigner;
   /**
    * The accounts' wallets held in a remote signer (`walletSigner` of [[upstream.accounts]]), by account id: opened by
-   * the Node entry (src/platform/node/remote-signer.ts). The gateway closes them when it closes.
+   * the Node entry (src/host/node/remote-signer.ts). The gateway closes them when it closes.
    */
   accountWalletSigners?: Record<string, WalletSigner>;
 }
@@ -162,7 +162,7 @@ function executionContextOf(c: Context): ExecutionContext | undefined {
 
 /**
  * The env a sub-request runs with: the client's, without its Node response object, so an answer the Node transport
- * would relay socket to socket (runtime plane, src/platform/node/direct-relay.ts) comes back to the caller as a Response instead
+ * would relay socket to socket (runtime plane, src/host/node/direct-relay.ts) comes back to the caller as a Response instead
  * of being written to the client's connection.
  */
 function subrequestEnv(env: unknown): unknown {
@@ -338,7 +338,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   for (const w of Object.values(deps.accountWalletSigners ?? {})) if (w.close) closers.push(() => w.close!());
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
 
-  // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.
+  // One router for the app and the console's rows (app.route copies them in); see src/web/remembering-router.ts.
   const app = new Hono<GatewayEnv>({ router: new RememberingRouter() });
   const knownTenant = (c: Context<GatewayEnv>): string | undefined => {
     const key = c.req.header("x-api-key") ?? c.req.header("authorization")?.replace(/^Bearer\s+/i, "");

@@ -3,11 +3,11 @@ import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Logger } from "./log.js";
 import type { TenantDirectory } from "./identity/tenants.js";
-import type { Upstream } from "./platform/upstream.js";
+import type { Upstream } from "./upstream/upstream.js";
 import type { StateStores } from "./state/types.js";
 import type { TokenService } from "./identity/tokens.js";
-import type { WebSocketRelay } from "./platform/websocket.js";
-import type { PlatformSpeed } from "./platform/speed.js";
+import type { WebSocketRelay } from "./web/websocket.js";
+import type { PlatformSpeed } from "./web/speed.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./identity/tenant-sync.js";
 import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
@@ -33,7 +33,7 @@ export interface GatewayServices {
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
   /**
-   * The runtime's speed helpers for this gateway (src/platform/speed.ts): the Node entry's when its fast paths are on,
+   * The runtime's speed helpers for this gateway (src/web/speed.ts): the Node entry's when its fast paths are on,
    * else the Web default (everything through the Request and Response).
    */
   platform: PlatformSpeed;
@@ -42,13 +42,13 @@ export interface GatewayServices {
   metrics: GatewayMetrics;
   /** Traces requests when configured (src/telemetry/tracing.ts); undefined: nothing is traced. */
   tracer?: Tracer;
-  /** Sends alert webhooks; the Node entry's checks the resolved address (src/platform/node/webhook-sender.ts), else fetch. */
+  /** Sends alert webhooks; the Node entry's checks the resolved address (src/host/node/webhook-sender.ts), else fetch. */
   webhookSender?: WebhookSender;
   now: () => number;
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;
   /**
-   * Runs work the gateway does not await beside the request `c` (src/platform/background.ts): on Workers it is kept alive by the
+   * Runs work the gateway does not await beside the request `c` (src/web/background.ts): on Workers it is kept alive by the
    * request's ExecutionContext.waitUntil; everywhere it is tracked until it settles (closing the gateway waits for it,
    * bounded) and a failure is logged as `what`. Pass undefined outside a request.
    */

@@ -9,7 +9,7 @@ import type { GatewayServices } from "../../src/services.js";
 import { jsonBody, jsonBodyNow, type JsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import { LRUCache } from "lru-cache";
 import { notOwned } from "../../src/routing/not-owned.js";
-import { webPlatform } from "../../src/platform/speed.js";
+import { webPlatform } from "../../src/web/speed.js";
 import { bodyProblems, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
 import { callerTenant } from "../../src/identity/caller.js";
 import type { RouteRow } from "../../src/routing/table.js";
@@ -135,7 +135,7 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
     if (!problems.length && text.length <= PASSED_MAX_CHARS) passed.set(text, refs);
     return refs.length ? requireOwnedRefs(services, c, refs).then(next) : next();
   };
-  // Not an async function: a body already held (src/platform/held-body.ts) naming no id is checked with no promise or
+  // Not an async function: a body already held (src/web/held-body.ts) naming no id is checked with no promise or
   // turn of its own. Its refusals are thrown as they are; Hono's chain answers them either way.
   return function checkBodyMiddleware(c, next) {
     const now = jsonBodyNow(c, platform);

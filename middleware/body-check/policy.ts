@@ -7,7 +7,7 @@
 import type { AgentPolicy } from "../../config/tenant-schema.js";
 import { LRUCache } from "lru-cache";
 import { GatewayError } from "../../src/errors.js";
-import { cidrMatcher, isCidr } from "../../src/platform/cidr.js";
+import { cidrMatcher, isCidr } from "../../src/web/cidr.js";
 import { AGENTS } from "../../src/routing/table.js";
 
 type PolicyLayerName = "operator" | "tenant" | "token";

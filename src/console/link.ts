@@ -5,7 +5,7 @@ import type { GatewayServices } from "../services.js";
 import { GatewayError } from "../errors.js";
 import { hashTenantKey } from "../identity/tenants.js";
 import type { Handlers } from "../routing/handlers.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { validBody } from "../operators/http/admin/validate.js";
 import { actorOf } from "../operators/http/actor.js";

@@ -18,7 +18,7 @@ import { ConsentPage, oauthHtml as html, type ConsentView } from "./page.js";
 import { peekConsentTicket, takeConsentTicket, type ConsentTicket } from "./oidc-consent.js";
 import { startProviderSignIn } from "../console/sign-in.js";
 import { audit } from "../operators/actions/tenant-changes.js";
-import { clientAddressOf } from "../platform/forwarded.js";
+import { clientAddressOf } from "../web/forwarded.js";
 import type { OAuthContext } from "./context.js";
 import { errorPage, formOf, one, randomToken, redirectTo, sameSecret, sha256url } from "./http.js";
 

@@ -5,7 +5,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 
 /** An OAuth access token is for one resource (RFC 8707): this endpoint, or the gateway as a whole. */
 export function requireAudience(c: Context<GatewayEnv>, services: GatewayServices): void {

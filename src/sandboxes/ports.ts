@@ -5,14 +5,14 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { PORT_COOKIE, portGrant, portVisitor } from "../identity/resources.js";
-import { forwardableRequestHeaders } from "../platform/transport.js";
-import { isWebSocketUpgrade } from "../platform/websocket.js";
+import { forwardableRequestHeaders } from "../web/transport.js";
+import { isWebSocketUpgrade } from "../web/websocket.js";
 import { parseExposedHost, upstreamExposedHost } from "./rewrite.js";
 import { sandboxCustody, sandboxNotFound } from "./custody.js";
 import { isPublicHostFor } from "./port-hosts.js";
 import { sendUpstream } from "./runtime-forward.js";
-import { requestUrl } from "../platform/request-url.js";
-import { clientView } from "../platform/forwarded.js";
+import { requestUrl } from "../web/request-url.js";
+import { clientView } from "../web/forwarded.js";
 import { generateCookie } from "hono/cookie";
 
 const BOOTSTRAP_PATH = "/_hb/auth";

@@ -2,7 +2,7 @@
 // policy's image lists check it (middleware/quota, middleware/body-check/policy.ts).
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
-import { upstreamJson } from "../platform/upstream.js";
+import { upstreamJson } from "../upstream/upstream.js";
 import { SnapshotAnswer } from "./wire.js";
 
 /** The snapshot's image, asked of the upstream; undefined for an unknown snapshot (left to the upstream's 404). */

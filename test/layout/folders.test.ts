@@ -19,9 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
-import { undiciTransport } from "../../src/platform/node/undici-transport.js";
-import type { UpstreamTransport } from "../../src/platform/transport.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
+import { undiciTransport } from "../../src/host/node/undici-transport.js";
+import type { UpstreamTransport } from "../../src/web/transport.js";
 
 const ROOT = process.cwd();
 /**

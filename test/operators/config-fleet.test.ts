@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 
 const ops = generateTenantKey();
@@ -46,7 +46,8 @@ beforeAll(async () => {
   const start = () => startNodeGateway({ config: parseConfig(raw), secrets, configFile: file, env: {} });
   [a, b] = await Promise.all([start(), start()]);
   // The file changes; both instances are told at once (as a SIGHUP to every pod would).
-  raw.tenants[1]!.budget = { daily: "8.00" };
+  // typed by hand: the literal's inferred element type may mark \`budget\` read-only (TypeScript 7 varies with file order)
+  (raw.tenants[1] as { budget?: { daily: string } }).budget = { daily: "8.00" };
   raw.tenants.push({ id: "later", keys: [{ hash: await hashTenantKey(later) }] } as (typeof raw.tenants)[number]);
   await writeFile(file, JSON.stringify(raw));
 }, 60_000);

@@ -4,7 +4,7 @@
 import type { GatewayServices } from "../../services.js";
 import type { Tenant } from "../../identity/tenants.js";
 import { GatewayError } from "../../errors.js";
-import { publicOriginOf } from "../../platform/public-origin.js";
+import { publicOriginOf } from "../../web/public-origin.js";
 import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../../operators/actions/tokens.js";
 import { href } from "../pages/layout.js";
 import { TokensPage } from "../pages/lists.js";

@@ -1,10 +1,10 @@
 // Where alert webhooks may be sent: https (http only where the operator allows it), and never to loopback, link-local
 // (cloud metadata), private, shared (CGNAT), multicast or reserved addresses unless an operator allowlists a CIDR.
 // Checked on the URL at config time (an IP literal, a local-only name) and again at delivery on every address the
-// name resolves to (src/platform/node/webhook-sender.ts connects to the address it checked; Workers refuse IP literals only).
+// name resolves to (src/host/node/webhook-sender.ts connects to the address it checked; Workers refuse IP literals only).
 // Both see the host through one normaliser (destinationHost): trailing dots dropped, and an IPv6 literal that only wraps
 // an IPv4 address (`[::7f00:1]`, `[::127.0.0.1]`, `[::ffff:0:7f00:1]`) read as that IPv4 address.
-import { cidrMatcher, wrappedIPv4 } from "../../platform/cidr.js";
+import { cidrMatcher, wrappedIPv4 } from "../../web/cidr.js";
 
 /** Ranges no webhook reaches unless allowlisted (IPv4-mapped IPv6 is folded to IPv4 by the matcher). */
 const BLOCKED = [

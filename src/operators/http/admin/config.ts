@@ -19,7 +19,7 @@ import {
 } from "../../actions/config-state.js";
 import { actorOf } from "../actor.js";
 import { roleOf } from "../../../identity/roles.js";
-import { publicOriginOf } from "../../../platform/public-origin.js";
+import { publicOriginOf } from "../../../web/public-origin.js";
 
 /** The body of a diff or apply: `{document, prune}`, every problem named by its field. */
 async function fileOf(c: Context<GatewayEnv>, services: GatewayServices) {

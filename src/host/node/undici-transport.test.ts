@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { UpstreamHeadersTimeout } from "../transport.js";
+import { UpstreamHeadersTimeout } from "../../web/transport.js";
 import { undiciTransport } from "./undici-transport.js";
 
 /** An upstream that answers `/ok` at once (after reading the body) and never answers `/silent`. */

@@ -1,7 +1,7 @@
 // A request body the runtime already holds in full, handed out without reading it through the Request: on Node a
-// small body usually arrives with its head and sits parsed in the request's buffer (src/platform/node/held-body.ts).
+// small body usually arrives with its head and sits parsed in the request's buffer (src/host/node/held-body.ts).
 // Elsewhere (Workers, a Request made in-process) there is none, and the body is read from the Request as usual. The
-// taker is the gateway's (platform.heldBody, src/platform/speed.ts), set by the Node entry when its fast paths are on.
+// taker is the gateway's (platform.heldBody, src/web/speed.ts), set by the Node entry when its fast paths are on.
 import type { Context } from "hono";
 import type { PlatformSpeed } from "./speed.js";
 

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, errors } from "../errors.js";
-import { splitRequestUrl } from "./request-url.js";
+import { splitRequestUrl } from "../web/request-url.js";
 import {
   forwardableRequestHeaders,
   relayByRequest,
@@ -16,12 +16,12 @@ import {
   type RelayOptions,
   type RelayRequest,
   type UpstreamTransport,
-} from "./transport.js";
+} from "../web/transport.js";
 import type { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { routeLabel } from "../telemetry/route-label.js";
 import { childSpan, type Tracer } from "../telemetry/tracing.js";
 import type * as z from "zod";
-import { parseUpstreamJson, readWire } from "./upstream-records.js";
+import { parseUpstreamJson, readWire } from "./records.js";
 import type { AccountHold, UpstreamAccounts } from "./accounts.js";
 import type { ResourceKind } from "../state/types.js";
 
@@ -38,7 +38,7 @@ export interface Placement {
 
 declare module "hono" {
   interface ContextVariableMap {
-    /** The creation this request makes, to be placed (src/platform/accounts.ts). */
+    /** The creation this request makes, to be placed (src/upstream/accounts.ts). */
     placement: Placement;
     /** The upstream account this request's creation went to, or the account of the resource it addresses. */
     upstreamAccount: string;

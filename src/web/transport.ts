@@ -52,7 +52,7 @@ export interface UpstreamTransport {
    * Sends a request whose answer goes back to the client as it is (the proxied planes: runtime, exposed ports,
    * presigned files), minus hop-by-hop headers and Set-Cookie (unless `keepSetCookie`: an exposed port's app cookies,
    * see appSetCookie). `client` is the runtime's own handle on the request (Hono's `c.env`): the Node transport relays
-   * straight to the client's socket when the Node entry offers it (src/platform/node/direct-relay.ts). Absent:
+   * straight to the client's socket when the Node entry offers it (src/host/node/direct-relay.ts). Absent:
    * `request`, then relayResponse (relayByRequest), as on Workers.
    */
   relay?(req: RelayRequest, client: unknown, opts: RelayOptions): Promise<RelayedAnswer>;

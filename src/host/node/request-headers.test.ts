@@ -6,8 +6,8 @@ import { Hono } from "hono";
 import { connect, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nodeHotHeader } from "./request-headers.js";
-import { hotHeader, type HotHeader } from "../request-headers.js";
-import type { PlatformSpeed } from "../speed.js";
+import { hotHeader, type HotHeader } from "../../web/request-headers.js";
+import type { PlatformSpeed } from "../../web/speed.js";
 
 const NAMES: HotHeader[] = ["content-length", "x-api-key", "cache-control", "idempotency-key"];
 /** The Node entry's, with its fast paths on. */

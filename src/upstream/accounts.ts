@@ -1,6 +1,6 @@
 // Several upstream accounts behind one gateway (docs/accounts.md): which account a call goes to, and with which key.
 // A creation is placed among the tenant's accounts by weight and headroom and spills to the next on a concurrency
-// limit or a failure (src/platform/upstream.ts); every owned id remembers its account (the custody record, in the shared
+// limit or a failure (src/upstream/upstream.ts); every owned id remembers its account (the custody record, in the shared
 // KV), so every later call for it goes to that account with that account's key. Each account has a circuit breaker,
 // opened by errors and slow answers, with half-open probes.
 // Across a fleet: the sessions and sandboxes live on each account are counted in the shared state (AccountSlots), so a

@@ -6,7 +6,7 @@
 import { type Dispatcher, request } from "undici";
 import { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { Readable } from "node:stream";
-import { heldBodyResponse, relayByRequest, UpstreamHeadersTimeout, type UpstreamTransport } from "../transport.js";
+import { heldBodyResponse, relayByRequest, UpstreamHeadersTimeout, type UpstreamTransport } from "../../web/transport.js";
 import { upstreamAgent } from "./undici-agent.js";
 import { directRelay } from "./direct-relay.js";
 
@@ -43,7 +43,7 @@ export function undiciTransport(
   opts: { connections?: number; headersTimeoutMs?: number } = {},
 ): UpstreamTransport & { close(): Promise<void> } {
   const dispatcher = upstreamAgent(opts.connections ?? 256);
-  // Answers relayed to the client as they are (runtime, exposed ports) go socket to socket: src/platform/node/direct-relay.ts.
+  // Answers relayed to the client as they are (runtime, exposed ports) go socket to socket: src/host/node/direct-relay.ts.
   const direct = directRelay(dispatcher);
   const transport: UpstreamTransport & { close(): Promise<void> } = {
     enforcesHeadersTimeout: true,

@@ -5,7 +5,7 @@
 // Response (status, no body) and may add headers to it (x-request-id and the rate limit's through setResponseHeader,
 // gathered in a record; others such as CORS on its Headers);
 // `withDirectRelays` (the server's fetch wrapper) writes that status and those headers and then the body. Workers (and
-// any other transport) keep the standard path: src/platform/upstream.ts `Upstream.forward`.
+// any other transport) keep the standard path: src/upstream/upstream.ts `Upstream.forward`.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { type Dispatcher, util as undiciUtil } from "undici";
@@ -19,9 +19,9 @@ import {
   type RelayedAnswer,
   type RelayOptions,
   type RelayRequest,
-} from "../transport.js";
-import { splitRequestUrl } from "../request-url.js";
-import { deferResponseHeaders } from "../response-headers.js";
+} from "../../web/transport.js";
+import { splitRequestUrl } from "../../web/request-url.js";
+import { deferResponseHeaders } from "../../web/response-headers.js";
 import { Exchange } from "./relay-exchange.js";
 import { turnEnd } from "./turn-writes.js";
 
@@ -45,7 +45,7 @@ interface Pending {
   exchange: Exchange;
   /** The upstream's relayable headers. */
   headers: OutgoingHttpHeaders;
-  /** Headers the chain set with setResponseHeader (src/platform/response-headers.ts). */
+  /** Headers the chain set with setResponseHeader (src/web/response-headers.ts). */
   added: Record<string, string>;
 }
 

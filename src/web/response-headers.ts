@@ -1,8 +1,8 @@
 // Headers the chain puts on its answer after the handler (x-request-id, the rate limit's). An answer whose head is
-// written by the Node entry itself (a direct relay, src/platform/node/direct-relay.ts) is a body-less Response whose
+// written by the Node entry itself (a direct relay, src/host/node/direct-relay.ts) is a body-less Response whose
 // added headers are gathered here, in a plain record merged when its head is written: a `Headers` would be built for
 // it and each value converted, a few µs a request. On Node, an answer whose headers nobody read gets them in the record
-// it was made with (the gateway's platform.writeUnread, src/platform/speed.ts); any other answer gets them on its
+// it was made with (the gateway's platform.writeUnread, src/web/speed.ts); any other answer gets them on its
 // `Headers`, as usual.
 // The record sits on the answer itself (a property, not a WeakMap entry: no hash and no ephemeron per request).
 import type { PlatformSpeed } from "./speed.js";

@@ -2,7 +2,6 @@
 import { forwardedClient } from "./client-address.js";
 import type { Context } from "hono";
 import { cidrMatcher } from "./cidr.js";
-import type { GatewayServices } from "../services.js";
 import { invalidHost, requestUrl } from "./request-url.js";
 
 export interface ClientView {
@@ -14,8 +13,21 @@ export interface ClientView {
   address?: string;
 }
 
-/** What reading the client's view needs: the trusted proxies (config) and the runtime's peer address. */
-export type ForwardedServices = Pick<GatewayServices, "config" | "peerAddress">;
+/**
+ * What reading the client's view needs: the trusted proxies (config) and the runtime's peer address. Named by shape,
+ * so this seam imports nothing above it; the gateway's services fit it.
+ */
+export interface ForwardedServices {
+  readonly config: {
+    readonly server: {
+      readonly trustedProxies: readonly string[];
+      /** Read by public-origin.ts: the fixed origin, and the hosts allowed to build URLs without one. */
+      readonly publicOrigin?: string | undefined;
+      readonly publicHosts?: readonly string[] | undefined;
+    };
+  };
+  readonly peerAddress?: ((c: Context) => string | undefined) | undefined;
+}
 
 const views = new WeakMap<Request, ClientView>();
 const matchers = new WeakMap<ForwardedServices, (address: string | undefined) => boolean>();

@@ -1,8 +1,8 @@
 // One relayed exchange with the upstream, as undici's dispatcher calls it back: the answer's head, then its body held
-// or written to the client's socket (src/platform/node/direct-relay.ts, whose relay makes one per call).
+// or written to the client's socket (src/host/node/direct-relay.ts, whose relay makes one per call).
 import type { ServerResponse } from "node:http";
 import { Client, type Dispatcher } from "undici";
-import { UpstreamHeadersTimeout } from "../transport.js";
+import { UpstreamHeadersTimeout } from "../../web/transport.js";
 
 /** Body bytes held while the chain finishes before the upstream connection is paused. */
 const HELD_BYTES = 64 * 1024;

@@ -2,7 +2,7 @@
 import WebSocket, { WebSocketServer } from "ws";
 import type { IncomingMessage } from "node:http";
 import { upgradeWebSocket } from "@hono/node-server";
-import type { WebSocketRelay } from "../websocket.js";
+import type { WebSocketRelay } from "../../web/websocket.js";
 import type { GatewayMetrics } from "../../telemetry/gateway-metrics.js";
 import { webSocketKindOf } from "../../telemetry/metric-labels.js";
 

@@ -6,8 +6,8 @@ import { Hono } from "hono";
 import { connect, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./held-body.js";
-import { heldBody, heldBodyNextTurn } from "../held-body.js";
-import type { PlatformSpeed } from "../speed.js";
+import { heldBody, heldBodyNextTurn } from "../../web/held-body.js";
+import type { PlatformSpeed } from "../../web/speed.js";
 
 /** The Node entry's, with its fast paths on. */
 const platform: PlatformSpeed = { heldBody: nodeHeldBody };

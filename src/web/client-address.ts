@@ -5,7 +5,7 @@ import type { Context } from "hono";
 export type PeerAddress = (c: Context) => string | undefined;
 
 /**
- * Workers (chosen by the Worker entry, src/platform/worker.ts): Cloudflare's edge sets `cf-connecting-ip` on every
+ * Workers (chosen by the Worker entry, src/host/worker.ts): Cloudflare's edge sets `cf-connecting-ip` on every
  * request it hands the Worker, overwriting any a client sent. (A request from a service binding carries what the
  * operator's own calling Worker set.) It used to be read only when the request had a `cf` object; on workerd that getter
  * parses the request's `cf` properties on each read, ~7 % of the Worker's busy time on a relayed GET.

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requestId } from "../../../middleware/request-id/index.js";
-import type { PlatformSpeed } from "../speed.js";
+import type { PlatformSpeed } from "../../web/speed.js";
 import { unreadHeaderWriter } from "./unread-headers.js";
 
 const shared = { "Content-Type": "application/json", "X-Request-Id": "from-the-upstream" };

@@ -7,7 +7,7 @@
 import { ServerResponse, type IncomingMessage, type Server } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { originParses } from "../request-url.js";
+import { originParses } from "../../web/request-url.js";
 
 type UpgradeListener = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;

@@ -1,4 +1,4 @@
-// The breaker's fleet side (src/platform/accounts.ts): a breaker opened by an instance's own calls reports when it
+// The breaker's fleet side (src/upstream/accounts.ts): a breaker opened by an instance's own calls reports when it
 // stays open until (published for the fleet); one adopted from the fleet opens until that time without being
 // published again, never shortens a longer open period, and half-opens on this instance's clock afterwards.
 import { describe, expect, it } from "vitest";

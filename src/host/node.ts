@@ -18,14 +18,14 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.js";
 import { promRegistry } from "./node/prom-registry.js";
 import { nodeWebhookSender } from "./node/webhook-sender.js";
-import type { PlatformSpeed } from "./speed.js";
+import type { PlatformSpeed } from "../web/speed.js";
 import { nodeHotHeader } from "./node/request-headers.js";
 import { bodyFollowsHead, nodeHeldBody, nodeHeldText } from "./node/held-body.js";
 import { flushStdoutLog, stdoutLogSink } from "./node/log-sink.js";
 import { nodeDocsAssets } from "./node/docs-assets.js";
 import { otelTracer } from "./node/otel-tracer.js";
 import { VERSION } from "../operators/version.js";
-import type { PeerAddress } from "./client-address.js";
+import type { PeerAddress } from "../web/client-address.js";
 import { openPkcs11Signer } from "./node/pkcs11-signer.js";
 import { openRemoteSigner } from "./node/remote-signer.js";
 import type { WalletSigner } from "../payments/wallet-signer.js";
@@ -92,7 +92,7 @@ function withUpgradeErrorBodies(fetch: (req: Request, env: NodeBindings) => Resp
     const res = await fetch(req, env);
     if (env?.outgoing instanceof ServerResponse) {
       closeAfterEarlyAnswer(env.outgoing.req, env.outgoing);
-      // node-server writes the answer once this returns: with the turn's other answers (src/platform/node/turn-writes.ts).
+      // node-server writes the answer once this returns: with the turn's other answers (src/host/node/turn-writes.ts).
       if (!env.outgoing.headersSent) await turnEnd();
     }
     const socket = env?.outgoing === undefined ? env?.incoming?.socket : undefined;
@@ -154,7 +154,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const stores = opts.deps?.stores ?? nodeStateStores(opts.config, (msg, fields) => gateway?.logger.error(msg, fields));
   const walletSigner = opts.deps?.walletSigner ?? (await nodeWalletSigner(opts.config, opts.secrets));
   const accountWalletSigners = opts.deps?.accountWalletSigners ?? (await nodeAccountSigners(opts.config));
-  // The Node fast paths, this gateway's own (src/platform/speed.ts): where server.directRelay is on, the chain's hot
+  // The Node fast paths, this gateway's own (src/web/speed.ts): where server.directRelay is on, the chain's hot
   // request headers are read off node:http's parsed head (./node/request-headers.ts), a small body the parser already
   // holds is taken as it sits (./node/held-body.ts), and (once `serve` runs, below) headers added after the handler go
   // into an answer's unread record (./node/unread-headers.ts). Off, every request takes the standard path, the one
@@ -166,7 +166,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     secrets: opts.secrets,
     platform,
     transport,
-    // Lines to stdout are batched (src/platform/node/log-sink.ts); a caller's own sink gets each line as it comes.
+    // Lines to stdout are batched (src/host/node/log-sink.ts); a caller's own sink gets each line as it comes.
     logSink: opts.logSink ?? stdoutLogSink(),
     webSocketRelay: nodeWebSocketRelay({ metrics }),
     peerAddress: nodePeerAddress,
@@ -189,7 +189,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
       {
-        // server.directRelay: the transport may relay answers straight to the client's socket (src/platform/node/direct-relay.ts)
+        // server.directRelay: the transport may relay answers straight to the client's socket (src/host/node/direct-relay.ts)
         // only on a server that finishes them; off (or TOLLGATE_DIRECT_RELAY=off, how the test suites run the other way),
         // every answer takes the standard path, the one Workers use.
         fetch: directRelays(opts.config)
@@ -204,7 +204,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
     s.once("error", reject);
   });
   // With `serve` running the global Response is node-server's: headers added after the handler go into an answer's
-  // unread record (src/platform/node/unread-headers.ts). Like the other fast paths, only where they are on.
+  // unread record (src/host/node/unread-headers.ts). Like the other fast paths, only where they are on.
   if (directRelays(opts.config)) platform.writeUnread = unreadHeaderWriter();
   gateUpgrades(server as import("node:http").Server);
   gateHosts(server as import("node:http").Server);

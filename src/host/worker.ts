@@ -10,12 +10,12 @@ import {
 } from "../../config/load.js";
 import type { TollgateConfig } from "../../config/schema.js";
 import type { ExecutionContext } from "hono";
-import { workersPeerAddress } from "./client-address.js";
+import { workersPeerAddress } from "../web/client-address.js";
 import { createGateway, type Gateway } from "../gateway.js";
 import { doStores, hasStateBinding, migrateDurableState } from "../state/durable-client.js";
 import type { StateStores } from "../state/types.js";
-import { fetchTransport } from "./transport.js";
-import { fetchWebSocketRelay } from "./websocket.js";
+import { fetchTransport } from "../web/transport.js";
+import { fetchWebSocketRelay } from "../web/websocket.js";
 import { FetchTracer } from "../telemetry/fetch-tracer.js";
 import { VERSION } from "../operators/version.js";
 
