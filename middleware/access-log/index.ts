@@ -29,7 +29,7 @@ interface RequestLogFields {
   cache?: string;
   /** Atomic units a cached or coalesced answer saved (its price when it was first paid). */
   saved?: bigint;
-  /** Time to response headers of the upstream call(s), summed, in ms (src/upstream/upstream.ts). */
+  /** Time to response headers of the upstream call(s), summed, in ms (src/upstream/exchange.ts). */
   upstreamMs?: number;
   /** Bytes sent upstream in request bodies, when known. */
   upstreamBytesOut?: number;

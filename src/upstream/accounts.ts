@@ -2,13 +2,16 @@
 // A creation is placed among the tenant's accounts by weight and headroom and spills to the next on a concurrency
 // limit or a failure (src/upstream/upstream.ts); every owned id remembers its account (the custody record, in the shared
 // KV), so every later call for it goes to that account with that account's key. Each account has a circuit breaker,
-// opened by errors and slow answers, with half-open probes.
+// opened by errors and slow answers, with half-open probes (breaker.ts); the resource a path addresses is
+// resource-paths.ts's.
 // Across a fleet: the sessions and sandboxes live on each account are counted in the shared state (AccountSlots), so a
 // creation holds a slot on an account with room before it is sent and the limits hold for all instances together; a
 // breaker that opens is published in the shared KV and read by the other instances at most every BREAKER_SYNC_MS.
 // Without [[upstream.accounts]] there is one account, "default", with TOLLGATE_UPSTREAM_API_KEY, and none of this runs.
 import type { TollgateConfig } from "../../config/schema.js";
 import type { AccountPool, AccountSlots, KeyValueStore, ResourceKind } from "../state/types.js";
+import { Breaker, type BreakerSettings, type BreakerState } from "./breaker.js";
+import { resourceOfPath } from "./resource-paths.js";
 
 /** The account id of the one account a gateway without [[upstream.accounts]] has. */
 const DEFAULT_ACCOUNT = "default";
@@ -30,138 +33,8 @@ export interface UpstreamAccount {
   limits: { sessions?: number; sandboxes?: number };
 }
 
-export type BreakerState = "closed" | "open" | "half-open";
-
-export interface BreakerSettings {
-  /** Failures (5xx answers, no answer, or answers slower than slowMs) among the last `window` calls that open it. */
-  failures: number;
-  window: number;
-  /** An answer slower than this counts as a failure. */
-  slowMs: number;
-  /** How long it stays open before one probe is let through (half-open). */
-  openMs: number;
-}
-
-/**
- * One account's circuit breaker: open after `failures` failures among the last `window` calls; after `openMs` one call
- * at a time is let through (half-open): a success closes it, a failure opens it again.
- */
-export class Breaker {
-  private outcomes: boolean[] = [];
-  private openedAt = 0;
-  private probing = false;
-  state: BreakerState = "closed";
-  /** Times it opened since start. */
-  opened = 0;
-
-  constructor(
-    private readonly settings: BreakerSettings,
-    private readonly now: () => number,
-    private readonly onChange?: (state: BreakerState) => void,
-    /** It opened from this instance's own calls, until the given time (published for the fleet). */
-    private readonly onTrip?: (until: number) => void,
-  ) {}
-
-  /** When it stays open until (a probe may go after it), while open. */
-  get openUntil(): number | undefined {
-    return this.state === "open" ? this.openedAt + this.settings.openMs : undefined;
-  }
-
-  /**
-   * Another instance opened it until `until`: open here too until then (unless it already is for longer). Not
-   * published again; the probes after it are this instance's own.
-   */
-  adopt(until: number): void {
-    if (until <= this.now()) return;
-    if (this.state === "open" && this.openedAt + this.settings.openMs >= until) return;
-    this.openedAt = until - this.settings.openMs;
-    this.outcomes = [];
-    this.probing = false;
-    if (this.state !== "open") this.opened++;
-    this.set("open");
-  }
-
-  /** Whether a call may go now (half-open: one probe at a time; the caller must report it). */
-  allow(): boolean {
-    if (this.state === "closed") return true;
-    if (this.state === "open") {
-      if (this.now() - this.openedAt < this.settings.openMs) return false;
-      this.set("half-open");
-    }
-    if (this.probing) return false;
-    this.probing = true;
-    return true;
-  }
-
-  /** Whether a call could go now, without taking the probe (for ordering candidates). */
-  available(): boolean {
-    if (this.state === "closed") return true;
-    if (this.state === "open") return this.now() - this.openedAt >= this.settings.openMs;
-    return !this.probing;
-  }
-
-  /** One call's outcome: failed (5xx, no answer) or took `ms`. */
-  record(failed: boolean, ms: number): void {
-    const bad = failed || ms > this.settings.slowMs;
-    if (this.state === "half-open") {
-      this.probing = false;
-      if (bad) this.trip();
-      else {
-        this.outcomes = [];
-        this.set("closed");
-      }
-      return;
-    }
-    if (this.state === "open") return;
-    this.outcomes.push(bad);
-    if (this.outcomes.length > this.settings.window) this.outcomes.shift();
-    if (this.outcomes.filter(Boolean).length >= this.settings.failures) this.trip();
-  }
-
-  private trip(): void {
-    this.openedAt = this.now();
-    this.outcomes = [];
-    this.probing = false;
-    this.opened++;
-    this.set("open");
-    this.onTrip?.(this.openedAt + this.settings.openMs);
-  }
-
-  private set(state: BreakerState): void {
-    if (this.state === state) return;
-    this.state = state;
-    this.onChange?.(state);
-  }
-}
-
 /** The kinds whose live count an account's limits bound. */
 const LIMIT_OF: Partial<Record<ResourceKind, "sessions" | "sandboxes">> = { session: "sessions", sandbox: "sandboxes" };
-
-/** Upstream paths that address one owned resource, with its kind: where a call's account is its resource's. */
-const PATH_KINDS: Array<[RegExp, ResourceKind]> = [
-  [/^\/api\/session\/([^/?#]+)/, "session"],
-  [/^\/api\/sandbox\/([^/?#]+)/, "sandbox"],
-  [/^\/api\/profile\/([^/?#]+)/, "profile"],
-  [/^\/api\/volume\/([^/?#]+)/, "volume"],
-  [/^\/api\/snapshots\/([^/?#]+)/, "snapshot"],
-  [/^\/api\/task\/[^/?#]+\/([^/?#]+)/, "task"],
-  [/^\/api\/(?:scrape\/batch|web\/batch-fetch|web\/crawl|scrape|crawl|extract)\/([^/?#]+)/, "job"],
-];
-
-/** The resource an upstream path addresses, if it addresses one. */
-function resourceOfPath(path: string): { kind: ResourceKind; id: string } | undefined {
-  for (const [re, kind] of PATH_KINDS) {
-    const m = re.exec(path);
-    if (m) {
-      try {
-        return { kind, id: decodeURIComponent(m[1]!) };
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
 
 const custodyKey = (kind: ResourceKind, id: string) => `account:${kind}:${id}`;
 

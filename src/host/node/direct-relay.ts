@@ -5,7 +5,7 @@
 // Response (status, no body) and may add headers to it (x-request-id and the rate limit's through setResponseHeader,
 // gathered in a record; others such as CORS on its Headers);
 // `withDirectRelays` (the server's fetch wrapper) writes that status and those headers and then the body. Workers (and
-// any other transport) keep the standard path: src/upstream/upstream.ts `Upstream.forward`.
+// any other transport) keep the standard path: src/upstream/exchange.ts `UpstreamExchange.forward`.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { type Dispatcher, util as undiciUtil } from "undici";

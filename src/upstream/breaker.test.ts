@@ -2,7 +2,7 @@
 // stays open until (published for the fleet); one adopted from the fleet opens until that time without being
 // published again, never shortens a longer open period, and half-opens on this instance's clock afterwards.
 import { describe, expect, it } from "vitest";
-import { Breaker, type BreakerState } from "./accounts.js";
+import { Breaker, type BreakerState } from "./breaker.js";
 
 const settings = { failures: 2, window: 4, slowMs: 1000, openMs: 1000 };
 
