@@ -190,7 +190,7 @@ module.exports = {
       comment: "middleware/chain.ts mounts the route table's rows: it never imports the gateway, an entry or the CLI.",
       severity: "error",
       from: { path: "^middleware/chain\\.ts$" },
-      to: { path: "^src/gateway\\.ts$|^src/host/|^src/cli/" },
+      to: { path: "^src/gateway(-deps)?\\.ts$|^src/host/|^src/cli/" },
     },
     {
       name: "chain-steps-import-no-route-module",
@@ -205,7 +205,7 @@ module.exports = {
       severity: "error",
       from: { path: `^src/${from}/`, pathNot: notShipped },
       to: {
-        path: `^src/(${surfaces}|cli|host)/|^src/gateway\\.ts$`,
+        path: `^src/(${surfaces}|cli|host)/|^src/gateway(-deps)?\\.ts$`,
         pathNot: `^src/(${[from, ...allowed].join("|")})/`,
       },
     })),
@@ -218,7 +218,7 @@ module.exports = {
         path: "^src/(web|upstream|telemetry|identity|payments|routing)/",
         pathNot: `routes?\\.tsx?$|${notShipped}`,
       },
-      to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
+      to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway(-deps)?\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
     },
     {
       name: "payments-import-no-operators",
