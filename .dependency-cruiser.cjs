@@ -25,7 +25,7 @@ const nodeOnlyPackages = `(^|/)node_modules/${nodeOnly}|^${nodeOnly}`;
 
 /** What a chain step may import from src/. */
 const stepMayImport =
-  "^src/(errors|log|context|services)\\.ts$|^src/(state|identity|routing|telemetry|payments|sandboxes)/|^src/(web|upstream)/";
+  "^src/(errors|log|context|services)\\.ts$|^src/(state|identity|routing|telemetry|payments|sandboxes|agent-policy)/|^src/(web|upstream)/";
 
 /**
  * The Node speed helpers (src/web/speed.ts: the gateway's platform, chosen by its entry) are used only by these
@@ -87,6 +87,14 @@ module.exports = {
       to: { path: "^src/host/" },
     },
     {
+      name: "agent-policy-below-the-table",
+      comment:
+        "src/agent-policy (the agent-policy engine: the policies a route row names in its agentPolicy field) sits below the route table: it imports only the base modules, config and the Web seams, never routing, a step, a surface or an operator app.",
+      severity: "error",
+      from: { path: "^src/agent-policy/", pathNot: notShipped },
+      to: { path: "^(src|middleware)/", pathNot: `${base}|^src/(agent-policy|web)/` },
+    },
+    {
       name: "node-parts-behind-the-node-entry",
       comment: "src/host/node/ is imported only by src/host/node.ts, src/cli/, bench/ and tests.",
       severity: "error",
@@ -140,7 +148,7 @@ module.exports = {
     {
       name: "chain-steps-below-surfaces",
       comment:
-        "A chain step (middleware/<step>/) imports only the base modules, services' types, state, routing, telemetry, the Web seams (src/web), the upstream client (src/upstream), payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
+        "A chain step (middleware/<step>/) imports only the base modules, services' types, state, routing, telemetry, the Web seams (src/web), the upstream client (src/upstream), the agent-policy engine (src/agent-policy), payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
       severity: "error",
       from: { path: "^middleware/[^/]+/", pathNot: notShipped },
       to: { path: "^src/", pathNot: stepMayImport },

@@ -110,6 +110,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   for (const t of config.tenants) tenantAmounts(t);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
+  metrics.classifyRows(ROUTES); // each row's class in the latency histograms is its `metric` field
   const endedRetentionMs = config.state.endedRetentionDays * 86_400_000;
   // Owners are remembered per instance (an owner never changes once written): a control read's owner check costs no
   // state round trip once this instance has seen the resource (src/state/remembered-owners.ts).

@@ -3,12 +3,13 @@
 // how large a crawl may be, and the egress floor merged into every sandbox and session create. The policy is layered:
 // the operator's (config `policy`), the tenant's (`tenants[].policy`) and the caller's token or grant (its `pol`
 // claim). Every layer applies, so a narrower layer never widens another: the intersection is what passes. A refusal
-// is 403 policy_denied naming the policy, the field and the layer; nothing is forwarded.
+// is 403 policy_denied naming the policy, the field and the layer; nothing is forwarded. Which rows a policy applies
+// to, and which one, is the route table's (a row's `agentPolicy` field, src/routing/table.ts); the body step
+// (middleware/body-check) applies it.
 import type { AgentPolicy } from "../../config/tenant-schema.js";
 import { LRUCache } from "lru-cache";
-import { GatewayError } from "../../src/errors.js";
-import { cidrMatcher, isCidr } from "../../src/web/cidr.js";
-import { AGENTS } from "../../src/routing/table.js";
+import { GatewayError } from "../errors.js";
+import { cidrMatcher, isCidr } from "../web/cidr.js";
 
 type PolicyLayerName = "operator" | "tenant" | "token";
 export interface PolicyLayer {
@@ -260,7 +261,25 @@ async function checkImages(layers: PolicyLayer[], body: Json, snapshotImage: Sna
 
 // ── Rows ──
 
-/** What each row's policy is, by the row's name (rows not listed start nothing a policy speaks of). */
+/**
+ * The policies a route row may name (its `agentPolicy` field): what each checks, limits or merges into the body. A row
+ * naming none starts nothing a policy speaks of.
+ */
+export type AgentPolicyKind =
+  | "fetchUrl"
+  | "fetchUrls"
+  | "webCrawl"
+  | "scrapeUrl"
+  | "scrapeUrls"
+  | "crawl"
+  | "extract"
+  | "session"
+  | "x402Session"
+  | "sessionExtend"
+  | "sandboxCreate"
+  | "sandboxNetwork"
+  | "task";
+
 type RowPolicy = (layers: PolicyLayer[], body: Json, snapshotImage: SnapshotImage) => void | Promise<void>;
 
 const urlField =
@@ -276,31 +295,30 @@ const urlsField =
     if (!fetchLike) applySessionOptions(layers, body);
   };
 
-const ROW_POLICIES: Record<string, RowPolicy> = {
-  "web.fetch": urlField(true),
-  "x402.web.fetch": urlField(true),
-  "web.batchFetch.start": urlsField(true),
-  "web.crawl.start": (layers, body) => {
+const POLICIES: Record<AgentPolicyKind, RowPolicy> = {
+  fetchUrl: urlField(true),
+  fetchUrls: urlsField(true),
+  webCrawl: (layers, body) => {
     checkUrls(layers, "url", [body.url]);
     const o: Json = body.crawlOptions && typeof body.crawlOptions === "object" ? { ...(body.crawlOptions as Json) } : {};
     checkPages(layers, o, "maxPages", "crawlOptions.maxPages", true);
     if (Object.keys(o).length) body.crawlOptions = o;
   },
-  "scrape.start": urlField(false),
-  "scrape.batch.start": urlsField(false),
-  "crawl.start": (layers, body) => {
+  scrapeUrl: urlField(false),
+  scrapeUrls: urlsField(false),
+  crawl: (layers, body) => {
     checkUrls(layers, "url", [body.url]);
     checkPages(layers, body, "maxPages", "maxPages", true);
     applySessionOptions(layers, body);
   },
-  "extract.start": (layers, body) => {
+  extract: (layers, body) => {
     checkUrls(layers, "urls", strings(body.urls));
     checkPages(layers, body, "maxLinks", "maxLinks", false);
     applySessionOptions(layers, body);
   },
-  "session.create": (layers, body) => applySession(layers, body, "", true),
+  session: (layers, body) => applySession(layers, body, "", true),
   // The x402 session takes a few fields only (no allowOut/denyOut/urlBlocklist): a floor it cannot carry refuses it.
-  "x402.session.create": (layers, body) => {
+  x402Session: (layers, body) => {
     const floor = layers.find((l) => l.policy.egress || l.policy.domains?.deny?.length);
     if (floor)
       throw policyDenied(floor.policy.egress ? "egress" : "domains.deny", "body", "an x402 session", floor.by, {
@@ -321,7 +339,7 @@ const ROW_POLICIES: Record<string, RowPolicy> = {
     }
     checkMinutes(layers, "maxSessionMinutes", body, "timeoutMinutes", "", false);
   },
-  "session.extend": (layers, body) => {
+  sessionExtend: (layers, body) => {
     const limit = layers.find((l) => l.policy.maxSessionMinutes !== undefined);
     // A session's start is the upstream's to know: under a lifetime limit, its lifetime is the one it was created with.
     if (limit)
@@ -330,14 +348,14 @@ const ROW_POLICIES: Record<string, RowPolicy> = {
         reason: "a session cannot be extended under a lifetime limit",
       });
   },
-  "sandbox.create": async (layers, body, snapshotImage) => {
+  sandboxCreate: async (layers, body, snapshotImage) => {
     await checkImages(layers, body, snapshotImage);
     checkMinutes(layers, "maxSandboxMinutes", body, "timeoutMinutes", "", true);
     applyEgress(layers, body, "");
   },
-  "sandbox.network": (layers, body) => applyEgress(layers, body, ""),
+  sandboxNetwork: (layers, body) => applyEgress(layers, body, ""),
+  task: (layers, body) => applySessionOptions(layers, body),
 };
-for (const agent of AGENTS) ROW_POLICIES[`task.${agent}.start`] = (layers, body) => applySessionOptions(layers, body);
 
 /** Whether the policy changed nothing: the same keys, each the same value (nested objects compared as JSON). */
 function sameJson(a: Json, b: Json): boolean {
@@ -353,22 +371,17 @@ function sameJson(a: Json, b: Json): boolean {
   return true;
 }
 
-/** Whether a row has a policy to apply (checked once per row when the chain is mounted). */
-export function rowHasPolicy(rowName: string): boolean {
-  return rowName in ROW_POLICIES;
-}
-
 /**
  * Applies the layers to a row's body: throws the refusal, or returns the body to forward (the floor merged in, limits
  * filled in), or undefined when nothing changed.
  */
 export async function applyPolicy(
-  rowName: string,
+  kind: AgentPolicyKind,
   layers: PolicyLayer[],
   body: Json,
   snapshotImage: SnapshotImage,
 ): Promise<Json | undefined> {
-  const fn = ROW_POLICIES[rowName];
+  const fn = POLICIES[kind];
   if (!fn || !layers.length) return undefined;
   const out = { ...body };
   await fn(layers, out, snapshotImage);
