@@ -95,6 +95,14 @@ module.exports = {
       to: { path: "^(src|middleware)/", pathNot: `${base}|^src/(agent-policy|web)/` },
     },
     {
+      name: "the-table-imports-no-operator",
+      comment:
+        "src/routing (the route table, its rows' bodies and answers, the admin schemas the rows name) sits below the operators: it imports nothing from src/operators/; the operators import the schemas from it.",
+      severity: "error",
+      from: { path: "^src/routing/", pathNot: notShipped },
+      to: { path: "^src/operators/" },
+    },
+    {
       name: "node-parts-behind-the-node-entry",
       comment: "src/host/node/ is imported only by src/host/node.ts, src/cli/, bench/ and tests.",
       severity: "error",

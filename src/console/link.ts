@@ -9,7 +9,7 @@ import { publicOriginOf } from "../web/public-origin.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { validBody } from "../operators/http/admin/validate.js";
 import { actorOf } from "../operators/http/actor.js";
-import { consoleLinkBody } from "../operators/schemas.js";
+import { consoleLinkBody } from "../routing/admin-schemas.js";
 import { CONSOLE_PATH, randomToken } from "../identity/console-session.js";
 
 const LINK_TTL_DEFAULT_S = 300;

@@ -19,10 +19,12 @@ import {
   pageQuery,
   tenantView,
   issuedKey,
-} from "../operators/schemas.js";
-import { outboxMessageView, outboxQuery } from "../operators/http/admin/webhooks.js";
-import { mintRequest } from "../operators/actions/tokens.js";
-import { CONFIG_BODY_LIMIT, configApplyBody } from "../operators/actions/config-state.js";
+  outboxMessageView,
+  outboxQuery,
+  mintRequest,
+  CONFIG_BODY_LIMIT,
+  configApplyBody,
+} from "./admin-schemas.js";
 import * as z from "zod";
 import { BODY, type BodySpec } from "./bodies/index.js";
 import type { Method, RouteDoc, RouteRow } from "./row.js";

@@ -13,7 +13,7 @@ import { anyObject, json } from "./own-answers.js";
 import type { HandlerName } from "./handler-names.js";
 import type { AgentPolicyKind } from "../agent-policy/engine.js";
 
-export type { Meter, Method, MetricClass, PriceName, Quota, RouteRow } from "./row.js";
+export type { Meter, Method, PriceName, Quota, RouteRow } from "./row.js";
 
 const KEY = ["key"] as const;
 /** A search is a query and a few filters; a fetch may carry an output schema. */

@@ -88,4 +88,27 @@ describe("the house's floors", () => {
     });
     expect(planted).toEqual([{ from: "src/routing/handlers.ts", to: "src/host/node.ts", rule: "host-is-the-top" }]);
   }, 60_000);
+
+  it("catches the route table importing an operator's schema, and the agent-policy engine importing the table", async () => {
+    const planted = await cruise("table-up", {
+      ...house,
+      "src/operators/actions/tokens.ts": "export const mintRequest = {};\n",
+      "src/routing/table.ts": 'import { mintRequest } from "../operators/actions/tokens";\nexport const ROUTES = [mintRequest];\n',
+      "src/agent-policy/engine.ts":
+        'import { ROUTES } from "../routing/table";\nimport { cidrMatcher } from "../web/cidr";\nexport const apply = () => [ROUTES, cidrMatcher()];\n',
+    });
+    expect(planted).toEqual([
+      { from: "src/agent-policy/engine.ts", to: "src/routing/table.ts", rule: "agent-policy-below-the-table" },
+      { from: "src/routing/table.ts", to: "src/operators/actions/tokens.ts", rule: "the-table-imports-no-operator" },
+    ]);
+    const clean = await cruise("table-clean", {
+      ...house,
+      "src/routing/admin-schemas.ts": "export const mintRequest = {};\n",
+      "src/operators/actions/tokens.ts":
+        'import { mintRequest } from "../../routing/admin-schemas";\nexport const mint = () => mintRequest;\n',
+      "src/routing/table.ts": 'import { mintRequest } from "./admin-schemas";\nexport const ROUTES = [mintRequest];\n',
+      "src/agent-policy/engine.ts": 'import { cidrMatcher } from "../web/cidr";\nexport const apply = () => cidrMatcher();\n',
+    });
+    expect(clean).toEqual([]);
+  }, 60_000);
 });

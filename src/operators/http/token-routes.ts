@@ -11,7 +11,8 @@ import { jsonBody } from "../../routing/json-body.js";
 import type { PlatformSpeed } from "../../web/speed.js";
 import { callerTenant } from "../../identity/caller.js";
 import type { Handlers } from "../../routing/handlers.js";
-import { mintKeylessToken, mintRequest, revokeKeylessToken, revokeTenantToken, type MintRequest } from "../actions/tokens.js";
+import { mintKeylessToken, revokeKeylessToken, revokeTenantToken } from "../actions/tokens.js";
+import { mintRequest, type MintRequest } from "../../routing/admin-schemas.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
 const TOKEN_BODY_LIMIT = 16 * 1024;

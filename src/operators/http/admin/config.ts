@@ -7,16 +7,8 @@ import type { GatewayServices } from "../../../services.js";
 import { jsonValue } from "../../../routing/json-body.js";
 import { GatewayError } from "../../../errors.js";
 import type { Handlers } from "../../../routing/handlers.js";
-import {
-  applyConfig,
-  CONFIG_BODY_LIMIT,
-  configApplyBody,
-  configDrift,
-  exportState,
-  parseStateDocument,
-  planConfig,
-  stateToToml,
-} from "../../actions/config-state.js";
+import { applyConfig, configDrift, exportState, parseStateDocument, planConfig, stateToToml } from "../../actions/config-state.js";
+import { CONFIG_BODY_LIMIT, configApplyBody } from "../../../routing/admin-schemas.js";
 import { actorOf } from "../actor.js";
 import { roleOf } from "../../../identity/roles.js";
 import { publicOriginOf } from "../../../web/public-origin.js";

@@ -1,6 +1,10 @@
-// The admin API's wire shapes (zod): request bodies it validates and the answers it gives. The OpenAPI document is
-// generated from these (./http/openapi.ts), so what is validated and what is documented cannot drift apart.
+// The admin API's and the gateway's own rows' wire shapes (zod): request bodies they validate and the answers they
+// give. Below the route table (./own-rows.ts names them as row bodies) and the operators' code that uses them; the
+// OpenAPI document is generated from these (src/operators/http/openapi.ts), so what is validated and what is
+// documented cannot drift apart.
 import * as z from "zod";
+import { usdAmount } from "../../config/fields.js";
+import { MCP_SCOPES } from "../identity/tokens.js";
 import {
   agentPolicySchema,
   budgetSchema,
@@ -157,3 +161,72 @@ export const consoleLinkBody = z
   .meta({ id: "ConsoleLinkCreate" });
 
 export const errorBody = z.object({ message: z.string(), code: z.string() }).meta({ id: "Error" });
+
+// ── The alert outbox (GET /_tollgate/admin/webhooks) ──
+
+export const outboxQuery = z.object({
+  state: z.enum(["pending", "dead"]).default("pending"),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const outboxMessageView = z
+  .object({
+    id: z.string(),
+    event: z.string().describe("The `webhook-id` receivers dedupe on"),
+    receiver: z.string().describe("The receiver's host"),
+    format: z.enum(["standard", "slack"]),
+    attempts: z.number(),
+    nextAt: z.string().describe("When it is next due (while claimed: when the claim lapses)"),
+    createdAt: z.string(),
+    lastError: z.string().optional(),
+  })
+  .meta({ id: "OutboxMessage" });
+
+// ── Keyless tokens (POST /_tollgate/tokens) ──
+
+const ttl = z.number().int().positive().optional();
+const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
+  z
+    .array(z.enum(values))
+    .min(1)
+    .refine((a) => new Set(a).size === a.length, { error: "scopes must not repeat" });
+
+export const mintRequest = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("sandbox"),
+    sandboxId: z.string().min(1),
+    scopes: nonEmptyUnique(["runtime", "terminal", "ports"] as const),
+    ttlSeconds: ttl,
+  }),
+  z.strictObject({
+    kind: z.literal("session"),
+    sessionId: z.string().min(1),
+    scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(),
+    ttlSeconds: ttl,
+  }),
+  // `policy` narrows what the holder may do within its tenant's policy (never wider: both apply; docs/agent-policies.md).
+  z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl, policy: agentPolicySchema.optional() }),
+  // An agent's credential for the MCP endpoint (/mcp) and the rows its tools call: the tenant scopes it may act in, and
+  // its own spend cap within the tenant's budget.
+  z.strictObject({
+    kind: z.literal("mcp"),
+    scopes: nonEmptyUnique(MCP_SCOPES),
+    cap: usdAmount,
+    ttlSeconds: ttl,
+    policy: agentPolicySchema.optional(),
+  }),
+]);
+export type MintRequest = z.infer<typeof mintRequest>;
+
+// ── Config as code (POST /_tollgate/admin/config/diff and /apply) ──
+
+/** The most a plan or apply body may hold: thousands of tenants with keys and rules. */
+export const CONFIG_BODY_LIMIT = 8 * 1024 * 1024;
+
+/** POST /admin/config/diff and /apply: the file, parsed (the CLI reads TOML or JSON and sends the object). */
+export const configApplyBody = z
+  .strictObject({
+    document: z.record(z.string(), z.unknown()).describe("The file's content as an object (its TOML or JSON parsed)"),
+    prune: z.boolean().default(false).describe("Also delete what the file does not name"),
+  })
+  .meta({ id: "ConfigApply" });
