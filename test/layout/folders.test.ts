@@ -31,8 +31,11 @@ const ROOT = process.cwd();
  * Issue 44 (a paid miss waits one state round trip, docs/paid-round-trips.md) added steps before the upstream call: the
  * hold reserved ahead with its authorization beside the unpaid call, then the preset signed: 97, and 89 (89–95) once
  * the reservation ahead moved beside the rest of the payment code (src/payments/paid-ahead.ts).
+ * Issue 52 split src/platform into src/host (entries, Node adapters), src/web (the Web seams) and src/upstream: the
+ * same code path, but the calls that stayed inside src/platform now cross folders (web → host 7, upstream ↔ web 7,
+ * host → web 3 on the paid search): 109 (109–110 over the rounds); the runtime call 41–43.
  */
-const PAID_SEARCH_MAX = 94;
+const PAID_SEARCH_MAX = 116;
 const RUNTIME_CALL_MAX = 44;
 
 interface Departure {
