@@ -1,18 +1,20 @@
 // The layout's boundaries (README "Layout"): what may import what. Rules name folders, not files, so the layout stays
 // while files move inside a folder. Run: `npm run lint:boundaries` (part of `npm run lint`).
-// Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry, identity
+// Layers, bottom up: src/{errors,log,context}.ts → src/web/ (the Web seams: transport, forwarded, request URL, CIDR math,
+// the WebSocket interface, the speed helpers' Web side), src/state/ and config/ → src/upstream/ (the upstream client,
+// its accounts and records), telemetry, identity
 // (tenants, tokens, the caller), payments (it announces budget and credit events through one port,
 // src/payments/events.ts) → routing (the route table, the body vocabulary, the JSON body reader) → surfaces (search,
 // sessions, sandboxes, jobs) and the operator apps (operators: actions with no hono → their HTTP faces (admin API,
-// OpenAPI) and alerts, which listen to payments; console, mcp) → src/gateway.ts, src/services.ts, the entries
-// (src/platform/{node,worker}.ts, src/cli/). middleware/ holds the chain's steps only: each imports what it needs from
+// OpenAPI) and alerts, which listen to payments; console, mcp) → src/gateway.ts, src/services.ts → the top: src/host/
+// (the Node and Worker entries and the Node-only adapters, src/host/node/) and src/cli/. middleware/ holds the chain's steps only: each imports what it needs from
 // src/ below the surfaces, never another step; only src/gateway.ts and the chain's composition (middleware/chain.ts)
 // import middleware/.
 
 /** Files that are not the shipped code: tests beside the code, declaration files. */
 const notShipped = "\\.test\\.tsx?$|\\.d\\.ts$";
 /** The Node-only side: the Node entry, its parts, the CLI. Everything else in src/ is the Web-standard core. */
-const nodeSide = "^src/platform/node(\\.ts$|/)|^src/cli/";
+const nodeSide = "^src/host/node(\\.ts$|/)|^src/cli/";
 const base = "^src/(errors|log|context)\\.ts$";
 const surfaces = "search|sessions|sandboxes|jobs";
 /** npm packages that need Node (sockets, process, native code); the Worker bundle must not reach them. */
@@ -23,14 +25,14 @@ const nodeOnlyPackages = `(^|/)node_modules/${nodeOnly}|^${nodeOnly}`;
 
 /** What a chain step may import from src/. */
 const stepMayImport =
-  "^src/(errors|log|context|services)\\.ts$|^src/(state|identity|routing|telemetry|payments|sandboxes)/|^src/platform/(?!node|worker)";
+  "^src/(errors|log|context|services)\\.ts$|^src/(state|identity|routing|telemetry|payments|sandboxes|agent-policy)/|^src/(web|upstream)/";
 
 /**
- * The Node speed helpers (src/platform/speed.ts: the gateway's platform, chosen by its entry) are used only by these
- * files, through src/platform/{request-headers,held-body,response-headers}.ts; everything else reads and sets headers
+ * The Node speed helpers (src/web/speed.ts: the gateway's platform, chosen by its entry) are used only by these
+ * files, through src/web/{request-headers,held-body,response-headers}.ts; everything else reads and sets headers
  * and bodies with Hono's API.
  */
-const speedHelpers = "^src/platform/(request-headers|held-body|response-headers)\\.ts$";
+const speedHelpers = "^src/web/(request-headers|held-body|response-headers)\\.ts$";
 const speedHelperUsers = [
   "src/identity/tenants.ts", // the tenant key (x-api-key), read on every keyed request
   "src/routing/json-body.ts", // the one JSON body reader: a body the runtime holds whole
@@ -38,7 +40,7 @@ const speedHelperUsers = [
   "src/sandboxes/runtime-forward.ts", // a runtime call's body: its length, and the body held whole
   "middleware/body-limit/index.ts", // the declared length against the row's limit
   "middleware/request-id/index.ts", // the headers added to every answer after the handler
-  "src/platform/node/direct-relay.ts", // an answer whose head the Node entry writes gathers its added headers
+  "src/host/node/direct-relay.ts", // an answer whose head the Node entry writes gathers its added headers
 ];
 
 /** A surface may import another surface only through these declared seams (folder → folder). */
@@ -69,11 +71,43 @@ module.exports = {
       to: { path: "^(src|middleware)/", pathNot: `^src/state/|${base}` },
     },
     {
+      name: "web-seams-import-nothing-above",
+      comment:
+        "src/web/ (the Web seams every layer uses: transport, forwarded headers, request URL, client address, public origin, CIDR math, the WebSocket interface, the speed helpers' Web side, background work) is the floor above the base modules: it imports only itself and src/{errors,log,context}.ts.",
+      severity: "error",
+      from: { path: "^src/web/", pathNot: notShipped },
+      to: { path: "^(src|middleware|config)/", pathNot: `^src/web/|${base}` },
+    },
+    {
+      name: "host-is-the-top",
+      comment:
+        "src/host/ (the Node and Worker entries and the Node-only adapters) is the top of the house: nothing shipped imports it but itself and src/cli/ (bench/ and tests may).",
+      severity: "error",
+      from: { path: "^(src|middleware|config)/", pathNot: `^src/(host|cli)/|${notShipped}` },
+      to: { path: "^src/host/" },
+    },
+    {
+      name: "agent-policy-below-the-table",
+      comment:
+        "src/agent-policy (the agent-policy engine: the policies a route row names in its agentPolicy field) sits below the route table: it imports only the base modules, config and the Web seams, never routing, a step, a surface or an operator app.",
+      severity: "error",
+      from: { path: "^src/agent-policy/", pathNot: notShipped },
+      to: { path: "^(src|middleware)/", pathNot: `${base}|^src/(agent-policy|web)/` },
+    },
+    {
+      name: "the-table-imports-no-operator",
+      comment:
+        "src/routing (the route table, its rows' bodies and answers, the admin schemas the rows name) sits below the operators: it imports nothing from src/operators/; the operators import the schemas from it.",
+      severity: "error",
+      from: { path: "^src/routing/", pathNot: notShipped },
+      to: { path: "^src/operators/" },
+    },
+    {
       name: "node-parts-behind-the-node-entry",
-      comment: "src/platform/node/ is imported only by src/platform/node.ts, src/cli/, bench/ and tests.",
+      comment: "src/host/node/ is imported only by src/host/node.ts, src/cli/, bench/ and tests.",
       severity: "error",
       from: { pathNot: `${nodeSide}|^(bench|test)/|${notShipped}` },
-      to: { path: "^src/platform/node/" },
+      to: { path: "^src/host/node/" },
     },
     {
       name: "redis-behind-the-node-entry",
@@ -85,7 +119,7 @@ module.exports = {
     {
       name: "core-uses-no-node-builtins",
       comment:
-        "The core runs on Cloudflare Workers: no node:* outside src/platform/node*, src/cli and config/load-node.ts (the config file and secret files read with node:fs, for the Node entries only).",
+        "The core runs on Cloudflare Workers: no node:* outside src/host/node*, src/cli and config/load-node.ts (the config file and secret files read with node:fs, for the Node entries only).",
       severity: "error",
       from: { path: "^(src|middleware|config)/", pathNot: `${nodeSide}|^config/load-node\\.ts$|${notShipped}` },
       to: { dependencyTypes: ["core"] },
@@ -100,29 +134,29 @@ module.exports = {
     {
       name: "core-uses-no-node-only-packages",
       comment:
-        "undici, ws, ioredis, prom-client, the OpenTelemetry SDK, @hono/node-server… are Node-only: they sit in src/platform/node/ (ioredis in src/state/redis*, which only the Node entry picks).",
+        "undici, ws, ioredis, prom-client, the OpenTelemetry SDK, @hono/node-server… are Node-only: they sit in src/host/node/ (ioredis in src/state/redis*, which only the Node entry picks).",
       severity: "error",
       from: { path: "^(src|middleware|config)/", pathNot: `${nodeSide}|^src/state/redis|${notShipped}` },
       to: { path: nodeOnlyPackages },
     },
     {
       name: "the-worker-bundle-reaches-no-node-part",
-      comment: "What src/platform/worker.ts reaches (the Worker bundle) holds no Node entry, Node-only part, Redis store or CLI.",
+      comment: "What src/host/worker.ts reaches (the Worker bundle) holds no Node entry, Node-only part, Redis store or CLI.",
       severity: "error",
-      from: { path: "^src/platform/worker\\.ts$" },
-      to: { path: "^src/platform/node(\\.ts$|/)|^src/state/redis|^src/cli/|^config/load-node\\.ts$", reachable: true },
+      from: { path: "^src/host/worker\\.ts$" },
+      to: { path: "^src/host/node(\\.ts$|/)|^src/state/redis|^src/cli/|^config/load-node\\.ts$", reachable: true },
     },
     {
       name: "workers-runtime-behind-the-worker-entry",
       comment: "cloudflare:* modules are reached only from the Worker entry and the Durable Object store.",
       severity: "error",
-      from: { pathNot: "^src/platform/worker\\.ts$|^src/state/durable-|^test/" },
+      from: { pathNot: "^src/host/worker\\.ts$|^src/state/durable-|^test/" },
       to: { path: "^cloudflare:" },
     },
     {
       name: "chain-steps-below-surfaces",
       comment:
-        "A chain step (middleware/<step>/) imports only the base modules, services' types, state, routing, telemetry, platform's Web parts, payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
+        "A chain step (middleware/<step>/) imports only the base modules, services' types, state, routing, telemetry, the Web seams (src/web), the upstream client (src/upstream), the agent-policy engine (src/agent-policy), payments (and helpers of src/sandboxes): never another surface, an operator app, the gateway or an entry.",
       severity: "error",
       from: { path: "^middleware/[^/]+/", pathNot: notShipped },
       to: { path: "^src/", pathNot: stepMayImport },
@@ -155,24 +189,24 @@ module.exports = {
       comment: `The Node speed helpers (${speedHelpers}) are used only by: ${speedHelperUsers.join(", ")}. Everything else reads and sets headers and bodies with Hono's API.`,
       severity: "error",
       from: {
-        pathNot: `^(${speedHelperUsers.map((f) => f.replace(/[.]/g, "\\.")).join("|")})$|^src/platform/(request-headers|held-body|response-headers|speed)\\.ts$|${notShipped}`,
+        pathNot: `^(${speedHelperUsers.map((f) => f.replace(/[.]/g, "\\.")).join("|")})$|^src/web/(request-headers|held-body|response-headers|speed)\\.ts$|${notShipped}`,
       },
       to: { path: speedHelpers },
     },
     {
       name: "identity-below-the-chain",
       comment:
-        "src/identity (tenants, tokens, the caller, console sessions, operator roles) imports only the base modules, services' types, state, config and platform's Web parts: never routing, a step, a surface or an operator app.",
+        "src/identity (tenants, tokens, the caller, console sessions, operator roles) imports only the base modules, services' types, state, config and the Web seams (src/web): never routing, a step, a surface or an operator app.",
       severity: "error",
       from: { path: "^src/identity/", pathNot: notShipped },
-      to: { path: "^(src|middleware)/", pathNot: `${base}|^src/services\\.ts$|^src/(identity|state)/|^src/platform/(?!node|worker)` },
+      to: { path: "^(src|middleware)/", pathNot: `${base}|^src/services\\.ts$|^src/(identity|state|web)/` },
     },
     {
       name: "chain-mounts-rows-not-apps",
       comment: "middleware/chain.ts mounts the route table's rows: it never imports the gateway, an entry or the CLI.",
       severity: "error",
       from: { path: "^middleware/chain\\.ts$" },
-      to: { path: "^src/gateway\\.ts$|^src/platform/(node|worker)(\\.ts$|/)|^src/cli/" },
+      to: { path: "^src/gateway(-deps)?\\.ts$|^src/host/|^src/cli/" },
     },
     {
       name: "chain-steps-import-no-route-module",
@@ -187,20 +221,20 @@ module.exports = {
       severity: "error",
       from: { path: `^src/${from}/`, pathNot: notShipped },
       to: {
-        path: `^src/(${surfaces}|cli)/|^src/gateway\\.ts$|^src/platform/(node|worker)(\\.ts$|/)`,
+        path: `^src/(${surfaces}|cli|host)/|^src/gateway(-deps)?\\.ts$`,
         pathNot: `^src/(${[from, ...allowed].join("|")})/`,
       },
     })),
     {
       name: "lower-layers-import-no-surface",
       comment:
-        "platform (Web parts), telemetry, identity, payments and routing do not import a surface's routes, an operator app's admin/console/MCP parts, the gateway or an entry.",
+        "web, upstream, telemetry, identity, payments and routing do not import a surface's routes, an operator app's admin/console/MCP parts, the gateway or an entry.",
       severity: "error",
       from: {
-        path: "^src/(platform|telemetry|identity|payments|routing)/",
-        pathNot: `${nodeSide}|^src/platform/worker\\.ts$|routes?\\.tsx?$|${notShipped}`,
+        path: "^src/(web|upstream|telemetry|identity|payments|routing)/",
+        pathNot: `routes?\\.tsx?$|${notShipped}`,
       },
-      to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
+      to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway(-deps)?\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
     },
     {
       name: "payments-import-no-operators",
@@ -250,19 +284,20 @@ module.exports = {
       to: { path: "^src/(console|oauth|operators|mcp)/" },
     },
     {
-      name: "platform-and-state-below-the-chain",
+      name: "upstream-and-state-below-the-chain",
       comment:
-        "src/platform (the runtime seams: transport, upstream, request URL…) and src/state sit below the chain: they import nothing from middleware/.",
+        "src/upstream (the upstream client, accounts, records) and src/state sit below the chain: they import nothing from middleware/.",
       severity: "error",
-      from: { path: "^src/(platform|state)/", pathNot: `${nodeSide}|^src/platform/worker\\.ts$|^src/platform/node\\.ts$|${notShipped}` },
+      from: { path: "^src/(upstream|state)/", pathNot: notShipped },
       to: { path: "^middleware/" },
     },
     {
       name: "config-imports-little-of-src",
-      comment: "config/ (schema and loader) imports from src/ only pure helpers of platform (cidr) and operators (alert destinations).",
+      comment:
+        "config/ (schema and loader) imports from src/ only pure helpers of the Web seams (cidr) and operators (alert destinations).",
       severity: "error",
       from: { path: "^config/" },
-      to: { path: "^(src|middleware)/", pathNot: "^src/(platform|operators)/" },
+      to: { path: "^(src|middleware)/", pathNot: "^src/(web|operators)/" },
     },
     {
       name: "shipped-code-imports-no-tests-benches-or-emulator",
@@ -281,11 +316,11 @@ module.exports = {
     },
     {
       name: "no-orphans",
-      comment: "Every module is reached from an entry (src/platform/node.ts, src/platform/worker.ts, src/cli/) or is a test.",
+      comment: "Every module is reached from an entry (src/host/node.ts, src/host/worker.ts, src/cli/) or is a test.",
       severity: "error",
       from: {
         orphan: true,
-        pathNot: `${notShipped}|^src/platform/(node|worker)\\.ts$|^src/cli/(index|dev-worker)\\.ts$`,
+        pathNot: `${notShipped}|^src/host/(node|worker)\\.ts$|^src/cli/(index|dev-worker)\\.ts$`,
       },
       to: {},
     },

@@ -2,10 +2,10 @@
 // and runs in workerd: the Tollgate Worker and its TollgateState class as deployed, plus one route that measures the
 // Durable Object calls per request class on it (test/helpers/durable-round-trips.ts, the harness the workerd test uses).
 // POST a RoundTripStack with an optional `runs`; the answer is the figures as JSON, or the error as text with a 500.
-import worker from "../src/platform/worker.js";
+import worker from "../src/host/worker.js";
 import { durableObjectRoundTrips, type RoundTripStack } from "../test/helpers/durable-round-trips.js";
 
-export { TollgateState } from "../src/platform/worker.js";
+export { TollgateState } from "../src/host/worker.js";
 
 export default {
   async fetch(request: Request, env: Record<string, unknown>): Promise<Response> {

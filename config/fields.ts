@@ -1,8 +1,8 @@
 // The configuration's field types shared by its parts (./schema.ts, ./tenant-schema.ts): amounts, dates, origins,
 // addresses, hosts, networks, percentages, webhook URLs, each with the message a wrong value gets.
 import * as z from "zod";
-import { isCidr } from "../src/platform/cidr.js";
-import { canonicalEgressRule } from "../src/platform/egress-rules.js";
+import { isCidr } from "../src/web/cidr.js";
+import { canonicalEgressRule } from "../src/web/egress-rules.js";
 
 /** A USD amount such as "5.00" or "0.005" (at most 6 decimals, the precision of USDC). */
 export const usdAmount = z
@@ -33,7 +33,7 @@ export const cidr = z
 const EGRESS_RULE_ERROR = 'expected an address, a CIDR range like "203.0.113.0/24" or a host name like "example.com" or "*.example.com"';
 
 /**
- * An egress rule (an egress floor's allowOut / denyOut entry), kept in its canonical spelling (../src/platform/egress-rules.ts):
+ * An egress rule (an egress floor's allowOut / denyOut entry), kept in its canonical spelling (../src/web/egress-rules.ts):
  * the floor and the bodies it is compared with are read the same way.
  */
 export const egressRule = z

@@ -1,6 +1,6 @@
 // The configuration file's schema: every option, its default, and the message a wrong value gets.
 import * as z from "zod";
-import { DestinationRules } from "../src/operators/alerts/destinations.js";
+import { DestinationRules } from "../src/web/destinations.js";
 import { caip2, cidr, hostName, origin, percent, remoteSigner, usdAmount, webhookUrl } from "./fields.js";
 import { agentPolicySchema, alertRulesSchema, paymentPolicySchema, tenantSchema } from "./tenant-schema.js";
 import { operatorsSchema } from "./operators-schema.js";
@@ -70,7 +70,7 @@ export const configSchema = z
          * Node: relay the proxied planes' answers (runtime, exposed ports, presigned files) straight from the upstream's
          * socket to the client's, without Web Request/Response objects in between. On by default; off takes the standard
          * path (the one Workers use). With it, a small request body the parser already holds is taken as it sits
-         * (src/platform/node/held-body.ts). No effect on Workers. The Node entry offers the relay only when this is on and
+         * (src/host/node/held-body.ts). No effect on Workers. The Node entry offers the relay only when this is on and
          * TOLLGATE_DIRECT_RELAY is not "off" (how the gateway suites run the standard path).
          */
         directRelay: z.boolean().default(true),

@@ -1,12 +1,12 @@
-// No module-level mutable state in src/platform/ (issue 41): two gateways in one process must not share a setting, so
+// No module-level mutable state in src/{host,web,upstream}/ (issue 41): two gateways in one process must not share a setting, so
 // what the runtime's entry chooses (a reader, a writer, a fast path) is handed to each gateway, never stored in a
-// module. dependency-cruiser sees imports, not state: this reads every src/platform/**/*.ts (tests and declarations
+// module. dependency-cruiser sees imports, not state: this reads every src/{host,web,upstream}/**/*.ts (tests and declarations
 // aside) with oxc-parser and refuses
 //   - a top-level `let` or `var` (a binding a setter or the module itself reassigns), and
 //   - a property assigned on a module-level binding (an exported or private object used as a setter's store).
 // Caches keyed by the request (WeakMaps, a symbol on the object) are not settings and are not refused.
 // Run: `npm run lint:state` (part of `npm run lint`); `node scripts/platform-state.mjs [root]` checks another tree.
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { parseSync, Visitor } from "oxc-parser";
 
@@ -14,12 +14,12 @@ import { parseSync, Visitor } from "oxc-parser";
  * Process-wide by nature, so allowed by name (file → binding → why). Nothing a gateway chooses belongs here.
  */
 const ALLOWED = {
-  "src/platform/worker.ts": {
+  "src/host/worker.ts": {
     cached: "the isolate's one gateway, built on its first request from the Worker's env (Workers give no other place)",
   },
-  "src/platform/node/turn-writes.ts": { turn: "the event loop's current turn: one per process" },
-  "src/platform/node/log-sink.ts": { stdout: "fd 1: one per process" },
-  "src/platform/node/direct-relay.ts": { tags: "a counter of relay tags, unique in the process" },
+  "src/host/node/turn-writes.ts": { turn: "the event loop's current turn: one per process" },
+  "src/host/node/log-sink.ts": { stdout: "fd 1: one per process" },
+  "src/host/node/direct-relay.ts": { tags: "a counter of relay tags, unique in the process" },
 };
 
 /** The problems in one file's source (file: its path from the root, for messages and ALLOWED). */
@@ -65,13 +65,15 @@ function tsFiles(dir) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const root = process.argv[2] ?? process.cwd();
-  const problems = tsFiles(join(root, "src", "platform")).flatMap((f) =>
-    platformStateProblems(relative(root, f).split(sep).join("/"), readFileSync(f, "utf8")),
-  );
+  // the runtime's folders (src/platform/ before they were split: kept so a tree of that layout is still read)
+  const dirs = ["host", "web", "upstream", "platform"].map((d) => join(root, "src", d)).filter((d) => existsSync(d));
+  const problems = dirs
+    .flatMap(tsFiles)
+    .flatMap((f) => platformStateProblems(relative(root, f).split(sep).join("/"), readFileSync(f, "utf8")));
   for (const p of problems) console.error(p);
   if (problems.length) {
-    console.error(`\n${problems.length} module-level mutable state problem(s) in src/platform/ (scripts/platform-state.mjs)`);
+    console.error(`\n${problems.length} module-level mutable state problem(s) in src/{host,web,upstream}/ (scripts/platform-state.mjs)`);
     process.exit(1);
   }
-  console.log("src/platform/: no module-level mutable state");
+  console.log("src/{host,web,upstream}/: no module-level mutable state");
 }

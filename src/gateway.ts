@@ -9,28 +9,25 @@
 //       by middleware/chain.ts: identify (the one caller resolver: keys, tokens, tickets, the metrics bearer, the
 //       console's session) → scope → rate limit (once per request) → owner → body → quota → meter → handler
 //     → anything else: 404 route_not_fronted
-import { Hono, type Context, type ExecutionContext } from "hono";
+import { Hono, type Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
-import { ConfigError, type Secrets } from "../config/load.js";
 import type { GatewayEnv } from "./context.js";
 import { errorResponse, GatewayError } from "./errors.js";
-import { Logger, Redactor, stdoutSink, type LogSink } from "./log.js";
+import { Logger, Redactor, stdoutSink } from "./log.js";
 import { TenantDirectory } from "./identity/tenants.js";
 import { identifyKey } from "../middleware/identify/index.js";
 import { metricsTokenCheck } from "./identity/caller.js";
-import { fetchTransport, type UpstreamTransport } from "./platform/transport.js";
-import { Upstream, pathAndQuery } from "./platform/upstream.js";
-import { UpstreamAccounts } from "./platform/accounts.js";
+import { fetchTransport } from "./web/transport.js";
+import { Upstream, pathAndQuery } from "./upstream/upstream.js";
 import { requestId } from "../middleware/request-id/index.js";
 import { accessLog } from "../middleware/access-log/index.js";
 import { validHost } from "../middleware/valid-host/index.js";
 import { gatewayCors } from "../middleware/cors/index.js";
 import { publicHostsOnly } from "../middleware/public-host/index.js";
 import { ownHandlers } from "./operators/http/own-routes.js";
-import { fetchWebSocketRelay, type WebSocketRelay } from "./platform/websocket.js";
-import { webPlatform, type PlatformSpeed } from "./platform/speed.js";
+import { fetchWebSocketRelay } from "./web/websocket.js";
+import { webPlatform } from "./web/speed.js";
 import { memoryStores } from "./state/memory.js";
-import type { StateStores } from "./state/types.js";
 import { TokenService } from "./identity/tokens.js";
 import type { GatewayServices } from "./services.js";
 import { isStateUnavailable } from "./state/errors.js";
@@ -46,11 +43,8 @@ import { tokenHandlers } from "./operators/http/token-routes.js";
 import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
 import { PaymentReconciler } from "./payments/reconcile.js";
-import { PaymentSigner } from "./payments/signer.js";
-import { localWalletSigner, type WalletSigner } from "./payments/wallet-signer.js";
-import { AccountWallets } from "./payments/account-wallets.js";
 import { normalisingFetch } from "../middleware/normalize/index.js";
-import { splitRequestUrl } from "./platform/request-url.js";
+import { splitRequestUrl } from "./web/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
 import { series } from "../middleware/series/index.js";
 import { commonHandlers, type Handlers } from "./routing/handlers.js";
@@ -61,8 +55,8 @@ import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { OWNER_MEMORY_MS, withRememberedOwners } from "./state/remembered-owners.js";
-import { clientAddressOf } from "./platform/forwarded.js";
-import { RememberingRouter } from "./platform/remembering-router.js";
+import { clientAddressOf } from "./web/forwarded.js";
+import { RememberingRouter } from "./web/remembering-router.js";
 import { metricsHandlers } from "./operators/http/metrics-route.js";
 import { readyHandlers } from "./operators/http/ready-route.js";
 import { Readiness } from "./operators/actions/readiness.js";
@@ -71,188 +65,31 @@ import { operatorHandlers } from "./operators/http/admin/index.js";
 import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "./identity/key-usage.js";
-import { BackgroundWork } from "./platform/background.js";
+import { BackgroundWork } from "./web/background.js";
 import { configAmounts, tenantAmounts } from "./payments/amounts.js";
 import { moneyListener } from "./operators/alerts/money-listener.js";
-import { AlertMonitor, type AlertSources } from "./operators/alerts/alert-monitor.js";
+import { AlertMonitor } from "./operators/alerts/alert-monitor.js";
 import { rotateWebhookSecret, startWebhookDispatcher } from "./operators/alerts/webhooks.js";
-import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
+import { docsHandlers } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
-import type { Tracer } from "./telemetry/tracing.js";
 import { RequestRecorder } from "./telemetry/request-recorder.js";
-import { webDestinationGuard } from "./platform/destination-guard.js";
+import { webDestinationGuard } from "./web/destination-guard.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
 
-export interface GatewayDeps {
-  secrets: Secrets;
-  /** Upstream transport; the Node entry passes undici, Workers use fetch. */
-  transport?: UpstreamTransport;
-  /** WebSocket relay; the Node entry passes the `ws` relay, Workers hand sockets through with fetch. */
-  webSocketRelay?: WebSocketRelay;
-  /** The TCP peer's address, for `server.trustedProxies`; the Node entry passes it, Workers have none. */
-  peerAddress?: GatewayServices["peerAddress"];
-  /** The runtime's speed helpers for this gateway; the Node entry passes its own, elsewhere the Web default. */
-  platform?: PlatformSpeed;
-  /** Shared state; memory by default, Redis or Durable Objects for fleets. */
-  stores?: StateStores;
-  logSink?: LogSink;
-  /** Metrics; the Node entry passes prom-client's, Workers keep in-process counters (src/telemetry/text-registry.ts). */
-  metrics?: GatewayMetrics;
-  now?: () => number;
-  instanceId?: string;
-  /** Where the wallet and team-credit alert rules read their figures (default: readiness's wallet probe, the upstream). */
-  alertSources?: AlertSources;
-  /** Traces when tracing.otlpEndpoint is set (OpenTelemetry on Node, OTLP over fetch on Workers); none: nothing traced, nothing spent. */
-  tracer?: Tracer;
-  /** The docs page's assets (swagger-ui-dist); the Node entry reads them from node_modules, Workers have none. */
-  docsAssets?: DocsAssets;
-  /** Alert webhooks; the Node entry passes one that checks the resolved address and connects to it. */
-  webhookSender?: GatewayServices["webhookSender"];
-  /** Outbound fetches a client or tenant names; the Node entry passes one that checks resolved addresses. */
-  destinations?: GatewayServices["destinations"];
-  /**
-   * What holds the wallet's key when it is not the local TOLLGATE_WALLET_KEY (`[wallet] signer`): the Node entry opens
-   * a PKCS#11 token (src/platform/node/pkcs11-signer.ts). The gateway closes it when it closes.
-   */
-  walletSigner?: WalletSigner;
-  /**
-   * The accounts' wallets held in a remote signer (`walletSigner` of [[upstream.accounts]]), by account id: opened by
-   * the Node entry (src/platform/node/remote-signer.ts). The gateway closes them when it closes.
-   */
-  accountWalletSigners?: Record<string, WalletSigner>;
-}
+import {
+  accountWallets,
+  executionContextOf,
+  paymentSignerOf,
+  randomSecret,
+  subrequestEnv,
+  upstreamAccounts,
+  type Gateway,
+  type GatewayDeps,
+  type RotatableSecrets,
+} from "./gateway-deps.js";
 
-export interface Gateway {
-  app: Hono<GatewayEnv>;
-  services: GatewayServices;
-  logger: Logger;
-  upstream: Upstream;
-  directory: TenantDirectory;
-  stores: StateStores;
-  /** Settles held payments from the chain; the Node entry runs it on a timer. */
-  reconciler: PaymentReconciler;
-  /** Evaluates the alert rules and delivers webhooks due; the Node entry runs it on a timer, Workers on the cron. */
-  alerts: AlertMonitor;
-  /**
-   * Waits up to `backgroundMs` (default 2 s) for background work still running (an alert webhook being delivered, its
-   * audit record), then releases timers and connections held by the gateway's state.
-   */
-  close(backgroundMs?: number): Promise<void>;
-  /**
-   * Secrets re-read where they are kept (a file changed, docs/secrets.md), each handed to its one holder as
-   * createGateway did: the upstream key to `upstream` (from the next call), token secrets to `tokens` (the replaced one
-   * verifies `tokenGraceMs` more), the webhook secret to the dispatcher, the metrics token to its check. Returns the
-   * names of those that changed; never logs a value (each new one is added to the log's redactor).
-   */
-  rotateSecrets(next: RotatableSecrets, tokenGraceMs: number): string[];
-}
-
-/**
- * The secrets a running gateway takes anew (the wallet keys and the PKCS#11 PIN are read at start only):
- * `accountApiKeys` holds the keys of the accounts whose apiKeyFile was re-read, by account id.
- */
-export type RotatableSecrets = Pick<Secrets, "upstreamApiKey" | "tokenSecrets" | "webhookSecret" | "metricsToken" | "accountApiKeys">;
-
-/** The request's ExecutionContext where the runtime has one (Workers), so a sub-request's background work is kept alive. */
-function executionContextOf(c: Context): ExecutionContext | undefined {
-  try {
-    return c.executionCtx;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The env a sub-request runs with: the client's, without its Node response object, so an answer the Node transport
- * would relay socket to socket (runtime plane, src/platform/node/direct-relay.ts) comes back to the caller as a Response instead
- * of being written to the client's connection.
- */
-function subrequestEnv(env: unknown): unknown {
-  if (!env || typeof env !== "object" || !("outgoing" in env)) return env;
-  const { outgoing: _client, ...rest } = env as Record<string, unknown>;
-  return rest;
-}
-
-/**
- * The signer `[wallet] signer` names: the local key (TOLLGATE_WALLET_KEY) or one the entry opened (deps.walletSigner);
- * none when no key is configured (paid calls answer 503). @throws ConfigError when the two disagree.
- */
-function paymentSignerOf(config: TollgateConfig, deps: GatewayDeps): PaymentSigner | undefined {
-  const kind = config.wallet.signer;
-  if (kind === "local") return deps.secrets.walletKey ? new PaymentSigner(localWalletSigner(deps.secrets.walletKey)) : undefined;
-  if (deps.secrets.walletKey)
-    throw new ConfigError(
-      [`TOLLGATE_WALLET_KEY: set, but wallet.signer is "${kind}": the key lives in the signer; unset it`],
-      "environment",
-    );
-  if (!deps.walletSigner || deps.walletSigner.kind !== kind)
-    throw new ConfigError([`wallet.signer: "${kind}" is opened by the Node entry (tollgate start); this runtime cannot`], "configuration");
-  return new PaymentSigner(deps.walletSigner);
-}
-
-/**
- * The accounts' own wallets beside the gateway's `signer` (docs/accounts.md#wallets): walletKeyEnv / walletKeyFile are
- * local keys, each its own signer the one holder; walletSigner is a remote signer the Node entry opened. None
- * configured: the gateway's wallet pays every call, as before. @throws ConfigError naming the account's field.
- */
-function accountWallets(config: TollgateConfig, deps: GatewayDeps, signer: PaymentSigner | undefined): AccountWallets {
-  const keys = deps.secrets.accountWalletKeys ?? {};
-  const byAccount = new Map<string, PaymentSigner>();
-  config.upstream.accounts?.forEach((a, i) => {
-    if (a.walletSigner) {
-      const opened = deps.accountWalletSigners?.[a.id];
-      if (!opened)
-        throw new ConfigError(
-          [`upstream.accounts[${i}].walletSigner: a remote signer is opened by the Node entry (tollgate start); this runtime cannot`],
-          "configuration",
-        );
-      byAccount.set(a.id, new PaymentSigner(opened));
-      return;
-    }
-    if (!a.walletKeyEnv && !a.walletKeyFile) return;
-    const key = keys[a.id];
-    if (!key)
-      throw new ConfigError(
-        [
-          `upstream.accounts[${i}].${a.walletKeyFile ? "walletKeyFile" : "walletKeyEnv"}: account "${a.id}" names a wallet, but no key was read`,
-        ],
-        "environment",
-      );
-    byAccount.set(a.id, new PaymentSigner(localWalletSigner(key)));
-  });
-  return new AccountWallets(signer, byAccount);
-}
-
-/**
- * The upstream accounts ([[upstream.accounts]]; else the one of TOLLGATE_UPSTREAM_API_KEY): their breakers shown in
- * metrics and the log, and each session or sandbox seen to end freeing its account's slot.
- */
-function upstreamAccounts(
-  config: TollgateConfig,
-  deps: GatewayDeps,
-  stores: StateStores,
-  metrics: GatewayMetrics,
-  now: () => number,
-): UpstreamAccounts {
-  const accounts = new UpstreamAccounts(config.upstream, deps.secrets, stores.kv, now, stores.accountSlots);
-  if (!accounts.configured) return accounts;
-  for (const a of accounts.list) metrics.accountBreaker(a.id, "closed");
-  accounts.events = {
-    breaker: (account, state) => metrics.accountBreaker(account, state),
-    spill: (account, reason) => metrics.accountSpill(account, reason),
-  };
-  const ownership = stores.ownership;
-  const setActive = ownership.setActive.bind(ownership);
-  ownership.setActive = async (kind, id, active) => {
-    await Promise.all([setActive(kind, id, active), active ? undefined : accounts.ended(kind, id)]);
-  };
-  return accounts;
-}
-
-function randomSecret(): string {
-  return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+export type { Gateway, GatewayDeps, RotatableSecrets } from "./gateway-deps.js";
 
 export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gateway {
   const now = deps.now ?? Date.now;
@@ -274,6 +111,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   for (const t of config.tenants) tenantAmounts(t);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
+  metrics.classifyRows(ROUTES); // each row's class in the latency histograms is its `metric` field
   const endedRetentionMs = config.state.endedRetentionDays * 86_400_000;
   // Owners are remembered per instance (an owner never changes once written): a control read's owner check costs no
   // state round trip once this instance has seen the resource (src/state/remembered-owners.ts).
@@ -342,7 +180,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   for (const w of Object.values(deps.accountWalletSigners ?? {})) if (w.close) closers.push(() => w.close!());
   directory.setUseListener(keyUseRecorder(services)); // [a key's "last used", written at most once a minute]
 
-  // One router for the app and the console's rows (app.route copies them in); see src/platform/remembering-router.ts.
+  // One router for the app and the console's rows (app.route copies them in); see src/web/remembering-router.ts.
   const app = new Hono<GatewayEnv>({ router: new RememberingRouter() });
   const knownTenant = (c: Context<GatewayEnv>): string | undefined => {
     const key = c.req.header("x-api-key") ?? c.req.header("authorization")?.replace(/^Bearer\s+/i, "");

@@ -3,15 +3,15 @@ import type { Context } from "hono";
 import type { TollgateConfig } from "../config/schema.js";
 import type { Logger } from "./log.js";
 import type { TenantDirectory } from "./identity/tenants.js";
-import type { Upstream } from "./platform/upstream.js";
+import type { Upstream } from "./upstream/upstream.js";
 import type { StateStores } from "./state/types.js";
 import type { TokenService } from "./identity/tokens.js";
-import type { WebSocketRelay } from "./platform/websocket.js";
-import type { PlatformSpeed } from "./platform/speed.js";
+import type { WebSocketRelay } from "./web/websocket.js";
+import type { PlatformSpeed } from "./web/speed.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./identity/tenant-sync.js";
 import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
-import type { DestinationGuard } from "./platform/destination-guard.js";
+import type { DestinationGuard } from "./web/destination-guard.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
 import type { MoneyEvents } from "./payments/events.js";
@@ -34,7 +34,7 @@ export interface GatewayServices {
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
   /**
-   * The runtime's speed helpers for this gateway (src/platform/speed.ts): the Node entry's when its fast paths are on,
+   * The runtime's speed helpers for this gateway (src/web/speed.ts): the Node entry's when its fast paths are on,
    * else the Web default (everything through the Request and Response).
    */
   platform: PlatformSpeed;
@@ -43,10 +43,10 @@ export interface GatewayServices {
   metrics: GatewayMetrics;
   /** Traces requests when configured (src/telemetry/tracing.ts); undefined: nothing is traced. */
   tracer?: Tracer;
-  /** Sends alert webhooks; the Node entry's checks the resolved address (src/platform/node/webhook-sender.ts), else fetch. */
+  /** Sends alert webhooks; the Node entry's checks the resolved address (src/host/node/webhook-sender.ts), else fetch. */
   webhookSender?: WebhookSender;
   /**
-   * The one guard for outbound fetches a client or tenant names (src/platform/destination-guard.ts): the Node entry's
+   * The one guard for outbound fetches a client or tenant names (src/web/destination-guard.ts): the Node entry's
    * resolves and checks every address and connects to the one it checked; else the Web one (the URL checked).
    */
   destinations: DestinationGuard;
@@ -54,7 +54,7 @@ export interface GatewayServices {
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;
   /**
-   * Runs work the gateway does not await beside the request `c` (src/platform/background.ts): on Workers it is kept alive by the
+   * Runs work the gateway does not await beside the request `c` (src/web/background.ts): on Workers it is kept alive by the
    * request's ExecutionContext.waitUntil; everywhere it is tracked until it settles (closing the gateway waits for it,
    * bounded) and a failure is logged as `what`. Pass undefined outside a request.
    */

@@ -9,7 +9,7 @@ import { RequestRecorder } from "../../src/telemetry/request-recorder.js";
 export interface AccessLogOptions {
   /** Counts each request (tollgate_requests_total, the latency histogram, cache outcomes). */
   metrics?: GatewayMetrics;
-  /** The client's address (socket peer, or X-Forwarded-For behind a trusted proxy); see src/platform/client-address.ts. */
+  /** The client's address (socket peer, or X-Forwarded-For behind a trusted proxy); see src/web/client-address.ts. */
   clientAddress?: (c: Context) => string | undefined;
   now?: () => number;
   /** The tenants' request log (src/telemetry/request-recorder.ts): each request a tenant made, written beside it. */
@@ -29,7 +29,7 @@ interface RequestLogFields {
   cache?: string;
   /** Atomic units a cached or coalesced answer saved (its price when it was first paid). */
   saved?: bigint;
-  /** Time to response headers of the upstream call(s), summed, in ms (src/platform/upstream.ts). */
+  /** Time to response headers of the upstream call(s), summed, in ms (src/upstream/exchange.ts). */
   upstreamMs?: number;
   /** Bytes sent upstream in request bodies, when known. */
   upstreamBytesOut?: number;

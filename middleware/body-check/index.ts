@@ -9,12 +9,12 @@ import type { GatewayServices } from "../../src/services.js";
 import { jsonBody, jsonBodyNow, type JsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import { LRUCache } from "lru-cache";
 import { notOwned } from "../../src/routing/not-owned.js";
-import { webPlatform } from "../../src/platform/speed.js";
 import { bodyProblems, canonicalEgress, declaresEgress, namedRefs, type NamedRef } from "../../src/routing/bodies/declare.js";
+import { webPlatform } from "../../src/web/speed.js";
 import { callerTenant } from "../../src/identity/caller.js";
 import type { RouteRow } from "../../src/routing/table.js";
 import { imageOfSnapshot } from "../../src/sandboxes/snapshot-image.js";
-import { activeLayers, applyPolicy, type PolicyLayer, rowHasPolicy } from "./policy.js";
+import { activeLayers, type AgentPolicyKind, applyPolicy, type PolicyLayer } from "../../src/agent-policy/engine.js";
 
 /** The body step reads the server config (`unknownBodyFields`), logs forwarded unknown fields, checks ownership. */
 type BodyCheckServices = Pick<GatewayServices, "config" | "logger" | "stores"> & Partial<Pick<GatewayServices, "platform" | "upstream">>;
@@ -63,16 +63,19 @@ function callerLayers(services: BodyCheckServices, c: Context<GatewayEnv>): Poli
   ]);
 }
 
-/** The row's policy on the body (./policy.ts), after its declaration passed: refused, or the body to forward set. */
+/**
+ * The row's agent policy (its `agentPolicy` field, src/agent-policy/engine.ts) on the body, after its declaration
+ * passed: refused, or the body to forward set.
+ */
 async function enforcePolicy(
   services: BodyCheckServices,
   c: Context<GatewayEnv>,
-  row: RouteRow,
+  kind: AgentPolicyKind,
   read: JsonBody,
   layers: PolicyLayer[],
 ): Promise<void> {
   const body = read.json as Record<string, unknown>;
-  const out = await applyPolicy(row.name, layers, body, async (name) => {
+  const out = await applyPolicy(kind, layers, body, async (name) => {
     const { upstream } = services;
     return upstream ? imageOfSnapshot(c, { upstream }, name) : undefined;
   });
@@ -94,8 +97,8 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   }
   if (spec.kind !== "json") return undefined;
   const schema = spec.schema;
-  const policed = rowHasPolicy(row.name);
   const egress = declaresEgress(schema);
+  const policy = row.agentPolicy;
   const platform = services.platform ?? webPlatform;
   // Texts this row's declaration found nothing wrong with, the ids each names and whether its egress rules are rewritten:
   // a pure function of the text, so a body sent again is not walked again (its ids are still checked against the
@@ -107,10 +110,10 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
   });
   const checked = (c: Context<GatewayEnv>, next0: Next, read: JsonBody): Promise<void> => {
     // Rows that start work apply the caller's agent policy last (nothing to do, and no promise, for other rows).
-    const next: Next = policed
+    const next: Next = policy
       ? () => {
           const layers = callerLayers(services, c);
-          return layers.length ? enforcePolicy(services, c, row, read, layers).then(next0) : next0();
+          return layers.length ? enforcePolicy(services, c, policy, read, layers).then(next0) : next0();
         }
       : next0;
     const text = read.text;
@@ -151,7 +154,7 @@ export function checkBody(services: BodyCheckServices, row: RouteRow): Middlewar
     if (!problems.length && text.length <= PASSED_MAX_CHARS) passed.set(text, { refs, rewrite });
     return refs.length ? requireOwnedRefs(services, c, refs).then(next) : next();
   };
-  // Not an async function: a body already held (src/platform/held-body.ts) naming no id is checked with no promise or
+  // Not an async function: a body already held (src/web/held-body.ts) naming no id is checked with no promise or
   // turn of its own. Its refusals are thrown as they are; Hono's chain answers them either way.
   return function checkBodyMiddleware(c, next) {
     const now = jsonBodyNow(c, platform);

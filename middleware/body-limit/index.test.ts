@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse } from "../../src/errors.js";
 import { jsonBody, jsonValue, setJsonBody } from "../../src/routing/json-body.js";
 import { limitBody } from "./index.js";
-import { webPlatform } from "../../src/platform/speed.js";
+import { webPlatform } from "../../src/web/speed.js";
 
 /** A body sent as a stream of chunks, with no Content-Length (what a chunked upload looks like). */
 function streamed(...chunks: string[]): RequestInit & { duplex: "half" } {

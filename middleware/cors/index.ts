@@ -2,7 +2,7 @@
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import { parseExposedHost } from "../../src/sandboxes/rewrite.js";
-import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
+import { isWebSocketUpgrade } from "../../src/web/websocket.js";
 
 export interface GatewayCorsOptions {
   /** Origins (scheme://host[:port]) allowed to call the gateway from a browser. Empty: CORS stays off. */

@@ -9,9 +9,9 @@ import { bearerToken, presentedKey, requireScope, type Tenant } from "../../src/
 import { looksLikeGatewayToken, MCP_SCOPES, requireTokenScope, type GatewayToken } from "../../src/identity/tokens.js";
 import type { RouteRow } from "../../src/routing/row.js";
 import type { Scope } from "../../config/tenant-schema.js";
-import { isWebSocketUpgrade } from "../../src/platform/websocket.js";
+import { isWebSocketUpgrade } from "../../src/web/websocket.js";
 import { rightsOf } from "../../src/identity/roles.js";
-import { publicOriginOf } from "../../src/platform/public-origin.js";
+import { publicOriginOf } from "../../src/web/public-origin.js";
 import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.js";
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";

@@ -6,7 +6,7 @@ import { GatewayError } from "../../src/errors.js";
 /**
  * `?_method=` asks some frameworks to read a request as another method: the gateway routes, checks and meters the
  * method on the wire, so a request asking for another is refused rather than forwarded (the headers that ask the same,
- * X-HTTP-Method-Override and its kin, are never forwarded: src/platform/transport.ts).
+ * X-HTTP-Method-Override and its kin, are never forwarded: src/web/transport.ts).
  */
 export const refuseMethodOverride: MiddlewareHandler<GatewayEnv> = async function refuseMethodOverride(c, next) {
   const url = c.req.url;

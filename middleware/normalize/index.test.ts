@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { splitRequestUrl } from "../../src/platform/request-url.js";
+import { splitRequestUrl } from "../../src/web/request-url.js";
 import { normalisePath } from "./index.js";
 
 const ok = (raw: string) => {

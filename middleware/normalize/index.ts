@@ -2,7 +2,7 @@
 // the upstream serves. Unreserved escapes are decoded, dot segments resolved, repeated slashes merged; anything that
 // could be read two ways (an encoded `/` or `\`, NUL or control characters, an invalid escape) is refused.
 import { errorResponse, GatewayError } from "../../src/errors.js";
-import { splitRequestUrl } from "../../src/platform/request-url.js";
+import { splitRequestUrl } from "../../src/web/request-url.js";
 
 export type NormalisedPath = { ok: true; path: string; changed: boolean } | { ok: false; reason: string };
 

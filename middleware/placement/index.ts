@@ -1,6 +1,6 @@
 // The chain's placement step (with [[upstream.accounts]] only): a creating row's request is marked for placement, so its
 // creation goes to one of the tenant's accounts by weight and headroom and spills to the next on a limit or a failure
-// (src/platform/upstream.ts, src/platform/accounts.ts). A body naming a resource (a profile, a snapshot, a session)
+// (src/upstream/upstream.ts, src/upstream/accounts.ts). A body naming a resource (a profile, a snapshot, a session)
 // binds the creation to that resource's account (the body step noted it). Without accounts the row has no such step.
 import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";

@@ -1,8 +1,8 @@
 // Answers only to the gateway's public hosts when they are listed (server.publicHosts): any other Host is refused 421.
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../../src/errors.js";
-import { clientView, type ForwardedServices } from "../../src/platform/forwarded.js";
-import { isListedPublicHost } from "../../src/platform/public-origin.js";
+import { clientView, type ForwardedServices } from "../../src/web/forwarded.js";
+import { isListedPublicHost } from "../../src/web/public-origin.js";
 import { parseExposedHost } from "../../src/sandboxes/rewrite.js";
 
 const HEALTH_PATH = "/_tollgate/health";

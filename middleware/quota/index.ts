@@ -7,7 +7,7 @@ import type { Tenant } from "../../src/identity/tenants.js";
 import { callerTenant } from "../../src/identity/caller.js";
 import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import { imageOfSnapshot } from "../../src/sandboxes/snapshot-image.js";
-import type { WireRecord } from "../../src/platform/upstream-records.js";
+import type { WireRecord } from "../../src/upstream/records.js";
 import { claimCreated, claimedHere, createdBy } from "../../src/routing/created.js";
 import type { Quota } from "../../src/routing/table.js";
 import { CreationSlots } from "./slots.js";

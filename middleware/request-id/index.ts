@@ -3,8 +3,8 @@
 // WebSocket upgrade's 101 (whose headers some runtimes freeze) is left alone. No async frame of its own: it is the first
 // step of every request.
 import type { MiddlewareHandler } from "hono";
-import { setResponseHeader } from "../../src/platform/response-headers.js";
-import { webPlatform, type PlatformSpeed } from "../../src/platform/speed.js";
+import { setResponseHeader } from "../../src/web/response-headers.js";
+import { webPlatform, type PlatformSpeed } from "../../src/web/speed.js";
 
 declare module "hono" {
   interface ContextVariableMap {

@@ -6,7 +6,7 @@ import { serve, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorResponse } from "../../src/errors.js";
-import { requestUrl } from "../../src/platform/request-url.js";
+import { requestUrl } from "../../src/web/request-url.js";
 import { validHost } from "./index.js";
 
 let server: ServerType;

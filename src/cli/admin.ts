@@ -24,7 +24,7 @@ export function target(values: { gateway?: string; "admin-key"?: string }): Targ
   return { gateway: gateway.replace(/\/+$/, ""), key };
 }
 
-/** One admin API call; T is the answer's shape (src/operators/schemas.ts), printed or read by the command. */
+/** One admin API call; T is the answer's shape (src/routing/admin-schemas.ts), printed or read by the command. */
 export async function api<T = Record<string, unknown>>(t: Target, method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {

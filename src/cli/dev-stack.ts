@@ -5,7 +5,7 @@ import type * as z from "zod";
 import { parseConfig } from "../../config/load.js";
 import { startEmulator, type EmulatorHandle, type EmulatorOptions } from "@tollgate/emulator";
 import { generateTenantKey, hashTenantKey } from "../identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../host/node.js";
 import type { LogSink } from "../log.js";
 
 export interface DevStack {

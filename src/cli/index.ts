@@ -217,7 +217,7 @@ async function cmdStart(args: string[]) {
   const { stateRefusal, startSummary } = await import("./start-checks.js");
   const refusal = stateRefusal(raw, config, values.config);
   if (refusal) fail(refusal);
-  const { readSecretFiles } = await import("../platform/node/reload.js");
+  const { readSecretFiles } = await import("../host/node/reload.js");
   // Secrets from files ([secrets] *File, TOLLGATE_*_FILE: docs/secrets.md) beside those in the environment.
   const fromFiles = await readSecretFiles(secretFileRefs(config, process.env));
   const secrets = {
@@ -237,11 +237,11 @@ async function cmdStart(args: string[]) {
     );
   if (!config.server.publicOrigin && !config.server.publicHosts) {
     // Never build handed-out URLs from whatever Host a stranger sends: without configuration, answer loopback names only.
-    const { LOOPBACK_HOSTS } = await import("../platform/public-origin.js");
+    const { LOOPBACK_HOSTS } = await import("../web/public-origin.js");
     config.server.publicHosts = [...LOOPBACK_HOSTS];
     say(`tollgate start: neither server.publicOrigin nor server.publicHosts is set; answering only to ${LOOPBACK_HOSTS.join(", ")}`);
   }
-  const { startNodeGateway } = await import("../platform/node.js");
+  const { startNodeGateway } = await import("../host/node.js");
   const port = values.port !== undefined ? Number(values.port) : config.server.port;
   const running = await startNodeGateway({
     config,

@@ -1,9 +1,9 @@
 // `tollgate signer`: the wallet's key away from the gateway. `keygen` makes the key pair inside a PKCS#11 token (it
 // never leaves it) and prints its address; `serve` runs the out-of-process signer with its own limits on a Unix socket
-// (src/platform/node/signer-server.ts). PINs and keys come from the environment, never an argument.
+// (src/host/node/signer-server.ts). PINs and keys come from the environment, never an argument.
 import { parseArgs } from "node:util";
-import { generatePkcs11Key, openPkcs11Signer } from "../platform/node/pkcs11-signer.js";
-import { startSignerServer, type SignerTls } from "../platform/node/signer-server.js";
+import { generatePkcs11Key, openPkcs11Signer } from "../host/node/pkcs11-signer.js";
+import { startSignerServer, type SignerTls } from "../host/node/signer-server.js";
 import { localWalletSigner, type WalletSigner } from "../payments/wallet-signer.js";
 import { usdToAtomic } from "../payments/money.js";
 import type { SignerLimits } from "../payments/signer-limits.js";

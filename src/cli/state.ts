@@ -4,7 +4,7 @@
 // Gateways stopped. Each part is idempotent; a part whose layout config keeps "shared" is left alone.
 import { parseArgs } from "node:util";
 import { loadConfigFile } from "../../config/load-node.js";
-import { nodeStateStores } from "../platform/node/stores.js";
+import { nodeStateStores } from "../host/node/stores.js";
 import { migrateLedgerToTenantLayout } from "../state/redis-migrate.js";
 import { migrateOwnershipToTenantLayout } from "../state/redis-migrate-ownership.js";
 import type { RedisStores } from "../state/redis.js";

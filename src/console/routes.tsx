@@ -16,7 +16,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { isStateUnavailable } from "../state/errors.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import type { Handlers } from "../routing/handlers.js";
 import type { HandlerName } from "../routing/handler-names.js";
 import { CONSOLE_PATH } from "../identity/console-session.js";

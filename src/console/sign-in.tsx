@@ -16,7 +16,7 @@ import { peekLink, redeemLink } from "../operators/actions/console-links.js";
 import { asGatewayContext, type C, field, formOf, type Pages, record, render } from "./kit.js";
 import { href } from "./pages/layout.js";
 import { LinkPage, LoginPage, MovingOnPage } from "./pages/lists.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { consentSignedIn } from "../oauth/oidc-consent.js";
 import {
   PROVIDER_COOKIE_PATH,

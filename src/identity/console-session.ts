@@ -4,7 +4,7 @@
 import type { Context } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import type { GatewayServices } from "../services.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import type { SignedInIdentity } from "./sign-in.js";
 
 export const CONSOLE_PATH = "/_tollgate/console";

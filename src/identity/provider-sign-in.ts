@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { setCookie } from "hono/cookie";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { CONSOLE_PATH } from "./console-session.js";
 import type { PendingSignIn } from "./sign-in.js";
 

@@ -4,8 +4,8 @@ import type { TenantConfig } from "../../config/schema.js";
 import type { Scope } from "../../config/tenant-schema.js";
 import { GatewayError, errors } from "../errors.js";
 import type { Context } from "hono";
-import { hotHeader } from "../platform/request-headers.js";
-import type { PlatformSpeed } from "../platform/speed.js";
+import { hotHeader } from "../web/request-headers.js";
+import type { PlatformSpeed } from "../web/speed.js";
 
 export type Tenant = TenantConfig;
 

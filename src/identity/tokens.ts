@@ -38,7 +38,7 @@ export interface GatewayToken {
   keyless?: boolean;
   /**
    * What the agent holding it may do, within its tenant's and the operator's policies (never wider: every layer
-   * applies; middleware/body-check/policy.ts). Carried signed, as the `pol` claim.
+   * applies; src/agent-policy/engine.ts). Carried signed, as the `pol` claim.
    */
   policy?: AgentPolicy;
   /**

@@ -10,7 +10,7 @@ import { GatewayError, jsonResponse } from "../errors.js";
 import type { Handlers } from "../routing/handlers.js";
 import type { GatewayServices } from "../services.js";
 import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { jsonValue } from "../routing/json-body.js";
 import { GatewayCall } from "./call.js";
 import { answerStateless, isStateless } from "./stateless.js";

@@ -12,7 +12,7 @@ import { redirectMatches, redirectTrusted, resolveClient } from "./clients.js";
 import { ConsentPage, oauthHtml as html, type ConsentView } from "./page.js";
 import { peekConsentTicket, type ConsentTicket } from "./oidc-consent.js";
 import { startProviderSignIn } from "../identity/provider-sign-in.js";
-import { clientAddressOf } from "../platform/forwarded.js";
+import { clientAddressOf } from "../web/forwarded.js";
 import type { OAuthContext } from "./context.js";
 import { errorPage, one, randomToken, redirectTo, refusedHere } from "./http.js";
 

@@ -4,7 +4,7 @@
 import type { TollgateConfig } from "../../config/schema.js";
 import type { OAuthClient, OAuthStore } from "../state/oauth.js";
 import { OAuthError } from "./errors.js";
-import { type DestinationGuard, DestinationUnreachable } from "../platform/destination-guard.js";
+import { type DestinationGuard, DestinationUnreachable } from "../web/destination-guard.js";
 
 type OAuthConfig = TollgateConfig["oauth"];
 
@@ -124,7 +124,7 @@ function metadataDocumentUrl(config: OAuthConfig, clientId: string): URL | undef
 }
 
 /**
- * Fetches and checks a client's metadata document through the destination guard (src/platform/destination-guard.ts:
+ * Fetches and checks a client's metadata document through the destination guard (src/web/destination-guard.ts:
  * the name resolved and every address checked, no private or local range unless the loopback is allowed for tests,
  * connected to the address checked, no redirect, bounded in time and size). Whatever kept the document from coming back
  * (refused, unknown, closed, silent, not 200) is one message, so a client learns nothing of what listens where.

@@ -4,7 +4,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { RowHandler } from "../routing/handlers.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { kvOAuthStore, type OAuthStore } from "../state/oauth.js";
 import { OAuthError, oauthErrorResponse } from "./errors.js";
 

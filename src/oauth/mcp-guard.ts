@@ -5,7 +5,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 
 /** An OAuth grant that allows some of its scopes' tools only: the others are left out of this server as they register. */
 export function onlyGrantedTools(server: McpServer, c: Context<GatewayEnv>): void {

@@ -11,7 +11,7 @@ import { MCP_SCOPES } from "../identity/tokens.js";
 import { OAuthError } from "./errors.js";
 import { registerClient } from "./clients.js";
 import { jsonBody } from "../routing/json-body.js";
-import { clientAddressOf } from "../platform/forwarded.js";
+import { clientAddressOf } from "../web/forwarded.js";
 import { oauthContext, type OAuthContext } from "./context.js";
 import { FORM_LIMIT } from "./http.js";
 import { authorizationPage } from "./authorize.js";

@@ -11,7 +11,7 @@ import { atomicToUsd, usdToAtomic } from "./money.js";
 import { ONE, tenantAmounts } from "./amounts.js";
 import type { Tenant } from "../identity/tenants.js";
 import { firstReading, readFigure, refusal, type Reading, type RefusedReport } from "./report-screen.js";
-import { parseUpstreamJson } from "../platform/upstream-records.js";
+import { parseUpstreamJson } from "../upstream/records.js";
 import { capEntryId, type LedgerServices } from "./spend.js";
 
 /** The running settled cost counter lives this long without a write (it is read each reconciler pass). */

@@ -3,7 +3,7 @@
 // at the reserved amount (an estimate); sessions and sandboxes settled from an estimate are read again until the
 // upstream's figure lands, and corrected to it; and the team's usage is compared with the ledger (./credit-drift.ts).
 // The chain is asked through the entry's payment scheme (src/payments/schemes/). Runs on a timer in Node and from the
-// Worker's cron trigger (src/platform/worker.ts).
+// Worker's cron trigger (src/host/worker.ts).
 import type { GatewayServices } from "../services.js";
 import { schemeOfEntry } from "./schemes/index.js";
 import { retryReleases } from "./abandoned.js";

@@ -37,7 +37,7 @@ export function readFigure(field: string, v: unknown): Reading {
     if (!Number.isFinite(v)) return refusal("not_finite", field, v);
     return v < 0 ? refusal("negative", field, v) : { figure: v, field };
   }
-  // A bare NaN or Infinity in the answer reads as the string of its name (src/platform/upstream-records.ts).
+  // A bare NaN or Infinity in the answer reads as the string of its name (src/upstream/records.ts).
   if (v === "NaN" || v === "Infinity" || v === "-Infinity") return refusal("not_finite", field, v);
   return refusal("not_a_number", field, v);
 }

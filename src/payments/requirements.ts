@@ -1,6 +1,6 @@
 // One view of an x402 payment option, whether the upstream speaks v2 (`amount`, CAIP-2) or v1 (`maxAmountRequired`).
 import { EVM_NETWORK_CHAIN_ID_MAP } from "@x402/evm/v1";
-import { readWire } from "../platform/upstream-records.js";
+import { readWire } from "../upstream/records.js";
 import { type PaymentRequired, PaymentRequirements } from "./wire.js";
 
 export interface PaymentOption {

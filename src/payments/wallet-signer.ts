@@ -1,8 +1,8 @@
 // The seam between the gateway and whatever holds its wallet's key: an address, and EIP-712 signatures over what the
 // payment schemes ask for (the x402 libraries' ClientEvmSigner shape). Which one is configured in `[wallet] signer`:
 // "local" (the key in TOLLGATE_WALLET_KEY, below: any runtime), "pkcs11" (the key never leaves an HSM token; Node only,
-// src/platform/node/pkcs11-signer.ts), "remote" (`tollgate signer serve`, its own process and limits, over a Unix
-// socket: src/platform/node/remote-signer.ts); the last two picked by the Node entry. See docs/signers.md.
+// src/host/node/pkcs11-signer.ts), "remote" (`tollgate signer serve`, its own process and limits, over a Unix
+// socket: src/host/node/remote-signer.ts); the last two picked by the Node entry. See docs/signers.md.
 import { privateKeyToAccount } from "viem/accounts";
 import type { TypedDataDefinition } from "viem";
 

@@ -1,7 +1,7 @@
 // x402 records as the upstream sends them: PaymentRequired (v2 `amount` + CAIP-2, v1 `maxAmountRequired` + names), its
 // options, and the settlement answer. The x402 library decodes the headers; these type what the gateway reads.
 import * as z from "zod";
-import { lenient } from "../platform/upstream-records.js";
+import { lenient } from "../upstream/records.js";
 
 export const PaymentRequirements = z.looseObject({
   scheme: lenient(z.string()),

@@ -5,7 +5,7 @@
 import type { Context } from "hono";
 import * as z from "zod";
 import { GatewayError } from "../errors.js";
-import { lenient, readWire } from "../platform/upstream-records.js";
+import { lenient, readWire } from "../upstream/records.js";
 import type { GatewayServices } from "../services.js";
 import type { ResourceKind } from "../state/types.js";
 

@@ -45,11 +45,11 @@ function bodyText(row: RouteRow): string {
 /** The whole table as markdown, in mount order. */
 export function routeTableMarkdown(rows: readonly RouteRow[] = ROUTES): string {
   const lines = [
-    "| row | method | path | caller | scope | resource | body | paid |",
-    "|---|---|---|---|---|---|---|---|",
+    "| row | method | path | caller | scope | resource | body | paid | class |",
+    "|---|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
-        `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : (r.scope ?? "—")} | ${owner(r)} | ${bodyText(r)} | ${paid(r)} |`,
+        `| \`${r.name}\` | ${methodsOf(r).join(", ")} | \`${r.path}\` | ${r.auth.join(", ")} | ${r.tokenScope && !r.auth.includes("key") ? `token: ${r.tokenScope}` : (r.scope ?? "—")} | ${owner(r)} | ${bodyText(r)} | ${paid(r)} | ${r.metric} |`,
     ),
   ];
   return `${lines.join("\n")}\n`;

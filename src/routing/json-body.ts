@@ -3,8 +3,8 @@
 import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
-import { heldBody, heldBodyNextTurn, heldBodyText } from "../platform/held-body.js";
-import type { PlatformSpeed } from "../platform/speed.js";
+import { heldBody, heldBodyNextTurn, heldBodyText } from "../web/held-body.js";
+import type { PlatformSpeed } from "../web/speed.js";
 import { LRUCache } from "lru-cache";
 
 /** Control-plane JSON bodies: a search or a creation needs kilobytes; this leaves room for schemas and long URL lists. */
@@ -90,7 +90,7 @@ async function readBoundedText(req: Request, limit: number): Promise<string> {
   return new TextDecoder().decode(all);
 }
 
-/** The body as text when the runtime already holds it whole, within `limit` (src/platform/held-body.ts). */
+/** The body as text when the runtime already holds it whole, within `limit` (src/web/held-body.ts). */
 function heldText(platform: PlatformSpeed, c: Context, limit: number): string | undefined {
   const bytes = heldBody(platform, c, limit);
   return bytes && heldBodyText(platform, bytes);

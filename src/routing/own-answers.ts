@@ -1,8 +1,8 @@
 // What the gateway's own rows answer, as zod schemas: their rows (./own-rows.ts) carry them in `doc`, and the OpenAPI
 // document (src/operators/http/openapi.ts) is built from the rows. Bodies the handlers read are the admin API's own
-// (src/operators/schemas.ts), declared on the rows too.
+// (src/routing/admin-schemas.ts), declared on the rows too.
 import * as z from "zod";
-import { auditEntryView, errorBody, issuedKey, tenantView } from "../operators/schemas.js";
+import { auditEntryView, errorBody, issuedKey, tenantView } from "./admin-schemas.js";
 import type { DocAnswer } from "./row.js";
 
 /** An answer of JSON of `schema`. */

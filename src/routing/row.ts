@@ -4,9 +4,28 @@ import type { ResourceKind } from "../state/types.js";
 import type { TokenScope } from "../identity/tokens.js";
 import type { BodySpec } from "./bodies/index.js";
 import type { HandlerName } from "./handler-names.js";
+import type { AgentPolicyKind } from "../agent-policy/engine.js";
 import type * as z from "zod";
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/**
+ * A row's class in the latency histograms (`tollgate_request_duration_seconds`, `tollgate_upstream_duration_seconds`):
+ * their only label, so their series stay bounded whatever the table or the traffic (docs/metrics.md). Requests no row
+ * names get their surface's class (src/telemetry/metric-labels.ts).
+ */
+export type MetricClass =
+  | "search"
+  | "sessions"
+  | "sandboxes"
+  | "runtime"
+  | "cdp"
+  | "ports"
+  | "jobs"
+  | "agents"
+  | "admin"
+  | "tollgate"
+  | "other";
 
 /**
  * Who may call a row: a tenant key (with the row's scope), one of the gateway's own tokens, a ticket in the URL (checked
@@ -103,6 +122,13 @@ export interface RouteDoc {
 export interface RouteRow {
   /** Unique name: logs, metrics and the audit speak of rows by it. */
   name: string;
+  /** The row's class in the latency histograms. */
+  metric: MetricClass;
+  /**
+   * The agent policy the body step applies to this row's body (src/agent-policy/engine.ts: hosts a fetch may name,
+   * images, lifetimes, crawl sizes, the egress floor); none: the row starts nothing a policy speaks of.
+   */
+  agentPolicy?: AgentPolicyKind;
   method: Method | readonly Method[];
   /** Hono pattern on the normalised path. */
   path: string;

@@ -3,8 +3,8 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { upstreamJson } from "../platform/upstream.js";
-import { readWire } from "../platform/upstream-records.js";
+import { upstreamJson } from "../upstream/upstream.js";
+import { readWire } from "../upstream/records.js";
 import { SandboxDetail } from "./wire.js";
 import { stateKeys } from "../state/keys.js";
 

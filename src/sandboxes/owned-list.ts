@@ -9,9 +9,9 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { ResourceKind } from "../state/types.js";
 import type { Tenant } from "../identity/tenants.js";
-import { Upstream, upstreamJson } from "../platform/upstream.js";
-import { requestUrl } from "../platform/request-url.js";
-import { listItems, readWire, WireRecord } from "../platform/upstream-records.js";
+import { Upstream, upstreamJson } from "../upstream/upstream.js";
+import { requestUrl } from "../web/request-url.js";
+import { listItems, readWire, WireRecord } from "../upstream/records.js";
 
 const SCAN_PAGE = 100;
 const MAX_SCAN_PAGES = 200;

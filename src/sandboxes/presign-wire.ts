@@ -1,6 +1,6 @@
 // The runtime's presign-upload/-download answer: `{ token, path, method, expiresAt, url }`.
 import * as z from "zod";
-import { lenient } from "../platform/upstream-records.js";
+import { lenient } from "../upstream/records.js";
 
 export const PresignAnswer = z.looseObject({
   url: lenient(z.string()),

@@ -1,7 +1,7 @@
 // Presigned file URLs: the upstream URL stays server-side behind a random ticket; clients fetch the gateway URL unauthenticated.
 import type { GatewayServices } from "../services.js";
 import { presignedGatewayUrl } from "./rewrite.js";
-import { readWire, WireRecord } from "../platform/upstream-records.js";
+import { readWire, WireRecord } from "../upstream/records.js";
 import { PresignAnswer } from "./presign-wire.js";
 import { stateKeys } from "../state/keys.js";
 

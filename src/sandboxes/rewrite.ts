@@ -1,5 +1,5 @@
 // Pure rewriting of the upstream's sandbox responses so that every runtime, port and file URL points at the gateway.
-import { readWire } from "../platform/upstream-records.js";
+import { readWire } from "../upstream/records.js";
 import { Exposure, SandboxDetail } from "./wire.js";
 
 /** `runtime` as the upstream and the SDK describe it. */

@@ -3,12 +3,12 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { heldBody, heldBodyNextTurn } from "../platform/held-body.js";
-import { hotHeader } from "../platform/request-headers.js";
-import type { PlatformSpeed } from "../platform/speed.js";
+import { heldBody, heldBodyNextTurn } from "../web/held-body.js";
+import { hotHeader } from "../web/request-headers.js";
+import type { PlatformSpeed } from "../web/speed.js";
 import { upstreamRuntimeUrl } from "./rewrite.js";
 import type { RuntimeCredential, RuntimeCustody } from "./custody.js";
-import { setForwardHeader, type ForwardHeaders } from "../platform/transport.js";
+import { setForwardHeader, type ForwardHeaders } from "../web/transport.js";
 
 /** Bodies up to this size are buffered so a 401 can be replayed after renewal; larger ones stream and are not replayed. */
 const REPLAYABLE_BODY_BYTES = 1024 * 1024;

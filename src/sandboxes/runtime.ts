@@ -5,14 +5,14 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { clientHeaders, forwardableRequestHeaders } from "../platform/transport.js";
-import { Upstream, upstreamJson } from "../platform/upstream.js";
-import { isWebSocketUpgrade } from "../platform/websocket.js";
+import { clientHeaders, forwardableRequestHeaders } from "../web/transport.js";
+import { Upstream, upstreamJson } from "../upstream/upstream.js";
+import { isWebSocketUpgrade } from "../web/websocket.js";
 import { sandboxCustody, type RuntimeCredential } from "./custody.js";
 import { presignTarget, rewritePresign } from "./presign.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { RuntimeForwarder, clientBody, sendUpstream } from "./runtime-forward.js";
-import { splitRequestUrl } from "../platform/request-url.js";
+import { splitRequestUrl } from "../web/request-url.js";
 import type { Handlers } from "../routing/handlers.js";
 
 /** Splits `/sandbox/<id><rest>?q` (normalised) into what the upstream gets after its own runtime base URL. */

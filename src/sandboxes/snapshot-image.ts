@@ -1,8 +1,8 @@
 // The image a sandbox snapshot was taken from: a sandbox started from a snapshot runs it, so the quota's and the agent
-// policy's image lists check it (middleware/quota, middleware/body-check/policy.ts).
+// policy's image lists check it (middleware/quota, src/agent-policy/engine.ts).
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
-import { upstreamJson } from "../platform/upstream.js";
+import { upstreamJson } from "../upstream/upstream.js";
 import { SnapshotAnswer } from "./wire.js";
 
 /** The snapshot's image, asked of the upstream; undefined for an unknown snapshot (left to the upstream's 404). */

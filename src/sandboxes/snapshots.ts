@@ -1,5 +1,5 @@
 // Snapshot ownership: a snapshot belongs to the tenant whose sandbox took it; names resolve within that tenant only.
-import type { WireRecord } from "../platform/upstream-records.js";
+import type { WireRecord } from "../upstream/records.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
 import { snapshotNotFound } from "./tenant-view.js";

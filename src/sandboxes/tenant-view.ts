@@ -5,7 +5,7 @@ import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
 import type { SandboxRewriteContext } from "./rewrite.js";
 import { GatewayError } from "../errors.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 
 export const snapshotNotFound = (idOrName: string) => new GatewayError(404, "not_found", `Snapshot ${idOrName} not found`);
 

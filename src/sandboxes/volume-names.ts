@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import { Upstream, upstreamJson } from "../platform/upstream.js";
+import { Upstream, upstreamJson } from "../upstream/upstream.js";
 import { jsonBody, setJsonBody } from "../routing/json-body.js";
 import { callerTenant } from "../identity/caller.js";
 import type { Handlers } from "../routing/handlers.js";

@@ -1,6 +1,6 @@
 // The upstream's sandbox records: SandboxDetail (create, get, list entries), its runtime and exposed ports.
 import * as z from "zod";
-import { lenient } from "../platform/upstream-records.js";
+import { lenient } from "../upstream/records.js";
 
 export const Exposure = z.looseObject({
   port: lenient(z.number()),

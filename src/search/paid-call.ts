@@ -14,7 +14,7 @@ import { permit2ApprovalRequired, requirePermit2Approval } from "../payments/per
 import type { PaymentOption } from "../payments/requirements.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "../payments/spend.js";
 import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid } from "../payments/paid-ahead.js";
-import { readWire } from "../platform/upstream-records.js";
+import { readWire } from "../upstream/records.js";
 import { PaymentRequired, SettleResponse } from "../payments/wire.js";
 import { childSpan } from "../telemetry/tracing.js";
 

@@ -6,9 +6,9 @@ import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
-import { forwardableRequestHeaders } from "../platform/transport.js";
-import { Upstream, pathAndQuery } from "../platform/upstream.js";
-import { hotHeader } from "../platform/request-headers.js";
+import { forwardableRequestHeaders } from "../web/transport.js";
+import { Upstream, pathAndQuery } from "../upstream/upstream.js";
+import { hotHeader } from "../web/request-headers.js";
 import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "./answer.js";
 import { AnswerCache, Coalescer } from "./cache.js";
 import { withIdempotency } from "./idempotency.js";
@@ -140,7 +140,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     headers["x-tollgate-budget-remaining"] = remaining;
     headers["cache-control"] = "private, no-store";
     // The request's id, which middleware/request-id sets after the handler: named here, the answer's record is already
-    // as it will be written and is not copied to add it (src/platform/node/unread-headers.ts).
+    // as it will be written and is not copied to add it (src/host/node/unread-headers.ts).
     const id = c.get("requestId");
     if (id) headers["x-request-id"] = id;
     return answerResponse(answer, headers);

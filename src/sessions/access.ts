@@ -4,7 +4,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { TokenScope } from "../identity/tokens.js";
-import { upstreamJson } from "../platform/upstream.js";
+import { upstreamJson } from "../upstream/upstream.js";
 import { sessionEndpointsOf, type SessionEndpoints } from "./rewrite.js";
 import { stateKeys } from "../state/keys.js";
 

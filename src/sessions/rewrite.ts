@@ -1,5 +1,5 @@
 // Pure rewriting of the upstream's session responses so that CDP, computer actions and links point at the gateway.
-import { readWire } from "../platform/upstream-records.js";
+import { readWire } from "../upstream/records.js";
 import { SessionDetail } from "./wire.js";
 
 /** The upstream endpoints of one session, kept server-side (never shown to a client). */

@@ -10,10 +10,10 @@ const FILE_FIELDS: Record<string, string> = {
 };
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
-import { Upstream, pathAndQuery, upstreamJson } from "../platform/upstream.js";
+import { Upstream, pathAndQuery, upstreamJson } from "../upstream/upstream.js";
 import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from "./rewrite.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./access.js";
-import { publicOriginOf } from "../platform/public-origin.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { callerTenant } from "../identity/caller.js";
 import { settleResource } from "../payments/kept-holds.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
@@ -21,7 +21,7 @@ import { forwardBody, forwardUpstream, type Handlers } from "../routing/handlers
 import { claimCreated, noteCreated } from "../routing/created.js";
 import { presignTarget, rewriteSessionFileUrl } from "../sandboxes/presign.js";
 import { sendUpstream } from "../sandboxes/runtime-forward.js";
-import { forwardableRequestHeaders } from "../platform/transport.js";
+import { forwardableRequestHeaders } from "../web/transport.js";
 import { jsonResponse } from "../errors.js";
 import { SessionDetail } from "./wire.js";
 import { stateKeys } from "../state/keys.js";

@@ -1,6 +1,6 @@
 // The upstream's browser session records: Session (list entries) and SessionDetail (with its endpoints and token).
 import * as z from "zod";
-import { lenient } from "../platform/upstream-records.js";
+import { lenient } from "../upstream/records.js";
 
 export const SessionDetail = z.looseObject({
   id: lenient(z.union([z.string(), z.number()])),

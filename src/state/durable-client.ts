@@ -1,7 +1,7 @@
 // The state interfaces over TollgateState Durable Object stubs (Workers RPC). See ./durable-object.ts for which object
 // holds what. Calls that fail for any reason but the ledger's own refusals reject with StateUnavailableError.
-import { StateUnavailableError } from "./errors.js";
-import type { OwnerRow, TollgateStateStub } from "./durable-object.js";
+import { type LocationHints, Objects, shard, type StateNamespace } from "./durable-objects.js";
+import { DurableOwnership } from "./durable-ownership.js";
 import type { SequencedEntry, WireFilter, WireLimits } from "./durable-ledger.js";
 import { bounded, FAN_OUT } from "./fan-out.js";
 import { holdExpiresAt } from "./holds.js";
@@ -27,9 +27,7 @@ import type {
   AccountSlots,
   LedgerState,
   NewLedgerEntry,
-  OwnershipRegistry,
   ReserveResult,
-  ResourceKind,
   SettlementFields,
   SpendKind,
   StateStores,
@@ -41,57 +39,15 @@ import { settlementPatch, usageOf } from "./windows.js";
 import { stateKeys } from "./keys.js";
 import { FixedWindowRateLimiter } from "./fixed-window.js";
 
-/** The Durable Object namespace binding (`[[durable_objects.bindings]]` in wrangler.toml). */
-interface StateNamespace {
-  idFromName(name: string): unknown;
-  get(id: unknown, opts?: { locationHint?: string }): TollgateStateStub;
-}
-
-/** Where a tenant's objects are created (a Cloudflare location hint such as "weur"), when the config says. */
-type LocationHints = (tenant: string) => string | undefined;
-
 const DEFAULT_BINDING = "TOLLGATE_STATE";
 const INDEX_SHARDS = 16;
 const KEY_SHARDS = 32;
 const WINDOWS: BudgetWindow[] = ["daily", "monthly", "total"];
 
-/** FNV-1a: a stable shard for a name, the same in every isolate. */
-function shard(s: string, n: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % n;
-}
-
 function decimal(name: string, v: bigint | string): string {
   const s = v.toString();
   if (!/^(0|[1-9]\d*)$/.test(s)) throw new RangeError(`${name} must be a non-negative integer in atomic units, got "${s}"`);
   return s;
-}
-
-/** Resolves object names (under an optional namespace) to stubs, and maps transport failures to outages. */
-class Objects {
-  constructor(
-    private readonly ns: StateNamespace,
-    private readonly prefix: string,
-    private readonly hints: LocationHints = () => undefined,
-  ) {}
-
-  /**
-   * A fresh stub per call: stubs are cheap, and the gateway outlives any one request. `near`: the tenant whose location
-   * hint applies, for an object of that tenant (the hint only matters when the object is first created).
-   */
-  async call<T>(name: string, fn: (stub: TollgateStateStub) => Promise<T>, near?: string): Promise<T> {
-    try {
-      const hint = near === undefined ? undefined : this.hints(near);
-      const id = this.ns.idFromName(this.prefix + name);
-      return await fn(hint ? this.ns.get(id, { locationHint: hint }) : this.ns.get(id));
-    } catch (err) {
-      throw new StateUnavailableError(
-        `Durable Object "${name}" is unavailable (${(err as Error)?.message ?? err}); the operation may not have been applied`,
-        { cause: err },
-      );
-    }
-  }
 }
 
 function refused(r: { refused: string } | undefined) {
@@ -224,129 +180,6 @@ class DurableLedger implements BudgetLedger {
   }
   expiredCreditHolds(now: number, limit: number) {
     return this.holds("credits", now, limit);
-  }
-}
-
-/** How many rows of the previous layout's one ownership object each scheduled run copies out. */
-const OWNERSHIP_MIGRATION_BATCH = 200;
-
-class DurableOwnership implements OwnershipRegistry {
-  /** Set once the previous layout's "ownership" object is empty or copied out: never asked again in this isolate. */
-  private legacyDone = false;
-  constructor(
-    private readonly o: Objects,
-    private readonly retentionMs: number,
-  ) {}
-  /** Records that ended at or before this are past their retention. */
-  private cutoff() {
-    return Date.now() - this.retentionMs;
-  }
-  private res(kind: ResourceKind, id: string) {
-    return `res:${kind}:${id}`;
-  }
-  private own(tenant: string) {
-    return `own:${tenant}`;
-  }
-  /** Whether the previous layout may still hold rows not copied out (asked until it says done, then never). */
-  private async migrating(): Promise<boolean> {
-    if (this.legacyDone) return false;
-    const { done } = await this.o.call("ownership", (s) => s.ownLegacyState());
-    if (done) this.legacyDone = true;
-    return !done;
-  }
-  /** Copies rows of the previous layout into their resource's and tenant's objects (a row already there is kept). */
-  private async place(rows: OwnerRow[]) {
-    const byTenant = new Map<string, OwnerRow[]>();
-    for (const r of rows) byTenant.set(r.tenant, [...(byTenant.get(r.tenant) ?? []), r]);
-    await Promise.all([
-      ...[...byTenant].map(([t, rs]) => this.o.call(this.own(t), (s) => s.ownImport(rs), t)),
-      ...rows.map((r) => this.o.call(this.res(r.kind, r.id), (s) => s.ownImport([r]), r.tenant)),
-    ]);
-  }
-  /** While migrating: the resource's row moved from the previous layout before it is read or written here. */
-  private async pull(kind: ResourceKind, id: string) {
-    if (!(await this.migrating())) return;
-    const row = await this.o.call("ownership", (s) => s.ownRow(kind, id));
-    if (row) await this.place([row]);
-  }
-  /** While migrating: the tenant's rows of a kind moved from the previous layout before its list is read. */
-  private async pullTenant(kind: ResourceKind, tenant: string) {
-    if (!(await this.migrating())) return;
-    for (let after = 0, i = 0; i < 10_000; i++) {
-      const rows = await this.o.call("ownership", (s) => s.ownExport(after, 500, tenant, kind));
-      if (rows.length) await this.o.call(this.own(tenant), (s) => s.ownImport(rows), tenant);
-      if (rows.length < 500) return;
-      after = rows[rows.length - 1]!.seq;
-    }
-  }
-  /**
-   * One step of copying the previous layout's one ownership object out (run by the Worker's cron): a batch of rows
-   * into their resources' and tenants' objects, then the cursor; the marker once all are out. True when done.
-   */
-  async migrateLegacy(limit = OWNERSHIP_MIGRATION_BATCH): Promise<boolean> {
-    const state = await this.o.call("ownership", (s) => s.ownLegacyState());
-    if (state.done) return (this.legacyDone = true);
-    const rows = await this.o.call("ownership", (s) => s.ownExport(state.cursor, limit));
-    await this.place(rows);
-    const last = rows.at(-1)?.seq;
-    await this.o.call("ownership", async (s) => {
-      if (last !== undefined) await s.metaSet("owners-cursor", String(last));
-      if (rows.length < limit) await s.metaSet("owners-migrated", "1");
-    });
-    return rows.length < limit;
-  }
-  async claim(kind: ResourceKind, id: string, tenant: string) {
-    await this.pull(kind, id);
-    // The resource's object decides (the first claim wins); the tenant's lists it.
-    const cutoff = this.cutoff();
-    // One round trip: the resource's object decides (the first claim wins) while the tenant's lists it; a refused
-    // claim (another tenant's id, rare) takes the listing back.
-    const [won, listed] = await Promise.all([
-      this.o.call(this.res(kind, id), (s) => s.ownClaim(kind, id, tenant, cutoff), tenant),
-      this.o.call(this.own(tenant), (s) => s.ownClaim(kind, id, tenant), tenant),
-    ]);
-    if (!won) {
-      await this.o.call(this.own(tenant), (s) => s.ownDrop(kind, id), tenant);
-      return false;
-    }
-    return listed;
-  }
-  async owner(kind: ResourceKind, id: string) {
-    await this.pull(kind, id);
-    const cutoff = this.cutoff();
-    return this.o.call(this.res(kind, id), (s) => s.ownOwner(kind, id, cutoff));
-  }
-  async list(kind: ResourceKind, tenant: string) {
-    await this.pullTenant(kind, tenant);
-    const cutoff = this.cutoff();
-    return this.o.call(this.own(tenant), (s) => s.ownList(kind, tenant, cutoff), tenant);
-  }
-  async records(kind: ResourceKind, tenant: string) {
-    await this.pullTenant(kind, tenant);
-    const cutoff = this.cutoff();
-    return this.o.call(this.own(tenant), (s) => s.ownRecords(kind, tenant, cutoff), tenant);
-  }
-  /** The owner of a known resource (its own object answers), undefined for an unknown one. */
-  private async tenantOf(kind: ResourceKind, id: string) {
-    await this.pull(kind, id);
-    return this.o.call(this.res(kind, id), (s) => s.ownOwner(kind, id, 0));
-  }
-  async noteStatus(kind: ResourceKind, id: string, status: string) {
-    const tenant = await this.tenantOf(kind, id);
-    if (tenant !== undefined) await this.o.call(this.own(tenant), (s) => s.ownNoteStatus(kind, id, status), tenant);
-  }
-  async setActive(kind: ResourceKind, id: string, active: boolean) {
-    const now = Date.now();
-    const tenant = await this.tenantOf(kind, id);
-    if (tenant === undefined) return;
-    await Promise.all([
-      this.o.call(this.res(kind, id), (s) => s.ownSetActive(kind, id, active, now), tenant),
-      this.o.call(this.own(tenant), (s) => s.ownSetActive(kind, id, active, now), tenant),
-    ]);
-  }
-  async activeCount(kind: ResourceKind, tenant: string) {
-    await this.pullTenant(kind, tenant);
-    return this.o.call(this.own(tenant), (s) => s.ownActiveCount(kind, tenant), tenant);
   }
 }
 

@@ -1,4 +1,4 @@
-// A Tracer on Web standards only, for Workers (the Node entry uses OpenTelemetry's SDK, src/platform/node/otel-tracer.ts):
+// A Tracer on Web standards only, for Workers (the Node entry uses OpenTelemetry's SDK, src/host/node/otel-tracer.ts):
 // spans are kept in a bounded buffer as they end and sent as OTLP/HTTP JSON with fetch, in batches, when `flush` is
 // called: after each request, beside it (waitUntil on Workers; middleware/trace), and at close. The W3C traceparent of
 // the client is continued; ids come from crypto.getRandomValues. A failed export drops its spans (never retried, never

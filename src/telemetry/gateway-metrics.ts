@@ -36,6 +36,8 @@ type RequestChildren = { seconds: HistogramChild; byTenant: Map<string, Map<numb
 
 export class GatewayMetrics {
   private readonly routes = new BoundedLabel(256);
+  /** Each route row's class (its `metric` field), by row name: handed over by the gateway that mounts the rows. */
+  private readonly rowClasses = new Map<string, string>();
   private readonly requestChildren = new Map<string, RequestChildren>();
   private readonly tenants = new BoundedLabel(1024);
   private readonly codes = new BoundedLabel(64);
@@ -271,11 +273,21 @@ export class GatewayMetrics {
     });
   }
 
+  /** The route table's rows, whose `metric` field is their class in the latency histograms (createGateway calls this). */
+  classifyRows(rows: Iterable<{ readonly name: string; readonly metric: string }>): void {
+    for (const r of rows) this.rowClasses.set(r.name, r.metric);
+  }
+
+  /** A route label's class: its row's `metric` field, else (a request no row named) its surface's. */
+  private classOf(route: string): string {
+    return this.rowClasses.get(route) ?? routeClassOf(route);
+  }
+
   /** One answered request (the access log calls this once per request): nested lookups, no allocation once warm. */
   request(route: string, method: string, status: number, tenant: string, seconds: number): void {
     const r = this.routes.of(route);
     let perRoute = this.requestChildren.get(r);
-    if (!perRoute) this.requestChildren.set(r, (perRoute = { seconds: this.requestSeconds(routeClassOf(r)), byTenant: new Map() }));
+    if (!perRoute) this.requestChildren.set(r, (perRoute = { seconds: this.requestSeconds(this.classOf(r)), byTenant: new Map() }));
     const t = this.tenants.of(tenant);
     let counters = perRoute.byTenant.get(t);
     if (!counters) perRoute.byTenant.set(t, (counters = new Map()));
@@ -290,7 +302,7 @@ export class GatewayMetrics {
   upstream(route: string, seconds: number, failed = false): void {
     const r = this.routes.of(route);
     let h = this.upstreamByRoute.get(r);
-    if (!h) this.upstreamByRoute.set(r, (h = this.upstreamSeconds(routeClassOf(r))));
+    if (!h) this.upstreamByRoute.set(r, (h = this.upstreamSeconds(this.classOf(r))));
     h.observe(seconds);
     const t = this.upstreamTally;
     t.calls++;

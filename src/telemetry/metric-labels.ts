@@ -2,48 +2,29 @@
 // for labels whose values come from traffic or config (tenants, routes, codes), and the runtime's name.
 
 /**
- * Route classes: the latency histograms' only label, so their series are bounded by this list (13 classes × 15 series
- * = 195 per histogram), whatever the route table or the traffic. A route's class is its row name's first part
- * (`session.create` → sessions), or its surface for requests no row named.
+ * The class of a request no route row named (a row's class is its `metric` field, src/routing/table.ts): the coarse
+ * surfaces of ./route-label.ts and the sandbox port label. The latency histograms' only label, so their series are
+ * bounded (11 classes), whatever the route table or the traffic.
  */
-const ROUTE_CLASSES: Record<string, string> = {
-  web: "search",
-  x402: "search",
-  session: "sessions",
-  profile: "sessions",
-  extension: "sessions",
-  sandbox: "sandboxes",
-  image: "sandboxes",
-  snapshot: "sandboxes",
-  volume: "sandboxes",
-  runtime: "runtime",
-  scrape: "jobs",
-  crawl: "jobs",
-  extract: "jobs",
-  task: "agents",
-  team: "admin",
+const SURFACE_CLASSES: Record<string, string> = {
   "api.sandboxes": "sandboxes",
   "api.sessions": "sessions",
   "api.volumes": "sandboxes",
   "api.web": "search",
+  "api.other": "other",
   "x402.sessions": "sessions",
   "x402.other": "search",
   "sandbox.runtime": "runtime",
+  "sandbox.port": "ports",
   cdp: "cdp",
+  "tollgate.other": "tollgate",
 };
 
-/** The class of a route label (./route-label.ts): search, sessions, sandboxes, runtime, cdp, jobs, agents, ports, tollgate, admin, other. */
+/** The class of a route label no row named: its surface's; a matched own pattern's (admin, tollgate); else other. */
 export function routeClassOf(route: string): string {
   if (route.startsWith("/_tollgate/admin") || route.startsWith("/_tollgate/console")) return "admin";
-  if (route.startsWith("/_tollgate") || route.startsWith("tollgate.")) return "tollgate";
-  const exact = ROUTE_CLASSES[route];
-  if (exact) return exact;
-  const dot = route.indexOf(".");
-  const head = dot > 0 ? route.slice(0, dot) : route;
-  if (ROUTE_CLASSES[head]) return ROUTE_CLASSES[head];
-  if (route === "port" || route.startsWith("port.")) return "ports";
-  if (head === "api" || route.startsWith("/api/")) return "other";
-  return "other";
+  if (route.startsWith("/_tollgate")) return "tollgate";
+  return SURFACE_CLASSES[route] ?? "other";
 }
 
 /** The `method` label's values; anything else is "other" (index 0). */

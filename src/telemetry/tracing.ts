@@ -1,6 +1,6 @@
 // Traces, as the core sees them: a Tracer that starts spans from a W3C `traceparent` or a parent span, and a span
 // that ends with an error or not and says its own traceparent (sent upstream). The Node entry passes one that exports
-// over OTLP/HTTP (src/platform/node/otel-tracer.ts) when `tracing.otlpEndpoint` is set, the Worker entry one that exports
+// over OTLP/HTTP (src/host/node/otel-tracer.ts) when `tracing.otlpEndpoint` is set, the Worker entry one that exports
 // with fetch (./fetch-tracer.ts); without one nothing is traced and
 // nothing costs anything (no middleware mounted, no wrapper, one property check per upstream call).
 import type { Context, MiddlewareHandler } from "hono";

@@ -1,5 +1,5 @@
 // The metrics interface the request chain writes to: labelled counters, gauges and histograms, rendered as Prometheus
-// text by the in-process TextRegistry (Workers, tests); Node adds prom-client's process metrics (src/platform/node/prom-registry.ts).
+// text by the in-process TextRegistry (Workers, tests); Node adds prom-client's process metrics (src/host/node/prom-registry.ts).
 
 export interface CounterChild {
   inc(by?: number): void;

@@ -13,8 +13,8 @@ import { ConfigError, parseConfig, refuseSecretFiles, secretFileRefs } from "../
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { TokenService } from "../../src/identity/tokens.js";
 import { memoryStores } from "../../src/state/memory.js";
-import { startNodeGateway } from "../../src/platform/node.js";
-import { readSecretFiles } from "../../src/platform/node/reload.js";
+import { startNodeGateway } from "../../src/host/node.js";
+import { readSecretFiles } from "../../src/host/node/reload.js";
 
 /** An upstream that takes only the API keys in `accepted` (as the real one does while a key is being rotated). */
 async function keyedUpstream() {

@@ -8,7 +8,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { BREAKER_SYNC_MS } from "../../src/platform/accounts.js";
+import { BREAKER_SYNC_MS } from "../../src/upstream/accounts.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 

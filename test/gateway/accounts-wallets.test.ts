@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { accountWalletKeysFromEnv, ConfigError, parseConfig } from "../../config/load.js";
 import { accountApiKeys, accountWalletKeys } from "../../config/load-node.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { search } from "../helpers/paid-stack.js";
 

@@ -11,7 +11,7 @@ import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { statusOf } from "../helpers/sdk-status.js";
 import { writeZip } from "../../emulator/sessions/zip-writer.js";

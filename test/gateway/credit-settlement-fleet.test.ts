@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { stateKeys } from "../../src/state/keys.js";
 import { atomicToUsd, usdToAtomic } from "../../src/payments/money.js";

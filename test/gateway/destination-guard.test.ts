@@ -1,4 +1,4 @@
-// The destination guard (src/platform/destination-guard.ts, Node's in src/platform/node/destination-guard.ts): every
+// The destination guard (src/web/destination-guard.ts, Node's in src/host/node/destination-guard.ts): every
 // outbound fetch a client or tenant can name — an OAuth client's metadata document, an alert webhook — is resolved by
 // the guard, refused when any address is loopback, private, link-local (metadata), CGNAT or reserved (IPv4 and IPv6,
 // mapped forms too), and connected to the address checked; one error whatever failed; bounded in time and size.
@@ -7,9 +7,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { LookupAddress } from "node:dns";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nodeDestinationGuard, type Resolver } from "../../src/platform/node/destination-guard.js";
-import { DestinationUnreachable, type GuardedRequest } from "../../src/platform/destination-guard.js";
-import { nodeWebhookSender } from "../../src/platform/node/webhook-sender.js";
+import { nodeDestinationGuard, type Resolver } from "../../src/host/node/destination-guard.js";
+import { DestinationUnreachable, type GuardedRequest } from "../../src/web/destination-guard.js";
+import { nodeWebhookSender } from "../../src/host/node/webhook-sender.js";
 import { startTestGateway } from "../helpers/gateway.js";
 import { OAUTH_REDIRECT, pkcePair } from "../helpers/mcp-oauth.js";
 
@@ -176,7 +176,7 @@ describe("an OAuth client's metadata document through the guard", () => {
 
 describe("a gateway whose resolver maps a client's https name to loopback", () => {
   it("refuses the document before connecting (the old check only refused IP literals and localhost)", async () => {
-    const { startNodeGateway } = await import("../../src/platform/node.js");
+    const { startNodeGateway } = await import("../../src/host/node.js");
     const { parseConfig } = await import("../../config/load.js");
     const running = await startNodeGateway({
       config: parseConfig({

@@ -1,4 +1,4 @@
-// The Node fast path (src/platform/node/direct-relay.ts behind `Upstream.forward`) on real sockets: what reaches the upstream,
+// The Node fast path (src/host/node/direct-relay.ts behind `Upstream.forward`) on real sockets: what reaches the upstream,
 // what comes back (with the headers the chain adds after the handler), a 401 discarded and replayed, streams both
 // ways, a client that goes away, an answer replaced by an error after the handler, a kept-alive socket the upstream
 // closed, and failures as the gateway's JSON errors. The gateway's own suites (sandboxes, ports, files) run through
@@ -11,9 +11,9 @@ import { serve, type ServerType } from "@hono/node-server";
 import { request } from "undici";
 import { parseConfig } from "../../config/load.js";
 import { errorResponse, GatewayError } from "../../src/errors.js";
-import { Upstream } from "../../src/platform/upstream.js";
-import { undiciTransport } from "../../src/platform/node/undici-transport.js";
-import { withDirectRelays } from "../../src/platform/node/direct-relay.js";
+import { Upstream } from "../../src/upstream/upstream.js";
+import { undiciTransport } from "../../src/host/node/undici-transport.js";
+import { withDirectRelays } from "../../src/host/node/direct-relay.js";
 import { requestId } from "../../middleware/request-id/index.js";
 
 describe("the Node fast path for proxied planes", () => {

@@ -26,7 +26,7 @@ import {
   toolOk as ok,
 } from "../helpers/mcp-oauth.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway } from "../../src/platform/node.js";
+import { startNodeGateway } from "../../src/host/node.js";
 
 const ALL = ["search", "sessions", "sandboxes", "jobs", "agents"];
 

@@ -6,8 +6,8 @@ import type { Context } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
-import type { PlatformSpeed } from "../../src/platform/speed.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
+import type { PlatformSpeed } from "../../src/web/speed.js";
 
 const key = generateTenantKey();
 

@@ -6,11 +6,11 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { request } from "undici";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
-import { undiciTransport } from "../../src/platform/node/undici-transport.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
+import { undiciTransport } from "../../src/host/node/undici-transport.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { relayByRequest, type UpstreamTransport } from "../../src/platform/transport.js";
-import { offersDirectRelay } from "../../src/platform/node/direct-relay.js";
+import { relayByRequest, type UpstreamTransport } from "../../src/web/transport.js";
+import { offersDirectRelay } from "../../src/host/node/direct-relay.js";
 
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const CAPTURE_LIMIT = 64 * 1024 * 1024;
@@ -28,7 +28,7 @@ export interface SandboxStack {
   upstreamSecrets(): string[];
   /** Everything the gateway sent to clients (capped), as latin1 text. */
   clientBytes(): string;
-  /** How many answers went through the Node fast path (src/platform/node/direct-relay.ts) so far. */
+  /** How many answers went through the Node fast path (src/host/node/direct-relay.ts) so far. */
   directRelays(): number;
   close(): Promise<void>;
 }

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { writeZip } from "../../emulator/sessions/zip-writer.js";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { node, parsesUnder, python } from "../fixtures/sdk-models.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";

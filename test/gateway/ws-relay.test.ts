@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import WebSocket, { WebSocketServer } from "ws";
 import { Hono } from "hono";
 import { serve, type ServerType } from "@hono/node-server";
-import { nodeWebSocketRelay, relayWebSocketServer } from "../../src/platform/node/ws-relay.js";
+import { nodeWebSocketRelay, relayWebSocketServer } from "../../src/host/node/ws-relay.js";
 
 describe("the Node WebSocket relay", () => {
   let upstream: Server;

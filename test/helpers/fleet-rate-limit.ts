@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { parseConfig } from "../../config/load.js";
 import { unconfirmedAllowance } from "../../middleware/rate-limit/fleet-windows.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 
 export interface FleetRateLimitRun {
   instances: number;

@@ -1,6 +1,6 @@
 // Starts a Node gateway on 127.0.0.1:0 with a captured log, for tests.
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway } from "../../src/platform/node.js";
+import { startNodeGateway } from "../../src/host/node.js";
 import type { Secrets } from "../../config/load.js";
 
 export async function startTestGateway(raw: Record<string, any>, secrets: Secrets) {

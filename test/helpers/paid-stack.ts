@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { parseConfig, type Secrets } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 
 export interface TenantSpec {

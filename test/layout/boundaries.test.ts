@@ -62,7 +62,7 @@ describe("the boundary lint catches planted violations", () => {
   beforeAll(() => {
     dir = plant({
       // allowed: the gateway imports the chain and a step, the chain mounts the steps
-      "src/platform/node.ts": 'import { createGateway } from "../gateway.js";\ncreateGateway();\n',
+      "src/host/node.ts": 'import { createGateway } from "../gateway.js";\ncreateGateway();\n',
       "src/gateway.ts":
         'import { mount } from "../middleware/chain.js";\nimport { requestId } from "../middleware/request-id/index.js";\nexport function createGateway() { mount(); requestId(); }\n',
       "middleware/chain.ts":
@@ -78,12 +78,12 @@ describe("the boundary lint catches planted violations", () => {
       "src/console/session.ts": step("sessionById"),
       // planted: a surface imports a step; the route table imports the chain
       "src/search/routes.ts":
-        'import { rateLimit } from "../../middleware/rate-limit/index.js";\nimport { hotHeader } from "../platform/request-headers.js";\nexport function searchRoutes() { rateLimit(); hotHeader(); }\n',
+        'import { rateLimit } from "../../middleware/rate-limit/index.js";\nimport { hotHeader } from "../web/request-headers.js";\nexport function searchRoutes() { rateLimit(); hotHeader(); }\n',
       // the Node speed helpers: allowed in the search routes (listed), planted in the sessions routes (not listed)
-      "src/platform/request-headers.ts": step("hotHeader"),
-      "src/platform/response-headers.ts": step("setResponseHeader"),
+      "src/web/request-headers.ts": step("hotHeader"),
+      "src/web/response-headers.ts": step("setResponseHeader"),
       "src/sessions/routes.ts":
-        'import { setResponseHeader } from "../platform/response-headers.js";\nexport function sessionRoutes() { setResponseHeader(); }\n',
+        'import { setResponseHeader } from "../web/response-headers.js";\nexport function sessionRoutes() { setResponseHeader(); }\n',
       "src/routing/table.ts": 'import { mount } from "../../middleware/chain.js";\nexport function table() { mount(); }\n',
       // planted: identity imports the route table
       "src/identity/tenants.ts": 'import { table } from "../routing/table.js";\nexport function tenant() { table(); }\n',
@@ -99,7 +99,7 @@ describe("the boundary lint catches planted violations", () => {
     ["steps-import-no-other-step", "middleware/owner/index.ts", "middleware/rate-limit/index.ts"],
     ["chain-steps-below-surfaces", "middleware/identify/index.ts", "src/console/session.ts"],
     ["identity-below-the-chain", "src/identity/tenants.ts", "src/routing/table.ts"],
-    ["speed-helpers-fenced", "src/sessions/routes.ts", "src/platform/response-headers.ts"],
+    ["speed-helpers-fenced", "src/sessions/routes.ts", "src/web/response-headers.ts"],
   ])("%s: %s → %s", (rule, from, to) => {
     expect(found).toContainEqual({ rule, from, to });
   });
@@ -111,7 +111,7 @@ describe("the boundary lint catches planted violations", () => {
       ["middleware/chain.ts", "middleware/rate-limit/index.ts"],
       ["middleware/chain.ts", "middleware/owner/index.ts"],
       ["middleware/owner/index.ts", "src/identity/tenants.ts"],
-      ["src/search/routes.ts", "src/platform/request-headers.ts"],
+      ["src/search/routes.ts", "src/web/request-headers.ts"],
     ];
     for (const [from, to] of allowed) expect(found.filter((v) => v.from === from && v.to === to)).toEqual([]);
   });

@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import { parseConfig, type Secrets } from "../../config/load.js";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { memoryStores } from "../../src/state/memory.js";
 import type { StateStores } from "../../src/state/types.js";
 import { consentForm, listToolsAs, pkcePair, postForm, refreshWith, registerClient } from "../helpers/mcp-oauth.js";

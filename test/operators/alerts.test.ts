@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { parseConfig } from "../../config/load.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { Webhook } from "standardwebhooks";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";

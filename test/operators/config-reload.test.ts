@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig } from "../../config/load.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway } from "../../src/platform/node.js";
+import { startNodeGateway } from "../../src/host/node.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 
 const ops = generateTenantKey();

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";

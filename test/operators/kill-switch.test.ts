@@ -7,7 +7,7 @@ import WebSocket from "ws";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { parseConfig } from "../../config/load.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { search } from "../helpers/paid-stack.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";

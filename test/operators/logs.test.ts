@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Context } from "hono";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
-import { clientAddress } from "../../src/platform/client-address.js";
+import { clientAddress } from "../../src/web/client-address.js";
 
 type Line = Record<string, any>;
 const requestLines = (logs: string[]): Line[] => logs.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { TextRegistry } from "../../src/telemetry/text-registry.js";
 import { GatewayMetrics } from "../../src/telemetry/gateway-metrics.js";
+import { ROUTES } from "../../src/routing/table.js";
 import { histogram, parseExposition, promtoolCheck, sampleSum } from "./prometheus.js";
 
 describe("TextRegistry (Workers and default metrics)", () => {
@@ -55,6 +56,7 @@ describe("TextRegistry (Workers and default metrics)", () => {
 
   it("keeps the latency histograms to 11 route classes whatever the routes, and counts refusals, mints, deliveries, kills and alerts", async () => {
     const m = new GatewayMetrics(new TextRegistry());
+    m.classifyRows(ROUTES); // as createGateway does
     const routes = [
       "x402.web.search",
       "session.create",
@@ -102,5 +104,26 @@ describe("TextRegistry (Workers and default metrics)", () => {
     const lint = promtoolCheck(text);
     if (lint.skipped) console.warn(`promtool check metrics skipped: ${lint.skipped}`);
     else expect(lint.problems).toEqual([]);
+  });
+
+  it("classes a row by its `metric` field, not by its name; a request no row named by its surface", async () => {
+    const m = new GatewayMetrics(new TextRegistry());
+    m.classifyRows([
+      { name: "session.create", metric: "sessions" },
+      { name: "web.search", metric: "agents" }, // a name that reads as search, a field that says otherwise
+      { name: "console.overview", metric: "admin" },
+    ]);
+    for (const route of ["session.create", "web.search", "console.overview", "sandbox.port", "api.web", "/_tollgate/usage", "weird"])
+      m.request(route, "GET", 200, "acme", 0.01);
+    const classes = histogram(await m.render(), "tollgate_request_duration_seconds").map((x) => x.labels.class);
+    expect(classes.sort()).toEqual(["admin", "agents", "other", "ports", "search", "sessions", "tollgate"]);
+  });
+
+  it("every route row names its class, one of the 11", () => {
+    const allowed = ["search", "sessions", "sandboxes", "runtime", "cdp", "ports", "jobs", "agents", "admin", "tollgate", "other"];
+    for (const row of ROUTES) expect(allowed, row.name).toContain(row.metric);
+    expect(ROUTES.find((r) => r.name === "admin.usage")?.metric).toBe("admin");
+    expect(ROUTES.find((r) => r.name === "runtime.exec")?.metric).toBe("runtime");
+    expect(ROUTES.find((r) => r.name === "task.cua.start")?.metric).toBe("agents");
   });
 });

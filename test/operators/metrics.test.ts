@@ -6,7 +6,7 @@ import { search, startEmulatorWithChain, startPaidGateway } from "../helpers/pai
 import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { histogram, promtoolCheck, sampleSum, scrape } from "./prometheus.js";
 import { VERSION } from "../../src/operators/version.js";
-import { startNodeGateway } from "../../src/platform/node.js";
+import { startNodeGateway } from "../../src/host/node.js";
 import { startRedisServer } from "../state/redis-server.js";
 
 const METRICS_TOKEN = "metrics-" + "m".repeat(32);

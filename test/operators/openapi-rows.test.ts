@@ -42,6 +42,7 @@ describe("the OpenAPI document, built from the rows", () => {
   it("takes what a row's doc says: a new row appears with its answers, parameters and caller's security; without a doc, nothing", () => {
     const row: RouteRow = {
       name: "own.example",
+      metric: "tollgate",
       method: ["GET", "DELETE"],
       path: "/_tollgate/examples/:id/keys/:keyId",
       auth: ["public"],

@@ -7,7 +7,7 @@ import puppeteer from "puppeteer-core";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { RunningGateway } from "../../src/platform/node.js";
+import type { RunningGateway } from "../../src/host/node.js";
 import { startBareGateway } from "../helpers/gateway.js";
 
 let gw: RunningGateway;

@@ -201,7 +201,7 @@ describe("/_tollgate/ready", () => {
 
 /** A second gateway on the first one's wallet: a fresh readiness cache reads the balance as it is now. */
 async function startPaidGatewayOnSameWallet(s: Awaited<ReturnType<typeof startPaidGateway>>) {
-  const { startNodeGateway } = await import("../../src/platform/node.js");
+  const { startNodeGateway } = await import("../../src/host/node.js");
   const running = await startNodeGateway({
     config: s.gateway.gateway.services.config,
     secrets: s.secrets,

@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseConfig } from "../../config/load.js";
 import type { EmulatorHandle } from "../../emulator/index.js";
-import { startNodeGateway } from "../../src/platform/node.js";
+import { startNodeGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startEmulatorWithChain, startPaidGateway } from "../helpers/paid-stack.js";
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 
 describe("the gateway's own upstream key, and its config file, watched", () => {
   let emu: EmulatorHandle;

@@ -5,9 +5,9 @@ import type { AddressInfo } from "node:net";
 import WebSocket, { WebSocketServer } from "ws";
 import { Hono } from "hono";
 import { serve, type ServerType } from "@hono/node-server";
-import { nodeWebSocketRelay, relayWebSocketServer } from "../../src/platform/node/ws-relay.js";
+import { nodeWebSocketRelay, relayWebSocketServer } from "../../src/host/node/ws-relay.js";
 import { GatewayMetrics } from "../../src/telemetry/gateway-metrics.js";
-import { promRegistry } from "../../src/platform/node/prom-registry.js";
+import { promRegistry } from "../../src/host/node/prom-registry.js";
 import { parseExposition, sampleSum } from "./prometheus.js";
 
 describe("tollgate_websockets_open (Node relay)", () => {

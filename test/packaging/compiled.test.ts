@@ -92,7 +92,7 @@ describe("the compiled gateway (dist/)", () => {
 
     const loaded = (await readFile(moduleLog, "utf8")).split("\n").filter(Boolean);
     expect(loaded.some((m) => m.endsWith("/dist/src/cli/index.js"))).toBe(true);
-    expect(loaded.some((m) => m.endsWith("/dist/src/platform/node.js"))).toBe(true);
+    expect(loaded.some((m) => m.endsWith("/dist/src/host/node.js"))).toBe(true);
     expect(loaded.filter((m) => /[/\\]node_modules[/\\](tsx|esbuild|@esbuild)[/\\]/.test(m))).toEqual([]);
     expect(loaded.filter((m) => /\.tsx?$/.test(m))).toEqual([]);
   }, 120_000);

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { creditsToAtomic, multiplierOf, reportedCredits, reportedWork, withMultiplier } from "../../src/payments/credit-reports.js";
 import { usageCsv, windowOf } from "../../src/payments/usage-export.js";
 import { ceilingOf, judgeReading, readFigure } from "../../src/payments/report-screen.js";
-import { parseUpstreamJson } from "../../src/platform/upstream-records.js";
+import { parseUpstreamJson } from "../../src/upstream/records.js";
 
 describe("credit reports", () => {
   it("turns credits into atomic USD at usdPerCredit, half up, never negative", () => {

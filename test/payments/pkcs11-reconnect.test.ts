@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { recoverTypedDataAddress, type TypedDataDefinition } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openPkcs11Signer } from "../../src/platform/node/pkcs11-signer.js";
+import { openPkcs11Signer } from "../../src/host/node/pkcs11-signer.js";
 import type { WalletSigner } from "../../src/payments/wallet-signer.js";
 
 const run = promisify(execFile);

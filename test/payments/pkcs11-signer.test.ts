@@ -23,14 +23,14 @@ import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { openPkcs11Signer, ethereumSignature } from "../../src/platform/node/pkcs11-signer.js";
+import { openPkcs11Signer, ethereumSignature } from "../../src/host/node/pkcs11-signer.js";
 import type { WalletSigner } from "../../src/payments/wallet-signer.js";
 import { startEmulatorWithChain, search } from "../helpers/paid-stack.js";
 import { startGatewayProcess, type GatewayProcess } from "../helpers/gateway-process.js";
 import { parseConfig } from "../../config/load.js";
 import { createGateway } from "../../src/gateway.js";
-import { startNodeGateway } from "../../src/platform/node.js";
-import { openRemoteSigner } from "../../src/platform/node/remote-signer.js";
+import { startNodeGateway } from "../../src/host/node.js";
+import { openRemoteSigner } from "../../src/host/node/remote-signer.js";
 
 const run = promisify(execFile);
 const MODULE = "/usr/lib/softhsm/libsofthsm2.so";

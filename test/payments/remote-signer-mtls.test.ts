@@ -14,8 +14,8 @@ import { paymentOptions } from "../../src/payments/requirements.js";
 import { exactEvm } from "../../src/payments/schemes/exact-evm/index.js";
 import { localWalletSigner } from "../../src/payments/wallet-signer.js";
 import type { PaymentRequired } from "../../src/payments/wire.js";
-import { openRemoteSigner } from "../../src/platform/node/remote-signer.js";
-import { startSignerServer } from "../../src/platform/node/signer-server.js";
+import { openRemoteSigner } from "../../src/host/node/remote-signer.js";
+import { startSignerServer } from "../../src/host/node/signer-server.js";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 
 const run = promisify(execFile);

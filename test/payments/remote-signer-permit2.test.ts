@@ -11,8 +11,8 @@ import { exactEvm } from "../../src/payments/schemes/exact-evm/index.js";
 import { uptoEvm } from "../../src/payments/schemes/upto-evm/index.js";
 import { localWalletSigner, type TypedData, type WalletSigner } from "../../src/payments/wallet-signer.js";
 import type { PaymentRequired } from "../../src/payments/wire.js";
-import { openRemoteSigner } from "../../src/platform/node/remote-signer.js";
-import { startSignerServer } from "../../src/platform/node/signer-server.js";
+import { openRemoteSigner } from "../../src/host/node/remote-signer.js";
+import { startSignerServer } from "../../src/host/node/signer-server.js";
 
 const key = generatePrivateKey();
 const TOKEN = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";

@@ -27,6 +27,7 @@ afterEach(async () => {
 /** A row any tenant key may call, free, no body, answered by the stand-in handler below. */
 const probe = (name: string, path: string, more: Partial<RouteRow> = {}): RouteRow => ({
   name,
+  metric: "other",
   method: "POST",
   path,
   auth: ["tenant-key"],

@@ -1,8 +1,8 @@
 // The Node entry's choice of state backend: Redis when configured, shared through Redis, closed with the gateway.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
-import { startNodeGateway } from "../../src/platform/node.js";
-import { nodeStateStores } from "../../src/platform/node/stores.js";
+import { startNodeGateway } from "../../src/host/node.js";
+import { nodeStateStores } from "../../src/host/node/stores.js";
 import { redisStores, type RedisStores } from "../../src/state/redis.js";
 import { startRedisServer, type RedisServer } from "./redis-server.js";
 

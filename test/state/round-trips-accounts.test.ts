@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { startNodeGateway, type RunningGateway } from "../../src/platform/node.js";
+import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { memoryStores } from "../../src/state/memory.js";
 import { delayedStores, type DelayedStores } from "../helpers/delayed-stores.js";
 

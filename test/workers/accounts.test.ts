@@ -5,7 +5,7 @@
 // lands elsewhere, and another tenant's id answers 404.
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 
 const stack = inject("stack").accounts;
 const ctx = { waitUntil() {}, passThroughOnException() {} };

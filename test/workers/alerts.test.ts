@@ -4,7 +4,7 @@
 // when the request's waitUntil work is done.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 
 const stack = inject("stack");
 const noWaiting = { waitUntil() {}, passThroughOnException() {} };

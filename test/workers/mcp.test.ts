@@ -7,7 +7,7 @@ import { createPublicClient, erc20Abi, http } from "viem";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 
 const stack = inject("stack");
 const ORIGIN = "https://gateway.test";

@@ -2,7 +2,7 @@
 // readiness answer that pings the Durable Objects and reads the wallet's balance.
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 
 const stack = inject("stack");
 const METRICS_TOKEN = "w-metrics-" + "t".repeat(24);

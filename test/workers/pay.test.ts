@@ -2,7 +2,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { createPublicClient, erc20Abi, http } from "viem";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 
 const stack = inject("stack");
 

@@ -5,7 +5,7 @@
 // replayed here with the same requests the SDK sends, plus a WebSocket to a port and the shareable-link attack.
 import { env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 
 const stack = inject("stack");
 const ctx = { waitUntil() {}, passThroughOnException() {} };

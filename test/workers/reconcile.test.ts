@@ -5,7 +5,7 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { createPublicClient, erc20Abi, http } from "viem";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 import { doStores } from "../../src/state/durable-client.js";
 import type { LedgerEntry } from "../../src/state/types.js";
 

@@ -4,7 +4,7 @@
 // for 5–6 calls, and its latency in workerd moves by more than one 80 ms call on a loaded machine).
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 import { durableObjectRoundTrips } from "../helpers/durable-round-trips.js";
 
 const stack = inject("stack");

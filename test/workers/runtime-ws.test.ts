@@ -1,7 +1,7 @@
 // The Worker entry relaying a sandbox's PTY WebSocket (upstream runtime token injected) inside workerd.
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
-import worker from "../../src/platform/worker.js";
+import worker from "../../src/host/worker.js";
 
 const stack = inject("stack");
 const ctx = { waitUntil() {}, passThroughOnException() {} };

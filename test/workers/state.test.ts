@@ -3,7 +3,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { doStores } from "../../src/state/durable-client.js";
 import { LedgerTables, type SqlLike } from "../../src/state/durable-ledger.js";
-import * as entry from "../../src/platform/worker.js";
+import * as entry from "../../src/host/worker.js";
 import { stateContract } from "../state/contract.js";
 
 const bindings = env as unknown as Record<string, unknown>;

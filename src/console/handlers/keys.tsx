@@ -4,7 +4,7 @@
 import type { GatewayServices } from "../../services.js";
 import { lastUsed } from "../../identity/key-usage.js";
 import { createKey, refuseLastOwnKey, refuseSelfServiceKey, revokeKey, rotateKey } from "../../operators/actions/keys.js";
-import { keyCreateBody, keyRotateBody } from "../../operators/schemas.js";
+import { keyCreateBody, keyRotateBody } from "../../routing/admin-schemas.js";
 import { href } from "../pages/layout.js";
 import { KeysPage } from "../pages/lists.js";
 import {

@@ -5,7 +5,7 @@ import type { GatewayServices } from "../../services.js";
 import { GatewayError } from "../../errors.js";
 import { createTenant } from "../../operators/actions/tenants.js";
 import { fleetSavings } from "../../operators/actions/savings.js";
-import { tenantCreateBody } from "../../operators/schemas.js";
+import { tenantCreateBody } from "../../routing/admin-schemas.js";
 import { spendHistory, tenantSpend } from "../spend.js";
 import { OverviewPage, type AccountRow } from "../pages/overview.js";
 import { settledCostSoFar } from "../../payments/credit-reports.js";

@@ -8,7 +8,7 @@ import { lastUsed } from "../../identity/key-usage.js";
 import { patchTenant, setTenantEnabled } from "../../operators/actions/tenants.js";
 import { fleetSavings } from "../../operators/actions/savings.js";
 import { concernsTenant } from "../../operators/actions/views.js";
-import { tenantPatchBody } from "../../operators/schemas.js";
+import { tenantPatchBody } from "../../routing/admin-schemas.js";
 import { liveResources } from "../resources.js";
 import { spendHistory, tenantSpend } from "../spend.js";
 import { href } from "../pages/layout.js";

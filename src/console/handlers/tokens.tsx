@@ -4,8 +4,9 @@
 import type { GatewayServices } from "../../services.js";
 import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import { GatewayError } from "../../errors.js";
-import { publicOriginOf } from "../../platform/public-origin.js";
-import { listedTokens, mintKeylessToken, mintRequest, revokeKeylessToken } from "../../operators/actions/tokens.js";
+import { publicOriginOf } from "../../web/public-origin.js";
+import { listedTokens, mintKeylessToken, revokeKeylessToken } from "../../operators/actions/tokens.js";
+import { mintRequest } from "../../routing/admin-schemas.js";
 import { href } from "../pages/layout.js";
 import { TokensPage } from "../pages/lists.js";
 import {

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // The admin's forms for tenants: create one (its first key shown once), and edit one's scopes, budget, quotas, rate
 // limit, what happens on exhaustion and its alert receivers; enable or disable it. The answers go through the admin
-// API's own schemas and actions (src/operators/schemas.ts, src/operators/actions/), so the console can set nothing the API would refuse.
+// API's own schemas and actions (src/routing/admin-schemas.ts, src/operators/actions/), so the console can set nothing the API would refuse.
 import { SCOPES } from "../../../config/tenant-schema.js";
 import type { Tenant } from "../../identity/tenants.js";
 import { FormToken, href, type Viewer } from "./layout.js";

@@ -14,7 +14,7 @@ import { keyIdOf } from "../../identity/tenants.js";
 import type { GatewayServices } from "../../services.js";
 import { stateKeys } from "../../state/keys.js";
 import type { StoredTenant } from "../../state/types.js";
-import { receiverProblems } from "../alerts/destinations.js";
+import { receiverProblems } from "../../web/destinations.js";
 import type { Actor } from "./actor.js";
 import { adminHorizon, audit, changeTenant, tenantView } from "./tenant-changes.js";
 
@@ -52,17 +52,6 @@ export interface ConfigPlan {
   sections: Record<SectionName, SectionPlan>;
   ignored: string[];
 }
-
-/** The most a plan or apply body may hold: thousands of tenants with keys and rules. */
-export const CONFIG_BODY_LIMIT = 8 * 1024 * 1024;
-
-/** POST /admin/config/diff and /apply: the file, parsed (the CLI reads TOML or JSON and sends the object). */
-export const configApplyBody = z
-  .strictObject({
-    document: z.record(z.string(), z.unknown()).describe("The file's content as an object (its TOML or JSON parsed)"),
-    prune: z.boolean().default(false).describe("Also delete what the file does not name"),
-  })
-  .meta({ id: "ConfigApply" });
 
 /** Validates a file's managed sections; every problem named by its path (`tenants[1].budget.daily: …`), 400 in one go. */
 export function parseStateDocument(services: Pick<GatewayServices, "config">, raw: Record<string, unknown>): StateDocument {

@@ -4,7 +4,7 @@ import type * as z from "zod";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import { generateTenantKey, hashTenantKey, keyIdOf, type Tenant } from "../../identity/tenants.js";
-import type { keyCreateBody, keyExpireBody, keyRotateBody } from "../schemas.js";
+import type { keyCreateBody, keyExpireBody, keyRotateBody } from "../../routing/admin-schemas.js";
 import type { Actor } from "./actor.js";
 import { changeTenant } from "./tenant-changes.js";
 

@@ -6,7 +6,7 @@ import type { GatewayServices } from "../../services.js";
 import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import type { StoredTenant } from "../../state/types.js";
 import { killTenant } from "./kill-switch.js";
-import { receiverProblems } from "../alerts/destinations.js";
+import { receiverProblems } from "../../web/destinations.js";
 import { stateKeys } from "../../state/keys.js";
 import type { Actor } from "./actor.js";
 

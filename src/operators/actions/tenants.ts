@@ -7,7 +7,7 @@ import { tenantSchema } from "../../../config/tenant-schema.js";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import type { StoredTenant } from "../../state/types.js";
-import type { SECTIONS, Section, tenantCreateBody, tenantPatchBody } from "../schemas.js";
+import type { SECTIONS, Section, tenantCreateBody, tenantPatchBody } from "../../routing/admin-schemas.js";
 import type { Actor } from "./actor.js";
 import { issueKey } from "./keys.js";
 import { audit, changeTenant, liveRecord, refuseReceivers, tenantView } from "./tenant-changes.js";

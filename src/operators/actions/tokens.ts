@@ -1,53 +1,17 @@
 // Keyless access as a tenant manages it (the tokens API and the console alike): short-lived tokens scoped to one
 // sandbox, one session, a capped search budget or an agent's MCP calls, handed to an untrusted client, listed, and
 // revoked at once.
-import * as z from "zod";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import { requireScope, type Tenant } from "../../identity/tenants.js";
-import { MCP_SCOPES, type TokenScope } from "../../identity/tokens.js";
+import type { TokenScope } from "../../identity/tokens.js";
 import { atomicToUsd, usdToAtomic } from "../../payments/money.js";
 import { spendCeiling } from "../../payments/budgets/remaining.js";
 import { gatewayComputerActionEndpoint, gatewayWsEndpoint } from "../../sessions/rewrite.js";
 import { gatewayRuntime } from "../../sandboxes/rewrite.js";
-import { usdAmount } from "../../../config/fields.js";
-import { agentPolicySchema } from "../../../config/tenant-schema.js";
 import { stateKeys } from "../../state/keys.js";
 import type { Actor } from "./actor.js";
-
-const ttl = z.number().int().positive().optional();
-const nonEmptyUnique = <T extends string>(values: readonly [T, ...T[]]) =>
-  z
-    .array(z.enum(values))
-    .min(1)
-    .refine((a) => new Set(a).size === a.length, { error: "scopes must not repeat" });
-
-export const mintRequest = z.discriminatedUnion("kind", [
-  z.strictObject({
-    kind: z.literal("sandbox"),
-    sandboxId: z.string().min(1),
-    scopes: nonEmptyUnique(["runtime", "terminal", "ports"] as const),
-    ttlSeconds: ttl,
-  }),
-  z.strictObject({
-    kind: z.literal("session"),
-    sessionId: z.string().min(1),
-    scopes: nonEmptyUnique(["cdp", "computer"] as const).optional(),
-    ttlSeconds: ttl,
-  }),
-  // `policy` narrows what the holder may do within its tenant's policy (never wider: both apply; docs/agent-policies.md).
-  z.strictObject({ kind: z.literal("search"), cap: usdAmount, ttlSeconds: ttl, policy: agentPolicySchema.optional() }),
-  // An agent's credential for the MCP endpoint (/mcp) and the rows its tools call: the tenant scopes it may act in, and
-  // its own spend cap within the tenant's budget.
-  z.strictObject({
-    kind: z.literal("mcp"),
-    scopes: nonEmptyUnique(MCP_SCOPES),
-    cap: usdAmount,
-    ttlSeconds: ttl,
-    policy: agentPolicySchema.optional(),
-  }),
-]);
-export type MintRequest = z.infer<typeof mintRequest>;
+import type { MintRequest } from "../../routing/admin-schemas.js";
 
 interface MintRecord {
   tenant: string;

@@ -6,7 +6,7 @@
 //                                       credits below a floor; re-armed once back above it
 //   upstream.credentials_rejected       the upstream answered 401/403 to the gateway's own API key (a tenant's call or
 //                                       readiness's probe): raised at once, once per account until the key is accepted
-//                                       again (src/platform/upstream-credentials.ts)
+//                                       again (src/upstream/upstream-credentials.ts)
 //   state.down                          the state backend not answering for a while. The alert cannot go through the
 //                                       state backend while it is down: it is raised (once) when it answers again,
 //                                       with the outage's start and end; `tollgate_state_up` is the live signal.

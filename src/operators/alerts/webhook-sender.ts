@@ -1,6 +1,6 @@
 // How an alert webhook leaves the gateway: one POST, its status back. Web fetch here (Workers: the caller has checked
 // the URL, IP literals included; names cannot be resolved first there); the Node entry passes its own, which checks
-// every resolved address and connects to the one it checked (src/platform/node/webhook-sender.ts).
+// every resolved address and connects to the one it checked (src/host/node/webhook-sender.ts).
 
 /** Sends one signed POST to a receiver; resolves its status, rejects (with a message fit for a log) when refused or unreachable. */
 export type WebhookSender = (req: { url: string; headers: Headers; body: string; timeoutMs: number }) => Promise<number>;

@@ -8,7 +8,7 @@ import type { GatewayServices } from "../../services.js";
 import type { Tenant } from "../../identity/tenants.js";
 import type { OutboxMessage } from "../../state/types.js";
 import type { MoneyEvent } from "../../payments/events.js";
-import { DestinationRules } from "./destinations.js";
+import { DestinationRules } from "../../web/destinations.js";
 import { fetchWebhookSender } from "./webhook-sender.js";
 
 /**

@@ -5,7 +5,7 @@
 // `.meta({ id })` becomes a component and is referenced.
 import * as z from "zod";
 import { VERSION } from "../version.js";
-import { errorBody } from "../schemas.js";
+import { errorBody } from "../../routing/admin-schemas.js";
 import { methodsOf, ROUTES, type RouteRow } from "../../routing/table.js";
 import type { DocAnswer, RouteDoc } from "../../routing/row.js";
 

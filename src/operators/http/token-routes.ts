@@ -6,13 +6,14 @@ import type { GatewayEnv } from "../../context.js";
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import type { Tenant } from "../../identity/tenants.js";
-import { publicOriginOf } from "../../platform/public-origin.js";
+import { publicOriginOf } from "../../web/public-origin.js";
 import { jsonBody } from "../../routing/json-body.js";
-import type { PlatformSpeed } from "../../platform/speed.js";
+import type { PlatformSpeed } from "../../web/speed.js";
 import { callerTenant } from "../../identity/caller.js";
 import { hashTenantKey, keyIdOf } from "../../identity/tenants.js";
 import type { Handlers } from "../../routing/handlers.js";
-import { mintKeylessToken, mintRequest, revokeKeylessToken, revokeTenantToken, type MintRequest } from "../actions/tokens.js";
+import { mintKeylessToken, revokeKeylessToken, revokeTenantToken } from "../actions/tokens.js";
+import { mintRequest, type MintRequest } from "../../routing/admin-schemas.js";
 
 /** A mint or revoke request is a few hundred bytes (a token is under 1 KiB). */
 const TOKEN_BODY_LIMIT = 16 * 1024;

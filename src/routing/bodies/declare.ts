@@ -3,7 +3,7 @@
 // not declared, it finds the ids a body names (so the chain can check they are the caller's), and it documents the row.
 import * as z from "zod";
 import type { ResourceKind } from "../../state/types.js";
-import { canonicalEgressRule } from "../../platform/egress-rules.js";
+import { canonicalEgressRule } from "../../web/egress-rules.js";
 
 /** The kinds a body field may name. Snapshots cover sandbox and session snapshots. */
 export type RefKind = Extract<ResourceKind, "volume" | "profile" | "extension" | "snapshot" | "session" | "sandbox" | "job" | "task">;

@@ -7,19 +7,11 @@ import type { GatewayServices } from "../../../services.js";
 import { jsonValue } from "../../../routing/json-body.js";
 import { GatewayError } from "../../../errors.js";
 import type { Handlers } from "../../../routing/handlers.js";
-import {
-  applyConfig,
-  CONFIG_BODY_LIMIT,
-  configApplyBody,
-  configDrift,
-  exportState,
-  parseStateDocument,
-  planConfig,
-  stateToToml,
-} from "../../actions/config-state.js";
+import { applyConfig, configDrift, exportState, parseStateDocument, planConfig, stateToToml } from "../../actions/config-state.js";
+import { CONFIG_BODY_LIMIT, configApplyBody } from "../../../routing/admin-schemas.js";
 import { actorOf } from "../actor.js";
 import { callerRights } from "../../../identity/caller.js";
-import { publicOriginOf } from "../../../platform/public-origin.js";
+import { publicOriginOf } from "../../../web/public-origin.js";
 
 /** The body of a diff or apply: `{document, prune}`, every problem named by its field. */
 async function fileOf(c: Context<GatewayEnv>, services: GatewayServices) {

@@ -3,8 +3,8 @@
 import type { GatewayServices } from "../../../services.js";
 import { GatewayError } from "../../../errors.js";
 import type { Handlers } from "../../../routing/handlers.js";
-import { publicOriginOf } from "../../../platform/public-origin.js";
-import { consoleLinkBody } from "../../schemas.js";
+import { publicOriginOf } from "../../../web/public-origin.js";
+import { consoleLinkBody } from "../../../routing/admin-schemas.js";
 import { createConsoleLink } from "../../actions/console-links.js";
 import { actorOf } from "../actor.js";
 import { validBody } from "./validate.js";

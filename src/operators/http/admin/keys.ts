@@ -5,7 +5,7 @@ import type { GatewayEnv } from "../../../context.js";
 import type { GatewayServices } from "../../../services.js";
 import { createKey, expireKey, revokeKey, rotateKey } from "../../actions/keys.js";
 import { actorOf } from "../actor.js";
-import { keyCreateBody, keyExpireBody, keyRotateBody } from "../../schemas.js";
+import { keyCreateBody, keyExpireBody, keyRotateBody } from "../../../routing/admin-schemas.js";
 import { validBody } from "./validate.js";
 import type { Handlers } from "../../../routing/handlers.js";
 

@@ -15,7 +15,7 @@ import {
 } from "../../actions/tenants.js";
 import { tenantView } from "../../actions/tenant-changes.js";
 import { actorOf } from "../actor.js";
-import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "../../schemas.js";
+import { SECTIONS, tenantCreateBody, tenantPatchBody, type Section } from "../../../routing/admin-schemas.js";
 import { validBody } from "./validate.js";
 import type { Handlers, RowHandler } from "../../../routing/handlers.js";
 

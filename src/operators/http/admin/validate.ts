@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type * as z from "zod";
 import { GatewayError } from "../../../errors.js";
 import { jsonValue } from "../../../routing/json-body.js";
-import type { PlatformSpeed } from "../../../platform/speed.js";
+import type { PlatformSpeed } from "../../../web/speed.js";
 
 /** A whole tenant (settings, quotas, alert rules) fits in a few kilobytes; this is generous. */
 const ADMIN_BODY_LIMIT = 256 * 1024;

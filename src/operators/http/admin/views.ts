@@ -3,7 +3,7 @@
 import type { GatewayServices } from "../../../services.js";
 import { auditPage, ledgerEntries, ledgerSurface } from "../../actions/views.js";
 import { ledgerView } from "../../actions/usage.js";
-import { auditQuery, ledgerQuery } from "../../schemas.js";
+import { auditQuery, ledgerQuery } from "../../../routing/admin-schemas.js";
 import { validQuery } from "./validate.js";
 import type { Handlers } from "../../../routing/handlers.js";
 
