@@ -1,8 +1,8 @@
 // The layout's boundaries (README "Layout"): what may import what. Rules name folders, not files, so the layout stays
 // while files move inside a folder. Run: `npm run lint:boundaries` (part of `npm run lint`).
 // Layers, bottom up: src/{errors,log,context}.ts, src/state/ and config/ → platform (Web parts), telemetry, identity
-// (tenants, tokens, the caller), payments (it announces budget and credit events through one port,
-// src/payments/events.ts) → routing (the route table, the body vocabulary, the JSON body reader) → surfaces (search,
+// (tenants, tokens, the caller), payments (entered only through its door, src/payments/index.ts; it announces budget,
+// credit and savings events through one port, src/payments/events.ts) → routing (the route table, the body vocabulary, the JSON body reader) → surfaces (search,
 // sessions, sandboxes, jobs) and the operator apps (operators: actions with no hono → their HTTP faces (admin API,
 // OpenAPI) and alerts, which listen to payments; console, mcp) → src/gateway.ts, src/services.ts, the entries
 // (src/platform/{node,worker}.ts, src/cli/). middleware/ holds the chain's steps only: each imports what it needs from
@@ -201,6 +201,14 @@ module.exports = {
         pathNot: `${nodeSide}|^src/platform/worker\\.ts$|routes?\\.tsx?$|${notShipped}`,
       },
       to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
+    },
+    {
+      name: "payments-through-its-door",
+      comment:
+        "src/payments/index.ts is the money side's one door: src/ outside payments/, middleware/ and config/ import nothing else of src/payments/ (the x402 payer and the credit meter are each one entry behind it).",
+      severity: "error",
+      from: { path: "^(src|middleware|config)/", pathNot: `^src/payments/|${notShipped}` },
+      to: { path: "^src/payments/", pathNot: "^src/payments/index\\.ts$" },
     },
     {
       name: "payments-import-no-operators",

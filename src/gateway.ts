@@ -45,10 +45,15 @@ import { sessionHandlers } from "./sessions/routes.js";
 import { tokenHandlers } from "./operators/http/token-routes.js";
 import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
-import { PaymentReconciler } from "./payments/reconcile.js";
-import { PaymentSigner } from "./payments/signer.js";
-import { localWalletSigner, type WalletSigner } from "./payments/wallet-signer.js";
-import { AccountWallets } from "./payments/account-wallets.js";
+import {
+  AccountWallets,
+  localWalletSigner,
+  PaymentReconciler,
+  PaymentSigner,
+  paymentsMemory,
+  tenantAmounts,
+  type WalletSigner,
+} from "./payments/index.js";
 import { normalisingFetch } from "../middleware/normalize/index.js";
 import { splitRequestUrl } from "./platform/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
@@ -72,10 +77,12 @@ import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "./identity/key-usage.js";
 import { BackgroundWork } from "./platform/background.js";
-import { configAmounts, tenantAmounts } from "./payments/amounts.js";
 import { moneyListener } from "./operators/alerts/money-listener.js";
 import { AlertMonitor, type AlertSources } from "./operators/alerts/alert-monitor.js";
-import { rotateWebhookSecret, startWebhookDispatcher } from "./operators/alerts/webhooks.js";
+import { WebhookDispatcher } from "./operators/alerts/webhooks.js";
+import { SavingsCounter } from "./operators/actions/savings.js";
+import { RuntimeCustody } from "./sandboxes/custody.js";
+import { publicHostsWritten } from "./sandboxes/port-hosts.js";
 import { docsHandlers, type DocsAssets } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import type { Tracer } from "./telemetry/tracing.js";
@@ -247,6 +254,18 @@ function upstreamAccounts(
   return accounts;
 }
 
+/** The services' parts that keep a reference to the services themselves: built once the rest is (withKeepers). */
+type Keepers = "custody" | "webhooks" | "savings";
+
+/** The services whole: the parts that hold them, built on them (each keeps the same object, so the cast is the last step). */
+function withKeepers(core: Omit<GatewayServices, Keepers>, webhookSecret: string | undefined): GatewayServices {
+  const services = core as GatewayServices;
+  services.custody = new RuntimeCustody(services);
+  services.webhooks = new WebhookDispatcher(services, webhookSecret);
+  services.savings = new SavingsCounter(services);
+  return services;
+}
+
 function randomSecret(): string {
   return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -266,8 +285,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...Object.values(deps.secrets.accountWalletKeys ?? {}),
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
-  // The configuration's money parsed once, now (a tenant synced or changed later: the first time its money is counted).
-  configAmounts(config);
+  // The configuration's money parsed once, now, into the gateway's money memory (services.payments); a tenant synced or
+  // changed later: the first time its money is counted.
+  const payments = paymentsMemory(config);
   for (const t of config.tenants) tenantAmounts(t);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
@@ -301,7 +321,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const background = new BackgroundWork(logger);
   accounts.beside = (c, work, what) => background.run(c as Context | undefined, work, what);
   let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
-  const services: GatewayServices = {
+  const core: Omit<GatewayServices, Keepers> = {
     config,
     logger,
     directory,
@@ -311,6 +331,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
     platform: deps.platform ?? webPlatform,
+    payments, // [what the gateway remembers: built here, hung on its services, never in a module]
+    publicHosts: publicHostsWritten(),
     peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
     metrics,
     webhookSender: deps.webhookSender,
@@ -326,11 +348,11 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
     },
   };
+  const services = withKeepers(core, deps.secrets.webhookSecret); // [the webhook secret's one holder: services.webhooks]
   // [the tenants' request log: each request's record written beside it, in batches, never before its upstream call]
   services.requests = new RequestRecorder({ log: stores.requests, keep: config.requestLog.keep, background: services.background, now });
   closers.push(() => services.requests?.flush().catch((err) => logger.error("request log not written at close", { error: String(err) })));
   services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
-  startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
   const signer = paymentSignerOf(config, deps); // [the wallet key's one holder, or the signer that holds it elsewhere]
   services.wallets = accountWallets(config, deps, signer); // [each account wallet's key: its own signer]
   const wallet = deps.walletSigner;
@@ -430,8 +452,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...common,
     ...volumeHandlers(services, common),
     ...nestedHandlers(services),
-    ...paidSearchHandlers(services, signer),
-    ...x402SessionHandlers(services, signer),
+    ...paidSearchHandlers(services),
+    ...x402SessionHandlers(services),
     ...sessionHandlers(services),
     ...cdpHandlers(services),
     ...liveHandlers(services),
@@ -471,7 +493,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       }
       if (next.webhookSecret && next.webhookSecret !== held.webhookSecret) {
         redactor.add(next.webhookSecret);
-        rotateWebhookSecret(services, next.webhookSecret);
+        services.webhooks.setSecret(next.webhookSecret);
         changed.push("webhookSecret");
       }
       if (next.metricsToken && next.metricsToken !== held.metricsToken) {

@@ -13,11 +13,18 @@ import type { TenantSync } from "./identity/tenant-sync.js";
 import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
-import type { MoneyEvents } from "./payments/events.js";
+import type { AccountWallets, MoneyEvents, PaymentsMemory } from "./payments/index.js";
 import type { RequestRecorder } from "./telemetry/request-recorder.js";
-import type { AccountWallets } from "./payments/account-wallets.js";
+import type { RuntimeCustody } from "./sandboxes/custody.js";
+import type { PublicHostsWritten } from "./sandboxes/port-hosts.js";
+import type { WebhookDispatcher } from "./operators/alerts/webhooks.js";
+import type { SavingsCounter } from "./operators/actions/savings.js";
 
 /**
+ * Everything a gateway remembers between requests is built once by createGateway and hangs here, typed (payments,
+ * custody, publicHosts, webhooks, savings…): no module keeps a memory of its own keyed by the services or the
+ * configuration (`npm run lint:state`, scripts/platform-state.mjs).
+ *
  * No secret is here: each reaches only the module that uses it (createGateway hands them out): the upstream API key to
  * `upstream`, token secrets to `tokens`, the wallet key to the PaymentSigner, the metrics token to the metrics route,
  * the webhook secret to the webhook dispatcher.
@@ -74,6 +81,16 @@ export interface GatewayServices {
    * tenant's x402 call. Set by createGateway; absent or empty: the gateway's wallet pays every call.
    */
   wallets?: AccountWallets;
+  /** What the money side remembers between calls (src/payments/memory.ts): amounts parsed, stopped tenants, holds to retry… */
+  payments: PaymentsMemory;
+  /** The sandboxes' runtime tokens, held for the control, runtime and port routes (src/sandboxes/custody.ts). */
+  custody: RuntimeCustody;
+  /** The gateway hosts this instance lately wrote exposed-port URLs under (src/sandboxes/port-hosts.ts). */
+  publicHosts: PublicHostsWritten;
+  /** Delivers alert webhooks, signed with the webhook secret it alone holds (src/operators/alerts/webhooks.ts). */
+  webhooks: WebhookDispatcher;
+  /** Cache and coalescing savings not yet written to shared state (src/operators/actions/savings.ts). */
+  savings: SavingsCounter;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

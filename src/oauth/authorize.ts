@@ -10,7 +10,7 @@ import { signInKey } from "../identity/resources.js";
 import type { Tenant } from "../identity/tenants.js";
 import { redeemLink } from "../console/link.js";
 import { usdAmount } from "../../config/fields.js";
-import { usdToAtomic } from "../payments/money.js";
+import { usdToAtomic } from "../payments/index.js";
 import type { OAuthClient, OAuthCode } from "../state/oauth.js";
 import { OAuthError } from "./errors.js";
 import { redirectMatches, resolveClient } from "./clients.js";

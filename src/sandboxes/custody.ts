@@ -179,11 +179,7 @@ export class RuntimeCustody {
   }
 }
 
-const byServices = new WeakMap<GatewayServices, RuntimeCustody>();
-
-/** The one custody per gateway, shared by the control, runtime and port routes. */
-export function sandboxCustody(services: GatewayServices): RuntimeCustody {
-  let custody = byServices.get(services);
-  if (!custody) byServices.set(services, (custody = new RuntimeCustody(services)));
-  return custody;
+/** The one custody per gateway (services.custody, built by createGateway), shared by the control, runtime and port routes. */
+export function sandboxCustody(services: Pick<GatewayServices, "custody">): RuntimeCustody {
+  return services.custody;
 }
