@@ -66,7 +66,7 @@ import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { OWNER_MEMORY_MS, withRememberedOwners } from "./state/remembered-owners.js";
-import { clientAddressOf } from "./platform/forwarded.js";
+import { clientAddressOf, trustedProxyMatcher } from "./platform/forwarded.js";
 import { RememberingRouter } from "./platform/remembering-router.js";
 import { metricsHandlers } from "./operators/http/metrics-route.js";
 import { readyHandlers } from "./operators/http/ready-route.js";
@@ -333,6 +333,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     platform: deps.platform ?? webPlatform,
     payments, // [what the gateway remembers: built here, hung on its services, never in a module]
     publicHosts: publicHostsWritten(),
+    trustedProxy: trustedProxyMatcher(config.server.trustedProxies),
     peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
     metrics,
     webhookSender: deps.webhookSender,

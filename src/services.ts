@@ -44,6 +44,8 @@ export interface GatewayServices {
    * else the Web default (everything through the Request and Response).
    */
   platform: PlatformSpeed;
+  /** Whether a peer is one of `server.trustedProxies` (src/platform/forwarded.ts), matched as parsed once. */
+  trustedProxy: (address: string | undefined) => boolean;
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;

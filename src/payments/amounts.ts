@@ -44,7 +44,7 @@ const opt = (usd: string | undefined) => (usd ? usdToAtomic(usd) : undefined);
 // A memo keyed by the tenant's record (a value, like a schema): a tenant changed through the admin API is a new object
 // (its amounts parsed afresh), and one dropped from the directory takes its amounts with it. The configuration's
 // amounts are parsed once per gateway and kept on its services (services.payments.amounts, ./memory.ts).
-const tenants = new WeakMap<object, TenantAmounts>();
+const tenants = new WeakMap<TenantMoney, TenantAmounts>();
 
 /** A tenant's amounts, parsed the first time they are asked for (createGateway asks for the configured tenants'). */
 export function tenantAmounts(tenant: TenantMoney): TenantAmounts {
