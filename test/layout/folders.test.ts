@@ -30,9 +30,10 @@ const ROOT = process.cwd();
  * tenants and tokens it reads shared a folder), runtime call 40 (38–40 before). Some room for what varies between runs.
  * Issue 44 (a paid miss waits one state round trip, docs/paid-round-trips.md) added steps before the upstream call: the
  * hold reserved ahead with its authorization beside the unpaid call, then the preset signed: 97, and 89 (89–95) once
- * the reservation ahead moved beside the rest of the payment code (src/payments/paid-ahead.ts).
+ * the reservation ahead moved beside the rest of the payment code (src/payments/paid-ahead.ts). Issue 52 (payments
+ * behind one door: the x402 payer in src/payments/payer.ts, entered through src/payments/index.ts): 88.
  */
-const PAID_SEARCH_MAX = 94;
+const PAID_SEARCH_MAX = 93;
 const RUNTIME_CALL_MAX = 44;
 
 interface Departure {
