@@ -8,9 +8,9 @@
 // formats, and what a gateway remembers of its money (services.payments, ./memory.ts).
 
 // The two entries, and what they answer
-export { payX402, type UpstreamSend, type X402Call } from "./payer.js";
-export { billCredits, type Charge, type CreditCall, type MeterServices } from "./credit-meter.js";
-export type { EarlyMoney, MoneyCall, PaidResult } from "./money-call.js";
+export { payX402 } from "./payer.js";
+export { billCredits, type Charge, type MeterServices } from "./credit-meter.js";
+export type { EarlyMoney, MoneyCall } from "./money-call.js";
 
 // What a gateway remembers of its money, built once by createGateway
 export { paymentsMemory, type PaymentsMemory } from "./memory.js";

@@ -23,7 +23,7 @@ import { PaymentRequired, SettleResponse } from "./wire.js";
 import { childSpan } from "../telemetry/tracing.js";
 
 /** Sends the request upstream, with the payment header when given. */
-export type UpstreamSend = (paymentHeader?: [string, string]) => Promise<Response>;
+type UpstreamSend = (paymentHeader?: [string, string]) => Promise<Response>;
 
 /** One x402 call as its caller describes it: who pays, for what, and how it is sent. */
 export interface X402Call {

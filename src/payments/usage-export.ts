@@ -4,7 +4,7 @@
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { LedgerEntry, ResourceKind } from "../state/types.js";
-import type { Meter, PriceName } from "../routing/row.js";
+import type { Meter, PriceName } from "../routing/table.js";
 import { atomicToUsd } from "./money.js";
 import { settledEntryAccount } from "./credit-reports.js";
 
