@@ -12,7 +12,7 @@ import type { Context } from "hono";
 import type { Tenant } from "../identity/tenants.js";
 import type { PaymentSigner } from "./signer.js";
 
-/** Who pays for a paid call, for what, with which wallet (src/search/paid-call.ts). */
+/** Who pays for a paid call, for what, with which wallet (src/payments/payer.ts). */
 export interface PaidCallContext {
   services: GatewayServices;
   signer: PaymentSigner | undefined;

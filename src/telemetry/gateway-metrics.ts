@@ -288,7 +288,7 @@ export class GatewayMetrics {
     if (by > 0) this.killSwitchTotal(action).inc(by);
   }
 
-  /** What a payment did with the hold reserved ahead for it (src/search/paid-call.ts). */
+  /** What a payment did with the hold reserved ahead for it (src/payments/payer.ts). */
   reservedAhead(outcome: "taken" | "released" | "none"): void {
     this.reservedAheadTotal(outcome).inc();
   }
