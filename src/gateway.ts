@@ -254,18 +254,6 @@ function upstreamAccounts(
   return accounts;
 }
 
-/** The services' parts that keep a reference to the services themselves: built once the rest is (withKeepers). */
-type Keepers = "custody" | "webhooks" | "savings";
-
-/** The services whole: the parts that hold them, built on them (each keeps the same object, so the cast is the last step). */
-function withKeepers(core: Omit<GatewayServices, Keepers>, webhookSecret: string | undefined): GatewayServices {
-  const services = core as GatewayServices;
-  services.custody = new RuntimeCustody(services);
-  services.webhooks = new WebhookDispatcher(services, webhookSecret);
-  services.savings = new SavingsCounter(services);
-  return services;
-}
-
 function randomSecret(): string {
   return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -321,7 +309,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const background = new BackgroundWork(logger);
   accounts.beside = (c, work, what) => background.run(c as Context | undefined, work, what);
   let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
-  const core: Omit<GatewayServices, Keepers> = {
+  const core: Omit<GatewayServices, "custody" | "webhooks" | "savings"> = {
     config,
     logger,
     directory,
@@ -349,7 +337,11 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
     },
   };
-  const services = withKeepers(core, deps.secrets.webhookSecret); // [the webhook secret's one holder: services.webhooks]
+  // The parts that hold the services themselves, built on them: the same object, whole once they are set.
+  const services = core as GatewayServices;
+  services.custody = new RuntimeCustody(services);
+  services.webhooks = new WebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
+  services.savings = new SavingsCounter(services);
   // [the tenants' request log: each request's record written beside it, in batches, never before its upstream call]
   services.requests = new RequestRecorder({ log: stores.requests, keep: config.requestLog.keep, background: services.background, now });
   closers.push(() => services.requests?.flush().catch((err) => logger.error("request log not written at close", { error: String(err) })));
