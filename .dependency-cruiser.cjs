@@ -3,8 +3,8 @@
 // Layers, bottom up: src/{errors,log,context}.ts → src/web/ (the Web seams: transport, forwarded, request URL, CIDR math,
 // the WebSocket interface, the speed helpers' Web side), src/state/ and config/ → src/upstream/ (the upstream client,
 // its accounts and records), telemetry, identity
-// (tenants, tokens, the caller), payments (it announces budget and credit events through one port,
-// src/payments/events.ts) → routing (the route table, the body vocabulary, the JSON body reader) → surfaces (search,
+// (tenants, tokens, the caller), payments (entered only through its door, src/payments/index.ts; it announces budget,
+// credit and savings events through one port, src/payments/events.ts) → routing (the route table, the body vocabulary, the JSON body reader) → surfaces (search,
 // sessions, sandboxes, jobs) and the operator apps (operators: actions with no hono → their HTTP faces (admin API,
 // OpenAPI) and alerts, which listen to payments; console, mcp) → src/gateway.ts, src/services.ts → the top: src/host/
 // (the Node and Worker entries and the Node-only adapters, src/host/node/) and src/cli/. middleware/ holds the chain's steps only: each imports what it needs from
@@ -235,6 +235,14 @@ module.exports = {
         pathNot: `routes?\\.tsx?$|${notShipped}`,
       },
       to: { path: `^src/(search|jobs|console|mcp|cli)/|^src/gateway(-deps)?\\.ts$|^src/(${surfaces})/.*routes?\\.tsx?$` },
+    },
+    {
+      name: "payments-through-its-door",
+      comment:
+        "src/payments/index.ts is the money side's one door: src/ outside payments/, middleware/ and config/ import nothing else of src/payments/ (the x402 payer and the credit meter are each one entry behind it).",
+      severity: "error",
+      from: { path: "^(src|middleware|config)/", pathNot: `^src/payments/|${notShipped}` },
+      to: { path: "^src/payments/", pathNot: "^src/payments/index\\.ts$" },
     },
     {
       name: "payments-import-no-operators",

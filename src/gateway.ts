@@ -42,7 +42,7 @@ import { sessionHandlers } from "./sessions/routes.js";
 import { tokenHandlers } from "./operators/http/token-routes.js";
 import { paidSearchHandlers } from "./search/routes.js";
 import { x402SessionHandlers } from "./search/x402-session.js";
-import { PaymentReconciler } from "./payments/reconcile.js";
+import { PaymentReconciler, paymentsMemory, tenantAmounts } from "./payments/index.js";
 import { normalisingFetch } from "../middleware/normalize/index.js";
 import { splitRequestUrl } from "./web/request-url.js";
 import { mountRouteTable, routeNotFronted } from "../middleware/chain.js";
@@ -55,7 +55,7 @@ import { nestedHandlers } from "./jobs/nested.js";
 import { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import { withMeteredLedger } from "./telemetry/metered-ledger.js";
 import { OWNER_MEMORY_MS, withRememberedOwners } from "./state/remembered-owners.js";
-import { clientAddressOf } from "./web/forwarded.js";
+import { clientAddressOf, trustedProxyMatcher } from "./web/forwarded.js";
 import { RememberingRouter } from "./web/remembering-router.js";
 import { metricsHandlers } from "./operators/http/metrics-route.js";
 import { readyHandlers } from "./operators/http/ready-route.js";
@@ -66,10 +66,12 @@ import { consolePages } from "./console/routes.js";
 import { ROUTES, type RouteRow } from "./routing/table.js";
 import { keyUseRecorder } from "./identity/key-usage.js";
 import { BackgroundWork } from "./web/background.js";
-import { configAmounts, tenantAmounts } from "./payments/amounts.js";
 import { moneyListener } from "./operators/alerts/money-listener.js";
 import { AlertMonitor } from "./operators/alerts/alert-monitor.js";
-import { rotateWebhookSecret, startWebhookDispatcher } from "./operators/alerts/webhooks.js";
+import { WebhookDispatcher } from "./operators/alerts/webhooks.js";
+import { SavingsCounter } from "./operators/actions/savings.js";
+import { RuntimeCustody } from "./sandboxes/custody.js";
+import { publicHostsWritten } from "./sandboxes/port-hosts.js";
 import { docsHandlers } from "./operators/http/docs.js";
 import { traceRequests } from "../middleware/trace/index.js";
 import { RequestRecorder } from "./telemetry/request-recorder.js";
@@ -106,8 +108,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...Object.values(deps.secrets.accountWalletKeys ?? {}),
   );
   const logger = new Logger(deps.logSink ?? stdoutSink, config.server.logLevel, redactor, now);
-  // The configuration's money parsed once, now (a tenant synced or changed later: the first time its money is counted).
-  configAmounts(config);
+  // The configuration's money parsed once, now, into the gateway's money memory (services.payments); a tenant synced or
+  // changed later: the first time its money is counted.
+  const payments = paymentsMemory(config);
   for (const t of config.tenants) tenantAmounts(t);
   const directory = new TenantDirectory(config.tenants, now);
   const metrics = deps.metrics ?? new GatewayMetrics();
@@ -142,7 +145,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const background = new BackgroundWork(logger);
   accounts.beside = (c, work, what) => background.run(c as Context | undefined, work, what);
   let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
-  const services: GatewayServices = {
+  const core: Omit<GatewayServices, "custody" | "webhooks" | "savings"> = {
     config,
     logger,
     directory,
@@ -152,6 +155,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     tokens,
     webSocketRelay: deps.webSocketRelay ?? fetchWebSocketRelay,
     platform: deps.platform ?? webPlatform,
+    payments, // [what the gateway remembers: built here, hung on its services, never in a module]
+    publicHosts: publicHostsWritten(),
+    trustedProxy: trustedProxyMatcher(config.server.trustedProxies),
     peerAddress: deps.peerAddress, // the runtime entry says who the peer is (node.ts, worker.ts); none known without one
     metrics,
     webhookSender: deps.webhookSender,
@@ -168,11 +174,15 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
     },
   };
+  // The parts that hold the services themselves, built on them: the same object, whole once they are set.
+  const services = core as GatewayServices;
+  services.custody = new RuntimeCustody(services);
+  services.webhooks = new WebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
+  services.savings = new SavingsCounter(services);
   // [the tenants' request log: each request's record written beside it, in batches, never before its upstream call]
   services.requests = new RequestRecorder({ log: stores.requests, keep: config.requestLog.keep, background: services.background, now });
   closers.push(() => services.requests?.flush().catch((err) => logger.error("request log not written at close", { error: String(err) })));
   services.moneyEvents = moneyListener(services); // [payments announce budget and credit events; operators act on them]
-  startWebhookDispatcher(services, deps.secrets.webhookSecret); // [the webhook secret's one holder]
   const signer = paymentSignerOf(config, deps); // [the wallet key's one holder, or the signer that holds it elsewhere]
   services.wallets = accountWallets(config, deps, signer); // [each account wallet's key: its own signer]
   const wallet = deps.walletSigner;
@@ -272,8 +282,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...common,
     ...volumeHandlers(services, common),
     ...nestedHandlers(services),
-    ...paidSearchHandlers(services, signer),
-    ...x402SessionHandlers(services, signer),
+    ...paidSearchHandlers(services),
+    ...x402SessionHandlers(services),
     ...sessionHandlers(services),
     ...cdpHandlers(services),
     ...liveHandlers(services),
@@ -313,7 +323,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
       }
       if (next.webhookSecret && next.webhookSecret !== held.webhookSecret) {
         redactor.add(next.webhookSecret);
-        rotateWebhookSecret(services, next.webhookSecret);
+        services.webhooks.setSecret(next.webhookSecret);
         changed.push("webhookSecret");
       }
       if (next.metricsToken && next.metricsToken !== held.metricsToken) {

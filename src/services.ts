@@ -14,11 +14,18 @@ import type { WebhookSender } from "./operators/alerts/webhook-sender.js";
 import type { DestinationGuard } from "./web/destination-guard.js";
 import type { Tracer } from "./telemetry/tracing.js";
 import type { AccessSignIn, OidcSignIn } from "./identity/sign-in.js";
-import type { MoneyEvents } from "./payments/events.js";
+import type { AccountWallets, MoneyEvents, PaymentsMemory } from "./payments/index.js";
 import type { RequestRecorder } from "./telemetry/request-recorder.js";
-import type { AccountWallets } from "./payments/account-wallets.js";
+import type { RuntimeCustody } from "./sandboxes/custody.js";
+import type { PublicHostsWritten } from "./sandboxes/port-hosts.js";
+import type { WebhookDispatcher } from "./operators/alerts/webhooks.js";
+import type { SavingsCounter } from "./operators/actions/savings.js";
 
 /**
+ * Everything a gateway remembers between requests is built once by createGateway and hangs here, typed (payments,
+ * custody, publicHosts, webhooks, savings…): no module keeps a memory of its own keyed by the services or the
+ * configuration (`npm run lint:state`, scripts/platform-state.mjs).
+ *
  * No secret is here: each reaches only the module that uses it (createGateway hands them out): the upstream API key to
  * `upstream`, token secrets to `tokens`, the wallet key to the PaymentSigner, the metrics token to the metrics route,
  * the webhook secret to the webhook dispatcher.
@@ -38,6 +45,8 @@ export interface GatewayServices {
    * else the Web default (everything through the Request and Response).
    */
   platform: PlatformSpeed;
+  /** Whether a peer is one of `server.trustedProxies` (src/platform/forwarded.ts), matched as parsed once. */
+  trustedProxy: (address: string | undefined) => boolean;
   /** The TCP peer's address (Node); undefined where the runtime does not say (Workers): no proxy is then trusted. */
   peerAddress?: (c: Context) => string | undefined;
   metrics: GatewayMetrics;
@@ -82,6 +91,16 @@ export interface GatewayServices {
   wallets?: AccountWallets;
   /** How the last reload of the config file went (Node's reloader sets it; readiness and the console show a failure). */
   configReload?: { ok: boolean; at: number; file: string; error?: string };
+  /** What the money side remembers between calls (src/payments/memory.ts): amounts parsed, stopped tenants, holds to retry… */
+  payments: PaymentsMemory;
+  /** The sandboxes' runtime tokens, held for the control, runtime and port routes (src/sandboxes/custody.ts). */
+  custody: RuntimeCustody;
+  /** The gateway hosts this instance lately wrote exposed-port URLs under (src/sandboxes/port-hosts.ts). */
+  publicHosts: PublicHostsWritten;
+  /** Delivers alert webhooks, signed with the webhook secret it alone holds (src/operators/alerts/webhooks.ts). */
+  webhooks: WebhookDispatcher;
+  /** Cache and coalescing savings not yet written to shared state (src/operators/actions/savings.ts). */
+  savings: SavingsCounter;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

@@ -22,7 +22,7 @@ import { toolsReach } from "../../src/routing/tool-rows.js";
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
 type IdentifyServices = Pick<
   GatewayServices,
-  "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "peerAddress" | "platform" | "signIn"
+  "tokens" | "directory" | "stores" | "now" | "isMetricsToken" | "config" | "trustedProxy" | "peerAddress" | "platform" | "signIn"
 >;
 
 const TOKEN_KIND: Record<string, GatewayToken["kind"]> = {

@@ -1,26 +1,23 @@
 // Credits metered into the tenants' budgets: a credit-billed row reserves its price before it is forwarded, and the
 // reservation is committed or released from the answer (per call), when the job ends (per unit) or when the resource
 // stops (per minute; an extension grows the resource's own hold). The same ledger and windows as x402 payments, so one
-// budget covers both kinds of spend.
+// budget covers both kinds of spend. This step only reads what the request asks for; the money is the credit meter's
+// (src/payments/credit-meter.ts), entered once through src/payments/index.ts.
 import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../../src/context.js";
 import { GatewayError } from "../../src/errors.js";
 import type { GatewayServices } from "../../src/services.js";
-import type { Tenant } from "../../src/identity/tenants.js";
-import { attachResource, chargeOf, growHold, releaseCredits, reserveCredits, settleCredits } from "../../src/payments/credit-ledger.js";
+import { billCredits, type Charge, type MeterServices as CreditMeterServices } from "../../src/payments/index.js";
 import { callerCap, callerTenant } from "../../src/identity/caller.js";
 import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import type { Meter, RouteRow } from "../../src/routing/table.js";
 import { createdBy } from "../../src/routing/created.js";
-import { keep, kept, priceOf } from "../../src/payments/kept-holds.js";
-import type { LedgerServices } from "../../src/payments/spend.js";
-import { billCall } from "../../src/payments/credit-call.js";
 
 /**
- * What the meter touches: credit prices and hold times (config), the clock, its kept holds (kv), the ledger (whose
- * settlements may raise budget alerts), and the upstream (the usage a resource or job reports when it settles).
+ * What the meter touches: what the credit meter does (the ledger, its kept holds, the upstream's reports), and the
+ * request's JSON body (platform).
  */
-type MeterServices = LedgerServices & Pick<GatewayServices, "upstream" | "platform">;
+type MeterServices = CreditMeterServices & Pick<GatewayServices, "platform">;
 
 /** Units a request may ask for at most; above it the request is refused rather than reserved. */
 const MAX_UNITS = 10_000;
@@ -87,7 +84,9 @@ function withPath(body: Record<string, unknown>, path: string[], value: unknown)
 
 /**
  * Reserves a credit-billed row's price before it is forwarded; 402 budget_exceeded (or token_cap_exceeded) when the
- * tenant's budget cannot cover it. Rows whose meter `settles` in the handler (cached search) get no step.
+ * tenant's budget cannot cover it. Rows whose meter `settles` in the handler (cached search) get no step. The step
+ * reads what the request asks for (units, minutes: written into the body when the client named none) and hands the
+ * charge to the credit meter (src/payments/credit-meter.ts, through src/payments/index.ts), which bills it.
  * @example app.on("POST", "/api/scrape", identify(...), meterCredits(services, row), handler)
  */
 export function meterCredits(services: MeterServices, row: RouteRow): MiddlewareHandler<GatewayEnv> | undefined {
@@ -95,110 +94,41 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
   if (!meter || (meter.per === "call" && meter.settles === "handler")) return undefined;
   return async function meterCreditsMiddleware(c, next) {
     if (!services.config.credits.enabled) return next();
-    const tenant = callerTenant(c);
-    if (meter.per === "call") {
-      // Billed where every per-call row is (src/payments/credit-call.ts), around the rest of the chain.
-      const call = { row: { name: row.name, meter }, tenant, cap: callerCap(c), holdMs: services.config.credits.jobHoldMinutes * 60_000 };
-      await billCall(services, c, call, async () => {
+    await billCredits({
+      services,
+      c,
+      row: row.name,
+      tenant: callerTenant(c),
+      cap: callerCap(c),
+      charge: await chargeOf(services, c, row, meter),
+      send: async () => {
         await next();
         return c.res;
-      });
-      return;
-    }
-    const rate = priceOf(services, meter.price);
-    const now = services.now();
-    let amount: bigint;
-    let validBefore: number;
-    if (meter.per === "units") {
-      amount = rate * BigInt(unitsOf(c, meter, (await jsonBody(c, services.platform)).json));
-      validBefore = now + services.config.credits.jobHoldMinutes * 60_000;
-    } else if (meter.per === "extension") {
-      const minutes = Number((await jsonBody(c, services.platform)).json.durationMinutes);
-      if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60)
-        throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
-      const id = c.req.param(row.owns?.param ?? "id")!;
-      if (await extendKeptHold(services, c, next, { kind: meter.resource, id, tenant, minutes })) return;
-      // No open hold to grow (credits were off at creation, or it was settled): the extension is its own charge.
-      amount = rate * BigInt(minutes);
-      validBefore = now + minutes * 60_000;
-    } else {
-      // The gateway names the timeout itself, so the reservation is the resource's true maximum.
-      const body = (await jsonBody(c, services.platform)).json;
-      const asked = body.timeoutMinutes;
-      const minutes =
-        typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : services.config.credits.defaultTimeoutMinutes;
-      if (minutes !== asked) setJsonBody(c, { ...body, timeoutMinutes: minutes });
-      amount = rate * BigInt(Math.ceil(minutes));
-      validBefore = now + Math.ceil(minutes + 5) * 60_000;
-    }
-    const hold = await reserveCredits(services, c, { tenant, cap: callerCap(c), route: row.name, amount, meter: meter.per, validBefore });
-    if (meter.per === "extension") await attachResource(services, hold, `${meter.resource}:${c.req.param(row.owns?.param ?? "id")}`);
-    try {
-      await next();
-    } catch (err) {
-      await releaseCredits(services, hold, `not forwarded: ${String((err as Error)?.message ?? err).slice(0, 120)}`);
-      throw err;
-    }
-    const res = c.res;
-    if (!res.ok) {
-      await releaseCredits(services, hold, `upstream answered ${res.status}`);
-      return;
-    }
-    // The request log shows what the ledger records: a charge settled now as spend, a hold kept open as held.
-    if (meter.per === "extension") {
-      await settleCredits(services, c, hold);
-      c.get("logFields").credits = chargeOf(hold);
-      return;
-    }
-    const { id } = await createdBy(c);
-    if (!id) {
-      // Nothing to settle against later: the full reservation is the charge.
-      await settleCredits(services, c, hold);
-      c.get("logFields").credits = chargeOf(hold);
-      return;
-    }
-    c.get("logFields").held = chargeOf(hold);
-    const kind = meter.per === "minutes" ? meter.resource : "job";
-    await attachResource(services, hold, `${kind}:${id}`);
-    await keep(services, kind, id, { ...hold, rate: rate.toString(), startedAt: now, meter: meter.per }, validBefore - now + 24 * 3600_000);
+      },
+      created: async () => (await createdBy(c)).id,
+    }).run();
   };
 }
 
-/**
- * An extension of a running resource: its kept hold grows by the minutes at the hold's own rate before the upstream
- * sees the request (402 when the budget cannot take it), and gives them back when the upstream refuses. False when
- * there is no open hold to grow.
- */
-async function extendKeptHold(
+/** What the request asks the row's meter for. @throws GatewayError 400 for a count or duration out of bounds. */
+async function chargeOf(
   services: MeterServices,
   c: Parameters<MiddlewareHandler<GatewayEnv>>[0],
-  next: () => Promise<void>,
-  x: { kind: "sandbox" | "session"; id: string; tenant: Tenant; minutes: number },
-): Promise<boolean> {
-  const hold = await kept(services, x.kind, x.id);
-  if (!hold) return false;
-  const amount = BigInt(hold.rate) * BigInt(x.minutes);
-  const grown = await growHold(services, hold, { tenant: x.tenant, amount, minutes: x.minutes, context: c });
-  if (!grown) return false;
-  c.get("logFields").held = chargeOf({ ...hold, amount });
-  // Best effort: a hold left grown still settles for the minutes used, only its expiry would come later.
-  const giveBack = () =>
-    growHold(services, hold, { tenant: x.tenant, amount: -amount, minutes: -x.minutes }).catch((err) =>
-      services.logger.error("an extension the upstream refused was not given back", { resource: `${x.kind}:${x.id}`, error: String(err) }),
-    );
-  try {
-    await next();
-  } catch (err) {
-    await giveBack();
-    throw err;
+  row: RouteRow,
+  meter: Meter,
+): Promise<Charge> {
+  if (meter.per === "call") return { per: "call", meter, holdMs: services.config.credits.jobHoldMinutes * 60_000 };
+  const body = (await jsonBody(c, services.platform)).json;
+  if (meter.per === "units") return { per: "units", price: meter.price, units: unitsOf(c, meter, body) };
+  if (meter.per === "extension") {
+    const minutes = Number(body.durationMinutes);
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > 24 * 60)
+      throw new GatewayError(400, "invalid_params", "durationMinutes must be an integer from 1 to 1440.", { field: "durationMinutes" });
+    return { per: "extension", price: meter.price, resource: meter.resource, id: c.req.param(row.owns?.param ?? "id")!, minutes };
   }
-  if (!c.res.ok) {
-    await giveBack();
-    return true;
-  }
-  // The kept record must outlive the new end time; one settled meanwhile (a stop) is not brought back.
-  const validBefore = (grown.validBefore ?? 0) * 1000;
-  if (await kept(services, x.kind, x.id))
-    await keep(services, x.kind, x.id, { ...hold, amount: BigInt(grown.amount) }, validBefore - services.now() + 24 * 3600_000);
-  return true;
+  // The gateway names the timeout itself, so the reservation is the resource's true maximum.
+  const asked = body.timeoutMinutes;
+  const minutes = typeof asked === "number" && Number.isFinite(asked) && asked > 0 ? asked : services.config.credits.defaultTimeoutMinutes;
+  if (minutes !== asked) setJsonBody(c, { ...body, timeoutMinutes: minutes });
+  return { per: "minutes", price: meter.price, resource: meter.resource, minutes };
 }

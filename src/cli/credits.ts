@@ -1,7 +1,7 @@
 // `tollgate usage export` and `tollgate credits calibrate`: chargeback and price calibration from a running gateway.
 import { parseArgs } from "node:util";
 import { AdminCliError, api, common, target } from "./admin.js";
-import type { Calibration } from "../payments/usage-export.js";
+import type { Calibration } from "../payments/index.js";
 
 const windowQuery = (v: { from?: string; to?: string }) => {
   const q = new URLSearchParams();

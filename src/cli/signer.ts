@@ -4,9 +4,7 @@
 import { parseArgs } from "node:util";
 import { generatePkcs11Key, openPkcs11Signer } from "../host/node/pkcs11-signer.js";
 import { startSignerServer, type SignerTls } from "../host/node/signer-server.js";
-import { localWalletSigner, type WalletSigner } from "../payments/wallet-signer.js";
-import { usdToAtomic } from "../payments/money.js";
-import type { SignerLimits } from "../payments/signer-limits.js";
+import { localWalletSigner, type SignerLimits, usdToAtomic, type WalletSigner } from "../payments/index.js";
 
 const USAGE =
   "tollgate signer keygen --token LABEL [--label KEY_LABEL] [--module PATH]\n" +

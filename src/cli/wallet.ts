@@ -6,8 +6,7 @@ import { parseArgs } from "node:util";
 import { createPublicClient, createWalletClient, defineChain, encodeFunctionData, erc20Abi, http, maxUint256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { loadConfigFile } from "../../config/load-node.js";
-import { usdToAtomic } from "../payments/money.js";
-import { PERMIT2_ADDRESS } from "../payments/schemes/permit2.js";
+import { PERMIT2_ADDRESS, usdToAtomic } from "../payments/index.js";
 
 const USAGE =
   "tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--account ID] [--amount USD] [--print]\n" +

@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import type { GatewayServices } from "../services.js";
 import { stopUpstream } from "../operators/actions/kill-switch.js";
-import { settleResource } from "../payments/kept-holds.js";
+import { settleResource } from "../payments/index.js";
 import { sandboxCustody } from "../sandboxes/custody.js";
 
 export type LiveKind = "sandbox" | "session";

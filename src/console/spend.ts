@@ -4,7 +4,7 @@ import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
 import type { SpendKind } from "../state/types.js";
 import { ledgerSurface, SURFACES } from "../operators/actions/views.js";
-import { tenantWindows, type WindowFigures } from "../payments/budgets/remaining.js";
+import { tenantWindows, type WindowFigures } from "../payments/index.js";
 
 export type WindowSpend = WindowFigures;
 

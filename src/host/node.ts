@@ -29,7 +29,7 @@ import { VERSION } from "../operators/version.js";
 import type { PeerAddress } from "../web/client-address.js";
 import { openPkcs11Signer } from "./node/pkcs11-signer.js";
 import { openRemoteSigner } from "./node/remote-signer.js";
-import type { WalletSigner } from "../payments/wallet-signer.js";
+import type { WalletSigner } from "../payments/index.js";
 import { watchForReload } from "./node/reload.js";
 
 /** The TCP peer of the request's socket (what @hono/node-server's getConnInfo reads, without the object it builds). */

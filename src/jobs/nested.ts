@@ -9,7 +9,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { jsonBody, setJsonBody } from "../routing/json-body.js";
 import { type Handlers, startJob } from "../routing/handlers.js";
-import { settleResource } from "../payments/kept-holds.js";
+import { settleResource } from "../payments/index.js";
 import { stopUpstream } from "../operators/actions/kill-switch.js";
 
 /** Headers a sub-request carries from the client's: its credential and its request id, nothing else. */

@@ -8,7 +8,7 @@ import { signInKey } from "../identity/resources.js";
 import { hashTenantKey, keyIdOf, type Tenant } from "../identity/tenants.js";
 import { redeemLink } from "../operators/actions/console-links.js";
 import { usdAmount } from "../../config/fields.js";
-import { usdToAtomic } from "../payments/money.js";
+import { usdToAtomic } from "../payments/index.js";
 import type { RowHandler } from "../routing/handlers.js";
 import type { OAuthCode } from "../state/oauth.js";
 import { ConsentPage, oauthHtml as html } from "./page.js";

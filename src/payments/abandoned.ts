@@ -8,16 +8,10 @@ const FINAL = /^ledger entry .* (not found|is \w+, cannot become released)$/;
 /** At most this many remembered per instance (the oldest are left to the stale-hold rule). */
 const MAX_PENDING = 10_000;
 
-/** Releases read and write the ledger (stores) at the clock's time; the instance's memory is keyed by the services. */
-type ReleaseServices = Pick<GatewayServices, "stores" | "now">;
+/** Releases read and write the ledger (stores) at the clock's time; what is pending is services.payments'. */
+type ReleaseServices = Pick<GatewayServices, "stores" | "now" | "payments">;
 
-const pendingOf = new WeakMap<ReleaseServices, Map<string, string>>();
-
-function pending(services: ReleaseServices): Map<string, string> {
-  let p = pendingOf.get(services);
-  if (!p) pendingOf.set(services, (p = new Map()));
-  return p;
-}
+const pending = (services: ReleaseServices) => services.payments.pendingReleases;
 
 /** Releases `id`, or remembers it for the next reconciler pass when the store cannot be reached. */
 export async function releaseOrRemember(services: ReleaseServices, id: string, reason: string): Promise<void> {

@@ -46,12 +46,3 @@ export class AccountWallets {
     return [...this.byAccount].map(([account, s]) => ({ account, address: s.address }));
   }
 }
-
-/** The wallet paying a tenant's call: the services' choice when account wallets exist, else `signer` as before. */
-export function payingWallet(
-  wallets: AccountWallets | undefined,
-  signer: PaymentSigner | undefined,
-  tenant: { accounts?: string[] },
-): PayingWallet {
-  return wallets?.any ? wallets.forTenant(tenant) : { signer };
-}

@@ -41,10 +41,10 @@ type TenantMoney = Partial<Pick<TenantConfig, "budget" | "payment" | "creditMult
 
 const opt = (usd: string | undefined) => (usd ? usdToAtomic(usd) : undefined);
 
-// Keyed by the object: a tenant changed through the admin API is a new object (its amounts parsed afresh), and one
-// dropped from the directory takes its amounts with it.
-const tenants = new WeakMap<object, TenantAmounts>();
-const configs = new WeakMap<TollgateConfig, ConfigAmounts>();
+// A memo keyed by the tenant's record (a value, like a schema): a tenant changed through the admin API is a new object
+// (its amounts parsed afresh), and one dropped from the directory takes its amounts with it. The configuration's
+// amounts are parsed once per gateway and kept on its services (services.payments.amounts, ./memory.ts).
+const tenants = new WeakMap<TenantMoney, TenantAmounts>();
 
 /** A tenant's amounts, parsed the first time they are asked for (createGateway asks for the configured tenants'). */
 export function tenantAmounts(tenant: TenantMoney): TenantAmounts {
@@ -63,12 +63,10 @@ export function tenantAmounts(tenant: TenantMoney): TenantAmounts {
   return a;
 }
 
-/** The gateway's amounts, parsed the first time its configuration is read for them. */
+/** The gateway's amounts, parsed from its configuration (once per gateway: paymentsMemory, ./memory.ts). */
 export function configAmounts(config: TollgateConfig): ConfigAmounts {
-  let a = configs.get(config);
-  if (a) return a;
   const prices = config.credits.prices;
-  a = {
+  return {
     maxPerRequest: opt(config.payments.maxPerRequest),
     minWalletBalance: usdToAtomic(config.payments.minWalletBalance),
     walletBelow: opt(config.alerts.rules.walletBelow),
@@ -76,6 +74,4 @@ export function configAmounts(config: TollgateConfig): ConfigAmounts {
     usdPerCredit: usdToAtomic(config.credits.usdPerCredit),
     driftAlert: usdToAtomic(config.credits.driftAlertUsd),
   };
-  configs.set(config, a);
-  return a;
 }

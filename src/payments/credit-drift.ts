@@ -7,7 +7,6 @@ import type { GatewayServices } from "../services.js";
 import { stateKeys } from "../state/keys.js";
 import { OPERATOR } from "./events.js";
 import { atomicToUsd } from "./money.js";
-import { configAmounts } from "./amounts.js";
 import { creditsToAtomic, settledCostSoFar, teamCreditsUsed } from "./credit-reports.js";
 
 /** What the drift check last saw. USD amounts as decimal strings; `driftUsd` signed (positive: the bill is larger). */
@@ -63,7 +62,7 @@ export async function checkCreditDrift(services: GatewayServices): Promise<Credi
   const fresh: Baseline = { credits, settled: settled.toString(), at: now };
   await kv.setIfAbsent(stateKeys.creditsDrift("baseline"), JSON.stringify(fresh), KEEP_MS);
   const base = JSON.parse((await kv.get(stateKeys.creditsDrift("baseline"))) ?? JSON.stringify(fresh)) as Baseline;
-  const d = driftOf(base, credits, settled, configAmounts(services.config).usdPerCredit);
+  const d = driftOf(base, credits, settled, services.payments.amounts.usdPerCredit);
   return publishDrift(services, base, now, d);
 }
 
@@ -75,7 +74,7 @@ export async function checkCreditDrift(services: GatewayServices): Promise<Credi
 async function checkAccountsDrift(services: GatewayServices, ids: string[]): Promise<CreditDrift | undefined> {
   const { kv } = services.stores;
   const now = services.now();
-  const { usdPerCredit } = configAmounts(services.config);
+  const { usdPerCredit } = services.payments.amounts;
   const total = { team: 0n, ledger: 0n, drift: 0n };
   const per: Record<string, Omit<CreditDrift, "accounts">> = {};
   let since = now;
@@ -93,7 +92,7 @@ async function checkAccountsDrift(services: GatewayServices, ids: string[]): Pro
     total.drift += d.drift;
     since = Math.min(since, base.at);
   }
-  const { driftAlert: threshold } = configAmounts(services.config);
+  const { driftAlert: threshold } = services.payments.amounts;
   const report: CreditDrift = {
     driftUsd: signedUsd(total.drift),
     teamUsd: signedUsd(total.team),
@@ -118,7 +117,7 @@ async function publishDrift(
   account?: string,
 ): Promise<CreditDrift> {
   const { kv } = services.stores;
-  const { driftAlert: threshold } = configAmounts(services.config);
+  const { driftAlert: threshold } = services.payments.amounts;
   const over = (d.drift < 0n ? -d.drift : d.drift) > threshold;
   const report: CreditDrift = {
     driftUsd: signedUsd(d.drift),

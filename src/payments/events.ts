@@ -1,5 +1,6 @@
 // The money side's one port outward: payments announces budget and credit events here (a threshold crossed, a window
-// exhausted, a settlement above its hold, an upstream report refused, the books drifting from the bill), each once across the fleet; what is done
+// exhausted, a settlement above its hold, an upstream report refused, the books drifting from the bill), each once
+// across the fleet, and the savings of a cache hit or a joined call, each time; what is done
 // about them (alert webhooks, the kill switch) is the listener's, which the gateway wires in (src/gateway.ts:
 // src/operators/alerts/money-listener.ts). payments/ imports nothing of operators/.
 import type { Context } from "hono";
@@ -34,6 +35,11 @@ export type MoneyEvent =
       reported: string;
       settled: string;
     }
+  /**
+   * An answer served from the cache or joined to a paid call in flight: what it would have cost, in atomic units (a
+   * per-instance figure, announced on every such answer and counted for the console, never an alert).
+   */
+  | { type: "savings"; how: "hit" | "coalesced"; savedAtomic: bigint }
   /** The team's usage and the ledger's credit spend differ past credits.driftAlertUsd (period: the day it was seen). */
   | {
       type: "credits.drift";
@@ -58,3 +64,17 @@ export interface MoneyEvents {
 
 /** The pseudo-tenant fleet events are announced for (it has no receivers of its own: the global ones get them). */
 export const OPERATOR = { id: "_operator", alerts: {} } as Tenant;
+
+/**
+ * An answer served from the cache (`hit`) or joined to a paid call in flight (`coalesced`): what it saved is announced
+ * as a money event like the others (the operators' listener counts it for the console). Never awaited: a hit's path.
+ */
+export function announceSavings(
+  services: { moneyEvents?: MoneyEvents },
+  c: Context | undefined,
+  tenant: Tenant,
+  how: "hit" | "coalesced",
+  savedAtomic: bigint,
+): void {
+  void services.moneyEvents?.announce(tenant, { type: "savings", how, savedAtomic }, c);
+}

@@ -7,7 +7,6 @@ import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Meter, PriceName } from "../routing/row.js";
 import { stateKeys } from "../state/keys.js";
-import { configAmounts } from "./amounts.js";
 import { releaseCredits, type CreditHold } from "./credit-ledger.js";
 import { settleEndedResource, settleFinishedJob } from "./settle.js";
 import type { LedgerServices } from "./spend.js";
@@ -23,8 +22,8 @@ export interface KeptHold extends CreditHold {
   meter: Meter["per"];
 }
 
-export function priceOf(services: Pick<GatewayServices, "config">, name: PriceName): bigint {
-  return configAmounts(services.config).creditPrices[name];
+export function priceOf(services: Pick<GatewayServices, "payments">, name: PriceName): bigint {
+  return services.payments.amounts.creditPrices[name];
 }
 
 export async function keep(services: KeptHoldServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<void> {

@@ -2,7 +2,6 @@
 // instance last paid on the same route with the same wallet is reserved with the authorization that will sign it, so
 // that when the 402 asks for the same again the payment is signed and sent with no state round trip in between
 // (docs/paid-round-trips.md). A hold not taken (another option asked, the answer came from the fleet) is released.
-import { LRUCache } from "lru-cache";
 import type { GatewayServices } from "../services.js";
 import { chooseOption, effectivePolicy } from "./policy.js";
 import type { PaymentOption } from "./requirements.js";
@@ -13,7 +12,7 @@ import type { Context } from "hono";
 import type { Tenant } from "../identity/tenants.js";
 import type { PaymentSigner } from "./signer.js";
 
-/** Who pays for a paid call, for what, with which wallet (src/search/paid-call.ts). */
+/** Who pays for a paid call, for what, with which wallet (src/payments/payer.ts). */
 export interface PaidCallContext {
   services: GatewayServices;
   signer: PaymentSigner | undefined;
@@ -36,20 +35,11 @@ export interface HeldPayment {
 }
 
 /**
- * The option an instance last paid per route and wallet (bounded; per gateway), whichever tenant paid it: the
- * upstream prices a route alike for every caller, so a tenant's first miss on an instance reserves ahead too (each
- * tenant's own policy is checked before its hold is reserved).
+ * The option an instance last paid per route and wallet (services.payments.lastPaid, bounded), whichever tenant paid
+ * it: the upstream prices a route alike for every caller, so a tenant's first miss on an instance reserves ahead too
+ * (each tenant's own policy is checked before its hold is reserved).
  */
-const lastPaid = new WeakMap<object, LRUCache<string, PaymentOption>>();
-
-function paidOptions(services: GatewayServices): LRUCache<string, PaymentOption> {
-  let lru = lastPaid.get(services);
-  if (!lru) {
-    lru = new LRUCache<string, PaymentOption>({ max: 4096 });
-    lastPaid.set(services, lru);
-  }
-  return lru;
-}
+const paidOptions = (services: GatewayServices) => services.payments.lastPaid;
 
 const keyOf = (ctx: PaidCallContext) => `${ctx.route}\n${ctx.account ?? ""}`;
 
@@ -161,7 +151,7 @@ export function reserveAhead(ctx: PaidCallContext): AheadHold | undefined {
   if (!signer || !services.config.payments.enabled) return undefined;
   const option = paidOptions(services).get(keyOf(ctx));
   if (!option) return undefined;
-  const policy = effectivePolicy(services.config, ctx.tenant);
+  const policy = effectivePolicy(services, ctx.tenant);
   if (!chooseOption([option], policy).ok) return undefined;
   const auth = signer.authorization(option, policy.maxAuthorizationSeconds, services.now());
   if (!auth) return undefined;

@@ -7,7 +7,6 @@ import { PERMIT2_ADDRESS, paysOverPermit2, permit2Allowance } from "./schemes/pe
 
 /** Allowances found sufficient, by network/asset/owner: read again after this long (an approval can be revoked). */
 const KNOWN_MS = 60_000;
-const known = new Map<string, number>();
 
 /** The command that gives the approval, for this option and wallet. */
 const approveCommand = (option: Pick<PaymentOption, "network" | "asset">) =>
@@ -26,9 +25,11 @@ export function permit2ApprovalRequired(option: Pick<PaymentOption, "network" | 
 /**
  * Throws `permit2_approval_required` (503) when `option` is paid over Permit2 and the wallet's allowance to Permit2 is
  * below its amount. Without an RPC for the network, or when the read fails, it lets the payment go: the upstream's
- * refusal (`permit2_allowance_required`) is mapped to the same answer.
+ * refusal (`permit2_allowance_required`) is mapped to the same answer. `known`: the allowances this gateway found
+ * sufficient lately (services.payments.permit2Approved).
  */
 export async function requirePermit2Approval(
+  known: Map<string, number>,
   option: PaymentOption,
   wallet: string,
   rpc: Record<string, string>,

@@ -1,6 +1,7 @@
 // Payment policy: the global one narrowed by the tenant's, and the choice of the cheapest option it allows.
 import type { TenantConfig, TollgateConfig } from "../../config/schema.js";
-import { configAmounts, tenantAmounts } from "./amounts.js";
+import { tenantAmounts } from "./amounts.js";
+import type { PaymentsMemory } from "./memory.js";
 import { atomicToUsd, minBigint } from "./money.js";
 import type { PaymentOption } from "./requirements.js";
 import { schemeFor } from "./schemes/index.js";
@@ -21,15 +22,18 @@ function intersect(a?: Set<string>, b?: Set<string>): Set<string> | undefined {
   return new Set([...a].filter((x) => b.has(x)));
 }
 
-/** Tenant settings can only narrow the global policy, never widen it. */
-export function effectivePolicy(config: TollgateConfig, of?: TenantConfig): EffectivePolicy {
+/** Tenant settings can only narrow the global policy, never widen it (`payments.amounts`: the configuration's, parsed). */
+export function effectivePolicy(
+  { config, payments }: { config: TollgateConfig; payments: Pick<PaymentsMemory, "amounts"> },
+  of?: TenantConfig,
+): EffectivePolicy {
   const global = config.payments;
   const tenant = of?.payment;
   return {
     networks: intersect(lower(global.networks), lower(tenant?.networks)),
     assets: intersect(lower(global.assets), lower(tenant?.assets)),
     payees: intersect(lower(global.payees?.length ? global.payees : undefined), lower(tenant?.payees?.length ? tenant.payees : undefined)),
-    maxPerRequest: minBigint(configAmounts(config).maxPerRequest, of ? tenantAmounts(of).maxPerRequest : undefined),
+    maxPerRequest: minBigint(payments.amounts.maxPerRequest, of ? tenantAmounts(of).maxPerRequest : undefined),
     maxAuthorizationSeconds: Math.min(global.maxAuthorizationSeconds ?? 300, tenant?.maxAuthorizationSeconds ?? Infinity),
   };
 }

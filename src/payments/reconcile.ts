@@ -14,7 +14,7 @@ import type { LedgerEntry } from "../state/types.js";
 import { usdToAtomic } from "./money.js";
 import { stateKeys } from "../state/keys.js";
 
-/** The settlement transaction an entry held as `settlement pending` names in its reason (src/search/paid-call.ts). */
+/** The settlement transaction an entry held as `settlement pending` names in its reason (src/payments/payer.ts). */
 const PENDING_TX = /\(transaction (0x[0-9a-fA-F]{64})\)/;
 
 /** Grace after validBefore before the chain is asked (a settlement mined at the last second must be visible). */
@@ -106,7 +106,7 @@ export class PaymentReconciler {
   }
 
   /**
-   * A used authorization is committed: with the settlement's transaction when known (paid-call names it in the hold's
+   * A used authorization is committed: with the settlement's transaction when known (the payer names it in the hold's
    * reason), an upto entry at what that transaction moved, not its maximum.
    */
   private async commitUsed(e: LedgerEntry, scheme: ReturnType<typeof schemeOfEntry>, now: number) {

@@ -21,7 +21,6 @@ import { settleCredits, type CreditHold, type CreditReport } from "./credit-ledg
 import { capEntryId } from "./spend.js";
 import { ceilingOf, judgeReading } from "./report-screen.js";
 import type { LedgerServices } from "./spend.js";
-import { configAmounts } from "./amounts.js";
 
 /** Settling a resource or job: the ledger, and the upstream (the usage it reports). */
 type SettleServices = LedgerServices & Pick<GatewayServices, "upstream">;
@@ -47,7 +46,7 @@ export async function settleEndedResource(
   r: { kind: "session" | "sandbox"; id: string; estimate: bigint },
 ): Promise<void> {
   const { maxReportMultiple } = services.config.credits;
-  const { usdPerCredit } = configAmounts(services.config);
+  const { usdPerCredit } = services.payments.amounts;
   const judged = judgeReading(
     await upstreamCreditsUsed(services, r.kind, r.id),
     (credits) => creditsToAtomic(credits, usdPerCredit),
@@ -85,7 +84,7 @@ export async function settleFinishedJob(
   if (reportedCredits(body) === undefined && reportedWork(body) === undefined && path?.endsWith("/status"))
     body = (await readUpstreamJson(services, path.slice(0, -"/status".length))) ?? body;
   const { maxReportMultiple } = services.config.credits;
-  const { usdPerCredit } = configAmounts(services.config);
+  const { usdPerCredit } = services.payments.amounts;
   const ceiling = ceilingOf(maxReportMultiple, hold.amount);
   const credits = judgeReading(reportedCredits(body), (n) => creditsToAtomic(n, usdPerCredit), ceiling);
   if (credits && "cost" in credits) {
@@ -110,7 +109,7 @@ export async function recheckResourceEntry(services: SettleServices, e: LedgerEn
   const m = RESOURCE.exec(e.resource ?? "");
   if (!m || e.state !== "committed" || e.kind !== "credits") return false;
   const { maxReportMultiple } = services.config.credits;
-  const { usdPerCredit } = configAmounts(services.config);
+  const { usdPerCredit } = services.payments.amounts;
   const held = BigInt(e.reservedAmount ?? e.amount);
   const judged = judgeReading(
     await upstreamCreditsUsed(services, m[1] as "session" | "sandbox", m[2]!),

@@ -3,7 +3,6 @@
 import type { Context } from "hono";
 import { limitsOf } from "./budgets/limits.js";
 import { budgetExceeded, type BudgetServices, exhaustedWindow, stoppedRefusal } from "./budgets/exhaustion.js";
-import { LRUCache } from "lru-cache";
 import { windowPeriod } from "./budgets/windows.js";
 import { checkBudget } from "./budgets/thresholds.js";
 import type { GatewayServices } from "../services.js";
@@ -13,12 +12,13 @@ import type { Tenant } from "../identity/tenants.js";
 import { HELD } from "../state/holds.js";
 import type { BudgetWindow, HoldGrowth, LedgerEntry, NewLedgerEntry, ReserveResult, SettlementFields } from "../state/types.js";
 import { atomicToUsd } from "./money.js";
+import type { PaymentsMemory } from "./memory.js";
 
 /**
  * What the ledger touches: the ledger itself and the budget markers (stores), the clock, this instance's id, the log,
  * metrics, background work, and the money events port the budget events a settlement may raise are announced on.
  */
-export type LedgerServices = BudgetServices & Pick<GatewayServices, "metrics">;
+export type LedgerServices = BudgetServices & Pick<GatewayServices, "metrics" | "payments">;
 
 /** A keyless token's own spend cap, checked with the tenant's budget. */
 export interface SpendCap {
@@ -63,29 +63,11 @@ export const capEntryId = (id: string) => `${id}:cap`;
 export const capLedgerTenant = (tokenId: string) => `token:${tokenId}`;
 
 /**
- * What this instance remembers between calls (bounded): tenants found stopped (the exhausted mark of a window is never
- * taken back before the window resets, so a stopped tenant's next calls are refused with no state round trip and no
- * ledger write), and tokens whose cap refused a call lately (their next calls reserve the cap first, so a client
- * retrying on a spent cap writes nothing to its tenant's ledger).
+ * What this instance remembers between calls (services.payments, ./memory.ts): tenants found stopped, and tokens
+ * whose cap refused a call lately (their next calls reserve the cap first, so a client retrying on a spent cap writes
+ * nothing to its tenant's ledger).
  */
-interface SpendMemory {
-  stopped: LRUCache<string, { window: BudgetWindow; period: string }>;
-  capRefused: LRUCache<string, true>;
-}
-
-const memories = new WeakMap<object, SpendMemory>();
-
-function memoryOf(services: LedgerServices): SpendMemory {
-  let m = memories.get(services);
-  if (!m) {
-    m = {
-      stopped: new LRUCache<string, { window: BudgetWindow; period: string }>({ max: 10_000, ttl: 60_000 }),
-      capRefused: new LRUCache<string, true>({ max: 10_000, ttl: 60_000 }),
-    };
-    memories.set(services, m);
-  }
-  return m;
-}
+type SpendMemory = Pick<PaymentsMemory, "stopped" | "capRefused">;
 
 /**
  * The window a tenant was found stopped in, while it still applies: the same period of a window the tenant still
@@ -110,7 +92,7 @@ function knownStopped(memory: SpendMemory, tenant: Tenant, now: number): BudgetW
 export async function reserveSpend(services: LedgerServices, req: SpendRequest): Promise<SpendHold> {
   const { tenant, cap } = req;
   const ledger = services.stores.ledger;
-  const memory = memoryOf(services);
+  const memory = services.payments;
   const now = services.now();
   const id = req.entry.id ?? crypto.randomUUID();
   const base = { instance: services.instanceId, ...req.entry, ...(cap?.grant ? { grant: cap.grant } : {}), id };

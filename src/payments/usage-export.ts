@@ -4,9 +4,8 @@
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { LedgerEntry, ResourceKind } from "../state/types.js";
-import { ROUTES, type PriceName } from "../routing/table.js";
+import type { Meter, PriceName } from "../routing/table.js";
 import { atomicToUsd } from "./money.js";
-import { configAmounts } from "./amounts.js";
 import { settledEntryAccount } from "./credit-reports.js";
 
 /** The most entries one export reads; a wider window is refused (narrow from/to). */
@@ -179,9 +178,14 @@ export interface Calibration {
   prices: Record<string, string>;
 }
 
-export async function calibrate(services: GatewayServices, w: UsageWindow): Promise<Calibration> {
+/** `table`: the route table's rows (each metered row's price name, by its name: what a ledger entry's `route` names). */
+export async function calibrate(
+  services: GatewayServices,
+  w: UsageWindow,
+  table: ReadonlyArray<{ name: string; meter?: Meter }>,
+): Promise<Calibration> {
   const priceOf = new Map<string, PriceName>();
-  for (const r of ROUTES) if (r.meter) priceOf.set(r.name, r.meter.price);
+  for (const r of table) if (r.meter) priceOf.set(r.name, r.meter.price);
   const byRoute = new Map<string, { entries: number; reported: bigint; estimated: bigint }>();
   for (const e of await spendIn(services, w)) {
     if (e.kind !== "credits" || e.state !== "committed" || e.settledFrom !== "upstream") continue;
@@ -192,7 +196,7 @@ export async function calibrate(services: GatewayServices, w: UsageWindow): Prom
     acc.estimated += BigInt(e.estimatedAmount);
     byRoute.set(e.route, acc);
   }
-  const prices = configAmounts(services.config).creditPrices as Record<PriceName, bigint>;
+  const prices = services.payments.amounts.creditPrices as Record<PriceName, bigint>;
   const proposeFor = (price: PriceName, reported: bigint, estimated: bigint) =>
     estimated === 0n ? prices[price] : (prices[price] * reported + estimated / 2n) / estimated;
   const ratioOf = (reported: bigint, estimated: bigint) =>

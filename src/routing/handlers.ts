@@ -8,7 +8,7 @@ import { parseUpstreamJson } from "../upstream/records.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { keepOwnedItems } from "./owned-items.js";
 import { callerTenant } from "../identity/caller.js";
-import { settleJobFrom, TERMINAL } from "../payments/kept-holds.js";
+import { settleJobFrom, TERMINAL } from "../payments/index.js";
 import type { RouteRow } from "./row.js";
 import { claimCreated, noteCreated } from "./created.js";
 import type { HandlerName } from "./handler-names.js";

@@ -73,7 +73,7 @@ export type Meter =
       price: PriceName;
       /**
        * Where the call is billed: "chain" (default: the meter step, around the handler) or "handler" (the handler bills
-       * only a call it sends upstream, src/payments/credit-call.ts: a cached or coalesced answer costs nothing).
+       * only a call it sends upstream, src/payments/credit-meter.ts: a cached or coalesced answer costs nothing).
        */
       settles?: "chain" | "handler";
     }

@@ -186,13 +186,9 @@ export class RuntimeCustody {
   }
 }
 
-const byServices = new WeakMap<GatewayServices, RuntimeCustody>();
-
-/** The one custody per gateway, shared by the control, runtime and port routes. */
-export function sandboxCustody(services: GatewayServices): RuntimeCustody {
-  let custody = byServices.get(services);
-  if (!custody) byServices.set(services, (custody = new RuntimeCustody(services)));
-  return custody;
+/** The one custody per gateway (services.custody, built by createGateway), shared by the control, runtime and port routes. */
+export function sandboxCustody(services: Pick<GatewayServices, "custody">): RuntimeCustody {
+  return services.custody;
 }
 
 /** The host (and port) of a URL an upstream handed out, for naming it; "(not a URL)" otherwise. */

@@ -8,13 +8,11 @@ const HANDED_OUT_TTL_MS = 7 * 24 * 3600 * 1000;
 /** A host this instance wrote lately is not written again before this long (the record lives 7 days). */
 const REWRITE_AFTER_MS = 3600 * 1000;
 
-/** Hosts this instance wrote, and when, per gateway: a control read of the same sandbox writes nothing again. */
-const written = new WeakMap<object, LRUCache<string, number>>();
-const writtenBy = (services: GatewayServices) => {
-  let w = written.get(services);
-  if (!w) written.set(services, (w = new LRUCache<string, number>({ max: 10_000 })));
-  return w;
-};
+/** Hosts this instance wrote, and when (services.publicHosts): a control read of the same sandbox writes nothing again. */
+export type PublicHostsWritten = LRUCache<string, number>;
+
+/** A gateway's memory of the hosts it wrote, empty (createGateway). */
+export const publicHostsWritten = (): PublicHostsWritten => new LRUCache<string, number>({ max: 10_000 });
 
 /**
  * Without a configured publicOrigin the gateway's host is whatever the client called it by; remembering which host an
@@ -25,7 +23,7 @@ export async function rememberPublicHost(services: GatewayServices, sandboxId: s
   const host = hostOfOrigin(publicOrigin);
   if (host.length > 255) return;
   const key = stateKeys.sandboxPublicHost(sandboxId, host);
-  const seen = writtenBy(services);
+  const seen = services.publicHosts;
   const now = services.now();
   const at = seen.get(key);
   if (at !== undefined && now - at < REWRITE_AFTER_MS && now >= at) return;

@@ -16,7 +16,7 @@ import { claimSnapshot, pinSnapshotSource, resolveOwnedSnapshot } from "./snapsh
 import { tenantRewriteContext } from "./tenant-view.js";
 import { callerTenant } from "../identity/caller.js";
 import { jsonBody } from "../routing/json-body.js";
-import { settleResource } from "../payments/kept-holds.js";
+import { settleResource } from "../payments/index.js";
 import type { Handlers } from "../routing/handlers.js";
 import { claimCreated, noteCreated } from "../routing/created.js";
 

@@ -1,6 +1,6 @@
 // A fully read upstream answer: what the cache, coalescing and idempotency keep and replay.
 import { GatewayError } from "../errors.js";
-import { atomicToUsd } from "../payments/money.js";
+import { atomicToUsd } from "../payments/index.js";
 
 export interface Answer {
   status: number;

@@ -1,7 +1,6 @@
 // Paid search and fetch: /x402/web/{search,fetch} paid with x402, /api/web/{search,fetch} billed to credits. The
 // caller is the chain's; the steps read in order: idempotency → cache → coalesce → pay (or meter) → forward → answer.
 import type { Context, ContextVariableMap } from "hono";
-import { recordSavings } from "../operators/actions/savings.js";
 import { LRUCache } from "lru-cache";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
@@ -13,23 +12,16 @@ import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } fro
 import { AnswerCache, Coalescer } from "./cache.js";
 import { withIdempotency } from "./idempotency.js";
 import { fleetCoalesce, type FleetResult } from "./fleet-coalesce.js";
-import { atomicToUsd } from "../payments/money.js";
-import { type EarlyPaid, paidCall } from "./paid-call.js";
-import { type PaidCallContext, reserveAhead } from "../payments/paid-ahead.js";
-import { budgetRemaining } from "../payments/budgets/remaining.js";
-import type { PaymentSigner } from "../payments/signer.js";
-import { payingWallet } from "../payments/account-wallets.js";
+import { announceSavings, atomicToUsd, billCredits, budgetRemaining, type EarlyMoney, type MoneyCall, payX402 } from "../payments/index.js";
 import { callerCap, callerTenant } from "../identity/caller.js";
 import { jsonBody, jsonBodyNow, type JsonBody } from "../routing/json-body.js";
-import { billCall, type BilledCall, reserveCall } from "../payments/credit-call.js";
-import { releaseCredits, type CreditHold } from "../payments/credit-ledger.js";
 import type { RouteRow } from "../routing/table.js";
 import type { Handlers } from "../routing/handlers.js";
 
 /** A search's credit hold: one upstream call, so an hour is ample; left open past it (a crash), it is committed. */
 const CALL_HOLD_MS = 3_600_000;
 
-export function paidSearchHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Handlers {
+export function paidSearchHandlers(services: GatewayServices): Handlers {
   const { config, upstream, platform } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
   const coalescer = new Coalescer<FleetResult>();
@@ -121,7 +113,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     // it was billed (counted in both, the request log showed twice the ledger's spend).
     if (call.row.pay !== "credits") f.paid = paid;
     f.cache = how;
-    if (how === "hit" || how === "coalesced") recordSavings(services, call.c, call.tenant.id, how, f.saved ?? 0n);
+    if (how === "hit" || how === "coalesced") announceSavings(services, call.c, call.tenant, how, f.saved ?? 0n);
     // Shown from what this instance read lately (a hit waits for no state), refreshed behind the answer.
     const remaining = budgetRemaining(services, call.tenant, {
       justPaid: how === "miss" || how === "bypass" ? paid : 0n,
@@ -157,7 +149,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
 
   /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
   const produceElsewhere = async (s: PaidSearch): Promise<Produced> => {
-    const fetchFresh = (early?: Early) => fetchAnswer(s, early);
+    const fetchFresh = (early?: EarlyMoney) => fetchAnswer(s, early);
     if (s.bypass) {
       const answer = await fetchFresh();
       return { answer, how: "bypass", paid: answer.paid };
@@ -165,7 +157,7 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     // A client bounding the age joins only calls started now, which are fresh by definition.
     // One call per key in this process, and (through shared state) one per key across the fleet.
     const { value, leader } = await coalescer.run(s.cacheKey, () =>
-      fleetCoalesce<Early>(
+      fleetCoalesce<EarlyMoney>(
         services,
         s.cacheKey,
         { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable, context: s.c, early: earlyOf(s) },
@@ -180,7 +172,6 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
     return { answer: value.answer, how, paid: 0n };
   };
 
-  /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused. */
   /** How a search is sent upstream, with the payment header when given. */
   const senderOf = (s: PaidSearch) => {
     const { c, row, text } = s;
@@ -192,27 +183,35 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
       if (payment) h.set(payment[0], payment[1]);
       return upstream.call(c, { method: "POST", path, headers: h, body: text, withApiKey: row.pay === "credits" });
     };
-    // The unpaid first call of an x402 row takes no money (the upstream answers 402 with its price), so it may be sent
-    // beside the fleet's coalescing claim; never one carrying a payment of the client's own, or a credit-billed one.
-    const unpaid = row.pay === "x402" && config.payments.enabled && !headers.has("payment-signature") && !headers.has("x-payment");
-    return { send, unpaid };
+    return { send, clientPaid: headers.has("payment-signature") || headers.has("x-payment") };
   };
 
-  const paidContext = (s: PaidSearch): PaidCallContext => ({
-    services,
-    ...payingWallet(services.wallets, signer, s.tenant),
-    tenant: s.tenant,
-    route: s.route,
-    fingerprint: s.fingerprint,
-    cap: s.cap,
-    context: s.c,
-  });
-
-  /** A credit-billed row's per-call bill (its meter settles here, `settles: "handler"`), when it has one. */
-  const billOf = (s: PaidSearch): BilledCall | undefined => {
-    const meter = s.row.meter;
-    if (s.row.pay !== "credits" || meter?.per !== "call") return undefined;
-    return { row: { name: s.row.name, meter }, tenant: s.tenant, cap: s.cap, holdMs: CALL_HOLD_MS };
+  /**
+   * The search's call as the money side runs it (once per search, entered through src/payments/index.ts): an x402
+   * row's by the payer, a credit-billed row's per-call bill (its meter settles here, `settles: "handler"`) by the credit
+   * meter; undefined for a row that costs nothing here.
+   */
+  const moneyOf = (s: PaidSearch): MoneyCall | undefined => {
+    if (s.money !== undefined) return s.money || undefined;
+    const { send, clientPaid } = senderOf(s);
+    const { c, row, tenant, cap } = s;
+    const meter = row.meter;
+    s.money =
+      row.pay === "x402"
+        ? payX402({ services, tenant, route: s.route, fingerprint: s.fingerprint, cap, context: c, send, clientPaid })
+        : row.pay === "credits" && meter?.per === "call"
+          ? billCredits({
+              services,
+              c,
+              row: row.name,
+              tenant,
+              cap,
+              charge: { per: "call", meter, holdMs: CALL_HOLD_MS },
+              send,
+              settleBehind: true,
+            })
+          : false;
+    return s.money || undefined;
   };
 
   /**
@@ -221,55 +220,20 @@ export function paidSearchHandlers(services: GatewayServices, signer: PaymentSig
    * row the unpaid first call and the option last paid reserved ahead; for a credit-billed call its reservation.
    * Given back when another instance's answer is used instead.
    */
-  const earlyOf = (s: PaidSearch): { start: () => Early; drop: (e: Early) => void } | undefined => {
-    const { send, unpaid } = senderOf(s);
-    if (unpaid) {
-      return {
-        start: () => {
-          const first = send();
-          // Handled from the start: it may fail while the claim is still on its way (its failure is the payment's to report).
-          first.catch(() => {});
-          return { paid: { first, ahead: reserveAhead(paidContext(s)) } };
-        },
-        drop: (e) => {
-          e.paid?.first.then((r) => r.body?.cancel()).catch(() => {});
-          e.paid?.ahead?.drop("reserved ahead; the answer came from the fleet");
-        },
-      };
-    }
-    const bill = billOf(s);
-    if (!bill || !config.credits.enabled) return undefined;
-    return {
-      start: () => {
-        const credit = reserveCall(services, s.c, bill);
-        credit.catch(() => {});
-        return { credit };
-      },
-      drop: (e) => {
-        const release = e.credit?.then((hold) => releaseCredits(services, hold, "reserved ahead; the answer came from the fleet"));
-        if (release)
-          services.background(
-            s.c,
-            release.catch(() => {}),
-            "release a credit hold reserved ahead",
-          );
-      },
-    };
+  const earlyOf = (s: PaidSearch): { start: () => EarlyMoney; drop: (e: EarlyMoney) => void } | undefined => {
+    const money = moneyOf(s);
+    if (!money?.early) return undefined;
+    return { start: () => money.start(), drop: (e) => money.drop(e, "reserved ahead; the answer came from the fleet") };
   };
 
-  const fetchAnswer = async (s: PaidSearch, early?: Early): Promise<Answer> => {
-    const { c, cc } = s;
-    const { send } = senderOf(s);
-    const bill = billOf(s);
-    // Only a call sent upstream is billed; its commit is recorded behind the answer.
-    const result =
-      s.row.pay !== "credits"
-        ? await paidCall(paidContext(s), send, early?.paid)
-        : bill
-          ? await billCall(services, c, bill, send, { held: early?.credit, settleBehind: true })
-          : { response: await send(), paid: 0n };
+  /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused. */
+  const fetchAnswer = async (s: PaidSearch, early?: EarlyMoney): Promise<Answer> => {
+    const money = moneyOf(s);
+    // Only a call sent upstream is paid or billed; its commit is recorded behind the answer.
+    const result = money ? await money.run(early) : { response: await senderOf(s).send(), paid: 0n };
     const answer = await readAnswer(result.response, result.paid, services.now());
-    if (!cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer)) cache.set(s.cacheKey, answer);
+    if (!s.cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer))
+      cache.set(s.cacheKey, answer);
     return answer;
   };
 
@@ -294,12 +258,8 @@ interface PaidSearch {
   started: number;
   /** The access log's fields (middleware/access-log). */
   f: ContextVariableMap["logFields"];
-}
-
-/** What a miss started beside the fleet's coalescing claim (earlyOf). */
-interface Early {
-  paid?: EarlyPaid;
-  credit?: Promise<CreditHold>;
+  /** Its call as the money side runs it, once asked for (false: the row costs nothing here). */
+  money?: MoneyCall | false;
 }
 
 /** An answer and how it came; `paid` is what this request paid for it (0 for one it did not fetch itself). */

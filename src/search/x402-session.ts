@@ -8,17 +8,13 @@ import { forwardableRequestHeaders } from "../web/transport.js";
 import { Upstream, pathAndQuery } from "../upstream/upstream.js";
 import { jsonBody } from "../routing/json-body.js";
 import { canonicalJson, sha256Hex } from "./answer.js";
-import { atomicToUsd } from "../payments/money.js";
-import { paidCall } from "./paid-call.js";
-import type { PaymentSigner } from "../payments/signer.js";
-import { payingWallet } from "../payments/account-wallets.js";
+import { atomicToUsd, budgetRemaining, payX402 } from "../payments/index.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../sessions/rewrite.js";
 import { readWire, WireRecord } from "../upstream/records.js";
 import { X402SessionAnswer } from "../sessions/wire.js";
 import { claimCreated, noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";
 import { publicOriginOf } from "../web/public-origin.js";
-import { budgetRemaining } from "../payments/budgets/remaining.js";
 import { callerTenant } from "../identity/caller.js";
 import type { Handlers } from "../routing/handlers.js";
 import type { RouteRow } from "../routing/table.js";
@@ -28,7 +24,7 @@ const MGMT_TTL_MS = 24 * 3600_000;
 /** Upstream fields that are credentials for the upstream itself. */
 const HIDDEN = ["managementToken", "managementTokenExpiresAt"];
 
-export function x402SessionHandlers(services: GatewayServices, signer: PaymentSigner | undefined): Handlers {
+export function x402SessionHandlers(services: GatewayServices): Handlers {
   const { upstream, stores } = services;
 
   const create = async (c: Context<GatewayEnv>, row: RouteRow) => {
@@ -61,10 +57,7 @@ export function x402SessionHandlers(services: GatewayServices, signer: PaymentSi
       return upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: text, withApiKey: false });
     };
     // Paid from the tenant's account's wallet when it is pinned to one that has a wallet (docs/accounts.md#wallets).
-    const result = await paidCall(
-      { services, ...payingWallet(services.wallets, signer, tenant), tenant, route, fingerprint, context: c },
-      send,
-    );
+    const result = await payX402({ services, tenant, route, fingerprint, context: c, send }).run();
     c.get("logFields").paid = result.paid;
     const res = result.response;
     if (!res.ok) return Upstream.relay(res);

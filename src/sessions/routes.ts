@@ -15,7 +15,7 @@ import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from 
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./access.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { callerTenant } from "../identity/caller.js";
-import { settleResource } from "../payments/kept-holds.js";
+import { settleResource } from "../payments/index.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { forwardBody, forwardUpstream, type Handlers } from "../routing/handlers.js";
 import { claimCreated, noteCreated } from "../routing/created.js";

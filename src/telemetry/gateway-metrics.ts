@@ -1,8 +1,7 @@
 // The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
 import type { TenantDirectory } from "../identity/tenants.js";
 import type { LedgerState, StateStores } from "../state/types.js";
-import { limitsOf } from "../payments/budgets/limits.js";
-import { remainingOf } from "../payments/budgets/remaining.js";
+import { limitsOf, remainingOf } from "../payments/index.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
 import { TextRegistry } from "./text-registry.js";
 import { VERSION } from "../operators/version.js";
@@ -333,7 +332,7 @@ export class GatewayMetrics {
     if (by > 0) this.killSwitchTotal(action).inc(by);
   }
 
-  /** What a payment did with the hold reserved ahead for it (src/search/paid-call.ts). */
+  /** What a payment did with the hold reserved ahead for it (src/payments/payer.ts). */
   reservedAhead(outcome: "taken" | "released" | "none"): void {
     this.reservedAheadTotal(outcome).inc();
   }

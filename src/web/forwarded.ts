@@ -27,15 +27,15 @@ export interface ForwardedServices {
     };
   };
   readonly peerAddress?: ((c: Context) => string | undefined) | undefined;
+  /** Whether a peer is one of `server.trustedProxies` (createGateway builds it once: services.trustedProxy). */
+  readonly trustedProxy: (address: string | undefined) => boolean;
 }
 
 const views = new WeakMap<Request, ClientView>();
-const matchers = new WeakMap<ForwardedServices, (address: string | undefined) => boolean>();
 
-function trusted(services: ForwardedServices): (address: string | undefined) => boolean {
-  let m = matchers.get(services);
-  if (!m) matchers.set(services, (m = cidrMatcher(services.config.server.trustedProxies)));
-  return m;
+/** Whether an address is one of `server.trustedProxies` (createGateway builds it once: services.trustedProxy). */
+export function trustedProxyMatcher(trustedProxies: readonly string[]): (address: string | undefined) => boolean {
+  return cidrMatcher(trustedProxies);
 }
 
 /** The first value of a header a chain of proxies may have appended to (`https, http`): the one nearest the client. */
@@ -65,7 +65,7 @@ export function clientView(c: Context, services: ForwardedServices): ClientView 
   const known = views.get(c.req.raw);
   if (known) return known;
   const url = requestUrl(c);
-  const isTrusted = trusted(services);
+  const isTrusted = services.trustedProxy;
   const peer = services.peerAddress?.(c);
   let view: ClientView = { protocol: url.protocol === "https:" ? "https:" : "http:", host: url.host.toLowerCase(), address: peer };
   if (peer !== undefined && isTrusted(peer)) {

@@ -1,6 +1,6 @@
 // The boundary lint catches what it is there for (issue 41, "must show"): violations planted in a scratch tree laid
 // out as the repository are run through the same dependency-cruiser config as `npm run lint:boundaries`, and the
-// module-level state check (scripts/platform-state.mjs, `npm run lint:state`) through a planted src/platform/ file.
+// module-level state check (scripts/platform-state.mjs, `npm run lint:state`) through planted src/ and middleware/ files.
 // Each planted violation must be reported under its rule; each allowed import beside it must not be.
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -123,7 +123,7 @@ function platformState(root: string): { status: number | null; output: string } 
   return { status: run.status, output: run.stdout + run.stderr };
 }
 
-describe("no module-level mutable state in src/platform/ (npm run lint:state)", () => {
+describe("no module-level mutable state in src/ and middleware/ (npm run lint:state)", () => {
   it("passes on the repository", () => {
     const r = platformState(ROOT);
     expect(r.output).toContain("no module-level mutable state");
@@ -138,7 +138,7 @@ describe("no module-level mutable state in src/platform/ (npm run lint:state)", 
       "src/platform/planted-store.ts":
         "export const hooks: { write?: (s: string) => void } = {};\nexport function writeWith(w: (s: string) => void) {\n  hooks.write = w;\n}\n",
       "src/platform/planted-fine.ts":
-        'const seen = new WeakMap<object, number>();\nconst MARK = Symbol("mark");\nexport const NAMES = new Set(["a"]);\nexport function mark(req: object & { [MARK]?: number }) {\n  req[MARK] = 1;\n  seen.set(req, 1);\n  let local = 0;\n  local++;\n  return local;\n}\n',
+        'const seen = new WeakMap<Request, number>();\nconst MARK = Symbol("mark");\nexport const NAMES = new Set(["a"]);\nexport function mark(req: Request & { [MARK]?: number }) {\n  req[MARK] = 1;\n  seen.set(req, 1);\n  let local = 0;\n  local++;\n  return local;\n}\n',
       "src/platform/planted.test.ts": "let inATest = 1;\ninATest++;\n",
     });
     try {
@@ -152,5 +152,55 @@ describe("no module-level mutable state in src/platform/ (npm run lint:state)", 
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("refuses a gateway's memory kept in a module anywhere in src/ or middleware/: a collection keyed by the services or the config, or one the module adds to", () => {
+    const dir = plant({
+      // the shapes issue 52 removed: per-gateway memories keyed by the services object or the configuration
+      "src/payments/planted-spend.ts":
+        'import type { GatewayServices } from "../services.js";\nconst memories = new WeakMap<GatewayServices, Map<string, number>>();\nexport function memoryOf(s: GatewayServices) {\n  let m = memories.get(s);\n  if (!m) memories.set(s, (m = new Map()));\n  return m;\n}\n',
+      "src/payments/planted-amounts.ts":
+        'import type { TollgateConfig } from "../../config/schema.js";\nconst configs = new WeakMap<TollgateConfig, bigint>();\nexport const remember = (c: TollgateConfig) => configs.set(c, 1n);\n',
+      "src/sandboxes/planted-hosts.ts":
+        "const written = new WeakMap<object, number>();\nexport const wrote = (s: object) => written.set(s, 1);\n",
+      // a process-wide memory of a fact (not a pure memo): refused unless allowed by name, with why
+      "middleware/planted/index.ts":
+        "const approved = new Map<string, number>();\nexport const approve = (k: string) => void approved.set(k, Date.now());\n",
+      // fine: memos of a request, an answer or a schema; a constant set only read; a map local to a function
+      "src/routing/planted-fine.ts":
+        'import { z } from "zod";\nconst urls = new WeakMap<Request, URL>();\nconst bodies = new WeakMap<Response, string>();\nconst refs = new WeakMap<z.ZodType, boolean>();\nconst NAMES = new Set(["a", "b"]);\nexport function f(r: Request, a: Response, s: z.ZodType) {\n  urls.set(r, new URL(r.url));\n  bodies.set(a, "");\n  refs.set(s, true);\n  const local = new Map<string, number>();\n  local.set("x", 1);\n  return NAMES.has(r.method);\n}\n',
+    });
+    try {
+      const r = platformState(dir);
+      expect(r.status).toBe(1);
+      expect(r.output).toContain(
+        "src/payments/planted-spend.ts:2: module-level `memories` (WeakMap<GatewayServices, …>) keeps a gateway's memory",
+      );
+      expect(r.output).toContain(
+        "src/payments/planted-amounts.ts:2: module-level `configs` (WeakMap<TollgateConfig, …>) keeps a gateway's memory",
+      );
+      expect(r.output).toContain("src/sandboxes/planted-hosts.ts:1: module-level `written` (WeakMap<object, …>) keeps a gateway's memory");
+      expect(r.output).toContain("middleware/planted/index.ts:1: module-level `approved` (Map<string, …>) is added to");
+      expect(r.output).not.toContain("planted-fine.ts");
+      expect(r.output).toContain("4 module-level state problem(s)");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("allows by name only a memory the same for every gateway, never one keyed by the services or the config", async () => {
+    const { moduleStateProblems } = (await import(join(ROOT, "scripts/platform-state.mjs"))) as {
+      moduleStateProblems: (file: string, source: string, allow?: Record<string, Record<string, string>>) => string[];
+    };
+    const allow = { "src/x.ts": { shown: "a pure function's memo", byServices: "tried anyway" } };
+    const memo =
+      "const shown = new Map<bigint, string>();\nexport const usd = (n: bigint) => shown.get(n) ?? (shown.set(n, String(n)), String(n));\n";
+    expect(moduleStateProblems("src/x.ts", memo, allow)).toEqual([]);
+    expect(moduleStateProblems("src/y.ts", memo, allow)).toHaveLength(1); // allowed in its own file only
+    const keyed =
+      "const byServices = new WeakMap<AlertServices, number>();\nexport const d = (s: AlertServices) => byServices.set(s, 1);\n";
+    expect(moduleStateProblems("src/x.ts", keyed, allow)).toEqual([
+      "src/x.ts:1: module-level `byServices` (WeakMap<AlertServices, …>) keeps a gateway's memory by its services or configuration: hang it on the services (createGateway)",
+    ]);
   });
 });

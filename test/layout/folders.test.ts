@@ -31,7 +31,8 @@ const ROOT = process.cwd();
  * Issue 44 (a paid miss waits one state round trip, docs/paid-round-trips.md) added steps before the upstream call: the
  * hold reserved ahead with its authorization beside the unpaid call, then the preset signed: 97, and 89 (89–95) once
  * the reservation ahead moved beside the rest of the payment code (src/payments/paid-ahead.ts).
- * Issue 52 split src/platform into src/host (entries, Node adapters), src/web (the Web seams) and src/upstream: the
+ * Issue 52 put the x402 payer behind the payments door (src/payments/payer.ts, entered through
+ * src/payments/index.ts: 88 alone before the split below) and split src/platform into src/host (entries, Node adapters), src/web (the Web seams) and src/upstream: the
  * same code path, but the calls that stayed inside src/platform now cross folders (web → host, upstream ↔ web, host →
  * web): the paid search 94 run alone (rounds 110, 94, 94), 109 in a run beside other suites on a loaded machine (the
  * walk interleaves with other work); the runtime call 36–39 alone, 41–43 loaded.

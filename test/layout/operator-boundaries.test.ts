@@ -1,4 +1,5 @@
-// The boundary lint's rules on money, the operator wing and the OAuth server (.dependency-cruiser.cjs), shown to catch a planted violation:
+// The boundary lint's rules on money, the operator wing and the OAuth server (.dependency-cruiser.cjs), shown to catch a planted violation
+// (payments only through its door, payments importing no operators, operator actions below their faces, oauth apart from the console):
 // dependency-cruiser runs (as `npm run lint:boundaries` does) with the repo's own rules on a few files written to a
 // temporary tree shaped like the repo, and must name the rule; the same files without the forbidden import pass.
 import { execFile } from "node:child_process";
@@ -37,6 +38,7 @@ async function cruise(name: string, files: Record<string, string>): Promise<Arra
       "json",
       "--no-progress",
       "src",
+      ...(Object.keys(files).some((f) => f.startsWith("middleware/")) ? ["middleware"] : []),
     ],
     { cwd: root, maxBuffer: 16 * 1024 * 1024 },
   ).catch((err) => err as { stdout: string }); // exit code 1 when a rule is broken: the report is still on stdout
@@ -50,14 +52,40 @@ describe("the boundary lint on money and the operator wing", () => {
       "src/operators/alerts/webhooks.ts": "export const deliver = () => {};\n",
       "src/payments/events.ts": "export interface MoneyEvents { announce(): void }\n",
       "src/payments/spend.ts": 'import { deliver } from "../operators/alerts/webhooks";\nexport const spend = () => deliver();\n',
-      // the other way is the listener's: allowed
+      "src/payments/index.ts": 'export type { MoneyEvents } from "./events";\n',
+      // the other way is the listener's (through the door): allowed
       "src/operators/alerts/money-listener.ts":
-        'import type { MoneyEvents } from "../../payments/events";\nexport const l: MoneyEvents = { announce() {} };\n',
+        'import type { MoneyEvents } from "../../payments/index";\nexport const l: MoneyEvents = { announce() {} };\n',
     });
     expect(planted).toEqual([{ from: "src/payments/spend.ts", rule: "payments-import-no-operators" }]);
     const clean = await cruise("payments-clean", {
       "src/payments/events.ts": "export interface MoneyEvents { announce(): void }\n",
       "src/payments/spend.ts": 'import type { MoneyEvents } from "./events";\nexport const spend = (e: MoneyEvents) => e.announce();\n',
+    });
+    expect(clean).toEqual([]);
+  }, 60_000);
+
+  it("catches an import into src/payments/ that does not go through its door (src/payments/index.ts)", async () => {
+    const payments = {
+      "src/payments/spend.ts": "export const reserveSpend = () => 1;\n",
+      "src/payments/payer.ts": 'import { reserveSpend } from "./spend";\nexport const payX402 = () => reserveSpend();\n',
+      "src/payments/index.ts": 'export { payX402 } from "./payer";\n',
+    };
+    const planted = await cruise("door", {
+      ...payments,
+      // a surface and a chain step reaching behind the door
+      "src/search/routes.ts": 'import { reserveSpend } from "../payments/spend";\nexport const search = () => reserveSpend();\n',
+      "middleware/meter/index.ts": 'import { payX402 } from "../../src/payments/payer";\nexport const meter = () => payX402();\n',
+      // through the door, and inside the room: allowed
+      "src/sessions/routes.ts": 'import { payX402 } from "../payments/index";\nexport const pay = () => payX402();\n',
+    });
+    expect(planted.sort((a, b) => a.from.localeCompare(b.from))).toEqual([
+      { from: "middleware/meter/index.ts", rule: "payments-through-its-door" },
+      { from: "src/search/routes.ts", rule: "payments-through-its-door" },
+    ]);
+    const clean = await cruise("door-clean", {
+      ...payments,
+      "src/search/routes.ts": 'import { payX402 } from "../payments/index";\nexport const search = () => payX402();\n',
     });
     expect(clean).toEqual([]);
   }, 60_000);

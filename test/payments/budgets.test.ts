@@ -4,6 +4,7 @@
 // events port: what payments announces, a recording listener hears, once each across two "instances".
 import { describe, expect, it } from "vitest";
 import { configAmounts, tenantAmounts } from "../../src/payments/amounts.js";
+import { type PaymentsMemory, paymentsMemory } from "../../src/payments/memory.js";
 import { parseConfig } from "../../config/load.js";
 import { TenantDirectory } from "../../src/identity/tenants.js";
 import { GatewayError } from "../../src/errors.js";
@@ -42,8 +43,9 @@ function services(stores: StateStores, now: () => number, heard: Heard[]) {
   const cfg = config();
   const pending: Promise<unknown>[] = [];
   const moneyEvents: MoneyEvents = { announce: (tenant, event) => void heard.push({ tenant: tenant.id, event }) };
-  const s: BudgetServices & { metrics: any } = {
+  const s: BudgetServices & { metrics: any; payments: PaymentsMemory } = {
     config: cfg,
+    payments: paymentsMemory(cfg),
     directory: new TenantDirectory(cfg.tenants, now),
     stores,
     now,

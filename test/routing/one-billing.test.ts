@@ -1,4 +1,4 @@
-// Per-call credits are billed in one place (src/payments/credit-call.ts) whoever settles them: the chain's meter step
+// Per-call credits are billed in one place (src/payments/credit-meter.ts) whoever settles them: the chain's meter step
 // around a scrape's handler, and the search handler around its upstream call (`meter.settles: "handler"`). Driven
 // through a real gateway over 127.0.0.1 against a small upstream: both leave the same ledger entry, a cached answer
 // costs nothing, and a call the upstream refuses is released.

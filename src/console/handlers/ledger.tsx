@@ -3,7 +3,7 @@
 // time, or every match as CSV; read through ../../operators/actions/views.ts as the admin API's ledger is.
 import type { GatewayServices } from "../../services.js";
 import { SPEND_KINDS, type LedgerEntry, type LedgerState, type SpendKind } from "../../state/types.js";
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd } from "../../payments/index.js";
 import { ledgerEntries, ledgerSurface, SURFACES } from "../../operators/actions/views.js";
 import { LedgerPage, type LedgerFilters } from "../pages/lists.js";
 import { type C, DAY, type Pages, pick, render, visibleTenant, visibleTenants } from "../kit.js";

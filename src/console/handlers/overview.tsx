@@ -8,8 +8,7 @@ import { fleetSavings } from "../../operators/actions/savings.js";
 import { tenantCreateBody } from "../../routing/admin-schemas.js";
 import { spendHistory, tenantSpend } from "../spend.js";
 import { OverviewPage, type AccountRow } from "../pages/overview.js";
-import { settledCostSoFar } from "../../payments/credit-reports.js";
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd, settledCostSoFar } from "../../payments/index.js";
 import {
   actor,
   type C,

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // Spend over time as inline SVG drawn on the server (no script, no CDN): one stacked bar per UTC day, split by kind or
 // by surface, with a y axis in USD and a <title> per segment for the exact figure. Top spenders and routes as tables.
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd } from "../../payments/index.js";
 import type { SpendHistory } from "../spend.js";
 import { href } from "./layout.js";
 

@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 // The overview: every visible tenant's spend against its budget windows, and what the cache and coalescing saved.
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd } from "../../payments/index.js";
 import type { CacheSavings } from "../../operators/actions/savings.js";
 import type { TenantSpend } from "../spend.js";
 import { href, Page, type Viewer } from "./layout.js";

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // Spend against each budget window as inline SVG bars, drawn on the server: x402 and credits stacked, the limit as the
 // full track (a window without a limit is scaled to the largest spend shown).
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd } from "../../payments/index.js";
 import type { WindowSpend } from "../spend.js";
 
 const W = 320;

@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 // The tables several pages share: ledger entries, live resources (with Stop), a tenant's keys (with Revoke), audit.
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd } from "../../payments/index.js";
 import { keyIdOf, type Tenant } from "../../identity/tenants.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import { ledgerSurface } from "../../operators/actions/views.js";

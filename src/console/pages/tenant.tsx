@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 // One tenant: spend per window in figures and bars, quotas in use, alert settings, keys, live resources, recent ledger.
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd } from "../../payments/index.js";
 import type { CacheSavings } from "../../operators/actions/savings.js";
 import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import type { LiveResource } from "../resources.js";

@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import { hashTypedData, recoverAddress, serializeSignature, type TypedDataDefinition } from "viem";
 import { publicKeyToAddress } from "viem/accounts";
-import type { TypedData, WalletSigner } from "../../payments/wallet-signer.js";
+import type { TypedData, WalletSigner } from "../../payments/index.js";
 
 type Pkcs11Module = typeof import("pkcs11js");
 type Handle = Buffer;

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { request } from "node:http";
 import { request as tlsRequest } from "node:https";
 import { GatewayError } from "../../errors.js";
-import type { TypedData, WalletSigner } from "../../payments/wallet-signer.js";
+import type { TypedData, WalletSigner } from "../../payments/index.js";
 
 const TIMEOUT_MS = 10_000;
 

@@ -9,8 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { chmod, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { limitRefusal, readAuthorization, type SignerLimits } from "../../payments/signer-limits.js";
-import type { TypedData, WalletSigner } from "../../payments/wallet-signer.js";
+import { limitRefusal, readAuthorization, type SignerLimits, type TypedData, type WalletSigner } from "../../payments/index.js";
 
 /** Mutual TLS on TCP: PEM files of the signer's certificate and key, and of the CA its clients' certificates come from. */
 export interface SignerTls {

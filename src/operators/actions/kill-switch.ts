@@ -4,7 +4,7 @@
 // ./money-listener.ts hears it from payments).
 import type { GatewayServices } from "../../services.js";
 import type { ResourceKind } from "../../state/types.js";
-import { settleResource } from "../../payments/kept-holds.js";
+import { settleResource } from "../../payments/index.js";
 
 export interface KillReport {
   tenant: string;

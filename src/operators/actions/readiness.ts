@@ -2,9 +2,7 @@
 import { createClient, http, type Client } from "viem";
 import { readContract } from "viem/actions";
 import type { GatewayServices } from "../../services.js";
-import type { PaymentSigner } from "../../payments/signer.js";
-import { atomicToUsd } from "../../payments/money.js";
-import { configAmounts } from "../../payments/amounts.js";
+import { atomicToUsd, type PaymentSigner } from "../../payments/index.js";
 
 const BALANCE_OF_ABI = [
   {
@@ -80,7 +78,7 @@ export class Readiness {
 
   /** `signer`: the gateway's signer (its address is all readiness reads), undefined when no wallet key is set. */
   constructor(
-    private readonly services: Pick<GatewayServices, "config" | "stores" | "upstream" | "now" | "configReload">,
+    private readonly services: Pick<GatewayServices, "config" | "stores" | "upstream" | "now" | "configReload" | "payments">,
     private readonly signer: Pick<PaymentSigner, "address"> | undefined,
     opts: ReadinessOptions = {},
   ) {
@@ -198,7 +196,7 @@ export class Readiness {
    */
   private async probeWallet(): Promise<CheckResult> {
     const { payments } = this.services.config;
-    const floor = configAmounts(this.services.config).minWalletBalance;
+    const floor = this.services.payments.amounts.minWalletBalance;
     const others = this.accountWallets;
     if (!payments.enabled || (!this.signer && !others.length)) return { ok: true, skipped: "no wallet" };
     const listed = others.length ? { accounts: others.map((w) => ({ account: w.account })) } : {};

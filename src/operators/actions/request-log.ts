@@ -4,7 +4,7 @@
 import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import type { RequestRecord } from "../../state/types.js";
-import { atomicToUsd } from "../../payments/money.js";
+import { atomicToUsd } from "../../payments/index.js";
 
 /** What a search may name; every field optional. Values as a query string carries them. */
 export interface RequestSearch {

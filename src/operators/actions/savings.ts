@@ -16,81 +16,80 @@ const FLUSH_MS = 2000;
 /** Counters live this long after their last change (a year and a bit: "since the fleet started" for a console). */
 const TTL_MS = 400 * 86_400_000;
 
-interface Pending {
-  figures: Map<string, CacheSavings>;
+/** The savings services touch: the shared counters (kv), background work beside a request, the gateway's close. */
+type SavingsServices = Pick<GatewayServices, "stores" | "background" | "onClose">;
+
+/**
+ * This instance's savings not yet written (services.savings, built by createGateway, flushed when it closes). Savings
+ * reach it as a money event (src/payments/events.ts, "savings") the operators' listener hears.
+ */
+export class SavingsCounter {
+  /** Figures per tenant not yet written. */
+  #figures = new Map<string, CacheSavings>();
   /** The write due FLUSH_MS after the first figure it carries. */
-  due?: Promise<void>;
-}
+  #due: Promise<void> | undefined;
 
-const pendingOf = new WeakMap<GatewayServices, Pending>();
-
-function pending(services: GatewayServices): Pending {
-  let p = pendingOf.get(services);
-  if (!p) {
-    const created: Pending = { figures: new Map() };
-    pendingOf.set(services, created);
-    services.onClose(() => flush(services, created));
-    p = created;
+  constructor(private readonly services: SavingsServices) {
+    services.onClose(() => this.#flush());
   }
-  return p;
-}
 
-async function flush(services: GatewayServices, p: Pending): Promise<void> {
-  if (p.figures.size === 0) return;
-  const batch = p.figures;
-  p.figures = new Map();
-  const { kv } = services.stores;
-  for (const [tenant, s] of batch) {
-    try {
-      if (s.hits) await kv.incrBy(stateKeys.savings(tenant, "hits"), s.hits, TTL_MS);
-      if (s.coalesced) await kv.incrBy(stateKeys.savings(tenant, "coalesced"), s.coalesced, TTL_MS);
-      if (s.savedAtomic) await kv.incrBy(stateKeys.savings(tenant, "saved"), Number(s.savedAtomic), TTL_MS);
-    } catch (err) {
-      // Kept for the next flush rather than lost (the state backend may be back by then).
-      add(p, tenant, s.hits, s.coalesced, s.savedAtomic);
-      throw err;
+  /** An answer served from the cache or joined to a call in flight: what it saved, counted for the whole fleet. */
+  record(c: Parameters<GatewayServices["background"]>[0], tenant: string, how: "hit" | "coalesced", saved: bigint): void {
+    this.#add(tenant, how === "hit" ? 1 : 0, how === "coalesced" ? 1 : 0, saved);
+    if (this.#due) return;
+    this.#due = new Promise<void>((resolve) => setTimeout(resolve, FLUSH_MS).unref?.())
+      .then(() => this.#flush())
+      .finally(() => {
+        this.#due = undefined;
+      });
+    this.services.background(c, this.#due, "savings flush");
+  }
+
+  /** What this instance has not written yet for `tenant`. */
+  unwritten(tenant: string): CacheSavings | undefined {
+    return this.#figures.get(tenant);
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#figures.size === 0) return;
+    const batch = this.#figures;
+    this.#figures = new Map();
+    const { kv } = this.services.stores;
+    for (const [tenant, s] of batch) {
+      try {
+        if (s.hits) await kv.incrBy(stateKeys.savings(tenant, "hits"), s.hits, TTL_MS);
+        if (s.coalesced) await kv.incrBy(stateKeys.savings(tenant, "coalesced"), s.coalesced, TTL_MS);
+        if (s.savedAtomic) await kv.incrBy(stateKeys.savings(tenant, "saved"), Number(s.savedAtomic), TTL_MS);
+      } catch (err) {
+        // Kept for the next flush rather than lost (the state backend may be back by then).
+        this.#add(tenant, s.hits, s.coalesced, s.savedAtomic);
+        throw err;
+      }
     }
   }
-}
 
-function add(p: Pending, tenant: string, hits: number, coalesced: number, savedAtomic: bigint): void {
-  let t = p.figures.get(tenant);
-  if (!t) p.figures.set(tenant, (t = { hits: 0, coalesced: 0, savedAtomic: 0n }));
-  t.hits += hits;
-  t.coalesced += coalesced;
-  if (savedAtomic > 0n) t.savedAtomic += savedAtomic;
-}
-
-/** An answer served from the cache or joined to a call in flight: what it saved, counted for the whole fleet. */
-export function recordSavings(
-  services: GatewayServices,
-  c: Parameters<GatewayServices["background"]>[0],
-  tenant: string,
-  how: "hit" | "coalesced",
-  saved: bigint,
-): void {
-  const p = pending(services);
-  add(p, tenant, how === "hit" ? 1 : 0, how === "coalesced" ? 1 : 0, saved);
-  if (p.due) return;
-  p.due = new Promise<void>((resolve) => setTimeout(resolve, FLUSH_MS).unref?.())
-    .then(() => flush(services, p))
-    .finally(() => {
-      p.due = undefined;
-    });
-  services.background(c, p.due, "savings flush");
+  #add(tenant: string, hits: number, coalesced: number, savedAtomic: bigint): void {
+    let t = this.#figures.get(tenant);
+    if (!t) this.#figures.set(tenant, (t = { hits: 0, coalesced: 0, savedAtomic: 0n }));
+    t.hits += hits;
+    t.coalesced += coalesced;
+    if (savedAtomic > 0n) t.savedAtomic += savedAtomic;
+  }
 }
 
 /** Savings of one tenant, or of all `tenants`, across the fleet (this instance's unwritten figures included). */
-export async function fleetSavings(services: GatewayServices, tenants: readonly string[]): Promise<CacheSavings> {
+export async function fleetSavings(
+  services: Pick<GatewayServices, "stores" | "savings">,
+  tenants: readonly string[],
+): Promise<CacheSavings> {
   const total: CacheSavings = { hits: 0, coalesced: 0, savedAtomic: 0n };
-  const p = pending(services);
   const { kv } = services.stores;
   await Promise.all(
     tenants.map(async (t) => {
       const [hits, coalesced, saved] = await Promise.all(
         (["hits", "coalesced", "saved"] as const).map((f) => kv.get(stateKeys.savings(t, f))),
       );
-      const mine = p.figures.get(t);
+      const mine = services.savings.unwritten(t);
       total.hits += Number(hits ?? 0) + (mine?.hits ?? 0);
       total.coalesced += Number(coalesced ?? 0) + (mine?.coalesced ?? 0);
       total.savedAtomic += BigInt(saved ?? 0) + (mine?.savedAtomic ?? 0n);

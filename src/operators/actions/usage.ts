@@ -5,10 +5,7 @@ import type { GatewayServices } from "../../services.js";
 import type { Tenant } from "../../identity/tenants.js";
 import type { GatewayToken } from "../../identity/tokens.js";
 import type { LedgerEntry, SpendKind } from "../../state/types.js";
-import { atomicToUsd } from "../../payments/money.js";
-import { remainingOf, tenantWindows } from "../../payments/budgets/remaining.js";
-import { lastCreditDrift } from "../../payments/credit-drift.js";
-import { capLedgerTenant } from "../../payments/spend.js";
+import { atomicToUsd, capLedgerTenant, lastCreditDrift, remainingOf, tenantWindows } from "../../payments/index.js";
 import { fleetSavings } from "./savings.js";
 
 /** A tenant's usage: each budget window (spent, by kind, limit, remaining, reset), what the cache saved, its multiplier. */

@@ -12,10 +12,8 @@
 //                                       with the outage's start and end; `tollgate_state_up` is the live signal.
 // The same pass delivers webhooks due in the outbox (./webhooks.ts).
 import type { GatewayServices } from "../../services.js";
-import { atomicToUsd, usdToAtomic } from "../../payments/money.js";
-import { configAmounts } from "../../payments/amounts.js";
+import { atomicToUsd, type PaymentSigner, usdToAtomic } from "../../payments/index.js";
 import { Readiness } from "../actions/readiness.js";
-import type { PaymentSigner } from "../../payments/signer.js";
 import { raiseAlert, webhookDispatcher } from "./webhooks.js";
 
 /** Where the floors' figures come from; tests and other runtimes may pass their own. */
@@ -194,7 +192,7 @@ export class AlertMonitor {
     await Promise.all([
       walletBelow !== undefined &&
         this.sources.walletBalance().then((b) =>
-          floor("wallet.low", b === undefined ? undefined : b < configAmounts(this.services.config).walletBelow!, () => ({
+          floor("wallet.low", b === undefined ? undefined : b < this.services.payments.amounts.walletBelow!, () => ({
             id: `wallet.low:${new Date(this.services.now()).toISOString()}`,
             type: "wallet.low",
             data: { balance: atomicToUsd(b!), floor: walletBelow },
@@ -206,7 +204,7 @@ export class AlertMonitor {
         this.sources.accountWalletBalances().then((balances) =>
           Promise.all(
             Object.entries(balances).map(([account, b]) =>
-              floor(`wallet.low:${account}`, b === undefined ? undefined : b < configAmounts(this.services.config).walletBelow!, () => ({
+              floor(`wallet.low:${account}`, b === undefined ? undefined : b < this.services.payments.amounts.walletBelow!, () => ({
                 id: `wallet.low:${account}:${new Date(this.services.now()).toISOString()}`,
                 type: "wallet.low",
                 data: { account, balance: atomicToUsd(b!), floor: walletBelow },

@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { GatewayServices } from "../../services.js";
 import type { Tenant } from "../../identity/tenants.js";
 import type { OutboxMessage } from "../../state/types.js";
-import type { MoneyEvent } from "../../payments/events.js";
+import type { MoneyEvent } from "../../payments/index.js";
 import { DestinationRules } from "../../web/destinations.js";
 import { fetchWebhookSender } from "./webhook-sender.js";
 
@@ -17,7 +17,7 @@ import { fetchWebhookSender } from "./webhook-sender.js";
  */
 export type AlertServices = Pick<
   GatewayServices,
-  "config" | "directory" | "stores" | "now" | "logger" | "metrics" | "background" | "onClose" | "instanceId" | "webhookSender"
+  "config" | "directory" | "stores" | "now" | "logger" | "metrics" | "background" | "onClose" | "instanceId" | "webhookSender" | "webhooks"
 >;
 
 const enc = new TextEncoder();
@@ -124,8 +124,11 @@ export function raiseAlert(services: AlertServices, event: AlertEvent, c?: Conte
   );
 }
 
+/** The money events that become alerts (all but savings, which are counted: ./money-listener.ts). */
+export type AlertedEvent = Exclude<MoneyEvent, { type: "savings" }>;
+
 /** A money event announced by payments (./money-listener.ts): a budget threshold crossed, a window exhausted… */
-export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, event: MoneyEvent, c?: Context): void {
+export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, event: AlertedEvent, c?: Context): void {
   const suffix =
     event.type === "budget.threshold" ? `:${event.threshold}` : event.type === "credits.drift" && event.account ? `:${event.account}` : "";
   const { type, ...data } = event;
@@ -143,7 +146,7 @@ export function deliverBudgetEvent(services: AlertServices, tenant: Tenant, even
 }
 
 /** Delivers what is due in the outbox, one pass at a time per instance. */
-class WebhookDispatcher {
+export class WebhookDispatcher {
   private running: Promise<void> | undefined;
   private again = false;
   private readonly rules: DestinationRules;
@@ -293,24 +296,11 @@ function safeHost(url: string): string {
   }
 }
 
-const dispatchers = new WeakMap<AlertServices, WebhookDispatcher>();
-
-/** Starts the gateway's dispatcher with the webhook signing secret (createGateway, once): the secret's only holder. */
-export function startWebhookDispatcher(services: AlertServices, secret: string | undefined): void {
-  dispatchers.set(services, new WebhookDispatcher(services, secret));
-}
-
-/** Hands the gateway's dispatcher a rotated signing secret (createGateway's rotateSecrets): still its only holder. */
-export function rotateWebhookSecret(services: AlertServices, secret: string): void {
-  webhookDispatcher(services).setSecret(secret);
-}
-
 /**
- * The gateway's dispatcher: raiseAlert starts a pass, and the Node entry's timer (or a request on Workers) runs one when
- * due. Services not built by createGateway (unit tests) get one that sends unsigned.
+ * The gateway's dispatcher (services.webhooks, built by createGateway with the webhook signing secret, its only holder;
+ * a rotated secret is handed to it with setSecret): raiseAlert starts a pass, and the Node entry's timer (or a request
+ * on Workers) runs one when due.
  */
-export function webhookDispatcher(services: AlertServices): WebhookDispatcher {
-  let d = dispatchers.get(services);
-  if (!d) dispatchers.set(services, (d = new WebhookDispatcher(services, undefined)));
-  return d;
+export function webhookDispatcher(services: Pick<GatewayServices, "webhooks">): WebhookDispatcher {
+  return services.webhooks;
 }

@@ -4,7 +4,7 @@
 import type { Readiness, ReadinessReport } from "../actions/readiness.js";
 import type { GatewayServices } from "../../services.js";
 import { callerRights } from "../../identity/caller.js";
-import { lastCreditDrift } from "../../payments/credit-drift.js";
+import { lastCreditDrift } from "../../payments/index.js";
 import type { Handlers } from "../../routing/handlers.js";
 import { configDrift, driftSummary } from "../actions/config-state.js";
 

@@ -6,8 +6,9 @@ import { GatewayError } from "../../errors.js";
 import type { GatewayServices } from "../../services.js";
 import { callerTenant } from "../../identity/caller.js";
 import type { Handlers } from "../../routing/handlers.js";
+import { ROUTES } from "../../routing/table.js";
 import { SPEND_KINDS, type LedgerState, type SpendKind } from "../../state/types.js";
-import { calibrate, usageCsv, usageExport, windowOf } from "../../payments/usage-export.js";
+import { calibrate, usageCsv, usageExport, windowOf } from "../../payments/index.js";
 import { fleetUsage, ledgerView, tokenUsage, usageOf } from "../actions/usage.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
@@ -52,6 +53,6 @@ export function usageHandlers(services: GatewayServices): Handlers {
       });
     },
     "admin.credits.calibrate": async (c) =>
-      c.json(await calibrate(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()))),
+      c.json(await calibrate(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()), ROUTES)),
   };
 }

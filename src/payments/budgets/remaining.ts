@@ -5,6 +5,7 @@ import type { BudgetLimits, BudgetWindow, StateStores, Usage } from "../../state
 import { atomicToUsd } from "../money.js";
 import { isBudgeted, limitsOf } from "./limits.js";
 import { WINDOWS, windowResetAt } from "./windows.js";
+import type { PaymentsMemory, RememberedSpend } from "../memory.js";
 
 /** One window of a tenant: its limit (none: unlimited), what was spent (both kinds, and each apart), what is left. */
 export interface WindowFigures {
@@ -84,14 +85,10 @@ const REMAINING_FRESH_MS = 1000;
 /** …and, older than that but not this old, shown while it is read again behind the answer. */
 const REMAINING_STALE_MS = 30_000;
 
-/** A tenant's spend per window as last read, and when, per gateway (limits are applied when shown: they may change). */
-type Remembered = { used: Pick<Usage, BudgetWindow>; at: number; reading?: boolean };
-const lastRead = new WeakMap<object, Map<string, Remembered>>();
-const lastReadBy = (services: object) => {
-  let m = lastRead.get(services);
-  if (!m) lastRead.set(services, (m = new Map()));
-  return m;
-};
+/** A tenant's spend per window as last read, and when (services.payments.remaining; limits are applied when shown). */
+type Remembered = RememberedSpend;
+/** What showing the remaining figure takes: the ledger, the clock, and what this gateway read lately. */
+type RemainingReader = LedgerReader & { payments: Pick<PaymentsMemory, "remaining"> };
 
 const shown = (tenant: Tenant, used: Pick<Usage, BudgetWindow>) => {
   const rem = leastRemaining(limitsOf(tenant), used);
@@ -117,12 +114,12 @@ function readRemaining(services: LedgerReader, tenant: Tenant, known: Map<string
  * answer shows, never what a payment is checked against: reservations check the ledger itself, atomically.
  */
 export function budgetRemaining(
-  services: LedgerReader,
+  services: RemainingReader,
   tenant: Tenant,
   opts: { justPaid?: bigint; background?: (work: Promise<unknown>) => void } = {},
 ): string | Promise<string> {
   if (!isBudgeted(tenant)) return "unlimited";
-  const known = lastReadBy(services);
+  const known = services.payments.remaining;
   const seen = known.get(tenant.id);
   const now = services.now();
   const age = seen ? now - seen.at : Number.POSITIVE_INFINITY;

@@ -2,7 +2,7 @@
 // `budget.threshold` event is announced exactly once per threshold and window across the fleet (an atomic
 // set-if-absent in shared state decides which instance announces), and a window now full is announced exhausted.
 import type { Context } from "hono";
-import { LRUCache } from "lru-cache";
+import type { GatewayServices } from "../../services.js";
 import { stateKeys } from "../../state/keys.js";
 import { atomicToUsd } from "../money.js";
 import { announceExhausted, type BudgetServices } from "./exhaustion.js";
@@ -17,21 +17,17 @@ export function reachedThresholds(used: bigint, limit: bigint, thresholds: reado
 }
 
 /**
- * Markers this instance has already seen taken (by itself or another instance), per gateway: a threshold stays crossed
- * until its window ends, so later payments skip the shared set-if-absent for it.
+ * What a threshold check touches: the budget room's services, and the markers this instance has already seen taken (by
+ * itself or another instance; services.payments.thresholdsTaken): a threshold stays crossed until its window ends, so
+ * later payments skip the shared set-if-absent for it.
  */
-const taken = new WeakMap<object, LRUCache<string, true>>();
-const takenBy = (services: BudgetServices) => {
-  let t = taken.get(services);
-  if (!t) taken.set(services, (t = new LRUCache<string, true>({ max: 10_000, ttlAutopurge: false })));
-  return t;
-};
+type ThresholdServices = BudgetServices & Pick<GatewayServices, "payments">;
 
 /**
  * Called after spend is committed, beside the request `c`: announces each threshold the tenant's spending has now
  * crossed, once per window across the fleet, and a window that is now full as exhausted. Never throws.
  */
-export async function checkBudget(services: BudgetServices, tenantId: string, c?: Context): Promise<void> {
+export async function checkBudget(services: ThresholdServices, tenantId: string, c?: Context): Promise<void> {
   try {
     const tenant = services.directory.get(tenantId);
     if (!tenant || !isBudgeted(tenant)) return;
@@ -45,7 +41,7 @@ export async function checkBudget(services: BudgetServices, tenantId: string, c?
       const period = windowPeriod(window, now);
       for (const threshold of reachedThresholds(used[window], limit, thresholds)) {
         const marker = stateKeys.budgetAlert(tenantId, window, period, threshold);
-        const seen = takenBy(services);
+        const seen = services.payments.thresholdsTaken;
         if (seen.has(marker)) continue;
         const ttl = untilWindowEndsMs(window, now);
         const won = await services.stores.kv.setIfAbsent(marker, services.instanceId, ttl);

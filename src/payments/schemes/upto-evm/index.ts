@@ -1,6 +1,6 @@
 // The "upto" scheme on EVM chains (Permit2 only): the gateway signs the option's amount as a maximum, the seller settles
 // what the work came to (SettleResponse.amount), at most that. The ledger reserves the maximum (the policy reasons in
-// it: amount-at-risk), settles to the settled amount and releases the rest (src/search/paid-call.ts).
+// it: amount-at-risk), settles to the settled amount and releases the rest (src/payments/payer.ts).
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import type { PaymentScheme } from "../types.js";
 import { exactEvmVerdict } from "../exact-evm/settle.js";

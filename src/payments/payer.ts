@@ -1,31 +1,77 @@
-// One paid upstream call: 402 → policy → atomic budget reservation carrying the chosen authorization (or the one
-// reserved ahead, src/payments/paid-ahead.ts) → sign → retry → commit, release or hold (docs/paid-round-trips.md).
+// The x402 payer: one paid upstream call, run here and nowhere else. 402 → policy → atomic budget reservation carrying
+// the chosen authorization (or the one reserved ahead, ./paid-ahead.ts) → sign → retry → commit, release or hold
+// (docs/paid-round-trips.md). Its one entry is payX402 (through ./index.ts): the paid search and the paid session
+// hand it how to send the call, and get back the answer and what it cost.
 import { x402HTTPClient, x402Client } from "@x402/core/client";
+import type { Context } from "hono";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { LedgerEntry } from "../state/types.js";
+import type { Tenant } from "../identity/tenants.js";
 import { isStateUnavailable } from "../state/errors.js";
-import { atomicToUsd } from "../payments/money.js";
-import { chooseOption, effectivePolicy } from "../payments/policy.js";
-import { paymentOptions } from "../payments/requirements.js";
-import type { SignedFields, SignedPayment } from "../payments/schemes/types.js";
-import { schemeFor } from "../payments/schemes/index.js";
-import { permit2ApprovalRequired, requirePermit2Approval } from "../payments/permit2-approval.js";
-import type { PaymentOption } from "../payments/requirements.js";
-import { holdSpend, releaseSpend, reserveSpend, settleSpend, type SpendHold } from "../payments/spend.js";
-import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid } from "../payments/paid-ahead.js";
+import { atomicToUsd } from "./money.js";
+import { chooseOption, effectivePolicy } from "./policy.js";
+import { paymentOptions } from "./requirements.js";
+import type { SignedFields, SignedPayment } from "./schemes/types.js";
+import { schemeFor } from "./schemes/index.js";
+import { permit2ApprovalRequired, requirePermit2Approval } from "./permit2-approval.js";
+import type { PaymentOption } from "./requirements.js";
+import { holdSpend, releaseSpend, reserveSpend, settleSpend, type SpendCap, type SpendHold } from "./spend.js";
+import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid, reserveAhead } from "./paid-ahead.js";
+import type { EarlyMoney, MoneyCall, PaidResult } from "./money-call.js";
 import { readWire } from "../upstream/records.js";
-import { PaymentRequired, SettleResponse } from "../payments/wire.js";
+import { PaymentRequired, SettleResponse } from "./wire.js";
 import { childSpan } from "../telemetry/tracing.js";
 
 /** Sends the request upstream, with the payment header when given. */
-export type UpstreamSend = (paymentHeader?: [string, string]) => Promise<Response>;
+type UpstreamSend = (paymentHeader?: [string, string]) => Promise<Response>;
 
-export interface PaidResult {
-  response: Response;
-  /** Atomic units committed or held for this call (0 when nothing was paid). */
-  paid: bigint;
-  entry?: LedgerEntry;
+/** One x402 call as its caller describes it: who pays, for what, and how it is sent. */
+export interface X402Call {
+  services: GatewayServices;
+  tenant: Tenant;
+  /** The route the upstream prices (the last option paid on it is reserved ahead of the next miss). */
+  route: string;
+  fingerprint: string;
+  /** A keyless token's own spend cap, checked with the tenant's budget. */
+  cap?: SpendCap;
+  /** The request paying: budget alerts and the kill switch run beside it, the payment's span under its own. */
+  context?: Context;
+  send: UpstreamSend;
+  /** The client sent a payment of its own: the call is not started early (its first call may carry money). */
+  clientPaid?: boolean;
+}
+
+/**
+ * The x402 payer's one entry: the call, paid from the wallet that pays for the tenant (docs/accounts.md#wallets). Its
+ * early part (for a caller that waits on the fleet's coalescing claim): the unpaid first call, sent at once, and the
+ * option last paid on the route reserved ahead beside it.
+ * @example const { response, paid } = await payX402({ services, tenant, route, fingerprint, send }).run()
+ */
+export function payX402(call: X402Call): MoneyCall {
+  const { services, send } = call;
+  const ctx: PaidCallContext = {
+    services,
+    ...(services.wallets?.forTenant(call.tenant) ?? { signer: undefined }),
+    tenant: call.tenant,
+    route: call.route,
+    fingerprint: call.fingerprint,
+    cap: call.cap,
+    context: call.context,
+  };
+  return {
+    early: services.config.payments.enabled && !call.clientPaid,
+    start: () => {
+      const first = send();
+      // Handled from the start: it may fail while the claim is still on its way (its failure is the payment's to report).
+      first.catch(() => {});
+      return { paid: { first, ahead: reserveAhead(ctx) } };
+    },
+    drop: (e: EarlyMoney, reason: string) => {
+      e.paid?.first.then((r) => r.body?.cancel()).catch(() => {});
+      e.paid?.ahead?.drop(reason);
+    },
+    run: (e?: EarlyMoney) => paidCall(ctx, send, e?.paid),
+  };
 }
 
 const parser = new x402HTTPClient(new x402Client());
@@ -63,16 +109,8 @@ function settlement(res: Response): SettleResponse | undefined {
   }
 }
 
-/** What was started beside the fleet's coalescing claim (src/search/fleet-coalesce.ts) before the upstream answered. */
-export interface EarlyPaid {
-  /** The unpaid first call, already sent. */
-  first: Promise<Response>;
-  /** The option last paid on the route, reserved ahead (src/payments/paid-ahead.ts). */
-  ahead?: AheadHold;
-}
-
 /** `early`: the unpaid first call, already sent, and a hold reserved ahead beside it. */
-export async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?: EarlyPaid): Promise<PaidResult> {
+async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?: EarlyMoney["paid"]): Promise<PaidResult> {
   try {
     return await paidCallWith(ctx, send, early);
   } finally {
@@ -82,7 +120,7 @@ export async function paidCall(ctx: PaidCallContext, send: UpstreamSend, early?:
   }
 }
 
-async function paidCallWith(ctx: PaidCallContext, send: UpstreamSend, early?: EarlyPaid): Promise<PaidResult> {
+async function paidCallWith(ctx: PaidCallContext, send: UpstreamSend, early?: EarlyMoney["paid"]): Promise<PaidResult> {
   const { services } = ctx;
   const first = await (early?.first ?? send());
   if (first.status !== 402 || !services.config.payments.enabled) return { response: first, paid: 0n };
@@ -154,7 +192,7 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response, ah
     );
 
   const paymentRequired = await readPaymentRequired(first);
-  const policy = effectivePolicy(services.config, ctx.tenant);
+  const policy = effectivePolicy(services, ctx.tenant);
   const choice = chooseOption(paymentOptions(paymentRequired), policy);
   if (!choice.ok) {
     const { ok: _ok, code, message, ...figures } = choice;
@@ -170,7 +208,13 @@ async function pay(ctx: PaidCallContext, send: UpstreamSend, first: Response, ah
   if (held) ({ hold, auth } = held);
   else {
     // Permit2 (exact over Permit2, upto) needs the wallet's one-time approval: refused by name before anything is held.
-    await requirePermit2Approval(option, ctx.signer.address, services.config.payments.rpc, services.now());
+    await requirePermit2Approval(
+      services.payments.permit2Approved,
+      option,
+      ctx.signer.address,
+      services.config.payments.rpc,
+      services.now(),
+    );
     // The authorization is chosen first so that the reservation holds it: the hold is the durable record of what may
     // be signed, in the same atomic call as the budget check (the reconciler settles it from the chain once it lapses).
     const chosen = ctx.signer.authorization(option, maxLifetime, services.now());
