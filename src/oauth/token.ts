@@ -67,7 +67,13 @@ async function requireParents(
   isGrant: boolean,
 ) {
   const { services, store } = ctx;
-  const tenant = services.directory.get(grant.tenant);
+  let tenant = services.directory.get(grant.tenant);
+  // This instance's snapshot may not know yet a key made on another instance a moment ago (the consent went there):
+  // before a parent is taken for gone, and the grant revoked for it, the snapshot is read anew from the fleet's store.
+  if (grant.parentKey !== undefined && !holdsKey(tenant, grant.parentKey, services.now())) {
+    await services.tenantSync.refresh();
+    tenant = services.directory.get(grant.tenant);
+  }
   if (!tenant?.enabled) throw new OAuthError(400, "invalid_grant", "The tenant this grant is for is disabled.");
   if (grant.parentKey !== undefined && !holdsKey(tenant, grant.parentKey, services.now())) {
     if (isGrant) await revokeGrant(services, store, grant.id, "the consenting key was revoked");

@@ -112,7 +112,7 @@ describe("`tollgate dev --json` (the one-command start)", () => {
         child.stdout.on("data", () => out.includes("\n") && (clearTimeout(t), resolve()));
       });
       const info = JSON.parse(out.trim());
-      expect(Object.keys(info).sort()).toEqual(["apiKey", "chain", "runtime", "token", "upstream", "wallet"]);
+      expect(Object.keys(info).sort()).toEqual(["allowedHost", "apiKey", "chain", "runtime", "token", "upstream", "wallet"]);
       expect(info).toMatchObject({ chain: null, wallet: null, token: null });
       const images = await fetch(`${info.upstream}/api/images`, { headers: { "x-api-key": info.apiKey } });
       expect(images.status).toBe(200);

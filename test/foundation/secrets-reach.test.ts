@@ -71,6 +71,7 @@ describe("secrets reach only the modules that use them", () => {
   it("only the entries and createGateway read a secret off the loaded Secrets", () => {
     expect(mentioning(/\bsecrets\.(walletKey|metricsToken|webhookSecret|upstreamApiKey|tokenSecrets?)\b/).sort()).toEqual([
       "src/cli/index.ts",
+      "src/gateway-deps.ts",
       "src/gateway.ts",
     ]);
   });
@@ -78,14 +79,19 @@ describe("secrets reach only the modules that use them", () => {
   it("walletKey is named only where it is loaded (config, the dev stack, an account's wallet) and handed to a signer", () => {
     // config/secrets-schema.ts names the file field (walletKeyFile), read by config/load.ts like the variable; an
     // upstream account's own wallet (walletKeyEnv / walletKeyFile) is declared in config/accounts-schema.ts, loaded into
-    // its signer by src/payments/account-wallets.ts and read by `tollgate wallet --account` (src/cli/wallet.ts).
+    // its signer by src/payments/account-wallets.ts and read by `tollgate wallet --account` (src/cli/wallet.ts). The
+    // files are read by config/load-node.ts (Node only); `config render --worker` names the secret to put
+    // (src/cli/worker-config.ts, never its value); createGateway's deps builder hands it to the signer (gateway-deps.ts).
     expect(mentioning(/walletKey/).sort()).toEqual([
       "config/accounts-schema.ts",
+      "config/load-node.ts",
       "config/load.ts",
       "config/secrets-schema.ts",
       "src/cli/dev-stack.ts",
       "src/cli/index.ts",
       "src/cli/wallet.ts",
+      "src/cli/worker-config.ts",
+      "src/gateway-deps.ts",
       "src/gateway.ts",
       "src/payments/account-wallets.ts",
     ]);

@@ -40,13 +40,15 @@ describe("Workers bundle", () => {
     await rm(out, { recursive: true, force: true });
   });
 
-  it("builds offline with `wrangler deploy --dry-run`, minified, at most 300 KiB gzip in total", async () => {
+  it("builds offline with `wrangler deploy --dry-run`, minified, at most 1 MiB gzip in total", async () => {
     const m = text.match(/Total Upload:\s*([\d.]+) KiB \/ gzip:\s*([\d.]+) KiB/);
     expect(m, text).not.toBeNull();
     console.log(`[worker bundle] total ${m![1]} KiB, gzip ${m![2]} KiB`);
     // Issue 16 set 300 KiB; issue 44 brought it back under it (430 KiB before): ajv, Zod 3, viem's public actions and
-    // lru-cache replaced by stand-ins in the bundle, no esbuild keepNames. Workers allow 3 MiB gzip on the free plan.
-    expect(Number(m![2])).toBeLessThanOrEqual(300);
+    // lru-cache replaced by stand-ins in the bundle, no esbuild keepNames. That bound was the project's own: Workers
+    // allow 3 MiB gzip on the free plan (10 MiB paid), so the bound is now a third of the free plan's (issue 55), with
+    // room for the maintained libraries the stand-ins replace.
+    expect(Number(m![2])).toBeLessThanOrEqual(1024);
     expect((await readdir(out)).some((f) => f.endsWith(".js"))).toBe(true);
   });
 

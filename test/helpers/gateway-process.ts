@@ -29,7 +29,7 @@ export async function startGatewayProcess(
   const dir = await mkdtemp(join(tmpdir(), "tg-proc-"));
   const file = join(dir, "tollgate.json");
   // `start` refuses a file without [state] (docs/deploying.md#state): one that names none rehearses on memory, said out loud.
-  const withState = "state" in config ? config : { ...config, state: { backend: "memory", rehearsal: true } };
+  const withState = config.state !== undefined ? config : { ...config, state: { backend: "memory", rehearsal: true } };
   await writeFile(file, JSON.stringify(withState));
   const child: ChildProcess = spawn(process.execPath, [...entry, "start", "--config", file], {
     env: { ...process.env, ...env },

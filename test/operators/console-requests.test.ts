@@ -95,7 +95,7 @@ describe("the console's Requests page (Chromium)", () => {
     const csv = await csvAnswer.text();
     const json = await (await download(ops, jsonHref)).json();
     const lines = csv.trimEnd().split("\r\n");
-    expect(lines[0]).toBe("time,tenant,id,method,route,path,status,durationMs,upstreamMs,spendUsd,code,traceId,cache");
+    expect(lines[0]).toBe("time,tenant,id,method,route,path,status,durationMs,upstreamMs,spendUsd,heldUsd,code,traceId,cache");
     expect(lines).toHaveLength(3);
     expect((json as { requests: Array<{ tenant: string; status: number }> }).requests.map((r) => [r.tenant, r.status])).toEqual([
       ["acme", 200],

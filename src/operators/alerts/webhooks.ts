@@ -154,11 +154,17 @@ export class WebhookDispatcher {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private closed = false;
 
-  /** `secret`: the signing secret (TOLLGATE_WEBHOOK_SECRET), held here and nowhere else past the entry. */
+  /**
+   * The signing secret (TOLLGATE_WEBHOOK_SECRET), held here and nowhere else past the entry: an ECMAScript private
+   * field, so nothing that walks the services (a debug dump, a log of an object) can reach it.
+   */
+  #secret: string | undefined;
+
   constructor(
     private readonly services: AlertServices,
-    private secret: string | undefined,
+    secret: string | undefined,
   ) {
+    this.#secret = secret;
     this.rules = new DestinationRules(services.config.alerts);
     services.onClose(() => {
       this.closed = true;
@@ -169,7 +175,7 @@ export class WebhookDispatcher {
 
   /** A rotated signing secret (its file changed): deliveries from now on are signed with it. */
   setSecret(secret: string): void {
-    this.secret = secret;
+    this.#secret = secret;
   }
 
   /**
@@ -238,7 +244,7 @@ export class WebhookDispatcher {
       "webhook-id": m.event,
       "webhook-timestamp": String(ts),
     });
-    if (this.secret) headers.set("webhook-signature", await signStandardWebhook(this.secret, m.event, ts, m.body));
+    if (this.#secret) headers.set("webhook-signature", await signStandardWebhook(this.#secret, m.event, ts, m.body));
     const sender = this.services.webhookSender ?? fetchWebhookSender;
     try {
       const status = await sender({ url: m.destination, headers, body: m.body, timeoutMs: TIMEOUT_MS });
