@@ -39,15 +39,16 @@ const claimAt = (claims: Record<string, unknown>, path: string): unknown =>
 /**
  * A rule on an email claim (`email:…`, `profile.email:…`) counts only when the provider vouches the address is the
  * person's: the `email_verified` claim beside it is `true` (OIDC Core §5.1). Anyone can sign up at many providers with
- * an address they do not own.
+ * an address they do not own. Cloudflare Access is the exception: its assertion's `email` is the identity Access itself
+ * authenticated (it signs nothing for an address the person did not prove), so Access emails count as verified.
  */
 const isEmailRule = (path: string) => path === "email" || path.endsWith(".email");
 const verifiedEmail = (claims: Record<string, unknown>, path: string) => claimAt(claims, `${path}_verified`) === true;
 
-function matches(claims: Record<string, unknown>, rule: string): boolean {
+function matches(claims: Record<string, unknown>, rule: string, emailsVerified: boolean): boolean {
   const at = rule.indexOf(":");
   const path = rule.slice(0, at);
-  if (isEmailRule(path) && !verifiedEmail(claims, path)) return false;
+  if (isEmailRule(path) && !emailsVerified && !verifiedEmail(claims, path)) return false;
   const value = claimAt(claims, path);
   const want = rule.slice(at + 1);
   const values = Array.isArray(value) ? value : value === undefined || value === null ? [] : [value];
@@ -65,9 +66,11 @@ export function roleFromClaims(
   claims: Record<string, unknown>,
   roles: RoleMapping,
   tenantClaim: string,
+  /** The issuer authenticated the email itself (Cloudflare Access): no `email_verified` claim is needed. */
+  emailsVerified = false,
 ): { role: OperatorRole; tenant?: string } | undefined {
   for (const [name, role] of ROLE_NAMES) {
-    if (!roles[name].some((rule) => matches(claims, rule))) continue;
+    if (!roles[name].some((rule) => matches(claims, rule, emailsVerified))) continue;
     if (role !== "tenant") return { role };
     const tenant = claimAt(claims, tenantClaim);
     return typeof tenant === "string" && tenant ? { role, tenant } : undefined;
@@ -286,7 +289,7 @@ export function accessSignIn(config: AccessConfig, fallback?: Pick<OidcConfig, "
         );
       }
       const sub = subjectOf(payload);
-      const mapped = roleFromClaims(payload, roles, tenantClaim);
+      const mapped = roleFromClaims(payload, roles, tenantClaim, true);
       return { sub, identity: mapped ? { via: "access", sub, ...mapped, name: nameOf(payload) } : undefined };
     },
   };

@@ -341,6 +341,9 @@ describe("role mapping and config", () => {
     expect(roleFromClaims({ email: "a@x.example", email_verified: true }, byEmail, "tenant")).toEqual({ role: "admin" });
     expect(roleFromClaims({ org: { email: "r@x.example", email_verified: true } }, byEmail, "tenant")).toEqual({ role: "readonly" });
     expect(roleFromClaims({ org: { email: "r@x.example" }, email_verified: true }, byEmail, "tenant")).toBeUndefined();
+    // Cloudflare Access authenticated the email itself: its assertions carry no email_verified and need none.
+    expect(roleFromClaims({ email: "a@x.example" }, byEmail, "tenant")).toBeUndefined();
+    expect(roleFromClaims({ email: "a@x.example" }, byEmail, "tenant", true)).toEqual({ role: "admin" });
   });
 
   it("names the exact field of a wrong [operators.oidc] or [operators.access]", () => {
