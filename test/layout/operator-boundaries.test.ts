@@ -2,14 +2,12 @@
 // (payments only through its door, payments importing no operators, operator actions below their faces, oauth apart from the console):
 // dependency-cruiser runs (as `npm run lint:boundaries` does) with the repo's own rules on a few files written to a
 // temporary tree shaped like the repo, and must name the rule; the same files without the forbidden import pass.
-import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cruisePlanted } from "./planted-tree.js";
 
-const ROOT = process.cwd();
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "tollgate-plant-"));
@@ -20,30 +18,7 @@ afterAll(async () => {
 
 /** Writes `files` under a fresh tree and cruises it with the repo's rules: the names of the rules broken, per importer. */
 async function cruise(name: string, files: Record<string, string>): Promise<Array<{ from: string; rule: string }>> {
-  const root = join(dir, name);
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(root, path)), { recursive: true });
-    await writeFile(join(root, path), text);
-  }
-  await writeFile(join(root, "tsconfig.json"), JSON.stringify({ compilerOptions: { module: "nodenext", moduleResolution: "nodenext" } }));
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [
-      "--import",
-      join(ROOT, "scripts/depcruise-typescript.mjs"),
-      join(ROOT, "node_modules/dependency-cruiser/bin/dependency-cruise.mjs"),
-      "--config",
-      join(ROOT, ".dependency-cruiser.cjs"),
-      "--output-type",
-      "json",
-      "--no-progress",
-      "src",
-      ...(Object.keys(files).some((f) => f.startsWith("middleware/")) ? ["middleware"] : []),
-    ],
-    { cwd: root, maxBuffer: 16 * 1024 * 1024 },
-  ).catch((err) => err as { stdout: string }); // exit code 1 when a rule is broken: the report is still on stdout
-  const report = JSON.parse(stdout) as { summary: { violations: Array<{ from: string; rule: { name: string } }> } };
-  return report.summary.violations.filter((v) => v.rule.name !== "no-orphans").map((v) => ({ from: v.from, rule: v.rule.name }));
+  return (await cruisePlanted(join(dir, name), files)).map((v) => ({ from: v.from, rule: v.rule }));
 }
 
 describe("the boundary lint on money and the operator wing", () => {
