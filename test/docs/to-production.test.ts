@@ -10,12 +10,12 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { createServer } from "node:net";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { consentForm, pkcePair, postForm, registerClient } from "../helpers/mcp-oauth.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
+import { freePort } from "../helpers/free-port.js";
 
 const run = promisify(execFile);
 const CLI = ["--import", "tsx", "src/cli/index.ts"];
@@ -61,17 +61,6 @@ async function createKey(tenant: string): Promise<{ key: string; line: string }>
   expect(key, stdout).toBeDefined();
   expect(line, stdout).toBeDefined();
   return { key: key!, line: line! };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 interface Started {

@@ -1,6 +1,6 @@
 // Starts a throwaway redis-server on 127.0.0.1 (free port, no persistence) in its own process; stops it by PID.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
+import { freePort } from "../helpers/free-port.js";
 
 export interface RedisServer {
   url: string;
@@ -8,17 +8,6 @@ export interface RedisServer {
   pid: number;
   /** SIGTERM by PID (SIGKILL after 3 s) and wait for the exit. */
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** `port` reuses a port, to bring a stopped server back where clients expect it. */
