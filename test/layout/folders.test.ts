@@ -458,8 +458,12 @@ describe(`a runtime call (a sandbox token, a real emulator sandbox) changes fold
       const { token } = (await r.json()) as { token: string };
       const statuses: number[] = [];
       const rounds = await touched(departures, coverage, async () => {
-        const r = await fetch(`${url}/sandbox/${sandboxId}/processes`, {
-          headers: { authorization: `Bearer ${token}` },
+        const call = () => fetch(`${url}/sandbox/${sandboxId}/processes`, { headers: { authorization: `Bearer ${token}` } });
+        // A round under load can outlast the server's keep-alive: the pooled socket it closed meanwhile fails before the
+        // request reaches the gateway (undici: "other side closed"), so that one send is made again on a new socket.
+        const r = await call().catch((err: { cause?: { code?: string } }) => {
+          if (err?.cause?.code !== "UND_ERR_SOCKET") throw err;
+          return call();
         });
         statuses.push(r.status);
         await r.arrayBuffer();
