@@ -4,7 +4,6 @@
 // (sign in with the tenant key, pick scopes, cap and expiry, Allow). Chromium follows the redirect to mcp-remote's own
 // callback server; mcp-remote exchanges the code (PKCE) and the test, speaking MCP over its stdio, lists and calls tools.
 import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
+import { freePort } from "../helpers/free-port.js";
 
 let stack: SessionGateway;
 let dir: string;
@@ -38,13 +38,31 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** A port free on 127.0.0.1 now (mcp-remote's callback server takes it next). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
+/**
+ * Starts mcp-remote as Claude Desktop does (its callback server on `port`, its config in dir/auth): its "browser" only
+ * writes the URL it was asked to open into `opened`. The connection settles once consent is given.
+ */
+async function launchMcpRemote(
+  name: string,
+  port: number,
+): Promise<{ opened: string; stderr: string[]; mcp: Client; connected: Promise<void> }> {
+  const opened = join(dir, `opened${name}.txt`);
+  const opener = join(dir, `browser${name}.sh`);
+  await writeFile(opener, `#!/bin/sh\nprintf '%s\\n' "$1" >> "${opened}"\n`);
+  await chmod(opener, 0o755);
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "DISPLAY" && k !== "WAYLAND_DISPLAY") env[k] = v;
+  Object.assign(env, { BROWSER: opener, MCP_REMOTE_CONFIG_DIR: join(dir, "auth") });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(process.cwd(), "node_modules/mcp-remote/dist/proxy.js"), `${stack.gateway.url}/mcp`, String(port), "--allow-http"],
+    env,
+    stderr: "pipe",
+  });
+  const stderr: string[] = [];
+  transport.stderr?.on("data", (d) => stderr.push(String(d)));
+  const mcp = new Client({ name: "claude-desktop-like", version: "1.0.0" });
+  return { opened, stderr, mcp, connected: mcp.connect(transport) };
 }
 
 /** Waits (bounded) for the first URL the "browser" was asked to open. */
@@ -61,24 +79,9 @@ async function openedUrl(file: string, timeoutMs: number): Promise<string> {
 
 describe("mcp-remote, as Claude Desktop runs it", () => {
   it("connects with no header through the consent page in headless Chromium, then lists and calls tools", async () => {
-    const opened = join(dir, "opened.txt");
-    const opener = join(dir, "browser.sh");
-    await writeFile(opener, `#!/bin/sh\nprintf '%s\\n' "$1" >> "${opened}"\n`);
-    await chmod(opener, 0o755);
     const port = await freePort();
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "DISPLAY" && k !== "WAYLAND_DISPLAY") env[k] = v;
-    Object.assign(env, { BROWSER: opener, MCP_REMOTE_CONFIG_DIR: join(dir, "auth") });
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [join(process.cwd(), "node_modules/mcp-remote/dist/proxy.js"), `${stack.gateway.url}/mcp`, String(port), "--allow-http"],
-      env,
-      stderr: "pipe",
-    });
-    const stderr: string[] = [];
-    transport.stderr?.on("data", (d) => stderr.push(String(d)));
-    client = new Client({ name: "claude-desktop-like", version: "1.0.0" });
-    const connected = client.connect(transport);
+    const { opened, stderr, mcp, connected } = await launchMcpRemote("", port);
+    client = mcp;
 
     try {
       const url = new URL(await openedUrl(opened, 60_000));
@@ -140,24 +143,9 @@ describe("mcp-remote, as Claude Desktop runs it", () => {
     // The gateway forgets the registration (its registration.ttlDays passed) and the access token expires.
     await stack.gateway.gateway.services.stores.kv.delete(`oauth:client:${clientId}`);
     ahead += 3_600_000;
-    const opened = join(dir, "opened-again.txt");
-    const opener = join(dir, "browser-again.sh");
-    await writeFile(opener, `#!/bin/sh\nprintf '%s\\n' "$1" >> "${opened}"\n`);
-    await chmod(opener, 0o755);
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "DISPLAY" && k !== "WAYLAND_DISPLAY") env[k] = v;
     // The same config directory: mcp-remote starts with the stored client and tokens of the first run.
-    Object.assign(env, { BROWSER: opener, MCP_REMOTE_CONFIG_DIR: join(dir, "auth") });
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [join(process.cwd(), "node_modules/mcp-remote/dist/proxy.js"), `${stack.gateway.url}/mcp`, String(port), "--allow-http"],
-      env,
-      stderr: "pipe",
-    });
-    const stderr: string[] = [];
-    transport.stderr?.on("data", (d) => stderr.push(String(d)));
-    client = new Client({ name: "claude-desktop-like", version: "1.0.0" });
-    const connected = client.connect(transport);
+    const { opened, stderr, mcp, connected } = await launchMcpRemote("-again", port);
+    client = mcp;
     try {
       // Its refresh got invalid_client: it registered again (a new client_id) and sent the tenant to consent.
       const url = new URL(await openedUrl(opened, 60_000));
