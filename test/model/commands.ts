@@ -14,9 +14,24 @@ import {
   type Liveness,
   maxDailySeen,
   type Model,
+  type ResourceM,
+  resourceMoney,
   trailOf,
 } from "./model.js";
-import { adminCall, consent, consoleSignIn, type Cred, mintToken, paidSearch, PRICE, type RealSystem, refresh } from "./system.js";
+import {
+  adminCall,
+  consent,
+  consoleSignIn,
+  type Cred,
+  createResource,
+  mintToken,
+  paidSearch,
+  PRICE,
+  type RealSystem,
+  RESOURCE_MINUTES,
+  refresh,
+  stopResource,
+} from "./system.js";
 
 type Inst = 0 | 1;
 
@@ -136,11 +151,20 @@ export class SetTenant extends Step {
   toString = () => `${this.enabled ? "enable" : "disable"}(${this.tenant}, @${this.at})`;
 }
 
-/** The kill switch revokes every gateway token the tenant holds: capped tokens, and grants' current access tokens. */
+/**
+ * The kill switch revokes every gateway token the tenant holds (capped tokens, grants' current access tokens, the
+ * runtime, CDP and live view tokens of its sandboxes and sessions) and stops its sandboxes and sessions.
+ */
 function killTokens(m: Model, tenant: string) {
   const now = m.now();
   for (const t of m.mints) if (t.tenant === tenant && t.diedAt === undefined) t.diedAt = now;
   for (const g of m.grants) if (g.tenant === tenant && g.accessDiedAt === undefined) g.accessDiedAt = now;
+  // It stops the tenant's open sandboxes and sessions too (src/operators/actions/kill-switch.ts): their holds settle.
+  for (const r of m.resources)
+    if (r.tenant === tenant) {
+      r.tokensDiedAt ??= now;
+      r.stoppedAt ??= now;
+    }
 }
 
 export class SignIn extends Step {
@@ -387,7 +411,7 @@ function settlePay(m: Model, p: Payer, kind: "x402" | "credits", status: number,
     if (status === 401 || status === 403) return;
     m.known.add("grantOutlivesKey");
   }
-  const left = t.daily === undefined ? undefined : t.daily - t.spent.x402 - t.spent.credits;
+  const left = t.daily === undefined ? undefined : t.daily - used(m, t.id);
   if (t.stopped || (left !== undefined && left < price)) {
     expect(status, why).toBe(402);
     expect(json.code, why).toBe("budget_exceeded");
@@ -402,8 +426,14 @@ function settlePay(m: Model, p: Payer, kind: "x402" | "credits", status: number,
   expect(status, why).toBe(200);
   t.spent[kind] += price;
   if (p.grant) p.grant.spent += price;
-  if (t.onExhausted === "stop" && t.daily !== undefined && t.spent.x402 + t.spent.credits >= t.daily) stopTenant(m, t.id);
+  if (t.onExhausted === "stop" && t.daily !== undefined && used(m, t.id) >= t.daily) stopTenant(m, t.id);
 }
+
+/** What a tenant's budget counts now: its paid calls, and what its sandboxes and sessions hold or settled to. */
+const used = (m: Model, tenant: string) => {
+  const t = m.tenants[tenant]!;
+  return t.spent.x402 + t.spent.credits + resourceMoney(m, tenant);
+};
 
 function stopTenant(m: Model, tenant: string) {
   const t = m.tenants[tenant]!;
@@ -435,15 +465,14 @@ export class PayTogether extends Step {
       ),
     );
     const t = m.tenants[this.tenant]!;
-    const left = t.stopped ? 0n : t.daily === undefined ? BigInt(this.k) * PRICE[this.kind] : t.daily - t.spent.x402 - t.spent.credits;
+    const left = t.stopped ? 0n : t.daily === undefined ? BigInt(this.k) * PRICE[this.kind] : t.daily - used(m, t.id);
     const fits = Number(left / PRICE[this.kind]);
     const ok = answers.filter((a) => a.status === 200).length;
     const why = `${this.k} at once, ${fits} fit: ${JSON.stringify(answers.map((a) => [a.status, a.json?.code]))}\n${trailOf(m)}`;
     expect(ok, why).toBe(Math.min(this.k, fits));
     for (const a of answers) if (a.status !== 200) expect(a.json?.code, why).toBe("budget_exceeded");
     t.spent[this.kind] += BigInt(ok) * PRICE[this.kind];
-    if (t.onExhausted === "stop" && (ok < this.k || (t.daily !== undefined && t.spent.x402 + t.spent.credits >= t.daily)))
-      stopTenant(m, t.id);
+    if (t.onExhausted === "stop" && (ok < this.k || (t.daily !== undefined && used(m, t.id) >= t.daily))) stopTenant(m, t.id);
   }
   toString = () => `payTogether(${this.tenant}, ×${this.k}, ${this.kind})`;
 }
@@ -535,10 +564,90 @@ export class OffTool extends Step {
   toString = () => `offTool(grant #${this.g}, @${this.at})`;
 }
 
+/** The credit hold of a sandbox or session: the default minute price (config/schema.ts) × the minutes it may run. */
+const HOLD = usdToAtomic("0.0017") * BigInt(RESOURCE_MINUTES);
+/** At most this many run at once (a session is a real Chromium, a sandbox real processes, on a shared machine). */
+const MAX_OPEN = { sandbox: 2, session: 1 } as const;
+
+const tokenIn = (pathAndQuery: string, name: string) => new URL(pathAndQuery, "http://x").searchParams.get(name) ?? "";
+
+/**
+ * A tenant key creates a sandbox or a session (credit-billed: price × minutes held until it stops): refused with 402
+ * budget_exceeded when the hold does not fit what is left of the budget, as a paid call is.
+ */
+export class CreateResource extends Step {
+  constructor(
+    readonly kind: "sandbox" | "session",
+    readonly n: number,
+    readonly at: Inst,
+  ) {
+    super();
+  }
+  private keys = (m: Model) => liveKeys(m).filter((k) => k.tenant !== "ops");
+  check = (m: Readonly<Model>) =>
+    this.keys(m as Model).length > 0 &&
+    m.resources.filter((r) => r.kind === this.kind && r.stoppedAt === undefined).length < MAX_OPEN[this.kind];
+  async act(m: Model, r: RealSystem) {
+    const k = pick(this.keys(m), this.n)!;
+    const t = m.tenants[k.tenant]!;
+    const res = await createResource(url(r, this.at), k.plain, this.kind);
+    const why = `${this.kind} create with ${k.tenant}/${k.id || "config"}: ${res.status} ${JSON.stringify(res.json)?.slice(0, 300)}\n${trailOf(m)}`;
+    const left = t.daily === undefined ? undefined : t.daily - used(m, t.id);
+    if (t.stopped || (left !== undefined && left < HOLD)) {
+      expect(res.status, why).toBe(402);
+      expect(res.json?.code, why).toBe("budget_exceeded");
+      if (t.onExhausted === "stop") stopTenant(m, t.id);
+      return;
+    }
+    expect(res.status, why).toBe(200);
+    const made: ResourceM = {
+      kind: this.kind,
+      n: m.resources.length,
+      id: res.id!,
+      tenant: k.tenant,
+      parent: k,
+      ...(res.runtime ? { runtime: res.runtime } : {}),
+      ...(res.cdp ? { cdp: res.cdp, live: res.live } : {}),
+      hold: HOLD,
+      amount: HOLD,
+      bornAt: m.now(),
+      probeKeys: { runtime: {}, cdp: {}, live: {} },
+    };
+    m.resources.push(made);
+    if (res.runtime) m.secrets.add(res.runtime);
+    if (res.cdp) m.secrets.add(tokenIn(res.cdp, "token")).add(tokenIn(res.live!, "ticket"));
+    if (t.onExhausted === "stop" && t.daily !== undefined && used(m, t.id) >= t.daily) stopTenant(m, t.id);
+  }
+  toString = () => `create${this.kind === "sandbox" ? "Sandbox" : "Session"}(key #${this.n}, @${this.at})`;
+}
+
+/** A tenant key stops one of its tenant's running sandboxes or sessions: the hold settles, its credentials die. */
+export class StopResource extends Step {
+  constructor(
+    readonly kind: "sandbox" | "session",
+    readonly n: number,
+    readonly at: Inst,
+  ) {
+    super();
+  }
+  private open = (m: Model) =>
+    m.resources.filter((x) => x.kind === this.kind && x.stoppedAt === undefined && liveKeys(m, x.tenant).length > 0);
+  check = (m: Readonly<Model>) => this.open(m as Model).length > 0;
+  async act(m: Model, r: RealSystem) {
+    const x = pick(this.open(m), this.n)!;
+    const key = liveKeys(m, x.tenant)[0]!;
+    const res = await stopResource(url(r, this.at), key.plain, x.kind, x.id);
+    expect(res.status, `stop ${x.kind} #${x.n}: ${JSON.stringify(res.json)}\n${trailOf(m)}`).toBe(200);
+    x.stoppedAt = m.now();
+  }
+  toString = () => `stop${this.kind === "sandbox" ? "Sandbox" : "Session"}(#${this.n}, @${this.at})`;
+}
+
 export function commandArbitraries() {
   const n = fc.nat({ max: 20 });
   const tenant = fc.constantFrom("acme", "stopper");
   const paidKind = fc.constantFrom<"x402" | "credits">("x402", "credits");
+  const resourceKind = fc.constantFrom<"sandbox" | "session">("sandbox", "session");
   return fc.oneof(
     { weight: 3, arbitrary: fc.tuple(fc.constantFrom("acme", "stopper", "ops"), inst).map(([t, i]) => new CreateKey(t, i)) },
     {
@@ -573,6 +682,8 @@ export function commandArbitraries() {
     },
     { weight: 1, arbitrary: fc.tuple(n, inst).map(([a, i]) => new SecretInPath(a, i)) },
     { weight: 4, arbitrary: fc.tuple(n, inst).map(([g, i]) => new OffTool(g, i)) },
+    { weight: 2, arbitrary: fc.tuple(resourceKind, n, inst).map(([k, a, i]) => new CreateResource(k, a, i)) },
+    { weight: 1, arbitrary: fc.tuple(resourceKind, n, inst).map(([k, a, i]) => new StopResource(k, a, i)) },
   );
 }
 

@@ -3,7 +3,19 @@
 // system and on this model; after every one, `checkInvariants` holds the real system to the model.
 import { expect } from "vitest";
 import { usdToAtomic } from "../../src/payments/money.js";
-import { adminCall, consoleOverview, type Cred, mcpList, type RealSystem, TENANTS, usage, whoami } from "./system.js";
+import {
+  adminCall,
+  cdpCall,
+  consoleOverview,
+  type Cred,
+  liveCall,
+  mcpList,
+  type RealSystem,
+  runtimeCall,
+  TENANTS,
+  usage,
+  whoami,
+} from "./system.js";
 
 /**
  * Interleavings known to break today, each owned by another engineer's fix of issue 53 (named beside it). While a flag
@@ -27,6 +39,12 @@ export const KNOWN = {
    * model does not restart an instance after an apply in the same run.
    */
   restartRevertsApply: true,
+  /** 53.1 credential tree (branch tree): a sandbox's runtime token outlives the key that created the sandbox. */
+  runtimeTokenOutlivesKey: true,
+  /** 53.1 credential tree (branch tree): a session's CDP token (its wsEndpoint) outlives the key that created it. */
+  cdpTokenOutlivesKey: true,
+  /** 53.1 credential tree (branch tree): a session's live view ticket (its liveUrl) outlives the key that created it. */
+  liveTicketOutlivesKey: true,
 };
 // TOLLGATE_MODEL_STRICT=all (or a comma list of the flags' names) holds the suite to the fixed behaviour now.
 for (const name of (process.env.TOLLGATE_MODEL_STRICT ?? "").split(",").filter(Boolean))
@@ -87,6 +105,30 @@ export interface CookieM {
   bornAt: number;
 }
 
+/** A sandbox or a session a key created, the credentials its answer carried, and the credit hold it keeps. */
+export interface ResourceM {
+  kind: "sandbox" | "session";
+  n: number;
+  id: string;
+  tenant: string;
+  parent: KeyM;
+  /** A sandbox's runtime token. */
+  runtime?: string;
+  /** A session's wsEndpoint and liveUrl (path and query). */
+  cdp?: string;
+  live?: string;
+  /** What was reserved at creation (price × minutes), atomic units. */
+  hold: bigint;
+  /** What the ledger holds for it now: the hold while it runs, what it settled to once stopped. */
+  amount: bigint;
+  stoppedAt?: number;
+  /** Its tokens were revoked by the tenant's kill switch (disable, or its budget running out with "stop"). */
+  tokensDiedAt?: number;
+  bornAt: number;
+  /** One object per credential (a WeakMap key of the probes' sweep). */
+  probeKeys: { runtime: object; cdp: object; live: object };
+}
+
 export interface TenantM {
   id: string;
   enabled: boolean;
@@ -107,6 +149,7 @@ export interface Model {
   grants: GrantM[];
   mints: MintM[];
   cookies: CookieM[];
+  resources: ResourceM[];
   /** Every secret handed to a client or the gateway (keys, tokens, wallet and upstream keys, payment signatures). */
   secrets: Set<string>;
   /** What happened, step by step (printed with a failure). */
@@ -140,7 +183,20 @@ export function newModel(sys: RealSystem): Model {
     sys.secrets.tokenSecret!,
   ]);
   for (const k of keys) secrets.add(k.plain);
-  return { now, tenants, keys, grants: [], mints: [], cookies: [], secrets, trail: [], checks: 0, known: new Set(), applied: false };
+  return {
+    now,
+    tenants,
+    keys,
+    grants: [],
+    mints: [],
+    cookies: [],
+    resources: [],
+    secrets,
+    trail: [],
+    checks: 0,
+    known: new Set(),
+    applied: false,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -167,6 +223,23 @@ export function mintLiveness(m: Model, t: MintM): Liveness {
   if (t.parent.diedAt !== undefined) return KNOWN.tokenOutlivesKey ? "either" : "dead";
   return "alive";
 }
+
+type ResourceFlag = "runtimeTokenOutlivesKey" | "cdpTokenOutlivesKey" | "liveTicketOutlivesKey";
+
+/**
+ * A credential a sandbox or session answer carried: dead once the resource stopped, once the kill switch revoked the
+ * tenant's tokens (a disable; the tokens stay dead after an enable, as capped tokens do), and with the key that created
+ * the resource (unless the KNOWN flag of that credential says it won't yet).
+ */
+export function resourceLiveness(m: Model, r: ResourceM, flag: ResourceFlag): Liveness {
+  if (r.stoppedAt !== undefined || r.tokensDiedAt !== undefined || !m.tenants[r.tenant]!.enabled) return "dead";
+  if (r.parent.diedAt !== undefined) return KNOWN[flag] ? "either" : "dead";
+  return "alive";
+}
+
+/** What a tenant's open and settled sandboxes and sessions hold of its budget now. */
+export const resourceMoney = (m: Model, tenant: string) =>
+  m.resources.filter((r) => r.tenant === tenant).reduce((a, r) => a + r.amount, 0n);
 
 /** A console session ends with its key (the gateway already promises it) and while its tenant is disabled. */
 export const cookieAlive = (m: Model, c: CookieM) => c.diedAt === undefined && keyAlive(m, c.parent);
@@ -308,6 +381,37 @@ export async function checkCredentials(m: Model, sys: RealSystem): Promise<void>
       "tokenOutlivesKey",
     );
   }
+  for (const r of m.resources) {
+    const since = changedAt(r.bornAt, r.stoppedAt, r.tokensDiedAt, r.parent.diedAt, m.tenants[r.tenant]!.changedAt);
+    const what = `${r.kind} #${r.n} (${r.tenant}, ${r.id})`;
+    if (r.kind === "sandbox")
+      probeAll(
+        r.probeKeys.runtime,
+        `runtime token of ${what}`,
+        resourceLiveness(m, r, "runtimeTokenOutlivesKey"),
+        since,
+        [["runtime relay", (url) => runtimeCall(url, r.id, r.runtime!)]],
+        "runtimeTokenOutlivesKey",
+      );
+    else {
+      probeAll(
+        r.probeKeys.cdp,
+        `CDP wsEndpoint of ${what}`,
+        resourceLiveness(m, r, "cdpTokenOutlivesKey"),
+        since,
+        [["cdp", (url) => cdpCall(url, r.cdp!)]],
+        "cdpTokenOutlivesKey",
+      );
+      probeAll(
+        r.probeKeys.live,
+        `live view link of ${what}`,
+        resourceLiveness(m, r, "liveTicketOutlivesKey"),
+        since,
+        [["live view", (url) => liveCall(url, r.live!)]],
+        "liveTicketOutlivesKey",
+      );
+    }
+  }
   await Promise.all(jobs);
   // Rights: one instance per step is enough (the state is shared); alternate by the step count.
   const url = urls[m.checks % 2]!;
@@ -358,20 +462,51 @@ async function settles<T>(what: string, ms: number, want: () => T | Promise<T>, 
  */
 export async function checkMoney(m: Model, sys: RealSystem): Promise<void> {
   const stores = sys.stores();
-  const ledgerSum = async (tenant: string | undefined, kind: "x402" | "credits", states: string[]) => {
+  const ledgerSum = async (tenant: string | undefined, kind: "x402" | "credits", states: string[], perCall = false) => {
     const entries = await stores.ledger.list(tenant ? { tenant } : {});
     // A capped token's or grant's cap is counted beside the tenant's entry, under `token:<id>` (no money of its own).
     return entries
       .filter((e) => e.kind === kind && states.includes(e.state) && !e.tenant.startsWith("token:"))
+      .filter((e) => !perCall || e.meter !== "minutes")
       .reduce((a, e) => a + BigInt(e.amount), 0n);
   };
+  // Sandboxes and sessions: each holds price × minutes while it runs, and settles at stop to what the upstream reported,
+  // never above the hold. The model follows the settled figure (the emulator bills by the second) and counts it.
+  for (const r of m.resources) {
+    const ref = `${r.kind}:${r.id}`;
+    await settles(
+      `ledger entry of ${r.kind} #${r.n} (${r.stoppedAt === undefined ? "running: its hold" : "stopped: settled, at most its hold"})`,
+      // A budget's kill switch stops resources behind the refusal that pulled it (src/operators/actions/money-listener.ts).
+      r.stoppedAt === undefined ? 3000 : 10_000,
+      () => "ok",
+      async () => {
+        const fresh = (await stores.ledger.list({ tenant: r.tenant })).find((x) => x.resource === ref);
+        if (!fresh) return "no entry";
+        const amount = BigInt(fresh.amount);
+        if (r.stoppedAt === undefined) {
+          if (fresh.state !== "reserved" || amount !== r.hold) return `${fresh.state} ${amount} (hold ${r.hold})`;
+          r.amount = amount;
+          return "ok";
+        }
+        if (fresh.state === "released") {
+          r.amount = 0n;
+          return "ok";
+        }
+        if (fresh.state !== "committed") return `${fresh.state} ${amount}`;
+        if (amount > r.hold || amount < 0n) return `settled ${amount} above its hold ${r.hold}`;
+        r.amount = amount;
+        return "ok";
+      },
+      m,
+    );
+  }
   for (const t of Object.values(m.tenants)) {
     for (const kind of ["x402", "credits"] as const) {
       await settles(
         `ledger ${kind} spend of ${t.id}`,
         3000,
         () => t.spent[kind],
-        () => ledgerSum(t.id, kind, ["committed"]),
+        () => ledgerSum(t.id, kind, ["committed"], true),
         m,
       );
     }
@@ -455,11 +590,14 @@ export async function checkSecrets(m: Model, sys: RealSystem, full: boolean): Pr
   }
 }
 
+/** The payment signatures and the upstream's own bearer tokens (sandbox runtime tokens) the emulator received. */
 function paymentSignatures(sys: RealSystem): string[] {
   const out: string[] = [];
   for (const r of sys.emulator.received) {
     const sig = r.headers["payment-signature"] ?? r.headers["x-payment"];
     if (sig) out.push(sig);
+    const bearer = /^Bearer (.+)$/i.exec(r.headers.authorization ?? "")?.[1];
+    if (bearer) out.push(bearer);
   }
   return out;
 }

@@ -12,7 +12,7 @@ import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 import { commandArbitraries, timings } from "./commands.js";
 import { checkInvariants, checkMoney, checkSecrets, checkTimings, KNOWN, probeStats, newModel, type Model } from "./model.js";
-import { type Backend, startSystem } from "./system.js";
+import { type Backend, startSystem, stopUpstream } from "./system.js";
 
 const RUNS = Number(process.env.TOLLGATE_MODEL_RUNS ?? 4);
 const MAX_COMMANDS = Number(process.env.TOLLGATE_MODEL_COMMANDS ?? 20);
@@ -22,7 +22,7 @@ const PATH = process.env.TOLLGATE_MODEL_PATH;
 let emulator: EmulatorHandle;
 let redis: RedisServer;
 beforeAll(async () => {
-  [emulator, redis] = await Promise.all([startEmulator({ modules: ["x402"], record: true }), startRedisServer()]);
+  [emulator, redis] = await Promise.all([startEmulator({ modules: ["x402", "sandboxes", "sessions"], record: true }), startRedisServer()]);
 }, 120_000);
 afterAll(async () => {
   await emulator?.close();
@@ -54,6 +54,10 @@ async function property(backend: Backend) {
       await checkSecrets(model!, sys, true);
     } finally {
       for (const k of model?.known ?? []) seen.add(k);
+      // What the run left running upstream (real Chromiums, real processes) is stopped before the next run.
+      await Promise.all(
+        (model?.resources ?? []).filter((x) => x.stoppedAt === undefined).map((x) => stopUpstream(emulator, x.kind, x.id).catch(() => {})),
+      );
       await sys.close();
     }
   });
@@ -100,6 +104,9 @@ describe("a model of the whole system", () => {
         "requestLogPathUnredacted",
         "restartRevertsApply",
         "tokenOutlivesKey",
+        "runtimeTokenOutlivesKey",
+        "cdpTokenOutlivesKey",
+        "liveTicketOutlivesKey",
       ].sort(),
     );
   });

@@ -3,6 +3,7 @@
 // operators and clients perform, each over HTTP as a real client would send it.
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
+import WebSocket from "ws";
 import { parseConfig, type Secrets } from "../../config/load.js";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
@@ -79,7 +80,12 @@ export async function startSystem(
   const config = parseConfig({
     // One public origin for the fleet (a load balancer's): the OAuth issuer and the tokens' audience.
     server: { host: "127.0.0.1", port: 0, logLevel: "info", publicOrigin: ORIGIN },
-    upstream: { baseUrl: emulator.controlUrl, timeoutMs: 30_000 },
+    // The sandbox emulator names its runtime localhost:<port>; both names are its (for the runtime relay).
+    upstream: {
+      baseUrl: emulator.controlUrl,
+      timeoutMs: 30_000,
+      allowedHosts: [`127.0.0.1:${new URL(emulator.runtimeUrl).port}`, `localhost:${new URL(emulator.runtimeUrl).port}`],
+    },
     payments: {
       networks: [chain.network],
       assets: [chain.token.address],
@@ -268,4 +274,96 @@ export async function consent(
 
 export async function refresh(url: string, refreshToken: string, clientId: string): Promise<Answer> {
   return answer(await refreshWith(fetch, url, refreshToken, clientId));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sandboxes and sessions: created and stopped with a tenant key, and the credentials their answers carry (a sandbox's
+// runtime token; a session's CDP `wsEndpoint` and live view link) used as their clients use them.
+
+/** How long the model's sandboxes and sessions run at most: their credit hold is this × the minute price. */
+export const RESOURCE_MINUTES = 3;
+
+export interface CreatedResource {
+  status: number;
+  json: any;
+  id?: string;
+  /** A sandbox's runtime token (the gateway's own, bound to the sandbox). */
+  runtime?: string;
+  /** A session's wsEndpoint and liveUrl, as path and query (the instance's origin is the probe's). */
+  cdp?: string;
+  live?: string;
+}
+
+const pathOf = (u: string) => {
+  const x = new URL(u);
+  return `${x.pathname}${x.search}`;
+};
+
+export async function createResource(url: string, key: string, kind: "sandbox" | "session"): Promise<CreatedResource> {
+  const body = kind === "sandbox" ? { imageName: "node", timeoutMinutes: RESOURCE_MINUTES } : { timeoutMinutes: RESOURCE_MINUTES };
+  const a = await answer(
+    await fetch(`${url}/api/${kind}`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }),
+  );
+  if (a.status !== 200) return { status: a.status, json: a.json };
+  if (kind === "sandbox") return { status: 200, json: a.json, id: a.json.id, runtime: a.json.token };
+  return { status: 200, json: a.json, id: a.json.id, cdp: pathOf(a.json.wsEndpoint), live: pathOf(a.json.liveUrl) };
+}
+
+export async function stopResource(url: string, key: string, kind: "sandbox" | "session", id: string): Promise<Answer> {
+  return answer(await fetch(`${url}/api/${kind}/${id}/stop`, { method: "PUT", headers: { "x-api-key": key } }));
+}
+
+/** A runtime call with a sandbox's runtime token, through the gateway's runtime relay: its status. */
+export async function runtimeCall(url: string, id: string, token: string): Promise<number> {
+  const r = await fetch(`${url}/sandbox/${id}/processes`, { headers: { authorization: `Bearer ${token}` } });
+  await r.body?.cancel();
+  return r.status;
+}
+
+/**
+ * A bounded CDP round trip on a session's wsEndpoint (the gateway's WebSocket relay, a real `ws` client): 200 when
+ * `Browser.getVersion` is answered, the refusal's status when the upgrade is refused, 0 on any other end (5 s at most).
+ */
+export function cdpCall(url: string, pathAndQuery: string): Promise<number> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${url.replace(/^http/, "ws")}${pathAndQuery}`);
+    let done = false;
+    const end = (status: number) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      ws.terminate();
+      resolve(status);
+    };
+    const timer = setTimeout(() => end(0), 5_000);
+    ws.once("open", () => ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" })));
+    ws.on("message", (m) => {
+      try {
+        const reply = JSON.parse(String(m));
+        if (reply.id === 1) end(reply.result?.protocolVersion ? 200 : 0);
+      } catch {
+        end(0);
+      }
+    });
+    ws.once("unexpected-response", (_req, res) => end(res.statusCode ?? 0));
+    ws.once("error", () => end(0));
+    ws.once("close", () => end(0));
+  });
+}
+
+/** The live view page of a session's liveUrl: 200 while its ticket opens it. */
+export async function liveCall(url: string, pathAndQuery: string): Promise<number> {
+  const r = await fetch(`${url}${pathAndQuery}`);
+  await r.body?.cancel();
+  return r.status;
+}
+
+/** Stops what a run left running on the emulator (its own API key; the gateway may refuse a disabled tenant). */
+export async function stopUpstream(emulator: EmulatorHandle, kind: "sandbox" | "session", id: string): Promise<void> {
+  const r = await fetch(`${emulator.controlUrl}/api/${kind}/${id}/stop`, { method: "PUT", headers: { "x-api-key": emulator.apiKey } });
+  await r.body?.cancel();
 }
