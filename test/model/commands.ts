@@ -16,6 +16,7 @@ import {
   type Model,
   type ResourceM,
   resourceMoney,
+  roleOf,
   trailOf,
 } from "./model.js";
 import {
@@ -24,9 +25,15 @@ import {
   consoleSignIn,
   type Cred,
   createResource,
+  consolePage,
   mintToken,
   paidSearch,
+  PEOPLE,
+  personAdminRead,
+  personConsent,
+  personConsoleSignIn,
   PRICE,
+  type Profile,
   type RealSystem,
   RESOURCE_MINUTES,
   refresh,
@@ -643,7 +650,100 @@ export class StopResource extends Step {
   toString = () => `stop${this.kind === "sandbox" ? "Sandbox" : "Session"}(#${this.n}, @${this.at})`;
 }
 
-export function commandArbitraries() {
+/**
+ * What a person may do, the same on every surface: the admin API's reads iff an operator (admin or read-only); the
+ * console's pages of every tenant iff an operator, of its own tenant only for a tenant user; connecting an agent
+ * (the consent page's sign-in) only as a tenant user of a live tenant, for that tenant.
+ */
+async function expectRights(m: Model, r: RealSystem, at: Inst, person: string, cookie: string | undefined) {
+  const mapped = roleOf(m.profiles[person]!);
+  const readsAll = mapped !== undefined && mapped.role !== "tenant";
+  const live = mapped?.role === "tenant" ? m.tenants[mapped.tenant!]!.enabled : mapped !== undefined;
+  const who = `${person} (${m.profiles[person]})`;
+  const people = r.people!;
+  const [admin, agent] = await Promise.all([personAdminRead(url(r, at), people, person), personConsent(url(r, at), people, person)]);
+  m.secrets.add(admin.jwt);
+  expect(admin.status, `admin API read by ${who}\n${trailOf(m)}`).toBe(readsAll ? 200 : 403);
+  if (mapped?.role === "tenant" && live) {
+    expect(agent.status, `consent sign-in of ${who}\n${trailOf(m)}`).toBe(200);
+    expect(agent.tenant, `consent sign-in of ${who}: the tenant\n${trailOf(m)}`).toBe(mapped.tenant);
+  } else expect(agent.status, `consent sign-in of ${who} (no tenant user of a live tenant)\n${trailOf(m)}`).toBe(403);
+  if (!cookie) return;
+  const other = (1 - at) as Inst;
+  for (const [tenant, i] of [
+    ["stopper", at],
+    ["acme", other],
+  ] as const) {
+    const status = await consolePage(url(r, i), cookie, `/tenants/${tenant}`);
+    const may = readsAll || mapped?.tenant === tenant;
+    const what = `console: ${who} reads ${tenant}'s page: ${status}\n${trailOf(m)}`;
+    if (may) expect(status, what).toBe(200);
+    else expect(status, what).not.toBe(200);
+  }
+}
+
+/** The provider's account of a person changes groups (promoted, demoted, moved to a tenant, or given no role). */
+export class ChangeGroups extends Step {
+  constructor(
+    readonly person: string,
+    readonly profile: Profile,
+    readonly at: Inst,
+  ) {
+    super();
+  }
+  check = (m: Readonly<Model>) => m.profiles[this.person] !== this.profile;
+  async act(m: Model, r: RealSystem) {
+    r.people!.setProfile(this.person, this.profile);
+    m.profiles[this.person] = this.profile;
+    // What the provider vouches for from now on holds on every surface at once (no sign-in needed for the API).
+    const admin = await personAdminRead(url(r, this.at), r.people!, this.person);
+    m.secrets.add(admin.jwt);
+    const mapped = roleOf(this.profile);
+    expect(admin.status, `admin API read by ${this.person} (${this.profile})\n${trailOf(m)}`).toBe(
+      mapped && mapped.role !== "tenant" ? 200 : 403,
+    );
+  }
+  toString = () => `changeGroups(${this.person} → ${this.profile}, @${this.at})`;
+}
+
+/**
+ * A person signs in to the console through the provider: a session with the role its groups map to now (none, and no
+ * session, without a role or for a tenant that is disabled); then its rights are held equal on the console, the admin
+ * API (the provider's JWT) and the consent page.
+ */
+export class PersonSignIn extends Step {
+  constructor(
+    readonly person: string,
+    readonly at: Inst,
+  ) {
+    super();
+  }
+  check = () => true;
+  async act(m: Model, r: RealSystem) {
+    const mapped = roleOf(m.profiles[this.person]!);
+    const res = await personConsoleSignIn(url(r, this.at), r.people!, this.person);
+    const live = mapped?.role === "tenant" ? m.tenants[mapped.tenant!]!.enabled : mapped !== undefined;
+    const signedIn = res.cookie ? (await consolePage(url(r, this.at), res.cookie, "")) === 200 : false;
+    const why = `console sign-in of ${this.person} (${m.profiles[this.person]}): ${res.status} ${res.html
+      .replace(/<style>[\s\S]*?<\/style>/, "")
+      .replace(/<[^>]+>/g, " ")
+      .replace(/\s+/g, " ")
+      .slice(0, 300)}\n${trailOf(m)}`;
+    if (!mapped || !live) {
+      expect(signedIn, why).toBe(false);
+      await expectRights(m, r, this.at, this.person, undefined);
+      return;
+    }
+    expect(res.status, why).toBe(200);
+    expect(signedIn, why).toBe(true);
+    for (const part of res.cookie!.split("; ")) m.secrets.add(part.split("=").slice(1).join("="));
+    m.personSessions.push({ person: this.person, ...mapped, cookie: res.cookie!, bornAt: m.now() });
+    await expectRights(m, r, this.at, this.person, res.cookie);
+  }
+  toString = () => `personSignIn(${this.person}, @${this.at})`;
+}
+
+export function commandArbitraries(withPeople = false) {
   const n = fc.nat({ max: 20 });
   const tenant = fc.constantFrom("acme", "stopper");
   const paidKind = fc.constantFrom<"x402" | "credits">("x402", "credits");
@@ -684,6 +784,17 @@ export function commandArbitraries() {
     { weight: 4, arbitrary: fc.tuple(n, inst).map(([g, i]) => new OffTool(g, i)) },
     { weight: 2, arbitrary: fc.tuple(resourceKind, n, inst).map(([k, a, i]) => new CreateResource(k, a, i)) },
     { weight: 1, arbitrary: fc.tuple(resourceKind, n, inst).map(([k, a, i]) => new StopResource(k, a, i)) },
+    ...(withPeople
+      ? [
+          {
+            weight: 1,
+            arbitrary: fc
+              .tuple(fc.constantFrom(...PEOPLE), fc.constantFrom<Profile>("admin", "readonly", "tenant-acme", "tenant-ops", "none"), inst)
+              .map(([p, g, i]) => new ChangeGroups(p, g, i)),
+          },
+          { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...PEOPLE), inst).map(([p, i]) => new PersonSignIn(p, i)) },
+        ]
+      : []),
   );
 }
 

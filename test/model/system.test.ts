@@ -12,7 +12,7 @@ import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
 import { commandArbitraries, timings } from "./commands.js";
 import { checkInvariants, checkMoney, checkSecrets, checkTimings, KNOWN, probeStats, newModel, type Model } from "./model.js";
-import { type Backend, startSystem, stopUpstream } from "./system.js";
+import { type Backend, type People, startPeople, startSystem, stopUpstream } from "./system.js";
 
 const RUNS = Number(process.env.TOLLGATE_MODEL_RUNS ?? 4);
 const MAX_COMMANDS = Number(process.env.TOLLGATE_MODEL_COMMANDS ?? 20);
@@ -21,10 +21,16 @@ const PATH = process.env.TOLLGATE_MODEL_PATH;
 
 let emulator: EmulatorHandle;
 let redis: RedisServer;
+let people: People;
 beforeAll(async () => {
-  [emulator, redis] = await Promise.all([startEmulator({ modules: ["x402", "sandboxes", "sessions"], record: true }), startRedisServer()]);
+  [emulator, redis, people] = await Promise.all([
+    startEmulator({ modules: ["x402", "sandboxes", "sessions"], record: true }),
+    startRedisServer(),
+    startPeople(),
+  ]);
 }, 120_000);
 afterAll(async () => {
+  await people?.close();
   await emulator?.close();
   await redis?.stop();
 });
@@ -38,9 +44,9 @@ async function property(backend: Backend) {
   const started = Date.now();
   let runs = 0;
   let steps = 0;
-  const prop = fc.asyncProperty(fc.commands([commandArbitraries()], { maxCommands: MAX_COMMANDS, size: "large" }), async (cmds) => {
+  const prop = fc.asyncProperty(fc.commands([commandArbitraries(true)], { maxCommands: MAX_COMMANDS, size: "large" }), async (cmds) => {
     runs++;
-    const sys = await startSystem(backend, emulator, `${redis.url}/7`);
+    const sys = await startSystem(backend, emulator, `${redis.url}/7`, undefined, people);
     let model: Model | undefined;
     try {
       await fc.asyncModelRun(async () => {
@@ -107,6 +113,7 @@ describe("a model of the whole system", () => {
         "runtimeTokenOutlivesKey",
         "cdpTokenOutlivesKey",
         "liveTicketOutlivesKey",
+        "liveLinkOutlivesSession",
       ].sort(),
     );
   });

@@ -11,6 +11,15 @@ import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { memoryStores } from "../../src/state/memory.js";
 import type { StateStores } from "../../src/state/types.js";
 import { consentForm, listToolsAs, pkcePair, postForm, refreshWith, registerClient } from "../helpers/mcp-oauth.js";
+import {
+  consoleRedirects,
+  HttpBrowser,
+  operatorsOidc,
+  signInAtProvider,
+  startOidcProvider,
+  type TestOidcProvider,
+  type TestUser,
+} from "../helpers/oidc-provider.js";
 
 export type Backend = "memory" | "redis";
 
@@ -45,6 +54,8 @@ export interface RealSystem {
   walletFunds: bigint;
   /** The config keys (plain) of the tenants, by tenant id. */
   configKeys: Record<string, string>;
+  /** The identity provider people sign in with, when the run has one. */
+  people?: People;
   /** Restarts instance `i`: closes it, and starts a new gateway on the same state and secrets. */
   restart(i: 0 | 1): Promise<void>;
   stores(): StateStores;
@@ -56,6 +67,8 @@ export async function startSystem(
   emulator: EmulatorHandle,
   redisUrl: string | undefined,
   walletFunds = 1_000_000n,
+  /** The operators' identity provider people sign in with (the console, the admin API's bearer, the consent page). */
+  people?: People,
 ): Promise<RealSystem> {
   const chain = emulator.chain!;
   const wallet = await chain.createFundedWallet(walletFunds);
@@ -94,12 +107,14 @@ export async function startSystem(
     },
     cache: { enabled: false },
     state: backend === "redis" ? { backend: "redis", redisUrl } : { backend: "memory" },
+    ...(people ? { operators: { oidc: operatorsOidc(people.idp, PEOPLE_ROLES, { tenantClaim: "tenant" }) } } : {}),
     tenants,
   });
   const secrets: Secrets = {
     upstreamApiKey: emulator.apiKey,
     walletKey: wallet.privateKey,
     tokenSecret: randomBytes(32).toString("hex"),
+    ...(people ? { oidcClientSecret: people.idp.clientSecret } : {}),
   };
   const logs: string[] = [];
   const shared = backend === "memory" ? memoryStores() : undefined;
@@ -114,6 +129,7 @@ export async function startSystem(
     wallet,
     walletFunds,
     configKeys,
+    ...(people ? { people } : {}),
     async restart(i) {
       await gateways[i].close();
       gateways[i] = await start();
@@ -366,4 +382,119 @@ export async function liveCall(url: string, pathAndQuery: string): Promise<numbe
 export async function stopUpstream(emulator: EmulatorHandle, kind: "sandbox" | "session", id: string): Promise<void> {
   const r = await fetch(`${emulator.controlUrl}/api/${kind}/${id}/stop`, { method: "PUT", headers: { "x-api-key": emulator.apiKey } });
   await r.body?.cancel();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// People: the operators' identity provider (a real oidc-provider on 127.0.0.1:0, test/helpers/oidc-provider.ts) with a
+// few accounts whose groups the model changes between steps; they sign in to the console, call the admin API with the
+// provider's JWT, and sign in on the consent page to connect an agent.
+
+/** The gateway's [operators.oidc.roles]: a group per role; a tenant user's tenant comes from its `tenant` claim. */
+export const PEOPLE_ROLES = {
+  admin: ["groups:platform-admins"],
+  "operator-readonly": ["groups:sre"],
+  tenant: ["groups:customers"],
+};
+
+/** What a person's account at the provider says: its groups (and tenant claim), by the role they should map to. */
+export const PROFILES = {
+  admin: { groups: ["platform-admins", "staff"] },
+  readonly: { groups: ["sre"] },
+  "tenant-acme": { groups: ["customers"], tenant: "acme" },
+  // A tenant user whose tenant claim names the operators' tenant: a tenant user of ops, never an operator.
+  "tenant-ops": { groups: ["customers"], tenant: "ops" },
+  none: { groups: ["marketing"] },
+} as const;
+export type Profile = keyof typeof PROFILES;
+
+export const PEOPLE = ["pat", "sam"] as const;
+
+export interface People {
+  idp: TestOidcProvider;
+  /** The provider's accounts, read at every sign-in and every JWT minted: the model changes their groups. */
+  users: Record<string, TestUser>;
+  setProfile(person: string, profile: Profile): void;
+  close(): Promise<void>;
+}
+
+export async function startPeople(): Promise<People> {
+  const users: Record<string, TestUser> = {};
+  const setProfile = (person: string, profile: Profile) => {
+    const p = PROFILES[profile];
+    users[person] = {
+      email: `${person}@people.example`,
+      email_verified: true,
+      groups: [...p.groups],
+      ...("tenant" in p ? { tenant: p.tenant } : {}),
+    };
+  };
+  for (const p of PEOPLE) setProfile(p, "none");
+  // The gateways' callbacks are on the fleet's public origin; the browser below maps it to the instance it talks to.
+  const idp = await startOidcProvider({ users, ...consoleRedirects(() => ORIGIN) });
+  return { idp, users, setProfile, close: () => idp.close() };
+}
+
+/** A browser at one instance: the fleet's public origin (in the gateway's redirects and links) is that instance. */
+class InstanceBrowser extends HttpBrowser {
+  constructor(private readonly instance: string) {
+    super();
+  }
+  override request(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
+    return super.request(url.startsWith(ORIGIN) ? `${this.instance}${url.slice(ORIGIN.length)}` : url, init);
+  }
+}
+
+/** A person signs in to the console at `url` through the provider: the page it ends on, and the session cookie if any. */
+export async function personConsoleSignIn(
+  url: string,
+  people: People,
+  person: string,
+): Promise<{ status: number; cookie?: string; html: string }> {
+  const browser = new InstanceBrowser(url);
+  const login = await browser.follow(`${url}/_tollgate/console/oidc/login`);
+  if (!login.url.startsWith(people.idp.issuer)) return { status: login.status, html: login.html };
+  const page = await signInAtProvider(browser, people.idp, login, person);
+  const jar = browser.cookies(new URL(url).origin);
+  const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
+  return { status: page.status, html: page.html, ...(cookie ? { cookie } : {}) };
+}
+
+/**
+ * A person connects an agent: an MCP client registers, the consent page at `url` is opened and "Sign in with <provider>"
+ * followed; the page it comes back to (200, signed in for a tenant, named) or the refusal (403).
+ */
+export async function personConsent(url: string, people: People, person: string): Promise<{ status: number; tenant?: string }> {
+  const client = await (await registerClient(fetch, url, "Model Agent", REDIRECT)).json();
+  const { challenge } = await pkcePair();
+  const q = new URLSearchParams({
+    response_type: "code",
+    client_id: client.client_id,
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    scope: "search",
+  });
+  const browser = new InstanceBrowser(url);
+  const page = await browser.follow(`${url}/authorize?${q}`);
+  const start = /<a class="button" href="([^"]+)"/.exec(page.html)?.[1]?.replace(/&amp;/g, "&");
+  if (!start) throw new Error(`no sign-in link on the consent page: ${page.status} ${page.html.slice(0, 300)}`);
+  const login = await browser.follow(new URL(start, url).href);
+  const back = await signInAtProvider(browser, people.idp, login, person);
+  const tenant = /for tenant <strong>([^<]+)<\/strong>/.exec(back.html)?.[1];
+  return { status: back.status, ...(tenant ? { tenant } : {}) };
+}
+
+/** A console page with a session cookie, not followed: 200, or a redirect to sign in, or a refusal. */
+export async function consolePage(url: string, cookie: string, path: string): Promise<number> {
+  const r = await fetch(`${url}/_tollgate/console${path}`, { headers: { cookie }, redirect: "manual" });
+  await r.body?.cancel();
+  return r.status;
+}
+
+/** The admin API with the provider's JWT for `person` (minted now, from its current groups): the status of a read. */
+export async function personAdminRead(url: string, people: People, person: string): Promise<{ status: number; jwt: string }> {
+  const jwt = await people.idp.mintIdToken(person);
+  const r = await fetch(`${url}/_tollgate/admin/tenants`, { headers: { authorization: `Bearer ${jwt}` } });
+  await r.body?.cancel();
+  return { status: r.status, jwt };
 }
