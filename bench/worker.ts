@@ -32,6 +32,11 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 const COMPAT_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSync("wrangler.toml", "utf8"))![1]!;
 const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
+/** CPU per request of the Tollgate Worker over a bare Worker's, at most (issue 55): a relayed runtime GET, a cache hit. */
+const WORKER_GOALS: Array<[scenario: string, goal: number]> = [
+  ["runtime-get", 1.5],
+  ["cache-hit", 1.0],
+];
 
 /** The plainest pass-through: the client's request to the same upstream, with the upstream credential injected. */
 const BARE = `export default {
@@ -285,6 +290,23 @@ try {
     console.log(`req/s worker÷bare-worker ${name}: ${range(r.rps)}`);
     if (r.base.length) console.log(`cpu/request worker@base÷bare-worker ${name}: ${range(r.base)}`);
   }
+  // Issue 55's goals for the Worker, judged on this run alone: the median of the same-round ratios, and how many rounds met it.
+  const median = (xs: number[]) => {
+    const v = [...xs].sort((a, b) => a - b);
+    return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+  };
+  const judged = WORKER_GOALS.flatMap(([name, goal]) => {
+    const xs = ratios.get(name)?.cpu ?? [];
+    if (!xs.length) return [];
+    const value = median(xs);
+    const met = value <= goal;
+    const rounds = xs.length > 1 ? `, ${xs.filter((x) => x <= goal).length} of ${xs.length} rounds` : "";
+    return [
+      { met, line: `goal cpu/request worker÷bare-worker ${name} ≤ ${goal}: ${value.toFixed(2)} ${met ? "met" : "NOT met"}${rounds}` },
+    ];
+  });
+  console.log(`\n## Goals (issue 55), this run: ${judged.filter((j) => j.met).length} of ${judged.length} met on the median`);
+  for (const j of judged) console.log(j.line);
 } finally {
   for (const stop of stops.reverse()) await Promise.resolve(stop()).catch((e) => console.error("stop:", e));
 }

@@ -121,3 +121,40 @@ describe("Logger: one JSON line per entry, secrets scrubbed", () => {
     expect(lines).toEqual([]);
   });
 });
+
+describe("Logger: the line's time stamp", () => {
+  it("is toISOString() of the clock, across milliseconds, seconds, days and odd clocks", () => {
+    let now = 0;
+    const lines: string[] = [];
+    const logger = new Logger(
+      (l) => lines.push(l),
+      "info",
+      new Redactor(),
+      () => now,
+    );
+    const times = [
+      Date.UTC(2026, 11, 6, 23, 59, 59, 998),
+      Date.UTC(2026, 11, 6, 23, 59, 59, 999),
+      Date.UTC(2026, 11, 7, 0, 0, 0, 0),
+      Date.UTC(2026, 11, 7, 0, 0, 0, 5),
+      Date.UTC(2026, 11, 7, 0, 0, 0, 50),
+      Date.UTC(2026, 11, 7, 0, 0, 0, 500),
+      Date.UTC(2026, 11, 7, 0, 0, 1, 7),
+      Date.UTC(2026, 11, 7, 0, 0, 0, 999), // a clock that went back
+      Date.UTC(2026, 11, 7, 0, 0, 1, 7) + 0.6, // fractional milliseconds
+      Date.UTC(2026, 11, 7, 0, 0, 1, 8),
+      -1, // before 1970
+      -1000,
+      0,
+      Date.UTC(10_000, 0, 1, 0, 0, 0, 42), // a six-digit year
+      Date.UTC(10_000, 0, 1, 0, 0, 0, 43),
+    ];
+    for (const t of times) {
+      now = t;
+      logger.info("tick");
+      logger.info("tock"); // the same millisecond again
+    }
+    const stamps = lines.map((l) => (JSON.parse(l) as { time: string }).time);
+    expect(stamps).toEqual(times.flatMap((t) => [new Date(t).toISOString(), new Date(t).toISOString()]));
+  });
+});

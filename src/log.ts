@@ -135,12 +135,30 @@ export class Logger {
   /** The last time stamp written, by the millisecond (a busy gateway writes many lines in each). */
   private lastMs = Number.NaN;
   private lastTime = "";
+  /** The stamp's head to the second (`2026-12-06T17:17:39.`), and the second it is of. */
+  private headSecond = Number.NaN;
+  private head = "";
 
+  /**
+   * `Date.prototype.toISOString()` of now. Its head changes once a second: only then is a Date formatted (~2.7 µs on
+   * a loaded 2-core host, a line in a new millisecond each at a few thousand lines a second), otherwise the
+   * milliseconds are put on the kept head (~0.2 µs).
+   */
   private timeNow(): string {
     const ms = this.now();
     if (ms !== this.lastMs) {
       this.lastMs = ms;
-      this.lastTime = new Date(ms).toISOString();
+      const second = Math.floor(ms / 1000);
+      const milli = ms - second * 1000;
+      if (second !== this.headSecond || !Number.isInteger(milli)) {
+        const iso = new Date(ms).toISOString();
+        // Years past 9999 (or before 0) are written with a sign and six digits: the head is cut where the dot is.
+        this.head = iso.slice(0, iso.length - 4);
+        this.headSecond = Number.isInteger(milli) ? second : Number.NaN;
+        this.lastTime = iso;
+        return iso;
+      }
+      this.lastTime = `${this.head}${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
     }
     return this.lastTime;
   }

@@ -1,7 +1,7 @@
 // Writes each tenant's requests to the shared request log (src/state/types.ts RequestLog), off the request's path: the
 // access log hands over a record once the answer is ready, and one background write (kept alive by waitUntil on
-// Workers) appends it. One write is in flight per gateway at a time; records that arrive meanwhile wait in a bounded
-// buffer and go together in the next one, so writes batch by themselves under load and no timer is needed. No request
+// Workers) appends it, with the records of the next BATCH_MS. One write is in flight per gateway at a time; records
+// that arrive meanwhile wait in a bounded buffer and go together in the next one. No request
 // waits for the log, and none makes a round trip to the state before its upstream call. What a record holds: route,
 // status, latency, spend, error code, request and trace id; never a body, header, query string or credential. The path
 // is redacted as the access log's line is (the log's Redactor: the gateway's own secrets, keys, tokens and JWTs), before
@@ -12,6 +12,13 @@ import { routeLabel } from "./route-label.js";
 
 /** Records held while the backend is slow or down; past it the oldest half is dropped (and counted). */
 const MAX_PENDING = 5_000;
+/**
+ * How long the first record of a batch waits for others before the batch is written. Without it, under load nearly
+ * every request started a write of its own (a write took less time than the next request took to come): on Workers a
+ * Durable Object call each, on Node a chain of promises each. A read of the log on this instance writes what waits
+ * first (flush), so it still sees its own requests at once; other instances see them this much later.
+ */
+const BATCH_MS = 50;
 const MAX_PATH = 256;
 const MAX_CODE = 64;
 /** Reads of the request log itself are not recorded in it (a page kept open would fill it). */
@@ -42,8 +49,10 @@ export interface RequestRecorderOptions {
 
 export class RequestRecorder {
   private pending: RequestRecord[] = [];
-  /** The write in flight, if any. */
+  /** The write in flight (or waiting for its batch to fill), if any. */
   private writing: Promise<void> | undefined;
+  /** Ends the batch's wait now (a flush). */
+  private wake: (() => void) | undefined;
   /** Records dropped because the buffer was full (the backend could not keep up). */
   dropped = 0;
 
@@ -127,7 +136,18 @@ export class RequestRecorder {
 
   /** Writes batches until nothing waits; a failed write loses its batch (logged by the background runner). */
   private async drain(): Promise<void> {
-    await Promise.resolve(); // after the request's own last steps
+    // The batch fills for BATCH_MS (a flush ends the wait), after the request's own last steps.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, BATCH_MS);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
     while (this.pending.length) {
       const batch = this.pending;
       this.pending = [];
@@ -137,6 +157,7 @@ export class RequestRecorder {
 
   /** Waits for the write in flight, then writes what is queued (a read on this instance sees its own requests). */
   async flush(): Promise<void> {
+    this.wake?.();
     await this.writing?.catch(() => {});
     if (!this.pending.length) return;
     const batch = this.pending;
