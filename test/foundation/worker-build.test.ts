@@ -43,6 +43,11 @@ function startupCpuMs(profile: {
   return { cpuMs: (busy * intervalUs) / 1000, spanMs: (profile.endTime - profile.startTime) / 1000, samples: busy };
 }
 
+async function sha256(s: string) {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  return "sha256:" + [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 describe("Workers bundle", () => {
   let out: string;
   let text: string;
