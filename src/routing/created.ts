@@ -22,7 +22,7 @@ const CreatedAnswer = z.looseObject({
  * A creation the quota step counts where it is claimed (middleware/quota): the claim is refused ("full") when the
  * tenant already has `limit` active resources of the kind, in the claim's own state step.
  */
-export interface QuotaClaim {
+interface QuotaClaim {
   kind: ResourceKind;
   limit: number;
   /** Re-checks the tenant's counted resources upstream (some may have ended unseen) before a full claim is refused. */
