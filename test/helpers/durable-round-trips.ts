@@ -82,7 +82,9 @@ export async function durableObjectRoundTrips(
   const key = `tg_worker_${crypto.randomUUID()}`;
   const haltKey = `tg_worker_${crypto.randomUUID()}`;
   const freeKey = `tg_worker_${crypto.randomUUID()}`;
-  const { quotas: _quotas, ...unlimited } = stack.tenant ?? {};
+  // The measured tenant with no limit on sandboxes or sessions (its rate limit and other quotas kept: they cost calls too).
+  const { maxSandboxes: _s, maxSessions: _x, ...otherQuotas } = (stack.tenant?.quotas ?? {}) as Record<string, unknown>;
+  const unlimited = { ...stack.tenant, quotas: otherQuotas };
   const runtimePort = new URL(stack.runtimeUrl).port;
   const { wrapped, state } = delayedNamespace(env.TOLLGATE_STATE);
   const e = {
@@ -107,7 +109,7 @@ export async function durableObjectRoundTrips(
           budget: { daily: "100.00", monthly: "500.00" },
           onExhausted: "stop",
         },
-        // The measured tenant without its quotas: what a sandbox creation waits for of its own.
+        // The measured tenant without its creation quotas: what a sandbox creation costs of its own.
         { ...unlimited, id: `free-${crypto.randomUUID().slice(0, 8)}`, keys: [{ hash: await sha256(freeKey) }] },
       ],
     }),
@@ -193,8 +195,9 @@ export async function durableObjectRoundTrips(
     await send(`/api/sandbox/${made.id}/stop`, "PUT", undefined, { "x-api-key": apiKey });
     return ms;
   };
-  await measure("creation (sandbox, no quota)", createStopped(freeKey));
-  await measure("creation (sandbox)", createStopped(key));
+  // Three a side: a sandbox is slow to make, and what is held to a figure is its calls, not its time.
+  await measure("creation (sandbox, no quota)", createStopped(freeKey), Math.min(runs, 3));
+  await measure("creation (sandbox)", createStopped(key), Math.min(runs, 3));
   const sbx = JSON.parse(await call("/api/sandbox", { imageName: "node" })) as { id: string; token: string };
   try {
     await measure("control read", () => call(`/api/sandbox/${sbx.id}`));

@@ -48,7 +48,10 @@ describe("sequential state round trips per request class", () => {
     key = generateTenantKey();
     haltKey = generateTenantKey();
     freeKey = generateTenantKey();
-    const { quotas: _quotas, ...unlimited } = exampleTenant([chain.network]);
+    // The example's tenant with no limit on sandboxes or sessions (its rate limit and other quotas kept).
+    const example = exampleTenant([chain.network]);
+    const { maxSandboxes: _s, maxSessions: _x, ...otherQuotas } = example.quotas as Record<string, unknown>;
+    const unlimited = { ...example, quotas: otherQuotas };
     const config = parseConfig({
       server: { host: "127.0.0.1", port: 0, logLevel: "error" },
       upstream: { baseUrl: emu.controlUrl, allowedHosts: [`localhost:${new URL(emu.runtimeUrl).port}`] },
@@ -60,7 +63,7 @@ describe("sequential state round trips per request class", () => {
         { ...exampleTenant([chain.network]), id: "rt", keys: [{ hash: await hashTenantKey(key) }] },
         // Stopped when a window runs out: its calls check the exhausted marks too.
         { id: "halt", keys: [{ hash: await hashTenantKey(haltKey) }], budget: { daily: "100.00", monthly: "500.00" }, onExhausted: "stop" },
-        // The example's tenant without its quotas: what a sandbox creation waits for of its own.
+        // The example's tenant without its creation quotas: what a sandbox creation waits for of its own.
         { ...unlimited, id: "free", keys: [{ hash: await hashTenantKey(freeKey) }] },
       ],
     });

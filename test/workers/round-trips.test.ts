@@ -36,5 +36,5 @@ describe("Durable Object calls per request class (workerd)", () => {
     expect(calls["creation (sandbox)"]! - calls["creation (sandbox, no quota)"]!).toBeLessThan(1);
     expect(waited["control read"]).toBe(0);
     expect(waited["runtime call (bound token)"]).toBe(0);
-  }, 120_000);
+  }, 360_000);
 });
