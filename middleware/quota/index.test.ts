@@ -4,7 +4,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Hono } from "hono";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../config/load.js";
 import type { GatewayEnv } from "../../src/context.js";
 import { errorResponse } from "../../src/errors.js";
@@ -256,6 +256,58 @@ describe("quota: active resources", () => {
     expect(refusal.status).toBe(429);
     expect(await refusal.json()).toMatchObject({ code: "quota_sessions", limit: 3, current: 3, pending: 0 });
     expect(await g.services.stores.ownership.activeCount("session", "acme")).toBe(3);
+  });
+
+  it("with room it knows of, counts a creation in its claim alone: no reservation, no count read before the upstream", async () => {
+    const { g, create } = await setup({ maxSandboxes: 5 });
+    const { kv, ownership } = g.services.stores;
+    // The first creation knows nothing of the tenant: it reserves a slot, and its claim tells the count (1).
+    expect((await create("sandbox", { imageName: "node" })).status).toBe(200);
+    const incr = vi.spyOn(kv, "incrBy");
+    const count = vi.spyOn(ownership, "activeCount");
+    const within = vi.spyOn(ownership, "claimWithin");
+    try {
+      for (let i = 0; i < 3; i++) expect((await create("sandbox", { imageName: "node" })).status).toBe(200);
+      expect(incr).not.toHaveBeenCalled();
+      expect(count).not.toHaveBeenCalled();
+      expect(within.mock.calls.map((call) => call.slice(2))).toEqual([
+        ["acme", 5],
+        ["acme", 5],
+        ["acme", 5],
+      ]);
+      // Four active of five: the last slot is reserved before the upstream call again (never created over).
+      expect((await create("sandbox", { imageName: "node" })).status).toBe(200);
+      expect(incr).toHaveBeenCalled();
+      expect((await create("sandbox", { imageName: "node" })).status).toBe(429);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(await ownership.activeCount("sandbox", "acme")).toBe(5);
+  });
+
+  it("refuses a creation whose claim finds the tenant full (other instances filled it), and stops what it made", async () => {
+    const { g, create } = await setup({ maxSessions: 3 });
+    const { ownership } = g.services.stores;
+    expect((await create("session", {})).status).toBe(200); // learns a count of 1
+    // Another instance's creations meanwhile, still running upstream.
+    for (const id of ["elsewhere_1", "elsewhere_2"]) {
+      await ownership.claim("session", id, "acme");
+      upstreamState.statuses.set(id, "active");
+    }
+    upstreamState.asked.length = 0;
+    const refused = await create("session", {});
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ code: "quota_sessions", limit: 3, current: 3, pending: 0 });
+    expect(await ownership.activeCount("session", "acme")).toBe(3);
+    // Re-checked before the refusal, then the one it made stopped upstream.
+    for (let i = 0; i < 100 && !upstreamState.asked.some((p) => p.endsWith("/stop")); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(upstreamState.asked).toContain("/api/session/session_2/stop");
+    expect(upstreamState.asked).toContain("/api/session/elsewhere_1");
+    expect(await ownership.list("session", "acme")).not.toContain("session_2");
+    // One of the others ended unseen: knowing the tenant full, the next creation reserves first, and the re-check frees it.
+    upstreamState.statuses.set("elsewhere_1", "closed");
+    expect((await create("session", {})).status).toBe(200);
+    expect(await ownership.activeCount("session", "acme")).toBe(3);
   });
 
   it("holds no slot for a creation the upstream refused, nor claims anything for it", async () => {

@@ -68,17 +68,42 @@ async function checkBody(c: Context, services: QuotaServices, kind: ResourceKind
   return out;
 }
 
+/** How long a tenant's count learned from a claim is trusted to choose the path (it never decides a refusal). */
+const KNOWN_MS = 30_000;
+
 /**
- * Checks the caller's quotas before a sandbox or session is created (row `quota`), and holds a slot while it is. A
- * created one counted `until: "expiry"` (an x402 session) is remembered with its paid end time.
- * The caller is the chain's (middleware/identify/index.ts); the body is the chain's one JSON copy, completed here with the
- * defaults a quota imposes.
+ * Checks the caller's quotas before a sandbox or session is created (row `quota`). The count is exact either way: every
+ * creation it counts is claimed with the limit in the claim's own state step (OwnershipRegistry.claimWithin), so of
+ * racing creations across instances never more than the limit become the tenant's. Which path a creation takes:
+ * - with room it knows of (this instance learned the tenant's count from a claim within KNOWN_MS, and with its own
+ *   creations in flight at least one slot stays free after this one), none: the quota waits for no round trip of its
+ *   own. A creation that still finds the tenant full at its claim (other instances filled it meanwhile) is refused
+ *   429 and what it made is stopped upstream behind the answer;
+ * - otherwise (unknown, or near the limit), a slot reserved before the upstream call (CreationSlots: two round trips),
+ *   so the last slots are never created over;
+ * - a paid creation (`until: "expiry"`, an x402 session) always reserves first and is claimed without the limit: a
+ *   refusal comes before anything is paid, never after.
+ * A created one counted `until: "expiry"` is remembered with its paid end time. The caller is the chain's
+ * (middleware/identify/index.ts); the body is the chain's one JSON copy, completed here with the defaults a quota
+ * imposes. Trade-off and figures: docs/rate-limits.md#quotas-on-creations.
  * @example app.on("POST", "/api/sandbox", identify(services, row), quota(services, row.quota), handler)
  */
 export function quota(services: QuotaServices, spec: Quota): MiddlewareHandler {
   const kind = spec.kind;
   const untilExpiry = spec.until === "expiry";
+  const noun = kind === "sandbox" ? "sandboxes" : "sessions";
   const slots = new CreationSlots(services.stores.kv, services.stores.ownership, services.now);
+  // This gateway's view, per tenant: the count its last claim answered, and its own creations in flight.
+  const known = new Map<string, { active: number; at: number }>();
+  const flying = new Map<string, number>();
+
+  const refusal = (limit: number, active: number, pending: number) =>
+    new GatewayError(
+      429,
+      `quota_${noun}`,
+      `This tenant may have at most ${limit} active ${noun}; ${active} active and ${pending} being created. Stop one to free a slot.`,
+      { limit, current: active, pending },
+    );
 
   return async function quotaMiddleware(c, next) {
     const tenant = callerTenant(c);
@@ -88,34 +113,57 @@ export function quota(services: QuotaServices, spec: Quota): MiddlewareHandler {
     if (limit === undefined && !shapesBody) return next();
     if (shapesBody) setJsonBody(c, await checkBody(c, services, kind, q, { ...(await jsonBody(c, services.platform)).json }));
     if (limit === undefined) return next();
-    let slot = await slots.reserve(kind, tenant.id, limit);
-    if (!slot.ok) {
-      // Resources may have ended upstream unseen (timeouts): re-check them once before refusing.
-      await refreshActive(c, services, kind, tenant.id);
-      slot = await slots.reserve(kind, tenant.id, limit);
+
+    const seen = known.get(tenant.id);
+    const inFlight = flying.get(tenant.id) ?? 0;
+    const roomKnown = seen !== undefined && services.now() - seen.at < KNOWN_MS && seen.active + inFlight + 2 <= limit;
+    let release: (() => Promise<void>) | undefined;
+    if (untilExpiry || !roomKnown) {
+      let slot = await slots.reserve(kind, tenant.id, limit);
+      if (!slot.ok) {
+        // Resources may have ended upstream unseen (timeouts): re-check them once before refusing.
+        await refreshActive(c, services, kind, tenant.id);
+        slot = await slots.reserve(kind, tenant.id, limit);
+      }
+      if (!slot.ok) {
+        known.set(tenant.id, { active: slot.active, at: services.now() });
+        throw refusal(limit, slot.active, slot.pending);
+      }
+      release = slot.release;
     }
-    if (!slot.ok) {
-      const noun = kind === "sandbox" ? "sandboxes" : "sessions";
-      refuse(
-        429,
-        `quota_${noun}`,
-        `This tenant may have at most ${limit} active ${noun}; ${slot.active} active and ${slot.pending} being created. Stop one to free a slot.`,
-        {
-          limit,
-          current: slot.active,
-          pending: slot.pending,
+    if (!untilExpiry) {
+      c.set("quotaClaim", {
+        kind,
+        limit,
+        recheck: async () => void (await refreshActive(c, services, kind, tenant.id)),
+        learned: (active) => known.set(tenant.id, { active, at: services.now() }),
+        refuse: (id, active) => {
+          // Made, but over the limit: stopped upstream, behind the answer (it was never the tenant's to use).
+          services.background(c, stopCreated(c, services, kind, id), "quota over-limit stop");
+          return refusal(limit, active, 0);
         },
-      );
+      });
     }
+    flying.set(tenant.id, inFlight + 1);
     try {
       await next();
       if (c.res.ok) await countCreated(c, services, kind, tenant.id, untilExpiry);
     } finally {
+      const left = (flying.get(tenant.id) ?? 1) - 1;
+      if (left > 0) flying.set(tenant.id, left);
+      else flying.delete(tenant.id);
       // Behind the answer: the creation is claimed (active) by now, so the slot held a little longer only counts it
       // twice for a round trip, never misses it; sent before the answer, it lands before the client's next request.
-      services.background(c, slot.release(), "quota slot release");
+      if (release) services.background(c, release(), "quota slot release");
     }
   };
+}
+
+/** Stops a created resource the tenant may not keep (its claim found the quota full). */
+async function stopCreated(c: Context, services: QuotaServices, kind: ResourceKind, id: string): Promise<void> {
+  const res = await services.upstream.call(c, { method: "PUT", path: `/api/${kind}/${encodeURIComponent(id)}/stop` });
+  await res.body?.cancel();
+  if (!res.ok) services.logger.error("quota.stop_failed", { kind, id, status: res.status });
 }
 
 /**

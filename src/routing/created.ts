@@ -18,6 +18,21 @@ const CreatedAnswer = z.looseObject({
   expiresAt: lenient(z.string()),
 });
 
+/**
+ * A creation the quota step counts where it is claimed (middleware/quota): the claim is refused ("full") when the
+ * tenant already has `limit` active resources of the kind, in the claim's own state step.
+ */
+interface QuotaClaim {
+  kind: ResourceKind;
+  limit: number;
+  /** Re-checks the tenant's counted resources upstream (some may have ended unseen) before a full claim is refused. */
+  recheck(): Promise<void>;
+  /** The tenant's active count, as the claim answered it. */
+  learned(active: number): void;
+  /** The refusal of a claim still full after the re-check; the created resource is stopped upstream behind it. */
+  refuse(id: string, active: number): Error;
+}
+
 /** What a creation's answer named, read once per request and shared by the chain's later steps (quota, meter). */
 export interface Created {
   /** The created resource's id (`jobId`, else `id`), when the answer names one. */
@@ -32,6 +47,8 @@ declare module "hono" {
     created: Created;
     /** The resource claimed for the caller in this request (`kind:id`), set by claimCreated. */
     claimed: string;
+    /** Set by the quota step on a creation it counts at the claim (QuotaClaim). */
+    quotaClaim: QuotaClaim;
   }
 }
 
@@ -79,8 +96,9 @@ export async function claimCreated(
   // fleet's count of the account's live resources, beside the claim: one state round trip for all.
   const accounts = services.upstream?.accounts?.configured ? services.upstream.accounts : undefined;
   const account = accounts && (c.get("upstreamAccount") ?? accounts.defaultId);
+  const quota = c.get("quotaClaim");
   const [claimed, existed] = await Promise.all([
-    services.stores.ownership.claim(r.kind, r.id, r.tenant),
+    quota?.kind === r.kind ? claimCounted(services, r, quota) : services.stores.ownership.claim(r.kind, r.id, r.tenant),
     accounts && account !== undefined ? accounts.rememberCreated(r.kind, r.id, account, c.get("accountHold")) : false,
   ]);
   if (!claimed) throw claimRefused(r.kind);
@@ -88,6 +106,26 @@ export async function claimCreated(
   if (existed && accounts && account !== undefined) await accounts.remember(r.kind, r.id, account);
   c.set("claimed", `${r.kind}:${r.id}`);
   services.logger.info(`${r.kind}.created`, { tenant: r.tenant, id: r.id, ...(r.route ? { route: r.route } : {}) });
+}
+
+/**
+ * The claim with the tenant's quota counted in it (one state step): a full one is tried once more after the re-check
+ * (resources that ended unseen free their slots), then refused.
+ */
+async function claimCounted(
+  services: Pick<GatewayServices, "stores">,
+  r: { kind: ResourceKind; id: string; tenant: string },
+  quota: QuotaClaim,
+): Promise<boolean> {
+  const { ownership } = services.stores;
+  let answer = await ownership.claimWithin(r.kind, r.id, r.tenant, quota.limit);
+  if (answer.outcome === "full") {
+    await quota.recheck();
+    answer = await ownership.claimWithin(r.kind, r.id, r.tenant, quota.limit);
+  }
+  quota.learned(answer.active);
+  if (answer.outcome === "full") throw quota.refuse(r.id, answer.active);
+  return answer.outcome === "claimed";
 }
 
 /** True when this request's creation of `kind` `id` was claimed already (by the handler, with claimCreated). */

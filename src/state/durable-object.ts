@@ -146,6 +146,9 @@ export class TollgateState extends DurableObject {
   ownClaim(kind: ResourceKind, id: string, tenant: string, cutoff = 0): boolean {
     return this.owners.ownClaim(kind, id, tenant, cutoff);
   }
+  ownClaimWithin(kind: ResourceKind, id: string, tenant: string, cutoff: number, limit: number): { claimed: boolean; active: number } {
+    return this.owners.ownClaimWithin(kind, id, tenant, cutoff, limit);
+  }
   ownDrop(kind: ResourceKind, id: string) {
     this.owners.ownDrop(kind, id);
   }

@@ -54,6 +54,18 @@ export class OwnerTables {
       return true;
     });
   }
+  /**
+   * A tenant object's listing of a claim counted against `limit` of the tenant's active resources of the kind: nothing
+   * is written when it holds `limit` others (claimed false). One synchronous step: no other call interleaves.
+   */
+  ownClaimWithin(kind: ResourceKind, id: string, tenant: string, cutoff: number, limit: number): { claimed: boolean; active: number } {
+    const row = this.rows("SELECT tenant, active FROM owners WHERE kind = ? AND id = ?", kind, id)[0];
+    const counted = row?.tenant === tenant && row?.active === 1;
+    const active = this.ownActiveCount(kind, tenant);
+    if (!counted && active >= limit) return { claimed: false, active };
+    const claimed = this.ownClaim(kind, id, tenant, cutoff);
+    return { claimed, active: this.ownActiveCount(kind, tenant) };
+  }
   /** Forgets one resource's row: a tenant's listing of a claim its resource's object refused. */
   ownDrop(kind: ResourceKind, id: string) {
     this.sql.exec("DELETE FROM owners WHERE kind = ? AND id = ?", kind, id);

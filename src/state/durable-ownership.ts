@@ -3,7 +3,7 @@
 // Worker's cron copies it out (docs/state-layout.md).
 import type { Objects } from "./durable-objects.js";
 import type { OwnerRow } from "./durable-owner-tables.js";
-import type { OwnershipRegistry, ResourceKind } from "./types.js";
+import type { LimitedClaim, OwnershipRegistry, ResourceKind } from "./types.js";
 
 /** How many rows of the previous layout's one ownership object each scheduled run copies out. */
 const OWNERSHIP_MIGRATION_BATCH = 200;
@@ -88,6 +88,27 @@ export class DurableOwnership implements OwnershipRegistry {
       return false;
     }
     return listed;
+  }
+  /**
+   * `claim` with the tenant's object counting `limit` in the same call (both objects at once: one round trip). A full
+   * tenant writes nothing there; the resource's object, if it made the resource the tenant's, marks it ended (a second
+   * call, on the refusal only: the caller stops the resource).
+   */
+  async claimWithin(kind: ResourceKind, id: string, tenant: string, limit: number): Promise<LimitedClaim> {
+    await this.pull(kind, id);
+    await this.pullTenant(kind, tenant);
+    const cutoff = this.cutoff();
+    const [won, listed] = await Promise.all([
+      this.o.call(this.res(kind, id), (s) => s.ownClaim(kind, id, tenant, cutoff), tenant),
+      this.o.call(this.own(tenant), (s) => s.ownClaimWithin(kind, id, tenant, cutoff, limit), tenant),
+    ]);
+    if (!won) {
+      if (listed.claimed) await this.o.call(this.own(tenant), (s) => s.ownDrop(kind, id), tenant);
+      return { outcome: "taken", active: listed.claimed ? listed.active - 1 : listed.active };
+    }
+    if (listed.claimed) return { outcome: "claimed", active: listed.active };
+    await this.o.call(this.res(kind, id), (s) => s.ownSetActive(kind, id, false, Date.now()), tenant);
+    return { outcome: "full", active: listed.active };
   }
   async owner(kind: ResourceKind, id: string) {
     await this.pull(kind, id);

@@ -20,7 +20,7 @@ import type {
   Usage,
   WindowAmounts,
 } from "./types.js";
-import { ENDED_RETENTION_MS, type OwnedRecord } from "./types.js";
+import { ENDED_RETENTION_MS, type LimitedClaim, type OwnedRecord } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAccountSlots } from "./memory-account-slots.js";
 import { MemoryAuditLog, MemoryOutbox, MemoryRequestLog, MemoryTenantStore } from "./memory-operators.js";
@@ -223,6 +223,17 @@ class MemoryOwnership implements OwnershipRegistry {
     this.index(kind, tenant, true).set(id, true);
     return true;
   }
+  async claimWithin(kind: ResourceKind, id: string, tenant: string, limit: number): Promise<LimitedClaim> {
+    // One synchronous step (no await before the claim): of concurrent callers, each sees the ones before it.
+    const old = this.live(kind, id);
+    const active = this.countActive(kind, tenant);
+    if (old && old.tenant !== tenant) return { outcome: "taken", active };
+    // Already the tenant's live one: counted, so never refused.
+    const counted = old?.active === true && this.index(kind, tenant)?.has(id) === true;
+    if (!counted && active >= limit) return { outcome: "full", active };
+    void this.claim(kind, id, tenant); // synchronous in its body
+    return { outcome: "claimed", active: counted ? active : active + 1 };
+  }
   async owner(kind: ResourceKind, id: string) {
     return this.live(kind, id)?.tenant;
   }
@@ -251,6 +262,9 @@ class MemoryOwnership implements OwnershipRegistry {
     else o.endedAt = this.now();
   }
   async activeCount(kind: ResourceKind, tenant: string) {
+    return this.countActive(kind, tenant);
+  }
+  private countActive(kind: ResourceKind, tenant: string) {
     let n = 0;
     for (const id of this.index(kind, tenant)?.keys() ?? []) if (this.owners.get(`${kind}:${id}`)?.active) n++;
     return n;

@@ -5,6 +5,7 @@ import type {
   IdempotencyBegin,
   IdempotencyStore,
   KeyValueStore,
+  LimitedClaim,
   OwnershipRegistry,
   RateLimiter,
   RateLimitResult,
@@ -45,6 +46,12 @@ export class RedisOwnership implements OwnershipRegistry {
         this.r.client.tgClaim(this.owner_(kind, id), this.r.key("own", "seq"), this.ended(), this.base(), kind, id, tenant),
       )) === 1
     );
+  }
+  async claimWithin(kind: ResourceKind, id: string, tenant: string, limit: number): Promise<LimitedClaim> {
+    const [won, active] = (await this.r.run(() =>
+      this.r.client.tgClaimWithin(this.owner_(kind, id), this.r.key("own", "seq"), this.ended(), this.base(), kind, id, tenant, limit),
+    )) as [number, number];
+    return { outcome: won === 1 ? "claimed" : won === 0 ? "taken" : "full", active };
   }
   async owner(kind: ResourceKind, id: string) {
     return (await this.r.run(() => this.r.client.hget(this.owner_(kind, id), "tenant"))) ?? undefined;

@@ -27,6 +27,22 @@ return seq
 `;
 
 /**
+ * OWN_CLAIM_TENANT counted against a limit (ARGV[3]) of the tenant's live resources of the kind: nothing is written
+ * when the live set holds `limit` others. Returns { sequence, or -1 when full; the live count after }.
+ */
+export const OWN_CLAIM_TENANT_WITHIN = `
+if redis.call('SISMEMBER', KEYS[4], ARGV[2]) == 0 then
+  local n = redis.call('SCARD', KEYS[4])
+  if n >= tonumber(ARGV[3]) then return { -1, n } end
+end
+local seq = redis.call('INCR', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1] .. ':' .. ARGV[2])
+redis.call('ZADD', KEYS[3], seq, ARGV[2])
+redis.call('SADD', KEYS[4], ARGV[2])
+return { seq, redis.call('SCARD', KEYS[4]) }
+`;
+
+/**
  * KEYS: the resource's record. ARGV: '1' | '0', retention ms. Unknown resources are left alone (nil). A change forgets
  * the last known status; an ended record expires after the retention. Returns { owner, 1 if the liveness changed }.
  */

@@ -13,7 +13,7 @@
 // too many refuses a creation early, never lets one past its quota.
 import type { RedisClient, RedisConnection } from "./redis-connection.js";
 import { ownRecordKey, ownTenantKey, refuseUnmigratedOwnership } from "./redis-migrate-ownership.js";
-import type { OwnedRecord, OwnershipRegistry, ResourceKind } from "./types.js";
+import type { LimitedClaim, OwnedRecord, OwnershipRegistry, ResourceKind } from "./types.js";
 import { ENDED_RETENTION_MS } from "./types.js";
 
 /** Redis refuses a PX of 0 or less. */
@@ -65,6 +65,37 @@ export class RedisTenantOwnership implements OwnershipRegistry {
     // Lost (another tenant's): the tenant's step must not count (its live set is what quotas count).
     if (own.status === "fulfilled") await this.r.run(() => this.r.client.tgOwnUnclaimTenant(list, live, id));
     return false;
+  }
+  /**
+   * `claim` with the tenant's step counted against `limit` (its live set), both steps at once as in `claim`: one round
+   * trip. A full tenant step writes nothing; the record step, if it wrote the resource the tenant's, is then marked
+   * ended (a second round trip, on the refusal only: the caller stops the resource).
+   */
+  async claimWithin(kind: ResourceKind, id: string, tenant: string, limit: number): Promise<LimitedClaim> {
+    await this.layout();
+    const list = this.t(tenant, "list", kind);
+    const live = this.t(tenant, "active", kind);
+    const [record, own] = await Promise.allSettled([
+      this.r.run(() => this.r.client.tgOwnClaim(this.record(kind, id), tenant)),
+      this.r.run(
+        () =>
+          this.r.client.tgOwnClaimTenantWithin(this.t(tenant, "seq"), this.t(tenant, "ended"), list, live, kind, id, limit) as Promise<
+            [number, number]
+          >,
+      ),
+    ]);
+    if (record.status === "rejected") throw record.reason;
+    if (own.status === "rejected") throw own.reason;
+    const [seq, active] = own.value;
+    if (record.value === 1) {
+      if (seq !== -1) return { outcome: "claimed", active };
+      await this.setActive(kind, id, false);
+      return { outcome: "full", active };
+    }
+    // Another tenant's: the tenant's step, if it counted the id, is taken back.
+    if (seq === -1) return { outcome: "taken", active };
+    await this.r.run(() => this.r.client.tgOwnUnclaimTenant(list, live, id));
+    return { outcome: "taken", active: active - 1 };
   }
   async owner(kind: ResourceKind, id: string) {
     await this.layout();

@@ -7,6 +7,7 @@ import { ATTACH, EXTEND, RESERVE, RESETTLE, TRANSITION } from "./redis-ledger-sc
 import {
   OWN_CLAIM,
   OWN_CLAIM_TENANT,
+  OWN_CLAIM_TENANT_WITHIN,
   OWN_PRUNE_TENANT,
   OWN_SET_ACTIVE,
   OWN_SET_ACTIVE_TENANT,
@@ -28,6 +29,28 @@ redis.call('ZREM', KEYS[3], kind .. ':' .. id)
 redis.call('ZADD', p .. 'list:' .. kind .. ':t:' .. tenant, seq, id)
 redis.call('SADD', p .. 'active:' .. kind .. ':t:' .. tenant, id)
 return 1
+`;
+
+/**
+ * CLAIM counted against a limit (ARGV[5]) of the tenant's live resources of the kind, in the same step. Returns
+ * { 1 claimed | 0 another tenant's | -1 full, the tenant's live count after }.
+ */
+const CLAIM_WITHIN = `
+local p, kind, id, tenant, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local live = p .. 'active:' .. kind .. ':t:' .. tenant
+local old = redis.call('HGET', KEYS[1], 'tenant')
+if old and old ~= tenant then return { 0, redis.call('SCARD', live) } end
+if redis.call('SISMEMBER', live, id) == 0 then
+  local n = redis.call('SCARD', live)
+  if n >= limit then return { -1, n } end
+end
+local seq = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'tenant', tenant, 'active', '1')
+redis.call('PERSIST', KEYS[1])
+redis.call('ZREM', KEYS[3], kind .. ':' .. id)
+redis.call('ZADD', p .. 'list:' .. kind .. ':t:' .. tenant, seq, id)
+redis.call('SADD', live, id)
+return { 1, redis.call('SCARD', live) }
 `;
 
 /**
@@ -216,12 +239,14 @@ export const SCRIPTS = {
   tgExtend: { numberOfKeys: 3, lua: EXTEND },
   // Ownership, counters, tenants, the audit log and the outbox
   tgClaim: { numberOfKeys: 3, lua: CLAIM },
+  tgClaimWithin: { numberOfKeys: 3, lua: CLAIM_WITHIN },
   tgSetActive: { numberOfKeys: 2, lua: SET_ACTIVE },
   tgPruneEnded: { numberOfKeys: 1, lua: PRUNE_ENDED },
   tgNoteStatus: { numberOfKeys: 1, lua: NOTE_STATUS },
   // Ownership in the tenant layout (./redis-ownership-scripts.ts)
   tgOwnClaim: { numberOfKeys: 1, lua: OWN_CLAIM },
   tgOwnClaimTenant: { numberOfKeys: 4, lua: OWN_CLAIM_TENANT },
+  tgOwnClaimTenantWithin: { numberOfKeys: 4, lua: OWN_CLAIM_TENANT_WITHIN },
   tgOwnUnclaimTenant: { numberOfKeys: 2, lua: OWN_UNCLAIM_TENANT },
   tgOwnSetActive: { numberOfKeys: 1, lua: OWN_SET_ACTIVE },
   tgOwnSetActiveTenant: { numberOfKeys: 2, lua: OWN_SET_ACTIVE_TENANT },

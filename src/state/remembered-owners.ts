@@ -29,6 +29,11 @@ function rememberingOwnership(inner: OwnershipRegistry, opts: OwnerMemory): Owne
       if (won) known.set(keyOf(kind, id), { tenant, at: opts.now() });
       return won;
     },
+    async claimWithin(kind, id, tenant, limit) {
+      const answer = await inner.claimWithin(kind, id, tenant, limit);
+      if (answer.outcome === "claimed") known.set(keyOf(kind, id), { tenant, at: opts.now() });
+      return answer;
+    },
     owner(kind, id) {
       const k = keyOf(kind, id);
       const seen = known.get(k);

@@ -20,6 +20,17 @@ export interface OwnedRecord {
   status?: string;
 }
 
+/** What a claim counted against a limit answered (OwnershipRegistry.claimWithin). */
+export interface LimitedClaim {
+  /**
+   * "claimed": the resource is the tenant's now; "taken": another tenant's (nothing moved); "full": the tenant already
+   * had `limit` active resources of the kind (it is not the tenant's live one: nothing is listed or counted).
+   */
+  outcome: "claimed" | "taken" | "full";
+  /** The tenant's active resources of the kind after the step (the claimed one included). */
+  active: number;
+}
+
 /** How long the owner of a resource that ended is remembered when config does not say (7 days). */
 export const ENDED_RETENTION_MS = 7 * 86_400_000;
 
@@ -35,6 +46,13 @@ export interface OwnershipRegistry {
    * something that already exists). True when the resource is the tenant's now, claimed before by it or not.
    */
   claim(kind: ResourceKind, id: string, tenant: string): Promise<boolean>;
+  /**
+   * `claim`, counted against a limit in the same step (one round trip, atomic across instances): refused ("full")
+   * when the tenant has `limit` active resources of the kind other than this one. A quota counted where the creation
+   * is claimed (middleware/quota): of racing claims, never more than `limit` win. A "full" resource whose record was
+   * written is left ended, the tenant's (the caller stops it upstream).
+   */
+  claimWithin(kind: ResourceKind, id: string, tenant: string, limit: number): Promise<LimitedClaim>;
   owner(kind: ResourceKind, id: string): Promise<string | undefined>;
   /** Ids the tenant owns, newest first. */
   list(kind: ResourceKind, tenant: string): Promise<string[]>;

@@ -1,10 +1,13 @@
 // The Worker as it ships: `wrangler deploy --dry-run` (offline, minified, wrangler.toml's [alias] stand-ins applied)
-// stays at most 300 KiB gzip in total, and that very bundle starts in workerd and answers: health, the OpenAPI document
-// (zod and its JSON Schema conversion), the console's sign-in page (JSX) and the MCP endpoint with a tenant key (the MCP SDK with
-// its stand-ins). What is in the bundle and why: docs/worker-bundle.md.
+// builds without a warning, stays at most 1 MiB gzip in total (a third of the free plan's 3 MiB), holds the real
+// lru-cache and zod, starts within a bound well inside Cloudflare's 1 s startup limit (the startup CPU profile
+// `wrangler check startup` takes in workerd), and that very bundle starts in a fresh workerd and answers: health (its
+// time to first response printed beside a trivial Worker's), the OpenAPI document (zod and its JSON Schema conversion),
+// the console's sign-in page (JSX) and the MCP endpoint with a tenant key (the MCP SDK with its stand-ins). What is in
+// the bundle and why: docs/worker-bundle.md.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -15,6 +18,30 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 const run = promisify(execFile);
 const COMPAT_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(await readFile("wrangler.toml", "utf8"))![1]!;
 const KEY = "tg_bundle_test_key_0123456789";
+const WRANGLER_ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" };
+/** Cloudflare's limit on a Worker's startup (parsing and running its global scope), and the bound held here. */
+const CLOUDFLARE_STARTUP_LIMIT_MS = 1000;
+const STARTUP_BOUND_MS = 500;
+
+/**
+ * The CPU a startup profile shows (a V8 .cpuprofile from `wrangler check startup`): the samples not idle, times the
+ * sampler's interval (the profile's 25th-percentile gap between samples, ~1.1 ms). The sampler ticks on wall time but
+ * samples a thread only while it runs, so on a shared machine the count reads close to the CPU used, where the
+ * profile's span (wall time) and its late samples' gaps do not.
+ */
+function startupCpuMs(profile: {
+  nodes: { id: number; callFrame: { functionName: string } }[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}) {
+  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === "(idle)").map((n) => n.id));
+  const deltas = profile.timeDeltas.slice(1).sort((a, b) => a - b);
+  const intervalUs = deltas[Math.floor(deltas.length / 4)] ?? 1000;
+  const busy = profile.samples.filter((s) => !idle.has(s)).length;
+  return { cpuMs: (busy * intervalUs) / 1000, spanMs: (profile.endTime - profile.startTime) / 1000, samples: busy };
+}
 
 async function sha256(s: string) {
   const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
@@ -28,10 +55,12 @@ describe("Workers bundle", () => {
 
   beforeAll(async () => {
     out = await mkdtemp(join(tmpdir(), "tg-worker-"));
-    const r = await run("npx", ["wrangler", "deploy", "--dry-run", "--outdir", out, "--metafile", join(out, "meta.json")], {
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
-      timeout: 120_000,
-    });
+    // --outfile as well: the upload as wrangler would send it, which `wrangler check startup` profiles.
+    const r = await run(
+      "npx",
+      ["wrangler", "deploy", "--dry-run", "--outdir", out, "--metafile", join(out, "meta.json"), "--outfile", join(out, "worker.bundle")],
+      { env: WRANGLER_ENV, timeout: 120_000 },
+    );
     text = r.stdout + r.stderr;
   }, 180_000);
 
@@ -52,7 +81,31 @@ describe("Workers bundle", () => {
     expect((await readdir(out)).some((f) => f.endsWith(".js"))).toBe(true);
   });
 
-  it("holds none of what the stand-ins replace, and no source file of the bundle calls createPublicClient", async () => {
+  it("builds without a warning", () => {
+    // esbuild's and wrangler's warnings both print as "▲ [WARNING] …" (an import of node:fs/promises was one).
+    expect(text).not.toMatch(/\[WARNING\]|▲/);
+  });
+
+  it("starts well inside Cloudflare's startup limit (the startup CPU profile wrangler takes in workerd)", async () => {
+    // Two profiles, the smaller kept: a busy shared machine only adds.
+    const runs = [];
+    for (let i = 0; i < 2; i++) {
+      const file = join(out, `startup-${i}.cpuprofile`);
+      await run("npx", ["wrangler", "check", "startup", "--worker", join(out, "worker.bundle"), "--outfile", file], {
+        env: WRANGLER_ENV,
+        timeout: 120_000,
+      });
+      runs.push(startupCpuMs(JSON.parse(await readFile(file, "utf8"))));
+    }
+    const best = runs.reduce((a, b) => (b.cpuMs < a.cpuMs ? b : a));
+    console.log(
+      `[worker startup] CPU ${runs.map((r) => r.cpuMs.toFixed(0)).join(", ")} ms (profile spans ${runs.map((r) => r.spanMs.toFixed(0)).join(", ")} ms); bound ${STARTUP_BOUND_MS} ms, Cloudflare's limit ${CLOUDFLARE_STARTUP_LIMIT_MS} ms`,
+    );
+    expect(best.samples).toBeGreaterThan(10);
+    expect(best.cpuMs).toBeLessThanOrEqual(STARTUP_BOUND_MS);
+  }, 300_000);
+
+  it("holds the real lru-cache and zod, none of what the stand-ins replace, and no source calling createPublicClient", async () => {
     // What the bundle holds: the inputs with bytes in the output (esbuild lists tree-shaken ones with none).
     type Meta = { outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }> };
     const meta = JSON.parse(await readFile(join(out, "meta.json"), "utf8")) as Meta;
@@ -61,14 +114,16 @@ describe("Workers bundle", () => {
         .filter(([, v]) => v.bytesInOutput > 0)
         .map(([f]) => f),
     );
-    // @x402/core's own copy of Zod 3 is gone too: its schemas are built with zod 4 (deploy/worker-shims/zod.js).
+    // The maintained libraries the Worker runs are there as they are: lru-cache, zod 4, and the Zod 3 @x402/core
+    // carries for its payment schemas (issue 55: no re-implementation of them).
+    for (const kept of ["node_modules/lru-cache/", "node_modules/zod/v4/", "node_modules/@x402/core/node_modules/zod/"]) {
+      expect(inputs.filter((f) => f.startsWith(kept)).length, kept).toBeGreaterThan(0);
+    }
     for (const gone of [
-      "@x402/core/node_modules/zod/",
       "node_modules/ajv/",
       "node_modules/zod-to-json-schema/",
       "node_modules/zod/v3/",
       "node_modules/viem/_esm/clients/decorators/public",
-      "node_modules/lru-cache/",
     ]) {
       expect(inputs.filter((f) => f.startsWith(gone))).toEqual([]);
     }
@@ -83,6 +138,23 @@ describe("Workers bundle", () => {
       server: { logLevel: "silent" },
       tenants: [{ id: "bundle", keys: [{ hash: await sha256(KEY) }], scopes: ["search", "sessions", "sandboxes"] }],
     };
+    // A fresh workerd isolate's time to its first answer, beside a trivial Worker's started the same way (printed: on a
+    // shared machine the wall time says little; the startup profile above is what is held to a bound).
+    const trivial = join(out, "trivial.js");
+    await writeFile(trivial, `export default { fetch() { return new Response("ok"); } };\n`);
+    const timeToFirst = async (m: Miniflare, path: string) => {
+      const t = performance.now();
+      await m.ready;
+      const ready = performance.now() - t;
+      const r = await m.dispatchFetch(`http://gateway.test${path}`);
+      await r.text();
+      return { ready, first: performance.now() - t - ready, status: r.status };
+    };
+    let t0 = performance.now();
+    const base = new Miniflare({ host: "127.0.0.1", modules: true, modulesRoot: out, scriptPath: trivial, compatibilityDate: COMPAT_DATE });
+    const baseline = await timeToFirst(base, "/").finally(() => base.dispose());
+    const baselineMs = performance.now() - t0;
+    t0 = performance.now();
     mf = new Miniflare({
       host: "127.0.0.1",
       modules: true,
@@ -92,6 +164,13 @@ describe("Workers bundle", () => {
       bindings: { TOLLGATE_CONFIG: JSON.stringify(config), TOLLGATE_TOKEN_SECRET: "b".repeat(40) },
       durableObjects: { TOLLGATE_STATE: { className: "TollgateState", useSQLite: true } },
     });
+    const own = await timeToFirst(mf, "/_tollgate/health");
+    const ownMs = performance.now() - t0;
+    console.log(
+      `[worker cold start] fresh workerd to first answer: Tollgate ${ownMs.toFixed(0)} ms (ready ${own.ready.toFixed(0)}, first /_tollgate/health ${own.first.toFixed(0)}), trivial Worker ${baselineMs.toFixed(0)} ms (ready ${baseline.ready.toFixed(0)}, first ${baseline.first.toFixed(0)})`,
+    );
+    expect(baseline.status).toBe(200);
+    expect(own.status).toBe(200);
     const origin = "http://gateway.test";
     const health = await mf.dispatchFetch(`${origin}/_tollgate/health`);
     expect(health.status).toBe(200);

@@ -48,6 +48,40 @@ export function ownershipContract(b: ContractBackend) {
       expect(await ownership.activeCount("session", "t2")).toBe(1);
     });
 
+    it("claimWithin counts the tenant's active resources of the kind in the claim: full at the limit, nothing listed", async () => {
+      const { ownership } = await open.fresh();
+      expect(await ownership.claimWithin("sandbox", "a", "t1", 2)).toEqual({ outcome: "claimed", active: 1 });
+      expect(await ownership.claimWithin("sandbox", "b", "t1", 2)).toEqual({ outcome: "claimed", active: 2 });
+      // Other kinds and tenants count apart.
+      expect(await ownership.claimWithin("session", "s", "t1", 1)).toEqual({ outcome: "claimed", active: 1 });
+      expect(await ownership.claimWithin("sandbox", "z", "t2", 1)).toEqual({ outcome: "claimed", active: 1 });
+      // Full: not listed, not counted; the record, if any, is ended (its owner is the tenant that made it).
+      expect(await ownership.claimWithin("sandbox", "c", "t1", 2)).toEqual({ outcome: "full", active: 2 });
+      expect(await ownership.list("sandbox", "t1")).toEqual(["b", "a"]);
+      expect(await ownership.activeCount("sandbox", "t1")).toBe(2);
+      expect(await ownership.owner("sandbox", "c")).not.toBe("t2");
+      // The tenant's live one again is counted already: never refused.
+      expect(await ownership.claimWithin("sandbox", "a", "t1", 2)).toEqual({ outcome: "claimed", active: 2 });
+      // Another tenant's: nothing moves, the count stays.
+      expect(await ownership.claimWithin("sandbox", "z", "t1", 5)).toEqual({ outcome: "taken", active: 2 });
+      expect(await ownership.owner("sandbox", "z")).toBe("t2");
+      expect(await ownership.list("sandbox", "t1")).toEqual(["a", "b"]); // claimed again: newest
+      // A slot freed (one ended) is taken again, and an ended one of the tenant's is claimed live within the limit.
+      await ownership.setActive("sandbox", "b", false);
+      expect(await ownership.claimWithin("sandbox", "d", "t1", 2)).toEqual({ outcome: "claimed", active: 2 });
+      expect(await ownership.claimWithin("sandbox", "b", "t1", 2)).toEqual({ outcome: "full", active: 2 });
+      expect(await ownership.claimWithin("sandbox", "b", "t1", 3)).toEqual({ outcome: "claimed", active: 3 });
+    });
+
+    it("claimWithin admits exactly the limit of many concurrent claims", async () => {
+      const { ownership } = await open.fresh();
+      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => ownership.claimWithin("session", `s${i}`, "t1", 3)));
+      expect(answers.filter((a) => a.outcome === "claimed")).toHaveLength(3);
+      expect(answers.filter((a) => a.outcome === "full")).toHaveLength(9);
+      expect(await ownership.activeCount("session", "t1")).toBe(3);
+      expect(await ownership.list("session", "t1")).toHaveLength(3);
+    });
+
     it("takes a claim again by the same tenant: newest and active again", async () => {
       const { ownership } = await open.fresh();
       await ownership.claim("session", "x", "t1");

@@ -3,6 +3,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { createPublicClient, erc20Abi, http } from "viem";
 import worker from "../../src/host/worker.js";
+import { standInCalls } from "./stand-ins.js";
 
 const stack = inject("stack");
 
@@ -76,5 +77,9 @@ describe("the Worker pays x402 (workerd + Durable Objects + local chain)", () =>
     expect(refused.headers.get("payment-required")).toBeNull();
     expect(((await refused.json()) as any).code).toBe("budget_exceeded");
     expect(before - (await balance())).toBe(4n * 5000n);
+  });
+
+  it("ran none of the code the bundle's stand-ins replace (ajv, Zod 3, viem's createPublicClient)", () => {
+    expect(standInCalls()).toEqual([]);
   });
 });

@@ -28,7 +28,13 @@ describe("Durable Object calls per request class (workerd)", () => {
     // A keyless token's cap, the stopped check and the tenant's reservation at once (src/payments/spend.ts).
     expect(waited["paid search miss (capped token, stop tenant)"]).toBeLessThanOrEqual(1);
     expect(waited["creation (profile)"]).toBeLessThanOrEqual(1);
+    // A sandbox creation's own state work is several calls (the claim, the runtime credential kept...); the example
+    // tenant's quota adds no call to it: it is counted in the claim's call to the tenant's object (issue 55).
+    // Asserted by the calls each makes (a reservation was four: the pending counter and the previous bucket, the
+    // active count, the release); a sandbox's time in workerd moves by far more than one 80 ms call.
+    const calls = Object.fromEntries(figures.map((f) => [f.name, f.calls]));
+    expect(calls["creation (sandbox)"]! - calls["creation (sandbox, no quota)"]!).toBeLessThan(1);
     expect(waited["control read"]).toBe(0);
     expect(waited["runtime call (bound token)"]).toBe(0);
-  }, 120_000);
+  }, 360_000);
 });
