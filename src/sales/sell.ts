@@ -17,6 +17,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { publicOriginOf } from "../web/public-origin.js";
+import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { matchPayload, offerFor, type Offer, payerOf, paymentIdentifier, paymentRequired, paymentRequiredV1 } from "./offer.js";
 import type { SalesBook } from "./book.js";
 import type { WalletTenants } from "./wallet-tenants.js";
@@ -25,6 +26,9 @@ import type { WalletTenants } from "./wallet-tenants.js";
 const REPLAY_MS = 24 * 3600_000;
 /** How long a sale in progress holds its payment-identifier. */
 const LEASE_MS = 5 * 60_000;
+/** The answer header that hands a buyer its wallet token, and how long the token lives. */
+export const WALLET_TOKEN_HEADER = "x-tollgate-wallet-token";
+const WALLET_TOKEN_SECONDS = 24 * 3600;
 
 export interface SellParts {
   services: GatewayServices;
@@ -206,7 +210,22 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
     headers.delete("content-length");
     headers.set(receiptHeader, encodePaymentResponseHeader(settled));
     headers.set("x-tollgate-sale", "charged");
-    headers.set("access-control-expose-headers", `${receiptHeader}, x-tollgate-sale`);
+    // The wallet's way back to what it bought: a gateway token for its tenant that reads, uses and stops what it owns
+    // (the key rows of its scopes) but spends nothing (cap 0): every further purchase is paid.
+    const walletToken = await services.tokens.mint({
+      tenant: caller.tenant.id,
+      kind: "mcp",
+      scopes: caller.tenant.scopes.filter((x): x is McpScope => (MCP_SCOPES as readonly string[]).includes(x)),
+      cap: 0n,
+      keyless: true,
+      ttlSeconds: WALLET_TOKEN_SECONDS,
+    });
+    headers.set(WALLET_TOKEN_HEADER, walletToken.token);
+    headers.set(`${WALLET_TOKEN_HEADER}-expires`, walletToken.expiresAt);
+    headers.set(
+      "access-control-expose-headers",
+      `${receiptHeader}, x-tollgate-sale, ${WALLET_TOKEN_HEADER}, ${WALLET_TOKEN_HEADER}-expires`,
+    );
     if (idemKey) {
       const stored: Record<string, string> = {};
       headers.forEach((v, k) => {

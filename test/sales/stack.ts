@@ -28,7 +28,17 @@ export async function startSellingGateway(
   const adminKey = generateTenantKey();
   const config = parseConfig({
     server: { host: "127.0.0.1", port: 0, logLevel: "info" },
-    upstream: { baseUrl: emulator.controlUrl, timeoutMs: 30_000 },
+    upstream: {
+      baseUrl: emulator.controlUrl,
+      timeoutMs: 30_000,
+      // The emulator's runtime and CDP hosts, by address and as `localhost` (how it names them in its answers).
+      allowedHosts: [
+        new URL(emulator.controlUrl).host,
+        new URL(emulator.runtimeUrl).host,
+        `localhost:${new URL(emulator.runtimeUrl).port}`,
+        `localhost:${new URL(emulator.controlUrl).port}`,
+      ],
+    },
     payments: {
       networks: [chain.network],
       assets: [chain.token.address],
@@ -89,6 +99,14 @@ export async function v2Buyer(emulator: EmulatorHandle, funds = 1_000_000n): Pro
   const client = new x402Client().setSpendControls(spendControls(emulator));
   registerExactEvmScheme(client, { signer: privateKeyToAccount(w.privateKey) });
   return { ...w, client, pay: wrapFetchWithPayment(fetch, client) as typeof fetch };
+}
+
+/** A buyer holding only a funded wallet, paying with x402-fetch (the frozen x402 v1 client: X-PAYMENT, the 402's body). */
+export async function v1Buyer(emulator: EmulatorHandle, funds = 1_000_000n): Promise<Omit<Buyer, "client">> {
+  const w = await emulator.chain!.createFundedWallet(funds);
+  const { createSigner, wrapFetchWithPayment: wrapV1 } = await import("x402-fetch");
+  const signer = await createSigner("base-sepolia", w.privateKey);
+  return { ...w, pay: wrapV1(fetch, signer) as typeof fetch };
 }
 
 export const startSalesEmulator = (modules: Array<"x402" | "sandboxes" | "sessions"> = ["x402"]): Promise<EmulatorHandle> =>
