@@ -78,7 +78,7 @@ import { RequestRecorder } from "./telemetry/request-recorder.js";
 import { webDestinationGuard } from "./web/destination-guard.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
-import { mountSales } from "./sales/index.js";
+import { mountSales, salesHandlers } from "./sales/index.js";
 
 import {
   accountWallets,
@@ -279,6 +279,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...mcpHandlers(services, !!signer || services.wallets.any), // /mcp: each tool a request through the route table
     ...oauthHandlers(services), // the OAuth authorization server for /mcp (src/oauth/)
     ...grantHandlers(services), // its grants, per tenant and for operators
+    ...salesHandlers(services), // what wallet buyers paid ([sales]): GET /_tollgate/admin/sales
     // The upstream's rows
     ...common,
     ...volumeHandlers(services, common),

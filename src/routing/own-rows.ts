@@ -17,6 +17,7 @@ import {
   consoleLinkBody,
   ledgerQuery,
   pageQuery,
+  salesQuery,
   tenantView,
   issuedKey,
   outboxMessageView,
@@ -134,6 +135,7 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "admin.keys.expire", metric: "admin", method: POST, path: `${P}/admin/tenants/:id/keys/:keyId/expire`, auth: OPERATOR, scope: "admin", body: handlerBody("JSON: KeyExpire", keyExpireBody), handler: "admin.keys.expire", doc: doc("admin", "adminExpireKey", "Set a key's expiry", { 200: json(z.object({ tenant: z.string(), id: z.string(), expiresAt: z.string() }), "Expiry set") }) }),
   own({ name: "admin.audit", metric: "admin", method: GET, path: `${P}/admin/audit`, auth: OPERATOR, scope: "admin", handler: "admin.audit", doc: doc("admin", "adminListAudit", "The audit log of admin actions, paged", { 200: json(auditPage, "A page, newest first") }, { query: pageQuery }) }),
   own({ name: "admin.ledger", metric: "admin", method: GET, path: `${P}/admin/ledger`, auth: OPERATOR, scope: "admin", handler: "admin.ledger", doc: doc("admin", "adminListLedger", "Every tenant's ledger, filtered and paged", { 200: json(ledgerPage, "A page, newest first") }, { query: ledgerQuery }) }),
+  own({ name: "admin.sales", metric: "admin", method: GET, path: `${P}/admin/sales`, auth: OPERATOR, scope: "admin", handler: "admin.sales", doc: doc("admin", "adminListSales", "What wallet buyers paid ([sales]): per buyer inbound, outbound and margin, and each sale (checked against the chain with check=chain)", { 200: json(anyObject, "Buyers and their sales") }, { query: salesQuery }) }),
   own({ name: "admin.webhooks", metric: "admin", method: GET, path: `${P}/admin/webhooks`, auth: OPERATOR, scope: "admin", handler: "admin.webhooks", doc: doc("admin", "adminListWebhookDeliveries", "The alert outbox: deliveries waiting (attempts, next try, last error) or given up (dead letters)", { 200: json(z.object({ state: z.enum(["pending", "dead"]), messages: z.array(outboxMessageView) }), "Messages") }, { query: outboxQuery }) }),
   // Config as code (docs/config-as-code.md): the live state in the config file's shape; a file compared and applied.
   own({ name: "admin.config.export", metric: "admin", method: GET, path: `${P}/admin/config/export`, auth: OPERATOR, scope: "admin", handler: "admin.config.export", doc: doc("admin", "adminExportConfig", "The live state (tenants, their key hashes, budgets, policies, quotas, alerts) in the config file's shape: TOML, or JSON with format=json", { 200: { ...json(configState, "The state (format=json); TOML by default"), text: "application/toml" } }, { query: z.object({ format: z.enum(["toml", "json"]).optional() }) }) }),

@@ -9,6 +9,8 @@ export interface SaleRecord {
   tenant: string;
   /** The buyer's address (the settlement's payer). */
   payer: string;
+  /** Who was paid (sales.payTo, or the gateway's wallet). */
+  payTo: string;
   row: string;
   class: string;
   network: string;

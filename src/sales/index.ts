@@ -12,6 +12,7 @@ import { sellStep } from "./sell.js";
 import { WalletTenants } from "./wallet-tenants.js";
 
 export { SalesBook, type SaleRecord } from "./book.js";
+export { salesHandlers } from "./report.js";
 export { WALLET_TENANT_PREFIX, walletTenantId } from "./wallet-tenants.js";
 
 export interface SalesMount {

@@ -196,6 +196,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
       at: services.now(),
       tenant: caller.tenant.id,
       payer: settled.payer ?? payer,
+      payTo,
       row: rowName,
       class: cls,
       network: requirements.network,

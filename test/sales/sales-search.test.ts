@@ -72,5 +72,28 @@ describe("Tollgate sells a search over x402 (emulator + local chain + the librar
     const sales = await s.gateway.gateway.services.sales!.list(tenantId);
     expect(sales).toHaveLength(1);
     expect(sales[0]).toMatchObject({ payer: buyer.address, amount: "20000", transaction: receipt.transaction, row: "x402.web.search" });
+
+    // The operator's view: inbound (the book), outbound (the ledger) and margin per buyer; each sale against the chain.
+    const report = await (
+      await fetch(`${s.gateway.url}/_tollgate/admin/sales?check=chain`, { headers: { "x-api-key": s.adminKey } })
+    ).json();
+    expect(report.buyers).toContainEqual({
+      tenant: tenantId,
+      payer: buyer.address,
+      sales: 1,
+      inbound: "0.02",
+      outbound: "0.005",
+      margin: "0.015",
+    });
+    expect(report.sales.find((x: { tenant: string }) => x.tenant === tenantId)).toMatchObject({
+      chain: "matched",
+      priceUsd: "0.02",
+      payTo: s.wallet.address,
+    });
+    // A buyer is not an operator.
+    const denied = await fetch(`${s.gateway.url}/_tollgate/admin/sales`, {
+      headers: { authorization: `Bearer ${r.headers.get("x-tollgate-wallet-token")}` },
+    });
+    expect(denied.status).toBeGreaterThanOrEqual(401);
   });
 });
