@@ -296,7 +296,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   for (const path of OAUTH_CORS_PATHS) app.options(path, () => oauthPreflight());
   // [mount: sold rows (with [sales]) answer a wallet with 402, then run its paid call as its wallet tenant: src/sales]
   const salesSecret = typeof tokenSecrets === "string" ? tokenSecrets : (tokenSecrets?.[0]?.secret ?? randomSecret());
-  services.sales = mountSales(app, services, { walletAddress: signer?.address, secret: salesSecret })?.book;
+  services.sales = mountSales(app, services, { walletAddress: signer?.address, secret: salesSecret });
   mountRouteTable(app, services, rowHandlers, tableRows);
 
   // Paths are normalised before any route sees them, the way the upstream will read them (middleware/normalize/index.ts).

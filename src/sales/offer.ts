@@ -9,6 +9,49 @@ import { CLASS_DESCRIPTION } from "./classes.js";
 import { inAssetUnits, priceOf } from "./price.js";
 
 export const PAYMENT_IDENTIFIER = "payment-identifier";
+/** The Bazaar discovery extension's key (x402 v2 `extensions.bazaar`: how to call the resource, for catalogs). */
+export const BAZAAR = "bazaar";
+
+/** What each class's request body looks like: an example and its JSON schema (the Bazaar's `input`). */
+const CLASS_INPUT: Record<SaleClass, { body: Record<string, unknown>; schema: Record<string, unknown> }> = {
+  search: {
+    body: { query: "edge caching" },
+    schema: { type: "object", properties: { query: { type: "string" }, page: { type: "integer" } }, required: ["query"] },
+  },
+  fetch: { body: { url: "https://example.com/" }, schema: { type: "object", properties: { url: { type: "string" } }, required: ["url"] } },
+  session: { body: {}, schema: { type: "object", properties: { timeoutMinutes: { type: "integer" } } } },
+  sandbox: {
+    body: { imageName: "node" },
+    schema: { type: "object", properties: { imageName: { type: "string" }, timeoutMinutes: { type: "integer" } } },
+  },
+};
+
+/** The Bazaar discovery extension for a class sold by POST: the input (an example body) and its schema. */
+export function bazaarExtension(cls: SaleClass) {
+  const input = CLASS_INPUT[cls];
+  return {
+    info: { input: { type: "http", method: "POST", bodyType: "json", body: input.body }, output: { type: "json" } },
+    schema: {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: {
+        input: {
+          type: "object",
+          properties: {
+            type: { type: "string", const: "http" },
+            method: { type: "string", enum: ["POST"] },
+            bodyType: { type: "string", enum: ["json"] },
+            body: input.schema,
+          },
+          required: ["type", "method", "bodyType"],
+          additionalProperties: false,
+        },
+        output: { type: "object" },
+      },
+      required: ["input"],
+    },
+  };
+}
 
 export interface Offer {
   cls: SaleClass;
@@ -62,6 +105,7 @@ export function paymentRequired(offer: Offer, error: string): PaymentRequired {
     resource: offer.resource,
     accepts: offer.v2,
     extensions: {
+      [BAZAAR]: bazaarExtension(offer.cls),
       [PAYMENT_IDENTIFIER]: {
         info: { required: false },
         schema: {

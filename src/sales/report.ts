@@ -9,6 +9,10 @@ import { salesQuery } from "../routing/admin-schemas.js";
 import { GatewayError } from "../errors.js";
 import { atomicToUsd } from "../payments/index.js";
 import type { SaleRecord } from "./book.js";
+import { ROUTES } from "../routing/table.js";
+import { publicOriginOf } from "../web/public-origin.js";
+import { SOLD_ROWS } from "./classes.js";
+import { bazaarExtension, offerFor } from "./offer.js";
 
 type ChainCheck = "matched" | "missing" | "mismatch" | "no_rpc";
 
@@ -36,10 +40,37 @@ export async function checkOnChain(services: GatewayServices, sale: SaleRecord):
 
 export function salesHandlers(services: GatewayServices): Handlers {
   return {
+    // What is sold, for catalogs and agents: the Bazaar's discovery list (x402 v2 Bazaar, `GET /discovery/resources`:
+    // `{x402Version, items: [{resource, type, x402Version, accepts, lastUpdated, metadata}]}`), served by the seller
+    // itself at a well-known path.
+    "own.x402.discovery": (c) => {
+      const sold = services.sales;
+      const sales = services.config.sales;
+      if (!sold || !sales) return c.json({ x402Version: 2, items: [] });
+      const origin = publicOriginOf(c, services);
+      const items = ROUTES.filter((r) => sold.rows.includes(r.name)).map((r) => {
+        const cls = SOLD_ROWS[r.name]!;
+        const offer = offerFor(services.config, sales, cls, `${origin}${r.path}`, sold.payTo);
+        return {
+          resource: offer.resource.url,
+          type: "http",
+          x402Version: 2,
+          accepts: offer.v2,
+          lastUpdated: Math.floor(services.now() / 1000),
+          metadata: {
+            description: offer.resource.description,
+            class: cls,
+            priceUsd: atomicToUsd(offer.priceMicroUsd),
+            bazaar: bazaarExtension(cls).info,
+          },
+        };
+      });
+      return c.json({ x402Version: 2, items });
+    },
     "admin.sales": async (c) => {
       const q = salesQuery.safeParse(c.req.query());
       if (!q.success) throw new GatewayError(400, "invalid_query", "expected tenant (a wallet tenant's id) and check=chain at most");
-      const book = services.sales;
+      const book = services.sales?.book;
       if (!book) return c.json({ enabled: false, buyers: [], sales: [] });
       const sales = await book.list(q.data.tenant);
       const checks = q.data.check === "chain" ? await Promise.all(sales.map((s) => checkOnChain(services, s))) : undefined;

@@ -81,7 +81,7 @@ describe("the money rules of a sale (emulator + local chain)", () => {
     expect(FUNDS - (await chain.balanceOf(buyer.address))).toBe(20_000n);
     expect(await chain.authorizationState(buyer.address, nonceOf(buyer.sent[1]!))).toBe(false);
     const tenant = `wallet-${buyer.address.toLowerCase().slice(2)}`;
-    expect(await s.gateway.gateway.services.sales!.list(tenant)).toHaveLength(1);
+    expect(await s.gateway.gateway.services.sales!.book.list(tenant)).toHaveLength(1);
   });
 
   it("a facilitator that fails after verify: the answer is withheld, nothing settled", async () => {

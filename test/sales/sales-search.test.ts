@@ -34,9 +34,27 @@ describe("Tollgate sells a search over x402 (emulator + local chain + the librar
       }),
     ]);
     expect(required.extensions?.["payment-identifier"]).toBeDefined();
+    // Bazaar metadata: how to call what is sold (an example body and its schema).
+    expect(required.extensions?.bazaar).toMatchObject({
+      info: { input: { type: "http", method: "POST", bodyType: "json", body: { query: expect.any(String) } } },
+    });
     const body = await r.json();
     expect(body).toMatchObject({ x402Version: 1, code: "payment_required" });
     expect(body.accepts[0]).toMatchObject({ network: "base-sepolia", maxAmountRequired: "20000", payTo: s.wallet.address });
+  });
+
+  it("lists what it sells at /.well-known/x402 (the Bazaar discovery list's shape)", async () => {
+    const r = await fetch(`${s.gateway.url}/.well-known/x402`);
+    expect(r.status).toBe(200);
+    const doc = await r.json();
+    expect(doc.x402Version).toBe(2);
+    const byUrl = Object.fromEntries(doc.items.map((i: { resource: string }) => [i.resource.slice(s.gateway.url.length), i]));
+    expect(Object.keys(byUrl).sort()).toEqual(["/api/sandbox", "/api/session", "/api/web/search", "/x402/session", "/x402/web/search"]);
+    expect(byUrl["/x402/web/search"]).toMatchObject({
+      type: "http",
+      accepts: [expect.objectContaining({ scheme: "exact", amount: "20000", payTo: s.wallet.address })],
+      metadata: { class: "search", priceUsd: "0.02", bazaar: { input: { method: "POST" } } },
+    });
   });
 
   it("sells a search: the buyer pays the gateway, the gateway pays the upstream, the book's inbound is the chain's", async () => {
@@ -69,7 +87,7 @@ describe("Tollgate sells a search over x402 (emulator + local chain + the librar
     expect(outbound).toHaveLength(1);
     expect(outbound[0]).toMatchObject({ tenant: tenantId, amount: "5000", kind: "x402" });
 
-    const sales = await s.gateway.gateway.services.sales!.list(tenantId);
+    const sales = await s.gateway.gateway.services.sales!.book.list(tenantId);
     expect(sales).toHaveLength(1);
     expect(sales[0]).toMatchObject({ payer: buyer.address, amount: "20000", transaction: receipt.transaction, row: "x402.web.search" });
 

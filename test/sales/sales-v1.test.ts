@@ -43,7 +43,7 @@ describe("Tollgate sells to x402 v1 clients (x402-fetch)", () => {
     // 0.02 + 0.05 from the buyer; the gateway keeps it less the search's 0.005 paid upstream.
     expect(FUNDS - (await chain.balanceOf(buyer.address))).toBe(70_000n);
     expect((await chain.balanceOf(s.wallet.address)) - gatewayBefore).toBe(65_000n);
-    const book = await s.gateway.gateway.services.sales!.list(`wallet-${buyer.address.toLowerCase().slice(2)}`);
+    const book = await s.gateway.gateway.services.sales!.book.list(`wallet-${buyer.address.toLowerCase().slice(2)}`);
     expect(book.map((x) => x.amount)).toEqual(["20000", "50000"]);
     expect(new Set(book.map((x) => x.transaction)).size).toBe(2);
     await fetch(`${s.gateway.url}/api/sandbox/${sbx.id}/stop`, {
