@@ -76,7 +76,7 @@ ${demoKeysLine(i.tenants)}
  * Five lines that buy a search with nothing but the demo buyer's wallet (@x402/fetch): the gateway answers 402, the
  * client signs, the gateway settles (docs/sales.md). The key is the demo's, new on every start, holding test tokens.
  */
-export function walletExample(g: string, b: { key: string; network: string; asset: string }): string {
+function walletExample(g: string, b: { key: string; network: string; asset: string }): string {
   return `  // Pay with a wallet, no key (npm i @x402/fetch @x402/evm viem): the demo buyer holds 10 test dollars
   import { x402Client, wrapFetchWithPayment } from "@x402/fetch"; import { registerExactEvmScheme } from "@x402/evm/exact/client";
   import { privateKeyToAccount } from "viem/accounts";

@@ -11,9 +11,7 @@ import { SalesBook } from "./book.js";
 import { sellStep } from "./sell.js";
 import { WalletTenants } from "./wallet-tenants.js";
 
-export { SalesBook, type SaleRecord } from "./book.js";
 export { salesHandlers } from "./report.js";
-export { WALLET_TENANT_PREFIX, walletTenantId } from "./wallet-tenants.js";
 
 export interface SalesMount {
   book: SalesBook;

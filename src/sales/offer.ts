@@ -8,9 +8,9 @@ import type { TollgateConfig } from "../../config/schema.js";
 import { CLASS_DESCRIPTION } from "./classes.js";
 import { inAssetUnits, priceOf } from "./price.js";
 
-export const PAYMENT_IDENTIFIER = "payment-identifier";
+const PAYMENT_IDENTIFIER = "payment-identifier";
 /** The Bazaar discovery extension's key (x402 v2 `extensions.bazaar`: how to call the resource, for catalogs). */
-export const BAZAAR = "bazaar";
+const BAZAAR = "bazaar";
 
 /** What each class's request body looks like: an example and its JSON schema (the Bazaar's `input`). */
 const CLASS_INPUT: Record<SaleClass, { body: Record<string, unknown>; schema: Record<string, unknown> }> = {

@@ -11,7 +11,7 @@ export function soldMinutes(config: TollgateConfig, price: SalePrice): number {
 }
 
 /** The upstream's cost of one call of `cls` by the credit price table (micro-USD). */
-export function upstreamCost(config: TollgateConfig, cls: SaleClass, price: SalePrice): bigint {
+function upstreamCost(config: TollgateConfig, cls: SaleClass, price: SalePrice): bigint {
   const p = config.credits.prices;
   switch (cls) {
     case "search":

@@ -17,7 +17,7 @@ import { bazaarExtension, offerFor } from "./offer.js";
 type ChainCheck = "matched" | "missing" | "mismatch" | "no_rpc";
 
 /** Whether the sale's transaction carries its transfer on chain (through payments.rpc for its network). */
-export async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
+async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
   const rpc = services.config.payments.rpc[sale.network];
   if (!rpc) return "no_rpc";
   const client = createPublicClient({ transport: http(rpc, { retryCount: 0 }) });

@@ -27,7 +27,7 @@ const REPLAY_MS = 24 * 3600_000;
 /** How long a sale in progress holds its payment-identifier. */
 const LEASE_MS = 5 * 60_000;
 /** The answer header that hands a buyer its wallet token, and how long the token lives. */
-export const WALLET_TOKEN_HEADER = "x-tollgate-wallet-token";
+const WALLET_TOKEN_HEADER = "x-tollgate-wallet-token";
 const WALLET_TOKEN_SECONDS = 24 * 3600;
 
 export interface SellParts {

@@ -14,10 +14,10 @@ import type { GatewayServices } from "../services.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { soldMinutes } from "./price.js";
 
-export const WALLET_TENANT_PREFIX = "wallet-";
+const WALLET_TENANT_PREFIX = "wallet-";
 
 /** The tenant id of a wallet: `wallet-` and its address in lowercase hex (no 0x). */
-export const walletTenantId = (address: string) => `${WALLET_TENANT_PREFIX}${address.toLowerCase().replace(/^0x/, "")}`;
+const walletTenantId = (address: string) => `${WALLET_TENANT_PREFIX}${address.toLowerCase().replace(/^0x/, "")}`;
 
 const hex = (buf: ArrayBuffer) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
