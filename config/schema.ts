@@ -7,6 +7,7 @@ import { operatorsSchema } from "./operators-schema.js";
 import { accountProblems, breakerSchema, upstreamAccountSchema } from "./accounts-schema.js";
 import { secretFilesSchema } from "./secrets-schema.js";
 import { stateSchema } from "./state-schema.js";
+import { salesSchema } from "./sales-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -384,6 +385,8 @@ export const configSchema = z
     /** Secrets read from files (Kubernetes and Docker secrets), re-read when they change: docs/secrets.md. */
     secrets: secretFilesSchema,
     tenants: z.array(tenantSchema).default([]),
+    /** Selling over x402 to clients holding only a wallet (docs/sales.md); off unless present. */
+    sales: salesSchema.optional(),
   })
   // Alert receivers: the scheme and address checks need alerts.allowHttp and alerts.allowCidrs, so they run here.
   .superRefine((cfg, ctx) => {

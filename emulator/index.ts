@@ -9,7 +9,7 @@ import { getRequestListener } from "@hono/node-server";
 import type { ChainHandle, EmulatorContext, EmulatorModule } from "./types.js";
 import { createSandboxModule } from "./sandboxes/index.js";
 import { createSessionModule } from "./sessions/index.js";
-import { createX402Module, type X402Demand, type X402Prices } from "./x402/index.js";
+import { createX402Module, FACILITATOR_PATH, type FacilitatorSwitches, type X402Demand, type X402Prices } from "./x402/index.js";
 import { createJobsModule } from "./jobs/index.js";
 import { SearchEngine } from "./search/engine.js";
 import { startChain } from "./chain/index.js";
@@ -61,6 +61,8 @@ export interface EmulatorHandle {
   chain?: ChainHandle;
   /** The x402 half's demand (with the x402 module): change it and the next request follows (emulator/x402/schemes.ts). */
   x402?: X402Demand;
+  /** The local facilitator's HTTP face (`<controlUrl>/_emulator/facilitator`, with the x402 module) and its switches. */
+  facilitator?: { url: string; switches: FacilitatorSwitches };
   modules: EmulatorModule[];
   /** What it received, oldest first (with `record`; the first 10,000). */
   received: ReceivedRequest[];
@@ -116,6 +118,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const modules: EmulatorModule[] = [];
   let chain: ChainHandle | undefined;
   let demand: X402Demand | undefined;
+  let facilitatorSwitches: FacilitatorSwitches | undefined;
   let ownsChain = false;
   const closeAll = async () => {
     for (const m of modules.reverse()) await m.close().catch((e) => log("module.close.error", { module: m.name, error: String(e) }));
@@ -169,6 +172,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
           demand: opts.x402,
         });
         demand = x402.demand;
+        facilitatorSwitches = x402.facilitatorSwitches;
         modules.push(x402);
       }
     }
@@ -243,6 +247,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     apiKey,
     chain,
     x402: demand,
+    facilitator: facilitatorSwitches ? { url: `${controlOrigin}${FACILITATOR_PATH}`, switches: facilitatorSwitches } : undefined,
     modules,
     received,
     credits: ctx.credits!,

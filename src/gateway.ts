@@ -78,6 +78,7 @@ import { RequestRecorder } from "./telemetry/request-recorder.js";
 import { webDestinationGuard } from "./web/destination-guard.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
+import { mountSales, salesHandlers } from "./sales/index.js";
 
 import {
   accountWallets,
@@ -278,6 +279,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...mcpHandlers(services, !!signer || services.wallets.any), // /mcp: each tool a request through the route table
     ...oauthHandlers(services), // the OAuth authorization server for /mcp (src/oauth/)
     ...grantHandlers(services), // its grants, per tenant and for operators
+    ...salesHandlers(services), // what wallet buyers paid ([sales]): GET /_tollgate/admin/sales
     // The upstream's rows
     ...common,
     ...volumeHandlers(services, common),
@@ -292,6 +294,9 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   };
   // CORS preflights of the OAuth endpoints (browser-based MCP clients): any origin, no credentials.
   for (const path of OAUTH_CORS_PATHS) app.options(path, () => oauthPreflight());
+  // [mount: sold rows (with [sales]) answer a wallet with 402, then run its paid call as its wallet tenant: src/sales]
+  const salesSecret = typeof tokenSecrets === "string" ? tokenSecrets : (tokenSecrets?.[0]?.secret ?? randomSecret());
+  services.sales = mountSales(app, services, { walletAddress: signer?.address, secret: salesSecret });
   mountRouteTable(app, services, rowHandlers, tableRows);
 
   // Paths are normalised before any route sees them, the way the upstream will read them (middleware/normalize/index.ts).

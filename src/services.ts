@@ -20,6 +20,7 @@ import type { RuntimeCustody } from "./sandboxes/custody.js";
 import type { PublicHostsWritten } from "./sandboxes/port-hosts.js";
 import type { WebhookDispatcher } from "./operators/alerts/webhooks.js";
 import type { SavingsCounter } from "./operators/actions/savings.js";
+import type { SalesMount } from "./sales/index.js";
 
 /**
  * Everything a gateway remembers between requests is built once by createGateway and hangs here, typed (payments,
@@ -101,6 +102,8 @@ export interface GatewayServices {
   webhooks: WebhookDispatcher;
   /** Cache and coalescing savings not yet written to shared state (src/operators/actions/savings.ts). */
   savings: SavingsCounter;
+  /** With [sales]: the rows sold, who is paid, and the book of what wallet buyers paid (src/sales/). */
+  sales?: SalesMount;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import type { ChainHandle, EmulatorContext, EmulatorModule, SessionService } from "../types.js";
 import { SearchEngine, createWebRoutes, parseFetch, parseSearch, readJsonBody, runFetchJob, runSearchJob } from "../search/index.js";
 import { createLocalFacilitator } from "./facilitator.js";
+import { facilitatorRoutes, type FacilitatorSwitches } from "./facilitator-http.js";
 import { Paywall } from "./paywall.js";
 import { resolvePrices, type X402Prices } from "./prices.js";
 import { createSessionRoutes } from "./session-routes.js";
@@ -13,6 +14,7 @@ export { DEFAULT_PRICES, resolvePrices } from "./prices.js";
 export { V1_ONLY_HEADER } from "./paywall.js";
 export { x402SessionParams } from "./session-routes.js";
 export type { X402Demand, X402SchemeMode } from "./schemes.js";
+export { FACILITATOR_PATH, type FacilitatorSwitches } from "./facilitator-http.js";
 
 export interface X402ModuleOptions {
   chain: ChainHandle;
@@ -33,7 +35,14 @@ export interface X402ModuleOptions {
 export async function createX402Module(
   ctx: EmulatorContext,
   opts: X402ModuleOptions,
-): Promise<EmulatorModule & { engine: SearchEngine; prices: ReturnType<typeof resolvePrices>; demand: X402Demand }> {
+): Promise<
+  EmulatorModule & {
+    engine: SearchEngine;
+    prices: ReturnType<typeof resolvePrices>;
+    demand: X402Demand;
+    facilitatorSwitches: FacilitatorSwitches;
+  }
+> {
   const prices = resolvePrices(opts.prices);
   const engine = opts.searchEngine ?? new SearchEngine();
   const demand = resolveDemand(opts.demand);
@@ -42,6 +51,9 @@ export async function createX402Module(
 
   const control = new Hono();
   control.route("/", createWebRoutes(ctx, engine));
+  // The facilitator over HTTP, for a seller in front of the emulator (./facilitator-http.ts).
+  const facilitatorSwitches: FacilitatorSwitches = { failSettle: false };
+  control.route("/", facilitatorRoutes(local, facilitatorSwitches));
 
   // Each paid route validates its body first: a bad request gets 400 and never reaches the payment step.
   control.post("/x402/web/search", async (c) => {
@@ -83,6 +95,7 @@ export async function createX402Module(
     engine,
     prices,
     demand,
+    facilitatorSwitches,
     async close() {
       /* nothing long-lived: the chain belongs to whoever started it */
     },

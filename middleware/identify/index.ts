@@ -111,6 +111,12 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
   // Refusals are thrown as they are; Hono's chain answers them either way.
   return function identifyCaller(c, next) {
     c.get("logFields").route = row.name;
+    // A sold row's buyer (src/sales): the payment was verified, the caller is its wallet tenant.
+    const sold = c.get("soldCaller");
+    if (sold) {
+      if (row.scope) requireScope(sold.tenant, row.scope);
+      return admit(c, sold, next);
+    }
     if (open) {
       c.set("caller", { via: "ticket" });
       return next();

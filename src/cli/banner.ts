@@ -9,6 +9,8 @@ export interface DevBannerInfo {
   /** The gateway's payer wallet (Node stack). */
   payer?: string;
   tenants: Record<string, string>;
+  /** The demo buyer (a funded wallet's key) and the asset the gateway sells for, when it sells ([sales]). */
+  buyer?: { key: string; network: string; asset: string };
   /** Seconds from the command to ready. */
   readySeconds?: number;
   /** The gateway runs as the Worker under `wrangler dev`. */
@@ -63,10 +65,24 @@ Try it:
   const sbx = await client.sandboxes.create({ imageName: "node" });
   console.log((await sbx.exec("echo hello from the sandbox")).stdout);
 
-The request log goes to stderr (\`2>tollgate.log\` keeps this screen); \`kill -USR2 ${i.pid}\` prints the keys again.
+${i.buyer ? `${walletExample(g, i.buyer)}\n` : ""}The request log goes to stderr (\`2>tollgate.log\` keeps this screen); \`kill -USR2 ${i.pid}\` prints the keys again.
 Ctrl-C stops everything.
 
 ${demoKeysLine(i.tenants)}
+`;
+}
+
+/**
+ * Five lines that buy a search with nothing but the demo buyer's wallet (@x402/fetch): the gateway answers 402, the
+ * client signs, the gateway settles (docs/sales.md). The key is the demo's, new on every start, holding test tokens.
+ */
+function walletExample(g: string, b: { key: string; network: string; asset: string }): string {
+  return `  // Pay with a wallet, no key (npm i @x402/fetch @x402/evm viem): the demo buyer holds 10 test dollars
+  import { x402Client, wrapFetchWithPayment } from "@x402/fetch"; import { registerExactEvmScheme } from "@x402/evm/exact/client";
+  import { privateKeyToAccount } from "viem/accounts";
+  const client = new x402Client().setSpendControls({ allowedAssets: [{ network: "${b.network}", asset: "${b.asset}", maxAmountPerPayment: "100000" }] });
+  registerExactEvmScheme(client, { signer: privateKeyToAccount("${b.key}") });
+  console.log(await (await wrapFetchWithPayment(fetch, client)("${g}/x402/web/search", { method: "POST", headers: { "content-type": "application/json" }, body: '{"query":"edge caching"}' })).json());
 `;
 }
 

@@ -15,6 +15,8 @@ export interface DevStack {
   /** Demo tenant keys, by tenant id. Generated at start; printed once. */
   tenants: Record<string, string>;
   payer: `0x${string}`;
+  /** Demo buyer wallets (private keys) funded on the local chain: they hold nothing else and buy from [sales]. */
+  buyers: Record<string, `0x${string}`>;
   close(): Promise<void>;
 }
 
@@ -38,7 +40,8 @@ export type DemoKeys = Record<"acme" | "initech" | "globex" | "ops", string>;
 
 /**
  * The demo configuration fronting the emulator: two full tenants (acme, initech: isolation can be seen live), a
- * search-only one with a small budget (globex), and an admin (ops).
+ * search-only one with a small budget (globex), and an admin (ops). With the local chain it also sells at demo prices
+ * ([sales], docs/sales.md): a wallet with test tokens buys a search, a sandbox or a session, no key needed.
  */
 export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, server: Record<string, unknown>): Promise<DemoConfig> {
   const chain = emulator.chain;
@@ -58,6 +61,30 @@ export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, serve
           rpc: { [chain.network]: chain.rpcUrl },
         }
       : { enabled: false },
+    ...(chain && emulator.facilitator
+      ? {
+          sales: {
+            facilitator: emulator.facilitator.url,
+            accept: [
+              {
+                network: chain.network,
+                asset: chain.token.address,
+                name: chain.token.name,
+                version: chain.token.version,
+                decimals: chain.token.decimals,
+                ...(chain.chainId === 84532 ? { v1Network: "base-sepolia" } : {}),
+              },
+            ],
+            prices: {
+              search: { price: "0.01" },
+              fetch: { price: "0.01" },
+              session: { price: "0.05", minutes: 10 },
+              sandbox: { price: "0.05", minutes: 10 },
+            },
+            buyer: { budget: { daily: "1.00" }, quotas: { maxSandboxes: 1, maxSessions: 1 } },
+          },
+        }
+      : {}),
     tenants: [
       {
         id: "acme",
@@ -94,6 +121,8 @@ export async function startDevStack(opts: DevStackOptions = {}): Promise<DevStac
   try {
     const chain = emulator.chain;
     const wallet = chain ? await chain.createFundedWallet(opts.walletFunds ?? 100_000_000n) : undefined;
+    // The demo buyer: a wallet with 10 test dollars and nothing else (it buys from [sales]).
+    const buyer = chain ? await chain.createFundedWallet(10_000_000n) : undefined;
     const keys = { acme: generateTenantKey(), initech: generateTenantKey(), globex: generateTenantKey(), ops: generateTenantKey() };
     const raw = await demoConfig(emulator, keys, { host, port: opts.port ?? 8787, logLevel: opts.logLevel ?? "info" });
     opts.configure?.(raw);
@@ -110,6 +139,7 @@ export async function startDevStack(opts: DevStackOptions = {}): Promise<DevStac
       config,
       tenants: keys,
       payer: wallet?.address ?? "0x0000000000000000000000000000000000000000",
+      buyers: buyer ? { demo: buyer.privateKey } : {},
       async close() {
         await gateway.close();
         await emulator.close();

@@ -163,6 +163,7 @@ async function cmdDev(args: string[]) {
         runtime: stack.emulator.runtimeUrl,
         chain: stack.emulator.chain?.rpcUrl ?? null,
         tenants: stack.tenants,
+        buyers: stack.buyers,
         logFile,
       }) + "\n",
     );
@@ -176,6 +177,7 @@ async function cmdDev(args: string[]) {
       chain: stack.emulator.chain?.rpcUrl ?? null,
       payer: stack.payer,
       tenants: stack.tenants,
+      buyer: stack.buyers.demo && stack.config.sales ? { key: stack.buyers.demo, ...stack.config.sales.accept[0]! } : undefined,
       readySeconds: (Date.now() - started) / 1000,
       pid: process.pid,
     }),

@@ -43,6 +43,8 @@ declare module "hono" {
     tenant: Tenant | undefined;
     /** Who the audit log names when it is not the tenant: `oidc:<sub>` or `access:<sub>` for a person signed in through a provider. */
     actor: string | undefined;
+    /** A buyer whose x402 payment the sales step verified (src/sales): identify admits it as this wallet tenant's caller. */
+    soldCaller: TenantCaller | undefined;
   }
 }
 

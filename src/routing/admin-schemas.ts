@@ -155,6 +155,12 @@ export const ledgerQuery = pageQuery.extend({
   surface: z.enum(["search", "fetch", "session", "sandbox", "other"]).optional().describe("what it paid for"),
 });
 
+/** GET /admin/sales: one buyer's sales (a wallet tenant's id), and whether to check each against the chain. */
+export const salesQuery = z.object({
+  tenant: z.string().optional().describe("a wallet tenant (wallet-<address>); unset: every buyer"),
+  check: z.enum(["chain"]).optional().describe("chain: look each sale's transaction up and compare its transfer"),
+});
+
 /** POST /admin/console-links: how long the one-time sign-in code lives (default 300 s). */
 export const consoleLinkBody = z
   .strictObject({ ttlSeconds: z.number().int().min(30).max(900).optional() })

@@ -57,8 +57,10 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       const lines = out.trim().split("\n");
       expect(lines).toHaveLength(1);
       const info = JSON.parse(lines[0]);
-      expect(Object.keys(info).sort()).toEqual(["chain", "gateway", "logFile", "runtime", "tenants", "upstream"]);
+      expect(Object.keys(info).sort()).toEqual(["buyers", "chain", "gateway", "logFile", "runtime", "tenants", "upstream"]);
       expect(Object.keys(info.tenants).sort()).toEqual(["acme", "globex", "initech", "ops"]);
+      // A funded buyer wallet on the local chain, generated at run time (it buys from [sales]: test/sales/sales-dev.test.ts).
+      expect(info.buyers.demo).toMatch(/^0x[0-9a-f]{64}$/);
 
       const r = await fetch(`${info.gateway}/x402/web/search`, {
         method: "POST",
@@ -79,7 +81,7 @@ describe("`tollgate dev --json` (the one-command start)", () => {
       }
       expect(logs).toMatch(/x402\/web\/search/);
       expect(logs).toContain('"source":"emulator"');
-      for (const key of Object.values(info.tenants) as string[]) expect(logs).not.toContain(key);
+      for (const key of [...Object.values(info.tenants), info.buyers.demo] as string[]) expect(logs).not.toContain(key);
 
       const kids = descendants(child.pid!);
       expect(kids.length).toBeGreaterThan(0);

@@ -33,6 +33,16 @@ declare module "vitest" {
       /** A fourth, for the MCP test (its balance check sees only its own payments). */
       mcpWalletKey: string;
       mcpWallet: string;
+      /** For test/workers/sales.test.ts: a gateway wallet that sells (its own balance), a buyer, the facilitator, the token. */
+      sales: {
+        walletKey: string;
+        wallet: string;
+        buyerKey: string;
+        buyer: string;
+        facilitatorUrl: string;
+        tokenName: string;
+        tokenVersion: string;
+      };
       /** Forwards a paid request (the upstream settles it on chain) and never answers. */
       settledButLostUrl: string;
       /** Swallows a paid request (nothing settles) and never answers. */
@@ -62,6 +72,7 @@ export default async function setup(project: TestProject) {
   const reconcileWallet = await chain.createFundedWallet(10_000_000n);
   const alertsWallet = await chain.createFundedWallet(10_000_000n);
   const mcpWallet = await chain.createFundedWallet(10_000_000n);
+  const [salesWallet, salesBuyer] = [await chain.createFundedWallet(10_000_000n), await chain.createFundedWallet(1_000_000n)];
   const [settledButLost, neverArrived, webhooks, access] = await Promise.all([
     startStallingProxy(emu.controlUrl, "forward-then-stall"),
     startStallingProxy(emu.controlUrl, "swallow"),
@@ -109,6 +120,15 @@ export default async function setup(project: TestProject) {
     alertsWalletKey: alertsWallet.privateKey,
     mcpWalletKey: mcpWallet.privateKey,
     mcpWallet: mcpWallet.address,
+    sales: {
+      walletKey: salesWallet.privateKey,
+      wallet: salesWallet.address,
+      buyerKey: salesBuyer.privateKey,
+      buyer: salesBuyer.address,
+      facilitatorUrl: emu.facilitator!.url,
+      tokenName: chain.token.name,
+      tokenVersion: chain.token.version,
+    },
     settledButLostUrl: settledButLost.url,
     neverArrivedUrl: neverArrived.url,
     exampleTenant: exampleTenant([chain.network]),

@@ -1,0 +1,57 @@
+// Tollgate sells (docs/sales.md): with [sales] configured, a client holding only a wallet buys a sold row's call with
+// x402, and the gateway serves it as the wallet's own tenant, paying the upstream as it does for any tenant. The door of
+// this folder: createGateway calls mountSales once, before the route table, and hangs the book on its services.
+import { HTTPFacilitatorClient } from "@x402/core/server";
+import type { Hono } from "hono";
+import type { GatewayEnv } from "../context.js";
+import type { GatewayServices } from "../services.js";
+import { methodsOf, ROUTES } from "../routing/table.js";
+import { SOLD_ROWS } from "./classes.js";
+import { SalesBook } from "./book.js";
+import { sellStep } from "./sell.js";
+import { WalletTenants } from "./wallet-tenants.js";
+
+export { salesHandlers } from "./report.js";
+
+export interface SalesMount {
+  book: SalesBook;
+  /** The rows sold, by name. */
+  rows: string[];
+  payTo: `0x${string}`;
+}
+
+/**
+ * Mounts the sales step in front of each sold row (its class priced in [sales.prices]). `payTo` is [sales].payTo or
+ * the gateway wallet's address; `secret` derives the wallet tenants' keys (the token secret). Nothing when [sales] is
+ * absent or off.
+ */
+export function mountSales(
+  app: Hono<GatewayEnv>,
+  services: GatewayServices,
+  opts: { walletAddress?: `0x${string}`; secret: string },
+): SalesMount | undefined {
+  const sales = services.config.sales;
+  if (!sales?.enabled) return undefined;
+  const payTo = (sales.payTo as `0x${string}` | undefined) ?? opts.walletAddress;
+  if (!payTo)
+    throw new Error(
+      "sales.payTo: expected an address to be paid (no gateway wallet is configured: set TOLLGATE_WALLET_KEY or sales.payTo)",
+    );
+  const book = new SalesBook(services.stores.kv);
+  const parts = {
+    services,
+    sales,
+    payTo,
+    facilitator: new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 }),
+    wallets: new WalletTenants(services, sales, opts.secret),
+    book,
+  };
+  const rows: string[] = [];
+  for (const row of ROUTES) {
+    const cls = SOLD_ROWS[row.name];
+    if (!cls || !sales.prices[cls]) continue;
+    app.on(methodsOf(row), [row.path], sellStep(parts, cls, row.name));
+    rows.push(row.name);
+  }
+  return { book, rows, payTo };
+}
