@@ -80,6 +80,7 @@ import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
 import { TenantSecrets } from "./identity/tenant-secrets.js";
 import { secretHandlers } from "./operators/http/secret-routes.js";
+import { egressHandlers } from "./sandboxes/egress.js";
 
 import {
   accountWallets,
@@ -296,6 +297,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...liveHandlers(services),
     ...sandboxHandlers(services),
     ...runtimeHandlers(services),
+    ...egressHandlers(services), // $TOLLGATE_EGRESS/NAME/<path>: a secret's placeholder swapped for its value
   };
   // CORS preflights of the OAuth endpoints (browser-based MCP clients): any origin, no credentials.
   for (const path of OAUTH_CORS_PATHS) app.options(path, () => oauthPreflight());

@@ -58,6 +58,8 @@ export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, serve
           rpc: { [chain.network]: chain.rpcUrl },
         }
       : { enabled: false },
+    // Secrets may name the machine's own test servers (plain http to loopback): the embedded default only.
+    egress: { allowHttpLoopback: true },
     tenants: [
       {
         id: "acme",
