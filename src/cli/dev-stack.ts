@@ -106,6 +106,8 @@ export async function startDevStack(opts: DevStackOptions = {}): Promise<DevStac
       secrets: { upstreamApiKey: emulator.apiKey, walletKey: wallet?.privateKey, tokenSecret: randomBytes(32).toString("base64url") },
       logSink: opts.logSink,
     });
+    // Sandboxes reach the gateway as real ones reach the internet: its $TOLLGATE_EGRESS works from inside them.
+    emulator.internet.add(`localhost:${gateway.port}`);
     return {
       gateway,
       emulator,

@@ -54,6 +54,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   serverHost = `127.0.0.1:${(server.address() as AddressInfo).port}`;
   s = await startSandboxStack({ egress: { allowHttpLoopback: true } });
+  // The emulator's sandboxes reach the gateway as real ones reach the internet (emulator/sandboxes/outbound.ts).
+  s.emu.internet.add(`localhost:${s.gw.port}`);
   expect((await put(s.keys.alice, "OPENAI", { value: VALUE, hosts: [serverHost], methods: ["GET", "POST"], paths: ["/v1/"] })).status).toBe(
     201,
   );
@@ -113,6 +115,21 @@ describe("the egress", () => {
     expect(got.headers.authorization).toBe(`Bearer ${VALUE}`);
     expect(JSON.stringify(got.headers)).not.toContain(placeholder);
     expect(res.text).not.toContain(VALUE);
+  });
+
+  it("a process inside the sandbox reaches the test server through $TOLLGATE_EGRESS, carrying the real value", async () => {
+    const script = `fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/inside", { headers: { authorization: "Bearer " + process.env.OPENAI } }).then(async (r) => console.log(r.status, await r.text()))`;
+    const run = await sbx.exec(`node -e '${script}'`);
+    expect(run.stdout.trim()).toBe('200 {"ok":true,"path":"/v1/inside"}');
+    expect(seen.at(-1)!.headers.authorization).toBe(`Bearer ${VALUE}`);
+    expect(run.stdout).not.toContain(VALUE);
+  });
+
+  it("a sandbox whose egress list shuts the internet reaches nothing, the gateway included", async () => {
+    const shut = await s.alice.sandboxes.create({ imageName: "node", allowInternetAccess: false } as never);
+    const script = `fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/inside").then((r) => console.log(r.status), (e) => console.log("refused"))`;
+    expect((await shut.exec(`node -e '${script}'`)).stdout.trim()).toBe("refused");
+    await shut.stop();
   });
 
   it("streams an answer as it comes (SSE) and a body both ways", async () => {
