@@ -286,4 +286,3 @@ export const secretPutBody = z.strictObject({
   /** Which sandboxes get its placeholder: every one (default), or processes whose env sets NAME to "tollgate:secret". */
   sandboxes: z.enum(["all", "on-request"], { error: 'expected "all" or "on-request"' }).default("all"),
 });
-export type SecretPut = z.infer<typeof secretPutBody>;
