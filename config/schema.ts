@@ -8,6 +8,7 @@ import { accountProblems, breakerSchema, upstreamAccountSchema } from "./account
 import { secretFilesSchema } from "./secrets-schema.js";
 import { stateSchema } from "./state-schema.js";
 import { salesSchema } from "./sales-schema.js";
+import { egressSchema } from "./egress-schema.js";
 
 /** Default credit prices (USD): estimates of the upstream's published credit costs; operators set their own. */
 export const CREDIT_PRICE_DEFAULTS = {
@@ -270,6 +271,8 @@ export const configSchema = z
       })
       .default({ frameAncestors: [] }),
     state: stateSchema,
+    /** Tenant secrets' egress (docs/secrets-for-agents.md). */
+    egress: egressSchema,
     /**
      * What the operator's upstream credits cost, in USD, for the rows billed to them (src/routing/table.ts). These are
      * estimates the operator sets to match their plan; every credit-billed call is reserved at this price against the

@@ -17,6 +17,7 @@ import { createTeamModule } from "./team.js";
 import { guardDir, releaseDir } from "./reaper.js";
 import { CreditMeter, type CreditSchedule } from "./credits.js";
 import { DEFAULT_ACCOUNT, EmulatorAccounts, type EmulatorAccountSpec } from "./accounts.js";
+import { SandboxInternet } from "./sandboxes/outbound.js";
 
 export interface EmulatorOptions {
   host?: string;
@@ -70,6 +71,11 @@ export interface EmulatorHandle {
   credits: CreditMeter;
   /** The accounts (the default one first), their keys, and set() to make one refuse, fail or slow down. */
   accounts: EmulatorAccounts;
+  /**
+   * What sandboxes reach as real ones reach the internet (sandboxes/outbound.ts): `internet.add("localhost:8787")`
+   * makes a gateway's port reachable from sandboxes started from then on, as their egress lists allow.
+   */
+  internet: SandboxInternet;
   close(): Promise<void>;
 }
 
@@ -100,6 +106,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
   const log = opts.log ?? (() => {});
   const accounts = new EmulatorAccounts(apiKey, opts.accounts);
   const credits = new CreditMeter(opts.credits);
+  const internet = new SandboxInternet();
   if (accounts.several)
     credits.accountOf = { current: () => accounts.currentAccount(), owner: (id) => accounts.ownerOf(id), fallback: DEFAULT_ACCOUNT };
   const ctx: EmulatorContext = {
@@ -113,6 +120,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     log,
     credits,
     accounts,
+    internet,
   };
   const wanted = new Set(opts.modules ?? ["sandboxes", "sessions", "x402", "jobs"]);
   const modules: EmulatorModule[] = [];
@@ -252,6 +260,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Emulato
     received,
     credits: ctx.credits!,
     accounts,
+    internet,
     async close() {
       if (closed) return;
       closed = true;

@@ -28,6 +28,8 @@ export interface EmulatorContext {
   /** Directory under which the emulator keeps its state (sandbox roots, browser profiles). Removed on close. */
   stateDir: string;
   log: EmulatorLog;
+  /** What sandboxes reach as real ones reach the internet (sandboxes/outbound.ts): none listed, nothing. */
+  internet?: { list(): Array<{ host: string; port: number }> };
   /** The accounts whose keys the control plane takes (./accounts.ts): the default one (`apiKey`) and any others. */
   accounts?: {
     byKey(key: string | undefined): unknown;

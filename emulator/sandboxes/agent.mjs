@@ -304,6 +304,22 @@ async function stream(sock, req, rest) {
     sock.pipe(upstream).pipe(sock);
     return;
   }
+  if (req.op === "outbound") {
+    // The sandbox's way out (outbound.ts): 127.0.0.1:<port> inside, each connection handed to the host's unix socket.
+    const bridge = (conn) => {
+      const out = net.connect({ path: String(req.socket) });
+      out.on("error", () => conn.destroy());
+      conn.on("error", () => out.destroy());
+      conn.pipe(out).pipe(conn);
+    };
+    const server = net.createServer(bridge);
+    await new Promise((res, rej) => (server.once("error", rej), server.listen(Number(req.port), "127.0.0.1", res)));
+    // `localhost` may be tried as ::1 first.
+    const v6 = net.createServer(bridge);
+    v6.on("error", () => {});
+    v6.listen(Number(req.port), "::1");
+    return void sock.end(JSON.stringify({ ok: true, body: { port: Number(req.port) } }) + "\n");
+  }
   if (req.op === "upload") {
     const p = abs(req.path);
     await fsp.mkdir(path.dirname(p), { recursive: true });

@@ -6,6 +6,7 @@ import type { EmulatorContext } from "../types.js";
 import { ApiError, badRequest, notFound } from "./errors.js";
 import type { ImageCatalog } from "./images.js";
 import type { Isolation } from "./jail.js";
+import { mayReach, openOutbound } from "./outbound.js";
 import { Sandbox, type SandboxSpec } from "./sandbox.js";
 import { copyTree, type SnapshotStore } from "./snapshots.js";
 import type { TokenIssuer } from "./tokens.js";
@@ -108,6 +109,20 @@ export class SandboxService {
     }
     const sb = await Sandbox.boot(spec, dir, this.agentPath, this.isolation, releaseDisk);
     for (const p of ports) sb.exposed.set(p.port, { auth: p.auth });
+    // What stands for the internet (./outbound.ts): each listed destination reachable as its egress list allows.
+    for (const target of this.ctx.internet?.list() ?? []) {
+      const server = await openOutbound({
+        sockDir: sb.sockDir,
+        target,
+        allowed: () => sb.active && mayReach(sb.spec.network, target.host),
+        listenInside: async (socket) => void (await (await sb.agent("user")).call("outbound", { port: target.port, socket })),
+        log: this.ctx.log,
+      }).catch((err) => {
+        this.ctx.log("sandbox.egress.unavailable", { id: sb.id, error: String((err as Error).message) });
+        return undefined;
+      });
+      if (server) sb.onStop(() => server.close());
+    }
     this.sandboxes.set(sb.id, sb);
     this.ctx.log("sandbox.created", { id: sb.id, imageName, snapshotId });
     return sb;

@@ -75,6 +75,7 @@ export class Sandbox {
   private readonly agents = new Map<SandboxUser, Promise<SandboxAgent>>();
   private timer?: NodeJS.Timeout;
   private stopping?: Promise<void>;
+  private readonly stopHooks: Array<() => void> = [];
 
   private constructor(
     readonly spec: SandboxSpec,
@@ -180,6 +181,11 @@ export class Sandbox {
     return started;
   }
 
+  /** Runs `fn` when the sandbox stops (its way out closed: ./outbound.ts). */
+  onStop(fn: () => void): void {
+    this.stopHooks.push(fn);
+  }
+
   /** Stops everything inside; resolves once no process of the sandbox is left. Idempotent. */
   stop(reason: string): Promise<void> {
     if (this.stopping) return this.stopping;
@@ -189,6 +195,7 @@ export class Sandbox {
     this.updatedAt = new Date();
     clearTimeout(this.timer);
     this.stopping = (async () => {
+      for (const fn of this.stopHooks.splice(0)) fn();
       this.watches.stopAll();
       // Killing the namespace first lets each nsenter parent reap its child; killing both at once leaves zombies
       // for the host's init to collect.

@@ -85,6 +85,8 @@ export async function demoConfig(emulator: EmulatorHandle, keys: DemoKeys, serve
           },
         }
       : {}),
+    // Secrets may name the machine's own test servers (plain http to loopback): the embedded default only.
+    egress: { allowHttpLoopback: true },
     tenants: [
       {
         id: "acme",
@@ -133,6 +135,8 @@ export async function startDevStack(opts: DevStackOptions = {}): Promise<DevStac
       secrets: { upstreamApiKey: emulator.apiKey, walletKey: wallet?.privateKey, tokenSecret: randomBytes(32).toString("base64url") },
       logSink: opts.logSink,
     });
+    // Sandboxes reach the gateway as real ones reach the internet: its $TOLLGATE_EGRESS works from inside them.
+    emulator.internet.add(`localhost:${gateway.port}`);
     return {
       gateway,
       emulator,

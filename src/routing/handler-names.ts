@@ -10,6 +10,7 @@ export const HANDLER_NAMES = [
   "mcp.metadata", "mcp",
   "oauth.metadata", "oauth.register", "oauth.authorize.page", "oauth.authorize", "oauth.token", "oauth.revoke", "own.grants", "own.grants.revoke", "admin.grants", "admin.grants.revoke",
   "own.requests", "own.requests.get", "admin.requests", "console.requests",
+  "own.secrets.list", "own.secrets.get", "own.secrets.put", "own.secrets.delete", "admin.secrets.list", "admin.secrets.get", "admin.secrets.put", "admin.secrets.delete", "egress",
   "paid.search",
   "job.start", "job.read",
   "task.start",
@@ -23,7 +24,7 @@ export const HANDLER_NAMES = [
   "sandbox.create", "sandbox.list", "sandbox.get", "sandbox.stop", "sandbox.snapshot", "sandbox.expose",
   "snapshot.list", "snapshot.byIdOrName",
   "volume.create", "volume.list", "volume.byKey",
-  "runtime.forward", "runtime.websocket", "runtime.presign", "runtime.presigned",
+  "runtime.forward", "runtime.secretEnv", "runtime.websocket", "runtime.presign", "runtime.presigned",
 ] as const;
 
 /** A route handler's name: what a row's `handler` may say. */

@@ -206,9 +206,9 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   { name: "team.creditInfo", metric: "admin", method: GET, path: "/api/team/credit-info", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },
 
   // ── Sandbox runtime plane (gateway token bound to the sandbox; the upstream runtime token is injected) ──
-  runtime("exec", POST, "/exec"),
+  runtime("exec", POST, "/exec", "runtime.secretEnv"),
   runtime("processes.list", GET, "/processes"),
-  runtime("processes.start", POST, "/processes"),
+  runtime("processes.start", POST, "/processes", "runtime.secretEnv"),
   runtime("processes.get", GET, "/processes/:pid"),
   runtime("processes.delete", DELETE, "/processes/:pid"),
   runtime("processes.signal", POST, "/processes/:pid/signal"),
@@ -225,7 +225,7 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   runtime("files.presignUpload", POST, "/files/presign-upload", "runtime.presign"),
   runtime("files.presignDownload", POST, "/files/presign-download", "runtime.presign"),
   { name: "runtime.files.presigned", metric: "runtime", method: ["GET", "HEAD", "PUT"], path: "/sandbox/:id/files/presigned", auth: ["ticket"], scope: "sandboxes", rateLimited: false, pay: "free", body: BODY.bytes, handler: "runtime.presigned" },
-  runtime("pty.create", POST, "/pty", "runtime.forward", "terminal"),
+  runtime("pty.create", POST, "/pty", "runtime.secretEnv", "terminal"),
   runtime("pty.get", GET, "/pty/:tid", "runtime.forward", "terminal"),
   runtime("pty.wait", POST, "/pty/:tid/wait", "runtime.forward", "terminal"),
   runtime("pty.kill", POST, "/pty/:tid/kill", "runtime.forward", "terminal"),

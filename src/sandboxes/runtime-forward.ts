@@ -68,6 +68,12 @@ export class RuntimeForwarder {
     return clientBody(c, this.services.platform).then(({ body, replayable }) => this.forwardWith(c, call, body, replayable, opts.read));
   }
 
+  /** Sends a runtime call with a body the gateway rewrote (its length set anew); replayed once on a 401 as any small body. */
+  forwardBytes(c: Context<GatewayEnv>, call: RuntimeCall, body: Uint8Array): Promise<Response> {
+    setForwardHeader(call.headers, "content-length", String(body.byteLength));
+    return this.forwardWith(c, call, body, true, false);
+  }
+
   private async forwardWith(
     c: Context<GatewayEnv>,
     call: RuntimeCall,

@@ -14,6 +14,7 @@ import { publicOriginOf } from "../web/public-origin.js";
 import { RuntimeForwarder, clientBody, sendUpstream } from "./runtime-forward.js";
 import { splitRequestUrl } from "../web/request-url.js";
 import type { Handlers } from "../routing/handlers.js";
+import { withSecretEnv } from "./secret-env.js";
 
 /** Splits `/sandbox/<id><rest>?q` (normalised) into what the upstream gets after its own runtime base URL. */
 function runtimeRest(c: Context<GatewayEnv>, dropQuery: string[] = []): string {
@@ -42,6 +43,13 @@ export function runtimeHandlers(services: GatewayServices): Handlers {
         rest: runtimeRest(c, ["token"]),
         headers: clientHeaders(c.req.raw.headers),
       });
+    },
+
+    // An exec, a process or a terminal: its env gets the tenant's secret placeholders and TOLLGATE_EGRESS (./secret-env.ts).
+    "runtime.secretEnv": async (c) => {
+      const id = c.req.param("id")!;
+      const call = { sandboxId: id, method: c.req.method, rest: runtimeRest(c, ["token"]), headers: clientHeaders(c.req.raw.headers) };
+      return forwarder.forwardBytes(c, call, await withSecretEnv(services, c, id));
     },
 
     // Presigned file URLs point at the gateway (a ticket it can revoke), never at the upstream's runtime host.

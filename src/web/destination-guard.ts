@@ -31,10 +31,28 @@ interface GuardedAnswer {
   body: Uint8Array;
 }
 
+/** One streamed exchange with a URL a tenant named (the secrets' egress): any method, the body streamed both ways. */
+export interface GuardedStream {
+  url: string;
+  method: string;
+  headers: Headers;
+  body: ReadableStream<Uint8Array> | Uint8Array | null;
+  /** How long the destination has to answer with its headers; the body then streams as long as it lasts. */
+  headersTimeoutMs: number;
+  policy: DestinationPolicy;
+  /** Aborts the exchange (the client went away). */
+  signal?: AbortSignal;
+}
+
 /** The guard the entry picks (services.destinations). */
 export interface DestinationGuard {
   /** @throws DestinationUnreachable for anything that kept an answer from coming back. */
   fetch(req: GuardedRequest): Promise<GuardedAnswer>;
+  /**
+   * The same checks, no redirect followed, and the answer's body streamed as it comes (SSE passes).
+   * @throws DestinationUnreachable for anything that kept the answer's headers from coming back.
+   */
+  stream(req: GuardedStream): Promise<Response>;
 }
 
 /**
@@ -92,6 +110,28 @@ export const webDestinationGuard: DestinationGuard = {
     } catch (err) {
       await res.body?.cancel().catch(() => {});
       throw err instanceof DestinationUnreachable ? err : new DestinationUnreachable(err instanceof Error ? err.message : String(err));
+    }
+  },
+  async stream(req) {
+    const problem = new DestinationRules(req.policy).urlProblem(req.url);
+    if (problem) throw new DestinationUnreachable(`refused: ${problem}`);
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error(`no answer within ${req.headersTimeoutMs} ms`)), req.headersTimeoutMs);
+    req.signal?.addEventListener("abort", () => abort.abort(req.signal?.reason), { once: true });
+    try {
+      const init: RequestInit & { duplex?: "half" } = {
+        method: req.method,
+        headers: req.headers,
+        body: req.body as BodyInit | null,
+        redirect: "manual",
+        signal: abort.signal,
+        ...(req.body instanceof ReadableStream ? { duplex: "half" } : {}),
+      };
+      return await fetch(req.url, init);
+    } catch (err) {
+      throw new DestinationUnreachable(err instanceof Error ? err.message : String(err));
+    } finally {
+      clearTimeout(timer);
     }
   },
 };

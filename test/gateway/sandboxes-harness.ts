@@ -68,7 +68,12 @@ function recordingTransport(inner: UpstreamTransport, seen: Set<string>, relayed
 }
 
 export async function startSandboxStack(
-  opts: { runtimeTokenTtlSeconds?: number; tokenTtlSeconds?: number; server?: Record<string, unknown> } = {},
+  opts: {
+    runtimeTokenTtlSeconds?: number;
+    tokenTtlSeconds?: number;
+    server?: Record<string, unknown>;
+    egress?: Record<string, unknown>;
+  } = {},
 ): Promise<SandboxStack> {
   const emu = await startEmulator({ modules: ["sandboxes"], runtimeTokenTtlSeconds: opts.runtimeTokenTtlSeconds });
   const keys = { alice: generateTenantKey(), bob: generateTenantKey() };
@@ -79,6 +84,7 @@ export async function startSandboxStack(
     server: { host: "127.0.0.1", port: 0, logLevel: "debug", ...opts.server },
     upstream: { baseUrl: emu.controlUrl, allowedHosts: runtimeHosts },
     tokens: { ttlSeconds: opts.tokenTtlSeconds ?? 900 },
+    ...(opts.egress ? { egress: opts.egress } : {}),
     tenants: [
       { id: "alice", keys: [{ hash: await hashTenantKey(keys.alice) }], scopes: ["sandboxes"] },
       { id: "bob", keys: [{ hash: await hashTenantKey(keys.bob) }], scopes: ["sandboxes"] },

@@ -6,8 +6,9 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
+import { Readable } from "node:stream";
 import { DestinationRules, destinationHost } from "../../web/destinations.js";
-import { type DestinationGuard, DestinationUnreachable, type GuardedRequest } from "../../web/destination-guard.js";
+import { type DestinationGuard, DestinationUnreachable, type GuardedRequest, type GuardedStream } from "../../web/destination-guard.js";
 
 /** Resolves a host name to its addresses (default: the system's resolver; tests pass their own). */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
@@ -40,7 +41,55 @@ function checkedLookup(rules: DestinationRules, resolver: Resolver = systemResol
 export function nodeDestinationGuard(opts: { resolver?: Resolver } = {}): DestinationGuard {
   return {
     fetch: (req) => guardedRequest(req, opts.resolver),
+    stream: (req) => guardedStream(req, opts.resolver),
   };
+}
+
+/** A streamed exchange: the same checks and connect-time lookup; the answer's body is the socket's, as it comes. */
+function guardedStream(req: GuardedStream, resolver: Resolver | undefined): Promise<Response> {
+  const rules = new DestinationRules(req.policy);
+  const problem = rules.urlProblem(req.url, { names: false });
+  if (problem) return Promise.reject(new DestinationUnreachable(`refused: ${problem}`));
+  const u = new URL(req.url);
+  const literal = "ip" in destinationHost(u.hostname);
+  const send = u.protocol === "https:" ? httpsRequest : httpRequest;
+  return new Promise<Response>((resolve, reject) => {
+    let answered = false;
+    const fail = (reason: string) => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      request.destroy();
+      reject(new DestinationUnreachable(reason));
+    };
+    const timer = setTimeout(() => fail(`no answer within ${req.headersTimeoutMs} ms`), req.headersTimeoutMs);
+    const request = send(
+      u,
+      {
+        method: req.method,
+        headers: Object.fromEntries(req.headers),
+        ...(literal ? {} : { lookup: checkedLookup(rules, resolver) }),
+        agent: false,
+      },
+      (res: IncomingMessage) => {
+        if (answered) return void res.destroy();
+        answered = true;
+        clearTimeout(timer);
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+        const status = res.statusCode ?? 502;
+        const empty = status === 204 || status === 304 || req.method === "HEAD";
+        if (empty) res.resume();
+        resolve(new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, headers }));
+      },
+    );
+    request.on("error", (err: NodeJS.ErrnoException) =>
+      fail(err.message.startsWith("refused:") ? err.message : `unreachable (${err.code ?? err.message})`),
+    );
+    req.signal?.addEventListener("abort", () => request.destroy(), { once: true });
+    if (req.body instanceof ReadableStream) Readable.fromWeb(req.body as never).pipe(request);
+    else request.end(req.body ?? undefined);
+  });
 }
 
 function guardedRequest(req: GuardedRequest, resolver: Resolver | undefined) {

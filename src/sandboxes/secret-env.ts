@@ -1,0 +1,38 @@
+// Placeholders in sandboxes (docs/secrets-for-agents.md): every process, exec and terminal a tenant starts through the
+// gateway gets, in its env, `NAME=tg_sec_…` for each of the tenant's secrets that reach the sandbox (a placeholder
+// bound to that sandbox and secret: src/identity/tenant-secrets.ts) and `TOLLGATE_EGRESS=<public origin>/_tollgate/egress`,
+// where a request carrying the placeholder gets the value swapped in towards the secret's hosts only (./egress.ts).
+// The value itself never enters the sandbox. A secret with `sandboxes: "on-request"` reaches a process only when its
+// env asks for it (`NAME: "tollgate:secret"`).
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
+import { GatewayError } from "../errors.js";
+import type { GatewayServices } from "../services.js";
+import { callerTenant } from "../identity/caller.js";
+import { SECRET_REQUEST } from "../identity/tenant-secrets.js";
+import { publicOriginOf } from "../web/public-origin.js";
+import { jsonBody } from "../routing/json-body.js";
+
+/** Whether a sandbox is live and the tenant's: its placeholders are refused once it ended (stopped, expired, seen ended). */
+export async function sandboxLive(services: GatewayServices, tenant: string, id: string): Promise<boolean> {
+  if ((await services.stores.ownership.owner("sandbox", id)) !== tenant) return false;
+  const record = (await services.stores.ownership.records("sandbox", tenant)).find((r) => r.id === id);
+  return record?.active === true;
+}
+
+/**
+ * The body of an exec, a process start or a terminal with the placeholders and TOLLGATE_EGRESS in its env (the
+ * client's own entries kept, but a secret's name is the gateway's).
+ */
+export async function withSecretEnv(services: GatewayServices, c: Context<GatewayEnv>, sandboxId: string): Promise<Uint8Array> {
+  const json = { ...(await jsonBody(c, services.platform)).json };
+  const given = json.env;
+  if (given !== undefined && (given === null || typeof given !== "object" || Array.isArray(given)))
+    throw new GatewayError(400, "invalid_params", "env: expected an object of names and string values.", { field: "env" });
+  const env = { ...(given as Record<string, unknown> | undefined) };
+  const requested = new Set(Object.keys(env).filter((k) => env[k] === SECRET_REQUEST));
+  for (const k of requested) delete env[k];
+  const placeholders = await services.secrets.placeholders(callerTenant(c).id, sandboxId, requested);
+  json.env = { ...env, ...placeholders, TOLLGATE_EGRESS: `${publicOriginOf(c, services)}/_tollgate/egress` };
+  return new TextEncoder().encode(JSON.stringify(json));
+}

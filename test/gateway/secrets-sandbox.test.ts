@@ -1,0 +1,222 @@
+// Tenant secrets in sandboxes, through the unmodified SDK: processes, execs and terminals get only a placeholder
+// (printenv, /proc/*/environ, files written from the env, the request log), and TOLLGATE_EGRESS; a request through the
+// egress carrying the placeholder reaches a local test server with the real value in the secret's header, streamed
+// (SSE); it is refused for another host, method or path, another secret's name, a placeholder the gateway never handed
+// out, after the secret is deleted and after the sandbox stops; another tenant's placeholder carries that tenant's
+// own value, never this one's.
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Hyperbrowser } from "@hyperbrowser/sdk";
+import { gatewayCall, startSandboxStack, type SandboxStack } from "./sandboxes-harness.js";
+
+type SandboxHandle = Awaited<ReturnType<Hyperbrowser["sandboxes"]["create"]>>;
+
+const VALUE = `sk-alice-${randomBytes(16).toString("hex")}`;
+const BOB_VALUE = `sk-bob-${randomBytes(16).toString("hex")}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let s: SandboxStack;
+let server: Server;
+let serverHost: string;
+const seen: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }> = [];
+let sbx: SandboxHandle;
+let placeholder: string;
+let egress: string;
+
+const key = (k: string) => ({ "x-api-key": k });
+const put = (tenantKey: string, name: string, body: object) =>
+  gatewayCall(s, "PUT", `/_tollgate/secrets/${name}`, { headers: key(tenantKey), body: JSON.stringify(body) });
+/** A call to the egress as a process in the sandbox makes it (the gateway's public origin, the placeholder in a header). */
+const viaEgress = (path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
+  gatewayCall(s, init.method ?? "GET", `/_tollgate/egress/${path}`, { headers: init.headers, body: init.body });
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      if (req.url === "/v1/stream") {
+        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+        res.write("data: one\n\n");
+        setTimeout(() => {
+          res.write("data: two\n\n");
+          res.end();
+        }, 300);
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ ok: true, path: req.url }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  serverHost = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  s = await startSandboxStack({ egress: { allowHttpLoopback: true } });
+  // The emulator's sandboxes reach the gateway as real ones reach the internet (emulator/sandboxes/outbound.ts).
+  s.emu.internet.add(`localhost:${s.gw.port}`);
+  expect((await put(s.keys.alice, "OPENAI", { value: VALUE, hosts: [serverHost], methods: ["GET", "POST"], paths: ["/v1/"] })).status).toBe(
+    201,
+  );
+  expect((await put(s.keys.bob, "OPENAI", { value: BOB_VALUE, hosts: [serverHost] })).status).toBe(201);
+  sbx = await s.alice.sandboxes.create({ imageName: "node" });
+}, 120_000);
+
+afterAll(async () => {
+  await s?.close();
+  await new Promise((r) => server?.close(r));
+});
+
+describe("placeholders in the sandbox", () => {
+  it("an exec sees the placeholder and TOLLGATE_EGRESS, never the value", async () => {
+    placeholder = (await sbx.exec("printenv OPENAI")).stdout.trim();
+    expect(placeholder).toMatch(/^tg_sec_[A-Za-z0-9_-]{32}$/);
+    egress = (await sbx.exec("printenv TOLLGATE_EGRESS")).stdout.trim();
+    expect(egress).toBe(`${s.gatewayUrl}/_tollgate/egress`);
+    // The same placeholder for every process of the sandbox.
+    expect((await sbx.exec("printenv OPENAI")).stdout.trim()).toBe(placeholder);
+  });
+
+  it("a started process, its /proc/<pid>/environ and every process's, and a file written from the env hold only the placeholder", async () => {
+    const proc = await sbx.processes.start("sleep 30");
+    const environ = await sbx.exec(`sh -c 'cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -a OPENAI'`);
+    expect(environ.stdout).toContain(`OPENAI=${placeholder}`);
+    expect(environ.stdout).not.toContain(VALUE);
+    await sbx.exec("sh -c 'env > /home/ubuntu/env.txt'");
+    const file = await sbx.files.readText("/home/ubuntu/env.txt");
+    expect(file).toContain(`OPENAI=${placeholder}`);
+    expect(file).not.toContain(VALUE);
+    await proc.kill();
+  });
+
+  it("a terminal gets it too", async () => {
+    const t = await sbx.terminal.create({ command: "bash", args: ["--norc", "--noprofile"], rows: 24, cols: 200 });
+    const conn = await t.attach();
+    let out = "";
+    const closed = (async () => {
+      for await (const e of conn.events()) if (e.type === "output") out += (e as unknown as { data: string }).data;
+    })();
+    await conn.write("echo [$OPENAI]\r");
+    for (let i = 0; i < 60 && !out.includes(`[${placeholder}]`); i++) await sleep(50);
+    expect(out).toContain(`[${placeholder}]`);
+    await conn.close();
+    await closed;
+    await t.kill();
+  });
+});
+
+describe("the egress", () => {
+  it("swaps the placeholder for the value towards the secret's host", async () => {
+    const res = await viaEgress("OPENAI/v1/models?limit=2", { headers: { authorization: `Bearer ${placeholder}` } });
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ ok: true, path: "/v1/models?limit=2" });
+    const got = seen.at(-1)!;
+    expect(got.headers.authorization).toBe(`Bearer ${VALUE}`);
+    expect(JSON.stringify(got.headers)).not.toContain(placeholder);
+    expect(res.text).not.toContain(VALUE);
+  });
+
+  it("a process inside the sandbox reaches the test server through $TOLLGATE_EGRESS, carrying the real value", async () => {
+    const script = `fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/inside", { headers: { authorization: "Bearer " + process.env.OPENAI } }).then(async (r) => console.log(r.status, await r.text()))`;
+    const run = await sbx.exec(`node -e '${script}'`);
+    expect(run.stdout.trim()).toBe('200 {"ok":true,"path":"/v1/inside"}');
+    expect(seen.at(-1)!.headers.authorization).toBe(`Bearer ${VALUE}`);
+    expect(run.stdout).not.toContain(VALUE);
+  });
+
+  it("a sandbox whose egress list shuts the internet reaches nothing, the gateway included", async () => {
+    const shut = await s.alice.sandboxes.create({ imageName: "node", allowInternetAccess: false } as never);
+    const script = `fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/inside").then((r) => console.log(r.status), (e) => console.log("refused"))`;
+    expect((await shut.exec(`node -e '${script}'`)).stdout.trim()).toBe("refused");
+    await shut.stop();
+  });
+
+  it("streams an answer as it comes (SSE) and a body both ways", async () => {
+    const started = Date.now();
+    const res = await fetch(`http://127.0.0.1:${s.gw.port}/_tollgate/egress/OPENAI/v1/stream`, {
+      headers: { authorization: `Bearer ${placeholder}`, host: `localhost:${s.gw.port}` },
+    });
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain("data: one");
+    expect(Date.now() - started).toBeLessThan(300 + 2_000);
+    let restText = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      restText += new TextDecoder().decode(value);
+    }
+    expect(restText).toContain("data: two");
+    const posted = await viaEgress("OPENAI/v1/chat", {
+      method: "POST",
+      headers: { authorization: `Bearer ${placeholder}` },
+      body: '{"q":1}',
+    });
+    expect(posted.status).toBe(200);
+    expect(seen.at(-1)).toMatchObject({ method: "POST", body: '{"q":1}' });
+  });
+
+  it("refuses another host, method or path, another secret's name and a placeholder it never handed out", async () => {
+    const auth = { authorization: `Bearer ${placeholder}` };
+    const before = seen.length;
+    const cases: Array<[string, { method?: string; headers: Record<string, string> }, number, string]> = [
+      ["OPENAI/v1/models", { headers: { ...auth, "x-tollgate-host": "127.0.0.1:9" } }, 403, "egress_host_refused"],
+      ["OPENAI/v1/models", { method: "DELETE", headers: auth }, 403, "egress_method_refused"],
+      ["OPENAI/v2/models", { headers: auth }, 403, "egress_path_refused"],
+      ["GITHUB/v1/models", { headers: auth }, 403, "egress_refused"],
+      ["OPENAI/v1/models", { headers: { authorization: `Bearer tg_sec_${"A".repeat(32)}` } }, 403, "egress_refused"],
+      ["OPENAI/v1/models", { headers: {} }, 401, "egress_placeholder_missing"],
+      ["OPENAI/v1/models", { headers: { authorization: `Bearer ${VALUE}` } }, 401, "egress_placeholder_missing"],
+    ];
+    for (const [path, init, status, code] of cases) {
+      const res = await viaEgress(path, init);
+      expect([path, res.status, res.json?.code]).toEqual([path, status, code]);
+    }
+    expect(seen.length).toBe(before);
+  });
+
+  it("another tenant's placeholder carries that tenant's value, never this one's", async () => {
+    const theirs = await s.bob.sandboxes.create({ imageName: "node" });
+    const bobPlaceholder = (await theirs.exec("printenv OPENAI")).stdout.trim();
+    expect(bobPlaceholder).toMatch(/^tg_sec_/);
+    expect(bobPlaceholder).not.toBe(placeholder);
+    const res = await viaEgress("OPENAI/v1/models", { headers: { authorization: `Bearer ${bobPlaceholder}` } });
+    expect(res.status).toBe(200);
+    expect(seen.at(-1)!.headers.authorization).toBe(`Bearer ${BOB_VALUE}`);
+    await theirs.stop();
+  });
+
+  it("keeps the egress in the tenant's request log, without the value or the placeholder", async () => {
+    const log = await gatewayCall(s, "GET", "/_tollgate/requests?limit=50", { headers: key(s.keys.alice) });
+    expect(log.status).toBe(200);
+    expect(log.text).toContain("/_tollgate/egress/OPENAI/v1/models");
+    expect(log.text).not.toContain(VALUE);
+    expect(log.text).not.toContain(placeholder);
+    const secret = await gatewayCall(s, "GET", "/_tollgate/secrets/OPENAI", { headers: key(s.keys.alice) });
+    expect(secret.json.lastUsedAt).not.toBeNull();
+  });
+
+  it("refuses the placeholder once the secret is deleted, and once the sandbox stops", async () => {
+    const other = await s.alice.sandboxes.create({ imageName: "node" });
+    expect((await put(s.keys.alice, "GITHUB", { value: VALUE, hosts: [serverHost] })).status).toBe(201);
+    const gh = (await other.exec("printenv GITHUB")).stdout.trim();
+    expect((await viaEgress("GITHUB/x", { headers: { authorization: `token ${gh}` } })).status).toBe(200);
+    expect((await gatewayCall(s, "DELETE", "/_tollgate/secrets/GITHUB", { headers: key(s.keys.alice) })).status).toBe(200);
+    expect((await viaEgress("GITHUB/x", { headers: { authorization: `token ${gh}` } })).json.code).toBe("egress_refused");
+    await other.stop();
+    await sbx.stop();
+    const res = await viaEgress("OPENAI/v1/models", { headers: { authorization: `Bearer ${placeholder}` } });
+    expect([res.status, res.json.code]).toEqual([403, "egress_sandbox_ended"]);
+  });
+
+  it("never let the value out: not to a client, not to a log line", async () => {
+    expect(s.clientBytes()).not.toContain(VALUE);
+    expect(s.clientBytes()).not.toContain(BOB_VALUE);
+    for (const l of s.logs) {
+      expect(l).not.toContain(VALUE);
+      expect(l).not.toContain(BOB_VALUE);
+    }
+  });
+});
