@@ -15,6 +15,11 @@ export interface Secrets {
    * still verify the tokens they signed until removed. Takes the place of tokenSecret.
    */
   tokenSecrets?: Array<{ kid: string; secret: string }>;
+  /**
+   * The keys that seal tenant secrets at rest (TOLLGATE_SECRET_KEYS="kid1:secret1,kid2:secret2", each secret 32+
+   * characters): the first seals, every listed one opens what it sealed. Unset: the token secrets seal them.
+   */
+  secretKeys?: Array<{ kid: string; secret: string }>;
   /** Bearer token that may read /_tollgate/metrics without a tenant key (TOLLGATE_METRICS_TOKEN), at least 16 characters. */
   metricsToken?: string;
   /** Secret that signs alert webhooks (TOLLGATE_WEBHOOK_SECRET); receivers check the `tollgate-signature` header. */
@@ -37,13 +42,17 @@ export const SECRET_ENV = {
   metricsToken: "TOLLGATE_METRICS_TOKEN",
   webhookSecret: "TOLLGATE_WEBHOOK_SECRET",
   pkcs11Pin: "TOLLGATE_PKCS11_PIN",
+  secretKeys: "TOLLGATE_SECRET_KEYS",
 } as const;
 
 const KID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** `kid1:secret1,kid2:secret2` → entries, with every problem named (never the secret itself). */
-function parseTokenSecrets(raw: string, problems: string[]): Array<{ kid: string; secret: string }> | undefined {
-  const name = SECRET_ENV.tokenSecrets;
+function parseTokenSecrets(
+  raw: string,
+  problems: string[],
+  name: string = SECRET_ENV.tokenSecrets,
+): Array<{ kid: string; secret: string }> | undefined {
   const out: Array<{ kid: string; secret: string }> = [];
   for (const [i, entry] of raw.split(",").entries()) {
     const at = entry.indexOf(":");
@@ -160,6 +169,8 @@ export function secretsFromEnv(env: Record<string, string | undefined>): Secrets
       `${SECRET_ENV.tokenSecrets}: set either it or ${SECRET_ENV.tokenSecret}, not both (list the old secret as "default:<secret>" to keep its tokens valid)`,
     );
   }
+  const rawKeys = env[SECRET_ENV.secretKeys]?.trim();
+  const secretKeys = rawKeys ? parseTokenSecrets(rawKeys, problems, SECRET_ENV.secretKeys) : undefined;
   const metricsToken = env[SECRET_ENV.metricsToken]?.trim();
   if (metricsToken && metricsToken.length < 16) problems.push(`${SECRET_ENV.metricsToken}: expected at least 16 characters`);
   if (problems.length) throw new ConfigError(problems, "environment");
@@ -168,6 +179,7 @@ export function secretsFromEnv(env: Record<string, string | undefined>): Secrets
     walletKey: (walletKey || undefined) as `0x${string}` | undefined,
     tokenSecret: tokenSecret || undefined,
     ...(tokenSecrets ? { tokenSecrets } : {}),
+    ...(secretKeys ? { secretKeys } : {}),
     metricsToken: metricsToken || undefined,
     webhookSecret: env[SECRET_ENV.webhookSecret] || undefined,
     pkcs11Pin: env[SECRET_ENV.pkcs11Pin] || undefined,

@@ -78,6 +78,8 @@ import { RequestRecorder } from "./telemetry/request-recorder.js";
 import { webDestinationGuard } from "./web/destination-guard.js";
 import { mcpHandlers } from "./mcp/endpoint.js";
 import { accessSignIn, oidcSignIn } from "./identity/sign-in.js";
+import { TenantSecrets } from "./identity/tenant-secrets.js";
+import { secretHandlers } from "./operators/http/secret-routes.js";
 
 import {
   accountWallets,
@@ -103,6 +105,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     deps.secrets.webhookSecret,
     deps.secrets.pkcs11Pin,
     ...(deps.secrets.tokenSecrets ?? []).map((t) => t.secret),
+    ...(deps.secrets.secretKeys ?? []).map((t) => t.secret),
     deps.secrets.oidcClientSecret,
     ...Object.values(deps.secrets.accountApiKeys ?? {}),
     ...Object.values(deps.secrets.accountWalletKeys ?? {}),
@@ -145,6 +148,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   const background = new BackgroundWork(logger);
   accounts.beside = (c, work, what) => background.run(c as Context | undefined, work, what);
   let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
+  // [the tenant secrets' sealing keys' one holder]: TOLLGATE_SECRET_KEYS, else the token secrets, else this process's own.
+  const sealKeys = deps.secrets.secretKeys ?? held.tokenSecrets ?? [{ kid: "process", secret: randomSecret() }];
   const core: Omit<GatewayServices, "custody" | "webhooks" | "savings"> = {
     config,
     logger,
@@ -169,6 +174,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     onClose: (fn) => closers.push(fn),
     // [the metrics token's one holder]; read through, so a rotated token (rotateSecrets) applies to mounted rows too
     isMetricsToken: (bearer) => metricsCheck?.(bearer) ?? false,
+    secrets: new TenantSecrets(stores, sealKeys, now),
     signIn: {
       oidc: config.operators.oidc ? oidcSignIn(config.operators.oidc, deps.secrets.oidcClientSecret) : undefined, // [the OIDC client secret's one holder]
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,
@@ -278,6 +284,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     ...mcpHandlers(services, !!signer || services.wallets.any), // /mcp: each tool a request through the route table
     ...oauthHandlers(services), // the OAuth authorization server for /mcp (src/oauth/)
     ...grantHandlers(services), // its grants, per tenant and for operators
+    ...secretHandlers(services), // tenant secrets, per tenant and for operators
     // The upstream's rows
     ...common,
     ...volumeHandlers(services, common),

@@ -21,6 +21,7 @@ import type { RuntimeCustody } from "./sandboxes/custody.js";
 import type { PublicHostsWritten } from "./sandboxes/port-hosts.js";
 import type { WebhookDispatcher } from "./operators/alerts/webhooks.js";
 import type { SavingsCounter } from "./operators/actions/savings.js";
+import type { TenantSecrets } from "./identity/tenant-secrets.js";
 
 /**
  * Everything a gateway remembers between requests is built once by createGateway and hangs here, typed (payments,
@@ -107,6 +108,11 @@ export interface GatewayServices {
   webhooks: WebhookDispatcher;
   /** Cache and coalescing savings not yet written to shared state (src/operators/actions/savings.ts). */
   savings: SavingsCounter;
+  /**
+   * The tenants' secrets (src/identity/tenant-secrets.ts): sealed at rest, never answered back; `valueFor(tenant, name)`
+   * reads a value and the hosts, methods and paths it may go to (anew from the shared state at each call).
+   */
+  secrets: TenantSecrets;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

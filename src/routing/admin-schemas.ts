@@ -230,3 +230,60 @@ export const configApplyBody = z
     prune: z.boolean().default(false).describe("Also delete what the file does not name"),
   })
   .meta({ id: "ConfigApply" });
+
+// ── Tenant secrets (PUT /_tollgate/secrets/NAME and /_tollgate/admin/secrets/TENANT/NAME) ──
+
+/** A secret's name: what its placeholder's environment variable is called. */
+export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const HOST_PORT = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::\d{1,5})?$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+const HOP_BY_HOP = new Set(["host", "connection", "content-length", "transfer-encoding", "upgrade", "te", "trailer", "keep-alive"]);
+
+export const secretPutBody = z.strictObject({
+  /** The value: written once, never read back. */
+  value: z.string().min(1, { error: "expected a non-empty value" }).max(16_384),
+  /** Where it may go: `host` or `host:port` (https; plain http only to loopback where the operator allows it). */
+  hosts: z
+    .array(
+      z
+        .string()
+        .transform((h) =>
+          h
+            .trim()
+            .toLowerCase()
+            .replace(/\.(?=:|$)/, ""),
+        )
+        .refine((h) => HOST_PORT.test(h) && !/:0*$/.test(h) && Number(h.split(":")[1] ?? 1) <= 65_535, {
+          error: 'expected a host or host:port like "api.example.com" or "api.example.com:8443" (no scheme, path or wildcard)',
+        }),
+    )
+    .min(1, { error: "name at least one host the secret may be sent to" })
+    .max(32),
+  /** The methods allowed; absent: any. */
+  methods: z
+    .array(z.enum(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], { error: "expected an HTTP method in upper case" }))
+    .min(1)
+    .optional(),
+  /** Path prefixes allowed (each starts with `/`); absent: any. */
+  paths: z
+    .array(z.string().regex(/^\/[^?#\s]*$/, { error: 'expected a path prefix like "/v1/"' }))
+    .min(1)
+    .max(32)
+    .optional(),
+  /** The header the value is written into (default `authorization`). */
+  header: z
+    .string()
+    .regex(HEADER_NAME, { error: "expected an HTTP header name" })
+    .refine((h) => !HOP_BY_HOP.has(h.toLowerCase()), { error: "a hop-by-hop or framing header cannot carry a secret" })
+    .transform((h) => h.toLowerCase())
+    .default("authorization"),
+  /** How the header's value is written, `{}` standing for the secret (default `Bearer {}`). */
+  format: z
+    .string()
+    .max(256)
+    .refine((f) => f.split("{}").length === 2, { error: 'expected the format to hold "{}" exactly once, like "Bearer {}"' })
+    .default("Bearer {}"),
+  /** Which sandboxes get its placeholder: every one (default), or processes whose env sets NAME to "tollgate:secret". */
+  sandboxes: z.enum(["all", "on-request"], { error: 'expected "all" or "on-request"' }).default("all"),
+});
+export type SecretPut = z.infer<typeof secretPutBody>;

@@ -9,6 +9,7 @@ import { outboxContract } from "./contract-outbox.js";
 import { oauthContract } from "./contract-oauth.js";
 import { requestLogContract } from "./contract-requests.js";
 import { accountSlotsContract } from "./contract-account-slots.js";
+import { secretsContract } from "./contract-secrets.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -24,6 +25,7 @@ export function stateContract(b: ContractBackend) {
   oauthContract(b);
   requestLogContract(b);
   accountSlotsContract(b);
+  secretsContract(b);
   pingContract(b);
 }
 

@@ -1,0 +1,175 @@
+// The tenants' secrets (services.secrets): values a tenant's agents use without holding them. A value is sealed at rest
+// (./secret-seal.ts) on the shared state (../state/secrets.ts), never answered back (only its rules, when it changed
+// and when it was last used), and read from the shared state at each use: a change or a deletion applies fleet-wide
+// from the next use. Sandboxes get placeholders bound to the sandbox and the secret (src/sandboxes/secret-env.ts); the
+// egress route (src/sandboxes/egress.ts) swaps a placeholder for the value towards the secret's hosts only. Browser
+// credential fill reads a value with `valueFor`.
+import type { StateStores } from "../state/types.js";
+import { kvSecretStore, type PlaceholderBinding, type SecretRecord, type SecretStore } from "../state/secrets.js";
+import { placeholderDigest, SecretSeal } from "./secret-seal.js";
+
+/** What a caller sets (validated by the row's schema: src/routing/admin-schemas.ts, secretPutBody). */
+export interface SecretInput {
+  value: string;
+  hosts: string[];
+  methods?: string[];
+  paths?: string[];
+  header: string;
+  format: string;
+  sandboxes: "all" | "on-request";
+}
+
+/** A secret as answered: everything but its value. */
+export interface SecretView {
+  name: string;
+  hosts: string[];
+  methods?: string[];
+  paths?: string[];
+  header: string;
+  format: string;
+  sandboxes: "all" | "on-request";
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+  lastUsedAt: string | null;
+}
+
+/** A secret's value with the rules that say where it may go (`valueFor`). */
+export interface SecretUse {
+  name: string;
+  value: string;
+  hosts: string[];
+  methods?: string[];
+  paths?: string[];
+  header: string;
+  format: string;
+}
+
+/** How long a placeholder's binding lasts at most (a sandbox lives less; a stopped one's is refused before). */
+const BINDING_TTL_MS = 7 * 86_400_000;
+/** A use is recorded at most this often per secret and instance. */
+const USE_NOTE_MS = 60_000;
+
+/** The value a process's env gives a secret's name to ask for its placeholder (secrets with `sandboxes: "on-request"`). */
+export const SECRET_REQUEST = "tollgate:secret";
+
+export class TenantSecrets {
+  readonly store: SecretStore;
+  private readonly seal: SecretSeal;
+  /** When each secret's use was last written by this instance (bounded by the tenants' secrets). */
+  private readonly noted = new Map<string, number>();
+
+  constructor(
+    stores: Pick<StateStores, "kv">,
+    keys: ReadonlyArray<{ kid: string; secret: string }>,
+    private readonly now: () => number,
+  ) {
+    this.store = kvSecretStore(stores.kv);
+    this.seal = new SecretSeal(keys);
+  }
+
+  /** Creates or replaces a secret; whether it was new. */
+  async put(tenant: string, name: string, input: SecretInput): Promise<{ created: boolean; view: SecretView }> {
+    const before = await this.store.get(tenant, name);
+    const at = this.now();
+    const record: SecretRecord = {
+      tenant,
+      name,
+      sealed: await this.seal.seal(tenant, name, input.value),
+      hosts: [...new Set(input.hosts)],
+      ...(input.methods ? { methods: [...new Set(input.methods)] } : {}),
+      ...(input.paths ? { paths: [...new Set(input.paths)] } : {}),
+      header: input.header,
+      format: input.format,
+      sandboxes: input.sandboxes,
+      createdAt: before?.createdAt ?? at,
+      updatedAt: at,
+      version: (before?.version ?? 0) + 1,
+    };
+    await this.store.put(record);
+    return { created: !before, view: await this.view(record) };
+  }
+
+  async describe(tenant: string, name: string): Promise<SecretView | undefined> {
+    const r = await this.store.get(tenant, name);
+    return r ? this.view(r) : undefined;
+  }
+
+  async list(tenant: string): Promise<SecretView[]> {
+    return Promise.all((await this.store.list(tenant)).map((r) => this.view(r)));
+  }
+
+  /** Forgets a secret: its placeholders resolve to nothing from now on, on every instance. */
+  async delete(tenant: string, name: string): Promise<SecretView | undefined> {
+    const r = await this.store.get(tenant, name);
+    if (!r) return undefined;
+    await this.store.delete(tenant, name);
+    return this.view(r);
+  }
+
+  /** A secret's value and rules, read anew from the shared state (undefined when the tenant has none by that name). */
+  async valueFor(tenant: string, name: string): Promise<SecretUse | undefined> {
+    const r = await this.store.get(tenant, name);
+    if (!r) return undefined;
+    const value = await this.seal.open(tenant, name, r.sealed);
+    return {
+      name,
+      value,
+      hosts: r.hosts,
+      ...(r.methods ? { methods: r.methods } : {}),
+      ...(r.paths ? { paths: r.paths } : {}),
+      header: r.header,
+      format: r.format,
+    };
+  }
+
+  /** Records that a secret was used (at most once a minute per instance). */
+  async noteUse(tenant: string, name: string): Promise<void> {
+    const at = this.now();
+    const k = `${tenant}\n${name}`;
+    if (at - (this.noted.get(k) ?? 0) < USE_NOTE_MS) return;
+    this.noted.set(k, at);
+    if (this.noted.size > 10_000) this.noted.clear();
+    await this.store.noteUse(tenant, name, at);
+  }
+
+  /**
+   * The placeholders one process of `sandboxId` gets: NAME → `tg_sec_…` for each of the tenant's secrets that reach it
+   * (every `all` one, and the `on-request` ones `requested` names), each bound to the sandbox and the secret.
+   */
+  async placeholders(tenant: string, sandboxId: string, requested: ReadonlySet<string>): Promise<Record<string, string>> {
+    const records = (await this.store.list(tenant)).filter((r) => r.sandboxes === "all" || requested.has(r.name));
+    const out: Record<string, string> = {};
+    await Promise.all(
+      records.map(async (r) => {
+        const placeholder = await this.seal.placeholder(tenant, sandboxId, r.name);
+        await this.store.bind(await placeholderDigest(placeholder), { tenant, sandboxId, name: r.name }, BINDING_TTL_MS);
+        out[r.name] = placeholder;
+      }),
+    );
+    return out;
+  }
+
+  /** What a placeholder stands for, when it is one the gateway handed out and still bound. */
+  async resolve(placeholder: string): Promise<PlaceholderBinding | undefined> {
+    if (!/^tg_sec_[A-Za-z0-9_-]{32}$/.test(placeholder)) return undefined;
+    return this.store.binding(await placeholderDigest(placeholder));
+  }
+
+  private async view(r: SecretRecord): Promise<SecretView> {
+    const used = await this.store.lastUse(r.tenant, r.name);
+    return {
+      name: r.name,
+      hosts: r.hosts,
+      ...(r.methods ? { methods: r.methods } : {}),
+      ...(r.paths ? { paths: r.paths } : {}),
+      header: r.header,
+      format: r.format,
+      sandboxes: r.sandboxes,
+      createdAt: new Date(r.createdAt).toISOString(),
+      updatedAt: new Date(r.updatedAt).toISOString(),
+      version: r.version,
+      lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
+    };
+  }
+}
