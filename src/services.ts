@@ -7,7 +7,6 @@ import type { Upstream } from "./upstream/upstream.js";
 import type { StateStores } from "./state/types.js";
 import type { TokenService } from "./identity/tokens.js";
 import type { WebSocketRelay } from "./web/websocket.js";
-import type { BrowserSecretLookup } from "./sessions/cdp-guard.js";
 import type { PlatformSpeed } from "./web/speed.js";
 import type { GatewayMetrics } from "./telemetry/gateway-metrics.js";
 import type { TenantSync } from "./identity/tenant-sync.js";
@@ -42,11 +41,6 @@ export interface GatewayServices {
   stores: StateStores;
   tokens: TokenService;
   webSocketRelay: WebSocketRelay;
-  /**
-   * A tenant's secrets as the browser credential fill reads them (`Tollgate.fillSecret`, src/sessions/cdp-guard.ts):
-   * value and hosts by name. Absent: no fill on this gateway.
-   */
-  browserSecrets?: (tenantId: string) => BrowserSecretLookup | undefined;
   /**
    * The runtime's speed helpers for this gateway (src/web/speed.ts): the Node entry's when its fast paths are on,
    * else the Web default (everything through the Request and Response).

@@ -10,7 +10,7 @@ import { callerTenant } from "../identity/caller.js";
 import { jsonBody } from "../routing/json-body.js";
 import type { Handlers } from "../routing/handlers.js";
 import { activeLayers, hasDomainRules, type PolicyLayer } from "../agent-policy/engine.js";
-import { cdpGuard } from "./cdp-guard.js";
+import { type BrowserSecretLookup, cdpGuard } from "./cdp-guard.js";
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
 export function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
@@ -46,7 +46,7 @@ export function cdpHandlers(services: GatewayServices): Handlers {
         caller.via === "token"
           ? () => services.tokens.stillValid(caller.presented)
           : async () => (await services.stores.ownership.owner("session", id)) === tenantId;
-      const tap = cdpGuardFor(c, services, id, tenantId);
+      const tap = await cdpGuardFor(c, services, id, tenantId);
       return services.webSocketRelay(c, { url, headers: {}, stillValid, ...(tap ? { tap } : {}) });
     },
 
@@ -79,13 +79,20 @@ function callerLayers(services: GatewayServices, c: Context<GatewayEnv>): Policy
 
 /**
  * The gateway's guard on a CDP connection (src/sessions/cdp-guard.ts, docs/cdp-guard.md): on when the caller's policy
- * has `domains` rules (the navigation floor) or the gateway holds tenant secrets (Tollgate.fillSecret); else the relay
- * is a plain pipe.
+ * has `domains` rules (the navigation floor) or its tenant has secrets (Tollgate.fillSecret; read when the connection
+ * opens); else the relay is a plain pipe.
  */
-function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, sessionId: string, tenantId: string) {
+async function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, sessionId: string, tenantId: string) {
   const layers = callerLayers(services, c).filter((l) => hasDomainRules([l]));
-  const secrets = services.browserSecrets?.(tenantId);
-  if (!layers.length && !secrets) return undefined;
+  const hasSecrets = (await services.secrets.store.list(tenantId)).length > 0;
+  if (!layers.length && !hasSecrets) return undefined;
+  const secrets: BrowserSecretLookup | undefined = hasSecrets
+    ? async (name) => {
+        const use = await services.secrets.valueFor(tenantId, name);
+        if (use) services.background(undefined, services.secrets.noteUse(tenantId, name), "secret use");
+        return use && { value: use.value, hosts: use.hosts };
+      }
+    : undefined;
   const requestId = c.get("requestId");
   const audit = (action: string, after: Record<string, unknown>) =>
     services.background(
@@ -113,7 +120,7 @@ function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, sessionI
         audit("cdp.navigation.closed", { targetId, targetType: type, origin, host: refusal.host, policy: refusal.policy, by: refusal.by });
       },
       secretFilled: ({ name, origin, targetId }) => {
-        services.logger.info("cdp secret filled", { requestId, tenant: tenantId, sessionId, targetId, secret: name, origin });
+        services.logger.info("cdp secret filled", { requestId, tenant: tenantId, sessionId, targetId, secretName: name, origin });
         audit("cdp.secret.fill", { secret: name, origin, targetId });
       },
       readRefused: ({ method, targetId }) => {

@@ -52,7 +52,7 @@ function asciiEscaped(json: string, upper: boolean): string {
 /** Every spelling of `value` a CDP message (JSON text) may hold. */
 export function secretForms(value: string): string[] {
   const json = JSON.stringify(value).slice(1, -1);
-  const forms = new Set<string>([
+  const texts = [
     value,
     json,
     asciiEscaped(json, false),
@@ -60,10 +60,12 @@ export function secretForms(value: string): string[] {
     // A JSON string inside a JSON string (Runtime.evaluate of JSON.stringify, console messages of objects).
     JSON.stringify(json).slice(1, -1),
     encodeURIComponent(value),
-    formEncoded(value),
     encodeURIComponent(value).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
-    ...base64Forms(new TextEncoder().encode(value)),
-  ]);
+    formEncoded(value),
+  ];
+  // Bodies travel as base64 too (postDataEntries, Fetch, getResponseBody): each text spelling, at any offset.
+  const encoder = new TextEncoder();
+  const forms = new Set<string>([...texts, ...[...new Set(texts)].flatMap((t) => base64Forms(encoder.encode(t)))]);
   return [...forms].filter((f) => f.length > 0).sort((a, b) => b.length - a.length);
 }
 
