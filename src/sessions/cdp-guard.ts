@@ -39,6 +39,11 @@ export interface CdpGuardOptions {
   layers: PolicyLayer[];
   /** The tenant's secrets, for `Tollgate.fillSecret`; absent: the command is refused. */
   secrets?: BrowserSecretLookup;
+  /**
+   * Every value of the tenant's secrets, read as the guard starts: redacted from the first message on, so a value filled
+   * on another connection to the same browser cannot be read on this one.
+   */
+  secretValues?: () => Promise<string[]>;
   events: CdpGuardEvents;
 }
 
@@ -153,6 +158,7 @@ export class CdpGuard implements RelayTap {
     this.attachingBrowser = false;
     // The floor: every target's info, now and on each change. Targets present now are reported at once.
     if (this.opts.layers.length) await this.send("Target.setDiscoverTargets", { discover: true }, sessionId);
+    for (const v of (await this.opts.secretValues?.()) ?? []) if (v.length >= MIN_FORM) this.redaction.add(v);
   }
 
   private release(): void {

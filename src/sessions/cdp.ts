@@ -84,7 +84,8 @@ function callerLayers(services: GatewayServices, c: Context<GatewayEnv>): Policy
  */
 async function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, sessionId: string, tenantId: string) {
   const layers = callerLayers(services, c).filter((l) => hasDomainRules([l]));
-  const hasSecrets = (await services.secrets.store.list(tenantId)).length > 0;
+  const names = (await services.secrets.store.list(tenantId)).map((r) => r.name);
+  const hasSecrets = names.length > 0;
   if (!layers.length && !hasSecrets) return undefined;
   const secrets: BrowserSecretLookup | undefined = hasSecrets
     ? async (name) => {
@@ -102,7 +103,13 @@ async function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, se
     );
   return cdpGuard({
     layers,
-    ...(secrets ? { secrets } : {}),
+    ...(secrets
+      ? {
+          secrets,
+          secretValues: async () =>
+            (await Promise.all(names.map((n) => services.secrets.valueFor(tenantId, n)))).flatMap((u) => (u ? [u.value] : [])),
+        }
+      : {}),
     events: {
       navigationClosed: ({ targetId, type, origin, refusal }) => {
         services.metrics.refusal("cdp_navigation_denied");

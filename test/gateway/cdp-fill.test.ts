@@ -102,6 +102,37 @@ async function fill(page: Page, name: string, selector: string) {
   }
 }
 
+/** Reads a field's value over a second, raw CDP connection through the gateway. */
+async function readOnSecondConnection(url: string, selector: string): Promise<unknown> {
+  const ws = new WebSocket(session.wsEndpoint);
+  const answers = new Map<number, (m: any) => void>();
+  ws.on("message", (d) => {
+    const m = JSON.parse(d.toString());
+    answers.get(m.id)?.(m);
+  });
+  await new Promise((r) => ws.once("open", r));
+  let n = 0;
+  const send = (method: string, params: object = {}, sessionId?: string) =>
+    new Promise<any>((r) => {
+      const id = ++n;
+      answers.set(id, r);
+      ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
+    });
+  try {
+    const targets = (await send("Target.getTargets")).result.targetInfos as Array<{ targetId: string; url: string }>;
+    const target = targets.find((t) => t.url === url)!;
+    const sid = (await send("Target.attachToTarget", { targetId: target.targetId, flatten: true })).result.sessionId;
+    const read = await send(
+      "Runtime.evaluate",
+      { expression: `document.querySelector(${JSON.stringify(selector)}).value`, returnByValue: true },
+      sid,
+    );
+    return read.result.result.value;
+  } finally {
+    ws.close();
+  }
+}
+
 /** Every spelling of the secret a capture could hold, computed here independently of the gateway. */
 function traces(text: string): string[] {
   const found: string[] = [];
@@ -141,6 +172,8 @@ describe("Tollgate.fillSecret over CDP, through the gateway (Node)", () => {
       "disc",
     );
     await expect(page.screenshot()).rejects.toThrow(/refused on this page after Tollgate.fillSecret/);
+    // Another CDP connection to the same browser reads the field redacted too (its guard knows the tenant's values).
+    expect(await readOnSecondConnection(`${allowed}/login`, "#pw")).toBe("[redacted by tollgate]");
 
     await page.fill("#user", "alice");
     await Promise.all([page.waitForURL(`${allowed}/signin`), page.click("#go")]);
