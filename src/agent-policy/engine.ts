@@ -387,3 +387,57 @@ export async function applyPolicy(
   await fn(layers, out, snapshotImage);
   return sameJson(out, body) ? undefined : out;
 }
+
+// ── Where a browser goes (the CDP navigation floor, src/sessions/cdp-guard.ts) ──
+
+/**
+ * The host a page's URL reaches: "" for a document that reaches none (about:blank, about:srcdoc, data:, an error
+ * page), undefined for a scheme that names no web host (file:, chrome:, devtools:…). blob:, filesystem: and
+ * view-source: URLs are read as the URL they wrap.
+ */
+export function navigationHost(url: string): string | undefined {
+  if (url === "" || /^(about|data|chrome-error):/i.test(url)) return "";
+  const inner = /^(blob|filesystem|view-source):(.*)$/is.exec(url);
+  if (inner) return navigationHost(inner[2]!);
+  try {
+    const u = new URL(url);
+    if (!/^(https?|wss?):$/.test(u.protocol)) return undefined;
+    return normalHost(u.hostname);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface NavigationRefusal {
+  policy: "domains.deny" | "domains.allow";
+  by: PolicyLayerName;
+  /** The host the page reached (or the scheme, for one that names no web host). */
+  host: string;
+  rule?: string;
+}
+
+/**
+ * Whether the layers' `domains` rules refuse a page at `url` (a committed navigation seen on the CDP stream): a denied
+ * host, or under an allow list a host outside it or a scheme that names no web host. Pages that reach no host pass.
+ */
+export function navigationRefusal(layers: ReadonlyArray<PolicyLayer>, url: string): NavigationRefusal | undefined {
+  const host = navigationHost(url);
+  if (host === "") return undefined;
+  for (const { by, policy } of layers) {
+    const d = policy.domains;
+    if (!d || (!d.allow && !d.deny)) continue;
+    if (host === undefined) {
+      if (d.allow) return { policy: "domains.allow", by, host: url.slice(0, url.indexOf(":") + 1) || url.slice(0, 16) };
+      continue;
+    }
+    const denied = d.deny?.find((r) => hostMatches(r, host));
+    if (denied) return { policy: "domains.deny", by, host, rule: denied };
+    if (d.allow && !d.allow.some((r) => hostMatches(r, host))) return { policy: "domains.allow", by, host };
+  }
+  return undefined;
+}
+
+/** Whether any layer has a `domains` rule (then the CDP navigation floor is on for the caller's connections). */
+export function hasDomainRules(layers: ReadonlyArray<PolicyLayer>): boolean {
+  return layers.some((l) => !!(l.policy.domains?.allow || l.policy.domains?.deny?.length));
+}

@@ -9,6 +9,8 @@ import { sessionEndpoints } from "./access.js";
 import { callerTenant } from "../identity/caller.js";
 import { jsonBody } from "../routing/json-body.js";
 import type { Handlers } from "../routing/handlers.js";
+import { activeLayers, hasDomainRules, type PolicyLayer } from "../agent-policy/engine.js";
+import { type BrowserSecretLookup, cdpGuard } from "./cdp-guard.js";
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
 export function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {
@@ -44,7 +46,8 @@ export function cdpHandlers(services: GatewayServices): Handlers {
         caller.via === "token"
           ? () => services.tokens.stillValid(caller.presented)
           : async () => (await services.stores.ownership.owner("session", id)) === tenantId;
-      return services.webSocketRelay(c, { url, headers: {}, stillValid });
+      const tap = await cdpGuardFor(c, services, id, tenantId);
+      return services.webSocketRelay(c, { url, headers: {}, stillValid, ...(tap ? { tap } : {}) });
     },
 
     // computerActionEndpoint: the SDK posts here verbatim with x-api-key; keyless clients use a session token.
@@ -61,6 +64,82 @@ export function cdpHandlers(services: GatewayServices): Handlers {
       return Upstream.relay(await postAbsolute(c, services, url, body));
     },
   };
+}
+
+/** The policy layers that apply to the caller: the operator's, its tenant's, its token's or grant's. */
+function callerLayers(services: GatewayServices, c: Context<GatewayEnv>): PolicyLayer[] {
+  const caller = c.get("caller");
+  const tenant = caller && "tenant" in caller ? caller.tenant : undefined;
+  return activeLayers([
+    { by: "operator", policy: services.config.policy ?? {} },
+    tenant ? { by: "tenant", policy: tenant.policy ?? {} } : undefined,
+    caller?.via === "token" && caller.token.policy ? { by: "token", policy: caller.token.policy } : undefined,
+  ]);
+}
+
+/**
+ * The gateway's guard on a CDP connection (src/sessions/cdp-guard.ts, docs/cdp-guard.md): on when the caller's policy
+ * has `domains` rules (the navigation floor) or its tenant has secrets (Tollgate.fillSecret; read when the connection
+ * opens); else the relay is a plain pipe.
+ */
+async function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, sessionId: string, tenantId: string) {
+  const layers = callerLayers(services, c).filter((l) => hasDomainRules([l]));
+  const names = (await services.secrets.store.list(tenantId)).map((r) => r.name);
+  const hasSecrets = names.length > 0;
+  if (!layers.length && !hasSecrets) return undefined;
+  const secrets: BrowserSecretLookup | undefined = hasSecrets
+    ? async (name) => {
+        const use = await services.secrets.valueFor(tenantId, name);
+        if (use) services.background(undefined, services.secrets.noteUse(tenantId, name), "secret use");
+        return use && { value: use.value, hosts: use.hosts };
+      }
+    : undefined;
+  const requestId = c.get("requestId");
+  const audit = (action: string, after: Record<string, unknown>) =>
+    services.background(
+      undefined,
+      services.stores.audit.append({ at: services.now(), actor: tenantId, action, target: `session:${sessionId}`, requestId, after }),
+      `audit ${action}`,
+    );
+  return cdpGuard({
+    layers,
+    ...(secrets
+      ? {
+          secrets,
+          secretValues: async () =>
+            (await Promise.all(names.map((n) => services.secrets.valueFor(tenantId, n)))).flatMap((u) => (u ? [u.value] : [])),
+        }
+      : {}),
+    events: {
+      navigationClosed: ({ targetId, type, origin, refusal }) => {
+        services.metrics.refusal("cdp_navigation_denied");
+        services.logger.info("cdp target closed by the navigation floor", {
+          requestId,
+          tenant: tenantId,
+          sessionId,
+          targetId,
+          targetType: type,
+          origin,
+          policy: refusal.policy,
+          by: refusal.by,
+          ...(refusal.rule ? { rule: refusal.rule } : {}),
+        });
+        audit("cdp.navigation.closed", { targetId, targetType: type, origin, host: refusal.host, policy: refusal.policy, by: refusal.by });
+      },
+      secretFilled: ({ name, origin, targetId }) => {
+        services.logger.info("cdp secret filled", { requestId, tenant: tenantId, sessionId, targetId, secretName: name, origin });
+        audit("cdp.secret.fill", { secret: name, origin, targetId });
+      },
+      readRefused: ({ method, targetId }) => {
+        services.metrics.refusal("cdp_read_after_fill");
+        services.logger.info("cdp read refused after a fill", { requestId, tenant: tenantId, sessionId, targetId, method });
+      },
+      failed: ({ reason }) => {
+        services.metrics.refusal("cdp_guard_failed");
+        services.logger.error("cdp guard could not start; connection closed", { requestId, tenant: tenantId, sessionId, reason });
+      },
+    },
+  });
 }
 
 /** POSTs to an absolute upstream URL with the API key (computer actions live outside `/api`). */

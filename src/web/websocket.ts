@@ -18,6 +18,27 @@ interface WebSocketRelayTarget {
    * socket through (Workers' fetchWebSocketRelay) cannot screen; given a filter they bridge the two sockets instead.
    */
   screen?: (message: string) => { forward: string } | { reply: string };
+  /**
+   * Sits on the relay (the CDP guard, src/sessions/cdp-guard.ts): every text message either way goes to the tap, which
+   * forwards, answers, drops or adds messages of its own through `io`. Binary client messages are dropped; binary
+   * upstream messages pass. Relays that hand the socket through bridge the two sockets instead, as with `screen`.
+   */
+  tap?: (io: RelayIo) => RelayTap;
+}
+
+/** What a tap may do on the relay. */
+export interface RelayIo {
+  toUpstream(message: string): void;
+  toClient(message: string): void;
+  /** Closes both sides (the client with `code` and `reason`). */
+  close(code: number, reason: string): void;
+}
+
+/** A tap's side of the relay: it hears each text message, and when the relay ends. */
+export interface RelayTap {
+  fromClient(message: string): void;
+  fromUpstream(message: string): void;
+  closed(): void;
 }
 
 /**
@@ -47,7 +68,7 @@ export const fetchWebSocketRelay: WebSocketRelay = async (_c, target) => {
     const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
     return new Response(res.body, { status: res.status, headers });
   }
-  return target.screen ? bridgeScreened(res, target) : res;
+  return target.screen || target.tap ? bridgeScreened(res, target) : res;
 };
 
 /** Workers' socket API, the part a bridge uses (typed here: the core compiles without the Workers types). */
@@ -72,8 +93,13 @@ function bridgeScreened(upstreamRes: Response, target: WebSocketRelayTarget): Re
   const [client, server] = [pair[0], pair[1]];
   up.accept();
   server.accept();
+  let ended = false;
   const closeBoth = (code = 1000, reason = "") => {
     clearInterval(recheck);
+    if (!ended) {
+      ended = true;
+      tap?.closed();
+    }
     for (const s of [server, up])
       try {
         s.close(code, reason);
@@ -90,13 +116,26 @@ function bridgeScreened(upstreamRes: Response, target: WebSocketRelayTarget): Re
         );
       }, 2000)
     : undefined;
+  const send = (s: WorkerSocket, m: string) => {
+    try {
+      s.send(m);
+    } catch {
+      /* closing */
+    }
+  };
+  const tap = target.tap?.({
+    toUpstream: (m) => send(up, m),
+    toClient: (m) => send(server, m),
+    close: (code, reason) => closeBoth(code, reason),
+  });
   server.addEventListener("message", (e) => {
     if (typeof e.data !== "string") return;
+    if (tap) return tap.fromClient(e.data);
     const verdict = target.screen!(e.data);
     if ("forward" in verdict) up.send(verdict.forward);
     else server.send(verdict.reply);
   });
-  up.addEventListener("message", (e) => server.send(e.data));
+  up.addEventListener("message", (e) => (tap && typeof e.data === "string" ? tap.fromUpstream(e.data) : server.send(e.data)));
   up.addEventListener("close", (e) =>
     closeBoth(e.code >= 1000 && e.code < 5000 && e.code !== 1005 && e.code !== 1006 ? e.code : 1000, e.reason),
   );

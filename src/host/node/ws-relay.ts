@@ -2,7 +2,7 @@
 import WebSocket, { WebSocketServer } from "ws";
 import type { IncomingMessage } from "node:http";
 import { upgradeWebSocket } from "@hono/node-server";
-import type { WebSocketRelay } from "../../web/websocket.js";
+import type { RelayTap, WebSocketRelay } from "../../web/websocket.js";
 import type { GatewayMetrics } from "../../telemetry/gateway-metrics.js";
 import { webSocketKindOf } from "../../telemetry/metric-labels.js";
 
@@ -71,6 +71,14 @@ export function nodeWebSocketRelay(
     if (incoming) incoming[CHOSEN_PROTOCOL] = up.protocol;
     let recheck: ReturnType<typeof setInterval> | undefined;
     let closed: (() => void) | undefined;
+    let tap: RelayTap | undefined;
+    let tapEnded = false;
+    const endTap = () => {
+      if (tap && !tapEnded) {
+        tapEnded = true;
+        tap.closed();
+      }
+    };
     const handler = upgradeWebSocket(() => ({
       onOpen(_evt, client) {
         closed = opts.metrics?.webSocketOpened(webSocketKindOf(c.req.path));
@@ -96,11 +104,29 @@ export function nodeWebSocketRelay(
           recheck.unref?.();
         }
         const raw = client.raw as import("@hono/node-server").WebSocketLike;
+        tap = target.tap?.({
+          toUpstream: (m) => {
+            if (up.readyState === WebSocket.OPEN) up.send(m);
+          },
+          toClient: (m) => {
+            if (client.readyState === 1) client.send(m);
+          },
+          close: (code, reason) => {
+            try {
+              client.close(code, reason);
+            } catch {
+              /* gone */
+            }
+            up.close(1000);
+          },
+        });
         up.on("message", (data, isBinary) => {
+          if (tap && !isBinary) return tap.fromUpstream(data.toString());
           if (client.readyState === 1) client.send(isBinary ? (data as Uint8Array<ArrayBuffer>) : data.toString());
         });
         up.on("close", (code, reason) => {
           clearInterval(recheck);
+          endTap();
           try {
             client.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000, reason.toString());
           } catch {
@@ -119,6 +145,10 @@ export function nodeWebSocketRelay(
       onMessage(evt, client) {
         if (up.readyState !== WebSocket.OPEN) return;
         const d = evt.data;
+        if (tap) {
+          if (typeof d === "string") tap.fromClient(d);
+          return;
+        }
         if (target.screen) {
           if (typeof d !== "string") return;
           const verdict = target.screen(d);
@@ -133,10 +163,12 @@ export function nodeWebSocketRelay(
       onClose() {
         closed?.();
         clearInterval(recheck);
+        endTap();
         if (up.readyState === WebSocket.OPEN || up.readyState === WebSocket.CONNECTING) up.close();
       },
       onError() {
         closed?.();
+        endTap();
         up.terminate();
       },
     }));
