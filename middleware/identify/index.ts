@@ -121,10 +121,13 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
     const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
     let caller: TenantCaller | Promise<TenantCaller>;
     if (asToken) {
-      const token = services.tokens.verifyNow(asToken);
+      // A token's parents (its tenant enabled, its key held) are read from a snapshot no older than a key lookup's:
+      // under traffic it is recent and nothing waits; after a pause the one check a key lookup would make.
+      const stale = services.directory.stale();
+      const token = stale ? undefined : services.tokens.verifyNow(asToken);
       caller = token
         ? callerOf(c, presented, asToken, token)
-        : services.tokens.verify(asToken).then((t) => callerOf(c, presented, asToken, t));
+        : (stale ?? Promise.resolve()).then(() => services.tokens.verify(asToken)).then((t) => callerOf(c, presented, asToken, t));
     } else caller = callerOf(c, presented);
     return caller instanceof Promise ? caller.then((k) => admit(c, k, next)) : admit(c, caller, next);
   };
@@ -201,6 +204,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
         new GatewayError(row.wrongToken!.status, row.wrongToken!.code, row.wrongToken!.message.replace("{kind}", kind));
       if (!takesMcp) throw wrong("gateway");
       const token = await services.tokens.verify(presented);
+      await services.directory.stale();
       const tenant = token.kind === "mcp" ? services.directory.get(token.tenant) : undefined;
       // /mcp says a disabled tenant is disabled; /usage answers it as any token it cannot read with (as it always has).
       if (token.kind === "mcp" && !tenant?.enabled && row.wrongToken?.code !== "tenant_key_required")

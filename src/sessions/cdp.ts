@@ -7,6 +7,7 @@ import { Upstream } from "../upstream/upstream.js";
 import { isWebSocketUpgrade } from "../web/websocket.js";
 import { sessionEndpoints } from "./access.js";
 import { callerTenant } from "../identity/caller.js";
+import { whileParentsStand } from "../identity/lineage.js";
 import { jsonBody } from "../routing/json-body.js";
 import type { Handlers } from "../routing/handlers.js";
 
@@ -24,6 +25,12 @@ export function allowedUpstreamUrl(services: GatewayServices, url: string | unde
   return url;
 }
 
+/** A key that no longer authenticates ends the socket; a store that cannot be read keeps it (the relay asks again). */
+const keyGone = (err: unknown) => {
+  if (err instanceof GatewayError && err.status === 401) return false;
+  throw err;
+};
+
 export function cdpHandlers(services: GatewayServices): Handlers {
   return {
     // wsEndpoint: ws(s)://<gateway>/devtools/browser/<id>?token=… → the upstream wsEndpoint, kept server-side.
@@ -39,11 +46,14 @@ export function cdpHandlers(services: GatewayServices): Handlers {
       }
       const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
       const tenantId = callerTenant(c).id;
-      // A token revoked (or a keyless one expiring) while the connection is open ends it; a tenant key is checked on ownership.
+      // A token revoked (or a keyless one expiring, or its key, grant or tenant gone) while the connection is open ends
+      // it; a tenant key is checked on ownership and on the key itself (revoked or expired, its tenant disabled).
       const stillValid =
         caller.via === "token"
-          ? () => services.tokens.stillValid(caller.presented)
-          : async () => (await services.stores.ownership.owner("session", id)) === tenantId;
+          ? whileParentsStand(services, caller.presented, caller.token)
+          : async () =>
+              (await services.stores.ownership.owner("session", id)) === tenantId &&
+              (caller.via !== "key" || (await services.directory.authenticate(caller.presented).then(() => true, keyGone)));
       return services.webSocketRelay(c, { url, headers: {}, stillValid });
     },
 
