@@ -159,4 +159,45 @@ describe.each(["memory", "redis"] as const)("the credential tree's runtime, CDP 
       await new Hyperbrowser({ apiKey: acme, baseUrl: client }).sessions.stop(session.id).catch(() => {});
     }
   }, 120_000);
+  // Last: it disables the tenant (the kill switch stops its resources too).
+  it("a disabled tenant (the kill switch) ends them all: exec, a new CDP connection and the live view refused, the open socket closed; re-enabled, they stay dead", async () => {
+    const sdk = new Hyperbrowser({ apiKey: acme, baseUrl: client });
+    const sbx = await sdk.sandboxes.create({ imageName: "node" });
+    const session = await sdk.sessions.create();
+    expect((await sbx.exec("echo enabled")).stdout).toBe("enabled\n");
+    const browser = await puppeteer.connect({ browserWSEndpoint: session.wsEndpoint, defaultViewport: null });
+    const closed = new Promise<void>((resolve) => browser.once("disconnected", () => resolve()));
+    expect((await fetch(session.liveUrl!)).status).toBe(200);
+
+    const off = await fetch(`${at}/_tollgate/admin/tenants/acme/disable`, { method: "POST", headers: asOps });
+    expect(off.status).toBe(200);
+    await timeUntil(
+      () =>
+        sbx.exec("echo disabled").then(
+          () => false,
+          (err) => err?.statusCode === 401,
+        ),
+      "exec to be refused",
+    );
+    await expect(puppeteer.connect({ browserWSEndpoint: session.wsEndpoint, defaultViewport: null })).rejects.toThrow(/401/);
+    expect((await fetch(session.liveUrl!)).status).toBe(401);
+    await Promise.race([
+      closed,
+      sleep(SOCKET_RECHECK_MS + BOUND_MS + SLACK_MS + 5_000).then(() => Promise.reject(new Error("still open"))),
+    ]);
+
+    const on = await fetch(`${at}/_tollgate/admin/tenants/acme/enable`, { method: "POST", headers: asOps });
+    expect(on.status).toBe(200);
+    await timeUntil(
+      async () => (await fetch(`${client}/_tollgate/whoami`, { headers: { "x-api-key": acme } })).status === 200,
+      "the tenant enabled on the client's instance",
+    );
+    // The kill switch revoked every token minted before it: enabling the tenant again does not bring them back.
+    // (The SDK's exec would read the sandbox again with the key, now good, and find it stopped: the CDP token and the
+    // ticket are held as handed out.)
+    await expect(puppeteer.connect({ browserWSEndpoint: session.wsEndpoint, defaultViewport: null })).rejects.toThrow(/401/);
+    const live = await fetch(session.liveUrl!);
+    expect(live.status).toBe(401);
+    expect((await live.json()).code).toBe("ticket_revoked");
+  }, 120_000);
 });
