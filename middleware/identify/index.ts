@@ -16,7 +16,7 @@ import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";
 import { getCookie } from "hono/cookie";
-import { requireParentKey } from "../../src/identity/lineage.js";
+import { requireParentKey, tokenParents } from "../../src/identity/lineage.js";
 import { toolsReach } from "../../src/routing/tool-rows.js";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
@@ -71,9 +71,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
         row.tokenScope ?? "search",
         token.resource !== undefined && boundParam ? c.req.param(boundParam) : undefined,
       );
-      const tenant = services.directory.get(token.tenant);
-      if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
-      requireParentKey(token, tenant, services.now());
+      const tenant = tokenParents(services.directory, token, services.now());
       tokenReaches(services, c, row, token);
       return { via: "token", tenant, token, presented: asToken };
     }
@@ -142,9 +140,7 @@ function mcpTokenTenant(services: IdentifyServices, row: RouteRow, token: Gatewa
     throw new GatewayError(403, "token_scope", `This token does not allow "${row.scope}" (it allows: ${token.scopes.join(", ")}).`, {
       requiredScope: row.scope,
     });
-  const tenant = services.directory.get(token.tenant);
-  if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
-  requireParentKey(token, tenant, services.now());
+  const tenant = tokenParents(services.directory, token, services.now());
   requireScope(tenant, row.scope);
   return tenant;
 }

@@ -4,7 +4,7 @@
 // a derived credential dies on every instance when its parent does, without a revocation list of its own.
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
-import type { Caller } from "./caller.js";
+import type { Caller, TenantCaller } from "./caller.js";
 import { hashTenantKey, keyIdOf, type Tenant } from "./tenants.js";
 import type { GatewayToken } from "./tokens.js";
 
@@ -43,6 +43,21 @@ export async function lineageOf(caller: Caller | undefined): Promise<Lineage> {
   return {};
 }
 
+/**
+ * A token holder's tenant once the token's parents are checked in this instance's snapshot: the tenant enabled (else
+ * 401 tenant_disabled), the parent key held (else 401 token_revoked). One call for the identify step.
+ */
+export function tokenParents(
+  directory: { get(id: string): Tenant | undefined },
+  token: Pick<GatewayToken, "tenant" | "parentKey">,
+  now: number,
+): Tenant {
+  const tenant = directory.get(token.tenant);
+  if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+  requireParentKey(token, tenant, now);
+  return tenant;
+}
+
 /** Whether a token's parents still stand in this instance's snapshot: its tenant enabled, its parent key held. */
 export function parentsStand(
   token: Pick<GatewayToken, "tenant" | "parentKey">,
@@ -67,4 +82,24 @@ export function whileParentsStand(
     await services.tenantSync.poll();
     return parentsStand(token, services.directory, services.now()) && (await services.tokens.stillValid(presented));
   };
+}
+
+/**
+ * The recheck of an open connection, for either caller: a token's (whileParentsStand), or a tenant key's: it still
+ * authenticates (not revoked or expired, its tenant enabled). A store that cannot be read keeps the connection (the
+ * relay asks again at its next recheck).
+ */
+export function whileCallerStands(
+  services: Pick<GatewayServices, "tokens" | "directory" | "tenantSync" | "now">,
+  caller: TenantCaller,
+): () => Promise<boolean> {
+  if (caller.via === "token") return whileParentsStand(services, caller.presented, caller.token);
+  return () =>
+    services.directory.authenticate(caller.presented).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof GatewayError && err.status === 401) return false;
+        throw err;
+      },
+    );
 }

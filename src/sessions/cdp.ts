@@ -7,7 +7,7 @@ import { Upstream } from "../upstream/upstream.js";
 import { isWebSocketUpgrade } from "../web/websocket.js";
 import { sessionEndpoints } from "./access.js";
 import { callerTenant } from "../identity/caller.js";
-import { whileParentsStand } from "../identity/lineage.js";
+import { whileCallerStands } from "../identity/lineage.js";
 import { jsonBody } from "../routing/json-body.js";
 import type { Handlers } from "../routing/handlers.js";
 
@@ -24,12 +24,6 @@ export function allowedUpstreamUrl(services: GatewayServices, url: string | unde
   }
   return url;
 }
-
-/** A key that no longer authenticates ends the socket; a store that cannot be read keeps it (the relay asks again). */
-const keyGone = (err: unknown) => {
-  if (err instanceof GatewayError && err.status === 401) return false;
-  throw err;
-};
 
 export function cdpHandlers(services: GatewayServices): Handlers {
   return {
@@ -48,12 +42,11 @@ export function cdpHandlers(services: GatewayServices): Handlers {
       const tenantId = callerTenant(c).id;
       // A token revoked (or a keyless one expiring, or its key, grant or tenant gone) while the connection is open ends
       // it; a tenant key is checked on ownership and on the key itself (revoked or expired, its tenant disabled).
+      const stands = caller.via === "token" || caller.via === "key" ? whileCallerStands(services, caller) : async () => true;
       const stillValid =
         caller.via === "token"
-          ? whileParentsStand(services, caller.presented, caller.token)
-          : async () =>
-              (await services.stores.ownership.owner("session", id)) === tenantId &&
-              (caller.via !== "key" || (await services.directory.authenticate(caller.presented).then(() => true, keyGone)));
+          ? stands
+          : async () => (await services.stores.ownership.owner("session", id)) === tenantId && (await stands());
       return services.webSocketRelay(c, { url, headers: {}, stillValid });
     },
 
