@@ -143,6 +143,16 @@ export const tenantSchema = z.strictObject({
   /** What this tenant's agents may do, within the operator's `policy` ([agent policies](agent-policies.md)). */
   policy: agentPolicySchema.optional(),
   /**
+   * Named agent policies the person consenting to an OAuth grant may pick for it ([agent policies](agent-policies.md#grants)):
+   * the grant's tokens carry the one chosen, which narrows `policy` (every layer applies).
+   */
+  agentPolicies: z
+    .record(
+      z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, { error: "expected a policy name of lowercase letters, digits, '-' or '_'" }),
+      agentPolicySchema,
+    )
+    .optional(),
+  /**
    * When a budget window is exhausted: "block" refuses further paid calls; "stop" also stops the tenant's open
    * sandboxes and sessions, closes its WebSockets and revokes its gateway tokens (the kill switch).
    */

@@ -16,7 +16,7 @@ import { SESSION_COOKIE, sessionById } from "../../src/identity/console-session.
 import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";
 import { getCookie } from "hono/cookie";
-import { requireParentKey } from "../../src/identity/lineage.js";
+import { requireParentKey, tokenParents } from "../../src/identity/lineage.js";
 import { toolsReach } from "../../src/routing/tool-rows.js";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
@@ -71,9 +71,7 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
         row.tokenScope ?? "search",
         token.resource !== undefined && boundParam ? c.req.param(boundParam) : undefined,
       );
-      const tenant = services.directory.get(token.tenant);
-      if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
-      requireParentKey(token, tenant, services.now());
+      const tenant = tokenParents(services.directory, token, services.now());
       tokenReaches(services, c, row, token);
       return { via: "token", tenant, token, presented: asToken };
     }
@@ -127,10 +125,13 @@ export function identify(services: IdentifyServices, row: RouteRow): MiddlewareH
     const asToken = (tokenKinds.size > 0 || acceptsKey) && looksLikeGatewayToken(presented) ? presented : undefined;
     let caller: TenantCaller | Promise<TenantCaller>;
     if (asToken) {
-      const token = services.tokens.verifyNow(asToken);
+      // A token's parents (its tenant enabled, its key held) are read from a snapshot no older than a key lookup's:
+      // under traffic it is recent and nothing waits; after a pause the one check a key lookup would make.
+      const stale = services.directory.stale();
+      const token = stale ? undefined : services.tokens.verifyNow(asToken);
       caller = token
         ? callerOf(c, presented, asToken, token)
-        : services.tokens.verify(asToken).then((t) => callerOf(c, presented, asToken, t));
+        : (stale ?? Promise.resolve()).then(() => services.tokens.verify(asToken)).then((t) => callerOf(c, presented, asToken, t));
     } else caller = callerOf(c, presented);
     return caller instanceof Promise ? caller.then((k) => admit(c, k, next)) : admit(c, caller, next);
   };
@@ -145,9 +146,7 @@ function mcpTokenTenant(services: IdentifyServices, row: RouteRow, token: Gatewa
     throw new GatewayError(403, "token_scope", `This token does not allow "${row.scope}" (it allows: ${token.scopes.join(", ")}).`, {
       requiredScope: row.scope,
     });
-  const tenant = services.directory.get(token.tenant);
-  if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
-  requireParentKey(token, tenant, services.now());
+  const tenant = tokenParents(services.directory, token, services.now());
   requireScope(tenant, row.scope);
   return tenant;
 }
@@ -207,6 +206,7 @@ function identifyOwn(services: IdentifyServices, row: RouteRow): MiddlewareHandl
         new GatewayError(row.wrongToken!.status, row.wrongToken!.code, row.wrongToken!.message.replace("{kind}", kind));
       if (!takesMcp) throw wrong("gateway");
       const token = await services.tokens.verify(presented);
+      await services.directory.stale();
       const tenant = token.kind === "mcp" ? services.directory.get(token.tenant) : undefined;
       // /mcp says a disabled tenant is disabled; /usage answers it as any token it cannot read with (as it always has).
       if (token.kind === "mcp" && !tenant?.enabled && row.wrongToken?.code !== "tenant_key_required")

@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { tenantSchema } from "../../config/tenant-schema.js";
 import { GatewayError } from "../errors.js";
-import { holdsKey, requireParentKey } from "./lineage.js";
+import type { GatewayToken } from "./tokens.js";
+import { holdsKey, lineageOf, parentsStand, requireParentKey } from "./lineage.js";
 import { generateTenantKey, hashTenantKey, keyIdOf } from "./tenants.js";
 
 const NOW = Date.parse("2029-06-01T00:00:00Z");
@@ -42,5 +43,30 @@ describe("the credential tree's parent check", () => {
     }
     expect(err).toBeInstanceOf(GatewayError);
     expect(err).toMatchObject({ status: 401, code: "token_revoked" });
+  });
+});
+
+describe("the lineage a derived token inherits", () => {
+  it("from a key caller, the key's id; from a token caller, the token's own parents", async () => {
+    const { tenant } = await tenantWith();
+    const key = generateTenantKey();
+    expect(await lineageOf({ via: "key", tenant, presented: key })).toEqual({ parentKey: keyIdOf(await hashTenantKey(key)) });
+    const token: GatewayToken = { tenant: "acme", kind: "mcp", scopes: [], jti: "j", exp: 0, iat: 0, parentKey: "abcd", grant: "grt_x" };
+    expect(await lineageOf({ via: "token", tenant, token, presented: "eyJ" })).toEqual({ parentKey: "abcd", grant: "grt_x" });
+    expect(
+      await lineageOf({ via: "token", tenant, token: { ...token, parentKey: undefined, grant: undefined }, presented: "eyJ" }),
+    ).toEqual({});
+    expect(await lineageOf({ via: "public" })).toEqual({});
+  });
+
+  it("parents stand while the tenant is enabled and holds the key", async () => {
+    const { tenant, live, gone } = await tenantWith();
+    const directory = { get: (id: string) => (id === "acme" ? tenant : undefined) };
+    expect(parentsStand({ tenant: "acme", parentKey: keyIdOf(live) }, directory, NOW)).toBe(true);
+    expect(parentsStand({ tenant: "acme" }, directory, NOW)).toBe(true);
+    expect(parentsStand({ tenant: "acme", parentKey: keyIdOf(gone) }, directory, NOW)).toBe(false);
+    expect(parentsStand({ tenant: "other" }, directory, NOW)).toBe(false);
+    const disabled = { get: () => ({ ...tenant, enabled: false }) };
+    expect(parentsStand({ tenant: "acme", parentKey: keyIdOf(live) }, disabled, NOW)).toBe(false);
   });
 });

@@ -5,7 +5,7 @@ import type { GatewayEnv } from "../context.js";
 import { errorResponse, GatewayError } from "../errors.js";
 import { memoryStores } from "../state/memory.js";
 import { liveViewer, PORT_COOKIE, portVisitor } from "./resources.js";
-import { TenantDirectory } from "./tenants.js";
+import { keyIdOf, TenantDirectory } from "./tenants.js";
 import { TokenService } from "./tokens.js";
 
 const notFound = () => new GatewayError(404, "not_found", "not found");
@@ -16,13 +16,17 @@ async function setup() {
   const directory = new TenantDirectory([
     tenantSchema.parse({ id: "acme", scopes: ["sandboxes", "sessions"], keys: [{ hash: `sha256:${"a".repeat(64)}` }] }),
   ]);
-  const services = { tokens, directory, stores };
+  const services = { tokens, directory, stores, now: Date.now };
   const app = new Hono<GatewayEnv>();
   app.onError((err) => errorResponse(err));
   app.get("/port", async (c) => c.json(await portVisitor(services, c, "sbx_1", "acme", notFound)));
-  app.get("/live", async (c) => c.json(await liveViewer(services, c, "ses_1", notFound)));
-  const mint = async (kind: "sandbox" | "session", resource: string, scopes: string[]) =>
-    (await tokens.mint({ tenant: "acme", kind, resource, scopes: scopes as never, ttlSeconds: 60 })).token;
+  app.get("/live", async (c) => {
+    const { ticket, tenantId } = await liveViewer(services, c, "ses_1", notFound);
+    return c.json({ ticket, tenantId });
+  });
+  const mint = async (kind: "sandbox" | "session", resource: string, scopes: string[], parentKey?: string) =>
+    (await tokens.mint({ tenant: "acme", kind, resource, scopes: scopes as never, ttlSeconds: 60, ...(parentKey ? { parentKey } : {}) }))
+      .token;
   return { app, mint, stores };
 }
 
@@ -72,5 +76,20 @@ describe("liveViewer", () => {
     expect((await app.request(`/live?ticket=${elsewhere}`)).status).toBe(404);
     const noLive = await mint("session", "ses_1", ["cdp"]);
     expect((await app.request(`/live?ticket=${noLive}`)).status).toBe(404);
+  });
+
+  it("refuses a ticket whose parent key the tenant no longer holds (401 ticket_revoked); a ports token likewise", async () => {
+    const { app, mint, stores } = await setup();
+    await stores.ownership.claim("session", "ses_1", "acme");
+    const held = await mint("session", "ses_1", ["live"], keyIdOf(`sha256:${"a".repeat(64)}`));
+    expect((await app.request(`/live?ticket=${held}`)).status).toBe(200);
+    const orphan = await mint("session", "ses_1", ["live"], keyIdOf(`sha256:${"b".repeat(64)}`));
+    const r = await app.request(`/live?ticket=${orphan}`);
+    expect(r.status).toBe(401);
+    expect((await r.json()).code).toBe("ticket_revoked");
+    const port = await mint("sandbox", "sbx_1", ["ports"], keyIdOf(`sha256:${"b".repeat(64)}`));
+    const p = await app.request("/port", { headers: { authorization: `Bearer ${port}` } });
+    expect(p.status).toBe(401);
+    expect((await p.json()).code).toBe("token_revoked");
   });
 });

@@ -10,11 +10,12 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { bearerToken } from "./tenants.js";
 import { looksLikeGatewayToken, type GatewayToken } from "./tokens.js";
+import { holdsKey, requireParentKey } from "./lineage.js";
 
 /** The cookie an exposed port's bootstrap sets: a ports-scoped sandbox token, for browsers that cannot send a header. */
 export const PORT_COOKIE = "tollgate_port";
 
-type PortServices = Pick<GatewayServices, "tokens" | "directory">;
+type PortServices = Pick<GatewayServices, "tokens" | "directory" | "now">;
 
 /** A bearer the gateway issued (to be verified and replaced) as opposed to the app's own (passed through). */
 function issuedByGateway(token: string): boolean {
@@ -39,8 +40,10 @@ export async function portGrant(
   const t = await services.tokens.verify(token);
   if (t.kind !== "sandbox" || t.resource !== id || t.tenant !== owner) throw notFound();
   if (!t.scopes.includes("ports")) throw new GatewayError(403, "token_scope", 'This token does not allow "ports".');
-  if (!services.directory.get(t.tenant)?.enabled)
-    throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+  await services.directory.stale();
+  const tenant = services.directory.get(t.tenant);
+  if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this token was minted for is disabled.");
+  requireParentKey(t, tenant, services.now());
   return t;
 }
 
@@ -72,11 +75,11 @@ const invalidTicket = () =>
  * else's answers `notFound` (404), as a missing session would.
  */
 export async function liveViewer(
-  services: Pick<GatewayServices, "tokens" | "directory" | "stores">,
+  services: Pick<GatewayServices, "tokens" | "directory" | "stores" | "now">,
   c: Context<GatewayEnv>,
   id: string,
   notFound: () => GatewayError,
-): Promise<{ ticket: string; tenantId: string }> {
+): Promise<{ ticket: string; tenantId: string; token: GatewayToken }> {
   const ticket = c.req.query("ticket");
   if (!looksLikeGatewayToken(ticket) || ticket.length > 4096) throw invalidTicket();
   const t = await services.tokens.verify(ticket).catch((err: unknown) => {
@@ -85,10 +88,14 @@ export async function liveViewer(
     throw invalidTicket();
   });
   if (t.kind !== "session" || !t.scopes.includes("live") || t.resource !== id) throw notFound();
-  if (!services.directory.get(t.tenant)?.enabled)
-    throw new GatewayError(401, "tenant_disabled", "The tenant this live view was shared by is disabled.");
+  await services.directory.stale();
+  const tenant = services.directory.get(t.tenant);
+  if (!tenant?.enabled) throw new GatewayError(401, "tenant_disabled", "The tenant this live view was shared by is disabled.");
+  // The credential tree: the ticket dies with the key (or the grant: verify above) the session was read with.
+  if (t.parentKey !== undefined && !holdsKey(tenant, t.parentKey, services.now()))
+    throw new GatewayError(401, "ticket_revoked", "This live view link has been revoked (the tenant key it was shared with is gone).");
   if ((await services.stores.ownership.owner("session", id)) !== t.tenant) throw notFound();
-  return { ticket, tenantId: t.tenant };
+  return { ticket, tenantId: t.tenant, token: t };
 }
 
 /** A key typed into the console's sign-in form (the form's one credential): its tenant, or the 401 a header would get. */

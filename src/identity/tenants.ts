@@ -84,6 +84,16 @@ export class TenantDirectory {
     this.onUse = fn;
   }
 
+  /**
+   * Brings the snapshot up to date when it is older than the tenant sync's bound (the wait a key lookup makes): a
+   * promise to wait for, or undefined (recent enough, the usual case). A token's holder waits for it before its
+   * parents (tenant enabled, key held) are read, so a key revoked on another instance ends its tokens here as fast as
+   * the key itself.
+   */
+  stale(): Promise<void> | undefined {
+    return this.refresher?.();
+  }
+
   /** The snapshot's tenant, without waiting (callers holding a token never wait; requests keep the snapshot recent). */
   get(id: string): Tenant | undefined {
     return this.byId.get(id);

@@ -120,7 +120,9 @@ async function checkRequest(
 /** What the consent page shows for a pending request (`extra`: a message, what was typed, who signed in). */
 export function consentView(ctx: OAuthContext, id: string, p: PendingRequest, extra: Partial<ConsentView> = {}): ConsentView {
   const oidc = ctx.services.signIn?.oidc;
+  const signedInTenant = extra.signedIn ? ctx.services.directory.get(extra.signedIn.tenant) : undefined;
   return {
+    ...(signedInTenant ? { agentPolicies: Object.keys(signedInTenant.agentPolicies ?? {}) } : {}),
     request: id,
     csrf: p.csrf,
     clientName: p.clientName,

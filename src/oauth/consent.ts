@@ -76,6 +76,7 @@ export function consentDecision(ctx: OAuthContext): RowHandler {
       cap: (form.get("cap") ?? "").trim(),
       window: form.get("window") ?? "",
       days: form.get("days") ?? "",
+      agentPolicy: (form.get("agent_policy") ?? "").trim(),
     };
     // Signed in through the identity provider: its ticket (checked again, and used up, once the form is good).
     const ticket = form.get("ticket") ?? "";
@@ -107,6 +108,15 @@ export function consentDecision(ctx: OAuthContext): RowHandler {
     if (!tenant) return again(401, viaProvider ? `Tenant "${viaProvider.tenant}" is not live here.` : "That key or link cannot sign in.");
     const lacking = scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
     if (lacking.length) return again(403, `Tenant "${tenant.id}" does not have the scope ${lacking.join(", ")}.`);
+    // The agent policy picked: one of the tenant's named policies (known only once signed in), or none.
+    const agentPolicy = chosen.agentPolicy || undefined;
+    if (agentPolicy !== undefined && !Object.hasOwn(tenant.agentPolicies ?? {}, agentPolicy)) {
+      const names = Object.keys(tenant.agentPolicies ?? {});
+      return again(
+        400,
+        `Tenant "${tenant.id}" has no agent policy "${agentPolicy}"; ${names.length ? `it has: ${names.join(", ")}` : "it has none (leave the field empty)"}.`,
+      );
+    }
     if (viaProvider && !(await takeConsentTicket(services, ticket, id)))
       return errorPage(400, "This sign-in has expired", "Go back to the application and connect again.");
     if ((await store.takePending(id)) === undefined)
@@ -123,6 +133,7 @@ export function consentDecision(ctx: OAuthContext): RowHandler {
       codeChallenge: p.codeChallenge,
       scopes,
       ...(tools ? { tools } : {}),
+      ...(agentPolicy ? { agentPolicy } : {}),
       cap: usdToAtomic(chosen.cap).toString(),
       capWindow: window,
       resource: p.resource,
@@ -140,7 +151,7 @@ export function consentDecision(ctx: OAuthContext): RowHandler {
         "grant.consent",
         `grant:${tenant.id}/${record.grantId}`,
         undefined,
-        { via: "oidc", client: p.clientId, scopes, cap: chosen.cap, capWindow: window },
+        { via: "oidc", client: p.clientId, scopes, cap: chosen.cap, capWindow: window, ...(agentPolicy ? { agentPolicy } : {}) },
       );
     return redirectTo(p.redirectUri, { code, state: p.state, iss });
   };

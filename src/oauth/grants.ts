@@ -50,6 +50,7 @@ async function grantView(services: GatewayServices, g: OAuthGrant) {
     client: { id: g.clientId, name: g.clientName, redirectHost: g.redirectHost },
     scopes: g.scopes,
     ...(g.tools ? { tools: g.tools } : {}),
+    ...(g.agentPolicy ? { agentPolicy: g.agentPolicy } : {}),
     cap: atomicToUsd(BigInt(g.cap)),
     window: g.capWindow,
     spent: atomicToUsd(usage[g.capWindow]),

@@ -22,7 +22,9 @@ export interface ConsentView {
   /** Signed in through the provider (a consent ticket, ./oidc-consent.ts): the tenant and who. */
   signedIn?: { ticket: string; tenant: string; who: string };
   /** What was typed before a refused post (never the credential). */
-  chosen?: { scopes: string[]; tools: string[]; toolsShown: boolean; cap: string; window: string; days: string };
+  chosen?: { scopes: string[]; tools: string[]; toolsShown: boolean; cap: string; window: string; days: string; agentPolicy?: string };
+  /** The signed-in tenant's named agent policies (`tenants[].agentPolicies`), offered as a choice; unknown before sign-in. */
+  agentPolicies?: string[];
 }
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -111,6 +113,32 @@ export function ConsentPage(v: ConsentView) {
               )}
             </div>
           ))}
+        </fieldset>
+        <fieldset>
+          <legend>Agent policy</legend>
+          {v.agentPolicies ? (
+            <label>
+              Policy
+              <select name="agent_policy">
+                <option value="" selected={!chosen?.agentPolicy}>
+                  the tenant's own policy only
+                </option>
+                {v.agentPolicies.map((n) => (
+                  <option value={n} selected={chosen?.agentPolicy === n}>
+                    {n}
+                  </option>
+                ))}
+              </select>
+            </label>
+          ) : (
+            <label>
+              Name of one of the tenant's agent policies
+              <input type="text" name="agent_policy" autocomplete="off" placeholder="none" value={chosen?.agentPolicy ?? ""} />
+            </label>
+          )}
+          <p class="muted">
+            The agent may do only what the chosen policy allows (sites, images, lifetimes, egress), within the tenant's own policy.
+          </p>
         </fieldset>
         <fieldset>
           <legend>Spend cap</legend>

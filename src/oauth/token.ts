@@ -9,6 +9,7 @@ import type { RowHandler } from "../routing/handlers.js";
 import { MCP_SCOPES, looksLikeGatewayToken } from "../identity/tokens.js";
 import { holdsKey } from "../identity/lineage.js";
 import type { OAuthGrant } from "../state/oauth.js";
+import type { AgentPolicy } from "../../config/tenant-schema.js";
 import { OAuthError } from "./errors.js";
 import { revokeGrant } from "./grants.js";
 import { requireKnownClient, touchClient } from "./clients.js";
@@ -49,6 +50,7 @@ async function issuePair(ctx: OAuthContext, c: Context, grant: OAuthGrant): Prom
     aud: grant.resource,
     ...(grant.tools ? { tools: grant.tools } : {}),
     ...(grant.parentKey ? { parentKey: grant.parentKey } : {}),
+    ...(grant.agentPolicy ? { policy: grantPolicy(services.directory.get(grant.tenant), grant.agentPolicy) } : {}),
   });
   const refresh = `tgr_${randomToken()}`;
   await store.putRefresh(await sha256url(refresh), grant.id, Math.max(1000, grant.expiresAt - now));
@@ -58,12 +60,27 @@ async function issuePair(ctx: OAuthContext, c: Context, grant: OAuthGrant): Prom
 }
 
 /**
+ * The rules of the agent policy a grant was consented with, as its tenant declares them now (an operator's edit applies
+ * from the next refresh). A policy removed since: the grant cannot mint (fail closed, never a token without it).
+ */
+function grantPolicy(tenant: { agentPolicies?: Record<string, AgentPolicy> } | undefined, name: string): AgentPolicy {
+  const policy = tenant?.agentPolicies && Object.hasOwn(tenant.agentPolicies, name) ? tenant.agentPolicies[name] : undefined;
+  if (!policy)
+    throw new OAuthError(
+      400,
+      "invalid_grant",
+      `The agent policy "${name}" this grant was consented with no longer exists; ask the tenant again.`,
+    );
+  return policy;
+}
+
+/**
  * The grant's parents still stand: its tenant is enabled and holds every scope the grant gives, and the key that
  * consented is still the tenant's. A grant whose key is gone is revoked (it can never work again).
  */
 async function requireParents(
   ctx: OAuthContext,
-  grant: Pick<OAuthGrant, "tenant" | "scopes" | "parentKey"> & { id: string },
+  grant: Pick<OAuthGrant, "tenant" | "scopes" | "parentKey" | "agentPolicy"> & { id: string },
   isGrant: boolean,
 ) {
   const { services, store } = ctx;
@@ -81,6 +98,7 @@ async function requireParents(
   }
   const lacking = grant.scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
   if (lacking.length) throw new OAuthError(400, "invalid_grant", `The tenant no longer has the scope ${lacking.join(", ")}.`);
+  if (grant.agentPolicy !== undefined) grantPolicy(tenant, grant.agentPolicy);
 }
 
 /** The token request's client: named, and known here (else invalid_client, so the host registers again). */

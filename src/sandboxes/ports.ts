@@ -67,7 +67,16 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
     const url = requestUrl(c);
     const grant = await portGrant(services, url.searchParams.get("grant") ?? "", id, owner, () => sandboxNotFound(id));
     const ttl = services.config.tokens.ttlSeconds;
-    const cookie = await services.tokens.mint({ tenant: grant.tenant, kind: "sandbox", resource: id, scopes: ["ports"], ttlSeconds: ttl });
+    const cookie = await services.tokens.mint({
+      tenant: grant.tenant,
+      kind: "sandbox",
+      resource: id,
+      scopes: ["ports"],
+      ttlSeconds: ttl,
+      // The cookie dies with the link it came from (its key, its grant).
+      ...(grant.parentKey ? { parentKey: grant.parentKey } : {}),
+      ...(grant.grant ? { grant: grant.grant } : {}),
+    });
     const secure = (services.config.server.publicOrigin ?? clientView(c, services).protocol).startsWith("https:");
     const location = sameHostPath(url.searchParams.get("next") ?? "/");
     if (!location) throw new GatewayError(400, "invalid_next", "`next` must be a path on this host, such as /app/.");

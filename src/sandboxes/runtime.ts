@@ -14,6 +14,7 @@ import { publicOriginOf } from "../web/public-origin.js";
 import { RuntimeForwarder, clientBody, sendUpstream } from "./runtime-forward.js";
 import { splitRequestUrl } from "../web/request-url.js";
 import type { Handlers } from "../routing/handlers.js";
+import { whileParentsStand } from "../identity/lineage.js";
 import { withSecretEnv } from "./secret-env.js";
 
 /** Splits `/sandbox/<id><rest>?q` (normalised) into what the upstream gets after its own runtime base URL. */
@@ -77,8 +78,8 @@ export function runtimeHandlers(services: GatewayServices): Handlers {
       const caller = c.get("caller");
       const rest = runtimeRest(c, ["token"]);
       // The connection ends when its token is revoked (or, for a keyless token, expires) while it is open.
-      const presented = caller.via === "token" ? caller.presented : undefined;
-      const stillValid = () => services.tokens.stillValid(presented);
+      const stillValid =
+        caller.via === "token" ? whileParentsStand(services, caller.presented, caller.token) : () => services.tokens.stillValid(undefined);
       const relay = (cred: RuntimeCredential) =>
         services.webSocketRelay(c, {
           url: forwarder.target(cred, rest).replace(/^http/, "ws"),

@@ -16,6 +16,7 @@ import { claimCreated, noteCreated } from "../routing/created.js";
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "../sessions/access.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { callerTenant } from "../identity/caller.js";
+import { lineageOf } from "../identity/lineage.js";
 import type { Handlers } from "../routing/handlers.js";
 import type { RouteRow } from "../routing/table.js";
 import { stateKeys } from "../state/keys.js";
@@ -68,7 +69,11 @@ export function x402SessionHandlers(services: GatewayServices): Handlers {
     if (typeof detail.managementToken === "string")
       await stores.kv.set(stateKeys.x402SessionManagement(id), detail.managementToken, MGMT_TTL_MS);
     await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
-    const [token, liveTicket] = await Promise.all([mintSessionToken(services, tenant.id, id), mintLiveTicket(services, tenant.id, id)]);
+    const parents = await lineageOf(c.get("caller"));
+    const [token, liveTicket] = await Promise.all([
+      mintSessionToken(services, tenant.id, id, { parents }),
+      mintLiveTicket(services, tenant.id, id, undefined, parents),
+    ]);
     const shown: WireRecord = rewriteSessionDetail(detail, {
       publicOrigin: publicOriginOf(c, services),
       sessionToken: token.token,

@@ -4,6 +4,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { TokenScope } from "../identity/tokens.js";
+import type { Lineage } from "../identity/lineage.js";
 import { upstreamJson } from "../upstream/upstream.js";
 import { sessionEndpointsOf, type SessionEndpoints } from "./rewrite.js";
 import { stateKeys } from "../state/keys.js";
@@ -20,7 +21,8 @@ export async function mintSessionToken(
   services: GatewayServices,
   tenantId: string,
   id: string,
-  opts: { scopes?: TokenScope[]; ttlSeconds?: number; keyless?: boolean } = {},
+  /** `parents`: the lineage of the caller it is minted for (lineageOf): the token dies with that key and grant. */
+  opts: { scopes?: TokenScope[]; ttlSeconds?: number; keyless?: boolean; parents?: Lineage } = {},
 ) {
   return services.tokens.mint({
     tenant: tenantId,
@@ -29,12 +31,19 @@ export async function mintSessionToken(
     scopes: opts.scopes ?? SESSION_TOKEN_SCOPES,
     ttlSeconds: opts.ttlSeconds ?? services.config.tokens.ttlSeconds,
     keyless: opts.keyless,
+    ...opts.parents,
   });
 }
 
 /** The ticket of a session's live view (`liveUrl`): scope `live` only, so a shared link cannot drive CDP. */
-export async function mintLiveTicket(services: GatewayServices, tenantId: string, id: string, ttlSeconds?: number): Promise<string> {
-  return (await mintSessionToken(services, tenantId, id, { scopes: ["live"], ttlSeconds })).token;
+export async function mintLiveTicket(
+  services: GatewayServices,
+  tenantId: string,
+  id: string,
+  ttlSeconds?: number,
+  parents?: Lineage,
+): Promise<string> {
+  return (await mintSessionToken(services, tenantId, id, { scopes: ["live"], ttlSeconds, parents })).token;
 }
 
 export async function saveSessionEndpoints(services: GatewayServices, id: string, e: SessionEndpoints): Promise<void> {

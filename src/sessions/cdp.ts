@@ -7,6 +7,7 @@ import { Upstream } from "../upstream/upstream.js";
 import { isWebSocketUpgrade } from "../web/websocket.js";
 import { sessionEndpoints } from "./access.js";
 import { callerTenant } from "../identity/caller.js";
+import { whileCallerStands } from "../identity/lineage.js";
 import { jsonBody } from "../routing/json-body.js";
 import type { Handlers } from "../routing/handlers.js";
 import { activeLayers, hasDomainRules, type PolicyLayer } from "../agent-policy/engine.js";
@@ -41,11 +42,13 @@ export function cdpHandlers(services: GatewayServices): Handlers {
       }
       const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
       const tenantId = callerTenant(c).id;
-      // A token revoked (or a keyless one expiring) while the connection is open ends it; a tenant key is checked on ownership.
+      // A token revoked (or a keyless one expiring, or its key, grant or tenant gone) while the connection is open ends
+      // it; a tenant key is checked on ownership and on the key itself (revoked or expired, its tenant disabled).
+      const stands = caller.via === "token" || caller.via === "key" ? whileCallerStands(services, caller) : async () => true;
       const stillValid =
         caller.via === "token"
-          ? () => services.tokens.stillValid(caller.presented)
-          : async () => (await services.stores.ownership.owner("session", id)) === tenantId;
+          ? stands
+          : async () => (await services.stores.ownership.owner("session", id)) === tenantId && (await stands());
       const tap = await cdpGuardFor(c, services, id, tenantId);
       return services.webSocketRelay(c, { url, headers: {}, stillValid, ...(tap ? { tap } : {}) });
     },

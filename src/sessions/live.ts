@@ -8,6 +8,7 @@ import { liveViewer } from "../identity/resources.js";
 import { isWebSocketUpgrade } from "../web/websocket.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import type { Handlers } from "../routing/handlers.js";
+import { whileParentsStand } from "../identity/lineage.js";
 import { allowedUpstreamUrl } from "./cdp.js";
 import { livePage } from "./live-page.js";
 import { notFoundSession, sessionEndpoints } from "./access.js";
@@ -109,16 +110,16 @@ export function liveHandlers(services: GatewayServices): Handlers {
     // GET /_tollgate/live/:id/ws?ticket=… (WebSocket): the session's CDP through the gateway, screened to the live view's commands.
     "live.socket": async (c) => {
       const id = c.req.param("id")!;
-      const { ticket, tenantId } = await liveViewer(services, c, id, () => notFoundSession(id));
+      const { ticket, tenantId, token } = await liveViewer(services, c, id, () => notFoundSession(id));
       if (!isWebSocketUpgrade(c.req.raw))
         throw new GatewayError(426, "upgrade_required", "This is the live view's WebSocket; open the live view page instead.");
       const url = allowedUpstreamUrl(services, (await sessionEndpoints(c, services, id)).wsEndpoint, "wsEndpoint", id);
+      const stands = whileParentsStand(services, ticket, token);
       return services.webSocketRelay(c, {
         url,
         headers: {},
-        // Revoking the ticket (or the tenant's tokens), or the session changing hands, closes the view.
-        stillValid: async () =>
-          (await services.tokens.stillValid(ticket)) && (await services.stores.ownership.owner("session", id)) === tenantId,
+        // Revoking the ticket (or the tenant's tokens, or its key or grant), or the session changing hands, closes the view.
+        stillValid: async () => (await stands()) && (await services.stores.ownership.owner("session", id)) === tenantId,
         screen: liveViewScreen(!(await isViewOnly(services, id))),
       });
     },

@@ -15,6 +15,7 @@ import { rewriteSessionDetail, rewriteSessionSummary, sessionEndpointsOf } from 
 import { mintLiveTicket, mintSessionToken, notFoundSession, saveSessionEndpoints } from "./access.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { callerTenant } from "../identity/caller.js";
+import { lineageOf } from "../identity/lineage.js";
 import { settleResource } from "../payments/index.js";
 import { ownedPage } from "../sandboxes/owned-list.js";
 import { forwardBody, forwardUpstream, type Handlers } from "../routing/handlers.js";
@@ -63,9 +64,10 @@ export function sessionHandlers(services: GatewayServices): Handlers {
       await stores.ownership.setActive("session", id, detail.status === "active");
       if (detail.status !== "active") await settleResource(services, "session", id, c);
     }
+    const parents = await lineageOf(c.get("caller"));
     const [token, liveTicket] = await Promise.all([
-      mintSessionToken(services, tenant.id, id),
-      mintLiveTicket(services, tenant.id, id, liveViewTtl(c, services.config.tokens.ttlSeconds)),
+      mintSessionToken(services, tenant.id, id, { parents }),
+      mintLiveTicket(services, tenant.id, id, liveViewTtl(c, services.config.tokens.ttlSeconds), parents),
     ]);
     return rewriteSessionDetail(detail, { publicOrigin: publicOriginOf(c, services), sessionToken: token.token, liveTicket });
   }

@@ -25,6 +25,11 @@ interface OAuthConsent {
   scopes: string[];
   /** The MCP tools allowed within the scopes; absent: all of them. */
   tools?: string[];
+  /**
+   * The name of the tenant's agent policy (`tenants[].agentPolicies`) chosen at consent: every token the grant mints
+   * carries its rules (the `pol` claim), read anew at each refresh; absent: the tenant's and operator's policies only.
+   */
+  agentPolicy?: string;
   /** Spend cap, atomic units (decimal string). */
   cap: string;
   capWindow: "daily" | "monthly" | "total";

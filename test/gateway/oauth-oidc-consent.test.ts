@@ -57,7 +57,12 @@ describe("the consent page signs in through the identity provider", () => {
         },
         tenants: [
           { id: "ops", scopes: ["admin"], keys: [{ hash: await hashTenantKey(opsKey) }] },
-          { id: "acme", scopes: ["sandboxes"], keys: [{ hash: await hashTenantKey(generateTenantKey()) }] },
+          {
+            id: "acme",
+            scopes: ["sandboxes"],
+            keys: [{ hash: await hashTenantKey(generateTenantKey()) }],
+            agentPolicies: { "node-only": { images: ["node"] } },
+          },
         ],
       },
       { tokenSecret: randomBytes(32).toString("hex"), oidcClientSecret: idp.clientSecret },
@@ -104,6 +109,9 @@ describe("the consent page signs in through the identity provider", () => {
     expect(new URL(back.url).pathname).toBe("/authorize");
     expect(back.html).toContain("Signed in as <strong>tom@acme.example</strong> for tenant <strong>acme</strong>");
     expect(back.html).not.toContain('name="credential"');
+    // Signed in, the tenant is known: its named agent policies are offered as a choice (docs/agent-policies.md#grants).
+    expect(back.html).toContain('<select name="agent_policy">');
+    expect(back.html).toContain('<option value="node-only">node-only</option>');
     // No console session was started by it.
     expect(browser.cookies(gwUrl).has("tollgate_console")).toBe(false);
 

@@ -75,6 +75,8 @@ export interface ConsentChoices {
   action?: string;
   /** The tool boxes ticked (the form then says it showed them). */
   tools?: string[];
+  /** The agent policy picked (a name of the tenant's `agentPolicies`). */
+  agentPolicy?: string;
 }
 
 /** The consent page's hidden fields: its pending request and its form token. */
@@ -98,6 +100,7 @@ export function consentForm(html: string, choices: ConsentChoices): URLSearchPar
   for (const s of choices.scopes ?? ["search"]) form.append("scope", s);
   if (choices.tools) form.set("tools_shown", "1");
   for (const t of choices.tools ?? []) form.append("tool", t);
+  if (choices.agentPolicy !== undefined) form.set("agent_policy", choices.agentPolicy);
   return form;
 }
 

@@ -15,6 +15,8 @@ export interface TenantSpec {
   creditMultiplier?: string;
   /** The tenant's agent policy (docs/agent-policies.md). */
   policy?: Record<string, unknown>;
+  /** The tenant's named agent policies, offered at OAuth consent. */
+  agentPolicies?: Record<string, Record<string, unknown>>;
 }
 
 export interface SessionGateway {
