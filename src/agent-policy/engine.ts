@@ -395,7 +395,7 @@ export async function applyPolicy(
  * page), undefined for a scheme that names no web host (file:, chrome:, devtools:…). blob:, filesystem: and
  * view-source: URLs are read as the URL they wrap.
  */
-export function navigationHost(url: string): string | undefined {
+function navigationHost(url: string): string | undefined {
   if (url === "" || /^(about|data|chrome-error):/i.test(url)) return "";
   const inner = /^(blob|filesystem|view-source):(.*)$/is.exec(url);
   if (inner) return navigationHost(inner[2]!);

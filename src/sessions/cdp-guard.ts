@@ -17,13 +17,13 @@ const COMMAND_TIMEOUT_MS = 10_000;
 const MAX_HELD = 1000;
 
 /** A tenant secret as the fill needs it: its value and the hosts (host[:port]) it may be typed into. */
-export interface BrowserSecret {
+interface BrowserSecret {
   value: string;
   hosts: string[];
 }
 export type BrowserSecretLookup = (name: string) => Promise<BrowserSecret | undefined>;
 
-export interface CdpGuardEvents {
+interface CdpGuardEvents {
   /** A target reached a refused URL and is being closed. `origin` has no path or query (they may carry tokens). */
   navigationClosed(e: { targetId: string; type: string; origin: string; refusal: NavigationRefusal }): void;
   /** A secret was typed into a page (never its value). */

@@ -50,7 +50,7 @@ function asciiEscaped(json: string, upper: boolean): string {
 }
 
 /** Every spelling of `value` a CDP message (JSON text) may hold. */
-export function secretForms(value: string): string[] {
+function secretForms(value: string): string[] {
   const json = JSON.stringify(value).slice(1, -1);
   const texts = [
     value,
