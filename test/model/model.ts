@@ -26,7 +26,7 @@ export const KNOWN = {
    * with the older file re-seeds it: the applied budget reverts and keys made since the file vanish. While on, the
    * model does not restart an instance after an apply in the same run.
    */
-  restartRevertsApply: true,
+  restartRevertsApply: false,
 };
 // TOLLGATE_MODEL_STRICT=all (or a comma list of the flags' names) holds the suite to the fixed behaviour now.
 for (const name of (process.env.TOLLGATE_MODEL_STRICT ?? "").split(",").filter(Boolean))
