@@ -13,7 +13,7 @@
 // servedUnpaid, the paid search's one entry for it.
 export { payX402 } from "./payer.js";
 export { billCredits, type Charge, type MeterServices } from "./credit-meter.js";
-export { type Claim, type ClaimTurn, type Paid, type PaidResult, servedUnpaid, type Shown } from "./money-call.js";
+export { type Paid, servedUnpaid, type Shown } from "./money-call.js";
 
 // What a gateway remembers of its money, built once by createGateway
 export { paymentsMemory, type PaymentsMemory } from "./memory.js";

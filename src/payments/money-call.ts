@@ -35,8 +35,8 @@ export interface Shown {
  * `send`: this instance sends the call (with what was started beside the claim); `answer`: another instance's answer
  * is used instead; `wait`: another instance is at it (what was started is given back), and waiting says which.
  */
-export type ClaimTurn<T> = { send: true } | { answer: T } | { wait: () => Promise<{ send: true } | { answer: T }> };
-export type Claim<T> = () => Promise<ClaimTurn<T>>;
+type ClaimTurn<T> = { send: true } | { answer: T } | { wait: () => Promise<{ send: true } | { answer: T }> };
+type Claim<T> = () => Promise<ClaimTurn<T>>;
 
 /** What an entry answers: the paid call, or (only with a claim) the answer another instance published. */
 export type Paid<T> = [T] extends [never] ? PaidResult : PaidResult | { elsewhere: T };
