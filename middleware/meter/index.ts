@@ -106,7 +106,7 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
         return c.res;
       },
       created: async () => (await createdBy(c)).id,
-    }).run();
+    });
   };
 }
 

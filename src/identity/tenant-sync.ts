@@ -35,6 +35,9 @@ export class TenantSync {
     this.maxStaleMs = opts.maxStaleMs ?? 750;
   }
 
+  /** The config file those tenants come from (set by the Node entry when it runs with one), as errors name it. */
+  fileName: string | undefined;
+
   /** The tenants of the config file this instance runs with (as last loaded: at start, or by a reload). */
   fileTenants(): TenantConfig[] {
     return this.configTenants;

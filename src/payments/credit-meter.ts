@@ -13,7 +13,7 @@ import { attachResource, chargeOf, type CreditHold, growHold, releaseCredits, re
 import { keep, kept, priceOf } from "./kept-holds.js";
 import type { LedgerServices } from "./spend.js";
 import type { Meter, PriceName } from "../routing/row.js";
-import type { EarlyMoney, MoneyCall, PaidResult } from "./money-call.js";
+import { type CallOptions, type EarlyMoney, type MoneySteps, type Paid, type PaidResult, runMoney } from "./money-call.js";
 
 /** What the meter touches: the ledger (whose settlements may raise budget alerts), its kept holds (kv), the upstream. */
 export type MeterServices = LedgerServices & Pick<GatewayServices, "upstream">;
@@ -50,15 +50,16 @@ export interface CreditCall {
 const KEPT_PAST_END_MS = 24 * 3600_000;
 
 /**
- * The credit meter's one entry. `paid` is what was committed per call (0 when released, or when credits are off: then
- * nothing is held); a kept hold reports 0 (it settles when what it pays for ends). Its early part, per call only: the
- * reservation, started beside the fleet's coalescing claim.
- * @example const { response, paid } = await billCredits({ services, c, row, tenant, cap, charge, send }).run()
+ * The credit meter's one entry, run whole and answered once. `paid` is what was committed per call (0 when released,
+ * or when credits are off: then nothing is held); a kept hold reports 0 (it settles when what it pays for ends). With
+ * the fleet's coalescing claim (per call only: the credit-billed search), the reservation starts beside the claim and
+ * is released when another instance's answer is used instead (`{ elsewhere }`).
+ * @example const { response, paid } = await billCredits({ services, c, row, tenant, cap, charge, send })
  */
-export function billCredits(call: CreditCall): MoneyCall {
+export function billCredits<T = never>(call: CreditCall & CallOptions<T>): Promise<Paid<T>> {
   const { services, c, charge } = call;
   const on = services.config.credits.enabled;
-  return {
+  const steps: MoneySteps = {
     early: on && charge.per === "call",
     start: () => {
       const credit = reserveCall(call);
@@ -84,6 +85,7 @@ export function billCredits(call: CreditCall): MoneyCall {
       return holdFor(call);
     },
   };
+  return runMoney(services, { tenant: call.tenant, context: c }, steps, call);
 }
 
 /** Reserves a call's price (what `billCall` holds). */

@@ -3,14 +3,17 @@
 // spend has one entry that runs it whole and comes back once:
 //   - the x402 payer (./payer.ts, payX402): choose the option, reserve, sign, send, settle or release;
 //   - the credit meter (./credit-meter.ts, billCredits): reserve, bill or keep the hold, settle to the upstream's report.
-// Both answer a MoneyCall (./money-call.ts). The rest is what the other rooms read or start: the holds kept until a
-// resource ends, the budget figures, the money events port, the signers, the reconciler, the usage export, the money's
-// formats, and what a gateway remembers of its money (services.payments, ./memory.ts).
+// Both run through ./money-call.ts (runMoney): the fleet's claim a caller hands in, the early part started beside it,
+// the figures the answer shows. The rest is what the other rooms read or start: the holds kept until a resource ends,
+// the budget figures, the money events port, the signers, the reconciler, the usage export, the money's formats, and
+// what a gateway remembers of its money (services.payments, ./memory.ts).
 
-// The two entries, and what they answer
+// The two entries, and what they answer (once per call: the paid answer and its figures, or the fleet's answer);
+// an answer that never reached them (a cache hit, a joined call, a replay) gets its savings and figures from
+// servedUnpaid, the paid search's one entry for it.
 export { payX402 } from "./payer.js";
 export { billCredits, type Charge, type MeterServices } from "./credit-meter.js";
-export type { EarlyMoney, MoneyCall } from "./money-call.js";
+export { type Paid, servedUnpaid, type Shown } from "./money-call.js";
 
 // What a gateway remembers of its money, built once by createGateway
 export { paymentsMemory, type PaymentsMemory } from "./memory.js";
@@ -21,11 +24,11 @@ export { settleJobFrom, settleResource, TERMINAL } from "./kept-holds.js";
 
 // Budgets: limits and what is left, per window; a keyless token's cap
 export { limitsOf } from "./budgets/limits.js";
-export { budgetRemaining, remainingOf, spendCeiling, tenantWindows, type WindowFigures } from "./budgets/remaining.js";
+export { remainingOf, spendCeiling, tenantWindows, type WindowFigures } from "./budgets/remaining.js";
 export { capLedgerTenant } from "./spend.js";
 
-// The money events port (operators listen), savings among them
-export { announceSavings, type MoneyEvent, type MoneyEvents } from "./events.js";
+// The money events port (operators listen), savings among them (announced by servedUnpaid)
+export type { MoneyEvent, MoneyEvents } from "./events.js";
 
 // Wallets and signers
 export { AccountWallets } from "./account-wallets.js";

@@ -1,7 +1,7 @@
 // The x402 payer: one paid upstream call, run here and nowhere else. 402 → policy → atomic budget reservation carrying
 // the chosen authorization (or the one reserved ahead, ./paid-ahead.ts) → sign → retry → commit, release or hold
 // (docs/paid-round-trips.md). Its one entry is payX402 (through ./index.ts): the paid search and the paid session
-// hand it how to send the call, and get back the answer and what it cost.
+// hand it how to send the call (the search its fleet claim too), and get back once the answer and what it cost.
 import { x402HTTPClient, x402Client } from "@x402/core/client";
 import type { Context } from "hono";
 import { GatewayError } from "../errors.js";
@@ -17,7 +17,7 @@ import { permit2ApprovalRequired, requirePermit2Approval } from "./permit2-appro
 import type { PaymentOption } from "./requirements.js";
 import { holdSpend, releaseSpend, reserveSpend, settleSpend, type SpendCap, type SpendHold } from "./spend.js";
 import { type AheadHold, forgetPaid, type PaidCallContext, paymentEntry, rememberPaid, reserveAhead } from "./paid-ahead.js";
-import type { EarlyMoney, MoneyCall, PaidResult } from "./money-call.js";
+import { type CallOptions, type EarlyMoney, type MoneySteps, type Paid, type PaidResult, runMoney } from "./money-call.js";
 import { readWire } from "../upstream/records.js";
 import { PaymentRequired, SettleResponse } from "./wire.js";
 import { childSpan } from "../telemetry/tracing.js";
@@ -42,12 +42,13 @@ export interface X402Call {
 }
 
 /**
- * The x402 payer's one entry: the call, paid from the wallet that pays for the tenant (docs/accounts.md#wallets). Its
- * early part (for a caller that waits on the fleet's coalescing claim): the unpaid first call, sent at once, and the
- * option last paid on the route reserved ahead beside it.
- * @example const { response, paid } = await payX402({ services, tenant, route, fingerprint, send }).run()
+ * The x402 payer's one entry: the call, paid from the wallet that pays for the tenant (docs/accounts.md#wallets), run
+ * whole and answered once. With the fleet's coalescing claim (`claim`, the paid search), its early part starts beside
+ * the claim: the unpaid first call, sent at once, and the option last paid on the route reserved ahead; both are given
+ * back when another instance's answer is used instead (`{ elsewhere }`).
+ * @example const { response, paid } = await payX402({ services, tenant, route, fingerprint, send })
  */
-export function payX402(call: X402Call): MoneyCall {
+export function payX402<T = never>(call: X402Call & CallOptions<T>): Promise<Paid<T>> {
   const { services, send } = call;
   const ctx: PaidCallContext = {
     services,
@@ -58,7 +59,7 @@ export function payX402(call: X402Call): MoneyCall {
     cap: call.cap,
     context: call.context,
   };
-  return {
+  const steps: MoneySteps = {
     early: services.config.payments.enabled && !call.clientPaid,
     start: () => {
       const first = send();
@@ -72,6 +73,7 @@ export function payX402(call: X402Call): MoneyCall {
     },
     run: (e?: EarlyMoney) => paidCall(ctx, send, e?.paid),
   };
+  return runMoney(services, { tenant: call.tenant, context: call.context }, steps, call);
 }
 
 const parser = new x402HTTPClient(new x402Client());

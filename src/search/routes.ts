@@ -11,8 +11,8 @@ import { hotHeader } from "../web/request-headers.js";
 import { answerResponse, canonicalJson, readAnswer, sha256Hex, type Answer } from "./answer.js";
 import { AnswerCache, Coalescer } from "./cache.js";
 import { withIdempotency } from "./idempotency.js";
-import { fleetCoalesce, type FleetResult } from "./fleet-coalesce.js";
-import { announceSavings, atomicToUsd, billCredits, budgetRemaining, type EarlyMoney, type MoneyCall, payX402 } from "../payments/index.js";
+import { fleetClaim, type FleetClaim } from "./fleet-coalesce.js";
+import { billCredits, type Paid, payX402, servedUnpaid, type Shown } from "../payments/index.js";
 import { callerCap, callerTenant } from "../identity/caller.js";
 import { jsonBody, jsonBodyNow, type JsonBody } from "../routing/json-body.js";
 import type { RouteRow } from "../routing/table.js";
@@ -24,7 +24,7 @@ const CALL_HOLD_MS = 3_600_000;
 export function paidSearchHandlers(services: GatewayServices): Handlers {
   const { config, upstream, platform } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
-  const coalescer = new Coalescer<FleetResult>();
+  const coalescer = new Coalescer<Fetched>();
   const fingerprints = new RequestFingerprints();
   const shareable = (a: Answer) => config.cache.enabled && a.status === 200 && isCompletedJob(a);
 
@@ -96,39 +96,40 @@ export function paidSearchHandlers(services: GatewayServices): Handlers {
 
   /** The answer kept under an Idempotency-Key (its first request's, replayed), or produced and kept now. */
   const idempotent = async (call: PaidSearch, idemKey: string): Promise<Produced> => {
-    let produced: { how: Produced["how"] } = { how: "miss" };
+    let produced: Produced | undefined;
     const r = await withIdempotency(services, call.tenant.id, idemKey, call.fingerprint, async () => {
       const p = cached(call) ?? (await produceElsewhere(call));
       produced = p;
       // Kept for a replay with what this request paid (nothing, for an answer it did not fetch).
       return p.paid === p.answer.paid ? p.answer : { ...p.answer, paid: p.paid };
     });
-    return { answer: r.answer, how: r.replayed ? "idempotent-replay" : produced.how, paid: r.answer.paid };
+    if (!r.replayed && produced) return { ...produced, answer: r.answer, paid: r.answer.paid };
+    return { answer: r.answer, how: "idempotent-replay", paid: r.answer.paid };
   };
 
-  /** The answer with what it cost and how it came; the budget left is read only where the tenant has one. */
-  const answered = (call: PaidSearch, { answer, how, paid }: Produced): Response | Promise<Response> => {
+  /**
+   * The answer with what it cost and how it came. Its money figures (`x-tollgate-paid`, the budget left) come from the
+   * money side once: with the paid call's answer, or, for an answer that never reached the payer, from `servedUnpaid`
+   * (which announces a hit's or a joined call's savings).
+   */
+  const answered = (call: PaidSearch, { answer, how, paid, shown }: Produced): Response | Promise<Response> => {
     const f = call.f;
     // `paid` is what was paid upstream with x402; a credit-billed call's bill is the meter's `credits` field, set where
     // it was billed (counted in both, the request log showed twice the ledger's spend).
     if (call.row.pay !== "credits") f.paid = paid;
     f.cache = how;
-    if (how === "hit" || how === "coalesced") announceSavings(services, call.c, call.tenant, how, f.saved ?? 0n);
-    // Shown from what this instance read lately (a hit waits for no state), refreshed behind the answer.
-    const remaining = budgetRemaining(services, call.tenant, {
-      justPaid: how === "miss" || how === "bypass" ? paid : 0n,
-      background: (work) => services.background(call.c, work, "budget figure reread"),
-    });
+    const figures = shown ?? servedUnpaid(services, call.c, call.tenant, { how, saved: f.saved ?? 0n, paid });
+    const remaining = figures.remaining;
     return typeof remaining === "string"
-      ? respond(call.c, answer, how, paid, remaining)
-      : remaining.then((r) => respond(call.c, answer, how, paid, r));
+      ? respond(call.c, answer, how, figures.paid, remaining)
+      : remaining.then((r) => respond(call.c, answer, how, figures.paid, r));
   };
 
-  const respond = (c: Context<GatewayEnv>, answer: Answer, how: string, paid: bigint, remaining: string): Response => {
+  const respond = (c: Context<GatewayEnv>, answer: Answer, how: string, paid: string, remaining: string): Response => {
     // One record, written in place (no second object merged in): the answer's kept headers, then the gateway's.
     const headers = Object.assign({}, answer.headers);
     headers["x-tollgate-cache"] = how;
-    headers["x-tollgate-paid"] = atomicToUsd(paid);
+    headers["x-tollgate-paid"] = paid;
     headers["x-tollgate-budget-remaining"] = remaining;
     headers["cache-control"] = "private, no-store";
     // The request's id, which middleware/request-id sets after the handler: named here, the answer's record is already
@@ -149,22 +150,19 @@ export function paidSearchHandlers(services: GatewayServices): Handlers {
 
   /** Not cached here: fetched, or joined to a call in flight (here or elsewhere in the fleet). */
   const produceElsewhere = async (s: PaidSearch): Promise<Produced> => {
-    const fetchFresh = (early?: EarlyMoney) => fetchAnswer(s, early);
     if (s.bypass) {
-      const answer = await fetchFresh();
-      return { answer, how: "bypass", paid: answer.paid };
+      const { answer, shown } = await fetchAnswer(s);
+      return { answer, how: "bypass", paid: answer.paid, shown };
     }
     // A client bounding the age joins only calls started now, which are fresh by definition.
     // One call per key in this process, and (through shared state) one per key across the fleet.
     const { value, leader } = await coalescer.run(s.cacheKey, () =>
-      fleetCoalesce<EarlyMoney>(
-        services,
-        s.cacheKey,
-        { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable, context: s.c, early: earlyOf(s) },
-        fetchFresh,
+      fetchAnswer(
+        s,
+        fleetClaim(services, s.cacheKey, { ttlMs: config.cache.ttlSeconds * 1000, maxAgeMs: s.maxAgeMs, share: shareable, context: s.c }),
       ),
     );
-    if (leader && value.fetched) return { answer: value.answer, how: "miss", paid: value.answer.paid };
+    if (leader && value.fetched) return { answer: value.answer, how: "miss", paid: value.answer.paid, shown: value.shown };
     if (!value.fetched) cache.set(s.cacheKey, { ...value.answer });
     // Published by another instance before this request came: that is a (fleet-wide) cache hit.
     const how = !value.fetched && value.answer.storedAt < s.started ? "hit" : "coalesced";
@@ -187,54 +185,50 @@ export function paidSearchHandlers(services: GatewayServices): Handlers {
   };
 
   /**
-   * The search's call as the money side runs it (once per search, entered through src/payments/index.ts): an x402
-   * row's by the payer, a credit-billed row's per-call bill (its meter settles here, `settles: "handler"`) by the credit
-   * meter; undefined for a row that costs nothing here.
+   * The search's call, entered once into the money side (src/payments/index.ts) with the fleet's claim when it
+   * coalesces: an x402 row's by the payer, a credit-billed row's per-call bill (its meter settles here, `settles:
+   * "handler"`) by the credit meter. The money side answers once: the paid answer with its figures, or the answer
+   * another instance published (what it started beside the claim given back there).
    */
-  const moneyOf = (s: PaidSearch): MoneyCall | undefined => {
-    if (s.money !== undefined) return s.money || undefined;
+  const paidCall = (s: PaidSearch, claim?: FleetClaim): Promise<Paid<Answer>> => {
     const { send, clientPaid } = senderOf(s);
     const { c, row, tenant, cap } = s;
     const meter = row.meter;
-    s.money =
-      row.pay === "x402"
-        ? payX402({ services, tenant, route: s.route, fingerprint: s.fingerprint, cap, context: c, send, clientPaid })
-        : row.pay === "credits" && meter?.per === "call"
-          ? billCredits({
-              services,
-              c,
-              row: row.name,
-              tenant,
-              cap,
-              charge: { per: "call", meter, holdMs: CALL_HOLD_MS },
-              send,
-              settleBehind: true,
-            })
-          : false;
-    return s.money || undefined;
+    const asked = { claim: claim?.turn, figures: true };
+    if (row.pay === "x402")
+      return payX402<Answer>({ services, tenant, route: s.route, fingerprint: s.fingerprint, cap, context: c, send, clientPaid, ...asked });
+    if (row.pay === "credits" && meter?.per === "call")
+      return billCredits<Answer>({
+        services,
+        c,
+        row: row.name,
+        tenant,
+        cap,
+        charge: { per: "call", meter, holdMs: CALL_HOLD_MS },
+        send,
+        settleBehind: true,
+        ...asked,
+      });
+    throw new Error(`route ${row.name}: the paid search runs x402 rows and per-call credit rows only`);
   };
 
-  /**
-   * What a miss starts beside the fleet's coalescing claim, so that one state round trip (the claim, and the
-   * reservation at once) is all it waits for before the upstream's paid call (docs/paid-round-trips.md): for an x402
-   * row the unpaid first call and the option last paid reserved ahead; for a credit-billed call its reservation.
-   * Given back when another instance's answer is used instead.
-   */
-  const earlyOf = (s: PaidSearch): { start: () => EarlyMoney; drop: (e: EarlyMoney) => void } | undefined => {
-    const money = moneyOf(s);
-    if (!money?.early) return undefined;
-    return { start: () => money.start(), drop: (e) => money.drop(e, "reserved ahead; the answer came from the fleet") };
-  };
-
-  /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused. */
-  const fetchAnswer = async (s: PaidSearch, early?: EarlyMoney): Promise<Answer> => {
-    const money = moneyOf(s);
-    // Only a call sent upstream is paid or billed; its commit is recorded behind the answer.
-    const result = money ? await money.run(early) : { response: await senderOf(s).send(), paid: 0n };
-    const answer = await readAnswer(result.response, result.paid, services.now());
+  /** The upstream's answer, paid (x402) or billed (credits), and kept when it may be reused; or the fleet's. */
+  const fetchAnswer = async (s: PaidSearch, claim?: FleetClaim): Promise<Fetched> => {
+    let answer: Answer;
+    let shown: Shown | undefined;
+    try {
+      const out = await paidCall(s, claim);
+      if ("elsewhere" in out) return { answer: out.elsewhere, fetched: false };
+      answer = await readAnswer(out.response, out.paid, services.now());
+      shown = out.shown;
+    } catch (err) {
+      await claim?.failed();
+      throw err;
+    }
+    claim?.done(answer);
     if (!s.cc.includes("no-store") && config.cache.enabled && answer.status === 200 && isCompletedJob(answer))
       cache.set(s.cacheKey, answer);
-    return answer;
+    return { answer, fetched: true, shown };
   };
 
   return { "paid.search": searchLike };
@@ -258,12 +252,21 @@ interface PaidSearch {
   started: number;
   /** The access log's fields (middleware/access-log). */
   f: ContextVariableMap["logFields"];
-  /** Its call as the money side runs it, once asked for (false: the row costs nothing here). */
-  money?: MoneyCall | false;
 }
 
-/** An answer and how it came; `paid` is what this request paid for it (0 for one it did not fetch itself). */
-type Produced = { answer: Answer; how: "hit" | "miss" | "coalesced" | "bypass" | "idempotent-replay"; paid: bigint };
+/**
+ * An answer and how it came; `paid` is what this request paid for it (0 for one it did not fetch itself); `shown`: the
+ * money figures the payer handed back with an answer it paid for.
+ */
+type Produced = {
+  answer: Answer;
+  how: "hit" | "miss" | "coalesced" | "bypass" | "idempotent-replay";
+  paid: bigint;
+  shown?: Shown;
+};
+
+/** What fetching gave: this instance's paid answer (`fetched`, with its figures), or the one the fleet published. */
+type Fetched = { answer: Answer; fetched: boolean; shown?: Shown };
 
 function isCompletedJob(a: Answer): boolean {
   try {

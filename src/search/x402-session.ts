@@ -8,7 +8,7 @@ import { forwardableRequestHeaders } from "../web/transport.js";
 import { Upstream, pathAndQuery } from "../upstream/upstream.js";
 import { jsonBody } from "../routing/json-body.js";
 import { canonicalJson, sha256Hex } from "./answer.js";
-import { atomicToUsd, budgetRemaining, payX402 } from "../payments/index.js";
+import { payX402 } from "../payments/index.js";
 import { rewriteSessionDetail, sessionEndpointsOf } from "../sessions/rewrite.js";
 import { readWire, WireRecord } from "../upstream/records.js";
 import { X402SessionAnswer } from "../sessions/wire.js";
@@ -58,7 +58,8 @@ export function x402SessionHandlers(services: GatewayServices): Handlers {
       return upstream.call(c, { method: "POST", path: pathAndQuery(c), headers: h, body: text, withApiKey: false });
     };
     // Paid from the tenant's account's wallet when it is pinned to one that has a wallet (docs/accounts.md#wallets).
-    const result = await payX402({ services, tenant, route, fingerprint, context: c, send }).run();
+    // Entered once: the payment whole, and the figures the answer shows (what it paid, the budget left).
+    const result = await payX402({ services, tenant, route, fingerprint, context: c, send, figures: true });
     c.get("logFields").paid = result.paid;
     const res = result.response;
     if (!res.ok) return Upstream.relay(res);
@@ -84,8 +85,8 @@ export function x402SessionHandlers(services: GatewayServices): Handlers {
     shown.tokenExpiresAt = token.expiresAt;
     noteCreated(c, shown); // [the chain's quota step takes the id and end time from here]
     return c.json(shown, 200, {
-      "x-tollgate-paid": atomicToUsd(result.paid),
-      "x-tollgate-budget-remaining": await budgetRemaining(services, tenant),
+      "x-tollgate-paid": result.shown!.paid,
+      "x-tollgate-budget-remaining": await result.shown!.remaining,
     });
   };
 

@@ -1,16 +1,13 @@
 // The gateway's metric set: every family defined once, label values bounded, and one method per thing the chain counts.
 import type { TenantDirectory } from "../identity/tenants.js";
 import type { LedgerState, StateStores } from "../state/types.js";
-import { limitsOf, remainingOf } from "../payments/index.js";
+import { LedgerGauges } from "./ledger-gauges.js";
 import type { CounterChild, GaugeChild, HistogramChild, MetricFamily, MetricsRegistry } from "./types.js";
 import { TextRegistry } from "./text-registry.js";
 import { VERSION } from "../operators/version.js";
 import { BoundedLabel, METHOD_INDEX, METHODS, routeClassOf, runtimeName, type WebSocketKind } from "./metric-labels.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
-
-const WINDOWS = ["daily", "monthly", "total"] as const;
-const HELD_SCAN_LIMIT = 1000;
 
 const usd = (atomic: bigint) => Number(atomic) / 1e6;
 
@@ -60,11 +57,8 @@ export class GatewayMetrics {
   private readonly wsOpen: (kind: string) => GaugeChild;
   private readonly wsTotal: (kind: string) => CounterChild;
   private readonly stateErrors: CounterChild;
-  private readonly budgetRemaining: MetricFamily<GaugeChild>;
-  private readonly budgetSpent: MetricFamily<GaugeChild>;
-  private readonly heldUsd: MetricFamily<GaugeChild>;
-  private readonly heldCount: MetricFamily<GaugeChild>;
-  private readonly stateUp: MetricFamily<GaugeChild>;
+  /** The scrape-time gauges read from the ledger (./ledger-gauges.ts). */
+  private readonly ledgerGauges: LedgerGauges;
   private readonly creditsSpentUsd: (tenant: string, route: string) => CounterChild;
   private readonly creditsDrift: GaugeChild;
   private readonly accountBreakerOpen: (account: string) => GaugeChild;
@@ -182,26 +176,7 @@ export class GatewayMetrics {
         labelNames: [],
       })
       .labels();
-    this.budgetRemaining = r.gauge({
-      name: "tollgate_budget_remaining_usd",
-      help: "Budget left per tenant and window (only windows with a limit), read from the ledger at scrape time.",
-      labelNames: ["tenant", "window"],
-    });
-    this.budgetSpent = r.gauge({
-      name: "tollgate_budget_spent_usd",
-      help: "Reserved, held and committed spend per tenant and window, read from the ledger at scrape time.",
-      labelNames: ["tenant", "window"],
-    });
-    this.heldUsd = r.gauge({
-      name: "tollgate_payments_held_usd",
-      help: "USD held in uncertain payments (outcome unknown until the chain says), per tenant, at scrape time.",
-      labelNames: ["tenant"],
-    });
-    this.heldCount = r.gauge({
-      name: "tollgate_payments_held",
-      help: "Uncertain payments held, per tenant, at scrape time.",
-      labelNames: ["tenant"],
-    });
+    this.ledgerGauges = new LedgerGauges(r, () => this.stateError());
     this.creditsSpentUsd = children(
       r.counter({
         name: "tollgate_credits_spent_usd_total",
@@ -265,11 +240,6 @@ export class GatewayMetrics {
         labelNames: ["result"],
       }),
     );
-    this.stateUp = r.gauge({
-      name: "tollgate_state_up",
-      help: "1 when the state backend answered the scrape's ping, else 0.",
-      labelNames: [],
-    });
   }
 
   /** The route table's rows, whose `metric` field is their class in the latency histograms (createGateway calls this). */
@@ -410,57 +380,8 @@ export class GatewayMetrics {
   }
 
   /** Refreshes the scrape-time gauges from the ledger: budget spent and remaining per window, held amounts. */
-  async collectLedger(stores: StateStores, directory: TenantDirectory, now: number): Promise<void> {
-    try {
-      await stores.ping();
-      this.stateUp.labels().set(1);
-    } catch {
-      this.stateUp.labels().set(0);
-      this.stateError();
-      this.resetLedgerGauges(); // no figure rather than a stale one
-      return;
-    }
-    try {
-      const rows: Array<[string, string, number, number | undefined]> = [];
-      const tenants = directory.list();
-      const usages = await Promise.all(tenants.map((t) => stores.ledger.usage(t.id, now)));
-      tenants.forEach((t, i) => {
-        const used = usages[i]!;
-        const limits = limitsOf(t);
-        for (const w of WINDOWS) {
-          const l = limits[w];
-          rows.push([t.id, w, usd(used[w]), l === undefined ? undefined : usd(remainingOf(l, used[w]))]);
-        }
-      });
-      const held = new Map<string, { amount: bigint; count: number }>();
-      for (const t of directory.list()) held.set(t.id, { amount: 0n, count: 0 });
-      for (const e of await stores.ledger.list({ state: "uncertain", limit: HELD_SCAN_LIMIT })) {
-        if (e.tenant.startsWith("token:")) continue; // a keyless token's own cap entry mirrors its tenant's
-        const h = held.get(e.tenant) ?? { amount: 0n, count: 0 };
-        h.amount += BigInt(e.amount);
-        h.count++;
-        held.set(e.tenant, h);
-      }
-      this.resetLedgerGauges();
-      for (const [tenant, window, spent, remaining] of rows) {
-        this.budgetSpent.labels(tenant, window).set(spent);
-        if (remaining !== undefined) this.budgetRemaining.labels(tenant, window).set(remaining);
-      }
-      for (const [tenant, h] of held) {
-        this.heldUsd.labels(tenant).set(usd(h.amount));
-        this.heldCount.labels(tenant).set(h.count);
-      }
-    } catch {
-      this.stateError();
-      this.resetLedgerGauges();
-    }
-  }
-
-  private resetLedgerGauges(): void {
-    this.budgetSpent.reset();
-    this.budgetRemaining.reset();
-    this.heldUsd.reset();
-    this.heldCount.reset();
+  collectLedger(stores: StateStores, directory: TenantDirectory, now: number): Promise<void> {
+    return this.ledgerGauges.collect(stores, directory, now);
   }
 
   render(): Promise<string> {

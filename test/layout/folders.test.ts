@@ -35,9 +35,11 @@ const ROOT = process.cwd();
  * src/payments/index.ts: 88 alone before the split below) and split src/platform into src/host (entries, Node adapters), src/web (the Web seams) and src/upstream: the
  * same code path, but the calls that stayed inside src/platform now cross folders (web → host, upstream ↔ web, host →
  * web): the paid search 94 run alone (rounds 110, 94, 94), 109 in a run beside other suites on a loaded machine (the
- * walk interleaves with other work); the runtime call 36–39 alone, 41–43 loaded.
+ * walk interleaves with other work); the runtime call 36–39 alone, 41–43 loaded. Then (2026-12-06) the payer took the
+ * fleet's claim and the answer's figures, so the search enters src/payments/ once (asserted below): the payer now calls
+ * out to the claim (search) and back, 105 in two runs at load 25 (rounds 150, 107, 105 and 149, 105, 105).
  */
-const PAID_SEARCH_MAX = 110;
+const PAID_SEARCH_MAX = 108;
 const RUNTIME_CALL_MAX = 44;
 
 interface Departure {
@@ -100,10 +102,27 @@ class EntryTrace {
   private readonly session = new Session();
   readonly files: string[] = [];
   readonly entered: number[] = [];
+  /**
+   * Each entry into src/payments/ from outside it: the function entered, and the shipped file that called it (the
+   * nearest shipped frame below it on the synchronous stack, outside payments/). An entry with no shipped caller (a
+   * continuation: a promise's callback, a timer) or called from inside payments/ is not one.
+   */
+  readonly moneyEntries: Array<{ at: number; from: string; to: string }> = [];
   private armed = false;
   constructor() {
     (globalThis as any).__tollgateEntered = (i: number) => {
-      if (this.armed) this.entered.push(i);
+      if (!this.armed) return false;
+      this.entered.push(i);
+      if (this.files[i]!.startsWith("src/payments/")) {
+        const limit = Error.stackTraceLimit;
+        Error.stackTraceLimit = Number.POSITIVE_INFINITY;
+        const stack = new Error("entry").stack ?? "";
+        Error.stackTraceLimit = limit;
+        // [0]: the function entered (its condition's frames are the test's own, left out), [1]: its caller
+        const [to, from] = shippedFrames(stack);
+        if (from && !from.file.startsWith("src/payments/") && to?.file !== "src/payments/index.ts")
+          this.moneyEntries.push({ at: this.entered.length, from: from.file, to: `${to!.file} (${to!.fn})` });
+      }
       return false;
     };
     this.session.connect();
@@ -157,6 +176,7 @@ class EntryTrace {
   }
   arm() {
     this.entered.length = 0;
+    this.moneyEntries.length = 0;
     this.armed = true;
   }
   disarm() {
@@ -201,6 +221,19 @@ function stackRecordingTransport(
     },
   });
   return new Proxy(inner, sending(""));
+}
+
+/** The shipped files (src/, middleware/, config/) of a stack's frames, one per frame, innermost first. */
+function shippedFrames(stack: string): Array<{ file: string; fn: string }> {
+  const frames: Array<{ file: string; fn: string }> = [];
+  for (const line of stack.split("\n").slice(1)) {
+    const m = /(?:\(|at (?:async )?)(?:file:\/\/)?(\/[^():]+):\d+:\d+\)?\s*$/.exec(line.trim());
+    if (!m) continue;
+    const file = relative(ROOT, m[1]!).split(sep).join("/");
+    const fn = /^at (?:async )?(\S+) \(/.exec(line.trim())?.[1] ?? "<anonymous>";
+    if (/^(src|middleware|config)\//.test(file)) frames.push({ file, fn });
+  }
+  return frames;
 }
 
 /** The repo files on a stack, in order (innermost first), without node_modules, Node internals and test/. */
@@ -249,6 +282,8 @@ interface Touched {
   ranInAll: string[];
   /** The counts of the first layout test (middleware/ as one folder): on the stack, and by coverage. */
   old: { onStack: number; ran: number };
+  /** Entries into src/payments/ from outside it over the whole request (arrival to the answer read): caller → callee. */
+  moneyEntries: string[];
 }
 
 const foldersOf = (files: Iterable<string>, of = folderOf) => [...new Set([...files].map(of))].sort();
@@ -261,6 +296,18 @@ function pathThrough(files: Iterable<string>): string[] {
     if (path.at(-1) !== folder) path.push(folder);
   }
   return path;
+}
+
+/**
+ * fetch, sent once more on a new socket when the pooled one fails: a round under load can outlast the server's
+ * keep-alive, and the socket it closed meanwhile fails before the request reaches the gateway (undici: "other side
+ * closed", or a reset when the close crosses the send).
+ */
+function send(url: string, init?: RequestInit): Promise<Response> {
+  return fetch(url, init).catch((err: { cause?: { code?: string } }) => {
+    if (err?.cause?.code !== "UND_ERR_SOCKET" && err?.cause?.code !== "ECONNRESET") throw err;
+    return fetch(url, init);
+  });
 }
 
 /** Each request is measured this many times; the path with the fewest changes counts (a background job of the gateway
@@ -329,7 +376,23 @@ function measure(departures: Departure[], trace: EntryTrace, after: Set<string>)
     ranToUpstreamFiles: [...toUpstream].sort(),
     ranInAll: foldersOf([...toUpstream, ...after]),
     old: { onStack: foldersOf(files, topFolderOf).length, ran: foldersOf(toUpstream, topFolderOf).length },
+    moneyEntries: trace.moneyEntries.map((e) => `${e.from} → ${e.to}`),
   };
+}
+
+/**
+ * Issue 52: the request enters src/payments/ once, through its door (`entry`: caller → the entry it called), and comes
+ * back once: in every round that entry is made once, and in the round with the fewest entries it is the only one (a
+ * background job of the gateway that runs meanwhile, an alert check say, may add its own in another round).
+ */
+function expectOneMoneyEntry(rounds: Touched[], entry: string) {
+  for (const r of rounds)
+    expect(
+      r.moneyEntries.filter((e) => e === entry),
+      r.moneyEntries.join("\n"),
+    ).toHaveLength(1);
+  const fewest = rounds.reduce((a, b) => (b.moneyEntries.length < a.moneyEntries.length ? b : a));
+  expect(fewest.moneyEntries).toEqual([entry]);
 }
 
 function report(what: string, t: Touched & { counts: number[] }) {
@@ -340,7 +403,8 @@ function report(what: string, t: Touched & { counts: number[] }) {
       `\n  folders whose code ran from arrival to departure (V8 coverage): ${t.ranToUpstream.length} [${t.ranToUpstream.join(", ")}]` +
       `\n    ${t.ranToUpstreamFiles.join("\n    ")}` +
       `\n  …and during the whole request (the answer's way back too): ${t.ranInAll.length} [${t.ranInAll.join(", ")}]` +
-      `\n  counted as the first layout test did (middleware/ one folder): ${t.old.onStack} on the stack, ${t.old.ran} ran`,
+      `\n  counted as the first layout test did (middleware/ one folder): ${t.old.onStack} on the stack, ${t.old.ran} ran` +
+      `\n  entries into src/payments/ from outside it, the whole request: ${t.moneyEntries.length}${t.moneyEntries.map((e) => `\n    ${e}`).join("")}`,
   );
 }
 
@@ -380,7 +444,7 @@ describe(`a paid search (x402, the gateway pays) changes folder at most ${PAID_S
     const statuses: number[] = [];
     const paid: (string | null)[] = [];
     const rounds = await touched(departures, coverage, async (round) => {
-      const r = await fetch(`${gw.url}/x402/web/search`, {
+      const r = await send(`${gw.url}/x402/web/search`, {
         method: "POST",
         headers: { "x-api-key": key, "content-type": "application/json" },
         // a query of its own each round: a body seen lately is answered from the cache
@@ -400,7 +464,26 @@ describe(`a paid search (x402, the gateway pays) changes folder at most ${PAID_S
     expect(t.ranToUpstream).toContain("search");
     expect(t.path).toContain("search");
     expect(t.changes).toBeLessThanOrEqual(PAID_SEARCH_MAX);
-  }, 60_000);
+    // Issue 52: the money side is entered once, through its door (the payer: claim, early part, payment, figures),
+    // by the search's handler, in every round; it comes back once.
+    expectOneMoneyEntry(rounds, "src/search/routes.ts → src/payments/payer.ts (payX402)");
+  }, 120_000);
+
+  it("POST /api/web/search, billed to credits: the search enters src/payments/ once (the credit meter)", async () => {
+    const rounds = await touched(departures, coverage, async (round) => {
+      const r = await send(`${gw.url}/api/web/search`, {
+        method: "POST",
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify({ query: `credit billed ${round}` }),
+      });
+      expect(r.status, await r.clone().text()).toBe(200);
+      expect(Number(r.headers.get("x-tollgate-paid"))).toBeGreaterThan(0);
+      await r.arrayBuffer();
+    });
+    const t = steadiest(rounds);
+    report("credit-billed search (POST /api/web/search)", t);
+    expectOneMoneyEntry(rounds, "src/search/routes.ts → src/payments/credit-meter.ts (billCredits)");
+  }, 120_000);
 });
 
 describe(`a runtime call (a sandbox token, a real emulator sandbox) changes folder at most ${RUNTIME_CALL_MAX} times from entry to upstream`, () => {
@@ -449,22 +532,34 @@ describe(`a runtime call (a sandbox token, a real emulator sandbox) changes fold
     await emu?.close();
   });
 
+  it("POST /api/sandbox, billed to credits by the chain's meter step: it enters src/payments/ once (the credit meter)", async () => {
+    const { url } = gateways.on;
+    const created: string[] = [];
+    const rounds = await touched(departures, coverage, async () => {
+      const r = await send(`${url}/api/sandbox`, {
+        method: "POST",
+        headers: { "x-api-key": tenantKey, "content-type": "application/json" },
+        body: JSON.stringify({ imageName: "node" }),
+      });
+      expect(r.status, await r.clone().text()).toBe(200);
+      created.push(((await r.json()) as { id: string }).id);
+    });
+    const t = steadiest(rounds);
+    report("credit-billed sandbox creation (POST /api/sandbox)", t);
+    expectOneMoneyEntry(rounds, "middleware/meter/index.ts → src/payments/credit-meter.ts (billCredits)");
+    for (const id of created) await fetch(`${url}/api/sandbox/${id}/stop`, { method: "PUT", headers: { "x-api-key": tenantKey } });
+  }, 180_000);
+
   for (const relay of ["on", "off"] as const) {
     it(`GET /sandbox/<id>/processes with the gateway's sandbox token (server.directRelay ${relay})`, async () => {
       const { url, sandboxId } = gateways[relay];
       // the gateway's own sandbox token, as the SDK gets it from the sandbox detail
-      const r = await fetch(`${url}/api/sandbox/${sandboxId}`, { headers: { "x-api-key": tenantKey } });
+      const r = await send(`${url}/api/sandbox/${sandboxId}`, { headers: { "x-api-key": tenantKey } });
       expect(r.status).toBe(200);
       const { token } = (await r.json()) as { token: string };
       const statuses: number[] = [];
       const rounds = await touched(departures, coverage, async () => {
-        const call = () => fetch(`${url}/sandbox/${sandboxId}/processes`, { headers: { authorization: `Bearer ${token}` } });
-        // A round under load can outlast the server's keep-alive: the pooled socket it closed meanwhile fails before the
-        // request reaches the gateway (undici: "other side closed"), so that one send is made again on a new socket.
-        const r = await call().catch((err: { cause?: { code?: string } }) => {
-          if (err?.cause?.code !== "UND_ERR_SOCKET") throw err;
-          return call();
-        });
+        const r = await send(`${url}/sandbox/${sandboxId}/processes`, { headers: { authorization: `Bearer ${token}` } });
         statuses.push(r.status);
         await r.arrayBuffer();
       });

@@ -509,8 +509,17 @@ export class ApplyConfig extends Step {
     const key = ops(m).plain;
     const doc = (await adminCall(url(r, this.at), key, "GET", "/config/export?format=json")).json;
     const acme = doc.tenants.find((t: { id: string }) => t.id === "acme");
+    const same = typeof acme.budget?.daily === "string" && usdToAtomic(acme.budget.daily) === usdToAtomic(this.daily);
     acme.budget = { ...(acme.budget ?? {}), daily: this.daily };
     const res = await adminCall(url(r, this.at), key, "POST", "/config/apply", { document: doc });
+    // One owner per tenant (issue 54): acme is named by the gateway's own config, so an apply that changes it is
+    // refused whole, by name; nothing changes (an apply of the same figure is in sync).
+    if (!same) {
+      expect(res.status, JSON.stringify(res.json)).toBe(409);
+      expect(res.json.code).toBe("config_conflict");
+      expect(res.json.message).toContain(`tenant "acme" is owned by the gateway's config file`);
+      return;
+    }
     expect(res.status, JSON.stringify(res.json)).toBe(200);
     m.applied = true;
     const t = m.tenants.acme!;

@@ -41,7 +41,7 @@ export const KNOWN = {
    * with the older file re-seeds it: the applied budget reverts and keys made since the file vanish. While on, the
    * model does not restart an instance after an apply in the same run.
    */
-  restartRevertsApply: true,
+  restartRevertsApply: false,
   /** 53.1 credential tree (branch tree): a sandbox's runtime token outlives the key that created the sandbox. */
   runtimeTokenOutlivesKey: true,
   /** 53.1 credential tree (branch tree): a session's CDP token (its wsEndpoint) outlives the key that created it. */

@@ -267,21 +267,28 @@ describe("a stopped session's live view link (it.fails until the credential tree
   });
 });
 
-// No owner yet (the lead assigns it): KNOWN.restartRevertsApply.
-describe("counterexamples without an owner yet (it.fails)", () => {
+// Fixed (issue 54, one owner per tenant): KNOWN.restartRevertsApply is off.
+describe("a restart after a config apply", () => {
   // Model: seed 14, memory, strict on the credential tree; shrunk to createKey(acme), applyConfig(acme daily 0.020),
   // restart(@0): the restarted instance refused the new key (401), and acme's daily budget was back at the file's
-  // 0.040. A config apply stores the tenant as the file's (source "config"), so the older file seeds over it at start.
-  it.fails("a restart with an older config file keeps what a config apply changed (its budget, its keys)", async () => {
+  // 0.040. A config apply stored the tenant as the file's (source "config"), so the older file seeded over it at start.
+  // Now acme belongs to the gateway's config: the apply is refused by name, and nothing it could revert was written.
+  it("a tenant the gateway's config names is refused by apply; a restart keeps the key made through the API", async () => {
     const [a] = urls();
     const made = await adminCall(a, ops(), "POST", "/tenants/acme/keys", { label: "before apply" });
     expect(made.status).toBe(201);
+    const before = (await adminCall(a, ops(), "GET", "/tenants/acme")).json.budget.daily;
     const doc = (await adminCall(a, ops(), "GET", "/config/export?format=json")).json;
+    expect(doc.fileOwned).toContain("acme");
     doc.tenants.find((t: { id: string }) => t.id === "acme").budget.daily = "0.020";
-    expect((await adminCall(a, ops(), "POST", "/config/apply", { document: doc })).status).toBe(200);
+    const applied = await adminCall(a, ops(), "POST", "/config/apply", { document: doc });
+    expect(applied.status).toBe(409);
+    expect(applied.json.message).toContain(`tenant "acme" is owned by the gateway's config file`);
     await sys.restart(0);
+    // The other instance follows a change made on one within the fleet bound (as the model waits after an apply).
+    await sleep(1_100);
     const [fresh, other] = urls();
     for (const url of [fresh, other]) expect(await mcpList(url, { key: made.json.key })).toBe(200);
-    expect((await adminCall(fresh, ops(), "GET", "/tenants/acme")).json.budget.daily).toBe("0.020");
+    expect((await adminCall(fresh, ops(), "GET", "/tenants/acme")).json.budget.daily).toBe(before);
   });
 });

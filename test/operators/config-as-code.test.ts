@@ -233,13 +233,21 @@ describe("config as code", () => {
     const r = await call(empty, "POST", "/_tollgate/admin/config/apply", { document: doc });
     expect(r.status).toBe(409);
     expect((await call(empty, "GET", "/_tollgate/admin/tenants/ops")).json.scopes).toEqual(["admin"]);
-    // A file naming only a newcomer, with prune, would delete every admin: refused before anything is written.
+    // The admins are the gateway's own file's (one owner per tenant): the refusal names the tenant and the file.
+    expect(r.json.message).toContain('tenant "ops" is owned by the gateway\'s config file');
+    // A file naming only a newcomer, with prune, would delete what apply made (acme), never the file's tenants (ops,
+    // viewer): the gateway's file decides whether they exist.
     const lone = { tenants: [{ id: "newcomer", keys: [{ hash: await hashTenantKey(generateTenantKey()) }] }] };
-    const pruned = await call(empty, "POST", "/_tollgate/admin/config/apply", { document: lone, prune: true });
-    expect(pruned.status).toBe(409);
-    expect(pruned.json.code).toBe("last_admin_key");
-    expect((await call(empty, "GET", "/_tollgate/admin/tenants/newcomer")).status).toBe(404);
-    expect((await call(empty, "GET", "/_tollgate/admin/tenants/acme")).status).toBe(200);
+    const pruned = await call(empty, "POST", "/_tollgate/admin/config/diff", { document: lone, prune: true });
+    expect(pruned.status).toBe(200);
+    const changes = pruned.json.sections.tenants.changes as Array<{ id: string; action: string }>;
+    expect(changes).toEqual(
+      expect.arrayContaining([
+        { id: "newcomer", action: "create" },
+        { id: "acme", action: "delete" },
+      ]),
+    );
+    expect(changes.filter((c) => c.id === "ops" || c.id === "viewer")).toEqual([]);
   }, 60_000);
 
   it("the console's drift page shows the drifted tenant to operators, not to tenants", async () => {

@@ -107,23 +107,50 @@ describe("config reload on SIGHUP (a real gateway process)", () => {
     good.tenants.push({ id: "newco", scopes: ["search"], keys: [{ hash: await hashTenantKey(newco) }] });
     const exported = (await admin(gw.url, "GET", "/config/export?format=json")).json;
     expect(exported.fileOwned).toEqual(expect.arrayContaining(["ops", "acme"]));
+
+    // One owner per tenant (issue 54): a tenant the gateway's file names is refused, by name and file, nothing written.
     const edited = structuredClone(exported.tenants);
     edited.find((t: any) => t.id === "acme").budget.daily = "7.50";
-    const applied = await admin(gw.url, "POST", "/config/apply", { document: { tenants: edited } });
-    expect(applied.status, JSON.stringify(applied.json)).toBe(200);
-    expect((await admin(gw.url, "GET", "/tenants/acme")).json.budget.daily).toBe("7.50");
-    // An admin edit after the apply: the one drift there should be.
-    await admin(gw.url, "PUT", "/tenants/acme/quotas", { maxSandboxes: 2 });
+    for (const path of ["/config/diff", "/config/apply"]) {
+      const r = await admin(gw.url, "POST", path, { document: { tenants: edited } });
+      const refused = path === "/config/apply" ? r.json.plan : r.json;
+      expect(refused.sections.tenants.changes, JSON.stringify(r.json)).toEqual([
+        { id: "acme", action: "refused", reason: expect.stringContaining(`owned by the gateway's config file ${gw.configFile}`) },
+      ]);
+      if (path === "/config/apply") {
+        expect(r.status).toBe(409);
+        expect(r.json).toMatchObject({ code: "config_conflict", message: expect.stringContaining("edit it there") });
+        expect(r.json.message).toContain("remove the tenant from that file");
+      }
+    }
+    expect((await admin(gw.url, "GET", "/tenants/acme")).json.budget.daily).toBe("6.00");
 
-    // The gateway's own file reloaded, with a tenant added (acme's block as the file had it: untouched).
+    // A tenant apply owns: made, then changed, by apply (the exported file-owned blocks left as they are).
+    const apicoHash = await hashTenantKey(generateTenantKey());
+    const withApico = (daily: string) => [
+      ...exported.tenants,
+      { id: "apico", scopes: ["search"], keys: [{ hash: apicoHash }], budget: { daily } },
+    ];
+    for (const daily of ["3.00", "4.00"]) {
+      const applied = await admin(gw.url, "POST", "/config/apply", { document: { tenants: withApico(daily) } });
+      expect(applied.status, JSON.stringify(applied.json)).toBe(200);
+    }
+    expect((await admin(gw.url, "GET", "/tenants/apico")).json.budget.daily).toBe("4.00");
+    // An admin edit after the apply: the one drift there should be.
+    await admin(gw.url, "PUT", "/tenants/apico/quotas", { maxSandboxes: 2 });
+
+    // The gateway's own file reloaded, with a tenant added: what apply changed stays, the file's tenants are the file's.
     good.tenants.push({ id: "later", scopes: ["search"], keys: [{ hash: await hashTenantKey(generateTenantKey()) }] });
     await writeFile(gw.configFile, JSON.stringify(good));
     gw.signal("SIGHUP");
     await until("the reload", async () => (await admin(gw.url, "GET", "/tenants/later")).status === 200);
-    expect((await admin(gw.url, "GET", "/tenants/acme")).json.budget.daily).toBe("7.50");
+    const apico = (await admin(gw.url, "GET", "/tenants/apico")).json;
+    expect(apico.budget.daily).toBe("4.00");
+    expect(apico.quotas.maxSandboxes).toBe(2);
+    expect((await admin(gw.url, "GET", "/tenants/acme")).json.budget.daily).toBe("6.00");
     const drift = (await admin(gw.url, "GET", "/config/drift")).json;
     expect(drift).toMatchObject({ inSync: false, against: { kind: "last-apply", origin: "admin API (tollgate apply)" } });
-    expect(drift.sections.tenants.changes).toEqual([{ id: "acme", action: "update", fields: ["quotas.maxSandboxes"] }]);
+    expect(drift.sections.tenants.changes).toEqual([{ id: "apico", action: "update", fields: ["quotas.maxSandboxes"] }]);
   }, 60_000);
 });
 

@@ -110,6 +110,13 @@ describe("the console's Requests page (Chromium)", () => {
     expect(await inView(ops, "[data-error]")).toBe(true);
   });
 
+  it("names every malformed field of a search, not only the first (issue 54)", async () => {
+    const r = await ops.goto(consoleUrl("/requests?status=teapot&method=P0ST&from=yesterday&limit=0"));
+    expect(r!.status()).toBe(400);
+    const [shown] = await texts(ops, "[data-error]");
+    for (const field of ["status:", "method:", "from:", "limit:"]) expect(shown).toContain(field);
+  });
+
   it("shows a tenant its own requests only, with no tenant choice", async () => {
     const acme = await signIn(stack.tenants.acme!);
     await acme.goto(consoleUrl("/requests"));

@@ -422,6 +422,15 @@ describe("console v2 in a real browser", () => {
     const actions = await ops.$$eval('[data-table="audit"] td:nth-child(3) code', (els) => els.map((e) => e.textContent));
     expect(actions.length).toBeGreaterThan(0);
     expect(actions.every((a) => a!.startsWith("tenant."))).toBe(true);
+    // A tenant.update row says what changed (issue 54), never a key's hash.
+    const details = await ops.$$eval('[data-table="audit"] tr', (rows) =>
+      rows
+        .filter((r) => r.querySelector("td:nth-child(3) code")?.textContent === "tenant.update")
+        .map((r) => r.querySelector("td:nth-child(5)")!.textContent ?? ""),
+    );
+    expect(details.length).toBeGreaterThan(0);
+    expect(details.every((d) => d.length > 0 && d !== "no change")).toBe(true);
+    expect(details.join("\n")).not.toContain("sha256:");
     await shoot(ops, "audit-filter");
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
     await ops.goto(consoleUrl(`/audit?since=${tomorrow}`));

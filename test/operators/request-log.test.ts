@@ -142,6 +142,12 @@ describe("request logs per tenant (a paid stack)", () => {
       expect(r.status, q).toBe(400);
       expect(await r.json(), q).toMatchObject({ code: "invalid_params", field });
     }
+    // Every malformed field is named at once, each with its problem.
+    const many = await get("/_tollgate/admin/requests?tenant=acme&status=teapot&code=%3Cx%3E&limit=0", s.keys.ops!);
+    expect(many.status).toBe(400);
+    const body = (await many.json()) as { field: string; fields: Array<{ field: string }>; message: string };
+    expect(body.fields.map((f) => f.field)).toEqual(["status", "code", "limit"]);
+    expect(body.field).toBe("status");
     const r = await get("/_tollgate/admin/requests?tenant=nobody", s.keys.ops!);
     expect(r.status).toBe(404);
     expect(await r.json()).toMatchObject({ code: "not_found" });

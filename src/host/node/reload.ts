@@ -95,6 +95,8 @@ export interface Reloader {
 export function watchForReload(opts: ReloadOptions): Reloader | undefined {
   const { gateway } = opts;
   const log = gateway.logger;
+  // Its tenants are the file's: config as code refuses to change them and names the file (docs/config-as-code.md).
+  if (opts.configFile) gateway.services.tenantSync.fileName = opts.configFile;
   let config = opts.config;
   let refs = secretFileRefs(config, opts.env);
   // The accounts' key files are fixed at start (upstream.accounts takes a restart); their contents are re-read.

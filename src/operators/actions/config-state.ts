@@ -124,8 +124,20 @@ function tenantDifferences(live: TenantConfig, file: TenantConfig): string[] {
   return out;
 }
 
+/**
+ * The tenants another file owns (the gateway's own config file: its reloads decide them), and that file's name: a plan
+ * made through the admin API (`tollgate diff`/`apply`) refuses to create, change or delete them.
+ */
+export interface FileOwned {
+  ids: ReadonlySet<string>;
+  file: string;
+}
+
+const ownedRefusal = (id: string, owned: FileOwned) =>
+  `tenant "${id}" is owned by the gateway's config file ${owned.file}; edit it there (a reload applies it), or remove the tenant from that file to manage it with apply`;
+
 /** The plan of the tenants section: the file's tenants against the store's records (tombstones included). */
-function planTenants(records: StoredTenant[], file: TenantConfig[], prune: boolean): SectionPlan {
+function planTenants(records: StoredTenant[], file: TenantConfig[], prune: boolean, owned?: FileOwned): SectionPlan {
   const byId = new Map(records.map((r) => [r.tenant.id, r]));
   const named = new Set(file.map((t) => t.id));
   const changes: ItemChange[] = [];
@@ -137,18 +149,20 @@ function planTenants(records: StoredTenant[], file: TenantConfig[], prune: boole
       changes.push({ id: t.id, action: "refused", reason: "deleted on the fleet; deleted ids are not reused (give the tenant a new id)" });
     else {
       const fields = tenantDifferences(canonicalTenant(r.tenant), canonicalTenant(t));
-      if (fields.length) changes.push({ id: t.id, action: "update", fields });
+      if (fields.length && owned?.ids.has(t.id)) changes.push({ id: t.id, action: "refused", reason: ownedRefusal(t.id, owned) });
+      else if (fields.length) changes.push({ id: t.id, action: "update", fields });
       else unchanged++;
     }
   }
   const notInFile = records.filter((r) => !r.deleted && !named.has(r.tenant.id)).map((r) => r.tenant.id);
-  if (prune) for (const id of notInFile) changes.push({ id, action: "delete" });
+  // Pruning leaves the gateway file's tenants alone: that file, not this one, decides whether they exist.
+  if (prune) for (const id of notInFile) if (!owned?.ids.has(id)) changes.push({ id, action: "delete" });
   return { changes, unchanged, notInFile };
 }
 
 /** What applying `doc` would change on the fleet now. */
-export async function planConfig(services: GatewayServices, doc: StateDocument, prune = false): Promise<ConfigPlan> {
-  const tenants = planTenants(await services.stores.tenants.list(), doc.tenants, prune);
+export async function planConfig(services: GatewayServices, doc: StateDocument, prune = false, owned?: FileOwned): Promise<ConfigPlan> {
+  const tenants = planTenants(await services.stores.tenants.list(), doc.tenants, prune, owned);
   return {
     inSync: tenants.changes.length === 0,
     prune,
@@ -204,6 +218,8 @@ async function refuseLockout(services: GatewayServices, by: Actor, doc: StateDoc
 
 export interface ApplyOptions {
   prune?: boolean;
+  /** Tenants another file owns (the gateway's own): refused, named with that file. */
+  owned?: FileOwned;
   /** Where the file came from, for the audit log ("tollgate apply", "reload of /etc/tollgate/tollgate.toml"). */
   origin?: string;
   /**
@@ -221,7 +237,7 @@ export interface ApplyOptions {
 export async function applyConfig(services: GatewayServices, by: Actor, doc: StateDocument, opts: ApplyOptions = {}): Promise<ConfigPlan> {
   const prune = !!opts.prune;
   return withApplyLock(services, async () => {
-    const plan = await planConfig(services, doc, prune);
+    const plan = await planConfig(services, doc, prune, opts.owned);
     const refused = plan.sections.tenants.changes.filter((c) => c.action === "refused");
     if (refused.length)
       throw new GatewayError(409, "config_conflict", refused.map((c) => `tenants ${c.id}: ${c.reason}`).join("; "), { plan });
@@ -369,4 +385,14 @@ export function driftSummary(plan: ConfigPlan) {
     tenants: t.changes.map((c) => `${c.action} ${c.id}`),
     notInFile: t.notInFile.length,
   };
+}
+
+/**
+ * The tenants the gateway's own config file names, as an apply through the admin API must leave them (one owner per
+ * tenant, docs/config-as-code.md#one-owner-per-tenant); none when it runs without a file's tenants.
+ */
+export function fileOwned(services: GatewayServices): FileOwned | undefined {
+  const tenants = services.tenantSync.fileTenants();
+  if (!tenants.length) return undefined;
+  return { ids: new Set(tenants.map((t) => t.id)), file: services.tenantSync.fileName ?? "(the file the gateway was started with)" };
 }

@@ -29,56 +29,63 @@ const MAX_LIMIT = 1000;
 const BARE_DATE = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
 
-const invalid = (field: string, message: string) => new GatewayError(400, "invalid_params", `${field}: ${message}`, { field });
+/** One malformed field of a search: every one is named in the one 400 (the Requests page shows them all). */
+type Problem = { field: string; problem: string };
 
-/** A search's test of one record, and its limit. @throws GatewayError 400 naming the field at fault. */
+/** A search's test of one record, and its limit. @throws GatewayError 400 naming every field at fault. */
 function requestFilter(q: RequestSearch): { test: (r: RequestRecord) => boolean; limit: number } {
   const tests: Array<(r: RequestRecord) => boolean> = [];
+  const problems: Problem[] = [];
+  const invalid = (field: string, problem: string) => void problems.push({ field, problem });
   const status = q.status?.trim().toLowerCase();
   if (status) {
     if (/^[1-5]\d\d$/.test(status)) tests.push((r) => r.status === Number(status));
     else if (/^[1-5]xx$/.test(status)) tests.push((r) => Math.floor(r.status / 100) === Number(status[0]));
     else if (status === "error") tests.push((r) => r.status >= 400);
     else if (status === "ok") tests.push((r) => r.status < 400);
-    else throw invalid("status", 'expected a status ("404"), a class ("4xx"), "error" or "ok"');
+    else invalid("status", 'expected a status ("404"), a class ("4xx"), "error" or "ok"');
   }
   const route = q.route?.trim();
   if (route) {
-    if (route.length > 256) throw invalid("route", "at most 256 characters");
-    if (route.startsWith("/")) tests.push((r) => r.path.startsWith(route));
+    if (route.length > 256) invalid("route", "at most 256 characters");
+    else if (route.startsWith("/")) tests.push((r) => r.path.startsWith(route));
     else tests.push((r) => r.route === route || r.route.startsWith(`${route}.`));
   }
   const code = q.code?.trim();
   if (code) {
-    if (!/^[a-z0-9_.-]{1,64}$/i.test(code)) throw invalid("code", 'expected an error code like "budget_exceeded"');
-    tests.push((r) => r.code === code);
+    if (!/^[a-z0-9_.-]{1,64}$/i.test(code)) invalid("code", 'expected an error code like "budget_exceeded"');
+    else tests.push((r) => r.code === code);
   }
   const method = q.method?.trim().toUpperCase();
   if (method) {
-    if (!/^[A-Z]{3,7}$/.test(method)) throw invalid("method", 'expected an HTTP method like "POST"');
-    tests.push((r) => r.method === method);
+    if (!/^[A-Z]{3,7}$/.test(method)) invalid("method", 'expected an HTTP method like "POST"');
+    else tests.push((r) => r.method === method);
   }
   const id = q.id?.trim();
   if (id) tests.push((r) => r.id === id);
-  const from = timeOf("from", q.from, false);
-  const to = timeOf("to", q.to, true);
+  const from = timeOf("from", q.from, false, invalid);
+  const to = timeOf("to", q.to, true, invalid);
   if (from !== undefined) tests.push((r) => r.at >= from);
   if (to !== undefined) tests.push((r) => r.at < to);
-  if (from !== undefined && to !== undefined && to <= from) throw invalid("to", "must be after from");
+  if (from !== undefined && to !== undefined && to <= from) invalid("to", "must be after from");
   let limit = DEFAULT_LIMIT;
   if (q.limit !== undefined && q.limit !== "") {
     limit = Number(q.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
-      throw invalid("limit", `expected a whole number from 1 to ${MAX_LIMIT}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) invalid("limit", `expected a whole number from 1 to ${MAX_LIMIT}`);
   }
+  if (problems.length)
+    throw new GatewayError(400, "invalid_params", problems.map((p) => `${p.field}: ${p.problem}`).join("; "), {
+      field: problems[0]!.field,
+      fields: problems,
+    });
   return { test: (r) => tests.every((t) => t(r)), limit };
 }
 
 /** Epoch ms of an ISO date or date-time; `to` given as a bare date is the end of that day (exclusive bound). */
-function timeOf(field: string, s: string | undefined, end: boolean): number | undefined {
+function timeOf(field: string, s: string | undefined, end: boolean, invalid: (field: string, problem: string) => void): number | undefined {
   if (s === undefined || s.trim() === "") return undefined;
   const t = Date.parse(s.trim());
-  if (Number.isNaN(t)) throw invalid(field, 'expected an ISO-8601 date like "2026-11-01" or "2026-11-01T12:00:00Z"');
+  if (Number.isNaN(t)) return void invalid(field, 'expected an ISO-8601 date like "2026-11-01" or "2026-11-01T12:00:00Z"');
   return end && BARE_DATE.test(s.trim()) ? t + DAY_MS : t;
 }
 

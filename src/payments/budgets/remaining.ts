@@ -88,7 +88,7 @@ const REMAINING_STALE_MS = 30_000;
 /** A tenant's spend per window as last read, and when (services.payments.remaining; limits are applied when shown). */
 type Remembered = RememberedSpend;
 /** What showing the remaining figure takes: the ledger, the clock, and what this gateway read lately. */
-type RemainingReader = LedgerReader & { payments: Pick<PaymentsMemory, "remaining"> };
+export type RemainingReader = LedgerReader & { payments: Pick<PaymentsMemory, "remaining"> };
 
 const shown = (tenant: Tenant, used: Pick<Usage, BudgetWindow>) => {
   const rem = leastRemaining(limitsOf(tenant), used);

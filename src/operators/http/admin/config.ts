@@ -7,7 +7,15 @@ import type { GatewayServices } from "../../../services.js";
 import { jsonValue } from "../../../routing/json-body.js";
 import { GatewayError } from "../../../errors.js";
 import type { Handlers } from "../../../routing/handlers.js";
-import { applyConfig, configDrift, exportState, parseStateDocument, planConfig, stateToToml } from "../../actions/config-state.js";
+import {
+  applyConfig,
+  configDrift,
+  exportState,
+  fileOwned,
+  parseStateDocument,
+  planConfig,
+  stateToToml,
+} from "../../actions/config-state.js";
 import { CONFIG_BODY_LIMIT, configApplyBody } from "../../../routing/admin-schemas.js";
 import { actorOf } from "../actor.js";
 import { callerRights } from "../../../identity/caller.js";
@@ -42,11 +50,16 @@ export function configAdminHandlers(services: GatewayServices): Handlers {
     },
     "admin.config.diff": async (c) => {
       const { doc, prune } = await fileOf(c, services);
-      return c.json(await planConfig(services, doc, prune));
+      // The gateway's own file owns its tenants: a change to one is refused, named with the file.
+      return c.json(await planConfig(services, doc, prune, fileOwned(services)));
     },
     "admin.config.apply": async (c) => {
       const { doc, prune } = await fileOf(c, services);
-      const plan = await applyConfig(services, actorOf(c), doc, { prune, origin: "admin API (tollgate apply)" });
+      const plan = await applyConfig(services, actorOf(c), doc, {
+        prune,
+        origin: "admin API (tollgate apply)",
+        owned: fileOwned(services),
+      });
       return c.json({ ...plan, applied: !plan.inSync });
     },
     "admin.config.drift": async (c) => c.json(await configDrift(services)),
