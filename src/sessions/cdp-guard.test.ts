@@ -1,7 +1,8 @@
 // The guard's bookkeeping on a scripted stream (pure logic; the browser side is played by the test). The real thing,
 // against Chromium through the gateway: test/gateway/cdp-floor.test.ts, cdp-fill.test.ts, test/workers/cdp-guard.test.ts.
 import { describe, expect, it } from "vitest";
-import { CdpGuard, OWN_ID_BASE, secretHostMatches } from "./cdp-guard.js";
+import { CdpGuard } from "./cdp-guard.js";
+import { OWN_ID_BASE, secretHostMatches } from "./cdp-guard-rules.js";
 
 interface Msg {
   id: number;

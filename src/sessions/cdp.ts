@@ -11,7 +11,8 @@ import { whileCallerStands } from "../identity/lineage.js";
 import { jsonBody } from "../routing/json-body.js";
 import type { Handlers } from "../routing/handlers.js";
 import { activeLayers, hasDomainRules, type PolicyLayer } from "../agent-policy/engine.js";
-import { type BrowserSecretLookup, cdpGuard } from "./cdp-guard.js";
+import { cdpGuard } from "./cdp-guard.js";
+import type { BrowserSecretLookup } from "./cdp-guard-rules.js";
 
 /** The upstream URL, once checked against the hosts the gateway may follow. */
 export function allowedUpstreamUrl(services: GatewayServices, url: string | undefined, what: string, id: string): string {

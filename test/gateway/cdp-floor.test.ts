@@ -8,7 +8,7 @@ import { Hyperbrowser } from "@hyperbrowser/sdk";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { OWN_ID_BASE } from "../../src/sessions/cdp-guard.js";
+import { OWN_ID_BASE } from "../../src/sessions/cdp-guard-rules.js";
 import { startSessionGateway, type SessionGateway } from "../helpers/session-gateway.js";
 
 let stack: SessionGateway;
