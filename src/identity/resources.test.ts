@@ -78,6 +78,31 @@ describe("liveViewer", () => {
     expect((await app.request(`/live?ticket=${noLive}`)).status).toBe(404);
   });
 
+  it("refuses a ticket of a session that ended (410 session_ended): the ticket dies with its session", async () => {
+    const { app, mint, stores } = await setup();
+    await stores.ownership.claim("session", "ses_1", "acme");
+    const ticket = await mint("session", "ses_1", ["live"]);
+    expect((await app.request(`/live?ticket=${ticket}`)).status).toBe(200);
+    await stores.ownership.setActive("session", "ses_1", false);
+    expect(await stores.ownership.owner("session", "ses_1")).toBe("acme"); // its owner is still remembered
+    const r = await app.request(`/live?ticket=${ticket}`);
+    expect(r.status).toBe(410);
+    const body = await r.json();
+    expect(body.code).toBe("session_ended");
+    expect(body.message).toMatch(/ended.*new live view link/);
+    // Another tenant's ticket for the ended session still learns nothing but 404.
+    const foreign = (
+      await new TokenService("s".repeat(64), stores.kv).mint({
+        tenant: "evil",
+        kind: "session",
+        resource: "ses_1",
+        scopes: ["live"],
+        ttlSeconds: 60,
+      })
+    ).token;
+    expect((await app.request(`/live?ticket=${foreign}`)).status).not.toBe(410);
+  });
+
   it("refuses a ticket whose parent key the tenant no longer holds (401 ticket_revoked); a ports token likewise", async () => {
     const { app, mint, stores } = await setup();
     await stores.ownership.claim("session", "ses_1", "acme");

@@ -8,6 +8,7 @@ import { decodeJwt } from "jose";
 import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
+import type { ResourceOwner } from "../state/types.js";
 import { bearerToken } from "./tenants.js";
 import { looksLikeGatewayToken, type GatewayToken } from "./tokens.js";
 import { holdsKey, requireParentKey } from "./lineage.js";
@@ -67,12 +68,27 @@ export async function portVisitor(
   return { admitted, bearerIsOurs: false };
 }
 
+/** The answer to a live view ticket of a session that ended: the ticket died with it (a new session needs a new link). */
+export const sessionEnded = (id: string) =>
+  new GatewayError(
+    410,
+    "session_ended",
+    `Session ${id} has ended, so its live view link no longer opens; ask for a new live view link to a running session.`,
+  );
+
+/** Whether an ownership record is `tenant`'s live session: what a live view ticket needs to stand. */
+export function liveFor(record: ResourceOwner | undefined, tenant: string): boolean {
+  return record?.tenant === tenant && record.active;
+}
+
 const invalidTicket = () =>
   new GatewayError(401, "ticket_invalid", "This live view link is invalid or has expired; read the session again for a new liveUrl.");
 
 /**
  * The viewer of session `id`'s live view: `?ticket=`, a live-scoped session token of the session's owner. Anyone
- * else's answers `notFound` (404), as a missing session would.
+ * else's answers `notFound` (404), as a missing session would. The ticket dies with its session: once the session is
+ * marked ended (stopped, or read closed) it answers 410 session_ended, though its owner is remembered for days. Owner
+ * and liveness come from one read of the session's record (OwnershipRegistry.ownerRecord).
  */
 export async function liveViewer(
   services: Pick<GatewayServices, "tokens" | "directory" | "stores" | "now">,
@@ -94,7 +110,10 @@ export async function liveViewer(
   // The credential tree: the ticket dies with the key (or the grant: verify above) the session was read with.
   if (t.parentKey !== undefined && !holdsKey(tenant, t.parentKey, services.now()))
     throw new GatewayError(401, "ticket_revoked", "This live view link has been revoked (the tenant key it was shared with is gone).");
-  if ((await services.stores.ownership.owner("session", id)) !== t.tenant) throw notFound();
+  const record = await services.stores.ownership.ownerRecord("session", id);
+  if (record?.tenant !== t.tenant) throw notFound();
+  // The credential tree: the ticket dies with the session it views (an ended session's owner is kept for its retention).
+  if (!record.active) throw sessionEnded(id);
   return { ticket, tenantId: t.tenant, token: t };
 }
 

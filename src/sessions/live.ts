@@ -4,7 +4,7 @@
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { stateKeys } from "../state/keys.js";
-import { liveViewer } from "../identity/resources.js";
+import { liveFor, liveViewer } from "../identity/resources.js";
 import { isWebSocketUpgrade } from "../web/websocket.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import type { Handlers } from "../routing/handlers.js";
@@ -118,8 +118,9 @@ export function liveHandlers(services: GatewayServices): Handlers {
       return services.webSocketRelay(c, {
         url,
         headers: {},
-        // Revoking the ticket (or the tenant's tokens, or its key or grant), or the session changing hands, closes the view.
-        stillValid: async () => (await stands()) && (await services.stores.ownership.owner("session", id)) === tenantId,
+        // Revoking the ticket (or the tenant's tokens, or its key or grant), or the session ending (on any instance),
+        // closes the view: the session's record is read again each time, never remembered.
+        stillValid: async () => (await stands()) && liveFor(await services.stores.ownership.ownerRecord("session", id), tenantId),
         screen: liveViewScreen(!(await isViewOnly(services, id))),
       });
     },

@@ -27,6 +27,7 @@ import type {
   LedgerState,
   NewLedgerEntry,
   OwnedRecord,
+  ResourceOwner,
   ResourceKind,
   SettlementFields,
   SpendKind,
@@ -154,6 +155,9 @@ export class TollgateState extends DurableObject {
   }
   ownOwner(kind: ResourceKind, id: string, cutoff = 0): string | undefined {
     return this.owners.ownOwner(kind, id, cutoff);
+  }
+  ownOwnerRecord(kind: ResourceKind, id: string, cutoff = 0): ResourceOwner | undefined {
+    return this.owners.ownOwnerRecord(kind, id, cutoff);
   }
   ownRecords(kind: ResourceKind, tenant: string, cutoff = 0): OwnedRecord[] {
     return this.owners.ownRecords(kind, tenant, cutoff);

@@ -2,7 +2,7 @@
 // res:<kind>:<id> object), a tenant's resources newest first (own:<tenant>), and the previous layout's one "ownership"
 // object read out in batches. Synchronous SQL; what must not interleave runs in the object's transaction.
 import type { SqlLike } from "./durable-ledger.js";
-import type { OwnedRecord, ResourceKind } from "./types.js";
+import type { OwnedRecord, ResourceKind, ResourceOwner } from "./types.js";
 
 /** An ownership row as stored (see ownRow). */
 export interface OwnerRow {
@@ -77,6 +77,16 @@ export class OwnerTables {
   ownOwner(kind: ResourceKind, id: string, cutoff = 0): string | undefined {
     return this.rows("SELECT tenant FROM owners WHERE kind = ? AND id = ? AND (ended_at IS NULL OR ended_at > ?)", kind, id, cutoff)[0]
       ?.tenant as string | undefined;
+  }
+  /** The owner and active flag of a resource not past its retention (one read of its row). */
+  ownOwnerRecord(kind: ResourceKind, id: string, cutoff = 0): ResourceOwner | undefined {
+    const row = this.rows(
+      "SELECT tenant, active FROM owners WHERE kind = ? AND id = ? AND (ended_at IS NULL OR ended_at > ?)",
+      kind,
+      id,
+      cutoff,
+    )[0];
+    return row ? { tenant: row.tenant as string, active: row.active === 1 } : undefined;
   }
   ownRecords(kind: ResourceKind, tenant: string, cutoff = 0): OwnedRecord[] {
     this.ownForget(cutoff);

@@ -115,6 +115,11 @@ export class DurableOwnership implements OwnershipRegistry {
     const cutoff = this.cutoff();
     return this.o.call(this.res(kind, id), (s) => s.ownOwner(kind, id, cutoff));
   }
+  async ownerRecord(kind: ResourceKind, id: string) {
+    await this.pull(kind, id);
+    const cutoff = this.cutoff();
+    return this.o.call(this.res(kind, id), (s) => s.ownOwnerRecord(kind, id, cutoff));
+  }
   async list(kind: ResourceKind, tenant: string) {
     await this.pullTenant(kind, tenant);
     const cutoff = this.cutoff();

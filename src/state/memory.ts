@@ -237,6 +237,10 @@ class MemoryOwnership implements OwnershipRegistry {
   async owner(kind: ResourceKind, id: string) {
     return this.live(kind, id)?.tenant;
   }
+  async ownerRecord(kind: ResourceKind, id: string) {
+    const o = this.live(kind, id);
+    return o ? { tenant: o.tenant, active: o.active } : undefined;
+  }
   async list(kind: ResourceKind, tenant: string) {
     return (await this.records(kind, tenant)).map((r) => r.id);
   }

@@ -10,6 +10,7 @@ import type {
   RateLimiter,
   RateLimitResult,
   ResourceKind,
+  ResourceOwner,
   StoredResponse,
 } from "./types.js";
 import { ENDED_RETENTION_MS } from "./types.js";
@@ -55,6 +56,10 @@ export class RedisOwnership implements OwnershipRegistry {
   }
   async owner(kind: ResourceKind, id: string) {
     return (await this.r.run(() => this.r.client.hget(this.owner_(kind, id), "tenant"))) ?? undefined;
+  }
+  async ownerRecord(kind: ResourceKind, id: string): Promise<ResourceOwner | undefined> {
+    const [tenant, active] = await this.r.run(() => this.r.client.hmget(this.owner_(kind, id), "tenant", "active"));
+    return tenant ? { tenant, active: active === "1" } : undefined;
   }
   /** Drops ended records past their retention from the tenants' lists (their hashes expired by themselves). */
   private async prune() {

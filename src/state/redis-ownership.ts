@@ -13,7 +13,7 @@
 // too many refuses a creation early, never lets one past its quota.
 import type { RedisClient, RedisConnection } from "./redis-connection.js";
 import { ownRecordKey, ownTenantKey, refuseUnmigratedOwnership } from "./redis-migrate-ownership.js";
-import type { LimitedClaim, OwnedRecord, OwnershipRegistry, ResourceKind } from "./types.js";
+import type { LimitedClaim, OwnedRecord, OwnershipRegistry, ResourceKind, ResourceOwner } from "./types.js";
 import { ENDED_RETENTION_MS } from "./types.js";
 
 /** Redis refuses a PX of 0 or less. */
@@ -100,6 +100,11 @@ export class RedisTenantOwnership implements OwnershipRegistry {
   async owner(kind: ResourceKind, id: string) {
     await this.layout();
     return (await this.r.run(() => this.r.client.hget(this.record(kind, id), "tenant"))) ?? undefined;
+  }
+  async ownerRecord(kind: ResourceKind, id: string): Promise<ResourceOwner | undefined> {
+    await this.layout();
+    const [tenant, active] = await this.r.run(() => this.r.client.hmget(this.record(kind, id), "tenant", "active"));
+    return tenant ? { tenant, active: active === "1" } : undefined;
   }
   /**
    * The tenant's ids of a kind, newest first, with their records' fields: ended ones past their retention dropped

@@ -48,6 +48,19 @@ describe("remembered owners", () => {
     expect(await s.stores.ownership.owner("sandbox", "c")).toBeUndefined();
   });
 
+  it("reads a resource's record (owner and active flag) from the store every time: another instance may end it", async () => {
+    // Two instances on one store: A remembers the owner it claimed, B ends the resource.
+    const shared = memoryStores();
+    const a = withRememberedOwners(shared, { now: Date.now, ttlMs: OWNER_MEMORY_MS });
+    const b = withRememberedOwners(shared, { now: Date.now, ttlMs: OWNER_MEMORY_MS });
+    await a.ownership.claim("session", "d", "acme");
+    expect(await a.ownership.ownerRecord("session", "d")).toEqual({ tenant: "acme", active: true });
+    await b.ownership.setActive("session", "d", false);
+    expect(await a.ownership.ownerRecord("session", "d")).toEqual({ tenant: "acme", active: false });
+    expect(await a.ownership.owner("session", "d")).toBe("acme"); // the owner, remembered, is still right
+    expect(await a.ownership.ownerRecord("session", "unknown")).toBeUndefined();
+  });
+
   it("is off with a memory time of 0 (a retention of 0 days)", async () => {
     const inner = memoryStores();
     expect(withRememberedOwners(inner, { now: Date.now, ttlMs: 0 }).ownership).toBe(inner.ownership);

@@ -45,6 +45,14 @@ function rememberingOwnership(inner: OwnershipRegistry, opts: OwnerMemory): Owne
         return tenant;
       });
     },
+    // Never remembered: whether it still runs may change on any instance. The owner it names is remembered.
+    ownerRecord(kind, id) {
+      return inner.ownerRecord(kind, id).then((record) => {
+        if (record !== undefined) known.set(keyOf(kind, id), { tenant: record.tenant, at: opts.now() });
+        else known.delete(keyOf(kind, id));
+        return record;
+      });
+    },
     list: (kind, tenant) => inner.list(kind, tenant),
     records: (kind, tenant) => inner.records(kind, tenant),
     noteStatus: (kind, id, status) => inner.noteStatus(kind, id, status),

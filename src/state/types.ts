@@ -20,6 +20,15 @@ export interface OwnedRecord {
   status?: string;
 }
 
+/**
+ * Who owns a resource and whether it is live (not marked ended): `owner` and the active flag of one record, read
+ * together in one round trip (OwnershipRegistry.ownerRecord). An ended resource keeps its record for the retention.
+ */
+export interface ResourceOwner {
+  tenant: string;
+  active: boolean;
+}
+
 /** What a claim counted against a limit answered (OwnershipRegistry.claimWithin). */
 export interface LimitedClaim {
   /**
@@ -54,6 +63,12 @@ export interface OwnershipRegistry {
    */
   claimWithin(kind: ResourceKind, id: string, tenant: string, limit: number): Promise<LimitedClaim>;
   owner(kind: ResourceKind, id: string): Promise<string | undefined>;
+  /**
+   * `owner` with the record's active flag, read in the same round trip: what a credential that dies with its resource
+   * (a live view ticket) is checked against. Never answered from a per-instance memory: another instance may have
+   * ended the resource. Undefined where `owner` is.
+   */
+  ownerRecord(kind: ResourceKind, id: string): Promise<ResourceOwner | undefined>;
   /** Ids the tenant owns, newest first. */
   list(kind: ResourceKind, tenant: string): Promise<string[]>;
   /** The tenant's records, newest first (as `list`), each with its last known status: what a list page needs. */

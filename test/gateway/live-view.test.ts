@@ -245,7 +245,7 @@ describe("live view through the gateway", () => {
     await blocked.close();
   });
 
-  it("closes the live view when the session stops", async () => {
+  it("closes the live view when the session stops, and the link then answers 410 session_ended (page and socket)", async () => {
     const fresh = await acme.sessions.get(session.id);
     const v = await openLive(fresh.liveUrl!);
     await remote.disconnect();
@@ -253,5 +253,11 @@ describe("live view through the gateway", () => {
     await until(() => v.evaluate(() => document.body.dataset.state === "closed"), "the view to close on stop");
     expect(await v.$eval("#status", (s) => s.textContent)).toMatch(/ended/);
     await v.close();
+    // The ticket died with its session, though the session's owner is remembered for days.
+    const page = await fetch(fresh.liveUrl!);
+    expect(page.status).toBe(410);
+    expect(await page.json()).toMatchObject({ code: "session_ended", message: expect.stringMatching(/new live view link/) });
+    const ws = await tryUpgrade(fresh.liveUrl!.replace(/^http/, "ws").replace("?", "/ws?"));
+    expect(ws.status).toBe(410);
   });
 });

@@ -43,17 +43,17 @@ export const KNOWN = {
    */
   restartRevertsApply: false,
   /** 53.1 credential tree (branch tree): a sandbox's runtime token outlives the key that created the sandbox. */
-  runtimeTokenOutlivesKey: true,
+  runtimeTokenOutlivesKey: false,
   /** 53.1 credential tree (branch tree): a session's CDP token (its wsEndpoint) outlives the key that created it. */
-  cdpTokenOutlivesKey: true,
+  cdpTokenOutlivesKey: false,
   /** 53.1 credential tree (branch tree): a session's live view ticket (its liveUrl) outlives the key that created it. */
-  liveTicketOutlivesKey: true,
+  liveTicketOutlivesKey: false,
   /**
    * Found by this suite (53.1 credential tree: a live view ticket dies with its session): a stopped session's live view
    * link still opens its page (200): the ticket is checked for its owner, who is remembered for days after the stop, not
    * for a live session (src/identity/resources.ts liveViewer). The page's socket then fails upstream.
    */
-  liveLinkOutlivesSession: true,
+  liveLinkOutlivesSession: false,
 };
 // TOLLGATE_MODEL_STRICT=all (or a comma list of the flags' names) holds the suite to the fixed behaviour now.
 for (const name of (process.env.TOLLGATE_MODEL_STRICT ?? "").split(",").filter(Boolean))

@@ -196,11 +196,11 @@ describe("counterexamples owned by other fixes of issue 53 (it.fails until merge
 
 /**
  * The credentials a sandbox's or a session's answer carries, made with a key that is then revoked: each should die with
- * it (53.1's credential tree, branch tree). The model (strict on these flags) found each with a key revoked, or rotated
- * with grace 0, after it created the resource; each still answered 200 on both instances. The runtime token, the CDP
- * token and the live view ticket work while the key lives (checked first), so the test fails only on what is owned.
+ * it (53.1's credential tree, fixed by branch tree). The model (strict on these flags) found each with a key revoked,
+ * or rotated with grace 0, after it created the resource; each still answered 200 on both instances. The runtime token,
+ * the CDP token and the live view ticket work while the key lives (checked first), then die with it.
  */
-describe("credentials of sandboxes and sessions outlive the key that made them (it.fails until branch tree is merged)", () => {
+describe("credentials of sandboxes and sessions die with the key that made them", () => {
   const made: Array<["sandbox" | "session", string]> = [];
   afterAll(async () => {
     await Promise.all(made.map(([kind, id]) => stopUpstream(emulator, kind, id).catch(() => {})));
@@ -225,7 +225,7 @@ describe("credentials of sandboxes and sessions outlive the key that made them (
   // KNOWN.runtimeTokenOutlivesKey. Model: seed 7 (memory, strict on the three flags), shrunk within the time limit to
   // createSandbox(acme's config key), applyConfig, payTogether(stopper), two consents, a refresh, rotateKey(that key,
   // grace 0): the runtime token still answered 200 on the runtime relay 1.5 s after the rotation.
-  it.fails("a sandbox's runtime token dies with the key that created the sandbox (runtime relay)", async () => {
+  it("a sandbox's runtime token dies with the key that created the sandbox (runtime relay)", async () => {
     const { r, revoke } = await madeThenRevoked("sandbox");
     for (const url of urls()) expect(await runtimeCall(url, r.id!, r.runtime!)).toBe(200);
     await revoke();
@@ -234,7 +234,7 @@ describe("credentials of sandboxes and sessions outlive the key that made them (
 
   // KNOWN.cdpTokenOutlivesKey. The same interleaving with a session (createSession(key), revokeKey(that key)): the
   // wsEndpoint kept opening (a real ws client, Browser.getVersion answered through the relay).
-  it.fails("a session's CDP token dies with the key that created the session (wsEndpoint)", async () => {
+  it("a session's CDP token dies with the key that created the session (wsEndpoint)", async () => {
     const { r, revoke } = await madeThenRevoked("session");
     for (const url of urls()) expect(await cdpCall(url, r.cdp!)).toBe(200);
     await revoke();
@@ -242,7 +242,7 @@ describe("credentials of sandboxes and sessions outlive the key that made them (
   });
 
   // KNOWN.liveTicketOutlivesKey: the session's liveUrl kept opening the live view page.
-  it.fails("a session's live view ticket dies with the key that created the session (liveUrl)", async () => {
+  it("a session's live view ticket dies with the key that created the session (liveUrl)", async () => {
     const { r, revoke } = await madeThenRevoked("session");
     for (const url of urls()) expect(await liveCall(url, r.live!)).toBe(200);
     await revoke();
@@ -251,11 +251,12 @@ describe("credentials of sandboxes and sessions outlive the key that made them (
 });
 
 /** Found by this suite; the credential tree's rule (a live view ticket dies with its session) covers it. */
-describe("a stopped session's live view link (it.fails until the credential tree covers it)", () => {
+describe("a stopped session's live view link (the ticket dies with its session)", () => {
   // KNOWN.liveLinkOutlivesSession. Model: seed 11 (memory and redis), shrunk to createSession(acme's config key),
   // stopSession(#0): 1.6 s after the stop, the liveUrl still opened the live view page (200). liveViewer checks the
   // ticket's tenant against the session's owner, which is remembered for days after the stop, not that it still runs.
-  it.fails("a session's live view link stops opening once the session is stopped", async () => {
+  // Fixed: liveViewer reads the session's record (owner and active flag, one read) and answers 410 session_ended.
+  it("a session's live view link stops opening once the session is stopped", async () => {
     const [a, b] = urls();
     const r = await createResource(a, sys.configKeys.acme!, "session");
     expect(r.status, JSON.stringify(r.json)).toBe(200);
@@ -263,7 +264,7 @@ describe("a stopped session's live view link (it.fails until the credential tree
     const stopped = await fetch(`${a}/api/session/${r.id}/stop`, { method: "PUT", headers: { "x-api-key": sys.configKeys.acme! } });
     expect(stopped.status).toBe(200);
     await sleep(1_600);
-    for (const url of [a, b]) expect(await liveCall(url, r.live!)).not.toBe(200);
+    for (const url of [a, b]) expect(await liveCall(url, r.live!)).toBe(410);
   });
 });
 

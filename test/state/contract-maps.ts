@@ -35,6 +35,26 @@ export function ownershipContract(b: ContractBackend) {
       expect(await ownership.activeCount("sandbox", "t2")).toBe(1);
     });
 
+    it("ownerRecord answers the owner with whether the resource is live, in one read", async () => {
+      const { ownership } = await open.fresh();
+      expect(await ownership.ownerRecord("session", "s")).toBeUndefined();
+      await ownership.claim("session", "s", "t1");
+      expect(await ownership.ownerRecord("session", "s")).toEqual({ tenant: "t1", active: true });
+      expect(await ownership.ownerRecord("sandbox", "s")).toBeUndefined();
+      // Ended: the owner is kept for the retention, the record says it no longer runs.
+      await ownership.setActive("session", "s", false);
+      expect(await ownership.ownerRecord("session", "s")).toEqual({ tenant: "t1", active: false });
+      expect(await ownership.owner("session", "s")).toBe("t1");
+      // Another tenant's claim moves nothing; the owner's own claim makes it live again.
+      expect(await ownership.claim("session", "s", "t2")).toBe(false);
+      expect(await ownership.ownerRecord("session", "s")).toEqual({ tenant: "t1", active: false });
+      await ownership.setActive("session", "s", true);
+      expect(await ownership.ownerRecord("session", "s")).toEqual({ tenant: "t1", active: true });
+      await ownership.setActive("session", "s", false);
+      await ownership.claim("session", "s", "t1");
+      expect(await ownership.ownerRecord("session", "s")).toEqual({ tenant: "t1", active: true });
+    });
+
     it("never moves a resource another tenant owns: the first claim wins, a later one answers false", async () => {
       const { ownership } = await open.fresh();
       expect(await ownership.claim("session", "x", "t1")).toBe(true);
@@ -130,7 +150,9 @@ export function ownershipContract(b: ContractBackend) {
       expect(await ownership.owner("session", "ended")).toBe("t1");
       await sleep(700);
       expect(await ownership.owner("session", "ended")).toBeUndefined();
+      expect(await ownership.ownerRecord("session", "ended")).toBeUndefined();
       expect(await ownership.owner("session", "running")).toBe("t1");
+      expect(await ownership.ownerRecord("session", "back")).toEqual({ tenant: "t1", active: true });
       expect(await ownership.owner("session", "back")).toBe("t1");
       expect(await ownership.list("session", "t1")).toEqual(["back", "running"]);
       expect(await ownership.activeCount("session", "t1")).toBe(2);
