@@ -69,7 +69,7 @@ export async function portVisitor(
 }
 
 /** The answer to a live view ticket of a session that ended: the ticket died with it (a new session needs a new link). */
-export const sessionEnded = (id: string) =>
+const sessionEnded = (id: string) =>
   new GatewayError(
     410,
     "session_ended",
