@@ -305,7 +305,7 @@ try {
       { met, line: `goal cpu/request worker÷bare-worker ${name} ≤ ${goal}: ${value.toFixed(2)} ${met ? "met" : "NOT met"}${rounds}` },
     ];
   });
-  console.log(`\n## Goals (issue 55), this run: ${judged.filter((j) => j.met).length} of ${judged.length} met on the median`);
+  console.log(`\n## Goals, this run: ${judged.filter((j) => j.met).length} of ${judged.length} met on the median`);
   for (const j of judged) console.log(j.line);
 } finally {
   for (const stop of stops.reverse()) await Promise.resolve(stop()).catch((e) => console.error("stop:", e));

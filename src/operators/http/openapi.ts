@@ -100,8 +100,12 @@ function operationsOf(row: RouteRow & { doc: RouteDoc }, schemas: Schemas): Arra
   const { security, responses } = access(row);
   const common = Object.fromEntries(Object.entries(responses).map(([status, a]) => [status, answer(a, schemas)]));
   const answers = Object.fromEntries(Object.entries(doc.answers).map(([status, a]) => [status, answer(a, schemas)]));
-  return methodsOf(row).map((m) => {
+  const methods = methodsOf(row);
+  return methods.map((m) => {
     const method = m.toLowerCase();
+    // A row of several methods (the egress takes any) names each operation by its method too: ids stay unique.
+    const named =
+      doc.operationId && methods.length > 1 ? `${method}${doc.operationId[0]!.toUpperCase()}${doc.operationId.slice(1)}` : doc.operationId;
     return {
       path,
       method,
@@ -109,7 +113,7 @@ function operationsOf(row: RouteRow & { doc: RouteDoc }, schemas: Schemas): Arra
         tags: [doc.tag],
         security,
         summary: doc.summary,
-        operationId: doc.operationId ?? operationIdOf(method, path),
+        operationId: named ?? operationIdOf(method, path),
         ...(params.length ? { parameters: params } : {}),
         ...(body ? { requestBody: { content: { "application/json": { schema: schemas.of(body, "input") } } } } : {}),
         responses: { ...common, ...answers },
