@@ -47,6 +47,19 @@ export async function api<T = Record<string, unknown>>(t: Target, method: string
   return json as T;
 }
 
+/** Rows as aligned columns (a header first), two spaces apart, no trailing blanks: what a terminal reads, and `awk` too. */
+const columns = (rows: string[][]): string => {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map(
+      (r) =>
+        r
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd() + "\n",
+    )
+    .join("");
+};
 const out = (v: unknown): void => void process.stdout.write(JSON.stringify(v, null, 2) + "\n");
 const list = (s: string | undefined) =>
   s === undefined
@@ -119,12 +132,14 @@ export async function cmdTenants(sub: string | undefined, args: string[]): Promi
         "/tenants",
       );
       if (values.json) return out(r);
-      process.stdout.write("TENANT\tSTATE\tSCOPES\tKEYS\tSOURCE\n");
-      for (const x of r.tenants)
-        process.stdout.write(
-          `${x.id}\t${x.enabled ? "enabled" : "disabled"}\t${x.scopes.join(",")}\t${x.keys.length} key(s)\t${x.source}\n`,
-        );
-      return;
+      const rows = r.tenants.map((x) => [
+        x.id,
+        x.enabled ? "enabled" : "disabled",
+        x.scopes.join(",") || "-",
+        String(x.keys.length),
+        x.source,
+      ]);
+      return void process.stdout.write(columns([["TENANT", "STATE", "SCOPES", "KEYS", "SOURCE"], ...rows]));
     }
     case "get":
       return out(await api(t, "GET", `/tenants/${need()}`));

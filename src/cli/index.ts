@@ -22,15 +22,15 @@ Usage:
   tollgate dev --worker [--json]            the same, with the gateway as the Worker under \`wrangler dev\` (workerd)
   tollgate start --config FILE              front the real upstream (secrets from TOLLGATE_* variables or files);
                                             SIGHUP (or FILE changing) reloads its tenants and the secret files
-  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--credits JSON]
+  tollgate emulator [--json] [--control-port N] [--runtime-port N] [--no-chain] [--host H] [--credits JSON]
   tollgate config check [--worker] FILE     validate a config file, listing every problem (--worker: as the Worker runs it)
   tollgate config render --worker FILE      the Worker's configuration for FILE: TOLLGATE_CONFIG and the secrets to bind
   tollgate state migrate --config FILE      a Redis Cluster's ledger moved to the per-tenant layout (gateways stopped)
-  tollgate keys create --tenant ID [--expires ISO] [--label TEXT]
-                                            offline: prints a key and the hash line for the config file
+  tollgate keys create --tenant ID          offline: prints a key and the hash line for the config file
+                       [--expires ISO] [--label TEXT]
   tollgate routes                           the route table: every upstream operation Tollgate fronts (markdown)
-  tollgate signer keygen --token LABEL [--label KEY_LABEL] [--module PATH]
-                                            the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
+  tollgate signer keygen --token LABEL      the wallet's key made inside a PKCS#11 token (PIN: TOLLGATE_PKCS11_PIN)
+                         [--label KEY_LABEL] [--module PATH]
   tollgate signer serve --socket PATH --state FILE --networks … --assets … [--payees …]
                         --max-per-authorization USD --max-per-day USD   the key in a process of its own, with limits
   tollgate wallet approve --network eip155:N --asset 0x… (--rpc URL | --config FILE) [--amount USD] [--print]
@@ -53,8 +53,8 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate diff FILE [--prune] [--exit-code]  what applying FILE would change (--exit-code: 1 when it differs)
   tollgate apply FILE [--prune]             make the fleet match what FILE names (--prune: delete what it does not)
   tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
-  tollgate usage export [--from DATE] [--to DATE (that day included)] [--format csv|json]
-                                            spend by tenant, day, kind and route row
+  tollgate usage export [--from DATE]       spend by tenant, day, kind and route row
+                        [--to DATE (that day included)] [--format csv|json]
   tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
 `;
 

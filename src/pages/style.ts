@@ -4,12 +4,13 @@ export const PAGE_CSS = `
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;background:#f4f6fa}
 header{display:flex;align-items:center;gap:24px;padding:10px 24px;background:#1d2330;color:#fff}
-header .brand{font-weight:700;letter-spacing:.02em}
-header nav{display:flex;gap:4px;flex:1}
-header nav a{color:#cfd6e4;text-decoration:none;padding:6px 10px;border-radius:6px}
+header .brand{font-weight:700;letter-spacing:.02em;flex:none}
+header nav{display:flex;gap:4px;flex:1;min-width:0;overflow-x:auto}
+header nav a{color:#cfd6e4;text-decoration:none;padding:6px 10px;border-radius:6px;white-space:nowrap;flex:none}
 header nav a.on,header nav a:hover{background:#343c50;color:#fff}
-header .who{color:#cfd6e4;font-size:13px}
-header form{margin:0}
+header .who{color:#cfd6e4;font-size:13px;min-width:0;max-width:24em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+header form{margin:0;flex:none}
+header form button{white-space:nowrap}
 main{max-width:1180px;margin:0 auto;padding:20px 24px 48px}
 h1{font-size:22px;margin:4px 0 16px}
 h2{font-size:16px;margin:24px 0 10px}

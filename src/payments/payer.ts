@@ -29,7 +29,7 @@ type UpstreamSend = (paymentHeader?: [string, string]) => Promise<Response>;
 export interface X402Call {
   services: GatewayServices;
   tenant: Tenant;
-  /** The route the upstream prices (the last option paid on it is reserved ahead of the next miss). */
+  /** The route row's name (`x402.web.search`): the ledger entry's route; the last option paid on it is reserved ahead. */
   route: string;
   fingerprint: string;
   /** A keyless token's own spend cap, checked with the tenant's budget. */

@@ -70,7 +70,6 @@ export function paidSearchHandlers(services: GatewayServices): Handlers {
     text: string,
     print: Print,
   ): Response | Promise<Response> => {
-    const route = row.path;
     const cacheKey = cacheKeyOf(print, config.cache.scope === "shared" ? "*" : tenant.id);
     const cc = (hotHeader(platform, c, "cache-control") ?? "").toLowerCase();
     const call: PaidSearch = {
@@ -78,7 +77,6 @@ export function paidSearchHandlers(services: GatewayServices): Handlers {
       row,
       tenant,
       cap: callerCap(c),
-      route,
       text,
       fingerprint: print.fingerprint,
       cacheKey,
@@ -196,7 +194,17 @@ export function paidSearchHandlers(services: GatewayServices): Handlers {
     const meter = row.meter;
     const asked = { claim: claim?.turn, figures: true };
     if (row.pay === "x402")
-      return payX402<Answer>({ services, tenant, route: s.route, fingerprint: s.fingerprint, cap, context: c, send, clientPaid, ...asked });
+      return payX402<Answer>({
+        services,
+        tenant,
+        route: row.name,
+        fingerprint: s.fingerprint,
+        cap,
+        context: c,
+        send,
+        clientPaid,
+        ...asked,
+      });
     if (row.pay === "credits" && meter?.per === "call")
       return billCredits<Answer>({
         services,
@@ -240,8 +248,6 @@ interface PaidSearch {
   row: RouteRow;
   tenant: Tenant;
   cap: { id: string; amount: bigint } | undefined;
-  /** The row's path pattern (the price and the fingerprint are per route). */
-  route: string;
   text: string;
   fingerprint: string;
   cacheKey: string;

@@ -47,9 +47,8 @@ export function x402SessionHandlers(services: GatewayServices): Handlers {
     const body = await jsonBody(c, services.platform);
     const text = body.text.trim() ? body.text : "{}";
     const json = body.json;
-    const route = "/x402/session";
     // Sessions are never shared: each request is its own purchase (use Idempotency-Key on /x402/web/* for retries).
-    const fingerprint = await sha256Hex(`${route}\n${canonicalJson(json)}\n${crypto.randomUUID()}`);
+    const fingerprint = await sha256Hex(`${row.path}\n${canonicalJson(json)}\n${crypto.randomUUID()}`);
     const headers = forwardableRequestHeaders(c.req.raw.headers, ["idempotency-key", "cache-control"]);
     headers.set("content-type", "application/json");
     const send = (payment?: [string, string]) => {
@@ -59,7 +58,7 @@ export function x402SessionHandlers(services: GatewayServices): Handlers {
     };
     // Paid from the tenant's account's wallet when it is pinned to one that has a wallet (docs/accounts.md#wallets).
     // Entered once: the payment whole, and the figures the answer shows (what it paid, the budget left).
-    const result = await payX402({ services, tenant, route, fingerprint, context: c, send, figures: true });
+    const result = await payX402({ services, tenant, route: row.name, fingerprint, context: c, send, figures: true });
     c.get("logFields").paid = result.paid;
     const res = result.response;
     if (!res.ok) return Upstream.relay(res);

@@ -29,7 +29,8 @@ describe("the tollgate bin", () => {
 
   it("answers --help and an unknown command without loading the config schema", async () => {
     const help = await run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "--help"], { cwd: ROOT });
-    expect(help.stdout).toContain("tollgate usage export [--from DATE] [--to DATE (that day included)]");
+    expect(help.stdout).toContain("tollgate usage export [--from DATE]       spend by tenant, day, kind and route row\n");
+    expect(help.stdout).toContain("                        [--to DATE (that day included)] [--format csv|json]\n");
     const bad = await run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "nope"], { cwd: ROOT }).catch((e) => e);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("unknown command: nope");
@@ -39,6 +40,26 @@ describe("the tollgate bin", () => {
     }).catch((e) => e);
     expect(cfg.code).toBe(1);
     expect(cfg.stderr).not.toMatch(/^\s+at /m);
+  }, 60_000);
+
+  it("--help sets each description under its own command, never alone between two commands", async () => {
+    const { stdout } = await run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "--help"], { cwd: ROOT });
+    const lines = stdout.split("\n");
+    const lineOf = (text: string) => lines.find((l) => l.includes(text)) ?? "";
+    // A command too long for the description column keeps its description on its first line and wraps its flags.
+    expect(lineOf("prints a key and the hash line")).toMatch(/^ {2}tollgate keys create --tenant ID +offline: /);
+    expect(lineOf("the route table")).toMatch(/^ {2}tollgate routes +the route table/);
+    expect(lineOf("made inside a PKCS#11 token")).toMatch(/^ {2}tollgate signer keygen /);
+    expect(lineOf("spend by tenant, day")).toMatch(/^ {2}tollgate usage export /);
+    // The rule for every line: an indented line that is neither a command nor its flags continues a description, so
+    // the line above it carries one (text, three spaces or more, text).
+    const described = /\S {3,}\S/;
+    const strays = lines.filter((l, i) => {
+      const t = l.trim();
+      if (!l.startsWith("  ") || !t || /^(tollgate |\[|-|\()/.test(t)) return false;
+      return !described.test(lines[i - 1] ?? "");
+    });
+    expect(strays).toEqual([]);
   }, 60_000);
 
   it.skipIf(!existsSync(join(ROOT, "dist/src/cli/index.js")))(

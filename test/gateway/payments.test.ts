@@ -39,7 +39,7 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
       const e = committed[0];
       expect(e).toMatchObject({
         tenant: "acme",
-        route: "/x402/web/search",
+        route: "x402.web.search", // the route row's name, as the request log, metrics and usage export spell it
         amount: "5000",
         network: chain.network,
         payee: chain.payee,
@@ -53,6 +53,9 @@ describe("the gateway pays x402 for its tenants (emulator + local chain + librar
 
       const usage = await (await fetch(`${s.gateway.url}/_tollgate/usage`, { headers: { "x-api-key": s.keys.acme } })).json();
       expect(usage.daily).toMatchObject({ limit: "1.00", spent: "0.005", remaining: "0.995" });
+      // One name for the route wherever it is shown: the ledger's entry and the request log's line agree.
+      const log = await (await fetch(`${s.gateway.url}/_tollgate/requests`, { headers: { "x-api-key": s.keys.acme } })).json();
+      expect(log.requests.map((q: { route: string }) => q.route)).toContain(e.route);
     } finally {
       await s.close();
     }

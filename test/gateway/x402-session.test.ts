@@ -53,7 +53,7 @@ describe("paid browser sessions through the gateway (/x402/session)", () => {
     expect(await stop.json()).toEqual({ success: true });
 
     const ledger = await (await fetch(`${s.gateway.url}/_tollgate/ledger`, { headers: { "x-api-key": s.keys.acme } })).json();
-    expect(ledger.entries[0]).toMatchObject({ route: "/x402/session", amount: "10000", state: "committed" });
+    expect(ledger.entries[0]).toMatchObject({ route: "x402.session.create", amount: "10000", state: "committed" });
   });
 
   it("refuses an invalid session body before paying", async () => {

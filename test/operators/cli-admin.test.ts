@@ -58,8 +58,19 @@ describe("tollgate tenants / keys against a running gateway", () => {
       quotas: { requestsPerMinute: 120 },
     });
     const listed = (await cli("tenants", "list")).stdout;
-    expect(listed.split("\n")[0]).toBe("TENANT\tSTATE\tSCOPES\tKEYS\tSOURCE");
-    expect(listed).toMatch(/^cli-co\tenabled\tsearch,sessions\t1 key\(s\)\tapi$/m);
+    // A header row, then one row per tenant, every column starting where its header does.
+    const [head, ...rows] = listed.trimEnd().split("\n");
+    expect(head!.split(/ {2,}/)).toEqual(["TENANT", "STATE", "SCOPES", "KEYS", "SOURCE"]);
+    const starts = ["STATE", "SCOPES", "KEYS", "SOURCE"].map((h) => head!.indexOf(h));
+    const row = rows.find((r) => r.startsWith("cli-co "))!;
+    expect(row.split(/ {2,}/)).toEqual(["cli-co", "enabled", "search,sessions", "1", "api"]);
+    for (const r of rows) {
+      expect(r).not.toContain("\t");
+      for (const at of starts) {
+        expect(r.slice(at - 2, at), r).toBe("  ");
+        expect(r[at], r).not.toBe(" ");
+      }
+    }
   }, 60_000);
 
   it("updates, rotates, revokes and disables, and says what went wrong", async () => {

@@ -175,7 +175,7 @@ describe("console v2 in a real browser", () => {
     const spenders = await ops.$$eval("[data-top-tenant]", (els) => els.map((e) => e.getAttribute("data-top-tenant")));
     expect(spenders[0]).toBe("acme");
     expect(spenders).toContain("initech");
-    expect(await ops.$$eval("[data-top-route]", (els) => els.map((e) => e.getAttribute("data-top-route")))).toContain("/x402/web/search");
+    expect(await ops.$$eval("[data-top-route]", (els) => els.map((e) => e.getAttribute("data-top-route")))).toContain("x402.web.search");
     await shoot(ops, "spend");
     await ops.goto(consoleUrl("/tenants/initech"));
     expect(await ops.$(`[data-chart="spend-by-kind"] [data-day="${today}"] rect`)).not.toBeNull();

@@ -54,6 +54,17 @@ export const DangerForm = (props: { viewer: Viewer; action: string; confirm: str
   </form>
 );
 
+/** Who is signed in, on one line: a long label is cut with an ellipsis (the style sheet) and read whole in its title. */
+function Who({ viewer }: { viewer: Viewer }) {
+  const name = viewer.who ? (viewer.role === "tenant" ? `${viewer.who} · ${viewer.tenant}` : viewer.who) : viewer.tenant;
+  const label = `${name} (${ROLE_LABEL[viewer.role]})`;
+  return (
+    <span class="who" data-role={viewer.role} title={label}>
+      {label}
+    </span>
+  );
+}
+
 export function Page(props: { title: string; viewer?: Viewer; active?: string; nonce: string; children?: Child }) {
   const { viewer } = props;
   return (
@@ -72,12 +83,7 @@ export function Page(props: { title: string; viewer?: Viewer; active?: string; n
               ))}
             </nav>
           )}
-          {viewer && (
-            <span class="who" data-role={viewer.role}>
-              {viewer.who ? (viewer.role === "tenant" ? `${viewer.who} · ${viewer.tenant}` : viewer.who) : viewer.tenant} (
-              {ROLE_LABEL[viewer.role]})
-            </span>
-          )}
+          {viewer && <Who viewer={viewer} />}
           {viewer && (
             <form method="post" action={href("/logout")}>
               <FormToken viewer={viewer} />
