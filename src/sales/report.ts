@@ -2,7 +2,8 @@
 // gateway (inbound, the book), what the gateway paid the upstream for it (outbound, the ledger's committed entries, on
 // chain or in credits) and the margin; and each sale, optionally checked against the chain (the settlement's
 // transaction must carry the ERC-20 Transfer of the amount from the payer to the payee).
-import { createPublicClient, erc20Abi, http, parseEventLogs } from "viem";
+import { createClient, erc20Abi, http, parseEventLogs } from "viem";
+import { getTransactionReceipt } from "viem/actions";
 import type { GatewayServices } from "../services.js";
 import type { Handlers } from "../routing/handlers.js";
 import { salesQuery } from "../routing/admin-schemas.js";
@@ -20,10 +21,11 @@ type ChainCheck = "matched" | "missing" | "mismatch" | "no_rpc";
 async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
   const rpc = services.config.payments.rpc[sale.network];
   if (!rpc) return "no_rpc";
-  const client = createPublicClient({ transport: http(rpc, { retryCount: 0 }) });
-  let receipt: Awaited<ReturnType<typeof client.getTransactionReceipt>>;
+  // A bare client and the one action (as the payer's Permit2 reads do): createPublicClient is a stand-in on Workers.
+  const client = createClient({ transport: http(rpc, { retryCount: 0 }) });
+  let receipt: Awaited<ReturnType<typeof getTransactionReceipt>>;
   try {
-    receipt = await client.getTransactionReceipt({ hash: sale.transaction as `0x${string}` });
+    receipt = await getTransactionReceipt(client, { hash: sale.transaction as `0x${string}` });
   } catch {
     return "missing";
   }
