@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { tenantSchema } from "../../config/tenant-schema.js";
 import { GatewayError } from "../errors.js";
-import type { GatewayToken } from "./tokens.js";
+import { MemoryKeyValue } from "../state/memory.js";
+import { TokenService, type GatewayToken } from "./tokens.js";
 import { holdsKey, lineageOf, parentsStand, requireParentKey } from "./lineage.js";
 import { generateTenantKey, hashTenantKey, keyIdOf } from "./tenants.js";
 
@@ -52,10 +53,21 @@ describe("the lineage a derived token inherits", () => {
     const key = generateTenantKey();
     expect(await lineageOf({ via: "key", tenant, presented: key })).toEqual({ parentKey: keyIdOf(await hashTenantKey(key)) });
     const token: GatewayToken = { tenant: "acme", kind: "mcp", scopes: [], jti: "j", exp: 0, iat: 0, parentKey: "abcd", grant: "grt_x" };
-    expect(await lineageOf({ via: "token", tenant, token, presented: "eyJ" })).toEqual({ parentKey: "abcd", grant: "grt_x" });
-    expect(
-      await lineageOf({ via: "token", tenant, token: { ...token, parentKey: undefined, grant: undefined }, presented: "eyJ" }),
-    ).toEqual({});
+    expect(await lineageOf({ via: "token", tenant, token, presented: "eyJ" })).toEqual({
+      parentKey: "abcd",
+      grant: "grt_x",
+      parentTokens: ["j"],
+      notAfter: 0,
+    });
+    // The token itself is a parent, after its own: the child dies with any of them, and expires with the caller.
+    const child = { ...token, jti: "k", exp: 900, parentKey: undefined, grant: undefined, parentTokens: ["j"] };
+    expect(await lineageOf({ via: "token", tenant, token: child, presented: "eyJ" })).toEqual({ parentTokens: ["j", "k"], notAfter: 900 });
+    // No deeper than four gateway tokens.
+    const deep = { ...child, parentTokens: ["a", "b", "c", "d"] };
+    await expect(lineageOf({ via: "token", tenant, token: deep, presented: "eyJ" })).rejects.toMatchObject({
+      status: 403,
+      code: "token_depth",
+    });
     expect(await lineageOf({ via: "public" })).toEqual({});
   });
 
@@ -68,5 +80,52 @@ describe("the lineage a derived token inherits", () => {
     expect(parentsStand({ tenant: "other" }, directory, NOW)).toBe(false);
     const disabled = { get: () => ({ ...tenant, enabled: false }) };
     expect(parentsStand({ tenant: "acme", parentKey: keyIdOf(live) }, disabled, NOW)).toBe(false);
+  });
+});
+
+describe("a token minted for a gateway token", () => {
+  it("never outlives it, and is refused once it (or any token above it) is revoked, fleet-wide", async () => {
+    const { tenant } = await tenantWith();
+    let now = NOW;
+    const shared = new MemoryKeyValue(() => now);
+    const a = new TokenService("s".repeat(40), shared, () => now);
+    const b = new TokenService("s".repeat(40), shared, () => now);
+    const capped = await a.mint({ tenant: "acme", kind: "mcp", scopes: ["sandboxes"], cap: 1n, keyless: true, ttlSeconds: 60 });
+    const parent = await a.verify(capped.token);
+    const lineage = await lineageOf({ via: "token", tenant, token: parent, presented: capped.token });
+    const runtime = await a.mint({ tenant: "acme", kind: "sandbox", resource: "sb", scopes: ["runtime"], ttlSeconds: 600, ...lineage });
+    // Capped at the parent's expiry, not its own TTL.
+    expect(runtime.expiresAt).toBe(capped.expiresAt);
+    const read = await b.verify(runtime.token);
+    expect(read.parentTokens).toEqual([capped.jti]);
+    const grandchild = await a.mint({
+      tenant: "acme",
+      kind: "sandbox",
+      resource: "sb",
+      scopes: ["ports"],
+      ttlSeconds: 600,
+      ...(await lineageOf({ via: "token", tenant, token: read, presented: runtime.token })),
+    });
+    expect((await b.verify(grandchild.token)).parentTokens).toEqual([capped.jti, runtime.jti]);
+
+    await a.revoke(parent.jti, parent.exp);
+    // At once here; on the other instance within its revocation poll (250 ms).
+    await expect(a.verify(runtime.token)).rejects.toMatchObject({ status: 401, code: "token_revoked" });
+    now += 300;
+    await expect(b.verify(runtime.token)).rejects.toMatchObject({ status: 401, code: "token_revoked" });
+    await expect(b.verify(grandchild.token)).rejects.toMatchObject({ status: 401, code: "token_revoked" });
+    expect(await b.stillValid(runtime.token)).toBe(false);
+    // Past the parent's expiry the child has expired too.
+    const other = await a.mint({ tenant: "acme", kind: "mcp", scopes: ["sandboxes"], cap: 1n, keyless: true, ttlSeconds: 60 });
+    const child = await a.mint({
+      tenant: "acme",
+      kind: "sandbox",
+      resource: "sb",
+      scopes: ["runtime"],
+      ttlSeconds: 600,
+      ...(await lineageOf({ via: "token", tenant, token: await a.verify(other.token), presented: other.token })),
+    });
+    now += 61_000;
+    await expect(a.verify(child.token)).rejects.toMatchObject({ status: 401, code: "token_expired" });
   });
 });

@@ -21,25 +21,47 @@ export function requireParentKey(token: { parentKey?: string }, tenant: Tenant |
 }
 
 /**
- * A derived credential's parents, as its claims carry them: the key (`pk`, keyIdOf) and, when an OAuth grant's token
- * minted it, the grant (`g`: revoking the grant revokes it, TokenService.readRevoked).
+ * A derived credential's parents, as its claims carry them: the key (`pk`, keyIdOf), the OAuth grant (`g`: revoking
+ * the grant revokes it, TokenService.readRevoked) and the gateway tokens it was minted for (`pt`: revoking any of them
+ * revokes it), with the expiry it may not outlive (`notAfter`, epoch seconds: the parent token's; not a claim, mint
+ * caps the token's exp at it).
  */
 export interface Lineage {
   parentKey?: string;
   grant?: string;
+  parentTokens?: string[];
+  notAfter?: number;
 }
 
 /**
+ * How many gateway tokens deep a lineage may go. A real chain is one deep (a capped token reads a sandbox); each level
+ * adds a jti to the token and a read to its revocation check, so a client cannot grow them without end.
+ */
+const MAX_TOKEN_DEPTH = 4;
+
+/**
  * The lineage a token minted for `caller` inherits: a tenant key is the parent itself; a gateway token passes on its
- * own parents (so a runtime token minted for an OAuth grant's agent dies with the grant and with the consenting key).
+ * own parents (so a runtime token minted for an OAuth grant's agent dies with the grant and with the consenting key)
+ * and is a parent itself (the child dies when it is revoked, and expires when it does).
  */
 export async function lineageOf(caller: Caller | undefined): Promise<Lineage> {
   if (caller?.via === "key") return { parentKey: keyIdOf(await hashTenantKey(caller.presented)) };
-  if (caller?.via === "token")
+  if (caller?.via === "token") {
+    const t = caller.token;
+    const parentTokens = [...(t.parentTokens ?? []), t.jti];
+    if (parentTokens.length > MAX_TOKEN_DEPTH)
+      throw new GatewayError(
+        403,
+        "token_depth",
+        `A token minted from this token would derive from ${parentTokens.length} gateway tokens (at most ${MAX_TOKEN_DEPTH}); use the token you were given first, or a tenant key.`,
+      );
     return {
-      ...(caller.token.parentKey ? { parentKey: caller.token.parentKey } : {}),
-      ...(caller.token.grant ? { grant: caller.token.grant } : {}),
+      ...(t.parentKey ? { parentKey: t.parentKey } : {}),
+      ...(t.grant ? { grant: t.grant } : {}),
+      parentTokens,
+      notAfter: t.exp,
     };
+  }
   return {};
 }
 

@@ -57,6 +57,12 @@ export interface GatewayToken {
    * (./lineage.ts). Absent: it derives from no key (a person's grant, a response's token).
    */
   parentKey?: string;
+  /**
+   * The ids (jti) of the gateway tokens this one derives from, oldest first (the `pt` claim): a token minted for a
+   * caller that is itself a gateway token (a capped token creating a sandbox, reading a session's wsEndpoint) is
+   * refused once any of them is revoked (readRevoked), and never outlives the one it was minted for (mint's notAfter).
+   */
+  parentTokens?: string[];
 }
 
 const ISSUER = "tollgate";
@@ -156,12 +162,13 @@ export class TokenService {
   };
 
   async mint(
-    t: Omit<GatewayToken, "jti" | "exp" | "iat"> & { ttlSeconds: number },
+    /** `notAfter`: epoch seconds the token may not outlive (its parent token's expiry): exp is the earlier of the two. */
+    t: Omit<GatewayToken, "jti" | "exp" | "iat"> & { ttlSeconds: number; notAfter?: number },
   ): Promise<{ token: string; jti: string; expiresAt: string }> {
     const jti = crypto.randomUUID();
     const nowMs = this.now();
     const iat = Math.floor(nowMs / 1000);
-    const exp = iat + t.ttlSeconds;
+    const exp = Math.min(iat + t.ttlSeconds, t.notAfter ?? Number.POSITIVE_INFINITY);
     const token = await new SignJWT({
       k: t.kind,
       ...(t.resource ? { r: t.resource } : {}),
@@ -174,6 +181,7 @@ export class TokenService {
       ...(t.aud ? { aud: t.aud } : {}),
       ...(t.tools ? { tl: t.tools } : {}),
       ...(t.parentKey ? { pk: t.parentKey } : {}),
+      ...(t.parentTokens?.length ? { pt: t.parentTokens } : {}),
       ims: nowMs,
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
@@ -272,14 +280,18 @@ export class TokenService {
     );
   }
 
-  /** The shared store's word: the token itself, its tenant's tokens up to a moment, or its OAuth grant revoked. */
+  /**
+   * The shared store's word: the token itself, its tenant's tokens up to a moment, its OAuth grant, or a gateway token
+   * it derives from (`pt`) revoked. One batch: a parent token costs no extra round trip.
+   */
   private async readRevoked(t: GatewayToken): Promise<boolean> {
-    const [one, all, grant] = await Promise.all([
+    const [one, all, grant, ...parents] = await Promise.all([
       this.kv.get(stateKeys.revokedToken(t.jti)),
       this.kv.get(stateKeys.revokedTenant(t.tenant)),
       t.grant ? this.kv.get(stateKeys.revokedGrant(t.grant)) : undefined,
+      ...(t.parentTokens ?? []).map((jti) => this.kv.get(stateKeys.revokedToken(jti))),
     ]);
-    return !!one || !!grant || (all !== undefined && mintedMs(t) <= cutOffMs(all));
+    return !!one || !!grant || parents.some((p) => !!p) || (all !== undefined && mintedMs(t) <= cutOffMs(all));
   }
 
   /** After a revocation is stored: tells the fleet (the count) and forgets this instance's answers. */
@@ -368,6 +380,7 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     ...(typeof payload.aud === "string" ? { aud: payload.aud } : {}),
     ...(Array.isArray(payload.tl) ? { tools: payload.tl as string[] } : {}),
     ...(typeof payload.pk === "string" ? { parentKey: payload.pk } : {}),
+    ...(Array.isArray(payload.pt) ? { parentTokens: payload.pt.map(String) } : {}),
   };
 }
 

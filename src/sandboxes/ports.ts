@@ -73,10 +73,13 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
       resource: id,
       scopes: ["ports"],
       ttlSeconds: ttl,
-      // The cookie dies with the link it came from (its key, its grant).
+      // The cookie dies with the link it came from (its key, its grant, the gateway tokens it derives from, whose
+      // expiry it then shares: the link's own exp is never later than theirs).
       ...(grant.parentKey ? { parentKey: grant.parentKey } : {}),
       ...(grant.grant ? { grant: grant.grant } : {}),
+      ...(grant.parentTokens?.length ? { parentTokens: grant.parentTokens, notAfter: grant.exp } : {}),
     });
+    const maxAge = Math.max(0, Math.min(ttl, Math.floor((Date.parse(cookie.expiresAt) - services.now()) / 1000)));
     const secure = (services.config.server.publicOrigin ?? clientView(c, services).protocol).startsWith("https:");
     const location = sameHostPath(url.searchParams.get("next") ?? "/");
     if (!location) throw new GatewayError(400, "invalid_next", "`next` must be a path on this host, such as /app/.");
@@ -84,7 +87,7 @@ export function exposedPorts(services: GatewayServices): MiddlewareHandler<Gatew
       status: 302,
       headers: {
         location,
-        "set-cookie": generateCookie(PORT_COOKIE, cookie.token, { path: "/", httpOnly: true, sameSite: "Lax", maxAge: ttl, secure }),
+        "set-cookie": generateCookie(PORT_COOKIE, cookie.token, { path: "/", httpOnly: true, sameSite: "Lax", maxAge, secure }),
         "cache-control": "no-store",
       },
     });

@@ -2,7 +2,10 @@
 // (a sandbox's runtime token, a session's CDP token in wsEndpoint, its live-view ticket in liveUrl) carry the tenant key
 // they were read with (`pk`) and die with it, on every instance, within the tenant sync's bound (750 ms). Driven
 // through the unmodified @hyperbrowser/sdk (sandbox exec) and puppeteer-core (CDP), on one memory instance and on two
-// instances sharing Redis, the key revoked on the first and its tokens used on the second.
+// instances sharing Redis, the key revoked on the first and its tokens used on the second. The branch below a gateway
+// token: a capped token (minted with the key) that creates a sandbox or a session hands out runtime, CDP and live-view
+// tokens that die when that capped token is revoked (the `pt` claim), within the revocation bound (250 ms). And a
+// console session signed in with a key ends when the key is revoked.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hyperbrowser } from "@hyperbrowser/sdk";
@@ -159,6 +162,125 @@ describe.each(["memory", "redis"] as const)("the credential tree's runtime, CDP 
       await new Hyperbrowser({ apiKey: acme, baseUrl: client }).sessions.stop(session.id).catch(() => {});
     }
   }, 120_000);
+  /** A capped token minted with acme's key on the operator's instance (POST /_tollgate/tokens), as a tenant would. */
+  async function cappedToken(): Promise<{ token: string; jti: string; expiresAt: string }> {
+    const r = await fetch(`${at}/_tollgate/tokens`, {
+      method: "POST",
+      headers: { "x-api-key": acme, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "mcp", scopes: ["sessions", "sandboxes"], cap: "1", ttlSeconds: 600 }),
+    });
+    expect(r.status).toBe(201);
+    return r.json();
+  }
+  /** Revokes it on the operator's instance (DELETE /_tollgate/tokens/<jti>); when. */
+  async function revokeToken(jti: string): Promise<number> {
+    const r = await fetch(`${at}/_tollgate/tokens/${jti}`, { method: "DELETE", headers: { "x-api-key": acme } });
+    expect(r.status).toBe(200);
+    return Date.now();
+  }
+  /** A revoked token applies at once where it was revoked, within 250 ms on the others: with room for a loaded machine. */
+  const REVOCATION_MS = 250;
+
+  it("a sandbox created with a capped token hands out a runtime token that dies with it: the SDK's exec is refused 401", async () => {
+    const capped = await cappedToken();
+    const sdk = new Hyperbrowser({ apiKey: capped.token, baseUrl: client });
+    const sbx = await sdk.sandboxes.create({ imageName: "node" });
+    try {
+      expect((await sbx.exec("echo before")).stdout).toBe("before\n");
+      // The runtime token never outlives the capped token (its exp is capped at the parent's).
+      const detail = await (
+        await fetch(`${client}/api/sandbox/${sbx.id}`, { headers: { authorization: `Bearer ${capped.token}` } })
+      ).json();
+      expect(Date.parse(detail.tokenExpiresAt)).toBeLessThanOrEqual(Date.parse(capped.expiresAt));
+      const runtimeToken: string = detail.token;
+      const exec = () =>
+        fetch(`${client}/sandbox/${sbx.id}/exec`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${runtimeToken}`, "content-type": "application/json" },
+          body: JSON.stringify({ command: "echo raw" }),
+        });
+      expect((await exec()).status).toBe(200);
+
+      const revokedAt = await revokeToken(capped.jti);
+      let refusal: any;
+      await timeUntil(async () => {
+        refusal = await sbx.exec("echo after").then(
+          () => undefined,
+          (err) => err,
+        );
+        return refusal !== undefined;
+      }, "the runtime token to be refused");
+      const took = Date.now() - revokedAt;
+      figures.push(`runtime exec refused ${took} ms after its capped token's revocation`);
+      expect(took).toBeLessThan(REVOCATION_MS + SLACK_MS);
+      expect(refusal.statusCode).toBe(401);
+      // The runtime token itself, as handed out: 401 token_revoked (not only the capped token the SDK re-reads with).
+      const raw = await exec();
+      expect(raw.status).toBe(401);
+      expect((await raw.json()).code).toBe("token_revoked");
+      // The tenant's key reads the sandbox again: a fresh runtime token, derived from the key, works.
+      const other = await new Hyperbrowser({ apiKey: acme, baseUrl: client }).sandboxes.get(sbx.id);
+      expect((await other.exec("echo key")).stdout).toBe("key\n");
+    } finally {
+      await new Hyperbrowser({ apiKey: acme, baseUrl: client }).sandboxes.stop(sbx.id).catch(() => {});
+    }
+  }, 120_000);
+
+  it("a session created with a capped token: its CDP token and live-view ticket die with it; an open puppeteer connection is closed", async () => {
+    const capped = await cappedToken();
+    const sdk = new Hyperbrowser({ apiKey: capped.token, baseUrl: client });
+    const session = await sdk.sessions.create();
+    try {
+      const browser = await puppeteer.connect({ browserWSEndpoint: session.wsEndpoint, defaultViewport: null });
+      expect(await browser.version()).toMatch(/Chrome/);
+      const closed = new Promise<number>((resolve) => browser.once("disconnected", () => resolve(Date.now())));
+      expect((await fetch(session.liveUrl!)).status).toBe(200);
+
+      const revokedAt = await revokeToken(capped.jti);
+      const refusedIn = await timeUntil(
+        () =>
+          puppeteer.connect({ browserWSEndpoint: session.wsEndpoint, defaultViewport: null }).then(
+            async (b) => (await b.disconnect(), false),
+            (err) => /401/.test(String(err?.message ?? err)),
+          ),
+        "a new CDP connection to be refused",
+      );
+      const live = await fetch(session.liveUrl!);
+      expect(live.status).toBe(401);
+      expect((await live.json()).code).toBe("ticket_revoked");
+      const closedAt = await Promise.race([closed, sleep(SOCKET_RECHECK_MS + SLACK_MS + 5_000).then(() => 0)]);
+      expect(closedAt).toBeGreaterThan(0);
+      const took = closedAt - revokedAt;
+      figures.push(`capped token: new CDP connect refused within ${refusedIn} ms, open CDP socket closed ${took} ms after its revocation`);
+      expect(refusedIn).toBeLessThan(REVOCATION_MS + SLACK_MS);
+      expect(took).toBeLessThan(SOCKET_RECHECK_MS + REVOCATION_MS + SLACK_MS);
+    } finally {
+      await new Hyperbrowser({ apiKey: acme, baseUrl: client }).sessions.stop(session.id).catch(() => {});
+    }
+  }, 120_000);
+
+  it("a console session signed in with a key ends when the key is revoked", async () => {
+    const k = await newKey();
+    const login = await fetch(`${client}/_tollgate/console/login`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: client },
+      body: new URLSearchParams({ key: k.key }),
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+    const page = () => fetch(`${client}/_tollgate/console/tokens`, { headers: { cookie }, redirect: "manual" });
+    expect((await page()).status).toBe(200);
+    const revokedAt = await revokeKey(k.id);
+    await timeUntil(async () => (await page()).status !== 200, "the console session to end");
+    const took = Date.now() - revokedAt;
+    figures.push(`console session ended ${took} ms after its key's revocation`);
+    expect(took).toBeLessThan(BOUND_MS + SLACK_MS);
+    const after = await page();
+    expect(after.status).toBe(303);
+    expect(after.headers.get("location")).toContain("/login");
+  }, 60_000);
+
   // Last: it disables the tenant (the kill switch stops its resources too).
   it("a disabled tenant (the kill switch) ends them all: exec, a new CDP connection and the live view refused, the open socket closed; re-enabled, they stay dead", async () => {
     const sdk = new Hyperbrowser({ apiKey: acme, baseUrl: client });
