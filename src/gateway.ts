@@ -176,7 +176,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     onClose: (fn) => closers.push(fn),
     // [the metrics token's one holder]; read through, so a rotated token (rotateSecrets) applies to mounted rows too
     isMetricsToken: (bearer) => metricsCheck?.(bearer) ?? false,
-    secrets: new TenantSecrets(stores, sealKeys, now),
+    vault: new TenantSecrets(stores, sealKeys, now),
     signIn: {
       oidc: config.operators.oidc ? oidcSignIn(config.operators.oidc, deps.secrets.oidcClientSecret) : undefined, // [the OIDC client secret's one holder]
       access: config.operators.access ? accessSignIn(config.operators.access, config.operators.oidc) : undefined,

@@ -109,7 +109,7 @@ export interface GatewayServices {
    * The tenants' secrets (src/identity/tenant-secrets.ts): sealed at rest, never answered back; `valueFor(tenant, name)`
    * reads a value and the hosts, methods and paths it may go to (anew from the shared state at each call).
    */
-  secrets: TenantSecrets;
+  vault: TenantSecrets;
   /** Sign-in through an identity provider (src/identity/sign-in.ts), when [operators.oidc] or [operators.access] is set. */
   signIn?: { oidc?: OidcSignIn; access?: AccessSignIn };
 }

@@ -1,4 +1,4 @@
-// The tenants' secrets (services.secrets): values a tenant's agents use without holding them. A value is sealed at rest
+// The tenants' secrets (services.vault): values a tenant's agents use without holding them. A value is sealed at rest
 // (./secret-seal.ts) on the shared state (../state/secrets.ts), never answered back (only its rules, when it changed
 // and when it was last used), and read from the shared state at each use: a change or a deletion applies fleet-wide
 // from the next use. Sandboxes get placeholders bound to the sandbox and the secret (src/sandboxes/secret-env.ts); the

@@ -51,7 +51,7 @@ export function egressHandlers(services: GatewayServices): Handlers {
           `Send the placeholder $${name} in the header the secret names (e.g. "Authorization: Bearer $${name}").`,
           401,
         );
-      const binding = await services.secrets.resolve(placeholder);
+      const binding = await services.vault.resolve(placeholder);
       if (!binding || binding.name !== name)
         throw refused("egress_refused", `This placeholder is not one of ${name}'s: use $${name} from the sandbox's environment.`);
       const tenant = services.directory.get(binding.tenant);
@@ -72,7 +72,7 @@ export function egressHandlers(services: GatewayServices): Handlers {
             "retry-after": String(Math.max(1, Math.ceil((hit.resetAt - services.now()) / 1000))),
           },
         );
-      const use = await services.secrets.valueFor(binding.tenant, name);
+      const use = await services.vault.valueFor(binding.tenant, name);
       if (!use) throw refused("egress_refused", `The secret ${name} was deleted.`);
       const host = (headers.get(HOST_HEADER) ?? use.hosts[0]!).trim().toLowerCase();
       if (!use.hosts.includes(host))
@@ -110,7 +110,7 @@ export function egressHandlers(services: GatewayServices): Handlers {
         });
         throw new GatewayError(502, "egress_unreachable", err.message);
       }
-      services.background(c, services.secrets.noteUse(binding.tenant, name), "secret last use");
+      services.background(c, services.vault.noteUse(binding.tenant, name), "secret last use");
       const back = new Headers(res.headers);
       for (const h of HOP_BY_HOP) back.delete(h);
       return new Response(res.body, { status: res.status, headers: back });

@@ -32,7 +32,7 @@ export async function withSecretEnv(services: GatewayServices, c: Context<Gatewa
   const env = { ...(given as Record<string, unknown> | undefined) };
   const requested = new Set(Object.keys(env).filter((k) => env[k] === SECRET_REQUEST));
   for (const k of requested) delete env[k];
-  const placeholders = await services.secrets.placeholders(callerTenant(c).id, sandboxId, requested);
+  const placeholders = await services.vault.placeholders(callerTenant(c).id, sandboxId, requested);
   json.env = { ...env, ...placeholders, TOLLGATE_EGRESS: `${publicOriginOf(c, services)}/_tollgate/egress` };
   return new TextEncoder().encode(JSON.stringify(json));
 }

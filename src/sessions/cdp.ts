@@ -88,13 +88,13 @@ function callerLayers(services: GatewayServices, c: Context<GatewayEnv>): Policy
  */
 async function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, sessionId: string, tenantId: string) {
   const layers = callerLayers(services, c).filter((l) => hasDomainRules([l]));
-  const names = (await services.secrets.store.list(tenantId)).map((r) => r.name);
+  const names = (await services.vault.store.list(tenantId)).map((r) => r.name);
   const hasSecrets = names.length > 0;
   if (!layers.length && !hasSecrets) return undefined;
   const secrets: BrowserSecretLookup | undefined = hasSecrets
     ? async (name) => {
-        const use = await services.secrets.valueFor(tenantId, name);
-        if (use) services.background(undefined, services.secrets.noteUse(tenantId, name), "secret use");
+        const use = await services.vault.valueFor(tenantId, name);
+        if (use) services.background(undefined, services.vault.noteUse(tenantId, name), "secret use");
         return use && { value: use.value, hosts: use.hosts };
       }
     : undefined;
@@ -111,7 +111,7 @@ async function cdpGuardFor(c: Context<GatewayEnv>, services: GatewayServices, se
       ? {
           secrets,
           secretValues: async () =>
-            (await Promise.all(names.map((n) => services.secrets.valueFor(tenantId, n)))).flatMap((u) => (u ? [u.value] : [])),
+            (await Promise.all(names.map((n) => services.vault.valueFor(tenantId, n)))).flatMap((u) => (u ? [u.value] : [])),
         }
       : {}),
     events: {

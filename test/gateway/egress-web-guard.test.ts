@@ -54,7 +54,7 @@ it("swaps the placeholder for the value through the Web guard, and refuses an ad
   }
   // A sandbox of acme's, live, as the sandbox routes would have claimed it.
   await gw.services.stores.ownership.claim("sandbox", "sbx_web", "acme");
-  const env = await gw.services.secrets.placeholders("acme", "sbx_web", new Set());
+  const env = await gw.services.vault.placeholders("acme", "sbx_web", new Set());
   const res = await call("/_tollgate/egress/API/v1/x", { headers: { authorization: `Bearer ${env.API}` } });
   expect(res.status).toBe(200);
   expect(await res.text()).toBe("data: hi\n\n");

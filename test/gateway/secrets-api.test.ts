@@ -1,7 +1,7 @@
 // Tenant secrets through the API, on a fleet: two Node gateways on one real redis-server. A tenant writes its own
 // (`/_tollgate/secrets/NAME`), an operator any tenant's (`/_tollgate/admin/secrets/TENANT/NAME`); no answer, log line,
 // audit entry or stored record holds the value; another tenant's name is not seen; a change or a deletion made on one
-// instance is what the other's `services.secrets.valueFor` reads at once; rotating TOLLGATE_SECRET_KEYS keeps old values.
+// instance is what the other's `services.vault.valueFor` reads at once; rotating TOLLGATE_SECRET_KEYS keeps old values.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
@@ -130,9 +130,9 @@ describe("tenant secrets API", () => {
     expect((await call(a!, "PUT", "/_tollgate/admin/secrets/nobody/X", keys.ops, { value: "x", hosts: ["a.example"] })).status).toBe(404);
   });
 
-  it("a change or a deletion on one instance is what the other reads at once (services.secrets.valueFor)", async () => {
+  it("a change or a deletion on one instance is what the other reads at once (services.vault.valueFor)", async () => {
     const [a, b] = gateways;
-    const onB = b!.gateway.services.secrets;
+    const onB = b!.gateway.services.vault;
     expect(await onB.valueFor("acme", "OPENAI")).toEqual({
       name: "OPENAI",
       value: VALUE,
@@ -181,11 +181,11 @@ describe("tenant secrets API", () => {
     });
     const bare = await startNodeGateway({ config, secrets: { upstreamApiKey: "k", tokenSecret: "t".repeat(40), secretKeys: [next] } });
     try {
-      expect((await rotated.gateway.services.secrets.valueFor("initech", "GITHUB"))?.value).toBe(VALUE);
-      await expect(bare.gateway.services.secrets.valueFor("initech", "GITHUB")).rejects.toThrow(/key "k1"/);
+      expect((await rotated.gateway.services.vault.valueFor("initech", "GITHUB"))?.value).toBe(VALUE);
+      await expect(bare.gateway.services.vault.valueFor("initech", "GITHUB")).rejects.toThrow(/key "k1"/);
       // Written again through the rotated gateway: sealed under the new key, which the bare one opens.
       await call(rotated, "PUT", "/_tollgate/admin/secrets/initech/GITHUB", keys.ops, { value: VALUE, hosts: ["api.github.com"] });
-      expect((await bare.gateway.services.secrets.valueFor("initech", "GITHUB"))?.value).toBe(VALUE);
+      expect((await bare.gateway.services.vault.valueFor("initech", "GITHUB"))?.value).toBe(VALUE);
     } finally {
       await rotated.close();
       await bare.close();

@@ -33,7 +33,7 @@ function knownTenant(services: GatewayServices, c: Context<GatewayEnv>): string 
 const noSecret = (name: string) => new GatewayError(404, "not_found", `No secret ${name}.`);
 
 export function secretHandlers(services: GatewayServices): Handlers {
-  const secrets = services.secrets;
+  const secrets = services.vault;
   const list = async (c: Context<GatewayEnv>, tenant: string) => c.json({ secrets: await secrets.list(tenant) });
   const get = async (c: Context<GatewayEnv>, tenant: string) => {
     const name = secretName(c);
