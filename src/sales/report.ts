@@ -21,7 +21,7 @@ type ChainCheck = "matched" | "missing" | "mismatch" | "no_rpc";
 async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
   const rpc = services.config.payments.rpc[sale.network];
   if (!rpc) return "no_rpc";
-  // A bare client and the one action (as the payer's Permit2 reads do): createPublicClient is a stand-in on Workers.
+  // A bare client and the one action, as the payer's Permit2 reads do: the public client is a stand-in on Workers.
   const client = createClient({ transport: http(rpc, { retryCount: 0 }) });
   let receipt: Awaited<ReturnType<typeof getTransactionReceipt>>;
   try {
