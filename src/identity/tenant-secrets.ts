@@ -4,6 +4,7 @@
 // from the next use. Sandboxes get placeholders bound to the sandbox and the secret (src/sandboxes/secret-env.ts); the
 // egress route (src/sandboxes/egress.ts) swaps a placeholder for the value towards the secret's hosts only. Browser
 // credential fill reads a value with `valueFor`.
+import { LRUCache } from "lru-cache";
 import type { StateStores } from "../state/types.js";
 import { kvSecretStore, type PlaceholderBinding, type SecretRecord, type SecretStore } from "../state/secrets.js";
 import { placeholderDigest, SecretSeal } from "./secret-seal.js";
@@ -53,11 +54,20 @@ const USE_NOTE_MS = 60_000;
 /** The value a process's env gives a secret's name to ask for its placeholder (secrets with `sandboxes: "on-request"`). */
 export const SECRET_REQUEST = "tollgate:secret";
 
+/** How long a process start may use a tenant's list of secrets read before (TenantSecrets.lists). */
+const LIST_FRESH_MS = 5_000;
+
 export class TenantSecrets {
   readonly store: SecretStore;
   private readonly seal: SecretSeal;
   /** When each secret's use was last written by this instance (bounded by the tenants' secrets). */
   private readonly noted = new Map<string, number>();
+  /**
+   * Each tenant's secrets as a process start last read them, for LIST_FRESH_MS: an exec waits for no state read of its
+   * own (the runtime call's zero round trips). A secret made on another instance reaches new processes within that
+   * time; a change or a deletion still takes effect at once where it matters, at the egress (valueFor reads anew).
+   */
+  private readonly lists = new LRUCache<string, SecretRecord[]>({ max: 10_000, ttl: LIST_FRESH_MS });
 
   constructor(
     stores: Pick<StateStores, "kv">,
@@ -87,6 +97,7 @@ export class TenantSecrets {
       version: (before?.version ?? 0) + 1,
     };
     await this.store.put(record);
+    this.lists.delete(tenant);
     return { created: !before, view: await this.view(record) };
   }
 
@@ -104,6 +115,7 @@ export class TenantSecrets {
     const r = await this.store.get(tenant, name);
     if (!r) return undefined;
     await this.store.delete(tenant, name);
+    this.lists.delete(tenant);
     return this.view(r);
   }
 
@@ -138,7 +150,12 @@ export class TenantSecrets {
    * (every `all` one, and the `on-request` ones `requested` names), each bound to the sandbox and the secret.
    */
   async placeholders(tenant: string, sandboxId: string, requested: ReadonlySet<string>): Promise<Record<string, string>> {
-    const records = (await this.store.list(tenant)).filter((r) => r.sandboxes === "all" || requested.has(r.name));
+    let all = this.lists.get(tenant);
+    if (!all) {
+      all = await this.store.list(tenant);
+      this.lists.set(tenant, all);
+    }
+    const records = all.filter((r) => r.sandboxes === "all" || requested.has(r.name));
     const out: Record<string, string> = {};
     await Promise.all(
       records.map(async (r) => {
