@@ -9,42 +9,24 @@ import type { StateStores } from "../state/types.js";
 import { kvSecretStore, type PlaceholderBinding, type SecretRecord, type SecretStore } from "../state/secrets.js";
 import { placeholderDigest, SecretSeal } from "./secret-seal.js";
 
+/** Where a secret may go and how it is written: the rules a record keeps beside its sealed value. */
+type SecretRules = Pick<SecretRecord, "hosts" | "methods" | "paths" | "header" | "format">;
+
 /** What a caller sets (validated by the row's schema: src/routing/admin-schemas.ts, secretPutBody). */
-export interface SecretInput {
-  value: string;
-  hosts: string[];
-  methods?: string[];
-  paths?: string[];
-  header: string;
-  format: string;
-  sandboxes: "all" | "on-request";
-}
+export type SecretInput = SecretRules & { value: string; sandboxes: SecretRecord["sandboxes"] };
 
 /** A secret as answered: everything but its value. */
-export interface SecretView {
+export type SecretView = SecretRules & {
   name: string;
-  hosts: string[];
-  methods?: string[];
-  paths?: string[];
-  header: string;
-  format: string;
-  sandboxes: "all" | "on-request";
+  sandboxes: SecretRecord["sandboxes"];
   createdAt: string;
   updatedAt: string;
   version: number;
   lastUsedAt: string | null;
-}
+};
 
 /** A secret's value with the rules that say where it may go (`valueFor`). */
-export interface SecretUse {
-  name: string;
-  value: string;
-  hosts: string[];
-  methods?: string[];
-  paths?: string[];
-  header: string;
-  format: string;
-}
+export type SecretUse = SecretRules & { name: string; value: string };
 
 /** How long a placeholder's binding lasts at most (a sandbox lives less; a stopped one's is refused before). */
 const BINDING_TTL_MS = 7 * 86_400_000;
