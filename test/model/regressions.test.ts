@@ -1,6 +1,6 @@
-// Counterexamples the model-based suite (./system.test.ts) found, shrunk, each kept as a plain test. Those another
-// engineer's fix of issue 53 owns are `it.fails` with the issue point named: the lead flips them to `it` (and the
-// matching KNOWN flag in ./model.ts to false) when the fix is merged.
+// Counterexamples the model-based suite (./system.test.ts) found, shrunk, each kept as a plain test. A break found
+// before its fix is an `it.fails` with a KNOWN flag of the same name in ./model.ts (on); both flip when the fix lands.
+// Every one found so far is fixed: no flag is on.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type EmulatorHandle } from "../../emulator/index.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
@@ -99,11 +99,8 @@ describe("counterexamples of the model", () => {
   });
 });
 
-/**
- * Breaks another engineer's fix of issue 53 owns: each fails today (`it.fails`), and passes once the fix is merged.
- * Then flip it to `it` and set the KNOWN flag of the same name in ./model.ts to false.
- */
-describe("counterexamples owned by other fixes of issue 53 (it.fails until merged)", () => {
+/** Breaks of the credential tree and the rights function the model found while they were being fixed. */
+describe("counterexamples the credential tree and the rights function fixed", () => {
   /** A fresh key of `tenant`, made by the operator; its id and plain text. */
   const freshKey = async (tenant: string) => {
     const r = await adminCall(urls()[0], ops(), "POST", `/tenants/${tenant}/keys`, { label: "regression" });
