@@ -37,6 +37,24 @@ function checkedLookup(rules: DestinationRules, resolver: Resolver = systemResol
   };
 }
 
+/**
+ * Where a guarded exchange connects: the URL checked by the rules (names are judged by what they resolve to, at
+ * connect time, through the checked lookup; an IP literal is connected to without one, urlProblem having checked it
+ * through the same normaliser), or the refusal.
+ */
+function checkedTarget(req: { url: string; policy: GuardedRequest["policy"] }, resolver: Resolver | undefined) {
+  const rules = new DestinationRules(req.policy);
+  const problem = rules.urlProblem(req.url, { names: false });
+  if (problem) return new DestinationUnreachable(`refused: ${problem}`);
+  const u = new URL(req.url);
+  const literal = "ip" in destinationHost(u.hostname);
+  return {
+    u,
+    send: u.protocol === "https:" ? httpsRequest : httpRequest,
+    lookup: literal ? {} : { lookup: checkedLookup(rules, resolver) },
+  };
+}
+
 /** @example createGateway(config, { ..., destinations: nodeDestinationGuard() }) */
 export function nodeDestinationGuard(opts: { resolver?: Resolver } = {}): DestinationGuard {
   return {
@@ -47,12 +65,9 @@ export function nodeDestinationGuard(opts: { resolver?: Resolver } = {}): Destin
 
 /** A streamed exchange: the same checks and connect-time lookup; the answer's body is the socket's, as it comes. */
 function guardedStream(req: GuardedStream, resolver: Resolver | undefined): Promise<Response> {
-  const rules = new DestinationRules(req.policy);
-  const problem = rules.urlProblem(req.url, { names: false });
-  if (problem) return Promise.reject(new DestinationUnreachable(`refused: ${problem}`));
-  const u = new URL(req.url);
-  const literal = "ip" in destinationHost(u.hostname);
-  const send = u.protocol === "https:" ? httpsRequest : httpRequest;
+  const target = checkedTarget(req, resolver);
+  if (target instanceof DestinationUnreachable) return Promise.reject(target);
+  const { u, send, lookup } = target;
   return new Promise<Response>((resolve, reject) => {
     let answered = false;
     const fail = (reason: string) => {
@@ -68,7 +83,7 @@ function guardedStream(req: GuardedStream, resolver: Resolver | undefined): Prom
       {
         method: req.method,
         headers: Object.fromEntries(req.headers),
-        ...(literal ? {} : { lookup: checkedLookup(rules, resolver) }),
+        ...lookup,
         agent: false,
       },
       (res: IncomingMessage) => {
@@ -93,14 +108,9 @@ function guardedStream(req: GuardedStream, resolver: Resolver | undefined): Prom
 }
 
 function guardedRequest(req: GuardedRequest, resolver: Resolver | undefined) {
-  const rules = new DestinationRules(req.policy);
-  // Names are judged by what they resolve to (a local-only name resolves to a refused address unless allowlisted).
-  const problem = rules.urlProblem(req.url, { names: false });
-  if (problem) return Promise.reject(new DestinationUnreachable(`refused: ${problem}`));
-  const u = new URL(req.url);
-  // An IP literal is connected to without a lookup: urlProblem has checked it through the same normaliser.
-  const literal = "ip" in destinationHost(u.hostname);
-  const send = u.protocol === "https:" ? httpsRequest : httpRequest;
+  const target = checkedTarget(req, resolver);
+  if (target instanceof DestinationUnreachable) return Promise.reject(target);
+  const { u, send, lookup } = target;
   return new Promise<{ status: number; headers: Headers; body: Uint8Array }>((resolve, reject) => {
     let settled = false;
     const fail = (reason: string) => {
@@ -116,7 +126,7 @@ function guardedRequest(req: GuardedRequest, resolver: Resolver | undefined) {
       {
         method: req.method ?? "GET",
         headers: req.headers ? Object.fromEntries(req.headers) : {},
-        ...(literal ? {} : { lookup: checkedLookup(rules, resolver) }),
+        ...lookup,
         agent: false,
       },
       (res: IncomingMessage) => {
