@@ -3,9 +3,11 @@
 // comes back with an error beside each field at fault, refilled but for the value; an admin picks a tenant and manages
 // its secrets; a read-only operator reads the list and gets no form (a forged one is refused); another tenant's are
 // 404; a form without the session's token is refused. The audit page says what each change did (name, hosts old → new).
-// Every response body the browsers received is kept: none holds a value.
+// Every response body the browsers received is kept: none holds a value. With CONSOLE_SCREENSHOTS=docs the refused
+// form goes to docs/console-secrets.png.
 import type { HTTPResponse, Page } from "puppeteer-core";
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ConsoleBrowser, startConsoleBrowser } from "../helpers/console-browser.js";
 
@@ -121,6 +123,7 @@ describe("the console's Secrets page", () => {
     expect(await page.$eval("#secret-form [name=hosts]", (el) => el.getAttribute("aria-invalid"))).toBe("true");
     expect(await page.$eval("#secret-form [name=value]", (el) => (el as HTMLInputElement).value)).toBe("");
     expect(await harness.stack.gateway.gateway.services.vault.describe("acme", "9LIVES")).toBeUndefined();
+    await page.screenshot({ path: join(harness.shots, "console-secrets.png"), fullPage: true });
 
     // Replaced: new hosts, new value.
     const replaced = await saveSecret(page, { name: "OPENAI", value: VALUES[2]!, hosts: "api.openai.com", paths: "", format: "Bearer {}" });
