@@ -1,6 +1,6 @@
 // `tollgate secrets put|list|get|rm` (issue 57): the compiled CLI (bin/tollgate.js, dist/) against a running gateway. An
 // operator writes any tenant's secret with --tenant, a tenant its own with its key; the value goes in on stdin or from
-// --value-file and never comes out: not on the CLI's stdout or stderr, not in a list, not in the gateway's log; a value
+// --value-file, or is typed at a prompt that does not echo it (in a real PTY), and never comes out: not on the CLI's stdout or stderr, not in a list, not in the gateway's log; a value
 // given as an argument is refused before anything is sent; a refused field is named by its flag, with what to do next.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -8,6 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { spawn as spawnPty } from "@lydell/node-pty";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
 import { startTestGateway } from "../helpers/gateway.js";
@@ -18,6 +19,7 @@ const keys = { ops: generateTenantKey(), acme: generateTenantKey(), watch: gener
 const VALUE = `sk-cli-${randomBytes(12).toString("hex")}`;
 const NEXT = `sk-cli-next-${randomBytes(12).toString("hex")}`;
 const OWN = `sk-own-${randomBytes(12).toString("hex")}`;
+const TYPED = `sk-typed-${randomBytes(12).toString("hex")}`;
 let gw: Awaited<ReturnType<typeof startTestGateway>>;
 let scratch: string;
 const seen: string[] = [];
@@ -209,9 +211,30 @@ describe("tollgate secrets against a running gateway", () => {
     expect((await api("/_tollgate/secrets/GITHUB", keys.acme)).status).toBe(404);
   }, 60_000);
 
+  it("on a terminal, asks for the value without echoing it", async () => {
+    const term = spawnPty(process.execPath, [BIN, "secrets", "put", "TYPED", "--tenant", "acme", "--host", "api.typed.example"], {
+      cwd: ROOT,
+      env: { ...process.env, TOLLGATE_GATEWAY: gw.url, TOLLGATE_ADMIN_KEY: keys.ops } as Record<string, string>,
+      cols: 200,
+      rows: 24,
+    });
+    let screen = "";
+    term.onData((d) => void (screen += d));
+    const exited = new Promise<number>((r) => term.onExit((e) => r(e.exitCode)));
+    const deadline = Date.now() + 30_000;
+    while (!screen.includes("Value of TYPED (not shown): ") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(screen).toContain("Value of TYPED (not shown): ");
+    term.write(`${TYPED.slice(0, 8)}x\u007f${TYPED.slice(8)}\r`); // a typo taken back with Backspace
+    expect(await exited).toBe(0);
+    seen.push(screen);
+    expect(screen).toContain('Secret TYPED created for tenant "acme"');
+    expect(screen).not.toContain(TYPED.slice(8)); // what an echo would have shown after the typo
+    expect((await gw.gateway.services.vault.valueFor("acme", "TYPED"))?.value).toBe(TYPED);
+  }, 60_000);
+
   it("never let a value out: not in any output of the CLI, any answer, nor the gateway's log", () => {
     const everything = [...seen, ...gw.logs].join("\n");
     expect(everything).toContain("OPENAI");
-    for (const v of [VALUE, NEXT, OWN]) expect(everything).not.toContain(v);
+    for (const v of [VALUE, NEXT, OWN, TYPED]) expect(everything).not.toContain(v);
   });
 });
