@@ -19,7 +19,7 @@ export interface SecretFormState {
 }
 export type SecretFormField = "name" | "value" | "hosts" | "methods" | "paths" | "header" | "format" | "sandboxes";
 
-export const SECRET_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+const SECRET_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
 const stamp = (iso: string | null) => (iso ? iso.replace("T", " ").replace(/(\.\d+)?Z$/, "") : undefined);
 
