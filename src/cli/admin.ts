@@ -48,7 +48,7 @@ export async function api<T = Record<string, unknown>>(t: Target, method: string
 }
 
 /** Rows as aligned columns (a header first), two spaces apart, no trailing blanks: what a terminal reads, and `awk` too. */
-const columns = (rows: string[][]): string => {
+export const columns = (rows: string[][]): string => {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows
     .map(

@@ -53,6 +53,12 @@ Against a running gateway (--gateway URL --admin-key KEY, or TOLLGATE_GATEWAY / 
   tollgate diff FILE [--prune] [--exit-code]  what applying FILE would change (--exit-code: 1 when it differs)
   tollgate apply FILE [--prune]             make the fleet match what FILE names (--prune: delete what it does not)
   tollgate console link [--ttl SECONDS]     a one-time console sign-in URL (the key never goes in a URL)
+  tollgate secrets put NAME --host HOST     a tenant secret (no --tenant: the key's own tenant's); its value from
+                                            stdin, a hidden prompt or --value-file FILE, never an argument
+                       [--host HOST[:PORT] …] [--method M] [--path /P] [--header H] [--format "Bearer {}"]
+                       [--sandboxes all|on-request] [--value-file FILE] [--tenant ID]
+  tollgate secrets list [--tenant ID]       name, hosts, methods, paths, header, updated, last used (never a value)
+  tollgate secrets get|rm NAME [--tenant ID]  one secret's rules, or delete it (placeholders refused fleet-wide at once)
   tollgate usage export [--from DATE]       spend by tenant, day, kind and route row
                         [--to DATE (that day included)] [--format csv|json]
   tollgate credits calibrate [--from ISO] [--to ISO] [--json]         a price table from what the upstream reported
@@ -372,6 +378,7 @@ export async function main(argv: string[]) {
     if (cmd === "keys") return await (await adminCli()).cmdKeysRemote(sub, rest);
     if (cmd === "tenants") return await (await adminCli()).cmdTenants(sub, rest);
     if (cmd === "console" && sub === "link") return await (await adminCli()).cmdConsoleLink(rest);
+    if (cmd === "secrets") return await (await import("./secrets.js")).cmdSecrets(sub, rest);
     if (cmd === "export") return await (await import("./config-code.js")).cmdExport(argv.slice(1));
     if (cmd === "diff" || cmd === "apply") return await (await import("./config-code.js")).cmdPlan(cmd, argv.slice(1));
     if (cmd === "usage") return await (await creditsCli()).cmdUsage(sub, rest);

@@ -29,6 +29,7 @@ import { ledgerPages } from "./handlers/ledger.js";
 import { resourcePages } from "./handlers/resources.js";
 import { keyPages } from "./handlers/keys.js";
 import { tokenPages } from "./handlers/tokens.js";
+import { secretPages } from "./handlers/secrets.js";
 import { grantPages } from "./handlers/grants.js";
 import { auditPages } from "./handlers/audit.js";
 import { requestPages } from "./handlers/requests.js";
@@ -93,6 +94,7 @@ function consoleHandlers(services: GatewayServices): Handlers {
     ...resourcePages(services),
     ...keyPages(services),
     ...tokenPages(services),
+    ...secretPages(services),
     ...grantPages(services),
     ...auditPages(services),
     ...requestPages(services),

@@ -55,4 +55,5 @@ a.button{text-decoration:none;display:inline-block}
 .pager{display:flex;gap:14px;align-items:center}
 .wide{grid-column:1/-1}
 h1 form.inline button{font-size:13px;vertical-align:middle}
+.field-error{color:#b1182b;font-size:12px;max-width:28em}
 `;

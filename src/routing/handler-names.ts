@@ -10,7 +10,7 @@ export const HANDLER_NAMES = [
   "mcp.metadata", "mcp",
   "oauth.metadata", "oauth.register", "oauth.authorize.page", "oauth.authorize", "oauth.token", "oauth.revoke", "own.grants", "own.grants.revoke", "admin.grants", "admin.grants.revoke",
   "own.requests", "own.requests.get", "admin.requests", "console.requests",
-  "own.secrets.list", "own.secrets.get", "own.secrets.put", "own.secrets.delete", "admin.secrets.list", "admin.secrets.get", "admin.secrets.put", "admin.secrets.delete", "egress",
+  "own.secrets.list", "own.secrets.get", "own.secrets.put", "own.secrets.delete", "admin.secrets.list", "admin.secrets.get", "admin.secrets.put", "admin.secrets.delete", "egress", "console.secrets", "console.secrets.put", "console.secrets.delete",
   "paid.search",
   "job.start", "job.read",
   "task.start",

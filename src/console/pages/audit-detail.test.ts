@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { tenantChangeDetail } from "./audit-detail.js";
+import { secretChangeDetail, tenantChangeDetail } from "./audit-detail.js";
 
 describe("tenantChangeDetail", () => {
   it("names each changed field with its old and new value", () => {
@@ -22,5 +22,32 @@ describe("tenantChangeDetail", () => {
 
   it("says when nothing changed", () => {
     expect(tenantChangeDetail({ a: 1 }, { a: 1 })).toBe("no change");
+  });
+});
+
+describe("secretChangeDetail", () => {
+  const rules = { name: "OPENAI", hosts: ["api.openai.com"], header: "authorization", format: "Bearer {}", sandboxes: "all", version: 1 };
+
+  it("names the secret and each rule that changed, old → new", () => {
+    expect(
+      secretChangeDetail("secret.update", "secret:acme/OPENAI", rules, {
+        ...rules,
+        hosts: ["api.openai.com", "eu.api.openai.com"],
+        methods: ["POST"],
+        version: 2,
+      }),
+    ).toBe("OPENAI: hosts api.openai.com → api.openai.com, eu.api.openai.com; methods any → POST; value written (version 1 → 2)");
+    expect(secretChangeDetail("secret.update", "secret:acme/OPENAI", rules, { ...rules, version: 2 })).toBe(
+      "OPENAI: rules unchanged; value written (version 1 → 2)",
+    );
+  });
+
+  it("says what a created or deleted secret's rules were", () => {
+    expect(secretChangeDetail("secret.create", "secret:acme/OPENAI", undefined, rules)).toBe(
+      "OPENAI created: hosts api.openai.com; methods any; paths any; header authorization: Bearer {}",
+    );
+    expect(secretChangeDetail("secret.delete", "secret:acme/OPENAI", { ...rules, paths: ["/v1/"] }, undefined)).toBe(
+      "OPENAI deleted (was hosts api.openai.com; methods any; paths /v1/; header authorization: Bearer {})",
+    );
   });
 });

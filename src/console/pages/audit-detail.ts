@@ -34,3 +34,29 @@ export function tenantChangeDetail(before: unknown, after: unknown): string {
   );
   return parts.length > MAX_SHOWN ? `${parts.slice(0, MAX_SHOWN).join("; ")}; and ${parts.length - MAX_SHOWN} more` : parts.join("; ");
 }
+
+type SecretRules = { name?: string; hosts?: string[]; methods?: string[]; paths?: string[]; header?: string; format?: string };
+const SECRET_RULES = ["hosts", "methods", "paths", "header", "format", "sandboxes"] as const;
+const ruleShown = (v: unknown) => (v === undefined ? "any" : Array.isArray(v) ? v.join(", ") : String(v));
+
+/**
+ * A line saying what a secret change did (issue 57), from the entry's before and after rules (`secret.create`,
+ * `secret.update`, `secret.delete`): its name, then each rule old → new (every write writes a value too).
+ * Entries hold the rules only, and so does the line: a value is never in either.
+ * @example secretChangeDetail("secret.update", "secret:acme/OPENAI", { hosts: ["a.com"] }, { hosts: ["a.com", "b.com"] })
+ *   // "OPENAI: hosts a.com → a.com, b.com; value written"
+ */
+export function secretChangeDetail(action: string, target: string, before: unknown, after: unknown): string {
+  const b = (before ?? {}) as SecretRules & Record<string, unknown>;
+  const a = (after ?? {}) as SecretRules & Record<string, unknown>;
+  const name = a.name ?? b.name ?? target.slice(target.indexOf("/") + 1);
+  const rules = (r: Record<string, unknown>) =>
+    `hosts ${ruleShown(r.hosts)}; methods ${ruleShown(r.methods)}; paths ${ruleShown(r.paths)}; header ${ruleShown(r.header)}: ${ruleShown(r.format)}`;
+  if (action === "secret.create") return `${name} created: ${rules(a)}`;
+  if (action === "secret.delete") return `${name} deleted (was ${rules(b)})`;
+  const changed = SECRET_RULES.filter((k) => JSON.stringify(b[k]) !== JSON.stringify(a[k])).map(
+    (k) => `${k} ${ruleShown(b[k])} → ${ruleShown(a[k])}`,
+  );
+  const version = b.version !== undefined && a.version !== undefined ? ` (version ${b.version} → ${a.version})` : "";
+  return `${name}: ${changed.length ? changed.join("; ") : "rules unchanged"}; value written${version}`;
+}

@@ -30,6 +30,7 @@ const NAV: Array<[string, string, OperatorRole[]]> = [
   ["/requests", "Requests", ["admin", "readonly", "tenant"]],
   ["/keys", "Keys", ["admin", "readonly", "tenant"]],
   ["/tokens", "Keyless tokens", ["tenant"]],
+  ["/secrets", "Secrets", ["admin", "readonly", "tenant"]],
   ["/grants", "Agent grants", ["admin", "readonly", "tenant"]],
   ["/audit", "Audit & alerts", ["admin", "readonly", "tenant"]],
   ["/config", "Config drift", ["admin", "readonly"]],

@@ -6,7 +6,7 @@ import type { AuditEntry, LedgerEntry } from "../../state/types.js";
 import { ledgerSurface } from "../../operators/actions/views.js";
 import type { LiveResource } from "../resources.js";
 import { DangerForm, FormToken, href, managesKeysOf, type Viewer } from "./layout.js";
-import { tenantChangeDetail } from "./audit-detail.js";
+import { secretChangeDetail, tenantChangeDetail } from "./audit-detail.js";
 
 export const when = (ms: number) => new Date(ms).toISOString().replace("T", " ").slice(0, 19);
 const short = (s: string | undefined, n = 14) => (s && s.length > n ? `${s.slice(0, n)}…` : (s ?? ""));
@@ -304,6 +304,8 @@ function auditDetail(e: AuditEntry): string {
   if (e.action === "key.rotate") return rotationDetail(e);
   // What a tenant change changed (issue 54): each field, old → new; keys and secrets named, never shown.
   if (e.action === "tenant.update" || e.action === "config.tenant.update") return tenantChangeDetail(e.before, e.after);
+  // A secret's change (issue 57): its name and each rule old → new; the value is in no entry.
+  if (e.action.startsWith("secret.")) return secretChangeDetail(e.action, e.target, e.before, e.after);
   if (e.action === "tenant.kill") {
     const stopped = (a.stopped ?? {}) as { sandboxes?: unknown[]; sessions?: unknown[] };
     return `${a.reason}: stopped ${stopped.sandboxes?.length ?? 0} sandboxes, ${stopped.sessions?.length ?? 0} sessions`;

@@ -29,7 +29,7 @@ export interface AuditFilter {
 
 /** Whether an audit target is about the tenant: "tenant:<id>", one of its keys "key:<id>/…" or resources "sandbox:<id>/…". */
 export function concernsTenant(target: string, tenant: string): boolean {
-  return target === `tenant:${tenant}` || ["key", "sandbox", "session"].some((k) => target.startsWith(`${k}:${tenant}/`));
+  return target === `tenant:${tenant}` || ["key", "sandbox", "session", "secret"].some((k) => target.startsWith(`${k}:${tenant}/`));
 }
 
 function auditMatches(e: AuditEntry, f: AuditFilter): boolean {

@@ -8,7 +8,7 @@ import type { GatewayServices } from "../../services.js";
 import type { Handlers } from "../../routing/handlers.js";
 import { callerTenant } from "../../identity/caller.js";
 import { SECRET_NAME, secretPutBody } from "../../routing/admin-schemas.js";
-import { audit } from "../actions/tenant-changes.js";
+import { deleteSecret, putSecret } from "../actions/secrets.js";
 import { actorOf } from "./actor.js";
 import { validBody } from "./admin/validate.js";
 
@@ -44,28 +44,13 @@ export function secretHandlers(services: GatewayServices): Handlers {
   const put = async (c: Context<GatewayEnv>, tenant: string) => {
     const name = secretName(c);
     const input = await validBody(c, services.platform, secretPutBody);
-    const before = await secrets.describe(tenant, name);
-    const { created, view } = await secrets.put(tenant, name, input);
-    const { lastUsedAt: _u, ...rules } = view;
-    const { lastUsedAt: _b, ...was } = before ?? { lastUsedAt: null };
-    await audit(
-      services,
-      actorOf(c),
-      created ? "secret.create" : "secret.update",
-      `secret:${tenant}/${name}`,
-      before ? was : undefined,
-      rules,
-    );
-    services.logger.info("tenant secret written", { requestId: c.get("requestId"), tenant, name, version: view.version });
+    const { created, view } = await putSecret(services, actorOf(c), tenant, name, input);
     return c.json(view, created ? 201 : 200);
   };
   const remove = async (c: Context<GatewayEnv>, tenant: string) => {
     const name = secretName(c);
-    const view = await secrets.delete(tenant, name);
+    const view = await deleteSecret(services, actorOf(c), tenant, name);
     if (!view) throw noSecret(name);
-    const { lastUsedAt: _u, ...rules } = view;
-    await audit(services, actorOf(c), "secret.delete", `secret:${tenant}/${name}`, rules, undefined);
-    services.logger.info("tenant secret deleted", { requestId: c.get("requestId"), tenant, name });
     return c.json(view);
   };
   return {
