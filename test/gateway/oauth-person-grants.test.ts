@@ -144,6 +144,9 @@ describe("a grant a person consented lives while the provider still makes them t
     const { browser: tomsConsole } = await consoleSignIn(s, "tom");
     const consolePage = () => tomsConsole.request(`${s.gwUrl}/_tollgate/console`);
     expect((await consolePage()).status).toBe(200);
+    // The console's grants page names who consented.
+    const grantsPage = await (await tomsConsole.request(`${s.gwUrl}/_tollgate/console/grants`)).text();
+    expect(grantsPage).toContain(`data-consented-by="oidc:tom"`);
 
     // The directory moves tom out of "customers"; the gateway learns it at his next sign-in (here, another browser).
     users.tom!.groups = ["marketing"];
