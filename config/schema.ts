@@ -194,6 +194,17 @@ export const configSchema = z
          * access token's expiry) all get the pair that first use issued; a use after it is a reuse and revokes the grant.
          */
         refreshGraceSeconds: z.number().int().min(0).max(30).default(5),
+        /**
+         * A grant a person consented through the identity provider refreshes only while the provider's word on them is
+         * at most this old (their last sign-in, console or consent page); past it the refresh is refused until they sign
+         * in again, and no access token outlives it. A sign-in that no longer maps them to the tenant ends the grant.
+         */
+        personReconfirmSeconds: z
+          .number()
+          .int()
+          .min(5)
+          .max(90 * 86_400)
+          .default(7 * 86_400),
         /** How long an authorization code may wait for its exchange. */
         codeTtlSeconds: z.number().int().min(10).max(600).default(60),
         /** The longest expiry a tenant may give a grant on the consent page. */
@@ -239,6 +250,7 @@ export const configSchema = z
       .default({
         enabled: true,
         refreshGraceSeconds: 5,
+        personReconfirmSeconds: 7 * 86_400,
         codeTtlSeconds: 60,
         maxGrantDays: 90,
         defaultGrantDays: 30,

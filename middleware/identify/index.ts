@@ -17,6 +17,7 @@ import type { Caller, TenantCaller } from "../../src/identity/caller.js";
 import { ACCESS_HEADER, actorOf, identityTenant, looksLikeProviderJwt } from "../../src/identity/sign-in.js";
 import { getCookie } from "hono/cookie";
 import { requireParentKey, tokenParents } from "../../src/identity/lineage.js";
+import { sessionPersonStands } from "../../src/identity/persons.js";
 import { toolsReach } from "../../src/routing/tool-rows.js";
 
 /** What identify reads: keys (directory), tokens, the console's sessions (stores), the clock, the metrics bearer check, and (for an MCP challenge) where clients reach the gateway. */
@@ -308,7 +309,9 @@ async function consoleCaller(services: IdentifyServices, c: Context<GatewayEnv>)
     const session = id && /^[A-Za-z0-9_-]{20,64}$/.test(id) ? await sessionById(services, id) : undefined;
     if (!session) return { via: "public" };
     if (session.identity) {
-      // Signed in through the identity provider: the role it mapped to, for as long as the session lasts.
+      // Signed in through the identity provider: the role it mapped to, for as long as the session lasts and the
+      // provider's word on the person has not changed since (a later sign-in that maps them otherwise ends it).
+      if (!(await sessionPersonStands(services, session.identity))) return { via: "console", session };
       const tenant = identityTenant(services.directory, session.identity);
       return tenant ? { via: "console", session, tenant } : { via: "console", session };
     }

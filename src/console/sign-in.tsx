@@ -18,6 +18,7 @@ import { href } from "./pages/layout.js";
 import { LinkPage, LoginPage, MovingOnPage } from "./pages/lists.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { consentSignedIn } from "../oauth/oidc-consent.js";
+import { personSignedIn } from "../oauth/person-grants.js";
 import {
   PROVIDER_COOKIE_PATH,
   PROVIDER_SIGN_IN_COOKIE,
@@ -193,6 +194,8 @@ export function signInPages(services: GatewayServices): Pages {
         if (err instanceof GatewayError && err.status === 401) return again(err.message, 401);
         throw err;
       }
+      // What the provider says of the person now: recorded fleet-wide, and the grants it no longer allows revoked.
+      await personSignedIn(services, personOf({ via: "oidc", sub: result.sub }), result.identity);
       // Started on a consent page: back there, signed in as a tenant user's tenant (no console session).
       if (pending.consent) return consentSignedIn(services, asGatewayContext(c), result, pending.consent);
       const { tenant } = await signInIdentity(services, c, result.identity, result.sub, "oidc");

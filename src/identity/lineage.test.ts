@@ -128,4 +128,24 @@ describe("a token minted for a gateway token", () => {
     now += 61_000;
     await expect(a.verify(child.token)).rejects.toMatchObject({ status: 401, code: "token_expired" });
   });
+
+  it("an open socket may outlive its own token's expiry, never its parent's (`pe`)", async () => {
+    const { tenant } = await tenantWith();
+    let now = NOW;
+    const tokens = new TokenService("s".repeat(40), new MemoryKeyValue(() => now), () => now);
+    // Read with a key: a socket may outlive the token (the SDK cannot refresh an open socket); the key is its parent.
+    const byKey = await tokens.mint({ tenant: "acme", kind: "session", resource: "s1", scopes: ["cdp"], ttlSeconds: 60 });
+    // Read with a capped token living 30 s: the child's exp is the parent's, and so is its `pe`.
+    const capped = await tokens.mint({ tenant: "acme", kind: "mcp", scopes: ["sessions"], cap: 1n, keyless: true, ttlSeconds: 30 });
+    const lineage = await lineageOf({ via: "token", tenant, token: await tokens.verify(capped.token), presented: capped.token });
+    const child = await tokens.mint({ tenant: "acme", kind: "session", resource: "s1", scopes: ["cdp"], ttlSeconds: 600, ...lineage });
+    const read = await tokens.verify(child.token);
+    expect(read.parentsExpire).toBe(Date.parse(capped.expiresAt) / 1000);
+    expect(await tokens.stillValid(child.token)).toBe(true);
+    now += 31_000;
+    // Past the parent's expiry: its socket closes; the key's token's socket goes on until its own parents end.
+    expect(await tokens.stillValid(child.token)).toBe(false);
+    now += 60_000;
+    expect(await tokens.stillValid(byKey.token)).toBe(true);
+  });
 });

@@ -23,8 +23,8 @@ export function requireParentKey(token: { parentKey?: string }, tenant: Tenant |
 /**
  * A derived credential's parents, as its claims carry them: the key (`pk`, keyIdOf), the OAuth grant (`g`: revoking
  * the grant revokes it, TokenService.readRevoked) and the gateway tokens it was minted for (`pt`: revoking any of them
- * revokes it), with the expiry it may not outlive (`notAfter`, epoch seconds: the parent token's; not a claim, mint
- * caps the token's exp at it).
+ * revokes it), with the expiry it may not outlive (`notAfter`, epoch seconds: the parent token's; mint caps the token's
+ * exp at it and carries it as the `pe` claim, so an open socket admitted with the child closes when the parent expires).
  */
 export interface Lineage {
   parentKey?: string;

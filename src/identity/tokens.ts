@@ -63,6 +63,12 @@ export interface GatewayToken {
    * refused once any of them is revoked (readRevoked), and never outlives the one it was minted for (mint's notAfter).
    */
   parentTokens?: string[];
+  /**
+   * Epoch seconds its parents expire (the `pe` claim: the gateway token it was minted for, whose own expiry caps it in
+   * turn). An open connection admitted with it may outlive the token's own expiry (the SDK cannot refresh an open
+   * socket), never this one (stillValid).
+   */
+  parentsExpire?: number;
 }
 
 const ISSUER = "tollgate";
@@ -182,6 +188,7 @@ export class TokenService {
       ...(t.tools ? { tl: t.tools } : {}),
       ...(t.parentKey ? { pk: t.parentKey } : {}),
       ...(t.parentTokens?.length ? { pt: t.parentTokens } : {}),
+      ...(t.notAfter !== undefined && Number.isFinite(t.notAfter) ? { pe: t.notAfter } : {}),
       ims: nowMs,
     })
       .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: this.signer })
@@ -323,7 +330,8 @@ export class TokenService {
 
   /**
    * Whether an open connection admitted with this token may go on: not once revoked; past expiry only for tokens
-   * handed out with a resource (the SDK cannot refresh an open socket), never for keyless tokens.
+   * handed out with a resource (the SDK cannot refresh an open socket), never for keyless tokens, and never past its
+   * parents' expiry (`pe`: a runtime or CDP token read with a capped token or an OAuth access token ends with it).
    */
   async stillValid(token: string | undefined): Promise<boolean> {
     try {
@@ -332,7 +340,8 @@ export class TokenService {
     } catch (err) {
       if (!(err instanceof GatewayError) || err.code !== "token_expired" || !token) return false;
       const t = await this.inspect(token);
-      return !!t && !t.keyless && !(await this.isRevoked(t, true));
+      if (!t || t.keyless || (t.parentsExpire !== undefined && t.parentsExpire * 1000 <= this.now())) return false;
+      return !(await this.isRevoked(t, true));
     }
   }
 
@@ -381,6 +390,7 @@ function fromPayload(payload: JWTPayload): GatewayToken {
     ...(Array.isArray(payload.tl) ? { tools: payload.tl as string[] } : {}),
     ...(typeof payload.pk === "string" ? { parentKey: payload.pk } : {}),
     ...(Array.isArray(payload.pt) ? { parentTokens: payload.pt.map(String) } : {}),
+    ...(typeof payload.pe === "number" ? { parentsExpire: payload.pe } : {}),
   };
 }
 

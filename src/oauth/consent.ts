@@ -140,7 +140,7 @@ export function consentDecision(ctx: OAuthContext): RowHandler {
       expiresAt: now + days * 86_400_000,
       // The credential tree: the grant dies with the key that consented (or names the person who did).
       ...(byKey ? { parentKey: byKey.parentKey } : {}),
-      ...(viaProvider ? { person: viaProvider.actor } : {}),
+      ...(viaProvider ? { person: viaProvider.actor, personRole: "tenant" as const } : {}),
     };
     await store.putCode(await sha256url(code), record, config.codeTtlSeconds * 1000);
     services.logger.info("oauth consent", { requestId: c.get("requestId"), tenant: tenant.id, client: p.clientId, grant: record.grantId });

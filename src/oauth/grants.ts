@@ -34,6 +34,18 @@ export async function revokeGrant(
   return grant;
 }
 
+/** Neither revoked nor expired at `now`. */
+export const liveGrant = (g: OAuthGrant, now: number) => !g.revokedAt && g.expiresAt > now;
+
+/** Revokes every live grant a person consented (an operator's action); the grants revoked. */
+async function revokePersonGrants(services: GatewayServices, person: string, reason: string): Promise<OAuthGrant[]> {
+  const store = kvOAuthStore(services.stores.kv);
+  const now = services.now();
+  const grants = (await store.listPersonGrants(person)).filter((g) => liveGrant(g, now));
+  for (const g of grants) await revokeGrant(services, store, g.id, reason);
+  return grants;
+}
+
 /** A grant as listed: its client, cap, what was spent in the cap's window and in all, its state and last use. */
 async function grantView(services: GatewayServices, g: OAuthGrant) {
   const capTenant = capLedgerTenant(g.id);
@@ -51,6 +63,11 @@ async function grantView(services: GatewayServices, g: OAuthGrant) {
     scopes: g.scopes,
     ...(g.tools ? { tools: g.tools } : {}),
     ...(g.agentPolicy ? { agentPolicy: g.agentPolicy } : {}),
+    ...(g.person
+      ? { consentedBy: { person: g.person, role: g.personRole ?? "tenant" } }
+      : g.parentKey
+        ? { consentedBy: { key: g.parentKey } }
+        : {}),
     cap: atomicToUsd(BigInt(g.cap)),
     window: g.capWindow,
     spent: atomicToUsd(usage[g.capWindow]),
@@ -72,6 +89,19 @@ export async function tenantGrants(services: GatewayServices, tenant: string): P
   return Promise.all((await store.listGrants(tenant)).map((g) => grantView(services, g)));
 }
 
+/** The grants a person (`oidc:<sub>`) consented, of every tenant, newest first. */
+async function personGrants(services: GatewayServices, person: string): Promise<GrantView[]> {
+  const store = kvOAuthStore(services.stores.kv);
+  return Promise.all((await store.listPersonGrants(person)).map((g) => grantView(services, g)));
+}
+
+/** A person as the admin API names one: the audit log's actor for a provider's subject, `oidc:<sub>`. */
+function personParam(value: string | undefined): string {
+  if (!value || !/^oidc:[\x21-\x7e]{1,255}$/.test(value))
+    throw new GatewayError(400, "invalid_params", "person: the person as the audit log names them, oidc:<sub>.", { field: "person" });
+  return value;
+}
+
 /** Revokes one of `tenant`'s grants (any tenant's when undefined: an operator); another tenant's answers 404. */
 export async function revokeTenantGrant(services: GatewayServices, c: Context<GatewayEnv>, id: string, tenant: string | undefined) {
   const store = kvOAuthStore(services.stores.kv);
@@ -89,10 +119,23 @@ export function grantHandlers(services: GatewayServices): Record<string, RowHand
     "own.grants.revoke": async (c) => c.json(await revokeTenantGrant(services, c, c.req.param("id") ?? "", callerTenant(c).id)),
     "admin.grants": async (c) => {
       const tenant = c.req.query("tenant");
-      if (!tenant) throw new GatewayError(400, "invalid_params", "tenant: name the tenant whose grants to list.", { field: "tenant" });
+      const person = c.req.query("person");
+      if (person !== undefined && !tenant) return c.json({ grants: await personGrants(services, personParam(person)) });
+      if (!tenant)
+        throw new GatewayError(400, "invalid_params", "tenant: name the tenant whose grants to list (or person=oidc:<sub>).", {
+          field: "tenant",
+        });
       if (!services.directory.get(tenant)) throw new GatewayError(404, "not_found", `No tenant ${tenant}.`);
       return c.json({ grants: await tenantGrants(services, tenant) });
     },
     "admin.grants.revoke": async (c) => c.json(await revokeTenantGrant(services, c, c.req.param("id") ?? "", undefined)),
+    "admin.grants.revokePerson": async (c) => {
+      const person = personParam(c.req.query("person"));
+      const revoked = await revokePersonGrants(services, person, "revoked by an operator: everything the person consented");
+      await audit(services, actorOf(c), "grant.revoke.person", `user:${person}`, undefined, { grants: revoked.map((g) => g.id) });
+      const store = kvOAuthStore(services.stores.kv);
+      const views = await Promise.all(revoked.map(async (g) => grantView(services, (await store.getGrant(g.id)) ?? g)));
+      return c.json({ person, revoked: views });
+    },
   };
 }

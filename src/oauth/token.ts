@@ -8,10 +8,12 @@ import type { Context } from "hono";
 import type { RowHandler } from "../routing/handlers.js";
 import { MCP_SCOPES, looksLikeGatewayToken } from "../identity/tokens.js";
 import { holdsKey } from "../identity/lineage.js";
+import { mayConsentFor, readStanding } from "../identity/persons.js";
 import type { OAuthGrant } from "../state/oauth.js";
 import type { AgentPolicy } from "../../config/tenant-schema.js";
 import { OAuthError } from "./errors.js";
 import { revokeGrant } from "./grants.js";
+import { lostRightReason, standingUntil } from "./person-grants.js";
 import { requireKnownClient, touchClient } from "./clients.js";
 import type { OAuthContext } from "./context.js";
 import { formOf, one, randomToken, sameSecret, seal, sha256url, tokenClient, unseal } from "./http.js";
@@ -32,11 +34,18 @@ interface TokenAnswer {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Mints the grant's next pair: an access token (a capped keyless MCP token of the grant) and a rotated refresh token. */
-async function issuePair(ctx: OAuthContext, c: Context, grant: OAuthGrant): Promise<TokenAnswer> {
+/**
+ * Mints the grant's next pair: an access token (a capped keyless MCP token of the grant) and a rotated refresh token.
+ * `until`: the moment (epoch ms) the grant's parents let it mint until (a person's grant: their standing's), which no
+ * access token outlives.
+ */
+async function issuePair(ctx: OAuthContext, c: Context, grant: OAuthGrant, until = Number.POSITIVE_INFINITY): Promise<TokenAnswer> {
   const { services, config, store } = ctx;
   const now = services.now();
-  const ttl = Math.min(config.accessTokenTtlSeconds ?? services.config.tokens.ttlSeconds, Math.floor((grant.expiresAt - now) / 1000));
+  const ttl = Math.min(
+    config.accessTokenTtlSeconds ?? services.config.tokens.ttlSeconds,
+    Math.floor((Math.min(grant.expiresAt, until) - now) / 1000),
+  );
   if (ttl < 1) throw new OAuthError(400, "invalid_grant", "This grant has expired.");
   const access = await services.tokens.mint({
     tenant: grant.tenant,
@@ -76,13 +85,15 @@ function grantPolicy(tenant: { agentPolicies?: Record<string, AgentPolicy> } | u
 
 /**
  * The grant's parents still stand: its tenant is enabled and holds every scope the grant gives, and the key that
- * consented is still the tenant's. A grant whose key is gone is revoked (it can never work again).
+ * consented is still the tenant's, or the person who did is still its user by the provider's recent word. A grant whose
+ * key is gone, or whose person lost the right, is revoked (it can never work again); one whose person's word is too old
+ * is refused until they sign in again. The moment (epoch ms) the parents let it mint until.
  */
 async function requireParents(
   ctx: OAuthContext,
-  grant: Pick<OAuthGrant, "tenant" | "scopes" | "parentKey" | "agentPolicy"> & { id: string },
+  grant: Pick<OAuthGrant, "tenant" | "scopes" | "parentKey" | "agentPolicy" | "person"> & { id: string },
   isGrant: boolean,
-) {
+): Promise<number> {
   const { services, store } = ctx;
   let tenant = services.directory.get(grant.tenant);
   // This instance's snapshot may not know yet a key made on another instance a moment ago (the consent went there):
@@ -99,6 +110,30 @@ async function requireParents(
   const lacking = grant.scopes.filter((s) => !(tenant.scopes as string[]).includes(s));
   if (lacking.length) throw new OAuthError(400, "invalid_grant", `The tenant no longer has the scope ${lacking.join(", ")}.`);
   if (grant.agentPolicy !== undefined) grantPolicy(tenant, grant.agentPolicy);
+  return grant.person === undefined ? Number.POSITIVE_INFINITY : await requirePerson(ctx, grant, isGrant);
+}
+
+/** A person's grant: the provider's last word on them still makes them the tenant's user, and is recent enough. */
+async function requirePerson(ctx: OAuthContext, grant: { id: string; tenant: string; person?: string }, isGrant: boolean) {
+  const { services, store, config } = ctx;
+  const person = grant.person!;
+  const standing = await readStanding(services, person);
+  if (standing && !mayConsentFor(standing, grant.tenant)) {
+    if (isGrant) await revokeGrant(services, store, grant.id, lostRightReason(person, grant.tenant));
+    throw new OAuthError(
+      400,
+      "invalid_grant",
+      `The person who consented to this grant (${person}) no longer may consent for tenant ${grant.tenant}; ask the tenant again.`,
+    );
+  }
+  const until = standing ? standingUntil(standing, config.personReconfirmSeconds) : 0;
+  if (until <= services.now())
+    throw new OAuthError(
+      400,
+      "invalid_grant",
+      `The person who consented to this grant (${person}) has not signed in through the identity provider for ${config.personReconfirmSeconds} s (oauth.personReconfirmSeconds); once they sign in again (the console or a consent page), this refresh works.`,
+    );
+  return until;
 }
 
 /** The token request's client: named, and known here (else invalid_client, so the host registers again). */
@@ -123,6 +158,7 @@ async function exchangeCode(ctx: OAuthContext, c: Context, form: URLSearchParams
   const clientId = await knownClient(ctx, c, form);
   const digest = await sha256url(code);
   const rec = await store.peekCode(digest);
+  let until = Number.POSITIVE_INFINITY;
   if (rec) {
     if (rec.clientId !== clientId) throw new OAuthError(400, "invalid_grant", "This code was issued to another client.");
     if (redirectUri !== rec.redirectUri)
@@ -133,7 +169,7 @@ async function exchangeCode(ctx: OAuthContext, c: Context, form: URLSearchParams
       throw new OAuthError(400, "invalid_target", `This code was issued for ${rec.resource}.`);
     if (resource !== undefined && !resourceOk(c, resource))
       throw new OAuthError(400, "invalid_target", `This server issues tokens for ${origin(c)}/mcp only.`);
-    await requireParents(ctx, { ...rec, id: rec.grantId }, false);
+    until = await requireParents(ctx, { ...rec, id: rec.grantId }, false);
   }
   // Only now is the code used up (fleet-wide, once); a code gone already is a replay of a good exchange.
   const used = await store.useCode(digest);
@@ -147,7 +183,7 @@ async function exchangeCode(ctx: OAuthContext, c: Context, form: URLSearchParams
   const { redirectUri: _r, codeChallenge: _c, grantId, ...consent } = used.code;
   const grant: OAuthGrant = { ...consent, id: grantId, createdAt: now, refreshedAt: now, issued: 1 };
   await store.putGrant(grant, true);
-  return issuePair(ctx, c, grant);
+  return issuePair(ctx, c, grant, until);
 }
 
 /** A concurrent twin's answer: the pair the first use issued (sealed under the refresh token), waited for briefly. */
@@ -187,7 +223,7 @@ async function refreshGrant(ctx: OAuthContext, c: Context, form: URLSearchParams
     const wider = scope.split(" ").filter((s) => (MCP_SCOPES as readonly string[]).includes(s) && !grant.scopes.includes(s));
     if (wider.length) throw new OAuthError(400, "invalid_scope", `This grant does not include: ${wider.join(", ")}.`);
   }
-  await requireParents(ctx, grant, true);
+  const until = await requireParents(ctx, grant, true);
   // Everything holds: now the token is used (once, fleet-wide).
   const now = services.now();
   const used = await store.useRefresh(digest, now);
@@ -204,7 +240,7 @@ async function refreshGrant(ctx: OAuthContext, c: Context, form: URLSearchParams
   }
   const next: OAuthGrant = { ...grant, refreshedAt: now, issued: grant.issued + 1 };
   await store.putGrant(next, false);
-  const answer = await issuePair(ctx, c, next);
+  const answer = await issuePair(ctx, c, next, until);
   if (graceMs > 0) await store.putRefreshAnswer(digest, await seal(token, JSON.stringify(answer)), graceMs + 1000);
   return answer;
 }

@@ -8,7 +8,7 @@ export const HANDLER_NAMES = [
   "admin.config.export", "admin.config.diff", "admin.config.apply", "admin.config.drift", "console.config",
   "console.login.page", "console.login", "console.oidc.login", "console.oidc.callback", "console.link.page", "console.link", "console.logout", "console.overview", "console.tenants.create", "console.tenant", "console.tenant.settings", "console.tenant.enabled", "console.ledger", "console.ledger.csv", "console.resources", "console.resources.stop", "console.keys", "console.keys.create", "console.keys.rotate", "console.keys.revoke", "console.tokens", "console.tokens.mint", "console.tokens.revoke", "console.grants", "console.grants.revoke", "console.audit", "console.notFound",
   "mcp.metadata", "mcp",
-  "oauth.metadata", "oauth.register", "oauth.authorize.page", "oauth.authorize", "oauth.token", "oauth.revoke", "own.grants", "own.grants.revoke", "admin.grants", "admin.grants.revoke",
+  "oauth.metadata", "oauth.register", "oauth.authorize.page", "oauth.authorize", "oauth.token", "oauth.revoke", "own.grants", "own.grants.revoke", "admin.grants", "admin.grants.revoke", "admin.grants.revokePerson",
   "own.requests", "own.requests.get", "admin.requests", "console.requests",
   "own.secrets.list", "own.secrets.get", "own.secrets.put", "own.secrets.delete", "admin.secrets.list", "admin.secrets.get", "admin.secrets.put", "admin.secrets.delete", "egress", "console.secrets", "console.secrets.put", "console.secrets.delete",
   "paid.search",

@@ -2,6 +2,8 @@
 // features never collide and an operator reading Redis can tell what a key holds. Backends add their own namespace.
 
 export const stateKeys = {
+  /** What the identity provider last said of a person (`oidc:<sub>`) at a sign-in (src/identity/persons.ts). */
+  personStanding: (person: string) => `person:standing:${person}`,
   /** Fixed-window rate-limit counter of one key, for the window starting at `windowStart` (ms). */
   rateWindow: (key: string, windowStart: number) => `rl:${key}:${windowStart}`,
   /** Creations of a kind in flight for a tenant, per time bucket (middleware/quota/slots.ts). */

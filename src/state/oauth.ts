@@ -42,8 +42,13 @@ interface OAuthConsent {
    * mints die with that key. Absent when a person consented through the identity provider (`person`).
    */
   parentKey?: string;
-  /** The person (the identity provider's subject) who consented, when no key did. */
+  /**
+   * The person (`oidc:<sub>`) who consented through the identity provider, when no key did: the grant lives while the
+   * provider's word on them (src/identity/persons.ts) still makes them a user of its tenant.
+   */
   person?: string;
+  /** What made the person's consent possible: the role their claims mapped to at that sign-in (always "tenant"). */
+  personRole?: "tenant";
 }
 
 /** An authorization code's record: the consent, and what its exchange must match. */
@@ -82,6 +87,8 @@ const key = {
   grant: (id: string) => `oauth:grant:${id}`,
   grantCount: (tenant: string) => `oauth:grants:n:${tenant}`,
   grantSlot: (tenant: string, n: number) => `oauth:grants:${tenant}:${n}`,
+  personGrantCount: (person: string) => `oauth:person-grants:n:${person}`,
+  personGrantSlot: (person: string, n: number) => `oauth:person-grants:${person}:${n}`,
   refresh: (digest: string) => `oauth:rt:${digest}`,
   refreshUsed: (digest: string) => `oauth:rt-used:${digest}`,
   refreshAnswer: (digest: string) => `oauth:rt-answer:${digest}`,
@@ -115,6 +122,8 @@ export interface OAuthStore {
   getGrant(id: string): Promise<OAuthGrant | undefined>;
   /** The tenant's grants, newest first (expired ones included until forgotten). */
   listGrants(tenant: string): Promise<OAuthGrant[]>;
+  /** The grants a person (`oidc:<sub>`) consented, of any tenant, newest first. */
+  listPersonGrants(person: string): Promise<OAuthGrant[]>;
   /** Stores a refresh token (by digest) for a grant, live for `ttlMs`. */
   putRefresh(digest: string, grantId: string, ttlMs: number): Promise<void>;
   /**
@@ -136,6 +145,15 @@ export function kvOAuthStore(kv: KeyValueStore): OAuthStore {
   const json = async <T>(k: string): Promise<T | undefined> => {
     const raw = await kv.get(k);
     return raw === undefined ? undefined : (JSON.parse(raw) as T);
+  };
+  /** The grants an index (a counter and its numbered slots) names, newest first, at most LISTED_GRANTS. */
+  const listed = async (count: string, slot: (n: number) => string): Promise<OAuthGrant[]> => {
+    const raw = await kv.get(count);
+    const n = raw === undefined ? 0 : Number(raw);
+    const slots = Array.from({ length: Math.min(n, LISTED_GRANTS) }, (_, i) => n - i);
+    const ids = await Promise.all(slots.map((i) => kv.get(slot(i))));
+    const grants = await Promise.all(ids.map((id) => (id ? json<OAuthGrant>(key.grant(id)) : undefined)));
+    return grants.filter((g): g is OAuthGrant => !!g);
   };
   return {
     putClient: (client, ttlMs) => kv.set(key.client(client.clientId), JSON.stringify(client), ttlMs),
@@ -168,15 +186,18 @@ export function kvOAuthStore(kv: KeyValueStore): OAuthStore {
       // A slot of its own per grant (the counter hands each one out once): concurrent grants never overwrite a list.
       const n = await kv.incrBy(key.grantCount(grant.tenant), 1, INDEX_TTL_MS);
       await kv.set(key.grantSlot(grant.tenant, n), grant.id, ttl);
+      if (grant.person === undefined) return;
+      const m = await kv.incrBy(key.personGrantCount(grant.person), 1, INDEX_TTL_MS);
+      await kv.set(key.personGrantSlot(grant.person, m), grant.id, ttl);
     },
     getGrant: (id) => json<OAuthGrant>(key.grant(id)),
     async listGrants(tenant) {
-      const raw = await kv.get(key.grantCount(tenant));
-      const n = raw === undefined ? 0 : Number(raw);
-      const slots = Array.from({ length: Math.min(n, LISTED_GRANTS) }, (_, i) => n - i);
-      const ids = await Promise.all(slots.map((i) => kv.get(key.grantSlot(tenant, i))));
-      const grants = await Promise.all(ids.map((id) => (id ? json<OAuthGrant>(key.grant(id)) : undefined)));
-      return grants.filter((g): g is OAuthGrant => !!g && g.tenant === tenant);
+      const grants = await listed(key.grantCount(tenant), (i) => key.grantSlot(tenant, i));
+      return grants.filter((g) => g.tenant === tenant);
+    },
+    async listPersonGrants(person) {
+      const grants = await listed(key.personGrantCount(person), (i) => key.personGrantSlot(person, i));
+      return grants.filter((g) => g.person === person);
     },
     putRefresh: (digest, grantId, ttlMs) => kv.set(key.refresh(digest), `${grantId} ${Date.now() + ttlMs}`, ttlMs),
     async useRefresh(digest, now) {

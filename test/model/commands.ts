@@ -14,6 +14,7 @@ import {
   type Liveness,
   maxDailySeen,
   type Model,
+  personSignedInM,
   type ResourceM,
   resourceMoney,
   roleOf,
@@ -32,6 +33,7 @@ import {
   personAdminRead,
   personConsent,
   personConsoleSignIn,
+  personGrant,
   PRICE,
   type Profile,
   type RealSystem,
@@ -731,6 +733,8 @@ export class PersonSignIn extends Step {
   async act(m: Model, r: RealSystem) {
     const mapped = roleOf(m.profiles[this.person]!);
     const res = await personConsoleSignIn(url(r, this.at), r.people!, this.person);
+    // The gateway learned what the provider says now: what the person made under another role or tenant is dead.
+    personSignedInM(m, this.person, m.profiles[this.person]!);
     const live = mapped?.role === "tenant" ? m.tenants[mapped.tenant!]!.enabled : mapped !== undefined;
     const signedIn = res.cookie ? (await consolePage(url(r, this.at), res.cookie, "")) === 200 : false;
     const why = `console sign-in of ${this.person} (${m.profiles[this.person]}): ${res.status} ${res.html
@@ -750,6 +754,58 @@ export class PersonSignIn extends Step {
     await expectRights(m, r, this.at, this.person, res.cookie);
   }
   toString = () => `personSignIn(${this.person}, @${this.at})`;
+}
+
+/**
+ * A person connects an agent for good (the consent page's "Sign in with <provider>", the form allowed, the code
+ * exchanged on the other instance or the same): a grant for the tenant their groups map them to, only as a tenant user
+ * of a live tenant. The grant's parent is the person's right: it dies at the first sign-in that maps them otherwise.
+ */
+export class PersonGrant extends Step {
+  constructor(
+    readonly person: string,
+    readonly at: Inst,
+    readonly exchangeAt: Inst,
+  ) {
+    super();
+  }
+  check = () => true;
+  async act(m: Model, r: RealSystem) {
+    const profile = m.profiles[this.person]!;
+    const mapped = roleOf(profile);
+    const cap = "0.010";
+    const g = await personGrant(url(r, this.at), url(r, this.exchangeAt), r.people!, this.person, cap);
+    // Its sign-in is one the gateway learns from, whatever it led to.
+    personSignedInM(m, this.person, profile);
+    const may = mapped?.role === "tenant" && m.tenants[mapped.tenant!]!.enabled;
+    const why = `person grant of ${this.person} (${profile}): ${g.status} ${JSON.stringify(g.error ?? "").slice(0, 300)}\n${trailOf(m)}`;
+    if (!may) {
+      expect(g.access, why).toBeUndefined();
+      return;
+    }
+    expect(g.status, why).toBe(200);
+    expect(g.tenant, why).toBe(mapped!.tenant);
+    const now = m.now();
+    const grant: GrantM = {
+      kind: "grant",
+      n: m.grants.length,
+      tenant: mapped!.tenant!,
+      // The person's right to consent for the tenant, standing in for a key: dead once a sign-in maps them otherwise.
+      parent: { kind: "key", tenant: mapped!.tenant!, id: `person:${this.person}`, plain: "", bornAt: now },
+      person: this.person,
+      clientId: g.clientId!,
+      access: g.access!,
+      accessAt: now,
+      refresh: g.refresh!,
+      scopes: ["search"],
+      cap: usdToAtomic(cap),
+      spent: 0n,
+      bornAt: now,
+    };
+    m.grants.push(grant);
+    m.secrets.add(grant.access).add(grant.refresh);
+  }
+  toString = () => `personGrant(${this.person}, @${this.at}→@${this.exchangeAt})`;
 }
 
 export function commandArbitraries(withPeople = false) {
@@ -802,6 +858,10 @@ export function commandArbitraries(withPeople = false) {
               .map(([p, g, i]) => new ChangeGroups(p, g, i)),
           },
           { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...PEOPLE), inst).map(([p, i]) => new PersonSignIn(p, i)) },
+          {
+            weight: 1,
+            arbitrary: fc.tuple(fc.constantFrom(...PEOPLE), inst, inst).map(([p, i, j]) => new PersonGrant(p, i, j)),
+          },
         ]
       : []),
   );

@@ -93,6 +93,11 @@ export interface GrantM {
   /** The current access token was revoked (kill switch) at this time; a refresh issues a live one. */
   accessDiedAt?: number;
   bornAt: number;
+  /**
+   * A person consented (through the provider), not a key: `parent` then stands for the person's right to consent for
+   * the tenant (no key of the tenant's), dead from the first sign-in that no longer maps them to it.
+   */
+  person?: string;
 }
 
 export interface MintM {
@@ -145,6 +150,23 @@ export interface PersonSessionM {
   tenant?: string;
   cookie: string;
   bornAt: number;
+  /** A later sign-in of the person mapped another role or tenant: the session ended then. */
+  endedAt?: number;
+}
+
+/**
+ * A sign-in of `person` through the provider (the console's or a consent page's), its groups now mapping to `profile`:
+ * the gateway records it, and what the person made under another role or tenant dies (their grants, their console
+ * sessions).
+ */
+export function personSignedInM(m: Model, person: string, profile: Profile): void {
+  const mapped = roleOf(profile);
+  const now = m.now();
+  for (const g of m.grants)
+    if (g.person === person && g.parent.diedAt === undefined && !(mapped?.role === "tenant" && mapped.tenant === g.tenant))
+      g.parent.diedAt = now;
+  for (const ps of m.personSessions)
+    if (ps.person === person && ps.endedAt === undefined && (ps.role !== mapped?.role || ps.tenant !== mapped?.tenant)) ps.endedAt = now;
 }
 
 /** The role an account's profile maps to ([operators.oidc.roles]): a tenant claim never makes an operator. */
@@ -481,11 +503,12 @@ export async function checkCredentials(m: Model, sys: RealSystem): Promise<void>
   }
   // A person's console session keeps the rights its sign-in mapped (the provider's word then, as its ID token's):
   // an operator's reads another tenant's page, a tenant user's does not.
+  // Until a later sign-in maps the person otherwise: then the session has ended.
   for (const ps of some(m.personSessions))
     rights.push(
       consolePage(url, ps.cookie, "/tenants/stopper").then((status) => {
-        const what = `console session of ${ps.person} (${ps.role}${ps.tenant ? ` of ${ps.tenant}` : ""}) reads stopper's page`;
-        if (ps.role === "tenant") expect(status, `${what}\n${trailOf(m)}`).not.toBe(200);
+        const what = `console session of ${ps.person} (${ps.role}${ps.tenant ? ` of ${ps.tenant}` : ""}${ps.endedAt ? ", ended by a later sign-in" : ""}) reads stopper's page`;
+        if (ps.role === "tenant" || ps.endedAt !== undefined) expect(status, `${what}\n${trailOf(m)}`).not.toBe(200);
         else expect(status, `${what}\n${trailOf(m)}`).toBe(200);
       }),
     );

@@ -13,6 +13,7 @@ import type { StateStores } from "../../src/state/types.js";
 import { consentForm, listToolsAs, pkcePair, postForm, refreshWith, registerClient } from "../helpers/mcp-oauth.js";
 import {
   consoleRedirects,
+  formIn,
   HttpBrowser,
   operatorsOidc,
   signInAtProvider,
@@ -482,6 +483,56 @@ export async function personConsent(url: string, people: People, person: string)
   const back = await signInAtProvider(browser, people.idp, login, person);
   const tenant = /for tenant <strong>([^<]+)<\/strong>/.exec(back.html)?.[1];
   return { status: back.status, ...(tenant ? { tenant } : {}) };
+}
+
+/**
+ * A person connects an agent for good: the consent page at `consentAt`, "Sign in with <provider>", the form allowed
+ * (search, `cap` over the grant's life, a day), the code exchanged at `exchangeAt`. The grant's client and tokens, or
+ * what refused it.
+ */
+export async function personGrant(
+  consentAt: string,
+  exchangeAt: string,
+  people: People,
+  person: string,
+  cap: string,
+): Promise<{ status: number; tenant?: string; clientId?: string; access?: string; refresh?: string; error?: unknown }> {
+  const client = await (await registerClient(fetch, consentAt, "Model Person Agent", REDIRECT)).json();
+  const { verifier, challenge } = await pkcePair();
+  const q = new URLSearchParams({
+    response_type: "code",
+    client_id: client.client_id,
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    scope: "search",
+  });
+  const browser = new InstanceBrowser(consentAt);
+  const page = await browser.follow(`${consentAt}/authorize?${q}`);
+  const start = /<a class="button" href="([^"]+)"/.exec(page.html)?.[1]?.replace(/&amp;/g, "&");
+  if (!start) throw new Error(`no sign-in link on the consent page: ${page.status} ${page.html.slice(0, 300)}`);
+  const login = await browser.follow(new URL(start, consentAt).href);
+  const back = await signInAtProvider(browser, people.idp, login, person);
+  const tenant = /for tenant <strong>([^<]+)<\/strong>/.exec(back.html)?.[1];
+  if (back.status !== 200 || !tenant) return { status: back.status, error: back.html.slice(0, 2_000) };
+  const { tools_shown: _all, ...fields } = formIn(back.html, back.url).fields;
+  const res = await browser.request(`${consentAt}/authorize`, {
+    form: { ...fields, scope: "search", cap, window: "total", days: "1", action: "allow" },
+  });
+  const location = res.headers.get("location");
+  const code = location ? new URL(location).searchParams.get("code") : null;
+  if (!code) return { status: res.status, tenant, error: location ?? (await res.text()).slice(0, 2_000) };
+  const tokens = await answer(
+    await postForm(fetch, `${exchangeAt}/token`, {
+      grant_type: "authorization_code",
+      code,
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+    }),
+  );
+  if (tokens.status !== 200) return { status: tokens.status, tenant, error: tokens.json };
+  return { status: 200, tenant, clientId: client.client_id, access: tokens.json.access_token, refresh: tokens.json.refresh_token };
 }
 
 /** A console page with a session cookie, not followed: 200, or a redirect to sign in, or a refusal. */

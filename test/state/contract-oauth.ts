@@ -94,6 +94,27 @@ export function oauthContract(b: ContractBackend) {
       expect(await b2!.count("c", 60_000)).toBe(2);
     });
 
+    it("lists a person's grants across tenants, newest first, none lost to concurrent creation; a key's grant is nobody's", async () => {
+      const [a, b2] = (await open.pair()).map((x) => kvOAuthStore(x.kv));
+      const mine = (id: string, tenant: string, at = T0): OAuthGrant => ({
+        ...grant(id, tenant),
+        person: "oidc:tom",
+        personRole: "tenant",
+        createdAt: at,
+      });
+      await Promise.all(
+        Array.from({ length: 4 }, (_, i) => (i % 2 ? a! : b2!).putGrant(mine(`grt_p${i}`, i < 2 ? "acme" : "initech"), true)),
+      );
+      await a!.putGrant({ ...grant("grt_key"), parentKey: "k1" }, true);
+      await a!.putGrant({ ...grant("grt_ann"), person: "oidc:ann" }, true);
+      const listed = await b2!.listPersonGrants("oidc:tom");
+      expect(listed.map((g) => g.id).sort()).toEqual(["grt_p0", "grt_p1", "grt_p2", "grt_p3"]);
+      await b2!.putGrant(mine("grt_p4", "acme", T0 + 1), true);
+      expect((await a!.listPersonGrants("oidc:tom"))[0]!.id).toBe("grt_p4");
+      expect((await a!.listPersonGrants("oidc:ann")).map((g) => g.id)).toEqual(["grt_ann"]);
+      expect(await a!.listPersonGrants("oidc:nobody")).toEqual([]);
+    });
+
     it("a ledger entry keeps the grant its token spent under", async () => {
       const { ledger } = await open.fresh();
       const r = await ledger.reserve(

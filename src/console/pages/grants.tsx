@@ -17,6 +17,8 @@ export interface GrantRow {
   expiresAt: string;
   lastUsedAt: string;
   revokedReason?: string;
+  /** Who consented: a person of the identity provider (`oidc:<sub>`), or a tenant key (its id). */
+  consentedBy?: { person?: string; key?: string };
 }
 
 const WINDOW_LABEL: Record<string, string> = { daily: "per day", monthly: "per month", total: "in all" };
@@ -61,6 +63,14 @@ export function GrantsPage(props: {
                   <strong>{g.client.name}</strong>
                   <br />
                   <span class="muted">→ {g.client.redirectHost}</span>
+                  {g.consentedBy?.person && (
+                    <>
+                      <br />
+                      <span class="muted" data-consented-by={g.consentedBy.person}>
+                        by {g.consentedBy.person}
+                      </span>
+                    </>
+                  )}
                 </td>
                 <td>{g.scopes.join(", ")}</td>
                 <td>
