@@ -55,8 +55,9 @@ export function isWebSocketUpgrade(req: Request): boolean {
 }
 
 /**
- * Workers: fetch with `Upgrade: websocket` returns a 101 whose socket is handed to the client unchanged; a target with
- * a `screen` is bridged instead (a WebSocketPair, each client message screened, stillValid rechecked).
+ * Workers: fetch with `Upgrade: websocket` returns a 101. A target with a `screen`, a `tap` or a `stillValid` is bridged
+ * (a WebSocketPair: each client message screened or tapped, stillValid rechecked every 2 s so the socket closes with its
+ * credential: revoked, expired, or its parent gone); only a target with none of them hands the socket over unchanged.
  */
 export const fetchWebSocketRelay: WebSocketRelay = async (_c, target) => {
   const url = target.url.replace(/^ws/, "http");
@@ -68,7 +69,7 @@ export const fetchWebSocketRelay: WebSocketRelay = async (_c, target) => {
     const headers = new Headers({ "content-type": res.headers.get("content-type") ?? "application/json" });
     return new Response(res.body, { status: res.status, headers });
   }
-  return target.screen || target.tap ? bridgeScreened(res, target) : res;
+  return target.screen || target.tap || target.stillValid ? bridge(res, target) : res;
 };
 
 /** Workers' socket API, the part a bridge uses (typed here: the core compiles without the Workers types). */
@@ -82,7 +83,7 @@ interface WorkerSocket {
 }
 type WorkersRuntime = { WebSocketPair?: new () => Record<0 | 1, WorkerSocket> };
 
-function bridgeScreened(upstreamRes: Response, target: WebSocketRelayTarget): Response {
+function bridge(upstreamRes: Response, target: WebSocketRelayTarget): Response {
   const Pair = (globalThis as WorkersRuntime).WebSocketPair;
   const up = (upstreamRes as Response & { webSocket?: WorkerSocket | null }).webSocket;
   if (!Pair || !up) {
@@ -116,7 +117,7 @@ function bridgeScreened(upstreamRes: Response, target: WebSocketRelayTarget): Re
         );
       }, 2000)
     : undefined;
-  const send = (s: WorkerSocket, m: string) => {
+  const send = (s: WorkerSocket, m: string | ArrayBuffer) => {
     try {
       s.send(m);
     } catch {
@@ -129,6 +130,7 @@ function bridgeScreened(upstreamRes: Response, target: WebSocketRelayTarget): Re
     close: (code, reason) => closeBoth(code, reason),
   });
   server.addEventListener("message", (e) => {
+    if (!tap && !target.screen) return send(up, e.data);
     if (typeof e.data !== "string") return;
     if (tap) return tap.fromClient(e.data);
     const verdict = target.screen!(e.data);
