@@ -294,6 +294,9 @@ const fail = (sock, err) => {
   if (!sock.destroyed) sock.end(JSON.stringify(body) + "\n");
 };
 
+/** The ways out listening inside (op "outbound"), by port: a server on 127.0.0.1 and one on ::1. */
+const outbounds = new Map();
+
 async function stream(sock, req, rest) {
   if (req.op === "connect") {
     // Raw relay into the sandbox's own network namespace; no reply header so the caller can write immediately.
@@ -306,9 +309,17 @@ async function stream(sock, req, rest) {
   }
   if (req.op === "outbound") {
     // The sandbox's way out (outbound.ts): 127.0.0.1:<port> inside, each connection handed to the host's unix socket.
+    // A connection the host side closes before answering a byte (the sandbox's egress list refuses the destination, or
+    // it is not listening) is reset at once, as a network policy rejecting it would: the process sees ECONNRESET, never
+    // a socket that neither answers nor fails.
     const bridge = (conn) => {
       const out = net.connect({ path: String(req.socket) });
-      out.on("error", () => conn.destroy());
+      let answered = false;
+      out.on("data", () => (answered = true));
+      out.on("error", () => {});
+      out.on("close", () => {
+        if (!answered && !conn.destroyed) conn.resetAndDestroy();
+      });
       conn.on("error", () => out.destroy());
       conn.pipe(out).pipe(conn);
     };
@@ -318,6 +329,13 @@ async function stream(sock, req, rest) {
     const v6 = net.createServer(bridge);
     v6.on("error", () => {});
     v6.listen(Number(req.port), "::1");
+    outbounds.set(Number(req.port), [server, v6]);
+    return void sock.end(JSON.stringify({ ok: true, body: { port: Number(req.port) } }) + "\n");
+  }
+  if (req.op === "outbound-close") {
+    // The egress list shuts this destination now: nothing listens for it inside any more (connections are refused).
+    for (const s of outbounds.get(Number(req.port)) ?? []) s.close();
+    outbounds.delete(Number(req.port));
     return void sock.end(JSON.stringify({ ok: true, body: { port: Number(req.port) } }) + "\n");
   }
   if (req.op === "upload") {

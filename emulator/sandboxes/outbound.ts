@@ -4,8 +4,10 @@
 // `$TOLLGATE_EGRESS` works from inside) are reachable as real ones reach the internet: inside the sandbox, the agent
 // listens on 127.0.0.1:<port> and hands each connection over a unix socket to the host side below, which connects it
 // to the destination only while the sandbox runs and its network settings let it out (allowInternetAccess, allowOut,
-// denyOut: an entry `*`, the destination's host, or a CIDR range holding 127.0.0.1). What it does not approximate: a
-// real sandbox resolves public names and reaches any address its list allows; here only the listed loopback ports.
+// denyOut: an entry `*`, the destination's host, or a CIDR range holding 127.0.0.1, each optionally with `:port`). A
+// destination the list refuses has no listener inside, so a connection to it is refused at once; one refused after it
+// was opened is reset. What it does not approximate: a real sandbox resolves public names and reaches any address its
+// list allows; here only the listed loopback ports.
 import { chmod, chown, rm } from "node:fs/promises";
 import { connect, createServer, type Server } from "node:net";
 import { join } from "node:path";
@@ -37,8 +39,7 @@ export interface NetworkRules {
   denyOut: string[];
 }
 
-const matches = (rule: string, host: string): boolean => {
-  const r = rule.trim().toLowerCase();
+const matchesHost = (r: string, host: string): boolean => {
   if (r === "*" || r === host) return true;
   if (r.startsWith("*.") && host.endsWith(r.slice(1))) return true;
   // A CIDR range or an address: the destination is on this machine's loopback.
@@ -51,10 +52,18 @@ const matches = (rule: string, host: string): boolean => {
   return (value & mask) >>> 0 === (loopback & mask) >>> 0;
 };
 
-/** Whether a sandbox's rules let it reach `host` (denyOut wins; allowOut opens what allowInternetAccess=false shuts). */
-export function mayReach(rules: NetworkRules, host: string): boolean {
-  if (rules.denyOut.some((r) => matches(r, host))) return false;
-  return rules.allowInternetAccess || rules.allowOut.some((r) => matches(r, host));
+/** Whether one list entry names the destination: `*`, a host, `*.domain`, an address or CIDR range, each with an optional `:port`. */
+const matches = (rule: string, host: string, port: number): boolean => {
+  const r = rule.trim().toLowerCase();
+  const withPort = /^(.+):(\d{1,5})$/.exec(r);
+  if (withPort && !withPort[1]!.includes(":")) return Number(withPort[2]) === port && matchesHost(withPort[1]!, host);
+  return matchesHost(r, host);
+};
+
+/** Whether a sandbox's rules let it reach `host:port` (denyOut wins; allowOut opens what allowInternetAccess=false shuts). */
+export function mayReach(rules: NetworkRules, host: string, port: number): boolean {
+  if (rules.denyOut.some((r) => matches(r, host, port))) return false;
+  return rules.allowInternetAccess || rules.allowOut.some((r) => matches(r, host, port));
 }
 
 /**
