@@ -205,6 +205,38 @@ describe("the egress", () => {
     expect(secret.json.lastUsedAt).not.toBeNull();
   });
 
+  it("refuses the placeholder of a sandbox that ended unseen: its own timeout, or stopped at the upstream", async () => {
+    const auth = (p: string) => ({ authorization: `Bearer ${p}` });
+    // Ends by itself after 3 s (the emulator enforces timeoutMinutes); the gateway sees nothing of it.
+    const timed = await s.alice.sandboxes.create({ imageName: "node", timeoutMinutes: 0.05 });
+    const other = await s.alice.sandboxes.create({ imageName: "node" });
+    const [timedPh, otherPh] = [(await timed.exec("printenv OPENAI")).stdout.trim(), (await other.exec("printenv OPENAI")).stdout.trim()];
+    expect((await viaEgress("OPENAI/v1/models", { headers: auth(timedPh) })).status).toBe(200);
+    expect((await viaEgress("OPENAI/v1/models", { headers: auth(otherPh) })).status).toBe(200);
+    // Stopped at the upstream directly, with its own key (as its console or another tool would).
+    const stopped = await fetch(`${s.emu.controlUrl}/api/sandbox/${other.id}/stop`, {
+      method: "PUT",
+      headers: { "x-api-key": s.emu.apiKey },
+    });
+    expect(stopped.status).toBe(200);
+    const before = seen.length;
+    for (let i = 0; i < 40; i++) {
+      const res = await viaEgress("OPENAI/v1/models", { headers: auth(timedPh) });
+      if (res.json?.code === "egress_sandbox_ended") break;
+      await sleep(250);
+    }
+    // Within the status's 2 s reuse, both are refused; at most the requests made before the ends reached the server.
+    await sleep(2_100);
+    for (const p of [timedPh, otherPh]) {
+      const res = await viaEgress("OPENAI/v1/models", { headers: auth(p) });
+      expect([res.status, res.json?.code]).toEqual([403, "egress_sandbox_ended"]);
+    }
+    const after = seen.length;
+    expect((await viaEgress("OPENAI/v1/models", { headers: auth(otherPh) })).json?.code).toBe("egress_sandbox_ended");
+    expect(seen.length).toBe(after);
+    expect(after - before).toBeLessThanOrEqual(40);
+  }, 60_000);
+
   it("refuses the placeholder once the secret is deleted, and once the sandbox stops", async () => {
     const other = await s.alice.sandboxes.create({ imageName: "node" });
     expect((await put(s.keys.alice, "GITHUB", { value: VALUE, hosts: [serverHost] })).status).toBe(201);
