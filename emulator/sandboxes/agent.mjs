@@ -294,7 +294,7 @@ const fail = (sock, err) => {
   if (!sock.destroyed) sock.end(JSON.stringify(body) + "\n");
 };
 
-/** The ways out listening inside (op "outbound"), by port: a server on 127.0.0.1 and one on ::1. */
+/** The ways out listening inside (op "outbound"), by address:port: a server on it (and on ::1 for 127.0.0.1). */
 const outbounds = new Map();
 
 async function stream(sock, req, rest) {
@@ -323,19 +323,25 @@ async function stream(sock, req, rest) {
       conn.on("error", () => out.destroy());
       conn.pipe(out).pipe(conn);
     };
+    const at = String(req.host ?? "127.0.0.1");
     const server = net.createServer(bridge);
-    await new Promise((res, rej) => (server.once("error", rej), server.listen(Number(req.port), "127.0.0.1", res)));
-    // `localhost` may be tried as ::1 first.
-    const v6 = net.createServer(bridge);
-    v6.on("error", () => {});
-    v6.listen(Number(req.port), "::1");
-    outbounds.set(Number(req.port), [server, v6]);
+    await new Promise((res, rej) => (server.once("error", rej), server.listen(Number(req.port), at, res)));
+    const listening = [server];
+    if (at === "127.0.0.1") {
+      // `localhost` may be tried as ::1 first.
+      const v6 = net.createServer(bridge);
+      v6.on("error", () => {});
+      v6.listen(Number(req.port), "::1");
+      listening.push(v6);
+    }
+    outbounds.set(`${at}:${req.port}`, listening);
     return void sock.end(JSON.stringify({ ok: true, body: { port: Number(req.port) } }) + "\n");
   }
   if (req.op === "outbound-close") {
     // The egress list shuts this destination now: nothing listens for it inside any more (connections are refused).
-    for (const s of outbounds.get(Number(req.port)) ?? []) s.close();
-    outbounds.delete(Number(req.port));
+    const key = `${String(req.host ?? "127.0.0.1")}:${req.port}`;
+    for (const s of outbounds.get(key) ?? []) s.close();
+    outbounds.delete(key);
     return void sock.end(JSON.stringify({ ok: true, body: { port: Number(req.port) } }) + "\n");
   }
   if (req.op === "upload") {

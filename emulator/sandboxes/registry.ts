@@ -7,7 +7,7 @@ import type { EmulatorContext } from "../types.js";
 import { ApiError, badRequest, notFound } from "./errors.js";
 import type { ImageCatalog } from "./images.js";
 import type { Isolation } from "./jail.js";
-import { mayReach, openOutbound } from "./outbound.js";
+import { addressOf, mayReach, openOutbound } from "./outbound.js";
 import { Sandbox, type SandboxSpec } from "./sandbox.js";
 import { copyTree, type SnapshotStore } from "./snapshots.js";
 import type { TokenIssuer } from "./tokens.js";
@@ -134,14 +134,15 @@ export class SandboxService {
       if (!allowed && server) {
         open.delete(key);
         server.close();
-        await (await sb.agent("user")).call("outbound-close", { port: target.port }).catch(() => {});
+        await (await sb.agent("user")).call("outbound-close", { host: addressOf(target.host), port: target.port }).catch(() => {});
       }
       if (!allowed || server || !sb.active) continue;
       const opened = await openOutbound({
         sockDir: sb.sockDir,
         target,
         allowed: () => sb.active && mayReach(sb.spec.network, target.host, target.port),
-        listenInside: async (socket) => void (await (await sb.agent("user")).call("outbound", { port: target.port, socket })),
+        listenInside: async (socket) =>
+          void (await (await sb.agent("user")).call("outbound", { host: addressOf(target.host), port: target.port, socket })),
         log: this.ctx.log,
       }).catch((err) => {
         this.ctx.log("sandbox.egress.unavailable", { id: sb.id, error: String((err as Error).message) });

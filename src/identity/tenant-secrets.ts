@@ -132,12 +132,7 @@ export class TenantSecrets {
    * (every `all` one, and the `on-request` ones `requested` names), each bound to the sandbox and the secret.
    */
   async placeholders(tenant: string, sandboxId: string, requested: ReadonlySet<string>): Promise<Record<string, string>> {
-    let all = this.lists.get(tenant);
-    if (!all) {
-      all = await this.store.list(tenant);
-      this.lists.set(tenant, all);
-    }
-    const records = all.filter((r) => r.sandboxes === "all" || requested.has(r.name));
+    const records = (await this.records(tenant)).filter((r) => r.sandboxes === "all" || requested.has(r.name));
     const out: Record<string, string> = {};
     await Promise.all(
       records.map(async (r) => {
@@ -147,6 +142,25 @@ export class TenantSecrets {
       }),
     );
     return out;
+  }
+
+  /**
+   * The hosts of the tenant's secrets (`host` or `host:port`, sorted, each once): the sandbox's egress floor, what its
+   * network deny list gets so that a secret's host is reached through the egress only. From the list a process start
+   * reads (up to LIST_FRESH_MS old on an instance that did not make the change).
+   */
+  async hosts(tenant: string): Promise<string[]> {
+    return [...new Set((await this.records(tenant)).flatMap((r) => r.hosts))].sort();
+  }
+
+  /** The tenant's secrets as last read, for LIST_FRESH_MS. */
+  private async records(tenant: string): Promise<SecretRecord[]> {
+    let all = this.lists.get(tenant);
+    if (!all) {
+      all = await this.store.list(tenant);
+      this.lists.set(tenant, all);
+    }
+    return all;
   }
 
   /** What a placeholder stands for, when it is one the gateway handed out and still bound. */

@@ -51,11 +51,15 @@ beforeAll(async () => {
       res.end(JSON.stringify({ ok: true, path: req.url }));
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  serverHost = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // On 127.0.0.2, standing for a host of its own on the internet: the gateway is reached at localhost (127.0.0.1), so the
+  // floor can deny the secret's host to the sandbox without denying the gateway.
+  await new Promise<void>((r) => server.listen(0, "127.0.0.2", r));
+  serverHost = `127.0.0.2:${(server.address() as AddressInfo).port}`;
   s = await startSandboxStack({ egress: { allowHttpLoopback: true } });
   // The emulator's sandboxes reach the gateway as real ones reach the internet (emulator/sandboxes/outbound.ts).
   s.emu.internet.add(`localhost:${s.gw.port}`);
+  // And so is the test server: what keeps a sandbox from it directly is the egress floor the gateway adds at creation.
+  s.emu.internet.add(serverHost);
   expect((await put(s.keys.alice, "OPENAI", { value: VALUE, hosts: [serverHost], methods: ["GET", "POST"], paths: ["/v1/"] })).status).toBe(
     201,
   );
@@ -125,6 +129,38 @@ describe("the egress", () => {
     expect(run.stdout).not.toContain(VALUE);
   });
 
+  it("the egress floor: the secret's host is denied to the sandbox directly, through a network update too", async () => {
+    /** From inside a sandbox: a direct request to the test server, "refused <code>" or the answer's status and text. */
+    const direct = `node -e 'const t = setTimeout(() => console.log("hung"), 10000); fetch("http://${serverHost}/v1/direct").then(async (r) => { clearTimeout(t); console.log(r.status, await r.text()); }, (e) => { clearTimeout(t); console.log("refused", e.cause?.code); })'`;
+    // Control: a sandbox made at the emulator itself, with no floor, reaches the server directly.
+    const bare = await fetch(`${s.emu.controlUrl}/api/sandbox`, {
+      method: "POST",
+      headers: { "x-api-key": s.emu.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ imageName: "node" }),
+    }).then((r) => r.json() as Promise<{ id: string }>);
+    const before = seen.length;
+    try {
+      const { Hyperbrowser } = await import("@hyperbrowser/sdk");
+      const emuSdk = new Hyperbrowser({ apiKey: s.emu.apiKey, baseUrl: s.emu.controlUrl });
+      const bareSbx = await emuSdk.sandboxes.get(bare.id);
+      expect((await bareSbx.exec(direct)).stdout.trim()).toBe('200 {"ok":true,"path":"/v1/direct"}');
+      expect(seen.length).toBe(before + 1);
+    } finally {
+      await fetch(`${s.emu.controlUrl}/api/sandbox/${bare.id}/stop`, { method: "PUT", headers: { "x-api-key": s.emu.apiKey } });
+    }
+    // Through the gateway: the secret's host is in the sandbox's deny list; the egress still works.
+    expect((await sbx.exec(direct)).stdout.trim()).toBe("refused ECONNREFUSED");
+    // Clearing the network (the SDK sends {true, [], []}) keeps the floor; the client's own entries are kept beside it.
+    // An entry is a host, never host:port (the upstream's rules): the whole host is denied.
+    expect((await sbx.clearNetwork()).network.denyOut).toEqual(["127.0.0.2"]);
+    expect((await sbx.updateNetwork({ denyOut: ["10.0.0.0/8"] })).network.denyOut).toEqual(["10.0.0.0/8", "127.0.0.2"]);
+    expect((await sbx.exec(direct)).stdout.trim()).toBe("refused ECONNREFUSED");
+    expect(seen.length).toBe(before + 1);
+    const script = `fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/floor", { headers: { authorization: "Bearer " + process.env.OPENAI } }).then((r) => console.log(r.status))`;
+    expect((await sbx.exec(`node -e '${script}'`)).stdout.trim()).toBe("200");
+    expect(seen.at(-1)!.headers.authorization).toBe(`Bearer ${VALUE}`);
+  });
+
   it("a sandbox whose egress list shuts the internet reaches nothing, the gateway included, and fails at once", async () => {
     const shut = await s.alice.sandboxes.create({ imageName: "node", allowInternetAccess: false } as never);
     const before = seen.length;
@@ -169,7 +205,7 @@ describe("the egress", () => {
     const auth = { authorization: `Bearer ${placeholder}` };
     const before = seen.length;
     const cases: Array<[string, { method?: string; headers: Record<string, string> }, number, string]> = [
-      ["OPENAI/v1/models", { headers: { ...auth, "x-tollgate-host": "127.0.0.1:9" } }, 403, "egress_host_refused"],
+      ["OPENAI/v1/models", { headers: { ...auth, "x-tollgate-host": "127.0.0.2:9" } }, 403, "egress_host_refused"],
       ["OPENAI/v1/models", { method: "DELETE", headers: auth }, 403, "egress_method_refused"],
       ["OPENAI/v2/models", { headers: auth }, 403, "egress_path_refused"],
       ["GITHUB/v1/models", { headers: auth }, 403, "egress_refused"],
@@ -207,11 +243,12 @@ describe("the egress", () => {
 
   it("refuses the placeholder of a sandbox that ended unseen: its own timeout, or stopped at the upstream", async () => {
     const auth = (p: string) => ({ authorization: `Bearer ${p}` });
-    // Ends by itself after 3 s (the emulator enforces timeoutMinutes); the gateway sees nothing of it.
-    const timed = await s.alice.sandboxes.create({ imageName: "node", timeoutMinutes: 0.05 });
-    const other = await s.alice.sandboxes.create({ imageName: "node" });
-    const [timedPh, otherPh] = [(await timed.exec("printenv OPENAI")).stdout.trim(), (await other.exec("printenv OPENAI")).stdout.trim()];
+    // Ends by itself after 9 s (the emulator enforces timeoutMinutes); the gateway sees nothing of it.
+    const timed = await s.alice.sandboxes.create({ imageName: "node", timeoutMinutes: 0.15 });
+    const timedPh = (await timed.exec("printenv OPENAI")).stdout.trim();
     expect((await viaEgress("OPENAI/v1/models", { headers: auth(timedPh) })).status).toBe(200);
+    const other = await s.alice.sandboxes.create({ imageName: "node" });
+    const otherPh = (await other.exec("printenv OPENAI")).stdout.trim();
     expect((await viaEgress("OPENAI/v1/models", { headers: auth(otherPh) })).status).toBe(200);
     // Stopped at the upstream directly, with its own key (as its console or another tool would).
     const stopped = await fetch(`${s.emu.controlUrl}/api/sandbox/${other.id}/stop`, {
@@ -220,7 +257,7 @@ describe("the egress", () => {
     });
     expect(stopped.status).toBe(200);
     const before = seen.length;
-    for (let i = 0; i < 40; i++) {
+    for (let i = 0; i < 60; i++) {
       const res = await viaEgress("OPENAI/v1/models", { headers: auth(timedPh) });
       if (res.json?.code === "egress_sandbox_ended") break;
       await sleep(250);
@@ -234,7 +271,7 @@ describe("the egress", () => {
     const after = seen.length;
     expect((await viaEgress("OPENAI/v1/models", { headers: auth(otherPh) })).json?.code).toBe("egress_sandbox_ended");
     expect(seen.length).toBe(after);
-    expect(after - before).toBeLessThanOrEqual(40);
+    expect(after - before).toBeLessThanOrEqual(60);
   }, 60_000);
 
   it("refuses the placeholder once the secret is deleted, and once the sandbox stops", async () => {
