@@ -49,7 +49,9 @@ export class TenantSecrets {
    * own (the runtime call's zero round trips). A secret made on another instance reaches new processes within that
    * time; a change or a deletion still takes effect at once where it matters, at the egress (valueFor reads anew).
    */
-  private readonly lists = new LRUCache<string, SecretRecord[]>({ max: 10_000, ttl: LIST_FRESH_MS });
+  // ttlResolution 0: on Workers lru-cache's default 1 ms "now" cache is cleared by a timer that never runs once the
+  // request ended, and a list would never be read again (a secret made by another isolate would never reach processes).
+  private readonly lists = new LRUCache<string, SecretRecord[]>({ max: 10_000, ttl: LIST_FRESH_MS, ttlResolution: 0 });
 
   constructor(
     stores: Pick<StateStores, "kv">,

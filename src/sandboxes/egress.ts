@@ -47,7 +47,9 @@ const ENDED = new Set(["closed", "close-error", "error"]);
 
 export function egressHandlers(services: GatewayServices): Handlers {
   /** Sandboxes the upstream said run, for STATUS_FRESH_MS; concurrent reads of one sandbox share one upstream call. */
-  const running = new LRUCache<string, true>({ max: 10_000, ttl: STATUS_FRESH_MS });
+  // ttlResolution 0: lru-cache's default caches "now" until a 1 ms timer clears it, and on Workers a timer set in a
+  // request that ended never runs, so entries would never age (found by test/foundation/secrets-worker-dev.test.ts).
+  const running = new LRUCache<string, true>({ max: 10_000, ttl: STATUS_FRESH_MS, ttlResolution: 0, perf: { now: () => services.now() } });
   const reading = new Map<string, Promise<boolean>>();
 
   /** Whether the upstream still runs the sandbox; an ended (or unknown) one is marked ended for the whole fleet. */
