@@ -63,6 +63,13 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
       const detail = await upstreamJson(res, SandboxDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
       await claimCreated(services, c, { kind: "sandbox", id: String(detail.id), tenant: tenant.id, route: row.name });
+      // What it was made from, for the secrets limited to images or snapshots (docs/secrets-for-agents.md).
+      const source = {
+        ...(typeof body.imageName === "string" ? { image: body.imageName } : {}),
+        ...(typeof body.snapshotName === "string" ? { snapshot: body.snapshotName } : {}),
+      };
+      const noted = await services.vault.noteSource(tenant.id, String(detail.id), source);
+      if (noted.pending) services.background(c, noted.pending, "sandbox source");
       const shown = await present(c, detail);
       // The chain's quota and meter steps take the created id from here, not from the answer again.
       noteCreated(c, shown);

@@ -110,6 +110,51 @@ describe("placeholders in the sandbox", () => {
   });
 });
 
+describe("which sandboxes a secret reaches: by image or snapshot", () => {
+  it("names the field in an error, and reaches only sandboxes created from a listed image or snapshot", async () => {
+    const bad = await put(s.keys.alice, "NODEONLY", { value: VALUE, hosts: [serverHost], images: [] });
+    expect([bad.status, bad.json.code]).toEqual([400, "invalid_body"]);
+    expect(bad.text).toContain("images");
+    const blank = await put(s.keys.alice, "NODEONLY", { value: VALUE, hosts: [serverHost], snapshots: ["node", " "] });
+    expect(blank.status).toBe(400);
+    expect(blank.text).toContain("snapshots.1");
+    expect((await put(s.keys.alice, "NODEONLY", { value: VALUE, hosts: [serverHost], images: ["node"] })).status).toBe(201);
+    expect((await put(s.keys.alice, "SNAPONLY", { value: VALUE, hosts: [serverHost], snapshots: ["agent-base"] })).status).toBe(201);
+    const shown = await gatewayCall(s, "GET", "/_tollgate/secrets/NODEONLY", { headers: key(s.keys.alice) });
+    expect(shown.json).toMatchObject({ name: "NODEONLY", images: ["node"] });
+    const deb = await s.alice.sandboxes.create({ imageName: "debian" });
+    const node = await s.alice.sandboxes.create({ imageName: "node" });
+    try {
+      const env = async (x: SandboxHandle) => (await x.exec("printenv")).stdout;
+      const debEnv = await env(deb);
+      expect(debEnv).toMatch(/^OPENAI=tg_sec_/m);
+      expect(debEnv).not.toMatch(/^NODEONLY=/m);
+      expect(debEnv).not.toMatch(/^SNAPONLY=/m);
+      const nodeEnv = await env(node);
+      expect(nodeEnv).toMatch(/^NODEONLY=tg_sec_/m);
+      expect(nodeEnv).not.toMatch(/^SNAPONLY=/m);
+      // A placeholder it never got cannot be made up: another sandbox's is bound to that sandbox only.
+      const nodePh = /^NODEONLY=(\S+)$/m.exec(nodeEnv)![1]!;
+      expect((await viaEgress("NODEONLY/v1/x", { headers: { authorization: `Bearer ${nodePh}` } })).status).toBe(200);
+      // From a snapshot named in `snapshots`: that secret, not the image's.
+      const snap = await node.createMemorySnapshot({ snapshotName: "agent-base" });
+      expect(snap).toBeTruthy();
+      const fromSnap = await s.alice.sandboxes.create({ snapshotName: "agent-base" });
+      try {
+        const snapEnv = await env(fromSnap);
+        expect(snapEnv).toMatch(/^SNAPONLY=tg_sec_/m);
+        expect(snapEnv).not.toMatch(/^NODEONLY=/m);
+      } finally {
+        await fromSnap.stop();
+      }
+    } finally {
+      await deb.stop();
+      await node.stop();
+      for (const n of ["NODEONLY", "SNAPONLY"]) await gatewayCall(s, "DELETE", `/_tollgate/secrets/${n}`, { headers: key(s.keys.alice) });
+    }
+  }, 90_000);
+});
+
 describe("the egress", () => {
   it("swaps the placeholder for the value towards the secret's host", async () => {
     const res = await viaEgress("OPENAI/v1/models?limit=2", { headers: { authorization: `Bearer ${placeholder}` } });
