@@ -294,6 +294,9 @@ const fail = (sock, err) => {
   if (!sock.destroyed) sock.end(JSON.stringify(body) + "\n");
 };
 
+/** The ways out listening inside (op "outbound"), by address:port: a server on it (and on ::1 for 127.0.0.1). */
+const outbounds = new Map();
+
 async function stream(sock, req, rest) {
   if (req.op === "connect") {
     // Raw relay into the sandbox's own network namespace; no reply header so the caller can write immediately.
@@ -306,18 +309,39 @@ async function stream(sock, req, rest) {
   }
   if (req.op === "outbound") {
     // The sandbox's way out (outbound.ts): 127.0.0.1:<port> inside, each connection handed to the host's unix socket.
+    // A connection the host side closes before answering a byte (the sandbox's egress list refuses the destination, or
+    // it is not listening) is reset at once, as a network policy rejecting it would: the process sees ECONNRESET, never
+    // a socket that neither answers nor fails.
     const bridge = (conn) => {
       const out = net.connect({ path: String(req.socket) });
-      out.on("error", () => conn.destroy());
+      let answered = false;
+      out.on("data", () => (answered = true));
+      out.on("error", () => {});
+      out.on("close", () => {
+        if (!answered && !conn.destroyed) conn.resetAndDestroy();
+      });
       conn.on("error", () => out.destroy());
       conn.pipe(out).pipe(conn);
     };
+    const at = String(req.host ?? "127.0.0.1");
     const server = net.createServer(bridge);
-    await new Promise((res, rej) => (server.once("error", rej), server.listen(Number(req.port), "127.0.0.1", res)));
-    // `localhost` may be tried as ::1 first.
-    const v6 = net.createServer(bridge);
-    v6.on("error", () => {});
-    v6.listen(Number(req.port), "::1");
+    await new Promise((res, rej) => (server.once("error", rej), server.listen(Number(req.port), at, res)));
+    const listening = [server];
+    if (at === "127.0.0.1") {
+      // `localhost` may be tried as ::1 first.
+      const v6 = net.createServer(bridge);
+      v6.on("error", () => {});
+      v6.listen(Number(req.port), "::1");
+      listening.push(v6);
+    }
+    outbounds.set(`${at}:${req.port}`, listening);
+    return void sock.end(JSON.stringify({ ok: true, body: { port: Number(req.port) } }) + "\n");
+  }
+  if (req.op === "outbound-close") {
+    // The egress list shuts this destination now: nothing listens for it inside any more (connections are refused).
+    const key = `${String(req.host ?? "127.0.0.1")}:${req.port}`;
+    for (const s of outbounds.get(key) ?? []) s.close();
+    outbounds.delete(key);
     return void sock.end(JSON.stringify({ ok: true, body: { port: Number(req.port) } }) + "\n");
   }
   if (req.op === "upload") {

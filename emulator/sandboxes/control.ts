@@ -85,6 +85,7 @@ export function sandboxControlRoutes(ctx: EmulatorContext, service: SandboxServi
       net[key] = body[key].map(String);
     }
     sb.updatedAt = new Date();
+    await service.syncOutbound(sb);
     return c.json({ network: { ...net } });
   });
 

@@ -1,12 +1,13 @@
 // The sandbox service behind the control plane: create (from image or snapshot), read, list, stop, snapshot, ports.
 import { randomBytes } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
+import type { Server } from "node:net";
 import { join } from "node:path";
 import type { EmulatorContext } from "../types.js";
 import { ApiError, badRequest, notFound } from "./errors.js";
 import type { ImageCatalog } from "./images.js";
 import type { Isolation } from "./jail.js";
-import { mayReach, openOutbound } from "./outbound.js";
+import { addressOf, mayReach, openOutbound } from "./outbound.js";
 import { Sandbox, type SandboxSpec } from "./sandbox.js";
 import { copyTree, type SnapshotStore } from "./snapshots.js";
 import type { TokenIssuer } from "./tokens.js";
@@ -22,6 +23,8 @@ const DEFAULT_TIMEOUT_MINUTES = 60;
 
 export class SandboxService {
   private readonly sandboxes = new Map<string, Sandbox>();
+  /** Each sandbox's open ways out (./outbound.ts), by destination. */
+  private readonly outbound = new WeakMap<Sandbox, Map<string, Server>>();
 
   constructor(
     private readonly ctx: EmulatorContext,
@@ -110,22 +113,45 @@ export class SandboxService {
     const sb = await Sandbox.boot(spec, dir, this.agentPath, this.isolation, releaseDisk);
     for (const p of ports) sb.exposed.set(p.port, { auth: p.auth });
     // What stands for the internet (./outbound.ts): each listed destination reachable as its egress list allows.
+    await this.syncOutbound(sb);
+    this.sandboxes.set(sb.id, sb);
+    this.ctx.log("sandbox.created", { id: sb.id, imageName, snapshotId });
+    return sb;
+  }
+
+  /**
+   * Opens each destination standing for the internet that the sandbox's egress list lets it reach, and closes each it no
+   * longer does (at creation and after each network change): a refused destination has no listener inside, so a
+   * connection to it is refused at once (ECONNREFUSED), as a network policy rejecting it would.
+   */
+  async syncOutbound(sb: Sandbox): Promise<void> {
+    let open = this.outbound.get(sb);
+    if (!open) this.outbound.set(sb, (open = new Map()));
     for (const target of this.ctx.internet?.list() ?? []) {
-      const server = await openOutbound({
+      const key = `${target.host}:${target.port}`;
+      const allowed = mayReach(sb.spec.network, target.host, target.port);
+      const server = open.get(key);
+      if (!allowed && server) {
+        open.delete(key);
+        server.close();
+        await (await sb.agent("user")).call("outbound-close", { host: addressOf(target.host), port: target.port }).catch(() => {});
+      }
+      if (!allowed || server || !sb.active) continue;
+      const opened = await openOutbound({
         sockDir: sb.sockDir,
         target,
-        allowed: () => sb.active && mayReach(sb.spec.network, target.host),
-        listenInside: async (socket) => void (await (await sb.agent("user")).call("outbound", { port: target.port, socket })),
+        allowed: () => sb.active && mayReach(sb.spec.network, target.host, target.port),
+        listenInside: async (socket) =>
+          void (await (await sb.agent("user")).call("outbound", { host: addressOf(target.host), port: target.port, socket })),
         log: this.ctx.log,
       }).catch((err) => {
         this.ctx.log("sandbox.egress.unavailable", { id: sb.id, error: String((err as Error).message) });
         return undefined;
       });
-      if (server) sb.onStop(() => server.close());
+      if (!opened) continue;
+      open.set(key, opened);
+      sb.onStop(() => opened.close());
     }
-    this.sandboxes.set(sb.id, sb);
-    this.ctx.log("sandbox.created", { id: sb.id, imageName, snapshotId });
-    return sb;
   }
 
   get(id: string): Sandbox {

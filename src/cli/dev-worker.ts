@@ -81,6 +81,8 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<Worke
     const wallet = await emulator.chain!.createFundedWallet(100_000_000n);
     const tenants = { acme: generateTenantKey(), initech: generateTenantKey(), globex: generateTenantKey(), ops: generateTenantKey() };
     const port = opts.port || (await freePort(host));
+    // Sandboxes reach the Worker as real ones reach the internet: its $TOLLGATE_EGRESS works from inside them.
+    emulator.internet.add(`localhost:${port}`);
     const config = await demoConfig(emulator, tenants, { logLevel: "info" });
     config.state = { backend: "durable-objects" };
     const envFile = join(dir, ".env");

@@ -6,11 +6,11 @@
 // credential fill reads a value with `valueFor`.
 import { LRUCache } from "lru-cache";
 import type { StateStores } from "../state/types.js";
-import { kvSecretStore, type PlaceholderBinding, type SecretRecord, type SecretStore } from "../state/secrets.js";
+import { kvSecretStore, type PlaceholderBinding, type SandboxSource, type SecretRecord, type SecretStore } from "../state/secrets.js";
 import { placeholderDigest, SecretSeal } from "./secret-seal.js";
 
 /** Where a secret may go and how it is written: the rules a record keeps beside its sealed value. */
-type SecretRules = Pick<SecretRecord, "hosts" | "methods" | "paths" | "header" | "format">;
+type SecretRules = Pick<SecretRecord, "hosts" | "methods" | "paths" | "header" | "format" | "images" | "snapshots">;
 
 /** What a caller sets (validated by the row's schema: src/routing/admin-schemas.ts, secretPutBody). */
 export type SecretInput = SecretRules & { value: string; sandboxes: SecretRecord["sandboxes"] };
@@ -39,6 +39,14 @@ export const SECRET_REQUEST = "tollgate:secret";
 /** How long a process start may use a tenant's list of secrets read before (TenantSecrets.lists). */
 const LIST_FRESH_MS = 5_000;
 
+/** A secret limited to some images or snapshots. */
+const selective = (r: SecretRecord) => !!(r.images || r.snapshots);
+/** Whether a sandbox created from `from` (unknown: undefined) is one a selective secret reaches. */
+const reaches = (r: SecretRecord, from: SandboxSource | undefined) =>
+  !!from &&
+  ((from.image !== undefined && !!r.images?.includes(from.image)) ||
+    (from.snapshot !== undefined && !!r.snapshots?.includes(from.snapshot)));
+
 export class TenantSecrets {
   readonly store: SecretStore;
   private readonly seal: SecretSeal;
@@ -49,7 +57,11 @@ export class TenantSecrets {
    * own (the runtime call's zero round trips). A secret made on another instance reaches new processes within that
    * time; a change or a deletion still takes effect at once where it matters, at the egress (valueFor reads anew).
    */
-  private readonly lists = new LRUCache<string, SecretRecord[]>({ max: 10_000, ttl: LIST_FRESH_MS });
+  // ttlResolution 0: on Workers lru-cache's default 1 ms "now" cache is cleared by a timer that never runs once the
+  // request ended, and a list would never be read again (a secret made by another isolate would never reach processes).
+  /** What each sandbox was created from (it never changes), as recorded or read. */
+  private readonly sources = new LRUCache<string, SandboxSource>({ max: 10_000 });
+  private readonly lists = new LRUCache<string, SecretRecord[]>({ max: 10_000, ttl: LIST_FRESH_MS, ttlResolution: 0 });
 
   constructor(
     stores: Pick<StateStores, "kv">,
@@ -74,6 +86,8 @@ export class TenantSecrets {
       header: input.header,
       format: input.format,
       sandboxes: input.sandboxes,
+      ...(input.images ? { images: [...new Set(input.images)] } : {}),
+      ...(input.snapshots ? { snapshots: [...new Set(input.snapshots)] } : {}),
       createdAt: before?.createdAt ?? at,
       updatedAt: at,
       version: (before?.version ?? 0) + 1,
@@ -132,12 +146,11 @@ export class TenantSecrets {
    * (every `all` one, and the `on-request` ones `requested` names), each bound to the sandbox and the secret.
    */
   async placeholders(tenant: string, sandboxId: string, requested: ReadonlySet<string>): Promise<Record<string, string>> {
-    let all = this.lists.get(tenant);
-    if (!all) {
-      all = await this.store.list(tenant);
-      this.lists.set(tenant, all);
+    let records = (await this.records(tenant)).filter((r) => r.sandboxes === "all" || requested.has(r.name));
+    if (records.some(selective)) {
+      const from = await this.sourceOf(sandboxId);
+      records = records.filter((r) => !selective(r) || reaches(r, from));
     }
-    const records = all.filter((r) => r.sandboxes === "all" || requested.has(r.name));
     const out: Record<string, string> = {};
     await Promise.all(
       records.map(async (r) => {
@@ -147,6 +160,49 @@ export class TenantSecrets {
       }),
     );
     return out;
+  }
+
+  /**
+   * The hosts of the tenant's secrets (`host` or `host:port`, sorted, each once): the sandbox's egress floor, what its
+   * network deny list gets so that a secret's host is reached through the egress only. From the list a process start
+   * reads (up to LIST_FRESH_MS old on an instance that did not make the change).
+   */
+  async hosts(tenant: string): Promise<string[]> {
+    return [...new Set((await this.records(tenant)).flatMap((r) => r.hosts))].sort();
+  }
+
+  /** The tenant's secrets as last read, for LIST_FRESH_MS. */
+  private async records(tenant: string): Promise<SecretRecord[]> {
+    let all = this.lists.get(tenant);
+    if (!all) {
+      all = await this.store.list(tenant);
+      this.lists.set(tenant, all);
+    }
+    return all;
+  }
+
+  /**
+   * Records what a sandbox was created from, for the secrets limited to images or snapshots. Awaited (the caller's
+   * creation waits for it) when the tenant has such a secret, else written behind the answer: a sandbox whose source is
+   * not known gets none of those secrets.
+   */
+  async noteSource(tenant: string, sandboxId: string, source: SandboxSource): Promise<{ pending?: Promise<void> }> {
+    this.sources.set(sandboxId, source);
+    const write = this.store.setSource(sandboxId, source, BINDING_TTL_MS);
+    if ((await this.records(tenant)).some(selective)) {
+      await write;
+      return {};
+    }
+    return { pending: write };
+  }
+
+  private async sourceOf(sandboxId: string): Promise<SandboxSource | undefined> {
+    let from = this.sources.get(sandboxId);
+    if (!from) {
+      from = await this.store.source(sandboxId);
+      if (from) this.sources.set(sandboxId, from);
+    }
+    return from;
   }
 
   /** What a placeholder stands for, when it is one the gateway handed out and still bound. */
@@ -165,6 +221,8 @@ export class TenantSecrets {
       header: r.header,
       format: r.format,
       sandboxes: r.sandboxes,
+      ...(r.images ? { images: r.images } : {}),
+      ...(r.snapshots ? { snapshots: r.snapshots } : {}),
       createdAt: new Date(r.createdAt).toISOString(),
       updatedAt: new Date(r.updatedAt).toISOString(),
       version: r.version,

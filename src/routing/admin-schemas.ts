@@ -245,6 +245,20 @@ const HOST_PORT = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
 const HOP_BY_HOP = new Set(["host", "connection", "content-length", "transfer-encoding", "upgrade", "te", "trailer", "keep-alive"]);
 
+/** Image or snapshot names a secret is limited to, as a sandbox create body names them. */
+const sourceNames = (what: string) =>
+  z
+    .array(
+      z
+        .string()
+        .trim()
+        .min(1, { error: `expected a ${what} name` })
+        .max(256),
+      { error: `expected a list of ${what} names` },
+    )
+    .min(1, { error: `name at least one ${what}, or leave the field out` })
+    .max(32);
+
 export const secretPutBody = z.strictObject({
   /** The value: written once, never read back. */
   value: z.string().min(1, { error: "expected a non-empty value" }).max(16_384),
@@ -291,4 +305,8 @@ export const secretPutBody = z.strictObject({
     .default("Bearer {}"),
   /** Which sandboxes get its placeholder: every one (default), or processes whose env sets NAME to "tollgate:secret". */
   sandboxes: z.enum(["all", "on-request"], { error: 'expected "all" or "on-request"' }).default("all"),
+  /** Only sandboxes created from one of these images (`imageName`), or from one of `snapshots`; absent both: any. */
+  images: sourceNames("image").optional(),
+  /** Only sandboxes created from one of these snapshots (`snapshotName`), or from one of `images`. */
+  snapshots: sourceNames("snapshot").optional(),
 });

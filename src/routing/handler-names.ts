@@ -21,7 +21,7 @@ export const HANDLER_NAMES = [
   "live.page", "live.socket",
   "x402session.create", "x402session.get", "x402session.stop",
   "owned.create", "owned.list",
-  "sandbox.create", "sandbox.list", "sandbox.get", "sandbox.stop", "sandbox.snapshot", "sandbox.expose",
+  "sandbox.create", "sandbox.list", "sandbox.get", "sandbox.stop", "sandbox.snapshot", "sandbox.expose", "sandbox.network",
   "snapshot.list", "snapshot.byIdOrName",
   "volume.create", "volume.list", "volume.byKey",
   "runtime.forward", "runtime.secretEnv", "runtime.websocket", "runtime.presign", "runtime.presigned",

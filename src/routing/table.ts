@@ -183,7 +183,7 @@ const UPSTREAM_ROWS: readonly RouteRow[] = [
   { name: "sandbox.snapshot", metric: "sandboxes", method: POST, path: "/api/sandbox/:id/snapshot", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.sandboxSnapshot, handler: "sandbox.snapshot" },
   { name: "sandbox.expose", metric: "sandboxes", method: POST, path: "/api/sandbox/:id/expose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.expose, handler: "sandbox.expose" },
   { name: "sandbox.unexpose", metric: "sandboxes", method: POST, path: "/api/sandbox/:id/unexpose", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.unexpose, handler: "forward" },
-  { name: "sandbox.network", metric: "sandboxes", agentPolicy: "sandboxNetwork", method: PUT, path: "/api/sandbox/:id/network", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.network, handler: "forward" },
+  { name: "sandbox.network", metric: "sandboxes", agentPolicy: "sandboxNetwork", method: PUT, path: "/api/sandbox/:id/network", auth: KEY, scope: "sandboxes", owns: { kind: "sandbox", param: "id" }, pay: "free", body: BODY.network, handler: "sandbox.network" },
   { name: "image.list", metric: "sandboxes", method: GET, path: "/api/images", auth: KEY, scope: "sandboxes", pay: "free", body: BODY.none, handler: "forward" },
   // The image catalog is the operator's, shared by every tenant: changing it is for admins.
   { name: "image.delete", metric: "sandboxes", method: DELETE, path: "/api/images/:name", auth: KEY, scope: "admin", pay: "free", body: BODY.none, handler: "forward" },

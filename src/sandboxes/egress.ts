@@ -2,10 +2,16 @@
 // the placeholder of secret NAME goes to the secret's host with the placeholder replaced by the value, written into the
 // secret's header in its format. Refused (and nothing sent) for a placeholder the gateway did not hand out, of another
 // secret, of a sandbox that ended, of a disabled tenant or a deleted secret; for a host, method or path the secret does
-// not allow. The destination is reached through the destination guard (https only; plain http to loopback only with
+// not allow. A sandbox that ended without the gateway seeing it (its own timeout, stopped or deleted outside the
+// gateway) is found out here: the egress asks the upstream for the sandbox's status, an answer "running" reused for
+// STATUS_FRESH_MS, and an ended or unknown one marks it ended (its placeholders refused from then on, everywhere). The
+// destination is reached through the destination guard (https only; plain http to loopback only with
 // egress.allowHttpLoopback; never a private, link-local or metadata address; no redirect followed), and its answer
 // streams back as it comes (SSE passes). Rate-limited per tenant (egress.requestsPerMinute); in the request log under
 // the tenant (the path only: the value is never in a request line, the placeholder only in a header).
+import { LRUCache } from "lru-cache";
+import type { Context } from "hono";
+import type { GatewayEnv } from "../context.js";
 import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import type { Handlers } from "../routing/handlers.js";
@@ -13,6 +19,8 @@ import { SECRET_NAME } from "../routing/admin-schemas.js";
 import { splitRequestUrl } from "../web/request-url.js";
 import { DestinationUnreachable } from "../web/destination-guard.js";
 import { sandboxLive } from "./secret-env.js";
+import { upstreamJson } from "../upstream/upstream.js";
+import { SandboxDetail } from "./wire.js";
 
 const PLACEHOLDER = /tg_sec_[A-Za-z0-9_-]{32}/;
 const PREFIX = "/_tollgate/egress/";
@@ -33,7 +41,51 @@ const LOOPBACK = /^(127(?:\.\d{1,3}){3}|localhost|\[::1\])(?::\d+)?$/;
 
 const refused = (code: string, message: string, status = 403) => new GatewayError(status, code, message);
 
+/** How long the upstream's answer that a sandbox runs is reused by the egress (per instance): an ended one is refused within it. */
+export const STATUS_FRESH_MS = 2_000;
+const ENDED = new Set(["closed", "close-error", "error"]);
+
 export function egressHandlers(services: GatewayServices): Handlers {
+  /** Sandboxes the upstream said run, for STATUS_FRESH_MS; concurrent reads of one sandbox share one upstream call. */
+  // ttlResolution 0: lru-cache's default caches "now" until a 1 ms timer clears it, and on Workers a timer set in a
+  // request that ended never runs, so entries would never age (found by test/foundation/secrets-worker-dev.test.ts).
+  const running = new LRUCache<string, true>({ max: 10_000, ttl: STATUS_FRESH_MS, ttlResolution: 0, perf: { now: () => services.now() } });
+  const reading = new Map<string, Promise<boolean>>();
+
+  /** Whether the upstream still runs the sandbox; an ended (or unknown) one is marked ended for the whole fleet. */
+  const upstreamRuns = (c: Context<GatewayEnv>, id: string): Promise<boolean> => {
+    if (running.has(id)) return Promise.resolve(true);
+    let p = reading.get(id);
+    if (!p) {
+      p = (async () => {
+        const res = await services.upstream.call(c, {
+          method: "GET",
+          path: `/api/sandbox/${encodeURIComponent(id)}`,
+          detachFromClient: true,
+        });
+        if (res.status !== 404 && !res.ok) {
+          await res.body?.cancel();
+          throw new GatewayError(
+            502,
+            "egress_unreachable",
+            "The gateway could not check the sandbox's status with the upstream; try again shortly.",
+          );
+        }
+        const status = res.status === 404 ? (await res.body?.cancel(), "deleted") : ((await upstreamJson(res, SandboxDetail)).status ?? "");
+        if (res.status === 404 || ENDED.has(status)) {
+          services.logger.info("egress sandbox ended", { sandbox: id, status });
+          await services.stores.ownership.setActive("sandbox", id, false);
+          await services.custody.forget(id);
+          return false;
+        }
+        running.set(id, true);
+        return true;
+      })().finally(() => reading.delete(id));
+      reading.set(id, p);
+    }
+    return p;
+  };
+
   return {
     egress: async (c) => {
       const { path, query } = splitRequestUrl(c.req.url);
@@ -58,7 +110,7 @@ export function egressHandlers(services: GatewayServices): Handlers {
       const fields = c.get("logFields");
       if (fields) fields.tenant = binding.tenant;
       if (!tenant?.enabled) throw refused("tenant_disabled", "The tenant this placeholder belongs to is disabled.", 401);
-      if (!(await sandboxLive(services, binding.tenant, binding.sandboxId)))
+      if (!(await sandboxLive(services, binding.tenant, binding.sandboxId)) || !(await upstreamRuns(c, binding.sandboxId)))
         throw refused("egress_sandbox_ended", `The sandbox this placeholder was handed to has ended: its placeholders are refused.`);
       const limit = services.config.egress.requestsPerMinute;
       const hit = await services.stores.rateLimiter.hit(`egress:${binding.tenant}`, limit, 60_000, services.now());

@@ -19,6 +19,7 @@ import { jsonBody } from "../routing/json-body.js";
 import { settleResource } from "../payments/index.js";
 import type { Handlers } from "../routing/handlers.js";
 import { claimCreated, noteCreated } from "../routing/created.js";
+import { withEgressFloor } from "./secret-env.js";
 
 const JSON_HEADERS = () => new Headers({ "content-type": "application/json" });
 const ENDED = new Set(["closed", "close-error", "error"]);
@@ -56,11 +57,19 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
       const tenant = callerTenant(c);
       const body = { ...(await jsonBody(c, services.platform)).json };
       await pinSnapshotSource(services, tenant, body);
-      const res = await upstream.call(c, { method: "POST", path: "/api/sandbox", headers: JSON_HEADERS(), body: JSON.stringify(body) });
+      const sent = await withEgressFloor(services, tenant.id, body);
+      const res = await upstream.call(c, { method: "POST", path: "/api/sandbox", headers: JSON_HEADERS(), body: JSON.stringify(sent) });
       if (!res.ok) return Upstream.relay(res);
       const detail = await upstreamJson(res, SandboxDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
       await claimCreated(services, c, { kind: "sandbox", id: String(detail.id), tenant: tenant.id, route: row.name });
+      // What it was made from, for the secrets limited to images or snapshots (docs/secrets-for-agents.md).
+      const source = {
+        ...(typeof body.imageName === "string" ? { image: body.imageName } : {}),
+        ...(typeof body.snapshotName === "string" ? { snapshot: body.snapshotName } : {}),
+      };
+      const noted = await services.vault.noteSource(tenant.id, String(detail.id), source);
+      if (noted.pending) services.background(c, noted.pending, "sandbox source");
       const shown = await present(c, detail);
       // The chain's quota and meter steps take the created id from here, not from the answer again.
       noteCreated(c, shown);
@@ -89,6 +98,12 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
         await settleResource(services, "sandbox", id, c);
       }
       return Upstream.relay(res);
+    },
+
+    // A network update keeps the sandbox's egress floor (./secret-env.ts): the secrets' hosts stay denied.
+    "sandbox.network": async (c) => {
+      const body = { ...(await jsonBody(c, services.platform)).json };
+      return Upstream.relay(await forwardJson(c, JSON.stringify(await withEgressFloor(services, callerTenant(c).id, body))));
     },
 
     "sandbox.snapshot": async (c) => {

@@ -36,3 +36,25 @@ export async function withSecretEnv(services: GatewayServices, c: Context<Gatewa
   json.env = { ...env, ...placeholders, TOLLGATE_EGRESS: `${publicOriginOf(c, services)}/_tollgate/egress` };
   return new TextEncoder().encode(JSON.stringify(json));
 }
+
+/**
+ * The sandbox's egress floor (docs/secrets-for-agents.md): a create or network-update body for the upstream with every
+ * host of the tenant's secrets added to its `denyOut`, so that a process in the sandbox reaches those hosts only through
+ * the egress (which holds the value), never directly. The client's own entries are kept; a body clearing the list (the
+ * SDK's clearNetwork) still gets the floor.
+ */
+export async function withEgressFloor(
+  services: GatewayServices,
+  tenant: string,
+  body: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  // The upstream's entries are addresses, ranges and host names, without ports (src/web/egress-rules.ts): a secret's
+  // `host:port` denies the whole host, which only the egress then reaches.
+  const hosts = [...new Set((await services.vault.hosts(tenant)).map(hostOnly))];
+  if (!hosts.length) return body;
+  const given = Array.isArray(body.denyOut) ? body.denyOut.filter((d): d is string => typeof d === "string") : [];
+  return { ...body, denyOut: [...new Set([...given, ...hosts])] };
+}
+
+/** `host` of `host[:port]` (an IPv6 literal without its brackets). */
+const hostOnly = (h: string) => (h.startsWith("[") ? h.slice(1, h.indexOf("]")) : h.replace(/:\d+$/, ""));

@@ -23,6 +23,9 @@ export interface SecretRecord {
   format: string;
   /** Which sandboxes get its placeholder: every one of the tenant's, or only processes whose env asks for it. */
   sandboxes: "all" | "on-request";
+  /** Only sandboxes created from one of these images or of `snapshots` (absent both: any sandbox). */
+  images?: string[];
+  snapshots?: string[];
   createdAt: number;
   updatedAt: number;
   /** Grows with each change. */
@@ -48,6 +51,7 @@ const key = {
   slotted: (tenant: string, name: string) => `sec:slotted:${tenant}:${name}`,
   used: (tenant: string, name: string) => `sec:used:${tenant}:${name}`,
   binding: (digest: string) => `sec:ph:${digest}`,
+  source: (sandboxId: string) => `sec:src:${sandboxId}`,
 };
 
 export interface SecretStore {
@@ -64,6 +68,15 @@ export interface SecretStore {
   /** Binds a placeholder (by its digest) to its sandbox and secret for `ttlMs`. */
   bind(digest: string, binding: PlaceholderBinding, ttlMs: number): Promise<void>;
   binding(digest: string): Promise<PlaceholderBinding | undefined>;
+  /** Records what a sandbox was created from (its image or snapshot name), for `ttlMs`. */
+  setSource(sandboxId: string, source: SandboxSource, ttlMs: number): Promise<void>;
+  source(sandboxId: string): Promise<SandboxSource | undefined>;
+}
+
+/** What a sandbox was created from, as its create body named it: what a secret's `images` / `snapshots` select. */
+export interface SandboxSource {
+  image?: string;
+  snapshot?: string;
 }
 
 /** The secret store over a backend's key-value store. */
@@ -103,5 +116,7 @@ export function kvSecretStore(kv: KeyValueStore): SecretStore {
     },
     bind: (digest, binding, ttlMs) => kv.set(key.binding(digest), JSON.stringify(binding), ttlMs),
     binding: (digest) => json<PlaceholderBinding>(key.binding(digest)),
+    setSource: (sandboxId, source, ttlMs) => kv.set(key.source(sandboxId), JSON.stringify(source), ttlMs),
+    source: (sandboxId) => json<SandboxSource>(key.source(sandboxId)),
   };
 }

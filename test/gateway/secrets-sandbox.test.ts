@@ -51,11 +51,15 @@ beforeAll(async () => {
       res.end(JSON.stringify({ ok: true, path: req.url }));
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  serverHost = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // On 127.0.0.2, standing for a host of its own on the internet: the gateway is reached at localhost (127.0.0.1), so the
+  // floor can deny the secret's host to the sandbox without denying the gateway.
+  await new Promise<void>((r) => server.listen(0, "127.0.0.2", r));
+  serverHost = `127.0.0.2:${(server.address() as AddressInfo).port}`;
   s = await startSandboxStack({ egress: { allowHttpLoopback: true } });
   // The emulator's sandboxes reach the gateway as real ones reach the internet (emulator/sandboxes/outbound.ts).
   s.emu.internet.add(`localhost:${s.gw.port}`);
+  // And so is the test server: what keeps a sandbox from it directly is the egress floor the gateway adds at creation.
+  s.emu.internet.add(serverHost);
   expect((await put(s.keys.alice, "OPENAI", { value: VALUE, hosts: [serverHost], methods: ["GET", "POST"], paths: ["/v1/"] })).status).toBe(
     201,
   );
@@ -106,6 +110,51 @@ describe("placeholders in the sandbox", () => {
   });
 });
 
+describe("which sandboxes a secret reaches: by image or snapshot", () => {
+  it("names the field in an error, and reaches only sandboxes created from a listed image or snapshot", async () => {
+    const bad = await put(s.keys.alice, "NODEONLY", { value: VALUE, hosts: [serverHost], images: [] });
+    expect([bad.status, bad.json.code]).toEqual([400, "invalid_body"]);
+    expect(bad.text).toContain("images");
+    const blank = await put(s.keys.alice, "NODEONLY", { value: VALUE, hosts: [serverHost], snapshots: ["node", " "] });
+    expect(blank.status).toBe(400);
+    expect(blank.text).toContain("snapshots.1");
+    expect((await put(s.keys.alice, "NODEONLY", { value: VALUE, hosts: [serverHost], images: ["node"] })).status).toBe(201);
+    expect((await put(s.keys.alice, "SNAPONLY", { value: VALUE, hosts: [serverHost], snapshots: ["agent-base"] })).status).toBe(201);
+    const shown = await gatewayCall(s, "GET", "/_tollgate/secrets/NODEONLY", { headers: key(s.keys.alice) });
+    expect(shown.json).toMatchObject({ name: "NODEONLY", images: ["node"] });
+    const deb = await s.alice.sandboxes.create({ imageName: "debian" });
+    const node = await s.alice.sandboxes.create({ imageName: "node" });
+    try {
+      const env = async (x: SandboxHandle) => (await x.exec("printenv")).stdout;
+      const debEnv = await env(deb);
+      expect(debEnv).toMatch(/^OPENAI=tg_sec_/m);
+      expect(debEnv).not.toMatch(/^NODEONLY=/m);
+      expect(debEnv).not.toMatch(/^SNAPONLY=/m);
+      const nodeEnv = await env(node);
+      expect(nodeEnv).toMatch(/^NODEONLY=tg_sec_/m);
+      expect(nodeEnv).not.toMatch(/^SNAPONLY=/m);
+      // A placeholder it never got cannot be made up: another sandbox's is bound to that sandbox only.
+      const nodePh = /^NODEONLY=(\S+)$/m.exec(nodeEnv)![1]!;
+      expect((await viaEgress("NODEONLY/v1/x", { headers: { authorization: `Bearer ${nodePh}` } })).status).toBe(200);
+      // From a snapshot named in `snapshots`: that secret, not the image's.
+      const snap = await node.createMemorySnapshot({ snapshotName: "agent-base" });
+      expect(snap).toBeTruthy();
+      const fromSnap = await s.alice.sandboxes.create({ snapshotName: "agent-base" });
+      try {
+        const snapEnv = await env(fromSnap);
+        expect(snapEnv).toMatch(/^SNAPONLY=tg_sec_/m);
+        expect(snapEnv).not.toMatch(/^NODEONLY=/m);
+      } finally {
+        await fromSnap.stop();
+      }
+    } finally {
+      await deb.stop();
+      await node.stop();
+      for (const n of ["NODEONLY", "SNAPONLY"]) await gatewayCall(s, "DELETE", `/_tollgate/secrets/${n}`, { headers: key(s.keys.alice) });
+    }
+  }, 90_000);
+});
+
 describe("the egress", () => {
   it("swaps the placeholder for the value towards the secret's host", async () => {
     const res = await viaEgress("OPENAI/v1/models?limit=2", { headers: { authorization: `Bearer ${placeholder}` } });
@@ -125,13 +174,48 @@ describe("the egress", () => {
     expect(run.stdout).not.toContain(VALUE);
   });
 
-  it("a sandbox whose egress list shuts the internet reaches nothing, the gateway included", async () => {
+  it("the egress floor: the secret's host is denied to the sandbox directly, through a network update too", async () => {
+    /** From inside a sandbox: a direct request to the test server, "refused <code>" or the answer's status and text. */
+    const direct = `node -e 'const t = setTimeout(() => console.log("hung"), 10000); fetch("http://${serverHost}/v1/direct").then(async (r) => { clearTimeout(t); console.log(r.status, await r.text()); }, (e) => { clearTimeout(t); console.log("refused", e.cause?.code); })'`;
+    // Control: a sandbox made at the emulator itself, with no floor, reaches the server directly.
+    const bare = await fetch(`${s.emu.controlUrl}/api/sandbox`, {
+      method: "POST",
+      headers: { "x-api-key": s.emu.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ imageName: "node" }),
+    }).then((r) => r.json() as Promise<{ id: string }>);
+    const before = seen.length;
+    try {
+      const { Hyperbrowser } = await import("@hyperbrowser/sdk");
+      const emuSdk = new Hyperbrowser({ apiKey: s.emu.apiKey, baseUrl: s.emu.controlUrl });
+      const bareSbx = await emuSdk.sandboxes.get(bare.id);
+      expect((await bareSbx.exec(direct)).stdout.trim()).toBe('200 {"ok":true,"path":"/v1/direct"}');
+      expect(seen.length).toBe(before + 1);
+    } finally {
+      await fetch(`${s.emu.controlUrl}/api/sandbox/${bare.id}/stop`, { method: "PUT", headers: { "x-api-key": s.emu.apiKey } });
+    }
+    // Through the gateway: the secret's host is in the sandbox's deny list; the egress still works.
+    expect((await sbx.exec(direct)).stdout.trim()).toBe("refused ECONNREFUSED");
+    // Clearing the network (the SDK sends {true, [], []}) keeps the floor; the client's own entries are kept beside it.
+    // An entry is a host, never host:port (the upstream's rules): the whole host is denied.
+    expect((await sbx.clearNetwork()).network.denyOut).toEqual(["127.0.0.2"]);
+    expect((await sbx.updateNetwork({ denyOut: ["10.0.0.0/8"] })).network.denyOut).toEqual(["10.0.0.0/8", "127.0.0.2"]);
+    expect((await sbx.exec(direct)).stdout.trim()).toBe("refused ECONNREFUSED");
+    expect(seen.length).toBe(before + 1);
+    const script = `fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/floor", { headers: { authorization: "Bearer " + process.env.OPENAI } }).then((r) => console.log(r.status))`;
+    expect((await sbx.exec(`node -e '${script}'`)).stdout.trim()).toBe("200");
+    expect(seen.at(-1)!.headers.authorization).toBe(`Bearer ${VALUE}`);
+  });
+
+  it("a sandbox whose egress list shuts the internet reaches nothing, the gateway included, and fails at once", async () => {
     const shut = await s.alice.sandboxes.create({ imageName: "node", allowInternetAccess: false } as never);
     const before = seen.length;
-    // A refused connection may end in an error or in a socket that never answers (the process then has nothing left to
-    // wait for): a timer keeps it up for 3 s, and anything but an answer counts as refused.
-    const script = `const t = setTimeout(() => console.log("refused"), 3000); fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/inside").then((r) => { clearTimeout(t); console.log(r.status); }, () => { clearTimeout(t); console.log("refused"); })`;
-    expect((await shut.exec(`node -e '${script}'`)).stdout.trim()).toBe("refused");
+    // The connection is refused as a network policy rejecting it would (nothing listens for a refused destination
+    // inside): the fetch fails at once with an error, never a socket that neither answers nor fails (the 10 s timer
+    // would say "hung").
+    const script = `const t0 = Date.now(); const t = setTimeout(() => console.log("hung"), 10000); fetch(process.env.TOLLGATE_EGRESS + "/OPENAI/v1/inside").then((r) => { clearTimeout(t); console.log(r.status); }, (e) => { clearTimeout(t); console.log("refused", e.cause?.code, Date.now() - t0); })`;
+    const [word, code, ms] = (await shut.exec(`node -e '${script}'`)).stdout.trim().split(" ");
+    expect([word, code]).toEqual(["refused", "ECONNREFUSED"]);
+    expect(Number(ms)).toBeLessThan(1_000);
     expect(seen.length).toBe(before);
     await shut.stop();
   });
@@ -166,7 +250,7 @@ describe("the egress", () => {
     const auth = { authorization: `Bearer ${placeholder}` };
     const before = seen.length;
     const cases: Array<[string, { method?: string; headers: Record<string, string> }, number, string]> = [
-      ["OPENAI/v1/models", { headers: { ...auth, "x-tollgate-host": "127.0.0.1:9" } }, 403, "egress_host_refused"],
+      ["OPENAI/v1/models", { headers: { ...auth, "x-tollgate-host": "127.0.0.2:9" } }, 403, "egress_host_refused"],
       ["OPENAI/v1/models", { method: "DELETE", headers: auth }, 403, "egress_method_refused"],
       ["OPENAI/v2/models", { headers: auth }, 403, "egress_path_refused"],
       ["GITHUB/v1/models", { headers: auth }, 403, "egress_refused"],
@@ -201,6 +285,39 @@ describe("the egress", () => {
     const secret = await gatewayCall(s, "GET", "/_tollgate/secrets/OPENAI", { headers: key(s.keys.alice) });
     expect(secret.json.lastUsedAt).not.toBeNull();
   });
+
+  it("refuses the placeholder of a sandbox that ended unseen: its own timeout, or stopped at the upstream", async () => {
+    const auth = (p: string) => ({ authorization: `Bearer ${p}` });
+    // Ends by itself after 9 s (the emulator enforces timeoutMinutes); the gateway sees nothing of it.
+    const timed = await s.alice.sandboxes.create({ imageName: "node", timeoutMinutes: 0.15 });
+    const timedPh = (await timed.exec("printenv OPENAI")).stdout.trim();
+    expect((await viaEgress("OPENAI/v1/models", { headers: auth(timedPh) })).status).toBe(200);
+    const other = await s.alice.sandboxes.create({ imageName: "node" });
+    const otherPh = (await other.exec("printenv OPENAI")).stdout.trim();
+    expect((await viaEgress("OPENAI/v1/models", { headers: auth(otherPh) })).status).toBe(200);
+    // Stopped at the upstream directly, with its own key (as its console or another tool would).
+    const stopped = await fetch(`${s.emu.controlUrl}/api/sandbox/${other.id}/stop`, {
+      method: "PUT",
+      headers: { "x-api-key": s.emu.apiKey },
+    });
+    expect(stopped.status).toBe(200);
+    const before = seen.length;
+    for (let i = 0; i < 60; i++) {
+      const res = await viaEgress("OPENAI/v1/models", { headers: auth(timedPh) });
+      if (res.json?.code === "egress_sandbox_ended") break;
+      await sleep(250);
+    }
+    // Within the status's 2 s reuse, both are refused; at most the requests made before the ends reached the server.
+    await sleep(2_100);
+    for (const p of [timedPh, otherPh]) {
+      const res = await viaEgress("OPENAI/v1/models", { headers: auth(p) });
+      expect([res.status, res.json?.code]).toEqual([403, "egress_sandbox_ended"]);
+    }
+    const after = seen.length;
+    expect((await viaEgress("OPENAI/v1/models", { headers: auth(otherPh) })).json?.code).toBe("egress_sandbox_ended");
+    expect(seen.length).toBe(after);
+    expect(after - before).toBeLessThanOrEqual(60);
+  }, 60_000);
 
   it("refuses the placeholder once the secret is deleted, and once the sandbox stops", async () => {
     const other = await s.alice.sandboxes.create({ imageName: "node" });

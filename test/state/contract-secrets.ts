@@ -61,5 +61,17 @@ export function secretsContract(b: ContractBackend) {
       await a!.delete("acme", "GH");
       expect(await b2!.lastUse("acme", "GH")).toBeUndefined();
     });
+
+    it("keeps what a sandbox was created from, and a secret's images and snapshots", async () => {
+      const [a, b2] = (await open.pair()).map((x) => kvSecretStore(x.kv));
+      await a!.setSource("sb-src-1", { image: "node" }, 60_000);
+      await a!.setSource("sb-src-2", { snapshot: "agent-base" }, 60_000);
+      expect(await b2!.source("sb-src-1")).toEqual({ image: "node" });
+      expect(await b2!.source("sb-src-2")).toEqual({ snapshot: "agent-base" });
+      expect(await b2!.source("sb-src-3")).toBeUndefined();
+      const limited = { ...record("acme", "LIMITED"), images: ["node"], snapshots: ["agent-base"] };
+      await a!.put(limited);
+      expect(await b2!.get("acme", "LIMITED")).toEqual(limited);
+    });
   });
 }
