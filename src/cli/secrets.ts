@@ -7,7 +7,8 @@ import { parseArgs } from "node:util";
 import { AdminCliError, columns } from "./admin.js";
 
 const USAGE = `tollgate secrets put NAME --host HOST[:PORT] [--host …] [--method GET] [--path /v1/] [--header NAME]
-                        [--format "Bearer {}"] [--sandboxes all|on-request] [--value-file FILE] [--tenant ID]
+                        [--format "Bearer {}"] [--sandboxes all|on-request] [--image NAME] [--snapshot NAME]
+                        [--value-file FILE] [--tenant ID]
                         the value from stdin (or a hidden prompt, or --value-file), never an argument
 tollgate secrets list [--tenant ID] [--json]     name, hosts, methods, paths, header, updated, last used (never a value)
 tollgate secrets get NAME [--tenant ID]          one secret's rules and last use, as JSON
@@ -24,6 +25,8 @@ interface SecretView {
   header: string;
   format: string;
   sandboxes: string;
+  images?: string[];
+  snapshots?: string[];
   createdAt: string;
   updatedAt: string;
   version: number;
@@ -90,7 +93,7 @@ function explain(
   err: unknown,
   call: Call,
   name: string | undefined,
-  input?: { hosts: string[]; methods?: string[]; paths?: string[] },
+  input?: { hosts: string[]; methods?: string[]; paths?: string[]; images?: string[]; snapshots?: string[] },
 ): Error {
   if (!(err instanceof Refused)) return err as Error;
   const r = err.refusal;
@@ -129,6 +132,10 @@ function explain(
           return "--format";
         case "sandboxes":
           return "--sandboxes";
+        case "images":
+          return `--image${given(input?.images)}`;
+        case "snapshots":
+          return `--snapshot${given(input?.snapshots)}`;
         case "value":
           return "the value (stdin or --value-file)";
         default:
@@ -204,7 +211,9 @@ const stamp = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, "Z") : "neve
 /** One line about a secret's rules: where it goes and how it is written (never its value). */
 const rulesLine = (s: SecretView) =>
   `hosts ${s.hosts.join(", ")}; methods ${s.methods?.join(", ") ?? "any"}; paths ${s.paths?.join(", ") ?? "any"}; ` +
-  `header ${s.header}: ${s.format}; sandboxes ${s.sandboxes}`;
+  `header ${s.header}: ${s.format}; sandboxes ${s.sandboxes}` +
+  (s.images?.length ? `; images ${s.images.join(", ")}` : "") +
+  (s.snapshots?.length ? `; snapshots ${s.snapshots.join(", ")}` : "");
 
 export async function cmdSecrets(sub: string | undefined, args: string[]): Promise<void> {
   // Refused before anything is parsed: a value given as an argument is already in the shell's history and in `ps`.
@@ -229,6 +238,8 @@ export async function cmdSecrets(sub: string | undefined, args: string[]): Promi
       header: { type: "string" },
       format: { type: "string" },
       sandboxes: { type: "string" },
+      image: { type: "string", multiple: true },
+      snapshot: { type: "string", multiple: true },
       "value-file": { type: "string" },
     },
   });
@@ -251,6 +262,8 @@ export async function cmdSecrets(sub: string | undefined, args: string[]): Promi
         );
       const methods = values.method ? many(values.method).map((m) => m.toUpperCase()) : undefined;
       const paths = values.path ? many(values.path) : undefined;
+      const images = values.image ? many(values.image) : undefined;
+      const snapshots = values.snapshot ? many(values.snapshot) : undefined;
       const call = callOf(values);
       const value = await readValue(values["value-file"], n);
       const body = {
@@ -261,9 +274,11 @@ export async function cmdSecrets(sub: string | undefined, args: string[]): Promi
         ...(values.header !== undefined ? { header: values.header } : {}),
         ...(values.format !== undefined ? { format: values.format } : {}),
         ...(values.sandboxes !== undefined ? { sandboxes: values.sandboxes } : {}),
+        ...(images ? { images } : {}),
+        ...(snapshots ? { snapshots } : {}),
       };
       const view = await request<SecretView>(call, "PUT", pathOf(call, n), body).catch((e) => {
-        throw explain(e, call, n, { hosts, methods, paths });
+        throw explain(e, call, n, { hosts, methods, paths, images, snapshots });
       });
       if (values.json) return void process.stdout.write(JSON.stringify(view, null, 2) + "\n");
       process.stdout.write(

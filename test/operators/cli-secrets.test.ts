@@ -195,6 +195,13 @@ describe("tollgate secrets against a running gateway", () => {
     const put = await cli(["put", "DB", "--host", "db.example.com:5432"], { input: OWN, key: keys.acme });
     expect(put.code).toBe(0);
     expect(put.stdout).toContain("Secret DB created (version 1");
+    // Limited to sandboxes made from some images or snapshots (docs/secrets-for-agents.md, "Which sandboxes").
+    const limited = await cli(["put", "DB", "--host", "db.example.com:5432", "--image", "node", "--snapshot", "base-1"], {
+      input: OWN,
+      key: keys.acme,
+    });
+    expect(limited.code).toBe(0);
+    expect(limited.stdout).toContain("images node; snapshots base-1");
     const mine = await cli(["list"], { key: keys.acme });
     expect(mine.stdout.split("\n").map((l) => l.split(/ {2,}/)[0])).toContain("DB");
     // An operator sees it under the tenant; the operator's own list is its own tenant's (empty).

@@ -46,7 +46,16 @@ const admin = async (method: string, path: string, body?: unknown) => {
 /** Fills the Secrets form (clearing what a refused form refilled) and submits it; the answer to the POST. */
 async function saveSecret(
   page: Page,
-  s: { name: string; value: string; hosts: string; methods?: string[]; paths?: string; header?: string; format?: string },
+  s: {
+    name: string;
+    value: string;
+    hosts: string;
+    methods?: string[];
+    paths?: string;
+    header?: string;
+    format?: string;
+    images?: string;
+  },
 ) {
   const set = async (name: string, value: string) => {
     await page.$eval(`#secret-form [name=${name}]`, (el) => void ((el as HTMLInputElement).value = ""));
@@ -58,6 +67,7 @@ async function saveSecret(
   await set("paths", s.paths ?? "");
   if (s.header) await set("header", s.header);
   if (s.format !== undefined) await set("format", s.format);
+  await set("images", s.images ?? "");
   for (const m of s.methods ?? []) await page.click(`#secret-form input[name=methods][value=${m}]`);
   const [answer] = await Promise.all([page.waitForNavigation(), page.click("[data-save-secret]")]);
   return answer!;
@@ -90,12 +100,20 @@ describe("the console's Secrets page", () => {
       hosts: "api.openai.com, eu.api.openai.com",
       methods: ["POST"],
       paths: "/v1/",
+      images: "node",
     });
     expect(made.status()).toBe(200);
     expect(page.url()).toContain("/secrets?tenant=acme&saved=OPENAI");
     expect(await page.$eval("[data-notice]", (n) => n.textContent)).toContain("Saved secret OPENAI");
     const [row] = await rows(page);
-    expect(row!.slice(0, 6)).toEqual(["OPENAI", "api.openai.com, eu.api.openai.com", "POST", "/v1/", "authorization: Bearer {}", "all"]);
+    expect(row!.slice(0, 6)).toEqual([
+      "OPENAI",
+      "api.openai.com, eu.api.openai.com",
+      "POST",
+      "/v1/",
+      "authorization: Bearer {}",
+      "all · images node",
+    ]);
     expect(row![7]).toBe("never");
     // The form is empty again; the value went to the vault only.
     expect(await page.$eval("#secret-form [name=value]", (el) => (el as HTMLInputElement).value)).toBe("");

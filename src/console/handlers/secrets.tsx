@@ -11,7 +11,18 @@ import { href, managesKeysOf } from "../pages/layout.js";
 import { type SecretFormField, type SecretFormState, SecretsPage } from "../pages/secrets.js";
 import { actor, type C, field, fields, formOf, type Pages, param, render, visibleTenant, visibleTenants } from "../kit.js";
 
-const FORM_FIELDS: readonly SecretFormField[] = ["name", "value", "hosts", "methods", "paths", "header", "format", "sandboxes"];
+const FORM_FIELDS: readonly SecretFormField[] = [
+  "name",
+  "value",
+  "hosts",
+  "methods",
+  "paths",
+  "header",
+  "format",
+  "sandboxes",
+  "images",
+  "snapshots",
+];
 
 /** A comma- or blank-separated list field. */
 const listOf = (s: string) => s.split(/[\s,]+/).filter(Boolean);
@@ -75,6 +86,8 @@ export function secretPages(services: GatewayServices): Pages {
         header: field(form, "header"),
         format: field(form, "format"),
         sandboxes: field(form, "sandboxes"),
+        images: field(form, "images"),
+        snapshots: field(form, "snapshots"),
       };
       const errors: Partial<Record<SecretFormField, string>> = {};
       if (!SECRET_NAME.test(name))
@@ -83,6 +96,8 @@ export function secretPages(services: GatewayServices): Pages {
           : "Name the secret.";
       const hosts = listOf(refill.hosts ?? "");
       const paths = listOf(refill.paths ?? "");
+      const images = listOf(refill.images ?? "");
+      const snapshots = listOf(refill.snapshots ?? "");
       const parsed = secretPutBody.safeParse({
         value: field(form, "value"),
         hosts,
@@ -91,6 +106,8 @@ export function secretPages(services: GatewayServices): Pages {
         ...(refill.header ? { header: refill.header } : {}),
         ...(refill.format ? { format: refill.format } : {}),
         ...(refill.sandboxes ? { sandboxes: refill.sandboxes } : {}),
+        ...(images.length ? { images } : {}),
+        ...(snapshots.length ? { snapshots } : {}),
       });
       if (!parsed.success)
         for (const issue of parsed.error.issues) {
@@ -102,7 +119,9 @@ export function secretPages(services: GatewayServices): Pages {
               ? `"${hosts[index]}": `
               : at === "paths" && typeof index === "number"
                 ? `"${paths[index]}": `
-                : "";
+                : (at === "images" || at === "snapshots") && typeof index === "number"
+                  ? `"${(at === "images" ? images : snapshots)[index]}": `
+                  : "";
           errors[at] ??= `${typed}${issue.message}`;
         }
       if (!parsed.success || Object.keys(errors).length) return secretsPage(c, tenant, { form: { ...refill, errors } }, 400);

@@ -15,9 +15,11 @@ export interface SecretFormState {
   header?: string;
   format?: string;
   sandboxes?: string;
+  images?: string;
+  snapshots?: string;
   errors?: Partial<Record<SecretFormField, string>>;
 }
-export type SecretFormField = "name" | "value" | "hosts" | "methods" | "paths" | "header" | "format" | "sandboxes";
+export type SecretFormField = "name" | "value" | "hosts" | "methods" | "paths" | "header" | "format" | "sandboxes" | "images" | "snapshots";
 
 const SECRET_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
@@ -54,7 +56,11 @@ function SecretTable(props: { tenant: string; secrets: SecretView[]; viewer: Vie
                 {s.header}: {s.format}
               </code>
             </td>
-            <td>{s.sandboxes}</td>
+            <td data-sandboxes>
+              {s.sandboxes}
+              {s.images?.length ? <span class="muted"> · images {s.images.join(", ")}</span> : null}
+              {s.snapshots?.length ? <span class="muted"> · snapshots {s.snapshots.join(", ")}</span> : null}
+            </td>
             <td>
               {stamp(s.updatedAt)} <span class="muted">v{s.version}</span>
             </td>
@@ -155,6 +161,16 @@ function SecretForm(props: { tenant: string; viewer: Viewer; state: SecretFormSt
             </option>
           </select>
           <FieldError name="sandboxes" error={e.sandboxes} />
+        </label>
+        <label>
+          Only sandboxes from images (comma-separated; empty: any)
+          <input name="images" value={s.images ?? ""} placeholder="node" size={16} {...described("images", e.images)} />
+          <FieldError name="images" error={e.images} />
+        </label>
+        <label>
+          or snapshots
+          <input name="snapshots" value={s.snapshots ?? ""} size={16} {...described("snapshots", e.snapshots)} />
+          <FieldError name="snapshots" error={e.snapshots} />
         </label>
       </div>
       <button class="primary" type="submit" data-save-secret>
