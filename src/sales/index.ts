@@ -8,6 +8,7 @@ import type { GatewayServices } from "../services.js";
 import { methodsOf, ROUTES } from "../routing/table.js";
 import { SOLD_ROWS } from "./classes.js";
 import { SalesBook } from "./book.js";
+import { mcpStorefront, SOLD_TOOLS } from "./mcp.js";
 import { sellStep } from "./sell.js";
 import { WalletTenants } from "./wallet-tenants.js";
 
@@ -52,6 +53,11 @@ export function mountSales(
     if (!cls || !sales.prices[cls]) continue;
     app.on(methodsOf(row), [row.path], sellStep(parts, cls, row.name));
     rows.push(row.name);
+  }
+  // Over MCP (sales.mcp): keyless callers of /mcp are buyers of the sold tools (./mcp.ts); keyed ones go on to the row.
+  if (sales.mcp && Object.values(SOLD_TOOLS).some((cls) => sales.prices[cls])) {
+    const pays = opts.walletAddress !== undefined || services.wallets?.any ? "x402" : "credits";
+    app.on(["GET", "POST", "DELETE"], ["/mcp"], mcpStorefront(parts, pays));
   }
   return { book, rows, payTo };
 }
