@@ -18,7 +18,7 @@ import { bazaarExtension, offerFor } from "./offer.js";
 type ChainCheck = "matched" | "missing" | "mismatch" | "no_rpc";
 
 /** Whether the sale's transaction carries its transfer on chain (through payments.rpc for its network). */
-async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
+export async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
   const rpc = services.config.payments.rpc[sale.network];
   if (!rpc) return "no_rpc";
   // A bare client and the one action, as the payer's Permit2 reads do: the public client is a stand-in on Workers.
@@ -95,6 +95,8 @@ export function salesHandlers(services: GatewayServices): Handlers {
       );
       return c.json({
         enabled: true,
+        // The reconciler's last pass of the inbound books against the chain (./reconcile.ts).
+        inbound: (await services.sales?.inbound.lastAnywhere()) ?? null,
         buyers,
         sales: sales.map((s, i) => ({
           ...s,
