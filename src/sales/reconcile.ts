@@ -10,7 +10,7 @@ import { atomicToUsd } from "../payments/index.js";
 import type { SalesBook, SaleRecord } from "./book.js";
 import { checkOnChain } from "./report.js";
 
-export interface InboundMismatch {
+interface InboundMismatch {
   tenant: string;
   payer: string;
   payTo: string;

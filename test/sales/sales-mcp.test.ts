@@ -153,6 +153,32 @@ describe("Tollgate sells MCP tool calls over x402 (MCP SDK client + @x402/core c
     }
   }, 120_000);
 
+  it("a retry naming the same payment-identifier gets the first result and is charged once", async () => {
+    const chain = emu.chain!;
+    const w = await chain.createFundedWallet(1_000_000n);
+    const payer = new x402Client().setSpendControls(spendControls(emu));
+    registerExactEvmScheme(payer, { signer: privateKeyToAccount(w.privateKey) });
+    const id = `mcp_${crypto.randomUUID().replace(/-/g, "")}`;
+    payer.onBeforePaymentCreation(async ({ paymentRequired }) => {
+      const ext = (paymentRequired.extensions ??= {}) as Record<string, { info?: Record<string, unknown> }>;
+      ext["payment-identifier"] = { ...ext["payment-identifier"], info: { ...ext["payment-identifier"]?.info, id } };
+    });
+    const mcp = await connect();
+    try {
+      const first = await x402Mcp(mcp, payer).callTool("web_search", { query: "charged once" });
+      expect(first.result._meta?.["tollgate/sale"]).toBe("charged");
+      // The client retries (a fresh authorization, the same payment-identifier): the first result, not charged again.
+      const again = await x402Mcp(mcp, payer).callTool("web_search", { query: "charged once" });
+      expect(again.result._meta?.["tollgate/sale"]).toBe("replayed");
+      expect(again.result.structuredContent).toEqual(first.result.structuredContent);
+      expect(again.result._meta?.["x402/payment-response"]).toEqual(first.result._meta?.["x402/payment-response"]);
+      expect(1_000_000n - (await chain.balanceOf(w.address))).toBe(20_000n);
+      expect(await s.gateway.gateway.services.sales!.book.list(`wallet-${w.address.toLowerCase().slice(2)}`)).toHaveLength(1);
+    } finally {
+      await mcp.close();
+    }
+  }, 120_000);
+
   it("speaks the org.x402/payment extension to a 2026-07-28 client that declares it", async () => {
     const call = (capabilities: Record<string, unknown>) =>
       fetch(`${s.gateway.url}/mcp`, {
