@@ -30,6 +30,7 @@ function workerEnv() {
     sales: {
       facilitator: stack.sales.facilitatorUrl,
       accept: [{ network: stack.network, asset: stack.asset, name: stack.sales.tokenName, version: stack.sales.tokenVersion, decimals: 6 }],
+      mcp: true,
       prices: { search: { price: "0.02" }, sandbox: { price: "0.05", minutes: 10 }, session: { price: "0.04", minutes: 10 } },
     },
   };
@@ -147,4 +148,35 @@ describe("the Worker sells over x402 (workerd + Durable Objects + local chain)",
     expect(buyerBefore - (await balanceOf(stack.sales.buyer))).toBe(90_000n);
     expect((await balanceOf(stack.sales.wallet)) - sellerBefore).toBe(90_000n);
   }, 120_000);
+  it("sells an MCP tool call: the PaymentRequired in the tool result, the payment in _meta, the receipt back", async () => {
+    const e = workerEnv();
+    const rpc = (params: Record<string, unknown>) =>
+      worker
+        .fetch(
+          new Request("https://gateway.test/mcp", {
+            method: "POST",
+            headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": "2026-07-28" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params }),
+          }),
+          e as never,
+          ctx,
+        )
+        .then((r) => r.json() as Promise<{ result: Record<string, any> }>);
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28" };
+    const call = { name: "web_search", arguments: { query: "edge proxy caching" } };
+    const unpaid = await rpc({ ...call, _meta: meta });
+    expect(unpaid.result).toMatchObject({ isError: true, structuredContent: { x402Version: 2, accepts: [expect.any(Object)] } });
+
+    const client = new x402Client().setSpendControls({
+      allowedAssets: [{ network: stack.network as `${string}:${string}`, asset: stack.asset, maxAmountPerPayment: "100000" }],
+    });
+    registerExactEvmScheme(client, { signer: privateKeyToAccount(stack.sales.buyerKey as `0x${string}`) });
+    const before = await balanceOf(stack.sales.buyer);
+    const payment = await client.createPaymentPayload(unpaid.result.structuredContent);
+    const paid = await rpc({ ...call, _meta: { ...meta, "x402/payment": payment } });
+    expect(paid.result.isError).toBeFalsy();
+    expect(paid.result.structuredContent.data.results.length).toBeGreaterThan(0);
+    expect(paid.result._meta["x402/payment-response"]).toMatchObject({ success: true, payer: stack.sales.buyer });
+    expect(before - (await balanceOf(stack.sales.buyer))).toBe(20_000n);
+  });
 });
