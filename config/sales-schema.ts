@@ -87,6 +87,11 @@ export const salesSchema = z.strictObject({
     .refine((p) => Object.values(p).some(Boolean), { error: "expected at least one priced class (search, fetch, session, sandbox)" }),
   /** The tenant a wallet buyer gets on its first purchase. */
   buyer: buyerTemplateSchema,
+  /**
+   * Sell over MCP too: a keyless caller of /mcp is a buyer (tools listed free; web_search and web_fetch, when search or
+   * fetch is priced, paid per call through `_meta["x402/payment"]`) instead of being sent to OAuth with a 401.
+   */
+  mcp: z.boolean({ error: "expected true or false" }).default(false),
 });
 
 export type SalesConfig = z.infer<typeof salesSchema>;

@@ -34,6 +34,7 @@ import { grantPages } from "./handlers/grants.js";
 import { auditPages } from "./handlers/audit.js";
 import { requestPages } from "./handlers/requests.js";
 import { driftPages } from "./handlers/drift.js";
+import { salesPages } from "./handlers/sales.js";
 
 /** Nonce for the one inline script, and headers that keep the pages out of frames and caches. */
 const pageHeaders: MiddlewareHandler<ConsoleEnv> = async function consolePageHeaders(c, next) {
@@ -99,6 +100,7 @@ function consoleHandlers(services: GatewayServices): Handlers {
     ...auditPages(services),
     ...requestPages(services),
     ...driftPages(services), // config drift (operators)
+    ...salesPages(services), // what wallet buyers paid, per buyer (operators, with [sales])
     "console.notFound": () => {
       throw new GatewayError(404, "not_found", "There is no such console page.");
     },

@@ -97,6 +97,11 @@ function operatorWarnings(services: GatewayServices): string[] {
     out.push(
       `The upstream rejects the gateway's API key (account ${r.account}, HTTP ${r.status}, since ${new Date(r.since).toISOString()}): tenants get 502 upstream_credentials_rejected until it is rotated.`,
     );
+  const inbound = services.sales?.inbound.last;
+  if (inbound?.mismatches.length)
+    out.push(
+      `${inbound.mismatches.length} sale${inbound.mismatches.length === 1 ? "" : "s"} paid by wallet buyers ${inbound.mismatches.length === 1 ? "is" : "are"} not on chain as the sales book says (checked ${inbound.at}): see GET /_tollgate/admin/sales.`,
+    );
   return out;
 }
 

@@ -106,19 +106,58 @@ const taskArgs = {
 
 type Handler<A> = (args: A, extra: ToolExtra) => Promise<CallToolResult>;
 
+/** What one tool is: its description and closed argument schema, and what it does. */
+export interface ToolDefinition {
+  config: { description: string; inputSchema: z.ZodObject<z.ZodRawShape> };
+  handler: Handler<Record<string, unknown>>;
+}
+
+/** A tool whose failures are MCP tool errors carrying the gateway's code, never a crash of the session. */
+const guardedBy =
+  (log: (error: string) => void) =>
+  <A>(fn: (args: A, extra: ToolExtra) => Promise<Json>): Handler<A> =>
+  async (args, extra) => {
+    try {
+      return jsonResult(await fn(args, extra));
+    } catch (err) {
+      return errorResult(err, log);
+    }
+  };
+
+/**
+ * The web tools (the `search` scope): each one request through its row, the x402 row when the gateway holds a wallet.
+ * Also what the sales storefront sells (src/sales/mcp.ts), with the same schemas, run as the buyer's wallet tenant.
+ */
+export function webTools(t: Pick<ToolContext, "call" | "pays" | "log">): Record<"web_search" | "web_fetch", ToolDefinition> {
+  const { call } = t;
+  const guarded = guardedBy(t.log);
+  const prefix = t.pays === "x402" ? "/x402" : "/api";
+  return {
+    web_search: {
+      config: {
+        description: `Searches the web; each search is paid (${t.pays === "x402" ? "x402, by the gateway's wallet" : "credits"}) within the caller's budget. Returns result titles, URLs and snippets.`,
+        inputSchema: args({ query: z.string().min(1).max(2048), page: z.number().int().min(1).max(1000).optional() }),
+      },
+      handler: guarded(({ query, page }: { query: string; page?: number }) =>
+        call.json("POST", `${prefix}/web/search`, { query, ...dropUndefined({ page }) }),
+      ) as Handler<Record<string, unknown>>,
+    },
+    web_fetch: {
+      config: {
+        description: `Fetches one web page (paid like a search: ${t.pays}) and returns its content, as markdown by default.`,
+        inputSchema: args({ url }),
+      },
+      handler: guarded(({ url: u }: { url: string }) => call.json("POST", `${prefix}/web/fetch`, { url: u })) as Handler<
+        Record<string, unknown>
+      >,
+    },
+  };
+}
+
 export function registerTools(server: McpServer, t: ToolContext): void {
   const { call } = t;
   const has = (s: McpScope) => t.scopes.includes(s);
-  /** A tool whose failures are MCP tool errors carrying the gateway's code, never a crash of the session. */
-  const guarded =
-    <A>(fn: (args: A, extra: ToolExtra) => Promise<Json>): Handler<A> =>
-    async (args, extra) => {
-      try {
-        return jsonResult(await fn(args, extra));
-      } catch (err) {
-        return errorResult(err, t.log);
-      }
-    };
+  const guarded = guardedBy(t.log);
   const job = (path: string) =>
     guarded<{ wait?: number } & Json>((a, extra) => {
       return startAndWait(call, extra, path, jobBody(a), a.wait ?? WAIT_DEFAULT_S);
@@ -134,25 +173,7 @@ export function registerTools(server: McpServer, t: ToolContext): void {
     guarded(() => call.json("GET", "/_tollgate/usage")),
   );
 
-  if (has("search")) {
-    const prefix = t.pays === "x402" ? "/x402" : "/api";
-    server.registerTool(
-      "web_search",
-      {
-        description: `Searches the web; each search is paid (${t.pays === "x402" ? "x402, by the gateway's wallet" : "credits"}) within the caller's budget. Returns result titles, URLs and snippets.`,
-        inputSchema: args({ query: z.string().min(1).max(2048), page: z.number().int().min(1).max(1000).optional() }),
-      },
-      guarded(({ query, page }) => call.json("POST", `${prefix}/web/search`, { query, ...dropUndefined({ page }) })),
-    );
-    server.registerTool(
-      "web_fetch",
-      {
-        description: `Fetches one web page (paid like a search: ${t.pays}) and returns its content, as markdown by default.`,
-        inputSchema: args({ url }),
-      },
-      guarded(({ url: u }) => call.json("POST", `${prefix}/web/fetch`, { url: u })),
-    );
-  }
+  if (has("search")) for (const [name, tool] of Object.entries(webTools(t))) server.registerTool(name, tool.config, tool.handler);
 
   if (has("jobs")) {
     server.registerTool(

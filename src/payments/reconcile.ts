@@ -35,6 +35,8 @@ export interface ReconcileReport {
   creditsCorrected: number;
   /** The drift check (undefined when credits are off or the team's usage could not be read). */
   creditsDrift?: CreditDrift;
+  /** With [sales]: sales checked against the chain this pass, and those it does not show (src/sales/reconcile.ts). */
+  salesInbound?: { checked: number; mismatches: number };
 }
 
 /** How many settled credits entries one pass looks at for late usage. */
@@ -66,6 +68,12 @@ export class PaymentReconciler {
       });
     }
     if (this.services.config.payments.enabled) await this.settlePendingEarly(now, report);
+    // The inbound side of the books (what wallet buyers paid the gateway), in the same pass.
+    const inbound = await this.services.sales?.inbound.runOnce().catch((err) => {
+      logger.error("inbound reconciliation failed; will retry", { error: String(err) });
+      return undefined;
+    });
+    if (inbound) report.salesInbound = { checked: inbound.checked, mismatches: inbound.mismatches.length };
     for (const e of await stores.ledger.expiredHolds(now, BATCH)) {
       if (e.validBefore && (e.validBefore + GRACE_SECONDS) * 1000 > now) continue;
       if (!e.nonce || !e.payer) {

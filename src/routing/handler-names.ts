@@ -5,7 +5,7 @@
 export const HANDLER_NAMES = [
   "own.health", "own.whoami", "own.ready", "own.metrics", "own.openapi", "own.docs", "own.docs.init", "own.docs.asset", "own.usage", "own.ledger", "own.tokens.mint", "own.tokens.revokeByToken", "own.tokens.revoke",
   "admin.usage", "admin.usage.export", "admin.credits.calibrate", "admin.consoleLink", "admin.tenants.list", "admin.tenants.create", "admin.tenants.get", "admin.tenants.patch", "admin.tenants.section", "admin.tenants.disable", "admin.tenants.enable", "admin.tenants.delete", "admin.keys.create", "admin.keys.rotate", "admin.keys.revoke", "admin.keys.expire", "admin.audit", "admin.ledger", "admin.sales", "own.x402.discovery", "admin.webhooks",
-  "admin.config.export", "admin.config.diff", "admin.config.apply", "admin.config.drift", "console.config",
+  "admin.config.export", "admin.config.diff", "admin.config.apply", "admin.config.drift", "console.config", "console.sales",
   "console.login.page", "console.login", "console.oidc.login", "console.oidc.callback", "console.link.page", "console.link", "console.logout", "console.overview", "console.tenants.create", "console.tenant", "console.tenant.settings", "console.tenant.enabled", "console.ledger", "console.ledger.csv", "console.resources", "console.resources.stop", "console.keys", "console.keys.create", "console.keys.rotate", "console.keys.revoke", "console.tokens", "console.tokens.mint", "console.tokens.revoke", "console.grants", "console.grants.revoke", "console.audit", "console.notFound",
   "mcp.metadata", "mcp",
   "oauth.metadata", "oauth.register", "oauth.authorize.page", "oauth.authorize", "oauth.token", "oauth.revoke", "own.grants", "own.grants.revoke", "admin.grants", "admin.grants.revoke", "admin.grants.revokePerson",

@@ -177,6 +177,7 @@ export const OWN_ROWS: readonly RouteRow[] = [
   own({ name: "console.audit", metric: "admin", method: GET, path: `${P}/console/audit`, auth: CONSOLE, handler: "console.audit" }),
   own({ name: "console.requests", metric: "admin", method: GET, path: `${P}/console/requests`, auth: CONSOLE, handler: "console.requests" }),
   own({ name: "console.config", metric: "admin", method: GET, path: `${P}/console/config`, auth: CONSOLE, handler: "console.config" }),
+  own({ name: "console.sales", metric: "admin", method: GET, path: `${P}/console/sales`, auth: CONSOLE, handler: "console.sales" }),
   own({ name: "console.notFound", metric: "admin", method: ANY, path: `${P}/console/*`, auth: CONSOLE, handler: "console.notFound" }),
   // ── MCP (Streamable HTTP) and its protected-resource metadata (RFC 9728) ──
   // ── The OAuth authorization server for /mcp (src/oauth/): metadata, registration, consent, tokens, revocation; grants ──

@@ -8,6 +8,8 @@ import type { GatewayServices } from "../services.js";
 import { methodsOf, ROUTES } from "../routing/table.js";
 import { SOLD_ROWS } from "./classes.js";
 import { SalesBook } from "./book.js";
+import { InboundReconciler } from "./reconcile.js";
+import { mcpStorefront, SOLD_TOOLS } from "./mcp.js";
 import { sellStep } from "./sell.js";
 import { WalletTenants } from "./wallet-tenants.js";
 
@@ -18,6 +20,8 @@ export interface SalesMount {
   /** The rows sold, by name. */
   rows: string[];
   payTo: `0x${string}`;
+  /** The inbound books against the chain, run by the reconciler's passes (./reconcile.ts). */
+  inbound: InboundReconciler;
 }
 
 /**
@@ -53,5 +57,10 @@ export function mountSales(
     app.on(methodsOf(row), [row.path], sellStep(parts, cls, row.name));
     rows.push(row.name);
   }
-  return { book, rows, payTo };
+  // Over MCP (sales.mcp): keyless callers of /mcp are buyers of the sold tools (./mcp.ts); keyed ones go on to the row.
+  if (sales.mcp && Object.values(SOLD_TOOLS).some((cls) => sales.prices[cls])) {
+    const pays = opts.walletAddress !== undefined || services.wallets?.any ? "x402" : "credits";
+    app.on(["GET", "POST", "DELETE"], ["/mcp"], mcpStorefront(parts, pays));
+  }
+  return { book, rows, payTo, inbound: new InboundReconciler(services, book) };
 }

@@ -14,11 +14,12 @@ import { ROUTES } from "../routing/table.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { SOLD_ROWS } from "./classes.js";
 import { bazaarExtension, offerFor } from "./offer.js";
+import { buyerSummaries } from "./buyers.js";
 
 type ChainCheck = "matched" | "missing" | "mismatch" | "no_rpc";
 
 /** Whether the sale's transaction carries its transfer on chain (through payments.rpc for its network). */
-async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
+export async function checkOnChain(services: GatewayServices, sale: SaleRecord): Promise<ChainCheck> {
   const rpc = services.config.payments.rpc[sale.network];
   if (!rpc) return "no_rpc";
   // A bare client and the one action, as the payer's Permit2 reads do: the public client is a stand-in on Workers.
@@ -76,25 +77,12 @@ export function salesHandlers(services: GatewayServices): Handlers {
       if (!book) return c.json({ enabled: false, buyers: [], sales: [] });
       const sales = await book.list(q.data.tenant);
       const checks = q.data.check === "chain" ? await Promise.all(sales.map((s) => checkOnChain(services, s))) : undefined;
-      const byTenant = new Map<string, SaleRecord[]>();
-      for (const s of sales) byTenant.set(s.tenant, [...(byTenant.get(s.tenant) ?? []), s]);
-      const buyers = await Promise.all(
-        [...byTenant].map(async ([tenant, lines]) => {
-          const inbound = lines.reduce((a, s) => a + BigInt(s.priceMicroUsd), 0n);
-          const committed = await services.stores.ledger.list({ tenant, state: "committed" });
-          const outbound = committed.reduce((a, e) => a + BigInt(e.amount), 0n);
-          return {
-            tenant,
-            payer: lines[0]!.payer,
-            sales: lines.length,
-            inbound: atomicToUsd(inbound),
-            outbound: atomicToUsd(outbound),
-            margin: inbound >= outbound ? atomicToUsd(inbound - outbound) : `-${atomicToUsd(outbound - inbound)}`,
-          };
-        }),
-      );
+      // The admin API's figures per buyer (the console's page adds the last purchase).
+      const buyers = (await buyerSummaries(services, sales)).map(({ lastPurchase: _, ...b }) => b);
       return c.json({
         enabled: true,
+        // The reconciler's last pass of the inbound books against the chain (./reconcile.ts).
+        inbound: (await services.sales?.inbound.lastAnywhere()) ?? null,
         buyers,
         sales: sales.map((s, i) => ({
           ...s,

@@ -61,6 +61,7 @@ export class GatewayMetrics {
   private readonly ledgerGauges: LedgerGauges;
   private readonly creditsSpentUsd: (tenant: string, route: string) => CounterChild;
   private readonly creditsDrift: GaugeChild;
+  private readonly salesInboundMismatch: GaugeChild;
   private readonly accountBreakerOpen: (account: string) => GaugeChild;
   private readonly accountSpills: (account: string, reason: string) => CounterChild;
   private readonly accountRetries: (account: string) => CounterChild;
@@ -188,6 +189,13 @@ export class GatewayMetrics {
       .gauge({
         name: "tollgate_credits_drift_usd",
         help: "The team's credit usage reported by the upstream minus the ledger's credit spend over the same time, at cost (the reconciler's last pass).",
+        labelNames: [],
+      })
+      .labels();
+    this.salesInboundMismatch = r
+      .gauge({
+        name: "tollgate_sales_inbound_mismatches",
+        help: "Sales whose settlement transaction does not carry the buyer's transfer to the payee on chain (missing or mismatched; the reconciler's last pass).",
         labelNames: [],
       })
       .labels();
@@ -326,6 +334,11 @@ export class GatewayMetrics {
   /** The reconciler's last drift figure (USD, signed). */
   creditsDriftUsd(value: number): void {
     this.creditsDrift.set(value);
+  }
+
+  /** The inbound reconciliation's last count of sales the chain does not show (src/sales/reconcile.ts). */
+  salesInboundMismatches(count: number): void {
+    this.salesInboundMismatch.set(count);
   }
 
   /** A paid-answer lookup; `savedAtomic` is the price of the answer served without paying. */

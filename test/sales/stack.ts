@@ -21,7 +21,13 @@ export interface SellingStack {
 
 export async function startSellingGateway(
   emulator: EmulatorHandle,
-  opts: { prices?: Record<string, unknown>; buyer?: Record<string, unknown>; payments?: Record<string, unknown> } = {},
+  opts: {
+    prices?: Record<string, unknown>;
+    buyer?: Record<string, unknown>;
+    payments?: Record<string, unknown>;
+    /** Other [sales] fields (e.g. mcp). */
+    sales?: Record<string, unknown>;
+  } = {},
 ): Promise<SellingStack> {
   const chain = emulator.chain!;
   const wallet = await chain.createFundedWallet(10_000_000n);
@@ -65,6 +71,7 @@ export async function startSellingGateway(
         session: { price: "0.04", minutes: 10 },
       },
       ...(opts.buyer ? { buyer: opts.buyer } : {}),
+      ...opts.sales,
     },
   });
   const logs: string[] = [];

@@ -1,6 +1,8 @@
 // The Worker sells (workerd + Durable Objects + the local chain): a buyer holding only a funded wallet pays the Worker's
 // 402 with @x402/fetch (run inside workerd too), the Worker verifies and settles through the emulator's facilitator
-// over HTTP, pays the upstream its search, and the chain shows both transfers.
+// over HTTP, pays the upstream its search, and the chain shows both transfers. The same buyer buys a sandbox (then
+// execs in it through the Worker with the sandbox token handed back) and a browser session (then speaks CDP over the
+// Worker's WebSocket relay); the wallet token handed back reads what it bought and stops it.
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { createPublicClient, erc20Abi, http } from "viem";
@@ -15,8 +17,12 @@ const ctx = { waitUntil() {}, passThroughOnException() {} };
 
 function workerEnv() {
   const config = {
-    server: { logLevel: "error" },
-    upstream: { baseUrl: stack.controlUrl, allowedHosts: [new URL(stack.runtimeUrl).host] },
+    server: { logLevel: "error", publicOrigin: "https://gateway.test" },
+    upstream: {
+      baseUrl: stack.controlUrl,
+      // The emulator's runtime (sandboxes) and CDP hosts, by address and as `localhost` (how it names them).
+      allowedHosts: [new URL(stack.runtimeUrl).host, `localhost:${new URL(stack.runtimeUrl).port}`, new URL(stack.controlUrl).host],
+    },
     payments: { networks: [stack.network], assets: [stack.asset], maxPerRequest: "0.50", rpc: { [stack.network]: stack.rpcUrl } },
     cache: { enabled: false },
     state: { backend: "durable-objects" },
@@ -24,7 +30,8 @@ function workerEnv() {
     sales: {
       facilitator: stack.sales.facilitatorUrl,
       accept: [{ network: stack.network, asset: stack.asset, name: stack.sales.tokenName, version: stack.sales.tokenVersion, decimals: 6 }],
-      prices: { search: { price: "0.02" } },
+      mcp: true,
+      prices: { search: { price: "0.02" }, sandbox: { price: "0.05", minutes: 10 }, session: { price: "0.04", minutes: 10 } },
     },
   };
   return {
@@ -68,5 +75,108 @@ describe("the Worker sells over x402 (workerd + Durable Objects + local chain)",
     // The buyer paid 0.02; the Worker's wallet kept it less the 0.005 it paid the upstream.
     expect(buyerBefore - (await balanceOf(stack.sales.buyer))).toBe(20_000n);
     expect((await balanceOf(stack.sales.wallet)) - sellerBefore).toBe(15_000n);
+  });
+  it("sells a sandbox (exec through the Worker) and a browser session (CDP through the Worker) to a wallet", async () => {
+    const e = workerEnv();
+    const throughWorker = (input: RequestInfo | URL, init?: RequestInit) => worker.fetch(new Request(input, init), e as never, ctx);
+    const client = new x402Client().setSpendControls({
+      allowedAssets: [{ network: stack.network as `${string}:${string}`, asset: stack.asset, maxAmountPerPayment: "100000" }],
+    });
+    registerExactEvmScheme(client, { signer: privateKeyToAccount(stack.sales.buyerKey as `0x${string}`) });
+    const pay = wrapFetchWithPayment(throughWorker as typeof fetch, client);
+    const post = { method: "POST", headers: { "content-type": "application/json" } };
+    const [buyerBefore, sellerBefore] = [await balanceOf(stack.sales.buyer), await balanceOf(stack.sales.wallet)];
+
+    // A sandbox: bought, then exec'd in through the Worker with the sandbox's own gateway token.
+    const bought = await pay("https://gateway.test/api/sandbox", { ...post, body: JSON.stringify({ imageName: "node" }) });
+    expect(bought.status).toBe(200);
+    expect(bought.headers.get("x-tollgate-sale")).toBe("charged");
+    const sbx = (await bought.json()) as { id: string; token: string; runtime: { baseUrl: string } };
+    expect(sbx.runtime.baseUrl).toBe(`https://gateway.test/sandbox/${sbx.id}`);
+    const walletToken = bought.headers.get("x-tollgate-wallet-token")!;
+    try {
+      const exec = await throughWorker(`${sbx.runtime.baseUrl}/exec`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${sbx.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ command: "echo bought-in-workerd" }),
+      });
+      expect(exec.status).toBe(200);
+      expect(JSON.stringify(await exec.json())).toContain("bought-in-workerd");
+      // The wallet token handed back with the purchase reads it (and stops it below).
+      expect(
+        (await throughWorker(`https://gateway.test/api/sandbox/${sbx.id}`, { headers: { authorization: `Bearer ${walletToken}` } })).status,
+      ).toBe(200);
+    } finally {
+      await throughWorker(`https://gateway.test/api/sandbox/${sbx.id}/stop`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${walletToken}` },
+      });
+    }
+
+    // A browser session: bought, then CDP over the Worker's WebSocket relay.
+    const sold = await pay("https://gateway.test/api/session", { ...post, body: "{}" });
+    expect(sold.status).toBe(200);
+    expect(sold.headers.get("x-tollgate-sale")).toBe("charged");
+    const session = (await sold.json()) as { id: string; wsEndpoint: string };
+    const ws0 = new URL(session.wsEndpoint);
+    expect(ws0.host).toBe("gateway.test");
+    try {
+      const res = await throughWorker(`https://gateway.test${ws0.pathname}${ws0.search}`, { headers: { Upgrade: "websocket" } });
+      expect(res.status).toBe(101);
+      const ws = (res as Response & { webSocket: (WebSocket & { accept(): void }) | null }).webSocket!;
+      ws.accept();
+      const answer = new Promise<{ id: number; result?: { product?: string } }>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error("no CDP answer")), 15_000);
+        ws.addEventListener("message", (m: MessageEvent) => {
+          const msg = JSON.parse(String(m.data));
+          if (msg.id === 1) {
+            clearTimeout(t);
+            resolve(msg);
+          }
+        });
+      });
+      ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" }));
+      expect((await answer).result?.product).toMatch(/Chrom/);
+      ws.close();
+    } finally {
+      await throughWorker(`https://gateway.test/api/session/${session.id}/stop`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${sold.headers.get("x-tollgate-wallet-token")}` },
+      });
+    }
+    // Paid on chain: 0.05 + 0.04 from the buyer to the Worker's wallet (the upstream bills the gateway's credits).
+    expect(buyerBefore - (await balanceOf(stack.sales.buyer))).toBe(90_000n);
+    expect((await balanceOf(stack.sales.wallet)) - sellerBefore).toBe(90_000n);
+  }, 120_000);
+  it("sells an MCP tool call: the PaymentRequired in the tool result, the payment in _meta, the receipt back", async () => {
+    const e = workerEnv();
+    const rpc = (params: Record<string, unknown>) =>
+      worker
+        .fetch(
+          new Request("https://gateway.test/mcp", {
+            method: "POST",
+            headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": "2026-07-28" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params }),
+          }),
+          e as never,
+          ctx,
+        )
+        .then((r) => r.json() as Promise<{ result: Record<string, any> }>);
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28" };
+    const call = { name: "web_search", arguments: { query: "edge proxy caching" } };
+    const unpaid = await rpc({ ...call, _meta: meta });
+    expect(unpaid.result).toMatchObject({ isError: true, structuredContent: { x402Version: 2, accepts: [expect.any(Object)] } });
+
+    const client = new x402Client().setSpendControls({
+      allowedAssets: [{ network: stack.network as `${string}:${string}`, asset: stack.asset, maxAmountPerPayment: "100000" }],
+    });
+    registerExactEvmScheme(client, { signer: privateKeyToAccount(stack.sales.buyerKey as `0x${string}`) });
+    const before = await balanceOf(stack.sales.buyer);
+    const payment = await client.createPaymentPayload(unpaid.result.structuredContent);
+    const paid = await rpc({ ...call, _meta: { ...meta, "x402/payment": payment } });
+    expect(paid.result.isError).toBeFalsy();
+    expect(paid.result.structuredContent.data.results.length).toBeGreaterThan(0);
+    expect(paid.result._meta["x402/payment-response"]).toMatchObject({ success: true, payer: stack.sales.buyer });
+    expect(before - (await balanceOf(stack.sales.buyer))).toBe(20_000n);
   });
 });

@@ -34,6 +34,7 @@ const NAV: Array<[string, string, OperatorRole[]]> = [
   ["/grants", "Agent grants", ["admin", "readonly", "tenant"]],
   ["/audit", "Audit & alerts", ["admin", "readonly", "tenant"]],
   ["/config", "Config drift", ["admin", "readonly"]],
+  ["/sales", "Sales", ["admin", "readonly"]],
 ];
 const ROLE_LABEL: Record<OperatorRole, string> = { admin: "admin", readonly: "read-only operator", tenant: "tenant" };
 

@@ -10,6 +10,7 @@ import { ROUTES } from "../../routing/table.js";
 import { SPEND_KINDS, type LedgerState, type SpendKind } from "../../state/types.js";
 import { calibrate, usageCsv, usageExport, windowOf } from "../../payments/index.js";
 import { fleetUsage, ledgerView, tokenUsage, usageOf } from "../actions/usage.js";
+import { withSales } from "../../sales/usage.js";
 
 const STATES = new Set<LedgerState>(["reserved", "committed", "released", "uncertain"]);
 
@@ -45,7 +46,8 @@ export function usageHandlers(services: GatewayServices): Handlers {
       const format = c.req.query("format") ?? "json";
       if (format !== "json" && format !== "csv")
         throw new GatewayError(400, "invalid_params", "format must be json or csv.", { field: "format" });
-      const x = await usageExport(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()));
+      const spend = await usageExport(services, windowOf({ from: c.req.query("from"), to: c.req.query("to") }, services.now()));
+      const x = await withSales(services, spend); // with [sales]: a `sale` row per wallet buyer and day, and `buyers`
       if (format === "json") return c.json(x);
       return c.body(usageCsv(x), 200, {
         "content-type": "text/csv; charset=utf-8",
