@@ -45,6 +45,8 @@ export function mountSales(
     facilitator: new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 }),
     wallets: new WalletTenants(services, sales, opts.secret),
     book,
+    // The gateway calling itself (a bought resource stopped when its sale could not be settled: ./unwind.ts).
+    self: (req: Request, env: unknown) => Promise.resolve(app.fetch(req, env)),
   };
   const rows: string[] = [];
   for (const row of ROUTES) {

@@ -21,6 +21,7 @@ import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { matchPayload, offerFor, type Offer, payerOf, paymentIdentifier, paymentRequired, paymentRequiredV1 } from "./offer.js";
 import type { SalesBook } from "./book.js";
 import type { WalletTenants } from "./wallet-tenants.js";
+import { createdId, stopBought } from "./unwind.js";
 
 /** How long a settled answer is replayed for the same payment-identifier. */
 const REPLAY_MS = 24 * 3600_000;
@@ -37,6 +38,7 @@ export interface SellParts {
   facilitator: FacilitatorClient;
   wallets: WalletTenants;
   book: SalesBook;
+  self: (req: Request, env: unknown) => Promise<Response>;
 }
 
 type AnyPayload = PaymentPayload | PaymentPayloadV1;
@@ -44,7 +46,7 @@ type AnyPayload = PaymentPayload | PaymentPayloadV1;
 const hasCredential = (h: Headers) => h.has("x-api-key") || h.has("authorization");
 
 export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): MiddlewareHandler<GatewayEnv> {
-  const { services, sales, payTo, facilitator, wallets, book } = parts;
+  const { services, sales, payTo, facilitator, wallets, book, self } = parts;
 
   const offerOf = (c: Context<GatewayEnv>): Offer => {
     const origin = publicOriginOf(c, services);
@@ -179,14 +181,32 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
         row: rowName,
         reason: settled.errorReason,
       });
+      // What the upstream created for this unpaid sale is stopped before the buyer hears (./unwind.ts).
+      const created = createdId(cls, body);
+      const stopped =
+        created !== undefined &&
+        (await stopBought(services, (req) => self(req, c.env), {
+          rowName,
+          id: created,
+          caller,
+          requestId: c.get("requestId"),
+          origin: new URL(c.req.url).origin,
+        }));
+      const what =
+        created === undefined
+          ? ""
+          : stopped
+            ? ` The ${cls} ${created} was stopped.`
+            : ` The ${cls} ${created} could not be stopped yet; it ends at its timeout.`;
       c.res = undefined as unknown as Response;
       c.res = required(
         c,
         offer,
         "settlement_failed",
-        `The payment could not be settled (${settled.errorReason ?? "unknown"}); the answer is withheld and nothing was charged.`,
+        `The payment could not be settled (${settled.errorReason ?? "unknown"}); the answer is withheld and nothing was charged.${what}`,
         {
           [receiptHeader]: encodePaymentResponseHeader(settled),
+          ...(stopped ? { "x-tollgate-sale-stopped": created } : {}),
         },
       );
       return;
