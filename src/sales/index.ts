@@ -10,6 +10,7 @@ import { SOLD_ROWS } from "./classes.js";
 import { SalesBook } from "./book.js";
 import { sellStep } from "./sell.js";
 import { WalletTenants } from "./wallet-tenants.js";
+import { MeteredSales, meteredStopStep, STOP_ROWS, UptoFacilitators } from "./metered.js";
 
 export { salesHandlers } from "./report.js";
 
@@ -18,6 +19,8 @@ export interface SalesMount {
   /** The rows sold, by name. */
   rows: string[];
   payTo: `0x${string}`;
+  /** The sales sold by time (`upto`) and not yet settled. */
+  metered: MeteredSales;
 }
 
 /**
@@ -38,11 +41,15 @@ export function mountSales(
       "sales.payTo: expected an address to be paid (no gateway wallet is configured: set TOLLGATE_WALLET_KEY or sales.payTo)",
     );
   const book = new SalesBook(services.stores.kv);
+  const facilitator = new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 });
+  const metered = new MeteredSales({ services, sales, facilitator, book });
   const parts = {
     services,
     sales,
     payTo,
-    facilitator: new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 }),
+    facilitator,
+    upto: new UptoFacilitators(facilitator),
+    metered,
     wallets: new WalletTenants(services, sales, opts.secret),
     book,
     // The gateway calling itself (a bought resource stopped when its sale could not be settled: ./unwind.ts).
@@ -55,5 +62,11 @@ export function mountSales(
     app.on(methodsOf(row), [row.path], sellStep(parts, cls, row.name));
     rows.push(row.name);
   }
-  return { book, rows, payTo };
+  // A session or sandbox sold by time (`upto`) settles when it is stopped through the gateway.
+  const byTime = (["session", "sandbox"] as const).filter((k) => sales.prices[k]?.scheme === "upto");
+  for (const row of ROUTES) {
+    const kind = STOP_ROWS[row.name];
+    if (kind && byTime.includes(kind)) app.on(methodsOf(row), [row.path], meteredStopStep(metered, kind));
+  }
+  return { book, rows, payTo, metered };
 }

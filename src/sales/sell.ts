@@ -22,6 +22,11 @@ import { matchPayload, offerFor, type Offer, payerOf, paymentIdentifier, payment
 import type { SalesBook } from "./book.js";
 import type { WalletTenants } from "./wallet-tenants.js";
 import { createdId, stopBought } from "./unwind.js";
+import type { MeteredSales, UptoFacilitators } from "./metered.js";
+import { perMinuteOf, soldMinutes } from "./price.js";
+import { usdToAtomic } from "../payments/index.js";
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /** How long a settled answer is replayed for the same payment-identifier. */
 const REPLAY_MS = 24 * 3600_000;
@@ -39,6 +44,9 @@ export interface SellParts {
   wallets: WalletTenants;
   book: SalesBook;
   self: (req: Request, env: unknown) => Promise<Response>;
+  /** `upto` sales by time: the facilitators' addresses to offer, and the sales pending until a stop (./metered.ts). */
+  upto: UptoFacilitators;
+  metered: MeteredSales;
 }
 
 type AnyPayload = PaymentPayload | PaymentPayloadV1;
@@ -48,9 +56,12 @@ const hasCredential = (h: Headers) => h.has("x-api-key") || h.has("authorization
 export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): MiddlewareHandler<GatewayEnv> {
   const { services, sales, payTo, facilitator, wallets, book, self } = parts;
 
-  const offerOf = (c: Context<GatewayEnv>): Offer => {
+  const price = sales.prices[cls]!;
+  const byTime = price.scheme === "upto" && (cls === "session" || cls === "sandbox");
+  const offerOf = async (c: Context<GatewayEnv>): Promise<Offer> => {
     const origin = publicOriginOf(c, services);
-    return offerFor(services.config, sales, cls, `${origin}${new URL(c.req.url).pathname}`, payTo);
+    const upto = byTime ? await parts.upto.byNetwork() : {};
+    return offerFor(services.config, sales, cls, `${origin}${new URL(c.req.url).pathname}`, payTo, upto);
   };
 
   /** 402 with the offer: PAYMENT-REQUIRED (v2) and the v1 body, `{message, code}` beside it. */
@@ -72,7 +83,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
     if (hasCredential(h)) return next();
     const signature = h.get("payment-signature") ?? h.get("x-payment");
     if (!signature) {
-      const offer = offerOf(c);
+      const offer = await offerOf(c);
       return required(
         c,
         offer,
@@ -81,7 +92,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
       );
     }
     const v1 = !h.has("payment-signature");
-    const offer = offerOf(c);
+    const offer = await offerOf(c);
     let payload: AnyPayload;
     try {
       payload = decodePaymentSignatureHeader(signature) as AnyPayload;
@@ -160,9 +171,35 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
       return;
     }
     const body = await res.arrayBuffer();
+    // Sold by time (`upto`): nothing is settled now; the sale settles for the minutes used at the stop or the window's
+    // end (./metered.ts). Without an id to follow, it settles the whole window now, like `exact`.
+    const meteredId = (requirements as PaymentRequirements).scheme === "upto" ? createdId(cls, body) : undefined;
+    if (meteredId !== undefined) {
+      const asset = sales.accept.find((a) => a.network === requirements.network && same(a.asset, requirements.asset))!;
+      await parts.metered.open({
+        kind: cls as "session" | "sandbox",
+        id: meteredId,
+        tenant: caller.tenant.id,
+        payer,
+        payTo,
+        row: rowName,
+        cls,
+        startedAt: services.now(),
+        minutes: soldMinutes(services.config, price),
+        perMinuteMicroUsd: perMinuteOf(services.config, cls as "session" | "sandbox", price).toString(),
+        floorMicroUsd: usdToAtomic(price.floor).toString(),
+        decimals: asset.decimals,
+        payload: payload as PaymentPayload,
+        requirements: requirements as PaymentRequirements,
+        requestId: c.get("requestId"),
+        paymentId: id,
+      });
+    }
     let settled: SettleResponse;
     try {
-      settled = await facilitator.settle(payload as PaymentPayload, requirements as PaymentRequirements);
+      if (meteredId !== undefined)
+        settled = { success: true, transaction: "", network: requirements.network as SettleResponse["network"], payer, amount: "0" };
+      else settled = await facilitator.settle(payload as PaymentPayload, requirements as PaymentRequirements);
     } catch (err) {
       settled = {
         success: false,
@@ -212,25 +249,32 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
       return;
     }
     const amount = (requirements as PaymentRequirements).amount ?? (requirements as PaymentRequirementsV1).maxAmountRequired;
-    await book.record({
-      at: services.now(),
-      tenant: caller.tenant.id,
-      payer: settled.payer ?? payer,
-      payTo,
-      row: rowName,
-      class: cls,
-      network: requirements.network,
-      asset: requirements.asset,
-      amount,
-      priceMicroUsd: offer.priceMicroUsd.toString(),
-      transaction: settled.transaction,
-      requestId: c.get("requestId"),
-      paymentId: id,
-    });
+    if (meteredId === undefined)
+      await book.record({
+        at: services.now(),
+        tenant: caller.tenant.id,
+        payer: settled.payer ?? payer,
+        payTo,
+        row: rowName,
+        class: cls,
+        network: requirements.network,
+        asset: requirements.asset,
+        amount,
+        priceMicroUsd: offer.priceMicroUsd.toString(),
+        transaction: settled.transaction,
+        requestId: c.get("requestId"),
+        paymentId: id,
+      });
     const headers = new Headers(res.headers);
     headers.delete("content-length");
-    headers.set(receiptHeader, encodePaymentResponseHeader(settled));
-    headers.set("x-tollgate-sale", "charged");
+    if (meteredId === undefined) {
+      headers.set(receiptHeader, encodePaymentResponseHeader(settled));
+      headers.set("x-tollgate-sale", "charged");
+    } else {
+      // Metered: the receipt comes with the stop's answer; the most it can cost is what was signed.
+      headers.set("x-tollgate-sale", "metered");
+      headers.set("x-tollgate-sale-max", amount);
+    }
     // The wallet's way back to what it bought: a gateway token for its tenant that reads, uses and stops what it owns
     // (the key rows of its scopes) but spends nothing (cap 0): every further purchase is paid.
     const walletToken = await services.tokens.mint({
@@ -245,7 +289,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
     headers.set(`${WALLET_TOKEN_HEADER}-expires`, walletToken.expiresAt);
     headers.set(
       "access-control-expose-headers",
-      `${receiptHeader}, x-tollgate-sale, ${WALLET_TOKEN_HEADER}, ${WALLET_TOKEN_HEADER}-expires`,
+      `${receiptHeader}, x-tollgate-sale, x-tollgate-sale-max, ${WALLET_TOKEN_HEADER}, ${WALLET_TOKEN_HEADER}-expires`,
     );
     if (idemKey) {
       const stored: Record<string, string> = {};
