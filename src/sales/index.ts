@@ -10,6 +10,9 @@ import { SOLD_ROWS } from "./classes.js";
 import { SalesBook } from "./book.js";
 import { sellStep } from "./sell.js";
 import { WalletTenants } from "./wallet-tenants.js";
+import { SiwxGate, siwxStep } from "./siwx.js";
+import { offerFor } from "./offer.js";
+import { publicOriginOf } from "../web/public-origin.js";
 import { MeteredSales, meteredStopStep, STOP_ROWS, UptoFacilitators } from "./metered.js";
 
 export { salesHandlers } from "./report.js";
@@ -43,6 +46,8 @@ export function mountSales(
   const book = new SalesBook(services.stores.kv);
   const facilitator = new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 });
   const metered = new MeteredSales({ services, sales, facilitator, book });
+  const wallets = new WalletTenants(services, sales, opts.secret);
+  const siwx = new SiwxGate(services, sales, wallets, opts.secret);
   const parts = {
     services,
     sales,
@@ -50,7 +55,8 @@ export function mountSales(
     facilitator,
     upto: new UptoFacilitators(facilitator),
     metered,
-    wallets: new WalletTenants(services, sales, opts.secret),
+    siwx,
+    wallets,
     book,
     // The gateway calling itself (a bought resource stopped when its sale could not be settled: ./unwind.ts).
     self: (req: Request, env: unknown) => Promise.resolve(app.fetch(req, env)),
@@ -67,6 +73,15 @@ export function mountSales(
   for (const row of ROUTES) {
     const kind = STOP_ROWS[row.name];
     if (kind && byTime.includes(kind)) app.on(methodsOf(row), [row.path], meteredStopStep(metered, kind));
+  }
+  // What was bought is reached again with sign-in-with-x: the free rows that read, list or stop a sold kind.
+  for (const row of ROUTES) {
+    const kind = row.owns?.kind ?? row.list?.kind;
+    if ((kind !== "sandbox" && kind !== "session") || !sales.prices[kind] || row.pay !== "free") continue;
+    if (!(Array.isArray(row.auth) && row.auth.length === 1 && row.auth[0] === "key")) continue;
+    const offerOf = async (c: Parameters<Parameters<typeof siwxStep>[1]>[0]) =>
+      offerFor(services.config, sales, kind, `${publicOriginOf(c, services)}${new URL(c.req.url).pathname}`, payTo);
+    app.on(methodsOf(row), [row.path], siwxStep(siwx, offerOf));
   }
   return { book, rows, payTo, metered };
 }

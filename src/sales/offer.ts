@@ -128,13 +128,14 @@ export function offerFor(
 }
 
 /** The v2 PaymentRequired (for the header), declaring the payment-identifier extension (retries charged once). */
-export function paymentRequired(offer: Offer, error: string): PaymentRequired {
+export function paymentRequired(offer: Offer, error: string, more: Record<string, unknown> = {}): PaymentRequired {
   return {
     x402Version: 2,
     error,
     resource: offer.resource,
     accepts: offer.v2,
     extensions: {
+      ...more,
       [BAZAAR]: bazaarExtension(offer.cls),
       [PAYMENT_IDENTIFIER]: {
         info: { required: false },

@@ -23,6 +23,7 @@ import type { SalesBook } from "./book.js";
 import type { WalletTenants } from "./wallet-tenants.js";
 import { createdId, stopBought } from "./unwind.js";
 import type { MeteredSales, UptoFacilitators } from "./metered.js";
+import type { SiwxGate } from "./siwx.js";
 import { perMinuteOf, soldMinutes } from "./price.js";
 import { usdToAtomic } from "../payments/index.js";
 
@@ -47,6 +48,7 @@ export interface SellParts {
   /** `upto` sales by time: the facilitators' addresses to offer, and the sales pending until a stop (./metered.ts). */
   upto: UptoFacilitators;
   metered: MeteredSales;
+  siwx: SiwxGate;
 }
 
 type AnyPayload = PaymentPayload | PaymentPayloadV1;
@@ -65,11 +67,12 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
   };
 
   /** 402 with the offer: PAYMENT-REQUIRED (v2) and the v1 body, `{message, code}` beside it. */
-  const required = (c: Context<GatewayEnv>, offer: Offer, code: string, message: string, extra: Record<string, string> = {}) => {
+  const required = async (c: Context<GatewayEnv>, offer: Offer, code: string, message: string, extra: Record<string, string> = {}) => {
     const headers = new Headers({
       "content-type": "application/json",
       "cache-control": "no-store",
-      "payment-required": encodePaymentRequiredHeader(paymentRequired(offer, message)),
+      // A wallet that bought here may come back with sign-in-with-x (./siwx.ts): the challenge rides in every 402.
+      "payment-required": encodePaymentRequiredHeader(paymentRequired(offer, message, await parts.siwx.declaration(c))),
       ...extra,
     });
     const body = { ...paymentRequiredV1(offer, message), message, code };
@@ -236,7 +239,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
             ? ` The ${cls} ${created} was stopped.`
             : ` The ${cls} ${created} could not be stopped yet; it ends at its timeout.`;
       c.res = undefined as unknown as Response;
-      c.res = required(
+      c.res = await required(
         c,
         offer,
         "settlement_failed",
