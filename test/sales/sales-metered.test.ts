@@ -149,3 +149,38 @@ describe("sessions and sandboxes sold by time (upto)", () => {
     expect(await s.gateway.gateway.services.sales!.book.list(tenant)).toHaveLength(0);
   });
 });
+
+describe("a time sale nobody stops", () => {
+  let emu: EmulatorHandle;
+  let s: SellingStack;
+  beforeAll(async () => {
+    emu = await startSalesEmulator(["x402", "sandboxes"]);
+    s = await startSellingGateway(emu, { prices: { sandbox: { markupPercent: 100, minutes: 1, scheme: "upto" } } });
+  }, 180_000);
+  afterAll(async () => {
+    await s?.close();
+    await emu?.close();
+  });
+
+  it("settles its whole window when the window ends", async () => {
+    const chain = emu.chain!;
+    const buyer = await uptoBuyer(emu);
+    const r = await buyer.pay(`${s.gateway.url}/api/sandbox`, json({ imageName: "node" }));
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-tollgate-sale")).toBe("metered");
+    const sold = Date.now();
+    expect(await chain.balanceOf(buyer.address)).toBe(FUNDS);
+    // The selling instance's timer settles one minute (0.0034) at the window's end; nothing before.
+    let paid = 0n;
+    while (Date.now() - sold < 90_000) {
+      paid = FUNDS - (await chain.balanceOf(buyer.address));
+      if (paid > 0n) break;
+      await new Promise((res) => setTimeout(res, 1000));
+    }
+    expect(Date.now() - sold).toBeGreaterThanOrEqual(59_000);
+    expect(paid).toBe(PER_MINUTE);
+    const tenant = `wallet-${buyer.address.toLowerCase().slice(2)}`;
+    const book = await s.gateway.gateway.services.sales!.book.list(tenant);
+    expect(book).toMatchObject([{ scheme: "upto", minutes: 1, amount: PER_MINUTE.toString() }]);
+  }, 150_000);
+});
