@@ -24,6 +24,8 @@ export interface SalesMount {
   payTo: `0x${string}`;
   /** The sales sold by time (`upto`) and not yet settled. */
   metered: MeteredSales;
+  /** The `upto` facilitators' addresses per network (what a time offer names). */
+  upto: UptoFacilitators;
 }
 
 /**
@@ -46,6 +48,7 @@ export function mountSales(
   const book = new SalesBook(services.stores.kv);
   const facilitator = new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 });
   const metered = new MeteredSales({ services, sales, facilitator, book });
+  const upto = new UptoFacilitators(facilitator);
   const wallets = new WalletTenants(services, sales, opts.secret);
   const siwx = new SiwxGate(services, sales, wallets, opts.secret);
   const parts = {
@@ -53,7 +56,7 @@ export function mountSales(
     sales,
     payTo,
     facilitator,
-    upto: new UptoFacilitators(facilitator),
+    upto,
     metered,
     siwx,
     wallets,
@@ -83,5 +86,5 @@ export function mountSales(
       offerFor(services.config, sales, kind, `${publicOriginOf(c, services)}${new URL(c.req.url).pathname}`, payTo);
     app.on(methodsOf(row), [row.path], siwxStep(siwx, offerOf));
   }
-  return { book, rows, payTo, metered };
+  return { book, rows, payTo, metered, upto };
 }

@@ -73,6 +73,11 @@ describe("sessions and sandboxes sold by time (upto)", () => {
     expect(upto.amount).toBe(WINDOW.toString());
     expect(upto.maxTimeoutSeconds).toBeGreaterThan(600);
     expect(upto.extra).toMatchObject({ assetTransferMethod: "permit2", facilitatorAddress: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/) });
+    // The discovery list offers the same.
+    const listed = await (await fetch(`${s.gateway.url}/.well-known/x402`)).json();
+    const item = listed.items.find((i: { resource: string }) => i.resource === `${s.gateway.url}/api/session`);
+    expect(item.accepts.map((a: { scheme: string }) => a.scheme)).toEqual(["upto", "exact"]);
+    expect(item.accepts[0].extra.facilitatorAddress).toBe(upto.extra.facilitatorAddress);
   });
 
   it("a session bought by time and stopped early is settled for the minute used; ledger == chain", async () => {
