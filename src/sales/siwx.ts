@@ -26,7 +26,6 @@ import { publicOriginOf } from "../web/public-origin.js";
 import type { WalletTenants } from "./wallet-tenants.js";
 import { type Offer, paymentRequired } from "./offer.js";
 
-export { SIGN_IN_WITH_X };
 /** How long a challenge may be signed and used for. */
 const CHALLENGE_SECONDS = 300;
 
