@@ -26,6 +26,12 @@ export const salePriceSchema = z
       .default(0),
     /** The least a call costs, in USD. */
     floor: usdAmount.default("0"),
+    /**
+     * How a buyer pays: "exact", the whole price at the purchase; "upto" (sessions and sandboxes), the buyer signs the
+     * whole window as a maximum and is charged for the minutes used, at the stop or the window's end (x402 `upto`,
+     * Permit2; `exact` is offered beside it for clients without `upto`).
+     */
+    scheme: z.enum(["exact", "upto"], { error: 'expected "exact" or "upto"' }).default("exact"),
     /** Sessions and sandboxes: the minutes one purchase buys (its timeout). */
     minutes: z.number({ error: "expected a number of minutes" }).int().positive().max(1440).optional(),
   })
@@ -84,7 +90,16 @@ export const salesSchema = z.strictObject({
         [K in SaleClass]: z.ZodOptional<typeof salePriceSchema>;
       },
     )
-    .refine((p) => Object.values(p).some(Boolean), { error: "expected at least one priced class (search, fetch, session, sandbox)" }),
+    .refine((p) => Object.values(p).some(Boolean), { error: "expected at least one priced class (search, fetch, session, sandbox)" })
+    .superRefine((p, ctx) => {
+      for (const cls of ["search", "fetch"] as const)
+        if (p[cls]?.scheme === "upto")
+          ctx.addIssue({
+            code: "custom",
+            path: [cls, "scheme"],
+            message: `"upto" sells by time: expected "exact" for ${cls} (sessions and sandboxes may be "upto")`,
+          });
+    }),
   /** The tenant a wallet buyer gets on its first purchase. */
   buyer: buyerTemplateSchema,
   /**

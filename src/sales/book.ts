@@ -23,6 +23,10 @@ export interface SaleRecord {
   transaction: string;
   requestId?: string;
   paymentId?: string;
+  /** `upto` for a metered sale (settled for what was used); absent: `exact`. */
+  scheme?: "upto";
+  /** A metered session or sandbox: the minutes settled. */
+  minutes?: number;
 }
 
 /** How many sales of a tenant a listing reads back (the newest). */

@@ -12,6 +12,10 @@ import { InboundReconciler } from "./reconcile.js";
 import { mcpStorefront, SOLD_TOOLS } from "./mcp.js";
 import { sellStep } from "./sell.js";
 import { WalletTenants } from "./wallet-tenants.js";
+import { SiwxGate, siwxStep } from "./siwx.js";
+import { offerFor } from "./offer.js";
+import { publicOriginOf } from "../web/public-origin.js";
+import { MeteredSales, meteredStopStep, STOP_ROWS, UptoFacilitators } from "./metered.js";
 
 export { salesHandlers } from "./report.js";
 
@@ -22,6 +26,10 @@ export interface SalesMount {
   payTo: `0x${string}`;
   /** The inbound books against the chain, run by the reconciler's passes (./reconcile.ts). */
   inbound: InboundReconciler;
+  /** The sales sold by time (`upto`) and not yet settled. */
+  metered: MeteredSales;
+  /** The `upto` facilitators' addresses per network (what a time offer names). */
+  upto: UptoFacilitators;
 }
 
 /**
@@ -42,13 +50,23 @@ export function mountSales(
       "sales.payTo: expected an address to be paid (no gateway wallet is configured: set TOLLGATE_WALLET_KEY or sales.payTo)",
     );
   const book = new SalesBook(services.stores.kv);
+  const facilitator = new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 });
+  const metered = new MeteredSales({ services, sales, facilitator, book });
+  const upto = new UptoFacilitators(facilitator);
+  const wallets = new WalletTenants(services, sales, opts.secret);
+  const siwx = new SiwxGate(services, sales, wallets, opts.secret);
   const parts = {
     services,
     sales,
     payTo,
-    facilitator: new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 }),
-    wallets: new WalletTenants(services, sales, opts.secret),
+    facilitator,
+    upto,
+    metered,
+    siwx,
+    wallets,
     book,
+    // The gateway calling itself (a bought resource stopped when its sale could not be settled: ./unwind.ts).
+    self: (req: Request, env: unknown) => Promise.resolve(app.fetch(req, env)),
   };
   const rows: string[] = [];
   for (const row of ROUTES) {
@@ -62,5 +80,20 @@ export function mountSales(
     const pays = opts.walletAddress !== undefined || services.wallets?.any ? "x402" : "credits";
     app.on(["GET", "POST", "DELETE"], ["/mcp"], mcpStorefront(parts, pays));
   }
-  return { book, rows, payTo, inbound: new InboundReconciler(services, book) };
+  // A session or sandbox sold by time (`upto`) settles when it is stopped through the gateway.
+  const byTime = (["session", "sandbox"] as const).filter((k) => sales.prices[k]?.scheme === "upto");
+  for (const row of ROUTES) {
+    const kind = STOP_ROWS[row.name];
+    if (kind && byTime.includes(kind)) app.on(methodsOf(row), [row.path], meteredStopStep(metered, kind));
+  }
+  // What was bought is reached again with sign-in-with-x: the free rows that read, list or stop a sold kind.
+  for (const row of ROUTES) {
+    const kind = row.owns?.kind ?? row.list?.kind;
+    if ((kind !== "sandbox" && kind !== "session") || !sales.prices[kind] || row.pay !== "free") continue;
+    if (!(Array.isArray(row.auth) && row.auth.length === 1 && row.auth[0] === "key")) continue;
+    const offerOf = async (c: Parameters<Parameters<typeof siwxStep>[1]>[0]) =>
+      offerFor(services.config, sales, kind, `${publicOriginOf(c, services)}${new URL(c.req.url).pathname}`, payTo);
+    app.on(methodsOf(row), [row.path], siwxStep(siwx, offerOf));
+  }
+  return { book, rows, payTo, inbound: new InboundReconciler(services, book), metered, upto };
 }

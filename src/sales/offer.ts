@@ -6,7 +6,8 @@ import type { PaymentPayloadV1, PaymentRequirementsV1 } from "@x402/core/types/v
 import type { SaleAsset, SaleClass, SalesConfig } from "../../config/sales-schema.js";
 import type { TollgateConfig } from "../../config/schema.js";
 import { CLASS_DESCRIPTION } from "./classes.js";
-import { inAssetUnits, priceOf } from "./price.js";
+import { UPTO_SLACK_SECONDS } from "./metered.js";
+import { inAssetUnits, priceOf, soldMinutes } from "./price.js";
 
 const PAYMENT_IDENTIFIER = "payment-identifier";
 /** The Bazaar discovery extension's key (x402 v2 `extensions.bazaar`: how to call the resource, for catalogs). */
@@ -62,11 +63,39 @@ export interface Offer {
   resource: { url: string; description: string; mimeType: string };
 }
 
-/** What `cls` sells for at `url`, in each accepted asset, paid to `payTo`. */
-export function offerFor(config: TollgateConfig, sales: SalesConfig, cls: SaleClass, url: string, payTo: `0x${string}`): Offer {
-  const priceMicroUsd = priceOf(config, cls, sales.prices[cls]!);
+/**
+ * What `cls` sells for at `url`, in each accepted asset, paid to `payTo`. A session or sandbox priced `scheme = "upto"`
+ * is offered as `upto` first (its whole window as the maximum, Permit2, naming the facilitator `uptoFacilitators` lists
+ * for the network), then as `exact` for clients without `upto`.
+ */
+export function offerFor(
+  config: TollgateConfig,
+  sales: SalesConfig,
+  cls: SaleClass,
+  url: string,
+  payTo: `0x${string}`,
+  uptoFacilitators: Record<string, `0x${string}`> = {},
+): Offer {
+  const price = sales.prices[cls]!;
+  const priceMicroUsd = priceOf(config, cls, price);
   const description = CLASS_DESCRIPTION[cls];
-  const v2 = sales.accept.map(
+  const upto =
+    price.scheme === "upto" && (cls === "session" || cls === "sandbox")
+      ? sales.accept
+          .filter((a) => uptoFacilitators[a.network])
+          .map(
+            (a): PaymentRequirements => ({
+              scheme: "upto",
+              network: a.network as PaymentRequirements["network"],
+              amount: inAssetUnits(priceMicroUsd, a).toString(),
+              asset: a.asset,
+              payTo,
+              maxTimeoutSeconds: soldMinutes(config, price) * 60 + UPTO_SLACK_SECONDS,
+              extra: { name: a.name, version: a.version, assetTransferMethod: "permit2", facilitatorAddress: uptoFacilitators[a.network] },
+            }),
+          )
+      : [];
+  const exact = sales.accept.map(
     (a): PaymentRequirements => ({
       scheme: "exact",
       network: a.network as PaymentRequirements["network"],
@@ -77,6 +106,7 @@ export function offerFor(config: TollgateConfig, sales: SalesConfig, cls: SaleCl
       extra: { name: a.name, version: a.version },
     }),
   );
+  const v2 = [...upto, ...exact];
   const v1 = sales.accept
     .filter((a): a is SaleAsset & { v1Network: string } => a.v1Network !== undefined)
     .map(
@@ -98,13 +128,14 @@ export function offerFor(config: TollgateConfig, sales: SalesConfig, cls: SaleCl
 }
 
 /** The v2 PaymentRequired (for the header), declaring the payment-identifier extension (retries charged once). */
-export function paymentRequired(offer: Offer, error: string): PaymentRequired {
+export function paymentRequired(offer: Offer, error: string, more: Record<string, unknown> = {}): PaymentRequired {
   return {
     x402Version: 2,
     error,
     resource: offer.resource,
     accepts: offer.v2,
     extensions: {
+      ...more,
       [BAZAAR]: bazaarExtension(offer.cls),
       [PAYMENT_IDENTIFIER]: {
         info: { required: false },
@@ -157,8 +188,9 @@ export function paymentIdentifier(payload: PaymentPayload | PaymentPayloadV1): s
   return typeof id === "string" && /^[a-zA-Z0-9_-]{16,128}$/.test(id) ? id : undefined;
 }
 
-/** The buyer's address as its signed authorization names it (EIP-3009 `from`). */
+/** The buyer's address as its signed authorization names it (EIP-3009 `from`, or the Permit2 authorization's `from`). */
 export function payerOf(payload: PaymentPayload | PaymentPayloadV1): `0x${string}` | undefined {
-  const from = (payload.payload as { authorization?: { from?: unknown } } | undefined)?.authorization?.from;
+  const signed = payload.payload as { authorization?: { from?: unknown }; permit2Authorization?: { from?: unknown } } | undefined;
+  const from = signed?.authorization?.from ?? signed?.permit2Authorization?.from;
   return typeof from === "string" && /^0x[0-9a-fA-F]{40}$/.test(from) ? (from as `0x${string}`) : undefined;
 }

@@ -42,3 +42,12 @@ export function inAssetUnits(microUsd: bigint, asset: SaleAsset): bigint {
   const div = 10n ** BigInt(6 - asset.decimals);
   return (microUsd + div - 1n) / div;
 }
+
+/** Sessions and sandboxes: the price of one minute in micro-USD (a fixed price spread over its minutes), rounded up. */
+export function perMinuteOf(config: TollgateConfig, cls: "session" | "sandbox", price: SalePrice): bigint {
+  const minutes = BigInt(soldMinutes(config, price));
+  if (price.price !== undefined) return (usdToAtomic(price.price) + minutes - 1n) / minutes;
+  const rate = usdToAtomic(cls === "session" ? config.credits.prices.sessionMinute : config.credits.prices.sandboxMinute);
+  const bps = BigInt(Math.round(price.markupPercent * 100));
+  return (rate * (10_000n + bps) + 9_999n) / 10_000n;
+}

@@ -46,14 +46,16 @@ export function salesHandlers(services: GatewayServices): Handlers {
     // What is sold, for catalogs and agents: the Bazaar's discovery list (x402 v2 Bazaar, `GET /discovery/resources`:
     // `{x402Version, items: [{resource, type, x402Version, accepts, lastUpdated, metadata}]}`), served by the seller
     // itself at a well-known path.
-    "own.x402.discovery": (c) => {
+    "own.x402.discovery": async (c) => {
       const sold = services.sales;
       const sales = services.config.sales;
       if (!sold || !sales) return c.json({ x402Version: 2, items: [] });
       const origin = publicOriginOf(c, services);
+      // The `upto` offers of what is sold by time name the facilitator (asked once, as the 402s do).
+      const upto = Object.values(sales.prices).some((p) => p?.scheme === "upto") ? await sold.upto.byNetwork() : {};
       const items = ROUTES.filter((r) => sold.rows.includes(r.name)).map((r) => {
         const cls = SOLD_ROWS[r.name]!;
-        const offer = offerFor(services.config, sales, cls, `${origin}${r.path}`, sold.payTo);
+        const offer = offerFor(services.config, sales, cls, `${origin}${r.path}`, sold.payTo, upto);
         return {
           resource: offer.resource.url,
           type: "http",

@@ -21,6 +21,13 @@ import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { matchPayload, offerFor, type Offer, payerOf, paymentIdentifier, paymentRequired, paymentRequiredV1 } from "./offer.js";
 import type { SalesBook } from "./book.js";
 import type { WalletTenants } from "./wallet-tenants.js";
+import { createdId, stopBought } from "./unwind.js";
+import type { MeteredSales, UptoFacilitators } from "./metered.js";
+import type { SiwxGate } from "./siwx.js";
+import { perMinuteOf, soldMinutes } from "./price.js";
+import { usdToAtomic } from "../payments/index.js";
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /** How long a settled answer is replayed for the same payment-identifier. */
 const REPLAY_MS = 24 * 3600_000;
@@ -37,6 +44,11 @@ export interface SellParts {
   facilitator: FacilitatorClient;
   wallets: WalletTenants;
   book: SalesBook;
+  self: (req: Request, env: unknown) => Promise<Response>;
+  /** `upto` sales by time: the facilitators' addresses to offer, and the sales pending until a stop (./metered.ts). */
+  upto: UptoFacilitators;
+  metered: MeteredSales;
+  siwx: SiwxGate;
 }
 
 type AnyPayload = PaymentPayload | PaymentPayloadV1;
@@ -44,19 +56,23 @@ type AnyPayload = PaymentPayload | PaymentPayloadV1;
 const hasCredential = (h: Headers) => h.has("x-api-key") || h.has("authorization");
 
 export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): MiddlewareHandler<GatewayEnv> {
-  const { services, sales, payTo, facilitator, wallets, book } = parts;
+  const { services, sales, payTo, facilitator, wallets, book, self } = parts;
 
-  const offerOf = (c: Context<GatewayEnv>): Offer => {
+  const price = sales.prices[cls]!;
+  const byTime = price.scheme === "upto" && (cls === "session" || cls === "sandbox");
+  const offerOf = async (c: Context<GatewayEnv>): Promise<Offer> => {
     const origin = publicOriginOf(c, services);
-    return offerFor(services.config, sales, cls, `${origin}${new URL(c.req.url).pathname}`, payTo);
+    const upto = byTime ? await parts.upto.byNetwork() : {};
+    return offerFor(services.config, sales, cls, `${origin}${new URL(c.req.url).pathname}`, payTo, upto);
   };
 
   /** 402 with the offer: PAYMENT-REQUIRED (v2) and the v1 body, `{message, code}` beside it. */
-  const required = (c: Context<GatewayEnv>, offer: Offer, code: string, message: string, extra: Record<string, string> = {}) => {
+  const required = async (c: Context<GatewayEnv>, offer: Offer, code: string, message: string, extra: Record<string, string> = {}) => {
     const headers = new Headers({
       "content-type": "application/json",
       "cache-control": "no-store",
-      "payment-required": encodePaymentRequiredHeader(paymentRequired(offer, message)),
+      // A wallet that bought here may come back with sign-in-with-x (./siwx.ts): the challenge rides in every 402.
+      "payment-required": encodePaymentRequiredHeader(paymentRequired(offer, message, await parts.siwx.declaration(c))),
       ...extra,
     });
     const body = { ...paymentRequiredV1(offer, message), message, code };
@@ -70,7 +86,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
     if (hasCredential(h)) return next();
     const signature = h.get("payment-signature") ?? h.get("x-payment");
     if (!signature) {
-      const offer = offerOf(c);
+      const offer = await offerOf(c);
       return required(
         c,
         offer,
@@ -79,7 +95,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
       );
     }
     const v1 = !h.has("payment-signature");
-    const offer = offerOf(c);
+    const offer = await offerOf(c);
     let payload: AnyPayload;
     try {
       payload = decodePaymentSignatureHeader(signature) as AnyPayload;
@@ -158,9 +174,35 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
       return;
     }
     const body = await res.arrayBuffer();
+    // Sold by time (`upto`): nothing is settled now; the sale settles for the minutes used at the stop or the window's
+    // end (./metered.ts). Without an id to follow, it settles the whole window now, like `exact`.
+    const meteredId = (requirements as PaymentRequirements).scheme === "upto" ? createdId(cls, body) : undefined;
+    if (meteredId !== undefined) {
+      const asset = sales.accept.find((a) => a.network === requirements.network && same(a.asset, requirements.asset))!;
+      await parts.metered.open({
+        kind: cls as "session" | "sandbox",
+        id: meteredId,
+        tenant: caller.tenant.id,
+        payer,
+        payTo,
+        row: rowName,
+        cls,
+        startedAt: services.now(),
+        minutes: soldMinutes(services.config, price),
+        perMinuteMicroUsd: perMinuteOf(services.config, cls as "session" | "sandbox", price).toString(),
+        floorMicroUsd: usdToAtomic(price.floor).toString(),
+        decimals: asset.decimals,
+        payload: payload as PaymentPayload,
+        requirements: requirements as PaymentRequirements,
+        requestId: c.get("requestId"),
+        paymentId: id,
+      });
+    }
     let settled: SettleResponse;
     try {
-      settled = await facilitator.settle(payload as PaymentPayload, requirements as PaymentRequirements);
+      if (meteredId !== undefined)
+        settled = { success: true, transaction: "", network: requirements.network as SettleResponse["network"], payer, amount: "0" };
+      else settled = await facilitator.settle(payload as PaymentPayload, requirements as PaymentRequirements);
     } catch (err) {
       settled = {
         success: false,
@@ -179,38 +221,63 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
         row: rowName,
         reason: settled.errorReason,
       });
+      // What the upstream created for this unpaid sale is stopped before the buyer hears (./unwind.ts).
+      const created = createdId(cls, body);
+      const stopped =
+        created !== undefined &&
+        (await stopBought(services, (req) => self(req, c.env), {
+          rowName,
+          id: created,
+          caller,
+          requestId: c.get("requestId"),
+          origin: new URL(c.req.url).origin,
+        }));
+      const what =
+        created === undefined
+          ? ""
+          : stopped
+            ? ` The ${cls} ${created} was stopped.`
+            : ` The ${cls} ${created} could not be stopped yet; it ends at its timeout.`;
       c.res = undefined as unknown as Response;
-      c.res = required(
+      c.res = await required(
         c,
         offer,
         "settlement_failed",
-        `The payment could not be settled (${settled.errorReason ?? "unknown"}); the answer is withheld and nothing was charged.`,
+        `The payment could not be settled (${settled.errorReason ?? "unknown"}); the answer is withheld and nothing was charged.${what}`,
         {
           [receiptHeader]: encodePaymentResponseHeader(settled),
+          ...(stopped ? { "x-tollgate-sale-stopped": created } : {}),
         },
       );
       return;
     }
     const amount = (requirements as PaymentRequirements).amount ?? (requirements as PaymentRequirementsV1).maxAmountRequired;
-    await book.record({
-      at: services.now(),
-      tenant: caller.tenant.id,
-      payer: settled.payer ?? payer,
-      payTo,
-      row: rowName,
-      class: cls,
-      network: requirements.network,
-      asset: requirements.asset,
-      amount,
-      priceMicroUsd: offer.priceMicroUsd.toString(),
-      transaction: settled.transaction,
-      requestId: c.get("requestId"),
-      paymentId: id,
-    });
+    if (meteredId === undefined)
+      await book.record({
+        at: services.now(),
+        tenant: caller.tenant.id,
+        payer: settled.payer ?? payer,
+        payTo,
+        row: rowName,
+        class: cls,
+        network: requirements.network,
+        asset: requirements.asset,
+        amount,
+        priceMicroUsd: offer.priceMicroUsd.toString(),
+        transaction: settled.transaction,
+        requestId: c.get("requestId"),
+        paymentId: id,
+      });
     const headers = new Headers(res.headers);
     headers.delete("content-length");
-    headers.set(receiptHeader, encodePaymentResponseHeader(settled));
-    headers.set("x-tollgate-sale", "charged");
+    if (meteredId === undefined) {
+      headers.set(receiptHeader, encodePaymentResponseHeader(settled));
+      headers.set("x-tollgate-sale", "charged");
+    } else {
+      // Metered: the receipt comes with the stop's answer; the most it can cost is what was signed.
+      headers.set("x-tollgate-sale", "metered");
+      headers.set("x-tollgate-sale-max", amount);
+    }
     // The wallet's way back to what it bought: a gateway token for its tenant that reads, uses and stops what it owns
     // (the key rows of its scopes) but spends nothing (cap 0): every further purchase is paid.
     const walletToken = await services.tokens.mint({
@@ -225,7 +292,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
     headers.set(`${WALLET_TOKEN_HEADER}-expires`, walletToken.expiresAt);
     headers.set(
       "access-control-expose-headers",
-      `${receiptHeader}, x-tollgate-sale, ${WALLET_TOKEN_HEADER}, ${WALLET_TOKEN_HEADER}-expires`,
+      `${receiptHeader}, x-tollgate-sale, x-tollgate-sale-max, ${WALLET_TOKEN_HEADER}, ${WALLET_TOKEN_HEADER}-expires`,
     );
     if (idemKey) {
       const stored: Record<string, string> = {};

@@ -63,6 +63,14 @@ export class WalletTenants {
     });
   }
 
+  /** The caller `address` signs in as (sign-in-with-x), when it has a wallet tenant (it bought something) that is enabled. */
+  async existing(address: `0x${string}`): Promise<TenantCaller | undefined> {
+    const tenant = this.services.directory.get(walletTenantId(address));
+    if (!tenant) return undefined;
+    if (!tenant.enabled) throw new GatewayError(403, "tenant_disabled", "This wallet's tenant is disabled (its kill switch is on).");
+    return { via: "key", tenant, presented: await this.keyOf(address.toLowerCase()) };
+  }
+
   /**
    * The caller a verified payment from `address` runs as: its wallet tenant, made now on the first purchase. A disabled
    * tenant (the kill switch) is refused before anything is settled.

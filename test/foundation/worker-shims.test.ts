@@ -40,6 +40,12 @@ describe("the Worker's stand-ins", () => {
 
   it("replace no maintained library the Worker runs: lru-cache and zod are bundled as they are", () => {
     const alias = (parse(readFileSync("wrangler.toml", "utf8")) as { alias: Record<string, string> }).alias;
-    expect(Object.keys(alias).sort()).toEqual(["ajv", "ajv-formats", "viem", "zod-to-json-schema", "zod/v3"]);
+    expect(Object.keys(alias).sort()).toEqual(["ajv", "ajv-formats", "ethers", "viem", "zod-to-json-schema", "zod/v3"]);
+  });
+
+  it("refuse ethers when imported (siwe's optional verifier; SIWX proofs are verified with viem)", async () => {
+    // @ts-expect-error plain JS without declarations
+    await expect(import("../../deploy/worker-shims/ethers.js")).rejects.toThrow(/verified with viem/);
+    expect(counted()).toEqual(["ethers"]);
   });
 });
