@@ -60,8 +60,23 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
       if (!res.ok) return Upstream.relay(res);
       const detail = await upstreamJson(res, SandboxDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
-      await claimCreated(services, c, { kind: "sandbox", id: String(detail.id), tenant: tenant.id, route: row.name });
-      const shown = await present(c, detail);
+      const id = String(detail.id);
+      let shown: Awaited<ReturnType<typeof rewriteSandboxDetail>>;
+      if (ENDED.has(detail.status ?? "")) {
+        await claimCreated(services, c, { kind: "sandbox", id, tenant: tenant.id, route: row.name });
+        shown = await present(c, detail);
+      } else {
+        // The public host and the runtime credential are written beside the claim: one state round trip for the
+        // creation. Neither hands anything over: the port router and the runtime plane serve only the owner's tokens,
+        // and a credential kept for an id the claim refuses is the upstream's own for that sandbox (it lapses).
+        const ctx = tenantRewriteContext(c, services, tenant);
+        await Promise.all([
+          claimCreated(services, c, { kind: "sandbox", id, tenant: tenant.id, route: row.name }),
+          rememberPublicHost(services, id, ctx.publicOrigin),
+          "token" in detail && detail.token ? custody.keep(detail, { reuse: true }) : undefined,
+        ]);
+        shown = await rewriteSandboxDetail(detail, ctx);
+      }
       // The chain's quota and meter steps take the created id from here, not from the answer again.
       noteCreated(c, shown);
       return answer(res, shown);
