@@ -38,7 +38,7 @@ interface QuotaClaim {
  * what was created and kept under its id): started with the claim, so the creation waits for one round trip for all.
  * Called for every claim of the request; it does its work only for the kind it pays for.
  */
-export type BesideClaim = (kind: ResourceKind, id: string) => Promise<void>;
+type BesideClaim = (kind: ResourceKind, id: string) => Promise<void>;
 
 /** What a creation's answer named, read once per request and shared by the chain's later steps (quota, meter). */
 export interface Created {

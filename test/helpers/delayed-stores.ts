@@ -27,7 +27,7 @@ interface Timed {
 }
 
 /** The longest chain of `calls` in which each begins at or after the end of the one before. */
-export function longestChain(calls: Timed[]): string[] {
+function longestChain(calls: Timed[]): string[] {
   const sorted = [...calls].sort((a, b) => a.start - b.start);
   const best: string[][] = [];
   for (const [i, c] of sorted.entries()) {
