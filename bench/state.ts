@@ -13,7 +13,8 @@
 //    BENCH_STATE_VERBOSE=1 also prints one request's commands per class.
 //    Then the same classes against the Worker in workerd (bench/state-durable-objects.ts, the harness of
 //    test/workers/round-trips.test.ts): every Durable Object stub call counted and first delayed 80 ms, so the calls
-//    waited for are (fastest delayed − fastest not) / 80 ms beside the calls made (those behind the answer included).
+//    waited for are (fastest delayed − fastest not) / 80 ms beside the calls made (those behind the answer included)
+//    and the calls made in sequence (the longest chain of calls each begun after the last ended: counted, not timed).
 //    Skipped, with the reason printed, when wrangler, Miniflare or workerd is not there.
 // 2. identify + owner p99 with 10 tenants vs 10,000 tenants holding 1,000,000 owned records (in the same Redis, loaded
 //    server-side), as a ratio: the lookups are a hash-map probe and one HGET, so the ratio stays near 1.
@@ -269,7 +270,7 @@ try {
   if ("figures" in durable)
     for (const f of durable.figures)
       console.log(
-        `state durable objects ${f.name}: DO: waited for ${f.waited} (${f.ratio.toFixed(2)}) / calls ${f.calls.toFixed(1)}; fastest ${f.fastest.map((ms) => ms.toFixed(0)).join(" → ")} ms at 0 → 80 ms a call`,
+        `state durable objects ${f.name}: DO: waited for ${f.waited} (${f.ratio.toFixed(2)}) / sequential ${f.sequential} / calls ${f.calls.toFixed(1)}; fastest ${f.fastest.map((ms) => ms.toFixed(0)).join(" → ")} ms at 0 → 80 ms a call`,
       );
   else if ("skipped" in durable) console.log(`state durable objects: skipped, ${durable.skipped}`);
   else {
@@ -278,11 +279,11 @@ try {
   }
   const doOf = (name: string) => {
     const f = "figures" in durable ? durable.figures.find((x) => x.name === name) : undefined;
-    return f ? `${f.waited} (${f.ratio.toFixed(1)}) / ${f.calls.toFixed(1)}` : "—";
+    return f ? `${f.waited} (${f.ratio.toFixed(1)}) / ${f.sequential} / ${f.calls.toFixed(1)}` : "—";
   };
   const far = RTTS.at(-1)!;
   console.log(
-    `\n| class | turns in flight | behind the answer | (p50 at ${far} − p50 at 0) / ${far} ms | (fastest at ${far} − fastest at 0) / ${far} ms | p50 ${RTTS.map((r) => `at ${r} ms`).join(" / ")} | commands (in scripts) | DO: waited for / calls |`,
+    `\n| class | turns in flight | behind the answer | (p50 at ${far} − p50 at 0) / ${far} ms | (fastest at ${far} − fastest at 0) / ${far} ms | p50 ${RTTS.map((r) => `at ${r} ms`).join(" / ")} | commands (in scripts) | DO: waited for / sequential / calls |`,
   );
   console.log("|---|---|---|---|---|---|---|---|");
   for (const r of rows)

@@ -10,7 +10,8 @@ import { createGateway, type Gateway } from "../../src/gateway.js";
 import { memoryStores } from "../../src/state/memory.js";
 import type { LedgerEntry } from "../../src/state/types.js";
 import { ROUTES, type RouteRow } from "../../src/routing/table.js";
-import { noteCreated } from "../../src/routing/created.js";
+import { claimCreated, noteCreated } from "../../src/routing/created.js";
+import { stateKeys } from "../../src/state/keys.js";
 import { accessLog } from "../access-log/index.js";
 import { requestId } from "../request-id/index.js";
 import { Logger, Redactor } from "../../src/log.js";
@@ -188,6 +189,78 @@ describe("meterCredits: rows reserved for what they may run", () => {
     expect((await ledger()).map((e) => e.resource)).toEqual(["sandbox:sb_noted"]);
     expect(await res.json()).toEqual({ id: "sb_noted" });
     expect(reads).toBe(1);
+  });
+
+  it("attaches and keeps a creation's hold beside its claim, in the claim's one round trip", async () => {
+    const { g, mount, ledger } = setup();
+    const { kv, ownership } = g.stores;
+    // Every state call the claim's step makes, and how many were in flight at once.
+    let inFlight = 0;
+    let most = 0;
+    const spied = [
+      [ownership, "claim"],
+      [kv, "setIfAbsent"],
+      [kv, "set"],
+      [g.stores.ledger, "attach"],
+    ] as const;
+    for (const [store, method] of spied) {
+      const real = (store as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]!.bind(store);
+      (store as unknown as Record<string, unknown>)[method] = async (...a: unknown[]) => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, 20));
+        try {
+          return await real(...a);
+        } finally {
+          inFlight--;
+        }
+      };
+    }
+    const send = mount(row("sandbox.create"), async (c) => {
+      await claimCreated(g.services, c, { kind: "sandbox", id: "sb_beside", tenant: "acme" });
+      const shown = { id: "sb_beside", status: "active" };
+      noteCreated(c, shown);
+      return c.json(shown);
+    });
+    expect((await send("/api/sandbox", { imageName: "node", timeoutMinutes: 10 })).status).toBe(200);
+    expect(most).toBe(3); // the claim, the hold's attachment and its kept record, at once
+    expect((await ledger()).map((e) => [e.state, e.resource])).toEqual([["reserved", "sandbox:sb_beside"]]);
+    expect(JSON.parse((await kv.get(stateKeys.creditsHold("sandbox", "sb_beside")))!)).toMatchObject({ amount: ATOMIC(10 * 0.0017) });
+  });
+
+  it("never replaces another tenant's kept hold when a creation names its id: the claim refuses, the hold is released", async () => {
+    const { g, mount, ledger } = setup();
+    const { kv, ownership } = g.stores;
+    await ownership.claim("sandbox", "sb_theirs", "other");
+    const theirs = JSON.stringify({ ids: ["their-hold"], amount: "1" });
+    await kv.set(stateKeys.creditsHold("sandbox", "sb_theirs"), theirs, 60_000);
+    const send = mount(row("sandbox.create"), async (c) => {
+      await claimCreated(g.services, c, { kind: "sandbox", id: "sb_theirs", tenant: "acme" });
+      return c.json({ id: "sb_theirs" });
+    });
+    expect((await send("/api/sandbox", { imageName: "node", timeoutMinutes: 10 })).status).toBe(409);
+    expect(await kv.get(stateKeys.creditsHold("sandbox", "sb_theirs"))).toBe(theirs);
+    expect((await ledger()).map((e) => e.state)).toEqual(["released"]);
+    expect(await ownership.owner("sandbox", "sb_theirs")).toBe("other");
+  });
+
+  it("drops the hold it kept beside a claim the tenant's quota refuses, and releases the hold", async () => {
+    const { g, mount, ledger } = setup();
+    const { kv } = g.stores;
+    const send = mount(row("sandbox.create"), async (c) => {
+      // As the quota step sets it for a tenant it finds full at the claim (middleware/quota).
+      c.set("quotaClaim", {
+        kind: "sandbox",
+        limit: 0,
+        recheck: async () => {},
+        learned: () => {},
+        refuse: () => new GatewayError(429, "quota_sandboxes", "full"),
+      });
+      await claimCreated(g.services, c, { kind: "sandbox", id: "sb_over", tenant: "acme" });
+      return c.json({ id: "sb_over" });
+    });
+    expect((await send("/api/sandbox", { imageName: "node", timeoutMinutes: 10 })).status).toBe(429);
+    expect(await kv.get(stateKeys.creditsHold("sandbox", "sb_over"))).toBeUndefined();
+    expect((await ledger()).map((e) => e.state)).toEqual(["released"]);
   });
 
   it("reads the created id from an answer relayed as it came when no handler noted it", async () => {

@@ -11,7 +11,7 @@ import { billCredits, type Charge, type MeterServices as CreditMeterServices } f
 import { callerCap, callerTenant } from "../../src/identity/caller.js";
 import { jsonBody, setJsonBody } from "../../src/routing/json-body.js";
 import type { Meter, RouteRow } from "../../src/routing/table.js";
-import { createdBy } from "../../src/routing/created.js";
+import { besideClaim, createdBy } from "../../src/routing/created.js";
 
 /**
  * What the meter touches: what the credit meter does (the ledger, its kept holds, the upstream's reports), and the
@@ -106,6 +106,7 @@ export function meterCredits(services: MeterServices, row: RouteRow): Middleware
         return c.res;
       },
       created: async () => (await createdBy(c)).id,
+      besideClaim: (work) => besideClaim(c, work),
     });
   };
 }

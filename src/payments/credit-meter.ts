@@ -10,7 +10,7 @@ import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { Tenant } from "../identity/tenants.js";
 import { attachResource, chargeOf, type CreditHold, growHold, releaseCredits, reserveCredits, settleCredits } from "./credit-ledger.js";
-import { keep, kept, priceOf } from "./kept-holds.js";
+import { dropKept, keep, type KeptHold, keepNew, kept, priceOf } from "./kept-holds.js";
 import type { LedgerServices } from "./spend.js";
 import type { Meter, PriceName } from "../routing/row.js";
 import { type CallOptions, type EarlyMoney, type MoneySteps, type Paid, type PaidResult, runMoney } from "./money-call.js";
@@ -42,6 +42,11 @@ export interface CreditCall {
   send: () => Promise<Response>;
   /** The id of what the upstream created (a job, a sandbox), once it answered: what a kept hold is kept under. */
   created?: () => Promise<string | undefined>;
+  /**
+   * Hands work to go beside the creation's claim (src/routing/created.ts, besideClaim): a resource's hold is attached
+   * and kept in the claim's round trip. Without it, both follow the answer's id, one after the other.
+   */
+  besideClaim?: (work: (kind: string, id: string) => Promise<void>) => void;
   /** Per call: the commit is recorded behind the answer (the hold already counts the price in every window). */
   settleBehind?: boolean;
 }
@@ -157,14 +162,38 @@ async function holdFor(call: CreditCall): Promise<PaidResult> {
     validBefore,
   });
   if (charge.per === "extension") await attachResource(services, hold, `${charge.resource}:${charge.id}`);
+  const kind = charge.per === "minutes" ? charge.resource : "job";
+  const keptHold: KeptHold = { ...hold, rate: rate.toString(), startedAt: now, meter: charge.per };
+  const keptMs = validBefore - now + KEPT_PAST_END_MS;
+  // Beside the claim (one round trip for the creation): the hold attached to the id and kept under it, unless a record
+  // is there already (an id another tenant holds: its record is never replaced; the claim refuses it).
+  let beside: { id: string; done: Promise<{ wrote: boolean } | { failed: unknown }> } | undefined;
+  if (charge.per !== "extension")
+    call.besideClaim?.(async (k, id) => {
+      if (k !== kind || beside) return;
+      const done = Promise.all([attachResource(services, hold, `${kind}:${id}`), keepNew(services, kind, id, keptHold, keptMs)]).then(
+        ([, wrote]) => ({ wrote }),
+        (failed: unknown) => ({ failed }),
+      );
+      beside = { id, done };
+      await done; // never rejects: a failure is the meter's to raise, after the answer, as before
+    });
+  /** What was written beside a claim whose creation is not handed over (or not answered): dropped before the release. */
+  const undoBeside = async () => {
+    const b = beside;
+    const outcome = await b?.done;
+    if (b && outcome && "wrote" in outcome && outcome.wrote) await dropKept(services, kind, b.id);
+  };
   let res: Response;
   try {
     res = await call.send();
   } catch (err) {
+    await undoBeside();
     await releaseCredits(services, hold, `not forwarded: ${String((err as Error)?.message ?? err).slice(0, 120)}`);
     throw err;
   }
   if (!res.ok) {
+    await undoBeside();
     await releaseCredits(services, hold, `upstream answered ${res.status}`);
     return { response: res, paid: 0n };
   }
@@ -177,15 +206,11 @@ async function holdFor(call: CreditCall): Promise<PaidResult> {
     return { response: res, paid: hold.amount };
   }
   c.get("logFields").held = chargeOf(hold);
-  const kind = charge.per === "minutes" ? charge.resource : "job";
-  await attachResource(services, hold, `${kind}:${id}`);
-  await keep(
-    services,
-    kind,
-    id,
-    { ...hold, rate: rate.toString(), startedAt: now, meter: charge.per },
-    validBefore - now + KEPT_PAST_END_MS,
-  );
+  const besideOutcome = beside?.id === id ? await beside.done : undefined;
+  if (besideOutcome && "failed" in besideOutcome) throw besideOutcome.failed;
+  if (!besideOutcome) await attachResource(services, hold, `${kind}:${id}`);
+  // Not written beside the claim (no claim asked for it, or a record was there: this tenant's id made again), now.
+  if (!besideOutcome?.wrote) await keep(services, kind, id, keptHold, keptMs);
   return { response: res, paid: 0n };
 }
 

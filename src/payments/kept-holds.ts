@@ -30,6 +30,23 @@ export async function keep(services: KeptHoldServices, kind: string, id: string,
   await services.stores.kv.set(stateKeys.creditsHold(kind, id), JSON.stringify({ ...hold, amount: hold.amount.toString() }), ttlMs);
 }
 
+/**
+ * Keeps a hold under a resource id the upstream just handed out, unless a record is there already (then false, and
+ * nothing written): safe to send beside the creation's claim, before it is known whose the id is.
+ */
+export async function keepNew(services: KeptHoldServices, kind: string, id: string, hold: KeptHold, ttlMs: number): Promise<boolean> {
+  return services.stores.kv.setIfAbsent(
+    stateKeys.creditsHold(kind, id),
+    JSON.stringify({ ...hold, amount: hold.amount.toString() }),
+    ttlMs,
+  );
+}
+
+/** Drops the kept hold record of `kind` `id` (one keepNew wrote for a creation that was not handed over). */
+export async function dropKept(services: KeptHoldServices, kind: string, id: string): Promise<void> {
+  await services.stores.kv.delete(stateKeys.creditsHold(kind, id));
+}
+
 export async function kept(services: KeptHoldServices, kind: string, id: string): Promise<KeptHold | undefined> {
   const raw = await services.stores.kv.get(stateKeys.creditsHold(kind, id));
   if (!raw) return undefined;

@@ -33,6 +33,13 @@ interface QuotaClaim {
   refuse(id: string, active: number): Error;
 }
 
+/**
+ * State work a step before the handler asks to go beside the creation's claim (the credit meter's hold attached to
+ * what was created and kept under its id): started with the claim, so the creation waits for one round trip for all.
+ * Called for every claim of the request; it does its work only for the kind it pays for.
+ */
+type BesideClaim = (kind: ResourceKind, id: string) => Promise<void>;
+
 /** What a creation's answer named, read once per request and shared by the chain's later steps (quota, meter). */
 export interface Created {
   /** The created resource's id (`jobId`, else `id`), when the answer names one. */
@@ -49,7 +56,16 @@ declare module "hono" {
     claimed: string;
     /** Set by the quota step on a creation it counts at the claim (QuotaClaim). */
     quotaClaim: QuotaClaim;
+    /** Work to start beside the claim (besideClaim), in the order the steps asked. */
+    besideClaim: BesideClaim[];
   }
+}
+
+/** Asks for `work` to start beside this request's creation claim (claimCreated), in the same round trip. */
+export function besideClaim(c: Context, work: BesideClaim): void {
+  const list = c.get("besideClaim");
+  if (list) list.push(work);
+  else c.set("besideClaim", [work]);
 }
 
 /** Notes what a creation answer, already parsed, names (the handler read it): the chain reads it from here, not again. */
@@ -93,13 +109,16 @@ export async function claimCreated(
   r: { kind: ResourceKind; id: string; tenant: string; route?: string },
 ): Promise<void> {
   // With several upstream accounts: the custody record (so every later call for the id goes to its account) and the
-  // fleet's count of the account's live resources, beside the claim: one state round trip for all.
+  // fleet's count of the account's live resources, beside the claim; so is what the chain's steps asked for (the
+  // credit meter's kept hold): one state round trip for all.
   const accounts = services.upstream?.accounts?.configured ? services.upstream.accounts : undefined;
   const account = accounts && (c.get("upstreamAccount") ?? accounts.defaultId);
   const quota = c.get("quotaClaim");
+  const beside = c.get("besideClaim") ?? [];
   const [claimed, existed] = await Promise.all([
     quota?.kind === r.kind ? claimCounted(services, r, quota) : services.stores.ownership.claim(r.kind, r.id, r.tenant),
     accounts && account !== undefined ? accounts.rememberCreated(r.kind, r.id, account, c.get("accountHold")) : false,
+    ...beside.map((work) => work(r.kind, r.id)),
   ]);
   if (!claimed) throw claimRefused(r.kind);
   // A record already there (this tenant's id made again): rewritten now that the claim won.

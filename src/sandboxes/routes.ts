@@ -62,15 +62,38 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
       if (!res.ok) return Upstream.relay(res);
       const detail = await upstreamJson(res, SandboxDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a sandbox but did not say its id.");
-      await claimCreated(services, c, { kind: "sandbox", id: String(detail.id), tenant: tenant.id, route: row.name });
-      // What it was made from, for the secrets limited to images or snapshots (docs/secrets-for-agents.md).
+      const id = String(detail.id);
+      // What it was made from, for the secrets limited to images or snapshots (docs/secrets-for-agents.md): written
+      // beside the claim; awaited only when the tenant has a secret limited so (otherwise it finishes behind the answer).
       const source = {
         ...(typeof body.imageName === "string" ? { image: body.imageName } : {}),
         ...(typeof body.snapshotName === "string" ? { snapshot: body.snapshotName } : {}),
       };
-      const noted = await services.vault.noteSource(tenant.id, String(detail.id), source);
+      const noting = services.vault.noteSource(tenant.id, id, source);
+      // Should the claim refuse, the write behind the answer is still let finish without an unhandled rejection.
+      void noting.then(
+        (n) => n.pending?.catch(() => {}),
+        () => {},
+      );
+      let shown: Awaited<ReturnType<typeof rewriteSandboxDetail>>;
+      if (ENDED.has(detail.status ?? "")) {
+        await Promise.all([claimCreated(services, c, { kind: "sandbox", id, tenant: tenant.id, route: row.name }), noting]);
+        shown = await present(c, detail);
+      } else {
+        // The public host and the runtime credential are written beside the claim: one state round trip for the
+        // creation. Neither hands anything over: the port router and the runtime plane serve only the owner's tokens,
+        // and a credential kept for an id the claim refuses is the upstream's own for that sandbox (it lapses).
+        const ctx = tenantRewriteContext(c, services, tenant);
+        await Promise.all([
+          claimCreated(services, c, { kind: "sandbox", id, tenant: tenant.id, route: row.name }),
+          rememberPublicHost(services, id, ctx.publicOrigin),
+          "token" in detail && detail.token ? custody.keep(detail, { reuse: true }) : undefined,
+          noting,
+        ]);
+        shown = await rewriteSandboxDetail(detail, ctx);
+      }
+      const noted = await noting;
       if (noted.pending) services.background(c, noted.pending, "sandbox source");
-      const shown = await present(c, detail);
       // The chain's quota and meter steps take the created id from here, not from the answer again.
       noteCreated(c, shown);
       return answer(res, shown);

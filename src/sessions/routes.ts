@@ -57,10 +57,11 @@ export function sessionHandlers(services: GatewayServices): Handlers {
   const { upstream, stores } = services;
 
   /** Shows a detail on the gateway: records its endpoints and status, mints the gateway token that replaces the upstream's. */
-  async function presentDetail(c: Context<GatewayEnv>, tenant: Tenant, detail: SessionDetail) {
+  async function presentDetail(c: Context<GatewayEnv>, tenant: Tenant, detail: SessionDetail, created = false) {
     const id = String(detail.id);
-    await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
-    if (typeof detail.status === "string") {
+    // A creation saved its endpoints beside its claim, which made it active.
+    if (!created) await saveSessionEndpoints(services, id, sessionEndpointsOf(detail));
+    if (typeof detail.status === "string" && !(created && detail.status === "active")) {
       await stores.ownership.setActive("session", id, detail.status === "active");
       if (detail.status !== "active") await settleResource(services, "session", id, c);
     }
@@ -83,9 +84,15 @@ export function sessionHandlers(services: GatewayServices): Handlers {
       if (!res.ok) return passError(res);
       const detail = await upstreamJson(res, SessionDetail);
       if (!detail.id) throw new GatewayError(502, "upstream_bad_response", "The upstream created a session without an id.");
-      await claimCreated(services, c, { kind: "session", id: String(detail.id), tenant: tenant.id, route: row.name });
-      if (viewOnlyAsked(c, detail)) await stores.kv.set(stateKeys.sessionViewOnly(String(detail.id)), "1", VIEW_ONLY_TTL_MS);
-      const shown = await presentDetail(c, tenant, detail);
+      const id = String(detail.id);
+      // Its endpoints and view-only mark beside the claim (one state round trip): the CDP relay and the live view
+      // serve only the owner's tokens, and the endpoints are the upstream's own for that id.
+      await Promise.all([
+        claimCreated(services, c, { kind: "session", id, tenant: tenant.id, route: row.name }),
+        saveSessionEndpoints(services, id, sessionEndpointsOf(detail)),
+        viewOnlyAsked(c, detail) ? stores.kv.set(stateKeys.sessionViewOnly(id), "1", VIEW_ONLY_TTL_MS) : undefined,
+      ]);
+      const shown = await presentDetail(c, tenant, detail, true);
       noteCreated(c, shown); // [the chain's quota and meter steps take the created id from here]
       return c.json(shown);
     },

@@ -97,7 +97,8 @@ describe("sequential state round trips of a creation with upstream accounts", ()
     expect(calls["accountSlots.take"]).toBe(1);
     expect(calls["accountSlots.settle"]).toBe(1);
     expect(calls["ownership.claim"]).toBe(1);
-    expect(calls["kv.setIfAbsent"]).toBe(1); // the custody record, beside the claim
+    // The account's custody record and the credit hold's record, both beside the claim.
+    expect(calls["kv.setIfAbsent"]).toBe(2);
     expect(calls["kv.set"] ?? 0).toBeLessThanOrEqual(2);
   }, 60_000);
 });

@@ -7,7 +7,8 @@
 // the answer (docs/rate-limits.md), so it adds no round trip to any class.
 // A sandbox creation under the example tenant's quota (5 sandboxes) makes no state call of the quota's own before its
 // claim, which counts it (issue 55): its calls are asserted, its round trips printed beside the same creation's without
-// a quota.
+// a quota. A sandbox's and a session's creation are held to their targets by counting calls rather than time (the
+// longest chain of calls each begun after the last ended): 1 before the upstream call (the credit reservation), 1 after.
 // Targets (issue 44): paid search cache hit 0, control read of an own sandbox 0 once its owner is remembered,
 // creation ≤ 1, runtime call with a bound token 0, paid search miss ≤ 1 (the fleet's coalescing claim and the hold
 // reserved ahead with its authorization, at once, beside the unpaid first call: docs/paid-round-trips.md), credit call
@@ -42,7 +43,7 @@ describe("sequential state round trips per request class", () => {
   let hb: Hyperbrowser;
 
   beforeAll(async () => {
-    emu = await startEmulator({ modules: ["x402", "sandboxes"], record: true });
+    emu = await startEmulator({ modules: ["x402", "sandboxes", "sessions"], record: true });
     const chain = emu.chain!;
     const wallet = await chain.createFundedWallet(1_000_000_000n);
     key = generateTenantKey();
@@ -224,6 +225,71 @@ describe("sequential state round trips per request class", () => {
     // seconds, far more than the 100 ms a round trip adds here; what the quota waits for is asserted above by its calls.
     expect(counted + own).toBeGreaterThan(0);
   }, 240_000);
+
+  it("a sandbox or session creation waits for one state round trip after the upstream answers (counted, not timed)", async () => {
+    // The example tenant's creations, credit-billed (the reservation before the upstream call is money: held before
+    // anything is spent); sandboxes under its quota of 5 (the first creation reserves a slot, the next ones are counted
+    // in their claim), sessions by the same tenant without its creation quotas; all stopped at the end (a stop's
+    // settlement reads the ledger a while after its answer). Counted from the calls themselves (DelayedStores.sequential): the longest chain of calls each begun
+    // after the last ended, so a slow upstream or a loaded machine moves no figure; the fewest of three runs, as a
+    // stray call of the gateway's own periodic work (the reconciler's sweep) may fall into one run's window and only
+    // ever adds.
+    state.setDelay(DELAY);
+    const made: Array<[string, string, string]> = [];
+    const total = () => Object.values(state.calls()).reduce((a, b) => a + b, 0);
+    const quiet = async () => {
+      for (let last = -1, now = total(); last !== now; now = total()) {
+        last = now;
+        await new Promise((r) => setTimeout(r, 2 * DELAY + 50));
+      }
+    };
+    const counted = async (kind: "sandbox" | "session", body: unknown, apiKey: string) => {
+      await quiet();
+      // A caller back within 750 ms of its last request: a sparse one also waits for the tenant snapshot's check (the
+      // fleet's one-second bound on a key change), as every class does.
+      expect((await fetch(`${base}/_tollgate/whoami`, { headers: { "x-api-key": apiKey } })).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 20));
+      const from = performance.now();
+      const seen = emu.received.length;
+      const r = await fetch(`${base}/api/${kind}`, {
+        method: "POST",
+        headers: { "x-api-key": apiKey, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const text = await r.text();
+      const to = performance.now();
+      expect(r.status, text.slice(0, 200)).toBe(200);
+      const upstream = emu.received.slice(seen).find((q) => q.method === "POST" && new URL(q.url).pathname === `/api/${kind}`);
+      expect(upstream, "the creation reached the upstream").toBeDefined();
+      const run = { before: state.sequential(from, upstream!.at), after: state.sequential(upstream!.at, to) };
+      made.push([kind, (JSON.parse(text) as { id: string }).id, apiKey]);
+      return run;
+    };
+    try {
+      for (const [kind, body, apiKey] of [
+        ["sandbox", { imageName: "node" }, key],
+        ["session", {}, freeKey],
+      ] as const) {
+        await counted(kind, body, apiKey); // warm (a sandbox: learns the tenant's count, a slot reserved first)
+        const runs = [];
+        for (let i = 0; i < 3; i++) runs.push(await counted(kind, body, apiKey));
+        if (process.env.ROUND_TRIPS_PRINT)
+          for (const run of runs)
+            console.log(`${kind} creation: before the upstream ${run.before.chain.join(" → ")}; after ${run.after.chain.join(" → ")}`);
+        const after = Math.min(...runs.map((x) => x.after.count));
+        const before = Math.min(...runs.map((x) => x.before.count));
+        // The claim (with the quota's count), the meter's hold attached and kept, the runtime credential and public
+        // host (a sandbox) or the endpoints (a session): at once.
+        expect(after, `${kind}: ${runs.map((x) => x.after.chain.join(" → ")).join(" | ")}`).toBe(1);
+        // The credit reservation alone (the rate limit is decided in the instance, the quota counted in the claim).
+        expect(before, `${kind}: ${runs.map((x) => x.before.chain.join(" → ")).join(" | ")}`).toBe(1);
+      }
+    } finally {
+      state.setDelay(0);
+      for (const [kind, id, apiKey] of made)
+        await fetch(`${base}/api/${kind}/${id}/stop`, { method: "PUT", headers: { "x-api-key": apiKey } }).catch(() => {});
+    }
+  }, 300_000);
 
   it("creation waits for at most one, a control read of an own sandbox and a runtime call for none", async () => {
     const creation = await roundTrips((i) => call("/api/profile", { name: `rt-${i}` }));
