@@ -6,6 +6,7 @@ import type { Tenant } from "../../identity/tenants.js";
 import { GatewayError } from "../../errors.js";
 import { lastUsed } from "../../identity/key-usage.js";
 import { patchTenant, setTenantEnabled } from "../../operators/actions/tenants.js";
+import { fileOwner } from "../../operators/actions/tenant-changes.js";
 import { fleetSavings } from "../../operators/actions/savings.js";
 import { concernsTenant } from "../../operators/actions/views.js";
 import { tenantPatchBody } from "../../routing/admin-schemas.js";
@@ -61,6 +62,7 @@ export function tenantPages(services: GatewayServices): Pages {
         history={history}
         lastUsed={used}
         now={services.now()}
+        ownedBy={fileOwner(services, tenant.id)?.file}
         {...extra}
       />,
       status,
