@@ -120,6 +120,15 @@ export function tenantPages(services: GatewayServices): Pages {
         }),
       };
       try {
+        // Named agent policies as JSON; left empty on a tenant that has none, nothing changes (a Save edits no more).
+        const policies = field(form, "agentPolicies");
+        if (policies || tenant.agentPolicies) {
+          try {
+            Object.assign(patch, { agentPolicies: policies ? JSON.parse(policies) : {} });
+          } catch (err) {
+            throw new GatewayError(400, "invalid_form", `agentPolicies: not JSON (${(err as Error).message})`);
+          }
+        }
         await patchTenant(services, actor(c), tenant.id, formValue(tenantPatchBody, patch));
       } catch (err) {
         if (err instanceof GatewayError && (err.status === 400 || err.status === 409))

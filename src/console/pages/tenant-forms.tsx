@@ -119,6 +119,14 @@ export function TenantEditForm({ tenant, viewer, error, ownedBy }: { tenant: Ten
             </textarea>
           </label>
         </div>
+        <div class="filters">
+          <label>
+            Named agent policies, offered at OAuth consent (JSON: name → policy; docs/agent-policies.md)
+            <textarea name="agentPolicies" rows={4} cols={72} placeholder='{"docs-only": {"domains": {"allow": ["docs.example.com"]}}}'>
+              {tenant.agentPolicies ? JSON.stringify(tenant.agentPolicies, null, 2) : ""}
+            </textarea>
+          </label>
+        </div>
       </fieldset>
       {!ownedBy && (
         <button class="primary" type="submit" data-save>
