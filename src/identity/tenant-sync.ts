@@ -5,6 +5,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { TenantConfig } from "../../config/schema.js";
 import type { Logger } from "../log.js";
+import { withHolds } from "./tenant-holds.js";
 import type { TenantDirectory } from "./tenants.js";
 import type { TenantStore } from "../state/types.js";
 
@@ -52,7 +53,20 @@ export class TenantSync {
   private seed(): Promise<void> {
     this.seeded ??= (async () => {
       const at = this.now();
-      for (const tenant of this.configTenants) await this.store.seed({ tenant, source: "config", updatedAt: at });
+      const kept: TenantConfig[] = [];
+      for (const tenant of this.configTenants) {
+        if (!(await this.store.seed({ tenant, source: "config", updatedAt: at }))) kept.push(tenant);
+      }
+      if (!kept.length) return;
+      // A file tenant an operator holds (disabled, a key revoked…: ./tenant-holds.ts) takes the file as it is now,
+      // with the holds laid over it, so an edit of the file made while the gateway was down applies too.
+      const held = new Map((await this.store.list()).filter((r) => r.holds && !r.deleted).map((r) => [r.tenant.id, r]));
+      for (const tenant of kept) {
+        const r = held.get(tenant.id);
+        if (!r) continue;
+        const want = withHolds(tenant, r.holds);
+        if (JSON.stringify(want) !== JSON.stringify(r.tenant)) await this.store.put({ ...r, tenant: want, updatedAt: at });
+      }
     })().catch((err) => {
       this.seeded = undefined; // try again on the next check; the config snapshot serves meanwhile
       throw err;

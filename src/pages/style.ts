@@ -49,6 +49,7 @@ svg text{font:12px system-ui,sans-serif;fill:#3b4356}
 textarea{font:12px ui-monospace,monospace;padding:5px 8px;border:1px solid #b9c2d3;border-radius:6px}
 fieldset.scopes{border:1px solid #dde2ec;border-radius:8px;margin:0 0 10px;padding:6px 10px;display:flex;flex-wrap:wrap;gap:4px 14px}
 fieldset.scopes legend{font-size:12px;color:#5b6477}
+fieldset.plain{border:0;margin:0;padding:0;min-width:0}
 label.check{font-size:13px;color:#1d2330;display:inline-flex;gap:4px;align-items:center}
 form.card.edit{margin:14px 0}
 a.button{text-decoration:none;display:inline-block}

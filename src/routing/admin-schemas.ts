@@ -27,6 +27,8 @@ const settings = {
   paysForItself: z.boolean(),
   quotas: quotaSchema,
   policy: agentPolicySchema,
+  /** The named agent policies a person consenting to an OAuth grant may pick (docs/agent-policies.md#grants). */
+  agentPolicies: tenantSchema.shape.agentPolicies.unwrap(),
   onExhausted: z.enum(["block", "stop"], { error: 'expected "block" or "stop"' }),
   alerts: tenantAlertsSchema,
   creditMultiplier: tenantSchema.shape.creditMultiplier.unwrap(),
@@ -41,6 +43,7 @@ const optionalSettings = {
   paysForItself: settings.paysForItself.optional(),
   quotas: settings.quotas.optional(),
   policy: settings.policy.optional(),
+  agentPolicies: settings.agentPolicies.optional(),
   onExhausted: settings.onExhausted.optional(),
   alerts: settings.alerts.optional(),
   creditMultiplier: settings.creditMultiplier.optional(),
@@ -65,6 +68,7 @@ export const SECTIONS = {
   payment: settings.payment,
   quotas: settings.quotas,
   policy: settings.policy,
+  agentPolicies: settings.agentPolicies,
   alerts: settings.alerts,
 } as const;
 export type Section = keyof typeof SECTIONS;
@@ -99,6 +103,7 @@ export const tenantView = z
     keys: z.array(keyView),
     ...settings,
     policy: settings.policy.optional(),
+    agentPolicies: settings.agentPolicies.optional(),
   })
   .meta({ id: "Tenant" });
 export const issuedKey = z

@@ -103,6 +103,23 @@ export interface StoredTenant {
   /** Deleted through the admin API: kept as a tombstone so the config file does not bring it back. */
   deleted?: boolean;
   updatedAt: number;
+  /**
+   * What operators did in an incident to a tenant the gateway's config file owns (src/identity/tenant-holds.ts): kept
+   * over the file's block, so no restart or reload of the file undoes it.
+   */
+  holds?: TenantHolds;
+}
+
+/** An operator's holds on a file-owned tenant (docs/config-as-code.md#one-owner-per-tenant). */
+export interface TenantHolds {
+  /** Disabled (the kill switch) whatever the file says, until an operator enables it again. */
+  disabled?: true;
+  /** Hashes of the file's keys an operator revoked. */
+  revoked?: string[];
+  /** An earlier expiry an operator set on a file's key, by its hash. */
+  expires?: Record<string, string>;
+  /** Keys an operator issued, kept in state beside the file's. */
+  added?: TenantConfig["keys"];
 }
 
 /**

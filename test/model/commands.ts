@@ -536,6 +536,45 @@ export class ApplyConfig extends Step {
   toString = () => `applyConfig(acme daily ${this.daily}, @${this.at})`;
 }
 
+/**
+ * One owner per tenant (issue 54): an admin edits a setting of a tenant the gateway's config names, through the admin
+ * API. Refused (409 config_conflict, naming the tenant), and nothing changes; the operational actions the other steps
+ * take on the same tenants (createKey, revoke/rotate, disable/enable) are accepted, and no restart may revert them.
+ */
+export class EditOwnedTenant extends Step {
+  constructor(
+    readonly tenant: "acme" | "stopper" | "ops",
+    readonly how: "budget" | "scopes" | "agentPolicies" | "delete",
+    readonly at: Inst,
+  ) {
+    super();
+  }
+  check = () => true;
+  async act(m: Model, r: RealSystem) {
+    const key = ops(m).plain;
+    const before = (await adminCall(url(r, this.at), key, "GET", `/tenants/${this.tenant}`)).json;
+    const path = `/tenants/${this.tenant}`;
+    const res =
+      this.how === "budget"
+        ? await adminCall(url(r, this.at), key, "PUT", `${path}/budget`, { daily: "9.00" })
+        : this.how === "scopes"
+          ? await adminCall(url(r, this.at), key, "PUT", `${path}/scopes`, ["search"])
+          : this.how === "agentPolicies"
+            ? await adminCall(url(r, this.at), key, "PATCH", path, { agentPolicies: { wide: {} } })
+            : await adminCall(url(r, this.at), key, "DELETE", path);
+    const why = `${this.toString()}: ${JSON.stringify(res.json)}\n${trailOf(m)}`;
+    // An admin's own scope or existence: the lockout guard may answer first; either way 409 and nothing changes.
+    expect(res.status, why).toBe(409);
+    if (res.json.code !== "admin_lockout") {
+      expect(res.json.code, why).toBe("config_conflict");
+      expect(res.json.message, why).toContain(`tenant "${this.tenant}" is owned by the gateway's config file`);
+    }
+    const after = (await adminCall(url(r, this.at), key, "GET", path)).json;
+    expect(after, why).toEqual(before);
+  }
+  toString = () => `editOwnedTenant(${this.tenant} ${this.how}, @${this.at})`;
+}
+
 /** A client puts a credential in a path (pasted by mistake): every record and view of the request must redact it. */
 export class SecretInPath extends Step {
   constructor(
@@ -844,6 +883,16 @@ export function commandArbitraries(withPeople = false) {
       arbitrary: fc
         .tuple(fc.constantFrom<"0.020" | "0.040" | "0.060">("0.020", "0.040", "0.060"), inst)
         .map(([d, i]) => new ApplyConfig(d, i)),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(
+          fc.constantFrom<"acme" | "stopper" | "ops">("acme", "stopper", "ops"),
+          fc.constantFrom<"budget" | "scopes" | "agentPolicies" | "delete">("budget", "scopes", "agentPolicies", "delete"),
+          inst,
+        )
+        .map(([t, h, i]) => new EditOwnedTenant(t, h, i)),
     },
     { weight: 1, arbitrary: fc.tuple(n, inst).map(([a, i]) => new SecretInPath(a, i)) },
     { weight: 4, arbitrary: fc.tuple(n, inst).map(([g, i]) => new OffTool(g, i)) },

@@ -10,6 +10,7 @@ type Running = Awaited<ReturnType<typeof startTestGateway>>;
 describe("admin API", () => {
   let gw: Running;
   const keys = { ops: generateTenantKey(), acme: generateTenantKey() };
+  let globexKey = "";
 
   const call = async (method: string, path: string, body?: unknown, key = keys.ops) => {
     const res = await fetch(`${gw.url}${path}`, {
@@ -64,6 +65,7 @@ describe("admin API", () => {
     });
     expect(r.status).toBe(201);
     expect(r.json.key).toMatch(/^tg_/);
+    globexKey = r.json.key;
     expect(r.json.tenant).toMatchObject({ id: "globex", source: "api", scopes: ["search"], keys: [{ id: r.json.keyId, label: "ci" }] });
     expect(await (await whoami(r.json.key)).json()).toEqual({ tenant: "globex", scopes: ["search"] });
     const again = await call("GET", "/_tollgate/admin/tenants/globex");
@@ -82,25 +84,35 @@ describe("admin API", () => {
     expect((await call("PATCH", "/_tollgate/admin/tenants/nobody", { enabled: true })).status).toBe(404);
   });
 
-  it("updates scopes, budgets, payment policy, quotas and rate limits, and the state then wins over the config file", async () => {
-    let r = await call("PATCH", "/_tollgate/admin/tenants/acme", { budget: { daily: "2.50", monthly: "20.00" }, onExhausted: "stop" });
+  it("refuses to change the settings of a tenant the config file owns, naming it and the file (one owner per tenant)", async () => {
+    const before = (await call("GET", "/_tollgate/admin/tenants/acme")).json;
+    for (const [method, path, body] of [
+      ["PATCH", "/_tollgate/admin/tenants/acme", { budget: { daily: "2.50" } }],
+      ["PUT", "/_tollgate/admin/tenants/acme/quotas", { maxSandboxes: 2 }],
+      ["PUT", "/_tollgate/admin/tenants/acme/scopes", ["search"]],
+      ["DELETE", "/_tollgate/admin/tenants/acme", undefined],
+    ] as const) {
+      const r = await call(method, path, body);
+      expect(r.status, `${method} ${path}`).toBe(409);
+      expect(r.json).toMatchObject({ code: "config_conflict", tenant: "acme", file: expect.any(String) });
+      expect(r.json.message).toContain('tenant "acme" is owned by the gateway\'s config file');
+      expect(r.json.message).toContain("edit it there");
+      expect(r.json.message).toContain("remove the tenant from that file");
+    }
+    expect((await call("GET", "/_tollgate/admin/tenants/acme")).json).toEqual(before);
+  });
+
+  it("updates scopes, budgets, payment policy, quotas and rate limits of a tenant the admin API owns", async () => {
+    let r = await call("PATCH", "/_tollgate/admin/tenants/globex", { budget: { daily: "2.50", monthly: "20.00" }, onExhausted: "stop" });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ source: "api", budget: { daily: "2.50", monthly: "20.00" }, onExhausted: "stop" });
-    r = await call("PUT", "/_tollgate/admin/tenants/acme/quotas", { maxSandboxes: 2, requestsPerMinute: 600 });
+    r = await call("PUT", "/_tollgate/admin/tenants/globex/quotas", { maxSandboxes: 2, requestsPerMinute: 600 });
     expect(r.json.quotas).toEqual({ maxSandboxes: 2, requestsPerMinute: 600 });
-    r = await call("PUT", "/_tollgate/admin/tenants/acme/payment", { maxPerRequest: "0.02" });
+    r = await call("PUT", "/_tollgate/admin/tenants/globex/payment", { maxPerRequest: "0.02" });
     expect(r.json.payment).toEqual({ maxPerRequest: "0.02" });
-    r = await call("PUT", "/_tollgate/admin/tenants/acme/scopes", ["search", "sandboxes"]);
+    r = await call("PUT", "/_tollgate/admin/tenants/globex/scopes", ["search", "sandboxes"]);
     expect(r.json.scopes).toEqual(["search", "sandboxes"]);
-    expect(await (await whoami(keys.acme)).json()).toEqual({ tenant: "acme", scopes: ["search", "sandboxes"] });
-    // A restart re-seeds the config file: acme was changed through the API, so its stored version stays.
-    expect(
-      await gw.gateway.stores.tenants.seed({
-        tenant: (await gw.gateway.stores.tenants.get("acme"))!.tenant,
-        source: "config",
-        updatedAt: 0,
-      }),
-    ).toBe(false);
+    expect(await (await whoami(globexKey)).json()).toEqual({ tenant: "globex", scopes: ["search", "sandboxes"] });
   });
 
   it("creates, rotates, expires and revokes keys; a revoked key stops at once", async () => {
@@ -188,7 +200,7 @@ describe("admin API", () => {
     );
     expect(new Set(seen.map((e) => e.seq)).size).toBe(seen.length);
     const update = seen.find((e) => e.action === "tenant.update");
-    expect(update.before.budget).toEqual({ daily: "5.00" });
+    expect(update.before.budget).toEqual({ daily: "1.00" });
     expect(update.after.budget).toEqual({ daily: "2.50", monthly: "20.00" });
     expect(JSON.stringify(seen)).not.toMatch(/tg_[A-Za-z0-9_-]{20}/);
   });

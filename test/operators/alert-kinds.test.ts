@@ -345,8 +345,15 @@ describe("alert destinations", () => {
   it("refuses through the admin API a tenant receiver the rules refuse, naming the field (400)", async () => {
     const f = await fleet({ allowCidrs: [] });
     try {
+      // A tenant the admin API owns (the config file's own tenants take their receivers from the file).
+      const made = await fetch(`${f.gws[0]!.url}/_tollgate/admin/tenants`, {
+        method: "POST",
+        headers: { "x-api-key": f.admin, "content-type": "application/json" },
+        body: JSON.stringify({ id: "rx" }),
+      });
+      expect(made.status).toBe(201);
       const put = (body: unknown) =>
-        fetch(`${f.gws[0]!.url}/_tollgate/admin/tenants/ops/alerts`, {
+        fetch(`${f.gws[0]!.url}/_tollgate/admin/tenants/rx/alerts`, {
           method: "PUT",
           headers: { "x-api-key": f.admin, "content-type": "application/json" },
           body: JSON.stringify(body),

@@ -98,6 +98,15 @@ describe("tollgate tenants / keys against a running gateway", () => {
     expect(wrongKey.stderr).toContain("401 invalid_api_key");
   }, 60_000);
 
+  it("tenants update prints the refusal of a tenant the config file owns: the tenant, the file, what to do", async () => {
+    const r = await cli("tenants", "update", "ops", "--daily", "9.00");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("409 config_conflict");
+    expect(r.stderr).toContain('tenant "ops" is owned by the gateway\'s config file');
+    expect(r.stderr).toContain("edit it there (a reload applies it), or remove the tenant from that file");
+    expect(JSON.parse((await cli("tenants", "get", "ops")).stdout).budget).toEqual({});
+  }, 60_000);
+
   it("keeps the offline `keys create` when no gateway is named", async () => {
     const r = await run(process.execPath, ["--import", "tsx", "src/cli/index.ts", "keys", "create", "--tenant", "acme"], {
       env: { ...process.env, TOLLGATE_GATEWAY: "" },

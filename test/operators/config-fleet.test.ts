@@ -72,10 +72,14 @@ describe("config reload across two instances (Redis)", () => {
 
   // A reload applies the file's changed tenant blocks but is not an operator's apply: drift stays measured against the
   // file itself (issue 54: a reload never replaces what the operator applied, nor makes its own edits the base).
-  it("an edit on one instance is drift on the other, against the same file", async () => {
-    await admin(a, "PUT", "/tenants/later/quotas", { requestsPerMinute: 30 });
+  // One owner per tenant: the file's tenants (those a reload created too) refuse admin edits on every instance.
+  it("an edit of the file's tenant is refused on either instance, naming the file; nothing drifts", async () => {
+    for (const gw of [a, b]) {
+      const r = await admin(gw, "PUT", "/tenants/later/quotas", { requestsPerMinute: 30 });
+      expect(r.status).toBe(409);
+      expect(r.json).toMatchObject({ code: "config_conflict", tenant: "later", file: expect.stringContaining("tollgate.json") });
+    }
     const drift = (await admin(b, "GET", "/config/drift")).json;
-    expect(drift).toMatchObject({ inSync: false, against: { kind: "config-file" } });
-    expect(drift.sections.tenants.changes).toEqual([{ id: "later", action: "update", fields: ["quotas.requestsPerMinute"] }]);
+    expect(drift).toMatchObject({ inSync: true, against: { kind: "config-file" } });
   });
 });

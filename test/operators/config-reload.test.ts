@@ -59,11 +59,12 @@ describe("config reload on SIGHUP (a real gateway process)", () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it("applies the file's tenants on SIGHUP without a restart, audited; an admin edit shows as drift until then", async () => {
-    await admin(gw.url, "PUT", "/tenants/acme/budget", { daily: "9.00" });
-    const drift = (await admin(gw.url, "GET", "/config/drift")).json;
-    expect(drift).toMatchObject({ inSync: false, against: { kind: "config-file" } });
-    expect(drift.sections.tenants.changes).toEqual([{ id: "acme", action: "update", fields: ["budget.daily"] }]);
+  it("applies the file's tenants on SIGHUP without a restart, audited; the admin API refuses to edit them", async () => {
+    // One owner per tenant: the file owns acme, so an admin edit is refused (naming the file), and nothing drifts.
+    const refused = await admin(gw.url, "PUT", "/tenants/acme/budget", { daily: "9.00" });
+    expect(refused.status).toBe(409);
+    expect(refused.json).toMatchObject({ code: "config_conflict", tenant: "acme", file: gw.configFile, fields: ["budget"] });
+    expect((await admin(gw.url, "GET", "/config/drift")).json).toMatchObject({ inSync: true, against: { kind: "config-file" } });
 
     const next = structuredClone(config);
     next.tenants[1].budget.daily = "6.00";
@@ -78,7 +79,7 @@ describe("config reload on SIGHUP (a real gateway process)", () => {
     const audit = (await admin(gw.url, "GET", "/audit?action=config.")).json.entries;
     expect(audit.find((e: any) => e.action === "config.tenant.update" && e.target === "tenant:acme")).toMatchObject({
       actor: "system:config-reload",
-      before: { budget: { daily: "9.00" } },
+      before: { budget: { daily: "5.00" } },
       after: { budget: { daily: "6.00" } },
     });
     expect(audit.find((e: any) => e.action === "config.tenant.create" && e.target === "tenant:newco")).toBeTruthy();

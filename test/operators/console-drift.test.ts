@@ -1,6 +1,6 @@
 // The console's Config drift page (docs/config-as-code.md), in a real Chromium (puppeteer-core) against the demo stack
 // (gateway + emulator + local chain): the fleet's own state is exported and applied as the file, then admin API edits
-// since (a budget, a quota, a tenant the file does not name) show as drift, field by field, to an operator; a tenant
+// since to tenants the admin API owns (a budget, a quota, a tenant the file does not name) show as drift, field by field, to an operator; a tenant
 // is not shown the page. With CONSOLE_SCREENSHOTS=docs the page goes to docs/console-drift.png.
 import { join } from "node:path";
 import type { Page } from "puppeteer-core";
@@ -36,7 +36,10 @@ const call = async (method: string, path: string, body?: unknown) => {
 
 describe("the console's Config drift page (Chromium)", () => {
   it("shows an operator each tenant edited since the last apply, field by field, and what the file does not name", async () => {
-    // The live state, exported and applied as the file: in sync.
+    // Two tenants the admin API owns (the gateway's own config file owns acme and the demo's others: those refuse
+    // edits, so they never drift). Then the live state, exported and applied as the file: in sync.
+    expect((await call("POST", "/_tollgate/admin/tenants", { id: "umbrella", budget: { daily: "5.00" } })).status).toBe(201);
+    expect((await call("POST", "/_tollgate/admin/tenants", { id: "wayne", quotas: { maxSandboxes: 2 } })).status).toBe(201);
     const exported = await call("GET", "/_tollgate/admin/config/export?format=json");
     expect(exported.status).toBe(200);
     const applied = await call("POST", "/_tollgate/admin/config/apply", { document: exported.json });
@@ -47,11 +50,13 @@ describe("the console's Config drift page (Chromium)", () => {
 
     // Admin edits since: a budget and a quota differ from the file; a tenant made since is not in it.
     // (The budget is PUT whole and PATCH sets `quotas` whole: the others are carried over as they are.)
-    const acme = (await call("GET", "/_tollgate/admin/tenants/acme")).json;
-    const initech = (await call("GET", "/_tollgate/admin/tenants/initech")).json;
-    expect((await call("PUT", "/_tollgate/admin/tenants/acme/budget", { ...acme.budget, daily: "12.50" })).status).toBe(200);
-    const quotas = { ...initech.quotas, maxSandboxes: 9 };
-    expect((await call("PATCH", "/_tollgate/admin/tenants/initech", { quotas })).status).toBe(200);
+    const umbrella = (await call("GET", "/_tollgate/admin/tenants/umbrella")).json;
+    const wayne = (await call("GET", "/_tollgate/admin/tenants/wayne")).json;
+    expect((await call("PUT", "/_tollgate/admin/tenants/umbrella/budget", { ...umbrella.budget, daily: "12.50" })).status).toBe(200);
+    const quotas = { ...wayne.quotas, maxSandboxes: 9 };
+    expect((await call("PATCH", "/_tollgate/admin/tenants/wayne", { quotas })).status).toBe(200);
+    // The file's own acme refuses the same edit (one owner per tenant), so it does not drift.
+    expect((await call("PUT", "/_tollgate/admin/tenants/acme/budget", { daily: "12.50" })).status).toBe(409);
     expect((await call("POST", "/_tollgate/admin/tenants", { id: "hooli", scopes: ["search"] })).status).toBe(201);
 
     const res = await ops.goto(consoleUrl("/config"));
@@ -63,8 +68,8 @@ describe("the console's Config drift page (Chromium)", () => {
     );
     expect(rows).toEqual(
       expect.arrayContaining([
-        ["acme", "update", "budget.daily"],
-        ["initech", "update", "quotas.maxSandboxes"],
+        ["umbrella", "update", "budget.daily"],
+        ["wayne", "update", "quotas.maxSandboxes"],
       ]),
     );
     expect(await texts(ops, "[data-not-in-file]")).toEqual([expect.stringContaining("hooli")]);

@@ -239,6 +239,57 @@ describe("console v2 in a real browser", () => {
     for (const a of ["tenant.create", "tenant.update", "tenant.disable", "tenant.enable"]) expect(actions).toContain(a);
   });
 
+  it("sets a tenant's named agent policies from its form (JSON), refusing a malformed one by its field", async () => {
+    await ops.goto(consoleUrl("/tenants/umbrella"));
+    const form = "[data-edit-tenant=umbrella]";
+    const box = `${form} textarea[name=agentPolicies]`;
+    const fill = (v: string) => ops.$eval(box, (el, v) => ((el as HTMLTextAreaElement).value = v), v);
+    await fill('{"docs-only": {"domains": {"allow": ["docs.example.com"]}, "maxCrawlPages": 0}}');
+    const refused = await submit(ops, `${form} [data-save]`);
+    expect(refused.status()).toBe(400);
+    expect(await text(ops, "[data-form-error]")).toContain("agentPolicies.docs-only.maxCrawlPages");
+    await fill("{not json");
+    expect((await submit(ops, `${form} [data-save]`)).status()).toBe(400);
+    expect(await text(ops, "[data-form-error]")).toContain("agentPolicies: not JSON");
+    expect((await admin("GET", "/tenants/umbrella")).json.agentPolicies).toBeUndefined();
+    await fill('{"docs-only": {"domains": {"allow": ["docs.example.com"]}, "maxCrawlPages": 20}}');
+    await submit(ops, `${form} [data-save]`);
+    expect(await text(ops, ".notice")).toContain("Settings saved");
+    expect((await admin("GET", "/tenants/umbrella")).json.agentPolicies).toEqual({
+      "docs-only": { domains: { allow: ["docs.example.com"] }, maxCrawlPages: 20 },
+    });
+    const entry = (await auditActions("&target=tenant:umbrella")).find((e: any) => e.after?.agentPolicies) as any;
+    expect(entry).toMatchObject({ action: "tenant.update", after: { agentPolicies: { "docs-only": { maxCrawlPages: 20 } } } });
+  });
+
+  it("shows a tenant the config file owns read-only, with the reason and the file; a forced Save is refused (409)", async () => {
+    await ops.goto(consoleUrl("/tenants/acme"));
+    const form = "[data-edit-tenant=acme]";
+    const notice = await text(ops, `${form} [data-file-owned]`);
+    expect(notice).toContain("owned by the gateway's config file");
+    expect(notice).toContain("Edit it there");
+    expect(notice).toContain("remove the tenant from that file");
+    expect(await ops.$eval(`${form}`, (el) => el.getAttribute("data-owned-by"))).toBeTruthy();
+    expect(await ops.$eval(`${form} input[name="budget.daily"]`, (el) => el.matches(":disabled"))).toBe(true);
+    expect(await ops.$(`${form} [data-save]`)).toBeNull();
+    // Disable stays: an operator's incident action.
+    expect(await ops.$("[data-toggle=disable]")).not.toBeNull();
+    await shoot(ops, "tenant-file-owned");
+    // A Save forced past the page (the fieldset enabled, the form sent) is refused by the action, and says why.
+    const before = (await admin("GET", "/tenants/acme")).json;
+    const [answer] = await Promise.all([
+      ops.waitForNavigation(),
+      ops.$eval(form, (f) => {
+        (f.querySelector("fieldset") as HTMLFieldSetElement).disabled = false;
+        (f.querySelector('input[name="budget.daily"]') as HTMLInputElement).value = "99.00";
+        (f as HTMLFormElement).submit();
+      }),
+    ]);
+    expect(answer!.status()).toBe(409);
+    expect(await text(ops, "[data-save-error]")).toContain("owned by the gateway's config file");
+    expect((await admin("GET", "/tenants/acme")).json).toEqual(before);
+  });
+
   it("rotates a key with a grace period, and shows created, last used and expired", async () => {
     const keyId = (await admin("GET", "/tenants/umbrella")).json.keys[0].id as string;
     await ops.goto(consoleUrl("/keys"));

@@ -134,12 +134,14 @@ fleetSuite("redis", async () => {
 });
 
 describe("config file and state: which wins across a restart (Redis)", () => {
-  it("re-seeds tenants that only the config file ever changed, and keeps what the admin API changed", async () => {
+  it("re-seeds the config file's tenants from the file, and keeps what operators held on them (one owner per tenant)", async () => {
     const redisUrl = `${redis.url}/3`;
     const s = secrets();
     const first = await startNodeGateway({ config: await fleetConfig({ backend: "redis", redisUrl }), secrets: s });
     try {
-      expect((await admin(first.url, "PATCH", "/tenants/acme", { budget: { daily: "1.00" } })).status).toBe(200);
+      // The file owns acme: a settings edit is refused; a disable (an operator's incident action) is held.
+      expect((await admin(first.url, "PATCH", "/tenants/acme", { budget: { daily: "1.00" } })).status).toBe(409);
+      expect((await admin(first.url, "POST", "/tenants/acme/disable")).status).toBe(200);
     } finally {
       await first.close();
     }
@@ -150,7 +152,7 @@ describe("config file and state: which wins across a restart (Redis)", () => {
     const second = await startNodeGateway({ config: edited, secrets: s });
     try {
       const acme = (await admin(second.url, "GET", "/tenants/acme")).json;
-      expect(acme).toMatchObject({ source: "api", budget: { daily: "1.00" } });
+      expect(acme).toMatchObject({ source: "api", enabled: false, budget: { daily: "9.00" } });
       const ops = (await admin(second.url, "GET", "/tenants/ops")).json;
       expect(ops).toMatchObject({ source: "config", scopes: ["admin", "search"] });
     } finally {

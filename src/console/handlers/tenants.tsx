@@ -6,6 +6,7 @@ import type { Tenant } from "../../identity/tenants.js";
 import { GatewayError } from "../../errors.js";
 import { lastUsed } from "../../identity/key-usage.js";
 import { patchTenant, setTenantEnabled } from "../../operators/actions/tenants.js";
+import { fileOwner } from "../../operators/actions/tenant-changes.js";
 import { fleetSavings } from "../../operators/actions/savings.js";
 import { concernsTenant } from "../../operators/actions/views.js";
 import { tenantPatchBody } from "../../routing/admin-schemas.js";
@@ -61,6 +62,7 @@ export function tenantPages(services: GatewayServices): Pages {
         history={history}
         lastUsed={used}
         now={services.now()}
+        ownedBy={fileOwner(services, tenant.id)?.file}
         {...extra}
       />,
       status,
@@ -118,6 +120,15 @@ export function tenantPages(services: GatewayServices): Pages {
         }),
       };
       try {
+        // Named agent policies as JSON; left empty on a tenant that has none, nothing changes (a Save edits no more).
+        const policies = field(form, "agentPolicies");
+        if (policies || tenant.agentPolicies) {
+          try {
+            Object.assign(patch, { agentPolicies: policies ? JSON.parse(policies) : {} });
+          } catch (err) {
+            throw new GatewayError(400, "invalid_form", `agentPolicies: not JSON (${(err as Error).message})`);
+          }
+        }
         await patchTenant(services, actor(c), tenant.id, formValue(tenantPatchBody, patch));
       } catch (err) {
         if (err instanceof GatewayError && (err.status === 400 || err.status === 409))

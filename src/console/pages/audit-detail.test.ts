@@ -20,6 +20,14 @@ describe("tenantChangeDetail", () => {
     for (const secret of ["sha256:", "s3cret"]) expect(d).not.toContain(secret);
   });
 
+  it("shows a tenant's named agent policies old -> new (issue 53)", () => {
+    const before = { agentPolicies: { docs: { domains: { allow: ["docs.example"] } } } };
+    const after = { agentPolicies: { docs: { domains: { allow: ["docs.example", "api.example"] } }, node: { images: ["node"] } } };
+    expect(tenantChangeDetail(before, after)).toBe(
+      'agentPolicies.docs.domains.allow ["docs.example"] → ["docs.example","api.example"]; agentPolicies.node — → {"images":["node"]}',
+    );
+  });
+
   it("says when nothing changed", () => {
     expect(tenantChangeDetail({ a: 1 }, { a: 1 })).toBe("no change");
   });

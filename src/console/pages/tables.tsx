@@ -303,7 +303,8 @@ function auditDetail(e: AuditEntry): string {
   if (e.action === "console.login") return `signed in with ${a.via}`;
   if (e.action === "key.rotate") return rotationDetail(e);
   // What a tenant change changed (issue 54): each field, old → new; keys and secrets named, never shown.
-  if (e.action === "tenant.update" || e.action === "config.tenant.update") return tenantChangeDetail(e.before, e.after);
+  if (/^(config\.)?tenant\.(update|scopes|budget|payment|quotas|policy|agentPolicies|alerts)$/.test(e.action))
+    return tenantChangeDetail(e.before, e.after);
   // A secret's change (issue 57): its name and each rule old → new; the value is in no entry.
   if (e.action.startsWith("secret.")) return secretChangeDetail(e.action, e.target, e.before, e.after);
   if (e.action === "tenant.kill") {

@@ -46,7 +46,11 @@ export function SaveError({ error }: { error: string }) {
   );
 }
 
-export function TenantEditForm({ tenant, viewer, error }: { tenant: Tenant; viewer: Viewer; error?: string }) {
+/**
+ * The tenant's settings. A tenant the gateway's config file owns (`ownedBy`: that file) shows them read-only, with the
+ * reason and what to do: the admin API refuses to change them (docs/config-as-code.md#one-owner-per-tenant).
+ */
+export function TenantEditForm({ tenant, viewer, error, ownedBy }: { tenant: Tenant; viewer: Viewer; error?: string; ownedBy?: string }) {
   const q = tenant.quotas;
   return (
     <form
@@ -55,61 +59,80 @@ export function TenantEditForm({ tenant, viewer, error }: { tenant: Tenant; view
       class="card edit"
       id="save-form"
       data-edit-tenant={tenant.id}
+      {...(ownedBy ? { "data-owned-by": ownedBy } : {})}
     >
       <h3>Settings</h3>
+      {ownedBy && (
+        <div class="notice" data-file-owned>
+          Read-only: <b>{tenant.id}</b> is owned by the gateway's config file <code>{ownedBy}</code>. Edit it there (a reload applies it),
+          or remove the tenant from that file to manage it here. Disable, enable and its keys stay available.
+        </div>
+      )}
       {error && (
         <div class="notice bad" data-form-error>
           {error}
         </div>
       )}
       <FormToken viewer={viewer} />
-      <ScopeBoxes scopes={tenant.scopes} />
-      <div class="filters">
-        <Field name="budget.daily" label="Daily budget (USD)" value={tenant.budget.daily} placeholder="none" />
-        <Field name="budget.monthly" label="Monthly budget (USD)" value={tenant.budget.monthly} placeholder="none" />
-        <Field name="budget.total" label="Total budget (USD)" value={tenant.budget.total} placeholder="none" />
-        <label>
-          On exhaustion
-          <select name="onExhausted">
-            <option value="block" selected={tenant.onExhausted === "block"}>
-              block
-            </option>
-            <option value="stop" selected={tenant.onExhausted === "stop"}>
-              stop (kill switch)
-            </option>
-          </select>
-        </label>
-      </div>
-      <div class="filters">
-        <Field
-          name="quotas.requestsPerMinute"
-          label="Rate limit (requests/min)"
-          value={q.requestsPerMinute}
-          placeholder="none"
-          type="number"
-        />
-        <Field name="quotas.maxSandboxes" label="Max sandboxes" value={q.maxSandboxes} placeholder="none" type="number" />
-        <Field name="quotas.maxSessions" label="Max sessions" value={q.maxSessions} placeholder="none" type="number" />
-        <Field name="quotas.maxTimeoutMinutes" label="Max timeout (min)" value={q.maxTimeoutMinutes} placeholder="none" type="number" />
-      </div>
-      <div class="filters">
-        <Field
-          name="alerts.thresholds"
-          label="Alert thresholds (% of each budget)"
-          value={tenant.alerts.thresholds?.join(", ")}
-          placeholder="gateway default"
-          width="200px"
-        />
-        <label>
-          Alert webhooks (one URL a line)
-          <textarea name="alerts.webhooks" rows={2} cols={48}>
-            {(tenant.alerts.webhooks ?? []).join("\n")}
-          </textarea>
-        </label>
-      </div>
-      <button class="primary" type="submit" data-save>
-        Save settings
-      </button>
+      <fieldset disabled={!!ownedBy} class="plain">
+        <ScopeBoxes scopes={tenant.scopes} />
+        <div class="filters">
+          <Field name="budget.daily" label="Daily budget (USD)" value={tenant.budget.daily} placeholder="none" />
+          <Field name="budget.monthly" label="Monthly budget (USD)" value={tenant.budget.monthly} placeholder="none" />
+          <Field name="budget.total" label="Total budget (USD)" value={tenant.budget.total} placeholder="none" />
+          <label>
+            On exhaustion
+            <select name="onExhausted">
+              <option value="block" selected={tenant.onExhausted === "block"}>
+                block
+              </option>
+              <option value="stop" selected={tenant.onExhausted === "stop"}>
+                stop (kill switch)
+              </option>
+            </select>
+          </label>
+        </div>
+        <div class="filters">
+          <Field
+            name="quotas.requestsPerMinute"
+            label="Rate limit (requests/min)"
+            value={q.requestsPerMinute}
+            placeholder="none"
+            type="number"
+          />
+          <Field name="quotas.maxSandboxes" label="Max sandboxes" value={q.maxSandboxes} placeholder="none" type="number" />
+          <Field name="quotas.maxSessions" label="Max sessions" value={q.maxSessions} placeholder="none" type="number" />
+          <Field name="quotas.maxTimeoutMinutes" label="Max timeout (min)" value={q.maxTimeoutMinutes} placeholder="none" type="number" />
+        </div>
+        <div class="filters">
+          <Field
+            name="alerts.thresholds"
+            label="Alert thresholds (% of each budget)"
+            value={tenant.alerts.thresholds?.join(", ")}
+            placeholder="gateway default"
+            width="200px"
+          />
+          <label>
+            Alert webhooks (one URL a line)
+            <textarea name="alerts.webhooks" rows={2} cols={48}>
+              {(tenant.alerts.webhooks ?? []).join("\n")}
+            </textarea>
+          </label>
+        </div>
+        <div class="filters">
+          <label>
+            Named agent policies, offered at OAuth consent (JSON: name → policy; docs/agent-policies.md)
+            <textarea name="agentPolicies" rows={4} cols={72} placeholder='{"docs-only": {"domains": {"allow": ["docs.example.com"]}}}'>
+              {tenant.agentPolicies ? JSON.stringify(tenant.agentPolicies, null, 2) : ""}
+            </textarea>
+          </label>
+        </div>
+      </fieldset>
+      {!ownedBy && (
+        <button class="primary" type="submit" data-save>
+          Save settings
+        </button>
+      )}
     </form>
   );
 }

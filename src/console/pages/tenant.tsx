@@ -29,6 +29,8 @@ export function TenantPage(props: {
   now: number;
   notice?: string;
   formError?: string;
+  /** The gateway's config file, when it owns this tenant: its settings are shown read-only. */
+  ownedBy?: string;
 }) {
   const { tenant } = props.spend;
   const { viewer } = props;
@@ -97,7 +99,7 @@ export function TenantPage(props: {
           <AlertSettings tenant={tenant} thresholds={props.thresholds} />
         </div>
       </div>
-      {viewer.canEdit && <TenantEditForm tenant={tenant} viewer={viewer} error={props.formError} />}
+      {viewer.canEdit && <TenantEditForm tenant={tenant} viewer={viewer} error={props.formError} ownedBy={props.ownedBy} />}
       <h2>Keys</h2>
       <KeyTable tenant={tenant} viewer={viewer} lastUsed={props.lastUsed} now={props.now} />
       {managesKeysOf(viewer, tenant.id) && <NewKeyForm tenant={tenant.id} viewer={viewer} />}

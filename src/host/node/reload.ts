@@ -142,7 +142,7 @@ export function watchForReload(opts: ReloadOptions): Reloader | undefined {
           gateway.services,
           { person: "system:config-reload" },
           { tenants: touched, ignored: [] },
-          { origin: `${why} of ${opts.configFile}`, remember: false },
+          { origin: `${why} of ${opts.configFile}`, remember: false, holds: true },
         );
         const t = plan.sections.tenants;
         log.info("config reloaded", {

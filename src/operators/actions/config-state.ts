@@ -16,7 +16,8 @@ import { stateKeys } from "../../state/keys.js";
 import type { StoredTenant } from "../../state/types.js";
 import { receiverProblems } from "../../web/destinations.js";
 import type { Actor } from "./actor.js";
-import { adminHorizon, audit, changeTenant, tenantView } from "./tenant-changes.js";
+import { withHolds } from "../../identity/tenant-holds.js";
+import { adminHorizon, audit, changeTenant, ownedRefusal, tenantView } from "./tenant-changes.js";
 
 /** The sections of the file config as code manages; every other top-level key is static configuration (ignored here). */
 const SECTION_NAMES = ["tenants"] as const;
@@ -133,11 +134,11 @@ export interface FileOwned {
   file: string;
 }
 
-const ownedRefusal = (id: string, owned: FileOwned) =>
-  `tenant "${id}" is owned by the gateway's config file ${owned.file}; edit it there (a reload applies it), or remove the tenant from that file to manage it with apply`;
-
-/** The plan of the tenants section: the file's tenants against the store's records (tombstones included). */
-function planTenants(records: StoredTenant[], file: TenantConfig[], prune: boolean, owned?: FileOwned): SectionPlan {
+/**
+ * The plan of the tenants section: the file's tenants against the store's records (tombstones included). `holds`: the
+ * file is the gateway's own, whose blocks carry the operators' holds (src/identity/tenant-holds.ts) when applied.
+ */
+function planTenants(records: StoredTenant[], file: TenantConfig[], prune: boolean, owned?: FileOwned, holds = false): SectionPlan {
   const byId = new Map(records.map((r) => [r.tenant.id, r]));
   const named = new Set(file.map((t) => t.id));
   const changes: ItemChange[] = [];
@@ -148,8 +149,9 @@ function planTenants(records: StoredTenant[], file: TenantConfig[], prune: boole
     else if (r.deleted)
       changes.push({ id: t.id, action: "refused", reason: "deleted on the fleet; deleted ids are not reused (give the tenant a new id)" });
     else {
-      const fields = tenantDifferences(canonicalTenant(r.tenant), canonicalTenant(t));
-      if (fields.length && owned?.ids.has(t.id)) changes.push({ id: t.id, action: "refused", reason: ownedRefusal(t.id, owned) });
+      const want = holds ? withHolds(tenantSchema.parse(t), r.holds) : t;
+      const fields = tenantDifferences(canonicalTenant(r.tenant), canonicalTenant(want));
+      if (fields.length && owned?.ids.has(t.id)) changes.push({ id: t.id, action: "refused", reason: ownedRefusal(t.id, owned.file) });
       else if (fields.length) changes.push({ id: t.id, action: "update", fields });
       else unchanged++;
     }
@@ -161,8 +163,14 @@ function planTenants(records: StoredTenant[], file: TenantConfig[], prune: boole
 }
 
 /** What applying `doc` would change on the fleet now. */
-export async function planConfig(services: GatewayServices, doc: StateDocument, prune = false, owned?: FileOwned): Promise<ConfigPlan> {
-  const tenants = planTenants(await services.stores.tenants.list(), doc.tenants, prune, owned);
+export async function planConfig(
+  services: GatewayServices,
+  doc: StateDocument,
+  prune = false,
+  owned?: FileOwned,
+  holds = false,
+): Promise<ConfigPlan> {
+  const tenants = planTenants(await services.stores.tenants.list(), doc.tenants, prune, owned, holds);
   return {
     inSync: tenants.changes.length === 0,
     prune,
@@ -227,6 +235,8 @@ export interface ApplyOptions {
    * measured against what the operator last applied.
    */
   remember?: boolean;
+  /** The gateway's own file (a reload): the operators' holds on its tenants are laid over its blocks. */
+  holds?: boolean;
 }
 
 /**
@@ -237,7 +247,7 @@ export interface ApplyOptions {
 export async function applyConfig(services: GatewayServices, by: Actor, doc: StateDocument, opts: ApplyOptions = {}): Promise<ConfigPlan> {
   const prune = !!opts.prune;
   return withApplyLock(services, async () => {
-    const plan = await planConfig(services, doc, prune, opts.owned);
+    const plan = await planConfig(services, doc, prune, opts.owned, opts.holds);
     const refused = plan.sections.tenants.changes.filter((c) => c.action === "refused");
     if (refused.length)
       throw new GatewayError(409, "config_conflict", refused.map((c) => `tenants ${c.id}: ${c.reason}`).join("; "), { plan });
@@ -369,7 +379,8 @@ export async function configDrift(services: GatewayServices): Promise<ConfigDrif
     last = undefined;
   }
   const tenants = last?.tenants ?? services.tenantSync.fileTenants();
-  const plan = await planConfig(services, { tenants, ignored: [] }, false);
+  // An operator's holds on a file-owned tenant (disabled, a key revoked…) are not drift: no apply would undo them.
+  const plan = await planConfig(services, { tenants, ignored: [] }, false, undefined, true);
   const against: ConfigDrift["against"] = last
     ? { kind: "last-apply", at: new Date(last.at).toISOString(), by: last.by, ...(last.origin ? { origin: last.origin } : {}) }
     : { kind: "config-file" };

@@ -9,6 +9,8 @@ import { killTenant } from "./kill-switch.js";
 import { receiverProblems } from "../../web/destinations.js";
 import { stateKeys } from "../../state/keys.js";
 import type { Actor } from "./actor.js";
+import { holdsFor, withHolds } from "../../identity/tenant-holds.js";
+import type { TenantConfig } from "../../../config/schema.js";
 
 /** A tenant as the admin API shows it: keys by id, never by hash. */
 export function tenantView(r: StoredTenant) {
@@ -131,6 +133,19 @@ export function refuseReceivers(services: GatewayServices, tenant: Tenant): void
   if (fields.length) throw new GatewayError(400, "invalid_body", fields.map((f) => `${f.field}: ${f.problem}`).join("; "), { fields });
 }
 
+/** The gateway's own config file and its block for tenant `id`, when that file names it (one owner per tenant). */
+export function fileOwner(services: GatewayServices, id: string): { file: string; tenant: TenantConfig } | undefined {
+  const tenant = services.tenantSync.fileTenants().find((t) => t.id === id);
+  return tenant && { tenant, file: services.tenantSync.fileName ?? "(the file the gateway was started with)" };
+}
+
+/** What a change to a file-owned tenant is told: the tenant, the file, and what to do instead. */
+export const ownedRefusal = (id: string, file: string) =>
+  `tenant "${id}" is owned by the gateway's config file ${file}; edit it there (a reload applies it), or remove the tenant from that file to manage it through the admin API or apply`;
+
+/** The operational actions a file-owned tenant still takes (docs/config-as-code.md#one-owner-per-tenant). */
+const OPERATIONAL_ACTIONS = "disable, enable, and its keys' create, rotate, revoke, and expire (sooner)";
+
 /** Applies `mutate` to the live tenant `id` and returns the new record. */
 export async function changeTenant(
   services: GatewayServices,
@@ -153,17 +168,37 @@ async function applyChange(
   mutate: (t: Tenant) => Tenant,
 ): Promise<StoredTenant> {
   const id = before.tenant.id;
-  const tenant = mutate(structuredClone(before.tenant));
-  // A change that changes nothing (a console Save with nothing edited) writes nothing and is not audited.
-  if (!opts.remove && JSON.stringify(tenant) === JSON.stringify(before.tenant)) return before;
+  let tenant = mutate(structuredClone(before.tenant));
   guardSelf(by, before.tenant, opts.remove ? undefined : tenant);
   if (!opts.remove) refuseReceivers(services, tenant);
+  // One owner per tenant: the gateway's own file decides a tenant it names. Its reload writes the file's block with the
+  // operators' holds laid over it; anyone else may only hold it (disable, keys), kept over the file from then on.
+  const owner = fileOwner(services, id);
+  let holds = owner ? before.holds : undefined;
+  if (owner && opts.source === "config") tenant = withHolds(tenant, before.holds);
+  else if (owner) {
+    const r = opts.remove ? { refused: ["(the tenant itself: delete)"] } : holdsFor(owner.tenant, before.tenant, tenant);
+    if (r.refused.length) {
+      throw new GatewayError(
+        409,
+        "config_conflict",
+        `${ownedRefusal(id, owner.file)}. Refused: ${r.refused.join(", ")}. Allowed on it here: ${OPERATIONAL_ACTIONS}.`,
+        { tenant: id, file: owner.file, fields: r.refused },
+      );
+    }
+    holds = r.holds;
+  }
+  // A change that changes nothing (a console Save with nothing edited) writes nothing and is not audited.
+  if (!opts.remove && JSON.stringify(tenant) === JSON.stringify(before.tenant)) return before;
   await guardLastAdminKey(services, id, opts.remove ? undefined : tenant);
   const after: StoredTenant = {
     tenant,
-    source: opts.source ?? "api",
+    // A file-owned tenant is the file's ("config": a start seeds the file over it) unless operators hold it: a held
+    // record is not seeded over (TenantStore.seed), the start lays the holds over the file itself (TenantSync).
+    source: owner && !opts.remove ? (holds ? "api" : "config") : (opts.source ?? "api"),
     updatedAt: services.now(),
     ...(opts.remove ? { deleted: true } : {}),
+    ...(holds && !opts.remove ? { holds } : {}),
   };
   await services.stores.tenants.put(after);
   await audit(services, by, opts.action, opts.target ?? `tenant:${id}`, tenantView(before), opts.remove ? undefined : tenantView(after));
