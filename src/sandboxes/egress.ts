@@ -42,7 +42,7 @@ const LOOPBACK = /^(127(?:\.\d{1,3}){3}|localhost|\[::1\])(?::\d+)?$/;
 const refused = (code: string, message: string, status = 403) => new GatewayError(status, code, message);
 
 /** How long the upstream's answer that a sandbox runs is reused by the egress (per instance): an ended one is refused within it. */
-export const STATUS_FRESH_MS = 2_000;
+const STATUS_FRESH_MS = 2_000;
 const ENDED = new Set(["closed", "close-error", "error"]);
 
 export function egressHandlers(services: GatewayServices): Handlers {
