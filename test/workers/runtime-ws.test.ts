@@ -30,7 +30,7 @@ async function gateway() {
   return { key, call };
 }
 
-async function terminal(call: (path: string, init?: RequestInit) => Promise<Response>, sbx: { id: string }, token: string) {
+async function terminal(call: (path: string, init?: RequestInit) => Response | Promise<Response>, sbx: { id: string }, token: string) {
   const pty = await call(`/sandbox/${sbx.id}/pty`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },

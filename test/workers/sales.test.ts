@@ -150,18 +150,18 @@ describe("the Worker sells over x402 (workerd + Durable Objects + local chain)",
   }, 120_000);
   it("sells an MCP tool call: the PaymentRequired in the tool result, the payment in _meta, the receipt back", async () => {
     const e = workerEnv();
-    const rpc = (params: Record<string, unknown>) =>
-      worker
-        .fetch(
-          new Request("https://gateway.test/mcp", {
-            method: "POST",
-            headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": "2026-07-28" },
-            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params }),
-          }),
-          e as never,
-          ctx,
-        )
-        .then((r) => r.json() as Promise<{ result: Record<string, any> }>);
+    const rpc = async (params: Record<string, unknown>) => {
+      const r = await worker.fetch(
+        new Request("https://gateway.test/mcp", {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json", "mcp-protocol-version": "2026-07-28" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params }),
+        }),
+        e as never,
+        ctx,
+      );
+      return (await r.json()) as { result: Record<string, any> };
+    };
     const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28" };
     const call = { name: "web_search", arguments: { query: "edge proxy caching" } };
     const unpaid = await rpc({ ...call, _meta: meta });
