@@ -46,7 +46,7 @@ export interface CreditCall {
    * Hands work to go beside the creation's claim (src/routing/created.ts, besideClaim): a resource's hold is attached
    * and kept in the claim's round trip. Without it, both follow the answer's id, one after the other.
    */
-  besideClaim?: (work: (kind: string, id: string) => Promise<void>) => void;
+  besideClaim?: (claiming: (at: { kind: string; id: string }) => void) => void;
   /** Per call: the commit is recorded behind the answer (the hold already counts the price in every window). */
   settleBehind?: boolean;
 }
@@ -168,16 +168,24 @@ async function holdFor(call: CreditCall): Promise<PaidResult> {
   // Beside the claim (one round trip for the creation): the hold attached to the id and kept under it, unless a record
   // is there already (an id another tenant holds: its record is never replaced; the claim refuses it).
   let beside: { id: string; done: Promise<{ wrote: boolean } | { failed: unknown }> } | undefined;
-  if (charge.per !== "extension")
-    call.besideClaim?.(async (k, id) => {
-      if (k !== kind || beside) return;
-      const done = Promise.all([attachResource(services, hold, `${kind}:${id}`), keepNew(services, kind, id, keptHold, keptMs)]).then(
-        ([, wrote]) => ({ wrote }),
+  // The claim tells this call its moment through a promise (no call into payments/ from the claim's code): this call,
+  // the one entry, still running, then does its writes.
+  if (charge.per !== "extension" && call.besideClaim) {
+    let claiming: (at: { kind: string; id: string }) => void = () => {};
+    const claimed = new Promise<{ kind: string; id: string }>((resolve) => {
+      claiming = resolve;
+    });
+    void claimed.then(({ kind: k, id }) => {
+      if (k !== kind) return;
+      const wrote = Promise.all([attachResource(services, hold, `${kind}:${id}`), keepNew(services, kind, id, keptHold, keptMs)]).then(
+        ([, w]) => ({ wrote: w }),
         (failed: unknown) => ({ failed }),
       );
-      beside = { id, done };
-      await done; // never rejects: a failure is the meter's to raise, after the answer, as before
+      // Never rejects: a failure is the meter's to raise, below, when this call awaits it (before the answer goes).
+      beside = { id, done: wrote };
     });
+    call.besideClaim(claiming);
+  }
   /** What was written beside a claim whose creation is not handed over (or not answered): dropped before the release. */
   const undoBeside = async () => {
     const b = beside;

@@ -38,7 +38,11 @@ interface QuotaClaim {
  * what was created and kept under its id): started with the claim, so the creation waits for one round trip for all.
  * Called for every claim of the request; it does its work only for the kind it pays for.
  */
-type BesideClaim = (kind: ResourceKind, id: string) => Promise<void>;
+/**
+ * A step's ask to do its writes beside the claim: told the resource as the claim starts (a promise's resolve, so the
+ * step's own call, still running, learns the moment and starts its writes in the same round trip, and awaits them).
+ */
+type BesideClaim = (at: { kind: ResourceKind; id: string }) => void;
 
 /** What a creation's answer named, read once per request and shared by the chain's later steps (quota, meter). */
 export interface Created {
@@ -114,11 +118,10 @@ export async function claimCreated(
   const accounts = services.upstream?.accounts?.configured ? services.upstream.accounts : undefined;
   const account = accounts && (c.get("upstreamAccount") ?? accounts.defaultId);
   const quota = c.get("quotaClaim");
-  const beside = c.get("besideClaim") ?? [];
+  for (const claiming of c.get("besideClaim") ?? []) claiming({ kind: r.kind, id: r.id });
   const [claimed, existed] = await Promise.all([
     quota?.kind === r.kind ? claimCounted(services, r, quota) : services.stores.ownership.claim(r.kind, r.id, r.tenant),
     accounts && account !== undefined ? accounts.rememberCreated(r.kind, r.id, account, c.get("accountHold")) : false,
-    ...beside.map((work) => work(r.kind, r.id)),
   ]);
   if (!claimed) throw claimRefused(r.kind);
   // A record already there (this tenant's id made again): rewritten now that the claim won.

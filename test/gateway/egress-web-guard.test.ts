@@ -18,6 +18,11 @@ const seen: IncomingHttpHeaders[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
+    // The upstream's sandbox detail, which the egress reads to know the sandbox still runs (ended unseen: refused).
+    if (req.url?.startsWith("/api/sandbox/")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return void res.end(JSON.stringify({ id: req.url.split("/")[3], status: "active" }));
+    }
     seen.push(req.headers);
     res.writeHead(200, { "content-type": "text/event-stream" });
     res.end("data: hi\n\n");
@@ -26,7 +31,7 @@ beforeAll(async () => {
   host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
   const config = parseConfig({
     server: { logLevel: "error", publicOrigin: "https://gw.example" },
-    upstream: { baseUrl: "http://127.0.0.1:9" },
+    upstream: { baseUrl: `http://${host}` },
     egress: { allowHttpLoopback: true },
     tenants: [{ id: "acme", scopes: ["sandboxes"], keys: [{ hash: await hashTenantKey(key) }] }],
   });
