@@ -11,7 +11,7 @@
 import { StreamableHTTPTransport } from "@hono/mcp";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { SaleClass } from "../../config/sales-schema.js";
@@ -25,7 +25,7 @@ import { webTools } from "../mcp/tools.js";
 import { atomicToUsd } from "../payments/index.js";
 import { jsonValue } from "../routing/json-body.js";
 import { publicOriginOf } from "../web/public-origin.js";
-import { matchPayload, offerFor, payerOf, paymentIdentifier, paymentRequired } from "./offer.js";
+import { matchPayload, offerFor, payerOf, paymentIdentifier, paymentRequired, settleSale } from "./offer.js";
 import type { SellParts } from "./sell.js";
 
 /** The tools sold, and the class each is priced as. */
@@ -152,18 +152,7 @@ export function mcpStorefront(parts: SellParts, pays: "x402" | "credits"): Middl
         await settledNothing();
         return { ...result, _meta: { ...result._meta, [SALE_META]: "not-charged" } };
       }
-      let settled: SettleResponse;
-      try {
-        settled = await facilitator.settle(payload, requirements);
-      } catch (err) {
-        settled = {
-          success: false,
-          errorReason: "facilitator_unavailable",
-          errorMessage: String((err as Error)?.message ?? err),
-          transaction: "",
-          network: requirements.network,
-        } as SettleResponse;
-      }
+      const settled = await settleSale(facilitator, payload, requirements);
       if (!settled.success) {
         // The tool ran but was not paid for: its content is withheld, only the payment error goes back.
         await settledNothing();

@@ -1,7 +1,8 @@
 // The gateway's own 402: an x402 v2 PaymentRequired (the PAYMENT-REQUIRED header) naming the gateway as the seller,
 // with the v1 shape in the body for v1 clients (x402-fetch), and how a buyer's signed payload is matched back to what
 // was offered. Only `exact` (EIP-3009) is offered: a fixed price per call.
-import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayloadV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
 import type { SaleAsset, SaleClass, SalesConfig } from "../../config/sales-schema.js";
 import type { TollgateConfig } from "../../config/schema.js";
@@ -193,4 +194,26 @@ export function payerOf(payload: PaymentPayload | PaymentPayloadV1): `0x${string
   const signed = payload.payload as { authorization?: { from?: unknown }; permit2Authorization?: { from?: unknown } } | undefined;
   const from = signed?.authorization?.from ?? signed?.permit2Authorization?.from;
   return typeof from === "string" && /^0x[0-9a-fA-F]{40}$/.test(from) ? (from as `0x${string}`) : undefined;
+}
+
+/**
+ * The facilitator's settlement, its failure to answer read as a failed settlement (`facilitator_unavailable`), so the
+ * caller has one answer to act on: settled, or nothing was charged.
+ */
+export async function settleSale(
+  facilitator: FacilitatorClient,
+  payload: PaymentPayload,
+  requirements: PaymentRequirements,
+): Promise<SettleResponse> {
+  try {
+    return await facilitator.settle(payload, requirements);
+  } catch (err) {
+    return {
+      success: false,
+      errorReason: "facilitator_unavailable",
+      errorMessage: String((err as Error)?.message ?? err),
+      transaction: "",
+      network: requirements.network as SettleResponse["network"],
+    } as SettleResponse;
+  }
 }

@@ -18,7 +18,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
-import { matchPayload, offerFor, type Offer, payerOf, paymentIdentifier, paymentRequired, paymentRequiredV1 } from "./offer.js";
+import { matchPayload, offerFor, type Offer, payerOf, paymentIdentifier, paymentRequired, paymentRequiredV1, settleSale } from "./offer.js";
 import type { SalesBook } from "./book.js";
 import type { WalletTenants } from "./wallet-tenants.js";
 import { createdId, stopBought } from "./unwind.js";
@@ -198,20 +198,10 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
         paymentId: id,
       });
     }
-    let settled: SettleResponse;
-    try {
-      if (meteredId !== undefined)
-        settled = { success: true, transaction: "", network: requirements.network as SettleResponse["network"], payer, amount: "0" };
-      else settled = await facilitator.settle(payload as PaymentPayload, requirements as PaymentRequirements);
-    } catch (err) {
-      settled = {
-        success: false,
-        errorReason: "facilitator_unavailable",
-        errorMessage: String((err as Error)?.message ?? err),
-        transaction: "",
-        network: (requirements.network as SettleResponse["network"]) ?? "",
-      } as SettleResponse;
-    }
+    const settled: SettleResponse =
+      meteredId !== undefined
+        ? { success: true, transaction: "", network: requirements.network as SettleResponse["network"], payer, amount: "0" }
+        : await settleSale(facilitator, payload as PaymentPayload, requirements as PaymentRequirements);
     const receiptHeader = v1 ? "x-payment-response" : "payment-response";
     if (!settled.success) {
       await settledNothing();
