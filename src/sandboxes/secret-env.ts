@@ -58,3 +58,59 @@ export async function withEgressFloor(
 
 /** `host` of `host[:port]` (an IPv6 literal without its brackets). */
 const hostOnly = (h: string) => (h.startsWith("[") ? h.slice(1, h.indexOf("]")) : h.replace(/:\d+$/, ""));
+
+/** How many of a tenant's sandboxes get their floor at once when a secret's hosts are added. */
+const FLOOR_FANOUT = 4;
+
+/**
+ * A secret's hosts were added (a new secret, or hosts added to one): every live sandbox of the tenant gets them in its
+ * egress floor now, not only at its next network update. Each sandbox's network is read from the upstream (its detail)
+ * and written back with the hosts added to its `denyOut` (the client's own entries and allow list kept); a sandbox
+ * whose list already denies them is left alone. Behind the answer; each failure logged (the sandbox keeps its floor of
+ * before, and gets the new hosts at its next network update through the gateway).
+ */
+export async function floorLiveSandboxes(services: GatewayServices, c: Context<GatewayEnv>, tenant: string): Promise<number> {
+  const live = (await services.stores.ownership.records("sandbox", tenant)).filter((r) => r.active).map((r) => r.id);
+  const hosts = [...new Set((await services.vault.hosts(tenant)).map(hostOnly))];
+  if (!live.length || !hosts.length) return 0;
+  let updated = 0;
+  const one = async (id: string) => {
+    const path = `/api/sandbox/${encodeURIComponent(id)}`;
+    const res = await services.upstream.call(c, { method: "GET", path, detachFromClient: true });
+    if (!res.ok) return void (await res.body?.cancel());
+    const detail = (await res.json()) as {
+      status?: string;
+      network?: { allowInternetAccess?: boolean; allowOut?: unknown; denyOut?: unknown };
+    };
+    if (["closed", "close-error", "error"].includes(detail.status ?? "")) return;
+    const net = detail.network ?? {};
+    const deny = Array.isArray(net.denyOut) ? net.denyOut.filter((d): d is string => typeof d === "string") : [];
+    if (hosts.every((h) => deny.includes(h))) return;
+    const body = {
+      ...(typeof net.allowInternetAccess === "boolean" ? { allowInternetAccess: net.allowInternetAccess } : {}),
+      ...(Array.isArray(net.allowOut) ? { allowOut: net.allowOut } : {}),
+      denyOut: [...new Set([...deny, ...hosts])],
+    };
+    const put = await services.upstream.call(c, {
+      method: "PUT",
+      path: `${path}/network`,
+      headers: new Headers({ "content-type": "application/json" }),
+      body: JSON.stringify(body),
+      detachFromClient: true,
+    });
+    await put.body?.cancel();
+    if (put.ok) updated++;
+    else services.logger.error("egress floor not applied", { tenant, sandbox: id, status: put.status });
+  };
+  for (let i = 0; i < live.length; i += FLOOR_FANOUT)
+    await Promise.all(
+      live
+        .slice(i, i + FLOOR_FANOUT)
+        .map((id) =>
+          one(id).catch((err: unknown) =>
+            services.logger.error("egress floor not applied", { tenant, sandbox: id, error: String((err as Error)?.message ?? err) }),
+          ),
+        ),
+    );
+  return updated;
+}

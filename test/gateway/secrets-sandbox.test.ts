@@ -206,6 +206,33 @@ describe("the egress", () => {
     expect(seen.at(-1)!.headers.authorization).toBe(`Bearer ${VALUE}`);
   });
 
+  it("the egress floor of a live sandbox takes a secret's new host at once, not only at its next network update", async () => {
+    // A host of its own (127.0.0.3), which none of alice's secrets names yet: her live sandbox reaches it directly.
+    const other = createServer((_req, res) => res.end("direct"));
+    await new Promise<void>((r) => other.listen(0, "127.0.0.3", r));
+    const otherHost = `127.0.0.3:${(other.address() as AddressInfo).port}`;
+    s.emu.internet.add(otherHost);
+    const direct = `node -e 'const t = setTimeout(() => console.log("hung"), 10000); fetch("http://${otherHost}/").then(async (r) => { clearTimeout(t); console.log(r.status, await r.text()); }, (e) => { clearTimeout(t); console.log("refused", e.cause?.code); })'`;
+    try {
+      await sbx.updateNetwork({ denyOut: ["10.0.0.0/8"] });
+      expect((await sbx.exec(direct)).stdout.trim()).toBe("200 direct");
+      // A secret naming it: the gateway writes it into the floor of every live sandbox of the tenant, behind the answer.
+      expect((await put(s.keys.alice, "GITHOST", { value: VALUE, hosts: [otherHost] })).status).toBe(201);
+      let out = "";
+      for (let i = 0; i < 40 && out !== "refused ECONNREFUSED"; i++) {
+        out = (await sbx.exec(direct)).stdout.trim();
+        if (out !== "refused ECONNREFUSED") await sleep(250);
+      }
+      expect(out).toBe("refused ECONNREFUSED");
+      // The client's own entries are kept beside the floor.
+      const detail = await (await fetch(`${s.emu.controlUrl}/api/sandbox/${sbx.id}`, { headers: { "x-api-key": s.emu.apiKey } })).json();
+      expect(detail.network.denyOut).toEqual(expect.arrayContaining(["10.0.0.0/8", "127.0.0.2", "127.0.0.3"]));
+    } finally {
+      await gatewayCall(s, "DELETE", "/_tollgate/secrets/GITHOST", { headers: key(s.keys.alice) });
+      await new Promise((r) => other.close(r));
+    }
+  });
+
   it("a sandbox whose egress list shuts the internet reaches nothing, the gateway included, and fails at once", async () => {
     const shut = await s.alice.sandboxes.create({ imageName: "node", allowInternetAccess: false } as never);
     const before = seen.length;

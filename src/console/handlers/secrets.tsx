@@ -3,6 +3,9 @@
 // delete one through ../../operators/actions/secrets.ts, as the secrets' API rows do (same schema, same audit entries).
 // A tenant manages its own; an admin any tenant's; a read-only operator reads. A refused form comes back with each
 // field's error beside it and every field refilled but the value, which no page or answer ever holds.
+import type { Context } from "hono";
+import type { GatewayEnv } from "../../context.js";
+import { floorLiveSandboxes } from "../../sandboxes/secret-env.js";
 import type { GatewayServices } from "../../services.js";
 import { GatewayError } from "../../errors.js";
 import { deleteSecret, putSecret } from "../../operators/actions/secrets.js";
@@ -125,7 +128,9 @@ export function secretPages(services: GatewayServices): Pages {
           errors[at] ??= `${typed}${issue.message}`;
         }
       if (!parsed.success || Object.keys(errors).length) return secretsPage(c, tenant, { form: { ...refill, errors } }, 400);
-      await putSecret(services, actor(c), tenant, name, parsed.data);
+      const { hostsAdded } = await putSecret(services, actor(c), tenant, name, parsed.data);
+      // The console's pages run on the gateway's own app: its context is the gateway's, typed for the pages.
+      if (hostsAdded) services.background(c, floorLiveSandboxes(services, c as unknown as Context<GatewayEnv>, tenant), "egress floor");
       return c.redirect(href(`/secrets?tenant=${encodeURIComponent(tenant)}&saved=${name}`), 303);
     },
 

@@ -16,7 +16,7 @@ export async function putSecret(
   tenant: string,
   name: string,
   input: SecretInput,
-): Promise<{ created: boolean; view: SecretView }> {
+): Promise<{ created: boolean; view: SecretView; hostsAdded: boolean }> {
   const before = await services.vault.describe(tenant, name);
   const written = await services.vault.put(tenant, name, input);
   const { created, view } = written;
@@ -29,7 +29,9 @@ export async function putSecret(
     rulesOf(view),
   );
   services.logger.info("tenant secret written", { requestId: by.requestId, tenant, name, version: view.version });
-  return written;
+  // Hosts it did not name before: the tenant's live sandboxes get them in their egress floor (the caller starts that).
+  const hostsAdded = view.hosts.some((h) => !before?.hosts.includes(h));
+  return { ...written, hostsAdded };
 }
 
 /** Deletes `tenant`'s secret `name` (undefined when there is none); audited as `secret.delete`. */

@@ -9,6 +9,7 @@ import type { Handlers } from "../../routing/handlers.js";
 import { callerTenant } from "../../identity/caller.js";
 import { SECRET_NAME, secretPutBody } from "../../routing/admin-schemas.js";
 import { deleteSecret, putSecret } from "../actions/secrets.js";
+import { floorLiveSandboxes } from "../../sandboxes/secret-env.js";
 import { actorOf } from "./actor.js";
 import { validBody } from "./admin/validate.js";
 
@@ -44,7 +45,8 @@ export function secretHandlers(services: GatewayServices): Handlers {
   const put = async (c: Context<GatewayEnv>, tenant: string) => {
     const name = secretName(c);
     const input = await validBody(c, services.platform, secretPutBody);
-    const { created, view } = await putSecret(services, actorOf(c), tenant, name, input);
+    const { created, view, hostsAdded } = await putSecret(services, actorOf(c), tenant, name, input);
+    if (hostsAdded) services.background(c, floorLiveSandboxes(services, c, tenant), "egress floor");
     return c.json(view, created ? 201 : 200);
   };
   const remove = async (c: Context<GatewayEnv>, tenant: string) => {
