@@ -5,7 +5,7 @@ import { GatewayError } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { upstreamJson } from "../upstream/upstream.js";
 import { readWire } from "../upstream/records.js";
-import { SandboxDetail } from "./wire.js";
+import { SANDBOX_ENDED, SandboxDetail } from "./wire.js";
 import { stateKeys } from "../state/keys.js";
 
 /** What the gateway keeps per running sandbox. Times are epoch ms. */
@@ -54,7 +54,7 @@ export class RuntimeCustody {
     const id = String(detail.id);
     const token = typeof detail.token === "string" && detail.token ? detail.token : undefined;
     const baseUrl = detail.runtime?.baseUrl;
-    const closed = ["closed", "close-error", "error"].includes(detail.status ?? "");
+    const closed = SANDBOX_ENDED.has(detail.status ?? "");
     if (!token || closed || typeof baseUrl !== "string") {
       await this.forget(id);
       if (closed) await this.services.stores.ownership.setActive("sandbox", id, false);

@@ -20,7 +20,7 @@ import { splitRequestUrl } from "../web/request-url.js";
 import { DestinationUnreachable } from "../web/destination-guard.js";
 import { sandboxLive } from "./secret-env.js";
 import { upstreamJson } from "../upstream/upstream.js";
-import { SandboxDetail } from "./wire.js";
+import { SANDBOX_ENDED, SandboxDetail } from "./wire.js";
 
 const PLACEHOLDER = /tg_sec_[A-Za-z0-9_-]{32}/;
 const PREFIX = "/_tollgate/egress/";
@@ -43,7 +43,6 @@ const refused = (code: string, message: string, status = 403) => new GatewayErro
 
 /** How long the upstream's answer that a sandbox runs is reused by the egress (per instance): an ended one is refused within it. */
 const STATUS_FRESH_MS = 2_000;
-const ENDED = new Set(["closed", "close-error", "error"]);
 
 export function egressHandlers(services: GatewayServices): Handlers {
   /** Sandboxes the upstream said run, for STATUS_FRESH_MS; concurrent reads of one sandbox share one upstream call. */
@@ -72,7 +71,7 @@ export function egressHandlers(services: GatewayServices): Handlers {
           );
         }
         const status = res.status === 404 ? (await res.body?.cancel(), "deleted") : ((await upstreamJson(res, SandboxDetail)).status ?? "");
-        if (res.status === 404 || ENDED.has(status)) {
+        if (res.status === 404 || SANDBOX_ENDED.has(status)) {
           services.logger.info("egress sandbox ended", { sandbox: id, status });
           await services.stores.ownership.setActive("sandbox", id, false);
           await services.custody.forget(id);

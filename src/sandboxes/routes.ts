@@ -6,7 +6,7 @@ import type { GatewayEnv } from "../context.js";
 import { GatewayError, jsonResponse } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { Upstream, pathAndQuery, upstreamJson } from "../upstream/upstream.js";
-import { SandboxDetail, SnapshotAnswer } from "./wire.js";
+import { SANDBOX_ENDED, SandboxDetail, SnapshotAnswer } from "./wire.js";
 import { readWire } from "../upstream/records.js";
 import { rewriteExposure, rewriteSandboxDetail } from "./rewrite.js";
 import { sandboxCustody } from "./custody.js";
@@ -22,7 +22,6 @@ import { claimCreated, noteCreated } from "../routing/created.js";
 import { withEgressFloor } from "./secret-env.js";
 
 const JSON_HEADERS = () => new Headers({ "content-type": "application/json" });
-const ENDED = new Set(["closed", "close-error", "error"]);
 
 /** Answers with the upstream's status and a JSON body (rewritten by the caller), keeping x-request-id. */
 function answer(res: Response, body: unknown): Response {
@@ -42,7 +41,7 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
     const ctx = tenantRewriteContext(c, services, callerTenant(c));
     await rememberPublicHost(services, String(detail.id), ctx.publicOrigin);
     if ("token" in detail && detail.token) await custody.keep(detail, { reuse: true });
-    if (ENDED.has(detail.status ?? "")) {
+    if (SANDBOX_ENDED.has(detail.status ?? "")) {
       await services.stores.ownership.setActive("sandbox", String(detail.id), false);
       await settleResource(services, "sandbox", String(detail.id), c);
     }
@@ -76,7 +75,7 @@ export function sandboxHandlers(services: GatewayServices): Handlers {
         () => {},
       );
       let shown: Awaited<ReturnType<typeof rewriteSandboxDetail>>;
-      if (ENDED.has(detail.status ?? "")) {
+      if (SANDBOX_ENDED.has(detail.status ?? "")) {
         await Promise.all([claimCreated(services, c, { kind: "sandbox", id, tenant: tenant.id, route: row.name }), noting]);
         shown = await present(c, detail);
       } else {

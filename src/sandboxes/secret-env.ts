@@ -12,6 +12,8 @@ import { callerTenant } from "../identity/caller.js";
 import { SECRET_REQUEST } from "../identity/tenant-secrets.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { jsonBody } from "../routing/json-body.js";
+import { upstreamJson } from "../upstream/upstream.js";
+import { SANDBOX_ENDED, SandboxDetail } from "./wire.js";
 
 /** Whether a sandbox is live and the tenant's: its placeholders are refused once it ended (stopped, expired, seen ended). */
 export async function sandboxLive(services: GatewayServices, tenant: string, id: string): Promise<boolean> {
@@ -50,11 +52,14 @@ export async function withEgressFloor(
 ): Promise<Record<string, unknown>> {
   // The upstream's entries are addresses, ranges and host names, without ports (src/web/egress-rules.ts): a secret's
   // `host:port` denies the whole host, which only the egress then reaches.
-  const hosts = [...new Set((await services.vault.hosts(tenant)).map(hostOnly))];
+  const hosts = await floorHosts(services, tenant);
   if (!hosts.length) return body;
   const given = Array.isArray(body.denyOut) ? body.denyOut.filter((d): d is string => typeof d === "string") : [];
   return { ...body, denyOut: [...new Set([...given, ...hosts])] };
 }
+
+/** The hosts a tenant's sandboxes are denied directly: its secrets' hosts, without ports (the upstream's entries). */
+const floorHosts = async (services: GatewayServices, tenant: string) => [...new Set((await services.vault.hosts(tenant)).map(hostOnly))];
 
 /** `host` of `host[:port]` (an IPv6 literal without its brackets). */
 const hostOnly = (h: string) => (h.startsWith("[") ? h.slice(1, h.indexOf("]")) : h.replace(/:\d+$/, ""));
@@ -71,19 +76,16 @@ const FLOOR_FANOUT = 4;
  */
 export async function floorLiveSandboxes(services: GatewayServices, c: Context<GatewayEnv>, tenant: string): Promise<number> {
   const live = (await services.stores.ownership.records("sandbox", tenant)).filter((r) => r.active).map((r) => r.id);
-  const hosts = [...new Set((await services.vault.hosts(tenant)).map(hostOnly))];
+  const hosts = await floorHosts(services, tenant);
   if (!live.length || !hosts.length) return 0;
   let updated = 0;
   const one = async (id: string) => {
     const path = `/api/sandbox/${encodeURIComponent(id)}`;
     const res = await services.upstream.call(c, { method: "GET", path, detachFromClient: true });
     if (!res.ok) return void (await res.body?.cancel());
-    const detail = (await res.json()) as {
-      status?: string;
-      network?: { allowInternetAccess?: boolean; allowOut?: unknown; denyOut?: unknown };
-    };
-    if (["closed", "close-error", "error"].includes(detail.status ?? "")) return;
-    const net = detail.network ?? {};
+    const detail = await upstreamJson(res, SandboxDetail);
+    if (SANDBOX_ENDED.has(detail.status ?? "")) return;
+    const net = (detail.network ?? {}) as { allowInternetAccess?: unknown; allowOut?: unknown; denyOut?: unknown };
     const deny = Array.isArray(net.denyOut) ? net.denyOut.filter((d): d is string => typeof d === "string") : [];
     if (hosts.every((h) => deny.includes(h))) return;
     const body = {

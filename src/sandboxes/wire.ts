@@ -31,6 +31,9 @@ export const SandboxDetail = z.looseObject({
 });
 export type SandboxDetail = z.infer<typeof SandboxDetail>;
 
+/** A sandbox's statuses once it has ended (the SDK's own local guard uses the same three). */
+export const SANDBOX_ENDED: ReadonlySet<string> = new Set(["closed", "close-error", "error"]);
+
 /** A memory snapshot: the answer to taking one, and the detail of one (`{ snapshot: {…} }` or flat). */
 export const SnapshotAnswer = z.looseObject({
   snapshotId: lenient(z.string()),
