@@ -132,7 +132,13 @@ export const tenantSchema = z.strictObject({
   scopes: z
     .array(z.enum(SCOPES, { error: `expected one of ${SCOPES.join(", ")}` }))
     .default(["search", "sessions", "sandboxes", "jobs", "agents"]),
-  keys: z.array(tenantKeySchema).min(1, { error: "expected at least one key (run `tollgate keys create --tenant ID`)" }),
+  /**
+   * The tenant's API keys by hash. Empty is a tenant whose every key was revoked: its key callers are refused, its
+   * OAuth grants and wallet sales go on (the export writes it so, and applies back unchanged).
+   */
+  keys: z.array(tenantKeySchema, {
+    error: "expected a list of keys (run `tollgate keys create --tenant ID` for one; `keys = []` for a tenant with every key revoked)",
+  }),
   budget: budgetSchema.default({}),
   payment: paymentPolicySchema.default({}),
   /** The upstream accounts ([[upstream.accounts]] ids) this tenant's new work may be placed on; unset: any. */

@@ -308,6 +308,10 @@ async function consoleCaller(services: IdentifyServices, c: Context<GatewayEnv>)
     const id = getCookie(c, SESSION_COOKIE);
     const session = id && /^[A-Za-z0-9_-]{20,64}$/.test(id) ? await sessionById(services, id) : undefined;
     if (!session) return { via: "public" };
+    // The snapshot brought up to date first, as for a key: a fresh instance (a restart) still holding its config
+    // file's tenants would take a key made or rotated through the API for a dead one, and end a live session.
+    const stale = services.directory.stale();
+    if (stale) await stale;
     if (session.identity) {
       // Signed in through the identity provider: the role it mapped to, for as long as the session lasts and the
       // provider's word on the person has not changed since (a later sign-in that maps them otherwise ends it).

@@ -112,6 +112,11 @@ export function configDoubts(raw: unknown, config: TollgateConfig): { errors: st
   const otlp = config.tracing.otlpEndpoint;
   if (otlp && !/^https?:\/\//i.test(otlp))
     errors.push(`tracing.otlpEndpoint: "${otlp}" has no http:// or https:// scheme (expected e.g. "http://127.0.0.1:4318/v1/traces")`);
+  for (const [i, t] of config.tenants.entries())
+    if (!t.keys.length)
+      warnings.push(
+        `tenants[${i}].keys: none: no key of "${t.id}" works (its OAuth grants do); run \`tollgate keys create --tenant ${t.id}\` for one`,
+      );
   if (!config.tenants.length)
     warnings.push("tenants: none in the file: every tenant comes from the admin API or `tollgate apply`, kept in [state]");
   if ((raw as { state?: unknown } | null)?.state === undefined)

@@ -78,7 +78,7 @@ origins = ["https://app.example.com", "app.example.com"]
 
   it("reports a duplicate tenant id in the same pass as every other problem", () => {
     const p = problemsOf(
-      `[server]\nport = -1\n[[tenants]]\nid="a"\nkeys=[{hash="${HASH}"}]\n[[tenants]]\nid="a"\nkeys=[]\n[alerts]\nthresholds=[180]\n`,
+      `[server]\nport = -1\n[[tenants]]\nid="a"\nkeys=[{hash="${HASH}"}]\n[[tenants]]\nid="a"\n[alerts]\nthresholds=[180]\n`,
     );
     expect(p).toContain('tenants[1].id: duplicate tenant id "a" (also tenants[0])');
     expect(p.some((x) => x.startsWith("server.port:"))).toBe(true);
@@ -172,13 +172,23 @@ origins = ["https://app.example.com", "app.example.com"]
   it("`tollgate config check` exits non-zero and prints every problem, no stack trace", async () => {
     const dir = await mkdtemp(join(tmpdir(), "tg-cfg-"));
     const f = join(dir, "bad.toml");
-    await writeFile(f, `[server]\nport = -1\n[[tenants]]\nid = "X"\nkeys = []\n`);
+    await writeFile(f, `[server]\nport = -1\n[[tenants]]\nid = "X"\n`);
     const err = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", f]).catch((e) => e);
     expect(err.code).toBe(1);
     expect(err.stderr).toContain("server.port:");
     expect(err.stderr).toContain("tenants[0].id:");
-    expect(err.stderr).toContain("tenants[0].keys: expected at least one key");
+    expect(err.stderr).toContain("tenants[0].keys: required, expected a list of keys (run `tollgate keys create --tenant ID`");
     expect(err.stderr).not.toMatch(/\n\s+at /);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("`tollgate config check` takes `keys = []` (every key revoked, as the export writes it) with a warning", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "tg-cfg-"));
+    const f = join(dir, "keyless.toml");
+    await writeFile(f, `[[tenants]]\nid = "ops"\nscopes = ["admin"]\nkeys = [{hash="${HASH}"}]\n[[tenants]]\nid = "gone"\nkeys = []\n`);
+    const ok = await run("npx", ["tsx", "src/cli/index.ts", "config", "check", f]);
+    expect(ok.stdout).toContain("OK (2 tenants)");
+    expect(ok.stdout).toContain('warning: tenants[1].keys: none: no key of "gone" works');
     await rm(dir, { recursive: true, force: true });
   });
 

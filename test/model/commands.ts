@@ -516,11 +516,6 @@ export class ApplyConfig extends Step {
     const res = await adminCall(url(r, this.at), key, "POST", "/config/apply", { document: doc });
     // One owner per tenant (issue 54): acme is named by the gateway's own config, so an apply that changes it is
     // refused whole, by name; nothing changes (an apply of the same figure is in sync).
-    // Known break (counterexample revokeKey → applyConfig, seed 699570820): once a tenant's every key is revoked, the
-    // export names it with no key and the gateway refuses its own export as invalid (400) before the owner check.
-    // Refused and nothing changed all the same; the round trip is to be mended (export → apply must pass unchanged).
-    const keyless = doc.tenants.some((t: { keys?: unknown[] }) => !t.keys?.length);
-    if (res.status === 400 && res.json.code === "invalid_config" && keyless) return;
     if (!same) {
       expect(res.status, JSON.stringify(res.json)).toBe(409);
       expect(res.json.code).toBe("config_conflict");

@@ -8,6 +8,8 @@ import {
   adminCall,
   cdpCall,
   consent,
+  consoleOverview,
+  consoleSignIn,
   createResource,
   liveCall,
   mcpList,
@@ -288,5 +290,41 @@ describe("a restart after a config apply", () => {
     const [fresh, other] = urls();
     for (const url of [fresh, other]) expect(await mcpList(url, { key: made.json.key })).toBe(200);
     expect((await adminCall(fresh, ops(), "GET", "/tenants/acme")).json.budget.daily).toBe(before);
+  });
+
+  // Model: seed 1679072106 (redis), shrunk to rotateKey(ops), consoleSignIn(the new key), restart(@1): the console
+  // session answered 303 on both instances. The restarted instance read the session against its config file's tenants
+  // (the new key unknown to them) before its first sync, took the session for dead and ended it fleet-wide.
+  it("a console session signed in with a key made through the API lives through another instance's restart", async () => {
+    const made = await adminCall(urls()[0], ops(), "POST", "/tenants/acme/keys", { label: "console" });
+    expect(made.status).toBe(201);
+    const signed = await consoleSignIn(urls()[0], made.json.key);
+    expect(signed.status).toBe(303);
+    await sys.restart(1);
+    const [a, b] = urls();
+    // The restarted instance first, at once: it must not end what the fleet holds alive.
+    expect(await consoleOverview(b, signed.cookie!)).toBe(200);
+    expect(await consoleOverview(a, signed.cookie!)).toBe(200);
+  });
+
+  // Model: seed 699570820, shrunk to revokeKey(every key of a tenant), applyConfig. The export wrote the tenant with
+  // `keys: []` and the apply refused the gateway's own export (400 invalid_config, "expected at least one key") before
+  // its owner check. A tenant whose every key is revoked is a state the gateway reaches: its file says `keys = []`.
+  it("a tenant whose every key is revoked exports with no key, and the export applies back in sync", async () => {
+    const [a] = urls();
+    const made = await adminCall(a, ops(), "POST", "/tenants", { id: "keyless", scopes: ["search"] });
+    expect(made.status, JSON.stringify(made.json)).toBe(201);
+    const keyId = (await adminCall(a, ops(), "GET", "/tenants/keyless")).json.keys[0].id as string;
+    expect((await adminCall(a, ops(), "DELETE", `/tenants/keyless/keys/${keyId}`)).status).toBe(200);
+    expect(await mcpList(a, { key: made.json.key })).toBe(401);
+    const doc = (await adminCall(a, ops(), "GET", "/config/export?format=json")).json;
+    expect(doc.tenants.find((t: { id: string }) => t.id === "keyless").keys).toEqual([]);
+    for (const path of ["/config/diff", "/config/apply"]) {
+      const res = await adminCall(a, ops(), "POST", path, { document: doc });
+      expect(res.status, JSON.stringify(res.json)).toBe(200);
+      expect(res.json.inSync).toBe(true);
+    }
+    const toml = await fetch(`${a}/_tollgate/admin/config/export`, { headers: { authorization: `Bearer ${ops()}` } });
+    expect(await toml.text()).toMatch(/id = "keyless"[\s\S]*keys = \[\s*\]/);
   });
 });
