@@ -9,6 +9,7 @@ import type {
   BudgetLedger,
   BudgetLimits,
   BudgetWindow,
+  DueIndex,
   HoldGrowth,
   IdempotencyBegin,
   IdempotencyStore,
@@ -215,6 +216,20 @@ class DurableKeyValue implements KeyValueStore {
   }
 }
 
+/** Due items: one object (`due`), by queue and due time. */
+class DurableDueIndex implements DueIndex {
+  constructor(private readonly o: Objects) {}
+  async add(queue: string, id: string, at: number) {
+    await this.o.call("due", (s) => s.dueAdd(queue, id, at));
+  }
+  due(queue: string, now: number, limit: number) {
+    return this.o.call("due", (s) => s.dueList(queue, now, limit));
+  }
+  async remove(queue: string, id: string) {
+    await this.o.call("due", (s) => s.dueRemove(queue, id));
+  }
+}
+
 class DurableTenantStore implements TenantStore {
   constructor(private readonly o: Objects) {}
   private write(mode: "put" | "create" | "seed", rec: StoredTenant) {
@@ -366,6 +381,7 @@ export function doStores(env: Record<string, unknown>, opts: DurableStoresOption
     outbox: new DurableOutbox(o),
     requests: new DurableRequestLog(o),
     accountSlots: new DurableAccountSlots(o),
+    due: new DurableDueIndex(o),
     async close() {},
   };
   return stores;

@@ -14,6 +14,7 @@
 //   tenant-records       one object: tenant records and their version counter (rare writes, polled reads).
 //   audit                one object: the audit log, in sequence.
 //   outbox               one object: webhook deliveries waiting (with their claims) and the dead letters.
+//   due                  one object: work due at a time (time sales' window ends), by queue and due time.
 //   requests:<tenant>    one object per tenant: its request log, the newest N kept (a busy tenant never slows another).
 //   keys:<0-31>          expiring values, idempotency keys and rate-limit counters, sharded by key: no operation spans
 //                        two keys, so shards scale them out; an alarm deletes expired rows.
@@ -240,6 +241,19 @@ export class TollgateState extends DurableObject {
       return true;
     });
   }
+  // due
+  dueAdd(queue: string, id: string, at: number) {
+    this.sql.exec("INSERT INTO due (queue, id, at) VALUES (?, ?, ?) ON CONFLICT (queue, id) DO UPDATE SET at = ?", queue, id, at, at);
+  }
+  dueList(queue: string, now: number, limit: number): string[] {
+    return this.rows("SELECT id FROM due WHERE queue = ? AND at <= ? ORDER BY at, id LIMIT ?", queue, now, limit).map(
+      (r) => r.id as string,
+    );
+  }
+  dueRemove(queue: string, id: string) {
+    this.sql.exec("DELETE FROM due WHERE queue = ? AND id = ?", queue, id);
+  }
+
   outboxList(which: "pending" | "dead", limit: number): string[] {
     const rows =
       which === "dead"

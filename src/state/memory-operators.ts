@@ -1,6 +1,16 @@
 // In-process tenant directory records and audit log (one gateway process; fleets use Redis or Durable Objects).
 import { seedReplaces } from "./tenant-records.js";
-import type { AuditEntry, AuditLog, OutboxMessage, RequestLog, RequestRecord, StoredTenant, TenantStore, WebhookOutbox } from "./types.js";
+import type {
+  AuditEntry,
+  AuditLog,
+  DueIndex,
+  OutboxMessage,
+  RequestLog,
+  RequestRecord,
+  StoredTenant,
+  TenantStore,
+  WebhookOutbox,
+} from "./types.js";
 
 const copy = <T>(v: T): T => structuredClone(v);
 
@@ -127,5 +137,28 @@ export class MemoryRequestLog implements RequestLog {
     const out: RequestRecord[] = [];
     for (let i = list.length - 1; out.length < n; i--) out.push({ ...list[i]! });
     return out;
+  }
+}
+
+/** Due items per queue: id → due time. */
+export class MemoryDueIndex implements DueIndex {
+  private readonly queues = new Map<string, Map<string, number>>();
+
+  async add(queue: string, id: string, at: number) {
+    let q = this.queues.get(queue);
+    if (!q) this.queues.set(queue, (q = new Map()));
+    q.set(id, at);
+  }
+  async due(queue: string, now: number, limit: number) {
+    const q = this.queues.get(queue);
+    if (!q) return [];
+    return [...q]
+      .filter(([, at]) => at <= now)
+      .sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, limit)
+      .map(([id]) => id);
+  }
+  async remove(queue: string, id: string) {
+    this.queues.get(queue)?.delete(id);
   }
 }

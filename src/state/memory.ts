@@ -23,7 +23,7 @@ import type {
 import { ENDED_RETENTION_MS, type LimitedClaim, type OwnedRecord } from "./types.js";
 import { grown, HELD, holdExpiresAt, matches } from "./holds.js";
 import { MemoryAccountSlots } from "./memory-account-slots.js";
-import { MemoryAuditLog, MemoryOutbox, MemoryRequestLog, MemoryTenantStore } from "./memory-operators.js";
+import { MemoryAuditLog, MemoryDueIndex, MemoryOutbox, MemoryRequestLog, MemoryTenantStore } from "./memory-operators.js";
 import {
   COUNTED,
   creditKeys,
@@ -364,6 +364,7 @@ export function memoryStores(now: () => number = Date.now, opts: { endedRetentio
     outbox: new MemoryOutbox(),
     requests: new MemoryRequestLog(),
     accountSlots: new MemoryAccountSlots(now),
+    due: new MemoryDueIndex(),
     async close() {},
   };
 }

@@ -2,6 +2,7 @@
 // idempotency keys (a leased pending marker, then the stored response) and the fixed-window rate limiter.
 import type { RedisConnection } from "./redis-connection.js";
 import type {
+  DueIndex,
   IdempotencyBegin,
   IdempotencyStore,
   KeyValueStore,
@@ -156,5 +157,20 @@ export class RedisRateLimiter implements RateLimiter {
     const windowStart = Math.floor(now / windowMs) * windowMs;
     const counter = this.r.key("rl", key, String(windowStart));
     return Number(await this.r.run(() => this.r.client.tgIncrBy(counter, n, windowMs + 1000)));
+  }
+}
+
+/** Due items: one sorted set per queue, scored by the due time (each command touches one key). */
+export class RedisDueIndex implements DueIndex {
+  constructor(private readonly r: RedisConnection) {}
+
+  async add(queue: string, id: string, at: number) {
+    await this.r.run(() => this.r.client.zadd(this.r.key("due", queue), at, id));
+  }
+  async due(queue: string, now: number, limit: number) {
+    return this.r.run(() => this.r.client.zrangebyscore(this.r.key("due", queue), "-inf", now, "LIMIT", 0, limit));
+  }
+  async remove(queue: string, id: string) {
+    await this.r.run(() => this.r.client.zrem(this.r.key("due", queue), id));
   }
 }

@@ -4,7 +4,7 @@
 import { RedisAccountSlots } from "./redis-account-slots.js";
 import { RedisConnection, type RedisStoresOptions, type RedisTarget } from "./redis-connection.js";
 import { RedisLedger } from "./redis-ledger.js";
-import { RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
+import { RedisDueIndex, RedisIdempotency, RedisKeyValue, RedisOwnership, RedisRateLimiter } from "./redis-maps.js";
 import { RedisTenantOwnership } from "./redis-ownership.js";
 import { RedisAuditLog, RedisOutbox, RedisRequestLog, RedisTenantStore } from "./redis-operators.js";
 import type { StateStores } from "./types.js";
@@ -37,6 +37,7 @@ export function redisStores(target: RedisTarget, opts: RedisStoresOptions = {}):
     outbox: new RedisOutbox(connection),
     requests: new RedisRequestLog(connection),
     accountSlots: new RedisAccountSlots(connection),
+    due: new RedisDueIndex(connection),
     close: () => connection.close(),
   };
 }

@@ -318,6 +318,20 @@ export interface AccountSlots {
   counts(pool: AccountPool, accounts: string[]): Promise<Record<string, number>>;
 }
 
+/**
+ * Work that falls due at a time, shared by the fleet: ids filed under a queue with the epoch ms they are due (a time
+ * sale settled at its window's end: src/sales/due.ts). Reading what is due takes nothing: the caller claims each item
+ * (KeyValueStore.setIfAbsent) before acting on it, so of instances sweeping at once one acts, and removes it once done.
+ */
+export interface DueIndex {
+  /** Files `id` under `queue`, due at `at` (filed again: its time moves). */
+  add(queue: string, id: string, at: number): Promise<void>;
+  /** Up to `limit` ids of `queue` due at `now` (due time <= now), soonest first. */
+  due(queue: string, now: number, limit: number): Promise<string[]>;
+  /** Forgets `id` (nothing when it is not filed). */
+  remove(queue: string, id: string): Promise<void>;
+}
+
 export interface StateStores {
   ledger: BudgetLedger;
   ownership: OwnershipRegistry;
@@ -334,5 +348,7 @@ export interface StateStores {
   requests: RequestLog;
   /** Live sessions and sandboxes per upstream account (with [[upstream.accounts]] limits). */
   accountSlots: AccountSlots;
+  /** Work due at a time (time sales' window ends), shared by the fleet. */
+  due: DueIndex;
   close(): Promise<void>;
 }

@@ -38,7 +38,7 @@ function longestChain(calls: Timed[]): string[] {
   return best.reduce<string[]>((a, b) => (b.length > a.length ? b : a), []);
 }
 
-const STORES = ["ledger", "ownership", "kv", "idempotency", "rateLimiter", "tenants", "audit", "outbox", "accountSlots"] as const;
+const STORES = ["ledger", "ownership", "kv", "idempotency", "rateLimiter", "tenants", "audit", "outbox", "accountSlots", "due"] as const;
 
 export function delayedStores(inner: StateStores): DelayedStores {
   let delay = 0;

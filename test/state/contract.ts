@@ -10,6 +10,7 @@ import { oauthContract } from "./contract-oauth.js";
 import { requestLogContract } from "./contract-requests.js";
 import { accountSlotsContract } from "./contract-account-slots.js";
 import { secretsContract } from "./contract-secrets.js";
+import { dueContract } from "./contract-due.js";
 
 /** Every interface's suite. */
 export function stateContract(b: ContractBackend) {
@@ -25,6 +26,7 @@ export function stateContract(b: ContractBackend) {
   oauthContract(b);
   requestLogContract(b);
   accountSlotsContract(b);
+  dueContract(b);
   secretsContract(b);
   pingContract(b);
 }
