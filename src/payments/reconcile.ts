@@ -37,6 +37,8 @@ export interface ReconcileReport {
   creditsDrift?: CreditDrift;
   /** With [sales]: sales checked against the chain this pass, and those it does not show (src/sales/reconcile.ts). */
   salesInbound?: { checked: number; mismatches: number };
+  /** With [sales]: sales due at a time settled (or found settled) this pass, and those left for the next (src/sales/due.ts). */
+  salesDue?: { done: number; failed: number };
 }
 
 /** How many settled credits entries one pass looks at for late usage. */
@@ -68,6 +70,12 @@ export class PaymentReconciler {
       });
     }
     if (this.services.config.payments.enabled) await this.settlePendingEarly(now, report);
+    // Sales due at a time (a time sale's window end), settled once across the fleet, before the books are checked.
+    const due = await this.services.sales?.due.runOnce().catch((err) => {
+      logger.error("due sales sweep failed; will retry", { error: String(err) });
+      return undefined;
+    });
+    if (due) report.salesDue = due;
     // The inbound side of the books (what wallet buyers paid the gateway), in the same pass.
     const inbound = await this.services.sales?.inbound.runOnce().catch((err) => {
       logger.error("inbound reconciliation failed; will retry", { error: String(err) });

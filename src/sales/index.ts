@@ -16,6 +16,7 @@ import { SiwxGate, siwxStep } from "./siwx.js";
 import { offerFor } from "./offer.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { MeteredSales, meteredStopStep, STOP_ROWS, UptoFacilitators } from "./metered.js";
+import { DueSweep, sweepBeside } from "./due.js";
 
 export { salesHandlers } from "./report.js";
 
@@ -28,6 +29,11 @@ export interface SalesMount {
   inbound: InboundReconciler;
   /** The sales sold by time (`upto`) and not yet settled. */
   metered: MeteredSales;
+  /**
+   * What falls due at a time, swept by every instance (the reconciler's passes, and beside requests): time sales' window
+   * ends; another sale settled at its end registers its own queue (./due.ts).
+   */
+  due: DueSweep;
   /** The `upto` facilitators' addresses per network (what a time offer names). */
   upto: UptoFacilitators;
 }
@@ -51,7 +57,10 @@ export function mountSales(
     );
   const book = new SalesBook(services.stores.kv);
   const facilitator = new HTTPFacilitatorClient({ url: sales.facilitator.replace(/\/+$/, ""), timeoutMs: 30_000 });
-  const metered = new MeteredSales({ services, sales, facilitator, book });
+  // Swept on the reconciler's interval: by its loop (Node), its cron (Workers), and beside requests (./due.ts).
+  const due = new DueSweep(services, services.config.payments.reconcileIntervalSeconds * 1000);
+  app.use(sweepBeside(due, services));
+  const metered = new MeteredSales({ services, sales, facilitator, book, due });
   const upto = new UptoFacilitators(facilitator);
   const wallets = new WalletTenants(services, sales, opts.secret);
   const siwx = new SiwxGate(services, sales, wallets, opts.secret);
@@ -95,5 +104,5 @@ export function mountSales(
       offerFor(services.config, sales, kind, `${publicOriginOf(c, services)}${new URL(c.req.url).pathname}`, payTo);
     app.on(methodsOf(row), [row.path], siwxStep(siwx, offerOf));
   }
-  return { book, rows, payTo, inbound: new InboundReconciler(services, book), metered, upto };
+  return { book, rows, payTo, inbound: new InboundReconciler(services, book), metered, upto, due };
 }

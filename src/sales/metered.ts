@@ -3,15 +3,17 @@
 // the purchase signs the whole window (`minutes` × the per-minute price), the creation settles nothing, and the sale is
 // settled once, for the minutes used (rounded up, at least one; never below the floor), when the resource is stopped
 // through the gateway or its window ends. A creation the upstream refused settles nothing. Kept in the shared key-value
-// store (the signed payload until it settles), so a stop on any instance settles it.
+// store (the signed payload until it settles) and filed in the shared due index at its window's end, so a stop on any
+// instance, or the sweep of any instance after the window (./due.ts), settles it, once (a claim before the settle).
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import { type PaymentPayload, type PaymentRequirements, SettleError, type SettleResponse } from "@x402/core/types";
 import type { Context, MiddlewareHandler } from "hono";
 import type { SaleClass, SalesConfig } from "../../config/sales-schema.js";
 import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { SalesBook } from "./book.js";
+import type { DueSweep } from "./due.js";
 
 /** The signed window outlives the sold minutes by this much: the settlement at the window's end must still verify. */
 export const UPTO_SLACK_SECONDS = 300;
@@ -64,6 +66,8 @@ export interface PendingSale {
   requirements: PaymentRequirements;
   requestId?: string;
   paymentId?: string;
+  /** When it ended (a stop whose settlement waits for the facilitator): the minutes are counted to here. */
+  endedAt?: number;
 }
 
 const pendingKey = (kind: string, id: string) => `sales:metered:${kind}:${id}`;
@@ -93,54 +97,76 @@ export interface MeteredParts {
   sales: SalesConfig;
   facilitator: FacilitatorClient;
   book: SalesBook;
+  /** The fleet's sweep of what falls due (./due.ts): the time sales' window ends are a queue of it. */
+  due: DueSweep;
 }
 
-/** Processes' timers for the windows' ends (a stop settles sooner; a restart leaves the sale to a later stop read). */
-export class MeteredSales {
-  private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
-  constructor(private readonly parts: MeteredParts) {}
+/** The due index's queue of time sales (./due.ts): `<kind>:<id>`, due at the window's end. */
+export const TIME_SALES = "time-sale";
+/** A settlement the facilitator could not be asked for is tried again by the next sweep, no sooner than this. */
+const RETRY_MS = 15_000;
 
-  /** Keeps `sale` until it ends, and settles it at the end of its window if nothing stopped it before. */
+/**
+ * Time sales until they settle: each kept in the shared store and filed in the shared due index at its window's end, so
+ * a stop on any instance, or the sweep on any instance after the window (./due.ts), settles it; the claim makes it once.
+ */
+export class MeteredSales {
+  constructor(private readonly parts: MeteredParts) {
+    parts.due.register(TIME_SALES, async (item) => {
+      const [kind, ...rest] = item.split(":");
+      if (kind !== "session" && kind !== "sandbox") return;
+      const settled = await this.settle(kind, rest.join(":"), "window_end");
+      // The facilitator could not be asked: the sale is still pending (filed again), the item stays due.
+      if (settled?.errorReason === "facilitator_unavailable") throw new Error(settled.errorMessage ?? "facilitator unavailable");
+    });
+  }
+
+  /** Keeps `sale` until it ends, due for settlement at the end of its window if nothing stopped it before. */
   async open(sale: PendingSale): Promise<void> {
-    const { services } = this.parts;
+    const { services, due } = this.parts;
     const windowMs = sale.minutes * 60_000;
     await services.stores.kv.set(pendingKey(sale.kind, sale.id), JSON.stringify(sale), windowMs + KEEP_PAST_MS);
-    const t = setTimeout(() => {
-      this.timers.delete(`${sale.kind}:${sale.id}`);
-      void this.settle(sale.kind, sale.id, "window_end").catch(() => {});
-    }, windowMs);
-    (t as { unref?: () => void }).unref?.();
-    this.timers.set(`${sale.kind}:${sale.id}`, t);
+    await due.schedule(TIME_SALES, `${sale.kind}:${sale.id}`, sale.startedAt + windowMs);
   }
 
   /**
    * Settles the pending sale of `kind` `id` (once across the fleet) for the time used: the receipt, or undefined when
-   * there was none (not a metered sale, or settled already).
+   * there was none (not a metered sale, settled already, or being settled by another instance). A facilitator that
+   * could not be asked leaves the sale pending, its end noted, for the next sweep (`facilitator_unavailable`).
    */
   async settle(kind: "session" | "sandbox", id: string, reason: "stop" | "window_end"): Promise<SettleResponse | undefined> {
-    const { services, facilitator, book } = this.parts;
+    const { services, facilitator, book, due } = this.parts;
     const raw = await services.stores.kv.get(pendingKey(kind, id));
     if (!raw) return undefined;
     const sale = JSON.parse(raw) as PendingSale;
-    if (!(await services.stores.kv.setIfAbsent(claimKey(kind, id), "1", sale.minutes * 60_000 + KEEP_PAST_MS))) return undefined;
-    const timer = this.timers.get(`${kind}:${id}`);
-    if (timer) clearTimeout(timer);
-    this.timers.delete(`${kind}:${id}`);
-    const used = meteredAmount(sale, services.now() - sale.startedAt);
+    const claim = claimKey(kind, id);
+    if (!(await services.stores.kv.setIfAbsent(claim, services.instanceId, sale.minutes * 60_000 + KEEP_PAST_MS))) return undefined;
+    const endedAt = sale.endedAt ?? services.now();
+    const used = meteredAmount(sale, endedAt - sale.startedAt);
     let settled: SettleResponse;
     try {
       settled = await facilitator.settle(sale.payload, { ...sale.requirements, amount: used.units.toString() });
     } catch (err) {
+      const answer = err instanceof SettleError ? err : undefined;
       settled = {
         success: false,
-        errorReason: "facilitator_unavailable",
-        errorMessage: String((err as Error)?.message ?? err),
-        transaction: "",
+        errorReason: answer?.errorReason ?? "facilitator_unavailable",
+        errorMessage: answer?.errorMessage ?? String((err as Error)?.message ?? err),
+        transaction: answer?.transaction ?? "",
         network: sale.requirements.network,
       } as SettleResponse;
     }
-    await services.stores.kv.delete(pendingKey(kind, id));
     const fields = { tenant: sale.tenant, row: sale.row, id, reason, minutes: Number(used.minutes), amount: used.units.toString() };
+    if (settled.errorReason === "facilitator_unavailable") {
+      // No answer: nothing is known to have moved. Pending again, with its end, for the sweep to try once more.
+      await services.stores.kv.set(pendingKey(kind, id), JSON.stringify({ ...sale, endedAt }), sale.minutes * 60_000 + KEEP_PAST_MS);
+      await due.schedule(TIME_SALES, `${kind}:${id}`, services.now() + RETRY_MS);
+      await services.stores.kv.delete(claim);
+      services.logger.error("metered sale not settled; will retry", { ...fields, error: settled.errorMessage });
+      return settled;
+    }
+    await services.stores.kv.delete(pendingKey(kind, id));
+    await due.cancel(TIME_SALES, `${kind}:${id}`);
     if (!settled.success) {
       services.logger.error("metered sale not settled", { ...fields, error: settled.errorReason });
       return settled;
@@ -190,7 +216,9 @@ export function meteredStopStep(metered: MeteredSales, kind: "session" | "sandbo
     if (!settled) return;
     const headers = new Headers(res.headers);
     headers.set("payment-response", encodePaymentResponseHeader(settled));
-    headers.set("x-tollgate-sale", settled.success ? "charged" : "not-charged");
+    // Not settled yet (the facilitator could not be asked): the sweep settles it for the minutes to this stop.
+    const pending = settled.errorReason === "facilitator_unavailable";
+    headers.set("x-tollgate-sale", settled.success ? "charged" : pending ? "pending" : "not-charged");
     headers.set("access-control-expose-headers", "payment-response, x-tollgate-sale");
     c.res = undefined as unknown as Response;
     c.res = new Response(res.body, { status: res.status, statusText: res.statusText, headers });

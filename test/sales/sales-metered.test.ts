@@ -1,51 +1,16 @@
 // Sold by time with x402 `upto` (Permit2): a buyer holding only a funded wallet (@x402/fetch v2 with the upto client
 // scheme registered, after its one Permit2 approval) signs the whole window as a maximum; the gateway settles the
 // minutes used when the resource is stopped, and nothing when the upstream refused the creation. The chain judges.
-import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
-import { toClientEvmSigner } from "@x402/evm";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import puppeteer from "puppeteer-core";
-import { createWalletClient, defineChain, erc20Abi, http, maxUint256, parseEther } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EmulatorHandle } from "../../emulator/index.js";
-import { PERMIT2_ADDRESS } from "../../src/payments/index.js";
-import { json, spendControls, startSalesEmulator, startSellingGateway, type SellingStack } from "./stack.js";
+import { json, startSalesEmulator, startSellingGateway, type SellingStack, uptoBuyer } from "./stack.js";
 
-const FUNDS = 1_000_000n;
+const FUNDS = 1_000_000n; // what uptoBuyer's wallet holds
 // The credit table's default: 0.0017 a minute; with a 100 % markup a buyer pays 0.0034 a minute, 10 minutes at most.
 const PER_MINUTE = 3_400n;
 const WINDOW = 10n * PER_MINUTE;
-
-/** A buyer whose wallet approved Permit2 once (its only transaction), paying with `upto` (and `exact` beside it). */
-async function uptoBuyer(emu: EmulatorHandle) {
-  const chain = emu.chain!;
-  const w = await chain.createFundedWallet(FUNDS);
-  const account = privateKeyToAccount(w.privateKey);
-  const pub = (chain as unknown as { publicClient: Parameters<typeof toClientEvmSigner>[1] }).publicClient;
-  await (pub as unknown as { request: (a: unknown) => Promise<unknown> }).request({
-    method: "anvil_setBalance",
-    params: [w.address, `0x${parseEther("1").toString(16)}`],
-  });
-  const local = defineChain({
-    id: chain.chainId,
-    name: "local",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [chain.rpcUrl] } },
-  });
-  const wallet = createWalletClient({ account, chain: local, transport: http(chain.rpcUrl) });
-  const hash = await wallet.writeContract({
-    address: chain.token.address,
-    abi: erc20Abi,
-    functionName: "approve",
-    args: [PERMIT2_ADDRESS, maxUint256],
-  });
-  await (pub as unknown as { waitForTransactionReceipt: (a: unknown) => Promise<unknown> }).waitForTransactionReceipt({ hash });
-  const client = new x402Client().setSpendControls(spendControls(emu));
-  client.register("eip155:*", new UptoEvmScheme(toClientEvmSigner(account, pub)));
-  return { ...w, client, pay: wrapFetchWithPayment(fetch, client) as typeof fetch };
-}
 
 describe("sessions and sandboxes sold by time (upto)", () => {
   let emu: EmulatorHandle;
@@ -160,7 +125,11 @@ describe("a time sale nobody stops", () => {
   let s: SellingStack;
   beforeAll(async () => {
     emu = await startSalesEmulator(["x402", "sandboxes"]);
-    s = await startSellingGateway(emu, { prices: { sandbox: { markupPercent: 100, minutes: 1, scheme: "upto" } } });
+    // The sweep runs on the reconciler's interval: 2 s here, so the window's end is seen within 2 s.
+    s = await startSellingGateway(emu, {
+      prices: { sandbox: { markupPercent: 100, minutes: 1, scheme: "upto" } },
+      payments: { reconcileIntervalSeconds: 2 },
+    });
   }, 180_000);
   afterAll(async () => {
     await s?.close();
@@ -175,7 +144,7 @@ describe("a time sale nobody stops", () => {
     expect(r.headers.get("x-tollgate-sale")).toBe("metered");
     const sold = Date.now();
     expect(await chain.balanceOf(buyer.address)).toBe(FUNDS);
-    // The selling instance's timer settles one minute (0.0034) at the window's end; nothing before.
+    // The sweep settles one minute (0.0034) at the window's end; nothing before.
     let paid = 0n;
     while (Date.now() - sold < 90_000) {
       paid = FUNDS - (await chain.balanceOf(buyer.address));
