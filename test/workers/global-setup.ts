@@ -12,6 +12,7 @@ import { startStallingProxy } from "../helpers/stalling-proxy.js";
 import { startWebhookReceiver } from "../operators/webhook-receiver.js";
 import { startAccessCerts } from "../helpers/access-certs.js";
 import { exampleTenant } from "../helpers/example-tenant.js";
+import { uptoBuyer } from "../sales/stack.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -42,6 +43,16 @@ declare module "vitest" {
         facilitatorUrl: string;
         tokenName: string;
         tokenVersion: string;
+        /** For test/workers/sales-time.test.ts: its own seller, and a buyer whose wallet approved Permit2 (x402 `upto`). */
+        timeSellerKey: string;
+        timeSeller: string;
+        timeBuyerKey: string;
+        timeBuyer: string;
+        /** For test/workers/sales-v1.test.ts: its own seller and a buyer paying with x402 v1. */
+        v1SellerKey: string;
+        v1Seller: string;
+        v1BuyerKey: string;
+        v1Buyer: string;
       };
       /** Forwards a paid request (the upstream settles it on chain) and never answers. */
       settledButLostUrl: string;
@@ -73,6 +84,12 @@ export default async function setup(project: TestProject) {
   const alertsWallet = await chain.createFundedWallet(10_000_000n);
   const mcpWallet = await chain.createFundedWallet(10_000_000n);
   const [salesWallet, salesBuyer] = [await chain.createFundedWallet(10_000_000n), await chain.createFundedWallet(1_000_000n)];
+  const [timeSeller, v1Seller, v1Buyer] = [
+    await chain.createFundedWallet(10_000_000n),
+    await chain.createFundedWallet(10_000_000n),
+    await chain.createFundedWallet(1_000_000n),
+  ];
+  const timeBuyer = await uptoBuyer(emu, 1_000_000n);
   const [settledButLost, neverArrived, webhooks, access] = await Promise.all([
     startStallingProxy(emu.controlUrl, "forward-then-stall"),
     startStallingProxy(emu.controlUrl, "swallow"),
@@ -128,6 +145,14 @@ export default async function setup(project: TestProject) {
       facilitatorUrl: emu.facilitator!.url,
       tokenName: chain.token.name,
       tokenVersion: chain.token.version,
+      timeSellerKey: timeSeller.privateKey,
+      timeSeller: timeSeller.address,
+      timeBuyerKey: timeBuyer.privateKey,
+      timeBuyer: timeBuyer.address,
+      v1SellerKey: v1Seller.privateKey,
+      v1Seller: v1Seller.address,
+      v1BuyerKey: v1Buyer.privateKey,
+      v1Buyer: v1Buyer.address,
     },
     settledButLostUrl: settledButLost.url,
     neverArrivedUrl: neverArrived.url,
