@@ -250,7 +250,8 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
         payTo,
         row: rowName,
         class: cls,
-        network: requirements.network,
+        // A v1 payment names its network the v1 way ("base-sepolia"): the book keeps the CAIP-2 name the RPCs are keyed by.
+        network: sales.accept.find((a) => a.v1Network === requirements.network)?.network ?? requirements.network,
         asset: requirements.asset,
         amount,
         priceMicroUsd: offer.priceMicroUsd.toString(),
