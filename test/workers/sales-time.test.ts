@@ -11,6 +11,7 @@ import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { toClientEvmSigner } from "@x402/evm";
 import worker from "../../src/host/worker.js";
 import { hashTenantKey } from "../../src/identity/tenants.js";
+import { standInCalls } from "./stand-ins.js";
 
 const stack = inject("stack");
 const ctx = { waitUntil() {}, passThroughOnException() {} };
@@ -106,5 +107,6 @@ describe("a time sale in the Worker", () => {
     ).json()) as { sales: Array<Record<string, unknown>> };
     expect(report.sales).toHaveLength(1);
     expect(report.sales[0]).toMatchObject({ amount: WINDOW.toString(), scheme: "upto", minutes: 1, chain: "matched" });
+    expect(standInCalls()).toEqual([]);
   }, 240_000);
 });
