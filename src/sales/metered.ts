@@ -102,7 +102,7 @@ export interface MeteredParts {
 }
 
 /** The due index's queue of time sales (./due.ts): `<kind>:<id>`, due at the window's end. */
-export const TIME_SALES = "time-sale";
+const TIME_SALES = "time-sale";
 /** A settlement the facilitator could not be asked for is tried again by the next sweep, no sooner than this. */
 const RETRY_MS = 15_000;
 
