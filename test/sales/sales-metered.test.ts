@@ -22,6 +22,8 @@ describe("sessions and sandboxes sold by time (upto)", () => {
         session: { markupPercent: 100, minutes: 10, scheme: "upto" },
         sandbox: { markupPercent: 100, minutes: 10, scheme: "upto" },
       },
+      // The sweep (a settlement retried after the facilitator was out of reach) on a 2 s interval.
+      payments: { reconcileIntervalSeconds: 2 },
     });
   }, 180_000);
   afterAll(async () => {
@@ -118,6 +120,46 @@ describe("sessions and sandboxes sold by time (upto)", () => {
     const tenant = `wallet-${buyer.address.toLowerCase().slice(2)}`;
     expect(await s.gateway.gateway.services.sales!.book.list(tenant)).toHaveLength(0);
   });
+  it("a stop while the facilitator is out of reach: pending, then settled once by the sweep for the minutes to the stop", async () => {
+    const chain = emu.chain!;
+    const buyer = await uptoBuyer(emu);
+    const r = await buyer.pay(`${s.gateway.url}/api/sandbox`, json({ imageName: "node" }));
+    expect(r.status).toBe(200);
+    const { id } = await r.json();
+    emu.facilitator!.switches.failSettle = true;
+    let stop: Response;
+    try {
+      stop = await fetch(`${s.gateway.url}/api/sandbox/${id}/stop`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${r.headers.get("x-tollgate-wallet-token")}` },
+      });
+    } finally {
+      emu.facilitator!.switches.failSettle = false;
+    }
+    expect(stop.status).toBe(200);
+    expect(stop.headers.get("x-tollgate-sale")).toBe("pending");
+    expect(decodePaymentResponseHeader(stop.headers.get("payment-response")!)).toMatchObject({
+      success: false,
+      errorReason: "facilitator_unavailable",
+    });
+    expect(await chain.balanceOf(buyer.address)).toBe(FUNDS);
+    // The facilitator is back: the sweep settles one minute (the time to the stop, not the ten signed), once.
+    let paid = 0n;
+    for (let i = 0; i < 60 && paid === 0n; i++) {
+      await new Promise((res) => setTimeout(res, 1000));
+      paid = FUNDS - (await chain.balanceOf(buyer.address));
+    }
+    expect(paid).toBe(PER_MINUTE);
+    const tenant = `wallet-${buyer.address.toLowerCase().slice(2)}`;
+    let book = await s.gateway.gateway.services.sales!.book.list(tenant);
+    for (let i = 0; i < 50 && book.length === 0; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      book = await s.gateway.gateway.services.sales!.book.list(tenant);
+    }
+    expect(book).toMatchObject([{ scheme: "upto", minutes: 1, amount: PER_MINUTE.toString() }]);
+    await new Promise((res) => setTimeout(res, 3000));
+    expect(FUNDS - (await chain.balanceOf(buyer.address))).toBe(PER_MINUTE);
+  }, 120_000);
 });
 
 describe("a time sale nobody stops", () => {
