@@ -125,10 +125,13 @@ describe("jobs sold by the credits they use (upto)", () => {
     const { jobId } = (await r.json()) as { jobId: string };
     // Nothing moved at the start: the maximum is only signed.
     expect(await chain.balanceOf(buyer.address)).toBe(FUNDS);
+    // While it runs, the wallet tenant's budget holds the job's reservation: 5 pages × 0.001.
+    const tenant = tenantOf(buyer.address);
+    const held = await s.gateway.gateway.services.stores.ledger.list({ tenant, resource: `job:${jobId}` });
+    expect(held).toMatchObject([{ state: "reserved", amount: "5000" }]);
     const token = r.headers.get("x-tollgate-wallet-token")!;
     const end = await readUntilEnd(s.gateway.url, `/api/crawl/${jobId}/status`, token);
     expect(end.status).toBe("completed");
-    const tenant = tenantOf(buyer.address);
     const book = await eventually(
       () => s.gateway.gateway.services.sales!.book.list(tenant),
       (b) => b.length > 0,
@@ -207,6 +210,25 @@ describe("jobs sold by the credits they use (upto)", () => {
     expect(await chain.balanceOf(buyer.address)).toBe(FUNDS);
     expect(await chain.balanceOf(s.wallet.address)).toBe(gatewayBefore);
     expect(await s.gateway.gateway.services.sales!.book.list(tenantOf(buyer.address))).toHaveLength(0);
+  }, 90_000);
+
+  it("a job still running when its window is over is settled then, for what its credits hold, before the authorization lapses", async () => {
+    const chain = emu.chain!;
+    const buyer = await uptoBuyer(emu);
+    // A page that answers after 20 s: the crawl is still running when the sweep is run as if the window were over.
+    const slow = { url: "http://web.emulator.test/slow?ms=20000", maxPages: 2, followLinks: false, ignoreSitemap: true };
+    const r = await buyer.pay(`${s.gateway.url}/api/crawl`, json(slow));
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-tollgate-sale-max")).toBe("4000");
+    const { jobId } = (await r.json()) as { jobId: string };
+    const jobs = s.gateway.gateway.services.sales!.jobs!;
+    expect(await jobs.settleDue()).toBe(0);
+    expect(await chain.balanceOf(buyer.address)).toBe(FUNDS);
+    // An hour and a bit later (the window is 60 minutes): the hold (2 pages × 0.001) × 2, the signed maximum.
+    expect(await jobs.settleDue(Date.now() + 61 * 60_000)).toBe(1);
+    expect(FUNDS - (await chain.balanceOf(buyer.address))).toBe(4000n);
+    expect(await jobs.pending(jobId)).toBeUndefined();
+    expect(await s.gateway.gateway.services.sales!.book.list(tenantOf(buyer.address))).toMatchObject([{ amount: "4000", job: jobId }]);
   }, 90_000);
 
   it("a job start beyond the wallet tenant's budget is refused before anything is kept or settled", async () => {
