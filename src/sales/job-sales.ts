@@ -18,6 +18,7 @@ import { TERMINAL } from "../payments/index.js";
 import type { GatewayServices } from "../services.js";
 import type { SalesBook } from "./book.js";
 import { marked } from "./price.js";
+import { WALLET_TENANT_PREFIX } from "./wallet-tenants.js";
 
 /** A job's pending sale is kept this long past its window (a sweep after a restart still finds it). */
 const KEEP_PAST_MS = 3600_000;
@@ -294,7 +295,10 @@ export function jobReadStep(jobs: JobSales): MiddlewareHandler<GatewayEnv> {
     const res = c.res;
     const id = c.req.param("id");
     if (!id || res.status < 200 || res.status >= 300 || !(res.headers.get("content-type") ?? "").includes("json")) return;
-    if (!(await jobs.pending(id))) return;
+    // Only a wallet tenant's jobs were sold: any other tenant's read costs no look-up.
+    const caller = c.get("caller");
+    const tenant = caller && "tenant" in caller ? caller.tenant?.id : undefined;
+    if (!tenant?.startsWith(WALLET_TENANT_PREFIX) || !(await jobs.pending(id))) return;
     const status = await res
       .clone()
       .json()

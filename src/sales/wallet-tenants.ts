@@ -14,7 +14,7 @@ import type { GatewayServices } from "../services.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { soldMinutes } from "./price.js";
 
-const WALLET_TENANT_PREFIX = "wallet-";
+export const WALLET_TENANT_PREFIX = "wallet-";
 
 /** The tenant id of a wallet: `wallet-` and its address in lowercase hex (no 0x). */
 const walletTenantId = (address: string) => `${WALLET_TENANT_PREFIX}${address.toLowerCase().replace(/^0x/, "")}`;
