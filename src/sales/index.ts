@@ -93,7 +93,7 @@ export function mountSales(
       if (start !== row.name && SOLD_ROWS[start] === "jobs") app.on(methodsOf(row), [row.path], jobReadStep(jobs));
     }
   // Over MCP (sales.mcp): keyless callers of /mcp are buyers of the sold tools (./mcp.ts); keyed ones go on to the row.
-  if (sales.mcp && Object.values(SOLD_TOOLS).some((cls) => sales.prices[cls])) {
+  if (sales.mcp && (Object.values(SOLD_TOOLS).some((cls) => sales.prices[cls]) || jobs)) {
     const pays = opts.walletAddress !== undefined || services.wallets?.any ? "x402" : "credits";
     app.on(["GET", "POST", "DELETE"], ["/mcp"], mcpStorefront(parts, pays));
   }

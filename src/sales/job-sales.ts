@@ -63,6 +63,7 @@ export interface PendingJob {
 const key = {
   pending: (id: string) => `sales:jobs:${id}`,
   claim: (id: string) => `sales:jobs:${id}:settling`,
+  receipt: (id: string) => `sales:jobs:${id}:receipt`,
   poll: (id: string) => `sales:jobs:${id}:poll`,
   slots: "sales:jobs:n",
   slot: (n: number) => `sales:jobs:slot:${n}`,
@@ -117,6 +118,12 @@ export class JobSales {
     return raw ? (JSON.parse(raw) as PendingJob) : undefined;
   }
 
+  /** The settlement of job `id`'s sale, once it settled (kept a day): what an MCP buyer's result carries. */
+  async receipt(id: string): Promise<SettleResponse | undefined> {
+    const raw = await this.parts.services.stores.kv.get(key.receipt(id));
+    return raw ? (JSON.parse(raw) as SettleResponse) : undefined;
+  }
+
   /**
    * Settles job `id`'s sale once across the fleet, when `status` shows the job ended (or its window is over): the
    * receipt, or undefined when there is nothing to settle (no pending sale, still running, or settled elsewhere).
@@ -145,6 +152,7 @@ export class JobSales {
         settled = { success: false, errorReason: "facilitator_unavailable", errorMessage, transaction: "", network };
       }
     }
+    await services.stores.kv.set(key.receipt(id), JSON.stringify(settled), 24 * 3600_000);
     await services.stores.kv.delete(key.pending(id));
     if (sale.slot !== undefined) await services.stores.kv.delete(key.slot(sale.slot));
     const fields = {

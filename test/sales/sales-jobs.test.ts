@@ -10,6 +10,10 @@ import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { createWalletClient, defineChain, erc20Abi, http, maxUint256, parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { PaymentRequired } from "@x402/core/types";
 import type { EmulatorHandle } from "../../emulator/index.js";
 import { startEmulator } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
@@ -87,7 +91,7 @@ describe("jobs sold by the credits they use (upto)", () => {
   let s: SellingStack;
   beforeAll(async () => {
     emu = await startEmulator({ modules: ["x402", "jobs"] });
-    s = await startSellingGateway(emu, { prices: PRICES });
+    s = await startSellingGateway(emu, { prices: PRICES, sales: { mcp: true } });
   }, 180_000);
   afterAll(async () => {
     await s?.close();
@@ -230,6 +234,42 @@ describe("jobs sold by the credits they use (upto)", () => {
     expect(await jobs.pending(jobId)).toBeUndefined();
     expect(await s.gateway.gateway.services.sales!.book.list(tenantOf(buyer.address))).toMatchObject([{ amount: "4000", job: jobId }]);
   }, 90_000);
+
+  it("over MCP: the crawl tool asks for an upto payment, is paid through _meta, and carries the receipt when the job ended", async () => {
+    const chain = emu.chain!;
+    const buyer = await uptoBuyer(emu);
+    const mcp = new Client({ name: "buyer", version: "1.0.0" });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${s.gateway.url}/mcp`)));
+    try {
+      const tools = (await mcp.listTools()).tools.map((t) => t.name);
+      expect(tools).toEqual(expect.arrayContaining(["scrape", "crawl", "extract", "agent_task"]));
+      const args = { url: ONE_PAGE_CRAWL.url, maxPages: 5, followLinks: false };
+      const first = (await mcp.callTool({ name: "crawl", arguments: args })) as CallToolResult;
+      expect(first.isError).toBe(true);
+      const required = first.structuredContent as unknown as PaymentRequired;
+      // The same maximum as over HTTP: 5 pages × 0.001 × 2.
+      expect(required.accepts).toMatchObject([{ scheme: "upto", amount: "10000" }]);
+      expect(await chain.balanceOf(buyer.address)).toBe(FUNDS);
+      const payment = await buyer.client.createPaymentPayload(required);
+      const paid = (await mcp.callTool({ name: "crawl", arguments: args, _meta: { "x402/payment": payment } })) as CallToolResult;
+      expect(paid.isError).toBeFalsy();
+      const job = JSON.parse((paid.content[0] as { text: string }).text) as { jobId: string; status: string };
+      expect(job.status).toBe("completed");
+      expect(paid._meta?.["tollgate/sale"]).toBe("charged");
+      const receipt = paid._meta?.["x402/payment-response"] as { amount: string; transaction: string };
+      // The sitemap is not ignored here: the crawl may visit more than its start page; charged what it crawled.
+      const book = await s.gateway.gateway.services.sales!.book.list(tenantOf(buyer.address));
+      expect(book).toMatchObject([{ job: job.jobId, amount: receipt.amount, transaction: receipt.transaction }]);
+      const entries = await s.gateway.gateway.services.stores.ledger.list({
+        tenant: tenantOf(buyer.address),
+        resource: `job:${job.jobId}`,
+      });
+      expect(BigInt(receipt.amount)).toBe(2n * BigInt(entries[0]!.amount));
+      expect(FUNDS - (await chain.balanceOf(buyer.address))).toBe(BigInt(receipt.amount));
+    } finally {
+      await mcp.close();
+    }
+  }, 120_000);
 
   it("a job start beyond the wallet tenant's budget is refused before anything is kept or settled", async () => {
     const buyer = await uptoBuyer(emu);
