@@ -6,13 +6,16 @@ import { agentPolicySchema, budgetSchema, quotaSchema, SCOPES } from "./tenant-s
 import { caip2, evmAddress, usdAmount } from "./fields.js";
 
 /** The route classes that can be sold, and the route-table rows each covers (src/sales/classes.ts). */
-export const SALE_CLASSES = ["search", "fetch", "session", "sandbox"] as const;
+export const SALE_CLASSES = ["search", "fetch", "session", "sandbox", "jobs"] as const;
 export type SaleClass = (typeof SALE_CLASSES)[number];
 
 /**
  * What one call of a class costs a buyer. A fixed `price`, or the upstream's cost of the call with a markup: the credit
  * price of the class (`[prices]`: webSearch, webFetch; sessionMinute or sandboxMinute times `minutes` for sessions and
- * sandboxes, which are sold by time), times 1 + markupPercent/100, never below `floor`.
+ * sandboxes, which are sold by time), times 1 + markupPercent/100, never below `floor`. Jobs (scrape, crawl, extract,
+ * agent tasks, web crawl and batch fetch) are always sold `upto`: the buyer signs the job's reservation (its pages or
+ * steps × their credit price) × the markup as a maximum, and is charged the credits the job used × the markup when it
+ * ends (at least `floor`; nothing when it failed).
  */
 export const salePriceSchema = z
   .strictObject({
@@ -32,7 +35,10 @@ export const salePriceSchema = z
      * Permit2; `exact` is offered beside it for clients without `upto`).
      */
     scheme: z.enum(["exact", "upto"], { error: 'expected "exact" or "upto"' }).default("exact"),
-    /** Sessions and sandboxes: the minutes one purchase buys (its timeout). */
+    /**
+     * Sessions and sandboxes: the minutes one purchase buys (its timeout). Jobs: how long a job is followed before it
+     * is settled anyway (default 60; the buyer's authorization outlives it by five minutes).
+     */
     minutes: z.number({ error: "expected a number of minutes" }).int().positive().max(1440).optional(),
   })
   .refine((p) => p.price === undefined || Number(p.price) > 0, { error: "expected a price above zero", path: ["price"] });
@@ -90,7 +96,7 @@ export const salesSchema = z.strictObject({
         [K in SaleClass]: z.ZodOptional<typeof salePriceSchema>;
       },
     )
-    .refine((p) => Object.values(p).some(Boolean), { error: "expected at least one priced class (search, fetch, session, sandbox)" })
+    .refine((p) => Object.values(p).some(Boolean), { error: "expected at least one priced class (search, fetch, session, sandbox, jobs)" })
     .superRefine((p, ctx) => {
       for (const cls of ["search", "fetch"] as const)
         if (p[cls]?.scheme === "upto")
@@ -99,6 +105,12 @@ export const salesSchema = z.strictObject({
             path: [cls, "scheme"],
             message: `"upto" sells by time: expected "exact" for ${cls} (sessions and sandboxes may be "upto")`,
           });
+      if (p.jobs?.price !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["jobs", "price"],
+          message: "jobs are charged for the credits they use: expected markupPercent and floor, not a fixed price",
+        });
     }),
   /** The tenant a wallet buyer gets on its first purchase. */
   buyer: buyerTemplateSchema,

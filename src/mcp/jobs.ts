@@ -36,6 +36,18 @@ export async function startAndWait(call: GatewayCall, extra: ToolExtra, path: st
   const started = await call.json("POST", path, body);
   const id = String(started.jobId ?? started.id ?? "");
   if (!id) throw new ToolRefusal(502, "upstream_bad_response", "The job was started without an id.");
+  return waitForJob(call, extra, path, id, started, waitSeconds);
+}
+
+/** Waits for the job `id` started at `path` (its start answer `started`), as startAndWait does once it started it. */
+export async function waitForJob(
+  call: GatewayCall,
+  extra: ToolExtra,
+  path: string,
+  id: string,
+  started: Json,
+  waitSeconds: number,
+): Promise<Json> {
   const token = extra._meta?.progressToken;
   const deadline = Date.now() + waitSeconds * 1000;
   let status = String(started.status ?? "pending");

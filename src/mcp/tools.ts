@@ -154,14 +154,60 @@ export function webTools(t: Pick<ToolContext, "call" | "pays" | "log">): Record<
   };
 }
 
+/** A job tool: its description and arguments, and the start row it sends them to (path and body). */
+export interface JobTool {
+  config: ToolDefinition["config"];
+  path: (a: Json) => string;
+  body: (a: Json) => Json;
+}
+
+/**
+ * The job tools (start a job through its row and wait for it): `scrape`, `crawl`, `extract` (the `jobs` scope) and
+ * `agent_task` (`agents`). Also what the sales storefront sells (src/sales/mcp-jobs.ts), with the same schemas.
+ */
+export function jobTools(): Record<"scrape" | "crawl" | "extract" | "agent_task", JobTool> {
+  return {
+    scrape: {
+      config: {
+        description: "Scrapes one page in a real browser and waits for it: markdown, HTML, links or a screenshot (scrapeOptions.formats).",
+        inputSchema: args(scrapeArgs),
+      },
+      path: () => "/api/scrape",
+      body: jobBody,
+    },
+    crawl: {
+      config: {
+        description:
+          "Crawls a site from a URL, following links up to maxPages pages, and waits for it; progress notifications report the job's status while it runs. Credits are reserved for maxPages and settled for the pages crawled.",
+        inputSchema: args(crawlArgs),
+      },
+      path: () => "/api/crawl",
+      body: jobBody,
+    },
+    extract: {
+      config: {
+        description: "Extracts structured data from pages with a prompt and/or a JSON schema, and waits for it.",
+        inputSchema: args(extractArgs),
+      },
+      path: () => "/api/extract",
+      body: extractBody,
+    },
+    agent_task: {
+      config: {
+        description:
+          "Runs a browser agent on a task and waits for it (progress notifications while it runs). Credits are reserved for maxSteps and settled for the steps taken.",
+        inputSchema: args(taskArgs),
+      },
+      path: (a) => `/api/task/${String(a.agent ?? "browser-use")}`,
+      body: jobBody,
+    },
+  };
+}
+
 export function registerTools(server: McpServer, t: ToolContext): void {
   const { call } = t;
   const has = (s: McpScope) => t.scopes.includes(s);
   const guarded = guardedBy(t.log);
-  const job = (path: string) =>
-    guarded<{ wait?: number } & Json>((a, extra) => {
-      return startAndWait(call, extra, path, jobBody(a), a.wait ?? WAIT_DEFAULT_S);
-    });
 
   server.registerTool(
     "budget",
@@ -175,45 +221,12 @@ export function registerTools(server: McpServer, t: ToolContext): void {
 
   if (has("search")) for (const [name, tool] of Object.entries(webTools(t))) server.registerTool(name, tool.config, tool.handler);
 
-  if (has("jobs")) {
-    server.registerTool(
-      "scrape",
-      {
-        description: "Scrapes one page in a real browser and waits for it: markdown, HTML, links or a screenshot (scrapeOptions.formats).",
-        inputSchema: args(scrapeArgs),
-      },
-      job("/api/scrape"),
-    );
-    server.registerTool(
-      "crawl",
-      {
-        description:
-          "Crawls a site from a URL, following links up to maxPages pages, and waits for it; progress notifications report the job's status while it runs. Credits are reserved for maxPages and settled for the pages crawled.",
-        inputSchema: args(crawlArgs),
-      },
-      job("/api/crawl"),
-    );
-    server.registerTool(
-      "extract",
-      {
-        description: "Extracts structured data from pages with a prompt and/or a JSON schema, and waits for it.",
-        inputSchema: args(extractArgs),
-      },
-      guarded<{ wait?: number } & Json>((a, extra) => startAndWait(call, extra, "/api/extract", extractBody(a), a.wait ?? WAIT_DEFAULT_S)),
-    );
-  }
-
-  if (has("agents")) {
-    server.registerTool(
-      "agent_task",
-      {
-        description:
-          "Runs a browser agent on a task and waits for it (progress notifications while it runs). Credits are reserved for maxSteps and settled for the steps taken.",
-        inputSchema: args(taskArgs),
-      },
-      guarded((a, extra) => startAndWait(call, extra, `/api/task/${a.agent}`, jobBody(a), a.wait ?? WAIT_DEFAULT_S)),
-    );
-  }
+  const jobs = jobTools();
+  const job = (tool: JobTool) =>
+    guarded<{ wait?: number } & Json>((a, extra) => startAndWait(call, extra, tool.path(a), tool.body(a), a.wait ?? WAIT_DEFAULT_S));
+  if (has("jobs"))
+    for (const name of ["scrape", "crawl", "extract"] as const) server.registerTool(name, jobs[name].config, job(jobs[name]));
+  if (has("agents")) server.registerTool("agent_task", jobs.agent_task.config, job(jobs.agent_task));
 
   if (has("jobs") || has("agents")) {
     const families = [...(has("jobs") ? ["scrape", "crawl", "extract"] : []), ...(has("agents") ? AGENTS.map((a) => `task/${a}`) : [])];

@@ -76,6 +76,8 @@ export class PaymentReconciler {
       return undefined;
     });
     if (due) report.salesDue = due;
+    // Jobs sold to wallets (src/sales/job-sales.ts): each pending one followed once more, settled if it ended.
+    await this.services.sales?.jobs?.settleDue(now).catch((err) => logger.error("job sales sweep failed", { error: String(err) }));
     // The inbound side of the books (what wallet buyers paid the gateway), in the same pass.
     const inbound = await this.services.sales?.inbound.runOnce().catch((err) => {
       logger.error("inbound reconciliation failed; will retry", { error: String(err) });

@@ -27,6 +27,8 @@ export interface SaleRecord {
   scheme?: "upto";
   /** A metered session or sandbox: the minutes settled. */
   minutes?: number;
+  /** A sold job: the upstream's job id (settled for the credits it used). */
+  job?: string;
 }
 
 /** How many sales of a tenant a listing reads back (the newest). */

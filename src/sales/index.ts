@@ -17,6 +17,7 @@ import { offerFor } from "./offer.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { MeteredSales, meteredStopStep, STOP_ROWS, UptoFacilitators } from "./metered.js";
 import { DueSweep, sweepBeside } from "./due.js";
+import { JobSales, jobReadStep } from "./job-sales.js";
 
 export { salesHandlers } from "./report.js";
 
@@ -36,6 +37,8 @@ export interface SalesMount {
   due: DueSweep;
   /** The `upto` facilitators' addresses per network (what a time offer names). */
   upto: UptoFacilitators;
+  /** Jobs sold by the credits they use, pending until they end; `settleDue` is the sweep (the reconciler's pass runs it). */
+  jobs?: JobSales;
 }
 
 /**
@@ -64,6 +67,14 @@ export function mountSales(
   const upto = new UptoFacilitators(facilitator);
   const wallets = new WalletTenants(services, sales, opts.secret);
   const siwx = new SiwxGate(services, sales, wallets, opts.secret);
+  // The gateway calling itself (a bought resource stopped when its sale could not be settled: ./unwind.ts; a sold
+  // job's status followed until it ends: ./job-sales.ts).
+  const self = (req: Request, env: unknown) => Promise.resolve(app.fetch(req, env));
+  // Jobs are sold for the credits the meter bills them: only with credits on.
+  const jobs =
+    sales.prices.jobs && services.config.credits.enabled
+      ? new JobSales({ services, price: sales.prices.jobs, facilitator, book, self })
+      : undefined;
   const parts = {
     services,
     sales,
@@ -74,18 +85,24 @@ export function mountSales(
     siwx,
     wallets,
     book,
-    // The gateway calling itself (a bought resource stopped when its sale could not be settled: ./unwind.ts).
-    self: (req: Request, env: unknown) => Promise.resolve(app.fetch(req, env)),
+    self,
+    jobs,
   };
   const rows: string[] = [];
   for (const row of ROUTES) {
     const cls = SOLD_ROWS[row.name];
-    if (!cls || !sales.prices[cls]) continue;
+    if (!cls || !sales.prices[cls] || (cls === "jobs" && !jobs)) continue;
     app.on(methodsOf(row), [row.path], sellStep(parts, cls, row.name));
     rows.push(row.name);
   }
+  // A sold job settles when a read of it (get, status) shows it ended.
+  if (jobs)
+    for (const row of ROUTES) {
+      const start = row.name.replace(/\.(get|status)$/, ".start");
+      if (start !== row.name && SOLD_ROWS[start] === "jobs") app.on(methodsOf(row), [row.path], jobReadStep(jobs));
+    }
   // Over MCP (sales.mcp): keyless callers of /mcp are buyers of the sold tools (./mcp.ts); keyed ones go on to the row.
-  if (sales.mcp && Object.values(SOLD_TOOLS).some((cls) => sales.prices[cls])) {
+  if (sales.mcp && (Object.values(SOLD_TOOLS).some((cls) => sales.prices[cls]) || jobs)) {
     const pays = opts.walletAddress !== undefined || services.wallets?.any ? "x402" : "credits";
     app.on(["GET", "POST", "DELETE"], ["/mcp"], mcpStorefront(parts, pays));
   }
@@ -104,5 +121,5 @@ export function mountSales(
       offerFor(services.config, sales, kind, `${publicOriginOf(c, services)}${new URL(c.req.url).pathname}`, payTo);
     app.on(methodsOf(row), [row.path], siwxStep(siwx, offerOf));
   }
-  return { book, rows, payTo, inbound: new InboundReconciler(services, book), metered, upto, due };
+  return { book, rows, payTo, inbound: new InboundReconciler(services, book), metered, upto, due, jobs };
 }

@@ -21,7 +21,8 @@ import { MCP_SCOPES, type McpScope } from "../identity/tokens.js";
 import { errorResult, GatewayCall } from "../mcp/call.js";
 import type { ToolExtra } from "../mcp/jobs.js";
 import { answerStateless, isStateless } from "../mcp/stateless.js";
-import { webTools } from "../mcp/tools.js";
+import { jobTools, webTools } from "../mcp/tools.js";
+import { type AskForPayment, soldJobTool } from "./mcp-jobs.js";
 import { atomicToUsd } from "../payments/index.js";
 import { jsonValue } from "../routing/json-body.js";
 import { publicOriginOf } from "../web/public-origin.js";
@@ -237,6 +238,23 @@ export function mcpStorefront(parts: SellParts, pays: "x402" | "credits"): Middl
         { ...tool.config, description: `${tool.config.description} Sold: $${price} a call, paid with x402 (_meta["${PAYMENT_META}"]).` },
         paidTool(c, name, cls) as never,
       );
+    }
+    // Jobs sold by the credits they use (./mcp-jobs.ts): the job tools of the scopes a buyer gets.
+    if (parts.jobs) {
+      const askJob: AskForPayment = (offer, extra, error, m) => {
+        const { bazaar: _http, ...extensions } = paymentRequired(offer, error).extensions ?? {};
+        return askForPayment({ ...paymentRequired(offer, error), extensions }, declaresExtension(extra._meta as Meta), m);
+      };
+      const markup = sales.prices.jobs?.markupPercent ?? 0;
+      for (const [name, tool] of Object.entries(jobTools()))
+        server.registerTool(
+          name,
+          {
+            ...tool.config,
+            description: `${tool.config.description} Sold: the credits it uses + ${markup} %, paid with x402 upto (_meta["${PAYMENT_META}"]) when it ends.`,
+          },
+          soldJobTool(parts, c, name, tool, askJob) as never,
+        );
     }
     if (isStateless(c, message))
       return answerStateless(c, message, server, {

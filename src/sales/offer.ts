@@ -8,7 +8,8 @@ import type { SaleAsset, SaleClass, SalesConfig } from "../../config/sales-schem
 import type { TollgateConfig } from "../../config/schema.js";
 import { CLASS_DESCRIPTION } from "./classes.js";
 import { UPTO_SLACK_SECONDS } from "./metered.js";
-import { inAssetUnits, priceOf, soldMinutes } from "./price.js";
+import { inAssetUnits, marked, priceOf, soldMinutes } from "./price.js";
+import { jobMinutes } from "./job-offer.js";
 
 const PAYMENT_IDENTIFIER = "payment-identifier";
 /** The Bazaar discovery extension's key (x402 v2 `extensions.bazaar`: how to call the resource, for catalogs). */
@@ -22,6 +23,18 @@ const CLASS_INPUT: Record<SaleClass, { body: Record<string, unknown>; schema: Re
   },
   fetch: { body: { url: "https://example.com/" }, schema: { type: "object", properties: { url: { type: "string" } }, required: ["url"] } },
   session: { body: {}, schema: { type: "object", properties: { timeoutMinutes: { type: "integer" } } } },
+  jobs: {
+    body: { url: "https://example.com/" },
+    schema: {
+      type: "object",
+      properties: {
+        url: { type: "string" },
+        urls: { type: "array", items: { type: "string" } },
+        maxPages: { type: "integer" },
+        task: { type: "string" },
+      },
+    },
+  },
   sandbox: {
     body: { imageName: "node" },
     schema: { type: "object", properties: { imageName: { type: "string" }, timeoutMinutes: { type: "integer" } } },
@@ -76,12 +89,16 @@ export function offerFor(
   url: string,
   payTo: `0x${string}`,
   uptoFacilitators: Record<string, `0x${string}`> = {},
+  jobCostMicroUsd = 0n,
 ): Offer {
   const price = sales.prices[cls]!;
-  const priceMicroUsd = priceOf(config, cls, price);
+  // A job is offered `upto` only, its maximum the request's reservation × the markup (`jobCostMicroUsd`: ./job-offer.ts).
+  const jobs = cls === "jobs";
+  const priceMicroUsd = jobs ? marked(jobCostMicroUsd, price) : priceOf(config, cls, price);
   const description = CLASS_DESCRIPTION[cls];
+  const minutes = jobs ? jobMinutes(price.minutes) : soldMinutes(config, price);
   const upto =
-    price.scheme === "upto" && (cls === "session" || cls === "sandbox")
+    jobs || (price.scheme === "upto" && (cls === "session" || cls === "sandbox"))
       ? sales.accept
           .filter((a) => uptoFacilitators[a.network])
           .map(
@@ -91,12 +108,12 @@ export function offerFor(
               amount: inAssetUnits(priceMicroUsd, a).toString(),
               asset: a.asset,
               payTo,
-              maxTimeoutSeconds: soldMinutes(config, price) * 60 + UPTO_SLACK_SECONDS,
+              maxTimeoutSeconds: minutes * 60 + UPTO_SLACK_SECONDS,
               extra: { name: a.name, version: a.version, assetTransferMethod: "permit2", facilitatorAddress: uptoFacilitators[a.network] },
             }),
           )
       : [];
-  const exact = sales.accept.map(
+  const exact = (jobs ? [] : sales.accept).map(
     (a): PaymentRequirements => ({
       scheme: "exact",
       network: a.network as PaymentRequirements["network"],
@@ -108,7 +125,7 @@ export function offerFor(
     }),
   );
   const v2 = [...upto, ...exact];
-  const v1 = sales.accept
+  const v1 = (jobs ? [] : sales.accept)
     .filter((a): a is SaleAsset & { v1Network: string } => a.v1Network !== undefined)
     .map(
       (a): PaymentRequirementsV1 => ({

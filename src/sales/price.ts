@@ -22,18 +22,25 @@ function upstreamCost(config: TollgateConfig, cls: SaleClass, price: SalePrice):
       return usdToAtomic(p.sessionMinute) * BigInt(soldMinutes(config, price));
     case "sandbox":
       return usdToAtomic(p.sandboxMinute) * BigInt(soldMinutes(config, price));
+    case "jobs":
+      // A job's cost depends on its request (pages, steps): ./job-offer.ts prices each one with `marked`.
+      return 0n;
   }
 }
 
 /** The price of one call of `cls` in micro-USD: fixed, or cost × (1 + markup), at least the floor; rounded up. */
 export function priceOf(config: TollgateConfig, cls: SaleClass, price: SalePrice): bigint {
   if (price.price !== undefined) return usdToAtomic(price.price);
-  const cost = upstreamCost(config, cls, price);
+  return marked(upstreamCost(config, cls, price), price);
+}
+
+/** `cost` (micro-USD) × (1 + markup), rounded up, at least the floor. */
+export function marked(cost: bigint, price: SalePrice): bigint {
   // markupPercent has at most two useful decimals: basis points keep the arithmetic in integers.
   const bps = BigInt(Math.round(price.markupPercent * 100));
-  const marked = (cost * (10_000n + bps) + 9_999n) / 10_000n;
+  const withMarkup = (cost * (10_000n + bps) + 9_999n) / 10_000n;
   const floor = usdToAtomic(price.floor);
-  return marked > floor ? marked : floor;
+  return withMarkup > floor ? withMarkup : floor;
 }
 
 /** micro-USD in the asset's atomic units (a USD stablecoin: 1 unit = 1 USD), rounded up. */

@@ -14,6 +14,7 @@ import { ROUTES } from "../routing/table.js";
 import { publicOriginOf } from "../web/public-origin.js";
 import { SOLD_ROWS } from "./classes.js";
 import { bazaarExtension, offerFor } from "./offer.js";
+import { JOB_ROWS, jobMaxCost } from "./job-offer.js";
 import { buyerSummaries } from "./buyers.js";
 
 type ChainCheck = "matched" | "missing" | "mismatch" | "no_rpc";
@@ -52,10 +53,13 @@ export function salesHandlers(services: GatewayServices): Handlers {
       if (!sold || !sales) return c.json({ x402Version: 2, items: [] });
       const origin = publicOriginOf(c, services);
       // The `upto` offers of what is sold by time name the facilitator (asked once, as the 402s do).
-      const upto = Object.values(sales.prices).some((p) => p?.scheme === "upto") ? await sold.upto.byNetwork() : {};
+      const upto = Object.values(sales.prices).some((p) => p?.scheme === "upto") || sold.jobs ? await sold.upto.byNetwork() : {};
       const items = ROUTES.filter((r) => sold.rows.includes(r.name)).map((r) => {
         const cls = SOLD_ROWS[r.name]!;
-        const offer = offerFor(services.config, sales, cls, `${origin}${r.path}`, sold.payTo, upto);
+        // A job's maximum as its request asks: listed for the row's defaults (an empty body).
+        const job = JOB_ROWS.get(r.name);
+        const jobCost = job ? jobMaxCost(services.config, job, {}) : 0n;
+        const offer = offerFor(services.config, sales, cls, `${origin}${r.path}`, sold.payTo, upto, jobCost);
         return {
           resource: offer.resource.url,
           type: "http",

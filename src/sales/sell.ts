@@ -26,6 +26,9 @@ import type { MeteredSales, UptoFacilitators } from "./metered.js";
 import type { SiwxGate } from "./siwx.js";
 import { perMinuteOf, soldMinutes } from "./price.js";
 import { usdToAtomic } from "../payments/index.js";
+import type { JobSales } from "./job-sales.js";
+import { openJobSale } from "./job-open.js";
+import { requestMaxCost } from "./job-offer.js";
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
@@ -49,6 +52,8 @@ export interface SellParts {
   upto: UptoFacilitators;
   metered: MeteredSales;
   siwx: SiwxGate;
+  /** Jobs sold by the credits they use, pending until they end (./job-sales.ts); absent when jobs are not sold. */
+  jobs?: JobSales;
 }
 
 type AnyPayload = PaymentPayload | PaymentPayloadV1;
@@ -62,8 +67,10 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
   const byTime = price.scheme === "upto" && (cls === "session" || cls === "sandbox");
   const offerOf = async (c: Context<GatewayEnv>): Promise<Offer> => {
     const origin = publicOriginOf(c, services);
-    const upto = byTime ? await parts.upto.byNetwork() : {};
-    return offerFor(services.config, sales, cls, `${origin}${new URL(c.req.url).pathname}`, payTo, upto);
+    const upto = byTime || cls === "jobs" ? await parts.upto.byNetwork() : {};
+    // A job's maximum is its request's reservation (./job-offer.ts).
+    const jobCost = cls === "jobs" ? await requestMaxCost(services, c, rowName) : 0n;
+    return offerFor(services.config, sales, cls, `${origin}${new URL(c.req.url).pathname}`, payTo, upto, jobCost);
   };
 
   /** 402 with the offer: PAYMENT-REQUIRED (v2) and the v1 body, `{message, code}` beside it. */
@@ -159,6 +166,7 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
     }
     c.set("soldCaller", caller);
     c.get("logFields").tenant = caller.tenant.id;
+    const began = services.now();
     try {
       await next();
     } catch (err) {
@@ -177,7 +185,19 @@ export function sellStep(parts: SellParts, cls: SaleClass, rowName: string): Mid
     // Sold by time (`upto`): nothing is settled now; the sale settles for the minutes used at the stop or the window's
     // end (./metered.ts). Without an id to follow, it settles the whole window now, like `exact`.
     const meteredId = (requirements as PaymentRequirements).scheme === "upto" ? createdId(cls, body) : undefined;
-    if (meteredId !== undefined) {
+    if (meteredId !== undefined && cls === "jobs" && parts.jobs)
+      await openJobSale(parts.jobs, c, {
+        id: meteredId,
+        row: rowName,
+        tenant: caller.tenant.id,
+        payer,
+        payTo,
+        payload: payload as PaymentPayload,
+        requirements: requirements as PaymentRequirements,
+        paymentId: id,
+        since: began,
+      });
+    else if (meteredId !== undefined) {
       const asset = sales.accept.find((a) => a.network === requirements.network && same(a.asset, requirements.asset))!;
       await parts.metered.open({
         kind: cls as "session" | "sandbox",

@@ -17,11 +17,12 @@ const STOP_PATH: Readonly<Record<string, (id: string) => string>> = {
 /** How the gateway sends a request to itself (its Hono app's fetch, with the entry's bindings). */
 export type SelfFetch = (req: Request) => Promise<Response>;
 
-/** The id of what a creation answer names (`{ id }`), when the sold class creates something. */
+/** The id of what a creation answer names (`{ id }`; a job's `{ jobId }`), when the sold class creates something. */
 export function createdId(cls: SaleClass, body: ArrayBuffer): string | undefined {
-  if (cls !== "sandbox" && cls !== "session") return undefined;
+  if (cls !== "sandbox" && cls !== "session" && cls !== "jobs") return undefined;
   try {
-    const id = (JSON.parse(new TextDecoder().decode(body)) as { id?: unknown }).id;
+    const answer = JSON.parse(new TextDecoder().decode(body)) as { id?: unknown; jobId?: unknown };
+    const id = cls === "jobs" ? answer.jobId : answer.id;
     return typeof id === "string" && id.length > 0 ? id : undefined;
   } catch {
     return undefined;

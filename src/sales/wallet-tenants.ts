@@ -14,7 +14,7 @@ import type { GatewayServices } from "../services.js";
 import { audit } from "../operators/actions/tenant-changes.js";
 import { soldMinutes } from "./price.js";
 
-const WALLET_TENANT_PREFIX = "wallet-";
+export const WALLET_TENANT_PREFIX = "wallet-";
 
 /** The tenant id of a wallet: `wallet-` and its address in lowercase hex (no 0x). */
 const walletTenantId = (address: string) => `${WALLET_TENANT_PREFIX}${address.toLowerCase().replace(/^0x/, "")}`;
@@ -53,9 +53,11 @@ export class WalletTenants {
       .map((p) => soldMinutes(this.services.config, p));
     const quotas = { ...b.quotas };
     if (minutes.length && quotas.maxTimeoutMinutes === undefined) quotas.maxTimeoutMinutes = Math.max(...minutes);
+    // Jobs sold: the buyer may start them (scrape, crawl, extract: `jobs`; agent tasks: `agents`).
+    const scopes = this.sales.prices.jobs ? [...new Set([...b.scopes, "jobs" as const, "agents" as const])] : b.scopes;
     return tenantSchema.parse({
       id,
-      scopes: b.scopes,
+      scopes,
       budget: b.budget,
       quotas,
       ...(b.policy ? { policy: b.policy } : {}),
