@@ -688,9 +688,10 @@ try {
   for (const s of scenarios) {
     if (!WANTED.includes(s.id) && !WANTED.includes(s.name)) continue;
     // Rounds alternate the contenders (A B A B …), so a burst of load elsewhere on the machine hits them alike.
+    const chosen = s.contenders.filter((c) => !PROXIES || PROXIES.includes(c.proxy));
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const c of s.contenders) {
-        if (PROXIES && !PROXIES.includes(c.proxy)) continue;
+      // Each round starts one contender further on (A B C, B C A, C A B…): none always runs right after the same one.
+      for (const c of chosen.map((_, i) => chosen[(i + round - 1) % chosen.length]!)) {
         const m = await measure(c.load, c.pid, c.tree, c.tree ? "" : `${s.id}-${c.proxy}-${round}`);
         results.push({ scenario: s.name, proxy: c.proxy, round, m });
         console.log(
