@@ -191,15 +191,14 @@ export function directRelay(dispatcher: Dispatcher): DirectRelay {
 
 type Fetch<E> = (req: Request, env: E) => Response | Promise<Response>;
 
-/** Whether an answer has no headers, read without building them (node-server's Response; set on the first answer, once `serve` runs). */
-let headerless: ((res: Response) => boolean) | undefined;
-
 /**
  * Wraps the server's fetch: when the chain's final answer is a directly relayed one, writes its status and headers
  * (the upstream's relayable ones plus whatever the chain added) and hands the client to the exchange for the body. A relayed
  * answer the chain replaced (an error after the handler) is dropped, and the replacement is sent as usual.
  */
 export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
+  /** Whether an answer has no headers, read without building them (node-server's Response: known once `serve` runs). */
+  let headerless: ((res: Response) => boolean) | undefined;
   return async (req, env) => {
     const outgoing = (env as NodeClient | undefined)?.outgoing as (ServerResponse & { [WRAPPED]?: true }) | undefined;
     if (outgoing && typeof outgoing.writeHead === "function") outgoing[WRAPPED] = true;
