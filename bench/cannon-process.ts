@@ -2,6 +2,7 @@
 // event loop. Reads a JSON job from argv[2]: warm-up, then the measured run bracketed by the CPU ticks (utime+stime
 // from /proc/<pid>/stat) of the proxy's processes. Prints one JSON line with req/s, latencies and CPU.
 import autocannon from "autocannon";
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 interface Job {
@@ -19,6 +20,8 @@ interface Job {
   tree?: boolean;
   /** Requests per second over all connections (autocannon's overallRate); unset: as fast as the proxy answers. */
   rate?: number;
+  /** A file for `strace -c -f` of the first pid over the measured window (BENCH_STRACE): its syscalls, counted. */
+  strace?: string;
 }
 
 const job = JSON.parse(process.argv[2]!) as Job;
@@ -54,9 +57,19 @@ if (job.warmupSeconds > 0) {
     (served < (job.warmupRequests ?? 0) && Date.now() - started < job.warmupSeconds * 2000)
   );
 }
+// BENCH_STRACE: strace attached after the warm-up (it slows the process, so the CPU figure of such a run is not one to read).
+const tracer = job.strace
+  ? spawn("strace", ["-c", "-f", "-o", job.strace, "-p", String(job.pids[0])], { stdio: ["ignore", "ignore", "pipe"] })
+  : undefined;
+if (tracer) await new Promise<void>((resolve) => tracer.stderr!.once("data", () => resolve())); // "strace: Process … attached"
 const before = cpuTicks();
 const r = await autocannon({ ...opts, duration: job.seconds, ...(job.rate ? { overallRate: job.rate } : {}) });
 const after = cpuTicks();
+if (tracer) {
+  const exited = new Promise((resolve) => tracer.once("exit", resolve));
+  tracer.kill("SIGINT");
+  await exited;
+}
 process.stdout.write(
   JSON.stringify({
     rps: r.requests.average,

@@ -65,6 +65,30 @@ const FLOOR_BURN = Number(process.env.BENCH_FLOOR_BURN ?? 0);
 const NICE = Number(process.env.BENCH_NICE ?? -10);
 /** Warm-up goes on (1 s rounds, at most BENCH_WARMUP_SECONDS × 2) until this many requests: V8 optimises by call counts. */
 const WARMUP_REQUESTS = Number(process.env.BENCH_WARMUP_REQUESTS ?? 3000);
+/**
+ * BENCH_STRACE=<dir>: `strace -c -f` of each node proxy over its measured window (after the warm-up), printed as
+ * syscalls per request (its files kept in <dir>). strace slows the traced process: read the counts, not that run's CPU.
+ */
+const STRACE_DIR = process.env.BENCH_STRACE;
+if (STRACE_DIR) mkdirSync(STRACE_DIR, { recursive: true });
+
+/** strace -c's table as calls per request, the most frequent first. */
+function printSyscalls(file: string, requests: number, label: string): void {
+  const rows = readFileSync(file, "utf8")
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => f.length >= 5 && /^\d/.test(f[0]!) && f.at(-1) !== "total")
+    .map((f) => ({ name: f.at(-1)!, calls: Number(f[3]) }))
+    .sort((a, b) => b.calls - a.calls);
+  const all = rows.reduce((n, r) => n + r.calls, 0);
+  const per = (n: number) => (n / requests).toFixed(2);
+  console.log(
+    `syscalls/request ${label}: ${per(all)} (${rows
+      .filter((r) => r.calls / requests >= 0.01)
+      .map((r) => `${r.name} ${per(r.calls)}`)
+      .join(", ")}; ${requests} requests)`,
+  );
+}
 const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 
@@ -241,8 +265,10 @@ interface Measured {
 }
 
 /** autocannon in its own process, with the proxy's CPU read over the measured window. */
-async function measure(load: Load, pid: number, tree = false): Promise<Measured> {
+async function measure(load: Load, pid: number, tree = false, label = ""): Promise<Measured> {
+  const strace = STRACE_DIR && label ? join(STRACE_DIR, `${label.replace(/[^\w.-]+/g, "_")}.strace`) : undefined;
   const job = {
+    strace,
     ...load,
     connections: CONNECTIONS,
     seconds: SECONDS,
@@ -260,6 +286,7 @@ async function measure(load: Load, pid: number, tree = false): Promise<Measured>
   const status = await new Promise<number | null>((r) => child.once("exit", r));
   if (status !== 0) throw new Error(`load run failed (${status})`);
   const j = JSON.parse(out.trim().split("\n").pop()!);
+  if (strace) printSyscalls(strace, j.total, label);
   return {
     rps: j.rps,
     p50: j.p50,
@@ -661,10 +688,11 @@ try {
   for (const s of scenarios) {
     if (!WANTED.includes(s.id) && !WANTED.includes(s.name)) continue;
     // Rounds alternate the contenders (A B A B …), so a burst of load elsewhere on the machine hits them alike.
+    const chosen = s.contenders.filter((c) => !PROXIES || PROXIES.includes(c.proxy));
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const c of s.contenders) {
-        if (PROXIES && !PROXIES.includes(c.proxy)) continue;
-        const m = await measure(c.load, c.pid, c.tree);
+      // Each round starts one contender further on (A B C, B C A, C A B…): none always runs right after the same one.
+      for (const c of chosen.map((_, i) => chosen[(i + round - 1) % chosen.length]!)) {
+        const m = await measure(c.load, c.pid, c.tree, c.tree ? "" : `${s.id}-${c.proxy}-${round}`);
         results.push({ scenario: s.name, proxy: c.proxy, round, m });
         console.log(
           `| (${s.id}) ${s.name} | ${c.proxy}${ROUNDS > 1 ? ` #${round}` : ""} | ${Math.round(m.rps)} | ${m.p50} | ${m.p99} | ${m.cpuUsPerReq.toFixed(0)} | ${m.bad} |`,

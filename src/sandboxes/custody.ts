@@ -100,14 +100,23 @@ export class RuntimeCustody {
 
   async peek(id: string): Promise<RuntimeCredential | undefined> {
     const now = this.services.now();
+    return this.kept(id, now) ?? this.readShared(id, now);
+  }
+
+  /**
+   * The credential this instance keeps for `id` when it may be used without a read of the shared store (the hot
+   * path: no promise, no await), else undefined (peek reads the store).
+   */
+  private kept(id: string, now: number): RuntimeCredential | undefined {
     const seen = this.parsed.get(id);
+    if (!seen) return undefined;
     // Read from the shared store at most once a second per sandbox on the hot path (a Redis or Durable Object round
     // trip); a credential this instance keeps, renews or forgets is seen at once.
-    if (seen && now - seen.at < SHARED_READ_FRESH_MS) return { ...seen.cred };
+    if (now - seen.at < SHARED_READ_FRESH_MS) return { ...seen.cred };
     // Older, but not due for renewal: used now and read again behind the call (a runtime call waits for no state). A
     // credential another instance renewed meanwhile leaves this one valid to its expiry; one forgotten (the sandbox
     // ended) makes the upstream refuse the call, as it would have.
-    if (seen && now - seen.at < UNCHANGED_KEPT_MS && !needsRenewal(seen.cred, now)) {
+    if (now - seen.at < UNCHANGED_KEPT_MS && !needsRenewal(seen.cred, now)) {
       if (!this.rereading.has(id) || now - this.rereading.get(id)! > UNCHANGED_KEPT_MS) {
         if (this.rereading.size >= 10_000) this.rereading.clear();
         this.rereading.set(id, now);
@@ -118,7 +127,17 @@ export class RuntimeCustody {
       }
       return { ...seen.cred };
     }
-    return this.readShared(id, now);
+    return undefined;
+  }
+
+  /**
+   * A usable credential this instance keeps, not due for renewal, returned as it is (no promise): what `current` would
+   * resolve to without a state read; undefined when `current` has work to do.
+   */
+  usableNow(id: string): RuntimeCredential | undefined {
+    const now = this.services.now();
+    const cred = this.kept(id, now);
+    return cred && !needsRenewal(cred, now) ? cred : undefined;
   }
 
   /** The credential the shared store holds now (remembered for the next calls). */

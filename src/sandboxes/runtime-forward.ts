@@ -81,7 +81,8 @@ export class RuntimeForwarder {
     replayable: boolean,
     read: boolean | undefined,
   ): Promise<Response> {
-    let cred = await this.custody.current(c, call.sandboxId);
+    // The kept credential needs no await (a promise and its ticks per call); a state read or renewal does.
+    let cred = this.custody.usableNow(call.sandboxId) ?? (await this.custody.current(c, call.sandboxId));
     let res = await this.send(c, cred, call, body, read);
     if (res.status === 401 && replayable) {
       await this.services.upstream.discard(c, res);

@@ -24,6 +24,7 @@ import { splitRequestUrl } from "../../web/request-url.js";
 import { deferResponseHeaders } from "../../web/response-headers.js";
 import { Exchange } from "./relay-exchange.js";
 import { turnEnd } from "./turn-writes.js";
+import { headerlessCheck } from "./unread-headers.js";
 
 /** What @hono/node-server passes as `env` for an HTTP/1 request. */
 interface NodeClient {
@@ -169,9 +170,9 @@ export function directRelay(dispatcher: Dispatcher): DirectRelay {
         const had = relayed[k];
         relayed[k] = had === undefined ? v : `${had as string}, ${v}`;
       }
-      // Its headers given as a `Headers` (empty): node-server's Response then hands that one out as it is when the chain
-      // reads them, where it would build one from a list or record.
-      const response = new Response(null, { status: exchange.status, statusText: tag, headers: new Headers() });
+      // No headers of its own: node-server's Response builds an empty `Headers` only if the chain reads or sets them
+      // (CORS); otherwise the server sees it has none without one (withDirectRelays).
+      const response = new Response(null, { status: exchange.status, statusText: tag });
       const added = deferResponseHeaders(response);
       pending.get(out)?.exchange.destroy();
       pending.set(out, { response, tag, exchange, headers: relayed, added });
@@ -196,6 +197,8 @@ type Fetch<E> = (req: Request, env: E) => Response | Promise<Response>;
  * answer the chain replaced (an error after the handler) is dropped, and the replacement is sent as usual.
  */
 export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
+  /** Whether an answer has no headers, read without building them (node-server's Response: known once `serve` runs). */
+  let headerless: ((res: Response) => boolean) | undefined;
   return async (req, env) => {
     const outgoing = (env as NodeClient | undefined)?.outgoing as (ServerResponse & { [WRAPPED]?: true }) | undefined;
     if (outgoing && typeof outgoing.writeHead === "function") outgoing[WRAPPED] = true;
@@ -227,7 +230,8 @@ export function withDirectRelays<E>(fetch: Fetch<E>): Fetch<E> {
       else headers[k] = `${had as string}, ${v}`;
     };
     for (const k in p.added) add(p.added[k]!, k);
-    res.headers.forEach(add);
+    headerless ??= headerlessCheck() ?? (() => false);
+    if (!headerless(res)) res.headers.forEach(add);
     await turnEnd(); // written with the turn's other answers (./turn-writes.ts)
     if (out.destroyed) {
       exchange.destroy();

@@ -11,6 +11,14 @@ import { Agent, Client, type Dispatcher, Pool } from "undici";
  * 'drain' the Pool waits for after such a refusal (a spare 'drain' from a busy client only hands it queued requests
  * it takes in turn).
  */
+/**
+ * Client's own count of its queued and running requests (the `size` its public `stats` reports), read without the
+ * ClientStats object `stats` builds on each read (two per dispatch here): the accessor undici keys by its `size`
+ * symbol, looked up once; `stats` where a later undici has none.
+ */
+const SIZE = Object.getOwnPropertySymbols(Client.prototype).find((s) => s.description === "size");
+const sizeOf: (c: Client) => number = SIZE ? (c) => (c as unknown as Record<symbol, number>)[SIZE]! : (c) => c.stats.size;
+
 class RefusalSafeClient extends Client {
   private readonly origin: URL;
 
@@ -26,10 +34,10 @@ class RefusalSafeClient extends Client {
    * request's objects reachable through V8's scavenges, which promoted them all to the old generation.
    */
   override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const queued = this.stats.size;
+    const queued = sizeOf(this);
     const accepted = super.dispatch(opts, handler);
     // The Pool marks this client busy after dispatch() returns: the 'drain' has to come after that.
-    if (!accepted && this.stats.size === queued) {
+    if (!accepted && sizeOf(this) === queued) {
       // Undici's own clients emit it with their targets, which the Pool passes on (its types name the origin alone).
       const emit = this.emit.bind(this) as (event: "drain", origin: URL, targets: Dispatcher[]) => boolean;
       queueMicrotask(() => emit("drain", this.origin, [this]));

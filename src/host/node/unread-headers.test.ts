@@ -8,7 +8,7 @@ import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requestId } from "../../../middleware/request-id/index.js";
 import type { PlatformSpeed } from "../../web/speed.js";
-import { unreadHeaderWriter } from "./unread-headers.js";
+import { headerlessCheck, unreadHeaderWriter } from "./unread-headers.js";
 
 const shared = { "Content-Type": "application/json", "X-Request-Id": "from-the-upstream" };
 /** The gateway's, its writer set once the server runs (as the Node entry does). */
@@ -89,5 +89,23 @@ describe("headers added to an unread answer (node-server)", () => {
     expect(res.headers["x-request-id"]).toBe("req-e");
     expect(await res.body.json()).toEqual({ b: 2 });
     expect(writes).toBe(before);
+  });
+});
+
+describe("an answer made without headers (node-server)", () => {
+  it("is seen to have none until its headers are read or set, without building them", () => {
+    const headerless = headerlessCheck();
+    expect(headerless).toBeDefined();
+    const none = new Response(null, { status: 200, statusText: "tag" });
+    expect(headerless!(none)).toBe(true);
+    expect(headerless!(none)).toBe(true); // the check itself reads nothing
+    const set = new Response(null, { status: 200 });
+    set.headers.set("vary", "Origin");
+    expect(headerless!(set)).toBe(false);
+    const read = new Response(null, { status: 200 });
+    expect(read.headers.get("vary")).toBeNull();
+    expect(headerless!(read)).toBe(false);
+    expect(headerless!(new Response(null, { headers: { "x-a": "1" } }))).toBe(false);
+    expect(headerless!(new Response("body"))).toBe(false);
   });
 });

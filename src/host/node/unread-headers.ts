@@ -8,9 +8,38 @@ const DEFAULT_CONTENT_TYPE = "text/plain; charset=UTF-8";
 
 type UnreadHeaderWriter = (res: Response, name: string, value: string) => boolean;
 
+/** The symbol node-server's Response keeps its unread status, body and headers under (undefined elsewhere). */
+const cacheKeyOf = () =>
+  Object.getOwnPropertySymbols(new Response("x", { headers: { "x-probe": "1" } })).find((s) => s.description === "cache");
+
+/**
+ * For this process's Response: whether an answer was made with no headers and nobody has read or set any since (so it
+ * has none), without building its `Headers`; undefined when the Response is not node-server's or keeps it otherwise.
+ */
+export function headerlessCheck(): ((res: Response) => boolean) | undefined {
+  const key = cacheKeyOf();
+  if (!key) return undefined;
+  const headerless = (res: Response) => {
+    const cache = (res as unknown as Record<symbol, unknown>)[key];
+    return Array.isArray(cache) && cache[1] === null && (cache[2] === undefined || cache[2] === null);
+  };
+  const read = new Response(null, { status: 200 });
+  void read.headers;
+  const set = new Response(null, { status: 200 });
+  set.headers.set("x-probe", "1");
+  if (
+    !headerless(new Response(null, { status: 200 })) ||
+    headerless(read) ||
+    headerless(set) ||
+    headerless(new Response(null, { headers: { a: "1" } }))
+  )
+    return undefined;
+  return headerless;
+}
+
 /** The writer for this process's Response, or undefined when it is not a node-server Response that keeps its record. */
 export function unreadHeaderWriter(): UnreadHeaderWriter | undefined {
-  const key = Object.getOwnPropertySymbols(new Response("x", { headers: { "x-probe": "1" } })).find((s) => s.description === "cache");
+  const key = cacheKeyOf();
   if (!key) return undefined;
   const write: UnreadHeaderWriter = (res, name, value) => {
     const cache = (res as unknown as Record<symbol, unknown>)[key];
