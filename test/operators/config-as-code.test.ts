@@ -211,7 +211,7 @@ describe("config as code", () => {
     const bad = await call(empty, "POST", "/_tollgate/admin/config/diff", {
       document: {
         tenants: [
-          { id: "Bad Id", keys: [] },
+          { id: "Bad Id" },
           { id: "ok", keys: [{ hash: "nope" }], budget: { daily: "five" }, colour: 1 },
         ],
       },

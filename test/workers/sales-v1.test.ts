@@ -1,7 +1,8 @@
 // The Worker sells to x402 v1 clients and lets a wallet come back with sign-in-with-x (workerd + Durable Objects + the
 // local chain): `x402-fetch` (the frozen v1 client: the 402's JSON body, X-PAYMENT) holding only a funded wallet buys a
-// search and a sandbox; the wallet then reads its sandbox with a SIGN-IN-WITH-X proof (@x402/extensions' client, a
-// viem account's real signature) verified inside workerd; the same proof again is refused, another wallet's gets 404.
+// search, a sandbox (exec) and a browser session (CDP through the Worker); the wallet then reads its sandbox with a
+// SIGN-IN-WITH-X proof (@x402/extensions' client, a viem account's real signature) verified inside workerd; the same
+// proof again is refused, another wallet's gets 404.
 import { env } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import { createPublicClient, erc20Abi, http } from "viem";
@@ -38,7 +39,7 @@ function workerEnv() {
           v1Network: "base-sepolia",
         },
       ],
-      prices: { search: { price: "0.02" }, sandbox: { price: "0.05", minutes: 10 } },
+      prices: { search: { price: "0.02" }, sandbox: { price: "0.05", minutes: 10 }, session: { price: "0.04", minutes: 10 } },
     },
   };
   return {
@@ -75,6 +76,64 @@ describe("the Worker sells to x402 v1 and signs wallets in (workerd)", () => {
     expect(buyerBefore - (await balanceOf(stack.sales.v1Buyer))).toBe(20_000n);
     expect((await balanceOf(stack.sales.v1Seller)) - sellerBefore).toBe(15_000n);
   });
+
+  it("x402-fetch (v1) buys a sandbox (exec through the Worker) and a browser session (CDP through the Worker)", async () => {
+    const pay = wrapFetchWithPayment(
+      throughWorker as typeof fetch,
+      await createSigner("base-sepolia", stack.sales.v1BuyerKey as `0x${string}`),
+    );
+    const buyerBefore = await balanceOf(stack.sales.v1Buyer);
+    const bought = await pay("https://gateway.test/api/sandbox", post({ imageName: "node" }));
+    expect(bought.status).toBe(200);
+    const sbx = (await bought.json()) as { id: string; token: string; runtime: { baseUrl: string } };
+    const token = bought.headers.get("x-tollgate-wallet-token")!;
+    try {
+      const exec = await throughWorker(`${sbx.runtime.baseUrl}/exec`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${sbx.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ command: "echo v1-in-workerd" }),
+      });
+      expect(exec.status).toBe(200);
+      expect(JSON.stringify(await exec.json())).toContain("v1-in-workerd");
+    } finally {
+      await throughWorker(`https://gateway.test/api/sandbox/${sbx.id}/stop`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${token}` },
+      });
+    }
+    const sold = await pay("https://gateway.test/api/session", post({}));
+    expect(sold.status).toBe(200);
+    expect(sold.headers.get("x-tollgate-sale")).toBe("charged");
+    const session = (await sold.json()) as { id: string; wsEndpoint: string };
+    const ws0 = new URL(session.wsEndpoint);
+    expect(ws0.host).toBe("gateway.test");
+    try {
+      const res = await throughWorker(`https://gateway.test${ws0.pathname}${ws0.search}`, { headers: { Upgrade: "websocket" } });
+      expect(res.status).toBe(101);
+      const ws = (res as Response & { webSocket: (WebSocket & { accept(): void }) | null }).webSocket!;
+      ws.accept();
+      const answer = new Promise<{ id: number; result?: { product?: string } }>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error("no CDP answer")), 15_000);
+        ws.addEventListener("message", (m: MessageEvent) => {
+          const msg = JSON.parse(String(m.data));
+          if (msg.id === 1) {
+            clearTimeout(t);
+            resolve(msg);
+          }
+        });
+      });
+      ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" }));
+      expect((await answer).result?.product).toMatch(/Chrom/);
+      ws.close();
+    } finally {
+      await throughWorker(`https://gateway.test/api/session/${session.id}/stop`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${sold.headers.get("x-tollgate-wallet-token")}` },
+      });
+    }
+    // 0.05 + 0.04 from the buyer, each settled after the upstream created what was bought.
+    expect(buyerBefore - (await balanceOf(stack.sales.v1Buyer))).toBe(90_000n);
+  }, 120_000);
 
   it("the v1 buyer's sandbox: reached again with sign-in-with-x, once per proof; another wallet's proof gets 404", async () => {
     const pay = wrapFetchWithPayment(
