@@ -210,10 +210,7 @@ describe("config as code", () => {
   it("a bad file is refused naming each field; the last admin key cannot be applied away", async () => {
     const bad = await call(empty, "POST", "/_tollgate/admin/config/diff", {
       document: {
-        tenants: [
-          { id: "Bad Id" },
-          { id: "ok", keys: [{ hash: "nope" }], budget: { daily: "five" }, colour: 1 },
-        ],
+        tenants: [{ id: "Bad Id" }, { id: "ok", keys: [{ hash: "nope" }], budget: { daily: "five" }, colour: 1 }],
       },
     });
     expect(bad.status).toBe(400);

@@ -3,12 +3,7 @@
 // settles nothing; when the job ends the gateway settles the credits it used × the markup, once, and nothing when the
 // job failed. The emulator runs the jobs for real (Chromium on its local web); the chain judges.
 import { randomBytes } from "node:crypto";
-import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
-import { toClientEvmSigner } from "@x402/evm";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import { createWalletClient, defineChain, erc20Abi, http, maxUint256, parseEther } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -19,9 +14,8 @@ import { startEmulator } from "../../emulator/index.js";
 import { parseConfig } from "../../config/load.js";
 import { startNodeGateway, type RunningGateway } from "../../src/host/node.js";
 import { generateTenantKey, hashTenantKey } from "../../src/identity/tenants.js";
-import { PERMIT2_ADDRESS } from "../../src/payments/index.js";
 import { startRedisServer, type RedisServer } from "../state/redis-server.js";
-import { json, spendControls, startSellingGateway, type SellingStack } from "./stack.js";
+import { json, startSellingGateway, type SellingStack, uptoBuyer } from "./stack.js";
 
 const FUNDS = 1_000_000n;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -30,35 +24,6 @@ const tenantOf = (address: string) => `wallet-${address.toLowerCase().slice(2)}`
 const PRICES = { jobs: { markupPercent: 100, floor: "0.0005" } };
 /** One page only: the start page, no links followed, no sitemap. */
 const ONE_PAGE_CRAWL = { url: "http://web.emulator.test/about", maxPages: 5, followLinks: false, ignoreSitemap: true };
-
-/** A buyer whose wallet approved Permit2 once (its only transaction), paying with `upto`. */
-async function uptoBuyer(emu: EmulatorHandle) {
-  const chain = emu.chain!;
-  const w = await chain.createFundedWallet(FUNDS);
-  const account = privateKeyToAccount(w.privateKey);
-  const pub = (chain as unknown as { publicClient: Parameters<typeof toClientEvmSigner>[1] }).publicClient;
-  await (pub as unknown as { request: (a: unknown) => Promise<unknown> }).request({
-    method: "anvil_setBalance",
-    params: [w.address, `0x${parseEther("1").toString(16)}`],
-  });
-  const local = defineChain({
-    id: chain.chainId,
-    name: "local",
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: [chain.rpcUrl] } },
-  });
-  const wallet = createWalletClient({ account, chain: local, transport: http(chain.rpcUrl) });
-  const hash = await wallet.writeContract({
-    address: chain.token.address,
-    abi: erc20Abi,
-    functionName: "approve",
-    args: [PERMIT2_ADDRESS, maxUint256],
-  });
-  await (pub as unknown as { waitForTransactionReceipt: (a: unknown) => Promise<unknown> }).waitForTransactionReceipt({ hash });
-  const client = new x402Client().setSpendControls(spendControls(emu));
-  client.register("eip155:*", new UptoEvmScheme(toClientEvmSigner(account, pub)));
-  return { ...w, client, pay: wrapFetchWithPayment(fetch, client) as typeof fetch };
-}
 
 /** Reads `path` with `token` until the job's status is terminal; every receipt an answer carried, in order. */
 async function readUntilEnd(base: string, path: string, token: string) {
@@ -120,7 +85,7 @@ describe("jobs sold by the credits they use (upto)", () => {
 
   it("a crawl bought, followed to its end: settled for the page it crawled × the markup; chain == book, margin as priced", async () => {
     const chain = emu.chain!;
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     const gatewayBefore = await chain.balanceOf(s.wallet.address);
     const r = await buyer.pay(`${s.gateway.url}/api/crawl`, json(ONE_PAGE_CRAWL));
     expect(r.status).toBe(200);
@@ -161,7 +126,7 @@ describe("jobs sold by the credits they use (upto)", () => {
     expect(again.headers.get("payment-response")).toBeNull();
     expect(FUNDS - (await chain.balanceOf(buyer.address))).toBe(2000n);
     // Another wallet's token: the job is not there for it.
-    const other = await uptoBuyer(emu);
+    const other = await uptoBuyer(emu, FUNDS);
     const theirs = await other.pay(`${s.gateway.url}/api/scrape`, json({ url: "http://web.emulator.test/about" }));
     expect(theirs.status).toBe(200);
     const otherToken = theirs.headers.get("x-tollgate-wallet-token")!;
@@ -173,7 +138,7 @@ describe("jobs sold by the credits they use (upto)", () => {
 
   it("a scrape nobody reads is settled by the gateway's own follow-up: the call's credits × the markup", async () => {
     const chain = emu.chain!;
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     const r = await buyer.pay(`${s.gateway.url}/api/scrape`, json({ url: "http://web.emulator.test/about" }));
     expect(r.status).toBe(200);
     expect(r.headers.get("x-tollgate-sale")).toBe("metered");
@@ -196,7 +161,7 @@ describe("jobs sold by the credits they use (upto)", () => {
 
   it("a job the upstream fails settles nothing: no transfer, no book line", async () => {
     const chain = emu.chain!;
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     const gatewayBefore = await chain.balanceOf(s.wallet.address);
     const r = await buyer.pay(`${s.gateway.url}/api/scrape`, json({ url: "http://web.emulator.test/no-such-page" }));
     expect(r.status).toBe(200);
@@ -218,7 +183,7 @@ describe("jobs sold by the credits they use (upto)", () => {
 
   it("a job still running when its window is over is settled then, for what its credits hold, before the authorization lapses", async () => {
     const chain = emu.chain!;
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     // A page that answers after 20 s: the crawl is still running when the sweep is run as if the window were over.
     const slow = { url: "http://web.emulator.test/slow?ms=20000", maxPages: 2, followLinks: false, ignoreSitemap: true };
     const r = await buyer.pay(`${s.gateway.url}/api/crawl`, json(slow));
@@ -237,7 +202,7 @@ describe("jobs sold by the credits they use (upto)", () => {
 
   it("over MCP: the crawl tool asks for an upto payment, is paid through _meta, and carries the receipt when the job ended", async () => {
     const chain = emu.chain!;
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     const mcp = new Client({ name: "buyer", version: "1.0.0" });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${s.gateway.url}/mcp`)));
     try {
@@ -272,7 +237,7 @@ describe("jobs sold by the credits they use (upto)", () => {
   }, 120_000);
 
   it("a job start beyond the wallet tenant's budget is refused before anything is kept or settled", async () => {
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     // A first small purchase makes the tenant; then its budget is set below the next job's reservation.
     const first = await buyer.pay(`${s.gateway.url}/api/scrape`, json({ url: "http://web.emulator.test/about" }));
     expect(first.status).toBe(200);
@@ -332,7 +297,7 @@ describe("a job sold on one instance, on a shared Redis", () => {
 
   it("both instances reading the ended job, and both sweeping, settle it once", async () => {
     const chain = emu.chain!;
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     const before = await chain.balanceOf(payee);
     const r = await buyer.pay(`${a.url}/api/crawl`, json(ONE_PAGE_CRAWL));
     expect(r.status).toBe(200);
@@ -368,7 +333,7 @@ describe("a job sold on one instance, on a shared Redis", () => {
 
   it("a job sold by an instance that went away is settled by the other's sweep", async () => {
     const chain = emu.chain!;
-    const buyer = await uptoBuyer(emu);
+    const buyer = await uptoBuyer(emu, FUNDS);
     const r = await buyer.pay(`${a.url}/api/crawl`, json(ONE_PAGE_CRAWL));
     expect(r.status).toBe(200);
     const { jobId } = (await r.json()) as { jobId: string };

@@ -10,6 +10,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { createSigner, wrapFetchWithPayment } from "x402-fetch";
 import { SIGN_IN_WITH_X, wrapFetchWithSIWx } from "@x402/extensions/sign-in-with-x";
 import worker from "../../src/host/worker.js";
+import { browserProductThrough } from "./cdp.js";
 import { standInCalls } from "./stand-ins.js";
 
 const stack = inject("stack");
@@ -105,26 +106,9 @@ describe("the Worker sells to x402 v1 and signs wallets in (workerd)", () => {
     expect(sold.status).toBe(200);
     expect(sold.headers.get("x-tollgate-sale")).toBe("charged");
     const session = (await sold.json()) as { id: string; wsEndpoint: string };
-    const ws0 = new URL(session.wsEndpoint);
-    expect(ws0.host).toBe("gateway.test");
+    expect(new URL(session.wsEndpoint).host).toBe("gateway.test");
     try {
-      const res = await throughWorker(`https://gateway.test${ws0.pathname}${ws0.search}`, { headers: { Upgrade: "websocket" } });
-      expect(res.status).toBe(101);
-      const ws = (res as Response & { webSocket: (WebSocket & { accept(): void }) | null }).webSocket!;
-      ws.accept();
-      const answer = new Promise<{ id: number; result?: { product?: string } }>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error("no CDP answer")), 15_000);
-        ws.addEventListener("message", (m: MessageEvent) => {
-          const msg = JSON.parse(String(m.data));
-          if (msg.id === 1) {
-            clearTimeout(t);
-            resolve(msg);
-          }
-        });
-      });
-      ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" }));
-      expect((await answer).result?.product).toMatch(/Chrom/);
-      ws.close();
+      expect(await browserProductThrough(throughWorker, session.wsEndpoint)).toMatch(/Chrom/);
     } finally {
       await throughWorker(`https://gateway.test/api/session/${session.id}/stop`, {
         method: "PUT",

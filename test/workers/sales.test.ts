@@ -11,6 +11,7 @@ import { x402Client, wrapFetchWithPayment } from "@x402/fetch";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import worker from "../../src/host/worker.js";
+import { browserProductThrough } from "./cdp.js";
 
 const stack = inject("stack");
 const ctx = { waitUntil() {}, passThroughOnException() {} };
@@ -118,26 +119,9 @@ describe("the Worker sells over x402 (workerd + Durable Objects + local chain)",
     expect(sold.status).toBe(200);
     expect(sold.headers.get("x-tollgate-sale")).toBe("charged");
     const session = (await sold.json()) as { id: string; wsEndpoint: string };
-    const ws0 = new URL(session.wsEndpoint);
-    expect(ws0.host).toBe("gateway.test");
+    expect(new URL(session.wsEndpoint).host).toBe("gateway.test");
     try {
-      const res = await throughWorker(`https://gateway.test${ws0.pathname}${ws0.search}`, { headers: { Upgrade: "websocket" } });
-      expect(res.status).toBe(101);
-      const ws = (res as Response & { webSocket: (WebSocket & { accept(): void }) | null }).webSocket!;
-      ws.accept();
-      const answer = new Promise<{ id: number; result?: { product?: string } }>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error("no CDP answer")), 15_000);
-        ws.addEventListener("message", (m: MessageEvent) => {
-          const msg = JSON.parse(String(m.data));
-          if (msg.id === 1) {
-            clearTimeout(t);
-            resolve(msg);
-          }
-        });
-      });
-      ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" }));
-      expect((await answer).result?.product).toMatch(/Chrom/);
-      ws.close();
+      expect(await browserProductThrough(throughWorker, session.wsEndpoint)).toMatch(/Chrom/);
     } finally {
       await throughWorker(`https://gateway.test/api/session/${session.id}/stop`, {
         method: "PUT",
