@@ -18,6 +18,7 @@ import { TERMINAL } from "../payments/index.js";
 import type { GatewayServices } from "../services.js";
 import type { SalesBook } from "./book.js";
 import { marked } from "./price.js";
+import { closeUptoSale } from "./upto-close.js";
 import { WALLET_TENANT_PREFIX } from "./wallet-tenants.js";
 
 /** A job's pending sale is kept this long past its window (a sweep after a restart still finds it). */
@@ -164,30 +165,7 @@ export class JobSales {
       costMicroUsd: cost.toString(),
       amount: amount.units.toString(),
     };
-    if (!settled.success) {
-      services.logger.error("job sale not settled", { ...fields, error: settled.errorReason });
-      return settled;
-    }
-    services.logger.info("job sale settled", { ...fields, transaction: settled.transaction });
-    if (amount.units > 0n)
-      await book.record({
-        at: services.now(),
-        tenant: sale.tenant,
-        payer: settled.payer ?? sale.payer,
-        payTo: sale.payTo,
-        row: sale.row,
-        class: "jobs",
-        network,
-        asset: sale.requirements.asset,
-        amount: settled.amount ?? amount.units.toString(),
-        priceMicroUsd: amount.microUsd.toString(),
-        transaction: settled.transaction,
-        requestId: sale.requestId,
-        paymentId: sale.paymentId,
-        scheme: "upto",
-        job: id,
-      });
-    return settled;
+    return closeUptoSale(services, book, "job", sale, settled, amount, fields, { class: "jobs", network, job: id });
   }
 
   /**

@@ -14,6 +14,7 @@ import type { GatewayEnv } from "../context.js";
 import type { GatewayServices } from "../services.js";
 import type { SalesBook } from "./book.js";
 import type { DueSweep } from "./due.js";
+import { closeUptoSale } from "./upto-close.js";
 
 /** The signed window outlives the sold minutes by this much: the settlement at the window's end must still verify. */
 export const UPTO_SLACK_SECONDS = 300;
@@ -167,30 +168,11 @@ export class MeteredSales {
     }
     await services.stores.kv.delete(pendingKey(kind, id));
     await due.cancel(TIME_SALES, `${kind}:${id}`);
-    if (!settled.success) {
-      services.logger.error("metered sale not settled", { ...fields, error: settled.errorReason });
-      return settled;
-    }
-    services.logger.info("metered sale settled", { ...fields, transaction: settled.transaction });
-    if (used.units > 0n)
-      await book.record({
-        at: services.now(),
-        tenant: sale.tenant,
-        payer: settled.payer ?? sale.payer,
-        payTo: sale.payTo,
-        row: sale.row,
-        class: sale.cls,
-        network: sale.requirements.network,
-        asset: sale.requirements.asset,
-        amount: settled.amount ?? used.units.toString(),
-        priceMicroUsd: used.microUsd.toString(),
-        transaction: settled.transaction,
-        requestId: sale.requestId,
-        paymentId: sale.paymentId,
-        scheme: "upto",
-        minutes: Number(used.minutes),
-      });
-    return settled;
+    return closeUptoSale(services, book, "metered", sale, settled, used, fields, {
+      class: sale.cls,
+      network: sale.requirements.network,
+      minutes: Number(used.minutes),
+    });
   }
 }
 
