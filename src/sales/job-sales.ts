@@ -5,8 +5,9 @@
 // itself: whichever comes first settles it — a read of the job through the gateway showing its end (jobReadStep), a
 // follow-up read of its status on a timer of the selling instance (Node), or `settleDue`, the sweep any instance can
 // run (the reconciler's pass; it also settles a job still running at the end of its window, before the buyer's
-// authorization lapses). Pending sales live in the shared key-value store, with an index any instance can walk; a claim
-// in the same store before the facilitator's settle makes the settlement exactly-once across the fleet.
+// authorization lapses). Pending sales live in the shared key-value store, filed in the fleet's due index (the one time
+// sales use, StateStores.due) for any instance's sweep to walk; a claim in the same store before the facilitator's settle
+// makes the settlement exactly-once across the fleet.
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
@@ -29,6 +30,8 @@ const POLL_MS = 5_000;
 const FOLLOW_MS = [2_000, 4_000, 8_000, 15_000, 30_000];
 /** How many pending sales one sweep looks at. */
 const SWEEP_BATCH = 200;
+/** The due index's queue of pending job sales: each filed at its start, so every sweep looks at it until it settles. */
+const JOB_SALES = "job-sale";
 
 /** Job statuses that end a job without charging its buyer. */
 const FAILED = new Set(["failed", "error", "cancelled"]);
@@ -57,8 +60,6 @@ export interface PendingJob {
   requirements: PaymentRequirements;
   requestId?: string;
   paymentId?: string;
-  /** Its slot in the index of pending job sales. */
-  slot?: number;
 }
 
 const key = {
@@ -66,9 +67,6 @@ const key = {
   claim: (id: string) => `sales:jobs:${id}:settling`,
   receipt: (id: string) => `sales:jobs:${id}:receipt`,
   poll: (id: string) => `sales:jobs:${id}:poll`,
-  slots: "sales:jobs:n",
-  slot: (n: number) => `sales:jobs:slot:${n}`,
-  low: "sales:jobs:low",
 };
 
 /** micro-USD in atomic units of a token with `decimals` (rounded down: never above what was used). */
@@ -105,11 +103,9 @@ export class JobSales {
 
   /** Keeps `sale` until its job ends, and starts following it from this instance. */
   async open(sale: PendingJob): Promise<void> {
-    const { kv } = this.parts.services.stores;
-    const ttl = sale.settleBy - sale.startedAt + KEEP_PAST_MS;
-    const slot = await kv.incrBy(key.slots, 1, ttl + 24 * 3600_000);
-    await kv.set(key.pending(sale.id), JSON.stringify({ ...sale, slot }), ttl);
-    await kv.set(key.slot(slot), sale.id, ttl);
+    const { kv, due } = this.parts.services.stores;
+    await kv.set(key.pending(sale.id), JSON.stringify(sale), sale.settleBy - sale.startedAt + KEEP_PAST_MS);
+    await due.add(JOB_SALES, sale.id, sale.startedAt);
     this.follow(sale.id, 0);
   }
 
@@ -155,7 +151,7 @@ export class JobSales {
     }
     await services.stores.kv.set(key.receipt(id), JSON.stringify(settled), 24 * 3600_000);
     await services.stores.kv.delete(key.pending(id));
-    if (sale.slot !== undefined) await services.stores.kv.delete(key.slot(sale.slot));
+    await services.stores.due.remove(JOB_SALES, id);
     const fields = {
       tenant: sale.tenant,
       row: sale.row,
@@ -174,22 +170,14 @@ export class JobSales {
    * on every instance at once. Returns how many sales it settled.
    */
   async settleDue(now = this.parts.services.now()): Promise<number> {
-    const { kv } = this.parts.services.stores;
-    const n = Number((await kv.get(key.slots)) ?? 0);
-    let low = Math.max(1, Number((await kv.get(key.low)) ?? 1));
+    const { due } = this.parts.services.stores;
     let settledCount = 0;
-    let contiguous = true;
-    for (let i = low; i <= n && i < low + SWEEP_BATCH; i++) {
-      const id = await kv.get(key.slot(i));
-      const sale = id ? await this.pending(id) : undefined;
-      if (!sale) {
-        if (contiguous) low = i + 1;
-        continue;
-      }
-      contiguous = false;
-      if (await this.check(sale, now)) settledCount++;
+    for (const id of await due.due(JOB_SALES, now, SWEEP_BATCH)) {
+      const sale = await this.pending(id);
+      // Settled (its own settle took it out) or kept past its window and forgotten: out of the index.
+      if (!sale) await due.remove(JOB_SALES, id);
+      else if (await this.check(sale, now)) settledCount++;
     }
-    await kv.set(key.low, String(low), 30 * 24 * 3600_000);
     return settledCount;
   }
 
