@@ -4,6 +4,7 @@
 import autocannon from "autocannon";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { pacedLoad } from "./paced-load.js";
 
 interface Job {
   url: string;
@@ -22,6 +23,8 @@ interface Job {
   rate?: number;
   /** A file for `strace -c -f` of the first pid over the measured window (BENCH_STRACE): its syscalls, counted. */
   strace?: string;
+  /** The measured run sent at this steady rate (req/s; ./paced-load.ts) instead of flat out (BENCH_PACED). */
+  paced?: number;
 }
 
 const job = JSON.parse(process.argv[2]!) as Job;
@@ -63,7 +66,14 @@ const tracer = job.strace
   : undefined;
 if (tracer) await new Promise<void>((resolve) => tracer.stderr!.once("data", () => resolve())); // "strace: Process … attached"
 const before = cpuTicks();
-const r = await autocannon({ ...opts, duration: job.seconds, ...(job.rate ? { overallRate: job.rate } : {}) });
+const r = job.paced
+  ? await pacedLoad({ ...opts, rate: job.paced, seconds: job.seconds }).then((p) => ({
+      requests: { average: p.rps, total: p.total },
+      latency: { p50: p.p50, p99: p.p99 },
+      non2xx: p.non2xx,
+      errors: p.errors,
+    }))
+  : await autocannon({ ...opts, duration: job.seconds, ...(job.rate ? { overallRate: job.rate } : {}) });
 const after = cpuTicks();
 if (tracer) {
   const exited = new Promise((resolve) => tracer.once("exit", resolve));

@@ -52,10 +52,10 @@ const NODE_VERSION = process.env.BENCH_NODE
 /** BENCH_ROUNDS: each contender measured this many times, alternating; ratios are of medians, with their range. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /**
- * BENCH_PACE: adds the floor held to this many req/s on fast GET (`node raw pipe paced`). autocannon sends each second's
- * quota in a burst, so this is not a steady slower pace (BENCH_FLOOR_BURN is; bench/PROFILE.md).
+ * BENCH_PACED: every contender's measured run sent at this steady rate (req/s, ./paced-load.ts) instead of flat out: the
+ * same requests at the same moments for each, so CPU per request compares their work at one load (bench/PROFILE.md).
  */
-const PACE = Number(process.env.BENCH_PACE ?? 0);
+const PACED = Number(process.env.BENCH_PACED ?? 0);
 /** BENCH_FLOOR_BURN: adds the floor spinning this many µs of JS per request on fast GET (`node raw pipe +burn`): its pace, steadily slower. */
 const FLOOR_BURN = Number(process.env.BENCH_FLOOR_BURN ?? 0);
 /**
@@ -252,8 +252,6 @@ interface Load {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
-  /** Paced load (req/s over all connections), for BENCH_PACE. */
-  rate?: number;
 }
 
 interface Measured {
@@ -276,6 +274,7 @@ async function measure(load: Load, pid: number, tree = false, label = ""): Promi
     warmupRequests: WARMUP_REQUESTS,
     pids: [pid],
     tree,
+    ...(PACED ? { paced: PACED } : {}),
   };
   // Asynchronous: the emulator serves from this process's event loop meanwhile.
   const child = spawn(...niced(process.execPath, ["--import", "tsx", here("./cannon-process.ts"), JSON.stringify(job)]), {
@@ -334,6 +333,7 @@ function newest(dir: string): number {
 
 const { startEmulator } = await import("../emulator/index.js");
 const { generateTenantKey, hashTenantKey } = await import("../src/identity/tenants.js");
+const { exampleBenchConfig } = await import("./example-config.js");
 const { TokenService } = await import("../src/identity/tokens.js");
 const { memoryStores } = await import("../src/state/memory.js");
 const { upstreamExposedHost } = await import("../src/sandboxes/rewrite.js");
@@ -378,13 +378,11 @@ try {
       .split(" ")
       .filter(Boolean),
   ];
-  const gatewayConfig = (baseUrl: string, allowedHosts: string[]) => ({
-    // Logging stays on: each request's access log line goes to the process's stdout (BENCH_LOG_LEVEL, default info).
-    server: { host: "127.0.0.1", port: 0, logLevel: process.env.BENCH_LOG_LEVEL ?? "info" },
-    upstream: { baseUrl, allowedHosts },
-    tenants: [{ id: "bench", keys: [{ hash: keyHash }], scopes: ["sandboxes", "search"] }],
-    ...(redisUrl ? { state: { backend: "redis", redisUrl } } : {}),
-  });
+  const adminKeyHash = await hashTenantKey(generateTenantKey());
+  // The example configuration (bench/example-config.ts): its tenant's rate limit, quotas and request log, its cache,
+  // credits and payments, with the access log on (BENCH_LOG_LEVEL, default info: each line to the process's stdout).
+  const gatewayConfig = (baseUrl: string, allowedHosts: string[]) =>
+    exampleBenchConfig({ upstream: { baseUrl, allowedHosts }, keyHash, adminKeyHash, logLevel: process.env.BENCH_LOG_LEVEL, redisUrl });
   const BASELINE = process.env.BENCH_BASELINE_DIR;
   // Tollgate as it ships (dist/, built now when older than its sources): tsx's transform adds a helper call to every
   // function the gateway makes per request, which compiled JavaScript does not have. A baseline checkout without
@@ -435,7 +433,7 @@ try {
       () => tgBunFast.stop(),
     );
   // BENCH_STANDARD_PATH=1: the same gateway with `server.directRelay = false` (the path Workers take), for an A/B.
-  const standard = (c: ReturnType<typeof gatewayConfig>) => ({ ...c, server: { ...c.server, directRelay: false } });
+  const standard = (c: ReturnType<typeof gatewayConfig>) => ({ ...c, server: { ...(c.server as object), directRelay: false } });
   const [tgStd, tgStdFast] = process.env.BENCH_STANDARD_PATH
     ? await Promise.all([
         spawnTollgate("standard-emulator", standard(cfg), emu.apiKey),
@@ -656,10 +654,6 @@ try {
         { proxy: "nginx", load: { url: at(nginx.ports.fast!, "/sandbox/sbx_fast/processes") }, pid: nginx.pid, tree: true },
         { proxy: "hono/proxy", load: { url: at(honoFast.port, "/sandbox/sbx_fast/processes") }, pid: honoFast.pid },
         { proxy: "node raw pipe", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes") }, pid: rawFast.pid },
-        // BENCH_PACE=<req/s>: the floor again, held to that rate (e.g. Tollgate's): what the same syscalls cost at a slower pace.
-        ...(PACE
-          ? [{ proxy: "node raw pipe paced", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes"), rate: PACE }, pid: rawFast.pid }]
-          : []),
         ...(rawBurn
           ? [{ proxy: "node raw pipe +burn", load: { url: at(rawBurn.port, "/sandbox/sbx_fast/processes") }, pid: rawBurn.pid }]
           : []),
@@ -682,7 +676,7 @@ try {
   if (hit.headers["x-tollgate-cache"] !== "hit") throw new Error(`expected a cache hit, got ${hit.headers["x-tollgate-cache"]}`);
 
   console.log(
-    `\n## Proxy cost vs nginx (${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, Node ${NODE_VERSION}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? "?"}, ${new Date().toISOString().slice(0, 10)})\n`,
+    `\n## Proxy cost vs nginx (${CONNECTIONS} connections${PACED ? `, paced at ${PACED} req/s` : ", flat out"}, ${WARMUP} s warm-up + ${SECONDS} s, Node ${NODE_VERSION}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? "?"}, ${new Date().toISOString().slice(0, 10)})\n`,
   );
   console.log("| scenario | proxy | req/s | p50 ms | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
   for (const s of scenarios) {
@@ -708,16 +702,17 @@ try {
   };
   const FIELD = { "cpu/request": (m: Measured) => m.cpuUsPerReq, "req/s": (m: Measured) => m.rps, p99: (m: Measured) => m.p99 };
   /**
-   * `<kind> <a>÷<b> <scenario>: x.xx`, the ratio of the medians over the rounds; with several rounds, the range of the
-   * same-round ratios follows in parentheses. Nothing when either side was not measured.
+   * `<kind> <a>÷<b> <scenario>: x.xx`, the median of the same-round ratios (each round measures the two back to back, so
+   * a burst of other work on the machine mostly hits both; a ratio of the medians would divide figures from different
+   * rounds); with several rounds, their range follows in parentheses. Nothing when either side was not measured.
    */
   const ratioOf = (kind: keyof typeof FIELD, scenario: string, a: string, b: string) => {
     const xs = of(scenario, a);
     const ys = of(scenario, b);
     if (!xs.length || !ys.length) return undefined;
     const f = FIELD[kind];
-    const value = median(xs.map((r) => f(r.m))) / median(ys.map((r) => f(r.m)));
     const per = xs.flatMap((x) => ys.filter((y) => y.round === x.round).map((y) => f(x.m) / f(y.m)));
+    const value = per.length ? median(per) : median(xs.map((r) => f(r.m))) / median(ys.map((r) => f(r.m)));
     return { value, per };
   };
   const ratio = (kind: keyof typeof FIELD, scenario: string, a: string, b: string, label = `${a}÷${b}`) => {

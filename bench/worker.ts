@@ -23,12 +23,15 @@ import WebSocket from "ws";
 import { generateTenantKey, hashTenantKey } from "../src/identity/tenants.js";
 import { TokenService } from "../src/identity/tokens.js";
 import { memoryStores } from "../src/state/memory.js";
+import { exampleBenchConfig } from "./example-config.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+/** BENCH_PACED: each measured run sent at this steady rate (req/s) instead of flat out, as in bench/proxy.ts. */
+const PACED = Number(process.env.BENCH_PACED ?? 0);
 const COMPAT_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSync("wrangler.toml", "utf8"))![1]!;
 const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
@@ -148,7 +151,15 @@ interface Load {
 }
 
 async function measure(load: Load, pid: number) {
-  const job = { ...load, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP, warmupRequests: 3000, pids: [pid] };
+  const job = {
+    ...load,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP,
+    warmupRequests: 3000,
+    pids: [pid],
+    ...(PACED ? { paced: PACED } : {}),
+  };
   const child = spawn(process.execPath, ["--import", "tsx", here("./cannon-process.ts"), JSON.stringify(job)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -190,12 +201,17 @@ try {
 
   const key = generateTenantKey();
   const tokenSecret = randomBytes(32).toString("hex");
-  const config = {
-    // Logging stays on, as deployed (wrangler.toml): each request's access log line through console.log.
-    server: { logLevel: process.env.BENCH_LOG_LEVEL ?? "info" },
+  const withState = process.env.BENCH_WORKER_STATE !== "memory";
+  // The example configuration (bench/example-config.ts): its tenant's rate limit, quotas and request log, its cache,
+  // credits and payments; logging on, as deployed (each request's access log line through console.log).
+  const config = exampleBenchConfig({
     upstream: { baseUrl: upstream, allowedHosts: [] },
-    tenants: [{ id: "bench", keys: [{ hash: await hashTenantKey(key) }], scopes: ["sandboxes", "search"] }],
-  };
+    keyHash: await hashTenantKey(key),
+    adminKeyHash: await hashTenantKey(generateTenantKey()),
+    logLevel: process.env.BENCH_LOG_LEVEL,
+    durableObjects: withState,
+    worker: true,
+  });
   const tollgate = await startWorker(
     join(dir, "worker.js"),
     {
@@ -203,7 +219,7 @@ try {
       TOLLGATE_UPSTREAM_API_KEY: "fast-upstream-key",
       TOLLGATE_TOKEN_SECRET: tokenSecret,
     },
-    process.env.BENCH_WORKER_STATE !== "memory",
+    withState,
     !!PROFILE_DIR,
   );
   stops.push(() => tollgate.stop());
@@ -213,7 +229,7 @@ try {
     ? await startWorker(
         join(baseDir, "worker.js"),
         { TOLLGATE_CONFIG: JSON.stringify(config), TOLLGATE_UPSTREAM_API_KEY: "fast-upstream-key", TOLLGATE_TOKEN_SECRET: tokenSecret },
-        process.env.BENCH_WORKER_STATE !== "memory",
+        withState,
       )
     : undefined;
   if (tollgateBase) stops.push(() => tollgateBase.stop());
@@ -253,7 +269,7 @@ try {
   await expectOk(scenarios[1]!.worker, "cache hit", ["x-tollgate-cache", "hit"]);
 
   console.log(
-    `\n## Workers: Tollgate vs a bare pass-through Worker (workerd via Miniflare, ${CONNECTIONS} connections, ${WARMUP} s warm-up + ${SECONDS} s, ${ROUNDS} rounds, ${new Date().toISOString().slice(0, 10)})\n`,
+    `\n## Workers: Tollgate vs a bare pass-through Worker (workerd via Miniflare, ${CONNECTIONS} connections${PACED ? `, paced at ${PACED} req/s` : ", flat out"}, ${WARMUP} s warm-up + ${SECONDS} s, ${ROUNDS} rounds, ${new Date().toISOString().slice(0, 10)})\n`,
   );
   console.log("| scenario | worker | round | req/s | p99 ms | CPU µs/req | non-2xx/errors |\n|---|---|---|---|---|---|---|");
   const ratios = new Map<string, { cpu: number[]; rps: number[]; base: number[] }>();

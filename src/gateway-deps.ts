@@ -30,6 +30,11 @@ export interface GatewayDeps {
   peerAddress?: GatewayServices["peerAddress"];
   /** The runtime's speed helpers for this gateway; the Node entry passes its own, elsewhere the Web default. */
   platform?: PlatformSpeed;
+  /**
+   * false where the runtime never hands the app an ExecutionContext (Node): work started beside a request does not ask
+   * the request for one (Hono's getter throws without it, a stack trace each time). Default: asked (Workers).
+   */
+  executionContexts?: boolean;
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;

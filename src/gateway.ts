@@ -147,7 +147,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     upstream.tracer = deps.tracer;
     closers.push(() => deps.tracer!.flush());
   }
-  const background = new BackgroundWork(logger);
+  const background = new BackgroundWork(logger, deps.executionContexts ?? true);
   accounts.beside = (c, work, what) => background.run(c as Context | undefined, work, what);
   let metricsCheck = metricsTokenCheck(deps.secrets.metricsToken);
   // [the tenant secrets' sealing keys' one holder]: TOLLGATE_SECRET_KEYS, else the token secrets, else this process's own.

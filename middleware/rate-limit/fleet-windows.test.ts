@@ -87,6 +87,42 @@ describe("FleetWindows", () => {
     expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(15);
   });
 
+  it("gathers an answered window's hits for gatherMs into one batch, and sends at once for a request that waits", async () => {
+    const stores = memoryStores();
+    const adds: number[] = [];
+    const counter: Pick<RateLimiter, "add"> = {
+      add: (key, n, windowMs, now) => (adds.push(n), stores.rateLimiter.add(key, n, windowMs, now)),
+    };
+    const work: Promise<void>[] = [];
+    const w = new FleetWindows(
+      counter,
+      (p) => work.push(p),
+      () => T0,
+      40,
+    );
+    const limit = 600; // an allowance of 12
+    // The window's first hit goes at once (nobody knows the fleet's count yet): no gathering before an answer.
+    w.decide("tenant:a", limit, MINUTE);
+    await Promise.all(work.splice(0));
+    expect(adds).toEqual([1]);
+    // Answered: the next hits gather for 40 ms and go as one batch, not one state call each.
+    const started = performance.now();
+    for (let i = 0; i < 5; i++) expect(w.decide("tenant:a", limit, MINUTE)).not.toBeInstanceOf(Promise);
+    expect(work).toHaveLength(1);
+    await Promise.all(work.splice(0));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(35);
+    expect(adds).toEqual([1, 5]);
+    // Past the allowance a request waits: the gathering batch goes at once for it.
+    for (let i = 0; i < unconfirmedAllowance(limit); i++) w.decide("tenant:a", limit, MINUTE);
+    const t = performance.now();
+    const waiting = w.decide("tenant:a", limit, MINUTE);
+    expect(waiting).toBeInstanceOf(Promise);
+    expect(await waiting).toMatchObject({ allowed: true });
+    expect(performance.now() - t).toBeLessThan(30);
+    await Promise.all(work.splice(0));
+    expect(await stores.rateLimiter.add("tenant:a", 0, MINUTE, T0)).toBe(1 + 5 + 12 + 1);
+  });
+
   it("refuses only what the fleet has already counted, with nothing sent for a refusal", async () => {
     const stores = memoryStores();
     await stores.rateLimiter.add("tenant:a", 5, MINUTE, T0); // another instance's hits

@@ -21,6 +21,8 @@ interface Window {
   syncStarted: number;
   /** Requests waiting for the batch in flight (a burst past the unconfirmed allowance). */
   waiters: { resolve: () => void; reject: (err: unknown) => void }[];
+  /** Ends the batch's gathering early (a request started waiting for it). */
+  wake?: (() => void) | undefined;
 }
 
 export interface WindowDecision {
@@ -67,6 +69,11 @@ export class FleetWindows {
     private readonly counter: Pick<RateLimiter, "add">,
     private readonly behind: (work: Promise<void>) => void,
     private readonly now: () => number,
+    /**
+     * A batch of a window the shared counter has answered before waits this long for more hits to go with it, unless a
+     * request waits for it: at most one state call per key this often, not one per request (0: sent at once).
+     */
+    private readonly gatherMs = 0,
   ) {}
 
   /** Counts one hit of `key` (a limit of `limit` per `windowMs`) now; a promise only when it must wait (above). */
@@ -81,6 +88,7 @@ export class FleetWindows {
     // blind, and the rest wait for its answer; then the full allowance.
     if (unconfirmed >= (w.answered ? unconfirmedAllowance(limit) : 1)) {
       const answered = new Promise<void>((resolve, reject) => w.waiters.push({ resolve, reject }));
+      w.wake?.(); // a batch still gathering goes now
       if (!w.syncing) this.behind(this.sync(key, w, windowMs)); // the last batch failed: this one retries it
       return answered.then(() => this.decide(key, limit, windowMs));
     }
@@ -128,6 +136,17 @@ export class FleetWindows {
     w.syncStarted = this.now();
     try {
       while (w.unsent > 0) {
+        if (this.gatherMs > 0 && w.answered && w.waiters.length === 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, this.gatherMs);
+            w.wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          w.wake = undefined;
+          if (w.run !== run) return; // given up on meanwhile (unstall): a newer run owns the window and its hits
+        }
         const n = w.unsent;
         w.sent = n;
         w.unsent = 0;

@@ -7,6 +7,8 @@ import "../../src/identity/caller.js";
 import { FleetWindows, type WindowDecision } from "./fleet-windows.js";
 
 const WINDOW_MS = 60_000;
+/** A key's hits go to the shared counter at most once per this many ms while it answers in time (./fleet-windows.ts). */
+const GATHER_MS = 20;
 
 /**
  * Counts the request against its caller's tenant (the caller middleware/identify set: a key, or a gateway token for the
@@ -16,7 +18,8 @@ const WINDOW_MS = 60_000;
  * middleware/chain.ts, so a request is counted once.
  *
  * The decision is this instance's (./fleet-windows.ts): the fleet's count as of its last batch plus its own hits since,
- * with no state round trip; the hits go to the shared counter behind the answer, in batches. N instances admit at most
+ * with no state round trip; the hits go to the shared counter behind the answer, in batches (one per GATHER_MS a key at
+ * most, so a busy tenant costs the state a call every 20 ms, not one a request). N instances admit at most
  * N × ⌈limit / 50⌉ − 1 above the limit in a window (docs/rate-limits.md). One instance per call: its windows are this
  * gateway's (per isolate on Workers).
  * @example app.on("GET", "/_tollgate/usage", identify(services, row), rateLimit(services), handler)
@@ -28,6 +31,7 @@ export function rateLimit(services: Pick<GatewayServices, "stores" | "now" | "ba
     // A batch is started by the request that admitted its first hit, and kept alive by its waitUntil on Workers.
     (work) => services.background(request, work, "rate limit batch"),
     services.now,
+    GATHER_MS,
   );
   // Not an async function: a request with no limit to count, or decided at once, passes on with no turn of its own.
   return function rateLimitMiddleware(c, next) {

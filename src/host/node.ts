@@ -167,6 +167,7 @@ export async function startNodeGateway(opts: NodeGatewayOptions): Promise<Runnin
   gateway = createGateway(opts.config, {
     secrets: opts.secrets,
     platform,
+    executionContexts: false, // node:http passes none (work beside a request is tracked, not kept alive)
     transport,
     // Lines to stdout are batched (src/host/node/log-sink.ts); a caller's own sink gets each line as it comes.
     logSink: opts.logSink ?? stdoutLogSink(),

@@ -18,7 +18,13 @@ function executionContextOf(c: Context | undefined): { waitUntil(p: Promise<unkn
 export class BackgroundWork {
   private readonly pending = new Set<Promise<void>>();
 
-  constructor(private readonly logger: Logger) {}
+  /**
+   * @param contexts false where the runtime never passes an ExecutionContext (Node): no request is asked for one
+   */
+  constructor(
+    private readonly logger: Logger,
+    private readonly contexts = true,
+  ) {}
 
   /**
    * Runs `work` beside the request `c` (undefined: beside no request, e.g. a timer): handed to the request's waitUntil
@@ -32,7 +38,7 @@ export class BackgroundWork {
       )
       .finally(() => this.pending.delete(tracked));
     this.pending.add(tracked);
-    executionContextOf(c)?.waitUntil(tracked);
+    if (this.contexts) executionContextOf(c)?.waitUntil(tracked);
   }
 
   /**

@@ -15,8 +15,9 @@ export interface DelayedStores {
    * The most calls, begun at or after `from` and ended by `to` (performance.now()), each begun after the one before
    * it ended: the sequential state round trips a request made in that window (calls started at once count as one).
    * With a delay set, two calls started together overlap by it; without one, sequential may read as overlapping.
+   * `ignore`: calls ("store.method") known to run behind the answer, left out.
    */
-  sequential(from: number, to: number): { count: number; chain: string[] };
+  sequential(from: number, to: number, ignore?: string[]): { count: number; chain: string[] };
 }
 
 /** One call: which, when it began and when it was answered (performance.now()). */
@@ -74,8 +75,8 @@ export function delayedStores(inner: StateStores): DelayedStores {
     reset: () => {
       calls = {};
     },
-    sequential: (from, to) => {
-      const chain = longestChain(timed.filter((c) => c.start >= from && c.end <= to));
+    sequential: (from, to, ignore = []) => {
+      const chain = longestChain(timed.filter((c) => c.start >= from && c.end <= to && !ignore.includes(c.name)));
       return { count: chain.length, chain };
     },
   };

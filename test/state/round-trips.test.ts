@@ -261,7 +261,9 @@ describe("sequential state round trips per request class", () => {
       expect(r.status, text.slice(0, 200)).toBe(200);
       const upstream = emu.received.slice(seen).find((q) => q.method === "POST" && new URL(q.url).pathname === `/api/${kind}`);
       expect(upstream, "the creation reached the upstream").toBeDefined();
-      const run = { before: state.sequential(from, upstream!.at), after: state.sequential(upstream!.at, to) };
+      // The rate limit's batch of hits goes behind the answer (gathered for 20 ms, middleware/rate-limit): one that starts
+      // after the upstream answered is no step of this request (its decision came before the upstream call).
+      const run = { before: state.sequential(from, upstream!.at), after: state.sequential(upstream!.at, to, ["rateLimiter.add"]) };
       made.push([kind, (JSON.parse(text) as { id: string }).id, apiKey]);
       return run;
     };
