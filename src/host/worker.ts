@@ -60,7 +60,8 @@ function gatewayFor(env: WorkerEnv): Gateway {
   };
   const gateway = createGateway(config, {
     secrets,
-    transport: fetchTransport,
+    // A client gone away cancels its request's subrequests on Workers: no listener on its signal a request.
+    transport: { ...fetchTransport, cancelledWithClient: true },
     webSocketRelay: fetchWebSocketRelay,
     stores: storesFor(config, env),
     peerAddress: workersPeerAddress,

@@ -150,7 +150,7 @@ export class UpstreamExchange {
     }
     const ctrl = new AbortController();
     const timer = setTimeout(() => ctrl.abort(new Error("upstream timeout")), timeoutMs);
-    const clientSignal = opts.detachFromClient ? undefined : raw.signal;
+    const clientSignal = opts.detachFromClient || this.transport.cancelledWithClient ? undefined : raw.signal;
     const onClientAbort = () => ctrl.abort(new Error("client went away"));
     clientSignal?.addEventListener?.("abort", onClientAbort, { once: true });
     const started = performance.now();

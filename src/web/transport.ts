@@ -49,6 +49,11 @@ export interface UpstreamTransport {
    */
   readonly enforcesHeadersTimeout?: boolean;
   /**
+   * The runtime itself cancels a request's subrequests when its client goes away (Workers), so the caller does not
+   * follow the client's signal (there it never fires without the `enable_request_signal` flag anyway).
+   */
+  readonly cancelledWithClient?: boolean;
+  /**
    * The transport sends a `host` header as given (undici on Node), so one connection to the runtime origin can name an
    * exposed port's host. Absent: the URL's own host is what goes out (Workers' fetch replaces `Host`), and the
    * transport refuses a request whose `host` names another (UnsentHost): it never sends it elsewhere than asked.
