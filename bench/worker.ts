@@ -19,6 +19,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { request } from "undici";
+import type { Readable } from "node:stream";
 import WebSocket from "ws";
 import { generateTenantKey, hashTenantKey } from "../src/identity/tenants.js";
 import { TokenService } from "../src/identity/tokens.js";
@@ -104,6 +105,12 @@ async function startWorker(scriptPath: string, bindings: Record<string, string>,
     compatibilityDate: COMPAT_DATE,
     compatibilityFlags: ["nodejs_compat"],
     bindings,
+    // The access log's lines (one a request, as deployed) are read and dropped, as bench/proxy.ts does with Node's;
+    // workerd's own errors still show.
+    handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
+      stdout.resume();
+      stderr.pipe(process.stderr);
+    },
     // The Tollgate Worker as deployed (wrangler.toml): shared state in a SQLite-backed Durable Object, in the same process.
     ...(withState ? { durableObjects: { TOLLGATE_STATE: { className: "TollgateState", useSQLite: true } } } : {}),
   });
