@@ -9,7 +9,6 @@
 //   the bench's own key; its rate limit is raised from 600 a minute to 6,000,000, as a bench sends thousands a second:
 //   every request is still counted by the rate limiter and admitted, so what is measured is the limiter's cost, not its
 //   refusals. The example's admin tenant ("ops") under a key of its own.
-// - `payments.networks`: the local chain's, when a bench pays (the example names Base mainnet).
 // Everything else (payments, credits and their prices, cache, tokens, OAuth, alerts, tracing's service name, CORS, the
 // direct relay) stays as the file has it.
 import { readFileSync } from "node:fs";
@@ -32,8 +31,6 @@ export interface BenchConfigOptions {
   /** Memory (default), a redis-server's URL, or the Worker's Durable Objects. */
   redisUrl?: string;
   durableObjects?: boolean;
-  /** Payment networks, when the bench pays on a local chain. */
-  networks?: string[];
   /** On Workers: no `server.host`, `port` or `drainSeconds` (the platform listens and drains). */
   worker?: boolean;
 }
@@ -58,7 +55,6 @@ export function exampleBenchConfig(o: BenchConfigOptions): Record<string, unknow
     ...file,
     server,
     upstream: { ...file.upstream, ...o.upstream },
-    ...(o.networks ? { payments: { ...file.payments, networks: o.networks } } : {}),
     state,
     tenants: [
       {
@@ -66,7 +62,6 @@ export function exampleBenchConfig(o: BenchConfigOptions): Record<string, unknow
         id: "bench",
         keys: [{ hash: o.keyHash }],
         quotas: { ...tenant!.quotas, requestsPerMinute: BENCH_REQUESTS_PER_MINUTE },
-        ...(o.networks ? { payment: { ...tenant!.payment, networks: o.networks } } : {}),
       },
       { ...admin, keys: [{ hash: o.adminKeyHash }] },
     ],

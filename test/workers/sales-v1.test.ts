@@ -10,7 +10,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { createSigner, wrapFetchWithPayment } from "x402-fetch";
 import { SIGN_IN_WITH_X, wrapFetchWithSIWx } from "@x402/extensions/sign-in-with-x";
 import worker from "../../src/host/worker.js";
-import { browserProductThrough } from "./cdp.js";
+import { buySessionThroughWorker } from "./cdp.js";
 import { standInCalls } from "./stand-ins.js";
 
 const stack = inject("stack");
@@ -102,19 +102,7 @@ describe("the Worker sells to x402 v1 and signs wallets in (workerd)", () => {
         headers: { authorization: `Bearer ${token}` },
       });
     }
-    const sold = await pay("https://gateway.test/api/session", post({}));
-    expect(sold.status).toBe(200);
-    expect(sold.headers.get("x-tollgate-sale")).toBe("charged");
-    const session = (await sold.json()) as { id: string; wsEndpoint: string };
-    expect(new URL(session.wsEndpoint).host).toBe("gateway.test");
-    try {
-      expect(await browserProductThrough(throughWorker, session.wsEndpoint)).toMatch(/Chrom/);
-    } finally {
-      await throughWorker(`https://gateway.test/api/session/${session.id}/stop`, {
-        method: "PUT",
-        headers: { authorization: `Bearer ${sold.headers.get("x-tollgate-wallet-token")}` },
-      });
-    }
+    await buySessionThroughWorker(pay, throughWorker, post({}));
     // 0.05 + 0.04 from the buyer, each settled after the upstream created what was bought.
     expect(buyerBefore - (await balanceOf(stack.sales.v1Buyer))).toBe(90_000n);
   }, 120_000);

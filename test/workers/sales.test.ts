@@ -11,7 +11,7 @@ import { x402Client, wrapFetchWithPayment } from "@x402/fetch";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import worker from "../../src/host/worker.js";
-import { browserProductThrough } from "./cdp.js";
+import { buySessionThroughWorker } from "./cdp.js";
 
 const stack = inject("stack");
 const ctx = { waitUntil() {}, passThroughOnException() {} };
@@ -115,19 +115,7 @@ describe("the Worker sells over x402 (workerd + Durable Objects + local chain)",
     }
 
     // A browser session: bought, then CDP over the Worker's WebSocket relay.
-    const sold = await pay("https://gateway.test/api/session", { ...post, body: "{}" });
-    expect(sold.status).toBe(200);
-    expect(sold.headers.get("x-tollgate-sale")).toBe("charged");
-    const session = (await sold.json()) as { id: string; wsEndpoint: string };
-    expect(new URL(session.wsEndpoint).host).toBe("gateway.test");
-    try {
-      expect(await browserProductThrough(throughWorker, session.wsEndpoint)).toMatch(/Chrom/);
-    } finally {
-      await throughWorker(`https://gateway.test/api/session/${session.id}/stop`, {
-        method: "PUT",
-        headers: { authorization: `Bearer ${sold.headers.get("x-tollgate-wallet-token")}` },
-      });
-    }
+    await buySessionThroughWorker(pay, throughWorker, { ...post, body: "{}" });
     // Paid on chain: 0.05 + 0.04 from the buyer to the Worker's wallet (the upstream bills the gateway's credits).
     expect(buyerBefore - (await balanceOf(stack.sales.buyer))).toBe(90_000n);
     expect((await balanceOf(stack.sales.wallet)) - sellerBefore).toBe(90_000n);
