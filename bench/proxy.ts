@@ -9,7 +9,9 @@
 //   (d) cache-hit      POST /api/web/search, a cached answer (baselines: Tollgate's /_tollgate/health; nginx proxy_cache;
 //                      `node static answer`, the same bytes from a bare node:http server)
 //                      in front of the fast upstream (the emulator's search lives in its x402 module, which needs a chain)
-//   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck
+//   (e) fast-get       (a) in front of a trivial fast upstream, so the proxy is the bottleneck; also `undici pipe` (the
+//                      floor's server relaying on undici's dispatcher, as Tollgate's Node fast path does) and
+//                      `hono undici pipe` (that relay as a one-route Hono app on @hono/node-server)
 //
 // `npm run bench -- proxy`; BENCH_SECONDS (5, after BENCH_WARMUP_SECONDS 3: JIT warm-up matters), BENCH_CONNECTIONS (32), BENCH_SCENARIOS (a,b,c,d,e ids or names), BENCH_NICE (-10), BENCH_WARMUP_REQUESTS (3000),
 // BENCH_STATE (memory; `redis`: the gateways share a local redis-server), BENCH_ROUNDS (1: measure every contender that many times, alternating, and print ranges), BENCH_PROXIES (only these contenders, by name: `node raw pipe,tollgate,health`), BENCH_BUN (a bun binary: the floor
@@ -19,7 +21,8 @@
 // Tollgate, e.g. `git archive <rev> | tar -x -C dir` plus a node_modules link and `npx tsc -p tsconfig.build.json && touch
 // dist/.built` for its compiled build: measured as `tollgate@base` on a, b, d, e), BENCH_LOG_LEVEL (info: the gateways'
 // access log on, to stdout, read and dropped), BENCH_NODE_ARGS / BENCH_BASE_NODE_ARGS (extra node flags for Tollgate / the
-// baseline), BENCH_HEAP_PROFILE_DIR (a --heap-prof of each Tollgate process).
+// baseline), BENCH_BASE_CONFIG_DROP (dotted options left out of the baseline's config: ones its schema does not know yet,
+// e.g. `wallet,oauth`), BENCH_HEAP_PROFILE_DIR (a --heap-prof of each Tollgate process).
 // Last, `## Goals (issue 26)`: each goal of the issue judged on this run alone (the median over rounds, and how many rounds
 // met it), so one run shows whether every line is at its goal together.
 // Tollgate runs as it ships: dist/ (built first when older than its sources) through bench/tollgate-process.mjs.
@@ -384,6 +387,17 @@ try {
   const gatewayConfig = (baseUrl: string, allowedHosts: string[]) =>
     exampleBenchConfig({ upstream: { baseUrl, allowedHosts }, keyHash, adminKeyHash, logLevel: process.env.BENCH_LOG_LEVEL, redisUrl });
   const BASELINE = process.env.BENCH_BASELINE_DIR;
+  /** The baseline's config: the same, less the options an older build does not know (BENCH_BASE_CONFIG_DROP). */
+  const forBase = (c: Record<string, unknown>): Record<string, unknown> => {
+    const copy = structuredClone(c);
+    for (const dotted of (process.env.BENCH_BASE_CONFIG_DROP ?? "").split(",").filter(Boolean)) {
+      const path = dotted.trim().split(".");
+      let at = copy as Record<string, unknown> | undefined;
+      for (const k of path.slice(0, -1)) at = at?.[k] as Record<string, unknown> | undefined;
+      if (at) delete at[path[path.length - 1]!];
+    }
+    return copy;
+  };
   // Tollgate as it ships (dist/, built now when older than its sources): tsx's transform adds a helper call to every
   // function the gateway makes per request, which compiled JavaScript does not have. A baseline checkout without
   // bench/tollgate-process.mjs and a build, and Bun, run the TypeScript.
@@ -412,8 +426,8 @@ try {
   );
   const [tgBase, tgFastBase] = BASELINE
     ? await Promise.all([
-        spawnTollgate("base-emulator", cfg, emu.apiKey, BASELINE),
-        spawnTollgate("base-fast", fastCfg, "fast-upstream-key", BASELINE),
+        spawnTollgate("base-emulator", forBase(cfg), emu.apiKey, BASELINE),
+        spawnTollgate("base-fast", forBase(fastCfg), "fast-upstream-key", BASELINE),
       ])
     : [undefined, undefined];
   if (tgBase && tgFastBase)
@@ -503,6 +517,21 @@ try {
   stops.push(
     () => rawRuntime.stop(),
     () => rawFast.stop(),
+  );
+  // The same pipe on undici's dispatcher (what Tollgate's Node fast path relays with): undici against http.request.
+  const undiciFast = await spawnReady(
+    here("./undici-pipe-process.ts"),
+    { PROXY_UPSTREAM: `http://127.0.0.1:${fast.port}`, PROXY_TOKEN: "fast-upstream-runtime-token" },
+    profArgs("undici-fast"),
+  );
+  const honoUndiciFast = await spawnReady(
+    here("./undici-pipe-process.ts"),
+    { PROXY_UPSTREAM: `http://127.0.0.1:${fast.port}`, PROXY_TOKEN: "fast-upstream-runtime-token", PROXY_HONO: "1" },
+    profArgs("hono-undici-fast"),
+  );
+  stops.push(
+    () => undiciFast.stop(),
+    () => honoUndiciFast.stop(),
   );
   const rawBurn = FLOOR_BURN
     ? await rawFor(`http://127.0.0.1:${fast.port}`, "fast-upstream-runtime-token", "floor-burn", FLOOR_BURN)
@@ -654,6 +683,8 @@ try {
         { proxy: "nginx", load: { url: at(nginx.ports.fast!, "/sandbox/sbx_fast/processes") }, pid: nginx.pid, tree: true },
         { proxy: "hono/proxy", load: { url: at(honoFast.port, "/sandbox/sbx_fast/processes") }, pid: honoFast.pid },
         { proxy: "node raw pipe", load: { url: at(rawFast.port, "/sandbox/sbx_fast/processes") }, pid: rawFast.pid },
+        { proxy: "undici pipe", load: { url: at(undiciFast.port, "/sandbox/sbx_fast/processes") }, pid: undiciFast.pid },
+        { proxy: "hono undici pipe", load: { url: at(honoUndiciFast.port, "/sandbox/sbx_fast/processes") }, pid: honoUndiciFast.pid },
         ...(rawBurn
           ? [{ proxy: "node raw pipe +burn", load: { url: at(rawBurn.port, "/sandbox/sbx_fast/processes") }, pid: rawBurn.pid }]
           : []),
@@ -722,6 +753,15 @@ try {
     const range = per.length > 1 ? ` (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)} over ${per.length} rounds)` : "";
     console.log(`${kind} ${label.replace(/ /g, "-")} ${scenario}: ${value.toFixed(2)}${range}`);
   };
+  /** `cpu/request <a>−<b> <scenario>: N µs`: the median of the same-round differences (what a adds to b per request). */
+  const added = (scenario: string, a: string, b: string) => {
+    const xs = of(scenario, a);
+    const ys = of(scenario, b);
+    const per = xs.flatMap((x) => ys.filter((y) => y.round === x.round).map((y) => x.m.cpuUsPerReq - y.m.cpuUsPerReq));
+    if (!per.length) return;
+    const range = per.length > 1 ? ` (${Math.min(...per).toFixed(0)}–${Math.max(...per).toFixed(0)} over ${per.length} rounds)` : "";
+    console.log(`cpu/request ${a.replace(/ /g, "-")}−${b.replace(/ /g, "-")} ${scenario}: ${median(per).toFixed(0)} µs${range}`);
+  };
   for (const s of scenarios) {
     const n = s.name;
     if (!of(n, "tollgate").length) continue;
@@ -732,6 +772,12 @@ try {
     ratio("cpu/request", n, "tollgate", "node raw pipe", "tollgate÷floor");
     if (n === "fast-get") ratio("req/s", n, "tollgate", "node raw pipe", "tollgate÷floor");
     ratio("cpu/request", n, "tollgate@base", "node raw pipe", "tollgate@base÷floor");
+    // The relay Tollgate's Node fast path uses, bare (undici pipe), and in a one-route Hono app (hono undici pipe): what
+    // undici costs against http.request, what the framework adds, and what the gateway's own work adds on top.
+    ratio("cpu/request", n, "undici pipe", "node raw pipe", "undici-pipe÷floor");
+    ratio("cpu/request", n, "hono undici pipe", "undici pipe", "hono-undici-pipe÷undici-pipe");
+    ratio("cpu/request", n, "tollgate", "hono undici pipe", "tollgate÷hono-undici-pipe");
+    added(n, "tollgate", "hono undici pipe");
     if (n === "fast-get") ratio("req/s", n, "tollgate@base", "node raw pipe", "tollgate@base÷floor");
     ratio("cpu/request", n, "tollgate on bun", "bun raw pipe", "tollgate-on-bun÷bun-floor");
     ratio("cpu/request", n, "tollgate on bun", "node raw pipe", "tollgate-on-bun÷floor");
