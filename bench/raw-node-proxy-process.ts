@@ -3,6 +3,7 @@
 // Hono, no Request/Response, no Web streams. Env as hono-proxy-process.ts; prints `READY <port>`.
 import { createServer, request, Agent, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
+import { HOP } from "./hop-by-hop.js";
 
 const upstream = new URL(process.env.PROXY_UPSTREAM!);
 const token = process.env.PROXY_TOKEN!;
@@ -10,17 +11,6 @@ const host = process.env.PROXY_HOST || upstream.host;
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 /** PROXY_BURN_US: CPU spent in JS per request (a spin), to run the floor at a slower proxy's pace (bench/PROFILE.md). */
 const burnUs = Number(process.env.PROXY_BURN_US ?? 0);
-const HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "host",
-  "authorization",
-]);
 
 function forwardable(h: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

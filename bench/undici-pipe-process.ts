@@ -10,22 +10,12 @@ import { serve } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { Hono } from "hono";
 import { type Dispatcher, Pool, util } from "undici";
+import { HOP } from "./hop-by-hop.js";
 
 const upstream = new URL(process.env.PROXY_UPSTREAM!);
 const token = process.env.PROXY_TOKEN!;
 const host = process.env.PROXY_HOST || upstream.host;
 const pool = new Pool(upstream.origin, { connections: 256 });
-const HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "host",
-  "authorization",
-]);
 
 function forwardable(raw: string[]): string[] {
   const out: string[] = [];
