@@ -65,6 +65,13 @@ const tracer = job.strace
   ? spawn("strace", ["-c", "-f", "-o", job.strace, "-p", String(job.pids[0])], { stdio: ["ignore", "ignore", "pipe"] })
   : undefined;
 if (tracer) await new Promise<void>((resolve) => tracer.stderr!.once("data", () => resolve())); // "strace: Process … attached"
+/** The answers that were not 2xx, by status, and the timeouts among the errors. */
+function badOf(r: { statusCodeStats?: Record<string, { count: number }>; timeouts?: number }): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [code, s] of Object.entries(r.statusCodeStats ?? {})) if (!code.startsWith("2") && s.count) out[code] = s.count;
+  if (r.timeouts) out.timeouts = r.timeouts;
+  return out;
+}
 const before = cpuTicks();
 const r = job.paced
   ? await pacedLoad({ ...opts, rate: job.paced, seconds: job.seconds }).then((p) => ({
@@ -88,6 +95,8 @@ process.stdout.write(
     p99: r.latency.p99,
     non2xx: r.non2xx,
     errors: r.errors,
+    // What the non-2xx and the errors were (status: count; `timeouts`), so a table's bad count can be read.
+    bad: badOf(r as Parameters<typeof badOf>[0]),
     cpuTicks: after - before,
   }) + "\n",
 );

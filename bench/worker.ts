@@ -16,6 +16,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { request } from "undici";
@@ -105,10 +106,12 @@ async function startWorker(scriptPath: string, bindings: Record<string, string>,
     compatibilityDate: COMPAT_DATE,
     compatibilityFlags: ["nodejs_compat"],
     bindings,
-    // The access log's lines (one a request, as deployed) are read and dropped, as bench/proxy.ts does with Node's;
-    // workerd's own errors still show.
+    // The access log's lines (one a request, as deployed) are read and dropped, as bench/proxy.ts does with Node's; the
+    // gateway's error lines and workerd's own errors still show.
     handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
-      stdout.resume();
+      createInterface({ input: stdout }).on("line", (line) => {
+        if (line.includes('"level":"error"')) process.stderr.write(`${line}\n`);
+      });
       stderr.pipe(process.stderr);
     },
     // The Tollgate Worker as deployed (wrangler.toml): shared state in a SQLite-backed Durable Object, in the same process.
@@ -157,6 +160,12 @@ interface Load {
   body?: string;
 }
 
+/** A bad count with what it was (`2 (429×2)`, `1 (timeouts×1)`), when the load generator said. */
+const badLabel = (n: number, by?: Record<string, number>): string => {
+  const parts = Object.entries(by ?? {}).map(([k, v]) => `${k}×${v}`);
+  return n && parts.length ? `${n} (${parts.join(", ")})` : String(n);
+};
+
 async function measure(load: Load, pid: number) {
   const job = {
     ...load,
@@ -175,7 +184,12 @@ async function measure(load: Load, pid: number) {
   const status = await new Promise<number | null>((r) => child.once("exit", r));
   if (status !== 0) throw new Error(`load run failed (${status})`);
   const j = JSON.parse(out.trim().split("\n").pop()!);
-  return { rps: j.rps as number, p99: j.p99 as number, cpuUs: ((j.cpuTicks / CLK_TCK) * 1e6) / j.total, bad: j.non2xx + j.errors };
+  return {
+    rps: j.rps as number,
+    p99: j.p99 as number,
+    cpuUs: ((j.cpuTicks / CLK_TCK) * 1e6) / j.total,
+    bad: badLabel(j.non2xx + j.errors, j.bad),
+  };
 }
 
 async function expectOk(load: Load, what: string, header?: [string, string]) {
