@@ -35,6 +35,12 @@ export interface GatewayDeps {
    * the request for one (Hono's getter throws without it, a stack trace each time). Default: asked (Workers).
    */
   executionContexts?: boolean;
+  /**
+   * false where a request must never wait on a promise another request's I/O settles (Workers: workerd sees such a
+   * request as hung and cancels it with a 500 once the other request is done). Where a wait is needed there, each
+   * request makes its own state call. Default: shared (Node).
+   */
+  sharedWaits?: boolean;
   /** Shared state; memory by default, Redis or Durable Objects for fleets. */
   stores?: StateStores;
   logSink?: LogSink;

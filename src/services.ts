@@ -65,6 +65,11 @@ export interface GatewayServices {
   /** Identifies this gateway process in the ledger (crash recovery). */
   instanceId: string;
   /**
+   * Whether a request may wait on a promise another request's I/O settles (GatewayDeps.sharedWaits): false on Workers,
+   * where each waiting request makes its own state call instead.
+   */
+  sharedWaits: boolean;
+  /**
    * Runs work the gateway does not await beside the request `c` (src/web/background.ts): on Workers it is kept alive by the
    * request's ExecutionContext.waitUntil; everywhere it is tracked until it settles (closing the gateway waits for it,
    * bounded) and a failure is logged as `what`. Pass undefined outside a request.

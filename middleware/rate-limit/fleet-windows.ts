@@ -74,6 +74,12 @@ export class FleetWindows {
      * request waits for it: at most one state call per key this often, not one per request (0: sent at once).
      */
     private readonly gatherMs = 0,
+    /**
+     * Whether a request that must wait for the fleet's count may wait for another request's batch (Node). false on
+     * Workers: workerd cancels, as hung, a request waiting on a promise another request's I/O settles (a 500), so such a
+     * request sends its own hit and is decided on the count that answers it.
+     */
+    private readonly sharedWaits = true,
   ) {}
 
   /** Counts one hit of `key` (a limit of `limit` per `windowMs`) now; a promise only when it must wait (above). */
@@ -87,6 +93,7 @@ export class FleetWindows {
     // An instance new to the window (a fresh isolate, or a new minute) knows nothing of the fleet's count: one hit goes
     // blind, and the rest wait for its answer; then the full allowance.
     if (unconfirmed >= (w.answered ? unconfirmedAllowance(limit) : 1)) {
+      if (!this.sharedWaits) return this.ownHit(key, w, limit, windowMs);
       const answered = new Promise<void>((resolve, reject) => w.waiters.push({ resolve, reject }));
       w.wake?.(); // a batch still gathering goes now
       if (!w.syncing) this.behind(this.sync(key, w, windowMs)); // the last batch failed: this one retries it
@@ -95,6 +102,22 @@ export class FleetWindows {
     w.unsent++;
     if (!w.syncing) this.behind(this.sync(key, w, windowMs));
     return { allowed: true, limit, remaining: Math.max(0, limit - (w.known + unconfirmed + 1)), resetAt };
+  }
+
+  /**
+   * A hit sent by the request that must wait, on its own state call (its own I/O), and decided on the fleet's count that
+   * call answers plus this instance's hits not in it yet. A refused hit stays counted (the window is full either way).
+   * Hits of this instance still unsent go with the next batch.
+   */
+  private async ownHit(key: string, w: Window, limit: number, windowMs: number): Promise<WindowDecision> {
+    const resetAt = w.start + windowMs;
+    const total = await this.counter.add(key, 1, windowMs, w.start);
+    w.known = Math.max(w.known, total);
+    w.answered = true;
+    // This instance's hits not yet in that count (unsent, or in a batch still in flight) count against it too.
+    const after = total + w.sent + w.unsent;
+    if (after > limit) return { allowed: false, limit, remaining: 0, resetAt };
+    return { allowed: true, limit, remaining: limit - after, resetAt };
   }
 
   /** Keys this instance holds a window for (bounded: ended windows are dropped as new ones start). */

@@ -24,7 +24,7 @@ const GATHER_MS = 20;
  * gateway's (per isolate on Workers).
  * @example app.on("GET", "/_tollgate/usage", identify(services, row), rateLimit(services), handler)
  */
-export function rateLimit(services: Pick<GatewayServices, "stores" | "now" | "background">): MiddlewareHandler {
+export function rateLimit(services: Pick<GatewayServices, "stores" | "now" | "background" | "sharedWaits">): MiddlewareHandler {
   let request: Context | undefined;
   const windows = new FleetWindows(
     services.stores.rateLimiter,
@@ -32,6 +32,7 @@ export function rateLimit(services: Pick<GatewayServices, "stores" | "now" | "ba
     (work) => services.background(request, work, "rate limit batch"),
     services.now,
     GATHER_MS,
+    services.sharedWaits,
   );
   // Not an async function: a request with no limit to count, or decided at once, passes on with no turn of its own.
   return function rateLimitMiddleware(c, next) {

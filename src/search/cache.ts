@@ -44,12 +44,19 @@ export class AnswerCache {
   }
 }
 
-/** Runs one call per key at a time; concurrent callers with the same key get the leader's result. */
+/**
+ * Runs one call per key at a time; concurrent callers with the same key get the leader's result. With `shared` false
+ * (Workers: GatewayDeps.sharedWaits) every caller runs its own call, which joins the leader's through the fleet's claim
+ * on its own state calls: workerd cancels, as hung, a request waiting on a promise another request's I/O settles.
+ */
 export class Coalescer<T> {
   private readonly inflight = new Map<string, Promise<T>>();
 
+  constructor(private readonly shared = true) {}
+
   /** `leader` is true for the caller whose `run` actually executed. */
   async run(key: string, run: () => Promise<T>): Promise<{ value: T; leader: boolean }> {
+    if (!this.shared) return { value: await run(), leader: true };
     const existing = this.inflight.get(key);
     if (existing) return { value: await existing, leader: false };
     const p = run();

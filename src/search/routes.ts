@@ -24,7 +24,7 @@ const CALL_HOLD_MS = 3_600_000;
 export function paidSearchHandlers(services: GatewayServices): Handlers {
   const { config, upstream, platform } = services;
   const cache = new AnswerCache({ maxBytes: config.cache.maxBytes, ttlSeconds: config.cache.ttlSeconds });
-  const coalescer = new Coalescer<Fetched>();
+  const coalescer = new Coalescer<Fetched>(services.sharedWaits);
   const fingerprints = new RequestFingerprints();
   const shareable = (a: Answer) => config.cache.enabled && a.status === 200 && isCompletedJob(a);
 

@@ -1,7 +1,9 @@
 // The rate limit across Worker instances on Durable Objects, inside workerd: three gateways (three isolates' worth of
 // windows) share one namespace of TollgateState objects; a tenant limited to 120 requests a minute gets 300 sent at
 // all three at once. The fleet admits at least the limit and at most 3 × ⌈120 / 50⌉ − 1 = 8 above it
-// (docs/rate-limits.md#the-bound); every hit it admitted reached the shared counter, behind the answers.
+// (docs/rate-limits.md#the-bound); every hit it admitted reached the shared counter, behind the answers. The gateways run
+// as the Worker entry runs them (sharedWaits: false); the cross-request waits that setting avoids cannot show here, as
+// one test is one request to workerd: bench/worker.ts's cache hit (a rate-limited row) runs across window turns.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../config/load.js";
@@ -29,7 +31,13 @@ describe("the rate limit across Worker instances on Durable Objects (workerd)", 
     const now = () => base + (Date.now() - t0);
     const stores = doStores(bindings, { namespace });
     const gateways = Array.from({ length: 3 }, () =>
-      createGateway(config, { secrets: { tokenSecret: "w".repeat(40) }, stores: doStores(bindings, { namespace }), now }),
+      // As the Worker entry runs them: a request that must wait for the fleet's count makes its own state call.
+      createGateway(config, {
+        secrets: { tokenSecret: "w".repeat(40) },
+        stores: doStores(bindings, { namespace }),
+        now,
+        sharedWaits: false,
+      }),
     );
     try {
       const counts = { admitted: 0, refused: 0, other: 0 };
@@ -52,13 +60,15 @@ describe("the rate limit across Worker instances on Durable Objects (workerd)", 
       expect(counts.admitted + counts.refused).toBe(300);
       expect(counts.admitted).toBeGreaterThanOrEqual(limit);
       expect(overshoot).toBeLessThanOrEqual(8);
-      // The batches landed behind the answers: the shared counter holds every hit admitted.
+      // The batches landed behind the answers: the shared counter holds every hit admitted (and a refused one that made
+      // its own call).
       let counted = 0;
-      for (let i = 0; i < 50 && counted !== counts.admitted; i++) {
+      for (let i = 0; i < 50 && counted < counts.admitted; i++) {
         counted = await stores.rateLimiter.add("tenant:busy", 0, 60_000, now());
-        if (counted !== counts.admitted) await new Promise((r) => setTimeout(r, 20));
+        if (counted < counts.admitted) await new Promise((r) => setTimeout(r, 20));
       }
-      expect(counted).toBe(counts.admitted);
+      expect(counted).toBeGreaterThanOrEqual(counts.admitted);
+      expect(counted).toBeLessThanOrEqual(300);
     } finally {
       for (const g of gateways) await g.close(0);
     }

@@ -35,13 +35,17 @@ export interface ReadinessOptions {
   accountWallets?: Array<{ account: string; address: `0x${string}` }>;
 }
 
-/** A value computed at most once per `ttlMs`; concurrent callers share the computation in flight. */
+/**
+ * A value computed at most once per `ttlMs`; concurrent callers share the computation in flight, unless `shared` is
+ * false (Workers: each computes its own, as workerd cancels a request waiting on another request's I/O).
+ */
 class Cached<T> {
   private value: { at: number; v: T } | undefined;
   private inflight: Promise<T> | undefined;
   constructor(
     private readonly ttlMs: number,
     private readonly compute: () => Promise<T>,
+    private readonly shared = true,
   ) {}
   /** Forgets the value: the next get computes anew (a rotated key is tried at once). */
   reset(): void {
@@ -49,6 +53,11 @@ class Cached<T> {
   }
   get(now: number): Promise<T> {
     if (this.value && now - this.value.at < this.ttlMs) return Promise.resolve(this.value.v);
+    if (!this.shared)
+      return this.compute().then((v) => {
+        this.value = { at: now, v };
+        return v;
+      });
     this.inflight ??= this.compute()
       .then((v) => {
         this.value = { at: now, v };
@@ -78,14 +87,17 @@ export class Readiness {
 
   /** `signer`: the gateway's signer (its address is all readiness reads), undefined when no wallet key is set. */
   constructor(
-    private readonly services: Pick<GatewayServices, "config" | "stores" | "upstream" | "now" | "configReload" | "payments">,
+    private readonly services: Pick<
+      GatewayServices,
+      "config" | "stores" | "upstream" | "now" | "configReload" | "payments" | "sharedWaits"
+    >,
     private readonly signer: Pick<PaymentSigner, "address"> | undefined,
     opts: ReadinessOptions = {},
   ) {
     this.timeoutMs = opts.timeoutMs ?? 2000;
     this.accountWallets = opts.accountWallets ?? [];
-    this.upstreamProbe = new Cached(opts.upstreamCacheMs ?? 5000, () => this.probeUpstream());
-    this.walletProbe = new Cached(opts.walletCacheMs ?? 30_000, () => this.probeWallet());
+    this.upstreamProbe = new Cached(opts.upstreamCacheMs ?? 5000, () => this.probeUpstream(), services.sharedWaits);
+    this.walletProbe = new Cached(opts.walletCacheMs ?? 30_000, () => this.probeWallet(), services.sharedWaits);
   }
 
   async check(): Promise<ReadinessReport> {
