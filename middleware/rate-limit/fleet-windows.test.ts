@@ -48,6 +48,25 @@ function prng(seed: number) {
   };
 }
 
+/** One instance as the Worker entry runs it (no shared waits), its counter held, its batches collected in `work`. */
+function workersFleet() {
+  const stores = memoryStores();
+  const c = heldCounter(stores.rateLimiter);
+  const work: Promise<void>[] = [];
+  return {
+    stores,
+    c,
+    work,
+    w: new FleetWindows(
+      c.counter,
+      (p) => work.push(p),
+      () => T0,
+      20,
+      false,
+    ),
+  };
+}
+
 describe("FleetWindows", () => {
   it("decides at once while the batch is in flight, and counts every hit it admitted in the shared counter", async () => {
     const stores = memoryStores();
@@ -228,16 +247,7 @@ describe("FleetWindows", () => {
   });
 
   it("with no shared waits (Workers), a request that must wait sends its own hit and is decided on its answer", async () => {
-    const stores = memoryStores();
-    const c = heldCounter(stores.rateLimiter);
-    const work: Promise<void>[] = [];
-    const w = new FleetWindows(
-      c.counter,
-      (p) => work.push(p),
-      () => T0,
-      20,
-      false,
-    );
+    const { stores, c, work, w } = workersFleet();
     // A window new to the instance: the first hit goes blind (its batch in flight), the next must know the fleet's count.
     expect(w.decide("tenant:a", 5, MINUTE)).toMatchObject({ allowed: true });
     const waited = w.decide("tenant:a", 5, MINUTE);
