@@ -72,6 +72,10 @@ function badOf(r: { statusCodeStats?: Record<string, { count: number }>; timeout
   if (r.timeouts) out.timeouts = r.timeouts;
   return out;
 }
+function badLabel(n: number, by: Record<string, number>): string {
+  const parts = Object.entries(by).map(([k, v]) => `${k}×${v}`);
+  return n && parts.length ? `${n} (${parts.join(", ")})` : String(n);
+}
 const before = cpuTicks();
 const r = job.paced
   ? await pacedLoad({ ...opts, rate: job.paced, seconds: job.seconds }).then((p) => ({
@@ -95,8 +99,8 @@ process.stdout.write(
     p99: r.latency.p99,
     non2xx: r.non2xx,
     errors: r.errors,
-    // What the non-2xx and the errors were (status: count; `timeouts`), so a table's bad count can be read.
-    bad: badOf(r as Parameters<typeof badOf>[0]),
+    // The bad count with what it was (`12 (500×12)`, `1 (timeouts×1)`), as the benches' tables print it.
+    bad: badLabel(r.non2xx + r.errors, badOf(r as Parameters<typeof badOf>[0])),
     cpuTicks: after - before,
   }) + "\n",
 );

@@ -160,12 +160,6 @@ interface Load {
   body?: string;
 }
 
-/** A bad count with what it was (`2 (429×2)`, `1 (timeouts×1)`), when the load generator said. */
-const badLabel = (n: number, by?: Record<string, number>): string => {
-  const parts = Object.entries(by ?? {}).map(([k, v]) => `${k}×${v}`);
-  return n && parts.length ? `${n} (${parts.join(", ")})` : String(n);
-};
-
 async function measure(load: Load, pid: number) {
   const job = {
     ...load,
@@ -188,7 +182,7 @@ async function measure(load: Load, pid: number) {
     rps: j.rps as number,
     p99: j.p99 as number,
     cpuUs: ((j.cpuTicks / CLK_TCK) * 1e6) / j.total,
-    bad: badLabel(j.non2xx + j.errors, j.bad),
+    bad: j.bad as string,
   };
 }
 

@@ -36,8 +36,8 @@ export interface GatewayDeps {
    */
   executionContexts?: boolean;
   /**
-   * false where a request must never wait on a promise another request's I/O settles (Workers: workerd sees such a
-   * request as hung and cancels it with a 500 once the other request is done). Where a wait is needed there, each
+   * false where a request must never wait on a promise another request's I/O settles (Workers: workerd may see such a
+   * request as hung and cancel it with a 500 once the other request is done). Where a wait is needed there, each
    * request makes its own state call. Default: shared (Node).
    */
   sharedWaits?: boolean;

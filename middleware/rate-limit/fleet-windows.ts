@@ -76,7 +76,7 @@ export class FleetWindows {
     private readonly gatherMs = 0,
     /**
      * Whether a request that must wait for the fleet's count may wait for another request's batch (Node). false on
-     * Workers: workerd cancels, as hung, a request waiting on a promise another request's I/O settles (a 500), so such a
+     * Workers: workerd may cancel, as hung, a request waiting on a promise another request's I/O settles (a 500), so such a
      * request sends its own hit and is decided on the count that answers it.
      */
     private readonly sharedWaits = true,

@@ -62,7 +62,7 @@ function gatewayFor(env: WorkerEnv): Gateway {
     secrets,
     // A client gone away cancels its request's subrequests on Workers: no listener on its signal a request.
     transport: { ...fetchTransport, cancelledWithClient: true },
-    // workerd cancels, as hung, a request waiting on a promise another request's I/O settles: no such wait here.
+    // workerd may cancel, as hung, a request waiting on a promise another request's I/O settles: no such wait here.
     sharedWaits: false,
     webSocketRelay: fetchWebSocketRelay,
     stores: storesFor(config, env),

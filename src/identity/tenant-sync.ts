@@ -16,7 +16,7 @@ export interface TenantSyncOptions {
   maxStaleMs?: number;
   /**
    * Whether a lookup may wait for a check another request started (default true). false on Workers (GatewayDeps
-   * .sharedWaits): workerd cancels, as hung, a request waiting on another request's I/O, so a lookup there runs a check
+   * .sharedWaits): workerd may cancel, as hung, a request waiting on another request's I/O, so a lookup there runs a check
    * of its own.
    */
   sharedWaits?: boolean;

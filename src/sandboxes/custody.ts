@@ -171,7 +171,7 @@ export class RuntimeCustody {
 
   /** Fetches a fresh runtime token (`GET /api/sandbox/<id>` with the API key); concurrent callers share one call. */
   renew(c: Context<GatewayEnv>, id: string): Promise<RuntimeCredential> {
-    // Workers (sharedWaits false): each request renews on its own call; workerd cancels a wait on another request's I/O.
+    // Workers (sharedWaits false): each request renews on its own call; workerd may cancel a wait on another request's I/O.
     if (!this.services.sharedWaits) return this.fetchFresh(c, id);
     let p = this.inflight.get(id);
     if (!p) {

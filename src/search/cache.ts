@@ -47,7 +47,7 @@ export class AnswerCache {
 /**
  * Runs one call per key at a time; concurrent callers with the same key get the leader's result. With `shared` false
  * (Workers: GatewayDeps.sharedWaits) every caller runs its own call, which joins the leader's through the fleet's claim
- * on its own state calls: workerd cancels, as hung, a request waiting on a promise another request's I/O settles.
+ * on its own state calls: workerd may cancel, as hung, a request waiting on a promise another request's I/O settles.
  */
 export class Coalescer<T> {
   private readonly inflight = new Map<string, Promise<T>>();

@@ -37,7 +37,7 @@ export interface ReadinessOptions {
 
 /**
  * A value computed at most once per `ttlMs`; concurrent callers share the computation in flight, unless `shared` is
- * false (Workers: each computes its own, as workerd cancels a request waiting on another request's I/O).
+ * false (Workers: each computes its own, as workerd may cancel a request waiting on another request's I/O).
  */
 class Cached<T> {
   private value: { at: number; v: T } | undefined;
