@@ -4,6 +4,7 @@
 // export (./usage.ts).
 import { atomicToUsd } from "../payments/index.js";
 import type { GatewayServices } from "../services.js";
+import { groupBy } from "../state/fan-out.js";
 import type { SaleRecord } from "./book.js";
 
 export interface BuyerSummary {
@@ -23,8 +24,7 @@ export const signedUsd = (atomic: bigint) => (atomic < 0n ? `-${atomicToUsd(-ato
 
 /** Each buyer among `sales`, in the order first seen (`sales` oldest first). */
 export async function buyerSummaries(services: GatewayServices, sales: SaleRecord[]): Promise<BuyerSummary[]> {
-  const byTenant = new Map<string, SaleRecord[]>();
-  for (const s of sales) byTenant.set(s.tenant, [...(byTenant.get(s.tenant) ?? []), s]);
+  const byTenant = groupBy(sales, (s) => s.tenant);
   return Promise.all(
     [...byTenant].map(async ([tenant, lines]) => {
       const inbound = lines.reduce((a, s) => a + BigInt(s.priceMicroUsd), 0n);

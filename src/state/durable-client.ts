@@ -3,7 +3,7 @@
 import { type LocationHints, Objects, shard, type StateNamespace } from "./durable-objects.js";
 import { DurableOwnership } from "./durable-ownership.js";
 import type { SequencedEntry, WireFilter, WireLimits } from "./durable-ledger.js";
-import { bounded, FAN_OUT } from "./fan-out.js";
+import { bounded, FAN_OUT, groupBy } from "./fan-out.js";
 import { holdExpiresAt } from "./holds.js";
 import type {
   BudgetLedger,
@@ -298,8 +298,11 @@ class DurableOutbox implements WebhookOutbox {
 class DurableRequestLog implements RequestLog {
   constructor(private readonly o: Objects) {}
   async append(records: RequestRecord[], keep: number) {
-    const byTenant = new Map<string, string[]>();
-    for (const r of records) byTenant.set(r.tenant, [...(byTenant.get(r.tenant) ?? []), JSON.stringify(r)]);
+    const byTenant = groupBy(
+      records,
+      (r) => r.tenant,
+      (r) => JSON.stringify(r),
+    );
     await Promise.all([...byTenant].map(([tenant, rows]) => this.o.call(`requests:${tenant}`, (s) => s.requestsAppend(rows, keep))));
   }
   async list(tenant: string, limit: number) {

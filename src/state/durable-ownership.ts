@@ -3,6 +3,7 @@
 // Worker's cron copies it out (docs/state-layout.md).
 import type { Objects } from "./durable-objects.js";
 import type { OwnerRow } from "./durable-owner-tables.js";
+import { groupBy } from "./fan-out.js";
 import type { LimitedClaim, OwnershipRegistry, ResourceKind } from "./types.js";
 
 /** How many rows of the previous layout's one ownership object each scheduled run copies out. */
@@ -34,8 +35,7 @@ export class DurableOwnership implements OwnershipRegistry {
   }
   /** Copies rows of the previous layout into their resource's and tenant's objects (a row already there is kept). */
   private async place(rows: OwnerRow[]) {
-    const byTenant = new Map<string, OwnerRow[]>();
-    for (const r of rows) byTenant.set(r.tenant, [...(byTenant.get(r.tenant) ?? []), r]);
+    const byTenant = groupBy(rows, (r) => r.tenant);
     await Promise.all([
       ...[...byTenant].map(([t, rs]) => this.o.call(this.own(t), (s) => s.ownImport(rs), t)),
       ...rows.map((r) => this.o.call(this.res(r.kind, r.id), (s) => s.ownImport([r]), r.tenant)),
