@@ -129,7 +129,8 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
   });
   const accounts = upstreamAccounts(config, deps, stores, metrics, now); // [the accounts' API keys' one holder]
   const upstream = new Upstream(config.upstream, deps.transport ?? fetchTransport, deps.secrets.upstreamApiKey, metrics, accounts);
-  const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now, { sharedWaits: deps.sharedWaits ?? true });
+  const sharedWaits = deps.sharedWaits ?? true;
+  const tenantSync = new TenantSync(stores.tenants, directory, config.tenants, logger, now, { sharedWaits });
   directory.setRefresher(tenantSync.fresh.bind(tenantSync));
   const tokenSecrets = deps.secrets.tokenSecrets ?? deps.secrets.tokenSecret;
   // What rotateSecrets compares a re-read with (the holders keep their own copies; this one only tells what changed).
@@ -172,7 +173,7 @@ export function createGateway(config: TollgateConfig, deps: GatewayDeps): Gatewa
     tracer: deps.tracer,
     now,
     instanceId: deps.instanceId ?? crypto.randomUUID(),
-    sharedWaits: deps.sharedWaits ?? true,
+    sharedWaits,
     background: background.run.bind(background),
     onClose: (fn) => closers.push(fn),
     // [the metrics token's one holder]; read through, so a rotated token (rotateSecrets) applies to mounted rows too

@@ -18,10 +18,7 @@ export async function bounded<T, R>(items: readonly T[], limit: number, fn: (ite
   return out;
 }
 
-/**
- * `items` grouped by `key` (a tenant, most often: then one call per tenant's shard), each group in the items' order, in
- * one pass. (Spreading each group into a new array per item made a batch of n records cost n²/2 copies.)
- */
+/** `items` grouped by `key` (a tenant, most often: then one call per tenant's shard), each group in the items' order. */
 export function groupBy<T, V = T>(items: Iterable<T>, key: (item: T) => string, value?: (item: T) => V): Map<string, V[]> {
   const out = new Map<string, V[]>();
   for (const item of items) {
